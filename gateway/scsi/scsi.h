@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SCSI block device emulation (SPC-4 / SBC-3) on top of a bdev.
+ *
+ * The iSCSI core builds a struct scsi_cmd per SCSI Command PDU, gathers all
+ * Data-Out into cmd->buf first (for writes), then calls scsi_cmd_submit().
+ * The SCSI layer decodes the CDB, checks unit attentions / reservations,
+ * performs the command (asynchronously through the bdev where needed) and
+ * calls cmd->done(cmd) exactly once, on the submitting thread; done may run
+ * before scsi_cmd_submit() returns.
+ *
+ * Residuals: the SCSI layer sets cmd->xfer_len to the number of bytes the
+ * command itself would move (for reads: min(allocation length, data
+ * available); for READ/WRITE: blocks * block size). The core derives
+ * iSCSI residuals from xfer_len and the Expected Data Transfer Length
+ * (buf_len). For reads the SCSI layer writes at most buf_len bytes to buf.
+ *
+ * Threading: a scsi_lu is shared by all reactors; its control state (unit
+ * attentions, reservations, mode pages) is protected by a mutex inside the
+ * LU and never held across I/O.
+ */
+#ifndef ISERGW_SCSI_H
+#define ISERGW_SCSI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bdev;
+struct scsi_lu;
+
+/* Status codes (SAM-5). */
+#define SCSI_STATUS_GOOD                 0x00
+#define SCSI_STATUS_CHECK_CONDITION      0x02
+#define SCSI_STATUS_CONDITION_MET        0x04
+#define SCSI_STATUS_BUSY                 0x08
+#define SCSI_STATUS_RESERVATION_CONFLICT 0x18
+#define SCSI_STATUS_TASK_SET_FULL        0x28
+#define SCSI_STATUS_ACA_ACTIVE           0x30
+#define SCSI_STATUS_TASK_ABORTED         0x40
+
+/* Sense keys. */
+#define SCSI_SK_NO_SENSE        0x0
+#define SCSI_SK_RECOVERED_ERROR 0x1
+#define SCSI_SK_NOT_READY       0x2
+#define SCSI_SK_MEDIUM_ERROR    0x3
+#define SCSI_SK_HARDWARE_ERROR  0x4
+#define SCSI_SK_ILLEGAL_REQUEST 0x5
+#define SCSI_SK_UNIT_ATTENTION  0x6
+#define SCSI_SK_DATA_PROTECT    0x7
+#define SCSI_SK_ABORTED_COMMAND 0xb
+#define SCSI_SK_MISCOMPARE      0xe
+
+#define SCSI_SENSE_MAX 96
+#define SCSI_CDB_MAX   32
+
+/* Task attributes (iSCSI ATTR field). */
+enum scsi_task_attr {
+	SCSI_ATTR_UNTAGGED = 0,
+	SCSI_ATTR_SIMPLE   = 1,
+	SCSI_ATTR_ORDERED  = 2,
+	SCSI_ATTR_HEAD_OF_QUEUE = 3,
+	SCSI_ATTR_ACA      = 4,
+};
+
+/*
+ * A target port as the SCSI layer sees it: used in VPD 0x83 and by ALUA and
+ * persistent reservations. Same values on every gateway node for the same
+ * portal, so identity survives a portal move.
+ */
+struct scsi_port {
+	uint16_t rel_port_id;           /* relative target port identifier, >= 1 */
+	uint16_t tpg_id;                /* target port group id */
+	char name[256];                 /* "<target iqn>,t,0x<tpgt hex4>" */
+};
+
+/*
+ * An I_T nexus: one iSCSI session (initiator port) through one target port.
+ * Owned by the core; registered with every LU the session can see.
+ */
+struct scsi_itn {
+	uint64_t id;                    /* unique for the daemon's lifetime */
+	char initiator_name[224];       /* iSCSI name */
+	char initiator_port[256];       /* "<initiator name>,i,0x<isid hex12>" */
+	uint8_t isid[6];
+	const struct scsi_port *port;
+	/* LUN map of the target this nexus is logged in to: index = LUN. */
+	struct scsi_lu *const *luns;
+	uint32_t nluns;
+};
+
+struct scsi_lu_params {
+	uint64_t lun;                   /* LUN number inside its target */
+	char vendor[9];                 /* INQUIRY vendor, padded on output */
+	char product[17];
+	char revision[5];
+	char serial[64];                /* VPD 0x80; stable */
+	uint8_t naa[16];                /* NAA IEEE Registered Extended (type 6) designator */
+	bool readonly;
+	bool write_cache;               /* initial WCE */
+	bool thin;                      /* LBPME / UNMAP advertised (needs bdev unmap support) */
+	char pr_path[4096];             /* where persistent reservations are saved ("" = not persisted) */
+};
+
+int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out);
+void scsi_lu_destroy(struct scsi_lu *lu);
+const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu);
+
+/* The core tells each LU when a nexus appears and goes (for UA bookkeeping). */
+void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn);
+void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn);
+
+enum scsi_reset_kind {
+	SCSI_RESET_LU,          /* LOGICAL UNIT RESET */
+	SCSI_RESET_TARGET_WARM, /* TARGET WARM RESET */
+	SCSI_RESET_TARGET_COLD, /* TARGET COLD RESET */
+};
+/*
+ * A reset that has already aborted the affected tasks in the core: clear
+ * SCSI-2 reservations and establish the unit attentions SAM-5 requires.
+ * `from` is the nexus that asked for it.
+ */
+void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind);
+/*
+ * Tasks of other nexuses were aborted by `from` (CLEAR TASK SET, or
+ * PREEMPT AND ABORT): establish COMMANDS CLEARED BY ANOTHER INITIATOR (2F/00).
+ */
+void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from);
+
+struct scsi_cmd;
+typedef void (*scsi_done_cb)(struct scsi_cmd *cmd);
+
+struct scsi_cmd {
+	/* in */
+	const struct scsi_itn *itn;
+	uint64_t lun;                   /* decoded LUN number */
+	struct scsi_lu *lu;             /* NULL: no such LUN (scsi layer answers) */
+	uint8_t cdb[SCSI_CDB_MAX];
+	uint8_t cdb_len;
+	uint8_t attr;                   /* enum scsi_task_attr */
+	bool data_in;                   /* initiator expects data (iSCSI R bit) */
+	bool data_out;                  /* initiator sends data (iSCSI W bit) */
+	uint8_t *buf;                   /* data-out contents or data-in space */
+	uint32_t buf_len;               /* = Expected Data Transfer Length */
+	scsi_done_cb done;
+	void *ctx;
+	/* out */
+	uint8_t status;
+	uint8_t sense_len;
+	uint8_t sense[SCSI_SENSE_MAX];  /* fixed format sense data */
+	uint32_t xfer_len;              /* see residuals above */
+	/* private to the SCSI layer */
+	uint64_t priv_u64[4];
+	void *priv_ptr[4];
+	uint8_t priv_io[256] __attribute__((aligned(16))); /* holds a struct bdev_io and scratch */
+};
+
+void scsi_cmd_submit(struct scsi_cmd *cmd);
+
+/* Sense builder (fixed format, 18 bytes): sets status CHECK CONDITION. */
+void scsi_cmd_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);
+/* Same, with the INFORMATION field (VALID bit) set, e.g. miscompare offset. */
+void scsi_cmd_set_sense_info(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
+			     uint32_t info);
+/* Same, with sense-key-specific field-pointer (SKSV, C/D, bit pointer). */
+void scsi_cmd_set_sense_field(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
+			      bool in_cdb, uint16_t field, int8_t bit);
+
+#endif

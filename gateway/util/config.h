@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon's configuration: built from the JSON file (--config) or from the
+ * quick-serve command line; validated before use. Documented key by key in
+ * docs/configuration.md.
+ */
+#ifndef ISERGW_CONFIG_H
+#define ISERGW_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_NAME_MAX   224   /* iSCSI names are at most 223 bytes + NUL */
+#define GW_SECRET_MAX 256
+
+enum gw_transport {
+	GW_TRANSPORT_TCP = 0,
+	GW_TRANSPORT_ISER,
+};
+
+struct gw_chap_cfg {
+	char user[GW_SECRET_MAX];
+	char secret[GW_SECRET_MAX];
+};
+
+struct gw_portal_cfg {
+	enum gw_transport transport;
+	char addr[64];          /* numeric IPv4/IPv6 address or host name */
+	uint16_t port;          /* default 3260 */
+	uint16_t tpgt;          /* target portal group tag, default 1 */
+	uint16_t rel_port_id;   /* relative target port id, default = 1-based index */
+	uint16_t tpg_id;        /* target port group id (ALUA), default 1 */
+};
+
+struct gw_lun_cfg {
+	uint32_t lun;
+	char path[PATH_MAX];    /* file or block device */
+	uint64_t size;          /* create sparse with this size when missing (0 = must exist) */
+	uint32_t block_size;    /* 512 or 4096; default 512 */
+	char serial[64];        /* default derived from target iqn + lun */
+	uint8_t naa[16];        /* default derived from target iqn + lun */
+	bool naa_set;
+	bool readonly;
+	bool write_cache;       /* default true */
+	bool thin;              /* advertise thin provisioning / UNMAP; default true */
+	char vendor[9];         /* default "ISERGW" */
+	char product[17];       /* default "isergw disk" */
+};
+
+struct gw_acl_cfg {
+	char initiator[GW_NAME_MAX];
+	struct gw_chap_cfg chap;        /* empty user: use the target's chap */
+};
+
+struct gw_target_cfg {
+	char iqn[GW_NAME_MAX];
+	char alias[256];
+	struct gw_lun_cfg *luns;
+	size_t nluns;
+	struct gw_acl_cfg *acls;        /* none: any initiator may log in */
+	size_t nacls;
+	struct gw_chap_cfg chap;        /* incoming CHAP: initiator authenticates to us */
+	struct gw_chap_cfg mutual_chap; /* outgoing CHAP: we authenticate to the initiator */
+	/* operational defaults offered by the target (RFC 7143 13.x) */
+	uint32_t max_recv_dsl;          /* default 262144 */
+	uint32_t max_burst;             /* default 16776192 */
+	uint32_t first_burst;           /* default 262144 */
+	uint32_t max_outstanding_r2t;   /* default 1 */
+	bool initial_r2t;               /* default false (we accept unsolicited data) */
+	bool immediate_data;            /* default true */
+	uint32_t queue_depth;           /* CmdSN window per session, default 128 */
+};
+
+struct gw_config {
+	struct gw_portal_cfg *portals;
+	size_t nportals;
+	struct gw_target_cfg *targets;
+	size_t ntargets;
+	unsigned int reactors;          /* 0 = one per online CPU */
+	char log_level[16];             /* default "notice" */
+	char state_dir[PATH_MAX];       /* default /var/lib/isergw */
+	char ctl_socket[PATH_MAX];      /* default /run/isergw/isergwd.sock */
+	uint32_t nop_interval_s;        /* NOP-In ping of idle connections, default 5, 0 = off */
+	uint32_t nop_timeout_s;         /* drop a connection that does not answer, default 30 */
+	uint32_t login_timeout_s;       /* a login must complete within this, default 15 */
+	struct gw_chap_cfg discovery_chap; /* CHAP for discovery sessions (empty: none) */
+};
+
+/* Fill every field with its default (no portals, no targets). */
+void gw_config_defaults(struct gw_config *c);
+/* Defaults for one target / LUN / portal. */
+void gw_target_defaults(struct gw_target_cfg *t);
+void gw_lun_defaults(struct gw_lun_cfg *l);
+void gw_portal_defaults(struct gw_portal_cfg *p);
+
+/*
+ * Parse a JSON configuration file into *out (allocated). On error returns
+ * -EINVAL (or -errno for I/O) and writes a one-line reason, naming the key
+ * path (e.g. "targets[0].luns[1].path: missing"), into err.
+ */
+int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen);
+int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen);
+/* Cross-field checks (duplicate LUNs/IQNs, iqn syntax, chap secret lengths, ...). */
+int gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
+/* Fill derived defaults: serial and NAA of LUNs from target iqn + lun number. */
+void gw_config_finalize(struct gw_config *c);
+void gw_config_free(struct gw_config *c);
+
+/* Parse "tcp://ADDR[:PORT]" / "iser://ADDR[:PORT]" ("[v6]:port" too). */
+int gw_portal_parse(const char *url, struct gw_portal_cfg *out);
+/* Parse a size like "1G", "512M", "1073741824". */
+int gw_parse_size(const char *s, uint64_t *out);
+/* Checked conversions; return 0 or -EINVAL/-ERANGE. */
+int gw_parse_u64(const char *s, uint64_t *out);
+int gw_parse_u32(const char *s, uint32_t *out);
+
+#endif

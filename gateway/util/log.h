@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Logging. Levels (what each means):
+ *   ERR   - something failed that an operator must act on or that lost service
+ *           (a backend I/O error, a listener that could not bind).
+ *   WARN  - a peer did something wrong or a limit was hit; service goes on
+ *           (a protocol error from an initiator, a failed login, a dropped connection).
+ *   NOTICE- normal but significant events (login, logout, reload, shutdown).
+ *   INFO  - start-up details and configuration.
+ *   DEBUG - per-PDU / per-command tracing, off by default.
+ * Every line carries a component tag; protocol errors name the peer.
+ */
+#ifndef ISERGW_LOG_H
+#define ISERGW_LOG_H
+
+#include <stdarg.h>
+
+enum gw_log_level {
+	GW_LOG_ERR = 0,
+	GW_LOG_WARN,
+	GW_LOG_NOTICE,
+	GW_LOG_INFO,
+	GW_LOG_DEBUG,
+};
+
+void gw_log_set_level(enum gw_log_level lvl);
+enum gw_log_level gw_log_get_level(void);
+/* Parse "err|warn|notice|info|debug"; returns 0 or -EINVAL. */
+int gw_log_parse_level(const char *s, enum gw_log_level *out);
+void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define GW_ERR(comp, ...)    gw_log(GW_LOG_ERR, comp, __VA_ARGS__)
+#define GW_WARN(comp, ...)   gw_log(GW_LOG_WARN, comp, __VA_ARGS__)
+#define GW_NOTICE(comp, ...) gw_log(GW_LOG_NOTICE, comp, __VA_ARGS__)
+#define GW_INFO(comp, ...)   gw_log(GW_LOG_INFO, comp, __VA_ARGS__)
+#define GW_DEBUG(comp, ...)                                             \
+	do {                                                            \
+		if (gw_log_get_level() >= GW_LOG_DEBUG)                 \
+			gw_log(GW_LOG_DEBUG, comp, __VA_ARGS__);        \
+	} while (0)
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One reactor per thread: an epoll loop with fd handlers, one-shot timers and
+ * a cross-thread message queue. Nothing may block inside a handler. All
+ * callbacks of a reactor run on its own thread; other threads talk to it only
+ * through reactor_send_msg().
+ */
+#ifndef ISERGW_REACTOR_H
+#define ISERGW_REACTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+
+#include "util/list.h"
+
+struct reactor;
+
+typedef void (*reactor_fd_cb)(void *arg, uint32_t events);
+typedef void (*reactor_fn)(void *arg);
+
+/* Embedded in the owner's object; the reactor never allocates for fds. */
+struct reactor_fd {
+	int fd;
+	uint32_t events;
+	reactor_fd_cb cb;
+	void *arg;
+};
+
+struct reactor_timer {
+	uint64_t deadline_ms;   /* monotonic */
+	reactor_fn cb;
+	void *arg;
+	bool armed;
+	struct list_head link;
+};
+
+int reactor_create(unsigned int index, struct reactor **out);
+void reactor_destroy(struct reactor *r);
+/* Run the loop on the calling thread until reactor_stop(). */
+int reactor_run(struct reactor *r);
+/* Thread-safe: asks the loop to return after the current iteration. */
+void reactor_stop(struct reactor *r);
+/* The reactor running on the calling thread, or NULL. */
+struct reactor *reactor_self(void);
+unsigned int reactor_index(const struct reactor *r);
+
+int reactor_add_fd(struct reactor *r, struct reactor_fd *h, int fd, uint32_t events,
+		   reactor_fd_cb cb, void *arg);
+int reactor_mod_fd(struct reactor *r, struct reactor_fd *h, uint32_t events);
+void reactor_del_fd(struct reactor *r, struct reactor_fd *h);
+
+/* One-shot timers, millisecond resolution. Re-arming an armed timer moves it. */
+void reactor_timer_init(struct reactor_timer *t, reactor_fn cb, void *arg);
+void reactor_timer_arm(struct reactor *r, struct reactor_timer *t, uint64_t delay_ms);
+void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t);
+
+/* Run fn(arg) on reactor r's thread (any caller thread). Returns 0 or -ENOMEM. */
+int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg);
+
+uint64_t gw_now_ms(void);
+
+#endif
