@@ -113,7 +113,7 @@ enum iscsi_tmf_func {
 	ISCSI_TMF_TARGET_COLD_RESET   = 7,
 	ISCSI_TMF_TASK_REASSIGN       = 8,
 };
-enum iscsi_tmf_rsp {
+enum iscsi_tmf_response {
 	ISCSI_TMF_RSP_COMPLETE        = 0,
 	ISCSI_TMF_RSP_NO_TASK         = 1,
 	ISCSI_TMF_RSP_NO_LUN          = 2,
@@ -130,7 +130,7 @@ enum iscsi_logout_reason {
 	ISCSI_LOGOUT_CLOSE_CONNECTION = 1,
 	ISCSI_LOGOUT_REMOVE_CONN_RECOVERY = 2,
 };
-enum iscsi_logout_rsp {
+enum iscsi_logout_response {
 	ISCSI_LOGOUT_RSP_SUCCESS      = 0,
 	ISCSI_LOGOUT_RSP_NO_CID       = 1,
 	ISCSI_LOGOUT_RSP_NO_RECOVERY  = 2,

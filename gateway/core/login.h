@@ -61,9 +61,9 @@ struct iscsi_login_env {
 };
 
 enum iscsi_login_result {
-	ISCSI_LOGIN_CONTINUE = 0, /* send the response, wait for the next Login Request */
-	ISCSI_LOGIN_DONE,         /* send the response; full feature phase starts after it */
-	ISCSI_LOGIN_FAIL,         /* send the response (non-zero status class), then close */
+	ISCSI_LOGIN_RES_CONTINUE = 0, /* send the response, wait for the next Login Request */
+	ISCSI_LOGIN_RES_DONE,         /* send the response; full feature phase starts after it */
+	ISCSI_LOGIN_RES_FAIL,         /* send the response (non-zero status class), then close */
 };
 
 struct iscsi_login;
@@ -85,7 +85,7 @@ enum iscsi_login_result iscsi_login_rx(struct iscsi_login *l, const struct iscsi
 				       struct iscsi_login_rsp *rsp,
 				       const uint8_t **rsp_data, uint32_t *rsp_dlen);
 
-/* Results, valid after ISCSI_LOGIN_DONE. */
+/* Results, valid after ISCSI_LOGIN_RES_DONE. */
 enum iscsi_session_type iscsi_login_session_type(const struct iscsi_login *l);
 const struct gw_target_cfg *iscsi_login_target(const struct iscsi_login *l); /* NULL for discovery */
 const char *iscsi_login_initiator_name(const struct iscsi_login *l);

@@ -55,6 +55,21 @@ void reactor_timer_init(struct reactor_timer *t, reactor_fn cb, void *arg);
 void reactor_timer_arm(struct reactor *r, struct reactor_timer *t, uint64_t delay_ms);
 void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t);
 
+/*
+ * Deferred call: runs once on this reactor after the current batch of events
+ * (used to batch socket writes and ring submissions). Deferring an already
+ * pending item is a no-op. Owner thread only.
+ */
+struct reactor_deferred {
+	reactor_fn cb;
+	void *arg;
+	bool pending;
+	struct list_head link;
+};
+void reactor_deferred_init(struct reactor_deferred *d, reactor_fn cb, void *arg);
+void reactor_defer(struct reactor *r, struct reactor_deferred *d);
+void reactor_deferred_cancel(struct reactor *r, struct reactor_deferred *d);
+
 /* Run fn(arg) on reactor r's thread (any caller thread). Returns 0 or -ENOMEM. */
 int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg);
 

@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Connections: the login phase, full-feature PDU dispatch, NOP pings,
+ * Logout, Text, Reject, and teardown.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/iscsi.h"
+#include "core/pdu.h"
+#include "util/log.h"
+
+#define COMP "conn"
+
+static void conn_free_now(void *arg);
+
+struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void)
+{
+	return calloc(1, sizeof(struct iscsi_tx_pdu));
+}
+
+void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu)
+{
+	if (!pdu)
+		return;
+	free(pdu->owned);
+	free(pdu);
+}
+
+void iscsi_conn_get(struct iscsi_conn *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+}
+
+void iscsi_conn_put(struct iscsi_conn *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) == 1) {
+		/* last reference: free on the owning reactor, after this event batch */
+		if (reactor_self() == c->reactor)
+			reactor_defer(c->reactor, &c->free_work);
+		else
+			reactor_send_msg(c->reactor, conn_free_now, c);
+	}
+}
+
+static void conn_free_now(void *arg)
+{
+	struct iscsi_conn *c = arg;
+
+	reactor_timer_cancel(c->reactor, &c->login_timer);
+	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	iscsi_login_destroy(c->login);
+	iscsi_text_destroy(c->text);
+	free(c->sess);
+	atomic_fetch_sub(&c->gw->stats.connections, 1);
+	free(c);
+}
+
+uint32_t iscsi_conn_exp_cmd_sn(const struct iscsi_conn *c)
+{
+	return c->sess ? c->sess->exp_cmd_sn : 0;
+}
+
+uint32_t iscsi_conn_max_cmd_sn(const struct iscsi_conn *c)
+{
+	const struct iscsi_session *s = c->sess;
+	uint32_t depth;
+
+	if (!s)
+		return 0;
+	depth = s->queue_depth > c->ntasks ? s->queue_depth - c->ntasks : 1;
+	return s->exp_cmd_sn + depth - 1;
+}
+
+int iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu, bool advance_stat_sn)
+{
+	uint8_t *b = (uint8_t *)&pdu->bhs;
+	uint8_t op = iscsi_bhs_opcode(&pdu->bhs);
+	int rc;
+
+	/* StatSN / ExpCmdSN / MaxCmdSN sit at bytes 24, 28, 32 of every target PDU */
+	if (op != ISCSI_OP_DATA_IN || advance_stat_sn)
+		put_be32(b + 24, c->stat_sn);
+	put_be32(b + 28, iscsi_conn_exp_cmd_sn(c));
+	put_be32(b + 32, iscsi_conn_max_cmd_sn(c));
+	if (advance_stat_sn)
+		c->stat_sn++;
+	if (c->state == CONN_STATE_CLOSING) {
+		if (pdu->sent)
+			pdu->sent(pdu, -ECONNRESET);
+		else
+			iscsi_tx_pdu_free(pdu);
+		return -ECONNRESET;
+	}
+	rc = c->dm->send_control(c, pdu);
+	if (rc) {
+		if (pdu->sent)
+			pdu->sent(pdu, rc);
+		else
+			iscsi_tx_pdu_free(pdu);
+	}
+	return rc;
+}
+
+void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_t reason)
+{
+	struct iscsi_tx_pdu *pdu = iscsi_tx_pdu_alloc();
+	struct iscsi_reject *r;
+	uint8_t *copy;
+
+	atomic_fetch_add(&c->gw->stats.rejects, 1);
+	GW_WARN(COMP, "%s (%s): rejecting %s (opcode 0x%02x, ITT 0x%08x): reason 0x%02x",
+		c->peer, c->sess ? c->sess->initiator : "-", iscsi_opcode_name(bad->opcode),
+		bad->opcode & ISCSI_OPCODE_MASK, be32toh(bad->itt), reason);
+	if (!pdu)
+		return;
+	copy = malloc(ISCSI_BHS_LEN);
+	if (!copy) {
+		free(pdu);
+		return;
+	}
+	memcpy(copy, bad, ISCSI_BHS_LEN);
+	r = (struct iscsi_reject *)&pdu->bhs;
+	r->opcode = ISCSI_OP_REJECT;
+	r->flags = ISCSI_FLAG_FINAL;
+	r->reason = reason;
+	r->itt = ISCSI_RSVD_TAG;
+	iscsi_bhs_set_dsl(&pdu->bhs, ISCSI_BHS_LEN);
+	pdu->data = copy;
+	pdu->data_len = ISCSI_BHS_LEN;
+	pdu->owned = copy;
+	iscsi_conn_send(c, pdu, true);
+}
+
+static void conn_terminate(struct iscsi_conn *c)
+{
+	if (c->state == CONN_STATE_CLOSING)
+		return;
+	c->state = CONN_STATE_CLOSING;
+	reactor_timer_cancel(c->reactor, &c->login_timer);
+	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	c->dm->terminate(c);
+}
+
+void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
+{
+	if (c->state == CONN_STATE_CLOSING)
+		return;
+	atomic_fetch_add(&c->gw->stats.conn_drops, 1);
+	GW_WARN(COMP, "%s (%s): dropping connection: %s", c->peer,
+		c->sess ? c->sess->initiator : "login", why);
+	conn_terminate(c);
+}
+
+static void conn_login_timeout(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	char why[96];
+
+	snprintf(why, sizeof(why), "login not completed within %u s",
+		 c->gw->cfg->login_timeout_s);
+	iscsi_conn_drop(c, why);
+}
+
+static void conn_nop_timer(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	const struct gw_config *cfg = c->gw->cfg;
+	uint64_t now = gw_now_ms();
+	struct iscsi_tx_pdu *pdu;
+	struct iscsi_nop_in *n;
+
+	if (c->state != CONN_STATE_FFP)
+		return;
+	if (c->nop_ttt != ISCSI_RSVD_TAG &&
+	    now - c->nop_sent_ms >= (uint64_t)cfg->nop_timeout_s * 1000u &&
+	    now - c->last_rx_ms >= (uint64_t)cfg->nop_timeout_s * 1000u) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "no answer to NOP-In for %u s", cfg->nop_timeout_s);
+		iscsi_conn_drop(c, why);
+		return;
+	}
+	if (c->nop_ttt == ISCSI_RSVD_TAG &&
+	    now - c->last_rx_ms >= (uint64_t)cfg->nop_interval_s * 1000u) {
+		pdu = iscsi_tx_pdu_alloc();
+		if (pdu) {
+			n = (struct iscsi_nop_in *)&pdu->bhs;
+			n->opcode = ISCSI_OP_NOP_IN;
+			n->flags = ISCSI_FLAG_FINAL;
+			n->itt = ISCSI_RSVD_TAG;
+			c->nop_ttt = c->next_ttt++ & 0x7fffffffu;
+			n->ttt = htobe32(c->nop_ttt);
+			c->nop_sent_ms = now;
+			iscsi_conn_send(c, pdu, false);
+		}
+	}
+	reactor_timer_arm(c->reactor, &c->nop_timer, 1000);
+}
+
+int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, struct iscsi_conn **out)
+{
+	struct iscsi_login_env env;
+	struct iscsi_conn *c;
+	int rc;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->gw = p->gw;
+	c->portal = p;
+	c->reactor = r;
+	c->dm = p->dm;
+	c->dm_priv = dm_priv;
+	c->state = CONN_STATE_LOGIN;
+	atomic_init(&c->refs, 1);
+	c->nop_ttt = ISCSI_RSVD_TAG;
+	c->next_ttt = 1;
+	c->last_rx_ms = gw_now_ms();
+	list_init(&c->tasks);
+	list_init(&c->tmfs);
+	reactor_deferred_init(&c->free_work, conn_free_now, c);
+	reactor_timer_init(&c->login_timer, conn_login_timeout, c);
+	reactor_timer_init(&c->nop_timer, conn_nop_timer, c);
+	c->dm->addrs(c, c->peer, sizeof(c->peer), c->local, sizeof(c->local));
+
+	memset(&env, 0, sizeof(env));
+	env.cfg = c->gw->cfg;
+	env.portal = p->cfg;
+	env.transport = p->dm->transport;
+	snprintf(env.peer_addr, sizeof(env.peer_addr), "%s", c->peer);
+	snprintf(env.local_addr, sizeof(env.local_addr), "%s", c->local);
+	rc = iscsi_login_create(&env, &c->login);
+	if (rc)
+		goto err_free;
+	rc = iscsi_text_create(&c->text);
+	if (rc)
+		goto err_login;
+	if (c->gw->cfg->login_timeout_s)
+		reactor_timer_arm(r, &c->login_timer, (uint64_t)c->gw->cfg->login_timeout_s * 1000u);
+	atomic_fetch_add(&c->gw->stats.connections, 1);
+	GW_INFO(COMP, "%s: new %s connection on portal %s", c->peer, c->dm->name, c->local);
+	*out = c;
+	return 0;
+
+err_login:
+	iscsi_login_destroy(c->login);
+err_free:
+	free(c);
+	return rc;
+}
+
+void iscsi_conn_closed(struct iscsi_conn *c)
+{
+	c->state = CONN_STATE_CLOSING;
+	reactor_timer_cancel(c->reactor, &c->login_timer);
+	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	iscsi_conn_abort_tasks(c);
+	if (c->sess) {
+		GW_NOTICE(COMP, "%s: session %s (TSIH %u) closed", c->peer, c->sess->initiator,
+			  c->sess->tsih);
+		iscsi_session_unbind(c);
+	}
+	iscsi_conn_put(c);
+}
+
+/* ---------------- login phase ---------------- */
+
+static void login_fail_sent(struct iscsi_tx_pdu *pdu, int status)
+{
+	struct iscsi_conn *c = pdu->ctx;
+
+	(void)status;
+	iscsi_tx_pdu_free(pdu);
+	conn_terminate(c);
+}
+
+static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
+			  const uint8_t *data, uint32_t dlen)
+{
+	const struct iscsi_login_req *req = (const struct iscsi_login_req *)bhs;
+	struct iscsi_login_rsp *rsp;
+	struct iscsi_tx_pdu *pdu;
+	const uint8_t *rdata = NULL;
+	uint32_t rdlen = 0;
+	enum iscsi_login_result res;
+	uint8_t *copy = NULL;
+
+	if (iscsi_bhs_opcode(bhs) != ISCSI_OP_LOGIN_REQ) {
+		iscsi_conn_drop(c, "non-login PDU during login");
+		return;
+	}
+	pdu = iscsi_tx_pdu_alloc();
+	if (!pdu) {
+		iscsi_conn_drop(c, "out of memory");
+		return;
+	}
+	if (!c->stat_sn && !c->sess)
+		c->stat_sn = be32toh(req->exp_stat_sn);
+	rsp = (struct iscsi_login_rsp *)&pdu->bhs;
+	res = iscsi_login_rx(c->login, req, data, dlen, rsp, &rdata, &rdlen);
+	if (rdlen) {
+		copy = malloc(rdlen);
+		if (!copy) {
+			iscsi_tx_pdu_free(pdu);
+			iscsi_conn_drop(c, "out of memory");
+			return;
+		}
+		memcpy(copy, rdata, rdlen);
+		pdu->data = copy;
+		pdu->data_len = rdlen;
+		pdu->owned = copy;
+	}
+	iscsi_bhs_set_dsl(&pdu->bhs, rdlen);
+
+	if (res == ISCSI_LOGIN_RES_DONE) {
+		int rc = iscsi_session_bind(c);
+
+		if (rc) {
+			rsp->flags &= (uint8_t)~ISCSI_LOGIN_TRANSIT;
+			rsp->status_class = ISCSI_LOGIN_STATUS_TARGET_ERR;
+			rsp->status_detail = ISCSI_LOGIN_DETAIL_NO_RESOURCES;
+			res = ISCSI_LOGIN_RES_FAIL;
+		} else {
+			rsp->tsih = htobe16(c->sess->tsih);
+		}
+	}
+	if (res == ISCSI_LOGIN_RES_FAIL) {
+		atomic_fetch_add(&c->gw->stats.login_failures, 1);
+		pdu->sent = login_fail_sent;
+		pdu->ctx = c;
+		iscsi_conn_send(c, pdu, true);
+		/* no more PDUs accepted on this connection */
+		c->state = CONN_STATE_LOGGED_OUT;
+		return;
+	}
+	iscsi_conn_send(c, pdu, true);
+	if (res == ISCSI_LOGIN_RES_DONE) {
+		c->params = *iscsi_login_conn_params(c->login);
+		c->cid = iscsi_login_cid(c->login);
+		reactor_timer_cancel(c->reactor, &c->login_timer);
+		c->state = CONN_STATE_FFP;
+		if (c->dm->enter_ffp(c)) {
+			iscsi_conn_drop(c, "datamover could not enter full feature phase");
+			return;
+		}
+		atomic_fetch_add(&c->gw->stats.logins, 1);
+		if (c->gw->cfg->nop_interval_s)
+			reactor_timer_arm(c->reactor, &c->nop_timer, 1000);
+		GW_NOTICE(COMP, "%s: %s session of %s%s%s logged in (TSIH %u, %s, digests %s/%s, "
+			  "MaxRecvDSL %u/%u, burst %u/%u, R2T %s, immediate %s)", c->peer,
+			  c->sess->type == ISCSI_SESSION_DISCOVERY ? "discovery" : "normal",
+			  c->sess->initiator, c->sess->target ? " to " : "",
+			  c->sess->target ? c->sess->target->cfg->iqn : "", c->sess->tsih, c->dm->name,
+			  c->params.header_digest ? "CRC32C" : "None",
+			  c->params.data_digest ? "CRC32C" : "None", c->params.max_recv_dsl,
+			  c->params.max_xmit_dsl, c->sess->params.first_burst, c->sess->params.max_burst,
+			  c->sess->params.initial_r2t ? "initial" : "not initial",
+			  c->sess->params.immediate_data ? "yes" : "no");
+	}
+}
+
+/* ---------------- full feature phase ---------------- */
+
+/* CmdSN rules for non-SCSI commands: returns false when the PDU must be ignored. */
+static bool conn_cmdsn_ok(struct iscsi_conn *c, const struct iscsi_bhs *bhs, uint32_t cmd_sn)
+{
+	struct iscsi_session *s = c->sess;
+
+	if (iscsi_bhs_immediate(bhs))
+		return true;
+	if (cmd_sn == s->exp_cmd_sn) {
+		s->exp_cmd_sn++;
+		iscsi_session_run_pending(s);
+		return true;
+	}
+	if (sn_gt(cmd_sn, s->exp_cmd_sn) && sn_le(cmd_sn, iscsi_conn_max_cmd_sn(c)))
+		return true; /* ahead of a gap: serve it, the gap's owner advances ExpCmdSN */
+	GW_WARN(COMP, "%s (%s): %s with CmdSN %u outside window [%u, %u]: ignored", c->peer,
+		s->initiator, iscsi_opcode_name(bhs->opcode), cmd_sn, s->exp_cmd_sn,
+		iscsi_conn_max_cmd_sn(c));
+	return false;
+}
+
+static void conn_rx_nop_out(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
+			    const uint8_t *data, uint32_t dlen)
+{
+	const struct iscsi_nop_out *req = (const struct iscsi_nop_out *)bhs;
+	struct iscsi_tx_pdu *pdu;
+	struct iscsi_nop_in *rsp;
+
+	if (req->itt == ISCSI_RSVD_TAG) {
+		/* answer to our ping (or an unsolicited one-way NOP-Out) */
+		if (req->ttt != ISCSI_RSVD_TAG && be32toh(req->ttt) == c->nop_ttt)
+			c->nop_ttt = ISCSI_RSVD_TAG;
+		if (!iscsi_bhs_immediate(bhs)) {
+			iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		}
+		return;
+	}
+	if (req->ttt != ISCSI_RSVD_TAG) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
+		return;
+	pdu = iscsi_tx_pdu_alloc();
+	if (!pdu)
+		return;
+	rsp = (struct iscsi_nop_in *)&pdu->bhs;
+	rsp->opcode = ISCSI_OP_NOP_IN;
+	rsp->flags = ISCSI_FLAG_FINAL;
+	memcpy(rsp->lun, req->lun, 8);
+	rsp->itt = req->itt;
+	rsp->ttt = ISCSI_RSVD_TAG;
+	if (dlen) {
+		uint32_t n = dlen < c->params.max_xmit_dsl ? dlen : c->params.max_xmit_dsl;
+		uint8_t *copy = malloc(n);
+
+		if (copy) {
+			memcpy(copy, data, n);
+			pdu->data = copy;
+			pdu->data_len = n;
+			pdu->owned = copy;
+			iscsi_bhs_set_dsl(&pdu->bhs, n);
+		}
+	}
+	iscsi_conn_send(c, pdu, true);
+}
+
+static void logout_sent(struct iscsi_tx_pdu *pdu, int status)
+{
+	struct iscsi_conn *c = pdu->ctx;
+
+	(void)status;
+	iscsi_tx_pdu_free(pdu);
+	conn_terminate(c);
+}
+
+static void conn_rx_logout(struct iscsi_conn *c, const struct iscsi_bhs *bhs)
+{
+	const struct iscsi_logout_req *req = (const struct iscsi_logout_req *)bhs;
+	uint8_t reason = req->flags & 0x7f;
+	struct iscsi_tx_pdu *pdu;
+	struct iscsi_logout_rsp *rsp;
+
+	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
+		return;
+	pdu = iscsi_tx_pdu_alloc();
+	if (!pdu) {
+		iscsi_conn_drop(c, "out of memory");
+		return;
+	}
+	rsp = (struct iscsi_logout_rsp *)&pdu->bhs;
+	rsp->opcode = ISCSI_OP_LOGOUT_RSP;
+	rsp->flags = ISCSI_FLAG_FINAL;
+	rsp->itt = req->itt;
+	if (reason == ISCSI_LOGOUT_REMOVE_CONN_RECOVERY) {
+		rsp->response = ISCSI_LOGOUT_RSP_NO_RECOVERY;
+	} else if (reason == ISCSI_LOGOUT_CLOSE_CONNECTION && be16toh(req->cid) != c->cid) {
+		rsp->response = ISCSI_LOGOUT_RSP_NO_CID;
+	} else if (reason > ISCSI_LOGOUT_REMOVE_CONN_RECOVERY) {
+		iscsi_tx_pdu_free(pdu);
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return;
+	} else {
+		rsp->response = ISCSI_LOGOUT_RSP_SUCCESS;
+		GW_NOTICE(COMP, "%s: %s logging out (%s)", c->peer, c->sess->initiator,
+			  reason == ISCSI_LOGOUT_CLOSE_SESSION ? "close session" : "close connection");
+		c->state = CONN_STATE_LOGGED_OUT;
+		pdu->sent = logout_sent;
+		pdu->ctx = c;
+	}
+	rsp->time2wait = htobe16((uint16_t)c->sess->params.default_time2wait);
+	rsp->time2retain = htobe16((uint16_t)c->sess->params.default_time2retain);
+	iscsi_conn_send(c, pdu, true);
+}
+
+static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
+			 const uint8_t *data, uint32_t dlen)
+{
+	const struct iscsi_text_req *req = (const struct iscsi_text_req *)bhs;
+	struct iscsi_text_env env;
+	struct iscsi_tx_pdu *pdu;
+	const uint8_t *rdata = NULL;
+	uint32_t rdlen = 0;
+	int rc;
+
+	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
+		return;
+	pdu = iscsi_tx_pdu_alloc();
+	if (!pdu)
+		return;
+	memset(&env, 0, sizeof(env));
+	env.cfg = c->gw->cfg;
+	env.session_type = c->sess->type;
+	env.target = c->sess->target ? c->sess->target->cfg : NULL;
+	env.initiator_name = c->sess->initiator;
+	env.local_addr = c->local;
+	env.max_xmit_dsl = c->params.max_xmit_dsl;
+	rc = iscsi_text_rx(c->text, &env, req, data, dlen, (struct iscsi_text_rsp *)&pdu->bhs,
+			   &rdata, &rdlen);
+	if (rc) {
+		iscsi_tx_pdu_free(pdu);
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	if (rdlen) {
+		uint8_t *copy = malloc(rdlen);
+
+		if (!copy) {
+			iscsi_tx_pdu_free(pdu);
+			return;
+		}
+		memcpy(copy, rdata, rdlen);
+		pdu->data = copy;
+		pdu->data_len = rdlen;
+		pdu->owned = copy;
+	}
+	iscsi_bhs_set_dsl(&pdu->bhs, rdlen);
+	iscsi_conn_send(c, pdu, true);
+}
+
+void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds)
+{
+	struct iscsi_tx_pdu *pdu;
+	struct iscsi_async_msg *m;
+
+	if (c->state != CONN_STATE_FFP)
+		return;
+	if (c->sess && c->sess->type == ISCSI_SESSION_DISCOVERY) {
+		iscsi_conn_drop(c, "target shutting down");
+		return;
+	}
+	pdu = iscsi_tx_pdu_alloc();
+	if (!pdu)
+		return;
+	m = (struct iscsi_async_msg *)&pdu->bhs;
+	m->opcode = ISCSI_OP_ASYNC_MSG;
+	m->flags = ISCSI_FLAG_FINAL;
+	memset(m->lun, 0, sizeof(m->lun));
+	m->itt = ISCSI_RSVD_TAG;
+	m->async_event = ISCSI_ASYNC_LOGOUT_REQUEST;
+	m->param3 = htobe16(seconds);
+	iscsi_conn_send(c, pdu, true);
+}
+
+void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,
+		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen)
+{
+	uint8_t op = iscsi_bhs_opcode(bhs);
+
+	c->last_rx_ms = gw_now_ms();
+	GW_DEBUG(COMP, "%s: rx %s ITT 0x%08x dlen %u", c->peer, iscsi_opcode_name(op),
+		 be32toh(bhs->itt), dlen);
+	switch (c->state) {
+	case CONN_STATE_LOGIN:
+		if (ahs_len) {
+			iscsi_conn_drop(c, "AHS in a Login Request");
+			return;
+		}
+		conn_rx_login(c, bhs, data, dlen);
+		return;
+	case CONN_STATE_FFP:
+		break;
+	default:
+		return; /* closing: ignore */
+	}
+
+	if (c->sess->type == ISCSI_SESSION_DISCOVERY &&
+	    op != ISCSI_OP_TEXT_REQ && op != ISCSI_OP_LOGOUT_REQ && op != ISCSI_OP_NOP_OUT) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	if (ahs_len && op != ISCSI_OP_SCSI_CMD) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+
+	switch (op) {
+	case ISCSI_OP_NOP_OUT:
+		conn_rx_nop_out(c, bhs, data, dlen);
+		break;
+	case ISCSI_OP_SCSI_CMD:
+		iscsi_task_scsi_cmd(c, bhs, ahs, ahs_len, data, dlen);
+		break;
+	case ISCSI_OP_TASK_MGMT_REQ:
+		if (!conn_cmdsn_ok(c, bhs, be32toh(((const struct iscsi_tmf_req *)bhs)->cmd_sn)))
+			break;
+		iscsi_task_tmf(c, (const struct iscsi_tmf_req *)bhs);
+		break;
+	case ISCSI_OP_TEXT_REQ:
+		conn_rx_text(c, bhs, data, dlen);
+		break;
+	case ISCSI_OP_DATA_OUT:
+		iscsi_task_data_out(c, (const struct iscsi_data_out *)bhs, data, dlen);
+		break;
+	case ISCSI_OP_LOGOUT_REQ:
+		conn_rx_logout(c, bhs);
+		break;
+	case ISCSI_OP_SNACK_REQ:
+		/* ErrorRecoveryLevel 0: no SNACK support */
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_CMD_NOT_SUPPORTED);
+		break;
+	case ISCSI_OP_LOGIN_REQ:
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		break;
+	default:
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_CMD_NOT_SUPPORTED);
+		break;
+	}
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The iSCSI core: daemon runtime (targets, portals, reactors), sessions,
+ * connections and tasks. Datamovers (dm/) call the upcalls declared at the
+ * bottom; everything else here is the core's own.
+ *
+ * Threading: a connection and its session live on one reactor (MaxConnections
+ * is 1). The session table is global and guarded by gw->sess_lock; work on a
+ * session owned by another reactor goes there by reactor_send_msg().
+ */
+#ifndef ISERGW_ISCSI_H
+#define ISERGW_ISCSI_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/iscsi_spec.h"
+#include "core/login.h"
+#include "dm/datamover.h"
+#include "scsi/scsi.h"
+#include "util/config.h"
+#include "util/list.h"
+#include "util/reactor.h"
+
+struct bdev;
+struct gw;
+
+struct gw_target {
+	struct gw *gw;
+	const struct gw_target_cfg *cfg;
+	struct scsi_lu **luns;          /* index = LUN number, NULL for holes */
+	struct bdev **bdevs;
+	uint32_t nluns;
+	struct scsi_port *ports;        /* one per portal, same index as gw->portals */
+};
+
+struct gw_portal {
+	struct gw *gw;
+	const struct gw_portal_cfg *cfg;
+	size_t index;
+	const struct gw_dm_ops *dm;
+	void *dm_priv;
+};
+
+struct gw_stats {
+	atomic_uint_fast64_t logins, login_failures, sessions, connections;
+	atomic_uint_fast64_t commands, read_bytes, write_bytes, rejects, conn_drops;
+};
+
+struct gw {
+	struct gw_config *cfg;
+	struct gw_target *targets;
+	size_t ntargets;
+	struct gw_portal *portals;
+	size_t nportals;
+	struct reactor **reactors;
+	unsigned int nreactors;
+	pthread_t *threads;
+	atomic_uint next_reactor;
+	atomic_bool shutting_down;
+	pthread_mutex_t sess_lock;
+	struct list_head sessions;      /* struct iscsi_session.link */
+	uint16_t next_tsih;
+	uint64_t next_itn_id;
+	struct gw_stats stats;
+	bool nreactors_joined;
+};
+
+enum iscsi_conn_state {
+	CONN_STATE_LOGIN = 0,
+	CONN_STATE_FFP,
+	CONN_STATE_LOGGED_OUT,          /* Logout Response queued: close once sent */
+	CONN_STATE_CLOSING,             /* terminate called, waiting for iscsi_conn_closed */
+};
+
+struct iscsi_session {
+	struct gw *gw;
+	struct gw_target *target;       /* NULL for discovery */
+	enum iscsi_session_type type;
+	char initiator[GW_NAME_MAX];
+	uint8_t isid[6];
+	uint16_t tsih;
+	struct iscsi_sess_params params;
+	uint32_t exp_cmd_sn;
+	uint32_t queue_depth;
+	struct iscsi_conn *conn;        /* the one connection */
+	struct reactor *reactor;
+	struct scsi_itn itn;
+	struct list_head pending;       /* commands waiting for a CmdSN gap to fill */
+	uint32_t npending;
+	struct list_head link;          /* gw->sessions */
+	bool registered;
+};
+
+struct iscsi_conn {
+	struct gw *gw;
+	struct gw_portal *portal;
+	struct reactor *reactor;
+	const struct gw_dm_ops *dm;
+	void *dm_priv;
+	enum iscsi_conn_state state;
+	atomic_int refs;
+	struct iscsi_login *login;
+	struct iscsi_text *text;
+	struct iscsi_session *sess;
+	struct iscsi_conn_params params;
+	uint32_t stat_sn;
+	uint16_t cid;
+	uint32_t next_ttt;
+	struct reactor_timer login_timer;
+	struct reactor_timer nop_timer;
+	uint64_t last_rx_ms;
+	uint32_t nop_ttt;               /* outstanding ping, 0xffffffff = none */
+	uint64_t nop_sent_ms;
+	struct list_head tasks;         /* struct iscsi_task.link */
+	uint32_t ntasks;
+	struct list_head tmfs;          /* TMF responses waiting for aborted tasks */
+	struct reactor_deferred free_work;
+	char peer[80];
+	char local[80];
+};
+
+enum iscsi_task_state {
+	TASK_STATE_NEW = 0,
+	TASK_STATE_WAIT_CMDSN,          /* in session->pending */
+	TASK_STATE_DATA_OUT,            /* collecting write data */
+	TASK_STATE_EXEC,                /* in the SCSI layer / backend */
+	TASK_STATE_DATA_IN,             /* datamover moving read data */
+	TASK_STATE_RESPONSE,            /* status queued, waiting for it to leave */
+	TASK_STATE_DONE,
+};
+
+#define ISCSI_MAX_R2T 16
+
+struct iscsi_r2t_state {
+	uint32_t ttt;
+	uint32_t offset;
+	uint32_t len;
+	uint32_t received;
+	uint32_t exp_data_sn;
+	bool active;
+};
+
+struct iscsi_task {
+	struct iscsi_conn *conn;
+	enum iscsi_task_state state;
+	struct list_head link;          /* conn->tasks */
+	struct list_head pend_link;     /* session->pending */
+	struct iscsi_scsi_cmd hdr;
+	uint32_t itt;
+	uint32_t cmd_sn;
+	uint32_t edtl;
+	uint64_t lun;
+	bool immediate;
+	bool aborted;
+	bool data_in;
+	bool data_out;
+	uint8_t *buf;
+	uint32_t buf_len;
+	/* Data-Out bookkeeping */
+	uint32_t unsol_end;             /* unsolicited data covers [0, unsol_end) */
+	uint32_t unsol_received;
+	uint32_t unsol_exp_data_sn;
+	uint32_t received;              /* all data-out bytes placed so far */
+	uint32_t r2t_next;              /* next offset to ask for */
+	uint32_t r2t_sn;
+	uint32_t r2t_outstanding;
+	struct iscsi_r2t_state r2t[ISCSI_MAX_R2T];
+	/* Data-In bookkeeping */
+	uint32_t data_sn;
+	uint32_t pending_tx;            /* PDUs of this task not yet sent */
+	struct iscsi_tmf *tmf;          /* TMF waiting for this aborted task */
+	struct scsi_cmd scsi;
+	struct iscsi_tx_pdu rsp;
+	uint8_t sense_seg[2 + SCSI_SENSE_MAX];  /* SenseLength + sense data */
+	void *dm_priv;
+};
+
+/* ---- daemon runtime (core/target.c) ---- */
+int gw_start(struct gw_config *cfg, struct gw **out);
+/* Ask every session to log out, wait up to grace_ms, drop the rest, flush, stop. */
+void gw_shutdown(struct gw *gw, unsigned int grace_ms);
+void gw_destroy(struct gw *gw);
+struct reactor *gw_pick_reactor(struct gw *gw);
+struct gw_target *gw_find_target(struct gw *gw, const char *iqn);
+
+/* ---- session table (core/session.c) ---- */
+int iscsi_session_bind(struct iscsi_conn *c);   /* after a successful leading login */
+void iscsi_session_unbind(struct iscsi_conn *c);
+/* Every live session of gw, on its own reactor: fn(conn) */
+void iscsi_sessions_foreach(struct gw *gw, void (*fn)(struct iscsi_conn *c, void *arg), void *arg);
+
+/* ---- connections (core/conn.c) ---- */
+void iscsi_conn_get(struct iscsi_conn *c);
+void iscsi_conn_put(struct iscsi_conn *c);
+uint32_t iscsi_conn_max_cmd_sn(const struct iscsi_conn *c);
+uint32_t iscsi_conn_exp_cmd_sn(const struct iscsi_conn *c);
+/* Queue a control PDU; stamps StatSN/ExpCmdSN/MaxCmdSN as the opcode needs. */
+int iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu, bool advance_stat_sn);
+struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void);
+void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu);
+void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_t reason);
+/* Drop the connection (and, at ERL 0, the session) with a log line. */
+void iscsi_conn_drop(struct iscsi_conn *c, const char *why);
+/* Target-initiated logout request (Async Message), e.g. on shutdown. */
+void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds);
+
+/* ---- tasks (core/task.c) ---- */
+int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
+			const uint8_t *ahs, uint32_t ahs_len, const uint8_t *data, uint32_t dlen);
+void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
+			 const uint8_t *data, uint32_t dlen);
+void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req);
+/* Fill one Data-In header for [offset, offset+len) of task data; final+status when `status`. */
+void iscsi_task_build_datain(struct iscsi_task *t, struct iscsi_data_in *h, uint32_t offset,
+			     uint32_t len, bool final, bool status);
+/* Queue the SCSI Response (after all Data-In); task freed when it is sent. */
+void iscsi_task_send_response(struct iscsi_task *t);
+/* Send the next R2Ts the negotiated limits allow (TCP get_data). */
+int iscsi_task_send_r2ts(struct iscsi_task *t);
+/* Session CmdSN window: run commands now in order. */
+void iscsi_session_run_pending(struct iscsi_session *s);
+/* Connection teardown: abort everything, free what is idle. */
+void iscsi_conn_abort_tasks(struct iscsi_conn *c);
+bool iscsi_task_put_data_with_status(const struct iscsi_task *t);
+uint32_t iscsi_task_data_in_len(const struct iscsi_task *t);
+void iscsi_task_tx_done(struct iscsi_task *t);
+
+/* ---- upcalls from datamovers ---- */
+/* A new transport connection on portal p, on reactor r (the caller's thread). */
+int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, struct iscsi_conn **out);
+/* A complete PDU; data valid only during the call. */
+void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,
+		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen);
+void iscsi_task_data_ready(struct iscsi_task *t);
+void iscsi_conn_closed(struct iscsi_conn *c);
+
+#endif

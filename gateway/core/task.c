@@ -1,0 +1,819 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tasks: SCSI Command intake, the CmdSN window, Data-Out placement and R2Ts,
+ * status delivery (Data-In builders and SCSI Response), and task management.
+ * A task's life is enum iscsi_task_state (core/iscsi.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/iscsi.h"
+#include "core/pdu.h"
+#include "util/log.h"
+
+#define COMP "task"
+#define ISCSI_MAX_EDTL (64u * 1024u * 1024u)
+
+struct iscsi_tmf {
+	struct list_head link;          /* conn->tmfs */
+	struct iscsi_conn *conn;
+	struct iscsi_tx_pdu *pdu;
+	uint32_t waiting;               /* aborted tasks still in the SCSI layer */
+	bool cold_reset;
+};
+
+static void task_exec(struct iscsi_task *t);
+static void tmf_task_gone(struct iscsi_tmf *tmf);
+
+static struct iscsi_task *task_alloc(struct iscsi_conn *c)
+{
+	struct iscsi_task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->conn = c;
+	list_init(&t->pend_link);
+	list_add_tail(&t->link, &c->tasks);
+	c->ntasks++;
+	iscsi_conn_get(c);
+	return t;
+}
+
+static void task_free(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+
+	if (t->tmf)
+		tmf_task_gone(t->tmf);
+	list_del(&t->link);
+	if (!list_empty(&t->pend_link))
+		list_del(&t->pend_link);
+	c->ntasks--;
+	c->dm->release_task(c, t);
+	free(t->buf);
+	free(t);
+	iscsi_conn_put(c);
+}
+
+static struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt_be)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &c->tasks) {
+		struct iscsi_task *t = list_entry(pos, struct iscsi_task, link);
+
+		if (t->hdr.itt == itt_be)
+			return t;
+	}
+	return NULL;
+}
+
+/* ---------------- responses ---------------- */
+
+uint32_t iscsi_task_data_in_len(const struct iscsi_task *t)
+{
+	if (!t->data_in || (t->scsi.status != SCSI_STATUS_GOOD &&
+			    t->scsi.status != SCSI_STATUS_CONDITION_MET))
+		return 0;
+	return t->scsi.xfer_len < t->edtl ? t->scsi.xfer_len : t->edtl;
+}
+
+bool iscsi_task_put_data_with_status(const struct iscsi_task *t)
+{
+	return t->scsi.sense_len == 0 && !t->data_out;
+}
+
+static void task_residual(const struct iscsi_task *t, uint8_t *flags, uint32_t *residual)
+{
+	uint32_t xfer = t->scsi.xfer_len;
+
+	*flags = 0;
+	*residual = 0;
+	if (!t->data_in && !t->data_out) {
+		if (xfer) {
+			*flags = ISCSI_RSP_OVERFLOW;
+			*residual = xfer;
+		}
+		return;
+	}
+	if (t->scsi.status != SCSI_STATUS_GOOD && t->scsi.status != SCSI_STATUS_CONDITION_MET &&
+	    !t->data_out)
+		xfer = 0;
+	if (xfer < t->edtl) {
+		*flags = ISCSI_RSP_UNDERFLOW;
+		*residual = t->edtl - xfer;
+	} else if (xfer > t->edtl) {
+		*flags = ISCSI_RSP_OVERFLOW;
+		*residual = xfer - t->edtl;
+	}
+}
+
+void iscsi_task_build_datain(struct iscsi_task *t, struct iscsi_data_in *h, uint32_t offset,
+			     uint32_t len, bool final, bool status)
+{
+	memset(h, 0, sizeof(*h));
+	h->opcode = ISCSI_OP_DATA_IN;
+	h->flags = final ? ISCSI_FLAG_FINAL : 0;
+	memcpy(h->lun, t->hdr.lun, 8);
+	h->itt = t->hdr.itt;
+	h->ttt = ISCSI_RSVD_TAG;
+	h->data_sn = htobe32(t->data_sn++);
+	h->buffer_offset = htobe32(offset);
+	iscsi_bhs_set_dsl((struct iscsi_bhs *)h, len);
+	if (status) {
+		uint8_t rflags;
+		uint32_t residual;
+
+		task_residual(t, &rflags, &residual);
+		h->flags |= ISCSI_DATAIN_STATUS | rflags;
+		h->status = t->scsi.status;
+		h->residual = htobe32(residual);
+		t->state = TASK_STATE_RESPONSE;
+	}
+}
+
+void iscsi_task_tx_done(struct iscsi_task *t)
+{
+	if (t->pending_tx)
+		t->pending_tx--;
+	if (!t->pending_tx && (t->state == TASK_STATE_RESPONSE || t->state == TASK_STATE_DONE ||
+			       t->conn->state == CONN_STATE_CLOSING))
+		task_free(t);
+}
+
+static void rsp_sent(struct iscsi_tx_pdu *pdu, int status)
+{
+	(void)status;
+	iscsi_task_tx_done(pdu->ctx);
+}
+
+void iscsi_task_send_response(struct iscsi_task *t)
+{
+	struct iscsi_tx_pdu *pdu = &t->rsp;
+	struct iscsi_scsi_rsp *r = (struct iscsi_scsi_rsp *)&pdu->bhs;
+	uint8_t rflags;
+	uint32_t residual;
+
+	memset(pdu, 0, sizeof(*pdu));
+	task_residual(t, &rflags, &residual);
+	r->opcode = ISCSI_OP_SCSI_RSP;
+	r->flags = ISCSI_FLAG_FINAL | rflags;
+	r->response = ISCSI_RESPONSE_COMPLETED;
+	r->status = t->scsi.status;
+	r->itt = t->hdr.itt;
+	r->exp_data_sn = htobe32(t->data_in ? t->data_sn : 0);
+	r->residual = htobe32(residual);
+	if (t->scsi.sense_len) {
+		/* SenseLength (2 bytes) + sense data, kept inside the task */
+		uint8_t *sd = t->sense_seg;
+
+		put_be16(sd, t->scsi.sense_len);
+		memcpy(sd + 2, t->scsi.sense, t->scsi.sense_len);
+		pdu->data = sd;
+		pdu->data_len = 2u + t->scsi.sense_len;
+		iscsi_bhs_set_dsl(&pdu->bhs, pdu->data_len);
+	}
+	pdu->sent = rsp_sent;
+	pdu->ctx = t;
+	t->state = TASK_STATE_RESPONSE;
+	t->pending_tx++;
+	iscsi_conn_send(t->conn, pdu, true);
+}
+
+static void task_scsi_done(struct scsi_cmd *cmd)
+{
+	struct iscsi_task *t = cmd->ctx;
+	struct iscsi_conn *c = t->conn;
+	uint32_t len;
+
+	if (t->aborted || c->state == CONN_STATE_CLOSING) {
+		task_free(t);
+		return;
+	}
+	len = iscsi_task_data_in_len(t);
+	if (len) {
+		atomic_fetch_add(&c->gw->stats.read_bytes, len);
+		t->state = TASK_STATE_DATA_IN;
+		if (c->dm->put_data(c, t) == 0)
+			return;
+		iscsi_conn_drop(c, "could not queue Data-In");
+		task_free(t);
+		return;
+	}
+	iscsi_task_send_response(t);
+}
+
+/* ---------------- command intake ---------------- */
+
+static void task_exec(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	struct iscsi_session *s = c->sess;
+	struct scsi_cmd *cmd = &t->scsi;
+
+	t->state = TASK_STATE_EXEC;
+	cmd->itn = &s->itn;
+	cmd->lun = t->lun;
+	cmd->lu = (s->target && t->lun < s->target->nluns) ? s->target->luns[t->lun] : NULL;
+	cmd->attr = t->hdr.flags & ISCSI_CMD_ATTR_MASK;
+	cmd->data_in = t->data_in;
+	cmd->data_out = t->data_out;
+	cmd->buf = t->buf;
+	cmd->buf_len = t->edtl;
+	cmd->done = task_scsi_done;
+	cmd->ctx = t;
+	if (t->data_out)
+		atomic_fetch_add(&c->gw->stats.write_bytes, t->edtl);
+	atomic_fetch_add(&c->gw->stats.commands, 1);
+	scsi_cmd_submit(cmd);
+}
+
+static bool task_cmdsn_ready(const struct iscsi_task *t)
+{
+	return t->state != TASK_STATE_WAIT_CMDSN;
+}
+
+static void task_maybe_exec(struct iscsi_task *t)
+{
+	if (t->received >= t->edtl || !t->data_out) {
+		if (task_cmdsn_ready(t))
+			task_exec(t);
+	}
+}
+
+void iscsi_session_run_pending(struct iscsi_session *s)
+{
+	bool progress = true;
+
+	while (progress && !list_empty(&s->pending)) {
+		struct list_head *pos, *n;
+
+		progress = false;
+		list_for_each_safe(pos, n, &s->pending) {
+			struct iscsi_task *t = list_entry(pos, struct iscsi_task, pend_link);
+
+			if (t->cmd_sn != s->exp_cmd_sn)
+				continue;
+			s->exp_cmd_sn++;
+			list_del(&t->pend_link);
+			s->npending--;
+			progress = true;
+			if (t->aborted) {
+				task_free(t);
+				continue;
+			}
+			t->state = t->data_out && t->received < t->edtl ? TASK_STATE_DATA_OUT
+									   : TASK_STATE_NEW;
+			task_maybe_exec(t);
+		}
+	}
+}
+
+/* Respond with CHECK CONDITION without executing (e.g. bidirectional commands). */
+static void task_fail_now(struct iscsi_task *t, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	t->scsi.xfer_len = 0;
+	scsi_cmd_set_sense(&t->scsi, key, asc, ascq);
+	t->state = TASK_STATE_EXEC;
+	task_scsi_done(&t->scsi);
+}
+
+static int parse_cdb(struct iscsi_task *t, const uint8_t *ahs, uint32_t ahs_len)
+{
+	uint32_t off = 0;
+
+	memcpy(t->scsi.cdb, t->hdr.cdb, 16);
+	t->scsi.cdb_len = 16;
+	while (off + 4 <= ahs_len) {
+		uint16_t len = get_be16(ahs + off);
+		uint8_t type = ahs[off + 2];
+		uint32_t total = 3u + len;
+
+		total += iscsi_pad4(total);
+		if (off + 3u + len > ahs_len)
+			return -EPROTO;
+		if (type == ISCSI_AHS_EXTENDED_CDB) {
+			/* reserved byte, then CDB bytes 16.. */
+			if (len < 2 || len - 1u + 16u > SCSI_CDB_MAX)
+				return -EPROTO;
+			memcpy(t->scsi.cdb + 16, ahs + off + 4, len - 1u);
+			t->scsi.cdb_len = (uint8_t)(16 + len - 1);
+		} else if (type != ISCSI_AHS_BIDI_READ_LEN) {
+			return -EPROTO;
+		}
+		off += total;
+	}
+	return off == ahs_len || ahs_len - off < 4 ? 0 : -EPROTO;
+}
+
+int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
+			const uint8_t *ahs, uint32_t ahs_len, const uint8_t *data, uint32_t dlen)
+{
+	const struct iscsi_scsi_cmd *hdr = (const struct iscsi_scsi_cmd *)bhs;
+	struct iscsi_session *s = c->sess;
+	const struct iscsi_sess_params *sp = &s->params;
+	struct iscsi_task *t;
+	uint32_t cmd_sn = be32toh(hdr->cmd_sn);
+	uint32_t edtl = be32toh(hdr->exp_xfer_len);
+	bool immediate = iscsi_bhs_immediate(bhs);
+	bool rbit = hdr->flags & ISCSI_CMD_READ, wbit = hdr->flags & ISCSI_CMD_WRITE;
+	bool queue = false;
+
+	/* CmdSN window first: commands outside it are silently ignored (RFC 7143 4.2.2.1) */
+	if (!immediate) {
+		if (cmd_sn != s->exp_cmd_sn &&
+		    !(sn_gt(cmd_sn, s->exp_cmd_sn) && sn_le(cmd_sn, iscsi_conn_max_cmd_sn(c)))) {
+			GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x CmdSN %u outside window "
+				"[%u, %u]: ignored", c->peer, s->initiator, be32toh(hdr->itt), cmd_sn,
+				s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
+			return 0;
+		}
+		queue = cmd_sn != s->exp_cmd_sn;
+	}
+	if (hdr->itt == ISCSI_RSVD_TAG || (!wbit && dlen) || (dlen && !sp->immediate_data) ||
+	    dlen > edtl || dlen > sp->first_burst ||
+	    (wbit && sp->initial_r2t && !(hdr->flags & ISCSI_FLAG_FINAL)) ||
+	    (!(hdr->flags & ISCSI_FLAG_FINAL) && !wbit)) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		goto out_advance;
+	}
+	if (task_find(c, hdr->itt)) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_TASK_IN_PROGRESS);
+		goto out_advance;
+	}
+	if (edtl > ISCSI_MAX_EDTL) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
+		goto out_advance;
+	}
+	t = task_alloc(c);
+	if (!t) {
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
+		goto out_advance;
+	}
+	t->hdr = *hdr;
+	t->itt = be32toh(hdr->itt);
+	t->cmd_sn = cmd_sn;
+	t->edtl = (rbit || wbit) ? edtl : 0;
+	t->lun = iscsi_lun_decode(hdr->lun);
+	t->immediate = immediate;
+	t->data_in = rbit;
+	t->data_out = wbit;
+	t->state = TASK_STATE_NEW;
+	if (t->edtl) {
+		t->buf = malloc(t->edtl);
+		if (!t->buf) {
+			task_free(t);
+			iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
+			goto out_advance;
+		}
+	}
+	if (parse_cdb(t, ahs, ahs_len)) {
+		task_free(t);
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		goto out_advance;
+	}
+	if (queue) {
+		t->state = TASK_STATE_WAIT_CMDSN;
+		list_add_tail(&t->pend_link, &s->pending);
+		s->npending++;
+	} else if (!immediate) {
+		s->exp_cmd_sn++;
+	}
+
+	if (wbit) {
+		if (dlen)
+			memcpy(t->buf, data, dlen);
+		t->received = dlen;
+		if (hdr->flags & ISCSI_FLAG_FINAL || sp->initial_r2t)
+			t->unsol_end = dlen;
+		else
+			t->unsol_end = edtl < sp->first_burst ? edtl : sp->first_burst;
+		t->unsol_received = dlen;
+		t->r2t_next = t->unsol_end;
+		if (t->state != TASK_STATE_WAIT_CMDSN)
+			t->state = TASK_STATE_DATA_OUT;
+	}
+	if (rbit && wbit) {
+		/* bidirectional commands are not supported */
+		if (t->received >= t->edtl)
+			task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
+		else
+			t->data_in = false; /* collect the data, then fail */
+	}
+	if (wbit && t->received < t->edtl && t->r2t_next < t->edtl) {
+		if (c->dm->get_data(c, t)) {
+			iscsi_conn_drop(c, "could not request Data-Out");
+			return -EIO;
+		}
+	}
+	if (!queue)
+		iscsi_session_run_pending(s);
+	if (t->state != TASK_STATE_WAIT_CMDSN && !(rbit && wbit))
+		task_maybe_exec(t);
+	return 0;
+
+out_advance:
+	/* a rejected command still consumed its CmdSN */
+	if (!immediate && !queue) {
+		s->exp_cmd_sn++;
+		iscsi_session_run_pending(s);
+	}
+	return 0;
+}
+
+/* ---------------- Data-Out and R2T ---------------- */
+
+int iscsi_task_send_r2ts(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	const struct iscsi_sess_params *sp = &c->sess->params;
+	uint32_t max_r2t = sp->max_outstanding_r2t;
+
+	if (max_r2t > ISCSI_MAX_R2T)
+		max_r2t = ISCSI_MAX_R2T;
+	if (!max_r2t)
+		max_r2t = 1;
+	while (t->r2t_outstanding < max_r2t && t->r2t_next < t->edtl) {
+		struct iscsi_r2t_state *st = NULL;
+		struct iscsi_tx_pdu *pdu;
+		struct iscsi_r2t *r;
+		uint32_t len = t->edtl - t->r2t_next;
+
+		for (unsigned int i = 0; i < ISCSI_MAX_R2T; i++) {
+			if (!t->r2t[i].active) {
+				st = &t->r2t[i];
+				break;
+			}
+		}
+		if (!st)
+			break;
+		if (len > sp->max_burst)
+			len = sp->max_burst;
+		pdu = iscsi_tx_pdu_alloc();
+		if (!pdu)
+			return -ENOMEM;
+		st->active = true;
+		st->ttt = c->next_ttt++;
+		if (st->ttt == ISCSI_RSVD_TAG)
+			st->ttt = c->next_ttt++;
+		st->offset = t->r2t_next;
+		st->len = len;
+		st->received = 0;
+		st->exp_data_sn = 0;
+		r = (struct iscsi_r2t *)&pdu->bhs;
+		r->opcode = ISCSI_OP_R2T;
+		r->flags = ISCSI_FLAG_FINAL;
+		memcpy(r->lun, t->hdr.lun, 8);
+		r->itt = t->hdr.itt;
+		r->ttt = htobe32(st->ttt);
+		r->r2t_sn = htobe32(t->r2t_sn++);
+		r->buffer_offset = htobe32(st->offset);
+		r->desired_len = htobe32(len);
+		t->r2t_next += len;
+		t->r2t_outstanding++;
+		iscsi_conn_send(c, pdu, false);
+	}
+	return 0;
+}
+
+void iscsi_task_data_ready(struct iscsi_task *t)
+{
+	if (t->aborted)
+		return;
+	if (t->data_out && t->data_in == false && (t->hdr.flags & ISCSI_CMD_READ)) {
+		/* bidirectional: all data collected, now fail it */
+		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
+		return;
+	}
+	task_maybe_exec(t);
+}
+
+void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
+			 const uint8_t *data, uint32_t dlen)
+{
+	struct iscsi_task *t = task_find(c, hdr->itt);
+	uint32_t offset = be32toh(hdr->buffer_offset);
+	uint32_t data_sn = be32toh(hdr->data_sn);
+	struct iscsi_r2t_state *st = NULL;
+
+	if (!t || !t->data_out || (t->state != TASK_STATE_DATA_OUT &&
+				   t->state != TASK_STATE_WAIT_CMDSN)) {
+		if (t && t->aborted)
+			return; /* data for an aborted task: absorb */
+		iscsi_conn_reject(c, (const struct iscsi_bhs *)hdr, ISCSI_REJECT_INVALID_PDU_FIELD);
+		return;
+	}
+	if (t->aborted)
+		return;
+	if (hdr->ttt == ISCSI_RSVD_TAG) {
+		if (offset != t->unsol_received || offset + dlen > t->unsol_end ||
+		    data_sn != t->unsol_exp_data_sn) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "unsolicited Data-Out ITT 0x%08x offset %u len %u "
+				 "DataSN %u, expected offset %u DataSN %u (limit %u)", t->itt, offset,
+				 dlen, data_sn, t->unsol_received, t->unsol_exp_data_sn, t->unsol_end);
+			iscsi_conn_drop(c, why);
+			return;
+		}
+		t->unsol_received += dlen;
+		t->unsol_exp_data_sn++;
+	} else {
+		uint32_t ttt = be32toh(hdr->ttt);
+
+		for (unsigned int i = 0; i < ISCSI_MAX_R2T; i++) {
+			if (t->r2t[i].active && t->r2t[i].ttt == ttt) {
+				st = &t->r2t[i];
+				break;
+			}
+		}
+		if (!st) {
+			iscsi_conn_reject(c, (const struct iscsi_bhs *)hdr,
+					  ISCSI_REJECT_INVALID_PDU_FIELD);
+			return;
+		}
+		if (offset != st->offset + st->received || dlen > st->len - st->received ||
+		    data_sn != st->exp_data_sn) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "Data-Out ITT 0x%08x TTT 0x%08x offset %u len %u "
+				 "DataSN %u, expected offset %u DataSN %u", t->itt, ttt, offset, dlen,
+				 data_sn, st->offset + st->received, st->exp_data_sn);
+			iscsi_conn_drop(c, why);
+			return;
+		}
+		st->received += dlen;
+		st->exp_data_sn++;
+	}
+	memcpy(t->buf + offset, data, dlen);
+	t->received += dlen;
+	if (st && st->received == st->len) {
+		st->active = false;
+		t->r2t_outstanding--;
+		if (t->r2t_next < t->edtl && c->dm->get_data(c, t)) {
+			iscsi_conn_drop(c, "could not request Data-Out");
+			return;
+		}
+	}
+	if (t->received >= t->edtl && t->state == TASK_STATE_DATA_OUT)
+		iscsi_task_data_ready(t);
+}
+
+/* ---------------- task management ---------------- */
+
+static void tmf_send(struct iscsi_tmf *tmf);
+
+static void tmf_task_gone(struct iscsi_tmf *tmf)
+{
+	if (tmf->waiting && --tmf->waiting == 0)
+		tmf_send(tmf);
+}
+
+static void cold_reset_sent(struct iscsi_tx_pdu *pdu, int status)
+{
+	struct iscsi_conn *c = pdu->ctx;
+
+	(void)status;
+	iscsi_tx_pdu_free(pdu);
+	iscsi_conn_drop(c, "TARGET COLD RESET");
+}
+
+static void tmf_send(struct iscsi_tmf *tmf)
+{
+	struct iscsi_conn *c = tmf->conn;
+
+	list_del(&tmf->link);
+	if (tmf->cold_reset) {
+		tmf->pdu->sent = cold_reset_sent;
+		tmf->pdu->ctx = c;
+	}
+	iscsi_conn_send(c, tmf->pdu, true);
+	free(tmf);
+}
+
+/* Abort one task of this connection; returns true if the TMF must wait for it. */
+static bool task_abort(struct iscsi_task *t, struct iscsi_tmf *tmf)
+{
+	switch (t->state) {
+	case TASK_STATE_WAIT_CMDSN:
+		t->aborted = true; /* freed when its CmdSN comes up */
+		return false;
+	case TASK_STATE_NEW:
+	case TASK_STATE_DATA_OUT:
+		t->aborted = true;
+		task_free(t);
+		return false;
+	case TASK_STATE_EXEC:
+		if (t->aborted)
+			return false;
+		t->aborted = true;
+		if (tmf) {
+			t->tmf = tmf;
+			return true;
+		}
+		return false;
+	default:
+		return false; /* status already on its way */
+	}
+}
+
+struct abort_filter {
+	struct scsi_lu *lu;             /* NULL: every LU */
+	struct gw_target *target;
+};
+
+static uint32_t conn_abort_matching(struct iscsi_conn *c, const struct abort_filter *f,
+				    struct iscsi_tmf *tmf, struct iscsi_task *except)
+{
+	struct list_head *pos, *n;
+	uint32_t waiting = 0;
+
+	list_for_each_safe(pos, n, &c->tasks) {
+		struct iscsi_task *t = list_entry(pos, struct iscsi_task, link);
+		struct scsi_lu *lu;
+
+		if (t == except)
+			continue;
+		lu = (c->sess->target && t->lun < c->sess->target->nluns) ?
+			c->sess->target->luns[t->lun] : NULL;
+		if (f->lu && lu != f->lu)
+			continue;
+		if (task_abort(t, tmf))
+			waiting++;
+	}
+	return waiting;
+}
+
+static void remote_abort(struct iscsi_conn *c, void *arg)
+{
+	struct abort_filter *f = arg;
+
+	if (c->state != CONN_STATE_FFP || !c->sess || c->sess->target != f->target)
+		return;
+	conn_abort_matching(c, f, NULL, NULL);
+}
+
+static void remote_abort_cold(struct iscsi_conn *c, void *arg)
+{
+	struct gw_target *target = arg;
+
+	if (c->sess && c->sess->target == target)
+		iscsi_conn_drop(c, "TARGET COLD RESET by another initiator");
+}
+
+/* Filters handed to other reactors must outlive this call: one per LU/target. */
+static struct abort_filter *filter_for(struct gw_target *tg, struct scsi_lu *lu)
+{
+	static struct abort_filter filters[4096];
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static size_t n;
+	struct abort_filter *f = NULL;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n; i++)
+		if (filters[i].lu == lu && filters[i].target == tg)
+			f = &filters[i];
+	if (!f && n < sizeof(filters) / sizeof(filters[0])) {
+		f = &filters[n++];
+		f->lu = lu;
+		f->target = tg;
+	}
+	pthread_mutex_unlock(&lock);
+	return f;
+}
+
+static void abort_other_sessions(struct iscsi_conn *c, struct scsi_lu *lu)
+{
+	struct abort_filter *f = filter_for(c->sess->target, lu);
+
+	if (f)
+		iscsi_sessions_foreach(c->gw, remote_abort, f);
+}
+
+void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
+{
+	struct iscsi_session *s = c->sess;
+	struct gw_target *tg = s->target;
+	uint8_t func = req->function & 0x7f;
+	uint64_t lun = iscsi_lun_decode(req->lun);
+	struct scsi_lu *lu = (tg && lun < tg->nluns) ? tg->luns[lun] : NULL;
+	struct iscsi_tmf *tmf;
+	struct iscsi_tmf_rsp *rsp;
+	struct abort_filter f = { .lu = NULL, .target = tg };
+	uint32_t waiting = 0;
+
+	tmf = calloc(1, sizeof(*tmf));
+	if (!tmf)
+		return;
+	tmf->pdu = iscsi_tx_pdu_alloc();
+	if (!tmf->pdu) {
+		free(tmf);
+		return;
+	}
+	tmf->conn = c;
+	list_add_tail(&tmf->link, &c->tmfs);
+	rsp = (struct iscsi_tmf_rsp *)&tmf->pdu->bhs;
+	rsp->opcode = ISCSI_OP_TASK_MGMT_RSP;
+	rsp->flags = ISCSI_FLAG_FINAL;
+	rsp->itt = req->itt;
+	rsp->response = ISCSI_TMF_RSP_COMPLETE;
+
+	switch (func) {
+	case ISCSI_TMF_ABORT_TASK: {
+		struct iscsi_task *t = task_find(c, req->ref_task_tag);
+		uint32_t ref_cmd_sn = be32toh(req->ref_cmd_sn);
+
+		if (t && t->lun == lun) {
+			waiting = task_abort(t, tmf) ? 1 : 0;
+		} else if (t || !sn_lt(ref_cmd_sn, s->exp_cmd_sn)) {
+			rsp->response = ISCSI_TMF_RSP_NO_TASK;
+		}
+		GW_NOTICE(COMP, "%s (%s): ABORT TASK ITT 0x%08x: %s", c->peer, s->initiator,
+			  be32toh(req->ref_task_tag), t ? "aborted" : "no such task");
+		break;
+	}
+	case ISCSI_TMF_ABORT_TASK_SET:
+	case ISCSI_TMF_CLEAR_TASK_SET:
+		if (!lu) {
+			rsp->response = ISCSI_TMF_RSP_NO_LUN;
+			break;
+		}
+		f.lu = lu;
+		waiting = conn_abort_matching(c, &f, tmf, NULL);
+		if (func == ISCSI_TMF_CLEAR_TASK_SET) {
+			abort_other_sessions(c, lu);
+			scsi_lu_tasks_cleared(lu, &s->itn);
+		}
+		GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
+			  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "ABORT TASK SET",
+			  (unsigned long long)lun);
+		break;
+	case ISCSI_TMF_LOGICAL_UNIT_RESET:
+		if (!lu) {
+			rsp->response = ISCSI_TMF_RSP_NO_LUN;
+			break;
+		}
+		f.lu = lu;
+		waiting = conn_abort_matching(c, &f, tmf, NULL);
+		abort_other_sessions(c, lu);
+		scsi_lu_reset(lu, &s->itn, SCSI_RESET_LU);
+		GW_NOTICE(COMP, "%s (%s): LOGICAL UNIT RESET on LUN %llu", c->peer, s->initiator,
+			  (unsigned long long)lun);
+		break;
+	case ISCSI_TMF_TARGET_WARM_RESET:
+	case ISCSI_TMF_TARGET_COLD_RESET:
+		waiting = conn_abort_matching(c, &f, tmf, NULL);
+		abort_other_sessions(c, NULL);
+		for (uint32_t i = 0; i < tg->nluns; i++)
+			if (tg->luns[i])
+				scsi_lu_reset(tg->luns[i], &s->itn,
+					      func == ISCSI_TMF_TARGET_COLD_RESET ?
+					      SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM);
+		if (func == ISCSI_TMF_TARGET_COLD_RESET) {
+			tmf->cold_reset = true;
+			iscsi_sessions_foreach(c->gw, remote_abort_cold, tg);
+		}
+		GW_NOTICE(COMP, "%s (%s): TARGET %s RESET", c->peer, s->initiator,
+			  func == ISCSI_TMF_TARGET_COLD_RESET ? "COLD" : "WARM");
+		break;
+	case ISCSI_TMF_CLEAR_ACA:
+		rsp->response = ISCSI_TMF_RSP_NOT_SUPPORTED;
+		break;
+	case ISCSI_TMF_TASK_REASSIGN:
+		rsp->response = ISCSI_TMF_RSP_NO_FAILOVER;
+		break;
+	default:
+		rsp->response = ISCSI_TMF_RSP_REJECTED;
+		break;
+	}
+	tmf->waiting = waiting;
+	if (!waiting)
+		tmf_send(tmf);
+}
+
+void iscsi_conn_abort_tasks(struct iscsi_conn *c)
+{
+	struct list_head *pos, *n;
+
+	list_for_each_safe(pos, n, &c->tasks) {
+		struct iscsi_task *t = list_entry(pos, struct iscsi_task, link);
+
+		t->tmf = NULL;
+		if (t->state == TASK_STATE_EXEC) {
+			t->aborted = true;
+			continue;
+		}
+		if (t->pending_tx)
+			continue; /* freed by the datamover's flush callbacks */
+		task_free(t);
+	}
+	while (!list_empty(&c->tmfs)) {
+		struct iscsi_tmf *tmf = list_first_entry(&c->tmfs, struct iscsi_tmf, link);
+
+		list_del(&tmf->link);
+		iscsi_tx_pdu_free(tmf->pdu);
+		free(tmf);
+	}
+}

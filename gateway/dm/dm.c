@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Datamover registry and the -EOPNOTSUPP defaults of the ops table. */
+#include <errno.h>
+#include <stddef.h>
+
+#include "dm/datamover.h"
+
+static int stub_listen(struct gw_portal *p) { (void)p; return -EOPNOTSUPP; }
+static void stub_unlisten(struct gw_portal *p) { (void)p; }
+static int stub_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu) { (void)c; (void)pdu; return -EOPNOTSUPP; }
+static int stub_task(struct iscsi_conn *c, struct iscsi_task *t) { (void)c; (void)t; return -EOPNOTSUPP; }
+static void stub_release(struct iscsi_conn *c, struct iscsi_task *t) { (void)c; (void)t; }
+static void stub_terminate(struct iscsi_conn *c) { (void)c; }
+static int stub_ffp(struct iscsi_conn *c) { (void)c; return 0; }
+static void stub_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
+{
+	(void)c;
+	if (plen)
+		peer[0] = '\0';
+	if (llen)
+		local[0] = '\0';
+}
+
+void gw_dm_fill_ops(struct gw_dm_ops *ops)
+{
+	if (!ops->listen) ops->listen = stub_listen;
+	if (!ops->unlisten) ops->unlisten = stub_unlisten;
+	if (!ops->send_control) ops->send_control = stub_send;
+	if (!ops->put_data) ops->put_data = stub_task;
+	if (!ops->get_data) ops->get_data = stub_task;
+	if (!ops->release_task) ops->release_task = stub_release;
+	if (!ops->terminate) ops->terminate = stub_terminate;
+	if (!ops->enter_ffp) ops->enter_ffp = stub_ffp;
+	if (!ops->addrs) ops->addrs = stub_addrs;
+}
+
+const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t)
+{
+	switch (t) {
+	case GW_TRANSPORT_TCP:
+		gw_dm_fill_ops(&gw_dm_tcp_ops);
+		return &gw_dm_tcp_ops;
+	default:
+		return NULL;
+	}
+}

@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TCP datamover: PDU framing on a byte stream (RFC 7143 with digests),
+ * batched non-blocking reads and writev, Data-In as PDUs pointing into the
+ * task buffer (no copy), R2T-driven Data-Out.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "core/iscsi.h"
+#include "core/pdu.h"
+#include "dm/datamover.h"
+#include "util/log.h"
+
+#define COMP "tcp"
+#define TCP_LOGIN_MAX_DSL   65536u
+#define TCP_RX_MIN          (256u * 1024u)
+#define TCP_MAX_IOV         64
+#define TCP_READS_PER_EVENT 8
+
+struct tcp_listener {
+	int fd;
+	struct reactor_fd rfd;
+	struct reactor *reactor;
+	struct gw_portal *portal;
+};
+
+struct tcp_conn {
+	int fd;
+	struct reactor_fd rfd;
+	struct reactor *reactor;
+	struct iscsi_conn *conn;
+	struct gw_portal *portal;
+	uint8_t *rx;
+	size_t rxcap, rxlen, rxoff;
+	uint32_t max_rx_dsl;
+	bool hd, dd;
+	bool closing;
+	bool in_rx;
+	struct iscsi_tx_pdu *txhead, *txtail;
+	struct reactor_deferred flush_work;
+	struct reactor_deferred closed_work;
+	struct sockaddr_storage peer, local;
+};
+
+static void tcp_conn_event(void *arg, uint32_t events);
+
+static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(out, len, "%s:%u", host, port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(out, len, "[%s]:%u", host, port);
+	} else {
+		snprintf(out, len, "unknown");
+	}
+}
+
+static void tcp_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
+{
+	struct tcp_conn *tc = c->dm_priv;
+
+	fmt_addr(&tc->peer, peer, plen);
+	fmt_addr(&tc->local, local, llen);
+}
+
+/* ---------------- transmit ---------------- */
+
+static void tx_complete(struct iscsi_tx_pdu *pdu, int status)
+{
+	if (pdu->sent)
+		pdu->sent(pdu, status);
+	else
+		iscsi_tx_pdu_free(pdu);
+}
+
+static void tcp_fail_tx(struct tcp_conn *tc)
+{
+	while (tc->txhead) {
+		struct iscsi_tx_pdu *pdu = tc->txhead;
+
+		tc->txhead = pdu->next;
+		if (!tc->txhead)
+			tc->txtail = NULL;
+		tx_complete(pdu, -ECONNRESET);
+	}
+}
+
+#define TX_FLAG_HD 0x40000000u
+#define TX_FLAG_DD 0x20000000u
+#define TX_LEN(p)  ((p)->total & 0x0fffffffu)
+
+/* iovecs for what is left of one PDU: header, header digest, data, pad + data digest */
+static int pdu_iov(const struct iscsi_tx_pdu *pdu, struct iovec *iov, int max)
+{
+	struct { const uint8_t *p; uint32_t len; } seg[4];
+	uint32_t pad = iscsi_pad4(pdu->data_len);
+	uint32_t skip = pdu->off;
+	int n = 0, nseg = 0;
+
+	seg[nseg].p = (const uint8_t *)&pdu->bhs;
+	seg[nseg++].len = ISCSI_BHS_LEN;
+	if (pdu->total & TX_FLAG_HD) {
+		seg[nseg].p = pdu->hdigest;
+		seg[nseg++].len = 4;
+	}
+	if (pdu->data_len) {
+		uint32_t tail = pad + ((pdu->total & TX_FLAG_DD) ? 4u : 0u);
+
+		seg[nseg].p = pdu->data;
+		seg[nseg++].len = pdu->data_len;
+		if (tail) {
+			seg[nseg].p = pdu->pad_ddigest;
+			seg[nseg++].len = tail;
+		}
+	}
+	for (int i = 0; i < nseg && n < max; i++) {
+		if (skip >= seg[i].len) {
+			skip -= seg[i].len;
+			continue;
+		}
+		iov[n].iov_base = (void *)(uintptr_t)(seg[i].p + skip);
+		iov[n].iov_len = seg[i].len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+static void tcp_flush(void *arg)
+{
+	struct tcp_conn *tc = arg;
+
+	while (tc->txhead && !tc->closing) {
+		struct iovec iov[TCP_MAX_IOV];
+		struct iscsi_tx_pdu *pdu;
+		int niov = 0;
+		ssize_t n;
+
+		for (pdu = tc->txhead; pdu && niov < TCP_MAX_IOV - 4; pdu = pdu->next)
+			niov += pdu_iov(pdu, iov + niov, TCP_MAX_IOV - niov);
+		n = writev(tc->fd, iov, niov);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				reactor_mod_fd(tc->reactor, &tc->rfd, EPOLLIN | EPOLLOUT);
+				return;
+			}
+			if (errno == EINTR)
+				continue;
+			GW_INFO(COMP, "%s: send failed: %s", tc->conn->peer, strerror(errno));
+			iscsi_conn_drop(tc->conn, "send failed");
+			return;
+		}
+		while (n > 0 && tc->txhead) {
+			pdu = tc->txhead;
+			uint32_t left = TX_LEN(pdu) - pdu->off;
+
+			if ((size_t)n < left) {
+				pdu->off += (uint32_t)n;
+				n = 0;
+				break;
+			}
+			n -= left;
+			tc->txhead = pdu->next;
+			if (!tc->txhead)
+				tc->txtail = NULL;
+			tx_complete(pdu, 0);
+		}
+	}
+	if (!tc->closing)
+		reactor_mod_fd(tc->reactor, &tc->rfd, EPOLLIN);
+}
+
+static int tcp_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
+{
+	struct tcp_conn *tc = c->dm_priv;
+	uint32_t pad = iscsi_pad4(pdu->data_len);
+	uint32_t total = ISCSI_BHS_LEN;
+
+	if (tc->closing)
+		return -ECONNRESET;
+	pdu->off = 0;
+	pdu->next = NULL;
+	memset(pdu->hdigest, 0, sizeof(pdu->hdigest));
+	memset(pdu->pad_ddigest, 0, sizeof(pdu->pad_ddigest));
+	if (tc->hd) {
+		uint32_t d = iscsi_digest(&pdu->bhs, ISCSI_BHS_LEN);
+
+		d = htole32(d);
+		memcpy(pdu->hdigest, &d, 4);
+		total += 4;
+	}
+	if (pdu->data_len) {
+		total += pdu->data_len + pad;
+		if (tc->dd) {
+			uint32_t d = htole32(iscsi_data_digest(pdu->data, pdu->data_len, pad));
+
+			memcpy(pdu->pad_ddigest + pad, &d, 4);
+			total += 4;
+		}
+	}
+	pdu->total = total | (tc->hd ? TX_FLAG_HD : 0) | (tc->dd && pdu->data_len ? TX_FLAG_DD : 0);
+	if (tc->txtail)
+		tc->txtail->next = pdu;
+	else
+		tc->txhead = pdu;
+	tc->txtail = pdu;
+	reactor_defer(tc->reactor, &tc->flush_work);
+	return 0;
+}
+
+static void datain_sent(struct iscsi_tx_pdu *pdu, int status)
+{
+	struct iscsi_task *t = pdu->ctx;
+
+	(void)status;
+	free(pdu);
+	iscsi_task_tx_done(t);
+}
+
+static int tcp_put_data(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	uint32_t len = iscsi_task_data_in_len(t);
+	uint32_t max = c->params.max_xmit_dsl ? c->params.max_xmit_dsl : 8192;
+	bool with_status = iscsi_task_put_data_with_status(t);
+	int rc = 0;
+
+	t->pending_tx++; /* hold the task while queuing */
+	for (uint32_t off = 0; off < len;) {
+		uint32_t n = len - off < max ? len - off : max;
+		bool last = off + n == len;
+		struct iscsi_tx_pdu *pdu = iscsi_tx_pdu_alloc();
+
+		if (!pdu) {
+			rc = -ENOMEM;
+			break;
+		}
+		iscsi_task_build_datain(t, (struct iscsi_data_in *)&pdu->bhs, off, n, last,
+					last && with_status);
+		pdu->data = t->buf + off;
+		pdu->data_len = n;
+		pdu->sent = datain_sent;
+		pdu->ctx = t;
+		pdu->next = NULL;
+		t->pending_tx++;
+		if (iscsi_conn_send(c, pdu, last && with_status)) {
+			rc = -ECONNRESET;
+			break;
+		}
+		off += n;
+	}
+	if (!rc && !with_status)
+		iscsi_task_send_response(t);
+	iscsi_task_tx_done(t);
+	return rc == -ENOMEM ? rc : 0;
+}
+
+static int tcp_get_data(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	(void)c;
+	return iscsi_task_send_r2ts(t);
+}
+
+static void tcp_release_task(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	(void)c;
+	(void)t;
+}
+
+static void tcp_closed_work(void *arg)
+{
+	struct tcp_conn *tc = arg;
+	struct iscsi_conn *c = tc->conn;
+
+	if (tc->in_rx) {
+		reactor_defer(tc->reactor, &tc->closed_work);
+		return;
+	}
+	free(tc->rx);
+	c->dm_priv = NULL;
+	free(tc);
+	iscsi_conn_closed(c);
+}
+
+static void tcp_terminate(struct iscsi_conn *c)
+{
+	struct tcp_conn *tc = c->dm_priv;
+
+	if (!tc || tc->closing)
+		return;
+	/* best effort: push out what is queued (a Reject, a Logout Response) */
+	reactor_deferred_cancel(tc->reactor, &tc->flush_work);
+	tcp_flush(tc);
+	tc->closing = true;
+	reactor_del_fd(tc->reactor, &tc->rfd);
+	shutdown(tc->fd, SHUT_RDWR);
+	close(tc->fd);
+	tc->fd = -1;
+	tcp_fail_tx(tc);
+	reactor_defer(tc->reactor, &tc->closed_work);
+}
+
+static int tcp_enter_ffp(struct iscsi_conn *c)
+{
+	struct tcp_conn *tc = c->dm_priv;
+	size_t need;
+
+	tc->hd = c->params.header_digest;
+	tc->dd = c->params.data_digest;
+	tc->max_rx_dsl = c->params.max_recv_dsl;
+	need = (size_t)tc->max_rx_dsl + ISCSI_BHS_LEN + ISCSI_MAX_AHS_LEN + 16;
+	if (need < TCP_RX_MIN)
+		need = TCP_RX_MIN;
+	if (need > tc->rxcap) {
+		uint8_t *n = realloc(tc->rx, need);
+
+		if (!n)
+			return -ENOMEM;
+		tc->rx = n;
+		tc->rxcap = need;
+	}
+	return 0;
+}
+
+/* ---------------- receive ---------------- */
+
+static void tcp_parse(struct tcp_conn *tc)
+{
+	struct iscsi_conn *c = tc->conn;
+
+	while (!tc->closing && tc->rxlen - tc->rxoff >= ISCSI_BHS_LEN) {
+		const uint8_t *p = tc->rx + tc->rxoff;
+		const struct iscsi_bhs *bhs = (const struct iscsi_bhs *)p;
+		uint32_t ahs_len = iscsi_ahs_len(bhs);
+		uint32_t dsl = iscsi_bhs_dsl(bhs);
+		uint32_t hlen = ISCSI_BHS_LEN + ahs_len + (tc->hd ? 4u : 0u);
+		uint32_t pad = iscsi_pad4(dsl);
+		size_t total = (size_t)hlen + dsl + pad + (tc->dd && dsl ? 4u : 0u);
+		uint32_t limit = c->state == CONN_STATE_LOGIN ? TCP_LOGIN_MAX_DSL : tc->max_rx_dsl;
+
+		if (dsl > limit) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "%s with DataSegmentLength %u beyond "
+				 "MaxRecvDataSegmentLength %u", iscsi_opcode_name(bhs->opcode), dsl, limit);
+			iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+			iscsi_conn_drop(c, why);
+			return;
+		}
+		if (tc->rxlen - tc->rxoff < hlen)
+			break;
+		if (tc->hd) {
+			uint32_t want, got;
+
+			want = iscsi_digest(p, ISCSI_BHS_LEN + ahs_len);
+			memcpy(&got, p + ISCSI_BHS_LEN + ahs_len, 4);
+			if (le32toh(got) != want) {
+				iscsi_conn_drop(c, "header digest error");
+				return;
+			}
+		}
+		if (total > tc->rxcap) {
+			/* only during login can this happen (buffer sized at enter_ffp) */
+			iscsi_conn_drop(c, "PDU larger than the receive buffer");
+			return;
+		}
+		if (tc->rxlen - tc->rxoff < total)
+			break;
+		if (tc->dd && dsl) {
+			uint32_t want = iscsi_data_digest(p + hlen, dsl, pad), got;
+
+			memcpy(&got, p + hlen + dsl + pad, 4);
+			if (le32toh(got) != want) {
+				iscsi_conn_reject(c, bhs, ISCSI_REJECT_DATA_DIGEST);
+				if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT) {
+					iscsi_conn_drop(c, "data digest error on Data-Out");
+					return;
+				}
+				tc->rxoff += total;
+				continue;
+			}
+		}
+		tc->rxoff += total;
+		iscsi_conn_rx_pdu(c, bhs, ahs_len ? p + ISCSI_BHS_LEN : NULL, ahs_len,
+				  dsl ? p + hlen : NULL, dsl);
+	}
+	if (tc->rxoff == tc->rxlen) {
+		tc->rxoff = tc->rxlen = 0;
+	} else if (tc->rxoff && (tc->rxcap - tc->rxlen < tc->rxcap / 4 || tc->rxoff > tc->rxcap / 2)) {
+		memmove(tc->rx, tc->rx + tc->rxoff, tc->rxlen - tc->rxoff);
+		tc->rxlen -= tc->rxoff;
+		tc->rxoff = 0;
+	}
+}
+
+static void tcp_conn_event(void *arg, uint32_t events)
+{
+	struct tcp_conn *tc = arg;
+	struct iscsi_conn *c = tc->conn;
+
+	if (tc->closing)
+		return;
+	if (events & EPOLLOUT)
+		tcp_flush(tc);
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		return;
+	tc->in_rx = true;
+	for (int i = 0; i < TCP_READS_PER_EVENT && !tc->closing; i++) {
+		ssize_t n;
+
+		if (tc->rxlen == tc->rxcap) {
+			if (tc->rxoff) {
+				memmove(tc->rx, tc->rx + tc->rxoff, tc->rxlen - tc->rxoff);
+				tc->rxlen -= tc->rxoff;
+				tc->rxoff = 0;
+			} else {
+				break; /* cannot happen: a full PDU always fits */
+			}
+		}
+		n = read(tc->fd, tc->rx + tc->rxlen, tc->rxcap - tc->rxlen);
+		if (n > 0) {
+			tc->rxlen += (size_t)n;
+			tcp_parse(tc);
+			if ((size_t)n < tc->rxcap / 2)
+				break;
+			continue;
+		}
+		if (n == 0) {
+			if (c->state == CONN_STATE_FFP)
+				GW_WARN(COMP, "%s (%s): connection closed by the initiator without "
+					"logout", c->peer, c->sess ? c->sess->initiator : "-");
+			else
+				GW_INFO(COMP, "%s: connection closed by peer", c->peer);
+			iscsi_conn_drop(c, "peer closed the connection");
+			break;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			break;
+		GW_WARN(COMP, "%s: receive failed: %s", c->peer, strerror(errno));
+		iscsi_conn_drop(c, "receive failed");
+		break;
+	}
+	tc->in_rx = false;
+}
+
+struct tcp_accept_msg {
+	struct tcp_conn *tc;
+	struct reactor *r;
+};
+
+static void tcp_conn_start(void *arg)
+{
+	struct tcp_accept_msg *m = arg;
+	struct tcp_conn *tc = m->tc;
+	int rc;
+
+	free(m);
+	rc = iscsi_conn_create(tc->portal, tc->reactor, tc, &tc->conn);
+	if (rc) {
+		GW_ERR(COMP, "cannot create connection: %s", strerror(-rc));
+		goto err_close;
+	}
+	rc = reactor_add_fd(tc->reactor, &tc->rfd, tc->fd, EPOLLIN, tcp_conn_event, tc);
+	if (rc) {
+		GW_ERR(COMP, "%s: cannot watch socket: %s", tc->conn->peer, strerror(-rc));
+		tc->closing = true;
+		close(tc->fd);
+		tc->fd = -1;
+		reactor_defer(tc->reactor, &tc->closed_work);
+		return;
+	}
+	return;
+
+err_close:
+	close(tc->fd);
+	free(tc->rx);
+	free(tc);
+}
+
+static void tcp_accept(void *arg, uint32_t events)
+{
+	struct tcp_listener *l = arg;
+	struct gw *gw = l->portal->gw;
+
+	(void)events;
+	for (;;) {
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		struct tcp_accept_msg *m;
+		struct tcp_conn *tc;
+		int one = 1;
+		int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				GW_WARN(COMP, "accept on %s:%u: %s", l->portal->cfg->addr,
+					l->portal->cfg->port, strerror(errno));
+			return;
+		}
+		if (atomic_load(&gw->shutting_down)) {
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		tc = calloc(1, sizeof(*tc));
+		m = malloc(sizeof(*m));
+		if (tc)
+			tc->rx = malloc(TCP_RX_MIN);
+		if (!tc || !m || !tc->rx) {
+			GW_ERR(COMP, "out of memory accepting a connection");
+			if (tc)
+				free(tc->rx);
+			free(tc);
+			free(m);
+			close(fd);
+			continue;
+		}
+		tc->fd = fd;
+		tc->rxcap = TCP_RX_MIN;
+		tc->max_rx_dsl = TCP_LOGIN_MAX_DSL;
+		tc->portal = l->portal;
+		tc->peer = peer;
+		plen = sizeof(tc->local);
+		getsockname(fd, (struct sockaddr *)&tc->local, &plen);
+		tc->reactor = gw_pick_reactor(gw);
+		reactor_deferred_init(&tc->flush_work, tcp_flush, tc);
+		reactor_deferred_init(&tc->closed_work, tcp_closed_work, tc);
+		m->tc = tc;
+		m->r = tc->reactor;
+		if (reactor_send_msg(tc->reactor, tcp_conn_start, m)) {
+			close(fd);
+			free(tc->rx);
+			free(tc);
+			free(m);
+		}
+	}
+}
+
+static int tcp_listen(struct gw_portal *p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *res = NULL;
+	struct tcp_listener *l;
+	char port[8];
+	int one = 1, rc;
+
+	snprintf(port, sizeof(port), "%u", p->cfg->port);
+	rc = getaddrinfo(p->cfg->addr, port, &hints, &res);
+	if (rc) {
+		GW_ERR(COMP, "portal %s:%u: cannot resolve address: %s", p->cfg->addr, p->cfg->port,
+		       gai_strerror(rc));
+		return -EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		rc = -ENOMEM;
+		goto err_free_ai;
+	}
+	l->portal = p;
+	l->fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		rc = -errno;
+		goto err_free_l;
+	}
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l->fd, res->ai_addr, res->ai_addrlen) < 0 || listen(l->fd, 256) < 0) {
+		rc = -errno;
+		GW_ERR(COMP, "portal tcp://%s:%u: cannot listen: %s", p->cfg->addr, p->cfg->port,
+		       strerror(errno));
+		goto err_close;
+	}
+	l->reactor = p->gw->reactors[0];
+	rc = reactor_add_fd(l->reactor, &l->rfd, l->fd, EPOLLIN, tcp_accept, l);
+	if (rc)
+		goto err_close;
+	p->dm_priv = l;
+	freeaddrinfo(res);
+	GW_NOTICE(COMP, "listening on tcp://%s:%u", p->cfg->addr, p->cfg->port);
+	return 0;
+
+err_close:
+	close(l->fd);
+err_free_l:
+	free(l);
+err_free_ai:
+	freeaddrinfo(res);
+	return rc;
+}
+
+static void tcp_unlisten_msg(void *arg)
+{
+	struct tcp_listener *l = arg;
+
+	reactor_del_fd(l->reactor, &l->rfd);
+	close(l->fd);
+	free(l);
+}
+
+static void tcp_unlisten(struct gw_portal *p)
+{
+	struct tcp_listener *l = p->dm_priv;
+
+	if (!l)
+		return;
+	p->dm_priv = NULL;
+	if (reactor_self() == l->reactor)
+		tcp_unlisten_msg(l);
+	else
+		reactor_send_msg(l->reactor, tcp_unlisten_msg, l);
+}
+
+struct gw_dm_ops gw_dm_tcp_ops = {
+	.name = "tcp",
+	.transport = GW_TRANSPORT_TCP,
+	.listen = tcp_listen,
+	.unlisten = tcp_unlisten,
+	.send_control = tcp_send_control,
+	.put_data = tcp_put_data,
+	.get_data = tcp_get_data,
+	.release_task = tcp_release_task,
+	.terminate = tcp_terminate,
+	.enter_ffp = tcp_enter_ffp,
+	.addrs = tcp_addrs,
+};

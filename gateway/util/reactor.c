@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util/reactor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define REACTOR_MAX_EVENTS 128
+
+struct reactor_msg {
+	reactor_fn fn;
+	void *arg;
+	struct reactor_msg *next;
+};
+
+struct reactor {
+	unsigned int index;
+	int epfd;
+	int msg_efd;
+	struct reactor_fd msg_handler;
+	atomic_bool stop;
+	pthread_mutex_t msg_lock;
+	struct reactor_msg *msg_head, *msg_tail;
+	struct list_head timers;   /* sorted by deadline */
+	struct list_head deferred;
+};
+
+static _Thread_local struct reactor *tl_reactor;
+
+uint64_t gw_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct reactor *reactor_self(void)
+{
+	return tl_reactor;
+}
+
+unsigned int reactor_index(const struct reactor *r)
+{
+	return r->index;
+}
+
+static void reactor_run_msgs(void *arg, uint32_t events)
+{
+	struct reactor *r = arg;
+	struct reactor_msg *m, *next;
+	uint64_t v;
+
+	(void)events;
+	if (read(r->msg_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		GW_WARN("reactor", "reactor %u: eventfd read: %s", r->index, strerror(errno));
+	pthread_mutex_lock(&r->msg_lock);
+	m = r->msg_head;
+	r->msg_head = r->msg_tail = NULL;
+	pthread_mutex_unlock(&r->msg_lock);
+	for (; m; m = next) {
+		next = m->next;
+		m->fn(m->arg);
+		free(m);
+	}
+}
+
+int reactor_create(unsigned int index, struct reactor **out)
+{
+	struct reactor *r;
+	int rc;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->index = index;
+	list_init(&r->timers);
+	list_init(&r->deferred);
+	pthread_mutex_init(&r->msg_lock, NULL);
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	r->msg_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->msg_efd < 0) {
+		rc = -errno;
+		goto err_close_ep;
+	}
+	rc = reactor_add_fd(r, &r->msg_handler, r->msg_efd, EPOLLIN, reactor_run_msgs, r);
+	if (rc)
+		goto err_close_efd;
+	*out = r;
+	return 0;
+
+err_close_efd:
+	close(r->msg_efd);
+err_close_ep:
+	close(r->epfd);
+err_free:
+	pthread_mutex_destroy(&r->msg_lock);
+	free(r);
+	return rc;
+}
+
+void reactor_destroy(struct reactor *r)
+{
+	struct reactor_msg *m, *next;
+
+	if (!r)
+		return;
+	for (m = r->msg_head; m; m = next) {
+		next = m->next;
+		free(m);
+	}
+	close(r->msg_efd);
+	close(r->epfd);
+	pthread_mutex_destroy(&r->msg_lock);
+	free(r);
+}
+
+void reactor_stop(struct reactor *r)
+{
+	uint64_t one = 1;
+
+	atomic_store(&r->stop, true);
+	if (write(r->msg_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		GW_WARN("reactor", "reactor %u: wake-up failed: %s", r->index, strerror(errno));
+}
+
+int reactor_add_fd(struct reactor *r, struct reactor_fd *h, int fd, uint32_t events,
+		   reactor_fd_cb cb, void *arg)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+
+	h->fd = fd;
+	h->events = events;
+	h->cb = cb;
+	h->arg = arg;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+int reactor_mod_fd(struct reactor *r, struct reactor_fd *h, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = h };
+
+	if (h->events == events)
+		return 0;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_MOD, h->fd, &ev) < 0)
+		return -errno;
+	h->events = events;
+	return 0;
+}
+
+void reactor_del_fd(struct reactor *r, struct reactor_fd *h)
+{
+	if (h->fd >= 0)
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	h->cb = NULL;
+}
+
+void reactor_timer_init(struct reactor_timer *t, reactor_fn cb, void *arg)
+{
+	memset(t, 0, sizeof(*t));
+	t->cb = cb;
+	t->arg = arg;
+	list_init(&t->link);
+}
+
+void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t)
+{
+	(void)r;
+	if (t->armed) {
+		list_del(&t->link);
+		t->armed = false;
+	}
+}
+
+void reactor_timer_arm(struct reactor *r, struct reactor_timer *t, uint64_t delay_ms)
+{
+	struct list_head *pos;
+
+	reactor_timer_cancel(r, t);
+	t->deadline_ms = gw_now_ms() + delay_ms;
+	t->armed = true;
+	/* walk from the tail: new timers tend to be the latest */
+	for (pos = r->timers.prev; pos != &r->timers; pos = pos->prev) {
+		struct reactor_timer *o = list_entry(pos, struct reactor_timer, link);
+
+		if (o->deadline_ms <= t->deadline_ms)
+			break;
+	}
+	list_add(&t->link, pos);
+}
+
+void reactor_deferred_init(struct reactor_deferred *d, reactor_fn cb, void *arg)
+{
+	d->cb = cb;
+	d->arg = arg;
+	d->pending = false;
+	list_init(&d->link);
+}
+
+void reactor_defer(struct reactor *r, struct reactor_deferred *d)
+{
+	if (d->pending)
+		return;
+	d->pending = true;
+	list_add_tail(&d->link, &r->deferred);
+}
+
+void reactor_deferred_cancel(struct reactor *r, struct reactor_deferred *d)
+{
+	(void)r;
+	if (d->pending) {
+		list_del(&d->link);
+		d->pending = false;
+	}
+}
+
+int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg)
+{
+	struct reactor_msg *m = malloc(sizeof(*m));
+	uint64_t one = 1;
+
+	if (!m)
+		return -ENOMEM;
+	m->fn = fn;
+	m->arg = arg;
+	m->next = NULL;
+	pthread_mutex_lock(&r->msg_lock);
+	if (r->msg_tail)
+		r->msg_tail->next = m;
+	else
+		r->msg_head = m;
+	r->msg_tail = m;
+	pthread_mutex_unlock(&r->msg_lock);
+	if (write(r->msg_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+static void reactor_run_deferred(struct reactor *r)
+{
+	/* callbacks may defer again: those run in the next round of this loop */
+	while (!list_empty(&r->deferred)) {
+		struct reactor_deferred *d =
+			list_first_entry(&r->deferred, struct reactor_deferred, link);
+
+		list_del(&d->link);
+		d->pending = false;
+		d->cb(d->arg);
+	}
+}
+
+static int reactor_next_timeout(struct reactor *r)
+{
+	struct reactor_timer *t;
+	uint64_t now;
+
+	if (!list_empty(&r->deferred))
+		return 0;
+	if (list_empty(&r->timers))
+		return 1000;
+	t = list_first_entry(&r->timers, struct reactor_timer, link);
+	now = gw_now_ms();
+	if (t->deadline_ms <= now)
+		return 0;
+	return t->deadline_ms - now > 1000 ? 1000 : (int)(t->deadline_ms - now);
+}
+
+static void reactor_run_timers(struct reactor *r)
+{
+	uint64_t now = gw_now_ms();
+
+	while (!list_empty(&r->timers)) {
+		struct reactor_timer *t = list_first_entry(&r->timers, struct reactor_timer, link);
+
+		if (t->deadline_ms > now)
+			break;
+		list_del(&t->link);
+		t->armed = false;
+		t->cb(t->arg);
+	}
+}
+
+int reactor_run(struct reactor *r)
+{
+	struct epoll_event evs[REACTOR_MAX_EVENTS];
+
+	tl_reactor = r;
+	while (!atomic_load(&r->stop)) {
+		int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, reactor_next_timeout(r));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			GW_ERR("reactor", "reactor %u: epoll_wait: %s", r->index, strerror(errno));
+			tl_reactor = NULL;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			struct reactor_fd *h = evs[i].data.ptr;
+
+			if (h->cb)
+				h->cb(h->arg, evs[i].events);
+		}
+		reactor_run_deferred(r);
+		reactor_run_timers(r);
+		reactor_run_deferred(r);
+	}
+	tl_reactor = NULL;
+	return 0;
+}
