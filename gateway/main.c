@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	GW_NOTICE(COMP, "isergwd %s starting", ISERGW_VERSION);
-	rc = gw_start(cfg, &gw);
+	rc = gw_start(cfg, &gw); /* on success gw owns cfg */
 	if (rc) {
 		GW_ERR(COMP, "start-up failed: %s", strerror(-rc));
 		gw_config_free(cfg);
@@ -389,7 +389,18 @@ int main(int argc, char **argv)
 		if (rc)
 			continue;
 		if (sig == SIGHUP) {
-			GW_NOTICE(COMP, "SIGHUP: configuration reload is not supported yet; ignored");
+			struct gw_config *ncfg;
+
+			if (!cli.config) {
+				GW_NOTICE(COMP, "SIGHUP: no configuration file to re-read (quick-serve)");
+				continue;
+			}
+			GW_NOTICE(COMP, "SIGHUP: re-reading %s", cli.config);
+			if (load_config(&cli, &ncfg)) {
+				GW_ERR(COMP, "reload failed: configuration kept as it was");
+				continue;
+			}
+			gw_reload(gw, ncfg);
 			continue;
 		}
 		if (sig == SIGPIPE)
@@ -398,8 +409,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	gw_shutdown(gw, 3000);
-	gw_destroy(gw);
-	gw_config_free(cfg);
+	gw_destroy(gw); /* frees the configuration it owns */
 	GW_NOTICE(COMP, "stopped");
 	return 0;
 }

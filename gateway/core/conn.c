@@ -160,14 +160,14 @@ static void conn_login_timeout(void *arg)
 	char why[96];
 
 	snprintf(why, sizeof(why), "login not completed within %u s",
-		 c->gw->cfg->login_timeout_s);
+		 c->cfg->login_timeout_s);
 	iscsi_conn_drop(c, why);
 }
 
 static void conn_nop_timer(void *arg)
 {
 	struct iscsi_conn *c = arg;
-	const struct gw_config *cfg = c->gw->cfg;
+	const struct gw_config *cfg = c->cfg;
 	uint64_t now = gw_now_ms();
 	struct iscsi_tx_pdu *pdu;
 	struct iscsi_nop_in *n;
@@ -210,6 +210,9 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	if (!c)
 		return -ENOMEM;
 	c->gw = p->gw;
+	pthread_mutex_lock(&p->gw->sess_lock);
+	c->cfg = p->gw->cfg;
+	pthread_mutex_unlock(&p->gw->sess_lock);
 	c->portal = p;
 	c->reactor = r;
 	c->dm = p->dm;
@@ -227,7 +230,7 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	c->dm->addrs(c, c->peer, sizeof(c->peer), c->local, sizeof(c->local));
 
 	memset(&env, 0, sizeof(env));
-	env.cfg = c->gw->cfg;
+	env.cfg = c->cfg;
 	env.portal = p->cfg;
 	env.transport = p->dm->transport;
 	snprintf(env.peer_addr, sizeof(env.peer_addr), "%s", c->peer);
@@ -238,8 +241,8 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	rc = iscsi_text_create(&c->text);
 	if (rc)
 		goto err_login;
-	if (c->gw->cfg->login_timeout_s)
-		reactor_timer_arm(r, &c->login_timer, (uint64_t)c->gw->cfg->login_timeout_s * 1000u);
+	if (c->cfg->login_timeout_s)
+		reactor_timer_arm(r, &c->login_timer, (uint64_t)c->cfg->login_timeout_s * 1000u);
 	atomic_fetch_add(&c->gw->stats.connections, 1);
 	GW_INFO(COMP, "%s: new %s connection on portal %s", c->peer, c->dm->name, c->local);
 	*out = c;
@@ -347,7 +350,7 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 			return;
 		}
 		atomic_fetch_add(&c->gw->stats.logins, 1);
-		if (c->gw->cfg->nop_interval_s)
+		if (c->cfg->nop_interval_s)
 			reactor_timer_arm(c->reactor, &c->nop_timer, 1000);
 		GW_NOTICE(COMP, "%s: %s session of %s%s%s logged in (TSIH %u, %s, digests %s/%s, "
 			  "MaxRecvDSL %u/%u, burst %u/%u, R2T %s, immediate %s)", c->peer,
@@ -494,7 +497,7 @@ static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	if (!pdu)
 		return;
 	memset(&env, 0, sizeof(env));
-	env.cfg = c->gw->cfg;
+	env.cfg = c->cfg;
 	env.session_type = c->sess->type;
 	env.target = c->sess->target ? c->sess->target->cfg : NULL;
 	env.initiator_name = c->sess->initiator;

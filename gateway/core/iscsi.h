@@ -27,13 +27,20 @@
 struct bdev;
 struct gw;
 
+#define GW_MAX_LUNS 16384
+
 struct gw_target {
 	struct gw *gw;
 	const struct gw_target_cfg *cfg;
-	struct scsi_lu **luns;          /* index = LUN number, NULL for holes */
+	/*
+	 * index = LUN number, NULL for holes; GW_MAX_LUNS entries so that a
+	 * reload can add LUNs without moving the array sessions point at.
+	 */
+	struct scsi_lu **luns;
 	struct bdev **bdevs;
-	uint32_t nluns;
+	uint32_t nluns;                 /* = GW_MAX_LUNS */
 	struct scsi_port *ports;        /* one per portal, same index as gw->portals */
+	bool removed;
 };
 
 struct gw_portal {
@@ -42,6 +49,14 @@ struct gw_portal {
 	size_t index;
 	const struct gw_dm_ops *dm;
 	void *dm_priv;
+	bool removed;
+};
+
+/* Objects replaced by a reload, freed at exit (sessions may still point at them). */
+struct gw_retired {
+	struct gw_retired *next;
+	void (*free_fn)(void *);
+	void *obj;
 };
 
 struct gw_stats {
@@ -50,11 +65,12 @@ struct gw_stats {
 };
 
 struct gw {
-	struct gw_config *cfg;
-	struct gw_target *targets;
+	struct gw_config *cfg;          /* current; replaced by reload under sess_lock */
+	struct gw_target **targets;     /* guarded by sess_lock */
 	size_t ntargets;
-	struct gw_portal *portals;
+	struct gw_portal **portals;     /* guarded by sess_lock */
 	size_t nportals;
+	struct gw_retired *retired;
 	struct reactor **reactors;
 	unsigned int nreactors;
 	pthread_t *threads;
@@ -96,6 +112,7 @@ struct iscsi_session {
 
 struct iscsi_conn {
 	struct gw *gw;
+	const struct gw_config *cfg;    /* configuration current when the connection arrived */
 	struct gw_portal *portal;
 	struct reactor *reactor;
 	const struct gw_dm_ops *dm;
@@ -180,10 +197,17 @@ struct iscsi_task {
 
 /* ---- daemon runtime (core/target.c) ---- */
 int gw_start(struct gw_config *cfg, struct gw **out);
+/*
+ * Apply a new, validated configuration: portals and targets that stay keep
+ * their sessions; removed ones are dropped; ACL/CHAP changes apply to new
+ * logins; LUNs are added and removed in place. Takes ownership of cfg.
+ */
+int gw_reload(struct gw *gw, struct gw_config *cfg);
 /* Ask every session to log out, wait up to grace_ms, drop the rest, flush, stop. */
 void gw_shutdown(struct gw *gw, unsigned int grace_ms);
 void gw_destroy(struct gw *gw);
 struct reactor *gw_pick_reactor(struct gw *gw);
+/* Caller holds gw->sess_lock. */
 struct gw_target *gw_find_target(struct gw *gw, const char *iqn);
 
 /* ---- session table (core/session.c) ---- */

@@ -31,14 +31,6 @@ static bool tsih_in_use(struct gw *gw, uint16_t tsih)
 	return false;
 }
 
-static struct gw_target *target_by_cfg(struct gw *gw, const struct gw_target_cfg *cfg)
-{
-	for (size_t i = 0; i < gw->ntargets; i++)
-		if (gw->targets[i].cfg == cfg)
-			return &gw->targets[i];
-	return NULL;
-}
-
 int iscsi_session_bind(struct iscsi_conn *c)
 {
 	struct gw *gw = c->gw;
@@ -64,19 +56,21 @@ int iscsi_session_bind(struct iscsi_conn *c)
 	s->conn = c;
 	list_init(&s->pending);
 	list_init(&s->link);
+	pthread_mutex_lock(&gw->sess_lock);
 	if (s->type == ISCSI_SESSION_NORMAL) {
 		tcfg = iscsi_login_target(c->login);
-		s->target = tcfg ? target_by_cfg(gw, tcfg) : NULL;
-		if (!s->target) {
+		s->target = tcfg ? gw_find_target(gw, tcfg->iqn) : NULL;
+		if (!s->target || c->portal->removed) {
+			pthread_mutex_unlock(&gw->sess_lock);
+			GW_WARN(COMP, "%s: target %s went away during login", c->peer,
+				tcfg ? tcfg->iqn : "?");
 			free(s);
 			return -ENOENT;
 		}
-		s->queue_depth = tcfg->queue_depth ? tcfg->queue_depth : 128;
+		s->queue_depth = s->target->cfg->queue_depth ? s->target->cfg->queue_depth : 128;
 	} else {
 		s->queue_depth = 8;
 	}
-
-	pthread_mutex_lock(&gw->sess_lock);
 	if (s->type == ISCSI_SESSION_NORMAL) {
 		list_for_each(pos, &gw->sessions) {
 			struct iscsi_session *o = list_entry(pos, struct iscsi_session, link);
@@ -106,7 +100,6 @@ int iscsi_session_bind(struct iscsi_conn *c)
 	s->itn.id = ++gw->next_itn_id;
 	list_add_tail(&s->link, &gw->sessions);
 	s->registered = true;
-	pthread_mutex_unlock(&gw->sess_lock);
 
 	snprintf(s->itn.initiator_name, sizeof(s->itn.initiator_name), "%s", s->initiator);
 	snprintf(s->itn.initiator_port, sizeof(s->itn.initiator_port),
@@ -121,6 +114,7 @@ int iscsi_session_bind(struct iscsi_conn *c)
 			if (s->target->luns[i])
 				scsi_lu_itn_add(s->target->luns[i], &s->itn);
 	}
+	pthread_mutex_unlock(&gw->sess_lock);
 	atomic_fetch_add(&gw->stats.sessions, 1);
 	c->sess = s;
 	return 0;
@@ -138,12 +132,12 @@ void iscsi_session_unbind(struct iscsi_conn *c)
 		list_del(&s->link);
 		s->registered = false;
 	}
-	pthread_mutex_unlock(&gw->sess_lock);
 	if (s->target) {
 		for (uint32_t i = 0; i < s->target->nluns; i++)
 			if (s->target->luns[i])
 				scsi_lu_itn_remove(s->target->luns[i], &s->itn);
 	}
+	pthread_mutex_unlock(&gw->sess_lock);
 	atomic_fetch_sub(&gw->stats.sessions, 1);
 	/* the struct itself is freed with the connection: tasks still in the
 	 * SCSI layer may point at s->itn until they complete */

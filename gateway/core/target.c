@@ -24,9 +24,23 @@ struct reactor *gw_pick_reactor(struct gw *gw)
 struct gw_target *gw_find_target(struct gw *gw, const char *iqn)
 {
 	for (size_t i = 0; i < gw->ntargets; i++)
-		if (strcmp(gw->targets[i].cfg->iqn, iqn) == 0)
-			return &gw->targets[i];
+		if (strcmp(gw->targets[i]->cfg->iqn, iqn) == 0)
+			return gw->targets[i];
 	return NULL;
+}
+
+static void gw_retire(struct gw *gw, void (*free_fn)(void *), void *obj)
+{
+	struct gw_retired *r = malloc(sizeof(*r));
+
+	if (!r) {
+		GW_WARN(COMP, "out of memory: leaking a retired object");
+		return;
+	}
+	r->free_fn = free_fn;
+	r->obj = obj;
+	r->next = gw->retired;
+	gw->retired = r;
 }
 
 static int mkdir_p(const char *path)
@@ -51,91 +65,150 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-static int target_open(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *cfg)
+static void pr_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out, size_t len)
 {
-	uint32_t max_lun = 0;
+	size_t l;
+
+	snprintf(out, len, "%s/pr-", gw->cfg->state_dir);
+	for (size_t k = 0; k < sizeof(lc->naa); k++) {
+		l = strlen(out);
+		snprintf(out + l, len - l, "%02x", lc->naa[k]);
+	}
+	l = strlen(out);
+	snprintf(out + l, len - l, ".json");
+}
+
+static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struct gw_lun_cfg *lc,
+		    struct bdev **bout, struct scsi_lu **lout)
+{
+	struct bdev_file_params bp = {
+		.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
+		.readonly = lc->readonly,
+	};
+	struct scsi_lu_params lp;
+	struct bdev *b;
 	int rc;
 
-	t->gw = gw;
-	t->cfg = cfg;
-	for (size_t i = 0; i < cfg->nluns; i++)
-		if (cfg->luns[i].lun > max_lun)
-			max_lun = cfg->luns[i].lun;
-	t->nluns = cfg->nluns ? max_lun + 1 : 0;
-	t->luns = calloc(t->nluns ? t->nluns : 1, sizeof(*t->luns));
-	t->bdevs = calloc(t->nluns ? t->nluns : 1, sizeof(*t->bdevs));
-	t->ports = calloc(gw->nportals ? gw->nportals : 1, sizeof(*t->ports));
-	if (!t->luns || !t->bdevs || !t->ports)
-		return -ENOMEM;
-	for (size_t i = 0; i < gw->nportals; i++) {
-		const struct gw_portal_cfg *pc = gw->portals[i].cfg;
-
-		t->ports[i].rel_port_id = pc->rel_port_id;
-		t->ports[i].tpg_id = pc->tpg_id;
-		snprintf(t->ports[i].name, sizeof(t->ports[i].name), "%s,t,0x%04x", cfg->iqn,
-			 pc->tpgt);
+	rc = bdev_file_open(&bp, &b);
+	if (rc) {
+		GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun, lc->path,
+		       strerror(-rc));
+		return rc;
 	}
-	for (size_t i = 0; i < cfg->nluns; i++) {
-		const struct gw_lun_cfg *lc = &cfg->luns[i];
-		struct bdev_file_params bp = {
-			.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
-			.readonly = lc->readonly,
-		};
-		struct scsi_lu_params lp;
-		struct bdev *b;
-
-		rc = bdev_file_open(&bp, &b);
-		if (rc) {
-			GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", cfg->iqn, lc->lun,
-			       lc->path, strerror(-rc));
-			return rc;
-		}
-		t->bdevs[lc->lun] = b;
-		memset(&lp, 0, sizeof(lp));
-		lp.lun = lc->lun;
-		snprintf(lp.vendor, sizeof(lp.vendor), "%s", lc->vendor);
-		snprintf(lp.product, sizeof(lp.product), "%s", lc->product);
-		snprintf(lp.revision, sizeof(lp.revision), "0001");
-		snprintf(lp.serial, sizeof(lp.serial), "%s", lc->serial);
-		memcpy(lp.naa, lc->naa, sizeof(lp.naa));
-		lp.readonly = lc->readonly;
-		lp.write_cache = lc->write_cache;
-		lp.thin = lc->thin;
-		snprintf(lp.pr_path, sizeof(lp.pr_path), "%s/pr-", gw->cfg->state_dir);
-		for (size_t k = 0; k < 16; k++) {
-			size_t l = strlen(lp.pr_path);
-
-			snprintf(lp.pr_path + l, sizeof(lp.pr_path) - l, "%02x", lc->naa[k]);
-		}
-		{
-			size_t l = strlen(lp.pr_path);
-
-			snprintf(lp.pr_path + l, sizeof(lp.pr_path) - l, ".json");
-		}
-		rc = scsi_lu_create(&lp, b, &t->luns[lc->lun]);
-		if (rc) {
-			GW_ERR(COMP, "target %s LUN %u: cannot create logical unit: %s", cfg->iqn,
-			       lc->lun, strerror(-rc));
-			return rc;
-		}
-		GW_INFO(COMP, "target %s LUN %u: %s, %llu bytes, block size %u%s", cfg->iqn,
-			lc->lun, lc->path, (unsigned long long)b->info.size_bytes, b->info.block_size,
-			lc->readonly ? ", read-only" : "");
+	memset(&lp, 0, sizeof(lp));
+	lp.lun = lc->lun;
+	snprintf(lp.vendor, sizeof(lp.vendor), "%s", lc->vendor);
+	snprintf(lp.product, sizeof(lp.product), "%s", lc->product);
+	snprintf(lp.revision, sizeof(lp.revision), "0001");
+	snprintf(lp.serial, sizeof(lp.serial), "%s", lc->serial);
+	memcpy(lp.naa, lc->naa, sizeof(lp.naa));
+	lp.readonly = lc->readonly;
+	lp.write_cache = lc->write_cache;
+	lp.thin = lc->thin;
+	pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
+	rc = scsi_lu_create(&lp, b, lout);
+	if (rc) {
+		GW_ERR(COMP, "target %s LUN %u: cannot create logical unit: %s", tcfg->iqn, lc->lun,
+		       strerror(-rc));
+		bdev_close(b);
+		return rc;
 	}
+	*bout = b;
+	GW_INFO(COMP, "target %s LUN %u: %s, %llu bytes, block size %u%s", tcfg->iqn, lc->lun,
+		lc->path, (unsigned long long)b->info.size_bytes, b->info.block_size,
+		lc->readonly ? ", read-only" : "");
 	return 0;
 }
 
-static void target_close(struct gw_target *t)
+/* Target ports: one per portal, named after the portal's TPGT. */
+static struct scsi_port *ports_build(struct gw *gw, const struct gw_target_cfg *cfg)
 {
-	for (uint32_t i = 0; i < t->nluns; i++) {
-		if (t->luns && t->luns[i])
+	struct scsi_port *ports = calloc(gw->nportals ? gw->nportals : 1, sizeof(*ports));
+
+	if (!ports)
+		return NULL;
+	for (size_t i = 0; i < gw->nportals; i++) {
+		const struct gw_portal_cfg *pc = gw->portals[i]->cfg;
+
+		ports[i].rel_port_id = pc->rel_port_id;
+		ports[i].tpg_id = pc->tpg_id;
+		snprintf(ports[i].name, sizeof(ports[i].name), "%s,t,0x%04x", cfg->iqn, pc->tpgt);
+	}
+	return ports;
+}
+
+static void target_free(void *arg)
+{
+	struct gw_target *t = arg;
+
+	for (uint32_t i = 0; t->luns && i < t->nluns; i++) {
+		if (t->luns[i])
 			scsi_lu_destroy(t->luns[i]);
-		if (t->bdevs && t->bdevs[i])
+		if (t->bdevs[i])
 			bdev_close(t->bdevs[i]);
 	}
 	free(t->luns);
 	free(t->bdevs);
 	free(t->ports);
+	free(t);
+}
+
+static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, struct gw_target **out)
+{
+	struct gw_target *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->gw = gw;
+	t->cfg = cfg;
+	t->nluns = GW_MAX_LUNS;
+	t->luns = calloc(GW_MAX_LUNS, sizeof(*t->luns));
+	t->bdevs = calloc(GW_MAX_LUNS, sizeof(*t->bdevs));
+	t->ports = ports_build(gw, cfg);
+	if (!t->luns || !t->bdevs || !t->ports) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	for (size_t i = 0; i < cfg->nluns; i++) {
+		const struct gw_lun_cfg *lc = &cfg->luns[i];
+
+		rc = lun_open(gw, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun]);
+		if (rc)
+			goto err_free;
+	}
+	*out = t;
+	return 0;
+
+err_free:
+	target_free(t);
+	return rc;
+}
+
+static int portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
+		       struct gw_portal **out)
+{
+	struct gw_portal *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	p->gw = gw;
+	p->cfg = pc;
+	p->index = index;
+	p->dm = gw_dm_for_transport(pc->transport);
+	if (!p->dm) {
+		GW_ERR(COMP, "portal %s:%u: transport not available in this build", pc->addr, pc->port);
+		free(p);
+		return -EPROTONOSUPPORT;
+	}
+	rc = p->dm->listen(p);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
 }
 
 static void *reactor_thread(void *arg)
@@ -175,39 +248,23 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 		goto err;
 	}
 
-	gw->nportals = cfg->nportals;
 	gw->portals = calloc(cfg->nportals ? cfg->nportals : 1, sizeof(*gw->portals));
-	if (!gw->portals) {
+	gw->targets = calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof(*gw->targets));
+	if (!gw->portals || !gw->targets) {
 		rc = -ENOMEM;
 		goto err;
 	}
 	for (size_t i = 0; i < cfg->nportals; i++) {
-		gw->portals[i].gw = gw;
-		gw->portals[i].cfg = &cfg->portals[i];
-		gw->portals[i].index = i;
-		gw->portals[i].dm = gw_dm_for_transport(cfg->portals[i].transport);
-		if (!gw->portals[i].dm) {
-			GW_ERR(COMP, "portal %s:%u: transport not available in this build",
-			       cfg->portals[i].addr, cfg->portals[i].port);
-			rc = -EPROTONOSUPPORT;
+		rc = portal_open(gw, &cfg->portals[i], i, &gw->portals[i]);
+		if (rc)
 			goto err;
-		}
+		gw->nportals++;
 	}
-	gw->targets = calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof(*gw->targets));
-	if (!gw->targets) {
-		rc = -ENOMEM;
-		goto err;
-	}
-	gw->ntargets = cfg->ntargets;
 	for (size_t i = 0; i < cfg->ntargets; i++) {
-		rc = target_open(gw, &gw->targets[i], &cfg->targets[i]);
+		rc = target_open(gw, &cfg->targets[i], &gw->targets[i]);
 		if (rc)
 			goto err;
-	}
-	for (size_t i = 0; i < gw->nportals; i++) {
-		rc = gw->portals[i].dm->listen(&gw->portals[i]);
-		if (rc)
-			goto err;
+		gw->ntargets++;
 	}
 	for (unsigned int i = 0; i < gw->nreactors; i++) {
 		rc = -pthread_create(&gw->threads[i], NULL, reactor_thread, gw->reactors[i]);
@@ -225,10 +282,9 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 	return 0;
 
 err:
-	for (size_t i = 0; i < gw->nportals && gw->portals; i++)
-		if (gw->portals[i].dm)
-			gw->portals[i].dm->unlisten(&gw->portals[i]);
-	gw->nreactors = gw->reactors ? gw->nreactors : 0;
+	for (size_t i = 0; i < gw->nportals; i++)
+		gw->portals[i]->dm->unlisten(gw->portals[i]);
+	gw->cfg = NULL; /* the caller still owns cfg */
 	gw_destroy(gw);
 	return rc;
 }
@@ -269,8 +325,10 @@ void gw_shutdown(struct gw *gw, unsigned int grace_ms)
 {
 	atomic_store(&gw->shutting_down, true);
 	GW_NOTICE(COMP, "shutting down: asking initiators to log out");
+	pthread_mutex_lock(&gw->sess_lock);
 	for (size_t i = 0; i < gw->nportals; i++)
-		gw->portals[i].dm->unlisten(&gw->portals[i]);
+		gw->portals[i]->dm->unlisten(gw->portals[i]);
+	pthread_mutex_unlock(&gw->sess_lock);
 	iscsi_sessions_foreach(gw, shutdown_logout, (void *)(uintptr_t)((grace_ms + 999) / 1000));
 	wait_until(gw, grace_ms, sessions_empty);
 	if (!sessions_empty(gw))
@@ -285,7 +343,6 @@ void gw_shutdown(struct gw *gw, unsigned int grace_ms)
 		reactor_stop(gw->reactors[i]);
 	for (unsigned int i = 0; i < gw->nreactors; i++)
 		pthread_join(gw->threads[i], NULL);
-	gw->nreactors_joined = true;
 }
 
 void gw_destroy(struct gw *gw)
@@ -293,13 +350,223 @@ void gw_destroy(struct gw *gw)
 	if (!gw)
 		return;
 	for (size_t i = 0; i < gw->ntargets; i++)
-		target_close(&gw->targets[i]);
+		target_free(gw->targets[i]);
 	free(gw->targets);
+	for (size_t i = 0; i < gw->nportals; i++)
+		free(gw->portals[i]);
 	free(gw->portals);
+	while (gw->retired) {
+		struct gw_retired *r = gw->retired;
+
+		gw->retired = r->next;
+		r->free_fn(r->obj);
+		free(r);
+	}
 	for (unsigned int i = 0; gw->reactors && i < gw->nreactors; i++)
 		reactor_destroy(gw->reactors[i]);
 	free(gw->reactors);
 	free(gw->threads);
 	pthread_mutex_destroy(&gw->sess_lock);
+	gw_config_free(gw->cfg);
 	free(gw);
+}
+
+/* ---------------- reload ---------------- */
+
+static bool portal_same(const struct gw_portal_cfg *a, const struct gw_portal_cfg *b)
+{
+	return a->transport == b->transport && a->port == b->port && strcmp(a->addr, b->addr) == 0;
+}
+
+static bool lun_same(const struct gw_lun_cfg *a, const struct gw_lun_cfg *b)
+{
+	return strcmp(a->path, b->path) == 0 && a->block_size == b->block_size &&
+	       a->readonly == b->readonly && a->thin == b->thin &&
+	       memcmp(a->naa, b->naa, sizeof(a->naa)) == 0 && strcmp(a->serial, b->serial) == 0 &&
+	       strcmp(a->vendor, b->vendor) == 0 && strcmp(a->product, b->product) == 0;
+}
+
+static const struct gw_lun_cfg *find_lun(const struct gw_target_cfg *t, uint32_t lun)
+{
+	for (size_t i = 0; i < t->nluns; i++)
+		if (t->luns[i].lun == lun)
+			return &t->luns[i];
+	return NULL;
+}
+
+static void retire_lu(void *arg)
+{
+	scsi_lu_destroy(arg);
+}
+
+static void retire_bdev(void *arg)
+{
+	bdev_close(arg);
+}
+
+static void retire_cfg(void *arg)
+{
+	gw_config_free(arg);
+}
+
+static void drop_removed(struct iscsi_conn *c, void *arg)
+{
+	(void)arg;
+	if (!c->sess)
+		return;
+	if (c->portal->removed || (c->sess->target && c->sess->target->removed))
+		iscsi_conn_drop(c, "its portal or target was removed by a configuration reload");
+}
+
+/* LUN changes of a target that stays; caller holds sess_lock. */
+static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
+{
+	const struct gw_target_cfg *ocfg = t->cfg;
+	struct list_head *pos;
+
+	for (size_t i = 0; i < ocfg->nluns; i++) {
+		const struct gw_lun_cfg *ol = &ocfg->luns[i];
+		const struct gw_lun_cfg *nl = find_lun(ncfg, ol->lun);
+
+		if (nl && lun_same(ol, nl))
+			continue;
+		if (!t->luns[ol->lun])
+			continue;
+		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) removed", ocfg->iqn, ol->lun, ol->path);
+		list_for_each(pos, &gw->sessions) {
+			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
+
+			if (s->target == t)
+				scsi_lu_itn_remove(t->luns[ol->lun], &s->itn);
+		}
+		/* commands in flight still use them: freed at exit */
+		gw_retire(gw, retire_lu, t->luns[ol->lun]);
+		gw_retire(gw, retire_bdev, t->bdevs[ol->lun]);
+		__atomic_store_n(&t->luns[ol->lun], NULL, __ATOMIC_RELEASE);
+		t->bdevs[ol->lun] = NULL;
+	}
+	for (size_t i = 0; i < ncfg->nluns; i++) {
+		const struct gw_lun_cfg *nl = &ncfg->luns[i];
+		struct scsi_lu *lu;
+		struct bdev *b;
+
+		if (t->luns[nl->lun])
+			continue;
+		if (lun_open(gw, ncfg, nl, &b, &lu)) {
+			GW_ERR(COMP, "reload: target %s LUN %u not added", ncfg->iqn, nl->lun);
+			continue;
+		}
+		list_for_each(pos, &gw->sessions) {
+			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
+
+			if (s->target == t)
+				scsi_lu_itn_add(lu, &s->itn);
+		}
+		t->bdevs[nl->lun] = b;
+		__atomic_store_n(&t->luns[nl->lun], lu, __ATOMIC_RELEASE);
+		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) added", ncfg->iqn, nl->lun, nl->path);
+	}
+}
+
+int gw_reload(struct gw *gw, struct gw_config *ncfg)
+{
+	struct gw_portal **nportals;
+	struct gw_target **ntargets;
+	size_t np = 0, nt = 0;
+	bool dropped = false;
+
+	nportals = calloc(ncfg->nportals ? ncfg->nportals : 1, sizeof(*nportals));
+	ntargets = calloc(ncfg->ntargets ? ncfg->ntargets : 1, sizeof(*ntargets));
+	if (!nportals || !ntargets) {
+		free(nportals);
+		free(ntargets);
+		gw_config_free(ncfg);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&gw->sess_lock);
+	/* portals: keep the same address/port/transport, open new ones, close the rest */
+	for (size_t i = 0; i < gw->nportals; i++) {
+		struct gw_portal *p = gw->portals[i];
+		bool keep = false;
+
+		for (size_t j = 0; j < ncfg->nportals; j++)
+			keep |= portal_same(p->cfg, &ncfg->portals[j]);
+		if (!keep) {
+			GW_NOTICE(COMP, "reload: portal %s:%u removed", p->cfg->addr, p->cfg->port);
+			p->removed = true;
+			p->dm->unlisten(p);
+			gw_retire(gw, free, p);
+			dropped = true;
+		}
+	}
+	for (size_t j = 0; j < ncfg->nportals; j++) {
+		struct gw_portal *p = NULL;
+
+		for (size_t i = 0; i < gw->nportals; i++)
+			if (!gw->portals[i]->removed && portal_same(gw->portals[i]->cfg, &ncfg->portals[j]))
+				p = gw->portals[i];
+		if (p) {
+			p->cfg = &ncfg->portals[j];
+			p->index = np;
+		} else if (portal_open(gw, &ncfg->portals[j], np, &p)) {
+			GW_ERR(COMP, "reload: portal %s:%u could not be opened", ncfg->portals[j].addr,
+			       ncfg->portals[j].port);
+			continue;
+		} else {
+			GW_NOTICE(COMP, "reload: portal %s:%u added", p->cfg->addr, p->cfg->port);
+		}
+		nportals[np++] = p;
+	}
+	free(gw->portals);
+	gw->portals = nportals;
+	gw->nportals = np;
+
+	/* targets: same IQN stays (new ACL/CHAP/limits apply to new logins) */
+	for (size_t i = 0; i < gw->ntargets; i++) {
+		struct gw_target *t = gw->targets[i];
+		bool keep = false;
+
+		for (size_t j = 0; j < ncfg->ntargets; j++)
+			keep |= strcmp(t->cfg->iqn, ncfg->targets[j].iqn) == 0;
+		if (!keep) {
+			GW_NOTICE(COMP, "reload: target %s removed", t->cfg->iqn);
+			t->removed = true;
+			gw_retire(gw, target_free, t);
+			dropped = true;
+		}
+	}
+	for (size_t j = 0; j < ncfg->ntargets; j++) {
+		const struct gw_target_cfg *tc = &ncfg->targets[j];
+		struct gw_target *t = NULL;
+		struct scsi_port *ports;
+
+		for (size_t i = 0; i < gw->ntargets; i++)
+			if (!gw->targets[i]->removed && strcmp(gw->targets[i]->cfg->iqn, tc->iqn) == 0)
+				t = gw->targets[i];
+		if (t) {
+			reload_luns(gw, t, tc);
+			ports = ports_build(gw, tc);
+			if (ports) {
+				gw_retire(gw, free, t->ports);
+				t->ports = ports;
+			}
+			t->cfg = tc;
+		} else if (target_open(gw, tc, &t)) {
+			GW_ERR(COMP, "reload: target %s could not be created", tc->iqn);
+			continue;
+		} else {
+			GW_NOTICE(COMP, "reload: target %s added", tc->iqn);
+		}
+		ntargets[nt++] = t;
+	}
+	free(gw->targets);
+	gw->targets = ntargets;
+	gw->ntargets = nt;
+	gw_retire(gw, retire_cfg, gw->cfg);
+	gw->cfg = ncfg;
+	pthread_mutex_unlock(&gw->sess_lock);
+	if (dropped)
+		iscsi_sessions_foreach(gw, drop_removed, NULL);
+	GW_NOTICE(COMP, "configuration reloaded: %zu target(s), %zu portal(s)", nt, np);
+	return 0;
 }
