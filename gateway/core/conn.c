@@ -371,20 +371,23 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 static bool conn_cmdsn_ok(struct iscsi_conn *c, const struct iscsi_bhs *bhs, uint32_t cmd_sn)
 {
 	struct iscsi_session *s = c->sess;
+	bool immediate = iscsi_bhs_immediate(bhs);
 
-	if (iscsi_bhs_immediate(bhs))
+	switch (iscsi_cmdsn_check(s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c), cmd_sn, immediate)) {
+	case ISCSI_CMDSN_NOW:
+		if (!immediate) {
+			s->exp_cmd_sn++;
+			iscsi_session_run_pending(s);
+		}
 		return true;
-	if (cmd_sn == s->exp_cmd_sn) {
-		s->exp_cmd_sn++;
-		iscsi_session_run_pending(s);
-		return true;
-	}
-	if (sn_gt(cmd_sn, s->exp_cmd_sn) && sn_le(cmd_sn, iscsi_conn_max_cmd_sn(c)))
+	case ISCSI_CMDSN_QUEUE:
 		return true; /* ahead of a gap: serve it, the gap's owner advances ExpCmdSN */
-	GW_WARN(COMP, "%s (%s): %s with CmdSN %u outside window [%u, %u]: ignored", c->peer,
-		s->initiator, iscsi_opcode_name(bhs->opcode), cmd_sn, s->exp_cmd_sn,
-		iscsi_conn_max_cmd_sn(c));
-	return false;
+	default:
+		GW_WARN(COMP, "%s (%s): %s with CmdSN %u outside window [%u, %u]: ignored", c->peer,
+			s->initiator, iscsi_opcode_name(bhs->opcode), cmd_sn, s->exp_cmd_sn,
+			iscsi_conn_max_cmd_sn(c));
+		return false;
+	}
 }
 
 static void conn_rx_nop_out(struct iscsi_conn *c, const struct iscsi_bhs *bhs,

@@ -28,6 +28,16 @@ void iscsi_lun_encode(uint64_t lun, uint8_t out[8])
 	}
 }
 
+enum iscsi_cmdsn_verdict iscsi_cmdsn_check(uint32_t exp_cmd_sn, uint32_t max_cmd_sn,
+					   uint32_t cmd_sn, int immediate)
+{
+	if (immediate || cmd_sn == exp_cmd_sn)
+		return ISCSI_CMDSN_NOW;
+	if (sn_gt(cmd_sn, exp_cmd_sn) && sn_le(cmd_sn, max_cmd_sn))
+		return ISCSI_CMDSN_QUEUE;
+	return ISCSI_CMDSN_IGNORE;
+}
+
 uint32_t iscsi_crc32c(const void *buf, size_t len, uint32_t seed)
 {
 	/* ISA-L's crc32_iscsi takes an int length: feed large buffers in pieces */

@@ -47,6 +47,15 @@ static inline int sn_lt(uint32_t a, uint32_t b) { return a != b && (int32_t)(a -
 static inline int sn_le(uint32_t a, uint32_t b) { return a == b || (int32_t)(a - b) < 0; }
 static inline int sn_gt(uint32_t a, uint32_t b) { return sn_lt(b, a); }
 
+/* Where a command's CmdSN puts it (RFC 7143 4.2.2.1). */
+enum iscsi_cmdsn_verdict {
+	ISCSI_CMDSN_NOW = 0,    /* deliver now (== ExpCmdSN, or immediate) */
+	ISCSI_CMDSN_QUEUE,      /* inside the window but ahead of a gap */
+	ISCSI_CMDSN_IGNORE,     /* outside [ExpCmdSN, MaxCmdSN]: silently ignored */
+};
+enum iscsi_cmdsn_verdict iscsi_cmdsn_check(uint32_t exp_cmd_sn, uint32_t max_cmd_sn,
+					   uint32_t cmd_sn, int immediate);
+
 /*
  * LUN field (SAM-5 addressing): decode single-level peripheral (00b) and
  * flat-space (01b) addressing; anything else returns UINT64_MAX.

@@ -322,15 +322,17 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	bool queue = false;
 
 	/* CmdSN window first: commands outside it are silently ignored (RFC 7143 4.2.2.1) */
-	if (!immediate) {
-		if (cmd_sn != s->exp_cmd_sn &&
-		    !(sn_gt(cmd_sn, s->exp_cmd_sn) && sn_le(cmd_sn, iscsi_conn_max_cmd_sn(c)))) {
-			GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x CmdSN %u outside window "
-				"[%u, %u]: ignored", c->peer, s->initiator, be32toh(hdr->itt), cmd_sn,
-				s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
-			return 0;
-		}
-		queue = cmd_sn != s->exp_cmd_sn;
+	switch (iscsi_cmdsn_check(s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c), cmd_sn, immediate)) {
+	case ISCSI_CMDSN_IGNORE:
+		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x CmdSN %u outside window "
+			"[%u, %u]: ignored", c->peer, s->initiator, be32toh(hdr->itt), cmd_sn,
+			s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
+		return 0;
+	case ISCSI_CMDSN_QUEUE:
+		queue = true;
+		break;
+	default:
+		break;
 	}
 	if (hdr->itt == ISCSI_RSVD_TAG || (!wbit && dlen) || (dlen && !sp->immediate_data) ||
 	    dlen > edtl || dlen > sp->first_burst ||
