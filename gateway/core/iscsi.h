@@ -172,6 +172,7 @@ struct iscsi_task {
 	uint64_t lun;
 	bool immediate;
 	bool aborted;
+	uint16_t data_err;              /* ASC/ASCQ of a Data-Out sequence error, 0 = none */
 	bool data_in;
 	bool data_out;
 	uint8_t *buf;

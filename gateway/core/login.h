@@ -122,5 +122,11 @@ void iscsi_text_destroy(struct iscsi_text *t);
 int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 		  const struct iscsi_text_req *req, const uint8_t *data, uint32_t dlen,
 		  struct iscsi_text_rsp *rsp, const uint8_t **rsp_data, uint32_t *rsp_dlen);
+/*
+ * After iscsi_text_rx() returned 0: the MaxRecvDataSegmentLength the
+ * initiator declared in that request (its new receive limit, i.e. our new
+ * max_xmit_dsl for this connection), or 0 if it declared none.
+ */
+uint32_t iscsi_text_declared_max_xmit_dsl(const struct iscsi_text *t);
 
 #endif

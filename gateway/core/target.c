@@ -67,15 +67,14 @@ static int mkdir_p(const char *path)
 
 static void pr_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out, size_t len)
 {
-	size_t l;
+	char hex[2 * sizeof(lc->naa) + 1];
+	int n;
 
-	snprintf(out, len, "%s/pr-", gw->cfg->state_dir);
-	for (size_t k = 0; k < sizeof(lc->naa); k++) {
-		l = strlen(out);
-		snprintf(out + l, len - l, "%02x", lc->naa[k]);
-	}
-	l = strlen(out);
-	snprintf(out + l, len - l, ".json");
+	for (size_t k = 0; k < sizeof(lc->naa); k++)
+		snprintf(hex + 2 * k, 3, "%02x", lc->naa[k]);
+	n = snprintf(out, len, "%.*s/pr-%s.json", (int)(len - sizeof(hex) - 10), gw->cfg->state_dir,
+		     hex);
+	(void)n;
 }
 
 static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struct gw_lun_cfg *lc,

@@ -207,12 +207,19 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 
 /* ---------------- command intake ---------------- */
 
+static void task_fail_now(struct iscsi_task *t, uint8_t key, uint8_t asc, uint8_t ascq);
+
 static void task_exec(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 	struct iscsi_session *s = c->sess;
 	struct scsi_cmd *cmd = &t->scsi;
 
+	if (t->data_err) {
+		/* the write data did not arrive intact: nothing reaches the medium */
+		task_fail_now(t, SCSI_SK_ABORTED_COMMAND, t->data_err >> 8, t->data_err & 0xff);
+		return;
+	}
 	t->state = TASK_STATE_EXEC;
 	cmd->itn = &s->itn;
 	cmd->lun = t->lun;
@@ -275,6 +282,7 @@ void iscsi_session_run_pending(struct iscsi_session *s)
 static void task_fail_now(struct iscsi_task *t, uint8_t key, uint8_t asc, uint8_t ascq)
 {
 	t->scsi.xfer_len = 0;
+	t->scsi.ctx = t;
 	scsi_cmd_set_sense(&t->scsi, key, asc, ascq);
 	t->state = TASK_STATE_EXEC;
 	task_scsi_done(&t->scsi);
@@ -492,6 +500,24 @@ void iscsi_task_data_ready(struct iscsi_task *t)
 	task_maybe_exec(t);
 }
 
+/*
+ * A Data-Out sequence error (RFC 7143 7.x, ErrorRecoveryLevel 0): the command
+ * ends with ABORTED COMMAND (4B/00 DATA PHASE ERROR, 4B/05 DATA OFFSET ERROR),
+ * nothing is written, later Data-Out for it is absorbed and the connection
+ * stays up.
+ */
+static void task_data_error(struct iscsi_task *t, uint16_t asc_ascq)
+{
+	t->data_err = asc_ascq;
+	for (unsigned int i = 0; i < ISCSI_MAX_R2T; i++)
+		t->r2t[i].active = false;
+	t->r2t_outstanding = 0;
+	t->r2t_next = t->edtl;
+	t->received = t->edtl;
+	if (t->state == TASK_STATE_DATA_OUT)
+		task_maybe_exec(t);
+}
+
 void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 			 const uint8_t *data, uint32_t dlen)
 {
@@ -500,24 +526,21 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 	uint32_t data_sn = be32toh(hdr->data_sn);
 	struct iscsi_r2t_state *st = NULL;
 
+	if (t && (t->aborted || t->data_err))
+		return; /* data for an aborted or failed task: absorb */
 	if (!t || !t->data_out || (t->state != TASK_STATE_DATA_OUT &&
 				   t->state != TASK_STATE_WAIT_CMDSN)) {
-		if (t && t->aborted)
-			return; /* data for an aborted task: absorb */
 		iscsi_conn_reject(c, (const struct iscsi_bhs *)hdr, ISCSI_REJECT_INVALID_PDU_FIELD);
 		return;
 	}
-	if (t->aborted)
-		return;
 	if (hdr->ttt == ISCSI_RSVD_TAG) {
 		if (offset != t->unsol_received || offset + dlen > t->unsol_end ||
 		    data_sn != t->unsol_exp_data_sn) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "unsolicited Data-Out ITT 0x%08x offset %u len %u "
-				 "DataSN %u, expected offset %u DataSN %u (limit %u)", t->itt, offset,
-				 dlen, data_sn, t->unsol_received, t->unsol_exp_data_sn, t->unsol_end);
-			iscsi_conn_drop(c, why);
+			GW_WARN(COMP, "%s (%s): unsolicited Data-Out ITT 0x%08x offset %u len %u "
+				"DataSN %u, expected offset %u DataSN %u (limit %u): failing the "
+				"command", c->peer, c->sess->initiator, t->itt, offset, dlen, data_sn,
+				t->unsol_received, t->unsol_exp_data_sn, t->unsol_end);
+			task_data_error(t, data_sn != t->unsol_exp_data_sn ? 0x4b00 : 0x4b05);
 			return;
 		}
 		t->unsol_received += dlen;
@@ -538,12 +561,11 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 		}
 		if (offset != st->offset + st->received || dlen > st->len - st->received ||
 		    data_sn != st->exp_data_sn) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "Data-Out ITT 0x%08x TTT 0x%08x offset %u len %u "
-				 "DataSN %u, expected offset %u DataSN %u", t->itt, ttt, offset, dlen,
-				 data_sn, st->offset + st->received, st->exp_data_sn);
-			iscsi_conn_drop(c, why);
+			GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x TTT 0x%08x offset %u len %u "
+				"DataSN %u, expected offset %u DataSN %u: failing the command", c->peer,
+				c->sess->initiator, t->itt, ttt, offset, dlen, data_sn,
+				st->offset + st->received, st->exp_data_sn);
+			task_data_error(t, data_sn != st->exp_data_sn ? 0x4b00 : 0x4b05);
 			return;
 		}
 		st->received += dlen;

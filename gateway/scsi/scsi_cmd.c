@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Command entry: sense builders, the CDB dispatch table (which also feeds
+ * REPORT SUPPORTED OPERATION CODES), unit-attention and reservation checks.
+ */
+#include <string.h>
+
+#include "scsi/scsi_internal.h"
+#include "util/log.h"
+
+/* ------------------------------------------------------------------ sense */
+
+static void sense_fill(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	memset(cmd->sense, 0, 18);
+	cmd->sense[0] = 0x70;           /* current error, fixed format */
+	cmd->sense[2] = key & 0x0f;
+	cmd->sense[7] = 10;             /* additional sense length */
+	cmd->sense[12] = asc;
+	cmd->sense[13] = ascq;
+	cmd->sense_len = 18;
+	cmd->status = SCSI_STATUS_CHECK_CONDITION;
+}
+
+void scsi_cmd_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	sense_fill(cmd, key, asc, ascq);
+}
+
+void scsi_cmd_set_sense_info(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
+			     uint32_t info)
+{
+	sense_fill(cmd, key, asc, ascq);
+	cmd->sense[0] |= 0x80;          /* VALID: INFORMATION field is meaningful */
+	put_be32(&cmd->sense[3], info);
+}
+
+void scsi_cmd_set_sense_field(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
+			      bool in_cdb, uint16_t field, int8_t bit)
+{
+	sense_fill(cmd, key, asc, ascq);
+	cmd->sense[15] = 0x80;          /* SKSV */
+	if (in_cdb)
+		cmd->sense[15] |= 0x40; /* C/D */
+	if (bit >= 0 && bit <= 7)
+		cmd->sense[15] |= (uint8_t)(0x08 | bit); /* BPV + bit pointer */
+	put_be16(&cmd->sense[16], field);
+}
+
+/* ------------------------------------------------------------- completion */
+
+void scsi_complete(struct scsi_cmd *cmd)
+{
+	cmd->done(cmd);
+}
+
+void scsi_good(struct scsi_cmd *cmd)
+{
+	cmd->status = SCSI_STATUS_GOOD;
+	cmd->sense_len = 0;
+	scsi_complete(cmd);
+}
+
+void scsi_fail(struct scsi_cmd *cmd, uint8_t key, uint16_t asc)
+{
+	sense_fill(cmd, key, (uint8_t)(asc >> 8), (uint8_t)asc);
+	scsi_complete(cmd);
+}
+
+void scsi_fail_cdb(struct scsi_cmd *cmd, uint16_t byte, int8_t bit)
+{
+	scsi_cmd_set_sense_field(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00, true, byte, bit);
+	scsi_complete(cmd);
+}
+
+void scsi_fail_param(struct scsi_cmd *cmd, uint16_t byte, int8_t bit)
+{
+	scsi_cmd_set_sense_field(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x26, 0x00, false, byte, bit);
+	scsi_complete(cmd);
+}
+
+void scsi_conflict(struct scsi_cmd *cmd)
+{
+	cmd->status = SCSI_STATUS_RESERVATION_CONFLICT;
+	cmd->sense_len = 0;
+	cmd->xfer_len = 0;
+	scsi_complete(cmd);
+}
+
+void scsi_reply(struct scsi_cmd *cmd, const uint8_t *data, uint32_t len, uint32_t alloc_len)
+{
+	uint32_t n = len < alloc_len ? len : alloc_len;
+	uint32_t copy = n < cmd->buf_len ? n : cmd->buf_len;
+
+	if (copy && cmd->buf)
+		memcpy(cmd->buf, data, copy);
+	cmd->xfer_len = n;
+	scsi_good(cmd);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+bool scsi_lu_thin(const struct scsi_lu *lu)
+{
+	return lu->params.thin && lu->bdev->info.unmap_supported;
+}
+
+bool scsi_lu_write_protected(const struct scsi_lu *lu)
+{
+	return lu->params.readonly || lu->bdev->info.readonly || lu->swp;
+}
+
+void scsi_nexus_id(const struct scsi_itn *itn, const char **iport, uint16_t *rel_port)
+{
+	*iport = itn ? itn->initiator_port : "";
+	*rel_port = (itn && itn->port) ? itn->port->rel_port_id : 0;
+}
+
+static bool avail_thin(const struct scsi_lu *lu)
+{
+	return scsi_lu_thin(lu);
+}
+
+/* --------------------------------------------------------- dispatch table */
+
+/* Usage bytes for the 10/12/16-byte READ/WRITE family: DPO+FUA, GROUP NUMBER. */
+#define U10(op, b1)  { op, b1, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, 0x00 }
+#define U12(op, b1)  { op, b1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, 0x00 }
+#define U16(op, b1)  { op, b1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, \
+		       0xff, 0xff, 0xff, 0xff, 0x1f, 0x00 }
+
+static const struct scsi_opdef op_table[] = {
+	{ 0x00, 0, 6, 0, PRC_ALLOW, { 0x00, 0, 0, 0, 0, 0 },
+	  spc_test_unit_ready, NULL, 5, "TEST UNIT READY" },
+	{ 0x03, 0, 6, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW, { 0x03, 0x01, 0, 0, 0xff, 0 },
+	  spc_request_sense, NULL, 5, "REQUEST SENSE" },
+	{ 0x08, 0, 6, 0, PRC_READ, { 0x08, 0x1f, 0xff, 0xff, 0xff, 0 },
+	  sbc_read, NULL, 30, "READ(6)" },
+	{ 0x0a, 0, 6, 0, PRC_WRITE, { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0 },
+	  sbc_write, NULL, 30, "WRITE(6)" },
+	{ 0x12, 0, 6, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW, { 0x12, 0x01, 0xff, 0xff, 0xff, 0 },
+	  spc_inquiry, NULL, 5, "INQUIRY" },
+	{ 0x15, 0, 6, 0, PRC_WRITE, { 0x15, 0x11, 0, 0, 0xff, 0 },
+	  spc_mode_select, NULL, 5, "MODE SELECT(6)" },
+	{ 0x16, 0, 6, 0, PRC_ALLOW, { 0x16, 0, 0, 0, 0, 0 },
+	  pr_reserve6, NULL, 5, "RESERVE(6)" },
+	{ 0x17, 0, 6, OPF_R2_OK, PRC_ALLOW, { 0x17, 0, 0, 0, 0, 0 },
+	  pr_release6, NULL, 5, "RELEASE(6)" },
+	{ 0x1a, 0, 6, 0, PRC_WRITE, { 0x1a, 0x08, 0xff, 0xff, 0xff, 0 },
+	  spc_mode_sense, NULL, 5, "MODE SENSE(6)" },
+	{ 0x1b, 0, 6, 0, PRC_WRITE, { 0x1b, 0x01, 0, 0x0f, 0xf7, 0 },
+	  sbc_start_stop, NULL, 30, "START STOP UNIT" },
+	{ 0x1e, 0, 6, 0, PRC_WRITE, { 0x1e, 0, 0, 0, 0x03, 0 },
+	  sbc_prevent_allow, NULL, 5, "PREVENT ALLOW MEDIUM REMOVAL" },
+	{ 0x25, 0, 10, OPF_R2_OK, PRC_ALLOW, { 0x25, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x01, 0 },
+	  sbc_read_capacity10, NULL, 5, "READ CAPACITY(10)" },
+	{ 0x28, 0, 10, 0, PRC_READ, U10(0x28, 0x18), sbc_read, NULL, 30, "READ(10)" },
+	{ 0x2a, 0, 10, 0, PRC_WRITE, U10(0x2a, 0x18), sbc_write, NULL, 30, "WRITE(10)" },
+	{ 0x2e, 0, 10, 0, PRC_WRITE, U10(0x2e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(10)" },
+	{ 0x2f, 0, 10, 0, PRC_READ, U10(0x2f, 0x12), sbc_verify, NULL, 30, "VERIFY(10)" },
+	{ 0x34, 0, 10, 0, PRC_READ, U10(0x34, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(10)" },
+	{ 0x35, 0, 10, 0, PRC_WRITE, U10(0x35, 0x02), sbc_sync_cache, NULL, 60,
+	  "SYNCHRONIZE CACHE(10)" },
+	{ 0x37, 0, 10, 0, PRC_WRITE, { 0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(10)" },
+	{ 0x41, 0, 10, 0, PRC_WRITE, U10(0x41, 0x08), sbc_write_same, NULL, 120, "WRITE SAME(10)" },
+	{ 0x42, 0, 10, 0, PRC_WRITE, { 0x42, 0, 0, 0, 0, 0, 0x1f, 0xff, 0xff, 0 },
+	  sbc_unmap, avail_thin, 120, "UNMAP" },
+	{ 0x55, 0, 10, 0, PRC_WRITE, { 0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  spc_mode_select, NULL, 5, "MODE SELECT(10)" },
+	{ 0x56, 0, 10, 0, PRC_ALLOW, { 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	  pr_reserve6, NULL, 5, "RESERVE(10)" },
+	{ 0x57, 0, 10, OPF_R2_OK, PRC_ALLOW, { 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	  pr_release6, NULL, 5, "RELEASE(10)" },
+	{ 0x5a, 0, 10, 0, PRC_WRITE, { 0x5a, 0x18, 0xff, 0xff, 0, 0, 0, 0xff, 0xff, 0 },
+	  spc_mode_sense, NULL, 5, "MODE SENSE(10)" },
+	{ 0x5e, 0x00, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x00, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ KEYS" },
+	{ 0x5e, 0x01, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x01, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ RESERVATION" },
+	{ 0x5e, 0x02, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x02, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / REPORT CAPABILITIES" },
+	{ 0x5e, 0x03, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x03, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ FULL STATUS" },
+#define PROUT(sa, nm) \
+	{ 0x5f, sa, 10, OPF_SA, PRC_ALLOW, { 0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0 }, \
+	  pr_out, NULL, 5, "PERSISTENT RESERVE OUT / " nm }
+	PROUT(0x00, "REGISTER"),
+	PROUT(0x01, "RESERVE"),
+	PROUT(0x02, "RELEASE"),
+	PROUT(0x03, "CLEAR"),
+	PROUT(0x04, "PREEMPT"),
+	PROUT(0x05, "PREEMPT AND ABORT"),
+	PROUT(0x06, "REGISTER AND IGNORE EXISTING KEY"),
+#undef PROUT
+	{ 0x88, 0, 16, 0, PRC_READ, U16(0x88, 0x18), sbc_read, NULL, 30, "READ(16)" },
+	{ 0x89, 0, 16, 0, PRC_WRITE,
+	  { 0x89, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x1f, 0 },
+	  sbc_compare_and_write, NULL, 30, "COMPARE AND WRITE" },
+	{ 0x8a, 0, 16, 0, PRC_WRITE, U16(0x8a, 0x18), sbc_write, NULL, 30, "WRITE(16)" },
+	{ 0x8e, 0, 16, 0, PRC_WRITE, U16(0x8e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(16)" },
+	{ 0x8f, 0, 16, 0, PRC_READ, U16(0x8f, 0x12), sbc_verify, NULL, 30, "VERIFY(16)" },
+	{ 0x90, 0, 16, 0, PRC_READ, U16(0x90, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(16)" },
+	{ 0x91, 0, 16, 0, PRC_WRITE, U16(0x91, 0x02), sbc_sync_cache, NULL, 60,
+	  "SYNCHRONIZE CACHE(16)" },
+	{ 0x93, 0, 16, 0, PRC_WRITE, U16(0x93, 0x09), sbc_write_same, NULL, 120, "WRITE SAME(16)" },
+	{ 0x9e, 0x10, 16, OPF_SA | OPF_R2_OK, PRC_ALLOW,
+	  { 0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  sbc_read_capacity16, NULL, 5, "READ CAPACITY(16)" },
+	{ 0x9e, 0x12, 16, OPF_SA, PRC_READ,
+	  { 0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  sbc_get_lba_status, NULL, 5, "GET LBA STATUS" },
+	{ 0xa0, 0, 12, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW,
+	  { 0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  spc_report_luns, NULL, 5, "REPORT LUNS" },
+	{ 0xa3, 0x0c, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
+	  { 0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  spc_rsoc, NULL, 5, "REPORT SUPPORTED OPERATION CODES" },
+	{ 0xa3, 0x0d, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
+	  { 0xa3, 0x0d, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  spc_rstmf, NULL, 5, "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS" },
+	{ 0xa8, 0, 12, 0, PRC_READ, U12(0xa8, 0x18), sbc_read, NULL, 30, "READ(12)" },
+	{ 0xaa, 0, 12, 0, PRC_WRITE, U12(0xaa, 0x18), sbc_write, NULL, 30, "WRITE(12)" },
+	{ 0xae, 0, 12, 0, PRC_WRITE, U12(0xae, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
+	{ 0xaf, 0, 12, 0, PRC_READ, U12(0xaf, 0x12), sbc_verify, NULL, 30, "VERIFY(12)" },
+	{ 0xb7, 0, 12, 0, PRC_WRITE, { 0xb7, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(12)" },
+};
+
+const struct scsi_opdef *scsi_op_table(size_t *n)
+{
+	*n = sizeof(op_table) / sizeof(op_table[0]);
+	return op_table;
+}
+
+const struct scsi_opdef *scsi_find_op(uint8_t op, uint8_t sa, bool *op_known)
+{
+	size_t i;
+
+	*op_known = false;
+	for (i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
+		const struct scsi_opdef *d = &op_table[i];
+
+		if (d->op != op)
+			continue;
+		*op_known = true;
+		if (!(d->flags & OPF_SA) || d->sa == sa)
+			return d;
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------- submission */
+
+/* Reports (and clears) the oldest unit attention; true if one was reported. */
+static bool check_ua(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	const char *iport;
+	uint16_t rel, asc;
+	bool found;
+
+	if (atomic_load_explicit(&lu->ua_pending, memory_order_acquire) == 0)
+		return false;
+	scsi_nexus_id(cmd->itn, &iport, &rel);
+	pthread_mutex_lock(&lu->lock);
+	found = ua_pop(lu, iport, rel, &asc);
+	pthread_mutex_unlock(&lu->lock);
+	if (!found)
+		return false;
+	GW_DEBUG(SCSI_LOG, "lun %llu: unit attention %02x/%02x to %s",
+		 (unsigned long long)lu->params.lun, asc >> 8, asc & 0xff, iport);
+	scsi_fail(cmd, SCSI_SK_UNIT_ATTENTION, asc);
+	return true;
+}
+
+void scsi_cmd_submit(struct scsi_cmd *cmd)
+{
+	uint8_t op = cmd->cdb[0];
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	const struct scsi_opdef *def;
+	bool known;
+
+	cmd->status = SCSI_STATUS_GOOD;
+	cmd->sense_len = 0;
+	cmd->xfer_len = 0;
+	memset(cmd->priv_io, 0, sizeof(struct scsi_priv));
+	cmd_priv(cmd)->cmd = cmd;
+
+	def = scsi_find_op(op, sa, &known);
+
+	if (!cmd->lu) {
+		if (def && (def->flags & OPF_NO_LU)) {
+			def->fn(cmd);
+			return;
+		}
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LU_NOT_SUPPORTED);
+		return;
+	}
+
+	if (!(def && (def->flags & OPF_NO_UA)) && check_ua(cmd))
+		return;
+
+	if (!def || (def->avail && !def->avail(cmd->lu))) {
+		if (known && def == NULL) {
+			/* known opcode, unknown service action: field pointer at byte 1 */
+			scsi_fail_cdb(cmd, 1, 4);
+			return;
+		}
+		GW_DEBUG(SCSI_LOG, "lun %llu: unsupported opcode 0x%02x",
+			 (unsigned long long)cmd->lu->params.lun, op);
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		return;
+	}
+
+	if (cmd->cdb_len < def->cdb_len) {
+		scsi_fail_cdb(cmd, 0, 7);
+		return;
+	}
+	/* CONTROL byte: NACA and the obsolete LINK bit are not supported. */
+	if (cmd->cdb[def->cdb_len - 1] & 0x05) {
+		scsi_fail_cdb(cmd, (uint16_t)(def->cdb_len - 1),
+			      (cmd->cdb[def->cdb_len - 1] & 0x04) ? 2 : 0);
+		return;
+	}
+
+	if (atomic_load_explicit(&cmd->lu->res_active, memory_order_acquire) &&
+	    pr_check_conflict(cmd, def)) {
+		scsi_conflict(cmd);
+		return;
+	}
+
+	def->fn(cmd);
+}

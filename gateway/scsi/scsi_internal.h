@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to gateway/scsi/: the LU object, the per-command private area,
+ * the dispatch table entry and the helpers shared by the scsi_*.c files.
+ *
+ * Locking: lu->lock guards the nexus/UA list, reservations, mode pages and
+ * the write gate. It is never held across bdev I/O, callbacks or cmd->done.
+ * lu->ua_pending and lu->res_active mirror "is there anything to check" so
+ * that the common READ/WRITE path takes no lock for UA/reservation checks.
+ */
+#ifndef ISERGW_SCSI_INTERNAL_H
+#define ISERGW_SCSI_INTERNAL_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "backend/backend.h"
+#include "scsi/scsi.h"
+#include "util/list.h"
+
+#define SCSI_LOG "scsi"
+
+/* Limits advertised in the Block Limits VPD page (0xB0). */
+#define SCSI_MAX_XFER_BYTES     (8u << 20)   /* reported, not enforced */
+#define SCSI_OPT_XFER_BYTES     (1u << 20)
+#define SCSI_MAX_CAW_BLOCKS     255u         /* MAXIMUM COMPARE AND WRITE LENGTH */
+#define SCSI_MAX_UNMAP_LBAS     0x100000u
+#define SCSI_MAX_UNMAP_DESC     1024u
+#define SCSI_MAX_WS_BLOCKS      0x400000ull  /* MAXIMUM WRITE SAME LENGTH */
+#define SCSI_WS_CHUNK_BYTES     (1u << 20)   /* WRITE SAME bounce buffer size */
+
+#define SCSI_UA_MAX             16
+#define SCSI_NEXUS_DETACHED_MAX 1024         /* departed nexuses kept for their UAs */
+
+/* Additional sense codes (ASC << 8 | ASCQ) used across files. */
+#define ASC_NO_ADDITIONAL       0x0000
+#define ASC_WRITE_ERROR         0x0c00
+#define ASC_UNRECOVERED_READ    0x1100
+#define ASC_MISCOMPARE_VERIFY   0x1d00
+#define ASC_PARAM_LIST_LENGTH   0x1a00
+#define ASC_INVALID_OPCODE      0x2000
+#define ASC_LBA_OUT_OF_RANGE    0x2100
+#define ASC_INVALID_FIELD_CDB   0x2400
+#define ASC_LU_NOT_SUPPORTED    0x2500
+#define ASC_INVALID_FIELD_PARAM 0x2600
+#define ASC_INVALID_RELEASE_PR  0x2604
+#define ASC_WRITE_PROTECTED     0x2700
+#define ASC_SW_WRITE_PROTECTED  0x2702
+#define ASC_SPACE_ALLOC_FAILED  0x2707
+#define ASC_POWER_ON_RESET      0x2900
+#define ASC_BUS_RESET           0x2902
+#define ASC_BDR_OCCURRED        0x2903
+#define ASC_MODE_PARAMS_CHANGED 0x2a01
+#define ASC_RESERVATIONS_PREEMPTED 0x2a03
+#define ASC_RESERVATIONS_RELEASED  0x2a04
+#define ASC_REGISTRATIONS_PREEMPTED 0x2a05
+#define ASC_COMMANDS_CLEARED_BY_OTHER 0x2f00
+#define ASC_SAVING_NOT_SUPPORTED 0x3900
+#define ASC_INTERNAL_TARGET_FAILURE 0x4400
+
+/* Persistent reservation types. */
+#define PR_TYPE_WE      0x1
+#define PR_TYPE_EA      0x3
+#define PR_TYPE_WE_RO   0x5
+#define PR_TYPE_EA_RO   0x6
+#define PR_TYPE_WE_AR   0x7
+#define PR_TYPE_EA_AR   0x8
+
+/* Identity of an I_T nexus as the LU remembers it. */
+struct scsi_nexus {
+	struct list_head link;
+	char iport[256];        /* initiator port name */
+	uint16_t rel_port;      /* relative target port id */
+	unsigned int attached;  /* live scsi_itn objects using it */
+	uint8_t ua_n;
+	uint16_t ua[SCSI_UA_MAX]; /* asc << 8 | ascq, oldest first */
+};
+
+struct pr_reg {
+	struct list_head link;
+	uint64_t key;
+	char iport[256];
+	uint16_t rel_port;
+	bool all_tg_pt;
+};
+
+struct scsi_lu {
+	struct scsi_lu_params params;
+	struct bdev *bdev;
+	uint32_t block_size;
+	uint64_t nblocks;
+	uint8_t tpgs;           /* INQUIRY TPGS field; 0 until ALUA */
+
+	pthread_mutex_t lock;
+	atomic_uint ua_pending; /* total UAs queued on all nexuses */
+	atomic_bool res_active; /* a SCSI-2 or persistent reservation exists */
+
+	struct list_head nexuses;       /* struct scsi_nexus */
+	unsigned int ndetached;
+
+	/* mode pages (current values): written under lock, read on the I/O path */
+	atomic_bool wce;
+	atomic_bool swp;
+
+	/* SCSI-2 RESERVE/RELEASE */
+	bool r2_held;
+	char r2_iport[256];
+	uint16_t r2_rel_port;
+
+	/* persistent reservations */
+	uint32_t pr_generation;
+	struct list_head pr_regs;       /* struct pr_reg */
+	bool pr_held;
+	uint8_t pr_type;
+	struct pr_reg *pr_holder;       /* NULL for all-registrants types */
+	bool pr_aptpl;
+	uint64_t pr_save_seq;           /* bumped on every change, under lock */
+	pthread_mutex_t pr_save_lock;   /* orders writers of pr_path */
+	uint64_t pr_saved_seq;          /* under pr_save_lock */
+
+	/* write gate: COMPARE AND WRITE runs alone against other writes */
+	unsigned int gate_writes;
+	bool gate_caw;
+	struct list_head gate_waiters;  /* struct scsi_priv.wait_link, FIFO */
+};
+
+/* Per-command private state, lives in cmd->priv_io. */
+struct scsi_priv {
+	struct bdev_io io;
+	struct iovec iov[2];
+	struct list_head wait_link;
+	struct reactor *reactor;        /* submitting reactor (NULL in tests) */
+	void (*resume)(struct scsi_cmd *cmd);
+	struct scsi_cmd *cmd;
+	void *bounce;
+	uint64_t lba;
+	uint64_t remaining;             /* blocks still to do (WRITE SAME) */
+	uint32_t nblocks;
+	uint32_t chunk;                 /* blocks per WRITE SAME I/O */
+	uint32_t idx;                   /* UNMAP descriptor index */
+	uint32_t ndesc;
+	uint8_t gate;                   /* enum scsi_gate */
+	uint8_t step;
+	bool fua;
+};
+static_assert(sizeof(struct scsi_priv) <= sizeof(((struct scsi_cmd *)0)->priv_io),
+	      "scsi_priv must fit in scsi_cmd.priv_io");
+
+static inline struct scsi_priv *cmd_priv(struct scsi_cmd *cmd)
+{
+	return (struct scsi_priv *)(void *)cmd->priv_io;
+}
+
+enum scsi_gate { GATE_NONE = 0, GATE_WRITE = 1, GATE_CAW = 2 };
+
+/* Reservation classes of a command (SPC-4 5.13 table 66 / SBC-3 table). */
+enum pr_class {
+	PRC_ALLOW = 0,  /* allowed under every reservation */
+	PRC_READ,       /* reads medium: WE allows non-holders */
+	PRC_WRITE,      /* writes medium / changes state: only holders or registrants (RO/AR) */
+};
+
+/* Dispatch table entry. */
+#define OPF_SA     0x01 /* opcode has service actions (cdb[1] & 0x1f) */
+#define OPF_NO_UA  0x02 /* neither reports nor clears a unit attention */
+#define OPF_NO_LU  0x04 /* handled even when cmd->lu == NULL */
+#define OPF_R2_OK  0x08 /* allowed when another nexus holds a SCSI-2 reservation */
+
+struct scsi_opdef {
+	uint8_t op;
+	uint8_t sa;
+	uint8_t cdb_len;
+	uint8_t flags;
+	uint8_t prc;            /* enum pr_class (may be refined per CDB) */
+	uint8_t usage[16];      /* CDB USAGE DATA for REPORT SUPPORTED OPCODES */
+	void (*fn)(struct scsi_cmd *cmd);
+	bool (*avail)(const struct scsi_lu *lu);
+	uint32_t timeout_s;     /* recommended timeout for RCTD */
+	const char *name;
+};
+
+/* Big-endian helpers. */
+static inline uint16_t get_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+static inline void put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void put_be24(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v;
+}
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+/* ---- scsi_cmd.c: completion and shared answers ---- */
+void scsi_complete(struct scsi_cmd *cmd);
+void scsi_good(struct scsi_cmd *cmd);
+void scsi_fail(struct scsi_cmd *cmd, uint8_t key, uint16_t asc);
+/* INVALID FIELD IN CDB pointing at byte/bit of the CDB, then complete. */
+void scsi_fail_cdb(struct scsi_cmd *cmd, uint16_t byte, int8_t bit);
+/* INVALID FIELD IN PARAMETER LIST pointing at byte/bit, then complete. */
+void scsi_fail_param(struct scsi_cmd *cmd, uint16_t byte, int8_t bit);
+void scsi_conflict(struct scsi_cmd *cmd);
+/* Copy a response built in `data` (len bytes available), truncated to the
+ * allocation length and buf_len; sets xfer_len; status GOOD; completes. */
+void scsi_reply(struct scsi_cmd *cmd, const uint8_t *data, uint32_t len, uint32_t alloc_len);
+const struct scsi_opdef *scsi_find_op(uint8_t op, uint8_t sa, bool *op_known);
+const struct scsi_opdef *scsi_op_table(size_t *n);
+bool scsi_lu_thin(const struct scsi_lu *lu);
+bool scsi_lu_write_protected(const struct scsi_lu *lu);
+void scsi_nexus_id(const struct scsi_itn *itn, const char **iport, uint16_t *rel_port);
+
+/* ---- scsi_lu.c: nexuses and unit attentions (call with lu->lock held) ---- */
+struct scsi_nexus *nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create);
+void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc);
+/* To every known nexus except `except` (may be NULL). */
+void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc);
+/* Pops the oldest UA of the nexus; returns false if none. */
+bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
+
+/* ---- scsi_spc.c ---- */
+void spc_inquiry(struct scsi_cmd *cmd);
+void spc_report_luns(struct scsi_cmd *cmd);
+void spc_request_sense(struct scsi_cmd *cmd);
+void spc_mode_sense(struct scsi_cmd *cmd);
+void spc_mode_select(struct scsi_cmd *cmd);
+void spc_rsoc(struct scsi_cmd *cmd);
+void spc_rstmf(struct scsi_cmd *cmd);
+void spc_test_unit_ready(struct scsi_cmd *cmd);
+
+/* ---- scsi_sbc.c ---- */
+void sbc_read_capacity10(struct scsi_cmd *cmd);
+void sbc_read_capacity16(struct scsi_cmd *cmd);
+void sbc_read(struct scsi_cmd *cmd);
+void sbc_write(struct scsi_cmd *cmd);
+void sbc_verify(struct scsi_cmd *cmd);
+void sbc_write_same(struct scsi_cmd *cmd);
+void sbc_unmap(struct scsi_cmd *cmd);
+void sbc_compare_and_write(struct scsi_cmd *cmd);
+void sbc_sync_cache(struct scsi_cmd *cmd);
+void sbc_prefetch(struct scsi_cmd *cmd);
+void sbc_get_lba_status(struct scsi_cmd *cmd);
+void sbc_start_stop(struct scsi_cmd *cmd);
+void sbc_prevent_allow(struct scsi_cmd *cmd);
+void sbc_read_defect_data(struct scsi_cmd *cmd);
+
+/* ---- scsi_pr.c ---- */
+void pr_reserve6(struct scsi_cmd *cmd);
+void pr_release6(struct scsi_cmd *cmd);
+void pr_in(struct scsi_cmd *cmd);
+void pr_out(struct scsi_cmd *cmd);
+/* true if the command must end in RESERVATION CONFLICT (lock taken inside). */
+bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def);
+int pr_load(struct scsi_lu *lu);
+void pr_free(struct scsi_lu *lu);
+/* Called by scsi_lu.c with lu->lock held. */
+void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
+void pr_reset(struct scsi_lu *lu);
+
+#endif

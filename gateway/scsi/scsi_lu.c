@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * LU lifecycle, I_T nexus bookkeeping and unit attention queues.
+ *
+ * A nexus is identified by (initiator port name, relative target port id), so
+ * its unit attentions survive a reconnect of the same initiator port through
+ * the same target port. A nexus that goes away with UAs still queued is kept
+ * (up to SCSI_NEXUS_DETACHED_MAX of them); one with nothing queued is freed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scsi/scsi_internal.h"
+#include "util/log.h"
+
+/* ----------------------------------------------------- nexus / UA helpers */
+
+static void nexus_free_if_idle(struct scsi_lu *lu, struct scsi_nexus *nx)
+{
+	if (nx->attached || nx->ua_n)
+		return;
+	list_del(&nx->link);
+	lu->ndetached--;
+	free(nx);
+}
+
+struct scsi_nexus *nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create)
+{
+	struct list_head *pos;
+	struct scsi_nexus *nx;
+
+	list_for_each(pos, &lu->nexuses) {
+		nx = list_entry(pos, struct scsi_nexus, link);
+		if (nx->rel_port == rel && strcmp(nx->iport, iport) == 0)
+			return nx;
+	}
+	if (!create)
+		return NULL;
+	if (lu->ndetached >= SCSI_NEXUS_DETACHED_MAX) {
+		/* drop the oldest detached nexus (and its UAs) to stay bounded */
+		list_for_each(pos, &lu->nexuses) {
+			nx = list_entry(pos, struct scsi_nexus, link);
+			if (!nx->attached) {
+				atomic_fetch_sub(&lu->ua_pending, nx->ua_n);
+				list_del(&nx->link);
+				lu->ndetached--;
+				free(nx);
+				break;
+			}
+		}
+	}
+	nx = calloc(1, sizeof(*nx));
+	if (!nx)
+		return NULL;
+	snprintf(nx->iport, sizeof(nx->iport), "%s", iport);
+	nx->rel_port = rel;
+	list_add_tail(&nx->link, &lu->nexuses);
+	lu->ndetached++;        /* counted as detached until attached */
+	return nx;
+}
+
+void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc)
+{
+	unsigned int i;
+
+	if (!nx)
+		return;
+	for (i = 0; i < nx->ua_n; i++)
+		if (nx->ua[i] == asc)
+			return; /* already pending: report once */
+	if (nx->ua_n == SCSI_UA_MAX) {
+		/* queue full: the newest condition replaces the last one */
+		nx->ua[SCSI_UA_MAX - 1] = asc;
+		return;
+	}
+	nx->ua[nx->ua_n++] = asc;
+	atomic_fetch_add(&lu->ua_pending, 1);
+}
+
+void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &lu->nexuses) {
+		struct scsi_nexus *nx = list_entry(pos, struct scsi_nexus, link);
+
+		if (nx != except)
+			ua_add(lu, nx, asc);
+	}
+}
+
+bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
+{
+	struct scsi_nexus *nx = nexus_lookup(lu, iport, rel, false);
+
+	if (!nx || nx->ua_n == 0)
+		return false;
+	*asc = nx->ua[0];
+	memmove(&nx->ua[0], &nx->ua[1], (size_t)(nx->ua_n - 1) * sizeof(nx->ua[0]));
+	nx->ua_n--;
+	atomic_fetch_sub(&lu->ua_pending, 1);
+	nexus_free_if_idle(lu, nx);
+	return true;
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out)
+{
+	struct scsi_lu *lu;
+	int rc;
+
+	if (!p || !bdev || !out)
+		return -EINVAL;
+	if (bdev->info.block_size < 512 || (bdev->info.block_size & (bdev->info.block_size - 1))) {
+		GW_ERR(SCSI_LOG, "lun %llu: unsupported block size %u",
+		       (unsigned long long)p->lun, bdev->info.block_size);
+		return -EINVAL;
+	}
+	if (bdev->info.size_bytes < bdev->info.block_size) {
+		GW_ERR(SCSI_LOG, "lun %llu: backing store %s is smaller than one block",
+		       (unsigned long long)p->lun, bdev->name);
+		return -EINVAL;
+	}
+	lu = calloc(1, sizeof(*lu));
+	if (!lu)
+		return -ENOMEM;
+	lu->params = *p;
+	lu->bdev = bdev;
+	lu->block_size = bdev->info.block_size;
+	lu->nblocks = bdev->info.size_bytes / bdev->info.block_size;
+	atomic_init(&lu->wce, p->write_cache);
+	atomic_init(&lu->swp, false);
+	list_init(&lu->nexuses);
+	list_init(&lu->pr_regs);
+	list_init(&lu->gate_waiters);
+	atomic_init(&lu->ua_pending, 0);
+	atomic_init(&lu->res_active, false);
+	if ((rc = pthread_mutex_init(&lu->lock, NULL)) != 0) {
+		free(lu);
+		return -rc;
+	}
+	if ((rc = pthread_mutex_init(&lu->pr_save_lock, NULL)) != 0) {
+		rc = -rc;
+		goto err_destroy_lock;
+	}
+	rc = pr_load(lu);
+	if (rc < 0)
+		goto err_destroy_save_lock;
+	if (p->thin && !bdev->info.unmap_supported)
+		GW_WARN(SCSI_LOG, "lun %llu: thin provisioning requested but %s cannot unmap; "
+			"advertising a fully provisioned LU", (unsigned long long)p->lun, bdev->name);
+	GW_INFO(SCSI_LOG, "lun %llu: %llu blocks of %u bytes on %s%s%s",
+		(unsigned long long)p->lun, (unsigned long long)lu->nblocks, lu->block_size,
+		bdev->name, p->readonly ? ", read-only" : "", scsi_lu_thin(lu) ? ", thin" : "");
+	*out = lu;
+	return 0;
+
+err_destroy_save_lock:
+	pr_free(lu);
+	pthread_mutex_destroy(&lu->pr_save_lock);
+err_destroy_lock:
+	pthread_mutex_destroy(&lu->lock);
+	free(lu);
+	return rc;
+}
+
+void scsi_lu_destroy(struct scsi_lu *lu)
+{
+	struct list_head *pos, *n;
+
+	if (!lu)
+		return;
+	list_for_each_safe(pos, n, &lu->nexuses) {
+		list_del(pos);
+		free(list_entry(pos, struct scsi_nexus, link));
+	}
+	pr_free(lu);
+	pthread_mutex_destroy(&lu->pr_save_lock);
+	pthread_mutex_destroy(&lu->lock);
+	free(lu);
+}
+
+const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu)
+{
+	return &lu->params;
+}
+
+void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn)
+{
+	const char *iport;
+	uint16_t rel;
+	struct scsi_nexus *nx;
+
+	scsi_nexus_id(itn, &iport, &rel);
+	pthread_mutex_lock(&lu->lock);
+	nx = nexus_lookup(lu, iport, rel, true);
+	if (nx) {
+		if (nx->attached++ == 0)
+			lu->ndetached--;
+	} else {
+		GW_ERR(SCSI_LOG, "lun %llu: out of memory tracking nexus %s",
+		       (unsigned long long)lu->params.lun, iport);
+	}
+	pthread_mutex_unlock(&lu->lock);
+}
+
+void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn)
+{
+	const char *iport;
+	uint16_t rel;
+	struct scsi_nexus *nx;
+
+	scsi_nexus_id(itn, &iport, &rel);
+	pthread_mutex_lock(&lu->lock);
+	nx = nexus_lookup(lu, iport, rel, false);
+	if (nx && nx->attached) {
+		if (--nx->attached == 0) {
+			lu->ndetached++;
+			/* SPC-2: an I_T nexus loss releases its SCSI-2 reservation */
+			pr_nexus_gone(lu, iport, rel);
+			nexus_free_if_idle(lu, nx);
+		}
+	}
+	pthread_mutex_unlock(&lu->lock);
+}
+
+void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind)
+{
+	uint16_t asc;
+
+	(void)from;
+	/*
+	 * SAM-5 / SPC-4 (table of ASC 29h): LOGICAL UNIT RESET -> 29/03 BUS DEVICE
+	 * RESET FUNCTION OCCURRED; TARGET RESET (warm) -> 29/02 SCSI BUS RESET
+	 * OCCURRED is the SCSI-2 "bus" reset; iSCSI targets report 29/00 POWER ON,
+	 * RESET, OR BUS DEVICE RESET OCCURRED for warm resets and 29/01 POWER ON
+	 * OCCURRED for cold resets. Every nexus of the LU, including the one that
+	 * asked, gets it.
+	 */
+	switch (kind) {
+	case SCSI_RESET_LU:
+		asc = ASC_BDR_OCCURRED;
+		break;
+	case SCSI_RESET_TARGET_COLD:
+		asc = 0x2901;
+		break;
+	case SCSI_RESET_TARGET_WARM:
+	default:
+		asc = ASC_POWER_ON_RESET;
+		break;
+	}
+	pthread_mutex_lock(&lu->lock);
+	ua_add_all(lu, NULL, asc);
+	pr_reset(lu);   /* clears SCSI-2 reservations; persistent ones survive */
+	if (kind == SCSI_RESET_TARGET_COLD) {
+		/* a cold reset is a power cycle: mode pages back to defaults */
+		lu->wce = lu->params.write_cache;
+		lu->swp = false;
+	}
+	pthread_mutex_unlock(&lu->lock);
+	GW_NOTICE(SCSI_LOG, "lun %llu: %s reset", (unsigned long long)lu->params.lun,
+		  kind == SCSI_RESET_LU ? "logical unit" :
+		  kind == SCSI_RESET_TARGET_COLD ? "target cold" : "target warm");
+}
+
+void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
+{
+	const char *iport;
+	uint16_t rel;
+	struct scsi_nexus *self;
+
+	scsi_nexus_id(from, &iport, &rel);
+	pthread_mutex_lock(&lu->lock);
+	self = nexus_lookup(lu, iport, rel, false);
+	ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
+	pthread_mutex_unlock(&lu->lock);
+}

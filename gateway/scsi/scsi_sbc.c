@@ -1,0 +1,953 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SBC-3 block commands on top of the asynchronous bdev API.
+ *
+ * Every medium-modifying command passes the per-LU write gate: ordinary
+ * writes run concurrently with each other, a COMPARE AND WRITE runs alone
+ * (after the writes ahead of it drained, before any write queued behind it),
+ * which makes it atomic with respect to writes and other COMPARE AND WRITEs
+ * on the LU. Queued commands resume on the reactor that submitted them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scsi/scsi_bdev_ext.h"
+#include "scsi/scsi_internal.h"
+#include "util/log.h"
+#include "util/reactor.h"
+
+/* --------------------------------------------------------------- the gate */
+
+static void gate_resume_msg(void *arg)
+{
+	struct scsi_cmd *cmd = arg;
+
+	cmd_priv(cmd)->resume(cmd);
+}
+
+/* Admits the command now (true) or queues it and calls resume later (false). */
+static bool gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind,
+		       void (*resume)(struct scsi_cmd *cmd))
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	bool ok;
+
+	pthread_mutex_lock(&lu->lock);
+	if (kind == GATE_WRITE)
+		ok = !lu->gate_caw && list_empty(&lu->gate_waiters);
+	else
+		ok = !lu->gate_caw && lu->gate_writes == 0 && list_empty(&lu->gate_waiters);
+	pv->gate = (uint8_t)kind;
+	if (ok) {
+		if (kind == GATE_WRITE)
+			lu->gate_writes++;
+		else
+			lu->gate_caw = true;
+	} else {
+		pv->resume = resume;
+		pv->reactor = reactor_self();
+		list_add_tail(&pv->wait_link, &lu->gate_waiters);
+	}
+	pthread_mutex_unlock(&lu->lock);
+	return ok;
+}
+
+static void gate_exit(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct list_head run, *pos, *n;
+
+	if (pv->gate == GATE_NONE)
+		return;
+	list_init(&run);
+	pthread_mutex_lock(&lu->lock);
+	if (pv->gate == GATE_WRITE)
+		lu->gate_writes--;
+	else
+		lu->gate_caw = false;
+	pv->gate = GATE_NONE;
+	while (!list_empty(&lu->gate_waiters)) {
+		struct scsi_priv *w = list_first_entry(&lu->gate_waiters, struct scsi_priv, wait_link);
+
+		if (lu->gate_caw)
+			break;
+		if (w->gate == GATE_WRITE) {
+			lu->gate_writes++;
+		} else if (lu->gate_writes == 0) {
+			lu->gate_caw = true;
+		} else {
+			break;
+		}
+		list_del(&w->wait_link);
+		list_add_tail(&w->wait_link, &run);
+	}
+	pthread_mutex_unlock(&lu->lock);
+
+	list_for_each_safe(pos, n, &run) {
+		struct scsi_priv *w = list_entry(pos, struct scsi_priv, wait_link);
+		struct reactor *self = reactor_self();
+
+		list_del(pos);
+		if (w->reactor && w->reactor != self) {
+			if (reactor_send_msg(w->reactor, gate_resume_msg, w->cmd) == 0)
+				continue;
+			GW_ERR(SCSI_LOG, "lun %llu: cannot post resume message; resuming here",
+			       (unsigned long long)lu->params.lun);
+		}
+		w->resume(w->cmd);
+	}
+}
+
+/* -------------------------------------------------------------- utilities */
+
+static bool lba_out_of_range(const struct scsi_lu *lu, uint64_t lba, uint64_t n)
+{
+	return lba > lu->nblocks || n > lu->nblocks - lba;
+}
+
+static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len,
+		  void *buf, uint32_t flags, bdev_io_cb cb)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct bdev_io *io = &pv->io;
+
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->flags = flags;
+	io->offset = off;
+	io->len = len;
+	if (buf) {
+		pv->iov[0].iov_base = buf;
+		pv->iov[0].iov_len = len;
+		io->iov = pv->iov;
+		io->iovcnt = 1;
+	}
+	io->cb = cb;
+	io->ctx = cmd;
+	return bdev_submit(cmd->lu->bdev, io);
+}
+
+static void free_bounce(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+
+	free(pv->bounce);
+	pv->bounce = NULL;
+}
+
+/* Ends a medium command with the sense matching a bdev error. */
+static void io_error(struct scsi_cmd *cmd, int err, bool write)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	gate_exit(cmd);
+	free_bounce(cmd);
+	GW_ERR(SCSI_LOG, "lun %llu: %s error on %s at LBA %llu: %s",
+	       (unsigned long long)lu->params.lun, write ? "write" : "read", lu->bdev->name,
+	       (unsigned long long)cmd_priv(cmd)->lba, strerror(-err));
+	if (write && err == -ENOSPC)
+		scsi_fail(cmd, SCSI_SK_DATA_PROTECT, ASC_SPACE_ALLOC_FAILED);
+	else
+		scsi_fail(cmd, SCSI_SK_MEDIUM_ERROR, write ? ASC_WRITE_ERROR : ASC_UNRECOVERED_READ);
+}
+
+static void fail_write_protected(struct scsi_cmd *cmd)
+{
+	scsi_fail(cmd, SCSI_SK_DATA_PROTECT,
+		  cmd->lu->swp && !cmd->lu->params.readonly && !cmd->lu->bdev->info.readonly
+			  ? ASC_SW_WRITE_PROTECTED : ASC_WRITE_PROTECTED);
+}
+
+static uint32_t write_flags(const struct scsi_cmd *cmd, bool fua)
+{
+	return (fua || !cmd->lu->wce) ? BDEV_IO_FUA : 0;
+}
+
+/* LBA and transfer length of the READ/WRITE/VERIFY families. */
+static void decode_lba_len(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
+{
+	switch (cdb[0] >> 5) {
+	case 0:         /* 6-byte */
+		*lba = (uint64_t)(cdb[1] & 0x1f) << 16 | (uint64_t)cdb[2] << 8 | cdb[3];
+		*n = cdb[4] ? cdb[4] : 256;
+		break;
+	case 1:         /* 10-byte */
+	case 2:
+		*lba = get_be32(&cdb[2]);
+		*n = get_be16(&cdb[7]);
+		break;
+	case 5:         /* 12-byte */
+		*lba = get_be32(&cdb[2]);
+		*n = get_be32(&cdb[6]);
+		break;
+	default:        /* 16-byte */
+		*lba = get_be64(&cdb[2]);
+		*n = get_be32(&cdb[10]);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------ READ CAPACITY */
+
+void sbc_read_capacity10(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint8_t d[8];
+
+	if (!(cmd->cdb[8] & 0x01) && get_be32(&cmd->cdb[2]) != 0) {
+		scsi_fail_cdb(cmd, 2, -1);
+		return;
+	}
+	put_be32(&d[0], lu->nblocks - 1 > 0xfffffffeull ? 0xffffffffu : (uint32_t)(lu->nblocks - 1));
+	put_be32(&d[4], lu->block_size);
+	scsi_reply(cmd, d, sizeof(d), sizeof(d));
+}
+
+void sbc_read_capacity16(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint8_t d[32];
+
+	memset(d, 0, sizeof(d));
+	put_be64(&d[0], lu->nblocks - 1);
+	put_be32(&d[8], lu->block_size);
+	if (scsi_lu_thin(lu))
+		d[14] = 0x80 | 0x40;    /* LBPME, LBPRZ */
+	scsi_reply(cmd, d, sizeof(d), get_be32(&cmd->cdb[10]));
+}
+
+/* ------------------------------------------------------------------- READ */
+
+static void read_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+	struct scsi_priv *pv = cmd_priv(cmd);
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, false);
+		return;
+	}
+	if (pv->bounce) {
+		if (cmd->buf_len)
+			memcpy(cmd->buf, pv->bounce, cmd->buf_len);
+		free_bounce(cmd);
+	}
+	scsi_good(cmd);
+}
+
+void sbc_read(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint64_t lba, bytes;
+	uint32_t n;
+	void *dst;
+	int rc;
+
+	decode_lba_len(cmd->cdb, &lba, &n);
+	if (cmd->cdb[0] != 0x08 && (cmd->cdb[1] & 0xe0)) {     /* RDPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	bytes = (uint64_t)n * lu->block_size;
+	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	pv->lba = lba;
+	dst = cmd->buf;
+	if (bytes > cmd->buf_len) {
+		/* the initiator asked for less than the command moves: read into a
+		 * bounce buffer and hand over what fits (the core reports overflow) */
+		pv->bounce = malloc(bytes);
+		if (!pv->bounce) {
+			scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			return;
+		}
+		dst = pv->bounce;
+	}
+	rc = submit(cmd, BDEV_OP_READ, lba * lu->block_size, bytes, dst, 0, read_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
+/* ------------------------------------------------------------------ WRITE */
+
+static void write_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, true);
+		return;
+	}
+	gate_exit(cmd);
+	scsi_good(cmd);
+}
+
+static void write_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	int rc;
+
+	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size,
+		    (uint64_t)pv->nblocks * lu->block_size, cmd->buf, write_flags(cmd, pv->fua),
+		    write_done);
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
+void sbc_write(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint8_t op = cmd->cdb[0];
+	bool verify = op == 0x2e || op == 0xae || op == 0x8e;
+	uint64_t lba, bytes;
+	uint32_t n;
+
+	decode_lba_len(cmd->cdb, &lba, &n);
+	if (op != 0x0a) {
+		if (cmd->cdb[1] & 0xe0) {                       /* WRPROTECT */
+			scsi_fail_cdb(cmd, 1, 7);
+			return;
+		}
+		if (verify && (cmd->cdb[1] & 0x04)) {           /* BYTCHK 1xb */
+			scsi_fail_cdb(cmd, 1, 2);
+			return;
+		}
+	}
+	bytes = (uint64_t)n * lu->block_size;
+	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	if (bytes > cmd->buf_len) {
+		/*
+		 * The initiator sends less than the CDB asks to write (iSCSI EDTL
+		 * < transfer length): write the whole blocks that did arrive, and
+		 * let the core report the overflow residual (RFC 7143 11.4.5.1).
+		 * Less than one block: nothing is written; a partial block is an
+		 * INVALID FIELD IN INFORMATION UNIT.
+		 */
+		n = cmd->buf_len / lu->block_size;
+		if (cmd->buf_len % lu->block_size && n == 0) {
+			scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+			return;
+		}
+		if (n == 0) {
+			scsi_good(cmd);
+			return;
+		}
+	}
+	pv->lba = lba;
+	pv->nblocks = n;
+	/* WRITE AND VERIFY: the write is verified once stable, hence FUA */
+	pv->fua = verify || (op != 0x0a && (cmd->cdb[1] & 0x08));
+	if (gate_enter(cmd, GATE_WRITE, write_start))
+		write_start(cmd);
+}
+
+/* ----------------------------------------------------------------- VERIFY */
+
+static void verify_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint32_t bs = cmd->lu->block_size;
+	const uint8_t *disk = pv->bounce;
+	bool per_block = pv->step == 3;
+	uint64_t i, total = (uint64_t)pv->nblocks * bs;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, false);
+		return;
+	}
+	for (i = 0; i < total; i++) {
+		uint8_t want = per_block ? cmd->buf[i % bs] : cmd->buf[i];
+
+		if (disk[i] != want) {
+			free_bounce(cmd);
+			scsi_cmd_set_sense_info(cmd, SCSI_SK_MISCOMPARE, 0x1d, 0x00,
+						(uint32_t)i);
+			scsi_complete(cmd);
+			return;
+		}
+	}
+	free_bounce(cmd);
+	scsi_good(cmd);
+}
+
+void sbc_verify(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint8_t bytchk = (cmd->cdb[1] >> 1) & 0x03;
+	uint64_t lba, need;
+	uint32_t n;
+	int rc;
+
+	decode_lba_len(cmd->cdb, &lba, &n);
+	if (cmd->cdb[1] & 0xe0) {                               /* VRPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	if (bytchk == 2) {
+		scsi_fail_cdb(cmd, 1, 2);
+		return;
+	}
+	need = bytchk == 0 ? 0 : bytchk == 3 ? lu->block_size : (uint64_t)n * lu->block_size;
+	if (n == 0)
+		need = 0;
+	cmd->xfer_len = need > UINT32_MAX ? UINT32_MAX : (uint32_t)need;
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0 || bytchk == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	if (need > cmd->buf_len || !cmd->buf) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+		return;
+	}
+	pv->lba = lba;
+	pv->nblocks = n;
+	pv->step = bytchk;
+	pv->bounce = malloc((size_t)n * lu->block_size);
+	if (!pv->bounce) {
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	rc = submit(cmd, BDEV_OP_READ, lba * lu->block_size, (uint64_t)n * lu->block_size,
+		    pv->bounce, 0, verify_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
+/* ------------------------------------------------------------- WRITE SAME */
+
+static void ws_next(struct scsi_cmd *cmd);
+
+static void ws_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+	struct scsi_priv *pv = cmd_priv(cmd);
+
+	if (io->result < 0) {
+		if (pv->step == 1 && (io->result == -EOPNOTSUPP || io->result == -EINVAL)) {
+			/* no WRITE ZEROES in this backstore: write a zero pattern */
+			pv->step = 0;
+			ws_next(cmd);
+			return;
+		}
+		io_error(cmd, io->result, true);
+		return;
+	}
+	if (pv->step != 0) {            /* UNMAP or WRITE ZEROES: single request */
+		pv->remaining = 0;
+	} else {
+		pv->lba += pv->chunk;
+		pv->remaining -= pv->chunk;
+	}
+	if (pv->remaining == 0) {
+		free_bounce(cmd);
+		gate_exit(cmd);
+		scsi_good(cmd);
+		return;
+	}
+	ws_next(cmd);
+}
+
+static void ws_next(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint32_t bs = lu->block_size;
+	uint64_t off = pv->lba * bs;
+	int rc;
+
+	switch (pv->step) {
+	case 2:         /* deallocate */
+		rc = submit(cmd, BDEV_OP_UNMAP, off, pv->remaining * bs, NULL, 0, ws_done);
+		break;
+	case 1:         /* all-zero pattern */
+		rc = submit(cmd, BDEV_OP_WRITE_ZEROES, off, pv->remaining * bs, NULL,
+			    write_flags(cmd, false), ws_done);
+		if (rc == -EOPNOTSUPP || rc == -EINVAL) {
+			pv->step = 0;
+			ws_next(cmd);
+			return;
+		}
+		break;
+	default:
+		if (!pv->bounce) {
+			uint64_t max = SCSI_WS_CHUNK_BYTES / bs ? SCSI_WS_CHUNK_BYTES / bs : 1;
+			uint32_t i, blocks = (uint32_t)(pv->remaining < max ? pv->remaining : max);
+
+			pv->bounce = malloc((size_t)blocks * bs);
+			if (!pv->bounce) {
+				gate_exit(cmd);
+				scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+				return;
+			}
+			for (i = 0; i < blocks; i++) {
+				if (cmd->buf && cmd->buf_len >= bs)
+					memcpy((uint8_t *)pv->bounce + (size_t)i * bs, cmd->buf, bs);
+				else
+					memset((uint8_t *)pv->bounce + (size_t)i * bs, 0, bs);
+			}
+			pv->chunk = blocks;
+		}
+		if (pv->chunk > pv->remaining)
+			pv->chunk = (uint32_t)pv->remaining;
+		rc = submit(cmd, BDEV_OP_WRITE, off, (uint64_t)pv->chunk * bs, pv->bounce,
+			    write_flags(cmd, false), ws_done);
+		break;
+	}
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+void sbc_write_same(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	bool sixteen = cmd->cdb[0] == 0x93;
+	uint8_t b1 = cmd->cdb[1];
+	bool unmap = b1 & 0x08, ndob = sixteen && (b1 & 0x01);
+	uint64_t lba = sixteen ? get_be64(&cmd->cdb[2]) : get_be32(&cmd->cdb[2]);
+	uint64_t n = sixteen ? get_be32(&cmd->cdb[10]) : get_be16(&cmd->cdb[7]);
+
+	if (b1 & 0xe0) {                        /* WRPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	if (b1 & 0x10) {                        /* ANCHOR: ANC_SUP is 0 */
+		scsi_fail_cdb(cmd, 1, 4);
+		return;
+	}
+	if (b1 & 0x06) {                        /* obsolete PBDATA/LBDATA */
+		scsi_fail_cdb(cmd, 1, (b1 & 0x04) ? 2 : 1);
+		return;
+	}
+	if (unmap && !scsi_lu_thin(lu)) {       /* LBPWS/LBPWS10 are 0 */
+		scsi_fail_cdb(cmd, 1, 3);
+		return;
+	}
+	cmd->xfer_len = ndob ? 0 : lu->block_size;
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {                           /* WSNZ = 1 */
+		scsi_fail_cdb(cmd, sixteen ? 10 : 7, -1);
+		return;
+	}
+	if (n > SCSI_MAX_WS_BLOCKS) {
+		scsi_fail_cdb(cmd, sixteen ? 10 : 7, -1);
+		return;
+	}
+	if (!ndob && cmd->buf_len != lu->block_size && !(unmap && cmd->buf_len == 0)) {
+		/* exactly one logical block of data-out is expected */
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+		return;
+	}
+	pv->lba = lba;
+	pv->remaining = n;
+	if (unmap)
+		pv->step = 2;   /* deallocate: reads return zeroes after (LBPRZ) */
+	else if (ndob || cmd->buf_len == 0 || all_zero(cmd->buf, lu->block_size))
+		pv->step = 1;
+	else
+		pv->step = 0;
+	if (gate_enter(cmd, GATE_WRITE, ws_next))
+		ws_next(cmd);
+}
+
+/* ------------------------------------------------------------------ UNMAP */
+
+static void unmap_next(struct scsi_cmd *cmd);
+
+static void unmap_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, true);
+		return;
+	}
+	cmd_priv(cmd)->idx++;
+	unmap_next(cmd);
+}
+
+static void unmap_next(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+
+	while (pv->idx < pv->ndesc) {
+		const uint8_t *desc = &cmd->buf[8 + 16 * pv->idx];
+		uint64_t lba = get_be64(desc);
+		uint32_t n = get_be32(desc + 8);
+		int rc;
+
+		if (n == 0) {
+			pv->idx++;
+			continue;
+		}
+		pv->lba = lba;
+		rc = submit(cmd, BDEV_OP_UNMAP, lba * lu->block_size,
+			    (uint64_t)n * lu->block_size, NULL, 0, unmap_done);
+		if (rc < 0)
+			io_error(cmd, rc, true);
+		return;
+	}
+	gate_exit(cmd);
+	scsi_good(cmd);
+}
+
+void sbc_unmap(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint32_t plen = get_be16(&cmd->cdb[7]);
+	uint32_t avail, data_len, bd_len, i;
+	uint64_t total = 0;
+
+	if (cmd->cdb[1] & 0x01) {               /* ANCHOR: ANC_SUP is 0 */
+		scsi_fail_cdb(cmd, 1, 0);
+		return;
+	}
+	cmd->xfer_len = plen;
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (plen == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	avail = plen < cmd->buf_len ? plen : cmd->buf_len;
+	if (avail < 8 || !cmd->buf) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+		return;
+	}
+	data_len = get_be16(&cmd->buf[0]);
+	bd_len = get_be16(&cmd->buf[2]);
+	if (data_len + 2 > avail) {
+		scsi_fail_param(cmd, 0, -1);
+		return;
+	}
+	if (bd_len + 8 > avail) {
+		scsi_fail_param(cmd, 2, -1);
+		return;
+	}
+	pv->ndesc = bd_len / 16;
+	if (pv->ndesc > SCSI_MAX_UNMAP_DESC) {
+		scsi_fail_param(cmd, 2, -1);
+		return;
+	}
+	for (i = 0; i < pv->ndesc; i++) {
+		const uint8_t *desc = &cmd->buf[8 + 16 * i];
+		uint64_t lba = get_be64(desc);
+		uint32_t n = get_be32(desc + 8);
+
+		if (lba_out_of_range(lu, lba, n)) {
+			scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+			return;
+		}
+		total += n;
+		if (total > SCSI_MAX_UNMAP_LBAS) {
+			scsi_fail_param(cmd, (uint16_t)(8 + 16 * i + 8), -1);
+			return;
+		}
+	}
+	pv->idx = 0;
+	if (gate_enter(cmd, GATE_WRITE, unmap_next))
+		unmap_next(cmd);
+}
+
+/* ------------------------------------------------------ COMPARE AND WRITE */
+
+static void caw_write_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, true);
+		return;
+	}
+	gate_exit(cmd);
+	scsi_good(cmd);
+}
+
+static void caw_read_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size, i;
+	const uint8_t *disk = pv->bounce;
+	int rc;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, false);
+		return;
+	}
+	for (i = 0; i < bytes; i++) {
+		if (disk[i] != cmd->buf[i]) {
+			free_bounce(cmd);
+			gate_exit(cmd);
+			scsi_cmd_set_sense_info(cmd, SCSI_SK_MISCOMPARE, 0x1d, 0x00, (uint32_t)i);
+			scsi_complete(cmd);
+			return;
+		}
+	}
+	free_bounce(cmd);
+	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, cmd->buf + bytes,
+		    write_flags(cmd, pv->fua), caw_write_done);
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
+static void caw_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
+	int rc;
+
+	pv->bounce = malloc(bytes);
+	if (!pv->bounce) {
+		gate_exit(cmd);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes, pv->bounce, 0,
+		    caw_read_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
+void sbc_compare_and_write(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint64_t lba = get_be64(&cmd->cdb[2]);
+	uint32_t n = cmd->cdb[13];
+	uint64_t need = 2ull * n * lu->block_size;
+
+	if (cmd->cdb[1] & 0xe0) {                               /* WRPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	if (n > SCSI_MAX_CAW_BLOCKS) {
+		scsi_fail_cdb(cmd, 13, -1);
+		return;
+	}
+	cmd->xfer_len = (uint32_t)need;
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {
+		if (cmd->buf_len) {
+			/* data sent for zero blocks: the length field is wrong */
+			scsi_fail_cdb(cmd, 13, -1);
+			return;
+		}
+		scsi_good(cmd);
+		return;
+	}
+	if (cmd->buf_len != need || !cmd->buf) {
+		/* the data-out buffer must hold exactly the verify and write data */
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+		return;
+	}
+	pv->lba = lba;
+	pv->nblocks = n;
+	pv->fua = cmd->cdb[1] & 0x08;
+	if (gate_enter(cmd, GATE_CAW, caw_start))
+		caw_start(cmd);
+}
+
+/* ---------------------------------------------- SYNCHRONIZE CACHE, PRE-FETCH */
+
+static void sync_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, true);
+		return;
+	}
+	scsi_good(cmd);
+}
+
+static bool range_10_16(struct scsi_cmd *cmd)
+{
+	uint64_t lba, n;
+
+	if (cmd->cdb[0] & 0x80) {
+		lba = get_be64(&cmd->cdb[2]);
+		n = get_be32(&cmd->cdb[10]);
+	} else {
+		lba = get_be32(&cmd->cdb[2]);
+		n = get_be16(&cmd->cdb[7]);
+	}
+	cmd_priv(cmd)->lba = lba;
+	if (lba_out_of_range(cmd->lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return false;
+	}
+	return true;
+}
+
+void sbc_sync_cache(struct scsi_cmd *cmd)
+{
+	int rc;
+
+	if (!range_10_16(cmd))
+		return;
+	rc = submit(cmd, BDEV_OP_FLUSH, 0, 0, NULL, 0, sync_done);
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
+void sbc_prefetch(struct scsi_cmd *cmd)
+{
+	/* Nothing is cached on purpose: GOOD (not CONDITION MET) is the answer
+	 * for "the range may not fit in the cache". */
+	if (range_10_16(cmd))
+		scsi_good(cmd);
+}
+
+/* --------------------------------------------------------- GET LBA STATUS */
+
+void sbc_get_lba_status(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t lba = get_be64(&cmd->cdb[2]);
+	uint32_t alloc = get_be32(&cmd->cdb[10]);
+	uint32_t max_desc, nd = 0, len;
+	uint8_t *d;
+
+	if (lba >= lu->nblocks) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	max_desc = alloc > 8 ? (alloc - 8 + 15) / 16 : 1;
+	if (max_desc > 64)
+		max_desc = 64;
+	d = calloc(1, 8 + 16 * (size_t)max_desc);
+	if (!d) {
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	while (nd < max_desc && lba < lu->nblocks) {
+		uint8_t *e = &d[8 + 16 * nd];
+		uint64_t left = lu->nblocks - lba, run = left;
+		bool mapped = true;
+
+		if (left > 0xffffffffull)
+			left = run = 0xffffffffull;
+		if (bdev_get_alloc_status) {
+			uint64_t run_bytes = 0;
+			bool m = true;
+
+			if (bdev_get_alloc_status(lu->bdev, lba * lu->block_size,
+						  left * lu->block_size, &m, &run_bytes) == 0 &&
+			    run_bytes > 0) {
+				mapped = m;
+				/* round to whole blocks; a partial block counts as mapped */
+				run = run_bytes / lu->block_size;
+				if (!mapped && run == 0)
+					mapped = true;
+				if (run == 0)
+					run = 1;
+				if (run > left)
+					run = left;
+			}
+		}
+		put_be64(&e[0], lba);
+		put_be32(&e[8], (uint32_t)run);
+		e[12] = mapped ? 0x00 : 0x01;   /* mapped / deallocated */
+		nd++;
+		lba += run;
+		if (!bdev_get_alloc_status)
+			break;
+	}
+	len = 8 + 16 * nd;
+	put_be32(&d[0], len - 4);
+	scsi_reply(cmd, d, len, alloc);
+	free(d);
+}
+
+/* ---------------------------------------------- START STOP, PREVENT, DEFECTS */
+
+void sbc_start_stop(struct scsi_cmd *cmd)
+{
+	/* The medium is not removable: loading or ejecting it is not possible. */
+	if (cmd->cdb[4] & 0x02) {
+		scsi_fail_cdb(cmd, 4, 1);
+		return;
+	}
+	scsi_good(cmd);
+}
+
+void sbc_prevent_allow(struct scsi_cmd *cmd)
+{
+	scsi_good(cmd);
+}
+
+void sbc_read_defect_data(struct scsi_cmd *cmd)
+{
+	uint8_t d[8];
+
+	memset(d, 0, sizeof(d));
+	if (cmd->cdb[0] == 0x37) {
+		d[1] = cmd->cdb[2] & 0x1f;      /* echo REQ_PLIST/REQ_GLIST/format */
+		scsi_reply(cmd, d, 4, get_be16(&cmd->cdb[7]));
+	} else {
+		d[1] = cmd->cdb[1] & 0x1f;
+		scsi_reply(cmd, d, 8, get_be32(&cmd->cdb[6]));
+	}
+}

@@ -1,0 +1,1343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon's configuration (docs/configuration.md).
+ *
+ * Parsing is strict and table driven: every JSON object is checked against a
+ * table of known keys, so an unknown key, a wrong type or an out-of-range
+ * number fails the load with a message naming its key path
+ * ("targets[0].luns[1].colour: unknown key"). Cross-field rules live in
+ * gw_config_validate(), derived defaults (LUN serial and NAA) in
+ * gw_config_finalize(). gw_config_load_*() run all three.
+ */
+#include "util/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define CFG_COMP "config"
+
+#define CFG_FILE_MAX      (16u << 20) /* a configuration file larger than this is a mistake */
+#define CFG_PATH_MAX      512         /* longest key path reported in a message */
+#define CFG_REACTORS_MAX  1024u
+#define CFG_TIMEOUT_MAX   3600u
+#define CFG_LUN_MAX       16384u      /* LUNs 0..16383: flat / peripheral addressing */
+#define CFG_DSL_MIN       512u
+#define CFG_DSL_MAX       16777215u   /* 2^24 - 1, RFC 7143 */
+#define CFG_QDEPTH_MAX    4096u
+#define CFG_SECRET_WARN   12u         /* RFC 7143 9.2.1: at least 96 bits */
+
+/*
+ * IEEE company ID put in default NAA type 6 designators. 0x1A5E4A has the
+ * low nibble of its first octet = 1010b, the "local" (X) bit set as in all
+ * IEEE CIDs, and is not registered to anyone: designators made with it are
+ * unique only within one isergw deployment (they are derived from the target
+ * IQN, which is unique). Operators owning an OUI set "naa" explicitly.
+ */
+#define GW_NAA_DEFAULT_CID 0x1A5E4Au
+
+/* ------------------------------------------------------------------------ */
+/* small helpers                                                            */
+
+static int str_copy(char *dst, size_t dstsz, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= dstsz)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* NUL-terminated within its buffer? (code-built configs) */
+static bool str_terminated(const char *s, size_t sz)
+{
+	return memchr(s, '\0', sz) != NULL;
+}
+
+static bool is_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static int hex_val(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (hex_val(s[i]) < 0)
+			return false;
+	return true;
+}
+
+/* Printable ASCII only (SCSI INQUIRY/VPD strings). */
+static bool printable_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* checked conversions                                                      */
+
+int gw_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s || !out)
+		return -EINVAL;
+	for (; *s; s++) {
+		unsigned int d;
+
+		if (!is_digit(*s))
+			return -EINVAL;
+		d = (unsigned int)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int gw_parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v;
+	int rc = gw_parse_u64(s, &v);
+
+	if (rc)
+		return rc;
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int gw_parse_size(const char *s, uint64_t *out)
+{
+	char digits[32];
+	size_t n;
+	unsigned int shift = 0;
+	uint64_t v;
+	int rc;
+
+	if (!s || !out)
+		return -EINVAL;
+	n = strlen(s);
+	if (n == 0)
+		return -EINVAL;
+	switch (s[n - 1]) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: break;
+	}
+	if (shift)
+		n--;
+	if (n == 0 || n >= sizeof(digits))
+		return n == 0 ? -EINVAL : -ERANGE;
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	rc = gw_parse_u64(digits, &v);
+	if (rc)
+		return rc;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* portals                                                                  */
+
+/* Host name: labels of [A-Za-z0-9-], not all-numeric at the end. */
+static bool valid_hostname(const char *h)
+{
+	const char *label = h;
+	bool numeric = true;
+
+	if (!*h)
+		return false;
+	for (const char *p = h;; p++) {
+		if (*p == '.' || *p == '\0') {
+			size_t len = (size_t)(p - label);
+
+			if (len == 0 || len > 63 || label[0] == '-' || p[-1] == '-')
+				return false;
+			if (*p == '\0')
+				break;
+			label = p + 1;
+			numeric = true;
+			continue;
+		}
+		if (!is_digit(*p))
+			numeric = false;
+		if (!(is_digit(*p) || *p == '-' || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
+			return false;
+	}
+	return !numeric; /* "999.1.1.1" is a broken address, not a name */
+}
+
+/* IPv6 literal, optionally with a zone ("fe80::1%eth0"). */
+static bool valid_ipv6(const char *a)
+{
+	char buf[64];
+	const char *pct = strchr(a, '%');
+	size_t n = pct ? (size_t)(pct - a) : strlen(a);
+	struct in6_addr in6;
+
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, a, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET6, buf, &in6) != 1)
+		return false;
+	if (pct) {
+		const char *z = pct + 1;
+
+		if (!*z)
+			return false;
+		for (; *z; z++)
+			if (!(is_digit(*z) || (*z >= 'a' && *z <= 'z') || (*z >= 'A' && *z <= 'Z') ||
+			      *z == '_' || *z == '-' || *z == '.'))
+				return false;
+	}
+	return true;
+}
+
+int gw_portal_parse(const char *url, struct gw_portal_cfg *out)
+{
+	struct gw_portal_cfg p;
+	const char *s, *host, *host_end, *port_s = NULL;
+	struct in_addr in4;
+	bool v6 = false;
+	size_t hlen;
+
+	if (!url || !out)
+		return -EINVAL;
+	gw_portal_defaults(&p);
+	s = url;
+	if (strncmp(s, "tcp://", 6) == 0) {
+		p.transport = GW_TRANSPORT_TCP;
+		s += 6;
+	} else if (strncmp(s, "iser://", 7) == 0) {
+		p.transport = GW_TRANSPORT_ISER;
+		s += 7;
+	} else if (strstr(s, "://")) {
+		return -EINVAL; /* unknown scheme */
+	}
+
+	if (*s == '[') {
+		host = s + 1;
+		host_end = strchr(host, ']');
+		if (!host_end)
+			return -EINVAL;
+		if (host_end[1] == ':')
+			port_s = host_end + 2;
+		else if (host_end[1] != '\0')
+			return -EINVAL;
+		v6 = true;
+	} else {
+		const char *colon = strchr(s, ':');
+
+		host = s;
+		if (colon && strchr(colon + 1, ':')) {
+			host_end = s + strlen(s); /* bare IPv6 literal, default port */
+			v6 = true;
+		} else if (colon) {
+			host_end = colon;
+			port_s = colon + 1;
+		} else {
+			host_end = s + strlen(s);
+		}
+	}
+
+	hlen = (size_t)(host_end - host);
+	if (hlen == 0 || hlen >= sizeof(p.addr))
+		return -EINVAL;
+	memcpy(p.addr, host, hlen);
+	p.addr[hlen] = '\0';
+	if (v6) {
+		if (!valid_ipv6(p.addr))
+			return -EINVAL;
+	} else if (inet_pton(AF_INET, p.addr, &in4) != 1 && !valid_hostname(p.addr)) {
+		return -EINVAL;
+	}
+
+	if (port_s) {
+		uint32_t port;
+
+		if (gw_parse_u32(port_s, &port) || port == 0 || port > 65535)
+			return -EINVAL;
+		p.port = (uint16_t)port;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* defaults                                                                 */
+
+void gw_portal_defaults(struct gw_portal_cfg *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->transport = GW_TRANSPORT_TCP;
+	p->port = 3260;
+	p->tpgt = 1;
+	p->rel_port_id = 0; /* 0 = its 1-based index, filled by finalize */
+	p->tpg_id = 1;
+}
+
+void gw_lun_defaults(struct gw_lun_cfg *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->block_size = 512;
+	l->write_cache = true;
+	l->thin = true;
+	(void)str_copy(l->vendor, sizeof(l->vendor), "ISERGW");
+	(void)str_copy(l->product, sizeof(l->product), "isergw disk");
+}
+
+void gw_target_defaults(struct gw_target_cfg *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->max_recv_dsl = 262144;
+	t->max_burst = 16776192;
+	t->first_burst = 262144;
+	t->max_outstanding_r2t = 1;
+	t->initial_r2t = false;
+	t->immediate_data = true;
+	t->queue_depth = 128;
+}
+
+void gw_config_defaults(struct gw_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->reactors = 0;
+	(void)str_copy(c->log_level, sizeof(c->log_level), "notice");
+	(void)str_copy(c->state_dir, sizeof(c->state_dir), "/var/lib/isergw");
+	(void)str_copy(c->ctl_socket, sizeof(c->ctl_socket), "/run/isergw/isergwd.sock");
+	c->nop_interval_s = 5;
+	c->nop_timeout_s = 30;
+	c->login_timeout_s = 15;
+}
+
+void gw_config_free(struct gw_config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->ntargets; i++) {
+		free(c->targets[i].luns);
+		free(c->targets[i].acls);
+	}
+	free(c->targets);
+	free(c->portals);
+	free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON parsing                                                             */
+
+struct pctx {
+	char *err;
+	size_t errlen;
+	char path[CFG_PATH_MAX];
+	size_t plen;
+};
+
+static void path_set_len(struct pctx *c, size_t len)
+{
+	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
+	c->path[c->plen] = '\0';
+}
+
+/* Appends ".key" (or "key" at the root); returns the length to pop back to. */
+static size_t path_key(struct pctx *c, const char *key)
+{
+	size_t old = c->plen;
+	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
+
+	path_set_len(c, old + (n > 0 ? (size_t)n : 0));
+	return old;
+}
+
+static size_t path_index(struct pctx *c, size_t i)
+{
+	size_t old = c->plen;
+	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
+
+	path_set_len(c, old + (n > 0 ? (size_t)n : 0));
+	return old;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int perr(struct pctx *c, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return set_err(c->err, c->errlen, "%s: %s", c->plen ? c->path : "config", msg);
+}
+
+static const char *jtype(const struct json_object *v)
+{
+	return json_type_to_name(json_object_get_type(v));
+}
+
+enum fkind {
+	FK_UINT,        /* JSON integer into a uint16/32 or unsigned int, [min, max] */
+	FK_BOOL,
+	FK_STR,         /* into a char[size]; min = 1: must not be empty */
+	FK_SIZE,        /* integer or "1G"-style string into a uint64_t */
+	FK_OBJ,         /* nested object described by sub */
+	FK_CUSTOM,      /* fn(ctx, value, base) */
+};
+
+struct ftable;
+
+struct field {
+	const char *key;
+	enum fkind kind;
+	size_t off;
+	size_t size;
+	uint64_t min, max;
+	bool required;
+	const struct ftable *sub;
+	int (*fn)(struct pctx *c, struct json_object *v, void *base);
+};
+
+struct ftable {
+	const struct field *f;
+	size_t n;
+};
+
+#define FSIZE(T, m) sizeof(((T *)0)->m)
+#define F_UINT(T, m, lo, hi) { #m, FK_UINT, offsetof(T, m), FSIZE(T, m), lo, hi, false, NULL, NULL }
+#define F_BOOL(T, m)         { #m, FK_BOOL, offsetof(T, m), FSIZE(T, m), 0, 0, false, NULL, NULL }
+#define F_STR(T, m, nonempty, req) \
+	{ #m, FK_STR, offsetof(T, m), FSIZE(T, m), nonempty, 0, req, NULL, NULL }
+#define F_SIZE(T, m)         { #m, FK_SIZE, offsetof(T, m), FSIZE(T, m), 0, INT64_MAX, false, NULL, NULL }
+#define F_OBJ(T, m, tbl)     { #m, FK_OBJ, offsetof(T, m), FSIZE(T, m), 0, 0, false, &(tbl), NULL }
+#define F_FN(key, f, req)    { key, FK_CUSTOM, 0, 0, 0, 0, req, NULL, f }
+#define TABLE(arr)           { arr, sizeof(arr) / sizeof(arr[0]) }
+
+#define FIELDS_MAX 32
+
+static int parse_object(struct pctx *c, struct json_object *obj, const struct ftable *t, void *base);
+
+static int store_uint(void *dst, size_t size, uint64_t v)
+{
+	switch (size) {
+	case sizeof(uint16_t): {
+		uint16_t x = (uint16_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		return 0;
+	}
+	case sizeof(uint32_t): {
+		uint32_t x = (uint32_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		return 0;
+	}
+	case sizeof(uint64_t):
+		memcpy(dst, &v, sizeof(v));
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int parse_field(struct pctx *c, const struct field *f, struct json_object *v, void *base)
+{
+	char *dst = (char *)base + f->off;
+
+	switch (f->kind) {
+	case FK_UINT: {
+		int64_t x;
+
+		if (!json_object_is_type(v, json_type_int))
+			return perr(c, "expected an integer, got %s", jtype(v));
+		x = json_object_get_int64(v);
+		if (x < 0 || (uint64_t)x < f->min || (uint64_t)x > f->max)
+			return perr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
+				    (unsigned long long)f->min, (unsigned long long)f->max);
+		return store_uint(dst, f->size, (uint64_t)x);
+	}
+	case FK_BOOL:
+		if (!json_object_is_type(v, json_type_boolean))
+			return perr(c, "expected true or false, got %s", jtype(v));
+		*(bool *)(void *)dst = json_object_get_boolean(v);
+		return 0;
+	case FK_STR: {
+		const char *s;
+		size_t len;
+
+		if (!json_object_is_type(v, json_type_string))
+			return perr(c, "expected a string, got %s", jtype(v));
+		s = json_object_get_string(v);
+		len = (size_t)json_object_get_string_len(v);
+		if (strlen(s) != len)
+			return perr(c, "contains a NUL character");
+		if (len >= f->size)
+			return perr(c, "too long (%zu bytes, max %zu)", len, f->size - 1);
+		if (f->min && len == 0)
+			return perr(c, "must not be empty");
+		memcpy(dst, s, len + 1);
+		return 0;
+	}
+	case FK_SIZE: {
+		uint64_t x;
+
+		if (json_object_is_type(v, json_type_int)) {
+			if (json_object_get_int64(v) < 0)
+				return perr(c, "must not be negative");
+			x = json_object_get_uint64(v);
+		} else if (json_object_is_type(v, json_type_string)) {
+			int rc = gw_parse_size(json_object_get_string(v), &x);
+
+			if (rc == -ERANGE)
+				return perr(c, "\"%s\" is too large", json_object_get_string(v));
+			if (rc)
+				return perr(c, "\"%s\" is not a size (digits with an optional K, M, G or T suffix)",
+					    json_object_get_string(v));
+		} else {
+			return perr(c, "expected an integer or a size string, got %s", jtype(v));
+		}
+		if (x > f->max)
+			return perr(c, "too large (max %llu)", (unsigned long long)f->max);
+		return store_uint(dst, f->size, x);
+	}
+	case FK_OBJ:
+		return parse_object(c, v, f->sub, dst);
+	case FK_CUSTOM:
+		return f->fn(c, v, base);
+	}
+	return perr(c, "internal error: bad field kind");
+}
+
+static int parse_object(struct pctx *c, struct json_object *obj, const struct ftable *t, void *base)
+{
+	struct json_object_iterator it, end;
+	bool seen[FIELDS_MAX] = { false };
+	int rc;
+
+	if (!json_object_is_type(obj, json_type_object))
+		return perr(c, "expected an object, got %s", jtype(obj));
+	it = json_object_iter_begin(obj);
+	end = json_object_iter_end(obj);
+	for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+		const char *key = json_object_iter_peek_name(&it);
+		struct json_object *v = json_object_iter_peek_value(&it);
+		size_t i, old;
+
+		for (i = 0; i < t->n; i++)
+			if (strcmp(t->f[i].key, key) == 0)
+				break;
+		old = path_key(c, key);
+		if (i == t->n)
+			return perr(c, "unknown key");
+		rc = parse_field(c, &t->f[i], v, base);
+		if (rc)
+			return rc;
+		path_set_len(c, old);
+		seen[i] = true;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->f[i].required && !seen[i]) {
+			path_key(c, t->f[i].key);
+			return perr(c, "missing");
+		}
+	}
+	return 0;
+}
+
+/* Parses an array of objects into a freshly allocated array of elsz-sized elements. */
+static int parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
+		       void (*init)(void *el, size_t idx), const struct ftable *t)
+{
+	size_t len;
+	char *a;
+
+	if (!json_object_is_type(v, json_type_array))
+		return perr(c, "expected an array, got %s", jtype(v));
+	if (*arr)
+		return perr(c, "given twice");
+	len = json_object_array_length(v);
+	if (len == 0)
+		return 0;
+	a = calloc(len, elsz);
+	if (!a)
+		return set_err(c->err, c->errlen, "out of memory"), -ENOMEM;
+	*arr = a;
+	*n = len;
+	for (size_t i = 0; i < len; i++) {
+		size_t old = path_index(c, i);
+		int rc;
+
+		init(a + i * elsz, i);
+		rc = parse_object(c, json_object_array_get_idx(v, i), t, a + i * elsz);
+		if (rc)
+			return rc;
+		path_set_len(c, old);
+	}
+	return 0;
+}
+
+static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	enum gw_log_level lvl;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (gw_log_parse_level(s, &lvl) || str_copy(cfg->log_level, sizeof(cfg->log_level), s))
+		return perr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
+	return 0;
+}
+
+static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_portal_cfg *p = base, parsed;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (gw_portal_parse(s, &parsed))
+		return perr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
+	p->transport = parsed.transport;
+	memcpy(p->addr, parsed.addr, sizeof(p->addr));
+	p->port = parsed.port;
+	return 0;
+}
+
+/* "6..." 32 hex digits (NAA IEEE Registered Extended), optional "naa." prefix. */
+static int parse_naa_string(const char *s, uint8_t naa[16])
+{
+	if (strncasecmp(s, "naa.", 4) == 0)
+		s += 4;
+	if (strlen(s) != 32 || !all_hex(s, 32) || s[0] != '6')
+		return -EINVAL;
+	for (size_t i = 0; i < 16; i++)
+		naa[i] = (uint8_t)(hex_val(s[2 * i]) << 4 | hex_val(s[2 * i + 1]));
+	return 0;
+}
+
+static int parse_lun_naa(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_lun_cfg *l = base;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	if (parse_naa_string(json_object_get_string(v), l->naa))
+		return perr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
+			    json_object_get_string(v));
+	l->naa_set = true;
+	return 0;
+}
+
+static const struct field chap_fields[] = {
+	F_STR(struct gw_chap_cfg, user, 0, false),
+	F_STR(struct gw_chap_cfg, secret, 0, false),
+};
+static const struct ftable chap_table = TABLE(chap_fields);
+
+static const struct field portal_fields[] = {
+	F_FN("url", parse_portal_url, true),
+	F_UINT(struct gw_portal_cfg, tpgt, 1, 65535),
+	F_UINT(struct gw_portal_cfg, rel_port_id, 1, 65535),
+	F_UINT(struct gw_portal_cfg, tpg_id, 1, 65535),
+};
+static const struct ftable portal_table = TABLE(portal_fields);
+
+static const struct field lun_fields[] = {
+	F_UINT(struct gw_lun_cfg, lun, 0, UINT32_MAX),
+	F_STR(struct gw_lun_cfg, path, 1, true),
+	F_SIZE(struct gw_lun_cfg, size),
+	F_UINT(struct gw_lun_cfg, block_size, 0, UINT32_MAX),
+	F_STR(struct gw_lun_cfg, serial, 1, false),
+	F_FN("naa", parse_lun_naa, false),
+	F_BOOL(struct gw_lun_cfg, readonly),
+	F_BOOL(struct gw_lun_cfg, write_cache),
+	F_BOOL(struct gw_lun_cfg, thin),
+	F_STR(struct gw_lun_cfg, vendor, 1, false),
+	F_STR(struct gw_lun_cfg, product, 1, false),
+};
+static const struct ftable lun_table = TABLE(lun_fields);
+
+static const struct field acl_fields[] = {
+	F_STR(struct gw_acl_cfg, initiator, 1, true),
+	F_OBJ(struct gw_acl_cfg, chap, chap_table),
+};
+static const struct ftable acl_table = TABLE(acl_fields);
+
+static void lun_init(void *el, size_t idx)
+{
+	gw_lun_defaults(el);
+	((struct gw_lun_cfg *)el)->lun = (uint32_t)idx; /* overwritten by "lun" */
+}
+
+static void acl_init(void *el, size_t idx)
+{
+	memset(el, 0, sizeof(struct gw_acl_cfg));
+}
+
+static int parse_luns(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_target_cfg *t = base;
+	void *arr = t->luns;
+	int rc = parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, lun_init, &lun_table);
+
+	t->luns = arr;
+	return rc;
+}
+
+static int parse_acls(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_target_cfg *t = base;
+	void *arr = t->acls;
+	int rc = parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &acl_table);
+
+	t->acls = arr;
+	return rc;
+}
+
+static const struct field target_fields[] = {
+	F_STR(struct gw_target_cfg, iqn, 1, true),
+	F_STR(struct gw_target_cfg, alias, 0, false),
+	F_OBJ(struct gw_target_cfg, chap, chap_table),
+	F_OBJ(struct gw_target_cfg, mutual_chap, chap_table),
+	F_FN("acls", parse_acls, false),
+	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX),
+	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX),
+	F_UINT(struct gw_target_cfg, first_burst, CFG_DSL_MIN, CFG_DSL_MAX),
+	F_UINT(struct gw_target_cfg, max_outstanding_r2t, 1, 65535),
+	F_BOOL(struct gw_target_cfg, initial_r2t),
+	F_BOOL(struct gw_target_cfg, immediate_data),
+	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX),
+	F_FN("luns", parse_luns, false),
+};
+static const struct ftable target_table = TABLE(target_fields);
+
+static void portal_init(void *el, size_t idx)
+{
+	gw_portal_defaults(el);
+	((struct gw_portal_cfg *)el)->rel_port_id = (uint16_t)(idx + 1);
+}
+
+static void target_init(void *el, size_t idx)
+{
+	gw_target_defaults(el);
+}
+
+static int parse_portals(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->portals;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 65535)
+		return perr(c, "too many portals (max 65535)");
+	rc = parse_array(c, v, sizeof(*cfg->portals), &arr, &cfg->nportals, portal_init, &portal_table);
+	cfg->portals = arr;
+	return rc;
+}
+
+static int parse_targets(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->targets;
+	int rc = parse_array(c, v, sizeof(*cfg->targets), &arr, &cfg->ntargets, target_init,
+			     &target_table);
+
+	cfg->targets = arr;
+	return rc;
+}
+
+static const struct field config_fields[] = {
+	F_UINT(struct gw_config, reactors, 0, CFG_REACTORS_MAX),
+	F_FN("log_level", parse_log_level, false),
+	F_STR(struct gw_config, state_dir, 1, false),
+	F_STR(struct gw_config, ctl_socket, 1, false),
+	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
+	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
+	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
+	F_OBJ(struct gw_config, discovery_chap, chap_table),
+	F_FN("portals", parse_portals, false),
+	F_FN("targets", parse_targets, false),
+};
+static const struct ftable config_table = TABLE(config_fields);
+
+_Static_assert(sizeof(config_fields) / sizeof(config_fields[0]) <= FIELDS_MAX, "seen[] too small");
+_Static_assert(sizeof(target_fields) / sizeof(target_fields[0]) <= FIELDS_MAX, "seen[] too small");
+_Static_assert(sizeof(lun_fields) / sizeof(lun_fields[0]) <= FIELDS_MAX, "seen[] too small");
+
+static void offset_to_line(const char *s, size_t off, unsigned int *line, unsigned int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off && s[i]; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen)
+{
+	struct pctx ctx = { .err = err, .errlen = errlen };
+	struct json_tokener *tok;
+	struct json_object *root;
+	struct gw_config *cfg;
+	unsigned int line, col;
+	size_t len, end;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!json || !out)
+		return set_err(err, errlen, "config: no input");
+	*out = NULL;
+	len = strlen(json);
+	if (len > CFG_FILE_MAX)
+		return set_err(err, errlen, "config: larger than %u bytes", CFG_FILE_MAX);
+
+	tok = json_tokener_new();
+	if (!tok)
+		return set_err(err, errlen, "out of memory"), -ENOMEM;
+	root = json_tokener_parse_ex(tok, json, (int)len);
+	if (!root) {
+		enum json_tokener_error jerr = json_tokener_get_error(tok);
+
+		offset_to_line(json, json_tokener_get_parse_end(tok), &line, &col);
+		rc = set_err(err, errlen, "line %u column %u: %s", line, col,
+			     jerr == json_tokener_continue ? "unexpected end of input"
+							   : json_tokener_error_desc(jerr));
+		goto err_free_tok;
+	}
+	end = json_tokener_get_parse_end(tok);
+	for (size_t i = end; i < len; i++) {
+		if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') {
+			offset_to_line(json, i, &line, &col);
+			rc = set_err(err, errlen, "line %u column %u: trailing data after the configuration",
+				     line, col);
+			goto err_put_root;
+		}
+	}
+
+	cfg = malloc(sizeof(*cfg));
+	if (!cfg) {
+		set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto err_put_root;
+	}
+	gw_config_defaults(cfg);
+	rc = parse_object(&ctx, root, &config_table, cfg);
+	if (rc)
+		goto err_free_cfg;
+	if (cfg->nportals == 0) {
+		rc = set_err(err, errlen, "portals: at least one portal is required");
+		goto err_free_cfg;
+	}
+	if (cfg->ntargets == 0) {
+		rc = set_err(err, errlen, "targets: at least one target is required");
+		goto err_free_cfg;
+	}
+	rc = gw_config_validate(cfg, err, errlen);
+	if (rc)
+		goto err_free_cfg;
+	gw_config_finalize(cfg);
+
+	json_object_put(root);
+	json_tokener_free(tok);
+	*out = cfg;
+	return 0;
+
+err_free_cfg:
+	gw_config_free(cfg);
+err_put_root:
+	json_object_put(root);
+err_free_tok:
+	json_tokener_free(tok);
+	return rc;
+}
+
+int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen)
+{
+	char ebuf[128];
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd, rc;
+
+	if (!path || !out)
+		return set_err(err, errlen, "config: no file name");
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = set_err(err, errlen, "%s: not a regular file", path);
+		goto err_close;
+	}
+	if ((uint64_t)st.st_size > CFG_FILE_MAX) {
+		rc = set_err(err, errlen, "%s: larger than %u bytes", path, CFG_FILE_MAX);
+		goto err_close;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		set_err(err, errlen, "%s: out of memory", path);
+		goto err_close;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+			goto err_free_buf;
+		}
+		if (n == 0)
+			break; /* shrank under us: parse what is there */
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	if (strlen(buf) != got) {
+		rc = set_err(err, errlen, "%s: contains a NUL byte", path);
+		goto err_free_buf;
+	}
+	rc = gw_config_load_string(buf, out, err, errlen);
+	if (rc && err && errlen) {
+		/* prefix the file name: "FILE: targets[0].iqn: missing" */
+		char tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "%s", err);
+		set_err(err, errlen, "%s: %s", path, tmp);
+	}
+
+err_free_buf:
+	free(buf);
+err_close:
+	close(fd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* validation                                                               */
+
+/*
+ * RFC 3720 3.2.6 / RFC 3722, loosely: "iqn.YYYY-MM.reversed.domain[:anything]"
+ * in lowercase ASCII letters, digits, '-', '.', ':' (and UTF-8 beyond ASCII),
+ * "eui." + 16 hex digits, "naa." + 16 or 32 hex digits. At most 223 bytes.
+ */
+static bool name_char_ok(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
+	       ch == ':' || ch >= 0x80;
+}
+
+static bool valid_iscsi_name(const char *n, const char **why)
+{
+	size_t len = strlen(n);
+
+	if (len == 0) {
+		*why = "empty";
+		return false;
+	}
+	if (len > GW_NAME_MAX - 1) {
+		*why = "longer than 223 bytes";
+		return false;
+	}
+	if (strncmp(n, "eui.", 4) == 0) {
+		if (len != 4 + 16 || !all_hex(n + 4, 16)) {
+			*why = "eui. names have exactly 16 hex digits";
+			return false;
+		}
+		return true;
+	}
+	if (strncmp(n, "naa.", 4) == 0) {
+		if ((len != 4 + 16 && len != 4 + 32) || !all_hex(n + 4, len - 4)) {
+			*why = "naa. names have 16 or 32 hex digits";
+			return false;
+		}
+		return true;
+	}
+	if (strncmp(n, "iqn.", 4) != 0) {
+		*why = "must start with iqn., eui. or naa.";
+		return false;
+	}
+	/* iqn.YYYY-MM.authority[:unique] */
+	if (len < 4 + 7 + 2 || !is_digit(n[4]) || !is_digit(n[5]) || !is_digit(n[6]) ||
+	    !is_digit(n[7]) || n[8] != '-' || !is_digit(n[9]) || !is_digit(n[10]) || n[11] != '.') {
+		*why = "iqn. must be followed by a date YYYY-MM and a dot";
+		return false;
+	}
+	{
+		int month = (n[9] - '0') * 10 + (n[10] - '0');
+
+		if (month < 1 || month > 12) {
+			*why = "month of the iqn. date must be 01..12";
+			return false;
+		}
+	}
+	if (n[12] == ':' || n[12] == '.' || n[12] == '-' || n[12] == '\0') {
+		*why = "iqn. needs a reversed domain name after the date";
+		return false;
+	}
+	for (const char *p = n + 12; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z') {
+			*why = "must be lowercase";
+			return false;
+		}
+		if (!name_char_ok((unsigned char)*p)) {
+			*why = "allowed characters are a-z 0-9 - . :";
+			return false;
+		}
+	}
+	return true;
+}
+
+static int check_name(char *err, size_t errlen, const char *path, const char *n, size_t sz)
+{
+	const char *why = NULL;
+
+	if (!str_terminated(n, sz))
+		return set_err(err, errlen, "%s: not terminated", path);
+	if (!valid_iscsi_name(n, &why))
+		return set_err(err, errlen, "%s: \"%s\" is not a valid iSCSI name: %s", path, n, why);
+	return 0;
+}
+
+static bool chap_set(const struct gw_chap_cfg *ch)
+{
+	return ch->user[0] != '\0';
+}
+
+static int check_chap(char *err, size_t errlen, const char *path, const struct gw_chap_cfg *ch)
+{
+	size_t slen;
+
+	if (!str_terminated(ch->user, sizeof(ch->user)) || !str_terminated(ch->secret, sizeof(ch->secret)))
+		return set_err(err, errlen, "%s: user or secret longer than %d bytes", path,
+			       GW_SECRET_MAX - 1);
+	slen = strlen(ch->secret);
+	if ((ch->user[0] == '\0') != (slen == 0))
+		return set_err(err, errlen, "%s: user and secret must both be set or both be empty",
+			       path);
+	if (slen && slen < CFG_SECRET_WARN)
+		GW_WARN(CFG_COMP, "%s.secret: only %zu bytes; RFC 7143 wants at least %u and some "
+			"initiators (Windows) refuse shorter ones", path, slen, CFG_SECRET_WARN);
+	return 0;
+}
+
+static uint16_t portal_rel_id(const struct gw_config *c, size_t i)
+{
+	return c->portals[i].rel_port_id ? c->portals[i].rel_port_id : (uint16_t)(i + 1);
+}
+
+static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->nportals; i++) {
+		const struct gw_portal_cfg *p = &c->portals[i];
+
+		if (i >= 65535)
+			return set_err(err, errlen, "portals: too many (max 65535)");
+		if (p->tpgt == 0)
+			return set_err(err, errlen, "portals[%zu].tpgt: must be 1..65535", i);
+		if (p->port == 0)
+			return set_err(err, errlen, "portals[%zu].url: port must be 1..65535", i);
+		if (!str_terminated(p->addr, sizeof(p->addr)) || !p->addr[0])
+			return set_err(err, errlen, "portals[%zu].url: bad address", i);
+		for (size_t j = 0; j < i; j++) {
+			const struct gw_portal_cfg *q = &c->portals[j];
+
+			if (portal_rel_id(c, i) == portal_rel_id(c, j))
+				return set_err(err, errlen,
+					       "portals[%zu].rel_port_id: %u already used by portals[%zu]",
+					       i, portal_rel_id(c, i), j);
+			if (p->transport == q->transport && p->port == q->port &&
+			    strcmp(p->addr, q->addr) == 0)
+				return set_err(err, errlen, "portals[%zu].url: same address as portals[%zu]",
+					       i, j);
+		}
+	}
+	return 0;
+}
+
+static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, char *err, size_t errlen)
+{
+	const struct gw_lun_cfg *l = &t->luns[li];
+
+	if (l->lun >= CFG_LUN_MAX)
+		return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u out of range (0..%u)", ti,
+			       li, l->lun, CFG_LUN_MAX - 1);
+	for (size_t j = 0; j < li; j++)
+		if (t->luns[j].lun == l->lun)
+			return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u already used by luns[%zu]",
+				       ti, li, l->lun, j);
+	if (!str_terminated(l->path, sizeof(l->path)) || !l->path[0])
+		return set_err(err, errlen, "targets[%zu].luns[%zu].path: missing", ti, li);
+	if (l->block_size != 512 && l->block_size != 4096)
+		return set_err(err, errlen, "targets[%zu].luns[%zu].block_size: %u is not 512 or 4096",
+			       ti, li, l->block_size);
+	if (l->size > INT64_MAX || l->size % l->block_size)
+		return set_err(err, errlen,
+			       "targets[%zu].luns[%zu].size: %llu is not a multiple of block_size %u",
+			       ti, li, (unsigned long long)l->size, l->block_size);
+	if (!str_terminated(l->serial, sizeof(l->serial)) || !printable_ascii(l->serial))
+		return set_err(err, errlen, "targets[%zu].luns[%zu].serial: printable ASCII only", ti, li);
+	if (!str_terminated(l->vendor, sizeof(l->vendor)) || !printable_ascii(l->vendor))
+		return set_err(err, errlen, "targets[%zu].luns[%zu].vendor: printable ASCII only, max 8",
+			       ti, li);
+	if (!str_terminated(l->product, sizeof(l->product)) || !printable_ascii(l->product))
+		return set_err(err, errlen,
+			       "targets[%zu].luns[%zu].product: printable ASCII only, max 16", ti, li);
+	if (l->naa_set && (l->naa[0] >> 4) != 6)
+		return set_err(err, errlen, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
+	return 0;
+}
+
+static int validate_target(const struct gw_config *c, size_t ti, char *err, size_t errlen)
+{
+	const struct gw_target_cfg *t = &c->targets[ti];
+	char path[96];
+	int rc;
+
+	snprintf(path, sizeof(path), "targets[%zu].iqn", ti);
+	rc = check_name(err, errlen, path, t->iqn, sizeof(t->iqn));
+	if (rc)
+		return rc;
+	for (size_t j = 0; j < ti; j++)
+		if (strcmp(c->targets[j].iqn, t->iqn) == 0)
+			return set_err(err, errlen, "targets[%zu].iqn: \"%s\" already used by targets[%zu]",
+				       ti, t->iqn, j);
+	if (!str_terminated(t->alias, sizeof(t->alias)))
+		return set_err(err, errlen, "targets[%zu].alias: too long", ti);
+
+	snprintf(path, sizeof(path), "targets[%zu].chap", ti);
+	rc = check_chap(err, errlen, path, &t->chap);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "targets[%zu].mutual_chap", ti);
+	rc = check_chap(err, errlen, path, &t->mutual_chap);
+	if (rc)
+		return rc;
+	if (chap_set(&t->mutual_chap) && !chap_set(&t->chap))
+		return set_err(err, errlen, "targets[%zu].mutual_chap: needs chap as well", ti);
+	if (chap_set(&t->mutual_chap) && strcmp(t->mutual_chap.secret, t->chap.secret) == 0)
+		return set_err(err, errlen,
+			       "targets[%zu].mutual_chap.secret: must differ from chap.secret (RFC 7143 9.2.1)",
+			       ti);
+
+	if (t->max_recv_dsl < CFG_DSL_MIN || t->max_recv_dsl > CFG_DSL_MAX)
+		return set_err(err, errlen, "targets[%zu].max_recv_dsl: %u out of range (%u..%u)", ti,
+			       t->max_recv_dsl, CFG_DSL_MIN, CFG_DSL_MAX);
+	if (t->max_burst < CFG_DSL_MIN || t->max_burst > CFG_DSL_MAX)
+		return set_err(err, errlen, "targets[%zu].max_burst: %u out of range (%u..%u)", ti,
+			       t->max_burst, CFG_DSL_MIN, CFG_DSL_MAX);
+	if (t->first_burst < CFG_DSL_MIN || t->first_burst > t->max_burst)
+		return set_err(err, errlen,
+			       "targets[%zu].first_burst: %u must be in %u..max_burst (%u)", ti,
+			       t->first_burst, CFG_DSL_MIN, t->max_burst);
+	if (t->max_outstanding_r2t < 1 || t->max_outstanding_r2t > 65535)
+		return set_err(err, errlen, "targets[%zu].max_outstanding_r2t: out of range (1..65535)",
+			       ti);
+	if (t->queue_depth < 1 || t->queue_depth > CFG_QDEPTH_MAX)
+		return set_err(err, errlen, "targets[%zu].queue_depth: out of range (1..%u)", ti,
+			       CFG_QDEPTH_MAX);
+
+	for (size_t ai = 0; ai < t->nacls; ai++) {
+		const struct gw_acl_cfg *a = &t->acls[ai];
+
+		snprintf(path, sizeof(path), "targets[%zu].acls[%zu].initiator", ti, ai);
+		rc = check_name(err, errlen, path, a->initiator, sizeof(a->initiator));
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < ai; j++)
+			if (strcmp(t->acls[j].initiator, a->initiator) == 0)
+				return set_err(err, errlen, "%s: \"%s\" already used by acls[%zu]", path,
+					       a->initiator, j);
+		snprintf(path, sizeof(path), "targets[%zu].acls[%zu].chap", ti, ai);
+		rc = check_chap(err, errlen, path, &a->chap);
+		if (rc)
+			return rc;
+	}
+
+	for (size_t li = 0; li < t->nluns; li++) {
+		rc = validate_lun(t, ti, li, err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
+{
+	enum gw_log_level lvl;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!c)
+		return set_err(err, errlen, "config: none");
+	if (!str_terminated(c->log_level, sizeof(c->log_level)) ||
+	    gw_log_parse_level(c->log_level, &lvl))
+		return set_err(err, errlen, "log_level: not one of err, warn, notice, info, debug");
+	if (c->reactors > CFG_REACTORS_MAX)
+		return set_err(err, errlen, "reactors: %u out of range (0..%u)", c->reactors,
+			       CFG_REACTORS_MAX);
+	if (!str_terminated(c->state_dir, sizeof(c->state_dir)) || !c->state_dir[0])
+		return set_err(err, errlen, "state_dir: must not be empty");
+	if (!str_terminated(c->ctl_socket, sizeof(c->ctl_socket)) || !c->ctl_socket[0] ||
+	    strlen(c->ctl_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return set_err(err, errlen, "ctl_socket: must be 1..%zu bytes (a unix socket path)",
+			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	if (c->login_timeout_s == 0)
+		return set_err(err, errlen, "login_timeout_s: must be at least 1");
+	if (c->nop_interval_s && c->nop_timeout_s == 0)
+		return set_err(err, errlen, "nop_timeout_s: must be at least 1");
+	rc = check_chap(err, errlen, "discovery_chap", &c->discovery_chap);
+	if (rc)
+		return rc;
+	rc = validate_portals(c, err, errlen);
+	if (rc)
+		return rc;
+	for (size_t ti = 0; ti < c->ntargets; ti++) {
+		rc = validate_target(c, ti, err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* derived defaults                                                         */
+
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+#define FNV64_PRIME  0x100000001b3ull
+
+static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= FNV64_PRIME;
+	}
+	return h;
+}
+
+/*
+ * h1 = FNV-1a 64 over "<target iqn>" NUL "<lun in decimal>";
+ * h2 = the same hash continued over the 3 bytes "naa".
+ */
+static void lun_hashes(const char *iqn, uint32_t lun, uint64_t *h1, uint64_t *h2)
+{
+	char num[16];
+	int n = snprintf(num, sizeof(num), "%u", lun);
+	uint64_t h = fnv1a64(FNV64_OFFSET, iqn, strlen(iqn) + 1);
+
+	h = fnv1a64(h, num, (size_t)n);
+	*h1 = h;
+	*h2 = fnv1a64(h, "naa", 3);
+}
+
+void gw_config_finalize(struct gw_config *c)
+{
+	for (size_t i = 0; i < c->nportals; i++) {
+		struct gw_portal_cfg *p = &c->portals[i];
+
+		if (!p->rel_port_id)
+			p->rel_port_id = (uint16_t)(i + 1);
+		if (!p->tpgt)
+			p->tpgt = 1;
+		if (!p->tpg_id)
+			p->tpg_id = 1;
+	}
+	for (size_t ti = 0; ti < c->ntargets; ti++) {
+		struct gw_target_cfg *t = &c->targets[ti];
+
+		for (size_t li = 0; li < t->nluns; li++) {
+			struct gw_lun_cfg *l = &t->luns[li];
+			uint64_t h1, h2, vs;
+
+			lun_hashes(t->iqn, l->lun, &h1, &h2);
+			if (!l->serial[0])
+				snprintf(l->serial, sizeof(l->serial), "%016llx", (unsigned long long)h1);
+			if (l->naa_set)
+				continue;
+			/*
+			 * NAA 6: 4 bits NAA | 24 bits company ID | 36 bits vendor
+			 * specific (top of h2) | 64 bits extension (h1, the serial).
+			 */
+			vs = h2 >> 28;
+			l->naa[0] = (uint8_t)(0x60 | ((GW_NAA_DEFAULT_CID >> 20) & 0x0f));
+			l->naa[1] = (uint8_t)(GW_NAA_DEFAULT_CID >> 12);
+			l->naa[2] = (uint8_t)(GW_NAA_DEFAULT_CID >> 4);
+			l->naa[3] = (uint8_t)((GW_NAA_DEFAULT_CID & 0x0f) << 4 | (vs >> 32));
+			l->naa[4] = (uint8_t)(vs >> 24);
+			l->naa[5] = (uint8_t)(vs >> 16);
+			l->naa[6] = (uint8_t)(vs >> 8);
+			l->naa[7] = (uint8_t)vs;
+			for (int b = 0; b < 8; b++)
+				l->naa[8 + b] = (uint8_t)(h1 >> (56 - 8 * b));
+			l->naa_set = true;
+		}
+	}
+}

@@ -1,0 +1,667 @@
+// LINK: gw_util
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for util/config.c: parsing, key-path errors, validation, derived defaults. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/config.h"
+
+static const char full_config[] =
+	"{\n"
+	"  \"reactors\": 4, \"log_level\": \"info\", \"state_dir\": \"/tmp/isergw-state\",\n"
+	"  \"ctl_socket\": \"/tmp/isergw.sock\",\n"
+	"  \"nop_interval_s\": 10, \"nop_timeout_s\": 60, \"login_timeout_s\": 20,\n"
+	"  \"discovery_chap\": {\"user\": \"disc\", \"secret\": \"discoverysecret1\"},\n"
+	"  \"portals\": [\n"
+	"    {\"url\": \"tcp://0.0.0.0:3260\", \"tpgt\": 2, \"tpg_id\": 7},\n"
+	"    {\"url\": \"iser://[fe80::1]:3261\", \"rel_port_id\": 9}\n"
+	"  ],\n"
+	"  \"targets\": [\n"
+	"    {\"iqn\": \"iqn.2026-11.org.example:disk1\", \"alias\": \"first disk\",\n"
+	"     \"chap\": {\"user\": \"u\", \"secret\": \"initiatorsecret\"},\n"
+	"     \"mutual_chap\": {\"user\": \"t\", \"secret\": \"targetsecret12\"},\n"
+	"     \"acls\": [ {\"initiator\": \"iqn.1994-05.com.redhat:client1\"},\n"
+	"                {\"initiator\": \"iqn.1991-05.com.microsoft:win\",\n"
+	"                 \"chap\": {\"user\": \"w\", \"secret\": \"windowssecret1\"}} ],\n"
+	"     \"max_recv_dsl\": 131072, \"max_burst\": 1048576, \"first_burst\": 65536,\n"
+	"     \"max_outstanding_r2t\": 4, \"initial_r2t\": true, \"immediate_data\": false,\n"
+	"     \"queue_depth\": 64,\n"
+	"     \"luns\": [\n"
+	"       {\"lun\": 0, \"path\": \"/var/lib/isergw/disk1.img\", \"size\": \"1G\",\n"
+	"        \"block_size\": 512, \"serial\": \"SER123\",\n"
+	"        \"naa\": \"60014050123456789abcdef012345678\", \"readonly\": false,\n"
+	"        \"write_cache\": false, \"thin\": false, \"vendor\": \"ACME\", \"product\": \"Disk\"},\n"
+	"       {\"lun\": 3, \"path\": \"/dev/sdb\", \"size\": 8192, \"block_size\": 4096,\n"
+	"        \"readonly\": true}\n"
+	"     ]},\n"
+	"    {\"iqn\": \"eui.02004567A425678D\"}\n"
+	"  ]\n"
+	"}\n";
+
+static void test_full_config(void **state)
+{
+	struct gw_config *c = NULL;
+	char err[256];
+	int rc;
+
+	(void)state;
+	rc = gw_config_load_string(full_config, &c, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_non_null(c);
+
+	assert_int_equal(c->reactors, 4);
+	assert_string_equal(c->log_level, "info");
+	assert_string_equal(c->state_dir, "/tmp/isergw-state");
+	assert_string_equal(c->ctl_socket, "/tmp/isergw.sock");
+	assert_int_equal(c->nop_interval_s, 10);
+	assert_int_equal(c->nop_timeout_s, 60);
+	assert_int_equal(c->login_timeout_s, 20);
+	assert_string_equal(c->discovery_chap.user, "disc");
+	assert_string_equal(c->discovery_chap.secret, "discoverysecret1");
+
+	assert_int_equal(c->nportals, 2);
+	assert_int_equal(c->portals[0].transport, GW_TRANSPORT_TCP);
+	assert_string_equal(c->portals[0].addr, "0.0.0.0");
+	assert_int_equal(c->portals[0].port, 3260);
+	assert_int_equal(c->portals[0].tpgt, 2);
+	assert_int_equal(c->portals[0].rel_port_id, 1);
+	assert_int_equal(c->portals[0].tpg_id, 7);
+	assert_int_equal(c->portals[1].transport, GW_TRANSPORT_ISER);
+	assert_string_equal(c->portals[1].addr, "fe80::1");
+	assert_int_equal(c->portals[1].port, 3261);
+	assert_int_equal(c->portals[1].tpgt, 1);
+	assert_int_equal(c->portals[1].rel_port_id, 9);
+	assert_int_equal(c->portals[1].tpg_id, 1);
+
+	assert_int_equal(c->ntargets, 2);
+	struct gw_target_cfg *t = &c->targets[0];
+
+	assert_string_equal(t->iqn, "iqn.2026-11.org.example:disk1");
+	assert_string_equal(t->alias, "first disk");
+	assert_string_equal(t->chap.user, "u");
+	assert_string_equal(t->chap.secret, "initiatorsecret");
+	assert_string_equal(t->mutual_chap.user, "t");
+	assert_int_equal(t->nacls, 2);
+	assert_string_equal(t->acls[0].initiator, "iqn.1994-05.com.redhat:client1");
+	assert_string_equal(t->acls[0].chap.user, "");
+	assert_string_equal(t->acls[1].chap.secret, "windowssecret1");
+	assert_int_equal(t->max_recv_dsl, 131072);
+	assert_int_equal(t->max_burst, 1048576);
+	assert_int_equal(t->first_burst, 65536);
+	assert_int_equal(t->max_outstanding_r2t, 4);
+	assert_true(t->initial_r2t);
+	assert_false(t->immediate_data);
+	assert_int_equal(t->queue_depth, 64);
+
+	assert_int_equal(t->nluns, 2);
+	struct gw_lun_cfg *l = &t->luns[0];
+
+	assert_int_equal(l->lun, 0);
+	assert_string_equal(l->path, "/var/lib/isergw/disk1.img");
+	assert_int_equal(l->size, 1ull << 30);
+	assert_int_equal(l->block_size, 512);
+	assert_string_equal(l->serial, "SER123");
+	assert_true(l->naa_set);
+	static const uint8_t naa[16] = { 0x60, 0x01, 0x40, 0x50, 0x12, 0x34, 0x56, 0x78,
+					 0x9a, 0xbc, 0xde, 0xf0, 0x12, 0x34, 0x56, 0x78 };
+	assert_memory_equal(l->naa, naa, 16);
+	assert_false(l->readonly);
+	assert_false(l->write_cache);
+	assert_false(l->thin);
+	assert_string_equal(l->vendor, "ACME");
+	assert_string_equal(l->product, "Disk");
+
+	l = &t->luns[1];
+	assert_int_equal(l->lun, 3);
+	assert_int_equal(l->size, 8192);
+	assert_int_equal(l->block_size, 4096);
+	assert_true(l->readonly);
+	assert_true(l->write_cache);
+	assert_true(l->thin);
+	assert_string_equal(l->vendor, "ISERGW");
+	assert_string_equal(l->product, "isergw disk");
+	assert_int_equal(strlen(l->serial), 16); /* derived */
+
+	t = &c->targets[1];
+	assert_string_equal(t->iqn, "eui.02004567A425678D");
+	assert_int_equal(t->nluns, 0);
+	assert_int_equal(t->max_recv_dsl, 262144);
+	assert_int_equal(t->max_burst, 16776192);
+	assert_int_equal(t->first_burst, 262144);
+	assert_int_equal(t->max_outstanding_r2t, 1);
+	assert_false(t->initial_r2t);
+	assert_true(t->immediate_data);
+	assert_int_equal(t->queue_depth, 128);
+	gw_config_free(c);
+}
+
+static void test_minimal_defaults(void **state)
+{
+	struct gw_config *c = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(gw_config_load_string(
+				 "{\"portals\":[{\"url\":\"tcp://127.0.0.1\"}],"
+				 "\"targets\":[{\"iqn\":\"iqn.2026-11.org.example:a\","
+				 "\"luns\":[{\"path\":\"/tmp/a.img\"}]}]}",
+				 &c, err, sizeof(err)),
+			 0);
+	assert_int_equal(c->reactors, 0);
+	assert_string_equal(c->log_level, "notice");
+	assert_string_equal(c->state_dir, "/var/lib/isergw");
+	assert_string_equal(c->ctl_socket, "/run/isergw/isergwd.sock");
+	assert_int_equal(c->nop_interval_s, 5);
+	assert_int_equal(c->nop_timeout_s, 30);
+	assert_int_equal(c->login_timeout_s, 15);
+	assert_int_equal(c->portals[0].port, 3260);
+	assert_int_equal(c->portals[0].rel_port_id, 1);
+	assert_int_equal(c->portals[0].tpgt, 1);
+	assert_int_equal(c->portals[0].tpg_id, 1);
+	assert_int_equal(c->targets[0].luns[0].lun, 0);
+	assert_int_equal(c->targets[0].luns[0].size, 0);
+	assert_int_equal(c->targets[0].luns[0].block_size, 512);
+	assert_true(c->targets[0].luns[0].naa_set);
+	assert_int_equal(c->targets[0].luns[0].naa[0] >> 4, 6);
+	gw_config_free(c);
+}
+
+/* ---- error classes: each must fail with -EINVAL and name the key path ---- */
+
+#define PORTAL "\"portals\":[{\"url\":\"tcp://127.0.0.1\"}]"
+#define IQN    "\"iqn\":\"iqn.2026-11.org.example:a\""
+#define LUN0   "{\"path\":\"/tmp/a.img\"}"
+/* one target with the given extra keys and luns */
+#define CFG_T(extra, luns) "{" PORTAL ",\"targets\":[{" IQN extra ",\"luns\":[" luns "]}]}"
+#define CFG_L(lunkeys) CFG_T("", "{\"path\":\"/tmp/a.img\"" lunkeys "}")
+
+struct err_case {
+	const char *json;
+	const char *expect; /* the message must start with this */
+};
+
+static const struct err_case err_cases[] = {
+	/* unknown keys */
+	{ "{\"portalz\":[]}", "portalz: unknown key" },
+	{ CFG_T("", LUN0 ",{\"path\":\"/tmp/b.img\",\"lun\":1,\"colour\":\"red\"}"),
+	  "targets[0].luns[1].colour: unknown key" },
+	{ CFG_T(",\"chap\":{\"usr\":\"x\"}", LUN0), "targets[0].chap.usr: unknown key" },
+	{ "{\"portals\":[{\"url\":\"tcp://127.0.0.1\",\"port\":1}]}", "portals[0].port: unknown key" },
+	/* wrong types */
+	{ "{\"reactors\":\"4\"}", "reactors: expected an integer, got string" },
+	{ "{\"reactors\":1.5}", "reactors: expected an integer, got double" },
+	{ CFG_L(",\"readonly\":1"), "targets[0].luns[0].readonly: expected true or false" },
+	{ CFG_T(",\"alias\":5", LUN0), "targets[0].alias: expected a string, got int" },
+	{ "{" PORTAL ",\"targets\":[{" IQN ",\"luns\":{}}]}", "targets[0].luns: expected an array, got object" },
+	{ "{\"portals\":[\"tcp://x\"]}", "portals[0]: expected an object, got string" },
+	{ "[1,2]", "config: expected an object, got array" },
+	{ CFG_L(",\"size\":true"), "targets[0].luns[0].size: expected an integer or a size string" },
+	{ CFG_T(",\"chap\":null", LUN0), "targets[0].chap: expected an object, got null" },
+	/* out of range */
+	{ "{\"nop_timeout_s\":0}", "nop_timeout_s: 0 out of range (1..3600)" },
+	{ "{\"reactors\":-1}", "reactors: -1 out of range" },
+	{ "{\"reactors\":100000}", "reactors: 100000 out of range" },
+	{ CFG_T(",\"max_recv_dsl\":100", LUN0), "targets[0].max_recv_dsl: 100 out of range (512..16777215)" },
+	{ CFG_T(",\"max_recv_dsl\":16777216", LUN0), "targets[0].max_recv_dsl: 16777216 out of range" },
+	{ CFG_T(",\"queue_depth\":0", LUN0), "targets[0].queue_depth: 0 out of range" },
+	{ CFG_T(",\"max_burst\":1024,\"first_burst\":2048", LUN0),
+	  "targets[0].first_burst: 2048 must be in 512..max_burst (1024)" },
+	{ CFG_L(",\"lun\":16384"), "targets[0].luns[0].lun: 16384 out of range (0..16383)" },
+	{ CFG_L(",\"block_size\":1024"), "targets[0].luns[0].block_size: 1024 is not 512 or 4096" },
+	{ CFG_L(",\"size\":1000"), "targets[0].luns[0].size: 1000 is not a multiple of block_size 512" },
+	{ CFG_L(",\"size\":\"1X\""), "targets[0].luns[0].size: \"1X\" is not a size" },
+	{ CFG_L(",\"size\":-512"), "targets[0].luns[0].size: must not be negative" },
+	{ CFG_L(",\"size\":\"99999999999T\""), "targets[0].luns[0].size: \"99999999999T\" is too large" },
+	{ CFG_L(",\"vendor\":\"TOOLONGVENDOR\""), "targets[0].luns[0].vendor: too long (13 bytes, max 8)" },
+	{ CFG_L(",\"naa\":\"5001405\""), "targets[0].luns[0].naa: \"5001405\" is not an NAA type 6" },
+	{ CFG_L(",\"serial\":\"\""), "targets[0].luns[0].serial: must not be empty" },
+	{ CFG_L(",\"serial\":\"a\\tb\""), "targets[0].luns[0].serial: printable ASCII only" },
+	{ "{\"log_level\":\"verbose\"}", "log_level: \"verbose\" is not one of" },
+	{ "{\"portals\":[{\"url\":\"tcp://127.0.0.1\",\"rel_port_id\":0}]}",
+	  "portals[0].rel_port_id: 0 out of range (1..65535)" },
+	{ "{\"ctl_socket\":\"/" "0123456789012345678901234567890123456789"
+	  "0123456789012345678901234567890123456789" "0123456789012345678901234567890123456789\","
+	  PORTAL ",\"targets\":[{" IQN "}]}",
+	  "ctl_socket: must be 1..107 bytes" },
+	/* missing required keys */
+	{ "{\"portals\":[{\"tpgt\":1}]}", "portals[0].url: missing" },
+	{ "{" PORTAL ",\"targets\":[{\"alias\":\"x\"}]}", "targets[0].iqn: missing" },
+	{ CFG_T("", "{\"lun\":0}"), "targets[0].luns[0].path: missing" },
+	{ CFG_T(",\"acls\":[{\"chap\":{}}]", LUN0), "targets[0].acls[0].initiator: missing" },
+	{ "{\"targets\":[{" IQN "}]}", "portals: at least one portal is required" },
+	{ "{" PORTAL "}", "targets: at least one target is required" },
+	{ "{" PORTAL ",\"targets\":[]}", "targets: at least one target is required" },
+	/* portal URLs */
+	{ "{\"portals\":[{\"url\":\"http://1.2.3.4\"}]}", "portals[0].url: \"http://1.2.3.4\" is not a portal" },
+	{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4:0\"}]}", "portals[0].url: \"tcp://1.2.3.4:0\" is not a portal" },
+	/* names */
+	{ "{" PORTAL ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.Example:a\"}]}",
+	  "targets[0].iqn: \"iqn.2026-11.org.Example:a\" is not a valid iSCSI name: must be lowercase" },
+	{ "{" PORTAL ",\"targets\":[{\"iqn\":\"iqn.2026-13.org.example\"}]}",
+	  "targets[0].iqn: \"iqn.2026-13.org.example\" is not a valid iSCSI name: month" },
+	{ "{" PORTAL ",\"targets\":[{\"iqn\":\"disk1\"}]}",
+	  "targets[0].iqn: \"disk1\" is not a valid iSCSI name: must start with iqn., eui. or naa." },
+	{ "{" PORTAL ",\"targets\":[{\"iqn\":\"eui.1234\"}]}", "targets[0].iqn: \"eui.1234\" is not a valid" },
+	{ "{" PORTAL ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.example:a b\"}]}",
+	  "targets[0].iqn: \"iqn.2026-11.org.example:a b\" is not a valid iSCSI name: allowed characters" },
+	{ CFG_T(",\"acls\":[{\"initiator\":\"IQN.1994-05.com.x\"}]", LUN0),
+	  "targets[0].acls[0].initiator: \"IQN.1994-05.com.x\" is not a valid iSCSI name" },
+	/* duplicates */
+	{ "{" PORTAL ",\"targets\":[{" IQN "},{\"iqn\":\"iqn.2026-11.org.example:b\"},{" IQN "}]}",
+	  "targets[2].iqn: \"iqn.2026-11.org.example:a\" already used by targets[0]" },
+	{ CFG_T("", LUN0 ",{\"path\":\"/tmp/b.img\",\"lun\":2},{\"path\":\"/tmp/c.img\",\"lun\":2}"),
+	  "targets[0].luns[2].lun: 2 already used by luns[1]" },
+	{ CFG_T("", LUN0 "," LUN0), "targets[0].luns[1].lun: 1 " }, /* implicit lun = index: fine */
+	{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\"},{\"url\":\"tcp://1.2.3.5\",\"rel_port_id\":1}],"
+	  "\"targets\":[{" IQN "}]}",
+	  "portals[1].rel_port_id: 1 already used by portals[0]" },
+	{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\"},{\"url\":\"tcp://1.2.3.4:3260\"}],"
+	  "\"targets\":[{" IQN "}]}",
+	  "portals[1].url: same address as portals[0]" },
+	{ CFG_T(",\"acls\":[{\"initiator\":\"iqn.2000-01.x:y\"},{\"initiator\":\"iqn.2000-01.x:y\"}]", LUN0),
+	  "targets[0].acls[1].initiator: \"iqn.2000-01.x:y\" already used by acls[0]" },
+	/* CHAP */
+	{ CFG_T(",\"chap\":{\"user\":\"u\"}", LUN0),
+	  "targets[0].chap: user and secret must both be set or both be empty" },
+	{ CFG_T(",\"chap\":{\"secret\":\"abcdefghijklmnop\"}", LUN0),
+	  "targets[0].chap: user and secret must both be set" },
+	{ "{\"discovery_chap\":{\"user\":\"d\"}," PORTAL ",\"targets\":[{" IQN "}]}",
+	  "discovery_chap: user and secret must both be set" },
+	{ CFG_T(",\"acls\":[{\"initiator\":\"iqn.2000-01.x:y\",\"chap\":{\"user\":\"a\"}}]", LUN0),
+	  "targets[0].acls[0].chap: user and secret must both be set" },
+	{ CFG_T(",\"mutual_chap\":{\"user\":\"t\",\"secret\":\"abcdefghijklmnop\"}", LUN0),
+	  "targets[0].mutual_chap: needs chap as well" },
+	{ CFG_T(",\"chap\":{\"user\":\"u\",\"secret\":\"abcdefghijklmnop\"},"
+		"\"mutual_chap\":{\"user\":\"t\",\"secret\":\"abcdefghijklmnop\"}", LUN0),
+	  "targets[0].mutual_chap.secret: must differ from chap.secret" },
+	/* JSON syntax */
+	{ "{\n  \"reactors\": 1,\n  \"log_level\" \"x\"\n}", "line 3 column" },
+	{ "{\"reactors\": 1", "line 1 column 15: unexpected end of input" },
+	{ "{\"reactors\": 1} x", "line 1 column 17: trailing data" },
+	{ "", "line 1 column 1: unexpected end of input" },
+};
+
+static void test_errors(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(err_cases) / sizeof(err_cases[0]); i++) {
+		const struct err_case *ec = &err_cases[i];
+		struct gw_config *c = (struct gw_config *)&err_cases; /* must be reset to NULL */
+		char err[512] = "";
+		int rc = gw_config_load_string(ec->json, &c, err, sizeof(err));
+
+		if (strncmp(ec->expect, "targets[0].luns[1].lun: 1 ", 26) == 0) {
+			/* control case: two LUNs without "lun" get 0 and 1 */
+			assert_int_equal(rc, 0);
+			assert_int_equal(c->targets[0].luns[1].lun, 1);
+			gw_config_free(c);
+			continue;
+		}
+		if (rc != -EINVAL || strncmp(err, ec->expect, strlen(ec->expect)) != 0) {
+			print_error("case %zu: rc %d\n  json:   %s\n  got:    %s\n  expect: %s...\n", i,
+				    rc, ec->json, err, ec->expect);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
+static void test_secret_too_long(void **state)
+{
+	char json[1024], secret[300], err[256];
+	struct gw_config *c;
+
+	(void)state;
+	memset(secret, 'x', sizeof(secret) - 1);
+	secret[sizeof(secret) - 1] = '\0';
+	snprintf(json, sizeof(json), CFG_T(",\"chap\":{\"user\":\"u\",\"secret\":\"%s\"}", LUN0),
+		 secret);
+	assert_int_equal(gw_config_load_string(json, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].chap.secret: too long (299 bytes, max 255)");
+
+	/* 255 is fine */
+	secret[255] = '\0';
+	snprintf(json, sizeof(json), CFG_T(",\"chap\":{\"user\":\"u\",\"secret\":\"%s\"}", LUN0),
+		 secret);
+	assert_int_equal(gw_config_load_string(json, &c, err, sizeof(err)), 0);
+	assert_int_equal(strlen(c->targets[0].chap.secret), 255);
+	gw_config_free(c);
+
+	/* short secrets only warn */
+	assert_int_equal(gw_config_load_string(CFG_T(",\"chap\":{\"user\":\"u\",\"secret\":\"short\"}",
+						     LUN0),
+					       &c, err, sizeof(err)),
+			 0);
+	gw_config_free(c);
+}
+
+static void test_long_iqn(void **state)
+{
+	char json[1024], iqn[300], err[256];
+	struct gw_config *c;
+
+	(void)state;
+	/* 223 bytes: valid */
+	snprintf(iqn, sizeof(iqn), "iqn.2026-11.org.example:");
+	memset(iqn + strlen(iqn), 'a', 223 - strlen(iqn));
+	iqn[223] = '\0';
+	snprintf(json, sizeof(json), "{" PORTAL ",\"targets\":[{\"iqn\":\"%s\"}]}", iqn);
+	assert_int_equal(gw_config_load_string(json, &c, err, sizeof(err)), 0);
+	gw_config_free(c);
+	/* 224 bytes: too long */
+	iqn[223] = 'a';
+	iqn[224] = '\0';
+	snprintf(json, sizeof(json), "{" PORTAL ",\"targets\":[{\"iqn\":\"%s\"}]}", iqn);
+	assert_int_equal(gw_config_load_string(json, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].iqn: too long (224 bytes, max 223)");
+}
+
+static void test_valid_names(void **state)
+{
+	static const char *const good[] = {
+		"iqn.2026-11.org.example",
+		"iqn.2026-11.org.example:disk1",
+		"iqn.1994-05.com.redhat:abc:def.ghi-1",
+		"eui.02004567A425678D",
+		"eui.02004567a425678d",
+		"naa.52004567BA64678D",
+		"naa.62004567BA64678D62004567BA64678D",
+	};
+	char json[512], err[256];
+	struct gw_config *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(json, sizeof(json), "{" PORTAL ",\"targets\":[{\"iqn\":\"%s\"}]}", good[i]);
+		if (gw_config_load_string(json, &c, err, sizeof(err))) {
+			print_error("%s: %s\n", good[i], err);
+			fail();
+		}
+		gw_config_free(c);
+	}
+}
+
+static void test_validate_built_config(void **state)
+{
+	struct gw_config c;
+	struct gw_portal_cfg portals[2];
+	struct gw_target_cfg tgt;
+	struct gw_lun_cfg luns[2];
+	char err[256];
+
+	(void)state;
+	gw_config_defaults(&c);
+	gw_target_defaults(&tgt);
+	gw_lun_defaults(&luns[0]);
+	gw_lun_defaults(&luns[1]);
+	assert_int_equal(gw_portal_parse("tcp://127.0.0.1", &portals[0]), 0);
+	assert_int_equal(gw_portal_parse("iser://127.0.0.1", &portals[1]), 0);
+	snprintf(tgt.iqn, sizeof(tgt.iqn), "iqn.2026-11.org.example:qs");
+	snprintf(luns[0].path, sizeof(luns[0].path), "/tmp/x");
+	snprintf(luns[1].path, sizeof(luns[1].path), "/tmp/y");
+	luns[1].lun = 1;
+	tgt.luns = luns;
+	tgt.nluns = 2;
+	c.portals = portals;
+	c.nportals = 2;
+	c.targets = &tgt;
+	c.ntargets = 1;
+	/* rel_port_id 0 = "its index" before finalize: not a duplicate */
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), 0);
+	gw_config_finalize(&c);
+	assert_int_equal(portals[0].rel_port_id, 1);
+	assert_int_equal(portals[1].rel_port_id, 2);
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), 0);
+
+	luns[1].lun = 0;
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].luns[1].lun: 0 already used by luns[0]");
+	luns[1].lun = 1;
+	tgt.first_burst = tgt.max_burst + 1;
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "targets[0].first_burst:", 23) == 0);
+	tgt.first_burst = 262144;
+	portals[1].rel_port_id = 1;
+	assert_int_equal(gw_config_validate(&c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "portals[1].rel_port_id: 1 already used by portals[0]");
+}
+
+/* ---- conversions ---- */
+
+static void test_parse_size(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(gw_parse_size("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(gw_parse_size("1073741824", &v), 0);
+	assert_int_equal(v, 1073741824ull);
+	assert_int_equal(gw_parse_size("4K", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(gw_parse_size("512m", &v), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(gw_parse_size("1G", &v), 0);
+	assert_int_equal(v, 1ull << 30);
+	assert_int_equal(gw_parse_size("2T", &v), 0);
+	assert_int_equal(v, 2ull << 40);
+	assert_int_equal(gw_parse_size("16777215T", &v), 0);
+	assert_int_equal(v, 16777215ull << 40);
+	assert_int_equal(gw_parse_size("16777216T", &v), -ERANGE);
+	assert_int_equal(gw_parse_size("18446744073709551615", &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+	assert_int_equal(gw_parse_size("18446744073709551616", &v), -ERANGE);
+	assert_int_equal(gw_parse_size("", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("G", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("1GB", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("1.5G", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("-1", &v), -EINVAL);
+	assert_int_equal(gw_parse_size(" 1", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("1P", &v), -EINVAL);
+	assert_int_equal(gw_parse_size("0x10", &v), -EINVAL);
+}
+
+static void test_parse_ints(void **state)
+{
+	uint64_t v64;
+	uint32_t v32;
+
+	(void)state;
+	assert_int_equal(gw_parse_u64("007", &v64), 0);
+	assert_int_equal(v64, 7);
+	assert_int_equal(gw_parse_u64("18446744073709551615", &v64), 0);
+	assert_int_equal(v64, UINT64_MAX);
+	assert_int_equal(gw_parse_u64("18446744073709551616", &v64), -ERANGE);
+	assert_int_equal(gw_parse_u64("99999999999999999999999", &v64), -ERANGE);
+	assert_int_equal(gw_parse_u64("", &v64), -EINVAL);
+	assert_int_equal(gw_parse_u64("+1", &v64), -EINVAL);
+	assert_int_equal(gw_parse_u64("1 ", &v64), -EINVAL);
+	assert_int_equal(gw_parse_u64(NULL, &v64), -EINVAL);
+	assert_int_equal(gw_parse_u32("4294967295", &v32), 0);
+	assert_int_equal(v32, UINT32_MAX);
+	assert_int_equal(gw_parse_u32("4294967296", &v32), -ERANGE);
+	assert_int_equal(gw_parse_u32("-0", &v32), -EINVAL);
+	assert_int_equal(gw_parse_u32("12a", &v32), -EINVAL);
+}
+
+static void test_portal_parse(void **state)
+{
+	struct gw_portal_cfg p;
+
+	(void)state;
+	assert_int_equal(gw_portal_parse("tcp://0.0.0.0:3260", &p), 0);
+	assert_int_equal(p.transport, GW_TRANSPORT_TCP);
+	assert_string_equal(p.addr, "0.0.0.0");
+	assert_int_equal(p.port, 3260);
+	assert_int_equal(p.tpgt, 1);
+
+	assert_int_equal(gw_portal_parse("iser://192.168.1.5", &p), 0);
+	assert_int_equal(p.transport, GW_TRANSPORT_ISER);
+	assert_string_equal(p.addr, "192.168.1.5");
+	assert_int_equal(p.port, 3260);
+
+	assert_int_equal(gw_portal_parse("[::1]:3261", &p), 0);
+	assert_int_equal(p.transport, GW_TRANSPORT_TCP);
+	assert_string_equal(p.addr, "::1");
+	assert_int_equal(p.port, 3261);
+
+	assert_int_equal(gw_portal_parse("iser://[fe80::1%eth0]:1", &p), 0);
+	assert_string_equal(p.addr, "fe80::1%eth0");
+	assert_int_equal(p.port, 1);
+
+	assert_int_equal(gw_portal_parse("tcp://[::]", &p), 0);
+	assert_string_equal(p.addr, "::");
+	assert_int_equal(gw_portal_parse("::1", &p), 0);
+	assert_string_equal(p.addr, "::1");
+	assert_int_equal(p.port, 3260);
+
+	assert_int_equal(gw_portal_parse("tcp://storage-1.example.com:3260", &p), 0);
+	assert_string_equal(p.addr, "storage-1.example.com");
+	assert_int_equal(gw_portal_parse("10.0.0.1:65535", &p), 0);
+	assert_int_equal(p.port, 65535);
+
+	static const char *const bad[] = {
+		"", "tcp://", "iser://", "tcp://:3260", "tcp://1.2.3.4:", "tcp://1.2.3.4:0",
+		"tcp://1.2.3.4:65536", "tcp://1.2.3.4:32a", "tcp://1.2.3.4:-1", "udp://1.2.3.4",
+		"http://1.2.3.4:80", "tcp://[::1", "tcp://[::1]x", "tcp://[1.2.3.4]:3260",
+		"tcp://[zz::1]:3260", "tcp://999.1.1.1", "tcp://a b", "tcp://host/path",
+		"tcp://-host", "tcp://host..x", "tcp://1.2.3.4:3260:1", "tcp://[fe80::1%]:1",
+		"TCP://1.2.3.4:3260x",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gw_portal_parse(bad[i], &p) != -EINVAL) {
+			print_error("accepted \"%s\"\n", bad[i]);
+			fail();
+		}
+	}
+}
+
+/* ---- derived serial / NAA ---- */
+
+static struct gw_config *load_two_luns(const char *iqn, unsigned int lun_a, unsigned int lun_b)
+{
+	char json[512], err[256];
+	struct gw_config *c = NULL;
+
+	snprintf(json, sizeof(json),
+		 "{" PORTAL ",\"targets\":[{\"iqn\":\"%s\",\"luns\":["
+		 "{\"lun\":%u,\"path\":\"/a\"},{\"lun\":%u,\"path\":\"/b\"}]}]}",
+		 iqn, lun_a, lun_b);
+	assert_int_equal(gw_config_load_string(json, &c, err, sizeof(err)), 0);
+	return c;
+}
+
+static void test_finalize_stable(void **state)
+{
+	struct gw_config *a, *b, *d;
+
+	(void)state;
+	a = load_two_luns("iqn.2026-11.org.example:disk1", 0, 1);
+	b = load_two_luns("iqn.2026-11.org.example:disk1", 1, 0);
+	d = load_two_luns("iqn.2026-11.org.example:disk2", 0, 1);
+
+	struct gw_lun_cfg *a0 = &a->targets[0].luns[0], *a1 = &a->targets[0].luns[1];
+	struct gw_lun_cfg *b0 = &b->targets[0].luns[1], *b1 = &b->targets[0].luns[0];
+	struct gw_lun_cfg *d0 = &d->targets[0].luns[0];
+
+	/* format */
+	assert_int_equal(strlen(a0->serial), 16);
+	for (size_t i = 0; i < 16; i++)
+		assert_non_null(strchr("0123456789abcdef", a0->serial[i]));
+	assert_true(a0->naa_set);
+	assert_int_equal(a0->naa[0], 0x61); /* NAA 6 + first nibble of company ID 0x1A5E4A */
+	assert_int_equal(a0->naa[1], 0xa5);
+	assert_int_equal(a0->naa[2], 0xe4);
+	assert_int_equal(a0->naa[3] >> 4, 0xa);
+	/* same input -> same output, independent of position in the array */
+	assert_string_equal(a0->serial, b0->serial);
+	assert_memory_equal(a0->naa, b0->naa, 16);
+	assert_string_equal(a1->serial, b1->serial);
+	assert_memory_equal(a1->naa, b1->naa, 16);
+	/* different lun or target -> different */
+	assert_string_not_equal(a0->serial, a1->serial);
+	assert_memory_not_equal(a0->naa, a1->naa, 16);
+	assert_string_not_equal(a0->serial, d0->serial);
+	assert_memory_not_equal(a0->naa, d0->naa, 16);
+	/* finalize is idempotent */
+	char serial[64];
+	uint8_t naa[16];
+
+	memcpy(serial, a0->serial, sizeof(serial));
+	memcpy(naa, a0->naa, sizeof(naa));
+	gw_config_finalize(a);
+	assert_string_equal(serial, a0->serial);
+	assert_memory_equal(naa, a0->naa, 16);
+
+	/* known value: FNV-1a 64 of "iqn.2026-11.org.example:disk1\0" "0" */
+	assert_string_equal(a0->serial, "207cd7a5f6018b64");
+
+	gw_config_free(a);
+	gw_config_free(b);
+	gw_config_free(d);
+}
+
+static void test_load_file(void **state)
+{
+	char path[] = "/tmp/test_config_XXXXXX";
+	struct gw_config *c = NULL;
+	char err[512];
+	const char *json = "{" PORTAL ",\"targets\":[{" IQN "}]}";
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+	assert_int_equal(gw_config_load_file(path, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->ntargets, 1);
+	gw_config_free(c);
+
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"bogus\":1}", 11), 11);
+	close(fd);
+	assert_int_equal(gw_config_load_file(path, &c, err, sizeof(err)), -EINVAL);
+	char expect[256];
+
+	snprintf(expect, sizeof(expect), "%s: bogus: unknown key", path);
+	assert_string_equal(err, expect);
+	unlink(path);
+
+	assert_int_equal(gw_config_load_file(path, &c, err, sizeof(err)), -ENOENT);
+	assert_null(c);
+	assert_int_equal(gw_config_load_file("/tmp", &c, err, sizeof(err)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_minimal_defaults),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_secret_too_long),
+		cmocka_unit_test(test_long_iqn),
+		cmocka_unit_test(test_valid_names),
+		cmocka_unit_test(test_validate_built_config),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_ints),
+		cmocka_unit_test(test_portal_parse),
+		cmocka_unit_test(test_finalize_stable),
+		cmocka_unit_test(test_load_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

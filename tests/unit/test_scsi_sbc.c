@@ -1,0 +1,803 @@
+// LINK: gw_scsi gw_backend gw_util
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SBC side of the SCSI layer through an asynchronous in-memory bdev: READ/
+ * WRITE in every CDB size, VERIFY, WRITE SAME, UNMAP, COMPARE AND WRITE and
+ * its serialization, SYNCHRONIZE CACHE, PRE-FETCH, GET LBA STATUS, errors.
+ */
+#include "test_scsi_harness.h"
+#include "scsi/scsi_bdev_ext.h"
+
+#define MB (1024ull * 1024)
+
+/* ---- GET LBA STATUS hook: a hole at blocks [hole_lo, hole_hi) ---- */
+static bool hook_on;
+static uint64_t hole_lo, hole_hi;  /* bytes */
+
+int bdev_get_alloc_status(struct bdev *b, uint64_t offset, uint64_t len, bool *mapped,
+			  uint64_t *run_len)
+{
+	uint64_t end = offset + len;
+
+	(void)b;
+	if (!hook_on)
+		return -EOPNOTSUPP;
+	if (offset >= hole_lo && offset < hole_hi) {
+		*mapped = false;
+		*run_len = (hole_hi < end ? hole_hi : end) - offset;
+	} else {
+		*mapped = true;
+		*run_len = (offset < hole_lo && hole_lo < end ? hole_lo : end) - offset;
+	}
+	return 0;
+}
+
+static int setup_bs(void **state, uint32_t bs, bool thin)
+{
+	struct tctx *x = malloc(sizeof(*x));
+	struct scsi_lu_params p = default_params();
+
+	p.thin = thin;
+	tctx_setup(x, 16 * MB, bs, &p);
+	drain_ua(x, &x->a);
+	drain_ua(x, &x->b);
+	*state = x;
+	return 0;
+}
+
+static int setup512(void **state) { return setup_bs(state, 512, true); }
+static int setup4k(void **state) { return setup_bs(state, 4096, true); }
+static int setup_thick(void **state) { return setup_bs(state, 512, false); }
+
+static int teardown(void **state)
+{
+	struct tctx *x = *state;
+
+	tctx_teardown(x);
+	free(x);
+	return 0;
+}
+
+static uint32_t BS(const struct tctx *x) { return x->mem->b.info.block_size; }
+static uint64_t NB(const struct tctx *x) { return x->mem->b.info.size_bytes / BS(x); }
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* -------------------------------------------------------- READ / WRITE */
+
+static void rw(struct tctx *x, int size, bool write, uint64_t lba, uint32_t n, void *buf,
+	       uint32_t len)
+{
+	uint8_t c[16];
+
+	switch (size) {
+	case 6:
+		memset(c, 0, sizeof(c));
+		c[0] = write ? 0x0a : 0x08;
+		c[1] = (uint8_t)(lba >> 16) & 0x1f;
+		c[2] = (uint8_t)(lba >> 8);
+		c[3] = (uint8_t)lba;
+		c[4] = (uint8_t)n;
+		break;
+	case 10:
+		cdb10(c, write ? 0x2a : 0x28, 0, (uint32_t)lba, (uint16_t)n);
+		break;
+	case 12:
+		cdb12(c, write ? 0xaa : 0xa8, 0, (uint32_t)lba, n);
+		break;
+	default:
+		cdb16(c, write ? 0x8a : 0x88, 0, lba, n);
+		break;
+	}
+	run_cdb(x, &x->a, c, (size_t)size, buf, len);
+}
+
+static void test_rw_all_sizes(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	static const int sizes[] = { 6, 10, 12, 16 };
+	uint8_t *w = malloc(8 * bs), *r = malloc(8 * bs);
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		uint64_t lba = 100 + 10 * i;
+
+		fill(w, 8 * bs, (uint8_t)i);
+		rw(x, sizes[i], true, lba, 8, w, 8 * bs);
+		assert_good(x);
+		assert_int_equal(x->t.c.xfer_len, 8 * bs);
+		/* landed exactly at lba */
+		assert_memory_equal(x->mem->data + lba * bs, w, 8 * bs);
+		memset(r, 0, 8 * bs);
+		rw(x, sizes[i], false, lba, 8, r, 8 * bs);
+		assert_good(x);
+		assert_int_equal(x->t.c.xfer_len, 8 * bs);
+		assert_memory_equal(r, w, 8 * bs);
+	}
+	/* 16-byte CDB with a 64-bit LBA beyond 2^32 is out of range */
+	rw(x, 16, false, 1ull << 33, 1, r, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	free(w);
+	free(r);
+}
+
+static void test_read6_zero_means_256(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *r = malloc(256 * bs), c[16] = { 0x08, 0, 0, 0, 0 };
+
+	fill(x->mem->data, 256 * bs, 3);
+	run_cdb(x, &x->a, c, 6, r, 256 * bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 256 * bs);
+	assert_memory_equal(r, x->mem->data, 256 * bs);
+	free(r);
+}
+
+static void test_zero_length_and_range(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t buf[4096];
+	uint8_t c[16];
+
+	rw(x, 10, false, 0, 0, NULL, 0);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 0);
+	rw(x, 16, true, NB(x), 0, NULL, 0);     /* at the end, zero blocks: fine */
+	assert_good(x);
+	rw(x, 10, false, NB(x) + 1, 0, NULL, 0);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	rw(x, 10, false, NB(x) - 1, 2, buf, 2 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	rw(x, 16, false, UINT64_MAX, 1, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	rw(x, 12, true, NB(x) - 1, 1, buf, bs);
+	assert_good(x);
+	rw(x, 10, true, 0xffffffffu, 1, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	/* RDPROTECT / WRPROTECT without protection information */
+	cdb10(c, 0x28, 0x20, 0, 1);
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	cdb16(c, 0x8a, 0xe0, 0, 1);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+}
+
+static void test_fua_and_wce(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t buf[4096] = { 1 }, c[16], sel[64], ms[64];
+
+	cdb10(c, 0x2a, 0x18, 1, 1);             /* DPO + FUA */
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+	cdb10(c, 0x2a, 0, 1, 1);
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, 0);
+	/* WRITE AND VERIFY writes through */
+	cdb10(c, 0x2e, 0x02, 1, 1);
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+
+	/* WCE off: every write is FUA */
+	memset(c, 0, sizeof(c));
+	c[0] = 0x1a;
+	c[1] = 0x08;
+	c[2] = 0x08;
+	c[4] = 64;
+	run_cdb(x, &x->a, c, 6, ms, 64);
+	memset(sel, 0, sizeof(sel));
+	memcpy(&sel[4], &ms[4], 20);
+	sel[4 + 2] = 0;
+	memset(c, 0, sizeof(c));
+	c[0] = 0x15;
+	c[1] = 0x10;
+	c[4] = 24;
+	run_cdb(x, &x->a, c, 6, sel, 24);
+	assert_good(x);
+	cdb10(c, 0x2a, 0, 1, 1);
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+}
+
+static void test_short_buffers(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *buf = calloc(1, 4 * bs);
+	uint8_t c[16];
+
+	fill(x->mem->data, 4 * bs, 9);
+	/* read: EDTL smaller than the transfer; only buf_len bytes are written */
+	memset(buf, 0xcc, 4 * bs);
+	cdb10(c, 0x28, 0, 0, 4);
+	run_cdb(x, &x->a, c, 10, buf, 200);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 4 * bs);
+	assert_memory_equal(buf, x->mem->data, 200);
+	assert_int_equal(buf[200], 0xcc);
+
+	/* write: fewer data-out bytes than the CDB asks for (EDTL < transfer
+	 * length): the whole blocks that arrived are written, nothing more */
+	fill(x->mem->data, 4 * bs, 9);
+	memset(buf, 0xab, 4 * bs);
+	cdb10(c, 0x2a, 0, 0, 2);
+	run_cdb(x, &x->a, c, 10, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 2 * bs);
+	assert_memory_equal(x->mem->data, buf, bs);
+	assert_int_not_equal(x->mem->data[bs], 0xab);
+	/* less than one block of data: INVALID FIELD IN INFORMATION UNIT */
+	cdb10(c, 0x2a, 0, 0, 2);
+	run_cdb(x, &x->a, c, 10, buf, 200);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+	assert_int_equal(x->t.c.xfer_len, 2 * bs);
+	/* no data at all (EDTL 0): GOOD, nothing written, full overflow */
+	cdb10(c, 0x2a, 0, 0, 1);
+	run_cdb(x, &x->a, c, 10, NULL, 0);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, bs);
+	/* more data than needed: fine, only the blocks are written */
+	fill(buf, 4 * bs, 1);
+	cdb10(c, 0x2a, 0, 0, 1);
+	run_cdb(x, &x->a, c, 10, buf, 4 * bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, bs);
+	assert_memory_equal(x->mem->data, buf, bs);
+	free(buf);
+}
+
+static void test_readonly(void **state)
+{
+	struct tctx y;
+	struct scsi_lu_params p = default_params();
+	uint8_t buf[512] = { 0 }, c[16], ms[64];
+
+	(void)state;
+	p.readonly = true;
+	tctx_setup(&y, 1 * MB, 512, &p);
+	drain_ua(&y, &y.a);
+	cdb10(c, 0x2a, 0, 0, 1);
+	run_cdb(&y, &y.a, c, 10, buf, 512);
+	assert_sense(&y, SCSI_SK_DATA_PROTECT, 0x2700);
+	cdb16(c, 0x93, 0x08, 0, 1);             /* WRITE SAME(16) UNMAP, no data */
+	run_cdb(&y, &y.a, c, 16, NULL, 0);
+	assert_sense(&y, SCSI_SK_DATA_PROTECT, 0x2700);
+	cdb10(c, 0x42, 0, 0, 24);
+	run_cdb(&y, &y.a, c, 10, buf, 24);
+	assert_sense(&y, SCSI_SK_DATA_PROTECT, 0x2700);
+	cdb10(c, 0x28, 0, 0, 1);
+	run_cdb(&y, &y.a, c, 10, buf, 512);
+	assert_good(&y);
+	memset(c, 0, sizeof(c));
+	c[0] = 0x1a;
+	c[2] = 0x3f;
+	c[4] = 64;
+	run_cdb(&y, &y.a, c, 6, ms, 64);
+	assert_good(&y);
+	assert_int_equal(ms[2] & 0x80, 0x80);
+	tctx_teardown(&y);
+}
+
+static void test_io_errors(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t buf[4096] = { 0 };
+
+	x->mem->fail_err = -EIO;
+	rw(x, 10, false, 0, 1, buf, bs);
+	assert_sense(x, SCSI_SK_MEDIUM_ERROR, 0x1100);
+	x->mem->fail_err = -EIO;
+	rw(x, 10, true, 0, 1, buf, bs);
+	assert_sense(x, SCSI_SK_MEDIUM_ERROR, 0x0c00);
+	x->mem->fail_err = -ENOSPC;
+	rw(x, 16, true, 0, 1, buf, bs);
+	assert_sense(x, SCSI_SK_DATA_PROTECT, 0x2707);
+	/* a refused submission (here: out of the bdev's range) is an error too */
+	x->mem->b.info.size_bytes -= bs;
+	rw(x, 10, true, NB(x), 1, buf, bs);
+	x->mem->b.info.size_bytes += bs;
+	assert_sense(x, SCSI_SK_MEDIUM_ERROR, 0x0c00);
+	/* the gate was released: the next write works */
+	rw(x, 10, true, 0, 1, buf, bs);
+	assert_good(x);
+}
+
+/* ----------------------------------------------------------------- VERIFY */
+
+static void test_verify(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *buf = malloc(8 * bs), c[16];
+
+	fill(x->mem->data + 10 * bs, 8 * bs, 5);
+	memcpy(buf, x->mem->data + 10 * bs, 8 * bs);
+	cdb10(c, 0x2f, 0x02, 10, 8);            /* BYTCHK=1 */
+	run_cdb(x, &x->a, c, 10, buf, 8 * bs);
+	assert_good(x);
+	buf[3 * bs + 17] ^= 0x55;
+	run_cdb(x, &x->a, c, 10, buf, 8 * bs);
+	assert_sense(x, SCSI_SK_MISCOMPARE, 0x1d00);
+	assert_int_equal(x->t.c.sense[0] & 0x80, 0x80);
+	assert_int_equal(be32(&x->t.c.sense[3]), 3 * bs + 17);
+	/* BYTCHK=0 only checks the range */
+	cdb12(c, 0xaf, 0, 10, 8);
+	run_cdb(x, &x->a, c, 12, NULL, 0);
+	assert_good(x);
+	cdb16(c, 0x8f, 0x02, NB(x) - 1, 2);
+	run_cdb(x, &x->a, c, 16, buf, 2 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	cdb16(c, 0x8f, 0x20, 0, 1);             /* VRPROTECT */
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	/* BYTCHK=11b: one block compared against every block */
+	memset(x->mem->data + 20 * bs, 0x3c, 4 * bs);
+	memset(buf, 0x3c, bs);
+	cdb16(c, 0x8f, 0x06, 20, 4);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_good(x);
+	free(buf);
+}
+
+/* ------------------------------------------------------------- WRITE SAME */
+
+static void test_write_same(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *blk = malloc(bs), *exp = malloc(bs), c[16];
+	uint32_t i, n = (uint32_t)(3 * MB / bs);  /* more than one bounce chunk */
+
+	fill(blk, bs, 11);
+	cdb16(c, 0x93, 0, 5, n);
+	run_cdb(x, &x->a, c, 16, blk, bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, bs);
+	for (i = 0; i < n; i++)
+		assert_memory_equal(x->mem->data + (5 + i) * (uint64_t)bs, blk, bs);
+	memset(exp, 0, bs);
+	assert_memory_equal(x->mem->data + 4 * bs, exp, bs);
+	assert_memory_equal(x->mem->data + (5 + n) * (uint64_t)bs, exp, bs);
+
+	/* zero pattern uses WRITE ZEROES ... */
+	memset(blk, 0, bs);
+	cdb10(c, 0x41, 0, 5, 10);
+	run_cdb(x, &x->a, c, 10, blk, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->nzeroes, 1);
+	assert_memory_equal(x->mem->data + 5 * bs, blk, bs);
+	/* ... or falls back to writes */
+	x->mem->no_write_zeroes = true;
+	memset(x->mem->data + 5 * bs, 0xff, 10 * bs);
+	run_cdb(x, &x->a, c, 10, blk, bs);
+	assert_good(x);
+	assert_memory_equal(x->mem->data + 14 * bs, blk, bs);
+
+	/* UNMAP bit deallocates (reads back as zeroes: LBPRZ) */
+	memset(x->mem->data + 5 * bs, 0xff, 10 * bs);
+	fill(blk, bs, 1);
+	cdb10(c, 0x41, 0x08, 5, 10);
+	run_cdb(x, &x->a, c, 10, blk, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->nunmaps, 1);
+	assert_int_equal(x->mem->data[5 * bs], 0);
+	/* ... also without data-out */
+	cdb16(c, 0x93, 0x08, 5, 10);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+
+	/* zero blocks: WSNZ=1, but the LBA is checked first */
+	cdb10(c, 0x41, 0, 0, 0);
+	run_cdb(x, &x->a, c, 10, blk, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	cdb10(c, 0x41, 0, (uint32_t)NB(x) + 1, 0);
+	run_cdb(x, &x->a, c, 10, blk, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	cdb16(c, 0x93, 0, NB(x) - 1, 2);
+	run_cdb(x, &x->a, c, 16, blk, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	/* data-out must be exactly one block */
+	cdb10(c, 0x41, 0x08, 0, 1);
+	run_cdb(x, &x->a, c, 10, blk, bs / 2);
+	assert_int_equal(x->t.c.status, SCSI_STATUS_CHECK_CONDITION);
+	run_cdb(x, &x->a, c, 10, exp, bs); /* exactly one block: ok */
+	assert_good(x);
+	{
+		uint8_t *big = calloc(2, bs);
+
+		run_cdb(x, &x->a, c, 10, big, 2 * bs);
+		assert_int_equal(x->t.c.status, SCSI_STATUS_CHECK_CONDITION);
+		free(big);
+	}
+	/* ANCHOR is not supported */
+	cdb16(c, 0x93, 0x18, 0, 1);
+	run_cdb(x, &x->a, c, 16, blk, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	cdb16(c, 0x93, 0x10, 0, 1);
+	run_cdb(x, &x->a, c, 16, blk, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	/* NDOB writes zeroes without data */
+	memset(x->mem->data, 0xff, bs);
+	cdb16(c, 0x93, 0x01, 0, 1);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 0);
+	assert_int_equal(x->mem->data[0], 0);
+	free(blk);
+	free(exp);
+}
+
+static void test_write_same_thick(void **state)
+{
+	struct tctx *x = *state;
+	uint8_t blk[512] = { 0 }, c[16];
+
+	/* UNMAP bit on a fully provisioned LU: invalid (LBPWS=0) */
+	cdb10(c, 0x41, 0x08, 0, 1);
+	run_cdb(x, &x->a, c, 10, blk, 512);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	cdb10(c, 0x41, 0, 0, 1);
+	run_cdb(x, &x->a, c, 10, blk, 512);
+	assert_good(x);
+}
+
+/* ------------------------------------------------------------------ UNMAP */
+
+static uint32_t unmap_list(uint8_t *p, const uint64_t *lba, const uint32_t *n, unsigned int cnt)
+{
+	unsigned int i;
+
+	memset(p, 0, 8 + 16 * cnt);
+	p[0] = (uint8_t)((6 + 16 * cnt) >> 8);
+	p[1] = (uint8_t)(6 + 16 * cnt);
+	p[2] = (uint8_t)((16 * cnt) >> 8);
+	p[3] = (uint8_t)(16 * cnt);
+	for (i = 0; i < cnt; i++) {
+		uint8_t *d = &p[8 + 16 * i];
+		int k;
+
+		for (k = 0; k < 8; k++)
+			d[k] = (uint8_t)(lba[i] >> (56 - 8 * k));
+		d[8] = (uint8_t)(n[i] >> 24);
+		d[9] = (uint8_t)(n[i] >> 16);
+		d[10] = (uint8_t)(n[i] >> 8);
+		d[11] = (uint8_t)n[i];
+	}
+	return 8 + 16 * cnt;
+}
+
+static void test_unmap(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t p[8 + 16 * 300], c[16];
+	uint64_t lba[300];
+	uint32_t n[300], len;
+	unsigned int i;
+
+	memset(x->mem->data, 0xee, 64 * (size_t)bs);
+	lba[0] = 2; n[0] = 3;
+	lba[1] = 10; n[1] = 0;
+	lba[2] = 20; n[2] = 1;
+	len = unmap_list(p, lba, n, 3);
+	cdb10(c, 0x42, 0, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_good(x);
+	assert_int_equal(x->mem->nunmaps, 2);
+	assert_int_equal(x->mem->data[2 * bs], 0);
+	assert_int_equal(x->mem->data[5 * bs - 1], 0);
+	assert_int_equal(x->mem->data[5 * bs], 0xee);
+	assert_int_equal(x->mem->data[20 * bs], 0);
+
+	/* no parameter list: nothing to do */
+	cdb10(c, 0x42, 0, 0, 0);
+	run_cdb(x, &x->a, c, 10, NULL, 0);
+	assert_good(x);
+	/* empty descriptor list */
+	len = unmap_list(p, lba, n, 0);
+	cdb10(c, 0x42, 0, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_good(x);
+	/* 256 zero-length descriptors, one at the end of the LU */
+	for (i = 0; i < 256; i++) {
+		lba[i] = i / 2;
+		n[i] = 0;
+	}
+	lba[255] = NB(x);
+	len = unmap_list(p, lba, n, 256);
+	cdb10(c, 0x42, 0, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_good(x);
+
+	/* parameter list shorter than the header */
+	cdb10(c, 0x42, 0, 0, 4);
+	run_cdb(x, &x->a, c, 10, p, 4);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x1a00);
+	/* descriptor length beyond the parameter list */
+	lba[0] = 0; n[0] = 1;
+	len = unmap_list(p, lba, n, 2);
+	cdb10(c, 0x42, 0, 0, 24);
+	run_cdb(x, &x->a, c, 10, p, 24);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
+	/* out of range descriptor: nothing is unmapped */
+	memset(x->mem->data, 0xee, bs);
+	lba[0] = 0; n[0] = 1;
+	lba[1] = NB(x) - 1; n[1] = 2;
+	len = unmap_list(p, lba, n, 2);
+	cdb10(c, 0x42, 0, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	assert_int_equal(x->mem->data[0], 0xee);
+	/* too many LBAs */
+	lba[0] = 0; n[0] = 0x100001;
+	len = unmap_list(p, lba, n, 1);
+	cdb10(c, 0x42, 0, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_true(x->t.c.status == SCSI_STATUS_CHECK_CONDITION);
+	/* ANCHOR */
+	lba[0] = 0; n[0] = 1;
+	len = unmap_list(p, lba, n, 1);
+	cdb10(c, 0x42, 0x01, 0, (uint16_t)len);
+	run_cdb(x, &x->a, c, 10, p, len);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+}
+
+/* ------------------------------------------------------ COMPARE AND WRITE */
+
+static void caw_cdb(uint8_t *c, uint64_t lba, uint8_t n, uint8_t b1)
+{
+	cdb16(c, 0x89, b1, lba, 0);
+	c[13] = n;
+}
+
+static void test_caw(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *buf = malloc(2 * 4 * (size_t)bs), c[16];
+
+	memset(x->mem->data + 8 * bs, 'A', 4 * (size_t)bs);
+	memset(buf, 'A', 4 * (size_t)bs);
+	memset(buf + 4 * bs, 'B', 4 * (size_t)bs);
+	caw_cdb(c, 8, 4, 0);
+	run_cdb(x, &x->a, c, 16, buf, 8 * bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 8 * bs);
+	assert_int_equal(x->mem->data[8 * bs], 'B');
+	assert_int_equal(x->mem->data[12 * bs - 1], 'B');
+
+	/* miscompare: nothing written, INFORMATION = offset of first difference */
+	memset(buf + 4 * bs, 'C', 4 * (size_t)bs);
+	buf[4 * bs - 27] = 'X';                 /* buf still says 'A', disk is 'B' */
+	run_cdb(x, &x->a, c, 16, buf, 8 * bs);
+	assert_sense(x, SCSI_SK_MISCOMPARE, 0x1d00);
+	assert_int_equal(be32(&x->t.c.sense[3]), 0);
+	assert_int_equal(x->mem->data[8 * bs], 'B');
+	memset(buf, 'B', 4 * (size_t)bs);
+	buf[4 * bs - 27] = 'X';
+	run_cdb(x, &x->a, c, 16, buf, 8 * bs);
+	assert_sense(x, SCSI_SK_MISCOMPARE, 0x1d00);
+	assert_int_equal(be32(&x->t.c.sense[3]), 4 * bs - 27);
+	assert_int_equal(x->mem->data[8 * bs], 'B');
+
+	/* wrong data-out sizes */
+	caw_cdb(c, 8, 1, 0);
+	run_cdb(x, &x->a, c, 16, buf, 4 * bs);
+	assert_int_equal(x->t.c.status, SCSI_STATUS_CHECK_CONDITION);
+	caw_cdb(c, 8, 3, 0);
+	run_cdb(x, &x->a, c, 16, buf, 4 * bs);
+	assert_int_equal(x->t.c.status, SCSI_STATUS_CHECK_CONDITION);
+	/* 256 blocks encodes as 0: data present, so the length field is wrong */
+	caw_cdb(c, 8, 0, 0);
+	run_cdb(x, &x->a, c, 16, buf, 2 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	caw_cdb(c, 8, 0, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	/* out of range */
+	caw_cdb(c, NB(x) - 1, 2, 0);
+	run_cdb(x, &x->a, c, 16, buf, 4 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	/* FUA honoured */
+	memcpy(buf, x->mem->data + 8 * bs, bs);
+	caw_cdb(c, 8, 1, 0x08);
+	run_cdb(x, &x->a, c, 16, buf, 2 * bs);
+	assert_good(x);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+	free(buf);
+}
+
+/* COMPARE AND WRITE waits for earlier writes; later writes wait for it. */
+static void test_caw_serialized(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	struct tcmd w1, caw, w2;
+	uint8_t c[16], *d1 = malloc(bs), *dc = malloc(2 * (size_t)bs), *d2 = malloc(bs);
+
+	memset(x->mem->data, 'A', bs);
+	memset(d1, 'B', bs);                    /* w1: A -> B */
+	memset(dc, 'B', bs);                    /* caw: expects B, writes C */
+	memset(dc + bs, 'C', bs);
+	memset(d2, 'D', bs);                    /* w2: C -> D */
+
+	cdb10(c, 0x2a, 0, 0, 1);
+	tcmd_init(&w1, &x->a, x->lu, c, 10, d1, bs);
+	scsi_cmd_submit(&w1.c);
+	caw_cdb(c, 0, 1, 0);
+	tcmd_init(&caw, &x->b, x->lu, c, 16, dc, 2 * bs);
+	scsi_cmd_submit(&caw.c);
+	cdb10(c, 0x2a, 0, 0, 1);
+	tcmd_init(&w2, &x->a, x->lu, c, 10, d2, bs);
+	scsi_cmd_submit(&w2.c);
+
+	/* only w1 reached the bdev */
+	assert_int_equal(x->mem->qn, 1);
+	mem_run(x->mem);
+	assert_int_equal(w1.ndone, 1);
+	assert_int_equal(caw.ndone, 1);
+	assert_int_equal(w2.ndone, 1);
+	assert_int_equal(w1.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(caw.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(w2.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(x->mem->data[0], 'D');
+
+	/* two COMPARE AND WRITEs on the same data: the second one miscompares */
+	memset(x->mem->data, 'A', bs);
+	memset(dc, 'A', bs);
+	memset(dc + bs, 'E', bs);
+	caw_cdb(c, 0, 1, 0);
+	tcmd_init(&w1, &x->a, x->lu, c, 16, dc, 2 * bs);
+	tcmd_init(&w2, &x->b, x->lu, c, 16, dc, 2 * bs);
+	scsi_cmd_submit(&w1.c);
+	scsi_cmd_submit(&w2.c);
+	assert_int_equal(x->mem->qn, 1);
+	mem_run(x->mem);
+	assert_int_equal(w1.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(w2.c.status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(w2.c.sense[2] & 0x0f, SCSI_SK_MISCOMPARE);
+	free(d1);
+	free(dc);
+	free(d2);
+}
+
+/* ---------------------------------------- SYNC CACHE, PRE-FETCH, LBA STATUS */
+
+static void test_sync_prefetch(void **state)
+{
+	struct tctx *x = *state;
+	uint8_t c[16];
+
+	cdb10(c, 0x35, 0, 0, 0);
+	run_cdb(x, &x->a, c, 10, NULL, 0);
+	assert_good(x);
+	assert_int_equal(x->mem->nflush, 1);
+	cdb16(c, 0x91, 0x02, 0, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	assert_int_equal(x->mem->nflush, 2);
+	cdb16(c, 0x91, 0, NB(x), 1);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	x->mem->fail_err = -EIO;
+	cdb10(c, 0x35, 0, 0, 0);
+	run_cdb(x, &x->a, c, 10, NULL, 0);
+	assert_sense(x, SCSI_SK_MEDIUM_ERROR, 0x0c00);
+
+	cdb10(c, 0x34, 0x02, 0, 1);
+	c[6] = 3;                               /* GROUP NUMBER */
+	run_cdb(x, &x->a, c, 10, NULL, 0);
+	assert_good(x);
+	cdb16(c, 0x90, 0, NB(x) - 1, 1);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	cdb16(c, 0x90, 0, NB(x), 1);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+}
+
+static void glbas_cdb(uint8_t *c, uint64_t lba, uint32_t alloc)
+{
+	cdb16(c, 0x9e, 0x12, lba, alloc);
+}
+
+static void test_get_lba_status(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t c[16], buf[256];
+
+	hook_on = false;
+	glbas_cdb(c, 5, 24);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 24);
+	assert_int_equal(be32(buf), 20);
+	assert_int_equal(be64(&buf[8]), 5);
+	assert_int_equal(be32(&buf[16]), NB(x) - 5);
+	assert_int_equal(buf[20] & 0x0f, 0);    /* mapped */
+
+	glbas_cdb(c, NB(x) - 1, 24);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(&buf[16]), 1);
+	glbas_cdb(c, NB(x), 24);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	glbas_cdb(c, UINT64_MAX, 24);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+
+	/* with the backstore hook: mapped, hole, mapped */
+	hook_on = true;
+	hole_lo = 10ull * bs;
+	hole_hi = 30ull * bs;
+	glbas_cdb(c, 4, 200);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(buf), 4 + 3 * 16);
+	assert_int_equal(be64(&buf[8]), 4);
+	assert_int_equal(be32(&buf[16]), 6);
+	assert_int_equal(buf[20], 0);
+	assert_int_equal(be64(&buf[24]), 10);
+	assert_int_equal(be32(&buf[32]), 20);
+	assert_int_equal(buf[36], 1);           /* deallocated */
+	assert_int_equal(be64(&buf[40]), 30);
+	assert_int_equal(be32(&buf[48]), NB(x) - 30);
+	assert_int_equal(buf[52], 0);
+	/* the first descriptor starts at the requested LBA */
+	glbas_cdb(c, 15, 24);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_int_equal(be64(&buf[8]), 15);
+	assert_int_equal(be32(&buf[16]), 15);
+	assert_int_equal(buf[20], 1);
+	hook_on = false;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_fua_and_wce, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_short_buffers, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_short_buffers, setup4k, teardown),
+		cmocka_unit_test(test_readonly),
+		cmocka_unit_test_setup_teardown(test_io_errors, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_verify, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_verify, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_write_same, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_write_same, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_write_same_thick, setup_thick, teardown),
+		cmocka_unit_test_setup_teardown(test_unmap, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_unmap, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_caw, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_caw, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_caw_serialized, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, teardown),
+	};
+
+	gw_log_set_level(GW_LOG_ERR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
