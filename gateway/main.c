@@ -302,7 +302,7 @@ static int load_config(const struct cli *cli, struct gw_config **out)
 	if (cli->config) {
 		rc = gw_config_load_file(cli->config, &cfg, err, sizeof(err));
 		if (rc) {
-			fprintf(stderr, "isergwd: %s: %s\n", cli->config, err);
+			fprintf(stderr, "isergwd: %s\n", err); /* err names the file */
 			return rc;
 		}
 	} else {

@@ -144,6 +144,11 @@ static void conn_terminate(struct iscsi_conn *c)
 	c->dm->terminate(c);
 }
 
+void iscsi_conn_close(struct iscsi_conn *c)
+{
+	conn_terminate(c);
+}
+
 void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
 {
 	if (c->state == CONN_STATE_CLOSING)

@@ -227,6 +227,8 @@ int iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu, bool advance
 struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void);
 void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu);
 void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_t reason);
+/* Close without a warning (the peer went away before logging in, or logged out). */
+void iscsi_conn_close(struct iscsi_conn *c);
 /* Drop the connection (and, at ERL 0, the session) with a log line. */
 void iscsi_conn_drop(struct iscsi_conn *c, const char *why);
 /* Target-initiated logout request (Async Message), e.g. on shutdown. */

@@ -446,12 +446,13 @@ static void tcp_conn_event(void *arg, uint32_t events)
 			continue;
 		}
 		if (n == 0) {
-			if (c->state == CONN_STATE_FFP)
-				GW_WARN(COMP, "%s (%s): connection closed by the initiator without "
-					"logout", c->peer, c->sess ? c->sess->initiator : "-");
-			else
-				GW_INFO(COMP, "%s: connection closed by peer", c->peer);
-			iscsi_conn_drop(c, "peer closed the connection");
+			if (c->state == CONN_STATE_FFP) {
+				iscsi_conn_drop(c, "closed by the initiator without logout");
+			} else {
+				GW_INFO(COMP, "%s: connection closed by peer%s", c->peer,
+					c->state == CONN_STATE_LOGIN ? " during login" : "");
+				iscsi_conn_close(c);
+			}
 			break;
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)

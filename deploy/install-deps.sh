@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Install every Debian 12 package that building isergw and running its tests
+# needs. Idempotent, non-interactive; run as root (or with sudo).
+#
+#   deploy/install-deps.sh [--no-update]
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential cmake pkg-config clang libclang-rt-14-dev
+	liburing-dev libjson-c-dev libisal-dev libssl-dev
+	libprotobuf-c-dev protobuf-c-compiler libibverbs-dev librdmacm-dev
+	# tests: unit (cmocka), integration (libiscsi client + tools, tgt reference target)
+	libcmocka-dev libiscsi-dev libiscsi-bin tgt
+	# debugging and measuring
+	valgrind linux-perf procps iproute2
+)
+
+update=1
+case "${1:-}" in
+--no-update) update=0 ;;
+"") ;;
+-h|--help) sed -n '3,8p' "$0"; exit 0 ;;
+*) echo "install-deps.sh: unknown option $1" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null; then
+		exec sudo -E bash "$0" "$@"
+	fi
+	echo "install-deps.sh: must run as root" >&2
+	exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+	echo "install-deps.sh: needs apt-get (Debian 12)" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# Already installed? Then nothing to do (no network needed).
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
+	exit 0
+fi
+echo "install-deps.sh: installing ${missing[*]}"
+if [ "$update" -eq 1 ]; then
+	apt-get update -q
+fi
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+# tgt's package enables its service; the tests start their own tgtd instances.
+if command -v systemctl >/dev/null && systemctl is-active --quiet tgt 2>/dev/null; then
+	echo "install-deps.sh: note: the tgt service is running on port 3260; the tests do not need it"
+fi
+echo "install-deps.sh: done"

@@ -1,0 +1,1437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Malformed and hostile input against a target, over raw TCP (no libiscsi):
+ * PDUs are built from gateway/core/iscsi_spec.h.
+ *
+ *   badinput --addr A --port P --target IQN [--lun N] [--cases LIST]
+ *            [--chap-user U --chap-secret S] [--acl-allowed IQN]
+ *            [--stall-limit SECONDS] [--list]
+ *
+ * Each case runs on a fresh connection/session where it needs one and prints
+ * "PASS name: what was received" or "FAIL name: ...". Where the RFC allows
+ * more than one answer the line says which one the target gave. Every wait
+ * is bounded (5 s per PDU), so a target that hangs fails instead of hanging
+ * the test. Exit status: 0 when every selected case passed, 1 otherwise.
+ *
+ * Cases (default: the ones needing no special target setup):
+ *   unknown-opcode, dsl-too-big, ahs-oversized, ahs-truncated, cmdsn-window,
+ *   dataout-unknown-itt, login-no-equals, login-binary, login-junk-64k,
+ *   login-junk-64k-one-pdu, login-dup-keys, login-stall, write-drop,
+ *   final-login
+ * and, when the target was started for them:
+ *   chap-wrong-secret (needs --chap-user/--chap-secret; also checks the
+ *   right secret works), acl-forbidden (needs --acl-allowed).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "core/iscsi_spec.h"
+
+#define PDU_TIMEOUT_MS 5000
+#define QUIET_MS       2000 /* "silently ignored": nothing within this */
+#define MY_MRDSL       262144u
+
+/* ---------------------------------------------------------------------- */
+/* configuration and results */
+
+static struct {
+	const char *addr;
+	int port;
+	const char *target;
+	unsigned lun;
+	const char *chap_user, *chap_secret;
+	const char *acl_allowed;
+	int stall_limit;
+	const char *initiator;
+} cfg = {
+	.addr = "127.0.0.1", .port = 3260, .stall_limit = 30,
+	.initiator = "iqn.2026-11.org.isergw:badinput",
+};
+
+static int failures, passes;
+static char note[1024]; /* what was received, for the verdict line */
+
+static void notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void notef(const char *fmt, ...)
+{
+	size_t len = strlen(note);
+	va_list ap;
+	if (len && len + 2 < sizeof(note)) {
+		strcat(note, "; ");
+		len += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(note + len, sizeof(note) - len, fmt, ap);
+	va_end(ap);
+}
+
+static void verdict(const char *name, bool ok)
+{
+	printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name, note[0] ? note : "-");
+	fflush(stdout);
+	if (ok)
+		passes++;
+	else
+		failures++;
+	note[0] = '\0';
+}
+
+static void be16put(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void be24put(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v; }
+static void be32put(uint8_t *p, uint32_t v) { be16put(p, v >> 16); be16put(p + 2, v & 0xffff); }
+static uint32_t be24get(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+static uint32_t be32get(const uint8_t *p) { return (uint32_t)p[0] << 24 | be24get(p + 1); }
+static bool sn_gt(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------------- */
+/* connection and PDU I/O */
+
+struct pdu {
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint8_t *data; /* NUL-terminated copy of the data segment */
+	uint32_t dlen;
+};
+
+struct conn {
+	int fd;
+	uint32_t cmd_sn, exp_stat_sn, max_cmd_sn, itt;
+	uint32_t tgt_mrdsl, first_burst, max_burst;
+	bool immediate_data, initial_r2t;
+	uint16_t tsih;
+	uint8_t isid[6];
+};
+
+static void pdu_free(struct pdu *p)
+{
+	free(p->data);
+	p->data = NULL;
+	p->dlen = 0;
+}
+
+static uint8_t pdu_op(const struct pdu *p) { return p->bhs[0] & ISCSI_OPCODE_MASK; }
+
+static int conn_open(struct conn *c)
+{
+	static unsigned sessions;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg.port) };
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	if (inet_pton(AF_INET, cfg.addr, &sa.sin_addr) != 1)
+		return -EINVAL;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	c->fd = fd;
+	c->itt = 0x1000;
+	c->tgt_mrdsl = 8192; /* RFC default until negotiated */
+	c->first_burst = 65536;
+	c->max_burst = 262144;
+	unsigned s = ++sessions;
+	c->isid[0] = 0x80; /* random format */
+	c->isid[1] = (uint8_t)(getpid() >> 8);
+	c->isid[2] = (uint8_t)getpid();
+	c->isid[3] = (uint8_t)(s >> 16);
+	c->isid[4] = (uint8_t)(s >> 8);
+	c->isid[5] = (uint8_t)s;
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static int send_all(struct conn *c, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Send BHS + data (padded); data_seg_len is set from dlen unless keep_dsl. */
+static int send_pdu(struct conn *c, uint8_t *bhs, const void *data, uint32_t dlen, bool keep_dsl)
+{
+	static const uint8_t pad[4];
+	if (!keep_dsl)
+		be24put(bhs + 5, dlen);
+	int rc = send_all(c, bhs, ISCSI_BHS_LEN);
+	if (rc == 0 && dlen)
+		rc = send_all(c, data, dlen);
+	if (rc == 0 && (dlen & 3))
+		rc = send_all(c, pad, 4 - (dlen & 3));
+	return rc;
+}
+
+/* 0, -ETIMEDOUT, or -ECONNRESET for EOF/reset. */
+static int recv_exact(struct conn *c, void *buf, size_t len, long long deadline)
+{
+	uint8_t *p = buf;
+	while (len) {
+		long long left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		int pr = poll(&pfd, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			return -ETIMEDOUT;
+		ssize_t n = recv(c->fd, p, len, 0);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -ECONNRESET;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void track_sn(struct conn *c, const struct pdu *p)
+{
+	uint8_t op = pdu_op(p);
+	uint32_t stat_sn = be32get(p->bhs + 24);
+	uint32_t exp = be32get(p->bhs + 28), max = be32get(p->bhs + 32);
+	bool has_status = true;
+	if (op == ISCSI_OP_R2T || op == ISCSI_OP_ASYNC_MSG ||
+	    (op == ISCSI_OP_DATA_IN && !(p->bhs[1] & ISCSI_DATAIN_STATUS)) ||
+	    (op == ISCSI_OP_NOP_IN && be32get(p->bhs + 16) == ISCSI_RSVD_TAG))
+		has_status = false;
+	if (op == ISCSI_OP_DATA_IN && !(p->bhs[1] & ISCSI_DATAIN_STATUS))
+		return; /* StatSN reserved */
+	if (has_status && !sn_gt(c->exp_stat_sn, stat_sn))
+		c->exp_stat_sn = stat_sn + 1;
+	if (op == ISCSI_OP_LOGIN_RSP && p->bhs[36] != 0)
+		return;
+	if (sn_gt(exp, c->cmd_sn))
+		c->cmd_sn = exp;
+	c->max_cmd_sn = max;
+}
+
+static void answer_ping(struct conn *c, const struct pdu *p)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	b[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
+	b[1] = ISCSI_FLAG_FINAL;
+	memcpy(b + 8, p->bhs + 8, 8);
+	be32put(b + 16, ISCSI_RSVD_TAG);
+	memcpy(b + 20, p->bhs + 20, 4); /* TTT */
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	send_pdu(c, b, NULL, 0, false);
+}
+
+/*
+ * Receive one PDU within timeout_ms. Target NOP-In pings are answered and
+ * async messages skipped. Returns 0, -ETIMEDOUT or -ECONNRESET.
+ */
+static int recv_pdu(struct conn *c, struct pdu *p, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	for (;;) {
+		memset(p, 0, sizeof(*p));
+		int rc = recv_exact(c, p->bhs, ISCSI_BHS_LEN, deadline);
+		if (rc)
+			return rc;
+		uint32_t ahs = p->bhs[4] * 4u, dlen = be24get(p->bhs + 5);
+		uint32_t padded = (dlen + 3) & ~3u;
+		p->data = calloc(1, (size_t)ahs + padded + 1);
+		if (p->data == NULL)
+			return -ENOMEM;
+		rc = recv_exact(c, p->data, ahs + padded, deadline);
+		if (rc) {
+			pdu_free(p);
+			return rc;
+		}
+		if (ahs)
+			memmove(p->data, p->data + ahs, padded);
+		p->data[dlen] = '\0';
+		p->dlen = dlen;
+		track_sn(c, p);
+		uint8_t op = pdu_op(p);
+		if (op == ISCSI_OP_NOP_IN && be32get(p->bhs + 16) == ISCSI_RSVD_TAG) {
+			if (be32get(p->bhs + 20) != ISCSI_RSVD_TAG)
+				answer_ping(c, p);
+			pdu_free(p);
+			continue;
+		}
+		if (op == ISCSI_OP_ASYNC_MSG) {
+			notef("async event %u", p->bhs[36]);
+			pdu_free(p);
+			continue;
+		}
+		return 0;
+	}
+}
+
+static const char *opname(uint8_t op)
+{
+	switch (op) {
+	case ISCSI_OP_NOP_IN: return "NOP-In";
+	case ISCSI_OP_SCSI_RSP: return "SCSI Response";
+	case ISCSI_OP_TASK_MGMT_RSP: return "TMF Response";
+	case ISCSI_OP_LOGIN_RSP: return "Login Response";
+	case ISCSI_OP_TEXT_RSP: return "Text Response";
+	case ISCSI_OP_DATA_IN: return "Data-In";
+	case ISCSI_OP_LOGOUT_RSP: return "Logout Response";
+	case ISCSI_OP_R2T: return "R2T";
+	case ISCSI_OP_ASYNC_MSG: return "Async Message";
+	case ISCSI_OP_REJECT: return "Reject";
+	default: return "unknown PDU";
+	}
+}
+
+static void describe(const struct pdu *p)
+{
+	uint8_t op = pdu_op(p);
+	switch (op) {
+	case ISCSI_OP_REJECT: notef("Reject reason 0x%02x", p->bhs[2]); break;
+	case ISCSI_OP_LOGIN_RSP: notef("Login Response status %02x/%02x", p->bhs[36], p->bhs[37]); break;
+	case ISCSI_OP_SCSI_RSP: notef("SCSI Response status 0x%02x", p->bhs[3]); break;
+	default: notef("%s (opcode 0x%02x)", opname(op), op); break;
+	}
+}
+
+static void describe_err(int rc)
+{
+	notef("%s", rc == -ETIMEDOUT ? "nothing within the timeout" :
+		    rc == -ECONNRESET ? "connection closed by the target" : strerror(-rc));
+}
+
+/* ---------------------------------------------------------------------- */
+/* text keys */
+
+struct keys {
+	char buf[16384];
+	size_t len;
+};
+
+static void key_add(struct keys *k, const char *kv)
+{
+	size_t n = strlen(kv) + 1;
+	if (k->len + n <= sizeof(k->buf)) {
+		memcpy(k->buf + k->len, kv, n);
+		k->len += n;
+	}
+}
+
+static void key_addf(struct keys *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void key_addf(struct keys *k, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	key_add(k, tmp);
+}
+
+/* The value of key in a NUL-separated data segment, or NULL. */
+static const char *key_get(const struct pdu *p, const char *key)
+{
+	size_t kl = strlen(key);
+	for (uint32_t i = 0; i < p->dlen;) {
+		const char *s = (const char *)p->data + i;
+		size_t sl = strnlen(s, p->dlen - i);
+		if (sl > kl && strncmp(s, key, kl) == 0 && s[kl] == '=')
+			return s + kl + 1;
+		i += (uint32_t)sl + 1;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* login */
+
+static int send_login(struct conn *c, uint8_t flags, const void *data, uint32_t dlen)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	b[0] = ISCSI_OP_LOGIN_REQ | ISCSI_OP_IMMEDIATE;
+	b[1] = flags;
+	memcpy(b + 8, c->isid, 6);
+	be16put(b + 14, c->tsih);
+	be32put(b + 16, c->itt); /* the same ITT for the whole login */
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	return send_pdu(c, b, data, dlen, false);
+}
+
+static uint8_t login_flags(bool transit, int csg, int nsg)
+{
+	return (uint8_t)((transit ? ISCSI_LOGIN_TRANSIT : 0) | csg << ISCSI_LOGIN_CSG_SHIFT | (transit ? nsg : 0));
+}
+
+/*
+ * One login exchange. Returns 0 with *rsp filled on status 00/00, a positive
+ * (class << 8 | detail) on a rejected login (note filled), or a negative
+ * errno when the target dropped or did not answer.
+ */
+static int login_step(struct conn *c, uint8_t flags, const struct keys *k, struct pdu *rsp)
+{
+	int rc = send_login(c, flags, k ? k->buf : NULL, k ? (uint32_t)k->len : 0);
+	if (rc)
+		return rc;
+	rc = recv_pdu(c, rsp, PDU_TIMEOUT_MS);
+	if (rc)
+		return rc;
+	if (pdu_op(rsp) != ISCSI_OP_LOGIN_RSP) {
+		describe(rsp);
+		pdu_free(rsp);
+		return -EPROTO;
+	}
+	if (rsp->bhs[36] != 0 || rsp->bhs[37] != 0) {
+		int st = rsp->bhs[36] << 8 | rsp->bhs[37];
+		describe(rsp);
+		pdu_free(rsp);
+		return st;
+	}
+	c->tsih = (uint16_t)(rsp->bhs[14] << 8 | rsp->bhs[15]);
+	return 0;
+}
+
+static bool rsp_transits_to(const struct pdu *rsp, int nsg)
+{
+	return (rsp->bhs[1] & ISCSI_LOGIN_TRANSIT) && (rsp->bhs[1] & ISCSI_LOGIN_NSG_MASK) == nsg;
+}
+
+static int parse_hex(const char *s, uint8_t *out, size_t max)
+{
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -1;
+	s += 2;
+	size_t n = strlen(s);
+	if (n % 2 || n / 2 > max)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return (int)(n / 2);
+}
+
+static void initial_keys(struct keys *k, const char *initiator)
+{
+	key_addf(k, "InitiatorName=%s", initiator);
+	key_add(k, "SessionType=Normal");
+	key_addf(k, "TargetName=%s", cfg.target);
+}
+
+/* Security stage with CHAP (RFC 7143 12.1.3), MD5 only. */
+static int login_chap(struct conn *c, const char *initiator, const char *user, const char *secret)
+{
+	struct keys k = { .len = 0 };
+	struct pdu rsp;
+	initial_keys(&k, initiator);
+	key_add(&k, "AuthMethod=CHAP,None");
+	int rc = login_step(c, login_flags(false, ISCSI_STAGE_SECURITY, 0), &k, &rsp);
+	if (rc)
+		return rc;
+	const char *am = key_get(&rsp, "AuthMethod");
+	if (am == NULL || strcmp(am, "CHAP") != 0) {
+		notef("target chose AuthMethod=%s, not CHAP", am ? am : "(none)");
+		pdu_free(&rsp);
+		return -EPROTO;
+	}
+	pdu_free(&rsp);
+	k.len = 0;
+	key_add(&k, "CHAP_A=5");
+	rc = login_step(c, login_flags(false, ISCSI_STAGE_SECURITY, 0), &k, &rsp);
+	if (rc)
+		return rc;
+	const char *id = key_get(&rsp, "CHAP_I"), *chal = key_get(&rsp, "CHAP_C");
+	uint8_t cbin[1024], md[EVP_MAX_MD_SIZE];
+	int clen = chal ? parse_hex(chal, cbin, sizeof(cbin)) : -1;
+	if (id == NULL || clen < 0) {
+		notef("no usable CHAP_I/CHAP_C from the target");
+		pdu_free(&rsp);
+		return -EPROTO;
+	}
+	uint8_t idb = (uint8_t)strtoul(id, NULL, 0);
+	pdu_free(&rsp);
+	unsigned mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL) ||
+	    !EVP_DigestUpdate(ctx, &idb, 1) || !EVP_DigestUpdate(ctx, secret, strlen(secret)) ||
+	    !EVP_DigestUpdate(ctx, cbin, (size_t)clen) || !EVP_DigestFinal_ex(ctx, md, &mdlen)) {
+		EVP_MD_CTX_free(ctx);
+		return -EIO;
+	}
+	EVP_MD_CTX_free(ctx);
+	char hex[2 * EVP_MAX_MD_SIZE + 3] = "0x";
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(hex + 2 + 2 * i, 3, "%02x", md[i]);
+	k.len = 0;
+	key_addf(&k, "CHAP_N=%s", user);
+	key_addf(&k, "CHAP_R=%s", hex);
+	rc = login_step(c, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), &k, &rsp);
+	if (rc)
+		return rc;
+	pdu_free(&rsp);
+	return 0;
+}
+
+static void parse_op_keys(struct conn *c, const struct pdu *rsp)
+{
+	const char *v;
+	if ((v = key_get(rsp, "MaxRecvDataSegmentLength")))
+		c->tgt_mrdsl = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = key_get(rsp, "FirstBurstLength")))
+		c->first_burst = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = key_get(rsp, "MaxBurstLength")))
+		c->max_burst = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = key_get(rsp, "ImmediateData")))
+		c->immediate_data = strcmp(v, "Yes") == 0;
+	if ((v = key_get(rsp, "InitialR2T")))
+		c->initial_r2t = strcmp(v, "Yes") == 0;
+}
+
+/* A full normal-session login; CHAP when user is set. See login_step(). */
+static int login_full(struct conn *c, const char *initiator, const char *user, const char *secret)
+{
+	struct pdu rsp;
+	int rc, i;
+	c->immediate_data = true;
+	c->initial_r2t = true;
+	if (user) {
+		rc = login_chap(c, initiator, user, secret);
+		if (rc)
+			return rc;
+	} else {
+		struct keys k = { .len = 0 };
+		initial_keys(&k, initiator);
+		key_add(&k, "AuthMethod=None");
+		rc = login_step(c, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), &k, &rsp);
+		for (i = 0; rc == 0 && !rsp_transits_to(&rsp, ISCSI_STAGE_OPERATIONAL) && i < 4; i++) {
+			pdu_free(&rsp);
+			rc = login_step(c, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), NULL, &rsp);
+		}
+		if (rc)
+			return rc;
+		pdu_free(&rsp);
+	}
+	struct keys k = { .len = 0 };
+	key_add(&k, "HeaderDigest=None");
+	key_add(&k, "DataDigest=None");
+	key_addf(&k, "MaxRecvDataSegmentLength=%u", MY_MRDSL);
+	key_add(&k, "InitialR2T=Yes");
+	key_add(&k, "ImmediateData=Yes");
+	key_add(&k, "FirstBurstLength=65536");
+	key_add(&k, "MaxBurstLength=262144");
+	key_add(&k, "MaxOutstandingR2T=1");
+	key_add(&k, "MaxConnections=1");
+	key_add(&k, "DataPDUInOrder=Yes");
+	key_add(&k, "DataSequenceInOrder=Yes");
+	key_add(&k, "ErrorRecoveryLevel=0");
+	key_add(&k, "DefaultTime2Wait=0");
+	key_add(&k, "DefaultTime2Retain=0");
+	rc = login_step(c, login_flags(true, ISCSI_STAGE_OPERATIONAL, ISCSI_STAGE_FULL_FEATURE), &k, &rsp);
+	for (i = 0; rc == 0 && !rsp_transits_to(&rsp, ISCSI_STAGE_FULL_FEATURE) && i < 4; i++) {
+		parse_op_keys(c, &rsp);
+		pdu_free(&rsp);
+		rc = login_step(c, login_flags(true, ISCSI_STAGE_OPERATIONAL, ISCSI_STAGE_FULL_FEATURE), NULL, &rsp);
+	}
+	if (rc)
+		return rc;
+	parse_op_keys(c, &rsp);
+	if (!rsp_transits_to(&rsp, ISCSI_STAGE_FULL_FEATURE)) {
+		notef("target never moved to full feature phase");
+		rc = -EPROTO;
+	}
+	pdu_free(&rsp);
+	return rc;
+}
+
+static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *buf, uint32_t len);
+
+static int session_open(struct conn *c)
+{
+	int rc = conn_open(c);
+	if (rc) {
+		notef("connect: %s", strerror(-rc));
+		return rc;
+	}
+	rc = login_full(c, cfg.initiator, cfg.chap_user, cfg.chap_secret);
+	if (rc) {
+		if (rc < 0)
+			describe_err(rc);
+		notef("login failed");
+		conn_close(c);
+		return rc;
+	}
+	/* consume the unit attentions a new I_T nexus starts with */
+	uint8_t tur[16] = { 0 };
+	for (int i = 0; i < 4; i++) {
+		rc = scsi_exec(c, tur, false, NULL, 0);
+		if (rc <= 0)
+			break;
+	}
+	if (rc) {
+		notef("TEST UNIT READY after login: %s", rc > 0 ? "never GOOD" : "no answer");
+		conn_close(c);
+		return rc < 0 ? rc : -EIO;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* full feature phase */
+
+static void put_lun(uint8_t *b)
+{
+	memset(b + 8, 0, 8);
+	if (cfg.lun < 256)
+		b[9] = (uint8_t)cfg.lun;
+	else { /* flat space addressing */
+		b[8] = (uint8_t)(0x40 | ((cfg.lun >> 8) & 0x3f));
+		b[9] = (uint8_t)cfg.lun;
+	}
+}
+
+/* NOP-Out ping (immediate); 0 when the matching NOP-In came back. */
+static int ping(struct conn *c)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	uint32_t itt = ++c->itt;
+	b[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
+	b[1] = ISCSI_FLAG_FINAL;
+	be32put(b + 16, itt);
+	be32put(b + 20, ISCSI_RSVD_TAG);
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	int rc = send_pdu(c, b, "ping", 4, false);
+	if (rc)
+		return rc;
+	for (;;) {
+		struct pdu p;
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc)
+			return rc;
+		bool match = pdu_op(&p) == ISCSI_OP_NOP_IN && be32get(p.bhs + 16) == itt;
+		if (!match) {
+			notef("unexpected");
+			describe(&p);
+		}
+		pdu_free(&p);
+		if (match)
+			return 0;
+	}
+}
+
+static void ping_check(struct conn *c, bool *ok)
+{
+	int rc = ping(c);
+	if (rc == 0)
+		notef("NOP-Out answered afterwards");
+	else {
+		notef("NOP-Out not answered afterwards:");
+		describe_err(rc);
+		*ok = false;
+	}
+}
+
+static void build_cmd(struct conn *c, uint8_t *b, uint32_t itt, uint8_t flags, uint32_t xfer,
+		      const uint8_t *cdb, size_t cdblen)
+{
+	memset(b, 0, ISCSI_BHS_LEN);
+	b[0] = ISCSI_OP_SCSI_CMD;
+	b[1] = (uint8_t)(ISCSI_FLAG_FINAL | flags | 1 /* simple task attribute */);
+	put_lun(b);
+	be32put(b + 16, itt);
+	be32put(b + 20, xfer);
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	memcpy(b + 32, cdb, cdblen);
+}
+
+static void cdb10(uint8_t *cdb, uint8_t op, uint32_t lba, uint16_t blocks)
+{
+	memset(cdb, 0, 16);
+	cdb[0] = op;
+	be32put(cdb + 2, lba);
+	be16put(cdb + 7, blocks);
+}
+
+/*
+ * Run a SCSI command to completion: immediate data, R2T/Data-Out, Data-In.
+ * Returns the SCSI status (>= 0) or a negative errno: -EPROTO when another
+ * PDU (e.g. a Reject) ended it, which is then described in the note.
+ */
+static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *buf, uint32_t len)
+{
+	uint8_t b[ISCSI_BHS_LEN];
+	uint32_t itt = ++c->itt, imm = 0;
+	if (write && c->immediate_data)
+		imm = len < c->first_burst ? len : c->first_burst;
+	if (imm > c->tgt_mrdsl)
+		imm = c->tgt_mrdsl;
+	build_cmd(c, b, itt, len ? (write ? ISCSI_CMD_WRITE : ISCSI_CMD_READ) : 0, len, cdb, 16);
+	c->cmd_sn++;
+	int rc = send_pdu(c, b, buf, imm, false);
+	if (rc)
+		return rc;
+	for (;;) {
+		struct pdu p;
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc)
+			return rc;
+		uint8_t op = pdu_op(&p);
+		if (op == ISCSI_OP_DATA_IN && be32get(p.bhs + 16) == itt && !write) {
+			uint32_t off = be32get(p.bhs + 40);
+			if (off <= len && p.dlen <= len - off)
+				memcpy(buf + off, p.data, p.dlen);
+			if (p.bhs[1] & ISCSI_DATAIN_STATUS) {
+				rc = p.bhs[3];
+				pdu_free(&p);
+				return rc;
+			}
+		} else if (op == ISCSI_OP_R2T && be32get(p.bhs + 16) == itt && write) {
+			uint32_t ttt = be32get(p.bhs + 20), off = be32get(p.bhs + 40);
+			uint32_t want = be32get(p.bhs + 44), dsn = 0;
+			while (want && off < len) {
+				uint32_t n = want < c->tgt_mrdsl ? want : c->tgt_mrdsl;
+				if (n > len - off)
+					n = len - off;
+				uint8_t d[ISCSI_BHS_LEN] = { 0 };
+				d[0] = ISCSI_OP_DATA_OUT;
+				d[1] = n == want ? ISCSI_FLAG_FINAL : 0;
+				put_lun(d);
+				be32put(d + 16, itt);
+				be32put(d + 20, ttt);
+				be32put(d + 28, c->exp_stat_sn);
+				be32put(d + 36, dsn++);
+				be32put(d + 40, off);
+				rc = send_pdu(c, d, buf + off, n, false);
+				if (rc) {
+					pdu_free(&p);
+					return rc;
+				}
+				off += n;
+				want -= n;
+			}
+		} else if (op == ISCSI_OP_SCSI_RSP && be32get(p.bhs + 16) == itt) {
+			rc = p.bhs[2] ? -EIO : p.bhs[3];
+			if (p.bhs[2])
+				notef("SCSI Response with iSCSI response 0x%02x", p.bhs[2]);
+			pdu_free(&p);
+			return rc;
+		} else {
+			describe(&p);
+			pdu_free(&p);
+			return -EPROTO;
+		}
+		pdu_free(&p);
+	}
+}
+
+static void pattern(uint8_t *buf, uint32_t len, uint32_t tag)
+{
+	for (uint32_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(tag * 131 + i * 7 + (i >> 9));
+}
+
+/* A READ of block 0..7 works on a fresh session: the "target still serves" probe. */
+static bool serves_fresh_session(void)
+{
+	struct conn c;
+	uint8_t cdb[16], buf[4096];
+	if (session_open(&c))
+		return false;
+	cdb10(cdb, 0x28, 0, 8);
+	int rc = scsi_exec(&c, cdb, false, buf, sizeof(buf));
+	conn_close(&c);
+	if (rc != 0) {
+		notef("READ(10) on a fresh session: %s", rc > 0 ? "non-GOOD status" : "no answer");
+		return false;
+	}
+	notef("a fresh session logs in and READs");
+	return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* cases */
+
+static void case_unknown_opcode(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t b[ISCSI_BHS_LEN] = { 0 };
+		b[0] = 0x1f | ISCSI_OP_IMMEDIATE; /* no such initiator opcode */
+		b[1] = ISCSI_FLAG_FINAL;
+		be32put(b + 16, ++c.itt);
+		be32put(b + 24, c.cmd_sn);
+		be32put(b + 28, c.exp_stat_sn);
+		struct pdu p;
+		int rc = send_pdu(&c, b, NULL, 0, false);
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		if (rc)
+			describe_err(rc);
+		else {
+			describe(&p);
+			ok = pdu_op(&p) == ISCSI_OP_REJECT &&
+			     (p.bhs[2] == ISCSI_REJECT_CMD_NOT_SUPPORTED || p.bhs[2] == ISCSI_REJECT_PROTOCOL_ERROR);
+			if (ok && p.bhs[2] == ISCSI_REJECT_PROTOCOL_ERROR)
+				notef("(RFC 7143 prefers 0x05 Command not supported)");
+			if (ok && p.dlen >= ISCSI_BHS_LEN && p.data[0] != b[0])
+				notef("(rejected header does not echo ours)");
+			pdu_free(&p);
+			ping_check(&c, &ok);
+		}
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+static void case_dsl_too_big(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint32_t dlen = c.tgt_mrdsl + 4096;
+		uint8_t *data = calloc(1, dlen);
+		uint8_t b[ISCSI_BHS_LEN] = { 0 };
+		b[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
+		b[1] = ISCSI_FLAG_FINAL;
+		be32put(b + 16, ++c.itt);
+		be32put(b + 20, ISCSI_RSVD_TAG);
+		be32put(b + 24, c.cmd_sn);
+		be32put(b + 28, c.exp_stat_sn);
+		notef("NOP-Out with %u data bytes, target MaxRecvDataSegmentLength %u:", dlen, c.tgt_mrdsl);
+		struct pdu p;
+		int rc = data ? send_pdu(&c, b, data, dlen, false) : -ENOMEM;
+		if (rc == -EPIPE || rc == -ECONNRESET)
+			rc = -ECONNRESET;
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		if (rc == -ECONNRESET) {
+			notef("connection dropped (allowed: protocol error)");
+			ok = true;
+		} else if (rc) {
+			describe_err(rc);
+		} else {
+			describe(&p);
+			bool rej = pdu_op(&p) == ISCSI_OP_REJECT && p.bhs[2] == ISCSI_REJECT_PROTOCOL_ERROR;
+			pdu_free(&p);
+			if (rej) {
+				/* after the Reject the target may close, or must still work */
+				int r2 = recv_pdu(&c, &p, QUIET_MS);
+				if (r2 == -ECONNRESET) {
+					notef("then dropped the connection");
+					ok = true;
+				} else if (r2 == -ETIMEDOUT) {
+					ok = true;
+					ping_check(&c, &ok);
+				} else if (r2 == 0) {
+					describe(&p);
+					pdu_free(&p);
+				}
+			} else
+				notef("(expected Reject 0x04 or a drop)");
+		}
+		free(data);
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/* TotalAHSLength of 255 words, all sent, with an AHS of an undefined type. */
+static void case_ahs_oversized(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t pkt[ISCSI_BHS_LEN + ISCSI_MAX_AHS_LEN] = { 0 }, cdb[16] = { 0 };
+		build_cmd(&c, pkt, ++c.itt, 0, 0, cdb, 16); /* TEST UNIT READY */
+		c.cmd_sn++;
+		pkt[4] = 255;
+		be16put(pkt + ISCSI_BHS_LEN, ISCSI_MAX_AHS_LEN - 3); /* AHSLength */
+		pkt[ISCSI_BHS_LEN + 2] = 0x3e;                        /* AHSType: undefined */
+		memset(pkt + ISCSI_BHS_LEN + 4, 0xa5, ISCSI_MAX_AHS_LEN - 4);
+		struct pdu p;
+		int rc = send_all(&c, pkt, sizeof(pkt));
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		if (rc == -ECONNRESET) {
+			notef("connection dropped");
+			ok = true;
+		} else if (rc) {
+			describe_err(rc);
+		} else {
+			describe(&p);
+			uint8_t op = pdu_op(&p);
+			ok = op == ISCSI_OP_REJECT || (op == ISCSI_OP_SCSI_RSP && (p.bhs[2] != 0 || p.bhs[3] != 0));
+			if (op == ISCSI_OP_SCSI_RSP && p.bhs[2] == 0 && p.bhs[3] == 0)
+				notef("(GOOD: the bogus AHS was ignored)");
+			pdu_free(&p);
+			if (ok) {
+				int r2 = recv_pdu(&c, &p, 500);
+				if (r2 == -ECONNRESET)
+					notef("then dropped the connection");
+				else {
+					if (r2 == 0)
+						pdu_free(&p);
+					ping_check(&c, &ok);
+				}
+			}
+		}
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/* TotalAHSLength says 1020 bytes, 8 arrive, then the initiator half-closes. */
+static void case_ahs_truncated(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t pkt[ISCSI_BHS_LEN + 8] = { 0 }, cdb[16] = { 0 };
+		build_cmd(&c, pkt, ++c.itt, 0, 0, cdb, 16);
+		pkt[4] = 255;
+		be16put(pkt + ISCSI_BHS_LEN, 5);
+		pkt[ISCSI_BHS_LEN + 2] = ISCSI_AHS_EXTENDED_CDB;
+		struct pdu p;
+		int rc = send_all(&c, pkt, sizeof(pkt));
+		if (rc == 0) {
+			shutdown(c.fd, SHUT_WR);
+			rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		}
+		if (rc == -ECONNRESET) {
+			notef("connection closed after the truncated PDU");
+			ok = true;
+		} else if (rc) {
+			describe_err(rc);
+			notef("(the target holds a half-closed connection)");
+		} else {
+			describe(&p);
+			ok = pdu_op(&p) == ISCSI_OP_REJECT;
+			pdu_free(&p);
+		}
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+static void case_cmdsn_window(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	uint8_t a[512], bpat[512], got[512], cdb[16];
+	const uint32_t lba = 7;
+	pattern(a, sizeof(a), 1);
+	pattern(bpat, sizeof(bpat), 2);
+	if (session_open(&c) == 0) {
+		cdb10(cdb, 0x2a, lba, 1);
+		int rc = scsi_exec(&c, cdb, true, a, sizeof(a));
+		if (rc != 0) {
+			notef("setup WRITE(10) failed (%d)", rc);
+			goto out;
+		}
+		/* the same write of another pattern, CmdSN far outside the window */
+		uint8_t b[ISCSI_BHS_LEN];
+		uint32_t bad_sn = c.cmd_sn + 0x40000000u;
+		uint32_t itt = ++c.itt;
+		build_cmd(&c, b, itt, ISCSI_CMD_WRITE, sizeof(bpat), cdb, 16);
+		be32put(b + 24, bad_sn);
+		notef("WRITE with CmdSN %u (window %u..%u):", bad_sn, c.cmd_sn, c.max_cmd_sn);
+		rc = send_pdu(&c, b, bpat, c.immediate_data ? sizeof(bpat) : 0, false);
+		struct pdu p;
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, QUIET_MS);
+		if (rc == -ETIMEDOUT) {
+			notef("silently ignored");
+			ok = true;
+		} else if (rc == 0) {
+			describe(&p);
+			ok = pdu_op(&p) == ISCSI_OP_REJECT;
+			if (ok)
+				notef("(RFC 7143 4.2.2.1: should be silently ignored)");
+			pdu_free(&p);
+		} else
+			describe_err(rc);
+		if (rc == -ECONNRESET)
+			goto out;
+		cdb10(cdb, 0x28, lba, 1);
+		rc = scsi_exec(&c, cdb, false, got, sizeof(got));
+		if (rc != 0) {
+			notef("READ(10) afterwards failed (%d)", rc);
+			ok = false;
+		} else if (memcmp(got, a, sizeof(a)) != 0) {
+			notef("the out-of-window WRITE was executed");
+			ok = false;
+		} else
+			notef("not executed, READ(10) in the window works");
+	}
+out:
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+static void case_dataout_unknown(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t d[ISCSI_BHS_LEN] = { 0 }, data[512] = { 0 };
+		d[0] = ISCSI_OP_DATA_OUT;
+		d[1] = ISCSI_FLAG_FINAL;
+		put_lun(d);
+		be32put(d + 16, 0x7654321u);
+		be32put(d + 20, 0x1234567u);
+		be32put(d + 28, c.exp_stat_sn);
+		struct pdu p;
+		int rc = send_pdu(&c, d, data, sizeof(data), false);
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, QUIET_MS);
+		if (rc == -ETIMEDOUT) {
+			notef("ignored");
+			ok = true;
+		} else if (rc == 0) {
+			describe(&p);
+			ok = pdu_op(&p) == ISCSI_OP_REJECT &&
+			     (p.bhs[2] == ISCSI_REJECT_INVALID_PDU_FIELD || p.bhs[2] == ISCSI_REJECT_PROTOCOL_ERROR);
+			pdu_free(&p);
+		} else
+			describe_err(rc);
+		if (ok)
+			ping_check(&c, &ok);
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/*
+ * A login whose first PDU carries bad text. Passing answers: a Login
+ * Response of class 2, or a drop. Anything else fails.
+ */
+static void login_expect_reject(const char *name, const void *data, uint32_t dlen)
+{
+	struct conn c;
+	bool ok = false;
+	int rc = conn_open(&c);
+	if (rc == 0)
+		rc = send_login(&c, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), data, dlen);
+	struct pdu p;
+	if (rc == 0)
+		rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+	if (rc == -ECONNRESET || rc == -EPIPE) {
+		notef("connection dropped");
+		ok = true;
+	} else if (rc) {
+		describe_err(rc);
+	} else {
+		describe(&p);
+		ok = pdu_op(&p) == ISCSI_OP_LOGIN_RSP && p.bhs[36] == ISCSI_LOGIN_STATUS_INIT_ERR;
+		if (pdu_op(&p) == ISCSI_OP_LOGIN_RSP && p.bhs[36] == 0 && p.dlen)
+			notef("answer keys \"%.*s\"", (int)strnlen((char *)p.data, 80), (char *)p.data);
+		pdu_free(&p);
+	}
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+static void case_login_no_equals(const char *name)
+{
+	struct keys k = { .len = 0 };
+	initial_keys(&k, cfg.initiator);
+	key_add(&k, "AuthMethod=None");
+	key_add(&k, "ThisKeyHasNoEqualsSign");
+	login_expect_reject(name, k.buf, (uint32_t)k.len);
+}
+
+static void case_login_binary(const char *name)
+{
+	struct keys k = { .len = 0 };
+	static const char bin[] = "Sess\x01\x02\xff\x80ionType=No\x7f\xfe" "rmal";
+	/* SessionType with binary bytes in its name and value */
+	key_addf(&k, "InitiatorName=%s", cfg.initiator);
+	memcpy(k.buf + k.len, bin, sizeof(bin));
+	k.len += sizeof(bin);
+	key_addf(&k, "TargetName=%s", cfg.target);
+	key_add(&k, "AuthMethod=None");
+	login_expect_reject(name, k.buf, (uint32_t)k.len);
+}
+
+static void case_login_dup_keys(const char *name)
+{
+	struct keys k = { .len = 0 };
+	initial_keys(&k, cfg.initiator);
+	key_add(&k, "SessionType=Normal");
+	key_add(&k, "AuthMethod=None");
+	login_expect_reject(name, k.buf, (uint32_t)k.len);
+}
+
+static void junk(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+		if (p[i] == 0 || p[i] == '=')
+			p[i] = 'J';
+	}
+}
+
+/* 64 KiB of junk in 8 KiB PDUs with the C bit, then a final one. */
+static void case_login_junk_64k(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	uint8_t chunk[8192];
+	int rc = conn_open(&c), i;
+	struct pdu p;
+	for (i = 0; rc == 0 && i <= 8; i++) {
+		junk(chunk, sizeof(chunk), (unsigned)i);
+		uint8_t fl = i < 8 ? ISCSI_LOGIN_CONTINUE : login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL);
+		rc = send_login(&c, fl, chunk, sizeof(chunk));
+		if (rc)
+			break;
+		rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		if (rc)
+			break;
+		if (pdu_op(&p) != ISCSI_OP_LOGIN_RSP || p.bhs[36] != 0) {
+			notef("after %d KiB:", (i + 1) * 8);
+			describe(&p);
+			ok = pdu_op(&p) == ISCSI_OP_LOGIN_RSP && p.bhs[36] == ISCSI_LOGIN_STATUS_INIT_ERR;
+			pdu_free(&p);
+			break;
+		}
+		pdu_free(&p); /* an empty response asking for more: fine */
+	}
+	if (rc == -ECONNRESET || rc == -EPIPE) {
+		notef("connection dropped after %d KiB", i * 8);
+		ok = true;
+	} else if (rc)
+		describe_err(rc);
+	else if (i > 8)
+		notef("all 72 KiB of junk accepted without an error");
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+static void case_login_junk_one_pdu(const char *name)
+{
+	static uint8_t big[65536];
+	junk(big, sizeof(big), 99);
+	notef("one Login PDU of 64 KiB (login MaxRecvDataSegmentLength is 8192):");
+	login_expect_reject(name, big, sizeof(big));
+}
+
+static void case_login_stall(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	struct keys k = { .len = 0 };
+	struct pdu p;
+	initial_keys(&k, cfg.initiator);
+	key_add(&k, "AuthMethod=None");
+	int rc = conn_open(&c);
+	if (rc == 0)
+		rc = login_step(&c, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), &k, &p);
+	if (rc) {
+		notef("first login step failed");
+		if (rc < 0)
+			describe_err(rc);
+	} else {
+		pdu_free(&p);
+		long long t0 = now_ms();
+		rc = recv_pdu(&c, &p, cfg.stall_limit * 1000);
+		if (rc == -ECONNRESET) {
+			notef("connection closed %.1f s after the login stalled", (double)(now_ms() - t0) / 1000);
+			ok = true;
+		} else if (rc == 0) {
+			describe(&p);
+			pdu_free(&p);
+		} else
+			notef("still open after %d s", cfg.stall_limit);
+	}
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+/* A WRITE whose data never comes: the initiator closes after the R2T. */
+static void case_write_drop(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t b[ISCSI_BHS_LEN], cdb[16], data[4096];
+		pattern(data, sizeof(data), 3);
+		cdb10(cdb, 0x2a, 64, 64); /* 32 KiB */
+		build_cmd(&c, b, ++c.itt, ISCSI_CMD_WRITE, 32768, cdb, 16);
+		c.cmd_sn++;
+		int rc = send_pdu(&c, b, data, c.immediate_data ? sizeof(data) : 0, false);
+		struct pdu p;
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+		if (rc == 0) {
+			describe(&p);
+			pdu_free(&p);
+		} else
+			describe_err(rc);
+		conn_close(&c);
+		notef("closed mid-write");
+		ok = serves_fresh_session();
+	}
+	verdict(name, ok);
+}
+
+static void case_chap(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	char bad[300];
+	snprintf(bad, sizeof(bad), "%sX", cfg.chap_secret);
+	int rc = conn_open(&c);
+	if (rc == 0)
+		rc = login_full(&c, cfg.initiator, cfg.chap_user, bad);
+	conn_close(&c);
+	if (rc == (ISCSI_LOGIN_STATUS_INIT_ERR << 8 | ISCSI_LOGIN_DETAIL_AUTH_FAILED))
+		ok = true;
+	else if (rc <= 0) {
+		if (rc < 0)
+			describe_err(rc);
+		notef("wrong secret not refused with 02/01");
+	}
+	/* the right secret works: the refusal above was about the secret */
+	rc = conn_open(&c);
+	if (rc == 0)
+		rc = login_full(&c, cfg.initiator, cfg.chap_user, cfg.chap_secret);
+	if (rc == 0) {
+		notef("right secret logs in");
+		ping_check(&c, &ok);
+	} else {
+		notef("right secret refused (%d)", rc);
+		ok = false;
+	}
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+static void case_acl(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	int rc = conn_open(&c);
+	if (rc == 0)
+		rc = login_full(&c, "iqn.2026-11.org.isergw:intruder", NULL, NULL);
+	conn_close(&c);
+	if (rc == (ISCSI_LOGIN_STATUS_INIT_ERR << 8 | ISCSI_LOGIN_DETAIL_FORBIDDEN))
+		ok = true;
+	else {
+		if (rc < 0)
+			describe_err(rc);
+		notef("initiator outside the ACL not refused with 02/02");
+	}
+	rc = conn_open(&c);
+	if (rc == 0)
+		rc = login_full(&c, cfg.acl_allowed, NULL, NULL);
+	if (rc == 0)
+		notef("the allowed initiator logs in");
+	else {
+		notef("the allowed initiator is refused (%d)", rc);
+		ok = false;
+	}
+	conn_close(&c);
+	verdict(name, ok);
+}
+
+static void case_final_login(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		uint8_t cdb[16], buf[4096];
+		cdb10(cdb, 0x28, 0, 8);
+		int rc = scsi_exec(&c, cdb, false, buf, sizeof(buf));
+		notef("login, TEST UNIT READY, READ(10) status %d", rc);
+		ok = rc == 0;
+		if (ok)
+			ping_check(&c, &ok);
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	void (*fn)(const char *name);
+	bool by_default;
+} cases[] = {
+	{ "unknown-opcode", case_unknown_opcode, true },
+	{ "dsl-too-big", case_dsl_too_big, true },
+	{ "ahs-oversized", case_ahs_oversized, true },
+	{ "ahs-truncated", case_ahs_truncated, true },
+	{ "cmdsn-window", case_cmdsn_window, true },
+	{ "dataout-unknown-itt", case_dataout_unknown, true },
+	{ "login-no-equals", case_login_no_equals, true },
+	{ "login-binary", case_login_binary, true },
+	{ "login-junk-64k", case_login_junk_64k, true },
+	{ "login-junk-64k-one-pdu", case_login_junk_one_pdu, true },
+	{ "login-dup-keys", case_login_dup_keys, true },
+	{ "login-stall", case_login_stall, true },
+	{ "write-drop", case_write_drop, true },
+	{ "chap-wrong-secret", case_chap, false },
+	{ "acl-forbidden", case_acl, false },
+	{ "final-login", case_final_login, true },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static bool in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && strncmp(p, name, n) == 0)
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: badinput --addr A --port P --target IQN [--lun N] [--cases a,b,...]\n"
+		"                [--chap-user U --chap-secret S] [--acl-allowed IQN]\n"
+		"                [--initiator IQN] [--stall-limit SECONDS] [--list]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "addr", required_argument, NULL, 'a' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "target", required_argument, NULL, 't' },
+		{ "lun", required_argument, NULL, 'l' },
+		{ "cases", required_argument, NULL, 'c' },
+		{ "chap-user", required_argument, NULL, 'U' },
+		{ "chap-secret", required_argument, NULL, 'S' },
+		{ "acl-allowed", required_argument, NULL, 'A' },
+		{ "initiator", required_argument, NULL, 'i' },
+		{ "stall-limit", required_argument, NULL, 's' },
+		{ "list", no_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *list = NULL;
+	char *end;
+	int o;
+	while ((o = getopt_long(argc, argv, "a:p:t:l:c:U:S:A:i:s:Lh", lopts, NULL)) != -1) {
+		switch (o) {
+		case 'a': cfg.addr = optarg; break;
+		case 'p':
+		case 'l':
+		case 's': {
+			long v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 0 || v > 65535) {
+				fprintf(stderr, "badinput: bad number '%s'\n", optarg);
+				return 2;
+			}
+			if (o == 'p')
+				cfg.port = (int)v;
+			else if (o == 'l')
+				cfg.lun = (unsigned)v;
+			else
+				cfg.stall_limit = (int)v;
+			break;
+		}
+		case 't': cfg.target = optarg; break;
+		case 'c': list = optarg; break;
+		case 'U': cfg.chap_user = optarg; break;
+		case 'S': cfg.chap_secret = optarg; break;
+		case 'A': cfg.acl_allowed = optarg; break;
+		case 'i': cfg.initiator = optarg; break;
+		case 'L':
+			for (size_t i = 0; i < NCASES; i++)
+				printf("%s%s\n", cases[i].name, cases[i].by_default ? "" : " (on request)");
+			return 0;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	if (cfg.target == NULL || optind != argc) {
+		usage();
+		return 2;
+	}
+	if (list) {
+		for (const char *p = list; *p;) {
+			const char *e = strchr(p, ',');
+			size_t l = e ? (size_t)(e - p) : strlen(p);
+			bool known = false;
+			for (size_t i = 0; i < NCASES; i++)
+				known |= strlen(cases[i].name) == l && strncmp(cases[i].name, p, l) == 0;
+			if (!known) {
+				fprintf(stderr, "badinput: unknown case '%.*s' (see --list)\n", (int)l, p);
+				return 2;
+			}
+			p = e ? e + 1 : p + l;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < NCASES; i++) {
+		bool run = list ? in_list(list, cases[i].name) : cases[i].by_default;
+		if (!run)
+			continue;
+		if (cases[i].fn == case_chap && (!cfg.chap_user || !cfg.chap_secret)) {
+			fprintf(stderr, "badinput: %s needs --chap-user and --chap-secret\n", cases[i].name);
+			return 2;
+		}
+		if (cases[i].fn == case_acl && !cfg.acl_allowed) {
+			fprintf(stderr, "badinput: %s needs --acl-allowed\n", cases[i].name);
+			return 2;
+		}
+		cases[i].fn(cases[i].name);
+	}
+	printf("badinput: %d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,256 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+#
+# Helpers shared by the integration scripts and the bench: start and stop the
+# target under test (isergwd or tgtd), wait for a portal, clean up on exit.
+# Source it; it does not change shell options.
+#
+# The target under test is chosen by TARGET_KIND (isergw | tgt), set from the
+# scripts' --target-kind option or the ISERGW_TARGET_KIND environment variable.
+# tgt is the reference target the harnesses were proven against: its disk is
+# LUN 1 (LUN 0 is its controller), ours is LUN 0.
+
+TARGET_KIND=${ISERGW_TARGET_KIND:-isergw}
+ISERGWD=${ISERGWD:-}
+SCRATCH=${SCRATCH:-}
+READY_TIMEOUT=${READY_TIMEOUT:-30}
+
+# Every daemon started through this file, as "pid kind" lines, for the trap.
+_LIB_DAEMONS=()
+
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Standard options of every integration script; sets the globals above and
+# leaves the remaining arguments in LIB_ARGS.
+LIB_ARGS=()
+lib_parse_common() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--target-kind) TARGET_KIND=$2; shift 2 ;;
+		--target-kind=*) TARGET_KIND=${1#*=}; shift ;;
+		--daemon) ISERGWD=$2; shift 2 ;;
+		--daemon=*) ISERGWD=${1#*=}; shift ;;
+		--scratch) SCRATCH=$2; shift 2 ;;
+		--scratch=*) SCRATCH=${1#*=}; shift ;;
+		*) LIB_ARGS+=("$1"); shift ;;
+		esac
+	done
+	case "$TARGET_KIND" in
+	isergw)
+		[ -n "$ISERGWD" ] || die "--daemon PATH (the isergwd binary) is required for --target-kind isergw"
+		[ -x "$ISERGWD" ] || die "isergwd binary not executable: $ISERGWD"
+		;;
+	tgt)
+		if ! command -v tgtd >/dev/null || ! command -v tgtadm >/dev/null; then
+			die "tgtd/tgtadm not found (apt-get install tgt)"
+		fi
+		;;
+	*) die "unknown --target-kind '$TARGET_KIND' (isergw|tgt)" ;;
+	esac
+	if [ -z "$SCRATCH" ]; then
+		SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/isergw-test.XXXXXX")
+	fi
+	mkdir -p "$SCRATCH" || die "cannot create scratch dir $SCRATCH"
+	SCRATCH=$(cd "$SCRATCH" && pwd)
+}
+
+# The LUN number of the disk on the target under test.
+target_lun() { if [ "$TARGET_KIND" = tgt ]; then echo 1; else echo 0; fi; }
+
+# port_open ADDR PORT: true when something accepts TCP connections there.
+port_open() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
+}
+
+# wait_port PID ADDR PORT [SECONDS]: poll until the portal accepts, the
+# daemon dies (fail) or the time runs out (fail).
+wait_port() {
+	local pid=$1 addr=$2 port=$3 limit=${4:-$READY_TIMEOUT}
+	local deadline=$((SECONDS + limit))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "daemon (pid $pid) exited before $addr:$port accepted connections"
+			return 1
+		fi
+		if port_open "$addr" "$port"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	log "timeout: $addr:$port not accepting after ${limit}s"
+	return 1
+}
+
+# Sanitizer reports in a daemon log (the ASan tree).
+sanitizer_report() {
+	[ -f "$1" ] && grep -E -m5 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined|Leak)' "$1"
+}
+
+# target_start NAME IQN FILE SIZE PORT ADDR... [-- EXTRA-ISERGWD-ARGS...]
+# Starts the target under test serving FILE (created sparse with SIZE when
+# missing; SIZE like 256M) as its disk on every ADDR:PORT. Sets, per NAME:
+# the globals T_PID, T_LOG and T_LUN of the target just started.
+# Extra args go to isergwd only (tgt mode ignores them, callers check kind).
+target_start() {
+	local name=$1 iqn=$2 file=$3 size=$4 port=$5
+	shift 5
+	local addrs=() extra=()
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then shift; extra=("$@"); break; fi
+		addrs+=("$1"); shift
+	done
+	[ ${#addrs[@]} -gt 0 ] || addrs=(127.0.0.1)
+	T_LOG=$SCRATCH/$name.log
+	: >"$T_LOG"
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	T_LUN=$(target_lun)
+	local a
+	for a in "${addrs[@]}"; do
+		if port_open "$a" "$port"; then
+			die "$a:$port is already in use: another target is running there"
+		fi
+	done
+	if [ ! -e "$file" ]; then
+		truncate -s "$size" "$file" || die "cannot create $file"
+	fi
+	if [ "$TARGET_KIND" = isergw ]; then
+		# one state dir per script: a restarted daemon finds what the
+		# previous one left (durable state, a stale control socket)
+		local args=() sd=$SCRATCH/state
+		mkdir -p "$sd"
+		for a in "${addrs[@]}"; do args+=(--portal "tcp://$a:$port"); done
+		args+=(--target "$iqn" --lun "$file" --size "$size" --state-dir "$sd"
+			--ctl-socket "$sd/ctl.sock" --log-level "${ISERGW_LOG_LEVEL:-info}")
+		args+=("${extra[@]}")
+		log "starting isergwd ${args[*]}"
+		"$ISERGWD" "${args[@]}" >>"$T_LOG" 2>&1 &
+		T_PID=$!
+		_LIB_DAEMONS+=("$T_PID isergw")
+	else
+		# One tgtd per test; the control port keeps instances apart.
+		local cport=$port
+		log "starting tgtd on ${addrs[*]} port $port (control port $cport)"
+		tgtd -f -C "$cport" --iscsi "portal=${addrs[0]}:$port" >>"$T_LOG" 2>&1 &
+		T_PID=$!
+		_LIB_DAEMONS+=("$T_PID tgt")
+		wait_port "$T_PID" "${addrs[0]}" "$port" || { tail -n 20 "$T_LOG" >&2; return 1; }
+		local ta=(tgtadm -C "$cport" --lld iscsi)
+		for a in "${addrs[@]:1}"; do
+			"${ta[@]}" --mode portal --op new --param "portal=$a:$port" >>"$T_LOG" 2>&1 ||
+				die "tgtadm: cannot add portal $a:$port"
+		done
+		if ! "${ta[@]}" --mode target --op new --tid 1 -T "$iqn" >>"$T_LOG" 2>&1 ||
+			! "${ta[@]}" --mode logicalunit --op new --tid 1 --lun 1 -b "$file" >>"$T_LOG" 2>&1 ||
+			! "${ta[@]}" --mode target --op bind --tid 1 -I ALL >>"$T_LOG" 2>&1; then
+			die "tgtadm failed, see $T_LOG"
+		fi
+		if [ -n "${TGT_ACL:-}" ]; then
+			"${ta[@]}" --mode target --op unbind --tid 1 -I ALL >>"$T_LOG" 2>&1
+			"${ta[@]}" --mode target --op bind --tid 1 --initiator-name "$TGT_ACL" >>"$T_LOG" 2>&1 ||
+				die "tgtadm: cannot bind ACL $TGT_ACL"
+		fi
+		if [ -n "${TGT_CHAP_USER:-}" ]; then
+			if ! "${ta[@]}" --mode account --op new --user "$TGT_CHAP_USER" \
+				--password "$TGT_CHAP_SECRET" >>"$T_LOG" 2>&1 ||
+				! "${ta[@]}" --mode account --op bind --tid 1 --user "$TGT_CHAP_USER" >>"$T_LOG" 2>&1; then
+				die "tgtadm: cannot set CHAP account"
+			fi
+		fi
+	fi
+	for a in "${addrs[@]}"; do
+		wait_port "$T_PID" "$a" "$port" || { tail -n 20 "$T_LOG" >&2; return 1; }
+	done
+	log "$TARGET_KIND target up (pid $T_PID) on ${addrs[*]}:$port, log $T_LOG"
+}
+
+# target_alive PID: the daemon has not exited.
+target_alive() { kill -0 "$1" 2>/dev/null; }
+
+# target_stop PID LOG: isergwd gets SIGTERM and must exit 0 within 30 s with
+# no sanitizer report; tgtd is SIGKILLed (it ignores SIGTERM at times).
+# Returns 0 on a clean stop.
+target_stop() {
+	local pid=$1 logf=${2:-}
+	local kind rc=0 i
+	kind=$(_lib_kind_of "$pid")
+	_lib_forget "$pid"
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid" 2>/dev/null
+		rc=$?
+		log "daemon pid $pid had already exited (status $rc)"
+		return 1
+	fi
+	if [ "$kind" = tgt ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 0
+	fi
+	kill -TERM "$pid"
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "isergwd (pid $pid) still running 30 s after SIGTERM: killing it"
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		log "isergwd (pid $pid) exited with status $rc after SIGTERM (expected 0)"
+		[ -n "$logf" ] && tail -n 30 "$logf" >&2
+		return 1
+	fi
+	if [ -n "$logf" ] && sanitizer_report "$logf" >&2; then
+		log "sanitizer report in $logf"
+		return 1
+	fi
+	return 0
+}
+
+# target_kill9 PID: crash the daemon (no clean shutdown).
+target_kill9() {
+	_lib_forget "$1"
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
+}
+
+_lib_kind_of() {
+	local e
+	for e in "${_LIB_DAEMONS[@]}"; do
+		[ "${e%% *}" = "$1" ] && { echo "${e#* }"; return; }
+	done
+	echo "$TARGET_KIND"
+}
+_lib_forget() {
+	local e keep=()
+	for e in "${_LIB_DAEMONS[@]}"; do
+		[ "${e%% *}" = "$1" ] || keep+=("$e")
+	done
+	_LIB_DAEMONS=("${keep[@]}")
+}
+
+# Exit trap: kill whatever is still running (only the daemons we started).
+lib_cleanup() {
+	local e pid
+	for e in "${_LIB_DAEMONS[@]}"; do
+		pid=${e%% *}
+		if kill -0 "$pid" 2>/dev/null; then
+			if [ "${e#* }" = tgt ]; then kill -KILL "$pid"; else kill -TERM "$pid"; fi
+		fi
+	done
+	for e in "${_LIB_DAEMONS[@]}"; do
+		pid=${e%% *}
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
+	done
+	_LIB_DAEMONS=()
+}
+trap "lib_cleanup 2>/dev/null" EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
