@@ -327,9 +327,27 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		int rc = iscsi_session_bind(c);
 
 		if (rc) {
-			rsp->flags &= (uint8_t)~ISCSI_LOGIN_TRANSIT;
-			rsp->status_class = ISCSI_LOGIN_STATUS_TARGET_ERR;
-			rsp->status_detail = ISCSI_LOGIN_DETAIL_NO_RESOURCES;
+			rsp->flags &= (uint8_t)~(ISCSI_LOGIN_TRANSIT | ISCSI_LOGIN_CSG_MASK |
+						ISCSI_LOGIN_NSG_MASK);
+			rsp->flags |= (uint8_t)(req->flags & ISCSI_LOGIN_CSG_MASK);
+			switch (rc) {
+			case -EEXIST: /* a connection to add to a live session: MaxConnections=1 */
+				rsp->status_class = ISCSI_LOGIN_STATUS_INIT_ERR;
+				rsp->status_detail = ISCSI_LOGIN_DETAIL_TOO_MANY_CONNS;
+				break;
+			case -ESRCH:
+				rsp->status_class = ISCSI_LOGIN_STATUS_INIT_ERR;
+				rsp->status_detail = ISCSI_LOGIN_DETAIL_NO_SESSION;
+				break;
+			case -ENOENT:
+				rsp->status_class = ISCSI_LOGIN_STATUS_INIT_ERR;
+				rsp->status_detail = ISCSI_LOGIN_DETAIL_TARGET_REMOVED;
+				break;
+			default:
+				rsp->status_class = ISCSI_LOGIN_STATUS_TARGET_ERR;
+				rsp->status_detail = ISCSI_LOGIN_DETAIL_NO_RESOURCES;
+				break;
+			}
 			res = ISCSI_LOGIN_RES_FAIL;
 		} else {
 			rsp->tsih = htobe16(c->sess->tsih);
@@ -518,6 +536,9 @@ static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
 		return;
 	}
+	/* MaxRecvDataSegmentLength may be re-declared in full feature phase */
+	if (iscsi_text_declared_max_xmit_dsl(c->text))
+		c->params.max_xmit_dsl = iscsi_text_declared_max_xmit_dsl(c->text);
 	if (rdlen) {
 		uint8_t *copy = malloc(rdlen);
 

@@ -106,6 +106,10 @@ struct iscsi_session {
 	struct scsi_itn itn;
 	struct list_head pending;       /* commands waiting for a CmdSN gap to fill */
 	uint32_t npending;
+	/* SAM-5 task attributes: ORDERED waits for older tasks, later ones wait for it */
+	struct list_head blocked;       /* tasks held back by an ORDERED task, in order */
+	uint32_t in_flight;             /* tasks handed to the SCSI layer, not yet done */
+	bool ordered_running;
 	struct list_head link;          /* gw->sessions */
 	bool registered;
 };
@@ -143,6 +147,7 @@ enum iscsi_task_state {
 	TASK_STATE_NEW = 0,
 	TASK_STATE_WAIT_CMDSN,          /* in session->pending */
 	TASK_STATE_DATA_OUT,            /* collecting write data */
+	TASK_STATE_WAIT_ORDER,          /* in session->blocked (task attributes) */
 	TASK_STATE_EXEC,                /* in the SCSI layer / backend */
 	TASK_STATE_DATA_IN,             /* datamover moving read data */
 	TASK_STATE_RESPONSE,            /* status queued, waiting for it to leave */
@@ -175,6 +180,7 @@ struct iscsi_task {
 	uint16_t data_err;              /* ASC/ASCQ of a Data-Out sequence error, 0 = none */
 	bool data_in;
 	bool data_out;
+	bool in_flight;                 /* counted in session->in_flight */
 	uint8_t *buf;
 	uint32_t buf_len;
 	/* Data-Out bookkeeping */

@@ -39,9 +39,15 @@ int iscsi_session_bind(struct iscsi_conn *c)
 	const struct gw_target_cfg *tcfg;
 
 	if (iscsi_login_tsih(c->login) != 0) {
-		GW_WARN(COMP, "%s: login to add a connection to TSIH %u: only one connection "
-			"per session is supported", c->peer, iscsi_login_tsih(c->login));
-		return -EOPNOTSUPP;
+		uint16_t tsih = iscsi_login_tsih(c->login);
+		bool live;
+
+		pthread_mutex_lock(&gw->sess_lock);
+		live = tsih_in_use(gw, tsih);
+		pthread_mutex_unlock(&gw->sess_lock);
+		GW_WARN(COMP, "%s: login for an existing session (TSIH %u, %s): only one connection "
+			"per session is supported", c->peer, tsih, live ? "live" : "unknown");
+		return live ? -EEXIST : -ESRCH;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -55,6 +61,7 @@ int iscsi_session_bind(struct iscsi_conn *c)
 	s->reactor = c->reactor;
 	s->conn = c;
 	list_init(&s->pending);
+	list_init(&s->blocked);
 	list_init(&s->link);
 	pthread_mutex_lock(&gw->sess_lock);
 	if (s->type == ISCSI_SESSION_NORMAL) {

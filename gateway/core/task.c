@@ -182,12 +182,16 @@ void iscsi_task_send_response(struct iscsi_task *t)
 	iscsi_conn_send(t->conn, pdu, true);
 }
 
+static void task_attr_done(struct iscsi_task *t);
+
 static void task_scsi_done(struct scsi_cmd *cmd)
 {
 	struct iscsi_task *t = cmd->ctx;
 	struct iscsi_conn *c = t->conn;
 	uint32_t len;
 
+	if (c->state != CONN_STATE_CLOSING)
+		task_attr_done(t);
 	if (t->aborted || c->state == CONN_STATE_CLOSING) {
 		task_free(t);
 		return;
@@ -209,6 +213,45 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 
 static void task_fail_now(struct iscsi_task *t, uint8_t key, uint8_t asc, uint8_t ascq);
 
+/*
+ * SAM-5 task attributes within the session's task set: HEAD OF QUEUE runs at
+ * once; ORDERED runs when nothing older is in flight; SIMPLE runs unless an
+ * ORDERED task is running or waiting ahead of it.
+ */
+static bool task_attr_may_run(const struct iscsi_session *s, const struct iscsi_task *t,
+			      bool others_waiting)
+{
+	switch (t->hdr.flags & ISCSI_CMD_ATTR_MASK) {
+	case SCSI_ATTR_HEAD_OF_QUEUE:
+		return true;
+	case SCSI_ATTR_ORDERED:
+		return !others_waiting && s->in_flight == 0;
+	default:
+		return !others_waiting && !s->ordered_running;
+	}
+}
+
+/* A task left the task set: let held-back tasks go, in order. */
+static void task_attr_done(struct iscsi_task *t)
+{
+	struct iscsi_session *s = t->conn->sess;
+
+	if (!t->in_flight || !s)
+		return;
+	t->in_flight = false;
+	s->in_flight--;
+	if ((t->hdr.flags & ISCSI_CMD_ATTR_MASK) == SCSI_ATTR_ORDERED)
+		s->ordered_running = false;
+	while (!list_empty(&s->blocked)) {
+		struct iscsi_task *n = list_first_entry(&s->blocked, struct iscsi_task, pend_link);
+
+		if (!task_attr_may_run(s, n, false))
+			break;
+		list_del(&n->pend_link);
+		task_exec(n);
+	}
+}
+
 static void task_exec(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
@@ -220,6 +263,15 @@ static void task_exec(struct iscsi_task *t)
 		task_fail_now(t, SCSI_SK_ABORTED_COMMAND, t->data_err >> 8, t->data_err & 0xff);
 		return;
 	}
+	if (!task_attr_may_run(s, t, !list_empty(&s->blocked))) {
+		t->state = TASK_STATE_WAIT_ORDER;
+		list_add_tail(&t->pend_link, &s->blocked);
+		return;
+	}
+	t->in_flight = true;
+	s->in_flight++;
+	if ((t->hdr.flags & ISCSI_CMD_ATTR_MASK) == SCSI_ATTR_ORDERED)
+		s->ordered_running = true;
 	t->state = TASK_STATE_EXEC;
 	cmd->itn = &s->itn;
 	cmd->lun = t->lun;
@@ -626,8 +678,9 @@ static bool task_abort(struct iscsi_task *t, struct iscsi_tmf *tmf)
 		return false;
 	case TASK_STATE_NEW:
 	case TASK_STATE_DATA_OUT:
+	case TASK_STATE_WAIT_ORDER:
 		t->aborted = true;
-		task_free(t);
+		task_free(t); /* also unlinks it from session->blocked */
 		return false;
 	case TASK_STATE_EXEC:
 		if (t->aborted)
