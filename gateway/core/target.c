@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "core/iscsi.h"
+#include "util/bufpool.h"
 #include "util/log.h"
 
 #define COMP "gateway"
@@ -213,6 +214,7 @@ static int portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t ind
 static void *reactor_thread(void *arg)
 {
 	reactor_run(arg);
+	gw_buf_cache_drain();
 	return NULL;
 }
 

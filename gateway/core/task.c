@@ -11,6 +11,7 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
+#include "util/bufpool.h"
 #include "util/log.h"
 
 #define COMP "task"
@@ -52,7 +53,7 @@ static void task_free(struct iscsi_task *t)
 		list_del(&t->pend_link);
 	c->ntasks--;
 	c->dm->release_task(c, t);
-	free(t->buf);
+	gw_buf_free(t->buf, t->edtl);
 	free(t);
 	iscsi_conn_put(c);
 }
@@ -424,7 +425,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	t->data_out = wbit;
 	t->state = TASK_STATE_NEW;
 	if (t->edtl) {
-		t->buf = malloc(t->edtl);
+		t->buf = gw_buf_alloc(t->edtl);
 		if (!t->buf) {
 			task_free(t);
 			iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
