@@ -18,6 +18,14 @@
 #include "core/iscsi_spec.h"
 #include "util/config.h"
 
+/*
+ * The iSER datamover receives every PDU into a pre-posted buffer with room
+ * for this much data (RFC 7145: the target's receive data segment length); on
+ * iSER portals the target never declares more (MaxRecvDataSegmentLength,
+ * TargetRecvDataSegmentLength).
+ */
+#define ISCSI_ISER_RECV_DSL 8192u
+
 enum iscsi_session_type {
 	ISCSI_SESSION_NORMAL = 0,
 	ISCSI_SESSION_DISCOVERY,

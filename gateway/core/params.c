@@ -566,8 +566,15 @@ uint64_t iscsi_neg_offer_value(const struct iscsi_neg *n, const struct iscsi_key
 		return t ? t->initial_r2t : 1;
 	case ISCSI_OFFER_CFG_IMMEDIATE:
 		return t ? t->immediate_data : 1;
-	case ISCSI_OFFER_CFG_MAX_RECV_DSL:
-		return t ? clamp_rdsl(t->max_recv_dsl, 262144) : ISCSI_DEFAULT_MRDSL;
+	case ISCSI_OFFER_CFG_MAX_RECV_DSL: {
+		uint64_t v = t ? clamp_rdsl(t->max_recv_dsl, 262144) : ISCSI_DEFAULT_MRDSL;
+
+		/* iSER: our receive buffers are posted in advance, of a fixed size */
+		if (n->transport == GW_TRANSPORT_ISER && k->id != ISCSI_KEY_INITIATOR_RDSL &&
+		    v > ISCSI_ISER_RECV_DSL)
+			v = ISCSI_ISER_RECV_DSL;
+		return v;
+	}
 	case ISCSI_OFFER_CFG_MAX_BURST:
 		return t ? clamp_rdsl(t->max_burst, 16776192) : 262144;
 	case ISCSI_OFFER_CFG_FIRST_BURST:

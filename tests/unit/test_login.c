@@ -1227,16 +1227,18 @@ static void test_iser_keys(void **state)
 	assert_string_equal(rsp_val(&t, "DataDigest"), "None");
 	assert_string_equal(rsp_val(&t, "RDMAExtensions"), "Yes");
 	assert_string_equal(rsp_val(&t, "InitiatorRecvDataSegmentLength"), "65536");
-	assert_string_equal(rsp_val(&t, "TargetRecvDataSegmentLength"), "262144");
+	/* our receive buffers hold ISCSI_ISER_RECV_DSL bytes of data: never more */
+	assert_string_equal(rsp_val(&t, "TargetRecvDataSegmentLength"), "8192");
+	assert_string_equal(rsp_val(&t, "MaxRecvDataSegmentLength"), "8192");
 	assert_string_equal(rsp_val(&t, "MaxOutstandingUnexpectedPDUs"), "16");
 	cp = iscsi_login_conn_params(t.l);
 	assert_true(cp->rdma_extensions);
 	assert_false(cp->header_digest);
 	assert_false(cp->data_digest);
 	assert_int_equal(cp->initiator_recv_dsl, 65536);
-	assert_int_equal(cp->target_recv_dsl, 262144);
+	assert_int_equal(cp->target_recv_dsl, ISCSI_ISER_RECV_DSL);
 	assert_int_equal(cp->max_xmit_dsl, 65536);
-	assert_int_equal(cp->max_recv_dsl, 262144);
+	assert_int_equal(cp->max_recv_dsl, ISCSI_ISER_RECV_DSL);
 	assert_int_equal(cp->max_outstanding_unexpected_pdus, 16);
 	lt_end(&t);
 
