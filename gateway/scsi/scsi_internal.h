@@ -33,12 +33,28 @@
 #define SCSI_MAX_UNMAP_DESC     1024u
 #define SCSI_MAX_WS_BLOCKS      0x400000ull  /* MAXIMUM WRITE SAME LENGTH */
 #define SCSI_WS_CHUNK_BYTES     (1u << 20)   /* WRITE SAME bounce buffer size */
+#define SCSI_MAX_ATOMIC_BYTES   (1u << 20)   /* MAXIMUM ATOMIC TRANSFER LENGTH, in bytes */
+#define SCSI_XCOPY_CHUNK_BYTES  (1u << 20)   /* EXTENDED COPY bounce buffer size */
+#define SCSI_XCOPY_MAX_CSCD     8u           /* MAXIMUM CSCD DESCRIPTOR COUNT */
+#define SCSI_XCOPY_MAX_SEGS     16u          /* MAXIMUM SEGMENT DESCRIPTOR COUNT */
+#define SCSI_XCOPY_MAX_DESC_LEN 1024u        /* MAXIMUM DESCRIPTOR LIST LENGTH */
+#define SCSI_XCOPY_MAX_SEG_BYTES (64u << 20) /* MAXIMUM SEGMENT LENGTH */
+#define SCSI_XCOPY_STATUS_MAX   16u          /* retained copy statuses per LU */
+
+#define SCSI_SK_COPY_ABORTED    0xa          /* sense key, SPC-4 */
 
 #define SCSI_UA_MAX             16
 #define SCSI_NEXUS_DETACHED_MAX 1024         /* departed nexuses kept for their UAs */
 
 /* Additional sense codes (ASC << 8 | ASCQ) used across files. */
 #define ASC_NO_ADDITIONAL       0x0000
+#define ASC_COPY_TARGET_UNREACHABLE 0x0d02
+#define ASC_INVALID_FIELD_IU    0x0e03
+#define ASC_OPERATION_IN_PROGRESS 0x0016
+#define ASC_TOO_MANY_CSCD       0x2606
+#define ASC_UNSUPPORTED_CSCD_TYPE 0x2607
+#define ASC_TOO_MANY_SEGMENTS   0x2608
+#define ASC_UNSUPPORTED_SEG_TYPE 0x2609
 #define ASC_WRITE_ERROR         0x0c00
 #define ASC_UNRECOVERED_READ    0x1100
 #define ASC_MISCOMPARE_VERIFY   0x1d00
@@ -62,6 +78,7 @@
 #define ASC_COMMANDS_CLEARED_BY_OTHER 0x2f00
 #define ASC_SAVING_NOT_SUPPORTED 0x3900
 #define ASC_INTERNAL_TARGET_FAILURE 0x4400
+#define ASC_INSUFFICIENT_RESOURCES 0x5503
 
 /* Persistent reservation types. */
 #define PR_TYPE_WE      0x1
@@ -123,10 +140,21 @@ struct scsi_lu {
 	pthread_mutex_t pr_save_lock;   /* orders writers of pr_path */
 	uint64_t pr_saved_seq;          /* under pr_save_lock */
 
-	/* write gate: COMPARE AND WRITE runs alone against other writes */
+	/*
+	 * The gate (see scsi_sbc.c). Under lock: gate_writes, gate_excl and the
+	 * FIFO. gate_readers counts reads in flight and gate_atomics the WRITE
+	 * ATOMIC commands queued or running; both are atomics so that a read
+	 * takes no lock unless a WRITE ATOMIC is around.
+	 */
 	unsigned int gate_writes;
-	bool gate_caw;
+	uint8_t gate_excl;              /* enum scsi_gate running alone, or GATE_NONE */
+	atomic_uint gate_readers;
+	atomic_uint gate_atomics;
 	struct list_head gate_waiters;  /* struct scsi_priv.wait_link, FIFO */
+
+	/* EXTENDED COPY: copy statuses kept for RECEIVE COPY RESULTS (under lock) */
+	struct list_head xcopy_status;  /* struct xcopy_status */
+	unsigned int nxcopy_status;
 };
 
 /* Per-command private state, lives in cmd->priv_io. */
@@ -156,7 +184,21 @@ static inline struct scsi_priv *cmd_priv(struct scsi_cmd *cmd)
 	return (struct scsi_priv *)(void *)cmd->priv_io;
 }
 
-enum scsi_gate { GATE_NONE = 0, GATE_WRITE = 1, GATE_CAW = 2 };
+/*
+ * Gate kinds. WRITE: ordinary medium writes, concurrent with each other.
+ * CAW: runs alone against writes (COMPARE AND WRITE, ORWRITE). ATOMIC: runs
+ * alone against writes and reads (WRITE ATOMIC). READ: a read that had to
+ * queue because a WRITE ATOMIC is queued or running; READ_FAST: a read that
+ * did not (counted in gate_readers only).
+ */
+enum scsi_gate {
+	GATE_NONE = 0,
+	GATE_WRITE,
+	GATE_CAW,
+	GATE_ATOMIC,
+	GATE_READ,
+	GATE_READ_FAST,
+};
 
 /* Reservation classes of a command (SPC-4 5.13 table 66 / SBC-3 table). */
 enum pr_class {
@@ -264,6 +306,21 @@ void sbc_get_lba_status(struct scsi_cmd *cmd);
 void sbc_start_stop(struct scsi_cmd *cmd);
 void sbc_prevent_allow(struct scsi_cmd *cmd);
 void sbc_read_defect_data(struct scsi_cmd *cmd);
+void sbc_orwrite(struct scsi_cmd *cmd);
+void sbc_write_atomic(struct scsi_cmd *cmd);
+/* The gate, for the other scsi_*.c files. */
+bool sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind, void (*resume)(struct scsi_cmd *cmd));
+void sbc_gate_exit(struct scsi_cmd *cmd);
+int sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
+	       uint32_t flags, bdev_io_cb cb);
+
+/* ---- scsi_xcopy.c ---- */
+void xcopy_extended_copy(struct scsi_cmd *cmd);
+void xcopy_receive_copy_results(struct scsi_cmd *cmd);
+/* Builds the Third-party Copy VPD page (8Fh) into d (>= 96 bytes); returns its length. */
+uint32_t xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d);
+/* Frees the kept copy statuses (LU teardown). */
+void xcopy_status_free(struct scsi_lu *lu);
 
 /* ---- scsi_pr.c ---- */
 void pr_reserve6(struct scsi_cmd *cmd);

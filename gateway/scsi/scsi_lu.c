@@ -136,6 +136,9 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	list_init(&lu->nexuses);
 	list_init(&lu->pr_regs);
 	list_init(&lu->gate_waiters);
+	list_init(&lu->xcopy_status);
+	atomic_init(&lu->gate_readers, 0);
+	atomic_init(&lu->gate_atomics, 0);
 	atomic_init(&lu->ua_pending, 0);
 	atomic_init(&lu->res_active, false);
 	if ((rc = pthread_mutex_init(&lu->lock, NULL)) != 0) {
@@ -177,6 +180,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 		list_del(pos);
 		free(list_entry(pos, struct scsi_nexus, link));
 	}
+	xcopy_status_free(lu);
 	pr_free(lu);
 	pthread_mutex_destroy(&lu->pr_save_lock);
 	pthread_mutex_destroy(&lu->lock);

@@ -2,11 +2,14 @@
 /*
  * SBC-3 block commands on top of the asynchronous bdev API.
  *
- * Every medium-modifying command passes the per-LU write gate: ordinary
- * writes run concurrently with each other, a COMPARE AND WRITE runs alone
- * (after the writes ahead of it drained, before any write queued behind it),
- * which makes it atomic with respect to writes and other COMPARE AND WRITEs
- * on the LU. Queued commands resume on the reactor that submitted them.
+ * Every medium-modifying command passes the per-LU gate: ordinary writes
+ * run concurrently with each other, a COMPARE AND WRITE or ORWRITE runs alone
+ * against writes (after the writes ahead of it drained, before any write
+ * queued behind it), which makes its read-modify-write atomic with respect to
+ * writes and other COMPARE AND WRITEs on the LU. A WRITE ATOMIC also excludes
+ * reads; reads count themselves lock-free and queue only while a WRITE ATOMIC
+ * is queued or running. Queued commands resume on the reactor that submitted
+ * them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +29,32 @@ static void gate_resume_msg(void *arg)
 	cmd_priv(cmd)->resume(cmd);
 }
 
+/* May a command of this kind start now? (lu->lock held; FIFO order aside) */
+static bool gate_admissible(struct scsi_lu *lu, uint8_t kind)
+{
+	switch (kind) {
+	case GATE_WRITE:
+		return lu->gate_excl == GATE_NONE;
+	case GATE_READ:
+		return lu->gate_excl != GATE_ATOMIC;
+	case GATE_CAW:
+		return lu->gate_excl == GATE_NONE && lu->gate_writes == 0;
+	default:        /* GATE_ATOMIC */
+		return lu->gate_excl == GATE_NONE && lu->gate_writes == 0 &&
+		       atomic_load(&lu->gate_readers) == 0;
+	}
+}
+
+static void gate_admit(struct scsi_lu *lu, uint8_t kind)
+{
+	if (kind == GATE_WRITE)
+		lu->gate_writes++;
+	else if (kind == GATE_READ)
+		atomic_fetch_add(&lu->gate_readers, 1);
+	else
+		lu->gate_excl = kind;
+}
+
 /* Admits the command now (true) or queues it and calls resume later (false). */
 static bool gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind,
 		       void (*resume)(struct scsi_cmd *cmd))
@@ -35,16 +64,13 @@ static bool gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind,
 	bool ok;
 
 	pthread_mutex_lock(&lu->lock);
-	if (kind == GATE_WRITE)
-		ok = !lu->gate_caw && list_empty(&lu->gate_waiters);
-	else
-		ok = !lu->gate_caw && lu->gate_writes == 0 && list_empty(&lu->gate_waiters);
+	if (kind == GATE_ATOMIC)
+		/* before looking at gate_readers: pairs with gate_read_enter() */
+		atomic_fetch_add(&lu->gate_atomics, 1);
+	ok = list_empty(&lu->gate_waiters) && gate_admissible(lu, kind);
 	pv->gate = (uint8_t)kind;
 	if (ok) {
-		if (kind == GATE_WRITE)
-			lu->gate_writes++;
-		else
-			lu->gate_caw = true;
+		gate_admit(lu, kind);
 	} else {
 		pv->resume = resume;
 		pv->reactor = reactor_self();
@@ -54,39 +80,26 @@ static bool gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind,
 	return ok;
 }
 
-static void gate_exit(struct scsi_cmd *cmd)
+/* Moves the waiters at the head of the FIFO that may run now to `run`. */
+static void gate_collect_locked(struct scsi_lu *lu, struct list_head *run)
 {
-	struct scsi_lu *lu = cmd->lu;
-	struct scsi_priv *pv = cmd_priv(cmd);
-	struct list_head run, *pos, *n;
-
-	if (pv->gate == GATE_NONE)
-		return;
-	list_init(&run);
-	pthread_mutex_lock(&lu->lock);
-	if (pv->gate == GATE_WRITE)
-		lu->gate_writes--;
-	else
-		lu->gate_caw = false;
-	pv->gate = GATE_NONE;
 	while (!list_empty(&lu->gate_waiters)) {
 		struct scsi_priv *w = list_first_entry(&lu->gate_waiters, struct scsi_priv, wait_link);
 
-		if (lu->gate_caw)
+		if (!gate_admissible(lu, w->gate))
 			break;
-		if (w->gate == GATE_WRITE) {
-			lu->gate_writes++;
-		} else if (lu->gate_writes == 0) {
-			lu->gate_caw = true;
-		} else {
-			break;
-		}
+		gate_admit(lu, w->gate);
 		list_del(&w->wait_link);
-		list_add_tail(&w->wait_link, &run);
+		list_add_tail(&w->wait_link, run);
 	}
-	pthread_mutex_unlock(&lu->lock);
+}
 
-	list_for_each_safe(pos, n, &run) {
+/* Resumes the collected waiters, each on the reactor that submitted it. */
+static void gate_run(struct scsi_lu *lu, struct list_head *run)
+{
+	struct list_head *pos, *n;
+
+	list_for_each_safe(pos, n, run) {
 		struct scsi_priv *w = list_entry(pos, struct scsi_priv, wait_link);
 		struct reactor *self = reactor_self();
 
@@ -99,6 +112,79 @@ static void gate_exit(struct scsi_cmd *cmd)
 		}
 		w->resume(w->cmd);
 	}
+}
+
+static void gate_kick(struct scsi_lu *lu)
+{
+	struct list_head run;
+
+	list_init(&run);
+	pthread_mutex_lock(&lu->lock);
+	gate_collect_locked(lu, &run);
+	pthread_mutex_unlock(&lu->lock);
+	gate_run(lu, &run);
+}
+
+/*
+ * Reads take no lock while no WRITE ATOMIC is queued or running: they count
+ * themselves in gate_readers, then look at gate_atomics (a WRITE ATOMIC does
+ * the opposite, both sequentially consistent, so one of the two sees the
+ * other). A read that sees a WRITE ATOMIC backs off and queues in the FIFO.
+ */
+static bool gate_read_enter(struct scsi_cmd *cmd, void (*resume)(struct scsi_cmd *cmd))
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	atomic_fetch_add(&lu->gate_readers, 1);
+	if (atomic_load(&lu->gate_atomics) == 0) {
+		cmd_priv(cmd)->gate = GATE_READ_FAST;
+		return true;
+	}
+	atomic_fetch_sub(&lu->gate_readers, 1);
+	gate_kick(lu);          /* the WRITE ATOMIC may have been waiting for us */
+	return gate_enter(cmd, GATE_READ, resume);
+}
+
+static void gate_exit(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint8_t kind = pv->gate;
+	struct list_head run;
+
+	if (kind == GATE_NONE)
+		return;
+	pv->gate = GATE_NONE;
+	if (kind == GATE_READ || kind == GATE_READ_FAST) {
+		atomic_fetch_sub(&lu->gate_readers, 1);
+		if (atomic_load(&lu->gate_atomics) != 0)
+			gate_kick(lu);  /* a WRITE ATOMIC may be waiting for reads to drain */
+		return;
+	}
+	list_init(&run);
+	pthread_mutex_lock(&lu->lock);
+	if (kind == GATE_WRITE) {
+		lu->gate_writes--;
+	} else {
+		lu->gate_excl = GATE_NONE;
+		if (kind == GATE_ATOMIC)
+			atomic_fetch_sub(&lu->gate_atomics, 1);
+	}
+	gate_collect_locked(lu, &run);
+	pthread_mutex_unlock(&lu->lock);
+	gate_run(lu, &run);
+}
+
+bool sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind, void (*resume)(struct scsi_cmd *cmd))
+{
+	if (kind == GATE_READ || kind == GATE_READ_FAST)
+		return gate_read_enter(cmd, resume);
+	return gate_enter(cmd, kind, resume);
+}
+
+void sbc_gate_exit(struct scsi_cmd *cmd)
+{
+	gate_exit(cmd);
 }
 
 /* -------------------------------------------------------------- utilities */
@@ -128,6 +214,12 @@ static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t 
 	io->cb = cb;
 	io->ctx = cmd;
 	return bdev_submit(cmd->lu->bdev, io);
+}
+
+int sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
+	       uint32_t flags, bdev_io_cb cb)
+{
+	return submit(cmd, op, off, len, buf, flags, cb);
 }
 
 static void free_bounce(struct scsi_cmd *cmd)
@@ -230,6 +322,7 @@ static void read_done(struct bdev_io *io)
 		io_error(cmd, io->result, false);
 		return;
 	}
+	gate_exit(cmd);
 	if (pv->bounce) {
 		if (cmd->buf_len)
 			memcpy(cmd->buf, pv->bounce, cmd->buf_len);
@@ -238,14 +331,25 @@ static void read_done(struct bdev_io *io)
 	scsi_good(cmd);
 }
 
+static void read_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
+	int rc;
+
+	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes,
+		    pv->bounce ? pv->bounce : cmd->buf, 0, read_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
 void sbc_read(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
 	uint64_t lba, bytes;
 	uint32_t n;
-	void *dst;
-	int rc;
 
 	decode_lba_len(cmd->cdb, &lba, &n);
 	if (cmd->cdb[0] != 0x08 && (cmd->cdb[1] & 0xe0)) {     /* RDPROTECT */
@@ -263,7 +367,7 @@ void sbc_read(struct scsi_cmd *cmd)
 		return;
 	}
 	pv->lba = lba;
-	dst = cmd->buf;
+	pv->nblocks = n;
 	if (bytes > cmd->buf_len) {
 		/* the initiator asked for less than the command moves: read into a
 		 * bounce buffer and hand over what fits (the core reports overflow) */
@@ -272,11 +376,9 @@ void sbc_read(struct scsi_cmd *cmd)
 			scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 			return;
 		}
-		dst = pv->bounce;
 	}
-	rc = submit(cmd, BDEV_OP_READ, lba * lu->block_size, bytes, dst, 0, read_done);
-	if (rc < 0)
-		io_error(cmd, rc, false);
+	if (gate_read_enter(cmd, read_start))
+		read_start(cmd);
 }
 
 /* ------------------------------------------------------------------ WRITE */
@@ -381,6 +483,7 @@ static void verify_done(struct bdev_io *io)
 		io_error(cmd, io->result, false);
 		return;
 	}
+	gate_exit(cmd);
 	for (i = 0; i < total; i++) {
 		uint8_t want = per_block ? cmd->buf[i % bs] : cmd->buf[i];
 
@@ -396,6 +499,18 @@ static void verify_done(struct bdev_io *io)
 	scsi_good(cmd);
 }
 
+static void verify_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	int rc;
+
+	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size,
+		    (uint64_t)pv->nblocks * lu->block_size, pv->bounce, 0, verify_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
 void sbc_verify(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -403,7 +518,6 @@ void sbc_verify(struct scsi_cmd *cmd)
 	uint8_t bytchk = (cmd->cdb[1] >> 1) & 0x03;
 	uint64_t lba, need;
 	uint32_t n;
-	int rc;
 
 	decode_lba_len(cmd->cdb, &lba, &n);
 	if (cmd->cdb[1] & 0xe0) {                               /* VRPROTECT */
@@ -438,10 +552,8 @@ void sbc_verify(struct scsi_cmd *cmd)
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
 	}
-	rc = submit(cmd, BDEV_OP_READ, lba * lu->block_size, (uint64_t)n * lu->block_size,
-		    pv->bounce, 0, verify_done);
-	if (rc < 0)
-		io_error(cmd, rc, false);
+	if (gate_read_enter(cmd, verify_start))
+		verify_start(cmd);
 }
 
 /* ------------------------------------------------------------- WRITE SAME */
@@ -807,6 +919,165 @@ void sbc_compare_and_write(struct scsi_cmd *cmd)
 	pv->fua = cmd->cdb[1] & 0x08;
 	if (gate_enter(cmd, GATE_CAW, caw_start))
 		caw_start(cmd);
+}
+
+/* ---------------------------------------------------------------- ORWRITE */
+
+static void orw_write_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, true);
+		return;
+	}
+	free_bounce(cmd);
+	gate_exit(cmd);
+	scsi_good(cmd);
+}
+
+static void orw_read_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size, i;
+	uint8_t *disk = pv->bounce;
+	int rc;
+
+	if (io->result < 0) {
+		io_error(cmd, io->result, false);
+		return;
+	}
+	for (i = 0; i < bytes; i++)
+		disk[i] |= cmd->buf[i];
+	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, disk,
+		    write_flags(cmd, pv->fua), orw_write_done);
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
+static void orw_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
+	int rc;
+
+	pv->bounce = malloc(bytes);
+	if (!pv->bounce) {
+		gate_exit(cmd);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes, pv->bounce, 0,
+		    orw_read_done);
+	if (rc < 0)
+		io_error(cmd, rc, false);
+}
+
+/*
+ * ORWRITE(16): read, OR the data-out in, write back. It passes the gate like
+ * COMPARE AND WRITE, so no write or COMPARE AND WRITE on the LU interleaves
+ * with the read-modify-write. Checks and short data-out as WRITE(16).
+ */
+void sbc_orwrite(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint64_t lba = get_be64(&cmd->cdb[2]), bytes;
+	uint32_t n = get_be32(&cmd->cdb[10]);
+
+	if (cmd->cdb[1] & 0xe0) {                               /* ORPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	bytes = (uint64_t)n * lu->block_size;
+	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	if (bytes > cmd->buf_len || !cmd->buf) {
+		/* as WRITE: the whole blocks that arrived, nothing if less than one */
+		n = cmd->buf ? cmd->buf_len / lu->block_size : 0;
+		if (cmd->buf_len % lu->block_size && n == 0) {
+			scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
+			return;
+		}
+		if (n == 0) {
+			scsi_good(cmd);
+			return;
+		}
+	}
+	pv->lba = lba;
+	pv->nblocks = n;
+	pv->fua = cmd->cdb[1] & 0x08;
+	if (gate_enter(cmd, GATE_CAW, orw_start))
+		orw_start(cmd);
+}
+
+/* ----------------------------------------------------------- WRITE ATOMIC */
+
+/*
+ * WRITE ATOMIC(16) (SBC-4): a write that no other command on the LU observes
+ * half done. It runs alone in the gate (GATE_ATOMIC: after the writes, reads
+ * and COMPARE AND WRITEs admitted before it have drained; reads and writes
+ * that arrive later wait until it completed). Limits in VPD B0h: MAXIMUM
+ * ATOMIC TRANSFER LENGTH = SCSI_MAX_ATOMIC_BYTES, alignment and granularity 1,
+ * no atomic boundary. Data-out shorter than the transfer length is rejected
+ * (a partial atomic write is not atomic): nothing is written.
+ */
+void sbc_write_atomic(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint64_t lba = get_be64(&cmd->cdb[2]), bytes;
+	uint32_t n = get_be16(&cmd->cdb[12]);
+
+	if (cmd->cdb[1] & 0xe0) {                               /* WRPROTECT */
+		scsi_fail_cdb(cmd, 1, 7);
+		return;
+	}
+	if (get_be16(&cmd->cdb[10]) != 0) {     /* ATOMIC BOUNDARY: MAXIMUM ATOMIC BOUNDARY SIZE 0 */
+		scsi_fail_cdb(cmd, 10, -1);
+		return;
+	}
+	bytes = (uint64_t)n * lu->block_size;
+	cmd->xfer_len = (uint32_t)bytes;
+	if (n > SCSI_MAX_ATOMIC_BYTES / lu->block_size) {
+		scsi_fail_cdb(cmd, 12, -1);
+		return;
+	}
+	if (scsi_lu_write_protected(lu)) {
+		fail_write_protected(cmd);
+		return;
+	}
+	if (lba_out_of_range(lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return;
+	}
+	if (n == 0) {
+		scsi_good(cmd);
+		return;
+	}
+	if (bytes > cmd->buf_len || !cmd->buf) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
+		return;
+	}
+	pv->lba = lba;
+	pv->nblocks = n;
+	pv->fua = cmd->cdb[1] & 0x08;
+	if (gate_enter(cmd, GATE_ATOMIC, write_start))
+		write_start(cmd);
 }
 
 /* ---------------------------------------------- SYNCHRONIZE CACHE, PRE-FETCH */

@@ -44,6 +44,8 @@ static uint32_t inquiry_standard(const struct scsi_cmd *cmd, uint8_t *d)
 	d[3] = 0x12;            /* HISUP, response data format 2 */
 	d[4] = 96 - 5;
 	d[5] = lu ? (uint8_t)((lu->tpgs & 3) << 4) : 0;
+	if (lu)
+		d[5] |= 0x08;   /* 3PC: EXTENDED COPY */
 	d[7] = 0x02;            /* CMDQUE */
 	put_ascii(&d[8], 8, lu ? lu->params.vendor : "ISERGW");
 	put_ascii(&d[16], 16, lu ? lu->params.product : "");
@@ -57,7 +59,7 @@ static uint32_t inquiry_standard(const struct scsi_cmd *cmd, uint8_t *d)
 
 static uint32_t vpd_supported(uint8_t *d)
 {
-	static const uint8_t pages[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+	static const uint8_t pages[] = { 0x00, 0x80, 0x83, 0x8f, 0xb0, 0xb1, 0xb2 };
 
 	d[1] = 0x00;
 	put_be16(&d[2], sizeof(pages));
@@ -153,6 +155,10 @@ static uint32_t vpd_block_limits(const struct scsi_lu *lu, uint8_t *d)
 		put_be32(&d[28], bs < 4096 ? 4096 / bs : 1);
 	}
 	put_be64(&d[36], SCSI_MAX_WS_BLOCKS);
+	/* WRITE ATOMIC(16): any alignment, any multiple of one block, no boundaries */
+	put_be32(&d[44], SCSI_MAX_ATOMIC_BYTES / bs);   /* MAXIMUM ATOMIC TRANSFER LENGTH */
+	put_be32(&d[48], 1);                            /* ATOMIC ALIGNMENT */
+	put_be32(&d[52], 1);                            /* ATOMIC TRANSFER LENGTH GRANULARITY */
 	return 64;
 }
 
@@ -217,6 +223,9 @@ void spc_inquiry(struct scsi_cmd *cmd)
 		break;
 	case 0x83:
 		len = vpd_devid(cmd, d);
+		break;
+	case 0x8f:
+		len = xcopy_vpd_page(cmd->lu, d);
 		break;
 	case 0xb0:
 		len = vpd_block_limits(cmd->lu, d);

@@ -94,46 +94,54 @@ static inline void iov_copy(struct bdev_io *io, uint8_t *disk, bool to_disk)
 	assert_int_equal(done, io->len);
 }
 
+/* Completes the oldest queued I/O (its callback may queue more); false if none. */
+static inline bool mem_run_one(struct membdev *m)
+{
+	struct bdev_io *io;
+
+	if (!m->qn)
+		return false;
+	io = m->q[0];
+	memmove(&m->q[0], &m->q[1], (m->qn - 1) * sizeof(m->q[0]));
+	m->qn--;
+	io->result = 0;
+	if (m->fail_err && (m->fail_op < 0 || m->fail_op == (int)io->op)) {
+		io->result = m->fail_err;
+		m->fail_err = 0;
+	} else {
+		switch (io->op) {
+		case BDEV_OP_READ:
+			iov_copy(io, m->data + io->offset, false);
+			break;
+		case BDEV_OP_WRITE:
+			iov_copy(io, m->data + io->offset, true);
+			m->nwrites++;
+			m->last_flags = io->flags;
+			break;
+		case BDEV_OP_FLUSH:
+			m->nflush++;
+			break;
+		case BDEV_OP_UNMAP:
+			memset(m->data + io->offset, 0, io->len);
+			m->nunmaps++;
+			break;
+		case BDEV_OP_WRITE_ZEROES:
+			memset(m->data + io->offset, 0, io->len);
+			m->nzeroes++;
+			break;
+		}
+	}
+	io->cb(io);
+	return true;
+}
+
 /* Completes every queued I/O, including those submitted by completions. */
 static inline unsigned int mem_run(struct membdev *m)
 {
 	unsigned int total = 0;
 
-	while (m->qn) {
-		struct bdev_io *io = m->q[0];
-
-		memmove(&m->q[0], &m->q[1], (m->qn - 1) * sizeof(m->q[0]));
-		m->qn--;
-		io->result = 0;
-		if (m->fail_err && (m->fail_op < 0 || m->fail_op == (int)io->op)) {
-			io->result = m->fail_err;
-			m->fail_err = 0;
-		} else {
-			switch (io->op) {
-			case BDEV_OP_READ:
-				iov_copy(io, m->data + io->offset, false);
-				break;
-			case BDEV_OP_WRITE:
-				iov_copy(io, m->data + io->offset, true);
-				m->nwrites++;
-				m->last_flags = io->flags;
-				break;
-			case BDEV_OP_FLUSH:
-				m->nflush++;
-				break;
-			case BDEV_OP_UNMAP:
-				memset(m->data + io->offset, 0, io->len);
-				m->nunmaps++;
-				break;
-			case BDEV_OP_WRITE_ZEROES:
-				memset(m->data + io->offset, 0, io->len);
-				m->nzeroes++;
-				break;
-			}
-		}
-		io->cb(io);
+	while (mem_run_one(m))
 		total++;
-	}
 	return total;
 }
 

@@ -676,6 +676,278 @@ static void test_caw_serialized(void **state)
 	free(d2);
 }
 
+/* ---------------------------------------------------------------- ORWRITE */
+
+static void test_orwrite(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t *buf = malloc(4 * (size_t)bs), c[16];
+	uint32_t i;
+
+	memset(x->mem->data + 10 * bs, 0x0f, 4 * (size_t)bs);
+	memset(buf, 0xa0, 4 * (size_t)bs);
+	buf[5] = 0x05;
+	cdb16(c, 0x8b, 0, 10, 4);
+	run_cdb(x, &x->a, c, 16, buf, 4 * bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 4 * bs);
+	for (i = 0; i < 4 * bs; i++)
+		assert_int_equal(x->mem->data[10 * bs + i], i == 5 ? 0x0f : 0xaf);
+	assert_int_equal(x->mem->data[14 * bs], 0);     /* nothing beyond */
+
+	/* ORPROTECT: no protection information */
+	for (i = 1; i < 8; i++) {
+		cdb16(c, 0x8b, (uint8_t)(i << 5), 10, 1);
+		run_cdb(x, &x->a, c, 16, buf, bs);
+		assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+		assert_int_equal(x->t.c.sense[15], 0x80 | 0x40 | 0x08 | 7);
+	}
+	/* range, zero blocks */
+	cdb16(c, 0x8b, 0, NB(x) - 1, 2);
+	run_cdb(x, &x->a, c, 16, buf, 2 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	cdb16(c, 0x8b, 0, NB(x) + 1, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	cdb16(c, 0x8b, 0, 0, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	/* short data-out: the whole blocks that arrived; less than one: 0E/03 */
+	memset(x->mem->data + 20 * bs, 0, 2 * (size_t)bs);
+	cdb16(c, 0x8b, 0, 20, 2);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->data[20 * bs], 0xa0);
+	assert_int_equal(x->mem->data[21 * bs], 0);
+	run_cdb(x, &x->a, c, 16, buf, bs / 2);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+	/* FUA honoured */
+	cdb16(c, 0x8b, 0x08, 20, 1);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+	/* read error: nothing written, MEDIUM ERROR */
+	x->mem->fail_err = -EIO;
+	x->mem->fail_op = BDEV_OP_READ;
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_MEDIUM_ERROR, 0x1100);
+	x->mem->fail_op = -1;
+	free(buf);
+}
+
+/* ORWRITE passes the gate like COMPARE AND WRITE: a write queued behind it
+ * lands after the read-modify-write, not in the middle of it. */
+static void test_orwrite_serialized(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	struct tcmd w1, orw, w2;
+	uint8_t c[16], *d1 = malloc(bs), *dor = malloc(bs), *d2 = malloc(bs);
+
+	memset(x->mem->data, 0x00, bs);
+	memset(d1, 0x01, bs);
+	memset(dor, 0x10, bs);
+	memset(d2, 0x80, bs);
+	cdb10(c, 0x2a, 0, 0, 1);
+	tcmd_init(&w1, &x->a, x->lu, c, 10, d1, bs);
+	scsi_cmd_submit(&w1.c);
+	cdb16(c, 0x8b, 0, 0, 1);
+	tcmd_init(&orw, &x->b, x->lu, c, 16, dor, bs);
+	scsi_cmd_submit(&orw.c);
+	cdb10(c, 0x2a, 0, 0, 1);
+	tcmd_init(&w2, &x->a, x->lu, c, 10, d2, bs);
+	scsi_cmd_submit(&w2.c);
+	assert_int_equal(x->mem->qn, 1);        /* only w1 */
+	mem_run_one(x->mem);                    /* w1 done: ORWRITE reads */
+	assert_int_equal(x->mem->qn, 1);
+	mem_run_one(x->mem);                    /* read done: ORWRITE writes, w2 still waits */
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(w2.ndone, 0);
+	mem_run(x->mem);
+	assert_int_equal(orw.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(w2.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(x->mem->data[0], 0x80);
+	assert_int_equal(x->mem->nwrites >= 3, 1);
+	free(d1);
+	free(dor);
+	free(d2);
+}
+
+/* ----------------------------------------------------------- WRITE ATOMIC */
+
+static void wa_cdb(uint8_t *c, uint8_t b1, uint64_t lba, uint16_t n)
+{
+	cdb16(c, 0x9c, b1, lba, 0);
+	c[12] = (uint8_t)(n >> 8);
+	c[13] = (uint8_t)n;
+}
+
+static void test_write_atomic(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x), max = (1024 * 1024) / bs, i;
+	uint8_t *buf = calloc(max + 1, bs), c[16];
+
+	memset(buf, 0x5a, 3 * (size_t)bs);
+	wa_cdb(c, 0, 7, 3);
+	run_cdb(x, &x->a, c, 16, buf, 3 * bs);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 3 * bs);
+	assert_memory_equal(x->mem->data + 7 * bs, buf, 3 * (size_t)bs);
+	/* the maximum, then one block more */
+	wa_cdb(c, 0, 0, (uint16_t)max);
+	run_cdb(x, &x->a, c, 16, buf, max * bs);
+	assert_good(x);
+	wa_cdb(c, 0, 0, (uint16_t)(max + 1));
+	run_cdb(x, &x->a, c, 16, buf, (max + 1) * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	assert_int_equal(be16(&x->t.c.sense[16]), 12);
+	/* WRPROTECT, ATOMIC BOUNDARY */
+	for (i = 1; i < 8; i++) {
+		wa_cdb(c, (uint8_t)(i << 5), 0, 1);
+		run_cdb(x, &x->a, c, 16, buf, bs);
+		assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	}
+	wa_cdb(c, 0, 0, 1);
+	c[11] = 1;
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	assert_int_equal(be16(&x->t.c.sense[16]), 10);
+	/* range and zero blocks */
+	wa_cdb(c, 0, NB(x) - 1, 2);
+	run_cdb(x, &x->a, c, 16, buf, 2 * bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	wa_cdb(c, 0, 0x8000000000000000ull, 1);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	wa_cdb(c, 0, NB(x) + 1, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
+	wa_cdb(c, 0, 0, 0);
+	run_cdb(x, &x->a, c, 16, NULL, 0);
+	assert_good(x);
+	/* short data-out: all or nothing */
+	memset(x->mem->data + 40 * bs, 0, 2 * (size_t)bs);
+	wa_cdb(c, 0, 40, 2);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+	assert_int_equal(x->mem->data[40 * bs], 0);
+	/* DPO+FUA accepted, FUA honoured */
+	wa_cdb(c, 0x18, 40, 1);
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_good(x);
+	assert_int_equal(x->mem->last_flags & BDEV_IO_FUA, BDEV_IO_FUA);
+	free(buf);
+}
+
+static void test_write_atomic_readonly(void **state)
+{
+	struct tctx y;
+	struct scsi_lu_params p = default_params();
+	uint8_t c[16], buf[512] = { 0 };
+
+	(void)state;
+	p.readonly = true;
+	tctx_setup(&y, 1 * MB, 512, &p);
+	drain_ua(&y, &y.a);
+	wa_cdb(c, 0, 0, 1);
+	run_cdb(&y, &y.a, c, 16, buf, 512);
+	assert_sense(&y, SCSI_SK_DATA_PROTECT, 0x2700);
+	cdb16(c, 0x8b, 0, 0, 1);
+	run_cdb(&y, &y.a, c, 16, buf, 512);
+	assert_sense(&y, SCSI_SK_DATA_PROTECT, 0x2700);
+	tctx_teardown(&y);
+}
+
+/*
+ * No command observes a WRITE ATOMIC half done: it waits for the reads and
+ * writes in flight before it, and reads or writes arriving while it waits or
+ * runs start only after it completed.
+ */
+static void test_write_atomic_isolated(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	struct tcmd r1, wa, r2, w2, caw;
+	uint8_t c[16], *rb1 = malloc(4 * (size_t)bs), *rb2 = malloc(4 * (size_t)bs);
+	uint8_t *da = malloc(4 * (size_t)bs), *dw = malloc(bs), *dc = malloc(2 * (size_t)bs);
+
+	memset(x->mem->data, 'A', 4 * (size_t)bs);
+	memset(da, 'B', 4 * (size_t)bs);
+	memset(dw, 'C', bs);
+	cdb10(c, 0x28, 0, 0, 4);
+	tcmd_init(&r1, &x->a, x->lu, c, 10, rb1, 4 * bs);
+	scsi_cmd_submit(&r1.c);
+	assert_int_equal(x->mem->qn, 1);        /* the read is in flight */
+	wa_cdb(c, 0, 0, 4);
+	tcmd_init(&wa, &x->b, x->lu, c, 16, da, 4 * bs);
+	scsi_cmd_submit(&wa.c);
+	cdb10(c, 0x28, 0, 0, 4);
+	tcmd_init(&r2, &x->a, x->lu, c, 10, rb2, 4 * bs);
+	scsi_cmd_submit(&r2.c);
+	cdb10(c, 0x2a, 0, 3, 1);
+	tcmd_init(&w2, &x->a, x->lu, c, 10, dw, bs);
+	scsi_cmd_submit(&w2.c);
+	assert_int_equal(x->mem->qn, 1);        /* the WRITE ATOMIC waits for r1 */
+
+	mem_run_one(x->mem);                    /* r1 done: the WRITE ATOMIC starts alone */
+	assert_int_equal(r1.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(rb1[0], 'A');
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->op, BDEV_OP_WRITE);
+	assert_int_equal(r2.ndone + w2.ndone, 0);
+
+	mem_run_one(x->mem);                    /* WRITE ATOMIC done: r2 and w2 go */
+	assert_int_equal(wa.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(x->mem->qn, 2);
+	mem_run(x->mem);
+	assert_int_equal(r2.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(rb2[0], 'B');
+	assert_int_equal(rb2[4 * bs - 1], 'B');
+	assert_int_equal(w2.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(x->mem->data[3 * bs], 'C');
+
+	/* a COMPARE AND WRITE admitted first delays it; reads behind it wait too */
+	memcpy(dc, x->mem->data, bs);
+	memset(dc + bs, 'D', bs);
+	caw_cdb(c, 0, 1, 0);
+	tcmd_init(&caw, &x->a, x->lu, c, 16, dc, 2 * bs);
+	scsi_cmd_submit(&caw.c);
+	wa_cdb(c, 0, 0, 4);
+	tcmd_init(&wa, &x->b, x->lu, c, 16, da, 4 * bs);
+	scsi_cmd_submit(&wa.c);
+	cdb10(c, 0x28, 0, 0, 4);
+	tcmd_init(&r2, &x->a, x->lu, c, 10, rb2, 4 * bs);
+	scsi_cmd_submit(&r2.c);
+	assert_int_equal(x->mem->qn, 1);        /* the COMPARE AND WRITE's read */
+	mem_run(x->mem);
+	assert_int_equal(caw.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(wa.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(r2.c.status, SCSI_STATUS_GOOD);
+	assert_int_equal(rb2[0], 'B');          /* after the WRITE ATOMIC */
+
+	/* VERIFY is a read too */
+	cdb10(c, 0x28, 0, 0, 1);
+	tcmd_init(&r1, &x->a, x->lu, c, 10, rb1, bs);
+	scsi_cmd_submit(&r1.c);
+	wa_cdb(c, 0, 0, 1);
+	memset(da, 'E', bs);
+	tcmd_init(&wa, &x->b, x->lu, c, 16, da, bs);
+	scsi_cmd_submit(&wa.c);
+	cdb10(c, 0x2f, 0x02, 0, 1);
+	tcmd_init(&r2, &x->a, x->lu, c, 10, da, bs);
+	scsi_cmd_submit(&r2.c);
+	assert_int_equal(x->mem->qn, 1);
+	mem_run(x->mem);
+	assert_int_equal(r2.c.status, SCSI_STATUS_GOOD);        /* compared 'E' with 'E' */
+	free(rb1);
+	free(rb2);
+	free(da);
+	free(dw);
+	free(dc);
+}
+
 /* ---------------------------------------- SYNC CACHE, PRE-FETCH, LBA STATUS */
 
 static void test_sync_prefetch(void **state)
@@ -793,6 +1065,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_caw, setup512, teardown),
 		cmocka_unit_test_setup_teardown(test_caw, setup4k, teardown),
 		cmocka_unit_test_setup_teardown(test_caw_serialized, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_orwrite, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_orwrite, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_orwrite_serialized, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_write_atomic, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_write_atomic, setup4k, teardown),
+		cmocka_unit_test(test_write_atomic_readonly),
+		cmocka_unit_test_setup_teardown(test_write_atomic_isolated, setup512, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, teardown),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, teardown),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, teardown),

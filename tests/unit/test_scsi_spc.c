@@ -215,10 +215,10 @@ static void test_inquiry_vpd(void **state)
 	int found_naa = 0, found_name = 0, found_rel = 0, found_tpg = 0, found_t10 = 0;
 
 	n = inquiry_vpd(x, 0x00, buf, 255);
-	assert_int_equal(n, 10);
+	assert_int_equal(n, 11);
 	assert_int_equal(buf[1], 0x00);
-	assert_int_equal(be16(&buf[2]), 6);
-	assert_memory_equal(&buf[4], "\x00\x80\x83\xb0\xb1\xb2", 6);
+	assert_int_equal(be16(&buf[2]), 7);
+	assert_memory_equal(&buf[4], "\x00\x80\x83\x8f\xb0\xb1\xb2", 7);
 
 	n = inquiry_vpd(x, 0x80, buf, 255);
 	assert_int_equal(buf[1], 0x80);
@@ -268,6 +268,13 @@ static void test_inquiry_vpd(void **state)
 	assert_true(be32(&buf[20]) > 0 && be32(&buf[20]) <= 1024 * 1024);
 	assert_true(be32(&buf[24]) >= 256);
 	assert_true(be64(&buf[36]) >= 65536);
+	/* WRITE ATOMIC(16): 1 MiB, no alignment or granularity restriction */
+	assert_int_equal(be32(&buf[44]), (1024 * 1024) / x->mem->b.info.block_size);
+	assert_true(be32(&buf[44]) <= be32(&buf[8]));
+	assert_int_equal(be32(&buf[48]), 1);
+	assert_int_equal(be32(&buf[52]), 1);
+	assert_int_equal(be32(&buf[56]), 0);
+	assert_int_equal(be32(&buf[60]), 0);
 
 	n = inquiry_vpd(x, 0xb1, buf, 255);
 	assert_int_equal(be16(&buf[4]), 1);     /* non-rotational */
