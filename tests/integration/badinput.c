@@ -5,7 +5,7 @@
  *
  *   badinput --addr A --port P --target IQN [--lun N] [--cases LIST]
  *            [--chap-user U --chap-secret S] [--acl-allowed IQN]
- *            [--stall-limit SECONDS] [--list]
+ *            [--stall-limit SECONDS] [--nop-limit SECONDS] [--list]
  *
  * Each case runs on a fresh connection/session where it needs one and prints
  * "PASS name: what was received" or "FAIL name: ...". Where the RFC allows
@@ -17,10 +17,19 @@
  *   unknown-opcode, dsl-too-big, ahs-oversized, ahs-truncated, cmdsn-window,
  *   dataout-unknown-itt, login-no-equals, login-binary, login-junk-64k,
  *   login-junk-64k-one-pdu, login-dup-keys, login-stall, write-drop,
+ *   digest-crc32c, digest-bad-header, digest-bad-data, digest-header-only,
  *   final-login
  * and, when the target was started for them:
  *   chap-wrong-secret (needs --chap-user/--chap-secret; also checks the
- *   right secret works), acl-forbidden (needs --acl-allowed).
+ *   right secret works), acl-forbidden (needs --acl-allowed),
+ *   nop-answered, nop-silent (need a target that pings every second and
+ *   gives up after a few seconds; --nop-limit bounds the wait for the drop).
+ *
+ * Digests: the client has its own bitwise CRC32C (RFC 3720 appendix B.4,
+ * checked against the RFC's vectors at start-up). On a session that
+ * negotiated them, every PDU we send carries them and every PDU the target
+ * sends is checked (header digest over BHS + AHS, data digest over data +
+ * padding, little-endian on the wire); a wrong one fails the case.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,6 +73,7 @@ static struct {
 };
 
 static int failures, passes;
+static int nop_limit = 15; /* nop-silent: seconds to wait for the drop */
 static char note[1024]; /* what was received, for the verdict line */
 
 static void notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -106,6 +116,71 @@ static long long now_ms(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* CRC32C (Castagnoli), bitwise, reflected: RFC 3720 appendix B.4 */
+
+static uint32_t crc32c_update(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	for (size_t i = 0; i < len; i++) {
+		crc ^= p[i];
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
+	}
+	return crc;
+}
+
+static uint32_t crc32c(const void *buf, size_t len)
+{
+	return crc32c_update(0xffffffffu, buf, len) ^ 0xffffffffu;
+}
+
+/* The RFC's vectors: a wrong CRC here would make every digest case meaningless. */
+static bool crc32c_selftest(void)
+{
+	static const uint8_t read10[48] = {
+		0x01, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0x14, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0x14, 0, 0, 0, 0x18,
+		0x28, 0, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0, 0, 0, 0, 0,
+	};
+	uint8_t zeros[32] = { 0 }, ones[32], inc[32], dec[32];
+	for (int i = 0; i < 32; i++) {
+		ones[i] = 0xff;
+		inc[i] = (uint8_t)i;
+		dec[i] = (uint8_t)(31 - i);
+	}
+	const struct { const void *p; size_t n; uint32_t want; } v[] = {
+		{ "123456789", 9, 0xe3069283u },
+		{ zeros, 32, 0x8a9136aau },  /* on the wire: aa 36 91 8a */
+		{ ones, 32, 0x62a8ab43u },   /* 43 ab a8 62 */
+		{ inc, 32, 0x46dd794eu },    /* 4e 79 dd 46 */
+		{ dec, 32, 0x113fdb5cu },    /* 5c db 3f 11 */
+		{ read10, 48, 0xd9963a56u }, /* 56 3a 96 d9 */
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		uint32_t got = crc32c(v[i].p, v[i].n);
+		if (got != v[i].want) {
+			fprintf(stderr, "badinput: CRC32C self-test %zu: got 0x%08x, want 0x%08x\n", i,
+				got, v[i].want);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void le32put(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t le32get(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---------------------------------------------------------------------- */
 /* connection and PDU I/O */
 
 struct pdu {
@@ -121,6 +196,19 @@ struct conn {
 	bool immediate_data, initial_r2t;
 	uint16_t tsih;
 	uint8_t isid[6];
+	/* digests: wanted at login, agreed by the target, in use (FFP) */
+	bool want_hd, want_dd;
+	char agreed_hd[32], agreed_dd[32];
+	bool hd, dd;
+	bool corrupt_hd, corrupt_dd;  /* one shot: send the next digest wrong */
+	unsigned hd_ok, dd_ok;        /* digests of target PDUs verified */
+	uint32_t my_mrdsl;            /* declared MaxRecvDataSegmentLength */
+	uint32_t dout_max;            /* split Data-Out PDUs at this size (0: none) */
+	unsigned imm_bytes, r2ts, data_outs, data_ins; /* what scsi_exec() did */
+	/* NOP-In pings from the target */
+	bool ignore_pings;            /* do not answer them */
+	unsigned pings, pings_answered, pings_unsolicited;
+	long long first_ping_ms;
 };
 
 static void pdu_free(struct pdu *p)
@@ -131,6 +219,7 @@ static void pdu_free(struct pdu *p)
 }
 
 static uint8_t pdu_op(const struct pdu *p) { return p->bhs[0] & ISCSI_OPCODE_MASK; }
+static uint8_t pdu_op_raw(const uint8_t *bhs) { return bhs[0] & ISCSI_OPCODE_MASK; }
 
 static int conn_open(struct conn *c)
 {
@@ -157,6 +246,7 @@ static int conn_open(struct conn *c)
 	c->tgt_mrdsl = 8192; /* RFC default until negotiated */
 	c->first_burst = 65536;
 	c->max_burst = 262144;
+	c->my_mrdsl = MY_MRDSL;
 	unsigned s = ++sessions;
 	c->isid[0] = 0x80; /* random format */
 	c->isid[1] = (uint8_t)(getpid() >> 8);
@@ -190,17 +280,42 @@ static int send_all(struct conn *c, const void *buf, size_t len)
 	return 0;
 }
 
-/* Send BHS + data (padded); data_seg_len is set from dlen unless keep_dsl. */
+/*
+ * Send BHS + data (padded); data_seg_len is set from dlen unless keep_dsl.
+ * With digests in use, the header digest follows the BHS and the data digest
+ * (over data + padding) the padding; corrupt_hd/corrupt_dd flip one bit of
+ * the next one sent.
+ */
 static int send_pdu(struct conn *c, uint8_t *bhs, const void *data, uint32_t dlen, bool keep_dsl)
 {
 	static const uint8_t pad[4];
+	uint8_t dig[4];
+	uint32_t npad = (4 - (dlen & 3)) & 3;
 	if (!keep_dsl)
 		be24put(bhs + 5, dlen);
 	int rc = send_all(c, bhs, ISCSI_BHS_LEN);
+	if (rc == 0 && c->hd) {
+		uint32_t d = crc32c(bhs, ISCSI_BHS_LEN);
+		if (c->corrupt_hd) {
+			d ^= 0x00010000u;
+			c->corrupt_hd = false;
+		}
+		le32put(dig, d);
+		rc = send_all(c, dig, 4);
+	}
 	if (rc == 0 && dlen)
 		rc = send_all(c, data, dlen);
-	if (rc == 0 && (dlen & 3))
-		rc = send_all(c, pad, 4 - (dlen & 3));
+	if (rc == 0 && npad)
+		rc = send_all(c, pad, npad);
+	if (rc == 0 && dlen && c->dd) {
+		uint32_t d = crc32c_update(crc32c_update(0xffffffffu, data, dlen), pad, npad) ^ 0xffffffffu;
+		if (c->corrupt_dd) {
+			d ^= 0x80u;
+			c->corrupt_dd = false;
+		}
+		le32put(dig, d);
+		rc = send_all(c, dig, 4);
+	}
 	return rc;
 }
 
@@ -253,6 +368,8 @@ static void track_sn(struct conn *c, const struct pdu *p)
 	c->max_cmd_sn = max;
 }
 
+static const char *opname(uint8_t op);
+
 static void answer_ping(struct conn *c, const struct pdu *p)
 {
 	uint8_t b[ISCSI_BHS_LEN] = { 0 };
@@ -267,8 +384,10 @@ static void answer_ping(struct conn *c, const struct pdu *p)
 }
 
 /*
- * Receive one PDU within timeout_ms. Target NOP-In pings are answered and
- * async messages skipped. Returns 0, -ETIMEDOUT or -ECONNRESET.
+ * Receive one PDU within timeout_ms. Target NOP-In pings are answered
+ * (unless ignore_pings) and async messages skipped. With digests in use,
+ * both are checked. Returns 0, -ETIMEDOUT, -ECONNRESET, or -EBADMSG for a
+ * wrong digest from the target (described in the note).
  */
 static int recv_pdu(struct conn *c, struct pdu *p, int timeout_ms)
 {
@@ -280,23 +399,61 @@ static int recv_pdu(struct conn *c, struct pdu *p, int timeout_ms)
 			return rc;
 		uint32_t ahs = p->bhs[4] * 4u, dlen = be24get(p->bhs + 5);
 		uint32_t padded = (dlen + 3) & ~3u;
-		p->data = calloc(1, (size_t)ahs + padded + 1);
-		if (p->data == NULL)
+		uint32_t hdl = c->hd ? 4u : 0u, ddl = c->dd && dlen ? 4u : 0u;
+		size_t rest = (size_t)ahs + hdl + padded + ddl;
+		uint8_t *raw = calloc(1, ISCSI_BHS_LEN + rest + 1);
+		if (raw == NULL)
 			return -ENOMEM;
-		rc = recv_exact(c, p->data, ahs + padded, deadline);
+		memcpy(raw, p->bhs, ISCSI_BHS_LEN);
+		rc = recv_exact(c, raw + ISCSI_BHS_LEN, rest, deadline);
 		if (rc) {
-			pdu_free(p);
+			free(raw);
 			return rc;
 		}
-		if (ahs)
-			memmove(p->data, p->data + ahs, padded);
+		uint8_t op = pdu_op(p);
+		if (c->hd) {
+			uint32_t want = crc32c(raw, ISCSI_BHS_LEN + ahs);
+			uint32_t got = le32get(raw + ISCSI_BHS_LEN + ahs);
+			if (got != want) {
+				notef("%s (opcode 0x%02x) with a wrong header digest 0x%08x (want 0x%08x)",
+				      opname(op), op, got, want);
+				free(raw);
+				return -EBADMSG;
+			}
+			c->hd_ok++;
+		}
+		const uint8_t *dp = raw + ISCSI_BHS_LEN + ahs + hdl;
+		if (ddl) {
+			uint32_t want = crc32c(dp, padded), got = le32get(dp + padded);
+			if (got != want) {
+				notef("%s (opcode 0x%02x) with a wrong data digest 0x%08x (want 0x%08x)",
+				      opname(op), op, got, want);
+				free(raw);
+				return -EBADMSG;
+			}
+			c->dd_ok++;
+		}
+		p->data = calloc(1, (size_t)padded + 1);
+		if (p->data == NULL) {
+			free(raw);
+			return -ENOMEM;
+		}
+		memcpy(p->data, dp, padded);
+		free(raw);
 		p->data[dlen] = '\0';
 		p->dlen = dlen;
 		track_sn(c, p);
-		uint8_t op = pdu_op(p);
 		if (op == ISCSI_OP_NOP_IN && be32get(p->bhs + 16) == ISCSI_RSVD_TAG) {
-			if (be32get(p->bhs + 20) != ISCSI_RSVD_TAG)
-				answer_ping(c, p);
+			if (be32get(p->bhs + 20) != ISCSI_RSVD_TAG) {
+				c->pings++;
+				if (!c->first_ping_ms)
+					c->first_ping_ms = now_ms();
+				if (!c->ignore_pings) {
+					answer_ping(c, p);
+					c->pings_answered++;
+				}
+			} else
+				c->pings_unsolicited++;
 			pdu_free(p);
 			continue;
 		}
@@ -339,6 +496,8 @@ static void describe(const struct pdu *p)
 
 static void describe_err(int rc)
 {
+	if (rc == -EBADMSG)
+		return; /* the digest error is already in the note */
 	notef("%s", rc == -ETIMEDOUT ? "nothing within the timeout" :
 		    rc == -ECONNRESET ? "connection closed by the target" : strerror(-rc));
 }
@@ -530,6 +689,10 @@ static void parse_op_keys(struct conn *c, const struct pdu *rsp)
 		c->immediate_data = strcmp(v, "Yes") == 0;
 	if ((v = key_get(rsp, "InitialR2T")))
 		c->initial_r2t = strcmp(v, "Yes") == 0;
+	if ((v = key_get(rsp, "HeaderDigest")))
+		snprintf(c->agreed_hd, sizeof(c->agreed_hd), "%s", v);
+	if ((v = key_get(rsp, "DataDigest")))
+		snprintf(c->agreed_dd, sizeof(c->agreed_dd), "%s", v);
 }
 
 /* A full normal-session login; CHAP when user is set. See login_step(). */
@@ -557,9 +720,9 @@ static int login_full(struct conn *c, const char *initiator, const char *user, c
 		pdu_free(&rsp);
 	}
 	struct keys k = { .len = 0 };
-	key_add(&k, "HeaderDigest=None");
-	key_add(&k, "DataDigest=None");
-	key_addf(&k, "MaxRecvDataSegmentLength=%u", MY_MRDSL);
+	key_addf(&k, "HeaderDigest=%s", c->want_hd ? "CRC32C" : "None");
+	key_addf(&k, "DataDigest=%s", c->want_dd ? "CRC32C" : "None");
+	key_addf(&k, "MaxRecvDataSegmentLength=%u", c->my_mrdsl);
 	key_add(&k, "InitialR2T=Yes");
 	key_add(&k, "ImmediateData=Yes");
 	key_add(&k, "FirstBurstLength=65536");
@@ -585,18 +748,43 @@ static int login_full(struct conn *c, const char *initiator, const char *user, c
 		rc = -EPROTO;
 	}
 	pdu_free(&rsp);
+	/* digests start with the first PDU after the final Login Response */
+	if (rc == 0 && (c->want_hd || c->want_dd)) {
+		bool hd_ok = !c->want_hd || strcmp(c->agreed_hd, "CRC32C") == 0;
+		bool dd_ok = !c->want_dd || strcmp(c->agreed_dd, "CRC32C") == 0;
+		if (!hd_ok || !dd_ok) {
+			notef("asked HeaderDigest=%s DataDigest=%s, target answered HeaderDigest=%s "
+			      "DataDigest=%s", c->want_hd ? "CRC32C" : "None",
+			      c->want_dd ? "CRC32C" : "None", c->agreed_hd[0] ? c->agreed_hd : "(nothing)",
+			      c->agreed_dd[0] ? c->agreed_dd : "(nothing)");
+			return -EPROTO;
+		}
+		c->hd = c->want_hd;
+		c->dd = c->want_dd;
+	}
 	return rc;
 }
 
 static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *buf, uint32_t len);
 
+/* session_open() with digests wanted (hd/dd), our MaxRecvDataSegmentLength */
+static int session_open_ex(struct conn *c, bool hd, bool dd, uint32_t mrdsl);
+
 static int session_open(struct conn *c)
+{
+	return session_open_ex(c, false, false, MY_MRDSL);
+}
+
+static int session_open_ex(struct conn *c, bool hd, bool dd, uint32_t mrdsl)
 {
 	int rc = conn_open(c);
 	if (rc) {
 		notef("connect: %s", strerror(-rc));
 		return rc;
 	}
+	c->want_hd = hd;
+	c->want_dd = dd;
+	c->my_mrdsl = mrdsl;
 	rc = login_full(c, cfg.initiator, cfg.chap_user, cfg.chap_secret);
 	if (rc) {
 		if (rc < 0)
@@ -664,6 +852,39 @@ static int ping(struct conn *c)
 	}
 }
 
+/* NOP-Out with data: the NOP-In must echo it (odd lengths exercise padding). */
+static int ping_data(struct conn *c, const char *data)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	uint32_t itt = ++c->itt, len = (uint32_t)strlen(data);
+	b[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
+	b[1] = ISCSI_FLAG_FINAL;
+	be32put(b + 16, itt);
+	be32put(b + 20, ISCSI_RSVD_TAG);
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	int rc = send_pdu(c, b, data, len, false);
+	if (rc)
+		return rc;
+	for (;;) {
+		struct pdu p;
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc)
+			return rc;
+		if (pdu_op(&p) == ISCSI_OP_NOP_IN && be32get(p.bhs + 16) == itt) {
+			bool same = p.dlen == len && memcmp(p.data, data, len) == 0;
+			if (!same)
+				notef("NOP-In echoed %u bytes \"%.*s\" instead of \"%s\"", p.dlen,
+				      (int)strnlen((char *)p.data, 40), (char *)p.data, data);
+			pdu_free(&p);
+			return same ? 0 : -EPROTO;
+		}
+		notef("unexpected");
+		describe(&p);
+		pdu_free(&p);
+	}
+}
+
 static void ping_check(struct conn *c, bool *ok)
 {
 	int rc = ping(c);
@@ -713,6 +934,7 @@ static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *bu
 		imm = c->tgt_mrdsl;
 	build_cmd(c, b, itt, len ? (write ? ISCSI_CMD_WRITE : ISCSI_CMD_READ) : 0, len, cdb, 16);
 	c->cmd_sn++;
+	c->imm_bytes += imm;
 	int rc = send_pdu(c, b, buf, imm, false);
 	if (rc)
 		return rc;
@@ -724,6 +946,7 @@ static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *bu
 		uint8_t op = pdu_op(&p);
 		if (op == ISCSI_OP_DATA_IN && be32get(p.bhs + 16) == itt && !write) {
 			uint32_t off = be32get(p.bhs + 40);
+			c->data_ins++;
 			if (off <= len && p.dlen <= len - off)
 				memcpy(buf + off, p.data, p.dlen);
 			if (p.bhs[1] & ISCSI_DATAIN_STATUS) {
@@ -734,8 +957,10 @@ static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *bu
 		} else if (op == ISCSI_OP_R2T && be32get(p.bhs + 16) == itt && write) {
 			uint32_t ttt = be32get(p.bhs + 20), off = be32get(p.bhs + 40);
 			uint32_t want = be32get(p.bhs + 44), dsn = 0;
+			c->r2ts++;
+			uint32_t maxn = c->dout_max && c->dout_max < c->tgt_mrdsl ? c->dout_max : c->tgt_mrdsl;
 			while (want && off < len) {
-				uint32_t n = want < c->tgt_mrdsl ? want : c->tgt_mrdsl;
+				uint32_t n = want < maxn ? want : maxn;
 				if (n > len - off)
 					n = len - off;
 				uint8_t d[ISCSI_BHS_LEN] = { 0 };
@@ -747,6 +972,7 @@ static int scsi_exec(struct conn *c, const uint8_t *cdb, bool write, uint8_t *bu
 				be32put(d + 28, c->exp_stat_sn);
 				be32put(d + 36, dsn++);
 				be32put(d + 40, off);
+				c->data_outs++;
 				rc = send_pdu(c, d, buf + off, n, false);
 				if (rc) {
 					pdu_free(&p);
@@ -1283,6 +1509,356 @@ static void case_acl(const char *name)
 	verdict(name, ok);
 }
 
+/* ---------------------------------------------------------------------- */
+/* digests (RFC 7143 11.1 / 13.1; errors: 7.8) */
+
+static void digest_counts(const struct conn *c)
+{
+	notef("verified %u header and %u data digests of the target", c->hd_ok, c->dd_ok);
+}
+
+/*
+ * HeaderDigest=CRC32C, DataDigest=CRC32C; a WRITE(10) of 128 KiB with
+ * immediate data and Data-Out PDUs answering the R2T (split at 16 KiB), a
+ * READ(10) back in Data-In PDUs of at most 16 KiB (our
+ * MaxRecvDataSegmentLength), a NOP-Out with 7 bytes (padding), all digests
+ * checked.
+ */
+static void case_digest_crc32c(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	const uint32_t len = 131072, lba = 1024;
+	uint8_t cdb[16];
+	uint8_t *out = malloc(len), *in = calloc(1, len);
+	if (out && in && session_open_ex(&c, true, true, 16384) == 0) {
+		notef("agreed HeaderDigest=%s DataDigest=%s", c.agreed_hd, c.agreed_dd);
+		c.dout_max = 16384;
+		pattern(out, len, 21);
+		cdb10(cdb, 0x2a, lba, (uint16_t)(len / 512));
+		c.imm_bytes = c.r2ts = c.data_outs = c.data_ins = 0;
+		int rc = scsi_exec(&c, cdb, true, out, len);
+		notef("WRITE(10) %u KiB: %u bytes immediate, %u R2T, %u Data-Out: status %d", len / 1024,
+		      c.imm_bytes, c.r2ts, c.data_outs, rc);
+		ok = rc == 0;
+		if (ok && (c.imm_bytes == 0 || c.r2ts == 0)) {
+			notef("(the exchange did not use both immediate data and an R2T: "
+			      "ImmediateData=%s InitialR2T=%s FirstBurstLength %u)",
+			      c.immediate_data ? "Yes" : "No", c.initial_r2t ? "Yes" : "No", c.first_burst);
+			ok = false;
+		}
+		if (ok) {
+			cdb10(cdb, 0x28, lba, (uint16_t)(len / 512));
+			rc = scsi_exec(&c, cdb, false, in, len);
+			notef("READ(10): %u Data-In, status %d", c.data_ins, rc);
+			if (rc != 0)
+				ok = false;
+			else if (memcmp(in, out, len) != 0) {
+				notef("the data read back differs from the data written");
+				ok = false;
+			} else if (c.data_ins < 2) {
+				notef("(expected several Data-In PDUs of at most 16 KiB)");
+				ok = false;
+			} else
+				notef("data matches");
+		}
+		if (ok) {
+			rc = ping_data(&c, "digest!");
+			if (rc) {
+				notef("NOP-Out with 7 data bytes:");
+				describe_err(rc);
+				ok = false;
+			} else
+				notef("NOP-Out with 7 data bytes echoed");
+		}
+		digest_counts(&c);
+		if (ok && (c.hd_ok == 0 || c.dd_ok == 0))
+			ok = false;
+		conn_close(&c);
+	}
+	free(out);
+	free(in);
+	verdict(name, ok);
+}
+
+/* A NOP-Out with a wrong header digest: at ERL 0 the target drops the connection. */
+static void case_digest_bad_header(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open_ex(&c, true, true, MY_MRDSL) == 0) {
+		uint8_t b[ISCSI_BHS_LEN] = { 0 };
+		uint32_t itt = ++c.itt;
+		b[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
+		b[1] = ISCSI_FLAG_FINAL;
+		be32put(b + 16, itt);
+		be32put(b + 20, ISCSI_RSVD_TAG);
+		be32put(b + 24, c.cmd_sn);
+		be32put(b + 28, c.exp_stat_sn);
+		c.corrupt_hd = true;
+		long long t0 = now_ms();
+		int rc = send_pdu(&c, b, "hdr!", 4, false);
+		notef("NOP-Out with a wrong header digest:");
+		while (rc == 0) {
+			struct pdu p;
+			long long left = PDU_TIMEOUT_MS - (now_ms() - t0);
+			rc = recv_pdu(&c, &p, left > 0 ? (int)left : 1);
+			if (rc)
+				break;
+			describe(&p);
+			if (pdu_op(&p) == ISCSI_OP_NOP_IN && be32get(p.bhs + 16) == itt) {
+				notef("(the PDU with the bad header digest was answered)");
+				pdu_free(&p);
+				rc = -EPROTO;
+				break;
+			}
+			pdu_free(&p);
+		}
+		if (rc == -ECONNRESET || rc == -EPIPE) {
+			notef("connection dropped after %lld ms", now_ms() - t0);
+			ok = true;
+		} else if (rc != -EPROTO) {
+			describe_err(rc);
+			notef("(expected the target to drop the connection)");
+		}
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/* Send a one-block WRITE(10) with all its data immediate; CmdSN sn, ITT itt. */
+static int send_write1(struct conn *c, uint32_t itt, uint32_t sn, uint32_t lba, const uint8_t *data)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[16];
+	cdb10(cdb, 0x2a, lba, 1);
+	build_cmd(c, b, itt, ISCSI_CMD_WRITE, 512, cdb, 16);
+	be32put(b + 24, sn);
+	return send_pdu(c, b, data, 512, false);
+}
+
+/*
+ * A SCSI Command whose immediate data has a wrong data digest: Reject 0x02
+ * echoing its header, the command discarded (ExpCmdSN does not move past
+ * it), the connection still usable (NOP-Out echoed with valid digests), and
+ * the retried command (same ITT and CmdSN, RFC 7143 7.8) executes.
+ */
+static void case_digest_bad_data(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	uint8_t a[512], bpat[512], got[512], cdb[16];
+	const uint32_t lba = 2048;
+	pattern(a, sizeof(a), 31);
+	pattern(bpat, sizeof(bpat), 32);
+	if (session_open_ex(&c, true, true, MY_MRDSL) != 0)
+		goto out_verdict;
+	if (!c.immediate_data) {
+		notef("target refused ImmediateData: cannot send a command with immediate data");
+		goto out;
+	}
+	cdb10(cdb, 0x2a, lba, 1);
+	int rc = scsi_exec(&c, cdb, true, a, sizeof(a));
+	if (rc != 0) {
+		notef("setup WRITE(10) failed (%d)", rc);
+		goto out;
+	}
+	uint32_t itt = ++c.itt, sn = c.cmd_sn++;
+	c.corrupt_dd = true;
+	rc = send_write1(&c, itt, sn, lba, bpat);
+	notef("WRITE(10) CmdSN %u with a wrong data digest on its immediate data:", sn);
+	struct pdu p;
+	if (rc == 0)
+		rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+	if (rc) {
+		describe_err(rc);
+		goto out;
+	}
+	describe(&p);
+	if (pdu_op(&p) != ISCSI_OP_REJECT || p.bhs[2] != 0x02) {
+		notef("(expected Reject reason 0x02, data digest error)");
+		pdu_free(&p);
+		goto out;
+	}
+	uint32_t exp = be32get(p.bhs + 28);
+	if (p.dlen < ISCSI_BHS_LEN || pdu_op_raw(p.data) != ISCSI_OP_SCSI_CMD || be32get(p.data + 16) != itt) {
+		notef("(the Reject does not carry the rejected header)");
+		pdu_free(&p);
+		goto out;
+	}
+	pdu_free(&p);
+	if (exp != sn) {
+		notef("Reject ExpCmdSN %u: the discarded command's CmdSN %u was consumed", exp, sn);
+		goto out;
+	}
+	notef("ExpCmdSN stays %u", exp);
+	rc = ping_data(&c, "still here");
+	if (rc) {
+		notef("NOP-Out afterwards:");
+		describe_err(rc);
+		goto out;
+	}
+	notef("NOP-Out echoed");
+	/* the initiator retries the discarded command */
+	rc = send_write1(&c, itt, sn, lba, bpat);
+	if (rc == 0)
+		rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
+	if (rc) {
+		notef("retried WRITE:");
+		describe_err(rc);
+		goto out;
+	}
+	if (pdu_op(&p) != ISCSI_OP_SCSI_RSP || be32get(p.bhs + 16) != itt || p.bhs[2] || p.bhs[3]) {
+		notef("retried WRITE:");
+		describe(&p);
+		pdu_free(&p);
+		goto out;
+	}
+	pdu_free(&p);
+	cdb10(cdb, 0x28, lba, 1);
+	rc = scsi_exec(&c, cdb, false, got, sizeof(got));
+	if (rc != 0)
+		notef("READ(10) afterwards failed (%d)", rc);
+	else if (memcmp(got, bpat, sizeof(got)) != 0)
+		notef("READ(10) after the retried WRITE does not return its data");
+	else {
+		notef("the retried WRITE executed");
+		ok = true;
+	}
+out:
+	digest_counts(&c);
+	conn_close(&c);
+out_verdict:
+	verdict(name, ok);
+}
+
+/* HeaderDigest=CRC32C, DataDigest=None: data PDUs carry no data digest. */
+static void case_digest_header_only(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	const uint32_t len = 32768, lba = 4096;
+	uint8_t cdb[16];
+	uint8_t *out = malloc(len), *in = calloc(1, len);
+	if (out && in && session_open_ex(&c, true, false, 16384) == 0) {
+		notef("agreed HeaderDigest=%s DataDigest=%s", c.agreed_hd,
+		      c.agreed_dd[0] ? c.agreed_dd : "(default None)");
+		ok = c.agreed_dd[0] == '\0' || strcmp(c.agreed_dd, "None") == 0;
+		pattern(out, len, 41);
+		cdb10(cdb, 0x2a, lba, (uint16_t)(len / 512));
+		int rc = ok ? scsi_exec(&c, cdb, true, out, len) : -EPROTO;
+		if (ok && rc == 0) {
+			cdb10(cdb, 0x28, lba, (uint16_t)(len / 512));
+			rc = scsi_exec(&c, cdb, false, in, len);
+		}
+		if (ok && rc == 0 && memcmp(in, out, len) == 0)
+			notef("WRITE + READ of %u KiB match", len / 1024);
+		else if (ok) {
+			notef("WRITE/READ: %s", rc ? "failed" : "data differs");
+			ok = false;
+		}
+		if (ok && (rc = ping_data(&c, "hdr-only")) != 0) {
+			notef("NOP-Out:");
+			describe_err(rc);
+			ok = false;
+		}
+		digest_counts(&c);
+		if (c.hd_ok == 0 || c.dd_ok != 0)
+			ok = false;
+		conn_close(&c);
+	}
+	free(out);
+	free(in);
+	verdict(name, ok);
+}
+
+/* ---------------------------------------------------------------------- */
+/* NOP-In pings (the target set up with nop_interval_s 1, nop_timeout_s 3) */
+
+#define NOP_ANSWER_MS 6000
+
+/* Answer every ping for 6 s: the connection stays up, a TUR still works. */
+static void case_nop_answered(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		long long t0 = now_ms();
+		int rc = -ETIMEDOUT;
+		for (;;) {
+			long long left = NOP_ANSWER_MS - (now_ms() - t0);
+			struct pdu p;
+			if (left <= 0)
+				break;
+			rc = recv_pdu(&c, &p, (int)left);
+			if (rc)
+				break;
+			notef("unexpected");
+			describe(&p);
+			pdu_free(&p);
+		}
+		notef("%u NOP-In pings (ITT 0xffffffff, a TTT) answered in %d s", c.pings_answered,
+		      NOP_ANSWER_MS / 1000);
+		if (c.pings_unsolicited)
+			notef("%u NOP-In with TTT 0xffffffff", c.pings_unsolicited);
+		if (rc == -ETIMEDOUT) {
+			ok = c.pings_answered >= 2;
+			if (!ok)
+				notef("(expected at least 2 with nop_interval_s 1)");
+			uint8_t tur[16] = { 0 };
+			rc = scsi_exec(&c, tur, false, NULL, 0);
+			notef("TEST UNIT READY afterwards: %d", rc);
+			if (rc != 0) {
+				if (rc < 0)
+					describe_err(rc);
+				ok = false;
+			}
+		} else {
+			notef("after %.1f s:", (double)(now_ms() - t0) / 1000);
+			describe_err(rc);
+		}
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
+/* Never answer: at least one ping arrives, then the target closes. */
+static void case_nop_silent(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	if (session_open(&c) == 0) {
+		c.ignore_pings = true;
+		long long t0 = now_ms();
+		int rc;
+		for (;;) {
+			long long left = (long long)nop_limit * 1000 - (now_ms() - t0);
+			struct pdu p;
+			rc = left > 0 ? recv_pdu(&c, &p, (int)left) : -ETIMEDOUT;
+			if (rc)
+				break;
+			notef("unexpected");
+			describe(&p);
+			pdu_free(&p);
+		}
+		long long t1 = now_ms();
+		if (c.pings)
+			notef("first NOP-In ping %.1f s after login", (double)(c.first_ping_ms - t0) / 1000);
+		else
+			notef("no NOP-In ping with a TTT received");
+		if (rc == -ECONNRESET) {
+			notef("connection closed %.1f s after login (%.1f s after the first ping, %u pings)",
+			      (double)(t1 - t0) / 1000,
+			      c.pings ? (double)(t1 - c.first_ping_ms) / 1000 : 0.0, c.pings);
+			ok = c.pings >= 1;
+		} else if (rc == -ETIMEDOUT)
+			notef("connection still open after %d s (--nop-limit)", nop_limit);
+		else
+			describe_err(rc);
+		conn_close(&c);
+	}
+	verdict(name, ok);
+}
+
 static void case_final_login(const char *name)
 {
 	struct conn c;
@@ -1320,6 +1896,12 @@ static const struct {
 	{ "login-dup-keys", case_login_dup_keys, true },
 	{ "login-stall", case_login_stall, true },
 	{ "write-drop", case_write_drop, true },
+	{ "digest-crc32c", case_digest_crc32c, true },
+	{ "digest-bad-header", case_digest_bad_header, true },
+	{ "digest-bad-data", case_digest_bad_data, true },
+	{ "digest-header-only", case_digest_header_only, true },
+	{ "nop-answered", case_nop_answered, false },
+	{ "nop-silent", case_nop_silent, false },
 	{ "chap-wrong-secret", case_chap, false },
 	{ "acl-forbidden", case_acl, false },
 	{ "final-login", case_final_login, true },
@@ -1343,7 +1925,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: badinput --addr A --port P --target IQN [--lun N] [--cases a,b,...]\n"
 		"                [--chap-user U --chap-secret S] [--acl-allowed IQN]\n"
-		"                [--initiator IQN] [--stall-limit SECONDS] [--list]\n");
+		"                [--initiator IQN] [--stall-limit SECONDS] [--nop-limit SECONDS]\n"
+		"                [--list]\n");
 }
 
 int main(int argc, char **argv)
@@ -1359,6 +1942,7 @@ int main(int argc, char **argv)
 		{ "acl-allowed", required_argument, NULL, 'A' },
 		{ "initiator", required_argument, NULL, 'i' },
 		{ "stall-limit", required_argument, NULL, 's' },
+		{ "nop-limit", required_argument, NULL, 'n' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1366,11 +1950,12 @@ int main(int argc, char **argv)
 	const char *list = NULL;
 	char *end;
 	int o;
-	while ((o = getopt_long(argc, argv, "a:p:t:l:c:U:S:A:i:s:Lh", lopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "a:p:t:l:c:U:S:A:i:s:n:Lh", lopts, NULL)) != -1) {
 		switch (o) {
 		case 'a': cfg.addr = optarg; break;
 		case 'p':
 		case 'l':
+		case 'n':
 		case 's': {
 			long v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 0 || v > 65535) {
@@ -1381,6 +1966,8 @@ int main(int argc, char **argv)
 				cfg.port = (int)v;
 			else if (o == 'l')
 				cfg.lun = (unsigned)v;
+			else if (o == 'n')
+				nop_limit = (int)v;
 			else
 				cfg.stall_limit = (int)v;
 			break;
@@ -1418,6 +2005,8 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (!crc32c_selftest())
+		return 2;
 	for (size_t i = 0; i < NCASES; i++) {
 		bool run = list ? in_list(list, cases[i].name) : cases[i].by_default;
 		if (!run)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Hostile and malformed input (tests/integration/badinput.c) against the
-# target, in three target set-ups: plain (no auth), CHAP, and an initiator
+# CRC32C digests over a real exchange, then hostile and malformed input
+# (tests/integration/badinput.c) against the target, in three target
+# set-ups: plain (no auth, also the digest cases), CHAP, and an initiator
 # ACL. After each, the target must still be alive and (isergwd) exit 0 on
 # SIGTERM.
 #
