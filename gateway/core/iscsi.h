@@ -181,6 +181,8 @@ struct iscsi_task {
 	bool data_in;
 	bool data_out;
 	bool in_flight;                 /* counted in session->in_flight */
+	bool buf_wait;                  /* waiting for the datamover's buffer */
+	uint8_t *staging;               /* unsolicited data received while waiting */
 	uint8_t *buf;
 	uint32_t buf_len;
 	/* Data-Out bookkeeping */
@@ -246,6 +248,8 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 			 const uint8_t *data, uint32_t dlen);
 void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req);
+/* A Data-Out arrived damaged (data digest): its task ends with ABORTED COMMAND. */
+void iscsi_task_data_out_bad(struct iscsi_conn *c, const struct iscsi_data_out *hdr);
 /* Fill one Data-In header for [offset, offset+len) of task data; final+status when `status`. */
 void iscsi_task_build_datain(struct iscsi_task *t, struct iscsi_data_in *h, uint32_t offset,
 			     uint32_t len, bool final, bool status);
@@ -268,6 +272,8 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,
 		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen);
 void iscsi_task_data_ready(struct iscsi_task *t);
+/* The buffer a buf_get() call made wait for is now in t->buf. */
+void iscsi_task_buf_ready(struct iscsi_task *t);
 void iscsi_conn_closed(struct iscsi_conn *c);
 
 #endif

@@ -55,6 +55,7 @@ struct iscsi_conn_params {
 	/* iSER (RFC 7145) */
 	bool rdma_extensions;
 	uint32_t initiator_recv_dsl;
+	bool initiator_recv_dsl_declared;  /* the initiator sent InitiatorRecvDataSegmentLength */
 	uint32_t target_recv_dsl;
 	uint32_t max_outstanding_unexpected_pdus;
 };

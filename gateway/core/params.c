@@ -990,7 +990,9 @@ void iscsi_neg_result(const struct iscsi_neg *n, struct iscsi_sess_params *sp,
 		 * working: their declaration is used when they sent no iSER key.
 		 */
 		cp->max_recv_dsl = ours > cp->target_recv_dsl ? ours : cp->target_recv_dsl;
-		if (n->state[ISCSI_KEY_INITIATOR_RDSL] == ISCSI_NEG_DONE)
+		cp->initiator_recv_dsl_declared =
+			n->state[ISCSI_KEY_INITIATOR_RDSL] == ISCSI_NEG_DONE;
+		if (cp->initiator_recv_dsl_declared)
 			cp->max_xmit_dsl = cp->initiator_recv_dsl;
 		else
 			cp->max_xmit_dsl = peer;

@@ -11,7 +11,6 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
-#include "util/bufpool.h"
 #include "util/log.h"
 
 #define COMP "task"
@@ -53,7 +52,9 @@ static void task_free(struct iscsi_task *t)
 		list_del(&t->pend_link);
 	c->ntasks--;
 	c->dm->release_task(c, t);
-	gw_buf_free(t->buf, t->edtl);
+	if (t->edtl)
+		c->dm->buf_put(c, t); /* or cancels the wait for one */
+	free(t->staging);
 	free(t);
 	iscsi_conn_put(c);
 }
@@ -297,6 +298,8 @@ static bool task_cmdsn_ready(const struct iscsi_task *t)
 
 static void task_maybe_exec(struct iscsi_task *t)
 {
+	if (t->buf_wait)
+		return;
 	if (t->received >= t->edtl || !t->data_out) {
 		if (task_cmdsn_ready(t))
 			task_exec(t);
@@ -424,9 +427,28 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	t->data_in = rbit;
 	t->data_out = wbit;
 	t->state = TASK_STATE_NEW;
+	if (wbit) {
+		if (hdr->flags & ISCSI_FLAG_FINAL || sp->initial_r2t)
+			t->unsol_end = dlen;
+		else
+			t->unsol_end = edtl < sp->first_burst ? edtl : sp->first_burst;
+	}
 	if (t->edtl) {
-		t->buf = gw_buf_alloc(t->edtl);
-		if (!t->buf) {
+		int rc = c->dm->buf_get(c, t);
+
+		if (rc == -EAGAIN) {
+			/* the datamover's buffers are all busy: wait, keeping the
+			 * unsolicited data in a staging buffer meanwhile */
+			t->buf_wait = true;
+			if (t->unsol_end) {
+				t->staging = malloc(t->unsol_end);
+				t->buf = t->staging;
+				rc = t->staging ? 0 : -ENOMEM;
+			} else {
+				rc = 0;
+			}
+		}
+		if (rc) {
 			task_free(t);
 			iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
 			goto out_advance;
@@ -449,10 +471,6 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		if (dlen)
 			memcpy(t->buf, data, dlen);
 		t->received = dlen;
-		if (hdr->flags & ISCSI_FLAG_FINAL || sp->initial_r2t)
-			t->unsol_end = dlen;
-		else
-			t->unsol_end = edtl < sp->first_burst ? edtl : sp->first_burst;
 		t->unsol_received = dlen;
 		t->r2t_next = t->unsol_end;
 		if (t->state != TASK_STATE_WAIT_CMDSN)
@@ -465,7 +483,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		else
 			t->data_in = false; /* collect the data, then fail */
 	}
-	if (wbit && t->received < t->edtl && t->r2t_next < t->edtl) {
+	if (wbit && !t->buf_wait && t->received < t->edtl && t->r2t_next < t->edtl) {
 		if (c->dm->get_data(c, t)) {
 			iscsi_conn_drop(c, "could not request Data-Out");
 			return -EIO;
@@ -541,6 +559,25 @@ int iscsi_task_send_r2ts(struct iscsi_task *t)
 	return 0;
 }
 
+void iscsi_task_buf_ready(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+
+	t->buf_wait = false;
+	if (t->staging) {
+		memcpy(t->buf, t->staging, t->unsol_received);
+		free(t->staging);
+		t->staging = NULL;
+	}
+	/* aborted or closing tasks cancel their wait in buf_put: not here */
+	if (t->data_out && !t->data_err && t->received < t->edtl && t->r2t_next < t->edtl &&
+	    c->dm->get_data(c, t)) {
+		iscsi_conn_drop(c, "could not request Data-Out");
+		return;
+	}
+	task_maybe_exec(t);
+}
+
 void iscsi_task_data_ready(struct iscsi_task *t)
 {
 	if (t->aborted)
@@ -569,6 +606,19 @@ static void task_data_error(struct iscsi_task *t, uint16_t asc_ascq)
 	t->received = t->edtl;
 	if (t->state == TASK_STATE_DATA_OUT)
 		task_maybe_exec(t);
+}
+
+void iscsi_task_data_out_bad(struct iscsi_conn *c, const struct iscsi_data_out *hdr)
+{
+	struct iscsi_task *t = task_find(c, hdr->itt);
+
+	if (!t || !t->data_out || t->aborted || t->data_err)
+		return;
+	if (t->state != TASK_STATE_DATA_OUT && t->state != TASK_STATE_WAIT_CMDSN)
+		return;
+	GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x offset %u failed its data digest: failing "
+		"the command", c->peer, c->sess->initiator, t->itt, be32toh(hdr->buffer_offset));
+	task_data_error(t, 0x4705); /* ABORTED COMMAND, PROTOCOL SERVICE CRC ERROR */
 }
 
 void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,

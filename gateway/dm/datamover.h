@@ -8,6 +8,8 @@
  *   put_data      Put_Data: deliver a task's Data-In (with status if allowed)
  *   get_data      Get_Data: obtain a task's remaining solicited Data-Out
  *   release_task  the core is done with a task: drop datamover resources
+ *   buf_get/put   a task's data buffer (iSER: from memory registered once; when
+ *                 it runs dry the task waits, see iscsi_task_buf_ready())
  *   terminate     stop the connection; the core hears back via iscsi_conn_closed()
  *
  * Upcalls (Notify primitives), implemented by the core in core/iscsi.h:
@@ -66,6 +68,14 @@ struct gw_dm_ops {
 	int (*put_data)(struct iscsi_conn *c, struct iscsi_task *t);
 	int (*get_data)(struct iscsi_conn *c, struct iscsi_task *t);
 	void (*release_task)(struct iscsi_conn *c, struct iscsi_task *t);
+	/*
+	 * Data buffer of t->edtl bytes: returns 0 with t->buf set, -EAGAIN when
+	 * the task must wait (the datamover sets t->buf and calls
+	 * iscsi_task_buf_ready() later, on the same reactor), or -ENOMEM.
+	 * buf_put returns it, or cancels the wait. Default: gw_buf_alloc/free.
+	 */
+	int (*buf_get)(struct iscsi_conn *c, struct iscsi_task *t);
+	void (*buf_put)(struct iscsi_conn *c, struct iscsi_task *t);
 	void (*terminate)(struct iscsi_conn *c);
 	/* login finished: switch to full-feature parameters (digests, buffers) */
 	int (*enter_ffp)(struct iscsi_conn *c);
@@ -78,5 +88,6 @@ void gw_dm_fill_ops(struct gw_dm_ops *ops);
 const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t);
 
 extern struct gw_dm_ops gw_dm_tcp_ops;
+extern struct gw_dm_ops gw_dm_iser_ops;   /* NULL name when built without rdma-core */
 
 #endif

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/iscsi.h"
 #include "dm/datamover.h"
+#include "util/bufpool.h"
 
 static int stub_listen(struct gw_portal *p) { (void)p; return -EOPNOTSUPP; }
 static void stub_unlisten(struct gw_portal *p) { (void)p; }
@@ -21,8 +23,24 @@ static void stub_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *loca
 		local[0] = '\0';
 }
 
+static int default_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	(void)c;
+	t->buf = gw_buf_alloc(t->edtl);
+	return t->buf ? 0 : -ENOMEM;
+}
+
+static void default_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	(void)c;
+	gw_buf_free(t->buf, t->edtl);
+	t->buf = NULL;
+}
+
 void gw_dm_fill_ops(struct gw_dm_ops *ops)
 {
+	if (!ops->buf_get) ops->buf_get = default_buf_get;
+	if (!ops->buf_put) ops->buf_put = default_buf_put;
 	if (!ops->listen) ops->listen = stub_listen;
 	if (!ops->unlisten) ops->unlisten = stub_unlisten;
 	if (!ops->send_control) ops->send_control = stub_send;
@@ -40,6 +58,11 @@ const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t)
 	case GW_TRANSPORT_TCP:
 		gw_dm_fill_ops(&gw_dm_tcp_ops);
 		return &gw_dm_tcp_ops;
+	case GW_TRANSPORT_ISER:
+		if (!gw_dm_iser_ops.name)
+			return NULL;
+		gw_dm_fill_ops(&gw_dm_iser_ops);
+		return &gw_dm_iser_ops;
 	default:
 		return NULL;
 	}

@@ -14,12 +14,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
 #include "dm/datamover.h"
 #include "util/log.h"
+#include "util/netaddr.h"
 
 #define COMP "tcp"
 #define TCP_LOGIN_MAX_DSL   65536u
@@ -54,34 +54,12 @@ struct tcp_conn {
 
 static void tcp_conn_event(void *arg, uint32_t events);
 
-static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	uint16_t port = 0;
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(out, len, "%s:%u", host, port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, len, "unknown");
-	}
-}
-
 static void tcp_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
 {
 	struct tcp_conn *tc = c->dm_priv;
 
-	fmt_addr(&tc->peer, peer, plen);
-	fmt_addr(&tc->local, local, llen);
+	gw_fmt_sockaddr((const struct sockaddr *)&tc->peer, peer, plen);
+	gw_fmt_sockaddr((const struct sockaddr *)&tc->local, local, llen);
 }
 
 /* ---------------- transmit ---------------- */
@@ -391,11 +369,11 @@ static void tcp_parse(struct tcp_conn *tc)
 
 			memcpy(&got, p + hlen + dsl + pad, 4);
 			if (le32toh(got) != want) {
+				/* RFC 7143 7.8: Reject and discard; at ErrorRecoveryLevel 0 a
+				 * damaged Data-Out ends its command (no recovery R2T) */
 				iscsi_conn_reject(c, bhs, ISCSI_REJECT_DATA_DIGEST);
-				if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT) {
-					iscsi_conn_drop(c, "data digest error on Data-Out");
-					return;
-				}
+				if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT)
+					iscsi_task_data_out_bad(c, (const struct iscsi_data_out *)bhs);
 				tc->rxoff += total;
 				continue;
 			}

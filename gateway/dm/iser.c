@@ -1,0 +1,1264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The iSER datamover (RFC 7145) over rdma-core: an RDMA CM listener per
+ * portal, one RC queue pair per connection, control PDUs by Send with the
+ * iSER header, Data-In by RDMA Write to the initiator's read STag, Data-Out
+ * by RDMA Read from its write STag. Login and text negotiation stay in the
+ * core; this file only moves PDUs and data.
+ *
+ * Threads: the listener's event channel lives on reactor 0; an accepted
+ * rdma_cm_id is migrated to the event channel of the reactor that owns the
+ * connection, whose completion channel also carries the connection's CQ.
+ *
+ * Memory: every reactor keeps, per RDMA device, one region registered once
+ * (huge pages when the system has them) and carves task buffers out of it in
+ * 64 KiB pages. When it runs dry a task waits (buf_get returns -EAGAIN) and
+ * is resumed, in arrival order, when pages come back.
+ *
+ * Teardown: terminate → rdma_disconnect (the QP enters the error state and
+ * flushes) → every posted work request completes → QP, CQ, memory and id are
+ * destroyed → iscsi_conn_closed(). Nothing is freed while the device may
+ * still write into it.
+ */
+#include "dm/datamover.h"
+
+#ifdef ISERGW_HAVE_RDMA
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "core/iscsi.h"
+#include "core/pdu.h"
+#include "dm/iser_spec.h"
+#include "util/log.h"
+#include "util/netaddr.h"
+
+#define COMP "iser"
+
+#define ISER_HDRS_LEN      ((uint32_t)sizeof(struct iser_hdr) + ISCSI_BHS_LEN)
+#define ISER_RX_SIZE       (ISER_HDRS_LEN + ISCSI_MAX_AHS_LEN + ISCSI_ISER_RECV_DSL + 4u)
+#define ISER_TX_SIZE       (ISER_HDRS_LEN + ISCSI_ISER_RECV_DSL)
+#define ISER_NRX           256u         /* receives posted per connection */
+#define ISER_NTX           256u         /* send buffers per connection */
+#define ISER_SQ_DEPTH      1024u
+#define ISER_RDMA_CHUNK    (1u << 20)   /* bytes per RDMA Read/Write work request */
+#define ISER_FFP_XMIT_DSL  128u         /* Linux ib_iser full-feature receive buffers */
+#define ISER_POOL_SIZE     (64u << 20)  /* registered task memory per reactor and device */
+#define ISER_PAGE_SHIFT    16u
+#define ISER_PAGE_SIZE     (1u << ISER_PAGE_SHIFT)
+#define ISER_POOL_PAGES    (ISER_POOL_SIZE >> ISER_PAGE_SHIFT)
+#define ISER_POLL_BATCH    32
+
+/* work request ids: a pointer with the kind in the low bits */
+enum iser_wr_kind {
+	WR_RECV = 1,
+	WR_SEND = 2,
+	WR_RDMA_WRITE = 3,
+	WR_RDMA_READ = 4,
+};
+#define WR_KIND_MASK 7u
+
+/* ---------------- devices, per-reactor state ---------------- */
+
+struct iser_dev {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	struct iser_dev *next;
+};
+
+static pthread_mutex_t g_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct iser_dev *g_devs;
+
+/* One reactor's view of one device: completion channel and task memory. */
+struct iser_rdev {
+	struct iser_dev *dev;
+	struct reactor *reactor;
+	struct ibv_comp_channel *chan;
+	struct reactor_fd rfd;
+	uint8_t *pool;
+	size_t pool_len;
+	bool pool_huge;
+	struct ibv_mr *pool_mr;
+	uint8_t used[ISER_POOL_PAGES];  /* 1 = page taken */
+	uint32_t free_pages;
+	struct list_head waiters;       /* struct iser_task.wait_link, FIFO */
+	struct reactor_deferred wake;
+	struct iser_rdev *next;
+};
+
+/* The reactor's RDMA CM event channel for its connections. */
+struct iser_rchan {
+	struct rdma_event_channel *ch;
+	struct reactor_fd rfd;
+	struct reactor *reactor;
+};
+
+static _Thread_local struct iser_rdev *tl_rdevs;
+static _Thread_local struct iser_rchan *tl_rchan;
+
+struct iser_listener {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct reactor_fd rfd;
+	struct reactor *reactor;
+	struct gw_portal *portal;
+};
+
+enum iser_conn_state {
+	ISER_CONNECTING = 0,
+	ISER_ESTABLISHED,
+	ISER_CLOSING,       /* disconnect requested, waiting for flushes */
+	ISER_CLOSED,
+};
+
+struct iser_tx {
+	uint8_t *buf;
+	struct iscsi_tx_pdu *pdu;
+	struct iser_tx *next_free;
+	struct iser_conn *ic;
+};
+
+/* A control PDU or a data movement waiting for send queue space or a buffer. */
+struct iser_backlog {
+	struct list_head link;
+	struct iscsi_tx_pdu *pdu;       /* or NULL: */
+	struct iscsi_task *task;
+	bool read;                      /* get_data (RDMA Read) rather than put_data */
+};
+
+struct iser_conn {
+	struct rdma_cm_id *id;
+	struct iscsi_conn *conn;
+	struct iser_rdev *rd;
+	struct gw_portal *portal;
+	struct reactor *reactor;
+	struct ibv_cq *cq;
+	enum iser_conn_state state;
+	bool send_inv;                  /* initiator accepts Send with Invalidate */
+	bool disconnected;              /* DISCONNECTED event seen */
+	uint8_t *rx_mem;
+	struct ibv_mr *rx_mr;
+	uint8_t *tx_mem;
+	struct ibv_mr *tx_mr;
+	struct iser_tx tx[ISER_NTX];
+	struct iser_tx *tx_free;
+	uint32_t sq_used;
+	uint32_t posted_recv, posted_send;
+	struct list_head backlog;
+	struct iser_hdr_info cur;       /* iSER header of the PDU being delivered */
+	bool cur_valid;
+	char peer[80], local[80];
+	struct reactor_deferred closed_work;
+};
+
+/* Per-task state (task->dm_priv). */
+struct iser_task {
+	struct iser_hdr_info hdr;
+	uint32_t first_page, npages;    /* pool pages of the buffer, npages 0 = none */
+	struct list_head wait_link;
+	bool waiting;
+	struct iscsi_task *task;
+	uint32_t reads_outstanding;
+	uint32_t read_start;            /* first byte fetched by RDMA Read */
+	uint32_t read_len;
+};
+
+static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev);
+static void iser_flush_backlog(struct iser_conn *ic);
+static void iser_maybe_closed(struct iser_conn *ic);
+
+static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
+{
+	struct iser_dev *d;
+
+	pthread_mutex_lock(&g_dev_lock);
+	for (d = g_devs; d; d = d->next)
+		if (d->verbs == verbs)
+			goto out;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto out;
+	d->verbs = verbs;
+	if (ibv_query_device(verbs, &d->attr)) {
+		GW_ERR(COMP, "%s: cannot query device", ibv_get_device_name(verbs->device));
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->pd = ibv_alloc_pd(verbs);
+	if (!d->pd) {
+		GW_ERR(COMP, "%s: cannot allocate a protection domain",
+		       ibv_get_device_name(verbs->device));
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->next = g_devs;
+	g_devs = d;
+	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu",
+		ibv_get_device_name(verbs->device), d->attr.max_qp_wr, d->attr.max_sge,
+		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size);
+out:
+	pthread_mutex_unlock(&g_dev_lock);
+	return d;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void iser_cq_event(void *arg, uint32_t events);
+static void iser_pool_wake(void *arg);
+
+static struct iser_rdev *iser_rdev_get(struct ibv_context *verbs)
+{
+	struct reactor *r = reactor_self();
+	struct iser_rdev *rd;
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+
+	for (rd = tl_rdevs; rd; rd = rd->next)
+		if (rd->dev->verbs == verbs)
+			return rd;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return NULL;
+	rd->dev = iser_dev_get(verbs);
+	if (!rd->dev)
+		goto err_free;
+	rd->reactor = r;
+	list_init(&rd->waiters);
+	reactor_deferred_init(&rd->wake, iser_pool_wake, rd);
+	rd->chan = ibv_create_comp_channel(verbs);
+	if (!rd->chan || set_nonblock(rd->chan->fd))
+		goto err_chan;
+	rd->pool_len = ISER_POOL_SIZE;
+	rd->pool = mmap(NULL, rd->pool_len, PROT_READ | PROT_WRITE, flags | MAP_HUGETLB, -1, 0);
+	rd->pool_huge = rd->pool != MAP_FAILED;
+	if (!rd->pool_huge)
+		rd->pool = mmap(NULL, rd->pool_len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (rd->pool == MAP_FAILED)
+		goto err_chan;
+	rd->pool_mr = ibv_reg_mr(rd->dev->pd, rd->pool, rd->pool_len,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_WRITE);
+	if (!rd->pool_mr) {
+		GW_ERR(COMP, "cannot register %zu MiB of task memory: %s (is the locked-memory "
+		       "limit, ulimit -l, high enough?)", rd->pool_len >> 20, strerror(errno));
+		goto err_pool;
+	}
+	rd->free_pages = ISER_POOL_PAGES;
+	if (reactor_add_fd(r, &rd->rfd, rd->chan->fd, EPOLLIN, iser_cq_event, rd))
+		goto err_mr;
+	rd->next = tl_rdevs;
+	tl_rdevs = rd;
+	GW_INFO(COMP, "reactor %u: %zu MiB of task memory registered on %s%s", reactor_index(r),
+		rd->pool_len >> 20, ibv_get_device_name(verbs->device),
+		rd->pool_huge ? " (huge pages)" : "");
+	return rd;
+
+err_mr:
+	ibv_dereg_mr(rd->pool_mr);
+err_pool:
+	munmap(rd->pool, rd->pool_len);
+err_chan:
+	if (rd->chan)
+		ibv_destroy_comp_channel(rd->chan);
+err_free:
+	free(rd);
+	return NULL;
+}
+
+/* ---------------- task memory ---------------- */
+
+static int pool_take(struct iser_rdev *rd, uint32_t npages, uint32_t *first)
+{
+	uint32_t run = 0;
+
+	if (npages > rd->free_pages)
+		return -EAGAIN;
+	for (uint32_t i = 0; i < ISER_POOL_PAGES; i++) {
+		run = rd->used[i] ? 0 : run + 1;
+		if (run == npages) {
+			*first = i + 1 - npages;
+			memset(&rd->used[*first], 1, npages);
+			rd->free_pages -= npages;
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+static void pool_give(struct iser_rdev *rd, uint32_t first, uint32_t npages)
+{
+	memset(&rd->used[first], 0, npages);
+	rd->free_pages += npages;
+	if (!list_empty(&rd->waiters))
+		reactor_defer(rd->reactor, &rd->wake);
+}
+
+static uint32_t pages_for(uint32_t len)
+{
+	return (len + ISER_PAGE_SIZE - 1) >> ISER_PAGE_SHIFT;
+}
+
+/* Buffers came back: resume waiting tasks in order, as long as they fit. */
+static void iser_pool_wake(void *arg)
+{
+	struct iser_rdev *rd = arg;
+
+	while (!list_empty(&rd->waiters)) {
+		struct iser_task *it = list_first_entry(&rd->waiters, struct iser_task, wait_link);
+		struct iscsi_task *t = it->task;
+
+		if (pool_take(rd, pages_for(t->edtl), &it->first_page))
+			break;
+		it->npages = pages_for(t->edtl);
+		list_del(&it->wait_link);
+		it->waiting = false;
+		t->buf = rd->pool + ((size_t)it->first_page << ISER_PAGE_SHIFT);
+		iscsi_task_buf_ready(t);
+	}
+}
+
+static struct iser_task *iser_task_of(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_task *it = t->dm_priv;
+
+	if (it)
+		return it;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return NULL;
+	it->task = t;
+	list_init(&it->wait_link);
+	if (ic && ic->cur_valid)
+		it->hdr = ic->cur;
+	t->dm_priv = it;
+	return it;
+}
+
+static int iser_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_task *it = iser_task_of(c, t);
+	uint32_t npages = pages_for(t->edtl);
+
+	if (!it)
+		return -ENOMEM;
+	if (npages > ISER_POOL_PAGES) {
+		GW_WARN(COMP, "%s: transfer of %u bytes exceeds the %u MiB task memory", c->peer,
+			t->edtl, ISER_POOL_SIZE >> 20);
+		return -ENOMEM;
+	}
+	if (list_empty(&ic->rd->waiters) && pool_take(ic->rd, npages, &it->first_page) == 0) {
+		it->npages = npages;
+		t->buf = ic->rd->pool + ((size_t)it->first_page << ISER_PAGE_SHIFT);
+		return 0;
+	}
+	it->waiting = true;
+	list_add_tail(&it->wait_link, &ic->rd->waiters);
+	GW_DEBUG(COMP, "%s: task memory exhausted, ITT 0x%08x waits", c->peer, t->itt);
+	return -EAGAIN;
+}
+
+static void iser_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_task *it = t->dm_priv;
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_rdev *rd;
+
+	if (!it)
+		return;
+	rd = ic ? ic->rd : NULL;
+	if (it->waiting) {
+		list_del(&it->wait_link);
+		it->waiting = false;
+	} else if (it->npages && rd) {
+		pool_give(rd, it->first_page, it->npages);
+		it->npages = 0;
+	}
+	t->buf = NULL;
+}
+
+static void iser_release_task(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_task *it = t->dm_priv;
+
+	if (!it)
+		return;
+	if (it->waiting || it->npages)
+		iser_buf_put(c, t);
+	free(it);
+	t->dm_priv = NULL;
+}
+
+/* ---------------- posting work ---------------- */
+
+static int post_recv(struct iser_conn *ic, uint32_t i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(ic->rx_mem + (size_t)i * ISER_RX_SIZE),
+		.length = ISER_RX_SIZE,
+		.lkey = ic->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = ((uint64_t)i << 3) | WR_RECV, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+	int rc = ibv_post_recv(ic->id->qp, &wr, &bad);
+
+	if (rc)
+		return -rc;
+	ic->posted_recv++;
+	return 0;
+}
+
+static int post_send(struct iser_conn *ic, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	int rc = ibv_post_send(ic->id->qp, wr, &bad);
+
+	if (rc) {
+		GW_WARN(COMP, "%s: posting a work request failed: %s", ic->peer, strerror(rc));
+		return -rc;
+	}
+	ic->sq_used++;
+	ic->posted_send++;
+	return 0;
+}
+
+static bool sq_room(const struct iser_conn *ic, uint32_t n)
+{
+	return ic->sq_used + n <= ISER_SQ_DEPTH;
+}
+
+/* Send one control PDU now; -EAGAIN when out of send buffers or queue space. */
+static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
+{
+	struct iser_tx *tx = ic->tx_free;
+	uint32_t len = pdu->data_len;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	int rc;
+
+	if (!tx || !sq_room(ic, 1))
+		return -EAGAIN;
+	if (len > ISCSI_ISER_RECV_DSL) {
+		GW_ERR(COMP, "%s: %s with %u data bytes does not fit a Send", ic->peer,
+		       iscsi_opcode_name(pdu->bhs.opcode), len);
+		return -EMSGSIZE;
+	}
+	ic->tx_free = tx->next_free;
+	iser_hdr_encode_ctrl(tx->buf);
+	memcpy(tx->buf + sizeof(struct iser_hdr), &pdu->bhs, ISCSI_BHS_LEN);
+	if (len)
+		memcpy(tx->buf + ISER_HDRS_LEN, pdu->data, len);
+	tx->pdu = pdu;
+	sge.addr = (uintptr_t)tx->buf;
+	sge.length = ISER_HDRS_LEN + len;
+	sge.lkey = ic->tx_mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)tx | WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	/* the SCSI Response of a task whose buffer the initiator registered:
+	 * invalidate its STag remotely, saving the initiator a local invalidate */
+	if (ic->send_inv && iscsi_bhs_opcode(&pdu->bhs) == ISCSI_OP_SCSI_RSP && pdu->ctx) {
+		struct iser_task *it = ((struct iscsi_task *)pdu->ctx)->dm_priv;
+
+		if (it && (it->hdr.rsv || it->hdr.wsv)) {
+			wr.opcode = IBV_WR_SEND_WITH_INV;
+			wr.invalidate_rkey = it->hdr.rsv ? it->hdr.read_stag : it->hdr.write_stag;
+		}
+	}
+	rc = post_send(ic, &wr);
+	if (rc) {
+		tx->pdu = NULL;
+		tx->next_free = ic->tx_free;
+		ic->tx_free = tx;
+	}
+	return rc;
+}
+
+static int backlog_add(struct iser_conn *ic, struct iscsi_tx_pdu *pdu, struct iscsi_task *t,
+		       bool read)
+{
+	struct iser_backlog *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->pdu = pdu;
+	b->task = t;
+	b->read = read;
+	list_add_tail(&b->link, &ic->backlog);
+	return 0;
+}
+
+static int iser_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
+{
+	struct iser_conn *ic = c->dm_priv;
+	int rc;
+
+	if (!ic || ic->state != ISER_ESTABLISHED)
+		return -ECONNRESET;
+	if (list_empty(&ic->backlog)) {
+		rc = send_pdu_now(ic, pdu);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return backlog_add(ic, pdu, NULL, false);
+}
+
+/* RDMA Writes of a task's Data-In, then its status. */
+static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
+{
+	struct iser_task *it = t->dm_priv;
+	uint32_t len = iscsi_task_data_in_len(t);
+	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
+
+	if (!sq_room(ic, nwr + 1) || !ic->tx_free)
+		return -EAGAIN;
+	for (uint32_t off = 0; off < len; off += ISER_RDMA_CHUNK) {
+		uint32_t n = len - off < ISER_RDMA_CHUNK ? len - off : ISER_RDMA_CHUNK;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(t->buf + off), .length = n, .lkey = ic->rd->pool_mr->lkey,
+		};
+		struct ibv_send_wr wr;
+		int rc;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uintptr_t)it | WR_RDMA_WRITE;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = it->hdr.read_va + off;
+		wr.wr.rdma.rkey = it->hdr.read_stag;
+		rc = post_send(ic, &wr);
+		if (rc)
+			return rc;
+	}
+	t->data_sn = 0;
+	iscsi_task_send_response(t); /* RC ordering: delivered after the writes */
+	return 0;
+}
+
+static int iser_put_data(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_task *it = t->dm_priv;
+	int rc;
+
+	if (!ic || ic->state != ISER_ESTABLISHED)
+		return -ECONNRESET;
+	if (!it || !it->hdr.rsv) {
+		iscsi_conn_drop(c, "READ data without a read STag in the iSER header");
+		return -EPROTO;
+	}
+	if (list_empty(&ic->backlog)) {
+		rc = rdma_write_now(ic, t);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return backlog_add(ic, NULL, t, false);
+}
+
+/* RDMA Reads of everything the initiator did not send unsolicited. */
+static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
+{
+	struct iser_task *it = t->dm_priv;
+	uint32_t start = it->read_start, len = t->edtl - start;
+	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
+
+	if (!sq_room(ic, nwr))
+		return -EAGAIN;
+	it->read_len = len;
+	for (uint32_t off = 0; off < len; off += ISER_RDMA_CHUNK) {
+		uint32_t n = len - off < ISER_RDMA_CHUNK ? len - off : ISER_RDMA_CHUNK;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(t->buf + start + off), .length = n,
+			.lkey = ic->rd->pool_mr->lkey,
+		};
+		struct ibv_send_wr wr;
+		int rc;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uintptr_t)it | WR_RDMA_READ;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = it->hdr.write_va + start + off;
+		wr.wr.rdma.rkey = it->hdr.write_stag;
+		rc = post_send(ic, &wr);
+		if (rc)
+			return rc;
+		it->reads_outstanding++;
+	}
+	return 0;
+}
+
+static int iser_get_data(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_task *it = t->dm_priv;
+	int rc;
+
+	if (!ic || ic->state != ISER_ESTABLISHED)
+		return -ECONNRESET;
+	if (!it || !it->hdr.wsv) {
+		iscsi_conn_drop(c, "WRITE needs data but the iSER header has no write STag");
+		return -EPROTO;
+	}
+	/* everything past the unsolicited part, in one go: the core must not ask again */
+	it->read_start = t->r2t_next;
+	t->r2t_next = t->edtl;
+	if (list_empty(&ic->backlog)) {
+		rc = rdma_read_now(ic, t);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return backlog_add(ic, NULL, t, true);
+}
+
+static void iser_flush_backlog(struct iser_conn *ic)
+{
+	while (!list_empty(&ic->backlog) && ic->state == ISER_ESTABLISHED) {
+		struct iser_backlog *b = list_first_entry(&ic->backlog, struct iser_backlog, link);
+		int rc;
+
+		if (b->pdu) {
+			rc = send_pdu_now(ic, b->pdu);
+		} else if (b->read) {
+			rc = rdma_read_now(ic, b->task);
+		} else {
+			rc = rdma_write_now(ic, b->task);
+		}
+		if (rc == -EAGAIN)
+			return;
+		list_del(&b->link);
+		if (rc) {
+			if (b->pdu && b->pdu->sent)
+				b->pdu->sent(b->pdu, rc);
+			else if (b->pdu)
+				iscsi_tx_pdu_free(b->pdu);
+			free(b);
+			iscsi_conn_drop(ic->conn, "posting RDMA work failed");
+			return;
+		}
+		free(b);
+	}
+}
+
+static void backlog_fail(struct iser_conn *ic)
+{
+	while (!list_empty(&ic->backlog)) {
+		struct iser_backlog *b = list_first_entry(&ic->backlog, struct iser_backlog, link);
+
+		list_del(&b->link);
+		if (b->pdu) {
+			if (b->pdu->sent)
+				b->pdu->sent(b->pdu, -ECONNRESET);
+			else
+				iscsi_tx_pdu_free(b->pdu);
+		} else if (!b->read) {
+			/* Data-In never left: the task still waits for its status */
+			b->task->state = TASK_STATE_DONE;
+		}
+		free(b);
+	}
+}
+
+/* ---------------- completions ---------------- */
+
+static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
+{
+	uint8_t *buf = ic->rx_mem + (size_t)idx * ISER_RX_SIZE;
+	struct iscsi_conn *c = ic->conn;
+	const struct iscsi_bhs *bhs = (const struct iscsi_bhs *)(buf + sizeof(struct iser_hdr));
+	struct iser_hdr_info h;
+	const char *why = NULL;
+	uint32_t ahs_len, dsl;
+
+	ic->posted_recv--;
+	if (wc->status != IBV_WC_SUCCESS || ic->state != ISER_ESTABLISHED)
+		return;
+	if (iser_hdr_decode(buf, wc->byte_len, &h, &why)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "bad iSER header: %s", why);
+		iscsi_conn_drop(c, msg);
+		return;
+	}
+	ahs_len = iscsi_ahs_len(bhs);
+	dsl = iscsi_bhs_dsl(bhs);
+	if ((uint64_t)ISER_HDRS_LEN + ahs_len + dsl > wc->byte_len) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "%s claims %u data bytes but the Send carried %u",
+			 iscsi_opcode_name(bhs->opcode), dsl, wc->byte_len);
+		iscsi_conn_drop(c, msg);
+		return;
+	}
+	ic->cur = h;
+	ic->cur_valid = true;
+	iscsi_conn_rx_pdu(c, bhs, ahs_len ? buf + ISER_HDRS_LEN : NULL, ahs_len,
+			  dsl ? buf + ISER_HDRS_LEN + ahs_len : NULL, dsl);
+	ic->cur_valid = false;
+	if (ic->state == ISER_ESTABLISHED && post_recv(ic, idx)) {
+		iscsi_conn_drop(c, "cannot re-post a receive buffer");
+		return;
+	}
+	/* every receive the initiator may fill is posted again at once; running
+	 * out means it sent more unexpected PDUs than it may have outstanding */
+	if (ic->state == ISER_ESTABLISHED && ic->posted_recv == 0)
+		iscsi_conn_drop(c, "initiator exceeded its outstanding unexpected PDUs");
+}
+
+static void send_done(struct iser_conn *ic, struct iser_tx *tx, const struct ibv_wc *wc)
+{
+	struct iscsi_tx_pdu *pdu = tx->pdu;
+
+	ic->sq_used--;
+	ic->posted_send--;
+	tx->pdu = NULL;
+	tx->next_free = ic->tx_free;
+	ic->tx_free = tx;
+	if (pdu) {
+		int st = wc->status == IBV_WC_SUCCESS ? 0 : -EIO;
+
+		if (pdu->sent)
+			pdu->sent(pdu, st);
+		else
+			iscsi_tx_pdu_free(pdu);
+	}
+}
+
+static void read_done(struct iser_conn *ic, struct iser_task *it, const struct ibv_wc *wc)
+{
+	struct iscsi_task *t = it->task;
+
+	ic->sq_used--;
+	ic->posted_send--;
+	if (--it->reads_outstanding || wc->status != IBV_WC_SUCCESS ||
+	    ic->state != ISER_ESTABLISHED)
+		return;
+	t->received += it->read_len;
+	if (t->received >= t->edtl && t->state == TASK_STATE_DATA_OUT)
+		iscsi_task_data_ready(t);
+}
+
+static const char *wr_kind_name(unsigned int k)
+{
+	switch (k) {
+	case WR_RECV: return "receive";
+	case WR_SEND: return "send";
+	case WR_RDMA_WRITE: return "RDMA Write";
+	case WR_RDMA_READ: return "RDMA Read";
+	default: return "?";
+	}
+}
+
+static void iser_poll(struct iser_conn *ic)
+{
+	struct ibv_wc wc[ISER_POLL_BATCH];
+	int n;
+
+	do {
+		n = ibv_poll_cq(ic->cq, ISER_POLL_BATCH, wc);
+		for (int i = 0; i < n; i++) {
+			unsigned int kind = wc[i].wr_id & WR_KIND_MASK;
+			void *p = (void *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)WR_KIND_MASK);
+
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR &&
+			    ic->state == ISER_ESTABLISHED) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg), "%s completed with %s (vendor error 0x%x)",
+					 wr_kind_name(kind), ibv_wc_status_str(wc[i].status),
+					 wc[i].vendor_err);
+				iscsi_conn_drop(ic->conn, msg);
+			}
+			switch (kind) {
+			case WR_RECV:
+				rx_done(ic, (uint32_t)(wc[i].wr_id >> 3), &wc[i]);
+				break;
+			case WR_SEND:
+				send_done(ic, p, &wc[i]);
+				break;
+			case WR_RDMA_WRITE:
+				ic->sq_used--;
+				ic->posted_send--;
+				break;
+			case WR_RDMA_READ:
+				read_done(ic, p, &wc[i]);
+				break;
+			default:
+				break;
+			}
+		}
+	} while (n == ISER_POLL_BATCH);
+	if (ic->state == ISER_ESTABLISHED)
+		iser_flush_backlog(ic);
+	else
+		iser_maybe_closed(ic);
+}
+
+static void iser_cq_event(void *arg, uint32_t events)
+{
+	struct iser_rdev *rd = arg;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	(void)events;
+	while (ibv_get_cq_event(rd->chan, &cq, &ctx) == 0) {
+		struct iser_conn *ic = ctx;
+
+		ibv_ack_cq_events(cq, 1);
+		if (ic->state != ISER_CLOSED)
+			ibv_req_notify_cq(cq, 0);
+		iser_poll(ic);
+	}
+}
+
+/* ---------------- connection life ---------------- */
+
+static void iser_conn_free(struct iser_conn *ic)
+{
+	if (ic->id && ic->id->qp)
+		rdma_destroy_qp(ic->id);
+	if (ic->cq)
+		ibv_destroy_cq(ic->cq);
+	if (ic->rx_mr)
+		ibv_dereg_mr(ic->rx_mr);
+	if (ic->tx_mr)
+		ibv_dereg_mr(ic->tx_mr);
+	free(ic->rx_mem);
+	free(ic->tx_mem);
+	if (ic->id)
+		rdma_destroy_id(ic->id);
+	free(ic);
+}
+
+static void iser_closed_work(void *arg)
+{
+	struct iser_conn *ic = arg;
+	struct iscsi_conn *c = ic->conn;
+
+	if (c) {
+		c->dm_priv = NULL;
+		iser_conn_free(ic);
+		iscsi_conn_closed(c);
+	} else {
+		iser_conn_free(ic);
+	}
+}
+
+/* All posted work has flushed and the CM is done: free, then tell the core. */
+static void iser_maybe_closed(struct iser_conn *ic)
+{
+	if (ic->state != ISER_CLOSING || ic->posted_recv || ic->posted_send || !ic->disconnected)
+		return;
+	ic->state = ISER_CLOSED;
+	reactor_defer(ic->reactor, &ic->closed_work);
+}
+
+static void iser_terminate(struct iscsi_conn *c)
+{
+	struct iser_conn *ic = c->dm_priv;
+
+	if (!ic || ic->state == ISER_CLOSING || ic->state == ISER_CLOSED)
+		return;
+	ic->state = ISER_CLOSING;
+	backlog_fail(ic);
+	/* moves the QP to the error state: every posted request flushes */
+	if (rdma_disconnect(ic->id) && errno != EINVAL)
+		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
+	if (ic->id->qp) {
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+		ibv_modify_qp(ic->id->qp, &attr, IBV_QP_STATE);
+	}
+	iser_poll(ic);
+	iser_maybe_closed(ic);
+}
+
+static int iser_enter_ffp(struct iscsi_conn *c)
+{
+	/*
+	 * Full-feature control PDUs must fit the initiator's receive buffers:
+	 * Linux ib_iser posts 128-byte ones unless InitiatorRecvDataSegmentLength
+	 * says otherwise (RFC 7145 section 6.5).
+	 */
+	if (c->sess && c->sess->type == ISCSI_SESSION_NORMAL &&
+	    !c->params.initiator_recv_dsl_declared && c->params.max_xmit_dsl > ISER_FFP_XMIT_DSL)
+		c->params.max_xmit_dsl = ISER_FFP_XMIT_DSL;
+	if (c->params.max_xmit_dsl > ISCSI_ISER_RECV_DSL)
+		c->params.max_xmit_dsl = ISCSI_ISER_RECV_DSL;
+	return 0;
+}
+
+static void iser_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
+{
+	struct iser_conn *ic = c->dm_priv;
+
+	snprintf(peer, plen, "%s", ic ? ic->peer : "?");
+	snprintf(local, llen, "%s", ic ? ic->local : "?");
+}
+
+static void iser_rchan_event(void *arg, uint32_t events)
+{
+	struct iser_rchan *rc = arg;
+	struct rdma_cm_event *ev;
+
+	(void)events;
+	while (rdma_get_cm_event(rc->ch, &ev) == 0) {
+		struct iser_conn *ic = ev->id->context;
+		struct rdma_cm_event copy = *ev;
+
+		rdma_ack_cm_event(ev);
+		if (ic)
+			iser_conn_event(ic, &copy);
+	}
+}
+
+static struct iser_rchan *iser_rchan_get(void)
+{
+	struct iser_rchan *rc = tl_rchan;
+
+	if (rc)
+		return rc;
+	rc = calloc(1, sizeof(*rc));
+	if (!rc)
+		return NULL;
+	rc->reactor = reactor_self();
+	rc->ch = rdma_create_event_channel();
+	if (!rc->ch || set_nonblock(rc->ch->fd) ||
+	    reactor_add_fd(rc->reactor, &rc->rfd, rc->ch->fd, EPOLLIN, iser_rchan_event, rc)) {
+		if (rc->ch)
+			rdma_destroy_event_channel(rc->ch);
+		free(rc);
+		return NULL;
+	}
+	tl_rchan = rc;
+	return rc;
+}
+
+static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (ic->state == ISER_CONNECTING) {
+			ic->state = ISER_ESTABLISHED;
+			GW_INFO(COMP, "%s: RDMA connection established on %s", ic->peer, ic->local);
+		}
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		ic->disconnected = true;
+		if (ic->state == ISER_ESTABLISHED || ic->state == ISER_CONNECTING) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "RDMA connection ended (%s)",
+				 rdma_event_str(ev->event));
+			if (ic->conn->state == CONN_STATE_FFP)
+				iscsi_conn_drop(ic->conn, why);
+			else
+				iscsi_conn_close(ic->conn);
+		}
+		iser_poll(ic);
+		iser_maybe_closed(ic);
+		break;
+	default:
+		GW_DEBUG(COMP, "%s: CM event %s", ic->peer, rdma_event_str(ev->event));
+		break;
+	}
+}
+
+struct iser_accept_msg {
+	struct rdma_cm_id *id;
+	struct gw_portal *portal;
+	struct iser_cm_hdr req;
+	bool req_valid;
+	uint8_t initiator_depth, responder_resources;
+};
+
+static void iser_reject(struct rdma_cm_id *id, const char *why)
+{
+	char peer[80];
+
+	gw_fmt_sockaddr(rdma_get_peer_addr(id), peer, sizeof(peer));
+	GW_WARN(COMP, "%s: refusing RDMA connection: %s", peer, why);
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
+}
+
+/* On the reactor that will own the connection. */
+static void iser_accept_on_reactor(void *arg)
+{
+	struct iser_accept_msg *m = arg;
+	struct rdma_cm_id *id = m->id;
+	struct iser_rchan *rch = iser_rchan_get();
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	struct iser_cm_hdr rsp;
+	struct iser_conn *ic;
+	struct iser_dev *dev;
+	int rc;
+
+	if (!rch || rdma_migrate_id(id, rch->ch)) {
+		iser_reject(id, "cannot attach to the reactor's event channel");
+		free(m);
+		return;
+	}
+	ic = calloc(1, sizeof(*ic));
+	if (!ic) {
+		iser_reject(id, "out of memory");
+		free(m);
+		return;
+	}
+	ic->id = id;
+	ic->portal = m->portal;
+	ic->reactor = rch->reactor;
+	ic->state = ISER_CONNECTING;
+	list_init(&ic->backlog);
+	reactor_deferred_init(&ic->closed_work, iser_closed_work, ic);
+	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
+	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
+	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
+	ic->rd = iser_rdev_get(id->verbs);
+	if (!ic->rd)
+		goto err_reject;
+	dev = ic->rd->dev;
+	ic->cq = ibv_create_cq(id->verbs, (int)(ISER_SQ_DEPTH + ISER_NRX), ic, ic->rd->chan, 0);
+	if (!ic->cq || ibv_req_notify_cq(ic->cq, 0))
+		goto err_reject;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = ic->cq;
+	qa.recv_cq = ic->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = ISER_SQ_DEPTH;
+	qa.cap.max_recv_wr = ISER_NRX;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, dev->pd, &qa)) {
+		GW_WARN(COMP, "%s: cannot create a queue pair: %s", ic->peer, strerror(errno));
+		goto err_reject;
+	}
+	ic->rx_mem = aligned_alloc(4096, (size_t)ISER_NRX * ISER_RX_SIZE);
+	ic->tx_mem = aligned_alloc(4096, (size_t)ISER_NTX * ISER_TX_SIZE);
+	if (!ic->rx_mem || !ic->tx_mem)
+		goto err_reject;
+	ic->rx_mr = ibv_reg_mr(dev->pd, ic->rx_mem, (size_t)ISER_NRX * ISER_RX_SIZE,
+			       IBV_ACCESS_LOCAL_WRITE);
+	ic->tx_mr = ibv_reg_mr(dev->pd, ic->tx_mem, (size_t)ISER_NTX * ISER_TX_SIZE, 0);
+	if (!ic->rx_mr || !ic->tx_mr)
+		goto err_reject;
+	for (uint32_t i = 0; i < ISER_NTX; i++) {
+		ic->tx[i].buf = ic->tx_mem + (size_t)i * ISER_TX_SIZE;
+		ic->tx[i].ic = ic;
+		ic->tx[i].next_free = ic->tx_free;
+		ic->tx_free = &ic->tx[i];
+	}
+	for (uint32_t i = 0; i < ISER_NRX; i++)
+		if (post_recv(ic, i))
+			goto err_reject;
+	id->context = ic;
+	rc = iscsi_conn_create(m->portal, ic->reactor, ic, &ic->conn);
+	if (rc)
+		goto err_reject;
+
+	memset(&rsp, 0, sizeof(rsp));
+	rsp.flags = ISER_CM_ZBVA_NOT_USED | (ic->send_inv ? 0 : ISER_CM_SEND_W_INV_NOT_USED);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = &rsp;
+	cp.private_data_len = sizeof(rsp);
+	cp.responder_resources = m->initiator_depth < dev->attr.max_qp_rd_atom ?
+				 m->initiator_depth : (uint8_t)dev->attr.max_qp_rd_atom;
+	cp.initiator_depth = m->responder_resources < dev->attr.max_qp_init_rd_atom ?
+			     m->responder_resources : (uint8_t)dev->attr.max_qp_init_rd_atom;
+	cp.rnr_retry_count = 7;
+	free(m);
+	if (rdma_accept(id, &cp)) {
+		GW_WARN(COMP, "%s: rdma_accept: %s", ic->peer, strerror(errno));
+		ic->state = ISER_ESTABLISHED; /* let terminate run the normal teardown */
+		iscsi_conn_drop(ic->conn, "could not accept the RDMA connection");
+	}
+	return;
+
+err_reject:
+	GW_WARN(COMP, "%s: refusing RDMA connection: cannot set up its RDMA resources", ic->peer);
+	rdma_reject(id, NULL, 0);
+	id->context = NULL;
+	iser_conn_free(ic); /* QP, CQ, memory, then the id */
+	free(m);
+}
+
+static void iser_listen_event(void *arg, uint32_t events)
+{
+	struct iser_listener *l = arg;
+	struct rdma_cm_event *ev;
+
+	(void)events;
+	while (rdma_get_cm_event(l->ch, &ev) == 0) {
+		struct iser_accept_msg *m;
+		struct rdma_cm_id *id = ev->id;
+		enum rdma_cm_event_type type = ev->event;
+
+		if (type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed",
+				       l->portal->cfg->addr, l->portal->cfg->port);
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m || atomic_load(&l->portal->gw->shutting_down)) {
+			rdma_ack_cm_event(ev);
+			iser_reject(id, m ? "target shutting down" : "out of memory");
+			free(m);
+			continue;
+		}
+		m->id = id;
+		m->portal = l->portal;
+		m->initiator_depth = ev->param.conn.initiator_depth;
+		m->responder_resources = ev->param.conn.responder_resources;
+		if (ev->param.conn.private_data_len >= sizeof(m->req) && ev->param.conn.private_data) {
+			memcpy(&m->req, ev->param.conn.private_data, sizeof(m->req));
+			m->req_valid = true;
+		}
+		id->context = NULL;
+		rdma_ack_cm_event(ev);
+		if (reactor_send_msg(gw_pick_reactor(l->portal->gw), iser_accept_on_reactor, m)) {
+			iser_reject(id, "cannot reach a reactor");
+			free(m);
+		}
+	}
+}
+
+static int iser_listen(struct gw_portal *p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *res = NULL;
+	struct iser_listener *l;
+	char port[8];
+	int rc;
+
+	snprintf(port, sizeof(port), "%u", p->cfg->port);
+	rc = getaddrinfo(p->cfg->addr, port, &hints, &res);
+	if (rc) {
+		GW_ERR(COMP, "portal iser://%s:%u: cannot resolve address: %s", p->cfg->addr,
+		       p->cfg->port, gai_strerror(rc));
+		return -EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		rc = -ENOMEM;
+		goto err_ai;
+	}
+	l->portal = p;
+	l->ch = rdma_create_event_channel();
+	if (!l->ch) {
+		rc = -errno;
+		GW_ERR(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
+		       p->cfg->addr, p->cfg->port, strerror(errno));
+		goto err_free;
+	}
+	if (set_nonblock(l->ch->fd) || rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP)) {
+		rc = -errno;
+		goto err_ch;
+	}
+	if (rdma_bind_addr(l->id, res->ai_addr) || rdma_listen(l->id, 128)) {
+		rc = -errno;
+		GW_ERR(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
+		       "address?)", p->cfg->addr, p->cfg->port, strerror(errno));
+		goto err_id;
+	}
+	l->reactor = p->gw->reactors[0];
+	rc = reactor_add_fd(l->reactor, &l->rfd, l->ch->fd, EPOLLIN, iser_listen_event, l);
+	if (rc)
+		goto err_id;
+	p->dm_priv = l;
+	freeaddrinfo(res);
+	GW_NOTICE(COMP, "listening on iser://%s:%u", p->cfg->addr, p->cfg->port);
+	return 0;
+
+err_id:
+	rdma_destroy_id(l->id);
+err_ch:
+	rdma_destroy_event_channel(l->ch);
+err_free:
+	free(l);
+err_ai:
+	freeaddrinfo(res);
+	return rc ? rc : -EIO;
+}
+
+static void iser_unlisten_msg(void *arg)
+{
+	struct iser_listener *l = arg;
+
+	reactor_del_fd(l->reactor, &l->rfd);
+	rdma_destroy_id(l->id);
+	rdma_destroy_event_channel(l->ch);
+	free(l);
+}
+
+static void iser_unlisten(struct gw_portal *p)
+{
+	struct iser_listener *l = p->dm_priv;
+
+	if (!l)
+		return;
+	p->dm_priv = NULL;
+	if (reactor_self() == l->reactor)
+		iser_unlisten_msg(l);
+	else
+		reactor_send_msg(l->reactor, iser_unlisten_msg, l);
+}
+
+struct gw_dm_ops gw_dm_iser_ops = {
+	.name = "iser",
+	.transport = GW_TRANSPORT_ISER,
+	.listen = iser_listen,
+	.unlisten = iser_unlisten,
+	.send_control = iser_send_control,
+	.put_data = iser_put_data,
+	.get_data = iser_get_data,
+	.release_task = iser_release_task,
+	.buf_get = iser_buf_get,
+	.buf_put = iser_buf_put,
+	.terminate = iser_terminate,
+	.enter_ffp = iser_enter_ffp,
+	.addrs = iser_addrs,
+};
+
+#else /* !ISERGW_HAVE_RDMA */
+
+/* Built without rdma-core: iser:// portals report the transport unavailable. */
+struct gw_dm_ops gw_dm_iser_ops;
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* iSER header encoding and checks: pure code, unit tested without RDMA. */
+#include <errno.h>
+
+#include "core/iscsi_spec.h"
+#include "dm/iser_spec.h"
+
+int iser_hdr_decode(const void *buf, uint32_t len, struct iser_hdr_info *out, const char **why)
+{
+	struct iser_hdr h;
+
+	if (len < sizeof(h) + ISCSI_BHS_LEN) {
+		*why = "Send shorter than the iSER and iSCSI headers";
+		return -EPROTO;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if ((h.flags & ISER_OPCODE_MASK) != ISER_OP_ISCSI_CTRL) {
+		*why = (h.flags & ISER_OPCODE_MASK) == ISER_OP_HELLO ?
+			"iSER Hello (not used over this transport)" : "unknown iSER opcode";
+		return -EPROTO;
+	}
+	if (h.flags & ISER_FLAGS_RSVD || h.rsvd[0] || h.rsvd[1] || h.rsvd[2]) {
+		*why = "reserved bits set in the iSER header";
+		return -EPROTO;
+	}
+	out->wsv = h.flags & ISER_WSV;
+	out->rsv = h.flags & ISER_RSV;
+	out->write_stag = be32toh(h.write_stag);
+	out->read_stag = be32toh(h.read_stag);
+	out->write_va = be64toh(h.write_va);
+	out->read_va = be64toh(h.read_va);
+	if ((out->wsv && out->write_stag == 0) || (out->rsv && out->read_stag == 0)) {
+		*why = "STag marked valid but zero";
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void iser_hdr_encode_ctrl(void *buf)
+{
+	struct iser_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.flags = ISER_OP_ISCSI_CTRL;
+	memcpy(buf, &h, sizeof(h));
+}
