@@ -606,7 +606,9 @@ static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_RDMA_READ;
 		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = it->hdr.write_va + start + off;
+		/* RFC 7145 9.2: the write base offset already points at the first
+		 * byte not sent unsolicited */
+		wr.wr.rdma.remote_addr = it->hdr.write_va + off;
 		wr.wr.rdma.rkey = it->hdr.write_stag;
 		rc = post_send(ic, &wr);
 		if (rc)
