@@ -725,6 +725,17 @@ static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
 	iscsi_conn_rx_pdu(c, bhs, ahs_len ? buf + ISER_HDRS_LEN : NULL, ahs_len,
 			  dsl ? buf + ISER_HDRS_LEN + ahs_len : NULL, dsl);
 	ic->cur_valid = false;
+	/* RFC 7145 6.7: commands are unexpected PDUs, outstanding until answered */
+	if (c->state == CONN_STATE_FFP && c->params.max_outstanding_unexpected_pdus &&
+	    c->ntasks > c->params.max_outstanding_unexpected_pdus) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "initiator has %u commands outstanding, more than "
+			 "MaxOutstandingUnexpectedPDUs=%u", c->ntasks,
+			 c->params.max_outstanding_unexpected_pdus);
+		iscsi_conn_drop(c, msg);
+		return;
+	}
 	if (ic->state == ISER_ESTABLISHED && post_recv(ic, idx)) {
 		iscsi_conn_drop(c, "cannot re-post a receive buffer");
 		return;
