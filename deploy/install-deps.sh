@@ -14,6 +14,10 @@ PACKAGES=(
 	libprotobuf-c-dev protobuf-c-compiler libibverbs-dev librdmacm-dev
 	# tests: unit (cmocka), integration (libiscsi client + tools, tgt reference target)
 	libcmocka-dev libiscsi-dev libiscsi-bin tgt
+	# RDMA tests in a qemu VM with Soft-RoCE (tests/vm): the host's userspace runs in
+	# the guest; ibverbs-providers holds librxe (only recommended by libibverbs1)
+	qemu-system-x86 linux-image-amd64 busybox-static kmod udev ibverbs-providers
+	ibverbs-utils open-iscsi multipath-tools fio e2fsprogs util-linux
 	# debugging and measuring
 	valgrind linux-perf procps iproute2
 )

@@ -51,7 +51,7 @@
 #define ISER_NRX           256u         /* receives posted per connection */
 #define ISER_NTX           256u         /* send buffers per connection */
 #define ISER_SQ_DEPTH      1024u
-#define ISER_RDMA_CHUNK    (1u << 20)   /* bytes per RDMA Read/Write work request */
+#define ISER_RDMA_CHUNK    (8u << 20)   /* bytes per RDMA Read/Write work request */
 #define ISER_FFP_XMIT_DSL  128u         /* Linux ib_iser full-feature receive buffers */
 #define ISER_POOL_SIZE     (64u << 20)  /* registered task memory per reactor and device */
 #define ISER_PAGE_SHIFT    16u
@@ -137,6 +137,12 @@ struct iser_backlog {
 	bool read;                      /* get_data (RDMA Read) rather than put_data */
 };
 
+/* A send-queue work request waiting for the end of the event loop iteration. */
+struct iser_wr {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+};
+
 struct iser_conn {
 	struct rdma_cm_id *id;
 	struct iscsi_conn *conn;
@@ -156,6 +162,9 @@ struct iser_conn {
 	uint32_t sq_used;
 	uint32_t posted_recv, posted_send;
 	struct list_head backlog;
+	struct iser_wr pend[ISER_SQ_DEPTH]; /* posted with one doorbell per iteration */
+	uint32_t npend;
+	struct reactor_deferred post_work;
 	struct iser_hdr_info cur;       /* iSER header of the PDU being delivered */
 	bool cur_valid;
 	char peer[80], local[80];
@@ -429,17 +438,50 @@ static int post_recv(struct iser_conn *ic, uint32_t i)
 	return 0;
 }
 
-static int post_send(struct iser_conn *ic, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-	int rc = ibv_post_send(ic->id->qp, wr, &bad);
+static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc);
 
-	if (rc) {
-		GW_WARN(COMP, "%s: posting a work request failed: %s", ic->peer, strerror(rc));
-		return -rc;
+/* Post every queued send-queue request with one doorbell. */
+static void iser_post_pending(void *arg)
+{
+	struct iser_conn *ic = arg;
+	struct ibv_send_wr *bad = NULL;
+	uint32_t n = ic->npend;
+	int rc;
+
+	if (!n)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		ic->pend[i].wr.next = i + 1 < n ? &ic->pend[i + 1].wr : NULL;
+	ic->npend = 0;
+	rc = ibv_post_send(ic->id->qp, &ic->pend[0].wr, &bad);
+	if (!rc)
+		return;
+	GW_WARN(COMP, "%s: posting work requests failed: %s", ic->peer, strerror(rc));
+	/* what was not posted completes here as flushed, so nothing leaks */
+	for (struct ibv_send_wr *w = bad; w; w = w->next) {
+		struct ibv_wc wc = { .wr_id = w->wr_id, .status = IBV_WC_WR_FLUSH_ERR };
+
+		iser_complete(ic, &wc);
 	}
+	if (ic->state == ISER_ESTABLISHED)
+		iscsi_conn_drop(ic->conn, "posting RDMA work failed");
+}
+
+/* Queue one send-queue request; posted at the end of this loop iteration. */
+static int post_send(struct iser_conn *ic, const struct ibv_send_wr *wr, const struct ibv_sge *sge)
+{
+	struct iser_wr *w;
+
+	if (ic->npend >= ISER_SQ_DEPTH)
+		return -EAGAIN;
+	w = &ic->pend[ic->npend++];
+	w->wr = *wr;
+	w->sge = *sge;
+	w->wr.sg_list = &w->sge;
+	w->wr.num_sge = 1;
 	ic->sq_used++;
 	ic->posted_send++;
+	reactor_defer(ic->reactor, &ic->post_work);
 	return 0;
 }
 
@@ -489,7 +531,7 @@ static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
 			wr.invalidate_rkey = it->hdr.rsv ? it->hdr.read_stag : it->hdr.write_stag;
 		}
 	}
-	rc = post_send(ic, &wr);
+	rc = post_send(ic, &wr, &sge);
 	if (rc) {
 		tx->pdu = NULL;
 		tx->next_free = ic->tx_free;
@@ -552,7 +594,7 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = it->hdr.read_va + off;
 		wr.wr.rdma.rkey = it->hdr.read_stag;
-		rc = post_send(ic, &wr);
+		rc = post_send(ic, &wr, &sge);
 		if (rc)
 			return rc;
 	}
@@ -610,7 +652,7 @@ static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
 		 * byte not sent unsolicited */
 		wr.wr.rdma.remote_addr = it->hdr.write_va + off;
 		wr.wr.rdma.rkey = it->hdr.write_stag;
-		rc = post_send(ic, &wr);
+		rc = post_send(ic, &wr, &sge);
 		if (rc)
 			return rc;
 		it->reads_outstanding++;
@@ -790,6 +832,38 @@ static const char *wr_kind_name(unsigned int k)
 	}
 }
 
+static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc)
+{
+	unsigned int kind = wc->wr_id & WR_KIND_MASK;
+	void *p = (void *)(uintptr_t)(wc->wr_id & ~(uint64_t)WR_KIND_MASK);
+
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR &&
+	    ic->state == ISER_ESTABLISHED) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s completed with %s (vendor error 0x%x)",
+			 wr_kind_name(kind), ibv_wc_status_str(wc->status), wc->vendor_err);
+		iscsi_conn_drop(ic->conn, msg);
+	}
+	switch (kind) {
+	case WR_RECV:
+		rx_done(ic, (uint32_t)(wc->wr_id >> 3), wc);
+		break;
+	case WR_SEND:
+		send_done(ic, p, wc);
+		break;
+	case WR_RDMA_WRITE:
+		ic->sq_used--;
+		ic->posted_send--;
+		break;
+	case WR_RDMA_READ:
+		read_done(ic, p, wc);
+		break;
+	default:
+		break;
+	}
+}
+
 static void iser_poll(struct iser_conn *ic)
 {
 	struct ibv_wc wc[ISER_POLL_BATCH];
@@ -797,37 +871,8 @@ static void iser_poll(struct iser_conn *ic)
 
 	do {
 		n = ibv_poll_cq(ic->cq, ISER_POLL_BATCH, wc);
-		for (int i = 0; i < n; i++) {
-			unsigned int kind = wc[i].wr_id & WR_KIND_MASK;
-			void *p = (void *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)WR_KIND_MASK);
-
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR &&
-			    ic->state == ISER_ESTABLISHED) {
-				char msg[160];
-
-				snprintf(msg, sizeof(msg), "%s completed with %s (vendor error 0x%x)",
-					 wr_kind_name(kind), ibv_wc_status_str(wc[i].status),
-					 wc[i].vendor_err);
-				iscsi_conn_drop(ic->conn, msg);
-			}
-			switch (kind) {
-			case WR_RECV:
-				rx_done(ic, (uint32_t)(wc[i].wr_id >> 3), &wc[i]);
-				break;
-			case WR_SEND:
-				send_done(ic, p, &wc[i]);
-				break;
-			case WR_RDMA_WRITE:
-				ic->sq_used--;
-				ic->posted_send--;
-				break;
-			case WR_RDMA_READ:
-				read_done(ic, p, &wc[i]);
-				break;
-			default:
-				break;
-			}
-		}
+		for (int i = 0; i < n; i++)
+			iser_complete(ic, &wc[i]);
 	} while (n == ISER_POLL_BATCH);
 	if (ic->state == ISER_ESTABLISHED)
 		iser_flush_backlog(ic);
@@ -856,6 +901,8 @@ static void iser_cq_event(void *arg, uint32_t events)
 
 static void iser_conn_free(struct iser_conn *ic)
 {
+	if (ic->reactor)
+		reactor_deferred_cancel(ic->reactor, &ic->post_work);
 	if (ic->id && ic->id->qp)
 		rdma_destroy_qp(ic->id);
 	if (ic->cq)
@@ -902,6 +949,8 @@ static void iser_terminate(struct iscsi_conn *c)
 		return;
 	ic->state = ISER_CLOSING;
 	backlog_fail(ic);
+	reactor_deferred_cancel(ic->reactor, &ic->post_work);
+	iser_post_pending(ic); /* they flush with the rest */
 	/* moves the QP to the error state: every posted request flushes */
 	if (rdma_disconnect(ic->id) && errno != EINVAL)
 		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
@@ -1059,6 +1108,7 @@ static void iser_accept_on_reactor(void *arg)
 	ic->state = ISER_CONNECTING;
 	list_init(&ic->backlog);
 	reactor_deferred_init(&ic->closed_work, iser_closed_work, ic);
+	reactor_deferred_init(&ic->post_work, iser_post_pending, ic);
 	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
 	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
 	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
