@@ -216,6 +216,8 @@ int gw_reload(struct gw *gw, struct gw_config *cfg);
 void gw_shutdown(struct gw *gw, unsigned int grace_ms);
 void gw_destroy(struct gw *gw);
 struct reactor *gw_pick_reactor(struct gw *gw);
+/* Run fn(arg) once every reactor has handled the messages queued to it so far. */
+void gw_free_after_reactors(struct gw *gw, void (*fn)(void *), void *arg);
 /* Caller holds gw->sess_lock. */
 struct gw_target *gw_find_target(struct gw *gw, const char *iqn);
 
@@ -261,6 +263,8 @@ int iscsi_task_send_r2ts(struct iscsi_task *t);
 void iscsi_session_run_pending(struct iscsi_session *s);
 /* Connection teardown: abort everything, free what is idle. */
 void iscsi_conn_abort_tasks(struct iscsi_conn *c);
+/* Route the SCSI layer's PREEMPT AND ABORT requests to the sessions. */
+void iscsi_task_register_preempt_abort(struct gw *gw);
 bool iscsi_task_put_data_with_status(const struct iscsi_task *t);
 uint32_t iscsi_task_data_in_len(const struct iscsi_task *t);
 void iscsi_task_tx_done(struct iscsi_task *t);

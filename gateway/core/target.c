@@ -30,6 +30,38 @@ struct gw_target *gw_find_target(struct gw *gw, const char *iqn)
 	return NULL;
 }
 
+struct gw_barrier {
+	atomic_uint left;
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void barrier_step(void *arg)
+{
+	struct gw_barrier *b = arg;
+
+	if (atomic_fetch_sub(&b->left, 1) == 1) {
+		b->fn(b->arg);
+		free(b);
+	}
+}
+
+void gw_free_after_reactors(struct gw *gw, void (*fn)(void *), void *arg)
+{
+	struct gw_barrier *b = malloc(sizeof(*b));
+
+	if (!b) {
+		GW_WARN(COMP, "out of memory: leaking a cross-reactor request");
+		return;
+	}
+	b->fn = fn;
+	b->arg = arg;
+	atomic_init(&b->left, gw->nreactors);
+	for (unsigned int i = 0; i < gw->nreactors; i++)
+		if (reactor_send_msg(gw->reactors[i], barrier_step, b))
+			barrier_step(b);
+}
+
 static void gw_retire(struct gw *gw, void (*free_fn)(void *), void *obj)
 {
 	struct gw_retired *r = malloc(sizeof(*r));
@@ -277,6 +309,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 			goto err;
 		}
 	}
+	iscsi_task_register_preempt_abort(gw);
 	GW_NOTICE(COMP, "ready: %zu target(s), %zu portal(s), %u reactor(s)", gw->ntargets,
 		  gw->nportals, gw->nreactors);
 	*out = gw;

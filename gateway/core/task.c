@@ -791,33 +791,22 @@ static void remote_abort_cold(struct iscsi_conn *c, void *arg)
 		iscsi_conn_drop(c, "TARGET COLD RESET by another initiator");
 }
 
-/* Filters handed to other reactors must outlive this call: one per LU/target. */
-static struct abort_filter *filter_for(struct gw_target *tg, struct scsi_lu *lu)
+static void abort_filter_free(void *arg)
 {
-	static struct abort_filter filters[4096];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static size_t n;
-	struct abort_filter *f = NULL;
-
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n; i++)
-		if (filters[i].lu == lu && filters[i].target == tg)
-			f = &filters[i];
-	if (!f && n < sizeof(filters) / sizeof(filters[0])) {
-		f = &filters[n++];
-		f->lu = lu;
-		f->target = tg;
-	}
-	pthread_mutex_unlock(&lock);
-	return f;
+	free(arg);
 }
 
+/* Abort the tasks other sessions of this target have on lu (NULL: every LU). */
 static void abort_other_sessions(struct iscsi_conn *c, struct scsi_lu *lu)
 {
-	struct abort_filter *f = filter_for(c->sess->target, lu);
+	struct abort_filter *f = malloc(sizeof(*f));
 
-	if (f)
-		iscsi_sessions_foreach(c->gw, remote_abort, f);
+	if (!f)
+		return;
+	f->lu = lu;
+	f->target = c->sess->target;
+	iscsi_sessions_foreach(c->gw, remote_abort, f);
+	gw_free_after_reactors(c->gw, abort_filter_free, f);
 }
 
 void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
@@ -919,6 +908,55 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 	tmf->waiting = waiting;
 	if (!waiting)
 		tmf_send(tmf);
+}
+
+/* PREEMPT AND ABORT: abort the preempted nexus's tasks on the LU, on its reactor. */
+struct preempt_abort {
+	struct scsi_lu *lu;
+	char iport[256];
+	uint16_t rel_port;
+};
+
+static void preempt_abort_conn(struct iscsi_conn *c, void *arg)
+{
+	struct preempt_abort *pa = arg;
+	struct abort_filter f = { .lu = pa->lu };
+
+	if (c->state != CONN_STATE_FFP || !c->sess || !c->sess->target || !c->sess->itn.port ||
+	    c->sess->itn.port->rel_port_id != pa->rel_port ||
+	    strcmp(c->sess->itn.initiator_port, pa->iport) != 0)
+		return;
+	f.target = c->sess->target;
+	GW_NOTICE(COMP, "%s (%s): tasks on LUN %llu aborted by PREEMPT AND ABORT", c->peer,
+		  c->sess->initiator, (unsigned long long)scsi_lu_get_params(pa->lu)->lun);
+	conn_abort_matching(c, &f, NULL, NULL);
+}
+
+static void preempt_abort_free(void *arg)
+{
+	free(arg);
+}
+
+static void preempt_abort_handler(struct scsi_lu *lu, const char *iport, uint16_t rel_port,
+				  void *arg)
+{
+	struct gw *gw = arg;
+	struct preempt_abort *pa = calloc(1, sizeof(*pa));
+
+	if (!pa)
+		return;
+	pa->lu = lu;
+	snprintf(pa->iport, sizeof(pa->iport), "%s", iport);
+	pa->rel_port = rel_port;
+	iscsi_sessions_foreach(gw, preempt_abort_conn, pa);
+	/* the per-session messages were queued before this one on each reactor;
+	 * free after all reactors ran theirs */
+	gw_free_after_reactors(gw, preempt_abort_free, pa);
+}
+
+void iscsi_task_register_preempt_abort(struct gw *gw)
+{
+	scsi_set_abort_nexus_handler(preempt_abort_handler, gw);
 }
 
 void iscsi_conn_abort_tasks(struct iscsi_conn *c)

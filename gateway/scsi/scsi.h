@@ -126,6 +126,16 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
  */
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from);
 
+/*
+ * PREEMPT AND ABORT (SPC-4 5.13.11.2.5): the SCSI layer removes the preempted
+ * registrations; the tasks of those I_T nexuses on the LU are the core's to
+ * abort. The handler is called, with no LU lock held and before the PERSISTENT
+ * RESERVE OUT completes, once per preempted nexus.
+ */
+typedef void (*scsi_abort_nexus_fn)(struct scsi_lu *lu, const char *initiator_port,
+				    uint16_t rel_port_id, void *arg);
+void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg);
+
 struct scsi_cmd;
 typedef void (*scsi_done_cb)(struct scsi_cmd *cmd);
 

@@ -577,9 +577,26 @@ static enum pr_result pr_register(struct scsi_lu *lu, struct pr_reg *self, const
 	return PRR_GOOD;
 }
 
+static scsi_abort_nexus_fn g_abort_fn;
+static void *g_abort_arg;
+
+void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg)
+{
+	g_abort_fn = fn;
+	g_abort_arg = arg;
+}
+
+/* Nexuses whose registrations a PREEMPT AND ABORT removed (tasks to abort). */
+struct pr_preempted {
+	char iport[256];
+	uint16_t rel_port;
+};
+#define PR_MAX_PREEMPTED 64
+
 /* PREEMPT / PREEMPT AND ABORT (SPC-4 5.13.11.4). */
 static enum pr_result pr_preempt(struct scsi_lu *lu, struct pr_reg *self, uint64_t sark,
-				 uint8_t type, bool *changed)
+				 uint8_t type, bool *changed, struct pr_preempted *out,
+				 size_t *nout)
 {
 	struct list_head *pos, *n;
 	bool removed = false;
@@ -601,6 +618,11 @@ static enum pr_result pr_preempt(struct scsi_lu *lu, struct pr_reg *self, uint64
 		if (sark != 0 && r->key != sark)
 			continue;
 		ua_to_reg(lu, r, ASC_REGISTRATIONS_PREEMPTED);
+		if (out && *nout < PR_MAX_PREEMPTED) {
+			memcpy(out[*nout].iport, r->iport, sizeof(out[*nout].iport));
+			out[*nout].rel_port = r->rel_port;
+			(*nout)++;
+		}
 		if (lu->pr_holder == r)
 			lu->pr_holder = NULL;
 		list_del(&r->link);
@@ -641,6 +663,8 @@ void pr_out(struct scsi_cmd *cmd)
 	uint16_t rel;
 	char *snap = NULL;
 	uint64_t seq = 0;
+	struct pr_preempted *preempted = NULL;
+	size_t npreempted = 0;
 
 	cmd->xfer_len = plen;
 	if (plen < 24 || cmd->buf_len < 24 || !p) {
@@ -677,6 +701,8 @@ void pr_out(struct scsi_cmd *cmd)
 	sark = get_be64(&p[8]);
 
 	scsi_nexus_id(cmd->itn, &iport, &rel);
+	if (sa == 0x05)
+		preempted = calloc(PR_MAX_PREEMPTED, sizeof(*preempted));
 	pthread_mutex_lock(&lu->lock);
 	self = reg_find(lu, iport, rel);
 	switch (sa) {
@@ -736,7 +762,8 @@ void pr_out(struct scsi_cmd *cmd)
 		if (!self || self->key != rk)
 			res = PRR_CONFLICT;
 		else
-			res = pr_preempt(lu, self, sark, type, &changed);
+			res = pr_preempt(lu, self, sark, type, &changed,
+					 preempted, &npreempted);
 		break;
 	default:        /* filtered by the dispatch table */
 		res = PRR_BAD_PARAM;
@@ -754,6 +781,9 @@ void pr_out(struct scsi_cmd *cmd)
 		if (lu->params.pr_path[0])
 			pr_save(lu, snap, seq);
 	}
+	for (size_t i = 0; res == PRR_GOOD && g_abort_fn && i < npreempted; i++)
+		g_abort_fn(lu, preempted[i].iport, preempted[i].rel_port, g_abort_arg);
+	free(preempted);
 	switch (res) {
 	case PRR_GOOD:
 		scsi_good(cmd);

@@ -549,6 +549,46 @@ static void test_pr_persistence(void **state)
 	rmdir(dir);
 }
 
+/* PREEMPT AND ABORT hands the preempted nexus to the core; PREEMPT does not. */
+static char aborted_port[256];
+static uint16_t aborted_rel;
+static int aborted_calls;
+
+static void abort_handler(struct scsi_lu *lu, const char *iport, uint16_t rel, void *arg)
+{
+	(void)lu;
+	(void)arg;
+	aborted_calls++;
+	snprintf(aborted_port, sizeof(aborted_port), "%s", iport);
+	aborted_rel = rel;
+}
+
+static void test_pr_preempt_and_abort_hook(void **state)
+{
+	struct tctx *x = *state;
+
+	scsi_set_abort_nexus_handler(abort_handler, NULL);
+	aborted_calls = 0;
+	assert_int_equal(prout(x, &x->a, 0x00, 0, 0, 0xa1, 0), G);
+	assert_int_equal(prout(x, &x->b, 0x00, 0, 0, 0xb2, 0), G);
+	assert_int_equal(prout(x, &x->b, 0x01, 0x01, 0xb2, 0, 0), G);   /* b holds WE */
+	/* plain PREEMPT: registrations go, no abort request */
+	assert_int_equal(prout(x, &x->a, 0x04, 0x01, 0xa1, 0xb2, 0), G);
+	assert_int_equal(aborted_calls, 0);
+	/* b (after its REGISTRATIONS PREEMPTED unit attention) registers again;
+	 * PREEMPT AND ABORT of b's key asks to abort b's tasks */
+	drain_ua(x, &x->b);
+	assert_int_equal(prout(x, &x->b, 0x00, 0, 0, 0xb3, 0), G);
+	assert_int_equal(prout(x, &x->a, 0x05, 0x01, 0xa1, 0xb3, 0), G);
+	assert_int_equal(aborted_calls, 1);
+	assert_string_equal(aborted_port, x->b.initiator_port);
+	assert_int_equal(aborted_rel, x->b.port->rel_port_id);
+	/* a failed PREEMPT AND ABORT (wrong reservation key) aborts nothing */
+	assert_int_equal(prout(x, &x->a, 0x05, 0x01, 0x999, 0xa1, 0), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(aborted_calls, 1);
+	scsi_set_abort_nexus_handler(NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -562,6 +602,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pr_access, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_ownership, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_preempt_clear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pr_preempt_and_abort_hook, setup, teardown),
 		cmocka_unit_test(test_pr_persistence),
 	};
 
