@@ -153,6 +153,7 @@ struct iser_conn {
 	enum iser_conn_state state;
 	bool send_inv;                  /* initiator accepts Send with Invalidate */
 	bool disconnected;              /* DISCONNECTED event seen */
+	bool short_imm_logged;
 	uint8_t *rx_mem;
 	struct ibv_mr *rx_mr;
 	uint8_t *tx_mem;
@@ -754,13 +755,33 @@ static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
 	}
 	ahs_len = iscsi_ahs_len(bhs);
 	dsl = iscsi_bhs_dsl(bhs);
+	if ((uint64_t)ISER_HDRS_LEN + ahs_len > wc->byte_len) {
+		iscsi_conn_drop(c, "Send shorter than the PDU's headers and AHS");
+		return;
+	}
 	if ((uint64_t)ISER_HDRS_LEN + ahs_len + dsl > wc->byte_len) {
+		uint32_t carried = wc->byte_len - ISER_HDRS_LEN - ahs_len;
 		char msg[128];
 
-		snprintf(msg, sizeof(msg), "%s claims %u data bytes but the Send carried %u",
-			 iscsi_opcode_name(bhs->opcode), dsl, wc->byte_len);
-		iscsi_conn_drop(c, msg);
-		return;
+		/*
+		 * libiscsi's iSER initiator sets DataSegmentLength for immediate
+		 * data it then leaves out of the Send (its write base offset points
+		 * at the start of the buffer): take what arrived and fetch the rest
+		 * by RDMA Read. Any other PDU that is short is malformed.
+		 */
+		if (iscsi_bhs_opcode(bhs) == ISCSI_OP_SCSI_CMD && h.wsv) {
+			if (!ic->short_imm_logged)
+				GW_INFO(COMP, "%s: SCSI Command declares %u immediate bytes but the "
+					"Send carries %u: reading the data from the write STag",
+					ic->peer, dsl, carried);
+			ic->short_imm_logged = true;
+			dsl = carried;
+		} else {
+			snprintf(msg, sizeof(msg), "%s claims %u data bytes but the Send carried %u",
+				 iscsi_opcode_name(bhs->opcode), dsl, carried);
+			iscsi_conn_drop(c, msg);
+			return;
+		}
 	}
 	ic->cur = h;
 	ic->cur_valid = true;
