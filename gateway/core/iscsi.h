@@ -250,6 +250,11 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 			 const uint8_t *data, uint32_t dlen);
 void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req);
+/*
+ * iSER: the initiator announced unsolicited data but leaves it in its
+ * registered buffer: stop waiting for Data-Out and fetch the rest with get_data.
+ */
+void iscsi_task_fetch_unsolicited(struct iscsi_conn *c, const struct iscsi_data_out *hdr);
 /* A Data-Out arrived damaged (data digest): its task ends with ABORTED COMMAND. */
 void iscsi_task_data_out_bad(struct iscsi_conn *c, const struct iscsi_data_out *hdr);
 /* Fill one Data-In header for [offset, offset+len) of task data; final+status when `status`. */

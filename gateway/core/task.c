@@ -608,6 +608,22 @@ static void task_data_error(struct iscsi_task *t, uint16_t asc_ascq)
 		task_maybe_exec(t);
 }
 
+void iscsi_task_fetch_unsolicited(struct iscsi_conn *c, const struct iscsi_data_out *hdr)
+{
+	struct iscsi_task *t = task_find(c, hdr->itt);
+
+	if (!t || !t->data_out || t->aborted || t->data_err || t->buf_wait)
+		return;
+	if (t->state != TASK_STATE_DATA_OUT && t->state != TASK_STATE_WAIT_CMDSN)
+		return;
+	if (hdr->ttt != ISCSI_RSVD_TAG || t->unsol_end <= t->unsol_received)
+		return; /* solicited, or nothing unsolicited left to wait for */
+	t->unsol_end = t->unsol_received;
+	t->r2t_next = t->unsol_end;
+	if (t->r2t_next < t->edtl && c->dm->get_data(c, t))
+		iscsi_conn_drop(c, "could not fetch write data");
+}
+
 void iscsi_task_data_out_bad(struct iscsi_conn *c, const struct iscsi_data_out *hdr)
 {
 	struct iscsi_task *t = task_find(c, hdr->itt);

@@ -153,7 +153,7 @@ struct iser_conn {
 	enum iser_conn_state state;
 	bool send_inv;                  /* initiator accepts Send with Invalidate */
 	bool disconnected;              /* DISCONNECTED event seen */
-	bool short_imm_logged;
+	bool unsol_by_ref;              /* initiator leaves unsolicited data in its buffer */
 	uint8_t *rx_mem;
 	struct ibv_mr *rx_mr;
 	uint8_t *tx_mem;
@@ -739,6 +739,7 @@ static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
 	uint8_t *buf = ic->rx_mem + (size_t)idx * ISER_RX_SIZE;
 	struct iscsi_conn *c = ic->conn;
 	const struct iscsi_bhs *bhs = (const struct iscsi_bhs *)(buf + sizeof(struct iser_hdr));
+	struct iscsi_bhs cmd_copy;
 	struct iser_hdr_info h;
 	const char *why = NULL;
 	uint32_t ahs_len, dsl;
@@ -764,30 +765,47 @@ static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
 		char msg[128];
 
 		/*
-		 * libiscsi's iSER initiator sets DataSegmentLength for immediate
-		 * data it then leaves out of the Send (its write base offset points
-		 * at the start of the buffer): take what arrived and fetch the rest
-		 * by RDMA Read. Any other PDU that is short is malformed.
+		 * libiscsi's iSER initiator declares immediate data and unsolicited
+		 * Data-Out it then leaves out of its Sends: the data stays in its
+		 * registered buffer, behind the write STag. Such a connection is
+		 * served "by reference": commands are taken as if no unsolicited
+		 * data followed, and the data is read by RDMA. Any other PDU that is
+		 * short is malformed.
 		 */
 		if (iscsi_bhs_opcode(bhs) == ISCSI_OP_SCSI_CMD && h.wsv) {
-			if (!ic->short_imm_logged)
-				GW_INFO(COMP, "%s: SCSI Command declares %u immediate bytes but the "
-					"Send carries %u: reading the data from the write STag",
-					ic->peer, dsl, carried);
-			ic->short_imm_logged = true;
 			dsl = carried;
+		} else if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT && carried == 0) {
+			if (!ic->unsol_by_ref)
+				GW_INFO(COMP, "%s: initiator sends Data-Out without data: reading "
+					"unsolicited data by RDMA from the write STag", ic->peer);
+			ic->unsol_by_ref = true;
+			iscsi_task_fetch_unsolicited(c, (const struct iscsi_data_out *)bhs);
+			goto repost;
 		} else {
 			snprintf(msg, sizeof(msg), "%s claims %u data bytes but the Send carried %u",
 				 iscsi_opcode_name(bhs->opcode), dsl, carried);
 			iscsi_conn_drop(c, msg);
 			return;
 		}
+		if (!ic->unsol_by_ref)
+			GW_INFO(COMP, "%s: SCSI Command declares %u immediate bytes but the Send "
+				"carries %u: reading write data by RDMA from the write STag",
+				ic->peer, iscsi_bhs_dsl(bhs), carried);
+		ic->unsol_by_ref = true;
+	}
+	if (ic->unsol_by_ref && iscsi_bhs_opcode(bhs) == ISCSI_OP_SCSI_CMD) {
+		/* no unsolicited Data-Out will carry data: say so to the core */
+		memcpy(&cmd_copy, bhs, sizeof(cmd_copy));
+		cmd_copy.flags |= ISCSI_FLAG_FINAL;
+		iscsi_bhs_set_dsl(&cmd_copy, dsl);
+		bhs = &cmd_copy;
 	}
 	ic->cur = h;
 	ic->cur_valid = true;
 	iscsi_conn_rx_pdu(c, bhs, ahs_len ? buf + ISER_HDRS_LEN : NULL, ahs_len,
 			  dsl ? buf + ISER_HDRS_LEN + ahs_len : NULL, dsl);
 	ic->cur_valid = false;
+repost:
 	/* RFC 7145 6.7: commands are unexpected PDUs, outstanding until answered */
 	if (c->state == CONN_STATE_FFP && c->params.max_outstanding_unexpected_pdus &&
 	    c->ntasks > c->params.max_outstanding_unexpected_pdus) {
