@@ -83,6 +83,13 @@ struct gw_dm_ops {
 	void (*addrs)(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen);
 };
 
+/* Release the calling reactor thread's datamover state (at thread exit). */
+void gw_dm_thread_exit(void);
+/* Release process-wide datamover state (after every reactor stopped). */
+void gw_dm_global_exit(void);
+void iser_thread_exit(void);
+void iser_global_exit(void);
+
 /* Fill unset entries with -EOPNOTSUPP stubs. */
 void gw_dm_fill_ops(struct gw_dm_ops *ops);
 const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t);

@@ -67,3 +67,13 @@ const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t)
 		return NULL;
 	}
 }
+
+void gw_dm_thread_exit(void)
+{
+	iser_thread_exit();
+}
+
+void gw_dm_global_exit(void)
+{
+	iser_global_exit();
+}

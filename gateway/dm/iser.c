@@ -1342,6 +1342,40 @@ static void iser_unlisten(struct gw_portal *p)
 		reactor_send_msg(l->reactor, iser_unlisten_msg, l);
 }
 
+void iser_thread_exit(void)
+{
+	while (tl_rdevs) {
+		struct iser_rdev *rd = tl_rdevs;
+
+		tl_rdevs = rd->next;
+		reactor_del_fd(rd->reactor, &rd->rfd);
+		reactor_deferred_cancel(rd->reactor, &rd->wake);
+		ibv_dereg_mr(rd->pool_mr);
+		munmap(rd->pool, rd->pool_len);
+		ibv_destroy_comp_channel(rd->chan);
+		free(rd);
+	}
+	if (tl_rchan) {
+		reactor_del_fd(tl_rchan->reactor, &tl_rchan->rfd);
+		rdma_destroy_event_channel(tl_rchan->ch);
+		free(tl_rchan);
+		tl_rchan = NULL;
+	}
+}
+
+void iser_global_exit(void)
+{
+	pthread_mutex_lock(&g_dev_lock);
+	while (g_devs) {
+		struct iser_dev *d = g_devs;
+
+		g_devs = d->next;
+		ibv_dealloc_pd(d->pd);
+		free(d);
+	}
+	pthread_mutex_unlock(&g_dev_lock);
+}
+
 struct gw_dm_ops gw_dm_iser_ops = {
 	.name = "iser",
 	.transport = GW_TRANSPORT_ISER,
@@ -1362,5 +1396,13 @@ struct gw_dm_ops gw_dm_iser_ops = {
 
 /* Built without rdma-core: iser:// portals report the transport unavailable. */
 struct gw_dm_ops gw_dm_iser_ops;
+
+void iser_thread_exit(void)
+{
+}
+
+void iser_global_exit(void)
+{
+}
 
 #endif
