@@ -60,8 +60,11 @@ IQN=iqn.2026-11.org.isergw:vm-iser
 IQN_TCP=$IQN # tgt: a second target, see start_target
 DISK=/tmp/isergw-iser.img
 PORT=3260
+# TCP portal of the "cross" phase: another port for isergwd, since open-iscsi
+# keys its node records by target and portal (one transport per record)
+PORT_TCP=3261
 LUN=0
-[ "$KIND" = tgt ] && LUN=1 && IQN_TCP=$IQN-tcp
+[ "$KIND" = tgt ] && LUN=1 && IQN_TCP=$IQN-tcp && PORT_TCP=$PORT
 
 results=()
 failed=0
@@ -84,12 +87,17 @@ step() {
 skipped() { [[ "$SKIP" == *",$1,"* ]]; }
 
 TPID=
-# start_target PORTAL-SCHEMES...: iser and/or tcp, all on $VM_ADDR:$PORT.
+# start_target PORTAL-SCHEMES...: iser and/or tcp ($VM_ADDR:$PORT, TCP on $PORT_TCP).
 start_target() {
 	local s portals=()
 	[ -e "$DISK" ] || vm_mkfile "$DISK" "$SIZE" || return 1
 	if [ "$KIND" = isergw ]; then
-		for s in "$@"; do portals+=("$s://$VM_ADDR:$PORT"); done
+		for s in "$@"; do
+			case "$s" in
+			tcp) portals+=("tcp://$VM_ADDR:$PORT_TCP") ;;
+			*) portals+=("$s://$VM_ADDR:$PORT") ;;
+			esac
+		done
 		vm_isergwd_start "$DAEMON" "$IQN" "$DISK" "$SIZE" "${portals[@]}" || return 1
 		TPID=$VM_ISERGWD_PID
 	else
@@ -247,7 +255,7 @@ cross() {
 	dev_iser=$VM_DEV
 	drv=$(vm_iscsi_driver_of "$VM_SESSION")
 	[ "$drv" = iscsi_iser ] || { vm_log "iSER session runs on '$drv'"; return 1; }
-	vm_iscsi_login "$IQN_TCP" "$VM_ADDR:$PORT" tcp "$LUN" || return 1
+	vm_iscsi_login "$IQN_TCP" "$VM_ADDR:$PORT_TCP" tcp "$LUN" || return 1
 	dev_tcp=$VM_DEV
 	drv=$(vm_iscsi_driver_of "$VM_SESSION")
 	[ "$drv" = iscsi_tcp ] || { vm_log "TCP session runs on '$drv'"; return 1; }
@@ -258,7 +266,7 @@ cross() {
 		vm_fio cross-r-tcp "$dev_tcp" "${args[@]}" --offset=0 --verify_only=1 &&
 		vm_fio cross-w-tcp "$dev_tcp" "${args[@]}" --offset=64M --do_verify=0 &&
 		vm_fio cross-r-iser "$dev_iser" "${args[@]}" --offset=64M --verify_only=1 || return 1
-	vm_iscsi_logout "$IQN_TCP" "$VM_ADDR:$PORT" && vm_iscsi_logout "$IQN" "$VM_ADDR:$PORT"
+	vm_iscsi_logout "$IQN_TCP" "$VM_ADDR:$PORT_TCP" && vm_iscsi_logout "$IQN" "$VM_ADDR:$PORT"
 }
 
 t_all=$(vm_now)
