@@ -745,6 +745,16 @@ static void rx_done(struct iser_conn *ic, uint32_t idx, const struct ibv_wc *wc)
 	uint32_t ahs_len, dsl;
 
 	ic->posted_recv--;
+	/*
+	 * The QP receives as soon as rdma_accept() made it ready: a fast
+	 * initiator's first Login Request can complete here before our own
+	 * ESTABLISHED event is read. A receive proves the connection is up.
+	 */
+	if (wc->status == IBV_WC_SUCCESS && ic->state == ISER_CONNECTING) {
+		ic->state = ISER_ESTABLISHED;
+		GW_INFO(COMP, "%s: RDMA connection established on %s (first receive)", ic->peer,
+			ic->local);
+	}
 	if (wc->status != IBV_WC_SUCCESS || ic->state != ISER_ESTABLISHED)
 		return;
 	if (iser_hdr_decode(buf, wc->byte_len, &h, &why)) {
