@@ -8,6 +8,7 @@
 #ifndef ISERGW_BACKEND_H
 #define ISERGW_BACKEND_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -21,6 +22,15 @@ enum bdev_op {
 };
 
 #define BDEV_IO_FUA  0x1u     /* WRITE: complete only once the data is stable */
+/*
+ * WRITE: an atomic compare and write done by the backstore itself (only
+ * where bdev_info.native_caw; other backstores reject it since the iovecs
+ * do not add up to len): iov holds 2 * len bytes, the data to compare with
+ * [offset, offset+len) followed by the data to write there. A miscompare
+ * ends in -EREMOTEIO with MISCOMPARE sense (see bdev_io.sense).
+ */
+#define BDEV_IO_COMPARE_AND_WRITE 0x2u
+#define BDEV_SENSE_MAX 96u
 
 struct bdev;
 struct bdev_io;
@@ -37,6 +47,16 @@ struct bdev_io {
 	int result;             /* set before cb: 0 or negative errno (short I/O: -EIO) */
 	bdev_io_cb cb;
 	void *ctx;
+	/*
+	 * Optional, set by the caller: where a backstore that speaks SCSI (iscsi)
+	 * puts the backend's answer when it is not GOOD. Then result is
+	 * -EREMOTEIO, scsi_status the backend's status and, for CHECK CONDITION,
+	 * sense[0..sense_len) its sense data, unchanged (at most BDEV_SENSE_MAX
+	 * bytes). With sense == NULL the status is still set.
+	 */
+	uint8_t *sense;
+	uint8_t sense_len;
+	uint8_t scsi_status;
 	/* private to the backstore */
 	struct bdev *bdev;
 	uint64_t done_bytes;
@@ -49,6 +69,7 @@ struct bdev_info {
 	bool readonly;
 	bool unmap_supported;   /* UNMAP deallocates (punch hole) */
 	bool rotational;
+	bool native_caw;        /* BDEV_IO_COMPARE_AND_WRITE is supported */
 };
 
 struct bdev_ops {
@@ -62,6 +83,9 @@ struct bdev {
 	struct bdev_info info;
 	char name[256];
 	void *priv;
+	/* Set by the backstore while its backing store is unreachable (I/O then
+	 * fails with -ENOTCONN); zero for backstores that are always there. */
+	atomic_bool offline;
 };
 
 struct bdev_file_params {
@@ -73,6 +97,48 @@ struct bdev_file_params {
 
 /* Opens a regular file or block device. Returns 0 or -errno; logs why on error. */
 int bdev_file_open(const struct bdev_file_params *p, struct bdev **out);
+
+/*
+ * A LUN of a backend iSCSI target (docs/backend.md, "iSCSI backstore").
+ * url: iscsi://[user%secret@]HOST[:PORT]/IQN/LUN (CHAP towards the backend).
+ * Capacity and block size are discovered at open, synchronously: call it on
+ * the main thread, never on a reactor. If the backend cannot be reached then
+ * and size_bytes/block_size are given, the bdev opens offline with that
+ * geometry (checked when the backend comes up); otherwise the open fails.
+ */
+struct bdev_iscsi_params {
+	const char *url;
+	const char *initiator;  /* our initiator name towards the backend; NULL = default */
+	unsigned int sessions;  /* backend sessions per reactor that does I/O; 0 = 1 */
+	uint32_t hold_ms;       /* keep commands waiting for the backend this long; 0 = 30000 */
+	uint32_t cmd_timeout_s; /* a backend command taking longer drops the session; 0 = 15 */
+	uint32_t open_timeout_ms; /* discovery at open; 0 = 5000 */
+	uint64_t size_bytes;    /* expected geometry if unreachable at open (0 = unknown) */
+	uint32_t block_size;
+	bool readonly;
+};
+
+int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out);
+/* true if path names an iscsi:// backend */
+bool bdev_is_iscsi_url(const char *path);
+
+/* Counters of an iscsi bdev (metrics); -EINVAL for another backstore type. */
+struct bdev_iscsi_stats {
+	uint64_t commands;      /* backend commands completed */
+	uint64_t retries;       /* commands issued again (reconnect, BUSY, UA, ...) */
+	uint64_t reconnects;    /* sessions established after the first */
+	uint64_t connect_failures;
+	uint64_t held_expired;  /* host commands failed after the hold limit */
+	uint64_t latency_us_sum; /* backend latency of successful commands */
+	uint64_t latency_us_max;
+	bool offline;
+};
+int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out);
+
+static inline bool bdev_offline(struct bdev *b)
+{
+	return atomic_load_explicit(&b->offline, memory_order_relaxed);
+}
 
 /* Submit; returns 0 (cb will run later on this thread) or -errno (cb never runs). */
 static inline int bdev_submit(struct bdev *b, struct bdev_io *io)

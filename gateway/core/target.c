@@ -121,10 +121,22 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	struct bdev *b;
 	int rc;
 
-	rc = bdev_file_open(&bp, &b);
+	/* the backstore type follows from the path: iscsi:// is a backend iSCSI LUN */
+	if (bdev_is_iscsi_url(lc->path)) {
+		struct bdev_iscsi_params ip = {
+			.url = lc->path, .initiator = lc->backend_initiator,
+			.sessions = lc->backend_sessions, .hold_ms = lc->backend_hold_s * 1000u,
+			.cmd_timeout_s = lc->backend_timeout_s, .size_bytes = lc->size,
+			.block_size = lc->size ? lc->block_size : 0, .readonly = lc->readonly,
+		};
+
+		rc = bdev_iscsi_open(&ip, &b);
+	} else {
+		rc = bdev_file_open(&bp, &b);
+	}
 	if (rc) {
-		GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun, lc->path,
-		       strerror(-rc));
+		GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun,
+		       bdev_is_iscsi_url(lc->path) ? "its iscsi:// backend" : lc->path, strerror(-rc));
 		return rc;
 	}
 	memset(&lp, 0, sizeof(lp));
@@ -147,7 +159,7 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	}
 	*bout = b;
 	GW_INFO(COMP, "target %s LUN %u: %s, %llu bytes, block size %u%s", tcfg->iqn, lc->lun,
-		lc->path, (unsigned long long)b->info.size_bytes, b->info.block_size,
+		b->name, (unsigned long long)b->info.size_bytes, b->info.block_size,
 		lc->readonly ? ", read-only" : "");
 	return 0;
 }

@@ -60,6 +60,7 @@
 #define ASC_MISCOMPARE_VERIFY   0x1d00
 #define ASC_PARAM_LIST_LENGTH   0x1a00
 #define ASC_INVALID_OPCODE      0x2000
+#define ASC_LU_BECOMING_READY   0x0401       /* NOT READY: backend unreachable */
 #define ASC_LBA_OUT_OF_RANGE    0x2100
 #define ASC_INVALID_FIELD_CDB   0x2400
 #define ASC_LU_NOT_SUPPORTED    0x2500

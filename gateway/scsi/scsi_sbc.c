@@ -207,12 +207,14 @@ static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t 
 	io->len = len;
 	if (buf) {
 		pv->iov[0].iov_base = buf;
-		pv->iov[0].iov_len = len;
+		/* COMPARE AND WRITE done by the backstore: verify + write data */
+		pv->iov[0].iov_len = (flags & BDEV_IO_COMPARE_AND_WRITE) ? 2 * len : len;
 		io->iov = pv->iov;
 		io->iovcnt = 1;
 	}
 	io->cb = cb;
 	io->ctx = cmd;
+	io->sense = cmd->sense;         /* a SCSI backend's own answer lands here */
 	return bdev_submit(cmd->lu->bdev, io);
 }
 
@@ -237,6 +239,27 @@ static void io_error(struct scsi_cmd *cmd, int err, bool write)
 
 	gate_exit(cmd);
 	free_bounce(cmd);
+	if (err == -EREMOTEIO) {
+		/* a backend target answered: its status and sense go back unchanged */
+		const struct bdev_io *io = &cmd_priv(cmd)->io;
+
+		GW_DEBUG(SCSI_LOG, "lun %llu: backend status 0x%02x on %s at LBA %llu",
+			 (unsigned long long)lu->params.lun, io->scsi_status, write ? "write" : "read",
+			 (unsigned long long)cmd_priv(cmd)->lba);
+		cmd->status = io->scsi_status ? io->scsi_status : SCSI_STATUS_CHECK_CONDITION;
+		cmd->sense_len = cmd->status == SCSI_STATUS_CHECK_CONDITION ? io->sense_len : 0;
+		if (cmd->status == SCSI_STATUS_CHECK_CONDITION && !cmd->sense_len) {
+			scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			return;
+		}
+		scsi_complete(cmd);
+		return;
+	}
+	if (err == -ENOTCONN) {
+		/* the backend stayed unreachable past its hold limit (bdev offline) */
+		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_LU_BECOMING_READY);
+		return;
+	}
 	GW_ERR(SCSI_LOG, "lun %llu: %s error on %s at LBA %llu: %s",
 	       (unsigned long long)lu->params.lun, write ? "write" : "read", lu->bdev->name,
 	       (unsigned long long)cmd_priv(cmd)->lba, strerror(-err));
@@ -856,7 +879,48 @@ static void caw_read_done(struct bdev_io *io)
 		io_error(cmd, rc, true);
 }
 
+/*
+ * A backstore that does COMPARE AND WRITE itself (a backend iSCSI LUN): the
+ * verify and write data go as one command, atomic on the backend for every
+ * gateway that shares it; a miscompare comes back as the backend's sense.
+ */
+static void caw_emulated_start(struct scsi_cmd *cmd);
+
+static void caw_native_done(struct bdev_io *io)
+{
+	struct scsi_cmd *cmd = io->ctx;
+
+	if (io->result == -EOPNOTSUPP) {        /* the backend lacks it after all */
+		caw_emulated_start(cmd);
+		return;
+	}
+	caw_write_done(io);
+}
+
+static void caw_native_start(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
+	int rc;
+
+	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, cmd->buf,
+		    write_flags(cmd, pv->fua) | BDEV_IO_COMPARE_AND_WRITE, caw_native_done);
+	if (rc < 0)
+		io_error(cmd, rc, true);
+}
+
 static void caw_start(struct scsi_cmd *cmd)
+{
+	if (cmd->lu->bdev->info.native_caw) {
+		caw_native_start(cmd);
+		return;
+	}
+	caw_emulated_start(cmd);
+}
+
+/* Read, compare and write under the gate: atomic against this gateway's writes. */
+static void caw_emulated_start(struct scsi_cmd *cmd)
 {
 	struct scsi_priv *pv = cmd_priv(cmd);
 	struct scsi_lu *lu = cmd->lu;

@@ -25,6 +25,10 @@ static void put_ascii(uint8_t *dst, size_t width, const char *s)
 
 void spc_test_unit_ready(struct scsi_cmd *cmd)
 {
+	if (bdev_offline(cmd->lu->bdev)) {     /* a backend target that stays unreachable */
+		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_LU_BECOMING_READY);
+		return;
+	}
 	scsi_good(cmd);
 }
 

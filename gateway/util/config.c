@@ -332,6 +332,9 @@ void gw_lun_defaults(struct gw_lun_cfg *l)
 	l->thin = true;
 	(void)str_copy(l->vendor, sizeof(l->vendor), "ISERGW");
 	(void)str_copy(l->product, sizeof(l->product), "isergw disk");
+	l->backend_sessions = 1;
+	l->backend_hold_s = 30;
+	l->backend_timeout_s = 15;
 }
 
 void gw_target_defaults(struct gw_target_cfg *t)
@@ -704,6 +707,10 @@ static const struct field lun_fields[] = {
 	F_BOOL(struct gw_lun_cfg, thin),
 	F_STR(struct gw_lun_cfg, vendor, 1, false),
 	F_STR(struct gw_lun_cfg, product, 1, false),
+	F_UINT(struct gw_lun_cfg, backend_sessions, 1, 64),
+	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600),
+	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600),
+	F_STR(struct gw_lun_cfg, backend_initiator, 1, false),
 };
 static const struct ftable lun_table = TABLE(lun_fields);
 
@@ -1120,6 +1127,16 @@ static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+static bool valid_backend_initiator(const char *n)
+{
+	if (strncmp(n, "iqn.", 4) && strncmp(n, "eui.", 4) && strncmp(n, "naa.", 4))
+		return false;
+	for (; *n; n++)
+		if (*n <= ' ' || *n > '~')
+			return false;
+	return true;
+}
+
 static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, char *err, size_t errlen)
 {
 	const struct gw_lun_cfg *l = &t->luns[li];
@@ -1150,6 +1167,10 @@ static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, cha
 			       "targets[%zu].luns[%zu].product: printable ASCII only, max 16", ti, li);
 	if (l->naa_set && (l->naa[0] >> 4) != 6)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
+	if (l->backend_initiator[0] && !valid_backend_initiator(l->backend_initiator))
+		return set_err(err, errlen,
+			       "targets[%zu].luns[%zu].backend_initiator: not an iqn./eui./naa. name",
+			       ti, li);
 	return 0;
 }
 

@@ -47,6 +47,11 @@ struct gw_lun_cfg {
 	bool thin;              /* advertise thin provisioning / UNMAP; default true */
 	char vendor[9];         /* default "ISERGW" */
 	char product[17];       /* default "isergw disk" */
+	/* path "iscsi://[user%secret@]HOST[:PORT]/IQN/LUN": a backend iSCSI LUN */
+	uint32_t backend_sessions;      /* sessions per reactor, default 1 */
+	uint32_t backend_hold_s;        /* hold commands while the backend is down, default 30 */
+	uint32_t backend_timeout_s;     /* one backend command, default 15 */
+	char backend_initiator[GW_NAME_MAX]; /* our initiator name there, default isergw's */
 };
 
 struct gw_acl_cfg {

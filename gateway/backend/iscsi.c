@@ -1,0 +1,1761 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * iSCSI backstore: a LUN of a backend iSCSI target, reached with libiscsi's
+ * asynchronous API inside the reactors (docs/backend.md, "iSCSI backstore").
+ *
+ *  - Open (main thread): one short-lived session discovers capacity, block
+ *    size and the backend's provisioning limits (READ CAPACITY(16), VPD B0h
+ *    and B2h), driven by poll() with a deadline, then is closed.
+ *  - I/O: each reactor that submits I/O for the bdev opens its own backend
+ *    sessions (`sessions` per reactor, lazily on its first submission), so
+ *    commands never cross threads and completions run on the submitting
+ *    reactor. A session's socket is an fd in the reactor's epoll
+ *    (iscsi_get_fd / iscsi_which_events / iscsi_service); newly queued
+ *    commands are written from a deferred call once per loop iteration; a
+ *    tick timer calls iscsi_service(ctx, 0) for libiscsi's command timeouts
+ *    and expires commands held longer than the hold limit.
+ *  - Data moves without copies: the caller's iovecs are the task's data-in
+ *    (libiscsi reads the Data-In PDUs straight into them) or data-out.
+ *  - Faults: libiscsi's own reconnect is off (it would re-issue everything,
+ *    COMPARE AND WRITE included). A session that drops, or whose command
+ *    times out, is destroyed; its commands go back, in order, to the head of
+ *    the reactor's wait queue and are issued again on another live session
+ *    or after reconnecting (backoff 50 ms doubling to 2 s, same ISID so the
+ *    backend reinstates the old session and drops its tasks). A COMPARE AND
+ *    WRITE whose outcome is unknown is resolved by reading the blocks back
+ *    (bdev_iscsi_caw_outcome). Commands wait at most hold_ms in all; then
+ *    they fail with -ENOTCONN and the bdev is offline (the SCSI layer answers
+ *    NOT READY) until a session logs in again.
+ */
+#include "backend/backend.h"
+#include "backend/iscsi_priv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define IB_COMP "bdev-iscsi"
+
+/* ------------------------------------------------------------------------ */
+/* pure helpers (also built without libiscsi: unit tests)                   */
+
+bool bdev_is_iscsi_url(const char *path)
+{
+	return path && strncmp(path, "iscsi://", 8) == 0;
+}
+
+static int url_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+	return -EINVAL;
+}
+
+static bool copy_part(char *dst, size_t cap, const char *src, size_t n)
+{
+	if (n >= cap)
+		return false;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return true;
+}
+
+int bdev_iscsi_parse_url(const char *url, struct bdev_iscsi_url *out, char *err, size_t errlen)
+{
+	const char *p, *at, *slash, *hend, *iqn, *lun;
+	unsigned long long v;
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	out->port = 3260;
+	if (!bdev_is_iscsi_url(url))
+		return url_err(err, errlen, "not an iscsi:// URL");
+	p = url + 8;
+	slash = strchr(p, '/');
+	if (!slash)
+		return url_err(err, errlen, "missing /IQN/LUN after the host");
+	/* credentials: user%secret@ before the host (the secret may hold '@') */
+	at = NULL;
+	for (const char *q = p; q < slash; q++)
+		if (*q == '@')
+			at = q;
+	if (at) {
+		const char *pct = memchr(p, '%', (size_t)(at - p));
+
+		if (!pct || pct == p || pct + 1 == at)
+			return url_err(err, errlen, "credentials must be user%secret@");
+		if (!copy_part(out->user, sizeof(out->user), p, (size_t)(pct - p)) ||
+		    !copy_part(out->secret, sizeof(out->secret), pct + 1, (size_t)(at - pct - 1)))
+			return url_err(err, errlen, "CHAP user or secret too long");
+		p = at + 1;
+	}
+	/* host, [v6] or name/IPv4, then optional :port */
+	if (*p == '[') {
+		const char *rb = memchr(p, ']', (size_t)(slash - p));
+
+		if (!rb || rb == p + 1)
+			return url_err(err, errlen, "bad [IPv6] host");
+		if (!copy_part(out->host, sizeof(out->host), p + 1, (size_t)(rb - p - 1)))
+			return url_err(err, errlen, "host too long");
+		hend = rb + 1;
+		if (hend != slash && *hend != ':')
+			return url_err(err, errlen, "junk after ]");
+	} else {
+		hend = memchr(p, ':', (size_t)(slash - p));
+		if (!hend)
+			hend = slash;
+		if (hend == p)
+			return url_err(err, errlen, "missing host");
+		if (!copy_part(out->host, sizeof(out->host), p, (size_t)(hend - p)))
+			return url_err(err, errlen, "host too long");
+	}
+	if (*hend == ':') {
+		char num[8];
+
+		if (!copy_part(num, sizeof(num), hend + 1, (size_t)(slash - hend - 1)) || !num[0])
+			return url_err(err, errlen, "bad port");
+		errno = 0;
+		v = strtoull(num, &end, 10);
+		if (errno || *end || v == 0 || v > 65535 || num[0] == '-' || num[0] == '+')
+			return url_err(err, errlen, "bad port");
+		out->port = (uint16_t)v;
+	}
+	iqn = slash + 1;
+	lun = strrchr(iqn, '/');
+	if (!lun || lun == iqn)
+		return url_err(err, errlen, "missing IQN or LUN (iscsi://HOST[:PORT]/IQN/LUN)");
+	if (!copy_part(out->iqn, sizeof(out->iqn), iqn, (size_t)(lun - iqn)))
+		return url_err(err, errlen, "IQN too long");
+	if (strchr(out->iqn, '/'))
+		return url_err(err, errlen, "IQN contains '/'");
+	lun++;
+	if (!*lun || *lun < '0' || *lun > '9')
+		return url_err(err, errlen, "bad LUN");
+	errno = 0;
+	v = strtoull(lun, &end, 10);
+	if (errno || *end || v > 16383)
+		return url_err(err, errlen, "bad LUN (0..16383)");
+	out->lun = (uint32_t)v;
+	if (strchr(out->host, ':'))
+		snprintf(out->portal, sizeof(out->portal), "[%s]:%u", out->host, out->port);
+	else
+		snprintf(out->portal, sizeof(out->portal), "%s:%u", out->host, out->port);
+	return 0;
+}
+
+uint32_t bdev_iscsi_backoff_ms(unsigned int attempt)
+{
+	uint64_t d = IB_BACKOFF_BASE_MS;
+
+	while (attempt-- && d < IB_BACKOFF_MAX_MS)
+		d *= 2;
+	return d > IB_BACKOFF_MAX_MS ? IB_BACKOFF_MAX_MS : (uint32_t)d;
+}
+
+/* SCSI status values, as libiscsi reports them. */
+#define IB_ST_GOOD        0x00
+#define IB_ST_CHECK       0x02
+#define IB_ST_BUSY        0x08
+#define IB_ST_TSF         0x28
+
+enum ib_action bdev_iscsi_classify(int status, uint8_t key, uint8_t asc, uint8_t ascq,
+				   bool optional_cmd)
+{
+	switch (status) {
+	case IB_ST_GOOD:
+		return IB_DONE;
+	case IB_ST_BUSY:
+	case IB_ST_TSF:
+		return IB_RETRY_LATER;
+	case IB_ST_CHECK:
+		break;
+	default:
+		/* RESERVATION CONFLICT, ACA ACTIVE, TASK ABORTED, ...: the host's */
+		return status < 0 ? IB_RECONNECT : IB_PASS;
+	}
+	switch (key) {
+	case 0x6:       /* UNIT ATTENTION: the backend's own, not the host's */
+		return IB_RETRY;
+	case 0x2:       /* NOT READY: becoming ready, restarting, ... */
+		return IB_RETRY_LATER;
+	case 0xb:       /* ABORTED COMMAND: e.g. a backend-side transport hiccup */
+		return IB_RETRY_LATER;
+	case 0x5:       /* ILLEGAL REQUEST */
+		if (asc == 0x25 && ascq == 0x00)
+			return IB_RETRY_LATER;  /* LUN gone: wait for it within the hold */
+		if (optional_cmd && ((asc == 0x20 && ascq == 0x00) || asc == 0x24))
+			return IB_UNSUPPORTED;
+		return IB_PASS;
+	default:
+		return IB_PASS;
+	}
+}
+
+static int iov_cmp(const struct iovec *iov, int iovcnt, uint64_t skip, const uint8_t *buf,
+		   uint64_t len, uint64_t *first_diff)
+{
+	uint64_t pos = 0;
+
+	for (int i = 0; i < iovcnt && pos < len; i++) {
+		const uint8_t *b = iov[i].iov_base;
+		uint64_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		b += skip;
+		l -= skip;
+		skip = 0;
+		if (l > len - pos)
+			l = len - pos;
+		if (memcmp(b, buf + pos, l) != 0) {
+			for (uint64_t k = 0; k < l; k++) {
+				if (b[k] != buf[pos + k]) {
+					*first_diff = pos + k;
+					return 1;
+				}
+			}
+		}
+		pos += l;
+	}
+	return 0;
+}
+
+enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iovec *iov, int iovcnt,
+					   uint64_t len, uint64_t *miscompare_off)
+{
+	uint64_t d = 0;
+
+	if (iov_cmp(iov, iovcnt, len, disk, len, &d) == 0)
+		return IB_CAW_APPLIED;
+	if (iov_cmp(iov, iovcnt, 0, disk, len, &d) == 0)
+		return IB_CAW_REISSUE;
+	*miscompare_off = d;
+	return IB_CAW_MISCOMPARE;
+}
+
+#ifndef ISERGW_HAVE_LIBISCSI
+
+int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
+{
+	(void)p;
+	*out = NULL;
+	GW_ERR(IB_COMP, "iscsi:// backstores need libiscsi, which this build lacks");
+	return -EPROTONOSUPPORT;
+}
+
+int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
+{
+	(void)b;
+	(void)out;
+	return -EINVAL;
+}
+
+#else /* ISERGW_HAVE_LIBISCSI */
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "util/list.h"
+#include "util/reactor.h"
+
+#define IB_MAX_REACTORS   256u
+#define IB_TICK_IDLE_MS   1000u
+#define IB_TICK_BUSY_MS   50u
+#define IB_RETRY_LATER_MS 100u
+#define IB_MAX_UA_RETRIES 8u
+#define IB_DEFAULT_INITIATOR "iqn.2026-11.org.isergw:gateway"
+
+_Static_assert(sizeof(struct scsi_iovec) == sizeof(struct iovec) &&
+	       offsetof(struct scsi_iovec, iov_base) == offsetof(struct iovec, iov_base) &&
+	       offsetof(struct scsi_iovec, iov_len) == offsetof(struct iovec, iov_len),
+	       "libiscsi's scsi_iovec must be struct iovec");
+
+struct ib_bdev;
+struct ib_rx;
+
+enum ib_sess_state { S_DOWN = 0, S_CONNECTING, S_PROBING, S_UP };
+
+struct ib_sess {
+	struct ib_rx *rx;
+	unsigned int idx;
+	enum ib_sess_state state;
+	struct iscsi_context *ctx;
+	struct reactor_fd fdh;
+	int fd;
+	uint32_t events;
+	bool fd_added;
+	bool broken;            /* set in callbacks, torn down once service returned */
+	bool kick;              /* commands queued since the last write */
+	bool in_service;
+	bool ever_up;
+	uint64_t connect_start_ms;
+	unsigned int attempt;   /* failed connects in a row */
+	uint64_t down_since_ms;
+	struct reactor_timer reconnect;
+	struct list_head inflight;      /* struct ib_req.link */
+	unsigned int ninflight;
+	struct list_head kick_link;
+	char last_err[256];
+};
+
+/* One bdev on one reactor. */
+struct ib_rx {
+	struct ib_bdev *ib;
+	struct reactor *r;
+	struct ib_sess *sess;
+	unsigned int nsess;
+	struct list_head wait;          /* struct ib_req.link: FIFO waiting for a session */
+	struct list_head kicks;         /* sessions to write out in flush */
+	struct list_head requeue;       /* back from a failed attempt, go before wait */
+	struct list_head done;          /* completions to deliver from flush */
+	struct reactor_deferred flush;
+	struct reactor_timer tick;
+	struct ib_req *free_reqs;
+	unsigned int nwait;
+};
+
+enum ib_req_kind { RK_IO = 0, RK_PROBE, RK_CAW_CHECK };
+
+struct ib_req {
+	struct list_head link;
+	struct ib_rx *rx;
+	struct bdev_io *io;             /* NULL for a probe */
+	struct ib_sess *sess;
+	struct scsi_task *task;
+	uint8_t kind;                   /* enum ib_req_kind */
+	uint8_t ua_retries;
+	bool caw_unknown;               /* a CAW was sent on a session that dropped */
+	int deferred_result;            /* for completions delivered from flush */
+	uint64_t t0_ms;                 /* first submission (hold limit) */
+	uint64_t issue_us;
+	uint64_t not_before_ms;
+	uint8_t *bounce;                /* CAW read-back */
+	uint8_t param[24];              /* UNMAP parameter list */
+	struct ib_req *next_free;
+};
+
+struct ib_bdev {
+	struct bdev bdev;
+	struct bdev_iscsi_url url;
+	char initiator[224];
+	unsigned int sessions;
+	uint32_t hold_ms;
+	uint32_t cmd_timeout_s;
+	uint32_t isid_rnd;              /* stable per (initiator, host, url) */
+	uint64_t nblocks;
+	uint32_t bs;
+	uint8_t *zero_block;
+	bool has_ws;                    /* try WRITE SAME(16) for WRITE_ZEROES */
+	uint64_t max_ws_blocks;         /* 0 = no limit reported */
+	atomic_bool no_ws;              /* the backend refused WRITE SAME */
+	atomic_bool offline_logged;
+	_Atomic(struct ib_rx *) rx[IB_MAX_REACTORS];
+	/* counters */
+	atomic_uint_fast64_t n_commands, n_retries, n_reconnects, n_connect_fail, n_expired;
+	atomic_uint_fast64_t lat_sum_us, lat_max_us;
+};
+
+static const struct bdev_ops iscsi_ops;
+
+/* Moves all of `from` (in order) to the front of `to`. */
+static void list_splice_head(struct list_head *from, struct list_head *to)
+{
+	if (list_empty(from))
+		return;
+	from->prev->next = to->next;
+	to->next->prev = from->prev;
+	to->next = from->next;
+	from->next->prev = to;
+	list_init(from);
+}
+
+static struct ib_bdev *to_ib(struct bdev *b)
+{
+	return container_of(b, struct ib_bdev, bdev);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t fnv1a(uint32_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static void ctx_log(int level, const char *msg)
+{
+	GW_DEBUG(IB_COMP, "libiscsi[%d]: %s", level, msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* requests                                                                 */
+
+static struct ib_req *req_alloc(struct ib_rx *rx)
+{
+	struct ib_req *q = rx->free_reqs;
+
+	if (q)
+		rx->free_reqs = q->next_free;
+	else if (!(q = malloc(sizeof(*q))))
+		return NULL;
+	memset(q, 0, sizeof(*q));
+	q->rx = rx;
+	list_init(&q->link);
+	return q;
+}
+
+static void req_free(struct ib_req *q)
+{
+	struct ib_rx *rx = q->rx;
+
+	free(q->bounce);
+	q->next_free = rx->free_reqs;
+	rx->free_reqs = q;
+}
+
+static const char *req_name(const struct ib_req *q)
+{
+	if (q->kind == RK_PROBE)
+		return "probe";
+	if (q->kind == RK_CAW_CHECK)
+		return "compare-and-write check";
+	switch (q->io->op) {
+	case BDEV_OP_READ: return "read";
+	case BDEV_OP_WRITE:
+		return (q->io->flags & BDEV_IO_COMPARE_AND_WRITE) ? "compare-and-write" : "write";
+	case BDEV_OP_FLUSH: return "flush";
+	case BDEV_OP_UNMAP: return "unmap";
+	case BDEV_OP_WRITE_ZEROES: return "write-same";
+	}
+	return "?";
+}
+
+/* Completes a host I/O now (we are in an fd/timer/deferred handler). */
+static void req_finish(struct ib_req *q, int result)
+{
+	struct bdev_io *io = q->io;
+
+	req_free(q);
+	io->result = result;
+	io->cb(io);
+}
+
+static void req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *sense, size_t len)
+{
+	io->scsi_status = status;
+	io->sense_len = 0;
+	if (!io->sense || !sense)
+		return;
+	if (len > BDEV_SENSE_MAX)
+		len = BDEV_SENSE_MAX;
+	memcpy(io->sense, sense, len);
+	io->sense_len = (uint8_t)len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* sessions                                                                 */
+
+static void rx_pump(struct ib_rx *rx);
+static void sess_connect(struct ib_sess *s);
+static void sess_teardown(struct ib_sess *s);
+static void rx_arm_tick(struct ib_rx *rx);
+static void sess_fd_cb(void *arg, uint32_t events);
+
+static void sess_update_events(struct ib_sess *s)
+{
+	struct ib_rx *rx = s->rx;
+	uint32_t ev;
+	int fd;
+
+	if (!s->ctx)
+		return;
+	fd = iscsi_get_fd(s->ctx);
+	ev = (uint32_t)iscsi_which_events(s->ctx) & (EPOLLIN | EPOLLOUT);
+	if (s->fd_added && fd != s->fd) {
+		reactor_del_fd(rx->r, &s->fdh);
+		s->fd_added = false;
+	}
+	if (fd < 0)
+		return;
+	if (!s->fd_added) {
+		if (reactor_add_fd(rx->r, &s->fdh, fd, ev, sess_fd_cb, s) == 0) {
+			s->fd_added = true;
+			s->fd = fd;
+			s->events = ev;
+		}
+		return;
+	}
+	if (ev != s->events && reactor_mod_fd(rx->r, &s->fdh, ev) == 0)
+		s->events = ev;
+}
+
+/* After iscsi_service: tear down a broken session, refresh the fd events. */
+static void sess_after_service(struct ib_sess *s, int rc)
+{
+	if (rc < 0 && s->ctx && !s->broken) {
+		snprintf(s->last_err, sizeof(s->last_err), "%s", iscsi_get_error(s->ctx));
+		s->broken = true;
+	}
+	if (s->broken) {
+		sess_teardown(s);
+		rx_pump(s->rx);
+		return;
+	}
+	sess_update_events(s);
+}
+
+static void sess_fd_cb(void *arg, uint32_t events)
+{
+	struct ib_sess *s = arg;
+	int rc;
+
+	if (!s->ctx)
+		return;
+	s->in_service = true;
+	rc = iscsi_service(s->ctx, (int)(events & (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP)));
+	s->in_service = false;
+	sess_after_service(s, rc);
+}
+
+static void sess_mark_broken(struct ib_sess *s, const char *why)
+{
+	if (s->broken)
+		return;
+	s->broken = true;
+	snprintf(s->last_err, sizeof(s->last_err), "%s", why);
+}
+
+static void reconnect_cb(void *arg)
+{
+	sess_connect(arg);
+}
+
+/*
+ * Destroys the session's context (its commands come back to the head of the
+ * wait queue, in order) and schedules a reconnect. Never called from inside
+ * iscsi_service() of this context.
+ */
+static void sess_teardown(struct ib_sess *s)
+{
+	struct ib_rx *rx = s->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct list_head back;
+	struct iscsi_context *ctx = s->ctx;
+	bool was_up = s->state == S_UP;
+
+	if (!ctx)
+		return;
+	if (s->fd_added) {
+		reactor_del_fd(rx->r, &s->fdh);
+		s->fd_added = false;
+	}
+	if (!list_empty(&s->kick_link)) {
+		list_del(&s->kick_link);
+		list_init(&s->kick_link);
+	}
+	s->ctx = NULL;
+	s->state = S_DOWN;
+	s->broken = false;
+	/* callbacks during destroy see ctx == NULL and leave requests alone */
+	iscsi_destroy_context(ctx);
+	list_init(&back);
+	while (!list_empty(&s->inflight)) {
+		struct ib_req *q = list_first_entry(&s->inflight, struct ib_req, link);
+
+		list_del(&q->link);
+		if (q->task) {
+			scsi_free_scsi_task(q->task);
+			q->task = NULL;
+		}
+		q->sess = NULL;
+		s->ninflight--;
+		if (q->kind == RK_PROBE) {
+			req_free(q);
+			continue;
+		}
+		if (q->io && (q->io->flags & BDEV_IO_COMPARE_AND_WRITE) && q->kind == RK_IO)
+			q->caw_unknown = true;
+		atomic_fetch_add(&ib->n_retries, 1);
+		list_add_tail(&q->link, &back);
+		rx->nwait++;
+	}
+	list_splice_head(&back, &rx->wait);
+	if (was_up) {
+		s->down_since_ms = gw_now_ms();
+		GW_WARN(IB_COMP, "%s: backend session %u on reactor %u lost (%s): reconnecting",
+			ib->bdev.name, s->idx, reactor_index(rx->r), s->last_err);
+	} else {
+		atomic_fetch_add(&ib->n_connect_fail, 1);
+		if (s->attempt == 0 || s->attempt % 20 == 0)
+			GW_ERR(IB_COMP, "%s: cannot log in to the backend %s (session %u, try %u): %s",
+			       ib->bdev.name, ib->url.portal, s->idx, s->attempt + 1, s->last_err);
+		s->attempt++;
+	}
+	reactor_timer_arm(rx->r, &s->reconnect, was_up ? 0 : bdev_iscsi_backoff_ms(s->attempt - 1));
+	rx_arm_tick(rx);
+}
+
+static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
+
+static void sess_probe(struct ib_sess *s)
+{
+	struct ib_rx *rx = s->rx;
+	struct ib_req *q = req_alloc(rx);
+	struct scsi_task *t;
+
+	if (!q) {
+		sess_mark_broken(s, "out of memory");
+		return;
+	}
+	q->kind = RK_PROBE;
+	q->sess = s;
+	t = iscsi_readcapacity16_task(s->ctx, (int)rx->ib->url.lun, probe_cb, q);
+	if (!t) {
+		req_free(q);
+		sess_mark_broken(s, iscsi_get_error(s->ctx));
+		return;
+	}
+	q->task = t;
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+}
+
+static void sess_up(struct ib_sess *s)
+{
+	struct ib_rx *rx = s->rx;
+	struct ib_bdev *ib = rx->ib;
+
+	s->state = S_UP;
+	if (s->ever_up) {
+		atomic_fetch_add(&ib->n_reconnects, 1);
+		GW_NOTICE(IB_COMP, "%s: backend session %u on reactor %u up again after %" PRIu64 " ms",
+			  ib->bdev.name, s->idx, reactor_index(rx->r), gw_now_ms() - s->down_since_ms);
+	} else if (s->attempt) {
+		GW_NOTICE(IB_COMP, "%s: backend session %u on reactor %u up after %u failed tries",
+			  ib->bdev.name, s->idx, reactor_index(rx->r), s->attempt);
+	} else {
+		GW_INFO(IB_COMP, "%s: backend session %u on reactor %u up", ib->bdev.name, s->idx,
+			reactor_index(rx->r));
+	}
+	s->ever_up = true;
+	s->attempt = 0;
+	if (atomic_exchange(&ib->bdev.offline, false))
+		GW_NOTICE(IB_COMP, "%s: backend reachable again: LUN online", ib->bdev.name);
+	atomic_store(&ib->offline_logged, false);
+	rx_pump(rx);
+}
+
+static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_req *q = priv;
+	struct ib_sess *s = q->sess;
+	struct ib_rx *rx = q->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct scsi_task *t = data ? data : q->task;
+	struct scsi_readcapacity16 *rc16;
+
+	(void)ctx;
+	if (!s || !s->ctx)
+		return;         /* teardown in progress: it frees q */
+	list_del(&q->link);
+	s->ninflight--;
+	q->task = NULL;
+	if (status == SCSI_STATUS_CHECK_CONDITION && t->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
+	    q->ua_retries++ < IB_MAX_UA_RETRIES) {
+		scsi_free_scsi_task(t);
+		req_free(q);
+		sess_probe(s);
+		return;
+	}
+	if (status != SCSI_STATUS_GOOD) {
+		char why[200];
+
+		if (status == SCSI_STATUS_CHECK_CONDITION)
+			snprintf(why, sizeof(why), "backend LUN %u: READ CAPACITY sense %x/%02x/%02x",
+				 ib->url.lun, t->sense.key, t->sense.ascq >> 8, t->sense.ascq & 0xff);
+		else
+			snprintf(why, sizeof(why), "READ CAPACITY status 0x%x", status);
+		if (t)
+			scsi_free_scsi_task(t);
+		req_free(q);
+		sess_mark_broken(s, why);
+		return;
+	}
+	rc16 = scsi_datain_unmarshall(t);
+	if (!rc16 || rc16->block_length != ib->bs || rc16->returned_lba + 1 != ib->nblocks) {
+		char why[200];
+
+		snprintf(why, sizeof(why),
+			 "backend LUN geometry changed: %" PRIu64 " blocks of %u, expected %" PRIu64
+			 " of %u", rc16 ? rc16->returned_lba + 1 : 0, rc16 ? rc16->block_length : 0,
+			 ib->nblocks, ib->bs);
+		scsi_free_scsi_task(t);
+		req_free(q);
+		sess_mark_broken(s, why);
+		return;
+	}
+	scsi_free_scsi_task(t);
+	req_free(q);
+	sess_up(s);
+}
+
+static void login_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_sess *s = priv;
+
+	(void)data;
+	if (s->ctx != ctx)
+		return;
+	if (status != SCSI_STATUS_GOOD) {
+		sess_mark_broken(s, iscsi_get_error(ctx));
+		return;
+	}
+	s->state = S_PROBING;
+	sess_probe(s);
+}
+
+static void sess_connect(struct ib_sess *s)
+{
+	struct ib_rx *rx = s->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct iscsi_context *ctx;
+
+	if (s->ctx)
+		return;
+	s->broken = false;
+	ctx = iscsi_create_context(ib->initiator);
+	if (!ctx) {
+		snprintf(s->last_err, sizeof(s->last_err), "cannot create a libiscsi context");
+		s->attempt++;
+		reactor_timer_arm(rx->r, &s->reconnect, bdev_iscsi_backoff_ms(s->attempt));
+		return;
+	}
+	iscsi_set_log_fn(ctx, ctx_log);
+	iscsi_set_targetname(ctx, ib->url.iqn);
+	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
+	iscsi_set_noautoreconnect(ctx, 1);
+	iscsi_set_timeout(ctx, (int)ib->cmd_timeout_s);
+	iscsi_set_isid_random(ctx, ib->isid_rnd,
+			      (reactor_index(rx->r) * 64u + s->idx) & 0xffffu);
+	iscsi_set_tcp_keepidle(ctx, 5);
+	iscsi_set_tcp_keepintvl(ctx, 2);
+	iscsi_set_tcp_keepcnt(ctx, 3);
+	if (ib->url.user[0])
+		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
+	s->ctx = ctx;
+	s->state = S_CONNECTING;
+	s->connect_start_ms = gw_now_ms();
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, login_cb, s) != 0) {
+		snprintf(s->last_err, sizeof(s->last_err), "%s", iscsi_get_error(ctx));
+		s->broken = true;
+		sess_teardown(s);
+		return;
+	}
+	sess_update_events(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* commands                                                                 */
+
+static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
+
+static void rx_defer(struct ib_rx *rx)
+{
+	reactor_defer(rx->r, &rx->flush);
+}
+
+static void req_defer_result(struct ib_req *q, int result)
+{
+	q->deferred_result = result;
+	list_add_tail(&q->link, &q->rx->done);
+	rx_defer(q->rx);
+}
+
+static void req_requeue(struct ib_req *q, uint64_t delay_ms)
+{
+	struct ib_rx *rx = q->rx;
+
+	q->not_before_ms = delay_ms ? gw_now_ms() + delay_ms : 0;
+	list_add_tail(&q->link, &rx->requeue);
+	rx->nwait++;
+	atomic_fetch_add(&rx->ib->n_retries, 1);
+	rx_defer(rx);
+}
+
+static struct ib_sess *pick_session(struct ib_rx *rx)
+{
+	struct ib_sess *best = NULL;
+
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		struct ib_sess *s = &rx->sess[i];
+
+		if (s->state != S_UP || s->broken || !s->ctx)
+			continue;
+		if (!best || s->ninflight < best->ninflight)
+			best = s;
+	}
+	return best;
+}
+
+/* Builds the backend CDB of a request. Returns the transfer direction. */
+static int build_cdb(struct ib_req *q, uint8_t *cdb, int *cdb_len, uint32_t *xfer,
+		     struct scsi_iovec **iov, int *iovcnt)
+{
+	struct ib_bdev *ib = q->rx->ib;
+	struct bdev_io *io = q->io;
+	uint64_t lba = io->offset / ib->bs, n = io->len / ib->bs;
+
+	memset(cdb, 0, 16);
+	*cdb_len = 16;
+	*xfer = 0;
+	*iov = NULL;
+	*iovcnt = 0;
+	if (q->kind == RK_CAW_CHECK) {
+		cdb[0] = 0x88;
+		put_be64(&cdb[2], lba);
+		put_be32(&cdb[10], (uint32_t)n);
+		*xfer = (uint32_t)io->len;
+		return SCSI_XFER_READ;
+	}
+	switch (io->op) {
+	case BDEV_OP_READ:
+		cdb[0] = 0x88;
+		put_be64(&cdb[2], lba);
+		put_be32(&cdb[10], (uint32_t)n);
+		*xfer = (uint32_t)io->len;
+		*iov = (struct scsi_iovec *)(void *)io->iov;
+		*iovcnt = io->iovcnt;
+		return SCSI_XFER_READ;
+	case BDEV_OP_WRITE:
+		if (io->flags & BDEV_IO_COMPARE_AND_WRITE) {
+			cdb[0] = 0x89;
+			cdb[1] = (io->flags & BDEV_IO_FUA) ? 0x08 : 0;
+			put_be64(&cdb[2], lba);
+			cdb[13] = (uint8_t)n;
+			*xfer = (uint32_t)(2 * io->len);
+		} else {
+			cdb[0] = 0x8a;
+			cdb[1] = (io->flags & BDEV_IO_FUA) ? 0x08 : 0;
+			put_be64(&cdb[2], lba);
+			put_be32(&cdb[10], (uint32_t)n);
+			*xfer = (uint32_t)io->len;
+		}
+		*iov = (struct scsi_iovec *)(void *)io->iov;
+		*iovcnt = io->iovcnt;
+		return SCSI_XFER_WRITE;
+	case BDEV_OP_FLUSH:
+		cdb[0] = 0x91;          /* SYNCHRONIZE CACHE(16), whole LUN */
+		return SCSI_XFER_NONE;
+	case BDEV_OP_UNMAP:
+		*cdb_len = 10;
+		cdb[0] = 0x42;
+		cdb[8] = 24;
+		memset(q->param, 0, sizeof(q->param));
+		q->param[1] = 22;
+		q->param[3] = 16;
+		put_be64(&q->param[8], lba);
+		put_be32(&q->param[16], (uint32_t)n);
+		*xfer = 24;
+		return SCSI_XFER_WRITE;
+	case BDEV_OP_WRITE_ZEROES:
+		cdb[0] = 0x93;
+		put_be64(&cdb[2], lba);
+		put_be32(&cdb[10], (uint32_t)n);
+		*xfer = ib->bs;
+		return SCSI_XFER_WRITE;
+	}
+	return -1;
+}
+
+static void sess_kick(struct ib_sess *s)
+{
+	if (list_empty(&s->kick_link))
+		list_add_tail(&s->kick_link, &s->rx->kicks);
+	rx_defer(s->rx);
+}
+
+/* Issues q on s. On failure q goes back to the queue (or fails, deferred). */
+static void sess_issue(struct ib_sess *s, struct ib_req *q)
+{
+	struct ib_rx *rx = s->rx;
+	struct scsi_iovec *iov;
+	struct scsi_task *t;
+	struct iscsi_data d = { 0 };
+	uint8_t cdb[16];
+	uint32_t xfer;
+	int cdb_len, iovcnt, dir;
+
+	dir = build_cdb(q, cdb, &cdb_len, &xfer, &iov, &iovcnt);
+	if (dir < 0) {
+		req_defer_result(q, -EINVAL);
+		return;
+	}
+	t = scsi_create_task(cdb_len, cdb, dir, (int)xfer);
+	if (!t) {
+		req_defer_result(q, -ENOMEM);
+		return;
+	}
+	if (q->kind == RK_CAW_CHECK) {
+		if (scsi_task_add_data_in_buffer(t, (int)q->io->len, q->bounce) != 0) {
+			scsi_free_scsi_task(t);
+			req_defer_result(q, -ENOMEM);
+			return;
+		}
+	} else if (q->io->op == BDEV_OP_UNMAP) {
+		d.data = q->param;
+		d.size = xfer;
+	} else if (q->io->op == BDEV_OP_WRITE_ZEROES) {
+		d.data = rx->ib->zero_block;
+		d.size = xfer;
+	} else if (dir == SCSI_XFER_READ) {
+		scsi_task_set_iov_in(t, iov, iovcnt);       /* Data-In lands in the caller's buffer */
+	} else if (dir == SCSI_XFER_WRITE) {
+		scsi_task_set_iov_out(t, iov, iovcnt);      /* sent from the caller's buffer */
+	}
+	q->task = t;
+	q->sess = s;
+	if (iscsi_scsi_command_async(s->ctx, (int)rx->ib->url.lun, t, cmd_cb, d.data ? &d : NULL,
+				     q) != 0) {
+		q->task = NULL;
+		q->sess = NULL;
+		scsi_free_scsi_task(t);
+		sess_mark_broken(s, iscsi_get_error(s->ctx));
+		req_requeue(q, 0);
+		return;
+	}
+	q->issue_us = now_us();
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+	sess_kick(s);
+}
+
+/* Raw sense bytes of a CHECK CONDITION (libiscsi keeps SenseLength + sense). */
+static const uint8_t *task_sense(const struct scsi_task *t, size_t *len)
+{
+	size_t n;
+
+	if (!t->datain.data || t->datain.size < 2)
+		return NULL;
+	n = (size_t)t->datain.data[0] << 8 | t->datain.data[1];
+	if (n > (size_t)t->datain.size - 2)
+		n = (size_t)t->datain.size - 2;
+	*len = n;
+	return n ? t->datain.data + 2 : NULL;
+}
+
+static void caw_resolve(struct ib_req *q)
+{
+	struct bdev_io *io = q->io;
+	uint64_t off = 0;
+	uint8_t sense[18];
+
+	switch (bdev_iscsi_caw_outcome(q->bounce, io->iov, io->iovcnt, io->len, &off)) {
+	case IB_CAW_APPLIED:
+		GW_NOTICE(IB_COMP, "%s: interrupted compare-and-write at offset %" PRIu64
+			  " had been applied: GOOD", q->rx->ib->bdev.name, io->offset);
+		req_finish(q, 0);
+		return;
+	case IB_CAW_REISSUE:
+		GW_NOTICE(IB_COMP, "%s: interrupted compare-and-write at offset %" PRIu64
+			  " had not been applied: issuing it again", q->rx->ib->bdev.name, io->offset);
+		free(q->bounce);
+		q->bounce = NULL;
+		q->kind = RK_IO;
+		q->caw_unknown = false;
+		req_requeue(q, 0);
+		return;
+	case IB_CAW_MISCOMPARE:
+		break;
+	}
+	memset(sense, 0, sizeof(sense));
+	sense[0] = 0xf0;        /* current, fixed, VALID */
+	sense[2] = 0x0e;        /* MISCOMPARE */
+	put_be32(&sense[3], (uint32_t)off);
+	sense[7] = 10;
+	sense[12] = 0x1d;       /* MISCOMPARE DURING VERIFY OPERATION */
+	req_set_answer(io, 0x02, sense, sizeof(sense));
+	req_finish(q, -EREMOTEIO);
+}
+
+static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_req *q = priv;
+	struct ib_sess *s = q->sess;
+	struct ib_rx *rx = q->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct scsi_task *t = q->task;
+	enum ib_action act;
+	uint64_t lat;
+	uint8_t key = 0, asc = 0, ascq = 0;
+	bool optional;
+
+	(void)data;
+	if (!s || !s->ctx || s->ctx != ctx)
+		return;         /* teardown in progress: it owns q */
+	list_del(&q->link);
+	s->ninflight--;
+	q->sess = NULL;
+	q->task = NULL;
+	if (status == SCSI_STATUS_CANCELLED || status == SCSI_STATUS_ERROR ||
+	    status == SCSI_STATUS_TIMEOUT) {
+		scsi_free_scsi_task(t);
+		if (q->kind == RK_IO && (q->io->flags & BDEV_IO_COMPARE_AND_WRITE))
+			q->caw_unknown = true;
+		if (status == SCSI_STATUS_TIMEOUT)
+			GW_WARN(IB_COMP, "%s: backend %s timed out after %u s: dropping the session",
+				ib->bdev.name, req_name(q), ib->cmd_timeout_s);
+		sess_mark_broken(s, status == SCSI_STATUS_TIMEOUT ? "command timed out"
+				    : iscsi_get_error(ctx));
+		req_requeue(q, 0);
+		return;
+	}
+	lat = now_us() - q->issue_us;
+	atomic_fetch_add(&ib->n_commands, 1);
+	atomic_fetch_add(&ib->lat_sum_us, lat);
+	if (lat > atomic_load(&ib->lat_max_us))
+		atomic_store(&ib->lat_max_us, lat);
+	if (status == SCSI_STATUS_CHECK_CONDITION) {
+		key = (uint8_t)t->sense.key;
+		asc = (uint8_t)(t->sense.ascq >> 8);
+		ascq = (uint8_t)t->sense.ascq;
+	}
+	optional = q->kind == RK_IO && (q->io->op == BDEV_OP_WRITE_ZEROES ||
+					(q->io->flags & BDEV_IO_COMPARE_AND_WRITE));
+	act = bdev_iscsi_classify(status, key, asc, ascq, optional);
+	if (act == IB_RETRY && q->ua_retries++ >= IB_MAX_UA_RETRIES)
+		act = IB_PASS;
+	switch (act) {
+	case IB_DONE:
+		scsi_free_scsi_task(t);
+		if (q->kind == RK_CAW_CHECK) {
+			caw_resolve(q);
+			return;
+		}
+		req_finish(q, 0);
+		return;
+	case IB_RETRY:
+		GW_INFO(IB_COMP, "%s: backend unit attention %02x/%02x on %s: issuing it again",
+			ib->bdev.name, asc, ascq, req_name(q));
+		if (asc == 0x2a && ascq == 0x09)
+			GW_WARN(IB_COMP, "%s: the backend reports a capacity change", ib->bdev.name);
+		scsi_free_scsi_task(t);
+		req_requeue(q, 0);
+		return;
+	case IB_RETRY_LATER:
+		if (q->not_before_ms == 0)      /* once per command, not every 100 ms */
+			GW_INFO(IB_COMP, "%s: backend answered %s to %s (status 0x%x, sense %x/%02x/%02x): "
+			"retrying", ib->bdev.name, status == SCSI_STATUS_CHECK_CONDITION ? "not now"
+			: "busy", req_name(q), status, key, asc, ascq);
+		scsi_free_scsi_task(t);
+		req_requeue(q, IB_RETRY_LATER_MS);
+		return;
+	case IB_UNSUPPORTED:
+		if (q->io->op == BDEV_OP_WRITE_ZEROES) {
+			GW_NOTICE(IB_COMP, "%s: the backend does not do WRITE SAME: writing zero "
+				  "buffers", ib->bdev.name);
+			atomic_store(&ib->no_ws, true);
+		} else {
+			GW_NOTICE(IB_COMP, "%s: the backend does not do COMPARE AND WRITE: the "
+				  "gateway emulates it", ib->bdev.name);
+		}
+		scsi_free_scsi_task(t);
+		req_finish(q, -EOPNOTSUPP);
+		return;
+	case IB_PASS:
+	case IB_RECONNECT:
+	default: {
+		size_t slen = 0;
+		const uint8_t *sn = status == SCSI_STATUS_CHECK_CONDITION ? task_sense(t, &slen) : NULL;
+
+		GW_INFO(IB_COMP, "%s: backend %s at offset %" PRIu64 ": status 0x%x sense %x/%02x/%02x",
+			ib->bdev.name, req_name(q), q->io->offset, status, key, asc, ascq);
+		req_set_answer(q->io, (uint8_t)status, sn, slen);
+		scsi_free_scsi_task(t);
+		req_finish(q, -EREMOTEIO);
+		return;
+	}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* per-reactor state                                                        */
+
+static void rx_pump(struct ib_rx *rx)
+{
+	struct list_head *pos, *n;
+	uint64_t now = gw_now_ms();
+
+	list_splice_head(&rx->requeue, &rx->wait);
+	list_for_each_safe(pos, n, &rx->wait) {
+		struct ib_req *q = list_entry(pos, struct ib_req, link);
+		struct ib_sess *s;
+
+		if (q->not_before_ms > now)
+			continue;
+		s = pick_session(rx);
+		if (!s)
+			break;
+		list_del(&q->link);
+		rx->nwait--;
+		if (q->caw_unknown && q->kind == RK_IO) {
+			q->kind = RK_CAW_CHECK;
+			q->bounce = malloc(q->io->len);
+			if (!q->bounce) {
+				req_defer_result(q, -ENOMEM);
+				continue;
+			}
+		}
+		sess_issue(s, q);
+	}
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		struct ib_sess *s = &rx->sess[i];
+
+		if (!s->ctx && !s->reconnect.armed)
+			sess_connect(s);
+	}
+}
+
+static void rx_flush(void *arg)
+{
+	struct ib_rx *rx = arg;
+
+	while (!list_empty(&rx->kicks)) {
+		struct ib_sess *s = list_entry(rx->kicks.next, struct ib_sess, kick_link);
+		int rc;
+
+		list_del(&s->kick_link);
+		list_init(&s->kick_link);
+		if (!s->ctx || s->broken || s->in_service)
+			continue;
+		s->in_service = true;
+		rc = iscsi_service(s->ctx, POLLOUT);
+		s->in_service = false;
+		sess_after_service(s, rc);
+	}
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		if (rx->sess[i].broken && rx->sess[i].ctx && !rx->sess[i].in_service)
+			sess_teardown(&rx->sess[i]);
+	if (!list_empty(&rx->requeue) || !list_empty(&rx->wait))
+		rx_pump(rx);
+	while (!list_empty(&rx->done)) {
+		struct ib_req *q = list_first_entry(&rx->done, struct ib_req, link);
+
+		list_del(&q->link);
+		req_finish(q, q->deferred_result);
+	}
+	/* issuing from the pump or from callbacks above may have queued more */
+	if (!list_empty(&rx->kicks) && !rx->flush.pending)
+		rx_defer(rx);
+}
+
+static void rx_arm_tick(struct ib_rx *rx)
+{
+	uint64_t want = rx->nwait ? IB_TICK_BUSY_MS : IB_TICK_IDLE_MS;
+	uint64_t at = gw_now_ms() + want;
+
+	if (rx->tick.armed && rx->tick.deadline_ms <= at)
+		return;
+	reactor_timer_arm(rx->r, &rx->tick, want);
+}
+
+static void rx_expire(struct ib_rx *rx)
+{
+	struct ib_bdev *ib = rx->ib;
+	uint64_t now = gw_now_ms();
+	struct list_head *pos, *n;
+
+	list_splice_head(&rx->requeue, &rx->wait);
+	list_for_each_safe(pos, n, &rx->wait) {
+		struct ib_req *q = list_entry(pos, struct ib_req, link);
+
+		if (now - q->t0_ms < ib->hold_ms)
+			continue;
+		list_del(&q->link);
+		rx->nwait--;
+		atomic_fetch_add(&ib->n_expired, 1);
+		if (!atomic_exchange(&ib->bdev.offline, true) || !atomic_exchange(&ib->offline_logged, true))
+			GW_ERR(IB_COMP, "%s: backend %s not reachable for %u ms: failing held commands, "
+			       "LUN offline (NOT READY) until it answers", ib->bdev.name,
+			       ib->url.portal, ib->hold_ms);
+		req_finish(q, -ENOTCONN);
+	}
+}
+
+static uint64_t ib_login_limit_ms(const struct ib_bdev *ib)
+{
+	uint64_t ms = (uint64_t)ib->cmd_timeout_s * 1000u;
+
+	return ms < 5000 ? 5000 : ms;
+}
+
+static void rx_tick(void *arg)
+{
+	struct ib_rx *rx = arg;
+	uint64_t now = gw_now_ms();
+
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		struct ib_sess *s = &rx->sess[i];
+		int rc;
+
+		if (!s->ctx || s->in_service)
+			continue;
+		if (s->state == S_CONNECTING && now - s->connect_start_ms > ib_login_limit_ms(rx->ib))
+			sess_mark_broken(s, "login timed out");
+		if (!s->broken) {
+			s->in_service = true;
+			rc = iscsi_service(s->ctx, 0);
+			s->in_service = false;
+		} else {
+			rc = 0;
+		}
+		sess_after_service(s, rc);
+	}
+	rx_expire(rx);
+	rx_pump(rx);
+	rx_arm_tick(rx);
+}
+
+static struct ib_rx *rx_get(struct ib_bdev *ib)
+{
+	struct reactor *r = reactor_self();
+	struct ib_rx *rx;
+	unsigned int idx;
+
+	if (!r)
+		return NULL;
+	idx = reactor_index(r);
+	if (idx >= IB_MAX_REACTORS)
+		return NULL;
+	rx = atomic_load_explicit(&ib->rx[idx], memory_order_relaxed);
+	if (rx)
+		return rx;
+	rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	rx->sess = calloc(ib->sessions, sizeof(*rx->sess));
+	if (!rx->sess) {
+		free(rx);
+		return NULL;
+	}
+	rx->ib = ib;
+	rx->r = r;
+	rx->nsess = ib->sessions;
+	list_init(&rx->wait);
+	list_init(&rx->kicks);
+	list_init(&rx->requeue);
+	list_init(&rx->done);
+	reactor_deferred_init(&rx->flush, rx_flush, rx);
+	reactor_timer_init(&rx->tick, rx_tick, rx);
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		struct ib_sess *s = &rx->sess[i];
+
+		s->rx = rx;
+		s->idx = i;
+		s->fd = -1;
+		list_init(&s->inflight);
+		list_init(&s->kick_link);
+		reactor_timer_init(&s->reconnect, reconnect_cb, s);
+	}
+	atomic_store(&ib->rx[idx], rx);
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		sess_connect(&rx->sess[i]);
+	rx_arm_tick(rx);
+	return rx;
+}
+
+static void rx_free(struct ib_rx *rx)
+{
+	struct list_head *lists[] = { &rx->wait, &rx->requeue, &rx->done };
+	unsigned int left = 0;
+
+	reactor_deferred_cancel(rx->r, &rx->flush);
+	reactor_timer_cancel(rx->r, &rx->tick);
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		struct ib_sess *s = &rx->sess[i];
+		struct iscsi_context *ctx = s->ctx;
+
+		reactor_timer_cancel(rx->r, &s->reconnect);
+		if (s->fd_added)
+			reactor_del_fd(rx->r, &s->fdh);
+		s->ctx = NULL;
+		if (ctx)
+			iscsi_destroy_context(ctx);
+		while (!list_empty(&s->inflight)) {
+			struct ib_req *q = list_first_entry(&s->inflight, struct ib_req, link);
+
+			list_del(&q->link);
+			if (q->task)
+				scsi_free_scsi_task(q->task);
+			if (q->kind != RK_PROBE)
+				left++;
+			free(q->bounce);
+			free(q);
+		}
+	}
+	for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+		while (!list_empty(lists[k])) {
+			struct ib_req *q = list_first_entry(lists[k], struct ib_req, link);
+
+			list_del(&q->link);
+			left++;
+			free(q->bounce);
+			free(q);
+		}
+	}
+	if (left)
+		GW_WARN(IB_COMP, "%s: closed with %u command(s) still queued", rx->ib->bdev.name, left);
+	while (rx->free_reqs) {
+		struct ib_req *q = rx->free_reqs;
+
+		rx->free_reqs = q->next_free;
+		free(q);
+	}
+	free(rx->sess);
+	free(rx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* bdev ops                                                                 */
+
+static int iscsi_submit(struct bdev *b, struct bdev_io *io)
+{
+	struct ib_bdev *ib = to_ib(b);
+	struct ib_rx *rx;
+	struct ib_req *q;
+	struct ib_sess *s;
+	uint64_t end, data_len = io->len;
+
+	if (!io->cb)
+		return -EINVAL;
+	io->result = 0;
+	io->scsi_status = 0;
+	io->sense_len = 0;
+	io->priv = NULL;
+	if (io->op == BDEV_OP_WRITE && (io->flags & BDEV_IO_COMPARE_AND_WRITE)) {
+		data_len = 2 * io->len;
+		if (io->len / ib->bs > 255)
+			return -EINVAL;
+	}
+	switch (io->op) {
+	case BDEV_OP_READ:
+	case BDEV_OP_WRITE: {
+		uint64_t total = 0;
+
+		if (io->iovcnt <= 0 || !io->iov || io->len == 0 || data_len > INT32_MAX)
+			return -EINVAL;
+		for (int i = 0; i < io->iovcnt; i++)
+			total += io->iov[i].iov_len;
+		if (total != data_len)
+			return -EINVAL;
+		break;
+	}
+	case BDEV_OP_FLUSH:
+		break;
+	case BDEV_OP_UNMAP:
+		if (!b->info.unmap_supported)
+			return -EOPNOTSUPP;
+		if (io->len == 0 || io->len / ib->bs > UINT32_MAX)
+			return -EINVAL;
+		break;
+	case BDEV_OP_WRITE_ZEROES:
+		if (!ib->has_ws || atomic_load(&ib->no_ws) || (io->flags & BDEV_IO_FUA) ||
+		    io->len / ib->bs > UINT32_MAX ||
+		    (ib->max_ws_blocks && io->len / ib->bs > ib->max_ws_blocks))
+			return -EOPNOTSUPP;
+		if (io->len == 0)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (io->op != BDEV_OP_FLUSH) {
+		if (io->offset % ib->bs || io->len % ib->bs)
+			return -EINVAL;
+		if (__builtin_add_overflow(io->offset, io->len, &end) || end > b->info.size_bytes)
+			return -EINVAL;
+		if (io->op != BDEV_OP_READ && b->info.readonly)
+			return -EROFS;
+	}
+	rx = rx_get(ib);
+	if (!rx)
+		return reactor_self() ? -ENOMEM : -EINVAL;
+	q = req_alloc(rx);
+	if (!q)
+		return -ENOMEM;
+	q->io = io;
+	q->kind = RK_IO;
+	q->t0_ms = gw_now_ms();
+	s = pick_session(rx);
+	if (s && list_empty(&rx->wait) && list_empty(&rx->requeue)) {
+		sess_issue(s, q);
+		return 0;
+	}
+	if (!s && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
+		req_defer_result(q, -ENOTCONN);
+		return 0;
+	}
+	list_add_tail(&q->link, &rx->wait);
+	rx->nwait++;
+	rx_arm_tick(rx);
+	if (s)
+		rx_defer(rx);
+	return 0;
+}
+
+int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
+{
+	struct ib_bdev *ib;
+
+	if (!b || b->ops != &iscsi_ops || !out)
+		return -EINVAL;
+	ib = to_ib(b);
+	out->commands = atomic_load(&ib->n_commands);
+	out->retries = atomic_load(&ib->n_retries);
+	out->reconnects = atomic_load(&ib->n_reconnects);
+	out->connect_failures = atomic_load(&ib->n_connect_fail);
+	out->held_expired = atomic_load(&ib->n_expired);
+	out->latency_us_sum = atomic_load(&ib->lat_sum_us);
+	out->latency_us_max = atomic_load(&ib->lat_max_us);
+	out->offline = atomic_load(&ib->bdev.offline);
+	return 0;
+}
+
+/* Called once the reactors have stopped (gw_destroy), or before any I/O. */
+static void iscsi_close(struct bdev *b)
+{
+	struct ib_bdev *ib = to_ib(b);
+	struct bdev_iscsi_stats st;
+
+	if (bdev_iscsi_get_stats(b, &st) == 0)
+		GW_NOTICE(IB_COMP, "%s: closing: %" PRIu64 " backend commands, %" PRIu64 " retries, %"
+			  PRIu64 " reconnects, %" PRIu64 " failed logins, %" PRIu64
+			  " held commands expired, latency avg %" PRIu64 " us max %" PRIu64 " us",
+			  b->name, st.commands, st.retries, st.reconnects, st.connect_failures,
+			  st.held_expired, st.commands ? st.latency_us_sum / st.commands : 0,
+			  st.latency_us_max);
+	for (unsigned int i = 0; i < IB_MAX_REACTORS; i++) {
+		struct ib_rx *rx = atomic_load(&ib->rx[i]);
+
+		if (rx)
+			rx_free(rx);
+	}
+	free(ib->zero_block);
+	memset(&ib->url, 0, sizeof(ib->url));   /* the CHAP secret */
+	free(ib);
+}
+
+static const struct bdev_ops iscsi_ops = {
+	.name = "iscsi",
+	.submit = iscsi_submit,
+	.close = iscsi_close,
+};
+
+/* ------------------------------------------------------------------------ */
+/* open: discovery on the calling (non-reactor) thread                      */
+
+struct disc {
+	bool done;
+	int status;
+	struct scsi_task *task;
+	char err[256];          /* libiscsi's reason, before later calls overwrite it */
+};
+
+static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct disc *d = priv;
+
+	d->done = true;
+	d->status = status;
+	d->task = data;
+	if (status != SCSI_STATUS_GOOD)
+		snprintf(d->err, sizeof(d->err), "%s", iscsi_get_error(ctx));
+}
+
+static int disc_wait(struct iscsi_context *ctx, struct disc *d, uint64_t deadline)
+{
+	while (!d->done) {
+		struct pollfd pfd;
+
+		if (gw_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		pfd.fd = iscsi_get_fd(ctx);
+		pfd.events = (short)iscsi_which_events(ctx);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR)
+			return -errno;
+		if (iscsi_service(ctx, pfd.revents) < 0)
+			return d->done ? 0 : -EIO;
+	}
+	return 0;
+}
+
+/* Runs a task built by fn to completion, retrying on unit attentions. */
+static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uint64_t deadline,
+		    struct scsi_task **out)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		struct disc d = { 0 };
+		struct scsi_task *t;
+		int rc;
+
+		if (page < 0)
+			t = iscsi_readcapacity16_task(ctx, (int)ib->url.lun, disc_cb, &d);
+		else
+			t = iscsi_inquiry_task(ctx, (int)ib->url.lun, 1, page, 255, disc_cb, &d);
+		if (!t)
+			return -ENOMEM;
+		rc = disc_wait(ctx, &d, deadline);
+		if (rc) {
+			/* the context is destroyed by the caller, which frees the PDU */
+			return rc;
+		}
+		if (d.status == SCSI_STATUS_GOOD) {
+			*out = t;
+			return 0;
+		}
+		if (d.status == SCSI_STATUS_CHECK_CONDITION &&
+		    t->sense.key == SCSI_SENSE_UNIT_ATTENTION) {
+			scsi_free_scsi_task(t);
+			continue;
+		}
+		if (d.status == SCSI_STATUS_CHECK_CONDITION)
+			GW_DEBUG(IB_COMP, "%s: discovery command (page %d): sense %x/%04x", ib->bdev.name,
+				 page, t->sense.key, t->sense.ascq);
+		rc = d.status == SCSI_STATUS_CHECK_CONDITION && t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST &&
+		     t->sense.ascq == 0x2500 ? -ENXIO : -EIO;
+		scsi_free_scsi_task(t);
+		return rc;
+	}
+	return -EIO;
+}
+
+/*
+ * Does the backend do COMPARE AND WRITE? One with NUMBER OF LOGICAL BLOCKS 0
+ * moves no data and changes nothing (SBC-3 5.2): GOOD where supported,
+ * INVALID COMMAND OPERATION CODE where not (tgt).
+ */
+static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64_t deadline)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint8_t cdb[16] = { 0x89 };
+		struct disc d = { 0 };
+		struct scsi_task *t = scsi_create_task(16, cdb, SCSI_XFER_NONE, 0);
+		bool ua;
+
+		if (!t)
+			return false;
+		if (iscsi_scsi_command_async(ctx, (int)ib->url.lun, t, disc_cb, NULL, &d) != 0) {
+			scsi_free_scsi_task(t);
+			return false;
+		}
+		if (disc_wait(ctx, &d, deadline) != 0)
+			return false;   /* the PDU goes with the context */
+		ua = d.status == SCSI_STATUS_CHECK_CONDITION &&
+		     t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+		if (!ua) {
+			bool ok = d.status == SCSI_STATUS_GOOD;
+
+			if (!ok)
+				GW_NOTICE(IB_COMP, "%s: the backend does not do COMPARE AND WRITE "
+					  "(sense %x/%04x): the gateway emulates it, atomic through "
+					  "this gateway only", ib->bdev.name, t->sense.key, t->sense.ascq);
+			scsi_free_scsi_task(t);
+			return ok;
+		}
+		scsi_free_scsi_task(t);
+	}
+	return false;
+}
+
+static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool *unmap)
+{
+	uint64_t deadline = gw_now_ms() + timeout_ms;
+	struct iscsi_context *ctx;
+	struct scsi_readcapacity16 *rc16;
+	struct scsi_task *t = NULL;
+	struct disc d = { 0 };
+	bool lbpme, lbprz;
+	uint32_t max_unmap = 0, max_unmap_desc = 0;
+	int rc;
+
+	*unmap = false;
+	ctx = iscsi_create_context(ib->initiator);
+	if (!ctx)
+		return -ENOMEM;
+	iscsi_set_log_fn(ctx, ctx_log);
+	iscsi_set_targetname(ctx, ib->url.iqn);
+	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
+	iscsi_set_noautoreconnect(ctx, 1);
+	iscsi_set_timeout(ctx, (int)((timeout_ms + 999) / 1000));
+	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xffffu);
+	if (ib->url.user[0])
+		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, disc_cb, &d) != 0) {
+		GW_ERR(IB_COMP, "%s: cannot connect to the backend %s: %s", ib->bdev.name,
+		       ib->url.portal, iscsi_get_error(ctx));
+		rc = -ECONNREFUSED;
+		goto out;
+	}
+	rc = disc_wait(ctx, &d, deadline);
+	if (rc || d.status != SCSI_STATUS_GOOD) {
+		GW_ERR(IB_COMP, "%s: cannot log in to the backend %s target %s%s: %s", ib->bdev.name,
+		       ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
+		       rc == -ETIMEDOUT ? "timed out" : d.err[0] ? d.err : iscsi_get_error(ctx));
+		rc = rc == -ETIMEDOUT ? rc : -ECONNREFUSED;
+		goto out;
+	}
+	rc = disc_cmd(ctx, ib, -1, deadline, &t);
+	if (rc) {
+		GW_ERR(IB_COMP, "%s: READ CAPACITY(16) of backend LUN %u failed: %s", ib->bdev.name,
+		       ib->url.lun, rc == -ENXIO ? "no such LUN" : strerror(-rc));
+		goto out;
+	}
+	rc16 = scsi_datain_unmarshall(t);
+	if (!rc16 || rc16->block_length < 512 || (rc16->block_length & (rc16->block_length - 1))) {
+		GW_ERR(IB_COMP, "%s: backend LUN %u: unusable READ CAPACITY data", ib->bdev.name,
+		       ib->url.lun);
+		scsi_free_scsi_task(t);
+		rc = -EIO;
+		goto out;
+	}
+	ib->bs = rc16->block_length;
+	ib->nblocks = rc16->returned_lba + 1;
+	lbpme = rc16->lbpme;
+	lbprz = rc16->lbprz;
+	scsi_free_scsi_task(t);
+	ib->has_ws = true;
+	ib->bdev.info.native_caw = disc_caw_probe(ctx, ib, deadline);
+	if (disc_cmd(ctx, ib, 0xb0, deadline, &t) == 0) {
+		struct scsi_inquiry_block_limits *bl = scsi_datain_unmarshall(t);
+
+		if (bl) {
+			ib->max_ws_blocks = bl->max_ws_len;
+			max_unmap = bl->max_unmap;
+			max_unmap_desc = bl->max_unmap_bdc;
+		}
+		scsi_free_scsi_task(t);
+	}
+	if (lbpme && disc_cmd(ctx, ib, 0xb2, deadline, &t) == 0) {
+		struct scsi_inquiry_logical_block_provisioning *lbp = scsi_datain_unmarshall(t);
+
+		*unmap = lbp && lbp->lbpu && (lbprz || lbp->lbprz) && max_unmap_desc >= 1 &&
+			 max_unmap >= 0x100000u;
+		scsi_free_scsi_task(t);
+	}
+	rc = 0;
+out:
+	iscsi_destroy_context(ctx);
+	return rc;
+}
+
+static uint32_t isid_seed(const struct bdev_iscsi_params *p, const char *initiator)
+{
+	char host[256] = "";
+	uint32_t h = 2166136261u;
+
+	gethostname(host, sizeof(host) - 1);
+	h = fnv1a(h, initiator);
+	h = fnv1a(h, host);
+	h = fnv1a(h, p->url);
+	return h;
+}
+
+int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
+{
+	struct ib_bdev *ib;
+	char err[128];
+	bool unmap = false;
+	int rc;
+
+	if (!p || !p->url || !out)
+		return -EINVAL;
+	*out = NULL;
+	ib = calloc(1, sizeof(*ib));
+	if (!ib)
+		return -ENOMEM;
+	rc = bdev_iscsi_parse_url(p->url, &ib->url, err, sizeof(err));
+	if (rc) {
+		GW_ERR(IB_COMP, "backend URL: %s (iscsi://[user%%secret@]HOST[:PORT]/IQN/LUN)", err);
+		free(ib);
+		return rc;
+	}
+	snprintf(ib->initiator, sizeof(ib->initiator), "%s",
+		 p->initiator && p->initiator[0] ? p->initiator : IB_DEFAULT_INITIATOR);
+	ib->sessions = p->sessions ? p->sessions : 1;
+	if (ib->sessions > 64)
+		ib->sessions = 64;
+	ib->hold_ms = p->hold_ms ? p->hold_ms : 30000;
+	ib->cmd_timeout_s = p->cmd_timeout_s ? p->cmd_timeout_s : 15;
+	ib->isid_rnd = isid_seed(p, ib->initiator);
+	ib->bdev.ops = &iscsi_ops;
+	ib->bdev.priv = ib;
+	/* the name is logged everywhere: never the secret */
+	snprintf(ib->bdev.name, sizeof(ib->bdev.name), "iscsi://%.60s/%.170s/%u", ib->url.portal,
+		 ib->url.iqn, ib->url.lun);
+	rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &unmap);
+	if (rc) {
+		if (!p->size_bytes || !p->block_size || p->size_bytes % p->block_size) {
+			GW_ERR(IB_COMP, "%s: backend not usable at start and no size/block_size "
+			       "configured to start it offline", ib->bdev.name);
+			free(ib);
+			return rc;
+		}
+		ib->bs = p->block_size;
+		ib->nblocks = p->size_bytes / p->block_size;
+		atomic_store(&ib->bdev.offline, true);
+		atomic_store(&ib->offline_logged, true);
+		GW_ERR(IB_COMP, "%s: backend not usable at start: LUN offline (NOT READY) with the "
+		       "configured %" PRIu64 " blocks of %u until the backend answers", ib->bdev.name,
+		       ib->nblocks, ib->bs);
+	}
+	ib->zero_block = calloc(1, ib->bs);
+	if (!ib->zero_block) {
+		free(ib);
+		return -ENOMEM;
+	}
+	ib->bdev.info.size_bytes = ib->nblocks * ib->bs;
+	ib->bdev.info.block_size = ib->bs;
+	ib->bdev.info.readonly = p->readonly;
+	ib->bdev.info.unmap_supported = unmap && !p->readonly;
+	ib->bdev.info.rotational = false;
+	GW_INFO(IB_COMP, "%s: %" PRIu64 " blocks of %u bytes%s%s, %u session(s) per reactor, hold "
+		"%u ms", ib->bdev.name, ib->nblocks, ib->bs, unmap ? ", unmap" : "",
+		p->readonly ? ", read-only" : "", ib->sessions, ib->hold_ms);
+	*out = &ib->bdev;
+	return 0;
+}
+
+#endif /* ISERGW_HAVE_LIBISCSI */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The pure parts of the iSCSI backstore (backend/iscsi.c), apart so that unit
+ * tests reach them without a backend: URL parsing, the reconnect backoff,
+ * what to do with a backend status, and how an interrupted COMPARE AND WRITE
+ * is resolved.
+ */
+#ifndef ISERGW_BACKEND_ISCSI_PRIV_H
+#define ISERGW_BACKEND_ISCSI_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct bdev_iscsi_url {
+	char host[256];         /* without the [] of an IPv6 literal */
+	uint16_t port;          /* default 3260 */
+	char portal[300];       /* "HOST:PORT" or "[V6]:PORT", for libiscsi */
+	char iqn[224];
+	uint32_t lun;
+	char user[256];         /* CHAP towards the backend; "" = none */
+	char secret[256];
+};
+
+/*
+ * iscsi://[user%secret@]HOST[:PORT]/IQN/LUN. Returns 0 or -EINVAL with a
+ * one-line reason in err (never containing the secret).
+ */
+int bdev_iscsi_parse_url(const char *url, struct bdev_iscsi_url *out, char *err, size_t errlen);
+
+/* Reconnect delay before attempt number `attempt` (0 = the first retry). */
+#define IB_BACKOFF_BASE_MS 50u
+#define IB_BACKOFF_MAX_MS  2000u
+uint32_t bdev_iscsi_backoff_ms(unsigned int attempt);
+
+/* What a backend answer means for the command (libiscsi status values). */
+enum ib_action {
+	IB_DONE = 0,            /* GOOD */
+	IB_PASS,                /* hand status and sense to the host unchanged */
+	IB_RETRY,               /* issue again now (unit attention of the backend) */
+	IB_RETRY_LATER,         /* issue again after a short delay, within the hold limit */
+	IB_RECONNECT,           /* the session is broken: reconnect, then issue again */
+	IB_UNSUPPORTED,         /* the backend lacks the command: -EOPNOTSUPP (fallback) */
+};
+/* status: SCSI status, or a negative libiscsi transport status. */
+enum ib_action bdev_iscsi_classify(int status, uint8_t key, uint8_t asc, uint8_t ascq,
+				   bool optional_cmd);
+
+/*
+ * After a session dropped with a COMPARE AND WRITE in flight, the blocks
+ * were read back into disk[0..len): was the write applied (the blocks hold
+ * the write data), is it safe to issue it again (they still hold the
+ * compare data), or is it a miscompare (*miscompare_off: first byte that
+ * differs from the compare data)? iov: the command's 2*len data bytes.
+ */
+enum ib_caw_outcome { IB_CAW_APPLIED, IB_CAW_REISSUE, IB_CAW_MISCOMPARE };
+enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iovec *iov, int iovcnt,
+					   uint64_t len, uint64_t *miscompare_off);
+
+#endif

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fault client for a forwarded LUN (libiscsi, synchronous API): writes and
+ * verifies a random pattern through the gateway while the test kills and
+ * restarts the backend.
+ *
+ *   forward_fault --url iscsi://HOST:PORT/IQN/LUN --seconds N [--region-mib N]
+ *                 [--seed N] [--mark FILE]
+ *
+ * Phase 1 (writes, N/2 s): random extents (4 KiB .. 256 KiB, every fourth
+ * with FUA) each written with a new generation number; every block's content
+ * is a function of (seed, LBA, generation). Phase 2 (reads, N/2 s): random
+ * extents read and compared with the last generation written. Then the whole
+ * region is read and compared. A command that fails is counted as a
+ * host-visible error and issued again (as a host would), so that the final
+ * check can tell lost writes from failed ones. --mark FILE: the phase name
+ * is written there when a phase starts (the script times its kills by it).
+ *
+ * Prints "forward_fault: commands N, verified V blocks, host-visible errors E,
+ * lost or corrupt blocks L" and exits 1 if L > 0 or the LUN went away.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#define BS_MAX 4096u
+#define MAX_BLOCKS_PER_IO 512u  /* 256 KiB at 512 */
+
+static uint64_t g_seed = 1;
+static uint32_t g_bs;
+static uint64_t g_commands, g_errors, g_verified, g_bad;
+static uint16_t *g_gen;         /* generation per block of the region, 0 = never written */
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void fill_block(uint8_t *p, uint64_t lba, uint16_t gen)
+{
+	uint64_t s = mix(g_seed ^ (lba << 16) ^ gen);
+
+	for (uint32_t i = 0; i < g_bs; i += 8) {
+		s = mix(s);
+		memcpy(p + i, &s, 8);
+	}
+	memcpy(p, &lba, 8);
+	memcpy(p + 8, &gen, 2);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void mark(const char *file, const char *phase)
+{
+	FILE *f;
+
+	if (!file)
+		return;
+	f = fopen(file, "w");
+	if (f) {
+		fprintf(f, "%s\n", phase);
+		fclose(f);
+	}
+}
+
+/* One command, retried until GOOD (each failure is a host-visible error). */
+static bool do_io(struct iscsi_context *iscsi, int lun, bool write, uint64_t lba, uint32_t n,
+		  uint8_t *buf, bool fua)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		struct scsi_task *t;
+		bool ok;
+
+		g_commands++;
+		if (write)
+			t = iscsi_write16_sync(iscsi, lun, lba, buf, n * g_bs, (int)g_bs, 0, 0, fua,
+					       0, 0);
+		else
+			t = iscsi_read16_sync(iscsi, lun, lba, n * g_bs, (int)g_bs, 0, 0, 0, 0, 0);
+		ok = t && t->status == SCSI_STATUS_GOOD;
+		if (ok && !write)
+			memcpy(buf, t->datain.data, (size_t)n * g_bs);
+		if (!ok) {
+			g_errors++;
+			if (g_errors <= 10)
+				fprintf(stderr, "forward_fault: %s LBA %" PRIu64 " x%u failed: %s%s\n",
+					write ? "write" : "read", lba, n,
+					t ? "" : iscsi_get_error(iscsi),
+					t ? scsi_sense_ascq_str(t->sense.ascq) : "");
+		}
+		if (t)
+			scsi_free_scsi_task(t);
+		if (ok)
+			return true;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static void check(const uint8_t *buf, uint64_t first, uint64_t lba, uint32_t n)
+{
+	uint8_t want[BS_MAX];
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t gen = g_gen[lba - first + i];
+
+		if (!gen)
+			continue;
+		fill_block(want, lba + i, gen);
+		if (memcmp(want, buf + (size_t)i * g_bs, g_bs) != 0) {
+			g_bad++;
+			if (g_bad <= 10)
+				fprintf(stderr, "forward_fault: LBA %" PRIu64 ": not generation %u\n",
+					lba + i, gen);
+		} else {
+			g_verified++;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "url", required_argument, NULL, 'u' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "region-mib", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "mark", required_argument, NULL, 'm' },
+		{ "probe", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *url = NULL, *markf = NULL, *probe = NULL;
+	double secs = 20, t0;
+	uint64_t region_mib = 32, first = 0, count, nblocks;
+	struct iscsi_context *iscsi;
+	struct iscsi_url *iu;
+	struct scsi_task *t;
+	uint8_t *buf;
+	uint16_t gen = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u': url = optarg; break;
+		case 's': secs = strtod(optarg, NULL); break;
+		case 'r': region_mib = strtoull(optarg, NULL, 10); break;
+		case 'S': g_seed = strtoull(optarg, NULL, 10); break;
+		case 'm': markf = optarg; break;
+		case 'p': probe = optarg; break;
+		default: return 2;
+		}
+	}
+	if (!url) {
+		fprintf(stderr, "usage: forward_fault --url URL [--seconds N]\n");
+		return 2;
+	}
+	iscsi = iscsi_create_context("iqn.2026-11.org.isergw:forward-fault");
+	iu = iscsi ? iscsi_parse_full_url(iscsi, url) : NULL;
+	if (!iu) {
+		fprintf(stderr, "forward_fault: bad URL %s\n", url);
+		return 2;
+	}
+	iscsi_set_targetname(iscsi, iu->target);
+	iscsi_set_session_type(iscsi, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(iscsi, ISCSI_HEADER_DIGEST_NONE);
+	/* a probe logs in without full_connect's TEST UNIT READY (the LUN may be not ready) */
+	if (probe ? (iscsi_connect_sync(iscsi, iu->portal) != 0 || iscsi_login_sync(iscsi) != 0)
+		  : iscsi_full_connect_sync(iscsi, iu->portal, iu->lun) != 0) {
+		fprintf(stderr, "forward_fault: login failed: %s\n", iscsi_get_error(iscsi));
+		return 1;
+	}
+	if (probe) {
+		/* one TEST UNIT READY or READ(16) of LBA 0; prints GOOD or the sense key */
+		for (int i = 0; i < 4; i++) {
+			t = strcmp(probe, "tur") == 0 ? iscsi_testunitready_sync(iscsi, iu->lun)
+				: iscsi_read16_sync(iscsi, iu->lun, 0, 512, 512, 0, 0, 0, 0, 0);
+			if (!t) {
+				printf("ERROR %s\n", iscsi_get_error(iscsi));
+				return 1;
+			}
+			if (t->status == SCSI_STATUS_CHECK_CONDITION &&
+			    t->sense.key == SCSI_SENSE_UNIT_ATTENTION) {
+				scsi_free_scsi_task(t);
+				continue;
+			}
+			break;
+		}
+		if (t->status == SCSI_STATUS_GOOD)
+			printf("GOOD\n");
+		else
+			printf("%s %s\n", scsi_sense_key_str(t->sense.key),
+			       scsi_sense_ascq_str(t->sense.ascq));
+		scsi_free_scsi_task(t);
+		iscsi_destroy_url(iu);
+		iscsi_destroy_context(iscsi);
+		return 0;
+	}
+	t = iscsi_readcapacity16_sync(iscsi, iu->lun);
+	if (!t || t->status != SCSI_STATUS_GOOD) {
+		fprintf(stderr, "forward_fault: READ CAPACITY failed\n");
+		return 1;
+	}
+	{
+		struct scsi_readcapacity16 *rc = scsi_datain_unmarshall(t);
+
+		g_bs = rc->block_length;
+		nblocks = rc->returned_lba + 1;
+	}
+	scsi_free_scsi_task(t);
+	if (g_bs > BS_MAX || g_bs < 512) {
+		fprintf(stderr, "forward_fault: block size %u unsupported\n", g_bs);
+		return 1;
+	}
+	count = region_mib * 1024 * 1024 / g_bs;
+	if (count > nblocks)
+		count = nblocks;
+	g_gen = calloc(count, sizeof(*g_gen));
+	buf = malloc((size_t)MAX_BLOCKS_PER_IO * g_bs);
+	if (!g_gen || !buf)
+		return 1;
+	srand((unsigned int)g_seed);
+
+	mark(markf, "write");
+	t0 = now_s();
+	while (now_s() - t0 < secs / 2) {
+		uint32_t n = 8u << (rand() % 7);    /* 8 .. 512 blocks */
+		uint64_t lba;
+
+		if (n > count)
+			n = (uint32_t)count;
+		lba = first + (uint64_t)rand() % (count - n + 1);
+		gen = (uint16_t)(gen % 65000 + 1);
+		for (uint32_t i = 0; i < n; i++)
+			fill_block(buf + (size_t)i * g_bs, lba + i, gen);
+		if (!do_io(iscsi, iu->lun, true, lba, n, buf, rand() % 4 == 0))
+			goto lost_lun;
+		for (uint32_t i = 0; i < n; i++)
+			g_gen[lba - first + i] = gen;
+	}
+	mark(markf, "read");
+	t0 = now_s();
+	while (now_s() - t0 < secs / 2) {
+		uint32_t n = 8u << (rand() % 7);
+		uint64_t lba;
+
+		if (n > count)
+			n = (uint32_t)count;
+		lba = first + (uint64_t)rand() % (count - n + 1);
+		if (!do_io(iscsi, iu->lun, false, lba, n, buf, false))
+			goto lost_lun;
+		check(buf, first, lba, n);
+	}
+	mark(markf, "verify");
+	for (uint64_t lba = first; lba < first + count; lba += MAX_BLOCKS_PER_IO) {
+		uint32_t n = (uint32_t)(first + count - lba < MAX_BLOCKS_PER_IO ? first + count - lba
+									     : MAX_BLOCKS_PER_IO);
+
+		if (!do_io(iscsi, iu->lun, false, lba, n, buf, false))
+			goto lost_lun;
+		check(buf, first, lba, n);
+	}
+	mark(markf, "done");
+	printf("forward_fault: commands %" PRIu64 ", verified %" PRIu64 " blocks, host-visible "
+	       "errors %" PRIu64 ", lost or corrupt blocks %" PRIu64 "\n", g_commands, g_verified,
+	       g_errors, g_bad);
+	iscsi_logout_sync(iscsi);
+	iscsi_destroy_url(iu);
+	iscsi_destroy_context(iscsi);
+	free(buf);
+	free(g_gen);
+	return g_bad ? 1 : 0;
+
+lost_lun:
+	printf("forward_fault: commands %" PRIu64 ", verified %" PRIu64 " blocks, host-visible "
+	       "errors %" PRIu64 ", lost or corrupt blocks %" PRIu64 " (gave up: LUN unusable)\n",
+	       g_commands, g_verified, g_errors, g_bad);
+	return 1;
+}

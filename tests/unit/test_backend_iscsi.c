@@ -1,0 +1,190 @@
+// LINK: gw_backend gw_util
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the pure parts of backend/iscsi.c: backend URL parsing,
+ * the reconnect backoff, the classification of backend answers, and how an
+ * interrupted COMPARE AND WRITE is resolved. An unreachable backend at open
+ * (nothing listens on the port) fails fast, or opens offline with a
+ * configured geometry.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "backend/iscsi_priv.h"
+
+static void test_url_basic(void **state)
+{
+	struct bdev_iscsi_url u;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(bdev_iscsi_parse_url("iscsi://127.0.0.1/iqn.2026-11.org.x:t/1", &u, err,
+					      sizeof(err)), 0);
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_int_equal(u.port, 3260);
+	assert_string_equal(u.portal, "127.0.0.1:3260");
+	assert_string_equal(u.iqn, "iqn.2026-11.org.x:t");
+	assert_int_equal(u.lun, 1);
+	assert_string_equal(u.user, "");
+
+	assert_int_equal(bdev_iscsi_parse_url("iscsi://bob%s3cr%t@e@host.example:13400/iqn.a:b/0",
+					      &u, err, sizeof(err)), 0);
+	assert_string_equal(u.user, "bob");
+	assert_string_equal(u.secret, "s3cr%t@e");
+	assert_string_equal(u.host, "host.example");
+	assert_int_equal(u.port, 13400);
+	assert_int_equal(u.lun, 0);
+
+	assert_int_equal(bdev_iscsi_parse_url("iscsi://[::1]:3261/iqn.a:b/16383", &u, err,
+					      sizeof(err)), 0);
+	assert_string_equal(u.host, "::1");
+	assert_string_equal(u.portal, "[::1]:3261");
+	assert_int_equal(u.lun, 16383);
+}
+
+static void test_url_bad(void **state)
+{
+	static const char *const bad[] = {
+		"", "tcp://127.0.0.1/iqn.a:b/1", "iscsi://", "iscsi://127.0.0.1",
+		"iscsi://127.0.0.1/iqn.a:b", "iscsi://127.0.0.1/iqn.a:b/", "iscsi://127.0.0.1//1",
+		"iscsi://127.0.0.1:0/iqn.a:b/1", "iscsi://127.0.0.1:65536/iqn.a:b/1",
+		"iscsi://127.0.0.1:/iqn.a:b/1", "iscsi://127.0.0.1:x/iqn.a:b/1",
+		"iscsi://127.0.0.1/iqn.a:b/x", "iscsi://127.0.0.1/iqn.a:b/-1",
+		"iscsi://127.0.0.1/iqn.a:b/16384", "iscsi://user@127.0.0.1/iqn.a:b/1",
+		"iscsi://%pw@127.0.0.1/iqn.a:b/1", "iscsi://u%@127.0.0.1/iqn.a:b/1",
+		"iscsi://[::1/iqn.a:b/1", "iscsi://[]:1/iqn.a:b/1", "iscsi://:3260/iqn.a:b/1",
+		"iscsi://h/a/b/1",
+	};
+	struct bdev_iscsi_url u;
+	char err[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (bdev_iscsi_parse_url(bad[i], &u, err, sizeof(err)) != -EINVAL)
+			fail_msg("accepted: %s", bad[i]);
+		assert_true(err[0] != '\0');
+		assert_null(strstr(err, "pw"));
+	}
+	assert_false(bdev_is_iscsi_url("/var/lib/disk.img"));
+	assert_true(bdev_is_iscsi_url("iscsi://h/i/0"));
+}
+
+static void test_backoff(void **state)
+{
+	uint32_t prev = 0;
+
+	(void)state;
+	assert_int_equal(bdev_iscsi_backoff_ms(0), IB_BACKOFF_BASE_MS);
+	assert_int_equal(bdev_iscsi_backoff_ms(1), 2 * IB_BACKOFF_BASE_MS);
+	for (unsigned int a = 0; a < 100; a++) {
+		uint32_t d = bdev_iscsi_backoff_ms(a);
+
+		assert_true(d >= prev);
+		assert_true(d <= IB_BACKOFF_MAX_MS);
+		prev = d;
+	}
+	assert_int_equal(bdev_iscsi_backoff_ms(1000000), IB_BACKOFF_MAX_MS);
+}
+
+static void test_classify(void **state)
+{
+	(void)state;
+	assert_int_equal(bdev_iscsi_classify(0x00, 0, 0, 0, false), IB_DONE);
+	assert_int_equal(bdev_iscsi_classify(0x08, 0, 0, 0, false), IB_RETRY_LATER);     /* BUSY */
+	assert_int_equal(bdev_iscsi_classify(0x28, 0, 0, 0, false), IB_RETRY_LATER);     /* TSF */
+	assert_int_equal(bdev_iscsi_classify(0x18, 0, 0, 0, false), IB_PASS);    /* RES CONFLICT */
+	assert_int_equal(bdev_iscsi_classify(-1, 0, 0, 0, false), IB_RECONNECT);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x6, 0x29, 0x00, false), IB_RETRY);   /* POR */
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x2, 0x04, 0x01, false), IB_RETRY_LATER);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0xb, 0x47, 0x00, false), IB_RETRY_LATER);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x25, 0x00, false), IB_RETRY_LATER);
+	/* host errors go back as they are */
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x21, 0x00, false), IB_PASS);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x3, 0x11, 0x00, false), IB_PASS);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0xe, 0x1d, 0x00, false), IB_PASS);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x20, 0x00, false), IB_PASS);
+	/* an optional command (WRITE SAME for WRITE_ZEROES) the backend lacks */
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x20, 0x00, true), IB_UNSUPPORTED);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x24, 0x00, true), IB_UNSUPPORTED);
+	assert_int_equal(bdev_iscsi_classify(0x02, 0x5, 0x21, 0x00, true), IB_PASS);
+}
+
+static void test_caw_outcome(void **state)
+{
+	uint8_t cmp[1024], wr[1024], buf[2048], disk[1024];
+	struct iovec iov[3];
+	uint64_t off = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cmp); i++) {
+		cmp[i] = (uint8_t)i;
+		wr[i] = (uint8_t)(i * 7 + 3);
+	}
+	memcpy(buf, cmp, sizeof(cmp));
+	memcpy(buf + sizeof(cmp), wr, sizeof(wr));
+	/* split the data unevenly across iovecs, across the verify/write border */
+	iov[0].iov_base = buf;
+	iov[0].iov_len = 700;
+	iov[1].iov_base = buf + 700;
+	iov[1].iov_len = 600;
+	iov[2].iov_base = buf + 1300;
+	iov[2].iov_len = 748;
+
+	memcpy(disk, wr, sizeof(disk));
+	assert_int_equal(bdev_iscsi_caw_outcome(disk, iov, 3, sizeof(disk), &off), IB_CAW_APPLIED);
+	memcpy(disk, cmp, sizeof(disk));
+	assert_int_equal(bdev_iscsi_caw_outcome(disk, iov, 3, sizeof(disk), &off), IB_CAW_REISSUE);
+	disk[777] ^= 0xff;
+	assert_int_equal(bdev_iscsi_caw_outcome(disk, iov, 3, sizeof(disk), &off),
+			 IB_CAW_MISCOMPARE);
+	assert_int_equal(off, 777);
+}
+
+static void test_open_unreachable(void **state)
+{
+	struct bdev_iscsi_params p = {
+		.url = "iscsi://127.0.0.1:13499/iqn.2026-11.org.isergw:nobody/0",
+		.open_timeout_ms = 2000,
+	};
+	struct bdev *b = NULL;
+
+	(void)state;
+	/* nothing listens there: no geometry, no bdev */
+	assert_true(bdev_iscsi_open(&p, &b) < 0);
+	assert_null(b);
+	/* with a configured geometry it opens offline */
+	p.size_bytes = 1u << 20;
+	p.block_size = 512;
+	assert_int_equal(bdev_iscsi_open(&p, &b), 0);
+	assert_non_null(b);
+	assert_true(bdev_offline(b));
+	assert_int_equal(b->info.size_bytes, 1u << 20);
+	assert_int_equal(b->info.block_size, 512);
+	bdev_close(b);
+	/* a bad URL is refused before any connect */
+	p.url = "iscsi://127.0.0.1:13499/iqn.x";
+	assert_int_equal(bdev_iscsi_open(&p, &b), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_url_basic),
+		cmocka_unit_test(test_url_bad),
+		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_caw_outcome),
+		cmocka_unit_test(test_open_unreachable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
