@@ -570,35 +570,53 @@ static int iser_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
 	return backlog_add(ic, pdu, NULL, false);
 }
 
+/*
+ * Queue RDMA Writes (Data-In) or Reads (Data-Out) moving len bytes between
+ * t->buf + local_off and the initiator's (rkey, remote), in chunks the device
+ * takes in one work request. Returns the number of requests queued, or -errno.
+ */
+static int post_rdma(struct iser_conn *ic, struct iscsi_task *t, bool read, uint32_t local_off,
+		     uint64_t remote, uint32_t rkey, uint32_t len)
+{
+	struct iser_task *it = t->dm_priv;
+	int nwr = 0;
+
+	for (uint32_t off = 0; off < len; off += ISER_RDMA_CHUNK) {
+		uint32_t n = len - off < ISER_RDMA_CHUNK ? len - off : ISER_RDMA_CHUNK;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(t->buf + local_off + off), .length = n,
+			.lkey = ic->rd->pool_mr->lkey,
+		};
+		struct ibv_send_wr wr;
+		int rc;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uintptr_t)it | (read ? WR_RDMA_READ : WR_RDMA_WRITE);
+		wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = remote + off;
+		wr.wr.rdma.rkey = rkey;
+		rc = post_send(ic, &wr, &sge);
+		if (rc)
+			return rc;
+		nwr++;
+	}
+	return nwr;
+}
+
 /* RDMA Writes of a task's Data-In, then its status. */
 static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 {
 	struct iser_task *it = t->dm_priv;
 	uint32_t len = iscsi_task_data_in_len(t);
 	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
+	int rc;
 
 	if (!sq_room(ic, nwr + 1) || !ic->tx_free)
 		return -EAGAIN;
-	for (uint32_t off = 0; off < len; off += ISER_RDMA_CHUNK) {
-		uint32_t n = len - off < ISER_RDMA_CHUNK ? len - off : ISER_RDMA_CHUNK;
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)(t->buf + off), .length = n, .lkey = ic->rd->pool_mr->lkey,
-		};
-		struct ibv_send_wr wr;
-		int rc;
-
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uintptr_t)it | WR_RDMA_WRITE;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = it->hdr.read_va + off;
-		wr.wr.rdma.rkey = it->hdr.read_stag;
-		rc = post_send(ic, &wr, &sge);
-		if (rc)
-			return rc;
-	}
+	rc = post_rdma(ic, t, false, 0, it->hdr.read_va, it->hdr.read_stag, len);
+	if (rc < 0)
+		return rc;
 	t->data_sn = 0;
 	iscsi_task_send_response(t); /* RC ordering: delivered after the writes */
 	return 0;
@@ -630,34 +648,17 @@ static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
 	struct iser_task *it = t->dm_priv;
 	uint32_t start = it->read_start, len = t->edtl - start;
 	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
+	int rc;
 
 	if (!sq_room(ic, nwr))
 		return -EAGAIN;
 	it->read_len = len;
-	for (uint32_t off = 0; off < len; off += ISER_RDMA_CHUNK) {
-		uint32_t n = len - off < ISER_RDMA_CHUNK ? len - off : ISER_RDMA_CHUNK;
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)(t->buf + start + off), .length = n,
-			.lkey = ic->rd->pool_mr->lkey,
-		};
-		struct ibv_send_wr wr;
-		int rc;
-
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uintptr_t)it | WR_RDMA_READ;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_READ;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		/* RFC 7145 9.2: the write base offset already points at the first
-		 * byte not sent unsolicited */
-		wr.wr.rdma.remote_addr = it->hdr.write_va + off;
-		wr.wr.rdma.rkey = it->hdr.write_stag;
-		rc = post_send(ic, &wr, &sge);
-		if (rc)
-			return rc;
-		it->reads_outstanding++;
-	}
+	/* RFC 7145 9.2: the write base offset already points at the first byte
+	 * not sent unsolicited */
+	rc = post_rdma(ic, t, true, start, it->hdr.write_va, it->hdr.write_stag, len);
+	if (rc < 0)
+		return rc;
+	it->reads_outstanding += (uint32_t)rc;
 	return 0;
 }
 
