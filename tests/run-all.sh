@@ -74,7 +74,7 @@ run_tree() {
 	if [ "$rc" -ne 0 ]; then
 		status=1
 		local failed
-		failed=$(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' "$log" | paste -sd' ')
+		failed=$(grep -v '(Disabled)' "$log" | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | paste -sd' ')
 		summary+=("$name: FAILED: $line${failed:+ [$failed]} ($((SECONDS - t0)) s)")
 	else
 		summary+=("$name: OK: $line ($((SECONDS - t0)) s)")

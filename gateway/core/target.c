@@ -177,6 +177,8 @@ static struct scsi_port *ports_build(struct gw *gw, const struct gw_target_cfg *
 		ports[i].rel_port_id = pc->rel_port_id;
 		ports[i].tpg_id = pc->tpg_id;
 		snprintf(ports[i].name, sizeof(ports[i].name), "%s,t,0x%04x", cfg->iqn, pc->tpgt);
+		/* REPORT TARGET PORT GROUPS lists a group once its ports are known */
+		scsi_alua_register_port(&ports[i]);
 	}
 	return ports;
 }
@@ -431,7 +433,26 @@ static bool lun_same(const struct gw_lun_cfg *a, const struct gw_lun_cfg *b)
 	return strcmp(a->path, b->path) == 0 && a->block_size == b->block_size &&
 	       a->readonly == b->readonly && a->thin == b->thin &&
 	       memcmp(a->naa, b->naa, sizeof(a->naa)) == 0 && strcmp(a->serial, b->serial) == 0 &&
-	       strcmp(a->vendor, b->vendor) == 0 && strcmp(a->product, b->product) == 0;
+	       strcmp(a->vendor, b->vendor) == 0 && strcmp(a->product, b->product) == 0 &&
+	       a->backend_sessions == b->backend_sessions &&
+	       a->backend_hold_s == b->backend_hold_s &&
+	       a->backend_timeout_s == b->backend_timeout_s &&
+	       strcmp(a->backend_initiator, b->backend_initiator) == 0;
+}
+
+/* A LUN path for log lines: the user and secret of an iscsi:// URL left out. */
+static const char *path_for_log(const char *path, char *buf, size_t len)
+{
+	const char *at, *slash;
+
+	if (strncmp(path, "iscsi://", 8) != 0)
+		return path;
+	at = strchr(path + 8, '@');
+	slash = strchr(path + 8, '/');
+	if (!at || (slash && slash < at))
+		return path;
+	snprintf(buf, len, "iscsi://***@%s", at + 1);
+	return buf;
 }
 
 static const struct gw_lun_cfg *find_lun(const struct gw_target_cfg *t, uint32_t lun)
@@ -469,6 +490,7 @@ static void drop_removed(struct iscsi_conn *c, void *arg)
 /* LUN changes of a target that stays; caller holds sess_lock. */
 static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
 {
+	char logpath[PATH_MAX];
 	const struct gw_target_cfg *ocfg = t->cfg;
 	struct list_head *pos;
 
@@ -480,7 +502,8 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 			continue;
 		if (!t->luns[ol->lun])
 			continue;
-		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) removed", ocfg->iqn, ol->lun, ol->path);
+		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) removed", ocfg->iqn, ol->lun,
+			  path_for_log(ol->path, logpath, sizeof(logpath)));
 		list_for_each(pos, &gw->sessions) {
 			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
 
@@ -512,7 +535,8 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 		}
 		t->bdevs[nl->lun] = b;
 		__atomic_store_n(&t->luns[nl->lun], lu, __ATOMIC_RELEASE);
-		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) added", ncfg->iqn, nl->lun, nl->path);
+		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) added", ncfg->iqn, nl->lun,
+			  path_for_log(nl->path, logpath, sizeof(logpath)));
 	}
 }
 

@@ -153,6 +153,7 @@ struct iser_conn {
 	enum iser_conn_state state;
 	bool send_inv;                  /* initiator accepts Send with Invalidate */
 	bool disconnected;              /* DISCONNECTED event seen */
+	bool disconnect_deferred;       /* terminated before the CM reported ESTABLISHED */
 	bool unsol_by_ref;              /* initiator leaves unsolicited data in its buffer */
 	uint8_t *rx_mem;
 	struct ibv_mr *rx_mr;
@@ -1001,9 +1002,17 @@ static void iser_terminate(struct iscsi_conn *c)
 	backlog_fail(ic);
 	reactor_deferred_cancel(ic->reactor, &ic->post_work);
 	iser_post_pending(ic); /* they flush with the rest */
-	/* moves the QP to the error state: every posted request flushes */
-	if (rdma_disconnect(ic->id) && errno != EINVAL)
-		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
+	/*
+	 * Moves the QP to the error state: every posted request flushes. Before
+	 * the CM has reported ESTABLISHED (a receive can complete first) the id
+	 * cannot disconnect yet: do it when the event arrives.
+	 */
+	if (rdma_disconnect(ic->id)) {
+		if (errno == EINVAL && !ic->disconnected)
+			ic->disconnect_deferred = true;
+		else if (errno != EINVAL)
+			GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
+	}
 	if (ic->id->qp) {
 		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 
@@ -1081,6 +1090,10 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
 		if (ic->state == ISER_CONNECTING) {
 			ic->state = ISER_ESTABLISHED;
 			GW_INFO(COMP, "%s: RDMA connection established on %s", ic->peer, ic->local);
+		} else if (ic->disconnect_deferred) {
+			ic->disconnect_deferred = false;
+			if (rdma_disconnect(ic->id))
+				GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:

@@ -23,6 +23,7 @@
 #define ISERGW_SCSI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bdev;
@@ -87,6 +88,40 @@ struct scsi_itn {
 	struct scsi_lu *const *luns;
 	uint32_t nluns;
 };
+
+/*
+ * ALUA (SPC-4 5.15): asymmetric access state per target port group. A
+ * process-wide table, every group Active/Optimized until told otherwise. The
+ * state applying to a command is that of the group of cmd->itn->port.
+ */
+#define SCSI_ALUA_ACTIVE_OPTIMIZED     0x0
+#define SCSI_ALUA_ACTIVE_NON_OPTIMIZED 0x1
+#define SCSI_ALUA_STANDBY              0x2
+#define SCSI_ALUA_UNAVAILABLE          0x3
+#define SCSI_ALUA_OFFLINE              0xe
+#define SCSI_ALUA_TRANSITIONING        0xf
+
+struct scsi_alua_update {
+	uint16_t tpg_id;
+	uint8_t state;                  /* SCSI_ALUA_* */
+	bool pref;                      /* PREF bit reported by REPORT TARGET PORT GROUPS */
+};
+
+/*
+ * Sets the state of n groups at once (all or none: -EINVAL for an invalid
+ * state, -ENOSPC when the table is full). Every nexus of every LU gets the
+ * unit attention ASYMMETRIC ACCESS STATE CHANGED (2A/06) if anything changed.
+ */
+int scsi_alua_set_states(const struct scsi_alua_update *u, size_t n);
+/* 0, or -ENOENT for a group never registered nor set (it is Active/Optimized). */
+int scsi_alua_get_state(uint16_t tpg_id, uint8_t *state, bool *pref);
+/*
+ * Makes a target port known to REPORT TARGET PORT GROUPS (relative port id
+ * under its group). Idempotent; a nexus registers its port too.
+ */
+int scsi_alua_register_port(const struct scsi_port *p);
+/* Forgets every group and port (tests, reconfiguration). */
+void scsi_alua_reset(void);
 
 struct scsi_lu_params {
 	uint64_t lun;                   /* LUN number inside its target */

@@ -226,12 +226,18 @@ static const struct scsi_opdef op_table[] = {
 	{ 0xa0, 0, 12, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  spc_report_luns, NULL, 5, "REPORT LUNS" },
+	{ 0xa3, 0x0a, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
+	  { 0xa3, 0xea, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  alua_rtpg, NULL, 5, "REPORT TARGET PORT GROUPS" },
 	{ 0xa3, 0x0c, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  spc_rsoc, NULL, 5, "REPORT SUPPORTED OPERATION CODES" },
 	{ 0xa3, 0x0d, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0x0d, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  spc_rstmf, NULL, 5, "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS" },
+	{ 0xa4, 0x0a, 12, OPF_SA, PRC_WRITE,
+	  { 0xa4, 0x0a, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
+	  alua_stpg, NULL, 5, "SET TARGET PORT GROUPS" },
 	{ 0xa8, 0, 12, 0, PRC_READ, U12(0xa8, 0x18), sbc_read, NULL, 30, "READ(12)" },
 	{ 0xaa, 0, 12, 0, PRC_WRITE, U12(0xaa, 0x18), sbc_write, NULL, 30, "WRITE(12)" },
 	{ 0xae, 0, 12, 0, PRC_WRITE, U12(0xae, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
@@ -312,6 +318,10 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	}
 
 	if (!(def && (def->flags & OPF_NO_UA)) && check_ua(cmd))
+		return;
+
+	/* ALUA: the asymmetric access state of the port this command came through */
+	if (alua_check(cmd))
 		return;
 
 	if (!def || (def->avail && !def->avail(cmd->lu))) {

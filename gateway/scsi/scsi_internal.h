@@ -74,6 +74,11 @@
 #define ASC_BDR_OCCURRED        0x2903
 #define ASC_MODE_PARAMS_CHANGED 0x2a01
 #define ASC_RESERVATIONS_PREEMPTED 0x2a03
+#define ASC_ALUA_STATE_CHANGED  0x2a06       /* ASYMMETRIC ACCESS STATE CHANGED */
+#define ASC_ALUA_TRANSITION     0x040a       /* NOT READY: asymmetric access state transition */
+#define ASC_ALUA_STANDBY        0x040b       /* NOT READY: target port in standby state */
+#define ASC_ALUA_UNAVAILABLE    0x040c       /* NOT READY: target port in unavailable state */
+#define ASC_ALUA_OFFLINE        0x0412       /* NOT READY: logical unit offline */
 #define ASC_RESERVATIONS_RELEASED  0x2a04
 #define ASC_REGISTRATIONS_PREEMPTED 0x2a05
 #define ASC_COMMANDS_CLEARED_BY_OTHER 0x2f00
@@ -112,7 +117,8 @@ struct scsi_lu {
 	struct bdev *bdev;
 	uint32_t block_size;
 	uint64_t nblocks;
-	uint8_t tpgs;           /* INQUIRY TPGS field; 0 until ALUA */
+	uint8_t tpgs;           /* INQUIRY TPGS field: 3, implicit and explicit ALUA */
+	struct list_head all_link; /* every LU of the process (scsi_lu.c), for ALUA UAs */
 
 	pthread_mutex_t lock;
 	atomic_uint ua_pending; /* total UAs queued on all nexuses */
@@ -281,6 +287,19 @@ void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc);
 void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc);
 /* Pops the oldest UA of the nexus; returns false if none. */
 bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
+
+/*
+ * Every nexus of every LU gets the UA `asc`, except nexus (except_iport,
+ * except_rel) of except_lu (may be NULL). Takes each lu->lock.
+ */
+void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *except_iport,
+		   uint16_t except_rel);
+
+/* ---- scsi_alua.c ---- */
+void alua_rtpg(struct scsi_cmd *cmd);
+void alua_stpg(struct scsi_cmd *cmd);
+/* true if the command was refused (NOT READY) because of the port's ALUA state. */
+bool alua_check(struct scsi_cmd *cmd);
 
 /* ---- scsi_spc.c ---- */
 void spc_inquiry(struct scsi_cmd *cmd);

@@ -15,6 +15,10 @@
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
 
+/* Every LU of the process, for unit attentions that are not the LU's own (ALUA). */
+static pthread_mutex_t all_lus_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head all_lus = { &all_lus, &all_lus };
+
 /* ----------------------------------------------------- nexus / UA helpers */
 
 static void nexus_free_if_idle(struct scsi_lu *lu, struct scsi_nexus *nx)
@@ -105,6 +109,25 @@ bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
 	return true;
 }
 
+void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *except_iport,
+		   uint16_t except_rel)
+{
+	struct list_head *pos;
+
+	pthread_mutex_lock(&all_lus_lock);
+	list_for_each(pos, &all_lus) {
+		struct scsi_lu *lu = list_entry(pos, struct scsi_lu, all_link);
+		const struct scsi_nexus *self = NULL;
+
+		pthread_mutex_lock(&lu->lock);
+		if (lu == except_lu && except_iport)
+			self = nexus_lookup(lu, except_iport, except_rel, false);
+		ua_add_all(lu, self, asc);
+		pthread_mutex_unlock(&lu->lock);
+	}
+	pthread_mutex_unlock(&all_lus_lock);
+}
+
 /* -------------------------------------------------------------- lifecycle */
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out)
@@ -131,6 +154,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	lu->bdev = bdev;
 	lu->block_size = bdev->info.block_size;
 	lu->nblocks = bdev->info.size_bytes / bdev->info.block_size;
+	lu->tpgs = 3;           /* ALUA, implicit and explicit */
 	atomic_init(&lu->wce, p->write_cache);
 	atomic_init(&lu->swp, false);
 	list_init(&lu->nexuses);
@@ -158,6 +182,9 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	GW_INFO(SCSI_LOG, "lun %llu: %llu blocks of %u bytes on %s%s%s",
 		(unsigned long long)p->lun, (unsigned long long)lu->nblocks, lu->block_size,
 		bdev->name, p->readonly ? ", read-only" : "", scsi_lu_thin(lu) ? ", thin" : "");
+	pthread_mutex_lock(&all_lus_lock);
+	list_add_tail(&lu->all_link, &all_lus);
+	pthread_mutex_unlock(&all_lus_lock);
 	*out = lu;
 	return 0;
 
@@ -176,6 +203,9 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 
 	if (!lu)
 		return;
+	pthread_mutex_lock(&all_lus_lock);
+	list_del(&lu->all_link);
+	pthread_mutex_unlock(&all_lus_lock);
 	list_for_each_safe(pos, n, &lu->nexuses) {
 		list_del(pos);
 		free(list_entry(pos, struct scsi_nexus, link));
@@ -198,6 +228,8 @@ void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn)
 	uint16_t rel;
 	struct scsi_nexus *nx;
 
+	if (itn && itn->port)
+		(void)scsi_alua_register_port(itn->port);       /* known to RTPG from now on */
 	scsi_nexus_id(itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
 	nx = nexus_lookup(lu, iport, rel, true);

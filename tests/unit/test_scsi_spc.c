@@ -159,7 +159,7 @@ static void test_inquiry_standard(void **state)
 	assert_int_equal(buf[2], 0x06);
 	assert_int_equal(buf[3], 0x12);         /* HISUP, format 2 */
 	assert_int_equal(buf[4], 91);
-	assert_int_equal(buf[5] & 0x30, 0);     /* TPGS 0 */
+	assert_int_equal(buf[5] & 0x30, 0x30);  /* TPGS 3: implicit and explicit ALUA */
 	assert_int_equal(buf[7], 0x02);         /* CMDQUE */
 	assert_memory_equal(&buf[8], "ISERGW  ", 8);
 	assert_memory_equal(&buf[16], "Test Disk       ", 16);

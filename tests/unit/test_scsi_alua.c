@@ -1,0 +1,545 @@
+// LINK: gw_scsi gw_backend gw_util
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ALUA: INQUIRY TPGS, REPORT TARGET PORT GROUPS (both formats, truncation),
+ * SET TARGET PORT GROUPS (parsing, errors, atomicity), the unit attention
+ * ASYMMETRIC ACCESS STATE CHANGED on every nexus, and the per-state command
+ * filter.
+ */
+#include "test_scsi_harness.h"
+
+#define MB (1024ull * 1024)
+
+/* Port 3 shares group 2 with test_port2. */
+static struct scsi_port test_port3 = { 3, 2, "iqn.2026-01.org.example:tgt,t,0x0003" };
+
+struct actx {
+	struct tctx x;
+	struct scsi_itn c;              /* through test_port2 (group 2) */
+};
+
+static int setup(void **state)
+{
+	struct actx *a = malloc(sizeof(*a));
+	struct scsi_lu_params p = default_params();
+
+	scsi_alua_reset();
+	tctx_setup(&a->x, 16 * MB, 512, &p);    /* a and b through test_port1 (group 1) */
+	itn_init(&a->c, 3, "iqn.2026-01.org.example:host-c", "400001370002", &test_port2,
+		 a->x.luns, 1);
+	scsi_lu_itn_add(a->x.lu, &a->c);
+	assert_int_equal(scsi_alua_register_port(&test_port3), 0);
+	*state = a;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct actx *a = *state;
+
+	scsi_lu_itn_remove(a->x.lu, &a->c);
+	tctx_teardown(&a->x);
+	scsi_alua_reset();
+	free(a);
+	return 0;
+}
+
+static void rtpg_cdb(uint8_t *c, uint8_t fmt, uint32_t alloc)
+{
+	memset(c, 0, 16);
+	c[0] = 0xa3;
+	c[1] = (uint8_t)(fmt << 5 | 0x0a);
+	c[6] = (uint8_t)(alloc >> 24);
+	c[7] = (uint8_t)(alloc >> 16);
+	c[8] = (uint8_t)(alloc >> 8);
+	c[9] = (uint8_t)alloc;
+}
+
+/* Runs RTPG (allowed in every state, reports UAs) until GOOD; returns the UAs seen. */
+static int drain(struct tctx *x, const struct scsi_itn *itn, uint16_t expect_asc)
+{
+	uint8_t c[16], buf[512];
+	int n = 0;
+
+	rtpg_cdb(c, 0, sizeof(buf));
+	while (run_cdb(x, itn, c, 12, buf, sizeof(buf)) != SCSI_STATUS_GOOD) {
+		assert_int_equal(sense_key(x), SCSI_SK_UNIT_ATTENTION);
+		if (expect_asc)
+			assert_int_equal(sense_asc(x), expect_asc);
+		n++;
+		assert_true(n < 32);
+	}
+	return n;
+}
+
+static void set_state(uint16_t tpg, uint8_t st, bool pref)
+{
+	struct scsi_alua_update u = { tpg, st, pref };
+
+	assert_int_equal(scsi_alua_set_states(&u, 1), 0);
+}
+
+/* Sends SET TARGET PORT GROUPS with the given parameter list. */
+static uint8_t stpg(struct tctx *x, const struct scsi_itn *itn, const uint8_t *pl, uint32_t plen,
+		    uint32_t buf_len)
+{
+	uint8_t c[16] = { 0xa4, 0x0a };
+	uint8_t buf[256];
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, pl, plen < sizeof(buf) ? plen : sizeof(buf));
+	c[6] = (uint8_t)(plen >> 24);
+	c[7] = (uint8_t)(plen >> 16);
+	c[8] = (uint8_t)(plen >> 8);
+	c[9] = (uint8_t)plen;
+	tcmd_init(&x->t, itn, x->lu, c, 12, buf, buf_len);
+	x->t.c.data_out = true;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_int_equal(x->t.ndone, 1);
+	return x->t.c.status;
+}
+
+static uint16_t sense_field(const struct tctx *x)
+{
+	assert_true(x->t.c.sense[15] & 0x80);
+	return be16(&x->t.c.sense[16]);
+}
+
+/* ---------------------------------------------------------------- INQUIRY */
+
+static void test_inquiry_tpgs(void **state)
+{
+	struct actx *a = *state;
+	uint8_t c[16] = { 0x12, 0, 0, 0, 96 }, buf[96];
+
+	run_cdb(&a->x, &a->x.a, c, 6, buf, sizeof(buf));
+	assert_good(&a->x);
+	assert_int_equal(buf[5] & 0x30, 0x30);  /* TPGS 11b: implicit and explicit */
+}
+
+/* ------------------------------------------------------------------- RTPG */
+
+static void test_rtpg(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t c[16], buf[256];
+	const uint8_t *d;
+
+	drain(x, &x->a, 0);
+	/* length-only format: group 1 {1}, group 2 {2, 3} */
+	rtpg_cdb(c, 0, sizeof(buf));
+	memset(buf, 0xaa, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 4 + 12 + 16);
+	assert_int_equal(be32(buf), 28);
+	d = &buf[4];
+	assert_int_equal(d[0], 0x00);           /* not preferred, Active/Optimized */
+	assert_int_equal(d[1], 0xcf);           /* T O U S AN AO supported */
+	assert_int_equal(be16(&d[2]), 1);
+	assert_int_equal(d[5], 0);              /* status: none */
+	assert_int_equal(d[7], 1);
+	assert_int_equal(be16(&d[8]), 0);
+	assert_int_equal(be16(&d[10]), 1);
+	d = &buf[16];
+	assert_int_equal(be16(&d[2]), 2);
+	assert_int_equal(d[7], 2);
+	assert_int_equal(be16(&d[10]), 2);
+	assert_int_equal(be16(&d[14]), 3);
+
+	/* extended format: 4 more header bytes with IMPLICIT TRANSITION TIME */
+	set_state(2, SCSI_ALUA_ACTIVE_NON_OPTIMIZED, true);
+	drain(x, &x->a, 0x2a06);
+	rtpg_cdb(c, 1, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 8 + 12 + 16);
+	assert_int_equal(be32(buf), 32);
+	assert_int_equal(buf[4], 0x10);         /* FORMAT TYPE 001b */
+	assert_true(buf[5] > 0);
+	d = &buf[8 + 12];
+	assert_int_equal(be16(&d[2]), 2);
+	assert_int_equal(d[0], 0x81);           /* PREF, Active/Non-optimized */
+	assert_int_equal(d[5], 0x02);           /* altered by implicit change */
+
+	/* allocation length truncates, the length field does not */
+	rtpg_cdb(c, 0, 10);
+	memset(buf, 0, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 10);
+	assert_int_equal(be32(buf), 28);
+	assert_int_equal(buf[10], 0);           /* not written past the allocation length */
+	rtpg_cdb(c, 0, 2);
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 2);
+
+	/* reserved formats */
+	rtpg_cdb(c, 2, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	assert_int_equal(sense_field(x), 1);
+
+	/* a group set by the API but without ports here is not reported */
+	set_state(7, SCSI_ALUA_STANDBY, false);
+	drain(x, &x->a, 0x2a06);
+	rtpg_cdb(c, 0, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(buf), 28);
+}
+
+static void test_rsoc_lists_alua(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t c[16] = { 0xa3, 0x0c, 0x02, 0xa3, 0x00, 0x0a, 0, 0, 0, 64 }, buf[64];
+
+	drain(x, &x->a, 0);
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(buf[1] & 0x07, 0x03);  /* supported, as in the standard */
+	assert_int_equal(be16(&buf[2]), 12);
+	assert_int_equal(buf[4], 0xa3);
+	assert_int_equal(buf[5], 0xea);         /* PARAMETER DATA FORMAT + SA */
+	c[3] = 0xa4;
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(buf[1] & 0x07, 0x03);
+	assert_int_equal(buf[4], 0xa4);
+	assert_int_equal(buf[5], 0x0a);
+}
+
+/* ------------------------------------------------------------------- STPG */
+
+static void test_stpg(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t pl[64] = { 0 }, st;
+	bool pref;
+
+	drain(x, &x->a, 0);
+	drain(x, &x->b, 0);
+	drain(x, &a->c, 0);
+
+	/* group 2 to standby, group 1 to non-optimized */
+	pl[4] = SCSI_ALUA_STANDBY;
+	pl[7] = 2;
+	pl[8] = SCSI_ALUA_ACTIVE_NON_OPTIMIZED;
+	pl[11] = 1;
+	assert_int_equal(stpg(x, &x->a, pl, 12, 12), SCSI_STATUS_GOOD);
+	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_STANDBY);
+	assert_false(pref);
+	assert_int_equal(scsi_alua_get_state(1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+	/* not to the nexus that asked; to every other one */
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	assert_int_equal(drain(x, &x->b, 0x2a06), 1);
+	assert_int_equal(drain(x, &a->c, 0x2a06), 1);
+	{
+		uint8_t c[16], buf[64];
+
+		rtpg_cdb(c, 0, sizeof(buf));
+		run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+		assert_good(x);
+		assert_int_equal(buf[4] & 0x0f, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+		assert_int_equal(buf[4 + 5], 0x01);     /* altered by SET TARGET PORT GROUPS */
+		assert_int_equal(buf[16] & 0x0f, SCSI_ALUA_STANDBY);
+	}
+	/* same states again: no unit attention */
+	assert_int_equal(stpg(x, &x->a, pl, 12, 12), SCSI_STATUS_GOOD);
+	assert_int_equal(drain(x, &x->b, 0), 0);
+
+	/* STPG keeps PREF */
+	set_state(2, SCSI_ALUA_STANDBY, true);
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);   /* an API change reaches every nexus */
+	pl[4] = SCSI_ALUA_ACTIVE_OPTIMIZED;
+	assert_int_equal(stpg(x, &x->a, pl, 8, 8), SCSI_STATUS_GOOD);
+	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_true(pref);
+
+	/* zero length: nothing; header only: nothing */
+	assert_int_equal(stpg(x, &x->a, pl, 0, 0), SCSI_STATUS_GOOD);
+	assert_int_equal(stpg(x, &x->a, pl, 4, 4), SCSI_STATUS_GOOD);
+}
+
+static void test_stpg_errors(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t pl[64] = { 0 }, st;
+	static const uint8_t bad_states[] = { 0x4, 0x5, 0xe, 0xf };
+	size_t i;
+
+	drain(x, &x->a, 0);
+	/* truncated descriptor, too short, longer than the data sent */
+	pl[4] = SCSI_ALUA_STANDBY;
+	pl[7] = 2;
+	stpg(x, &x->a, pl, 6, 6);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x1a00);
+	stpg(x, &x->a, pl, 2, 2);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x1a00);
+	stpg(x, &x->a, pl, 8, 4);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x1a00);
+
+	/* unsupported or not settable states */
+	for (i = 0; i < sizeof(bad_states); i++) {
+		pl[4] = bad_states[i];
+		stpg(x, &x->a, pl, 8, 8);
+		assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
+		assert_int_equal(sense_field(x), 4);
+	}
+	/* unknown group: pointer at its id; nothing applied (the first one is fine) */
+	pl[4] = SCSI_ALUA_STANDBY;
+	pl[7] = 2;
+	pl[8] = SCSI_ALUA_STANDBY;
+	pl[11] = 9;
+	stpg(x, &x->a, pl, 12, 12);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
+	assert_int_equal(sense_field(x), 10);
+	assert_int_equal(scsi_alua_get_state(2, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	/* same group twice */
+	pl[11] = 2;
+	stpg(x, &x->a, pl, 12, 12);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
+	assert_int_equal(sense_field(x), 10);
+	/* a group known to the API only (no port) is unknown to STPG */
+	set_state(7, SCSI_ALUA_ACTIVE_OPTIMIZED, false);
+	pl[7] = 7;
+	stpg(x, &x->a, pl, 8, 8);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
+	assert_int_equal(drain(x, &x->b, 0), 0);        /* nothing changed, nothing reported */
+
+	/* a reserved SERVICE ACTION of MAINTENANCE OUT */
+	{
+		uint8_t c[16] = { 0xa4, 0x0b };
+
+		run_cdb(x, &x->a, c, 12, NULL, 0);
+		assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
+	}
+}
+
+/* ------------------------------------------------------ API and the UAs */
+
+static void test_api_and_ua_every_nexus(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	struct scsi_lu_params p = default_params();
+	struct scsi_lu *lu2;
+	struct membdev *m2 = mem_create(MB, 512);
+	struct scsi_alua_update u[2] = {
+		{ 1, SCSI_ALUA_STANDBY, false }, { 2, SCSI_ALUA_ACTIVE_OPTIMIZED, true },
+	};
+	struct scsi_alua_update bad = { 1, 0x7, false };
+	struct tctx y;
+	uint8_t st;
+	bool pref;
+
+	p.lun = 1;
+	assert_int_equal(scsi_lu_create(&p, &m2->b, &lu2), 0);
+	scsi_lu_itn_add(lu2, &x->a);
+	scsi_lu_itn_add(lu2, &a->c);
+	memset(&y, 0, sizeof(y));
+	y.mem = m2;
+	y.lu = lu2;
+
+	drain(x, &x->a, 0);
+	drain(x, &x->b, 0);
+	drain(x, &a->c, 0);
+	drain(&y, &x->a, 0);
+	drain(&y, &a->c, 0);
+
+	assert_int_equal(scsi_alua_get_state(1, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(scsi_alua_get_state(99, &st, &pref), -ENOENT);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(scsi_alua_set_states(&bad, 1), -EINVAL);
+	assert_int_equal(scsi_alua_set_states(u, 2), 0);
+	assert_int_equal(scsi_alua_get_state(1, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_STANDBY);
+	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_true(pref);
+
+	/* every nexus of every LU, once */
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(x, &x->b, 0x2a06), 1);
+	assert_int_equal(drain(x, &a->c, 0x2a06), 1);
+	assert_int_equal(drain(&y, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(&y, &a->c, 0x2a06), 1);
+
+	/* all or nothing: an invalid entry leaves the valid one unapplied */
+	{
+		struct scsi_alua_update mix[2] = { { 1, SCSI_ALUA_ACTIVE_OPTIMIZED, false },
+						   { 2, 0x9, false } };
+
+		assert_int_equal(scsi_alua_set_states(mix, 2), -EINVAL);
+		assert_int_equal(scsi_alua_get_state(1, &st, NULL), 0);
+		assert_int_equal(st, SCSI_ALUA_STANDBY);
+	}
+	assert_int_equal(scsi_alua_set_states(NULL, 0), 0);
+
+	/* a port moving to another group leaves the first one */
+	{
+		struct scsi_port moved = test_port3;
+
+		moved.tpg_id = 1;
+		assert_int_equal(scsi_alua_register_port(&moved), 0);
+		assert_int_equal(scsi_alua_register_port(&moved), 0);  /* idempotent */
+	}
+	{
+		uint8_t c[16], buf[128];
+
+		rtpg_cdb(c, 0, sizeof(buf));
+		run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+		assert_good(x);
+		assert_int_equal(be32(buf), 28);
+		assert_int_equal(buf[4 + 7], 2);        /* group 1: ports 1 and 3 */
+		assert_int_equal(be16(&buf[4 + 14]), 3);
+		assert_int_equal(buf[20 + 7], 1);       /* group 2: port 2 */
+	}
+
+	scsi_lu_itn_remove(lu2, &x->a);
+	scsi_lu_itn_remove(lu2, &a->c);
+	scsi_lu_destroy(lu2);
+	mem_destroy(m2);
+}
+
+/* ------------------------------------------------------------ the filter */
+
+#define A_SB 0x1
+#define A_UN 0x2
+#define A_TR 0x4
+#define A_ALL (A_SB | A_UN | A_TR)
+
+static const struct {
+	uint8_t cdb[16];
+	uint8_t cdb_len;
+	uint8_t ok;             /* restricted states in which it runs */
+	const char *name;
+} filter_cmds[] = {
+	{ { 0x00 }, 6, 0, "TEST UNIT READY" },
+	{ { 0x03, 0, 0, 0, 18 }, 6, A_ALL, "REQUEST SENSE" },
+	{ { 0x12, 0, 0, 0, 96 }, 6, A_ALL, "INQUIRY" },
+	{ { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0 }, 12, A_ALL, "REPORT LUNS" },
+	{ { 0xa3, 0x0a, 0, 0, 0, 0, 0, 0, 1, 0 }, 12, A_ALL, "REPORT TARGET PORT GROUPS" },
+	{ { 0xa3, 0x0c, 0, 0, 0, 0, 0, 0, 1, 0 }, 12, A_ALL, "REPORT SUPPORTED OPCODES" },
+	{ { 0xa3, 0x0d, 0, 0, 0, 0, 0, 0, 0, 16 }, 12, A_ALL, "REPORT SUPPORTED TMF" },
+	{ { 0xa4, 0x0a }, 12, A_SB | A_UN, "SET TARGET PORT GROUPS" },
+	{ { 0x1a, 0x08, 0x3f, 0, 255 }, 6, A_SB, "MODE SENSE(6)" },
+	{ { 0x5a, 0x08, 0x3f, 0, 0, 0, 0, 1, 0 }, 10, A_SB, "MODE SENSE(10)" },
+	{ { 0x15, 0x10 }, 6, A_SB, "MODE SELECT(6)" },
+	{ { 0x5e, 0x00, 0, 0, 0, 0, 0, 1, 0 }, 10, A_SB, "PERSISTENT RESERVE IN" },
+	{ { 0x5f, 0x00, 0 }, 10, A_SB, "PERSISTENT RESERVE OUT" },
+	{ { 0x25 }, 10, 0, "READ CAPACITY(10)" },
+	{ { 0x28, 0, 0, 0, 0, 0, 0, 0, 1 }, 10, 0, "READ(10)" },
+	{ { 0x2a, 0, 0, 0, 0, 0, 0, 0, 1 }, 10, 0, "WRITE(10)" },
+	{ { 0x35 }, 10, 0, "SYNCHRONIZE CACHE(10)" },
+	{ { 0x16 }, 6, 0, "RESERVE(6)" },
+	{ { 0xc5 }, 16, 0, "unsupported opcode" },
+};
+
+static const struct {
+	uint8_t state;
+	uint8_t bit;            /* A_* or 0 for active states */
+	uint16_t asc;
+} filter_states[] = {
+	{ SCSI_ALUA_ACTIVE_OPTIMIZED, 0, 0 },
+	{ SCSI_ALUA_ACTIVE_NON_OPTIMIZED, 0, 0 },
+	{ SCSI_ALUA_STANDBY, A_SB, 0x040b },
+	{ SCSI_ALUA_UNAVAILABLE, A_UN, 0x040c },
+	{ SCSI_ALUA_OFFLINE, A_UN, 0x0412 },
+	{ SCSI_ALUA_TRANSITIONING, A_TR, 0x040a },
+};
+
+static void test_filter(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t buf[4096];
+	size_t s, i;
+
+	for (s = 0; s < sizeof(filter_states) / sizeof(filter_states[0]); s++) {
+		set_state(1, filter_states[s].state, false);
+		drain(x, &x->a, 0);
+		drain(x, &a->c, 0);
+		for (i = 0; i < sizeof(filter_cmds) / sizeof(filter_cmds[0]); i++) {
+			bool runs = !filter_states[s].bit || (filter_cmds[i].ok & filter_states[s].bit);
+
+			memset(buf, 0, sizeof(buf));
+			tcmd_init(&x->t, &x->a, x->lu, filter_cmds[i].cdb, 16, buf, 512);
+			x->t.c.data_in = true;
+			scsi_cmd_submit(&x->t.c);
+			mem_run(x->mem);
+			assert_int_equal(x->t.ndone, 1);
+			if (!runs) {
+				if (x->t.c.status != SCSI_STATUS_CHECK_CONDITION ||
+				    sense_key(x) != SCSI_SK_NOT_READY ||
+				    sense_asc(x) != filter_states[s].asc)
+					fail_msg("state %#x: %s not refused with 02/%04x",
+						 filter_states[s].state, filter_cmds[i].name,
+						 filter_states[s].asc);
+			} else if (x->t.c.status == SCSI_STATUS_CHECK_CONDITION &&
+				   sense_key(x) == SCSI_SK_NOT_READY) {
+				fail_msg("state %#x: %s refused with 02/%04x", filter_states[s].state,
+					 filter_cmds[i].name, sense_asc(x));
+			}
+			/* undo RESERVE(6) */
+			if (filter_cmds[i].cdb[0] == 0x16 && x->t.c.status == SCSI_STATUS_GOOD) {
+				uint8_t rel[16] = { 0x17 };
+
+				run_cdb(x, &x->a, rel, 6, NULL, 0);
+				assert_good(x);
+			}
+			/* the nexus through the other group is never filtered */
+			if (filter_cmds[i].cdb[0] == 0x28) {
+				run_cdb(x, &a->c, filter_cmds[i].cdb, 10, buf, 512);
+				assert_good(x);
+			}
+		}
+	}
+}
+
+/* The UA comes before the filter: a standby port still reports it. */
+static void test_ua_before_filter(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t tur[16] = { 0 };
+
+	drain(x, &x->a, 0);
+	set_state(1, SCSI_ALUA_STANDBY, false);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_sense(x, SCSI_SK_UNIT_ATTENTION, 0x2a06);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040b);
+	set_state(1, SCSI_ALUA_ACTIVE_OPTIMIZED, false);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_sense(x, SCSI_SK_UNIT_ATTENTION, 0x2a06);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_good(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_inquiry_tpgs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rtpg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rsoc_lists_alua, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stpg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stpg_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_api_and_ua_every_nexus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ua_before_filter, setup, teardown),
+	};
+
+	gw_log_set_level(GW_LOG_ERR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
