@@ -1750,6 +1750,12 @@ static void case_mou_exceeded(const char *name)
 	if (c->mou_answered)
 		notef("MaxOutstandingUnexpectedPDUs answered %u", c->mou);
 	b = dbuf_reg(c, 8u * MIB, ACC_READBUF, 0);
+	/*
+	 * Leave a CmdSN gap first: the target must hold all 8 commands (none can
+	 * complete and lower the count before the later ones arrive), so the
+	 * outcome does not depend on how fast it serves the first ones.
+	 */
+	c->cmd_sn++;
 	t0 = now_ms();
 	if (!b || burst_reads(c, b, 8, itts)) {
 		notef("could not send the 8 READs");
@@ -1757,7 +1763,7 @@ static void case_mou_exceeded(const char *name)
 		conn_destroy(c, false);
 		return;
 	}
-	notef("8 READs of 1 MiB sent back-to-back");
+	notef("8 READs of 1 MiB sent back-to-back after a CmdSN gap");
 	while (!c->disconnected && !c->failed && now_ms() < t0 + cfg.disc_ms)
 		pump(remaining(t0 + cfg.disc_ms));
 	pump(0);
