@@ -858,13 +858,25 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		struct iscsi_task *t = task_find(c, req->ref_task_tag);
 		uint32_t ref_cmd_sn = be32toh(req->ref_cmd_sn);
 
-		if (t && t->lun == lun) {
+		const char *what;
+
+		if (t && t->lun == lun && t->state < TASK_STATE_DATA_IN) {
 			waiting = task_abort(t, tmf) ? 1 : 0;
-		} else if (t || !sn_lt(ref_cmd_sn, s->exp_cmd_sn)) {
+			what = "aborted";
+		} else if (t && t->lun == lun) {
+			/* it already completed: its status is on the way, ahead of this answer */
 			rsp->response = ISCSI_TMF_RSP_NO_TASK;
+			what = "already completed";
+		} else if (!t && sn_le(s->exp_cmd_sn, ref_cmd_sn) &&
+			   sn_lt(ref_cmd_sn, be32toh(req->cmd_sn))) {
+			/* RFC 7143 11.5.1 b): a command in the window that never arrived */
+			what = "never received (function complete)";
+		} else {
+			rsp->response = ISCSI_TMF_RSP_NO_TASK;
+			what = "no such task";
 		}
 		GW_NOTICE(COMP, "%s (%s): ABORT TASK ITT 0x%08x: %s", c->peer, s->initiator,
-			  be32toh(req->ref_task_tag), t ? "aborted" : "no such task");
+			  be32toh(req->ref_task_tag), what);
 		break;
 	}
 	case ISCSI_TMF_ABORT_TASK_SET:

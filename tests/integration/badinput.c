@@ -1241,6 +1241,54 @@ out:
 	verdict(name, ok);
 }
 
+
+/*
+ * ABORT TASK for a command whose status already arrived: RFC 7143 11.5.1 and
+ * libiscsi's AbortTaskSimpleAsync expect "Task does not exist" (a Function
+ * complete would claim it was aborted after it had succeeded).
+ */
+static void case_abort_completed(const char *name)
+{
+	struct conn c;
+	bool ok = false;
+	uint8_t cdb[16] = { 0 }, b[ISCSI_BHS_LEN];
+
+	if (session_open(&c) == 0) {
+		int rc = scsi_exec(&c, cdb, false, NULL, 0); /* TEST UNIT READY */
+		uint32_t done_itt = c.itt, done_sn = c.cmd_sn - 1;
+		struct pdu p;
+
+		if (rc != 0) {
+			notef("setup TEST UNIT READY failed (%d)", rc);
+			goto out;
+		}
+		memset(b, 0, sizeof(b));
+		b[0] = ISCSI_OP_TASK_MGMT_REQ | ISCSI_OP_IMMEDIATE;
+		b[1] = 0x80 | ISCSI_TMF_ABORT_TASK;
+		put_lun(b);
+		be32put(b + 16, ++c.itt);
+		be32put(b + 20, done_itt);
+		be32put(b + 24, c.cmd_sn);
+		be32put(b + 28, c.exp_stat_sn);
+		be32put(b + 32, done_sn);
+		rc = send_pdu(&c, b, NULL, 0, false);
+		if (rc == 0)
+			rc = recv_pdu(&c, &p, 5000);
+		if (rc != 0) {
+			describe_err(rc);
+			goto out;
+		}
+		describe(&p);
+		ok = pdu_op(&p) == ISCSI_OP_TASK_MGMT_RSP && p.bhs[2] == ISCSI_TMF_RSP_NO_TASK;
+		notef("ABORT TASK of the completed TUR: response %u (want 1, task does not exist)",
+		      p.bhs[2]);
+		pdu_free(&p);
+	}
+out:
+	conn_close(&c);
+	verdict(name, ok);
+}
+
 static void case_dataout_unknown(const char *name)
 {
 	struct conn c;
@@ -1888,6 +1936,7 @@ static const struct {
 	{ "ahs-oversized", case_ahs_oversized, true },
 	{ "ahs-truncated", case_ahs_truncated, true },
 	{ "cmdsn-window", case_cmdsn_window, true },
+	{ "abort-completed", case_abort_completed, true },
 	{ "dataout-unknown-itt", case_dataout_unknown, true },
 	{ "login-no-equals", case_login_no_equals, true },
 	{ "login-binary", case_login_binary, true },
