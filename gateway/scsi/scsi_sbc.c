@@ -406,6 +406,7 @@ void sbc_read(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------------------ WRITE */
 
+/* The final write of WRITE, COMPARE AND WRITE and ORWRITE (frees a bounce buffer, if any). */
 static void write_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
@@ -414,6 +415,7 @@ static void write_done(struct bdev_io *io)
 		io_error(cmd, io->result, true);
 		return;
 	}
+	free_bounce(cmd);
 	gate_exit(cmd);
 	scsi_good(cmd);
 }
@@ -838,18 +840,6 @@ void sbc_unmap(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------ COMPARE AND WRITE */
 
-static void caw_write_done(struct bdev_io *io)
-{
-	struct scsi_cmd *cmd = io->ctx;
-
-	if (io->result < 0) {
-		io_error(cmd, io->result, true);
-		return;
-	}
-	gate_exit(cmd);
-	scsi_good(cmd);
-}
-
 static void caw_read_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
@@ -874,7 +864,7 @@ static void caw_read_done(struct bdev_io *io)
 	}
 	free_bounce(cmd);
 	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, cmd->buf + bytes,
-		    write_flags(cmd, pv->fua), caw_write_done);
+		    write_flags(cmd, pv->fua), write_done);
 	if (rc < 0)
 		io_error(cmd, rc, true);
 }
@@ -894,7 +884,7 @@ static void caw_native_done(struct bdev_io *io)
 		caw_emulated_start(cmd);
 		return;
 	}
-	caw_write_done(io);
+	write_done(io);
 }
 
 static void caw_native_start(struct scsi_cmd *cmd)
@@ -987,19 +977,6 @@ void sbc_compare_and_write(struct scsi_cmd *cmd)
 
 /* ---------------------------------------------------------------- ORWRITE */
 
-static void orw_write_done(struct bdev_io *io)
-{
-	struct scsi_cmd *cmd = io->ctx;
-
-	if (io->result < 0) {
-		io_error(cmd, io->result, true);
-		return;
-	}
-	free_bounce(cmd);
-	gate_exit(cmd);
-	scsi_good(cmd);
-}
-
 static void orw_read_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
@@ -1016,7 +993,7 @@ static void orw_read_done(struct bdev_io *io)
 	for (i = 0; i < bytes; i++)
 		disk[i] |= cmd->buf[i];
 	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, disk,
-		    write_flags(cmd, pv->fua), orw_write_done);
+		    write_flags(cmd, pv->fua), write_done);
 	if (rc < 0)
 		io_error(cmd, rc, true);
 }
