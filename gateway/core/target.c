@@ -110,6 +110,18 @@ static void pr_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *
 	(void)n;
 }
 
+/* The LU's state file shared with the other nodes: named after its NAA. */
+static void shared_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out,
+			    size_t len)
+{
+	char hex[2 * sizeof(lc->naa) + 1];
+
+	for (size_t k = 0; k < sizeof(lc->naa); k++)
+		snprintf(hex + 2 * k, 3, "%02x", lc->naa[k]);
+	snprintf(out, len, "%.*s/lu-%s.state", (int)(len - sizeof(hex) - 10),
+		 gw->cfg->shared_state_dir, hex);
+}
+
 static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struct gw_lun_cfg *lc,
 		    struct bdev **bout, struct scsi_lu **lout)
 {
@@ -149,7 +161,10 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.readonly = lc->readonly;
 	lp.write_cache = lc->write_cache;
 	lp.thin = lc->thin;
-	pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
+	if (gw->cfg->shared_state_dir[0])
+		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
+	else
+		pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
 	rc = scsi_lu_create(&lp, b, lout);
 	if (rc) {
 		GW_ERR(COMP, "target %s LUN %u: cannot create logical unit: %s", tcfg->iqn, lc->lun,
@@ -294,6 +309,18 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 	if (rc) {
 		GW_ERR(COMP, "cannot create state directory %s: %s", cfg->state_dir, strerror(-rc));
 		goto err;
+	}
+	if (cfg->shared_state_dir[0]) {
+		rc = mkdir_p(cfg->shared_state_dir);
+		if (rc) {
+			GW_ERR(COMP, "cannot create shared state directory %s: %s",
+			       cfg->shared_state_dir, strerror(-rc));
+			goto err;
+		}
+		/* other nodes' resets and aborts reach idle LUs too */
+		rc = scsi_shared_poller_start(gw->reactors[0], 100);
+		if (rc)
+			goto err;
 	}
 
 	gw->portals = calloc(cfg->nportals ? cfg->nportals : 1, sizeof(*gw->portals));
@@ -556,6 +583,13 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&gw->sess_lock);
+	/* the shared state directory is the cluster's: it changes only with a restart */
+	if (strcmp(ncfg->shared_state_dir, gw->cfg->shared_state_dir) != 0) {
+		GW_WARN(COMP, "reload: shared_state_dir changes only with a restart; keeping %s",
+			gw->cfg->shared_state_dir[0] ? gw->cfg->shared_state_dir : "(none)");
+		memcpy(ncfg->shared_state_dir, gw->cfg->shared_state_dir,
+		       sizeof(ncfg->shared_state_dir));
+	}
 	/* portals: keep the same address/port/transport, open new ones, close the rest */
 	for (size_t i = 0; i < gw->nportals; i++) {
 		struct gw_portal *p = gw->portals[i];

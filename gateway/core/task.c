@@ -938,25 +938,46 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		tmf_send(tmf);
 }
 
-/* PREEMPT AND ABORT: abort the preempted nexus's tasks on the LU, on its reactor. */
+/*
+ * PREEMPT AND ABORT: abort the preempted nexus's tasks on the LU, on its
+ * reactor. The same for what another gateway node serving the LU asks
+ * (LOGICAL UNIT RESET, CLEAR TASK SET, PREEMPT AND ABORT there): every nexus
+ * (no initiator port) or an initiator port through every target port
+ * (rel_port 0).
+ */
 struct preempt_abort {
 	struct scsi_lu *lu;
+	bool every_nexus;
 	char iport[256];
 	uint16_t rel_port;
 };
+
+static bool target_has_lu(const struct gw_target *t, const struct scsi_lu *lu)
+{
+	for (uint32_t i = 0; i < t->nluns; i++)
+		if (__atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE) == lu)
+			return true;
+	return false;
+}
 
 static void preempt_abort_conn(struct iscsi_conn *c, void *arg)
 {
 	struct preempt_abort *pa = arg;
 	struct abort_filter f = { .lu = pa->lu };
 
-	if (c->state != CONN_STATE_FFP || !c->sess || !c->sess->target || !c->sess->itn.port ||
-	    c->sess->itn.port->rel_port_id != pa->rel_port ||
-	    strcmp(c->sess->itn.initiator_port, pa->iport) != 0)
+	if (c->state != CONN_STATE_FFP || !c->sess || !c->sess->target || !c->sess->itn.port)
+		return;
+	if (!pa->every_nexus &&
+	    ((pa->rel_port && c->sess->itn.port->rel_port_id != pa->rel_port) ||
+	     strcmp(c->sess->itn.initiator_port, pa->iport) != 0))
+		return;
+	if (!target_has_lu(c->sess->target, pa->lu))
 		return;
 	f.target = c->sess->target;
-	GW_NOTICE(COMP, "%s (%s): tasks on LUN %llu aborted by PREEMPT AND ABORT", c->peer,
-		  c->sess->initiator, (unsigned long long)scsi_lu_get_params(pa->lu)->lun);
+	GW_NOTICE(COMP, "%s (%s): tasks on LUN %llu aborted (%s)", c->peer, c->sess->initiator,
+		  (unsigned long long)scsi_lu_get_params(pa->lu)->lun,
+		  pa->every_nexus ? "reset or task set cleared through another node" :
+		  "PREEMPT AND ABORT");
 	conn_abort_matching(c, &f, NULL, NULL);
 }
 
@@ -974,7 +995,8 @@ static void preempt_abort_handler(struct scsi_lu *lu, const char *iport, uint16_
 	if (!pa)
 		return;
 	pa->lu = lu;
-	snprintf(pa->iport, sizeof(pa->iport), "%s", iport);
+	pa->every_nexus = iport == NULL;
+	snprintf(pa->iport, sizeof(pa->iport), "%s", iport ? iport : "");
 	pa->rel_port = rel_port;
 	iscsi_sessions_foreach(gw, preempt_abort_conn, pa);
 	/* the per-session messages were queued before this one on each reactor;

@@ -134,6 +134,12 @@ struct scsi_lu_params {
 	bool write_cache;               /* initial WCE */
 	bool thin;                      /* LBPME / UNMAP advertised (needs bdev unmap support) */
 	char pr_path[4096];             /* where persistent reservations are saved ("" = not persisted) */
+	/*
+	 * State file shared with the other gateway nodes serving this LU
+	 * (reservations, mode bits, events; see scsi_shared.h). "" = standalone;
+	 * when set, pr_path is not used.
+	 */
+	char shared_path[4096];
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out);
@@ -170,6 +176,24 @@ void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from);
 typedef void (*scsi_abort_nexus_fn)(struct scsi_lu *lu, const char *initiator_port,
 				    uint16_t rel_port_id, void *arg);
 void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg);
+/*
+ * The same handler also receives the aborts other gateway nodes ask for
+ * through the shared state (LOGICAL UNIT RESET, target resets, CLEAR TASK
+ * SET, PREEMPT AND ABORT there): initiator_port NULL means every nexus of the
+ * LU, rel_port_id 0 every target port of that initiator port. It is called
+ * with no SCSI lock held, but possibly from a command's submission.
+ */
+
+/*
+ * LUs with a shared state (params.shared_path): sync every LU whose state
+ * file another node changed, and hand the aborts it asked for to the handler
+ * above. Called periodically so that idle nodes apply them too;
+ * scsi_shared_poller_start() arms a timer on reactor r doing it every
+ * interval_ms (0: 100 ms). The command path syncs by itself.
+ */
+struct reactor;
+void scsi_shared_poll(void);
+int scsi_shared_poller_start(struct reactor *r, unsigned int interval_ms);
 
 struct scsi_cmd;
 typedef void (*scsi_done_cb)(struct scsi_cmd *cmd);

@@ -48,6 +48,25 @@ static struct {
 	struct alua_tpg tpg[ALUA_MAX_TPG];
 } alua = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* Relative port ids of this node's ports, read without a lock (scsi_shared.c). */
+static atomic_uchar local_ports[65536 / 8];
+
+static void local_port_set(uint16_t rel, bool on)
+{
+	unsigned char bit = (unsigned char)(1u << (rel & 7));
+
+	if (on)
+		atomic_fetch_or(&local_ports[rel >> 3], bit);
+	else
+		atomic_fetch_and(&local_ports[rel >> 3], (unsigned char)~bit);
+}
+
+bool alua_port_is_local(uint16_t rel)
+{
+	return rel && (atomic_load_explicit(&local_ports[rel >> 3], memory_order_relaxed) &
+		       (1u << (rel & 7)));
+}
+
 /* ------------------------------------------------------------ the filter */
 
 /* Which states allow a command (SPC-4 5.15.2.4.4 to 5.15.2.4.7). */
@@ -263,6 +282,7 @@ int scsi_alua_register_port(const struct scsi_port *p)
 
 	if (!p || !p->rel_port_id)
 		return -EINVAL;
+	local_port_set(p->rel_port_id, true);
 	pthread_mutex_lock(&alua.lock);
 	/* a relative port belongs to one group: drop it from any other */
 	for (i = 0; i < alua.n; i++) {
@@ -294,6 +314,8 @@ void scsi_alua_reset(void)
 	pthread_mutex_lock(&alua.lock);
 	alua.n = 0;
 	restricted_update();
+	for (size_t i = 0; i < sizeof(local_ports); i++)
+		atomic_store(&local_ports[i], 0);
 	pthread_mutex_unlock(&alua.lock);
 }
 

@@ -317,6 +317,10 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 		return;
 	}
 
+	/* another node changed the LU's shared state: catch up (one atomic load) */
+	if (cmd->lu->sh && lu_shared_stale(cmd->lu))
+		lu_shared_refresh(cmd->lu);
+
 	if (!(def && (def->flags & OPF_NO_UA)) && check_ua(cmd))
 		return;
 

@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "scsi/scsi.h"
+#include "scsi/scsi_shared.h"
 #include "util/list.h"
 
 #define SCSI_LOG "scsi"
@@ -162,6 +163,21 @@ struct scsi_lu {
 	/* EXTENDED COPY: copy statuses kept for RECEIVE COPY RESULTS (under lock) */
 	struct list_head xcopy_status;  /* struct xcopy_status */
 	unsigned int nxcopy_status;
+
+	/*
+	 * State shared with the other nodes serving this LU (scsi_shared.c);
+	 * NULL when standalone. sh_seen is the file's change counter last
+	 * synced (read without the lock by the command path); the rest is
+	 * under lock.
+	 */
+	struct shs *sh;
+	_Atomic uint64_t sh_seen;
+	uint64_t sh_state_gen;          /* state generation of the local copy */
+	uint64_t sh_ev_seen;            /* last event applied */
+	uint64_t sh_bad_gen;            /* state generation found corrupt (logged once) */
+	uint64_t sh_origin;             /* this LU object's id in the events it posts */
+	bool sh_posted;                 /* an event was posted since lu_shared_begin */
+	struct list_head sh_aborts;     /* aborts asked by other nodes, for the core */
 };
 
 /* Per-command private state, lives in cmd->priv_io. */
@@ -295,7 +311,35 @@ bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
 void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *except_iport,
 		   uint16_t except_rel);
 
+/* ---- scsi_shared.c: state shared with other nodes (only when lu->sh) ---- */
+int lu_shared_open(struct scsi_lu *lu);
+void lu_shared_close(struct scsi_lu *lu);
+/* The file changed since the last sync (one atomic load each). */
+static inline bool lu_shared_stale(const struct scsi_lu *lu)
+{
+	return shs_change(lu->sh) != atomic_load_explicit(&lu->sh_seen, memory_order_relaxed);
+}
+/* No lock held: sync the local copy, then run the aborts other nodes asked for. */
+void lu_shared_refresh(struct scsi_lu *lu);
+/*
+ * lu->lock held: exclusive file lock and sync (0, or -errno: the command must
+ * fail); then change the local copy, post UAs with lu_shared_ua, and
+ * lu_shared_end writes the copy back if state_changed, publishes, applies the
+ * posted events to this node's nexuses and unlocks the file.
+ */
+int lu_shared_begin(struct scsi_lu *lu);
+void lu_shared_end(struct scsi_lu *lu, bool state_changed);
+void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
+		  const char *iport, uint16_t rel_port);
+/* No lock held: hands the queued aborts to the core. */
+void lu_shared_run_aborts(struct scsi_lu *lu);
+/* For scsi_shared_poll(): sync one LU, move its aborts to a list; run the list later. */
+void lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts);
+void lu_shared_run_abort_list(struct list_head *aborts);
+
 /* ---- scsi_alua.c ---- */
+/* A port of this node (registered by the core or a nexus). */
+bool alua_port_is_local(uint16_t rel_port);
 void alua_rtpg(struct scsi_cmd *cmd);
 void alua_stpg(struct scsi_cmd *cmd);
 /* true if the command was refused (NOT READY) because of the port's ALUA state. */
@@ -354,5 +398,10 @@ void pr_free(struct scsi_lu *lu);
 /* Called by scsi_lu.c with lu->lock held. */
 void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
 void pr_reset(struct scsi_lu *lu);
+/* Shared state: replace the local copy (lu->lock held; 0 or -ENOMEM) / write it out. */
+int pr_import(struct scsi_lu *lu, const struct shs_state *st);
+void pr_export(struct scsi_lu *lu, struct shs_state *st);
+/* Calls the core's abort handler (iport NULL: every nexus; rel_port 0: every port). */
+void pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port);
 
 #endif

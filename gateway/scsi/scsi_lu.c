@@ -161,6 +161,8 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	list_init(&lu->pr_regs);
 	list_init(&lu->gate_waiters);
 	list_init(&lu->xcopy_status);
+	list_init(&lu->sh_aborts);
+	atomic_init(&lu->sh_seen, 0);
 	atomic_init(&lu->gate_readers, 0);
 	atomic_init(&lu->gate_atomics, 0);
 	atomic_init(&lu->ua_pending, 0);
@@ -173,7 +175,8 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 		rc = -rc;
 		goto err_destroy_lock;
 	}
-	rc = pr_load(lu);
+	/* reservations: in the file shared with the other nodes, or our own */
+	rc = p->shared_path[0] ? lu_shared_open(lu) : pr_load(lu);
 	if (rc < 0)
 		goto err_destroy_save_lock;
 	if (p->thin && !bdev->info.unmap_supported)
@@ -210,6 +213,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 		list_del(pos);
 		free(list_entry(pos, struct scsi_nexus, link));
 	}
+	lu_shared_close(lu);
 	xcopy_status_free(lu);
 	pr_free(lu);
 	pthread_mutex_destroy(&lu->pr_save_lock);
@@ -289,6 +293,18 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
 		break;
 	}
 	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && lu_shared_begin(lu) == 0) {
+		/* every node: the UA to each of its nexuses, and abort their tasks */
+		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_ABORT, asc, NULL, 0);
+		pr_reset(lu);
+		if (kind == SCSI_RESET_TARGET_COLD) {
+			lu->wce = lu->params.write_cache;
+			lu->swp = false;
+		}
+		lu_shared_end(lu, true);
+		pthread_mutex_unlock(&lu->lock);
+		goto out;
+	}
 	ua_add_all(lu, NULL, asc);
 	pr_reset(lu);   /* clears SCSI-2 reservations; persistent ones survive */
 	if (kind == SCSI_RESET_TARGET_COLD) {
@@ -297,6 +313,7 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
 		lu->swp = false;
 	}
 	pthread_mutex_unlock(&lu->lock);
+out:
 	GW_NOTICE(SCSI_LOG, "lun %llu: %s reset", (unsigned long long)lu->params.lun,
 		  kind == SCSI_RESET_LU ? "logical unit" :
 		  kind == SCSI_RESET_TARGET_COLD ? "target cold" : "target warm");
@@ -310,7 +327,27 @@ void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
 
 	scsi_nexus_id(from, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	self = nexus_lookup(lu, iport, rel, false);
-	ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
+	if (lu->sh && lu_shared_begin(lu) == 0) {
+		/* the task set is the LU's: other nodes abort theirs too */
+		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
+			     ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
+		lu_shared_end(lu, false);
+	} else {
+		self = nexus_lookup(lu, iport, rel, false);
+		ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
+	}
 	pthread_mutex_unlock(&lu->lock);
+}
+
+void scsi_shared_poll(void)
+{
+	struct list_head aborts, *pos;
+
+	list_init(&aborts);
+	pthread_mutex_lock(&all_lus_lock);
+	list_for_each(pos, &all_lus)
+		lu_shared_poll_one(list_entry(pos, struct scsi_lu, all_link), &aborts);
+	pthread_mutex_unlock(&all_lus_lock);
+	/* no lock held: the core's handler takes its own */
+	lu_shared_run_abort_list(&aborts);
 }

@@ -65,11 +65,22 @@ static bool is_holder(const struct scsi_lu *lu, const struct pr_reg *r)
 	return type_all_regs(lu->pr_type) || lu->pr_holder == r;
 }
 
-/* Queues a UA for the initiator port(s) of a registration. */
-static void ua_to_reg(struct scsi_lu *lu, const struct pr_reg *r, uint16_t asc)
+/*
+ * Queues a UA for the initiator port(s) of a registration. With a shared
+ * state it becomes an event for every node (abort: the other nodes also
+ * abort that nexus's tasks).
+ */
+static void ua_to_reg_ex(struct scsi_lu *lu, const struct pr_reg *r, uint16_t asc, bool abort)
 {
 	struct list_head *pos;
 
+	if (lu->sh) {
+		lu_shared_ua(lu, SHS_EV_UA_NEXUS,
+			     (uint8_t)((r->all_tg_pt ? SHS_EVF_ALL_PORTS : 0) |
+				       (abort ? SHS_EVF_ABORT : 0)),
+			     asc, r->iport, r->rel_port);
+		return;
+	}
 	if (!r->all_tg_pt) {
 		ua_add(lu, nexus_lookup(lu, r->iport, r->rel_port, true), asc);
 		return;
@@ -80,6 +91,11 @@ static void ua_to_reg(struct scsi_lu *lu, const struct pr_reg *r, uint16_t asc)
 		if (strcmp(nx->iport, r->iport) == 0)
 			ua_add(lu, nx, asc);
 	}
+}
+
+static void ua_to_reg(struct scsi_lu *lu, const struct pr_reg *r, uint16_t asc)
+{
+	ua_to_reg_ex(lu, r, asc, false);
 }
 
 static void ua_to_regs_except(struct scsi_lu *lu, const struct pr_reg *except, uint16_t asc)
@@ -236,6 +252,91 @@ void pr_free(struct scsi_lu *lu)
 	release_reservation(lu);
 }
 
+int pr_import(struct scsi_lu *lu, const struct shs_state *st)
+{
+	struct list_head fresh;
+	struct pr_reg *holder = NULL;
+	uint32_t i;
+
+	list_init(&fresh);
+	for (i = 0; i < st->nregs; i++) {
+		struct pr_reg *r = calloc(1, sizeof(*r));
+
+		if (!r) {
+			while (!list_empty(&fresh)) {
+				struct list_head *p = fresh.next;
+
+				list_del(p);
+				free(list_entry(p, struct pr_reg, link));
+			}
+			GW_ERR(SCSI_LOG, "lun %llu: out of memory reading the shared reservations",
+			       (unsigned long long)lu->params.lun);
+			return -ENOMEM;
+		}
+		r->key = st->regs[i].key;
+		r->rel_port = st->regs[i].rel_port;
+		r->all_tg_pt = st->regs[i].all_tg_pt != 0;
+		snprintf(r->iport, sizeof(r->iport), "%s", st->regs[i].iport);
+		if ((int32_t)i == st->pr_holder)
+			holder = r;
+		list_add_tail(&r->link, &fresh);
+	}
+	pr_free(lu);
+	while (!list_empty(&fresh)) {
+		struct list_head *p = fresh.next;
+
+		list_del(p);
+		list_add_tail(p, &lu->pr_regs);
+	}
+	lu->pr_generation = st->pr_generation;
+	lu->pr_aptpl = st->aptpl != 0;
+	lu->pr_held = st->pr_held != 0;
+	lu->pr_type = lu->pr_held ? st->pr_type : 0;
+	lu->pr_holder = (lu->pr_held && !type_all_regs(st->pr_type)) ? holder : NULL;
+	lu->r2_held = st->r2_held != 0;
+	lu->r2_rel_port = st->r2_rel_port;
+	snprintf(lu->r2_iport, sizeof(lu->r2_iport), "%s", st->r2_iport);
+	update_res_active(lu);
+	return 0;
+}
+
+void pr_export(struct scsi_lu *lu, struct shs_state *st)
+{
+	struct list_head *pos;
+	uint32_t n = 0, old = st->nregs;
+
+	st->pr_holder = -1;
+	list_for_each(pos, &lu->pr_regs) {
+		struct pr_reg *r = list_entry(pos, struct pr_reg, link);
+		struct shs_reg *e = &st->regs[n];
+
+		if (n == SHS_MAX_REGS)
+			break;          /* pr_register refuses more */
+		memset(e, 0, sizeof(*e));
+		e->key = r->key;
+		e->rel_port = r->rel_port;
+		e->all_tg_pt = r->all_tg_pt;
+		snprintf(e->iport, sizeof(e->iport), "%s", r->iport);
+		if (lu->pr_holder == r)
+			st->pr_holder = (int32_t)n;
+		n++;
+	}
+	if (old > SHS_MAX_REGS)
+		old = SHS_MAX_REGS;
+	if (old > n)
+		memset(&st->regs[n], 0, (size_t)(old - n) * sizeof(st->regs[0]));
+	st->nregs = n;
+	st->pr_generation = lu->pr_generation;
+	st->aptpl = lu->pr_aptpl;
+	st->pr_held = lu->pr_held;
+	st->pr_type = lu->pr_held ? lu->pr_type : 0;
+	st->r2_held = lu->r2_held;
+	st->r2_rel_port = lu->r2_held ? lu->r2_rel_port : 0;
+	memset(st->r2_iport, 0, sizeof(st->r2_iport));
+	if (lu->r2_held)
+		snprintf(st->r2_iport, sizeof(st->r2_iport), "%s", lu->r2_iport);
+}
+
 int pr_load(struct scsi_lu *lu)
 {
 	char line[512];
@@ -373,12 +474,27 @@ bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def)
 	return conflict;
 }
 
+static bool r2_holder_is(const struct scsi_lu *lu, const char *iport, uint16_t rel)
+{
+	return lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0;
+}
+
 void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
 {
-	if (lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0) {
+	bool changed = false;
+
+	/* only this node can have reserved through this nexus: the local copy knows */
+	if (!r2_holder_is(lu, iport, rel))
+		return;
+	if (lu->sh && lu_shared_begin(lu) < 0)
+		return;
+	if (r2_holder_is(lu, iport, rel)) {
 		lu->r2_held = false;
 		update_res_active(lu);
+		changed = true;
 	}
+	if (lu->sh)
+		lu_shared_end(lu, changed);
 }
 
 void pr_reset(struct scsi_lu *lu)
@@ -394,7 +510,7 @@ void pr_reserve6(struct scsi_cmd *cmd)
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
 	uint16_t rel;
-	bool conflict = false;
+	bool conflict = false, changed = false;
 
 	if (cmd->cdb[0] == 0x56 && (cmd->cdb[1] & 0x12)) {     /* 3RDPTY, LONGID */
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -406,6 +522,11 @@ void pr_reserve6(struct scsi_cmd *cmd)
 	}
 	scsi_nexus_id(cmd->itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
 	if (!list_empty(&lu->pr_regs)) {
 		/* SPC-3 5.6.3: RESERVE/RELEASE conflict while PR registrations exist */
 		conflict = true;
@@ -413,12 +534,17 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		   (lu->r2_rel_port != rel || strcmp(lu->r2_iport, iport) != 0)) {
 		conflict = true;
 	} else {
+		changed = !lu->r2_held;
 		lu->r2_held = true;
 		lu->r2_rel_port = rel;
 		snprintf(lu->r2_iport, sizeof(lu->r2_iport), "%s", iport);
 		update_res_active(lu);
 	}
+	if (lu->sh)
+		lu_shared_end(lu, changed);
 	pthread_mutex_unlock(&lu->lock);
+	if (lu->sh)
+		lu_shared_run_aborts(lu);
 	if (conflict)
 		scsi_conflict(cmd);
 	else
@@ -430,7 +556,7 @@ void pr_release6(struct scsi_cmd *cmd)
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
 	uint16_t rel;
-	bool conflict = false;
+	bool conflict = false, changed = false;
 
 	if (cmd->cdb[0] == 0x57 && (cmd->cdb[1] & 0x12)) {
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -438,14 +564,24 @@ void pr_release6(struct scsi_cmd *cmd)
 	}
 	scsi_nexus_id(cmd->itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
 	if (!list_empty(&lu->pr_regs)) {
 		conflict = true;
-	} else if (lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0) {
+	} else if (r2_holder_is(lu, iport, rel)) {
 		lu->r2_held = false;
 		update_res_active(lu);
+		changed = true;
 	}
 	/* releasing from a nexus that does not hold the reservation is a no-op */
+	if (lu->sh)
+		lu_shared_end(lu, changed);
 	pthread_mutex_unlock(&lu->lock);
+	if (lu->sh)
+		lu_shared_run_aborts(lu);
 	if (conflict)
 		scsi_conflict(cmd);
 	else
@@ -546,6 +682,16 @@ void pr_in(struct scsi_cmd *cmd)
 
 enum pr_result { PRR_GOOD, PRR_CONFLICT, PRR_BAD_PARAM, PRR_BAD_RELEASE, PRR_NOMEM };
 
+static uint32_t reg_count(struct scsi_lu *lu)
+{
+	struct list_head *pos;
+	uint32_t n = 0;
+
+	list_for_each(pos, &lu->pr_regs)
+		n++;
+	return n;
+}
+
 static enum pr_result pr_register(struct scsi_lu *lu, struct pr_reg *self, const char *iport,
 				  uint16_t rel, uint64_t rk, uint64_t sark, bool ignore,
 				  bool all_tg_pt, bool aptpl, bool *changed)
@@ -555,6 +701,8 @@ static enum pr_result pr_register(struct scsi_lu *lu, struct pr_reg *self, const
 			return PRR_CONFLICT;
 		if (sark == 0)
 			return PRR_GOOD;        /* nothing to unregister */
+		if (lu->sh && reg_count(lu) >= SHS_MAX_REGS)
+			return PRR_NOMEM;       /* the shared state file holds no more */
 		self = calloc(1, sizeof(*self));
 		if (!self)
 			return PRR_NOMEM;
@@ -586,6 +734,12 @@ void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg)
 	g_abort_arg = arg;
 }
 
+void pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port)
+{
+	if (g_abort_fn)
+		g_abort_fn(lu, iport, rel_port, g_abort_arg);
+}
+
 /* Nexuses whose registrations a PREEMPT AND ABORT removed (tasks to abort). */
 struct pr_preempted {
 	char iport[256];
@@ -596,7 +750,7 @@ struct pr_preempted {
 /* PREEMPT / PREEMPT AND ABORT (SPC-4 5.13.11.4). */
 static enum pr_result pr_preempt(struct scsi_lu *lu, struct pr_reg *self, uint64_t sark,
 				 uint8_t type, bool *changed, struct pr_preempted *out,
-				 size_t *nout)
+				 size_t *nout, bool abort)
 {
 	struct list_head *pos, *n;
 	bool removed = false;
@@ -617,10 +771,11 @@ static enum pr_result pr_preempt(struct scsi_lu *lu, struct pr_reg *self, uint64
 			continue;
 		if (sark != 0 && r->key != sark)
 			continue;
-		ua_to_reg(lu, r, ASC_REGISTRATIONS_PREEMPTED);
+		ua_to_reg_ex(lu, r, ASC_REGISTRATIONS_PREEMPTED, abort);
 		if (out && *nout < PR_MAX_PREEMPTED) {
 			memcpy(out[*nout].iport, r->iport, sizeof(out[*nout].iport));
-			out[*nout].rel_port = r->rel_port;
+			/* an ALL_TG_PT registration: that initiator port through every port */
+			out[*nout].rel_port = r->all_tg_pt ? 0 : r->rel_port;
 			(*nout)++;
 		}
 		if (lu->pr_holder == r)
@@ -704,6 +859,12 @@ void pr_out(struct scsi_cmd *cmd)
 	if (sa == 0x05)
 		preempted = calloc(PR_MAX_PREEMPTED, sizeof(*preempted));
 	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		free(preempted);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
 	self = reg_find(lu, iport, rel);
 	switch (sa) {
 	case 0x00:      /* REGISTER */
@@ -763,22 +924,26 @@ void pr_out(struct scsi_cmd *cmd)
 			res = PRR_CONFLICT;
 		else
 			res = pr_preempt(lu, self, sark, type, &changed,
-					 preempted, &npreempted);
+					 preempted, &npreempted, sa == 0x05);
 		break;
 	default:        /* filtered by the dispatch table */
 		res = PRR_BAD_PARAM;
 		break;
 	}
-	if (changed && lu->params.pr_path[0]) {
+	if (lu->sh) {
+		lu_shared_end(lu, changed);
+	} else if (changed && lu->params.pr_path[0]) {
 		snap = pr_serialize(lu);
 		seq = ++lu->pr_save_seq;
 	}
 	pthread_mutex_unlock(&lu->lock);
+	if (lu->sh)
+		lu_shared_run_aborts(lu);
 
 	if (changed) {
 		GW_INFO(SCSI_LOG, "lun %llu: PERSISTENT RESERVE OUT sa %u type %u from %s",
 			(unsigned long long)lu->params.lun, sa, type, iport);
-		if (lu->params.pr_path[0])
+		if (!lu->sh && lu->params.pr_path[0])
 			pr_save(lu, snap, seq);
 	}
 	for (size_t i = 0; res == PRR_GOOD && g_abort_fn && i < npreempted; i++)

@@ -468,7 +468,7 @@ void spc_mode_select(struct scsi_cmd *cmd)
 	uint32_t plen = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
 	uint32_t hdr = ten ? 8 : 4, off, bdl;
 	const uint8_t *d = cmd->buf;
-	bool new_wce, new_swp, changed;
+	bool new_wce, new_swp, changed, have_wce = false, have_swp = false;
 	const char *iport;
 	uint16_t rel;
 
@@ -541,19 +541,38 @@ void spc_mode_select(struct scsi_cmd *cmd)
 				return;
 			}
 		}
-		if (page == MP_CACHING)
+		if (page == MP_CACHING) {
 			new_wce = d[off + 2] & 0x04;
-		else if (page == MP_CONTROL)
+			have_wce = true;
+		} else if (page == MP_CONTROL) {
 			new_swp = d[off + 4] & 0x08;
+			have_swp = true;
+		}
 		off += n;
 	}
+	/* shared with other nodes: commit against the latest values */
+	if (lu->sh && lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	if (!have_wce)
+		new_wce = lu->wce;
+	if (!have_swp)
+		new_swp = lu->swp;
 	changed = new_wce != lu->wce || new_swp != lu->swp;
 	lu->wce = new_wce;
 	lu->swp = new_swp;
 	if (changed) {
 		scsi_nexus_id(cmd->itn, &iport, &rel);
-		ua_add_all(lu, nexus_lookup(lu, iport, rel, false), ASC_MODE_PARAMS_CHANGED);
+		if (lu->sh)
+			lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT, ASC_MODE_PARAMS_CHANGED,
+				     iport, rel);
+		else
+			ua_add_all(lu, nexus_lookup(lu, iport, rel, false), ASC_MODE_PARAMS_CHANGED);
 	}
+	if (lu->sh)
+		lu_shared_end(lu, changed);
 	pthread_mutex_unlock(&lu->lock);
 	if (changed)
 		GW_INFO(SCSI_LOG, "lun %llu: mode select: WCE=%d SWP=%d",

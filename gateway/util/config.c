@@ -808,6 +808,7 @@ static const struct field config_fields[] = {
 	F_FN("log_level", parse_log_level, false),
 	F_STR(struct gw_config, state_dir, 1, false),
 	F_STR(struct gw_config, ctl_socket, 1, false),
+	F_STR(struct gw_config, shared_state_dir, 0, false),
 	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
@@ -1269,6 +1270,11 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	    strlen(c->ctl_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return set_err(err, errlen, "ctl_socket: must be 1..%zu bytes (a unix socket path)",
 			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	/* room for "/lu-<32 hex digits>.state" */
+	if (!str_terminated(c->shared_state_dir, sizeof(c->shared_state_dir)) ||
+	    strlen(c->shared_state_dir) > sizeof(c->shared_state_dir) - 48)
+		return set_err(err, errlen, "shared_state_dir: longer than %zu bytes",
+			       sizeof(c->shared_state_dir) - 48);
 	if (c->login_timeout_s == 0)
 		return set_err(err, errlen, "login_timeout_s: must be at least 1");
 	if (c->nop_interval_s && c->nop_timeout_s == 0)

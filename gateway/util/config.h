@@ -91,6 +91,8 @@ struct gw_config {
 	uint32_t nop_timeout_s;         /* drop a connection that does not answer, default 30 */
 	uint32_t login_timeout_s;       /* a login must complete within this, default 15 */
 	struct gw_chap_cfg discovery_chap; /* CHAP for discovery sessions (empty: none) */
+	/* LU control state shared with the other gateway nodes ("": standalone) */
+	char shared_state_dir[PATH_MAX];
 };
 
 /* Fill every field with its default (no portals, no targets). */
