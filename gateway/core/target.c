@@ -161,6 +161,7 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.readonly = lc->readonly;
 	lp.write_cache = lc->write_cache;
 	lp.thin = lc->thin;
+	snprintf(lp.alua_dg, sizeof(lp.alua_dg), "%s", lc->device_group);
 	if (gw->cfg->shared_state_dir[0])
 		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
 	else
@@ -177,6 +178,53 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 		b->name, (unsigned long long)b->info.size_bytes, b->info.block_size,
 		lc->readonly ? ", read-only" : "");
 	return 0;
+}
+
+/*
+ * ALUA: the port map (this node's portals, and the other nodes' ports from
+ * port_groups) replaces the previous one, so a reload forgets removed ports;
+ * then the device groups' defaults ("default" has no owner unless configured).
+ */
+static void alua_configure(const struct gw_config *cfg)
+{
+	size_t max = cfg->nportals + cfg->nport_groups * GW_PG_PORTS_MAX + 1, n = 0;
+	struct scsi_alua_port *p = calloc(max, sizeof(*p));
+	bool dflt = false;
+	int rc;
+
+	if (!p) {
+		GW_ERR(COMP, "out of memory building the ALUA port map");
+		return;
+	}
+	for (size_t i = 0; i < cfg->nportals; i++)
+		p[n++] = (struct scsi_alua_port){ cfg->portals[i].rel_port_id,
+						  cfg->portals[i].tpg_id, true };
+	for (size_t i = 0; i < cfg->nport_groups; i++) {
+		const struct gw_port_group_cfg *g = &cfg->port_groups[i];
+
+		for (size_t k = 0; k < g->nrel_port_ids; k++) {
+			bool local = false;
+
+			for (size_t j = 0; j < cfg->nportals; j++)
+				local |= cfg->portals[j].rel_port_id == g->rel_port_ids[k];
+			if (!local)
+				p[n++] = (struct scsi_alua_port){ g->rel_port_ids[k], g->tpg_id, false };
+		}
+	}
+	rc = scsi_alua_set_ports(p, n);
+	if (rc)
+		GW_ERR(COMP, "ALUA port map: %s", strerror(-rc));
+	free(p);
+	for (size_t i = 0; i < cfg->ndevice_groups; i++) {
+		const struct gw_device_group_cfg *d = &cfg->device_groups[i];
+
+		dflt |= strcmp(d->name, SCSI_ALUA_DG_DEFAULT) == 0;
+		rc = scsi_alua_dg_configure(d->name, d->owner_tpg_id, d->non_owner_state);
+		if (rc)
+			GW_ERR(COMP, "device group %s: %s", d->name, strerror(-rc));
+	}
+	if (!dflt)
+		(void)scsi_alua_dg_configure(SCSI_ALUA_DG_DEFAULT, 0, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
 }
 
 /* Target ports: one per portal, named after the portal's TPGT. */
@@ -335,6 +383,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 			goto err;
 		gw->nportals++;
 	}
+	alua_configure(cfg);
 	for (size_t i = 0; i < cfg->ntargets; i++) {
 		rc = target_open(gw, &cfg->targets[i], &gw->targets[i]);
 		if (rc)
@@ -626,6 +675,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 	free(gw->portals);
 	gw->portals = nportals;
 	gw->nportals = np;
+	alua_configure(ncfg);
 
 	/* targets: same IQN stays (new ACL/CHAP/limits apply to new logins) */
 	for (size_t i = 0; i < gw->ntargets; i++) {

@@ -90,9 +90,15 @@ struct scsi_itn {
 };
 
 /*
- * ALUA (SPC-4 5.15): asymmetric access state per target port group. A
- * process-wide table, every group Active/Optimized until told otherwise. The
- * state applying to a command is that of the group of cmd->itn->port.
+ * ALUA (SPC-4 5.15). The cluster's target port groups (which relative target
+ * ports each holds, this node's and the other nodes') form one port map, the
+ * same for every LU. The asymmetric access state is kept per device group (a
+ * set of LUs that fail over together; every LU names one, "default" unless
+ * configured) and per target port group: a group without an explicit state
+ * has the device group's default (its owner group Active/Optimized with
+ * PREF, the others non_owner_state; without an owner every group
+ * Active/Optimized). The state applying to a command is that of the LU's
+ * device group for the group of cmd->itn->port.
  */
 #define SCSI_ALUA_ACTIVE_OPTIMIZED     0x0
 #define SCSI_ALUA_ACTIVE_NON_OPTIMIZED 0x1
@@ -101,6 +107,9 @@ struct scsi_itn {
 #define SCSI_ALUA_OFFLINE              0xe
 #define SCSI_ALUA_TRANSITIONING        0xf
 
+#define SCSI_ALUA_DG_DEFAULT  "default"
+#define SCSI_ALUA_DG_NAME_MAX 64        /* with the NUL */
+
 struct scsi_alua_update {
 	uint16_t tpg_id;
 	uint8_t state;                  /* SCSI_ALUA_* */
@@ -108,19 +117,48 @@ struct scsi_alua_update {
 };
 
 /*
- * Sets the state of n groups at once (all or none: -EINVAL for an invalid
- * state, -ENOSPC when the table is full). Every nexus of every LU gets the
- * unit attention ASYMMETRIC ACCESS STATE CHANGED (2A/06) if anything changed.
+ * Sets the state of n groups of device group dg (NULL or "": "default";
+ * created if unknown) at once: all or none (-EINVAL for an invalid state,
+ * -ENOSPC when a table is full). Every nexus of every LU of that device group
+ * gets the unit attention ASYMMETRIC ACCESS STATE CHANGED (2A/06) if anything
+ * changed. Explicit states last until the process ends or scsi_alua_reset().
  */
-int scsi_alua_set_states(const struct scsi_alua_update *u, size_t n);
-/* 0, or -ENOENT for a group never registered nor set (it is Active/Optimized). */
-int scsi_alua_get_state(uint16_t tpg_id, uint8_t *state, bool *pref);
+int scsi_alua_set_states(const char *dg, const struct scsi_alua_update *u, size_t n);
 /*
- * Makes a target port known to REPORT TARGET PORT GROUPS (relative port id
- * under its group). Idempotent; a nexus registers its port too.
+ * The states of every group of the port map and every group with an explicit
+ * state, for device group dg: at most max into out, *n = how many there are.
+ * -ENOENT for an unknown device group.
+ */
+int scsi_alua_get_states(const char *dg, struct scsi_alua_update *out, size_t max, size_t *n);
+/* One group; -ENOENT (and Active/Optimized) for a device group or a group nobody knows. */
+int scsi_alua_get_state(const char *dg, uint16_t tpg_id, uint8_t *state, bool *pref);
+/*
+ * The configured default of device group dg (created if unknown): owner_tpg
+ * 0 = no owner (every group Active/Optimized); otherwise the owner
+ * Active/Optimized with PREF and the others non_owner_state (Active/Non-
+ * optimized, Standby or Unavailable). Nexuses of its LUs get 2A/06 when a
+ * group's resulting state changes.
+ */
+int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner_state);
+
+/* The port map. */
+struct scsi_alua_port {
+	uint16_t rel_port_id;
+	uint16_t tpg_id;
+	bool local;                     /* a port of this node */
+};
+/*
+ * Replaces the whole port map (a reload forgets ports and groups no longer
+ * configured). A relative port is in one group only (-EINVAL otherwise).
+ */
+int scsi_alua_set_ports(const struct scsi_alua_port *p, size_t n);
+/*
+ * Adds one local port to the map (relative port id under its group; a port
+ * listed under another group moves). Idempotent; a nexus registers its port
+ * too, so a map nobody set lists the ports sessions used.
  */
 int scsi_alua_register_port(const struct scsi_port *p);
-/* Forgets every group and port (tests, reconfiguration). */
+/* Forgets the port map and every device group (tests, reconfiguration). */
 void scsi_alua_reset(void);
 
 struct scsi_lu_params {
@@ -140,6 +178,7 @@ struct scsi_lu_params {
 	 * when set, pr_path is not used.
 	 */
 	char shared_path[4096];
+	char alua_dg[SCSI_ALUA_DG_NAME_MAX];   /* ALUA device group ("" = "default") */
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out);

@@ -119,6 +119,7 @@ struct scsi_lu {
 	uint32_t block_size;
 	uint64_t nblocks;
 	uint8_t tpgs;           /* INQUIRY TPGS field: 3, implicit and explicit ALUA */
+	size_t alua_dg;         /* ALUA device group (index, scsi_alua.c) */
 	struct list_head all_link; /* every LU of the process (scsi_lu.c), for ALUA UAs */
 
 	pthread_mutex_t lock;
@@ -305,11 +306,12 @@ void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t as
 bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
 
 /*
- * Every nexus of every LU gets the UA `asc`, except nexus (except_iport,
- * except_rel) of except_lu (may be NULL). Takes each lu->lock.
+ * Every nexus of every LU of ALUA device group dg (-1: every LU) gets the UA
+ * `asc`, except nexus (except_iport, except_rel) of except_lu (may be NULL).
+ * Takes each lu->lock.
  */
-void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *except_iport,
-		   uint16_t except_rel);
+void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
+		   const char *except_iport, uint16_t except_rel);
 
 /* ---- scsi_shared.c: state shared with other nodes (only when lu->sh) ---- */
 int lu_shared_open(struct scsi_lu *lu);
@@ -340,6 +342,8 @@ void lu_shared_run_abort_list(struct list_head *aborts);
 /* ---- scsi_alua.c ---- */
 /* A port of this node (registered by the core or a nexus). */
 bool alua_port_is_local(uint16_t rel_port);
+/* The index of device group `name` ("" = default), created if unknown; or -errno. */
+int alua_dg_ref(const char *name);
 void alua_rtpg(struct scsi_cmd *cmd);
 void alua_stpg(struct scsi_cmd *cmd);
 /* true if the command was refused (NOT READY) because of the port's ALUA state. */

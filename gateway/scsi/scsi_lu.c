@@ -109,8 +109,8 @@ bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
 	return true;
 }
 
-void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *except_iport,
-		   uint16_t except_rel)
+void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
+		   const char *except_iport, uint16_t except_rel)
 {
 	struct list_head *pos;
 
@@ -118,6 +118,9 @@ void lu_ua_all_lus(uint16_t asc, const struct scsi_lu *except_lu, const char *ex
 	list_for_each(pos, &all_lus) {
 		struct scsi_lu *lu = list_entry(pos, struct scsi_lu, all_link);
 		const struct scsi_nexus *self = NULL;
+
+		if (dg >= 0 && lu->alua_dg != (size_t)dg)
+			continue;
 
 		pthread_mutex_lock(&lu->lock);
 		if (lu == except_lu && except_iport)
@@ -155,6 +158,14 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	lu->block_size = bdev->info.block_size;
 	lu->nblocks = bdev->info.size_bytes / bdev->info.block_size;
 	lu->tpgs = 3;           /* ALUA, implicit and explicit */
+	rc = alua_dg_ref(p->alua_dg);
+	if (rc < 0) {
+		GW_ERR(SCSI_LOG, "lun %llu: ALUA device group %s: %s", (unsigned long long)p->lun,
+		       p->alua_dg, strerror(-rc));
+		free(lu);
+		return rc;
+	}
+	lu->alua_dg = (size_t)rc;
 	atomic_init(&lu->wce, p->write_cache);
 	atomic_init(&lu->swp, false);
 	list_init(&lu->nexuses);

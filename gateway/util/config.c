@@ -371,6 +371,8 @@ void gw_config_free(struct gw_config *c)
 	}
 	free(c->targets);
 	free(c->portals);
+	free(c->port_groups);
+	free(c->device_groups);
 	free(c);
 }
 
@@ -711,6 +713,7 @@ static const struct field lun_fields[] = {
 	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600),
 	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600),
 	F_STR(struct gw_lun_cfg, backend_initiator, 1, false),
+	F_STR(struct gw_lun_cfg, device_group, 1, false),
 };
 static const struct ftable lun_table = TABLE(lun_fields);
 
@@ -803,12 +806,113 @@ static int parse_targets(struct pctx *c, struct json_object *v, void *base)
 	return rc;
 }
 
+/* "rel_port_ids": [1, 2, ...] */
+static int parse_rel_port_ids(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_port_group_cfg *g = base;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_array))
+		return perr(c, "expected an array, got %s", jtype(v));
+	len = json_object_array_length(v);
+	if (len == 0 || len > GW_PG_PORTS_MAX)
+		return perr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
+	for (size_t i = 0; i < len; i++) {
+		struct json_object *e = json_object_array_get_idx(v, i);
+		int64_t x;
+
+		if (!json_object_is_type(e, json_type_int))
+			return perr(c, "[%zu]: expected an integer, got %s", i, jtype(e));
+		x = json_object_get_int64(e);
+		if (x < 1 || x > 65535)
+			return perr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
+		g->rel_port_ids[i] = (uint16_t)x;
+	}
+	g->nrel_port_ids = len;
+	return 0;
+}
+
+static const struct field port_group_fields[] = {
+	F_UINT(struct gw_port_group_cfg, tpg_id, 1, 65535),
+	F_FN("rel_port_ids", parse_rel_port_ids, true),
+};
+static const struct ftable port_group_table = TABLE(port_group_fields);
+
+static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_device_group_cfg *d = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "active/non-optimized") == 0)
+		d->non_owner_state = 1;
+	else if (strcmp(s, "standby") == 0)
+		d->non_owner_state = 2;
+	else if (strcmp(s, "unavailable") == 0)
+		d->non_owner_state = 3;
+	else
+		return perr(c, "\"%s\" is not one of active/non-optimized, standby, unavailable", s);
+	return 0;
+}
+
+static const struct field device_group_fields[] = {
+	F_STR(struct gw_device_group_cfg, name, 1, true),
+	F_UINT(struct gw_device_group_cfg, owner_tpg_id, 0, 65535),
+	F_FN("non_owner_state", parse_non_owner_state, false),
+};
+static const struct ftable device_group_table = TABLE(device_group_fields);
+
+static void port_group_init(void *el, size_t idx)
+{
+	(void)idx;
+	memset(el, 0, sizeof(struct gw_port_group_cfg));
+}
+
+static void device_group_init(void *el, size_t idx)
+{
+	(void)idx;
+	memset(el, 0, sizeof(struct gw_device_group_cfg));
+	((struct gw_device_group_cfg *)el)->non_owner_state = 1;
+}
+
+static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->port_groups;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 64)
+		return perr(c, "too many target port groups (max 64)");
+	rc = parse_array(c, v, sizeof(*cfg->port_groups), &arr, &cfg->nport_groups,
+			 port_group_init, &port_group_table);
+	cfg->port_groups = arr;
+	return rc;
+}
+
+static int parse_device_groups(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->device_groups;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 256)
+		return perr(c, "too many device groups (max 256)");
+	rc = parse_array(c, v, sizeof(*cfg->device_groups), &arr, &cfg->ndevice_groups,
+			 device_group_init, &device_group_table);
+	cfg->device_groups = arr;
+	return rc;
+}
+
 static const struct field config_fields[] = {
 	F_UINT(struct gw_config, reactors, 0, CFG_REACTORS_MAX),
 	F_FN("log_level", parse_log_level, false),
 	F_STR(struct gw_config, state_dir, 1, false),
 	F_STR(struct gw_config, ctl_socket, 1, false),
 	F_STR(struct gw_config, shared_state_dir, 0, false),
+	F_FN("port_groups", parse_port_groups, false),
+	F_FN("device_groups", parse_device_groups, false),
 	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
@@ -1128,6 +1232,113 @@ static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The group listing relative port rel in port_groups, or NULL. */
+static const struct gw_port_group_cfg *port_group_of(const struct gw_config *c, uint16_t rel)
+{
+	for (size_t i = 0; i < c->nport_groups; i++)
+		for (size_t k = 0; k < c->port_groups[i].nrel_port_ids; k++)
+			if (c->port_groups[i].rel_port_ids[k] == rel)
+				return &c->port_groups[i];
+	return NULL;
+}
+
+static bool tpg_known(const struct gw_config *c, uint16_t tpg)
+{
+	for (size_t i = 0; i < c->nport_groups; i++)
+		if (c->port_groups[i].tpg_id == tpg)
+			return true;
+	for (size_t i = 0; i < c->nportals; i++)
+		if (c->portals[i].tpg_id == tpg)
+			return true;
+	return false;
+}
+
+static bool dg_known(const struct gw_config *c, const char *name)
+{
+	if (!name[0] || strcmp(name, "default") == 0)
+		return true;
+	for (size_t i = 0; i < c->ndevice_groups; i++)
+		if (strcmp(c->device_groups[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* port_groups, device_groups, and the LUNs' device_group. */
+static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->nport_groups; i++) {
+		const struct gw_port_group_cfg *g = &c->port_groups[i];
+
+		if (g->tpg_id == 0)
+			return set_err(err, errlen, "port_groups[%zu].tpg_id: must be 1..65535", i);
+		if (g->nrel_port_ids == 0 || g->nrel_port_ids > GW_PG_PORTS_MAX)
+			return set_err(err, errlen, "port_groups[%zu].rel_port_ids: 1..%u ports", i,
+				       GW_PG_PORTS_MAX);
+		for (size_t j = 0; j < i; j++)
+			if (c->port_groups[j].tpg_id == g->tpg_id)
+				return set_err(err, errlen,
+					       "port_groups[%zu].tpg_id: %u already used by port_groups[%zu]",
+					       i, g->tpg_id, j);
+		for (size_t k = 0; k < g->nrel_port_ids; k++) {
+			uint16_t rel = g->rel_port_ids[k];
+			const struct gw_port_group_cfg *o = port_group_of(c, rel);
+
+			if (o != g)
+				return set_err(err, errlen,
+					       "port_groups[%zu].rel_port_ids: %u is also in target port group %u",
+					       i, rel, o->tpg_id);
+			for (size_t m = 0; m < k; m++)
+				if (g->rel_port_ids[m] == rel)
+					return set_err(err, errlen,
+						       "port_groups[%zu].rel_port_ids: %u listed twice", i, rel);
+		}
+	}
+	/* this node's portals must sit where the cluster map says */
+	for (size_t i = 0; c->nport_groups && i < c->nportals; i++) {
+		uint16_t rel = portal_rel_id(c, i);
+		const struct gw_port_group_cfg *g = port_group_of(c, rel);
+
+		if (!g)
+			return set_err(err, errlen,
+				       "portals[%zu].rel_port_id: %u is not listed in port_groups", i, rel);
+		if (g->tpg_id != c->portals[i].tpg_id)
+			return set_err(err, errlen,
+				       "portals[%zu].tpg_id: %u, but port_groups lists relative port %u "
+				       "under target port group %u", i, c->portals[i].tpg_id, rel, g->tpg_id);
+	}
+	for (size_t i = 0; i < c->ndevice_groups; i++) {
+		const struct gw_device_group_cfg *d = &c->device_groups[i];
+
+		if (!str_terminated(d->name, sizeof(d->name)) || !d->name[0] ||
+		    !printable_ascii(d->name))
+			return set_err(err, errlen, "device_groups[%zu].name: 1..%d printable ASCII characters",
+				       i, GW_DG_NAME_MAX - 1);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(c->device_groups[j].name, d->name) == 0)
+				return set_err(err, errlen,
+					       "device_groups[%zu].name: \"%s\" already used by device_groups[%zu]",
+					       i, d->name, j);
+		if (d->owner_tpg_id && !tpg_known(c, d->owner_tpg_id))
+			return set_err(err, errlen,
+				       "device_groups[%zu].owner_tpg_id: %u is neither in port_groups nor a portal's tpg_id",
+				       i, d->owner_tpg_id);
+		if (d->non_owner_state < 1 || d->non_owner_state > 3)
+			return set_err(err, errlen, "device_groups[%zu].non_owner_state: invalid", i);
+	}
+	for (size_t ti = 0; ti < c->ntargets; ti++) {
+		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
+			const struct gw_lun_cfg *l = &c->targets[ti].luns[li];
+
+			if (!str_terminated(l->device_group, sizeof(l->device_group)) ||
+			    !dg_known(c, l->device_group))
+				return set_err(err, errlen,
+					       "targets[%zu].luns[%zu].device_group: \"%s\" is not in device_groups",
+					       ti, li, l->device_group);
+		}
+	}
+	return 0;
+}
+
 static bool valid_backend_initiator(const char *n)
 {
 	if (strncmp(n, "iqn.", 4) && strncmp(n, "eui.", 4) && strncmp(n, "naa.", 4))
@@ -1283,6 +1494,9 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	rc = validate_portals(c, err, errlen);
+	if (rc)
+		return rc;
+	rc = validate_alua(c, err, errlen);
 	if (rc)
 		return rc;
 	for (size_t ti = 0; ti < c->ntargets; ti++) {

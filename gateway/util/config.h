@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define GW_NAME_MAX   224   /* iSCSI names are at most 223 bytes + NUL */
+#define GW_DG_NAME_MAX 64   /* ALUA device group names, with the NUL */
+#define GW_PG_PORTS_MAX 64  /* relative ports per target port group */
 #define GW_SECRET_MAX 256
 
 enum gw_transport {
@@ -52,6 +54,21 @@ struct gw_lun_cfg {
 	uint32_t backend_hold_s;        /* hold commands while the backend is down, default 30 */
 	uint32_t backend_timeout_s;     /* one backend command, default 15 */
 	char backend_initiator[GW_NAME_MAX]; /* our initiator name there, default isergw's */
+	char device_group[GW_DG_NAME_MAX];   /* ALUA device group, "" = "default" */
+};
+
+/* A target port group of the cluster (ALUA): the relative ports it holds. */
+struct gw_port_group_cfg {
+	uint16_t tpg_id;
+	uint16_t rel_port_ids[GW_PG_PORTS_MAX];
+	size_t nrel_port_ids;
+};
+
+/* An ALUA device group: LUs that fail over together, and their default states. */
+struct gw_device_group_cfg {
+	char name[GW_DG_NAME_MAX];
+	uint16_t owner_tpg_id;          /* 0: none (every group Active/Optimized) */
+	uint8_t non_owner_state;        /* SPC-4 code: 1 Active/Non-optimized (default), 2 Standby, 3 Unavailable */
 };
 
 struct gw_acl_cfg {
@@ -93,6 +110,10 @@ struct gw_config {
 	struct gw_chap_cfg discovery_chap; /* CHAP for discovery sessions (empty: none) */
 	/* LU control state shared with the other gateway nodes ("": standalone) */
 	char shared_state_dir[PATH_MAX];
+	struct gw_port_group_cfg *port_groups;  /* the cluster's target port groups */
+	size_t nport_groups;
+	struct gw_device_group_cfg *device_groups;
+	size_t ndevice_groups;
 };
 
 /* Fill every field with its default (no portals, no targets). */

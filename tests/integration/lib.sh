@@ -254,3 +254,25 @@ lib_cleanup() {
 trap "lib_cleanup 2>/dev/null" EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# tcu_summary TLOG RESULTS: reads an iscsi-test-cu verbose log; writes one
+# "FAILED Suite.Test" / "SKIPPED Suite.Test" line per test to RESULTS and
+# sets TCU_TOTAL, TCU_PASSED, TCU_FAILED, TCU_SKIPPED and TCU_REAL (passed
+# minus skipped; CUnit counts a skipped test as passed). TCU_TOTAL is empty
+# when the log has no CUnit run summary.
+tcu_summary() {
+	local tlog=$1 results=$2
+	# CUnit's summary:  "               tests    230    230    200     30      0"
+	#                    Type   Total    Ran Passed Failed Inactive
+	TCU_TOTAL= TCU_PASSED=0 TCU_FAILED=0
+	read -r TCU_TOTAL _ TCU_PASSED TCU_FAILED _ < <(awk '$1 == "tests" && NF >= 6 { print $2, $3, $4, $5, $6 }' "$tlog" | tail -n 1)
+	# "Suite: S", "  Test: T ..." then "passed" or "FAILED"; a "[FAILED]"
+	# message alone is not a failure; a skipped test prints "[SKIPPED]".
+	awk '/^Suite: /{ suite = $2 }
+	     /^  Test: /{ t = $0; sub(/^  Test: /, "", t); sub(/ \.\.\..*/, "", t); n++; cur = suite "." t }
+	     /\[SKIPPED\]/{ if (n && !(n in sk)) { sk[n] = 1; print "SKIPPED " cur } }
+	     /(^|\.\.\.)FAILED[ \t]*$/{ print "FAILED " cur }' "$tlog" >"$results"
+	TCU_SKIPPED=$(grep -c '^SKIPPED ' "$results")
+	TCU_REAL=$((${TCU_PASSED:-0} - TCU_SKIPPED))
+	[ "$TCU_REAL" -ge 0 ] || TCU_REAL=0
+}

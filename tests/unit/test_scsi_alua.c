@@ -76,7 +76,7 @@ static void set_state(uint16_t tpg, uint8_t st, bool pref)
 {
 	struct scsi_alua_update u = { tpg, st, pref };
 
-	assert_int_equal(scsi_alua_set_states(&u, 1), 0);
+	assert_int_equal(scsi_alua_set_states(NULL, &u, 1), 0);
 }
 
 /* Sends SET TARGET PORT GROUPS with the given parameter list. */
@@ -232,10 +232,10 @@ static void test_stpg(void **state)
 	pl[8] = SCSI_ALUA_ACTIVE_NON_OPTIMIZED;
 	pl[11] = 1;
 	assert_int_equal(stpg(x, &x->a, pl, 12, 12), SCSI_STATUS_GOOD);
-	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 2, &st, &pref), 0);
 	assert_int_equal(st, SCSI_ALUA_STANDBY);
 	assert_false(pref);
-	assert_int_equal(scsi_alua_get_state(1, &st, NULL), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, NULL), 0);
 	assert_int_equal(st, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
 	/* not to the nexus that asked; to every other one */
 	assert_int_equal(drain(x, &x->a, 0), 0);
@@ -260,7 +260,7 @@ static void test_stpg(void **state)
 	assert_int_equal(drain(x, &x->a, 0x2a06), 1);   /* an API change reaches every nexus */
 	pl[4] = SCSI_ALUA_ACTIVE_OPTIMIZED;
 	assert_int_equal(stpg(x, &x->a, pl, 8, 8), SCSI_STATUS_GOOD);
-	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 2, &st, &pref), 0);
 	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
 	assert_true(pref);
 
@@ -303,7 +303,7 @@ static void test_stpg_errors(void **state)
 	stpg(x, &x->a, pl, 12, 12);
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2600);
 	assert_int_equal(sense_field(x), 10);
-	assert_int_equal(scsi_alua_get_state(2, &st, NULL), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 2, &st, NULL), 0);
 	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
 	/* same group twice */
 	pl[11] = 2;
@@ -357,15 +357,15 @@ static void test_api_and_ua_every_nexus(void **state)
 	drain(&y, &x->a, 0);
 	drain(&y, &a->c, 0);
 
-	assert_int_equal(scsi_alua_get_state(1, &st, &pref), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, &pref), 0);
 	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
-	assert_int_equal(scsi_alua_get_state(99, &st, &pref), -ENOENT);
+	assert_int_equal(scsi_alua_get_state(NULL, 99, &st, &pref), -ENOENT);
 	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
-	assert_int_equal(scsi_alua_set_states(&bad, 1), -EINVAL);
-	assert_int_equal(scsi_alua_set_states(u, 2), 0);
-	assert_int_equal(scsi_alua_get_state(1, &st, &pref), 0);
+	assert_int_equal(scsi_alua_set_states(NULL, &bad, 1), -EINVAL);
+	assert_int_equal(scsi_alua_set_states(NULL, u, 2), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, &pref), 0);
 	assert_int_equal(st, SCSI_ALUA_STANDBY);
-	assert_int_equal(scsi_alua_get_state(2, &st, &pref), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 2, &st, &pref), 0);
 	assert_true(pref);
 
 	/* every nexus of every LU, once */
@@ -380,11 +380,11 @@ static void test_api_and_ua_every_nexus(void **state)
 		struct scsi_alua_update mix[2] = { { 1, SCSI_ALUA_ACTIVE_OPTIMIZED, false },
 						   { 2, 0x9, false } };
 
-		assert_int_equal(scsi_alua_set_states(mix, 2), -EINVAL);
-		assert_int_equal(scsi_alua_get_state(1, &st, NULL), 0);
+		assert_int_equal(scsi_alua_set_states(NULL, mix, 2), -EINVAL);
+		assert_int_equal(scsi_alua_get_state(NULL, 1, &st, NULL), 0);
 		assert_int_equal(st, SCSI_ALUA_STANDBY);
 	}
-	assert_int_equal(scsi_alua_set_states(NULL, 0), 0);
+	assert_int_equal(scsi_alua_set_states(NULL, NULL, 0), 0);
 
 	/* a port moving to another group leaves the first one */
 	{

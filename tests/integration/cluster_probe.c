@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a multipath initiator learns about a LU through one target port
+ * (libiscsi, synchronous API):
+ *
+ *   cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN
+ *
+ * prints, one item per line:
+ *   serial S                       VPD 80h
+ *   naa HEX                        VPD 83h, NAA designator of the LU
+ *   rel_port N                     VPD 83h, relative target port (type 4)
+ *   tpg N                          VPD 83h, target port group (type 5)
+ *   group ID state S pref P ports A,B,...
+ *                                  REPORT TARGET PORT GROUPS (extended header),
+ *                                  one line per descriptor, in the target's order
+ * The pages are parsed here from the raw bytes (not by libiscsi), with every
+ * length checked against what was returned. Exits 1 on any error (a unit
+ * attention is retried a few times: a fresh nexus may have one pending).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#define ALLOC 4096
+
+static uint16_t be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Runs a data-in CDB; retries unit attentions. Returns the task (GOOD) or NULL. */
+static struct scsi_task *run(struct iscsi_context *iscsi, int lun, unsigned char *cdb, int len,
+			     const char *what)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		struct scsi_task *t = scsi_create_task(len, cdb, SCSI_XFER_READ, ALLOC);
+
+		if (!t) {
+			fprintf(stderr, "cluster_probe: %s: out of memory\n", what);
+			return NULL;
+		}
+		if (iscsi_scsi_command_sync(iscsi, lun, t, NULL) == NULL) {
+			fprintf(stderr, "cluster_probe: %s: transport error: %s\n", what,
+				iscsi_get_error(iscsi));
+			scsi_free_scsi_task(t);
+			return NULL;
+		}
+		if (t->status == SCSI_STATUS_GOOD)
+			return t;
+		if (t->status == SCSI_STATUS_CHECK_CONDITION &&
+		    t->sense.key == SCSI_SENSE_UNIT_ATTENTION) {
+			scsi_free_scsi_task(t);
+			continue;
+		}
+		fprintf(stderr, "cluster_probe: %s: status 0x%02x sense %s (%s)\n", what, t->status,
+			scsi_sense_key_str(t->sense.key), scsi_sense_ascq_str(t->sense.ascq));
+		scsi_free_scsi_task(t);
+		return NULL;
+	}
+	fprintf(stderr, "cluster_probe: %s: unit attentions did not stop\n", what);
+	return NULL;
+}
+
+static struct scsi_task *vpd(struct iscsi_context *iscsi, int lun, uint8_t page)
+{
+	unsigned char cdb[6] = { 0x12, 0x01, page, ALLOC >> 8, ALLOC & 0xff, 0 };
+	char what[32];
+
+	snprintf(what, sizeof(what), "INQUIRY VPD %02xh", page);
+	return run(iscsi, lun, cdb, sizeof(cdb), what);
+}
+
+static int probe(struct iscsi_context *iscsi, int lun)
+{
+	unsigned char rtpg[12] = { 0xa3, 0x0a | 0x20, 0, 0, 0, 0, 0, 0, ALLOC >> 8, ALLOC & 0xff };
+	struct scsi_task *t;
+	const unsigned char *d;
+	uint32_t n, off;
+
+	/* unit serial number */
+	t = vpd(iscsi, lun, 0x80);
+	if (!t)
+		return -EIO;
+	d = t->datain.data;
+	n = t->datain.size >= 4 ? 4u + be16(&d[2]) : 0;
+	if (n < 5 || n > (uint32_t)t->datain.size || d[1] != 0x80) {
+		fprintf(stderr, "cluster_probe: VPD 80h malformed\n");
+		scsi_free_scsi_task(t);
+		return -EIO;
+	}
+	printf("serial %.*s\n", (int)(n - 4), (const char *)&d[4]);
+	scsi_free_scsi_task(t);
+
+	/* device identification */
+	t = vpd(iscsi, lun, 0x83);
+	if (!t)
+		return -EIO;
+	d = t->datain.data;
+	n = t->datain.size >= 4 ? 4u + be16(&d[2]) : 0;
+	if (n < 4 || n > (uint32_t)t->datain.size || d[1] != 0x83) {
+		fprintf(stderr, "cluster_probe: VPD 83h malformed\n");
+		scsi_free_scsi_task(t);
+		return -EIO;
+	}
+	for (off = 4; off + 4 <= n;) {
+		const unsigned char *e = &d[off];
+		uint32_t len = e[3];
+		uint8_t assoc = (e[1] >> 4) & 3, type = e[1] & 0x0f;
+
+		if (off + 4 + len > n) {
+			fprintf(stderr, "cluster_probe: VPD 83h designator overruns the page\n");
+			scsi_free_scsi_task(t);
+			return -EIO;
+		}
+		if (assoc == 0 && type == 3) {
+			printf("naa ");
+			for (uint32_t k = 0; k < len; k++)
+				printf("%02x", e[4 + k]);
+			printf("\n");
+		} else if (assoc == 1 && type == 4 && len == 4) {
+			printf("rel_port %u\n", be16(&e[6]));
+		} else if (assoc == 1 && type == 5 && len == 4) {
+			printf("tpg %u\n", be16(&e[6]));
+		}
+		off += 4 + len;
+	}
+	scsi_free_scsi_task(t);
+
+	/* REPORT TARGET PORT GROUPS, extended header */
+	t = run(iscsi, lun, rtpg, sizeof(rtpg), "REPORT TARGET PORT GROUPS");
+	if (!t)
+		return -EIO;
+	d = t->datain.data;
+	n = t->datain.size >= 8 ? 4 + be32(d) : 0;
+	if (n < 8 || n > (uint32_t)t->datain.size || (d[4] & 0x70) != 0x10) {
+		fprintf(stderr, "cluster_probe: REPORT TARGET PORT GROUPS malformed (%d bytes)\n",
+			t->datain.size);
+		scsi_free_scsi_task(t);
+		return -EIO;
+	}
+	for (off = 8; off + 8 <= n;) {
+		const unsigned char *g = &d[off];
+		uint32_t ports = g[7];
+
+		if (off + 8 + 4 * ports > n) {
+			fprintf(stderr, "cluster_probe: RTPG descriptor overruns the data\n");
+			scsi_free_scsi_task(t);
+			return -EIO;
+		}
+		printf("group %u state %u pref %u ports ", be16(&g[2]), g[0] & 0x0f, g[0] >> 7);
+		for (uint32_t k = 0; k < ports; k++)
+			printf("%s%u", k ? "," : "", be16(&g[8 + 4 * k + 2]));
+		printf("\n");
+		off += 8 + 4 * ports;
+	}
+	if (off != n) {
+		fprintf(stderr, "cluster_probe: RTPG: %u trailing bytes\n", n - off);
+		scsi_free_scsi_task(t);
+		return -EIO;
+	}
+	scsi_free_scsi_task(t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "initiator", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *initiator = "iqn.2026-11.org.isergw:cluster-probe";
+	struct iscsi_context *iscsi;
+	struct iscsi_url *u;
+	int c, rc, lun;
+
+	while ((c = getopt_long(argc, argv, "i:", lo, NULL)) != -1) {
+		if (c == 'i') {
+			initiator = optarg;
+		} else {
+			fprintf(stderr, "usage: cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN\n");
+		return 2;
+	}
+	iscsi = iscsi_create_context(initiator);
+	if (!iscsi) {
+		fprintf(stderr, "cluster_probe: cannot create an iscsi context\n");
+		return 1;
+	}
+	u = iscsi_parse_full_url(iscsi, argv[optind]);
+	if (!u) {
+		fprintf(stderr, "cluster_probe: bad url %s: %s\n", argv[optind], iscsi_get_error(iscsi));
+		iscsi_destroy_context(iscsi);
+		return 1;
+	}
+	iscsi_set_session_type(iscsi, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(iscsi, ISCSI_HEADER_DIGEST_NONE_CRC32C);
+	iscsi_set_targetname(iscsi, u->target);
+	iscsi_set_timeout(iscsi, 30);
+	lun = u->lun;
+	if (iscsi_full_connect_sync(iscsi, u->portal, lun) != 0) {
+		fprintf(stderr, "cluster_probe: login to %s failed: %s\n", argv[optind],
+			iscsi_get_error(iscsi));
+		iscsi_destroy_url(u);
+		iscsi_destroy_context(iscsi);
+		return 1;
+	}
+	iscsi_destroy_url(u);
+	rc = probe(iscsi, lun);
+	iscsi_logout_sync(iscsi);
+	iscsi_destroy_context(iscsi);
+	return rc ? 1 : 0;
+}
