@@ -646,6 +646,93 @@ static void test_load_file(void **state)
 	assert_int_equal(gw_config_load_file("/tmp", &c, err, sizeof(err)), -EINVAL);
 }
 
+/* shared_state_dir, port_groups, device_groups, luns[].device_group */
+#define CL_PORTAL "\"portals\":[{\"url\":\"tcp://127.0.0.1\",\"rel_port_id\":1,\"tpg_id\":1}]"
+#define CL_TARGET(lunx) ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.example:c\"," \
+	"\"luns\":[{\"path\":\"/tmp/x\"" lunx "}]}]}"
+
+static void test_cluster_keys(void **state)
+{
+	static const char ok[] =
+		"{\"shared_state_dir\":\"/shared/isergw\"," CL_PORTAL ","
+		"\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1,3]},"
+		"                {\"tpg_id\":2,\"rel_port_ids\":[2]}],"
+		"\"device_groups\":[{\"name\":\"dg1\",\"owner_tpg_id\":2,"
+		"                   \"non_owner_state\":\"standby\"},{\"name\":\"dg2\"}]"
+		CL_TARGET(",\"device_group\":\"dg1\"");
+	static const struct { const char *json, *expect; } bad[] = {
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1]},"
+		  "{\"tpg_id\":1,\"rel_port_ids\":[2]}]" CL_TARGET(""),
+		  "port_groups[1].tpg_id: 1 already used by port_groups[0]" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1]},"
+		  "{\"tpg_id\":2,\"rel_port_ids\":[1]}]" CL_TARGET(""),
+		  "port_groups[1].rel_port_ids: 1 is also in target port group 1" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[]}]" CL_TARGET(""),
+		  "port_groups[0].rel_port_ids: 0 ports" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[0]}]" CL_TARGET(""),
+		  "port_groups[0].rel_port_ids: [0]: 0 out of range" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[\"1\"]}]" CL_TARGET(""),
+		  "port_groups[0].rel_port_ids: [0]: expected an integer" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1}]" CL_TARGET(""),
+		  "port_groups[0].rel_port_ids: missing" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":2,\"rel_port_ids\":[2]}]" CL_TARGET(""),
+		  "portals[0].rel_port_id: 1 is not listed in port_groups" },
+		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":2,\"rel_port_ids\":[1]}]" CL_TARGET(""),
+		  "portals[0].tpg_id: 1, but port_groups lists relative port 1 under target port group 2" },
+		{ "{" CL_PORTAL ",\"device_groups\":[{\"name\":\"a\"},{\"name\":\"a\"}]" CL_TARGET(""),
+		  "device_groups[1].name: \"a\" already used by device_groups[0]" },
+		{ "{" CL_PORTAL ",\"device_groups\":[{\"owner_tpg_id\":1}]" CL_TARGET(""),
+		  "device_groups[0].name: missing" },
+		{ "{" CL_PORTAL ",\"device_groups\":[{\"name\":\"a\",\"owner_tpg_id\":9}]" CL_TARGET(""),
+		  "device_groups[0].owner_tpg_id: 9 is neither in port_groups nor a portal's tpg_id" },
+		{ "{" CL_PORTAL ",\"device_groups\":[{\"name\":\"a\",\"non_owner_state\":\"offline\"}]"
+		  CL_TARGET(""), "device_groups[0].non_owner_state: \"offline\" is not one of" },
+		{ "{" CL_PORTAL CL_TARGET(",\"device_group\":\"dg9\""),
+		  "targets[0].luns[0].device_group: \"dg9\" is not in device_groups" },
+		{ "{\"shared_state_dir\":7," CL_PORTAL CL_TARGET(""), "shared_state_dir: expected a string" },
+	};
+	struct gw_config *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	if (gw_config_load_string(ok, &c, err, sizeof(err)))
+		print_error("%s\n", err);
+	assert_non_null(c);
+	assert_string_equal(c->shared_state_dir, "/shared/isergw");
+	assert_int_equal(c->nport_groups, 2);
+	assert_int_equal(c->port_groups[0].nrel_port_ids, 2);
+	assert_int_equal(c->port_groups[0].rel_port_ids[1], 3);
+	assert_int_equal(c->port_groups[1].tpg_id, 2);
+	assert_int_equal(c->ndevice_groups, 2);
+	assert_int_equal(c->device_groups[0].owner_tpg_id, 2);
+	assert_int_equal(c->device_groups[0].non_owner_state, 2);
+	assert_int_equal(c->device_groups[1].owner_tpg_id, 0);
+	assert_int_equal(c->device_groups[1].non_owner_state, 1);
+	assert_string_equal(c->targets[0].luns[0].device_group, "dg1");
+	gw_config_free(c);
+	/* defaults: standalone, no map, the default device group */
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{" CL_PORTAL CL_TARGET(""), &c, err, sizeof(err)), 0);
+	assert_string_equal(c->shared_state_dir, "");
+	assert_int_equal(c->nport_groups, 0);
+	assert_int_equal(c->ndevice_groups, 0);
+	assert_string_equal(c->targets[0].luns[0].device_group, "");
+	gw_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		c = NULL;
+		err[0] = '\0';
+		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -661,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_portal_parse),
 		cmocka_unit_test(test_finalize_stable),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_cluster_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

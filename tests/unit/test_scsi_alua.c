@@ -3,8 +3,9 @@
 /*
  * ALUA: INQUIRY TPGS, REPORT TARGET PORT GROUPS (both formats, truncation),
  * SET TARGET PORT GROUPS (parsing, errors, atomicity), the unit attention
- * ASYMMETRIC ACCESS STATE CHANGED on every nexus, and the per-state command
- * filter.
+ * ASYMMETRIC ACCESS STATE CHANGED on every nexus, the per-state command
+ * filter, device groups (per-LU-set states, configured owners) and the
+ * cluster port map (other nodes' ports, replaced on reconfiguration).
  */
 #include "test_scsi_harness.h"
 
@@ -527,6 +528,169 @@ static void test_ua_before_filter(void **state)
 	assert_good(x);
 }
 
+/* ---------------------------------------------------------- device groups */
+
+/* A second LU, in device group dg, with nexuses a (port 1) and c (port 2). */
+static struct tctx dg_lu(struct actx *a, const char *dg)
+{
+	struct scsi_lu_params p = default_params();
+	struct tctx y;
+
+	memset(&y, 0, sizeof(y));
+	p.lun = 1;
+	p.naa[15] ^= 0x01;
+	snprintf(p.alua_dg, sizeof(p.alua_dg), "%s", dg);
+	y.mem = mem_create(MB, 512);
+	assert_int_equal(scsi_lu_create(&p, &y.mem->b, &y.lu), 0);
+	scsi_lu_itn_add(y.lu, &a->x.a);
+	scsi_lu_itn_add(y.lu, &a->c);
+	return y;
+}
+
+static void dg_lu_free(struct actx *a, struct tctx *y)
+{
+	scsi_lu_itn_remove(y->lu, &a->x.a);
+	scsi_lu_itn_remove(y->lu, &a->c);
+	scsi_lu_destroy(y->lu);
+	mem_destroy(y->mem);
+}
+
+static void test_device_groups(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	struct tctx y = dg_lu(a, "dg2");
+	struct scsi_alua_update out[8];
+	uint8_t c[16], buf[256], tur[16] = { 0 }, st;
+	size_t n;
+	bool pref;
+
+	drain(x, &x->a, 0);
+	drain(x, &a->c, 0);
+	drain(&y, &x->a, 0);
+	drain(&y, &a->c, 0);
+
+	/* dg2 owned by group 2, the others standby: only dg2's nexuses hear of it */
+	assert_int_equal(scsi_alua_dg_configure("dg2", 2, SCSI_ALUA_STANDBY), 0);
+	assert_int_equal(drain(&y, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(&y, &a->c, 0x2a06), 1);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	assert_int_equal(drain(x, &a->c, 0), 0);
+	/* the same port (group 1) is standby for dg2's LU, optimized for the default's */
+	run_cdb(&y, &x->a, tur, 6, NULL, 0);
+	assert_sense(&y, SCSI_SK_NOT_READY, 0x040b);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_good(x);
+	run_cdb(&y, &a->c, tur, 6, NULL, 0);
+	assert_good(&y);
+	/* RTPG through either port reports the LU's device group */
+	rtpg_cdb(c, 0, sizeof(buf));
+	run_cdb(&y, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(&y);
+	assert_int_equal(buf[4], SCSI_ALUA_STANDBY);            /* group 1 */
+	assert_int_equal(be16(&buf[4 + 2]), 1);
+	assert_int_equal(buf[16], 0x80 | SCSI_ALUA_ACTIVE_OPTIMIZED);  /* group 2, PREF */
+	assert_int_equal(be16(&buf[16 + 2]), 2);
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(buf[4], SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(buf[16], SCSI_ALUA_ACTIVE_OPTIMIZED);
+
+	/* explicit states of one device group */
+	{
+		struct scsi_alua_update u = { 1, SCSI_ALUA_ACTIVE_NON_OPTIMIZED, false };
+
+		assert_int_equal(scsi_alua_set_states("dg2", &u, 1), 0);
+	}
+	assert_int_equal(drain(&y, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	run_cdb(&y, &x->a, tur, 6, NULL, 0);
+	assert_good(&y);
+	assert_int_equal(scsi_alua_get_states("dg2", out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].tpg_id, 1);
+	assert_int_equal(out[0].state, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+	assert_int_equal(out[1].tpg_id, 2);
+	assert_int_equal(out[1].state, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_true(out[1].pref);
+	assert_int_equal(scsi_alua_get_states("dg2", out, 1, &n), 0);
+	assert_int_equal(n, 2);                 /* how many there are, one written */
+	assert_int_equal(scsi_alua_get_states(NULL, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].state, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_false(out[0].pref);
+	assert_int_equal(scsi_alua_get_states("nope", out, 8, &n), -ENOENT);
+	assert_int_equal(scsi_alua_get_state("dg2", 2, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_true(pref);
+	assert_int_equal(scsi_alua_get_state("nope", 2, &st, &pref), -ENOENT);
+	assert_int_equal(scsi_alua_dg_configure("dg2", 2, 0x7), -EINVAL);
+
+	/* SET TARGET PORT GROUPS through dg2's LU changes dg2 only */
+	{
+		uint8_t pl[8] = { 0, 0, 0, 0, SCSI_ALUA_STANDBY, 0, 0, 2 };
+
+		assert_int_equal(stpg(&y, &x->a, pl, sizeof(pl), sizeof(pl)), SCSI_STATUS_GOOD);
+	}
+	assert_int_equal(drain(&y, &x->a, 0), 0);       /* not the sender */
+	assert_int_equal(drain(&y, &a->c, 0x2a06), 1);
+	assert_int_equal(drain(x, &a->c, 0), 0);
+	assert_int_equal(scsi_alua_get_state("dg2", 2, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_STANDBY);
+	assert_int_equal(scsi_alua_get_state(NULL, 2, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	dg_lu_free(a, &y);
+}
+
+static void test_port_map(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t c[16], buf[256];
+	const struct scsi_alua_port map[] = {
+		{ 1, 1, true }, { 2, 2, true }, { 3, 2, true }, { 7, 3, false }, { 5, 3, false },
+	};
+	const struct scsi_alua_port fewer[] = { { 1, 1, true }, { 2, 2, true } };
+	const struct scsi_alua_port twice[] = { { 1, 1, true }, { 1, 2, true } };
+
+	drain(x, &x->a, 0);
+	/* the other nodes' ports are reported too, groups in id order */
+	assert_int_equal(scsi_alua_set_ports(map, 5), 0);
+	rtpg_cdb(c, 0, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(buf), 12 + 16 + 16);
+	assert_int_equal(be16(&buf[4 + 12 + 16 + 2]), 3);
+	assert_int_equal(buf[4 + 12 + 16 + 7], 2);
+	assert_int_equal(be16(&buf[4 + 12 + 16 + 10]), 7);
+	assert_int_equal(be16(&buf[4 + 12 + 16 + 14]), 5);
+	/* SET TARGET PORT GROUPS may address a group of another node */
+	{
+		uint8_t pl[8] = { 0, 0, 0, 0, SCSI_ALUA_STANDBY, 0, 0, 3 };
+
+		assert_int_equal(stpg(x, &x->a, pl, sizeof(pl), sizeof(pl)), SCSI_STATUS_GOOD);
+	}
+	/* a reconfiguration without port 3 and group 3 forgets them */
+	assert_int_equal(scsi_alua_set_ports(fewer, 2), 0);
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(buf), 12 + 12);
+	assert_int_equal(be16(&buf[4 + 2]), 1);
+	assert_int_equal(be16(&buf[16 + 2]), 2);
+	assert_int_equal(buf[16 + 7], 1);
+	{
+		uint8_t pl[8] = { 0, 0, 0, 0, SCSI_ALUA_STANDBY, 0, 0, 3 };
+
+		assert_int_equal(stpg(x, &x->a, pl, sizeof(pl), sizeof(pl)),
+				 SCSI_STATUS_CHECK_CONDITION);
+	}
+	/* a relative port is in one group only */
+	assert_int_equal(scsi_alua_set_ports(twice, 2), -EINVAL);
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be32(buf), 12 + 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,6 +702,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_api_and_ua_every_nexus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ua_before_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_device_groups, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_map, setup, teardown),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);
