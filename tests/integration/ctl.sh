@@ -58,6 +58,8 @@ done
 command -v jq >/dev/null || die "jq not found (apt-get install jq)"
 command -v iscsi-inq >/dev/null || die "iscsi-inq not found (apt-get install libiscsi-bin)"
 only_isergw "the control socket"
+# ASan tree: a libiscsi leak in the client when its connection is dropped
+export LSAN_OPTIONS="suppressions=$here/ctl-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 IQN=iqn.2026-11.org.isergw:ctl
 HOLD=iqn.2026-11.org.isergw:ctl-hold

@@ -115,6 +115,7 @@ static int mode_hold(struct iscsi_context *iscsi, int lun)
 				break;
 			printf("hold: connection lost after %lu commands (%s)\n", n,
 			       iscsi_get_error(iscsi));
+			fflush(stdout);
 			return 3;
 		}
 		if (t->status == SCSI_STATUS_GOOD)
