@@ -198,8 +198,12 @@ static int cmd_status(struct ctx *x, int argc, char **argv)
 	CtlReply *rep;
 	int rc;
 
-	if (argc > 1)
-		return usage_err("status takes no arguments (got '%s')", argv[1]);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			x->json = true;
+		else
+			return usage_err("status: unexpected '%s'", argv[i]);
+	}
 	rc = get_status(x, &rep);
 	if (rc)
 		return rc;
