@@ -319,6 +319,12 @@ static void client_cb(void *arg, uint32_t events)
 
 	if (c->dead)
 		return;
+	if (c->busy && (events & (EPOLLERR | EPOLLHUP))) {
+		/* gone while its request is in service: reported at every wait, so close now */
+		GW_DEBUG(COMP, "%s: disconnected before its answer", c->name);
+		client_close(c);
+		return;
+	}
 	if (c->tx && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
 		if (client_flush(c) || c->dead)
 			return;
@@ -1436,14 +1442,23 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 	/* requests out on the reactors come back to the control thread first */
 	for (unsigned int i = 0; i < 500 && atomic_load(&ctl->inflight); i++)
 		usleep(10 * 1000);
-	if (atomic_load(&ctl->inflight))
-		GW_WARN(COMP, "%u control request(s) still on the reactors at shutdown",
-			atomic_load(&ctl->inflight));
 	reactor_stop(ctl->r);
 	pthread_join(ctl->thread, NULL);
+	if (atomic_load(&ctl->inflight)) {
+		/* a reactor still holds one: it will send it back here, so nothing is freed */
+		GW_WARN(COMP, "%u control request(s) still on the reactors at shutdown: control "
+			"state left allocated", atomic_load(&ctl->inflight));
+		close(ctl->lfd);
+		unlink(ctl->path);
+		return;
+	}
 	/* the thread is gone: its objects are ours */
 	close(ctl->lfd);
 	unlink(ctl->path);
+	/* a client that went away during an ALUA transition is no longer listed */
+	if (ctl->transition_client && ctl->transition_client->dead)
+		client_free_now(ctl->transition_client);
+	ctl->transition_client = NULL;
 	while (!list_empty(&ctl->clients)) {
 		struct ctl_client *c = list_first_entry(&ctl->clients, struct ctl_client, link);
 
@@ -1451,9 +1466,6 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 		close(c->fd);
 		client_free_now(c);
 	}
-	/* a client that went away during an ALUA transition */
-	if (ctl->transition_client && ctl->transition_client->dead)
-		client_free_now(ctl->transition_client);
 	reactor_destroy(ctl->r);
 	json_object_put(ctl->config_doc);
 	pthread_mutex_destroy(&ctl->reload_lock);

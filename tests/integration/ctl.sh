@@ -21,7 +21,8 @@
 #     via setpriv) is refused with a reason while a data-path client keeps
 #     working;
 #   - logout (asked, with a grace time) and logout --now end the session;
-#   - SIGTERM: exit 0 and the socket file is gone.
+#   - a client killed during its transition; SIGTERM with a transition
+#     pending: exit 0 and the socket file is gone.
 #
 #   ctl.sh --ctl PATH --client PATH --badclient PATH [--daemon PATH]
 #          [--scratch DIR] [--addr A] [--addr2 B] [--port P]
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--addr) ADDR=$2; shift 2 ;;
 	--addr2) ADDR2=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,27p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -209,6 +210,20 @@ run_ctl 2 alua set 1=bogus && pass "bad state: usage error" || bad "bad state: $
 run_ctl 0 alua set 1=ao 2=ao && [ "$(ctl --json status | jq .epoch)" = 7 ] &&
 	pass "alua set without --epoch uses epoch + 1" || bad "alua set without --epoch: $OUT"
 
+# a client killed while its transition runs: the daemon finishes the transition alone
+timeout -s KILL 1 "$CTL" -s "$SOCK" alua set --transition-ms 2500 1=ao 2=ao >/dev/null 2>&1
+for _ in $(seq 300); do
+	[ "$(ctl --json alua show | jq .transition_pending)" = false ] && break
+	sleep 0.1
+done
+show=$(ctl --json alua show)
+if [ "$(jq .transition_pending <<<"$show")" = false ] &&
+	[ "$(jq -r '[.groups[].state] | unique | join(",")' <<<"$show")" = ao ] && target_alive "$pid"; then
+	pass "a client gone during its transition: the transition ended, all groups ao (epoch $(jq .epoch <<<"$show"))"
+else
+	bad "client gone during a transition: $show"
+fi
+
 # ---- sessions: a running libiscsi session
 "$CLIENT" --url "$URL1/0" --initiator "$HOLD" --mode hold >"$SCRATCH/hold.out" 2>&1 &
 holdpid=$!
@@ -327,9 +342,18 @@ run_ctl 1 logout --tsih 65000 && grep -q "no session with TSIH 65000" <<<"$OUT" 
 "$CTL" -s "$SCRATCH/nonexistent.sock" status >/dev/null 2>&1
 [ $? = 3 ] && pass "no daemon: exit 3" || bad "no daemon: wrong exit status"
 
-# ---- SIGTERM
+# ---- SIGTERM, with a transition of a minute still pending
+ctl alua set --transition-ms 60000 1=standby >"$SCRATCH/pending.out" 2>&1 &
+pendpid=$!
+for _ in $(seq 300); do
+	[ "$(ctl --json alua show | jq .transition_pending)" = true ] && break
+	sleep 0.1
+done
 if target_stop "$pid" "$dlog" && [ ! -e "$SOCK" ]; then
-	pass "SIGTERM: exit 0, socket removed"
+	wait "$pendpid"
+	rc=$?
+	[ "$rc" = 3 ] || bad "the client of the pending transition exited $rc: $(cat "$SCRATCH/pending.out")"
+	pass "SIGTERM during a transition: exit 0, socket removed, the waiting client told (exit $rc)"
 else
 	bad "SIGTERM: socket $(ls -l "$SOCK" 2>&1)"
 fi
