@@ -38,6 +38,8 @@ static void on_term(int sig)
 	stop = 1;
 }
 
+static void usage(void) __attribute__((noreturn));
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: ctl_client --url URL --initiator IQN --mode count|hold|alua "
