@@ -13,7 +13,7 @@ PACKAGES=(
 	liburing-dev libjson-c-dev libisal-dev libssl-dev
 	libprotobuf-c-dev protobuf-c-compiler libibverbs-dev librdmacm-dev
 	# tests: unit (cmocka), integration (libiscsi client + tools, tgt reference target)
-	libcmocka-dev libiscsi-dev libiscsi-bin tgt
+	libcmocka-dev libiscsi-dev libiscsi-bin tgt jq
 	# RDMA tests in a qemu VM with Soft-RoCE (tests/vm): the host's userspace runs in
 	# the guest; ibverbs-providers holds librxe (only recommended by libibverbs1)
 	qemu-system-x86 linux-image-amd64 busybox-static kmod udev ibverbs-providers

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/iscsi.h"
+#include "ctl/ctl.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -293,9 +294,53 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 	return 0;
 }
 
+static int override_str(char *dst, size_t len, const char *src, const char *what, char *err,
+			size_t errlen)
+{
+	if (strlen(src) >= len) {
+		snprintf(err, errlen, "%s too long (max %zu bytes)", what, len - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+/*
+ * The command-line settings that override a configuration document (file,
+ * SIGHUP re-read or the control socket's ApplyConfig), then derived defaults
+ * and the cross-field checks.
+ */
+static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from_doc, char *err,
+			 size_t errlen)
+{
+	char verr[512];
+	int rc = 0;
+
+	if (from_doc && cli->state_dir)
+		rc = override_str(cfg->state_dir, sizeof(cfg->state_dir), cli->state_dir,
+				  "--state-dir", err, errlen);
+	if (!rc && cli->ctl_socket)
+		rc = override_str(cfg->ctl_socket, sizeof(cfg->ctl_socket), cli->ctl_socket,
+				  "--ctl-socket", err, errlen);
+	if (!rc && cli->log_level)
+		rc = override_str(cfg->log_level, sizeof(cfg->log_level), cli->log_level,
+				  "--log-level", err, errlen);
+	if (rc)
+		return rc;
+	if (cli->reactors_set)
+		cfg->reactors = cli->reactors;
+	if (cli->login_timeout_set)
+		cfg->login_timeout_s = cli->login_timeout;
+	gw_config_finalize(cfg);
+	rc = gw_config_validate(cfg, verr, sizeof(verr));
+	if (rc)
+		snprintf(err, errlen, "invalid configuration: %s", verr);
+	return rc;
+}
+
 static int load_config(const struct cli *cli, struct gw_config **out)
 {
-	char err[512] = "";
+	char err[600] = "";
 	struct gw_config *cfg;
 	int rc;
 
@@ -317,23 +362,9 @@ static int load_config(const struct cli *cli, struct gw_config **out)
 		if (rc)
 			goto err_free;
 	}
-	if (cli->config && cli->state_dir &&
-	    (rc = copy_str(cfg->state_dir, sizeof(cfg->state_dir), cli->state_dir, "--state-dir")))
-		goto err_free;
-	if (cli->ctl_socket &&
-	    (rc = copy_str(cfg->ctl_socket, sizeof(cfg->ctl_socket), cli->ctl_socket, "--ctl-socket")))
-		goto err_free;
-	if (cli->log_level &&
-	    (rc = copy_str(cfg->log_level, sizeof(cfg->log_level), cli->log_level, "--log-level")))
-		goto err_free;
-	if (cli->reactors_set)
-		cfg->reactors = cli->reactors;
-	if (cli->login_timeout_set)
-		cfg->login_timeout_s = cli->login_timeout;
-	gw_config_finalize(cfg);
-	rc = gw_config_validate(cfg, err, sizeof(err));
+	rc = finish_config(cli, cfg, cli->config != NULL, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "isergwd: invalid configuration: %s\n", err);
+		fprintf(stderr, "isergwd: %s\n", err);
 		goto err_free;
 	}
 	*out = cfg;
@@ -344,9 +375,29 @@ err_free:
 	return rc;
 }
 
+/* ApplyConfig of the control socket: the document as if it were the file. */
+static int ctl_load(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen)
+{
+	struct gw_config *cfg;
+	int rc;
+
+	rc = gw_config_load_string(json, &cfg, err, errlen);
+	if (rc)
+		return rc;
+	rc = finish_config(arg, cfg, true, err, errlen);
+	if (rc) {
+		gw_config_free(cfg);
+		return rc;
+	}
+	*out = cfg;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	struct gw_ctl_params ctl_params = { 0 };
 	struct gw_config *cfg = NULL;
+	struct gw_ctl *ctl = NULL;
 	enum gw_log_level lvl;
 	struct gw *gw = NULL;
 	struct cli cli;
@@ -384,6 +435,17 @@ int main(int argc, char **argv)
 		gw_config_free(cfg);
 		return 1;
 	}
+	ctl_params.path = cfg->ctl_socket;
+	ctl_params.load = ctl_load;
+	ctl_params.load_arg = &cli;
+	rc = gw_ctl_start(gw, &ctl_params, &ctl);
+	if (rc) {
+		GW_ERR(COMP, "start-up failed: control socket %s: %s", cfg->ctl_socket,
+		       strerror(-rc));
+		gw_shutdown(gw, 0);
+		gw_destroy(gw);
+		return 1;
+	}
 	for (;;) {
 		rc = sigwait(&sigs, &sig);
 		if (rc)
@@ -400,7 +462,7 @@ int main(int argc, char **argv)
 				GW_ERR(COMP, "reload failed: configuration kept as it was");
 				continue;
 			}
-			gw_reload(gw, ncfg);
+			gw_ctl_reload(ctl, gw, ncfg);
 			continue;
 		}
 		if (sig == SIGPIPE)
@@ -408,6 +470,7 @@ int main(int argc, char **argv)
 		GW_NOTICE(COMP, "%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		break;
 	}
+	gw_ctl_stop(ctl);
 	gw_shutdown(gw, 3000);
 	gw_destroy(gw); /* frees the configuration it owns */
 	GW_NOTICE(COMP, "stopped");

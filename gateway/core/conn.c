@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
@@ -51,6 +52,7 @@ static void conn_free_now(void *arg)
 
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	reactor_timer_cancel(c->reactor, &c->logout_timer);
 	iscsi_login_destroy(c->login);
 	iscsi_text_destroy(c->text);
 	free(c->sess);
@@ -141,6 +143,7 @@ static void conn_terminate(struct iscsi_conn *c)
 	c->state = CONN_STATE_CLOSING;
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	reactor_timer_cancel(c->reactor, &c->logout_timer);
 	c->dm->terminate(c);
 }
 
@@ -205,6 +208,15 @@ static void conn_nop_timer(void *arg)
 	reactor_timer_arm(c->reactor, &c->nop_timer, 1000);
 }
 
+static void conn_logout_timeout(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	char why[96];
+
+	snprintf(why, sizeof(why), "did not log out within %u s as requested", c->logout_grace_s);
+	iscsi_conn_drop(c, why);
+}
+
 int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, struct iscsi_conn **out)
 {
 	struct iscsi_login_env env;
@@ -232,6 +244,7 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	reactor_deferred_init(&c->free_work, conn_free_now, c);
 	reactor_timer_init(&c->login_timer, conn_login_timeout, c);
 	reactor_timer_init(&c->nop_timer, conn_nop_timer, c);
+	reactor_timer_init(&c->logout_timer, conn_logout_timeout, c);
 	c->dm->addrs(c, c->peer, sizeof(c->peer), c->local, sizeof(c->local));
 
 	memset(&env, 0, sizeof(env));
@@ -265,6 +278,7 @@ void iscsi_conn_closed(struct iscsi_conn *c)
 	c->state = CONN_STATE_CLOSING;
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
+	reactor_timer_cancel(c->reactor, &c->logout_timer);
 	iscsi_conn_abort_tasks(c);
 	if (c->sess) {
 		GW_NOTICE(COMP, "%s: session %s (TSIH %u) closed", c->peer, c->sess->initiator,
@@ -366,6 +380,7 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	if (res == ISCSI_LOGIN_RES_DONE) {
 		c->params = *iscsi_login_conn_params(c->login);
 		c->cid = iscsi_login_cid(c->login);
+		c->login_time = (uint64_t)time(NULL);
 		reactor_timer_cancel(c->reactor, &c->login_timer);
 		c->state = CONN_STATE_FFP;
 		if (c->dm->enter_ffp(c)) {
@@ -577,6 +592,23 @@ void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds)
 	m->async_event = ISCSI_ASYNC_LOGOUT_REQUEST;
 	m->param3 = htobe16(seconds);
 	iscsi_conn_send(c, pdu, true);
+}
+
+void iscsi_conn_force_logout(struct iscsi_conn *c, uint16_t seconds)
+{
+	if (c->state == CONN_STATE_LOGGED_OUT || c->state == CONN_STATE_CLOSING)
+		return;
+	if (c->state != CONN_STATE_FFP || c->sess->type == ISCSI_SESSION_DISCOVERY) {
+		iscsi_conn_drop(c, "logout requested by the control socket");
+		return;
+	}
+	if (c->logout_timer.armed)
+		return; /* already asked: the first deadline stands */
+	GW_NOTICE(COMP, "%s (%s): asking the initiator to log out within %u s", c->peer,
+		  c->sess->initiator, seconds);
+	c->logout_grace_s = seconds;
+	iscsi_conn_request_logout(c, seconds);
+	reactor_timer_arm(c->reactor, &c->logout_timer, (uint64_t)seconds * 1000u);
 }
 
 void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,

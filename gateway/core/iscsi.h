@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/counters.h"
 #include "core/iscsi_spec.h"
 #include "core/login.h"
 #include "dm/datamover.h"
@@ -112,6 +113,7 @@ struct iscsi_session {
 	bool ordered_running;
 	struct list_head link;          /* gw->sessions */
 	bool registered;
+	struct gw_io_counters stats;    /* commands of this session (its reactor only) */
 };
 
 struct iscsi_conn {
@@ -141,6 +143,9 @@ struct iscsi_conn {
 	struct reactor_deferred free_work;
 	char peer[80];
 	char local[80];
+	uint64_t login_time;            /* Unix time the login completed, 0 = logging in */
+	struct reactor_timer logout_timer; /* drop unless the initiator logs out as asked */
+	uint16_t logout_grace_s;
 };
 
 enum iscsi_task_state {
@@ -202,6 +207,7 @@ struct iscsi_task {
 	struct iscsi_tx_pdu rsp;
 	uint8_t sense_seg[2 + SCSI_SENSE_MAX];  /* SenseLength + sense data */
 	void *dm_priv;
+	uint64_t start_us;              /* arrival, for the latency counters */
 };
 
 /* ---- daemon runtime (core/target.c) ---- */
@@ -243,6 +249,12 @@ void iscsi_conn_close(struct iscsi_conn *c);
 void iscsi_conn_drop(struct iscsi_conn *c, const char *why);
 /* Target-initiated logout request (Async Message), e.g. on shutdown. */
 void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds);
+/*
+ * Forced logout: the Async Message "logout requested" with Parameter3 =
+ * seconds (RFC 7143 11.9.1), and the connection dropped if the initiator has
+ * not logged out by then. Discovery sessions are dropped at once.
+ */
+void iscsi_conn_force_logout(struct iscsi_conn *c, uint16_t seconds);
 
 /* ---- tasks (core/task.c) ---- */
 int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,

@@ -186,12 +186,32 @@ void iscsi_task_send_response(struct iscsi_task *t)
 
 static void task_attr_done(struct iscsi_task *t);
 
+/* I/O counters of the session, the LUN and the target port (core/counters.h). */
+static void task_count(const struct iscsi_task *t, bool aborted)
+{
+	struct iscsi_session *s = t->conn->sess;
+	const struct scsi_port *port = s->itn.port;
+	struct gw_io_done d = {
+		.target = t->scsi.lu ? s->target : NULL, .lun = (uint32_t)t->lun,
+		.rel_port_id = port ? port->rel_port_id : 0, .tpg_id = port ? port->tpg_id : 0,
+		.opcode = t->scsi.cdb[0], .status = t->scsi.status, .aborted = aborted,
+		.bytes_read = aborted ? 0 : iscsi_task_data_in_len(t),
+		/* data written: only by a command that completed GOOD */
+		.bytes_written = t->data_out && !aborted && t->scsi.status == SCSI_STATUS_GOOD ?
+				 t->received : 0,
+		.start_us = t->start_us,
+	};
+
+	gw_counters_done(&s->stats, &d);
+}
+
 static void task_scsi_done(struct scsi_cmd *cmd)
 {
 	struct iscsi_task *t = cmd->ctx;
 	struct iscsi_conn *c = t->conn;
 	uint32_t len;
 
+	task_count(t, t->aborted || c->state == CONN_STATE_CLOSING);
 	if (c->state != CONN_STATE_CLOSING)
 		task_attr_done(t);
 	if (t->aborted || c->state == CONN_STATE_CLOSING) {
@@ -418,6 +438,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
 		goto out_advance;
 	}
+	t->start_us = gw_counters_now_us();
 	t->hdr = *hdr;
 	t->itt = be32toh(hdr->itt);
 	t->cmd_sn = cmd_sn;

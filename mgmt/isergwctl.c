@@ -1,0 +1,904 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergwctl: the operator's command line for isergwd's control socket
+ * (docs/control.md). Human-readable tables by default, --json for scripts.
+ *
+ * Exit codes: 0 done, 1 refused by the daemon (the reason is printed),
+ * 2 usage error, 3 cannot talk to the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_wire.h"
+
+#define DEFAULT_SOCKET "/run/isergw/isergwd.sock"
+#define EXIT_REFUSED 1
+#define EXIT_USAGE   2
+#define EXIT_CONNECT 3
+
+struct ctx {
+	const char *socket;
+	bool json;
+	int timeout_ms;
+	int fd;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: isergwctl [-s|--socket PATH] [--json] [--timeout S] COMMAND [ARGS]\n"
+"Talk to isergwd over its control socket (default " DEFAULT_SOCKET ").\n"
+"\n"
+"Commands:\n"
+"  status                       version, pid, epoch, uptime, sessions\n"
+"  apply --epoch N FILE.json    apply a full configuration (the configuration\n"
+"                               file's JSON) as epoch N; FILE '-' reads stdin\n"
+"  alua set [--epoch N] [--dg NAME] [--transition-ms MS] TPG=STATE[,pref] ...\n"
+"                               set the ALUA states of target port groups, all at\n"
+"                               once; STATE: ao, ano, standby, unavailable,\n"
+"                               offline, transitioning; without --epoch the\n"
+"                               current epoch + 1; --transition-ms: Transitioning\n"
+"                               first, the final states after MS milliseconds\n"
+"  alua show [--dg NAME]        the groups and their states\n"
+"  sessions                     sessions, connections and their command counts\n"
+"  counters [--lun TARGET/LUN] [--ports]\n"
+"                               I/O counters per LUN (or per target port)\n"
+"  logout (--tsih N | --initiator IQN) [--now] [--grace S]\n"
+"                               ask the session(s) to log out within S seconds\n"
+"                               (default 10) then drop them; --now drops at once\n"
+"\n"
+"Options:\n"
+"  -s, --socket PATH   control socket of the daemon\n"
+"  --json              machine-readable output (one JSON document)\n"
+"  --timeout S         wait at most S seconds for an answer (default 30, plus\n"
+"                      the transition time of 'alua set')\n"
+"  -h, --help          this help\n"
+"\n"
+"Exit status: 0 done, 1 refused by the daemon (reason printed), 2 usage error,\n"
+"3 cannot connect to the daemon.\n");
+}
+
+static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "isergwctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'isergwctl --help'.\n");
+	return EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* ------------------------------------------------------------ talking */
+
+static int ctl_connect(struct ctx *x)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(x->socket) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "isergwctl: socket path too long: %s\n", x->socket);
+		return EXIT_USAGE;
+	}
+	memcpy(sa.sun_path, x->socket, strlen(x->socket) + 1);
+	x->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (x->fd < 0 || connect(x->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "isergwctl: cannot connect to %s: %s\n", x->socket, strerror(errno));
+		return EXIT_CONNECT;
+	}
+	return 0;
+}
+
+/* Send req, wait for the reply; EXIT_* on failure (reason printed). */
+static int call(struct ctx *x, const CtlRequest *req, CtlReply **out, int extra_ms)
+{
+	CtlReply *rep;
+	int rc;
+
+	if (x->fd < 0 && (rc = ctl_connect(x)))
+		return rc;
+	rc = ctl_send_request(x->fd, req);
+	if (rc) {
+		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", x->socket, strerror(-rc));
+		return EXIT_CONNECT;
+	}
+	rc = ctl_recv_reply(x->fd, &rep, x->timeout_ms + extra_ms);
+	if (rc) {
+		fprintf(stderr, "isergwctl: no answer from %s: %s\n", x->socket,
+			rc == -EPIPE || rc == -ENOTCONN ? "connection closed" : strerror(-rc));
+		return EXIT_CONNECT;
+	}
+	if (rep->status) {
+		fprintf(stderr, "isergwctl: refused: %s (%s)\n",
+			rep->error[0] ? rep->error : "no reason given", strerror(-rep->status));
+		ctl_reply_free(rep);
+		return EXIT_REFUSED;
+	}
+	*out = rep;
+	return 0;
+}
+
+static void print_json(json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static void jset_u64(json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+static void jset_str(json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* ------------------------------------------------------------ status */
+
+static int get_status(struct ctx *x, CtlReply **rep)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	int rc;
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	rc = call(x, &req, rep, 0);
+	if (!rc && (*rep)->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO) {
+		fprintf(stderr, "isergwctl: unexpected answer to status\n");
+		ctl_reply_free(*rep);
+		return EXIT_CONNECT;
+	}
+	return rc;
+}
+
+static int cmd_status(struct ctx *x, int argc, char **argv)
+{
+	const Isergw__Ctl__StatusInfo *s;
+	CtlReply *rep;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			x->json = true;
+		else
+			return usage_err("status: unexpected '%s'", argv[i]);
+	}
+	rc = get_status(x, &rep);
+	if (rc)
+		return rc;
+	s = rep->status_info;
+	if (x->json) {
+		json_object *o = json_object_new_object();
+
+		jset_str(o, "version", s->version);
+		jset_u64(o, "pid", s->pid);
+		jset_u64(o, "epoch", s->epoch);
+		jset_u64(o, "config_epoch", s->config_epoch);
+		jset_u64(o, "alua_epoch", s->alua_epoch);
+		jset_u64(o, "uptime_ms", s->uptime_ms);
+		jset_u64(o, "sessions", s->sessions);
+		jset_u64(o, "connections", s->connections);
+		jset_u64(o, "targets", s->targets);
+		jset_u64(o, "portals", s->portals);
+		jset_u64(o, "reactors", s->reactors);
+		print_json(o);
+	} else {
+		printf("version      %s\n", s->version);
+		printf("pid          %u\n", s->pid);
+		printf("epoch        %llu (configuration %llu, ALUA %llu)\n",
+		       (unsigned long long)s->epoch, (unsigned long long)s->config_epoch,
+		       (unsigned long long)s->alua_epoch);
+		printf("uptime       %llu.%03llu s\n", (unsigned long long)(s->uptime_ms / 1000),
+		       (unsigned long long)(s->uptime_ms % 1000));
+		printf("sessions     %u\n", s->sessions);
+		printf("connections  %u\n", s->connections);
+		printf("targets      %u\n", s->targets);
+		printf("portals      %u\n", s->portals);
+		printf("reactors     %u\n", s->reactors);
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* ------------------------------------------------------------ apply */
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	size_t cap = 65536, n = 0;
+	char *buf;
+
+	if (!f)
+		return NULL;
+	buf = malloc(cap);
+	while (buf) {
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+
+		n += r;
+		if (r == 0)
+			break;
+		if (n + 1 == cap) {
+			char *nb = cap > CTL_FRAME_MAX ? NULL : realloc(buf, cap * 2);
+
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				errno = EFBIG;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf && ferror(f)) {
+		free(buf);
+		buf = NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = n;
+	}
+	return buf;
+}
+
+static int cmd_apply(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
+	const Isergw__Ctl__ApplyResult *r;
+	uint64_t epoch = 0;
+	bool have_epoch = false;
+	CtlReply *rep;
+	size_t len;
+	char *doc;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'e':
+			if (parse_u64(optarg, &epoch) || epoch == 0)
+				return usage_err("--epoch wants a number >= 1, not '%s'", optarg);
+			have_epoch = true;
+			break;
+		case 'j':
+			x->json = true;
+			break;
+		default:
+			return usage_err("%s", "apply: bad option");
+		}
+	}
+	if (!have_epoch)
+		return usage_err("%s", "apply needs --epoch N");
+	if (optind != argc - 1)
+		return usage_err("%s", "apply needs exactly one FILE.json");
+	doc = read_file(argv[optind], &len);
+	if (!doc) {
+		fprintf(stderr, "isergwctl: cannot read %s: %s\n", argv[optind], strerror(errno));
+		return EXIT_USAGE;
+	}
+	ac.epoch = epoch;
+	ac.config_json = doc;
+	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	rc = call(x, &req, &rep, 0);
+	free(doc);
+	if (rc)
+		return rc;
+	r = rep->apply;
+	if (!r) {
+		ctl_reply_free(rep);
+		return EXIT_CONNECT;
+	}
+	if (x->json) {
+		json_object *o = json_object_new_object();
+
+		jset_u64(o, "epoch", r->epoch);
+		json_object_object_add(o, "changed", json_object_new_boolean(r->changed));
+		jset_u64(o, "targets", r->targets);
+		jset_u64(o, "portals", r->portals);
+		print_json(o);
+	} else {
+		printf("epoch %llu: %s (%u target(s), %u portal(s))\n", (unsigned long long)r->epoch,
+		       r->changed ? "applied" : "already applied, nothing to do", r->targets,
+		       r->portals);
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* ------------------------------------------------------------ alua */
+
+static int print_alua(struct ctx *x, const Isergw__Ctl__AluaStates *a)
+{
+	if (x->json) {
+		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+		jset_u64(o, "epoch", a->epoch);
+		jset_str(o, "device_group", a->device_group);
+		json_object_object_add(o, "transition_pending",
+				       json_object_new_boolean(a->transition_pending));
+		for (size_t i = 0; i < a->n_groups; i++) {
+			json_object *g = json_object_new_object();
+
+			jset_u64(g, "tpg_id", a->groups[i]->tpg_id);
+			jset_str(g, "state", ctl_alua_state_name(a->groups[i]->state));
+			json_object_object_add(g, "pref", json_object_new_boolean(a->groups[i]->pref));
+			json_object_array_add(arr, g);
+		}
+		json_object_object_add(o, "groups", arr);
+		print_json(o);
+		return 0;
+	}
+	printf("ALUA epoch %llu%s%s%s\n", (unsigned long long)a->epoch,
+	       a->device_group[0] ? ", device group " : "", a->device_group,
+	       a->transition_pending ? " (transition pending)" : "");
+	printf("%-6s %-14s %s\n", "TPG", "STATE", "PREF");
+	for (size_t i = 0; i < a->n_groups; i++)
+		printf("%-6u %-14s %s\n", a->groups[i]->tpg_id, ctl_alua_state_name(a->groups[i]->state),
+		       a->groups[i]->pref ? "yes" : "no");
+	return 0;
+}
+
+static int cmd_alua_show(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dg", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__GetAluaStates ga = ISERGW__CTL__GET_ALUA_STATES__INIT;
+	CtlReply *rep;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (opt == 'd')
+			ga.device_group = optarg;
+		else if (opt == 'j')
+			x->json = true;
+		else
+			return usage_err("%s", "alua show: bad option");
+	}
+	if (optind != argc)
+		return usage_err("alua show: unexpected '%s'", argv[optind]);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES;
+	req.get_alua_states = &ga;
+	rc = call(x, &req, &rep, 0);
+	if (rc)
+		return rc;
+	rc = rep->alua ? print_alua(x, rep->alua) : EXIT_CONNECT;
+	ctl_reply_free(rep);
+	return rc;
+}
+
+static int cmd_alua_set(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "dg", required_argument, NULL, 'd' },
+		{ "transition-ms", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaStates sa = ISERGW__CTL__SET_ALUA_STATES__INIT;
+	Isergw__Ctl__AluaGroupState gs[CTL_ALUA_MAX_GROUPS];
+	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS];
+	uint64_t epoch = 0;
+	CtlReply *rep;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'e':
+			if (parse_u64(optarg, &epoch) || epoch == 0)
+				return usage_err("--epoch wants a number >= 1, not '%s'", optarg);
+			break;
+		case 'd':
+			sa.device_group = optarg;
+			break;
+		case 't':
+			if (parse_u32(optarg, CTL_TRANSITION_MAX_MS, &sa.transition_ms))
+				return usage_err("--transition-ms wants 0..600000, not '%s'", optarg);
+			break;
+		case 'j':
+			x->json = true;
+			break;
+		default:
+			return usage_err("%s", "alua set: bad option");
+		}
+	}
+	if (optind == argc)
+		return usage_err("%s", "alua set needs at least one TPG=STATE[,pref]");
+	if (argc - optind > (int)CTL_ALUA_MAX_GROUPS)
+		return usage_err("%s", "alua set: too many groups");
+	for (int i = optind; i < argc; i++) {
+		Isergw__Ctl__AluaGroupState *g = &gs[sa.n_groups];
+		char buf[64], *eq, *comma;
+		int state;
+
+		snprintf(buf, sizeof(buf), "%s", argv[i]);
+		eq = strchr(buf, '=');
+		if (!eq)
+			return usage_err("'%s' is not TPG=STATE[,pref]", argv[i]);
+		*eq = '\0';
+		comma = strchr(eq + 1, ',');
+		if (comma)
+			*comma = '\0';
+		isergw__ctl__alua_group_state__init(g);
+		if (parse_u32(buf, 65535, &g->tpg_id) || g->tpg_id == 0)
+			return usage_err("bad target port group id in '%s' (1..65535)", argv[i]);
+		if (ctl_alua_state_parse(eq + 1, &state))
+			return usage_err("bad state in '%s' (ao, ano, standby, unavailable, offline, "
+					 "transitioning)", argv[i]);
+		g->state = (Isergw__Ctl__AluaState)state;
+		if (comma) {
+			if (strcmp(comma + 1, "pref"))
+				return usage_err("'%s': only ',pref' may follow the state", argv[i]);
+			g->pref = true;
+		}
+		gp[sa.n_groups++] = g;
+	}
+	sa.groups = gp;
+	if (epoch == 0) {
+		rc = get_status(x, &rep);
+		if (rc)
+			return rc;
+		epoch = rep->status_info->epoch + 1;
+		ctl_reply_free(rep);
+	}
+	sa.epoch = epoch;
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
+	req.set_alua_states = &sa;
+	rc = call(x, &req, &rep, (int)sa.transition_ms);
+	if (rc)
+		return rc;
+	rc = rep->alua ? print_alua(x, rep->alua) : EXIT_CONNECT;
+	ctl_reply_free(rep);
+	return rc;
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static json_object *iostats_json(const Isergw__Ctl__IoStats *s)
+{
+	json_object *o = json_object_new_object(), *lr = json_object_new_array(),
+		    *lw = json_object_new_array();
+
+	jset_u64(o, "cmds_read", s->cmds_read);
+	jset_u64(o, "cmds_write", s->cmds_write);
+	jset_u64(o, "cmds_other", s->cmds_other);
+	jset_u64(o, "bytes_read", s->bytes_read);
+	jset_u64(o, "bytes_written", s->bytes_written);
+	jset_u64(o, "check_condition", s->check_condition);
+	jset_u64(o, "busy", s->busy);
+	jset_u64(o, "reservation_conflict", s->reservation_conflict);
+	jset_u64(o, "aborted", s->aborted);
+	for (size_t i = 0; i < s->n_lat_read_us; i++)
+		json_object_array_add(lr, json_object_new_uint64(s->lat_read_us[i]));
+	for (size_t i = 0; i < s->n_lat_write_us; i++)
+		json_object_array_add(lw, json_object_new_uint64(s->lat_write_us[i]));
+	json_object_object_add(o, "lat_read_us_log2", lr);
+	json_object_object_add(o, "lat_write_us_log2", lw);
+	return o;
+}
+
+static int cmd_sessions(struct ctx *x, int argc, char **argv)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
+	const Isergw__Ctl__SessionList *sl;
+	CtlReply *rep;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			x->json = true;
+		else
+			return usage_err("sessions: unexpected '%s'", argv[i]);
+	}
+	req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
+	req.list_sessions = &ls;
+	rc = call(x, &req, &rep, 0);
+	if (rc)
+		return rc;
+	sl = rep->sessions;
+	if (!sl) {
+		ctl_reply_free(rep);
+		return EXIT_CONNECT;
+	}
+	if (x->json) {
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; i < sl->n_sessions; i++) {
+			const Isergw__Ctl__Session *s = sl->sessions[i];
+			json_object *o = json_object_new_object(), *ca = json_object_new_array();
+
+			jset_str(o, "target", s->target);
+			jset_str(o, "initiator", s->initiator);
+			jset_str(o, "isid", s->isid);
+			jset_u64(o, "tsih", s->tsih);
+			jset_str(o, "portal", s->portal);
+			jset_str(o, "transport", s->transport);
+			jset_str(o, "type", s->type);
+			for (size_t k = 0; k < s->n_connections; k++) {
+				const Isergw__Ctl__Connection *c = s->connections[k];
+				json_object *co = json_object_new_object();
+
+				jset_u64(co, "cid", c->cid);
+				jset_str(co, "peer", c->peer);
+				jset_str(co, "local", c->local);
+				jset_str(co, "state", c->state);
+				jset_u64(co, "login_time", c->login_time);
+				json_object_array_add(ca, co);
+			}
+			json_object_object_add(o, "connections", ca);
+			if (s->stats)
+				json_object_object_add(o, "stats", iostats_json(s->stats));
+			json_object_array_add(arr, o);
+		}
+		print_json(arr);
+	} else {
+		printf("%-5s %-9s %-12s %-36s %-5s %-21s %-21s %-12s %-19s %9s %9s %9s\n", "TSIH",
+		       "TRANSPORT", "ISID", "INITIATOR", "CID", "PEER", "PORTAL", "STATE", "LOGIN",
+		       "READS", "WRITES", "OTHER");
+		for (size_t i = 0; i < sl->n_sessions; i++) {
+			const Isergw__Ctl__Session *s = sl->sessions[i];
+
+			for (size_t k = 0; k < s->n_connections; k++) {
+				const Isergw__Ctl__Connection *c = s->connections[k];
+				char when[32] = "-";
+				time_t t = (time_t)c->login_time;
+				struct tm tm;
+
+				if (c->login_time && localtime_r(&t, &tm))
+					strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+				printf("%-5u %-9s %-12s %-36s %-5u %-21s %-21s %-12s %-19s %9llu %9llu "
+				       "%9llu\n", s->tsih, s->transport, s->isid, s->initiator, c->cid,
+				       c->peer, c->local, c->state, when,
+				       (unsigned long long)(s->stats ? s->stats->cmds_read : 0),
+				       (unsigned long long)(s->stats ? s->stats->cmds_write : 0),
+				       (unsigned long long)(s->stats ? s->stats->cmds_other : 0));
+			}
+			printf("      %s %s\n", s->type, s->target[0] ? s->target : "(discovery)");
+		}
+		printf("%zu session(s)\n", sl->n_sessions);
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* ------------------------------------------------------------ counters */
+
+/* Upper bound (us) of the bucket holding the q-quantile, 0 without samples. */
+static uint64_t lat_quantile(const uint64_t *b, size_t n, double q)
+{
+	uint64_t total = 0, acc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += b[i];
+	if (!total)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		acc += b[i];
+		if ((double)acc >= q * (double)total)
+			return 1ull << (i + 1);
+	}
+	return 1ull << n;
+}
+
+static void print_stats_row(const char *key, const Isergw__Ctl__IoStats *s)
+{
+	printf("%-44s %10llu %10llu %8llu %14llu %14llu %6llu %5llu %5llu %6llu %8llu %8llu\n", key,
+	       (unsigned long long)s->cmds_read, (unsigned long long)s->cmds_write,
+	       (unsigned long long)s->cmds_other, (unsigned long long)s->bytes_read,
+	       (unsigned long long)s->bytes_written, (unsigned long long)s->check_condition,
+	       (unsigned long long)s->busy, (unsigned long long)s->reservation_conflict,
+	       (unsigned long long)s->aborted,
+	       (unsigned long long)lat_quantile(s->lat_read_us, s->n_lat_read_us, 0.99),
+	       (unsigned long long)lat_quantile(s->lat_write_us, s->n_lat_write_us, 0.99));
+}
+
+static void print_stats_head(const char *key)
+{
+	printf("%-44s %10s %10s %8s %14s %14s %6s %5s %5s %6s %8s %8s\n", key, "READS", "WRITES",
+	       "OTHER", "BYTES_READ", "BYTES_WRITTEN", "CHECK", "BUSY", "RESV", "ABORT", "RD_P99<",
+	       "WR_P99<");
+}
+
+static int cmd_counters(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "lun", required_argument, NULL, 'l' },
+		{ "ports", no_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__GetCounters gc = ISERGW__CTL__GET_COUNTERS__INIT;
+	const Isergw__Ctl__Counters *co;
+	const char *f_target = NULL;
+	uint32_t f_lun = 0;
+	bool ports = false;
+	char tbuf[256];
+	CtlReply *rep;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'l': {
+			char *slash;
+
+			snprintf(tbuf, sizeof(tbuf), "%s", optarg);
+			slash = strrchr(tbuf, '/');
+			if (!slash || slash == tbuf || parse_u32(slash + 1, UINT32_MAX, &f_lun))
+				return usage_err("--lun wants TARGET/LUN, not '%s'", optarg);
+			*slash = '\0';
+			f_target = tbuf;
+			break;
+		}
+		case 'p':
+			ports = true;
+			break;
+		case 'j':
+			x->json = true;
+			break;
+		default:
+			return usage_err("%s", "counters: bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_err("counters: unexpected '%s'", argv[optind]);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_COUNTERS;
+	req.get_counters = &gc;
+	rc = call(x, &req, &rep, 0);
+	if (rc)
+		return rc;
+	co = rep->counters;
+	if (!co) {
+		ctl_reply_free(rep);
+		return EXIT_CONNECT;
+	}
+	if (x->json) {
+		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+		if (ports) {
+			for (size_t i = 0; i < co->n_ports; i++) {
+				json_object *p = json_object_new_object();
+
+				jset_u64(p, "rel_port_id", co->ports[i]->rel_port_id);
+				jset_u64(p, "tpg_id", co->ports[i]->tpg_id);
+				json_object_object_add(p, "stats", iostats_json(co->ports[i]->stats));
+				json_object_array_add(arr, p);
+			}
+			json_object_object_add(o, "ports", arr);
+		} else {
+			for (size_t i = 0; i < co->n_luns; i++) {
+				const Isergw__Ctl__LunCounters *l = co->luns[i];
+				json_object *p;
+
+				if (f_target && (strcmp(l->target, f_target) || l->lun != f_lun))
+					continue;
+				p = json_object_new_object();
+				jset_str(p, "target", l->target);
+				jset_u64(p, "lun", l->lun);
+				json_object_object_add(p, "stats", iostats_json(l->stats));
+				json_object_array_add(arr, p);
+			}
+			json_object_object_add(o, "luns", arr);
+		}
+		print_json(o);
+	} else if (ports) {
+		print_stats_head("PORT (REL_PORT_ID/TPG)");
+		for (size_t i = 0; i < co->n_ports; i++) {
+			char key[32];
+
+			snprintf(key, sizeof(key), "%u/%u", co->ports[i]->rel_port_id,
+				 co->ports[i]->tpg_id);
+			print_stats_row(key, co->ports[i]->stats);
+		}
+	} else {
+		print_stats_head("TARGET/LUN");
+		for (size_t i = 0; i < co->n_luns; i++) {
+			const Isergw__Ctl__LunCounters *l = co->luns[i];
+			char key[256];
+
+			if (f_target && (strcmp(l->target, f_target) || l->lun != f_lun))
+				continue;
+			snprintf(key, sizeof(key), "%s/%u", l->target, l->lun);
+			print_stats_row(key, l->stats);
+		}
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* ------------------------------------------------------------ logout */
+
+static int cmd_logout(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tsih", required_argument, NULL, 't' },
+		{ "initiator", required_argument, NULL, 'i' },
+		{ "now", no_argument, NULL, 'n' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;
+	CtlReply *rep;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			if (lo.who_case || parse_u32(optarg, 65535, &lo.tsih) || lo.tsih == 0)
+				return usage_err("%s", "logout: one --tsih N (1..65535) or --initiator");
+			lo.who_case = ISERGW__CTL__LOGOUT__WHO_TSIH;
+			break;
+		case 'i':
+			if (lo.who_case)
+				return usage_err("%s", "logout: one --tsih N or --initiator IQN");
+			lo.initiator = optarg;
+			lo.who_case = ISERGW__CTL__LOGOUT__WHO_INITIATOR;
+			break;
+		case 'n':
+			lo.immediate = true;
+			break;
+		case 'g':
+			if (parse_u32(optarg, CTL_LOGOUT_GRACE_MAX_S, &lo.grace_s) || lo.grace_s == 0)
+				return usage_err("--grace wants 1..3600 seconds, not '%s'", optarg);
+			break;
+		case 'j':
+			x->json = true;
+			break;
+		default:
+			return usage_err("%s", "logout: bad option");
+		}
+	}
+	if (!lo.who_case)
+		return usage_err("%s", "logout needs --tsih N or --initiator IQN");
+	if (optind != argc)
+		return usage_err("logout: unexpected '%s'", argv[optind]);
+	req.op_case = ISERGW__CTL__REQUEST__OP_LOGOUT;
+	req.logout = &lo;
+	rc = call(x, &req, &rep, 0);
+	if (rc)
+		return rc;
+	if (x->json) {
+		json_object *o = json_object_new_object();
+
+		jset_u64(o, "sessions", rep->logout ? rep->logout->sessions : 0);
+		json_object_object_add(o, "immediate", json_object_new_boolean(lo.immediate));
+		print_json(o);
+	} else {
+		printf("%u session(s) %s\n", rep->logout ? rep->logout->sessions : 0,
+		       lo.immediate ? "dropped" : "asked to log out");
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctx x = { .socket = DEFAULT_SOCKET, .timeout_ms = 30000, .fd = -1 };
+	const char *cmd;
+	uint32_t tmo;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			x.socket = optarg;
+			break;
+		case 'j':
+			x.json = true;
+			break;
+		case 't':
+			if (parse_u32(optarg, 86400, &tmo) || tmo == 0)
+				return usage_err("--timeout wants 1..86400 seconds, not '%s'", optarg);
+			x.timeout_ms = (int)tmo * 1000;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	if (strcmp(cmd, "status") == 0)
+		rc = cmd_status(&x, argc, argv);
+	else if (strcmp(cmd, "apply") == 0)
+		rc = cmd_apply(&x, argc, argv);
+	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "set") == 0)
+		rc = cmd_alua_set(&x, argc - 1, argv + 1);
+	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "show") == 0)
+		rc = cmd_alua_show(&x, argc - 1, argv + 1);
+	else if (strcmp(cmd, "alua") == 0)
+		rc = usage_err("%s", "alua needs 'set' or 'show'");
+	else if (strcmp(cmd, "sessions") == 0)
+		rc = cmd_sessions(&x, argc, argv);
+	else if (strcmp(cmd, "counters") == 0)
+		rc = cmd_counters(&x, argc, argv);
+	else if (strcmp(cmd, "logout") == 0)
+		rc = cmd_logout(&x, argc, argv);
+	else if (strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		rc = 0;
+	} else
+		rc = usage_err("unknown command '%s'", cmd);
+	if (x.fd >= 0)
+		close(x.fd);
+	return rc;
+}

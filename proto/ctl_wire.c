@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The control socket's frames and request checks (proto/ctl_wire.h). */
+#include "ctl_wire.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ frames */
+
+void ctl_frame_rx_init(struct ctl_frame_rx *rx)
+{
+	memset(rx, 0, sizeof(*rx));
+}
+
+void ctl_frame_rx_reset(struct ctl_frame_rx *rx)
+{
+	free(rx->body);
+	ctl_frame_rx_init(rx);
+}
+
+static int rx_fill(int fd, uint8_t *dst, uint32_t want, uint32_t *have)
+{
+	while (*have < want) {
+		ssize_t n = read(fd, dst + *have, want - *have);
+
+		if (n > 0) {
+			*have += (uint32_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ENOTCONN;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+	return 1;
+}
+
+int ctl_frame_rx_read(struct ctl_frame_rx *rx, int fd, uint32_t max)
+{
+	int rc;
+
+	if (rx->hdr_have < CTL_FRAME_HDR) {
+		bool started = rx->hdr_have > 0;
+
+		rc = rx_fill(fd, rx->hdr, CTL_FRAME_HDR, &rx->hdr_have);
+		if (rc == -ENOTCONN && (started || rx->hdr_have))
+			return -EPIPE;
+		if (rc <= 0)
+			return rc;
+		rx->len = (uint32_t)rx->hdr[0] << 24 | (uint32_t)rx->hdr[1] << 16 |
+			  (uint32_t)rx->hdr[2] << 8 | rx->hdr[3];
+		if (rx->len > max)
+			return -EMSGSIZE;
+		rx->have = 0;
+		rx->body = malloc(rx->len ? rx->len : 1);
+		if (!rx->body)
+			return -ENOMEM;
+	}
+	if (rx->len > max)
+		return -EMSGSIZE;
+	rc = rx_fill(fd, rx->body, rx->len, &rx->have);
+	if (rc == -ENOTCONN)
+		return -EPIPE;
+	return rc;
+}
+
+int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf;
+
+	if (n > CTL_FRAME_MAX)
+		return -EMSGSIZE;
+	buf = malloc(CTL_FRAME_HDR + n);
+	if (!buf)
+		return -ENOMEM;
+	buf[0] = (uint8_t)(n >> 24);
+	buf[1] = (uint8_t)(n >> 16);
+	buf[2] = (uint8_t)(n >> 8);
+	buf[3] = (uint8_t)n;
+	protobuf_c_message_pack(m, buf + CTL_FRAME_HDR);
+	*out = buf;
+	*len = CTL_FRAME_HDR + n;
+	return 0;
+}
+
+/* ------------------------------------------------------------ checks */
+
+int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *base = (const char *)m;
+		const void *member = base + f->offset;
+		size_t n = 1;
+		int rc;
+
+		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+			if (*(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+				continue;
+		}
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+			member = *(void *const *)member;
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (f->type == PROTOBUF_C_TYPE_ENUM) {
+				int v = ((const int *)member)[k];
+
+				if (!protobuf_c_enum_descriptor_get_value(f->descriptor, v))
+					return set_err(err, errlen, -EINVAL,
+						       "%s.%s: %d is not a valid %s", d->short_name,
+						       f->name, v,
+						       ((const ProtobufCEnumDescriptor *)f->descriptor)->short_name);
+			} else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+				const ProtobufCMessage *sub;
+
+				if (f->label == PROTOBUF_C_LABEL_REPEATED)
+					sub = ((const ProtobufCMessage *const *)member)[k];
+				else
+					sub = *(const ProtobufCMessage *const *)member;
+				if (sub && (rc = ctl_check_enums(sub, err, errlen)))
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+static int check_set_alua(const Isergw__Ctl__SetAluaStates *s, char *err, size_t errlen)
+{
+	if (s->epoch == 0)
+		return set_err(err, errlen, -EINVAL, "set_alua_states: epoch must be >= 1");
+	if (strlen(s->device_group) > CTL_DG_NAME_MAX)
+		return set_err(err, errlen, -EINVAL, "set_alua_states: device_group longer than %u bytes",
+			       CTL_DG_NAME_MAX);
+	if (s->n_groups == 0)
+		return set_err(err, errlen, -EINVAL, "set_alua_states: no groups");
+	if (s->n_groups > CTL_ALUA_MAX_GROUPS)
+		return set_err(err, errlen, -EINVAL, "set_alua_states: %zu groups (at most %u)",
+			       s->n_groups, CTL_ALUA_MAX_GROUPS);
+	if (s->transition_ms > CTL_TRANSITION_MAX_MS)
+		return set_err(err, errlen, -EINVAL, "set_alua_states: transition_ms %u above %u",
+			       s->transition_ms, CTL_TRANSITION_MAX_MS);
+	for (size_t i = 0; i < s->n_groups; i++) {
+		const Isergw__Ctl__AluaGroupState *g = s->groups[i];
+
+		if (g->tpg_id == 0 || g->tpg_id > 65535)
+			return set_err(err, errlen, -EINVAL,
+				       "set_alua_states: groups[%zu].tpg_id %u not in 1..65535", i,
+				       g->tpg_id);
+		for (size_t k = 0; k < i; k++)
+			if (s->groups[k]->tpg_id == g->tpg_id)
+				return set_err(err, errlen, -EINVAL,
+					       "set_alua_states: group %u listed twice", g->tpg_id);
+	}
+	return 0;
+}
+
+static int check_request(const CtlRequest *r, char *err, size_t errlen)
+{
+	switch (r->op_case) {
+	case ISERGW__CTL__REQUEST__OP_GET_STATUS:
+	case ISERGW__CTL__REQUEST__OP_LIST_SESSIONS:
+	case ISERGW__CTL__REQUEST__OP_GET_COUNTERS:
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_APPLY_CONFIG:
+		if (r->apply_config->epoch == 0)
+			return set_err(err, errlen, -EINVAL, "apply_config: epoch must be >= 1");
+		if (!r->apply_config->config_json[0])
+			return set_err(err, errlen, -EINVAL, "apply_config: empty configuration");
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES:
+		return check_set_alua(r->set_alua_states, err, errlen);
+	case ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES:
+		if (strlen(r->get_alua_states->device_group) > CTL_DG_NAME_MAX)
+			return set_err(err, errlen, -EINVAL,
+				       "get_alua_states: device_group longer than %u bytes",
+				       CTL_DG_NAME_MAX);
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_LOGOUT: {
+		const Isergw__Ctl__Logout *l = r->logout;
+
+		switch (l->who_case) {
+		case ISERGW__CTL__LOGOUT__WHO_TSIH:
+			if (l->tsih == 0 || l->tsih > 65535)
+				return set_err(err, errlen, -EINVAL, "logout: tsih %u not in 1..65535",
+					       l->tsih);
+			break;
+		case ISERGW__CTL__LOGOUT__WHO_INITIATOR:
+			if (!l->initiator[0] || strlen(l->initiator) > CTL_INITIATOR_MAX)
+				return set_err(err, errlen, -EINVAL,
+					       "logout: initiator name must be 1..%u bytes",
+					       CTL_INITIATOR_MAX);
+			break;
+		default:
+			return set_err(err, errlen, -EINVAL, "logout: neither tsih nor initiator given");
+		}
+		if (l->grace_s > CTL_LOGOUT_GRACE_MAX_S)
+			return set_err(err, errlen, -EINVAL, "logout: grace_s %u above %u", l->grace_s,
+				       CTL_LOGOUT_GRACE_MAX_S);
+		return 0;
+	}
+	default:
+		break;
+	}
+	if (r->base.n_unknown_fields)
+		return set_err(err, errlen, -EOPNOTSUPP, "unknown operation (field %u)",
+			       r->base.unknown_fields[0].tag);
+	return set_err(err, errlen, -EOPNOTSUPP, "no operation in the request");
+}
+
+int ctl_request_decode(const uint8_t *buf, size_t len, CtlRequest **out, char *err,
+		       size_t errlen)
+{
+	CtlRequest *r;
+	int rc;
+
+	r = isergw__ctl__request__unpack(NULL, len, buf);
+	if (!r)
+		return set_err(err, errlen, -EBADMSG,
+			       "malformed request: %zu bytes that do not decode as a Request", len);
+	rc = ctl_check_enums(&r->base, err, errlen);
+	if (!rc)
+		rc = check_request(r, err, errlen);
+	if (rc) {
+		isergw__ctl__request__free_unpacked(r, NULL);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void ctl_request_free(CtlRequest *r)
+{
+	if (r)
+		isergw__ctl__request__free_unpacked(r, NULL);
+}
+
+CtlReply *ctl_reply_unpack(const uint8_t *buf, size_t len)
+{
+	return isergw__ctl__reply__unpack(NULL, len, buf);
+}
+
+void ctl_reply_free(CtlReply *r)
+{
+	if (r)
+		isergw__ctl__reply__free_unpacked(r, NULL);
+}
+
+const char *ctl_op_name(const CtlRequest *r)
+{
+	const ProtobufCFieldDescriptor *f;
+
+	f = protobuf_c_message_descriptor_get_field(&isergw__ctl__request__descriptor,
+						    (unsigned int)r->op_case);
+	return f ? f->name : "unknown";
+}
+
+static const struct {
+	const char *name;
+	int state;
+} alua_names[] = {
+	{ "ao", ISERGW__CTL__ALUA_STATE__ALUA_AO },
+	{ "ano", ISERGW__CTL__ALUA_STATE__ALUA_ANO },
+	{ "standby", ISERGW__CTL__ALUA_STATE__ALUA_STANDBY },
+	{ "unavailable", ISERGW__CTL__ALUA_STATE__ALUA_UNAVAILABLE },
+	{ "offline", ISERGW__CTL__ALUA_STATE__ALUA_OFFLINE },
+	{ "transitioning", ISERGW__CTL__ALUA_STATE__ALUA_TRANSITIONING },
+};
+
+const char *ctl_alua_state_name(int state)
+{
+	for (size_t i = 0; i < sizeof(alua_names) / sizeof(alua_names[0]); i++)
+		if (alua_names[i].state == state)
+			return alua_names[i].name;
+	return "?";
+}
+
+int ctl_alua_state_parse(const char *s, int *state)
+{
+	for (size_t i = 0; i < sizeof(alua_names) / sizeof(alua_names[0]); i++)
+		if (strcasecmp(alua_names[i].name, s) == 0) {
+			*state = alua_names[i].state;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------ client side */
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ctl_send_request(int fd, const CtlRequest *req)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	rc = ctl_frame_pack(&req->base, &buf, &len);
+	if (rc)
+		return rc;
+	rc = write_all(fd, buf, len);
+	free(buf);
+	return rc;
+}
+
+int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms)
+{
+	struct ctl_frame_rx rx;
+	int rc;
+
+	ctl_frame_rx_init(&rx);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		rc = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0) {
+			rc = -errno;
+			break;
+		}
+		if (rc == 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX);
+		if (rc == 0)
+			continue;
+		if (rc < 0)
+			break;
+		*out = ctl_reply_unpack(rx.body, rx.len);
+		rc = *out ? 0 : -EBADMSG;
+		break;
+	}
+	ctl_frame_rx_reset(&rx);
+	return rc;
+}

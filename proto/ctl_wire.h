@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control socket's wire layer, shared by isergwd (gateway/ctl/) and its
+ * clients (isergwctl): length-prefixed frames (4-byte big-endian length, then
+ * that many bytes of protobuf), request decoding with the structural checks
+ * every operation needs, and blocking helpers for clients. No sockets are
+ * opened here; see docs/control.md for the protocol.
+ */
+#ifndef ISERGW_CTL_WIRE_H
+#define ISERGW_CTL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isergw_ctl.pb-c.h"
+
+#define CTL_FRAME_HDR        4u
+#define CTL_FRAME_MAX        (1u << 20)     /* largest frame body, either direction */
+#define CTL_ALUA_MAX_GROUPS  64u
+#define CTL_TRANSITION_MAX_MS 600000u       /* 10 minutes */
+#define CTL_DG_NAME_MAX      63u
+#define CTL_INITIATOR_MAX    223u
+#define CTL_LOGOUT_GRACE_DEFAULT_S 10u
+#define CTL_LOGOUT_GRACE_MAX_S     3600u
+
+typedef Isergw__Ctl__Request CtlRequest;
+
+/* protobuf-c declares string fields `char *` though packing only reads them. */
+static inline char *ctl_str(const char *s)
+{
+	return (char *)(uintptr_t)s;
+}
+
+typedef Isergw__Ctl__Reply CtlReply;
+
+/* Incremental reader of one frame from a (non-blocking) stream socket. */
+struct ctl_frame_rx {
+	uint8_t hdr[CTL_FRAME_HDR];
+	uint32_t hdr_have;
+	uint32_t len;           /* body length, once the header is complete */
+	uint32_t have;          /* body bytes read */
+	uint8_t *body;
+};
+
+void ctl_frame_rx_init(struct ctl_frame_rx *rx);
+/* Forget a partial or complete frame (frees the body). */
+void ctl_frame_rx_reset(struct ctl_frame_rx *rx);
+/*
+ * Read what is available. Returns 1 when a whole frame is in rx->body and
+ * rx->len (it stays there until ctl_frame_rx_reset), 0 when more bytes are
+ * needed (EAGAIN), -ENOTCONN when the peer closed between frames, -EPIPE when
+ * it closed in the middle of one, -EMSGSIZE when the header announces more
+ * than max bytes (nothing of the body is read or allocated), or -errno.
+ */
+int ctl_frame_rx_read(struct ctl_frame_rx *rx, int fd, uint32_t max);
+
+/* hdr + packed message in one malloc'd buffer; -EMSGSIZE above CTL_FRAME_MAX. */
+int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len);
+
+/*
+ * Unpack and check a Request: a known operation, enum values that exist,
+ * numbers and strings in range, no duplicate groups. On error returns a
+ * negative errno (-EBADMSG: not a Request, -EOPNOTSUPP: unknown operation,
+ * -EINVAL: a bad field) and writes the reason into err.
+ */
+int ctl_request_decode(const uint8_t *buf, size_t len, CtlRequest **out, char *err,
+		       size_t errlen);
+void ctl_request_free(CtlRequest *r);
+/* Every enum field of m (recursively) holds a value its enum defines. */
+int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen);
+
+CtlReply *ctl_reply_unpack(const uint8_t *buf, size_t len);
+void ctl_reply_free(CtlReply *r);
+
+/* Name of an operation ("get_status"), for log lines. */
+const char *ctl_op_name(const CtlRequest *r);
+/* "ao", "ano", "standby", "unavailable", "offline", "transitioning" ("?" otherwise). */
+const char *ctl_alua_state_name(int state);
+int ctl_alua_state_parse(const char *s, int *state);
+
+/* Blocking client helpers: send a request, read one reply (timeout_ms <= 0: wait). */
+int ctl_send_request(int fd, const CtlRequest *req);
+int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms);
+
+#endif

@@ -1,0 +1,170 @@
+// LINK: gw_core
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The data path's I/O counters (core/counters.c): classification of
+ * opcodes, status and byte accounting, the log2 latency buckets, one table
+ * per thread (a second thread's completions are not in the first one's
+ * snapshot), entries keyed by (target, LUN) and (port, group).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/counters.h"
+#include "scsi/scsi.h"
+
+static const int target_a, target_b;    /* stand-ins for struct gw_target */
+
+static struct gw_io_done done(const void *t, uint32_t lun, uint16_t rel, uint8_t op,
+			      uint8_t status, uint64_t age_us)
+{
+	struct gw_io_done d = {
+		.target = t, .lun = lun, .rel_port_id = rel, .tpg_id = 1, .opcode = op,
+		.status = status, .bytes_read = op == 0x28 ? 4096 : 0,
+		.bytes_written = op == 0x2a ? 8192 : 0,
+		.start_us = gw_counters_now_us() - age_us,
+	};
+
+	return d;
+}
+
+static const struct gw_ctr_sample *find(const struct gw_ctr_sample *s, size_t n,
+					enum gw_ctr_kind k, const void *t, uint32_t lun,
+					uint16_t rel)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].kind == k && (k == GW_CTR_LUN ? s[i].target == t && s[i].lun == lun
+						       : s[i].rel_port_id == rel))
+			return &s[i];
+	return NULL;
+}
+
+static uint64_t bucket_sum(const uint64_t *b, unsigned int from, unsigned int to)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = from; i < to; i++)
+		n += b[i];
+	return n;
+}
+
+static void classify(void **state)
+{
+	(void)state;
+	assert_int_equal(gw_io_classify(0x28), GW_IO_READ);
+	assert_int_equal(gw_io_classify(0x88), GW_IO_READ);
+	assert_int_equal(gw_io_classify(0x2a), GW_IO_WRITE);
+	assert_int_equal(gw_io_classify(0x89), GW_IO_WRITE);
+	assert_int_equal(gw_io_classify(0x00), GW_IO_OTHER);
+	assert_int_equal(gw_io_classify(0x12), GW_IO_OTHER);
+}
+
+static void *other_thread(void *arg)
+{
+	struct gw_io_done d = done(&target_b, 0, 9, 0x28, SCSI_STATUS_GOOD, 0);
+	struct gw_ctr_sample *s;
+	size_t n;
+
+	for (int i = 0; i < 5; i++)
+		gw_counters_done(NULL, &d);
+	assert_int_equal(gw_counters_snapshot(&s, &n), 0);
+	*(size_t *)arg = n;
+	free(s);
+	return NULL;
+}
+
+static void accounting(void **state)
+{
+	struct gw_io_counters sess;
+	struct gw_ctr_sample *s;
+	const struct gw_ctr_sample *l0, *l1, *p1, *p2;
+	struct gw_io_done d;
+	pthread_t th;
+	size_t n, other_n = 0;
+
+	(void)state;
+	memset(&sess, 0, sizeof(sess));
+	for (int i = 0; i < 3; i++) {
+		d = done(&target_a, 0, 1, 0x28, SCSI_STATUS_GOOD, 5);   /* bucket 2: [4, 8) */
+		gw_counters_done(&sess, &d);
+	}
+	d = done(&target_a, 0, 1, 0x2a, SCSI_STATUS_GOOD, 1000);       /* bucket 9 */
+	gw_counters_done(&sess, &d);
+	d = done(&target_a, 1, 2, 0x2a, SCSI_STATUS_CHECK_CONDITION, 0);
+	gw_counters_done(&sess, &d);
+	d = done(&target_a, 1, 2, 0x12, SCSI_STATUS_RESERVATION_CONFLICT, 0);
+	gw_counters_done(&sess, &d);
+	d = done(&target_a, 1, 2, 0x28, SCSI_STATUS_GOOD, 0);
+	d.aborted = true;
+	gw_counters_done(&sess, &d);
+	d = done(NULL, 5, 2, 0x00, SCSI_STATUS_BUSY, 0);               /* no such LUN: port only */
+	gw_counters_done(&sess, &d);
+
+	assert_int_equal(pthread_create(&th, NULL, other_thread, &other_n), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(other_n, 2);           /* its own LUN and port entries */
+
+	assert_int_equal(gw_counters_snapshot(&s, &n), 0);
+	assert_int_equal(n, 4);                 /* LUN 0, LUN 1, port 1, port 2 */
+	l0 = find(s, n, GW_CTR_LUN, &target_a, 0, 0);
+	l1 = find(s, n, GW_CTR_LUN, &target_a, 1, 0);
+	p1 = find(s, n, GW_CTR_PORT, NULL, 0, 1);
+	p2 = find(s, n, GW_CTR_PORT, NULL, 0, 2);
+	assert_non_null(l0);
+	assert_non_null(l1);
+	assert_non_null(p1);
+	assert_non_null(p2);
+	assert_null(find(s, n, GW_CTR_LUN, &target_b, 0, 0));
+	assert_int_equal(l0->c.cmds[GW_IO_READ], 3);
+	assert_int_equal(l0->c.cmds[GW_IO_WRITE], 1);
+	assert_int_equal(l0->c.bytes_read, 3 * 4096);
+	assert_int_equal(l0->c.bytes_written, 8192);
+	/* a command is never faster than its age at completion: lower buckets stay empty */
+	assert_int_equal(bucket_sum(l0->c.lat_read, 0, 2), 0);
+	assert_int_equal(bucket_sum(l0->c.lat_read, 2, GW_LAT_BUCKETS), 3);
+	assert_int_equal(bucket_sum(l0->c.lat_write, 0, 9), 0);
+	assert_int_equal(bucket_sum(l0->c.lat_write, 9, GW_LAT_BUCKETS), 1);
+	assert_memory_equal(&p1->c, &l0->c, sizeof(l0->c));
+	assert_int_equal(l1->c.check_condition, 1);
+	assert_int_equal(l1->c.reservation_conflict, 1);
+	assert_int_equal(l1->c.aborted, 1);
+	assert_int_equal(l1->c.bytes_read, 0);  /* the aborted READ moved nothing */
+	assert_int_equal(l1->c.cmds[GW_IO_READ], 1);
+	assert_int_equal(p2->c.busy, 1);
+	assert_int_equal(p2->c.cmds[GW_IO_OTHER], 2);
+	assert_int_equal(sess.cmds[GW_IO_READ] + sess.cmds[GW_IO_WRITE] + sess.cmds[GW_IO_OTHER], 8);
+	free(s);
+}
+
+static void add(void **state)
+{
+	struct gw_io_counters a, b;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.cmds[GW_IO_READ] = 1;
+	b.cmds[GW_IO_READ] = 2;
+	b.lat_write[GW_LAT_BUCKETS - 1] = 7;
+	gw_counters_add(&a, &b);
+	assert_int_equal(a.cmds[GW_IO_READ], 3);
+	assert_int_equal(a.lat_write[GW_LAT_BUCKETS - 1], 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(classify),
+		cmocka_unit_test(accounting),
+		cmocka_unit_test(add),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

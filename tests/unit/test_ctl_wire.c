@@ -1,0 +1,380 @@
+// LINK: isergw_proto
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control socket's wire layer (proto/ctl_wire.c): frames read from a
+ * socketpair byte by byte, in one go, truncated (header and body), oversized
+ * (no body read), empty; request decoding of garbage, an unknown operation,
+ * an empty request, bad enum values at any depth, and the range checks of
+ * every operation; the ALUA state names.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ctl_wire.h"
+
+struct pair {
+	int rd, wr;
+};
+
+static int setup(void **state)
+{
+	struct pair *p = malloc(sizeof(*p));
+	int sv[2];
+
+	assert_non_null(p);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	p->rd = sv[0];
+	p->wr = sv[1];
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+
+	close(p->rd);
+	if (p->wr >= 0)
+		close(p->wr);
+	free(p);
+	return 0;
+}
+
+static void put(struct pair *p, const void *b, size_t n)
+{
+	assert_int_equal(write(p->wr, b, n), (ssize_t)n);
+}
+
+static void close_wr(struct pair *p)
+{
+	close(p->wr);
+	p->wr = -1;
+}
+
+static void frame_whole(void **state)
+{
+	struct pair *p = *state;
+	const uint8_t f[] = { 0, 0, 0, 3, 'a', 'b', 'c' };
+	struct ctl_frame_rx rx;
+
+	ctl_frame_rx_init(&rx);
+	put(p, f, sizeof(f));
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 1);
+	assert_int_equal(rx.len, 3);
+	assert_memory_equal(rx.body, "abc", 3);
+	ctl_frame_rx_reset(&rx);
+	/* nothing more: would block */
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 0);
+	/* the peer closes between frames */
+	close_wr(p);
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), -ENOTCONN);
+	ctl_frame_rx_reset(&rx);
+}
+
+static void frame_bytewise(void **state)
+{
+	struct pair *p = *state;
+	const uint8_t f[] = { 0, 0, 0, 5, 1, 2, 3, 4, 5, 0, 0, 0, 0 };
+	struct ctl_frame_rx rx;
+
+	ctl_frame_rx_init(&rx);
+	for (size_t i = 0; i < 8; i++) {
+		put(p, &f[i], 1);
+		assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 0);
+	}
+	put(p, &f[8], 1);
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 1);
+	assert_int_equal(rx.len, 5);
+	assert_memory_equal(rx.body, f + 4, 5);
+	ctl_frame_rx_reset(&rx);
+	/* an empty frame is a frame */
+	put(p, f + 9, 4);
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 1);
+	assert_int_equal(rx.len, 0);
+	ctl_frame_rx_reset(&rx);
+}
+
+static void frame_truncated_body(void **state)
+{
+	struct pair *p = *state;
+	const uint8_t f[] = { 0, 0, 0, 100, 1, 2, 3 };
+	struct ctl_frame_rx rx;
+
+	ctl_frame_rx_init(&rx);
+	put(p, f, sizeof(f));
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 0);
+	close_wr(p);
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), -EPIPE);
+	assert_int_equal(rx.have, 3);
+	assert_int_equal(rx.len, 100);
+	ctl_frame_rx_reset(&rx);
+}
+
+static void frame_truncated_header(void **state)
+{
+	struct pair *p = *state;
+	const uint8_t f[] = { 0, 0 };
+	struct ctl_frame_rx rx;
+
+	ctl_frame_rx_init(&rx);
+	put(p, f, sizeof(f));
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), 0);
+	close_wr(p);
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), -EPIPE);
+	assert_int_equal(rx.hdr_have, 2);
+	ctl_frame_rx_reset(&rx);
+}
+
+static void frame_oversized(void **state)
+{
+	struct pair *p = *state;
+	const uint8_t f[] = { 0xff, 0xff, 0xff, 0xff, 9, 9, 9, 9 };
+	const uint8_t g[] = { 0, 0, 0x10, 1 };  /* max + 1 */
+	struct ctl_frame_rx rx;
+	uint8_t rest[8];
+
+	ctl_frame_rx_init(&rx);
+	put(p, f, sizeof(f));
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, CTL_FRAME_MAX), -EMSGSIZE);
+	assert_null(rx.body);                   /* nothing allocated */
+	/* the body was not read: still in the socket */
+	assert_int_equal(read(p->rd, rest, sizeof(rest)), 4);
+	ctl_frame_rx_reset(&rx);
+	put(p, g, sizeof(g));
+	assert_int_equal(ctl_frame_rx_read(&rx, p->rd, 4096), -EMSGSIZE);
+	assert_int_equal(rx.len, 0x1001);
+	ctl_frame_rx_reset(&rx);
+}
+
+static void pack_roundtrip(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT, *out = NULL;
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	char err[200];
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	assert_int_equal(ctl_frame_pack(&req.base, &buf, &len), 0);
+	assert_int_equal(len, 4 + ((uint32_t)buf[3] | (uint32_t)buf[2] << 8));
+	assert_int_equal(ctl_request_decode(buf + 4, len - 4, &out, err, sizeof(err)), 0);
+	assert_int_equal(out->op_case, ISERGW__CTL__REQUEST__OP_GET_STATUS);
+	assert_string_equal(ctl_op_name(out), "get_status");
+	ctl_request_free(out);
+	free(buf);
+}
+
+/* Decode a packed request; returns the status, the reason in err. */
+static int decode(const CtlRequest *req, char *err, size_t errlen)
+{
+	CtlRequest *out = NULL;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	assert_int_equal(ctl_frame_pack(&req->base, &buf, &len), 0);
+	err[0] = '\0';
+	rc = ctl_request_decode(buf + 4, len - 4, &out, err, errlen);
+	free(buf);
+	if (rc == 0)
+		ctl_request_free(out);
+	else
+		assert_null(out);
+	return rc;
+}
+
+static void decode_garbage(void **state)
+{
+	const uint8_t garbage[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	const uint8_t truncated_sub[] = { 0x0a, 0x05, 0x00 };   /* field 1, 5 bytes, only 1 */
+	const uint8_t wrong_wire[] = { 0x0d, 1, 2, 3, 4 };      /* field 1 as fixed32 */
+	CtlRequest *out = NULL;
+	char err[200];
+
+	(void)state;
+	assert_int_equal(ctl_request_decode(garbage, sizeof(garbage), &out, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "malformed"));
+	assert_int_equal(ctl_request_decode(truncated_sub, sizeof(truncated_sub), &out, err,
+					    sizeof(err)), -EBADMSG);
+	assert_int_equal(ctl_request_decode(wrong_wire, sizeof(wrong_wire), &out, err, sizeof(err)),
+			 -EBADMSG);
+	assert_null(out);
+}
+
+static void decode_unknown_op(void **state)
+{
+	const uint8_t unknown[] = { 0x98, 0x06, 0x01 };         /* field 99 = 1 */
+	CtlRequest *out = NULL;
+	char err[200];
+
+	(void)state;
+	assert_int_equal(ctl_request_decode(unknown, sizeof(unknown), &out, err, sizeof(err)),
+			 -EOPNOTSUPP);
+	assert_string_equal(err, "unknown operation (field 99)");
+	assert_int_equal(ctl_request_decode((const uint8_t *)"", 0, &out, err, sizeof(err)),
+			 -EOPNOTSUPP);
+	assert_string_equal(err, "no operation in the request");
+}
+
+static void decode_bad_enum(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaStates s = ISERGW__CTL__SET_ALUA_STATES__INIT;
+	Isergw__Ctl__AluaGroupState g[2] = { ISERGW__CTL__ALUA_GROUP_STATE__INIT,
+					      ISERGW__CTL__ALUA_GROUP_STATE__INIT };
+	Isergw__Ctl__AluaGroupState *gp[2] = { &g[0], &g[1] };
+	char err[200];
+
+	(void)state;
+	g[0].tpg_id = 1;
+	g[0].state = ISERGW__CTL__ALUA_STATE__ALUA_STANDBY;
+	g[1].tpg_id = 2;
+	g[1].state = ISERGW__CTL__ALUA_STATE__ALUA_OFFLINE;
+	s.epoch = 3;
+	s.groups = gp;
+	s.n_groups = 2;
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
+	req.set_alua_states = &s;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	/* the second entry of the repeated field, a value between defined ones */
+	g[1].state = (Isergw__Ctl__AluaState)4;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "AluaGroupState.state: 4 is not a valid AluaState");
+	g[1].state = (Isergw__Ctl__AluaState)-1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	g[1].state = ISERGW__CTL__ALUA_STATE__ALUA_TRANSITIONING;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+}
+
+static void decode_alua_ranges(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaStates s = ISERGW__CTL__SET_ALUA_STATES__INIT;
+	Isergw__Ctl__AluaGroupState g[CTL_ALUA_MAX_GROUPS + 1];
+	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS + 1];
+	char err[200], dg[CTL_DG_NAME_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i <= CTL_ALUA_MAX_GROUPS; i++) {
+		isergw__ctl__alua_group_state__init(&g[i]);
+		g[i].tpg_id = (uint32_t)(i + 1);
+		gp[i] = &g[i];
+	}
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
+	req.set_alua_states = &s;
+	s.groups = gp;
+	s.n_groups = 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);     /* epoch 0 */
+	assert_non_null(strstr(err, "epoch"));
+	s.epoch = 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	s.n_groups = 0;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no groups"));
+	s.n_groups = CTL_ALUA_MAX_GROUPS + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	s.n_groups = CTL_ALUA_MAX_GROUPS;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	g[5].tpg_id = 70000;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	g[5].tpg_id = 3;                                                /* = g[2] */
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_states: group 3 listed twice");
+	g[5].tpg_id = 6;
+	s.transition_ms = CTL_TRANSITION_MAX_MS + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	s.transition_ms = CTL_TRANSITION_MAX_MS;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	memset(dg, 'x', sizeof(dg) - 1);
+	dg[sizeof(dg) - 1] = '\0';
+	s.device_group = dg;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+}
+
+static void decode_other_ops(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
+	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;
+	char err[200], name[CTL_INITIATOR_MAX + 2];
+
+	(void)state;
+	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	ac.config_json = ctl_str("{}");
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);     /* epoch 0 */
+	ac.epoch = 9;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	ac.config_json = ctl_str("");
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "empty configuration"));
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_LOGOUT;
+	req.logout = &lo;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);     /* nobody */
+	lo.who_case = ISERGW__CTL__LOGOUT__WHO_TSIH;
+	lo.tsih = 0;
+	/* proto3: a zero member of a oneof is still sent, and refused */
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	lo.tsih = 7;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	lo.grace_s = CTL_LOGOUT_GRACE_MAX_S + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	lo.grace_s = 0;
+	lo.who_case = ISERGW__CTL__LOGOUT__WHO_INITIATOR;
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	lo.initiator = name;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	lo.initiator = ctl_str("iqn.2026-11.org.example:host");
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+}
+
+static void alua_names(void **state)
+{
+	int s;
+
+	(void)state;
+	assert_int_equal(ctl_alua_state_parse("standby", &s), 0);
+	assert_int_equal(s, 2);
+	assert_int_equal(ctl_alua_state_parse("AO", &s), 0);
+	assert_int_equal(s, 0);
+	assert_int_equal(ctl_alua_state_parse("transitioning", &s), 0);
+	assert_int_equal(s, 15);
+	assert_int_equal(ctl_alua_state_parse("active", &s), -EINVAL);
+	assert_string_equal(ctl_alua_state_name(14), "offline");
+	assert_string_equal(ctl_alua_state_name(5), "?");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(frame_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(frame_bytewise, setup, teardown),
+		cmocka_unit_test_setup_teardown(frame_truncated_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(frame_truncated_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(frame_oversized, setup, teardown),
+		cmocka_unit_test(pack_roundtrip),
+		cmocka_unit_test(decode_garbage),
+		cmocka_unit_test(decode_unknown_op),
+		cmocka_unit_test(decode_bad_enum),
+		cmocka_unit_test(decode_alua_ranges),
+		cmocka_unit_test(decode_other_ops),
+		cmocka_unit_test(alua_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
