@@ -183,13 +183,30 @@ static int check_set_alua(const Isergw__Ctl__SetAluaStates *s, char *err, size_t
 	return 0;
 }
 
+static int check_alua_done(const Isergw__Ctl__AluaRequestDone *d, char *err, size_t errlen)
+{
+	if (d->request_id == 0)
+		return set_err(err, errlen, -EINVAL, "alua_request_done: request_id must be >= 1");
+	if (d->status > 0 || d->status < -CTL_ERRNO_MAX)
+		return set_err(err, errlen, -EINVAL,
+			       "alua_request_done: status %d is neither 0 nor a negative errno",
+			       d->status);
+	if (strlen(d->reason) > CTL_REASON_MAX)
+		return set_err(err, errlen, -EINVAL, "alua_request_done: reason longer than %u bytes",
+			       CTL_REASON_MAX);
+	return 0;
+}
+
 static int check_request(const CtlRequest *r, char *err, size_t errlen)
 {
 	switch (r->op_case) {
 	case ISERGW__CTL__REQUEST__OP_GET_STATUS:
 	case ISERGW__CTL__REQUEST__OP_LIST_SESSIONS:
 	case ISERGW__CTL__REQUEST__OP_GET_COUNTERS:
+	case ISERGW__CTL__REQUEST__OP_SUBSCRIBE:
 		return 0;
+	case ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE:
+		return check_alua_done(r->alua_request_done, err, errlen);
 	case ISERGW__CTL__REQUEST__OP_APPLY_CONFIG:
 		if (r->apply_config->epoch == 0)
 			return set_err(err, errlen, -EINVAL, "apply_config: epoch must be >= 1");
@@ -274,6 +291,67 @@ void ctl_reply_free(CtlReply *r)
 		isergw__ctl__reply__free_unpacked(r, NULL);
 }
 
+static int check_alua_change(const Isergw__Ctl__AluaChangeRequest *a, char *err, size_t errlen)
+{
+	if (a->request_id == 0)
+		return set_err(err, errlen, -EINVAL, "alua_change_request: request_id must be >= 1");
+	if (strlen(a->device_group) > CTL_DG_NAME_MAX)
+		return set_err(err, errlen, -EINVAL,
+			       "alua_change_request: device_group longer than %u bytes",
+			       CTL_DG_NAME_MAX);
+	if (strlen(a->initiator_port) > CTL_IPORT_MAX)
+		return set_err(err, errlen, -EINVAL,
+			       "alua_change_request: initiator_port longer than %u bytes",
+			       CTL_IPORT_MAX);
+	if (a->rel_port_id > 65535 || a->tpg_id > 65535)
+		return set_err(err, errlen, -EINVAL,
+			       "alua_change_request: rel_port_id/tpg_id above 65535");
+	if (a->n_groups == 0 || a->n_groups > CTL_ALUA_MAX_GROUPS)
+		return set_err(err, errlen, -EINVAL, "alua_change_request: %zu groups (1..%u)",
+			       a->n_groups, CTL_ALUA_MAX_GROUPS);
+	for (size_t i = 0; i < a->n_groups; i++) {
+		const Isergw__Ctl__AluaGroupState *g = a->groups[i];
+
+		if (g->tpg_id == 0 || g->tpg_id > 65535)
+			return set_err(err, errlen, -EINVAL,
+				       "alua_change_request: groups[%zu].tpg_id %u not in 1..65535", i,
+				       g->tpg_id);
+		for (size_t k = 0; k < i; k++)
+			if (a->groups[k]->tpg_id == g->tpg_id)
+				return set_err(err, errlen, -EINVAL,
+					       "alua_change_request: group %u listed twice", g->tpg_id);
+	}
+	return 0;
+}
+
+int ctl_reply_decode(const uint8_t *buf, size_t len, CtlReply **out, char *err, size_t errlen)
+{
+	CtlReply *r = isergw__ctl__reply__unpack(NULL, len, buf);
+	int rc;
+
+	if (!r)
+		return set_err(err, errlen, -EBADMSG,
+			       "malformed reply: %zu bytes that do not decode as a Reply", len);
+	rc = ctl_check_enums(&r->base, err, errlen);
+	if (!rc && r->payload_case == ISERGW__CTL__REPLY__PAYLOAD_EVENT) {
+		const Isergw__Ctl__Event *e = r->event;
+
+		if (r->status)
+			rc = set_err(err, errlen, -EINVAL, "event with status %d", r->status);
+		else if (e->seq == 0)
+			rc = set_err(err, errlen, -EINVAL, "event: seq must be >= 1");
+		else if (e->kind_case == ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST)
+			rc = check_alua_change(e->alua_change_request, err, errlen);
+		/* a kind this client does not know (a newer daemon): passed on, to be skipped */
+	}
+	if (rc) {
+		isergw__ctl__reply__free_unpacked(r, NULL);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
 const char *ctl_op_name(const CtlRequest *r)
 {
 	const ProtobufCFieldDescriptor *f;
@@ -342,6 +420,38 @@ int ctl_send_request(int fd, const CtlRequest *req)
 		return rc;
 	rc = write_all(fd, buf, len);
 	free(buf);
+	return rc;
+}
+
+int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t errlen)
+{
+	struct ctl_frame_rx rx;
+	int rc;
+
+	ctl_frame_rx_init(&rx);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		rc = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0) {
+			rc = -errno;
+			break;
+		}
+		if (rc == 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX);
+		if (rc == 0)
+			continue;
+		if (rc < 0)
+			break;
+		rc = ctl_reply_decode(rx.body, rx.len, out, err, errlen);
+		break;
+	}
+	ctl_frame_rx_reset(&rx);
 	return rc;
 }
 

@@ -22,6 +22,10 @@
 #define CTL_INITIATOR_MAX    223u
 #define CTL_LOGOUT_GRACE_DEFAULT_S 10u
 #define CTL_LOGOUT_GRACE_MAX_S     3600u
+#define CTL_REASON_MAX       255u           /* AluaRequestDone.reason */
+#define CTL_IPORT_MAX        255u           /* an initiator port name */
+#define CTL_ERRNO_MAX        4095           /* statuses are 0 or -1..-4095 */
+#define CTL_EVENT_QUEUE_MAX  64u            /* events waiting per subscriber */
 
 typedef Isergw__Ctl__Request CtlRequest;
 
@@ -71,6 +75,17 @@ int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen);
 
 CtlReply *ctl_reply_unpack(const uint8_t *buf, size_t len);
 void ctl_reply_free(CtlReply *r);
+/*
+ * Unpack and check a frame from the daemon: a Reply whose enum values exist;
+ * an Event's fields in range (request id, groups, names). -EBADMSG (not a
+ * Reply) or -EINVAL with the reason in err.
+ */
+int ctl_reply_decode(const uint8_t *buf, size_t len, CtlReply **out, char *err, size_t errlen);
+/* The frame is an Event pushed to a subscriber, not the answer to a request. */
+static inline int ctl_reply_is_event(const CtlReply *r)
+{
+	return r->payload_case == ISERGW__CTL__REPLY__PAYLOAD_EVENT;
+}
 
 /* Name of an operation ("get_status"), for log lines. */
 const char *ctl_op_name(const CtlRequest *r);
@@ -81,5 +96,11 @@ int ctl_alua_state_parse(const char *s, int *state);
 /* Blocking client helpers: send a request, read one reply (timeout_ms <= 0: wait). */
 int ctl_send_request(int fd, const CtlRequest *req);
 int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms);
+/*
+ * The next frame from the daemon, reply or event, checked by
+ * ctl_reply_decode (timeout_ms <= 0: wait). -ETIMEDOUT, -EPIPE/-ENOTCONN
+ * (closed), -EBADMSG/-EINVAL (reason in err).
+ */
+int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t errlen);
 
 #endif

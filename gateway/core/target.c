@@ -183,7 +183,8 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 /*
  * ALUA: the port map (this node's portals, and the other nodes' ports from
  * port_groups) replaces the previous one, so a reload forgets removed ports;
- * then the device groups' defaults ("default" has no owner unless configured).
+ * then the device groups' defaults ("default" has no owner unless configured),
+ * and who owns the ALUA policy (alua_policy: what SET TARGET PORT GROUPS does).
  */
 static void alua_configure(const struct gw_config *cfg)
 {
@@ -225,6 +226,9 @@ static void alua_configure(const struct gw_config *cfg)
 	}
 	if (!dflt)
 		(void)scsi_alua_dg_configure(SCSI_ALUA_DG_DEFAULT, 0, SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+	scsi_alua_set_policy(cfg->alua_policy_external ? SCSI_ALUA_POLICY_EXTERNAL
+						       : SCSI_ALUA_POLICY_LOCAL,
+			     cfg->alua_request_timeout_ms);
 }
 
 /* Target ports: one per portal, named after the portal's TPGT. */

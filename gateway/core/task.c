@@ -774,6 +774,8 @@ static bool task_abort(struct iscsi_task *t, struct iscsi_tmf *tmf)
 		if (t->aborted)
 			return false;
 		t->aborted = true;
+		/* a command the SCSI layer only holds completes after this batch */
+		scsi_cmd_abort(&t->scsi);
 		if (tmf) {
 			t->tmf = tmf;
 			return true;
@@ -1039,6 +1041,8 @@ void iscsi_conn_abort_tasks(struct iscsi_conn *c)
 
 		t->tmf = NULL;
 		if (t->state == TASK_STATE_EXEC) {
+			if (!t->aborted)
+				scsi_cmd_abort(&t->scsi);
 			t->aborted = true;
 			continue;
 		}

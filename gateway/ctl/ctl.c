@@ -6,9 +6,18 @@
  * accepts clients, reads length-prefixed frames, answers each request in
  * order. A client has at most one request in service; while it is served
  * asynchronously (answers gathered from the reactors, an ALUA transition
- * waiting for its timer) the client's socket is not read. Everything in
+ * waiting for its timer) or its reply is not yet written, the client's
+ * socket is not read. Frames to a client go through its queue (txq): the
+ * reply, and for a subscribed client the events pushed to it, at most
+ * CTL_EVENT_QUEUE_MAX of them (more are dropped and counted). Everything in
  * struct gw_ctl below the "control thread only" line is touched by that
  * thread alone.
+ *
+ * Events: SET TARGET PORT GROUPS under the external ALUA policy reaches
+ * ctl_alua_request() on the command's reactor, which copies it to the
+ * control thread by message (nothing else on the data path); the control
+ * thread pushes it to every subscriber, or tells the SCSI layer at once that
+ * nobody took it.
  */
 #include "ctl/ctl.h"
 
@@ -34,16 +43,28 @@
 
 struct gw_ctl;
 
+/* A frame waiting to be written to a client. */
+struct ctl_txframe {
+	struct list_head link;          /* ctl_client.txq */
+	uint8_t *buf;
+	size_t len;
+	bool event;
+};
+
 struct ctl_client {
 	struct gw_ctl *ctl;
 	int fd;
 	struct reactor_fd h;
 	struct ctl_frame_rx rx;
-	uint8_t *tx;                    /* the reply being written */
-	size_t tx_len, tx_off;
+	struct list_head txq;           /* struct ctl_txframe; the first is being written */
+	size_t tx_off;                  /* bytes of the first written */
+	unsigned int nevents;           /* event frames in txq */
+	bool reply_queued;              /* a reply is in txq */
 	bool busy;                      /* a request is in service */
-	bool close_after_tx;
+	bool close_after_tx;            /* close once the reply is written */
 	bool dead;                      /* socket closed; freed when no longer busy */
+	bool subscribed;                /* receives events */
+	uint64_t dropped;               /* events dropped since the last one queued */
 	char name[64];                  /* "pid N uid N" */
 	struct list_head link;          /* ctl->clients */
 	struct reactor_deferred free_work;
@@ -65,7 +86,8 @@ struct gw_ctl {
 	struct reactor *r;
 	pthread_t thread;
 	pthread_mutex_t reload_lock;    /* gw_reload from here or from SIGHUP */
-	atomic_uint inflight;           /* requests out on the reactors */
+	atomic_uint inflight;           /* requests out on the reactors, events on their way here */
+	atomic_uint nsubscribers;       /* clients subscribed to events */
 	uint64_t start_ms;
 	int lfd;
 	struct reactor_fd lh;
@@ -81,6 +103,7 @@ struct gw_ctl {
 	struct reactor_timer transition_timer;
 	struct ctl_client *transition_client;
 	struct alua_set transition_final;
+	uint64_t event_seq;             /* of the last event */
 };
 
 /* ------------------------------------------------------------ small helpers */
@@ -156,7 +179,13 @@ static void client_free_now(void *arg)
 	struct ctl_client *c = arg;
 
 	ctl_frame_rx_reset(&c->rx);
-	free(c->tx);
+	while (!list_empty(&c->txq)) {
+		struct ctl_txframe *f = list_first_entry(&c->txq, struct ctl_txframe, link);
+
+		list_del(&f->link);
+		free(f->buf);
+		free(f);
+	}
 	free(c);
 }
 
@@ -172,32 +201,68 @@ static void client_close(struct ctl_client *c)
 	c->fd = -1;
 	list_del(&c->link);
 	ctl->nclients--;
+	if (c->subscribed) {
+		atomic_fetch_sub(&ctl->nsubscribers, 1);
+		GW_NOTICE(COMP, "%s: no longer subscribed to events", c->name);
+	}
 	if (!c->busy)
 		reactor_defer(ctl->r, &c->free_work);
 }
 
-/* Write what the socket takes; 0, or -errno (the client is closed then). */
+/* Write what the socket takes, frame after frame; 0, or -errno (the client is closed then). */
 static int client_flush(struct ctl_client *c)
 {
-	while (c->tx_off < c->tx_len) {
-		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL);
+	while (!c->dead && !list_empty(&c->txq)) {
+		struct ctl_txframe *f = list_first_entry(&c->txq, struct ctl_txframe, link);
+		bool reply = !f->event;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n < 0) {
-			GW_INFO(COMP, "%s: reply not delivered: %s", c->name, strerror(errno));
-			client_close(c);
-			return -EPIPE;
+		while (c->tx_off < f->len) {
+			ssize_t n = send(c->fd, f->buf + c->tx_off, f->len - c->tx_off, MSG_NOSIGNAL);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			if (n < 0) {
+				GW_INFO(COMP, "%s: %s not delivered: %s", c->name,
+					reply ? "reply" : "event", strerror(errno));
+				client_close(c);
+				return -EPIPE;
+			}
+			c->tx_off += (size_t)n;
 		}
-		c->tx_off += (size_t)n;
+		list_del(&f->link);
+		free(f->buf);
+		free(f);
+		c->tx_off = 0;
+		if (!reply) {
+			c->nevents--;
+			continue;
+		}
+		c->reply_queued = false;
+		if (c->close_after_tx)
+			client_close(c);
 	}
-	free(c->tx);
-	c->tx = NULL;
-	c->tx_len = c->tx_off = 0;
-	if (c->close_after_tx)
-		client_close(c);
+	return 0;
+}
+
+/* Queue a packed frame (buf is the queue's then); -ENOMEM. */
+static int client_queue(struct ctl_client *c, uint8_t *buf, size_t len, bool event)
+{
+	struct ctl_txframe *f = malloc(sizeof(*f));
+
+	if (!f) {
+		free(buf);
+		return -ENOMEM;
+	}
+	f->buf = buf;
+	f->len = len;
+	f->event = event;
+	list_add_tail(&f->link, &c->txq);
+	if (event)
+		c->nevents++;
+	else
+		c->reply_queued = true;
 	return 0;
 }
 
@@ -224,11 +289,47 @@ static void client_send(struct ctl_client *c, CtlReply *rep)
 			return;
 		}
 	}
-	c->tx = buf;
-	c->tx_len = len;
-	c->tx_off = 0;
+	if (client_queue(c, buf, len, false)) {
+		GW_WARN(COMP, "%s: out of memory queueing a reply: closing", c->name);
+		client_close(c);
+		return;
+	}
 	if (client_flush(c) == 0 && !c->dead)
 		client_events(c);
+}
+
+/* Push an event to a subscriber; false when its queue is full (dropped) or it is gone. */
+static bool client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev)
+{
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	uint8_t *buf;
+	size_t len;
+
+	if (c->dead || !c->subscribed)
+		return false;
+	if (c->nevents >= CTL_EVENT_QUEUE_MAX) {
+		/* a slow or stuck subscriber: never wait for it */
+		if (c->dropped++ == 0)
+			GW_WARN(COMP, "%s: %u events not yet read: dropping event %llu and the next ones "
+				"until it catches up", c->name, c->nevents, (unsigned long long)ev->seq);
+		return false;
+	}
+	ev->dropped = c->dropped;
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_EVENT;
+	rep.event = ev;
+	if (ctl_frame_pack(&rep.base, &buf, &len) || client_queue(c, buf, len, true)) {
+		GW_WARN(COMP, "%s: out of memory: event %llu dropped", c->name,
+			(unsigned long long)ev->seq);
+		c->dropped++;
+		return false;
+	}
+	if (c->dropped)
+		GW_NOTICE(COMP, "%s: events flow again after %llu dropped", c->name,
+			  (unsigned long long)c->dropped);
+	c->dropped = 0;
+	if (client_flush(c) == 0 && !c->dead)
+		client_events(c);
+	return !c->dead;
 }
 
 static void client_reply_err(struct ctl_client *c, int status, const char *why)
@@ -258,7 +359,7 @@ static void client_read(struct ctl_client *c)
 	char why[160];
 	int rc;
 
-	while (!c->dead && !c->busy && !c->tx) {
+	while (!c->dead && !c->busy && !c->reply_queued) {
 		rc = ctl_frame_rx_read(&c->rx, c->fd, CTL_FRAME_MAX);
 		if (rc == 0)
 			return;
@@ -303,10 +404,10 @@ static void client_events(struct ctl_client *c)
 
 	if (c->dead)
 		return;
-	if (c->tx)
-		ev = EPOLLOUT;
-	else if (!c->busy)
-		ev = EPOLLIN;
+	if (!list_empty(&c->txq))
+		ev |= EPOLLOUT;
+	if (!c->busy && !c->reply_queued)
+		ev |= EPOLLIN;
 	if (reactor_mod_fd(c->ctl->r, &c->h, ev))
 		client_close(c);
 }
@@ -323,11 +424,11 @@ static void client_cb(void *arg, uint32_t events)
 		client_close(c);
 		return;
 	}
-	if (c->tx && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+	if (!list_empty(&c->txq) && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
 		if (client_flush(c) || c->dead)
 			return;
 	}
-	if (!c->tx && !c->busy && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+	if (!c->reply_queued && !c->busy && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		client_read(c);
 	client_events(c);
 }
@@ -359,6 +460,7 @@ static void accept_cb(void *arg, uint32_t events)
 	}
 	c->ctl = ctl;
 	c->fd = fd;
+	list_init(&c->txq);
 	snprintf(c->name, sizeof(c->name), "control client pid %d uid %u", (int)cred.pid,
 		 (unsigned int)cred.uid);
 	ctl_frame_rx_init(&c->rx);
@@ -708,13 +810,142 @@ static void op_get_alua(struct ctl_client *c, const CtlRequest *req)
 	const char *dg = req->get_alua_states->device_group;
 	char why[160];
 
-	if (dg[0]) {
-		snprintf(why, sizeof(why), "device group '%s' does not exist (only the default "
-			 "group, an empty name)", dg);
+	/* as for SetAluaStates: a device group of the configuration, or the default one */
+	if (dg[0] && scsi_alua_get_states(dg, NULL, 0, NULL) == -ENOENT) {
+		snprintf(why, sizeof(why), "device group '%s' does not exist", dg);
 		reply_refused(c, req, -ENOENT, why);
 		return;
 	}
 	alua_reply(c, dg, false);
+}
+
+/* ---- events */
+
+static void op_subscribe(struct ctl_client *c)
+{
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__Subscribed sub = ISERGW__CTL__SUBSCRIBED__INIT;
+	uint32_t timeout_ms;
+	enum scsi_alua_policy pol = scsi_alua_get_policy(&timeout_ms);
+
+	if (!c->subscribed) {
+		c->subscribed = true;
+		atomic_fetch_add(&ctl->nsubscribers, 1);
+		GW_NOTICE(COMP, "%s: subscribed to events (ALUA policy %s)", c->name,
+			  pol == SCSI_ALUA_POLICY_EXTERNAL ? "external" : "local");
+	}
+	sub.alua_policy = ctl_str(pol == SCSI_ALUA_POLICY_EXTERNAL ? "external" : "local");
+	sub.alua_request_timeout_ms = timeout_ms;
+	sub.subscribers = atomic_load(&ctl->nsubscribers);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_SUBSCRIBED;
+	rep.subscribed = &sub;
+	client_send(c, &rep);
+}
+
+static void op_alua_request_done(struct ctl_client *c, const CtlRequest *req)
+{
+	const Isergw__Ctl__AluaRequestDone *d = req->alua_request_done;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	char why[160];
+	int rc;
+
+	rc = scsi_alua_request_done(d->request_id, d->status);
+	if (rc == -ENOENT) {
+		snprintf(why, sizeof(why), "no SET TARGET PORT GROUPS request %llu is waiting "
+			 "(already answered, timed out or aborted)", (unsigned long long)d->request_id);
+		reply_refused(c, req, rc, why);
+		return;
+	}
+	if (rc && rc != -EALREADY) {
+		snprintf(why, sizeof(why), "request %llu: %s", (unsigned long long)d->request_id,
+			 strerror(-rc));
+		reply_refused(c, req, rc, why);
+		return;
+	}
+	GW_NOTICE(COMP, "%s: ALUA request %llu answered %s%s%s%s", c->name,
+		  (unsigned long long)d->request_id, d->status ? strerror(-d->status) : "done",
+		  d->reason[0] ? " (" : "", d->reason, d->reason[0] ? ")" : "");
+	if (rc == -EALREADY)
+		GW_INFO(COMP, "ALUA request %llu was already decided (its states were set)",
+			(unsigned long long)d->request_id);
+	client_send(c, &rep);
+}
+
+/* A SET TARGET PORT GROUPS copied here from its reactor. */
+struct alua_event_msg {
+	struct gw_ctl *ctl;
+	struct scsi_alua_request req;
+};
+
+static void alua_event_run(void *arg)
+{
+	struct alua_event_msg *m = arg;
+	struct gw_ctl *ctl = m->ctl;
+	const struct scsi_alua_request *r = &m->req;
+	Isergw__Ctl__AluaGroupState gs[SCSI_ALUA_REQUEST_GROUPS_MAX];
+	Isergw__Ctl__AluaGroupState *gp[SCSI_ALUA_REQUEST_GROUPS_MAX];
+	Isergw__Ctl__AluaChangeRequest a = ISERGW__CTL__ALUA_CHANGE_REQUEST__INIT;
+	Isergw__Ctl__Event ev = ISERGW__CTL__EVENT__INIT;
+	struct list_head *pos, *n;
+	unsigned int delivered = 0;
+
+	a.request_id = r->id;
+	a.device_group = ctl_str(r->dg);
+	a.initiator_port = ctl_str(r->initiator_port);
+	a.rel_port_id = r->rel_port_id;
+	a.tpg_id = r->tpg_id;
+	a.lun = r->lun;
+	a.timeout_ms = r->timeout_ms;
+	for (size_t i = 0; i < r->n && i < SCSI_ALUA_REQUEST_GROUPS_MAX; i++) {
+		isergw__ctl__alua_group_state__init(&gs[i]);
+		gs[i].tpg_id = r->u[i].tpg_id;
+		gs[i].state = (Isergw__Ctl__AluaState)r->u[i].state;
+		gp[i] = &gs[i];
+		a.n_groups++;
+	}
+	a.groups = gp;
+	ev.seq = ++ctl->event_seq;
+	ev.kind_case = ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST;
+	ev.alua_change_request = &a;
+	list_for_each_safe(pos, n, &ctl->clients) {
+		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
+
+		delivered += client_push_event(c, &ev);
+	}
+	if (delivered) {
+		GW_INFO(COMP, "ALUA request %llu (device group %s) sent to %u subscriber(s) as event "
+			"%llu", (unsigned long long)r->id, r->dg, delivered,
+			(unsigned long long)ev.seq);
+	} else {
+		GW_WARN(COMP, "ALUA request %llu (device group %s): no subscriber took it",
+			(unsigned long long)r->id, r->dg);
+		(void)scsi_alua_request_done(r->id, -ENOTCONN);
+	}
+	free(m);
+	atomic_fetch_sub(&ctl->inflight, 1);
+}
+
+/* On the command's reactor, under the SCSI layer's ALUA lock: copy and go. */
+static int ctl_alua_request(const struct scsi_alua_request *req, void *arg)
+{
+	struct gw_ctl *ctl = arg;
+	struct alua_event_msg *m;
+
+	if (atomic_load(&ctl->nsubscribers) == 0)
+		return -ENOTCONN;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->ctl = ctl;
+	m->req = *req;
+	atomic_fetch_add(&ctl->inflight, 1);
+	if (reactor_send_msg(ctl->r, alua_event_run, m)) {
+		atomic_fetch_sub(&ctl->inflight, 1);
+		free(m);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* ---- requests answered by the reactors */
@@ -1266,6 +1497,12 @@ static void handle_frame(struct ctl_client *c)
 	case ISERGW__CTL__REQUEST__OP_LOGOUT:
 		op_logout(c, req);
 		break;
+	case ISERGW__CTL__REQUEST__OP_SUBSCRIBE:
+		op_subscribe(c);
+		break;
+	case ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE:
+		op_alua_request_done(c, req);
+		break;
 	default: /* ctl_request_decode lets only known operations through */
 		reply_refused(c, req, -EOPNOTSUPP, "unknown operation");
 		break;
@@ -1390,6 +1627,8 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	rc = -pthread_create(&ctl->thread, NULL, ctl_thread, ctl->r);
 	if (rc)
 		goto err_reactor;
+	/* SET TARGET PORT GROUPS under the external ALUA policy comes here */
+	scsi_alua_set_request_handler(ctl_alua_request, ctl);
 	GW_NOTICE(COMP, "control socket %s", p->path);
 	*out = ctl;
 	return 0;
@@ -1410,6 +1649,8 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 {
 	if (!ctl)
 		return;
+	/* no more events: from here SET TARGET PORT GROUPS finds nobody listening */
+	scsi_alua_set_request_handler(NULL, NULL);
 	/* requests out on the reactors come back to the control thread first */
 	for (unsigned int i = 0; i < 500 && atomic_load(&ctl->inflight); i++)
 		usleep(10 * 1000);

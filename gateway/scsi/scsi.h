@@ -161,6 +161,63 @@ int scsi_alua_register_port(const struct scsi_port *p);
 /* Forgets the port map and every device group (tests, reconfiguration). */
 void scsi_alua_reset(void);
 
+/*
+ * Who owns the ALUA policy, i.e. what SET TARGET PORT GROUPS does:
+ * LOCAL (the default) applies it on this node at once; EXTERNAL hands it
+ * to the request handler below (the control socket, where the HA agent
+ * listens) and holds the command, without blocking its reactor, until the
+ * device group's states match what it asked (set through
+ * scsi_alua_set_states), the handler's owner answers it with
+ * scsi_alua_request_done(), the command is aborted, or timeout_ms passes.
+ * Outcomes (docs/scsi.md): GOOD; refused: HARDWARE ERROR, SET TARGET PORT
+ * GROUPS COMMAND FAILED (67h/0Ah); nobody listening or no answer in time:
+ * NOT READY, ASYMMETRIC ACCESS STATE TRANSITION (04h/0Ah); aborted: the core
+ * discards the status. A request that matches the current states is GOOD
+ * at once under either policy.
+ */
+enum scsi_alua_policy {
+	SCSI_ALUA_POLICY_LOCAL = 0,
+	SCSI_ALUA_POLICY_EXTERNAL,
+};
+#define SCSI_ALUA_REQUEST_TIMEOUT_MS 10000u     /* default */
+#define SCSI_ALUA_REQUEST_GROUPS_MAX 64u
+#define SCSI_ALUA_HELD_MAX           256u       /* held at once; more get BUSY */
+
+void scsi_alua_set_policy(enum scsi_alua_policy policy, uint32_t timeout_ms);
+enum scsi_alua_policy scsi_alua_get_policy(uint32_t *timeout_ms);
+
+/* A SET TARGET PORT GROUPS handed to the policy owner. */
+struct scsi_alua_request {
+	uint64_t id;                    /* >= 1, never reused while the process lives */
+	char dg[SCSI_ALUA_DG_NAME_MAX]; /* the LU's device group */
+	size_t n;
+	struct scsi_alua_update u[SCSI_ALUA_REQUEST_GROUPS_MAX]; /* as asked (pref false) */
+	char initiator_port[256];       /* "<initiator name>,i,0x<isid>" */
+	uint16_t rel_port_id;           /* the target port it arrived through */
+	uint16_t tpg_id;                /* and that port's group */
+	uint64_t lun;
+	uint32_t timeout_ms;            /* how long the command waits for an answer */
+};
+/*
+ * Called on the command's reactor, with an internal lock held: must not
+ * block nor call back into the SCSI layer. 0: the request is on its way;
+ * a negative errno: nobody will answer (the command fails at once, NOT
+ * READY 04h/0Ah). NULL handler: nobody listens.
+ */
+typedef int (*scsi_alua_request_fn)(const struct scsi_alua_request *req, void *arg);
+void scsi_alua_set_request_handler(scsi_alua_request_fn fn, void *arg);
+/*
+ * The policy owner's answer to request id (any thread). status 0: done,
+ * the command completes GOOD if the states now match the request, else as
+ * refused; -EAGAIN or -ENOTCONN: not now (NOT READY 04h/0Ah, the initiator
+ * may retry); any other negative errno: refused (HARDWARE ERROR 67h/0Ah).
+ * Returns 0, -EALREADY (already decided, e.g. the states matched), -ENOENT
+ * (no such request is held: answered, timed out or aborted) or -EINVAL.
+ */
+int scsi_alua_request_done(uint64_t id, int status);
+/* How many SET TARGET PORT GROUPS commands are held right now. */
+unsigned int scsi_alua_requests_held(void);
+
 struct scsi_lu_params {
 	uint64_t lun;                   /* LUN number inside its target */
 	char vendor[9];                 /* INQUIRY vendor, padded on output */
@@ -263,6 +320,15 @@ struct scsi_cmd {
 };
 
 void scsi_cmd_submit(struct scsi_cmd *cmd);
+/*
+ * The core aborted cmd (ABORT TASK and other task management, or its
+ * connection is gone) while the SCSI layer still has it. A command that
+ * only waits (a held SET TARGET PORT GROUPS) is released: cmd->done runs
+ * after the current batch of events on the submitting reactor, never from
+ * inside this call. Other commands complete when their I/O does. Call on
+ * the reactor that submitted cmd.
+ */
+void scsi_cmd_abort(struct scsi_cmd *cmd);
 
 /* Sense builder (fixed format, 18 bytes): sets status CHECK CONDITION. */
 void scsi_cmd_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);

@@ -16,8 +16,19 @@
  * which some state refuses commands, so that the I/O path takes no lock while
  * none does.
  *
- * Standalone for now: SET TARGET PORT GROUPS is applied locally; the HA agent
- * will drive scsi_alua_set_states() on every node.
+ * SET TARGET PORT GROUPS follows the policy owner (scsi_alua_set_policy):
+ * standalone (local) it is applied here; in a cluster (external) the HA
+ * agent owns the states of every node, so the command becomes a request
+ * handed to it (scsi_alua_set_request_handler: the control socket) and is
+ * held until the device group's states match (the agent answers with
+ * scsi_alua_set_states on every node), the agent answers otherwise, the
+ * command is aborted, or a timer on the command's reactor fires.
+ *
+ * A held command (struct alua_held) is listed in alua.held under alua.lock
+ * and finished on its own reactor by whoever unlinks it there: the timer,
+ * the message that announces a decision (carrying the id, never the
+ * pointer, so a late message finds nothing), or an abort. Other threads only
+ * decide (held->decided, under the lock) and send that message.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +37,7 @@
 
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
+#include "util/reactor.h"
 
 #define ALUA_MAX_TPG            64u
 #define ALUA_MAX_PORTS          64u     /* per group; RTPG's TARGET PORT COUNT is one byte */
@@ -64,6 +76,41 @@ struct alua_dg {
 	struct alua_state st[ALUA_MAX_TPG];
 };
 
+/* How a held SET TARGET PORT GROUPS ends. */
+enum held_result {
+	HELD_GOOD,              /* the states match the request */
+	HELD_REFUSED,           /* the policy owner said no (or set other states) */
+	HELD_NOT_NOW,           /* the policy owner asked to retry later */
+	HELD_UNDELIVERED,       /* nobody listening */
+	HELD_TIMEOUT,           /* no answer in time */
+	HELD_ABORTED,           /* task management or the connection gone */
+};
+
+/* A SET TARGET PORT GROUPS waiting for the policy owner. */
+struct alua_held {
+	struct list_head link;          /* alua.held, under alua.lock */
+	uint64_t id;
+	size_t dg;                      /* device group index */
+	size_t n;
+	struct scsi_alua_update u[ALUA_MAX_TPG];
+	bool decided;                   /* under alua.lock */
+	uint8_t result;                 /* enum held_result, once decided */
+	struct scsi_cmd *cmd;
+	const struct scsi_lu *lu;
+	char iport[256];
+	uint16_t rel;
+	uint32_t timeout_ms;
+	struct reactor *reactor;        /* the command's; the rest is its thread's */
+	struct reactor_timer timer;
+	struct reactor_deferred finish_work;
+};
+
+/* A decision to announce to the held command's reactor (after the lock is dropped). */
+struct held_note {
+	uint64_t id;
+	struct reactor *reactor;
+};
+
 static struct {
 	pthread_mutex_t lock;
 	atomic_uint restricted;         /* device groups with a state refusing commands */
@@ -71,7 +118,19 @@ static struct {
 	struct alua_tpg tpg[ALUA_MAX_TPG];
 	size_t ndg;
 	struct alua_dg *dg[ALUA_MAX_DG];
-} alua = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	/* the policy owner */
+	atomic_int policy;              /* enum scsi_alua_policy */
+	atomic_uint timeout_ms;
+	scsi_alua_request_fn handler;   /* under lock */
+	void *handler_arg;
+	struct list_head held;          /* struct alua_held, under lock */
+	atomic_uint nheld;
+	uint64_t next_id;               /* under lock */
+} alua = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.timeout_ms = SCSI_ALUA_REQUEST_TIMEOUT_MS,
+	.held = LIST_HEAD_INIT(alua.held),
+};
 
 /* Relative port ids of this node's ports, read without a lock (scsi_shared.c). */
 static atomic_uchar local_ports[65536 / 8];
@@ -286,6 +345,255 @@ static const char *state_name(uint8_t s)
 	}
 }
 
+/* ------------------------------------------------ held SET TARGET PORT GROUPS */
+
+/* alua.lock held: does device group d hold every state the request asks for? */
+static bool held_matches(struct alua_dg *d, const struct scsi_alua_update *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (dg_effective(d, u[i].tpg_id).state != u[i].state)
+			return false;
+	return true;
+}
+
+/* alua.lock held. */
+static struct alua_held *held_find(uint64_t id)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &alua.held) {
+		struct alua_held *h = list_entry(pos, struct alua_held, link);
+
+		if (h->id == id)
+			return h;
+	}
+	return NULL;
+}
+
+/* alua.lock held. */
+static void held_unlink(struct alua_held *h)
+{
+	list_del(&h->link);
+	list_init(&h->link);
+	atomic_fetch_sub(&alua.nheld, 1);
+}
+
+/* alua.lock held: the first decision stands. */
+static bool held_decide(struct alua_held *h, enum held_result r)
+{
+	if (h->decided)
+		return false;
+	h->decided = true;
+	h->result = (uint8_t)r;
+	return true;
+}
+
+/* On the command's reactor, once unlinked: complete it and free the record. */
+static void held_finish(struct alua_held *h)
+{
+	struct scsi_cmd *cmd = h->cmd;
+	unsigned long long lun = (unsigned long long)h->lu->params.lun;
+
+	reactor_timer_cancel(h->reactor, &h->timer);
+	reactor_deferred_cancel(h->reactor, &h->finish_work);
+	switch ((enum held_result)h->result) {
+	case HELD_GOOD:
+		GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: done",
+			lun, (unsigned long long)h->id, h->iport);
+		scsi_good(cmd);
+		break;
+	case HELD_REFUSED:
+		GW_NOTICE(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: refused "
+			  "by the ALUA policy owner", lun, (unsigned long long)h->id, h->iport);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_STPG_FAILED);
+		break;
+	case HELD_NOT_NOW:
+	case HELD_UNDELIVERED:
+	case HELD_TIMEOUT:
+		GW_WARN(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: %s; "
+			"answered NOT READY, asymmetric access state transition", lun,
+			(unsigned long long)h->id, h->iport,
+			h->result == HELD_NOT_NOW ? "the ALUA policy owner asked to retry later" :
+			h->result == HELD_UNDELIVERED ? "no ALUA policy owner is listening" :
+			"no answer from the ALUA policy owner in time");
+		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_ALUA_TRANSITION);
+		break;
+	case HELD_ABORTED:
+		GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: aborted",
+			lun, (unsigned long long)h->id, h->iport);
+		cmd->status = SCSI_STATUS_TASK_ABORTED;
+		cmd->sense_len = 0;
+		scsi_complete(cmd);
+		break;
+	}
+	free(h);
+}
+
+/* The timer, on the command's reactor. */
+static void held_timeout(void *arg)
+{
+	struct alua_held *h = arg;
+	bool mine;
+
+	pthread_mutex_lock(&alua.lock);
+	mine = !list_empty(&h->link);
+	if (mine) {
+		held_unlink(h);
+		held_decide(h, HELD_TIMEOUT);
+	}
+	pthread_mutex_unlock(&alua.lock);
+	if (mine)   /* otherwise an abort unlinked it and finishes it after this batch */
+		held_finish(h);
+}
+
+/* A decision announced by another thread, on the command's reactor. */
+static void held_msg(void *arg)
+{
+	uint64_t id = (uint64_t)(uintptr_t)arg;
+	struct alua_held *h;
+
+	pthread_mutex_lock(&alua.lock);
+	h = held_find(id);
+	if (h)
+		held_unlink(h);
+	pthread_mutex_unlock(&alua.lock);
+	if (h)
+		held_finish(h);
+}
+
+static void held_finish_deferred(void *arg)
+{
+	held_finish(arg);
+}
+
+/* No lock held: tell each decided command's reactor (the timer covers a lost message). */
+static void held_post(const struct held_note *notes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (reactor_send_msg(notes[i].reactor, held_msg, (void *)(uintptr_t)notes[i].id))
+			GW_WARN(SCSI_LOG, "SET TARGET PORT GROUPS request %llu: out of memory; "
+				"it completes when its timer fires", (unsigned long long)notes[i].id);
+}
+
+/*
+ * alua.lock held, after device group di changed: every held request its
+ * states now satisfy is decided GOOD, and the groups it named report
+ * "altered by SET TARGET PORT GROUPS" in RTPG. Their notes go to notes[]
+ * (SCSI_ALUA_HELD_MAX) for held_post(); *except is the nexus of the first
+ * one, spared the unit attention (SPC-4: every I_T nexus but the one the
+ * STPG came through).
+ */
+static size_t held_settle(size_t di, struct held_note *notes, const struct alua_held **except)
+{
+	struct alua_dg *d = alua.dg[di];
+	struct list_head *pos;
+	size_t n = 0;
+
+	*except = NULL;
+	list_for_each(pos, &alua.held) {
+		struct alua_held *h = list_entry(pos, struct alua_held, link);
+
+		if (h->dg != di || h->decided || !held_matches(d, h->u, h->n))
+			continue;
+		held_decide(h, HELD_GOOD);
+		for (size_t i = 0; i < h->n; i++) {
+			struct alua_state *e = dg_state_find(d, h->u[i].tpg_id);
+
+			if (e)
+				e->status = ALUA_STATUS_EXPLICIT;
+		}
+		if (!*except)
+			*except = h;
+		if (n < SCSI_ALUA_HELD_MAX)
+			notes[n++] = (struct held_note){ h->id, h->reactor };
+	}
+	return n;
+}
+
+void scsi_alua_set_policy(enum scsi_alua_policy policy, uint32_t timeout_ms)
+{
+	atomic_store(&alua.policy, (int)policy);
+	atomic_store(&alua.timeout_ms, timeout_ms ? timeout_ms : SCSI_ALUA_REQUEST_TIMEOUT_MS);
+}
+
+enum scsi_alua_policy scsi_alua_get_policy(uint32_t *timeout_ms)
+{
+	if (timeout_ms)
+		*timeout_ms = atomic_load(&alua.timeout_ms);
+	return (enum scsi_alua_policy)atomic_load(&alua.policy);
+}
+
+void scsi_alua_set_request_handler(scsi_alua_request_fn fn, void *arg)
+{
+	pthread_mutex_lock(&alua.lock);
+	alua.handler = fn;
+	alua.handler_arg = arg;
+	pthread_mutex_unlock(&alua.lock);
+}
+
+int scsi_alua_request_done(uint64_t id, int status)
+{
+	struct held_note note;
+	struct alua_held *h;
+	enum held_result r;
+
+	if (id == 0 || status > 0)
+		return -EINVAL;
+	pthread_mutex_lock(&alua.lock);
+	h = held_find(id);
+	if (!h) {
+		pthread_mutex_unlock(&alua.lock);
+		return -ENOENT;
+	}
+	if (status == 0)
+		r = h->dg < alua.ndg && held_matches(alua.dg[h->dg], h->u, h->n) ? HELD_GOOD
+										     : HELD_REFUSED;
+	else if (status == -EAGAIN || status == -ENOTCONN)
+		r = HELD_NOT_NOW;
+	else
+		r = HELD_REFUSED;
+	if (!held_decide(h, r)) {
+		pthread_mutex_unlock(&alua.lock);
+		return -EALREADY;
+	}
+	note = (struct held_note){ h->id, h->reactor };
+	pthread_mutex_unlock(&alua.lock);
+	held_post(&note, 1);
+	return 0;
+}
+
+unsigned int scsi_alua_requests_held(void)
+{
+	return atomic_load(&alua.nheld);
+}
+
+void alua_cmd_abort(struct scsi_cmd *cmd)
+{
+	struct alua_held *h = NULL;
+	struct list_head *pos;
+
+	if (atomic_load(&alua.nheld) == 0)
+		return;
+	pthread_mutex_lock(&alua.lock);
+	list_for_each(pos, &alua.held) {
+		struct alua_held *e = list_entry(pos, struct alua_held, link);
+
+		if (e->cmd == cmd) {
+			h = e;
+			break;
+		}
+	}
+	if (h) {
+		held_unlink(h);
+		h->decided = true;
+		h->result = HELD_ABORTED;
+	}
+	pthread_mutex_unlock(&alua.lock);
+	/* never complete inside the caller's abort loop */
+	if (h)
+		reactor_defer(h->reactor, &h->finish_work);
+}
+
 int alua_dg_ref(const char *name)
 {
 	int rc;
@@ -305,8 +613,11 @@ static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t
 		      uint8_t status, bool keep_pref, const struct scsi_lu *except_lu,
 		      const char *except_iport, uint16_t except_rel)
 {
+	struct held_note notes[SCSI_ALUA_HELD_MAX];
+	const struct alua_held *ex = NULL;
+	char ex_iport[256];
 	struct alua_dg *d;
-	size_t i, j, fresh = 0;
+	size_t i, j, fresh = 0, nnotes = 0;
 	bool changed = false;
 	int di;
 
@@ -352,9 +663,18 @@ static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t
 		changed = true;
 	}
 	restricted_update();
+	if (changed)
+		nnotes = held_settle((size_t)di, notes, &ex);
+	if (ex && !except_lu) {
+		except_lu = ex->lu;
+		snprintf(ex_iport, sizeof(ex_iport), "%s", ex->iport);
+		except_iport = ex_iport;
+		except_rel = ex->rel;
+	}
 	pthread_mutex_unlock(&alua.lock);
 	if (changed)
 		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, except_lu, except_iport, except_rel);
+	held_post(notes, nnotes);
 	return 0;
 }
 
@@ -424,9 +744,11 @@ int scsi_alua_get_state(const char *dg, uint16_t tpg_id, uint8_t *state, bool *p
 int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner_state)
 {
 	struct alua_state before[ALUA_MAX_TPG];
+	struct held_note notes[SCSI_ALUA_HELD_MAX];
+	const struct alua_held *ex;
 	struct alua_dg *d;
 	bool changed = false;
-	size_t i;
+	size_t i, nnotes = 0;
 	int di;
 
 	if (non_owner_state != SCSI_ALUA_ACTIVE_NON_OPTIMIZED && non_owner_state != SCSI_ALUA_STANDBY &&
@@ -452,9 +774,12 @@ int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner
 		changed |= now.state != before[i].state || now.pref != before[i].pref;
 	}
 	restricted_update();
+	if (changed)
+		nnotes = held_settle((size_t)di, notes, &ex);
 	pthread_mutex_unlock(&alua.lock);
 	if (changed)
 		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, NULL, NULL, 0);
+	held_post(notes, nnotes);
 	return 0;
 }
 
@@ -612,6 +937,99 @@ void alua_rtpg(struct scsi_cmd *cmd)
 
 /* --------------------------------------------------- SET TARGET PORT GROUPS */
 
+/*
+ * The policy is someone else's: hand the request over and hold the command
+ * (its reactor goes on serving) until the outcome is known.
+ */
+static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, size_t n)
+{
+	struct reactor *r = reactor_self();
+	struct scsi_alua_request req;
+	struct alua_held *h;
+	const char *iport;
+	char line[256];
+	size_t off = 0;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	scsi_nexus_id(cmd->itn, &iport, &req.rel_port_id);
+	if (!r) {
+		/* only a reactor can hold a command: nothing to wait on here */
+		GW_WARN(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s outside a reactor: "
+			"cannot wait for the ALUA policy owner", (unsigned long long)cmd->lu->params.lun,
+			iport);
+		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_ALUA_TRANSITION);
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		scsi_fail(cmd, SCSI_SK_ABORTED_COMMAND, ASC_INSUFFICIENT_RESOURCES);
+		return;
+	}
+	h->n = n;
+	memcpy(h->u, u, n * sizeof(u[0]));
+	h->cmd = cmd;
+	h->lu = cmd->lu;
+	snprintf(h->iport, sizeof(h->iport), "%s", iport);
+	h->rel = req.rel_port_id;
+	h->reactor = r;
+	h->timeout_ms = atomic_load(&alua.timeout_ms);
+	list_init(&h->link);
+	reactor_timer_init(&h->timer, held_timeout, h);
+	reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
+	for (size_t i = 0; i < n && off < sizeof(line) - 24; i++)
+		off += (size_t)snprintf(line + off, sizeof(line) - off, " %u=%s", u[i].tpg_id,
+					state_name(u[i].state));
+
+	pthread_mutex_lock(&alua.lock);
+	h->dg = cmd->lu->alua_dg;
+	if (h->dg < alua.ndg && held_matches(alua.dg[h->dg], u, n)) {
+		/* nothing to change: SPC-4 asks no transition of a group already there */
+		pthread_mutex_unlock(&alua.lock);
+		GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s:%s already in effect",
+			(unsigned long long)cmd->lu->params.lun, iport, line);
+		free(h);
+		scsi_good(cmd);
+		return;
+	}
+	if (atomic_load(&alua.nheld) >= SCSI_ALUA_HELD_MAX) {
+		pthread_mutex_unlock(&alua.lock);
+		GW_WARN(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s: already %u waiting; BUSY",
+			(unsigned long long)cmd->lu->params.lun, iport, SCSI_ALUA_HELD_MAX);
+		free(h);
+		cmd->status = SCSI_STATUS_BUSY;
+		cmd->sense_len = 0;
+		scsi_complete(cmd);
+		return;
+	}
+	h->id = ++alua.next_id;
+	list_add_tail(&h->link, &alua.held);
+	atomic_fetch_add(&alua.nheld, 1);
+	reactor_timer_arm(r, &h->timer, h->timeout_ms);
+
+	req.id = h->id;
+	snprintf(req.dg, sizeof(req.dg), "%s", h->dg < alua.ndg ? alua.dg[h->dg]->name
+								: SCSI_ALUA_DG_DEFAULT);
+	req.n = n;
+	memcpy(req.u, u, n * sizeof(u[0]));
+	snprintf(req.initiator_port, sizeof(req.initiator_port), "%s", iport);
+	req.tpg_id = cmd->itn && cmd->itn->port ? cmd->itn->port->tpg_id : 0;
+	req.lun = cmd->lu->params.lun;
+	req.timeout_ms = h->timeout_ms;
+	rc = alua.handler ? alua.handler(&req, alua.handler_arg) : -ENOTCONN;
+	if (rc) {
+		held_unlink(h);
+		held_decide(h, HELD_UNDELIVERED);
+	}
+	pthread_mutex_unlock(&alua.lock);
+	GW_NOTICE(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s through port %u (device "
+		  "group %s):%s: request %llu %s", (unsigned long long)cmd->lu->params.lun, iport,
+		  req.rel_port_id, req.dg, line, (unsigned long long)req.id,
+		  rc ? "has nobody to go to" : "handed to the ALUA policy owner");
+	if (rc)
+		held_finish(h);
+}
+
 void alua_stpg(struct scsi_cmd *cmd)
 {
 	struct scsi_alua_update u[ALUA_MAX_TPG];
@@ -670,6 +1088,10 @@ void alua_stpg(struct scsi_cmd *cmd)
 	pthread_mutex_unlock(&alua.lock);
 
 	scsi_nexus_id(cmd->itn, &iport, &rel);
+	if (scsi_alua_get_policy(NULL) == SCSI_ALUA_POLICY_EXTERNAL) {
+		stpg_hold(cmd, u, n);
+		return;
+	}
 	GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s (%zu groups, device group %s)",
 		(unsigned long long)cmd->lu->params.lun, iport, n, dg);
 	rc = alua_apply(dg, u, n, ALUA_STATUS_EXPLICIT, true, cmd->lu, iport, rel);

@@ -293,6 +293,12 @@ static bool check_ua(struct scsi_cmd *cmd)
 	return true;
 }
 
+void scsi_cmd_abort(struct scsi_cmd *cmd)
+{
+	/* the only commands that wait on nothing but an answer: held STPGs */
+	alua_cmd_abort(cmd);
+}
+
 void scsi_cmd_submit(struct scsi_cmd *cmd)
 {
 	uint8_t op = cmd->cdb[0];

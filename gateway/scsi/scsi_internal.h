@@ -80,6 +80,7 @@
 #define ASC_ALUA_STANDBY        0x040b       /* NOT READY: target port in standby state */
 #define ASC_ALUA_UNAVAILABLE    0x040c       /* NOT READY: target port in unavailable state */
 #define ASC_ALUA_OFFLINE        0x0412       /* NOT READY: logical unit offline */
+#define ASC_STPG_FAILED         0x670a       /* SET TARGET PORT GROUPS COMMAND FAILED */
 #define ASC_RESERVATIONS_RELEASED  0x2a04
 #define ASC_REGISTRATIONS_PREEMPTED 0x2a05
 #define ASC_COMMANDS_CLEARED_BY_OTHER 0x2f00
@@ -348,6 +349,8 @@ void alua_rtpg(struct scsi_cmd *cmd);
 void alua_stpg(struct scsi_cmd *cmd);
 /* true if the command was refused (NOT READY) because of the port's ALUA state. */
 bool alua_check(struct scsi_cmd *cmd);
+/* A held SET TARGET PORT GROUPS is released (see scsi_cmd_abort). */
+void alua_cmd_abort(struct scsi_cmd *cmd);
 
 /* ---- scsi_spc.c ---- */
 void spc_inquiry(struct scsi_cmd *cmd);

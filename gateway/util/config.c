@@ -359,6 +359,7 @@ void gw_config_defaults(struct gw_config *c)
 	c->nop_interval_s = 5;
 	c->nop_timeout_s = 30;
 	c->login_timeout_s = 15;
+	c->alua_request_timeout_ms = 10000;
 }
 
 void gw_config_free(struct gw_config *c)
@@ -642,6 +643,23 @@ static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
+static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "local") == 0)
+		cfg->alua_policy_external = false;
+	else if (strcmp(s, "external") == 0)
+		cfg->alua_policy_external = true;
+	else
+		return perr(c, "\"%s\" is not one of local, external", s);
+	return 0;
+}
+
 static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_portal_cfg *p = base, parsed;
@@ -913,6 +931,8 @@ static const struct field config_fields[] = {
 	F_STR(struct gw_config, shared_state_dir, 0, false),
 	F_FN("port_groups", parse_port_groups, false),
 	F_FN("device_groups", parse_device_groups, false),
+	F_FN("alua_policy", parse_alua_policy, false),
+	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
 	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),

@@ -114,6 +114,13 @@ struct gw_config {
 	size_t nport_groups;
 	struct gw_device_group_cfg *device_groups;
 	size_t ndevice_groups;
+	/*
+	 * Who owns the ALUA policy: false ("local", default) applies SET TARGET
+	 * PORT GROUPS here; true ("external") hands it to the control socket's
+	 * subscribers and holds it until they answer or the timeout passes.
+	 */
+	bool alua_policy_external;
+	uint32_t alua_request_timeout_ms;       /* default 10000 */
 };
 
 /* Fill every field with its default (no portals, no targets). */
