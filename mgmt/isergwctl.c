@@ -57,6 +57,12 @@ static void usage(FILE *f)
 "  logout (--tsih N | --initiator IQN) [--now] [--grace S]\n"
 "                               ask the session(s) to log out within S seconds\n"
 "                               (default 10) then drop them; --now drops at once\n"
+"  watch [--apply | --refuse[=REASON]] [--count N]\n"
+"                               subscribe to events and print them as they come\n"
+"                               (--json: one JSON object per line); --apply sets\n"
+"                               the states each ALUA change request (an initiator's\n"
+"                               SET TARGET PORT GROUPS) asks for, --refuse refuses\n"
+"                               them; --count: exit after N events\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH   control socket of the daemon\n"
@@ -833,6 +839,274 @@ static int cmd_logout(struct ctx *x, int argc, char **argv)
 	return 0;
 }
 
+/* ------------------------------------------------------------ watch */
+
+/* One request on its own connection; the reply (any status) or EXIT_CONNECT. */
+static int call_raw(struct ctx *x, const CtlRequest *req, CtlReply **out)
+{
+	int rc;
+
+	if (x->fd < 0 && (rc = ctl_connect(x)))
+		return rc;
+	if (ctl_send_request(x->fd, req) || ctl_recv_reply(x->fd, out, x->timeout_ms)) {
+		fprintf(stderr, "isergwctl: no answer from %s\n", x->socket);
+		close(x->fd);
+		x->fd = -1;
+		return EXIT_CONNECT;
+	}
+	return 0;
+}
+
+static int answer_request(struct ctx *ax, uint64_t id, int status, const char *reason)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__AluaRequestDone d = ISERGW__CTL__ALUA_REQUEST_DONE__INIT;
+	CtlReply *rep;
+	int rc;
+
+	d.request_id = id;
+	d.status = status;
+	d.reason = ctl_str(reason);
+	req.op_case = ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE;
+	req.alua_request_done = &d;
+	rc = call_raw(ax, &req, &rep);
+	if (rc)
+		return rc;
+	if (rep->status)
+		fprintf(stderr, "isergwctl: request %llu: answer refused: %s\n",
+			(unsigned long long)id, rep->error);
+	rc = rep->status ? EXIT_REFUSED : 0;
+	ctl_reply_free(rep);
+	return rc;
+}
+
+/*
+ * The stand-in policy of --apply: the states the command asked for, the
+ * groups' PREF kept, as the next epoch (retried when another writer took
+ * that epoch first); -EAGAIN to the daemon when they cannot be set.
+ */
+static int apply_request(struct ctx *ax, const Isergw__Ctl__AluaChangeRequest *a)
+{
+	Isergw__Ctl__AluaGroupState gs[CTL_ALUA_MAX_GROUPS];
+	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS];
+	char why[320] = "";
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 5; attempt++) {
+		CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+		Isergw__Ctl__GetStatus st = ISERGW__CTL__GET_STATUS__INIT;
+		Isergw__Ctl__GetAluaStates ga = ISERGW__CTL__GET_ALUA_STATES__INIT;
+		Isergw__Ctl__SetAluaStates sa = ISERGW__CTL__SET_ALUA_STATES__INIT;
+		CtlReply *cur = NULL, *rep = NULL;
+		uint64_t epoch;
+
+		req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+		req.get_status = &st;
+		if ((rc = call_raw(ax, &req, &rep)))
+			return rc;
+		epoch = rep->status_info ? rep->status_info->epoch + 1 : 1;
+		ctl_reply_free(rep);
+		ga.device_group = a->device_group;
+		req.op_case = ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES;
+		req.get_alua_states = &ga;
+		if ((rc = call_raw(ax, &req, &cur)))
+			return rc;
+		for (size_t i = 0; i < a->n_groups; i++) {
+			isergw__ctl__alua_group_state__init(&gs[i]);
+			gs[i].tpg_id = a->groups[i]->tpg_id;
+			gs[i].state = a->groups[i]->state;
+			for (size_t k = 0; cur->alua && k < cur->alua->n_groups; k++)
+				if (cur->alua->groups[k]->tpg_id == gs[i].tpg_id)
+					gs[i].pref = cur->alua->groups[k]->pref;
+			gp[i] = &gs[i];
+		}
+		ctl_reply_free(cur);
+		sa.epoch = epoch;
+		sa.device_group = a->device_group;
+		sa.groups = gp;
+		sa.n_groups = a->n_groups;
+		req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
+		req.set_alua_states = &sa;
+		if ((rc = call_raw(ax, &req, &rep)))
+			return rc;
+		rc = rep->status;
+		snprintf(why, sizeof(why), "%s", rep->error);
+		ctl_reply_free(rep);
+		if (rc == 0) {
+			/* the states match: the daemon completes the command by itself */
+			fprintf(stderr, "isergwctl: request %llu applied as epoch %llu\n",
+				(unsigned long long)a->request_id, (unsigned long long)epoch);
+			return 0;
+		}
+		if (rc != -ESTALE && rc != -EEXIST)
+			break;
+	}
+	fprintf(stderr, "isergwctl: request %llu: states not set: %s\n",
+		(unsigned long long)a->request_id, why);
+	snprintf(why, sizeof(why), "isergwctl watch --apply: states not set");
+	return answer_request(ax, a->request_id, -EAGAIN, why);
+}
+
+static void print_event(struct ctx *x, const Isergw__Ctl__Event *e)
+{
+	const Isergw__Ctl__AluaChangeRequest *a = e->alua_change_request;
+
+	if (e->kind_case != ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST) {
+		if (x->json) {
+			json_object *o = json_object_new_object();
+
+			jset_u64(o, "seq", e->seq);
+			jset_u64(o, "dropped", e->dropped);
+			jset_str(o, "event", "unknown");
+			printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+			json_object_put(o);
+		} else {
+			printf("event %llu: of a kind this isergwctl does not know\n",
+			       (unsigned long long)e->seq);
+		}
+		return;
+	}
+	if (x->json) {
+		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+		jset_u64(o, "seq", e->seq);
+		jset_u64(o, "dropped", e->dropped);
+		jset_str(o, "event", "alua_change_request");
+		jset_u64(o, "request_id", a->request_id);
+		jset_str(o, "device_group", a->device_group);
+		for (size_t i = 0; i < a->n_groups; i++) {
+			json_object *g = json_object_new_object();
+
+			jset_u64(g, "tpg_id", a->groups[i]->tpg_id);
+			jset_str(g, "state", ctl_alua_state_name(a->groups[i]->state));
+			json_object_array_add(arr, g);
+		}
+		json_object_object_add(o, "groups", arr);
+		jset_str(o, "initiator_port", a->initiator_port);
+		jset_u64(o, "rel_port_id", a->rel_port_id);
+		jset_u64(o, "tpg_id", a->tpg_id);
+		jset_u64(o, "lun", a->lun);
+		jset_u64(o, "timeout_ms", a->timeout_ms);
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+		return;
+	}
+	printf("event %llu: ALUA change request %llu, device group %s:",
+	       (unsigned long long)e->seq, (unsigned long long)a->request_id, a->device_group);
+	for (size_t i = 0; i < a->n_groups; i++)
+		printf(" %u=%s", a->groups[i]->tpg_id, ctl_alua_state_name(a->groups[i]->state));
+	printf(", from %s through port %u (group %u), LUN %llu, waits %u ms", a->initiator_port,
+	       a->rel_port_id, a->tpg_id, (unsigned long long)a->lun, a->timeout_ms);
+	if (e->dropped)
+		printf(" (%llu events dropped before it)", (unsigned long long)e->dropped);
+	printf("\n");
+}
+
+static int cmd_watch(struct ctx *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "apply", no_argument, NULL, 'a' },
+		{ "refuse", optional_argument, NULL, 'r' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__Subscribe sub = ISERGW__CTL__SUBSCRIBE__INIT;
+	struct ctx ax = *x;
+	const char *refuse = NULL;
+	bool apply = false;
+	uint64_t count = 0, seen = 0;
+	CtlReply *rep;
+	char err[256];
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			apply = true;
+			break;
+		case 'r':
+			refuse = optarg ? optarg : "refused by isergwctl watch --refuse";
+			break;
+		case 'c':
+			if (parse_u64(optarg, &count) || count == 0)
+				return usage_err("--count wants a number >= 1, not '%s'", optarg);
+			break;
+		case 'j':
+			x->json = true;
+			break;
+		default:
+			return usage_err("%s", "watch: bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_err("watch: unexpected '%s'", argv[optind]);
+	if (apply && refuse)
+		return usage_err("%s", "watch: --apply or --refuse, not both");
+	if (strlen(refuse ? refuse : "") > CTL_REASON_MAX)
+		return usage_err("--refuse: a reason of at most %u bytes", CTL_REASON_MAX);
+	req.op_case = ISERGW__CTL__REQUEST__OP_SUBSCRIBE;
+	req.subscribe = &sub;
+	rc = call(x, &req, &rep, 0);
+	if (rc)
+		return rc;
+	if (!rep->subscribed) {
+		fprintf(stderr, "isergwctl: unexpected answer to subscribe\n");
+		ctl_reply_free(rep);
+		return EXIT_CONNECT;
+	}
+	fprintf(stderr, "isergwctl: watching %s (ALUA policy %s, requests wait %u ms)%s\n",
+		x->socket, rep->subscribed->alua_policy, rep->subscribed->alua_request_timeout_ms,
+		apply ? ", applying ALUA change requests" : refuse ? ", refusing ALUA change requests"
+								  : "");
+	ctl_reply_free(rep);
+	/* answers go on a connection of their own: this one only carries events */
+	ax.fd = -1;
+	ax.json = false;
+	for (;;) {
+		const Isergw__Ctl__Event *e;
+
+		rc = ctl_recv_frame(x->fd, &rep, 0, err, sizeof(err));
+		if (rc == -EBADMSG || rc == -EINVAL) {
+			fprintf(stderr, "isergwctl: bad frame from %s skipped: %s\n", x->socket, err);
+			continue;
+		}
+		if (rc) {
+			fprintf(stderr, "isergwctl: %s: %s\n", x->socket,
+				rc == -EPIPE || rc == -ENOTCONN ? "connection closed" : strerror(-rc));
+			rc = EXIT_CONNECT;
+			break;
+		}
+		if (!ctl_reply_is_event(rep)) {
+			fprintf(stderr, "isergwctl: unexpected reply (status %d) skipped\n", rep->status);
+			ctl_reply_free(rep);
+			continue;
+		}
+		e = rep->event;
+		print_event(x, e);
+		fflush(stdout);
+		if (e->kind_case == ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST) {
+			if (apply)
+				(void)apply_request(&ax, e->alua_change_request);
+			else if (refuse && answer_request(&ax, e->alua_change_request->request_id, -EPERM,
+							  refuse) == 0)
+				fprintf(stderr, "isergwctl: request %llu refused\n",
+					(unsigned long long)e->alua_change_request->request_id);
+		}
+		ctl_reply_free(rep);
+		if (count && ++seen >= count) {
+			rc = 0;
+			break;
+		}
+	}
+	if (ax.fd >= 0)
+		close(ax.fd);
+	return rc;
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -893,6 +1167,8 @@ int main(int argc, char **argv)
 		rc = cmd_counters(&x, argc, argv);
 	else if (strcmp(cmd, "logout") == 0)
 		rc = cmd_logout(&x, argc, argv);
+	else if (strcmp(cmd, "watch") == 0)
+		rc = cmd_watch(&x, argc, argv);
 	else if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		rc = 0;

@@ -3,9 +3,16 @@
  * What a multipath initiator learns about a LU through one target port
  * (libiscsi, synchronous API):
  *
- *   cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN
+ *   cluster_probe [--initiator NAME] [--stpg TPG=STATE,...] [--abort-after-ms MS]
+ *                 [--no-probe] iscsi://HOST:PORT/IQN/LUN
  *
- * prints, one item per line:
+ * With --stpg it first sends SET TARGET PORT GROUPS (STATE: the SPC-4 code,
+ * 0 Active/Optimized ... 3 Unavailable) and prints its outcome:
+ *   stpg good | stpg status 0xSS sense K/AA/QQ   (hex, CHECK CONDITION)
+ * and with --abort-after-ms it sends ABORT TASK for it after MS ms if it
+ * has not completed by then, and prints
+ *   stpg aborted, task management response N
+ * Then, unless --no-probe, prints, one item per line:
  *   serial S                       VPD 80h
  *   naa HEX                        VPD 83h, NAA designator of the LU
  *   rel_port N                     VPD 83h, relative target port (type 4)
@@ -19,6 +26,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +87,104 @@ static struct scsi_task *vpd(struct iscsi_context *iscsi, int lun, uint8_t page)
 
 	snprintf(what, sizeof(what), "INQUIRY VPD %02xh", page);
 	return run(iscsi, lun, cdb, sizeof(cdb), what);
+}
+
+struct stpg_wait {
+	int done;
+	int status;
+	int key, ascq;
+};
+
+static void stpg_cb(struct iscsi_context *iscsi, int status, void *command_data, void *private_data)
+{
+	struct scsi_task *t = command_data;
+	struct stpg_wait *w = private_data;
+
+	(void)iscsi;
+	w->done = 1;
+	w->status = status;
+	if (t && status == SCSI_STATUS_CHECK_CONDITION) {
+		w->key = t->sense.key;
+		w->ascq = t->sense.ascq;
+	}
+}
+
+/*
+ * SET TARGET PORT GROUPS with the descriptors in spec ("TPG=STATE,..."),
+ * asynchronously so that it can be aborted; unit attentions are retried.
+ */
+static int stpg(struct iscsi_context *iscsi, int lun, const char *spec, int abort_ms)
+{
+	unsigned char param[4 + 4 * 16] = { 0 };
+	unsigned char cdb[12] = { 0xa4, 0x0a };
+	char buf[256], *save = NULL;
+	uint32_t len = 4;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned int tpg, state;
+
+		if (sscanf(tok, "%u=%u", &tpg, &state) != 2 || tpg > 65535 || state > 15 ||
+		    len + 4 > sizeof(param)) {
+			fprintf(stderr, "cluster_probe: bad --stpg item '%s'\n", tok);
+			return -EINVAL;
+		}
+		param[len] = (unsigned char)state;
+		param[len + 2] = (unsigned char)(tpg >> 8);
+		param[len + 3] = (unsigned char)tpg;
+		len += 4;
+	}
+	cdb[9] = (unsigned char)len;
+	for (int tries = 0; tries < 8; tries++) {
+		struct stpg_wait w = { 0 };
+		struct scsi_task *t = scsi_create_task(sizeof(cdb), cdb, SCSI_XFER_WRITE, (int)len);
+		struct iscsi_data d = { .size = len, .data = param };
+		int waited = 0;
+
+		if (!t)
+			return -ENOMEM;
+		if (iscsi_scsi_command_async(iscsi, lun, t, stpg_cb, &d, &w)) {
+			fprintf(stderr, "cluster_probe: STPG not sent: %s\n", iscsi_get_error(iscsi));
+			scsi_free_scsi_task(t);
+			return -EIO;
+		}
+		while (!w.done) {
+			struct pollfd p = { .fd = iscsi_get_fd(iscsi), .events = iscsi_which_events(iscsi) };
+			int n = poll(&p, 1, 100);
+
+			if (n < 0 || iscsi_service(iscsi, n > 0 ? p.revents : 0) < 0) {
+				fprintf(stderr, "cluster_probe: STPG: transport error: %s\n",
+					iscsi_get_error(iscsi));
+				return -EIO;
+			}
+			waited += n > 0 ? 0 : 100;
+			if (!w.done && abort_ms >= 0 && waited >= abort_ms) {
+				int rc = iscsi_task_mgmt_abort_task_sync(iscsi, t);
+
+				if (!w.done) {
+					iscsi_scsi_cancel_task(iscsi, t);
+					scsi_free_scsi_task(t);
+					printf("stpg aborted, task management response %d\n", rc);
+					return 0;
+				}
+			}
+		}
+		if (w.status == SCSI_STATUS_CHECK_CONDITION && w.key == SCSI_SENSE_UNIT_ATTENTION) {
+			scsi_free_scsi_task(t);
+			continue;
+		}
+		if (w.status == SCSI_STATUS_GOOD)
+			printf("stpg good\n");
+		else if (w.status == SCSI_STATUS_CHECK_CONDITION)
+			printf("stpg status 0x%02x sense %x/%02x/%02x\n", w.status, w.key,
+			       (w.ascq >> 8) & 0xff, w.ascq & 0xff);
+		else
+			printf("stpg status 0x%02x\n", w.status);
+		scsi_free_scsi_task(t);
+		return 0;
+	}
+	fprintf(stderr, "cluster_probe: STPG: unit attentions did not stop\n");
+	return -EIO;
 }
 
 static int probe(struct iscsi_context *iscsi, int lun)
@@ -177,16 +283,32 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "initiator", required_argument, NULL, 'i' },
+		{ "stpg", required_argument, NULL, 's' },
+		{ "abort-after-ms", required_argument, NULL, 'a' },
+		{ "no-probe", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *initiator = "iqn.2026-11.org.isergw:cluster-probe";
+	const char *initiator = "iqn.2026-11.org.isergw:cluster-probe", *stpg_spec = NULL;
 	struct iscsi_context *iscsi;
 	struct iscsi_url *u;
-	int c, rc, lun;
+	int c, rc = 0, lun, abort_ms = -1, do_probe = 1;
 
 	while ((c = getopt_long(argc, argv, "i:", lo, NULL)) != -1) {
 		if (c == 'i') {
 			initiator = optarg;
+		} else if (c == 's') {
+			stpg_spec = optarg;
+		} else if (c == 'a') {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 0 || v > 600000) {
+				fprintf(stderr, "cluster_probe: --abort-after-ms wants 0..600000\n");
+				return 2;
+			}
+			abort_ms = (int)v;
+		} else if (c == 'n') {
+			do_probe = 0;
 		} else {
 			fprintf(stderr, "usage: cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN\n");
 			return 2;
@@ -220,7 +342,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	iscsi_destroy_url(u);
-	rc = probe(iscsi, lun);
+	if (stpg_spec)
+		rc = stpg(iscsi, lun, stpg_spec, abort_ms);
+	if (!rc && do_probe)
+		rc = probe(iscsi, lun);
 	iscsi_logout_sync(iscsi);
 	iscsi_destroy_context(iscsi);
 	return rc ? 1 : 0;
