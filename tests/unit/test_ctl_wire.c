@@ -5,7 +5,11 @@
  * socketpair byte by byte, in one go, truncated (header and body), oversized
  * (no body read), empty; request decoding of garbage, an unknown operation,
  * an empty request, bad enum values at any depth, and the range checks of
- * every operation; the ALUA state names.
+ * every operation; the ALUA state names; events: Subscribe and
+ * AluaRequestDone requests (ranges), the Event a subscriber receives
+ * (encoded as the daemon does, decoded and checked as a client does: every
+ * field in range, bad enum values, an unknown event kind passed on), and
+ * event frames read from a socket between replies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -343,6 +347,258 @@ static void decode_other_ops(void **state)
 	assert_int_equal(decode(&req, err, sizeof(err)), 0);
 }
 
+static void decode_event_requests(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__Subscribe sub = ISERGW__CTL__SUBSCRIBE__INIT;
+	Isergw__Ctl__AluaRequestDone d = ISERGW__CTL__ALUA_REQUEST_DONE__INIT;
+	char err[200], reason[CTL_REASON_MAX + 2];
+
+	(void)state;
+	req.op_case = ISERGW__CTL__REQUEST__OP_SUBSCRIBE;
+	req.subscribe = &sub;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE;
+	req.alua_request_done = &d;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);     /* request_id 0 */
+	assert_string_equal(err, "alua_request_done: request_id must be >= 1");
+	d.request_id = 42;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);            /* done */
+	d.status = -EPERM;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);            /* refused */
+	d.status = 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "status 1"));
+	d.status = -CTL_ERRNO_MAX - 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	d.status = -CTL_ERRNO_MAX;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	memset(reason, 'r', sizeof(reason) - 1);
+	reason[sizeof(reason) - 1] = '\0';
+	d.reason = reason;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "reason"));
+	reason[CTL_REASON_MAX] = '\0';
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+}
+
+/* An AluaChangeRequest event as the daemon builds it. */
+struct ev {
+	CtlReply rep;
+	Isergw__Ctl__Event e;
+	Isergw__Ctl__AluaChangeRequest a;
+	Isergw__Ctl__AluaGroupState g[CTL_ALUA_MAX_GROUPS + 1];
+	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS + 1];
+};
+
+static void ev_init(struct ev *v)
+{
+	isergw__ctl__reply__init(&v->rep);
+	isergw__ctl__event__init(&v->e);
+	isergw__ctl__alua_change_request__init(&v->a);
+	for (size_t i = 0; i <= CTL_ALUA_MAX_GROUPS; i++) {
+		isergw__ctl__alua_group_state__init(&v->g[i]);
+		v->g[i].tpg_id = (uint32_t)(i + 1);
+		v->gp[i] = &v->g[i];
+	}
+	v->g[1].state = ISERGW__CTL__ALUA_STATE__ALUA_STANDBY;
+	v->a.request_id = 7;
+	v->a.device_group = ctl_str("dg2");
+	v->a.groups = v->gp;
+	v->a.n_groups = 2;
+	v->a.initiator_port = ctl_str("iqn.2026-11.org.example:host,i,0x400001370000");
+	v->a.rel_port_id = 2;
+	v->a.tpg_id = 2;
+	v->a.lun = 1;
+	v->a.timeout_ms = 10000;
+	v->e.seq = 3;
+	v->e.dropped = 5;
+	v->e.kind_case = ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST;
+	v->e.alua_change_request = &v->a;
+	v->rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_EVENT;
+	v->rep.event = &v->e;
+}
+
+static int ev_decode(struct ev *v, CtlReply **out, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	assert_int_equal(ctl_frame_pack(&v->rep.base, &buf, &len), 0);
+	err[0] = '\0';
+	*out = NULL;
+	rc = ctl_reply_decode(buf + 4, len - 4, out, err, errlen);
+	free(buf);
+	if (rc)
+		assert_null(*out);
+	return rc;
+}
+
+static int ev_check(struct ev *v, char *err, size_t errlen)
+{
+	CtlReply *out;
+	int rc = ev_decode(v, &out, err, errlen);
+
+	ctl_reply_free(out);
+	return rc;
+}
+
+static void event_roundtrip(void **state)
+{
+	struct ev v;
+	CtlReply *out;
+	const Isergw__Ctl__AluaChangeRequest *a;
+	char err[200];
+
+	(void)state;
+	ev_init(&v);
+	assert_int_equal(ev_decode(&v, &out, err, sizeof(err)), 0);
+	assert_true(ctl_reply_is_event(out));
+	assert_int_equal(out->status, 0);
+	assert_int_equal(out->event->seq, 3);
+	assert_int_equal(out->event->dropped, 5);
+	assert_int_equal(out->event->kind_case, ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST);
+	a = out->event->alua_change_request;
+	assert_int_equal(a->request_id, 7);
+	assert_string_equal(a->device_group, "dg2");
+	assert_int_equal(a->n_groups, 2);
+	assert_int_equal(a->groups[0]->tpg_id, 1);
+	assert_int_equal(a->groups[0]->state, ISERGW__CTL__ALUA_STATE__ALUA_AO);
+	assert_int_equal(a->groups[1]->tpg_id, 2);
+	assert_int_equal(a->groups[1]->state, ISERGW__CTL__ALUA_STATE__ALUA_STANDBY);
+	assert_string_equal(a->initiator_port, "iqn.2026-11.org.example:host,i,0x400001370000");
+	assert_int_equal(a->rel_port_id, 2);
+	assert_int_equal(a->tpg_id, 2);
+	assert_int_equal(a->lun, 1);
+	assert_int_equal(a->timeout_ms, 10000);
+	ctl_reply_free(out);
+
+	/* an ordinary reply is not an event */
+	isergw__ctl__reply__init(&v.rep);
+	v.rep.status = -ENOENT;
+	v.rep.error = ctl_str("no such request");
+	assert_int_equal(ev_decode(&v, &out, err, sizeof(err)), 0);
+	assert_false(ctl_reply_is_event(out));
+	ctl_reply_free(out);
+}
+
+static void event_bad_values(void **state)
+{
+	const uint8_t garbage[] = { 0x8a, 0x01, 0x05, 0xff };  /* field 17, 5 bytes, only 1 */
+	struct ev v;
+	CtlReply *out = NULL;
+	char err[200], big[CTL_IPORT_MAX + 2];
+
+	(void)state;
+	assert_int_equal(ctl_reply_decode(garbage, sizeof(garbage), &out, err, sizeof(err)),
+			 -EBADMSG);
+	assert_null(out);
+
+	ev_init(&v);
+	v.g[1].state = (Isergw__Ctl__AluaState)9;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "AluaGroupState.state: 9 is not a valid AluaState");
+
+	ev_init(&v);
+	v.a.request_id = 0;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "alua_change_request: request_id must be >= 1");
+
+	ev_init(&v);
+	v.e.seq = 0;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+
+	ev_init(&v);
+	v.rep.status = -EIO;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+
+	ev_init(&v);
+	v.a.n_groups = 0;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	v.a.n_groups = CTL_ALUA_MAX_GROUPS + 1;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	v.a.n_groups = CTL_ALUA_MAX_GROUPS;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), 0);
+
+	ev_init(&v);
+	v.g[0].tpg_id = 0;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	v.g[0].tpg_id = 65536;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	v.g[0].tpg_id = 2;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "alua_change_request: group 2 listed twice");
+
+	ev_init(&v);
+	v.a.rel_port_id = 65536;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+
+	ev_init(&v);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	v.a.initiator_port = big;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	v.a.initiator_port = ctl_str("");
+	big[CTL_DG_NAME_MAX + 1] = '\0';
+	v.a.device_group = big;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), -EINVAL);
+	big[CTL_DG_NAME_MAX] = '\0';
+	assert_int_equal(ev_check(&v, err, sizeof(err)), 0);
+
+	/* a kind this client does not know: passed on, to be skipped */
+	ev_init(&v);
+	v.e.kind_case = ISERGW__CTL__EVENT__KIND__NOT_SET;
+	v.e.alua_change_request = NULL;
+	assert_int_equal(ev_check(&v, err, sizeof(err)), 0);
+}
+
+/* Events arrive between replies on one stream: ctl_recv_frame returns each in order. */
+static void event_frames_on_socket(void **state)
+{
+	struct pair *p = *state;
+	CtlReply reply = ISERGW__CTL__REPLY__INIT, *out;
+	struct ev v;
+	uint8_t *b1, *b2;
+	size_t l1, l2;
+	char err[200];
+	int fl;
+
+	ev_init(&v);
+	reply.status = -ESTALE;
+	reply.error = ctl_str("epoch 1 is older than the current epoch 2");
+	assert_int_equal(ctl_frame_pack(&v.rep.base, &b1, &l1), 0);
+	assert_int_equal(ctl_frame_pack(&reply.base, &b2, &l2), 0);
+	put(p, b1, l1);
+	put(p, b2, 3);                  /* the reply arrives in two pieces */
+	fl = fcntl(p->rd, F_GETFL);
+	assert_int_equal(fcntl(p->rd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	assert_int_equal(ctl_recv_frame(p->rd, &out, 1000, err, sizeof(err)), 0);
+	assert_true(ctl_reply_is_event(out));
+	assert_int_equal(out->event->alua_change_request->request_id, 7);
+	ctl_reply_free(out);
+	put(p, b2 + 3, l2 - 3);
+	assert_int_equal(ctl_recv_frame(p->rd, &out, 1000, err, sizeof(err)), 0);
+	assert_false(ctl_reply_is_event(out));
+	assert_int_equal(out->status, -ESTALE);
+	ctl_reply_free(out);
+	/* a bad event is reported, the stream stays in step */
+	v.a.request_id = 0;
+	free(b1);
+	assert_int_equal(ctl_frame_pack(&v.rep.base, &b1, &l1), 0);
+	put(p, b1, l1);
+	put(p, b2, l2);
+	assert_int_equal(ctl_recv_frame(p->rd, &out, 1000, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ctl_recv_frame(p->rd, &out, 1000, err, sizeof(err)), 0);
+	assert_int_equal(out->status, -ESTALE);
+	ctl_reply_free(out);
+	close_wr(p);
+	assert_int_equal(ctl_recv_frame(p->rd, &out, 1000, err, sizeof(err)), -ENOTCONN);
+	free(b1);
+	free(b2);
+}
+
 static void alua_names(void **state)
 {
 	int s;
@@ -374,6 +630,10 @@ int main(void)
 		cmocka_unit_test(decode_alua_ranges),
 		cmocka_unit_test(decode_other_ops),
 		cmocka_unit_test(alua_names),
+		cmocka_unit_test(decode_event_requests),
+		cmocka_unit_test(event_roundtrip),
+		cmocka_unit_test(event_bad_values),
+		cmocka_unit_test_setup_teardown(event_frames_on_socket, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
