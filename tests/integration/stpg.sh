@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# SET TARGET PORT GROUPS when the ALUA policy is someone else's: two isergwd
+# nodes (node 1 on ADDR1:PORT, relative port 1, group 1; node 2 on
+# ADDR2:PORT, port 2, group 2; one target, LUN 0 in device group dg1 owned
+# by group 1) configured with alua_policy "external", and isergwctl watch on
+# their control sockets as the policy owner. Every STPG goes through node 2
+# (cluster_probe, libiscsi) and asks group 2 Active/Optimized:
+#   1. nobody subscribed: CHECK CONDITION NOT READY 04h/0Ah at once;
+#   2. a subscriber that never answers (watch --json): it receives the
+#      AluaChangeRequest (request id, device group, groups, initiator port,
+#      relative port and group), the command ends NOT READY 04h/0Ah after
+#      alua_request_timeout_ms;
+#   3. a subscriber that refuses (watch --refuse): HARDWARE ERROR 67h/0Ah and
+#      the states unchanged;
+#   4. the command aborted while held (ABORT TASK), and its connection
+#      killed while held: released (the daemon logs it; ASan tree: no leak
+#      or use-after-free, clean exit);
+#   5. watch --apply on both nodes: GOOD, REPORT TARGET PORT GROUPS through
+#      node 2 shows group 2 Active/Optimized (status "altered by STPG" is
+#      not checked here); node 1 was not asked and did not change by itself;
+#   6. both nodes reloaded (SIGHUP) without alua_policy: the local default
+#      applies an STPG on the node that receives it, no subscriber involved.
+# Both nodes must exit 0 on SIGTERM (sanitizer reports included).
+#
+#   stpg.sh --daemon PATH --ctl PATH --probe PATH [--scratch DIR]
+#           [--addr1 A] [--addr2 A] [--port P]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/integration/lib.sh
+. "$here/lib.sh"
+# shellcheck source=tests/integration/config_lib.sh
+. "$here/config_lib.sh"
+
+ADDR1=127.0.0.100
+ADDR2=127.0.0.101
+PORT=13500
+CTL=
+PROBE=
+TIMEOUT_MS=3000
+lib_parse_common "$@"
+set -- "${LIB_ARGS[@]}"
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--addr1) ADDR1=$2; shift 2 ;;
+	--addr2) ADDR2=$2; shift 2 ;;
+	--port) PORT=$2; shift 2 ;;
+	--ctl) CTL=$2; shift 2 ;;
+	--probe) PROBE=$2; shift 2 ;;
+	-h|--help) sed -n '3,29p' "$0"; exit 0 ;;
+	*) die "unknown option $1" ;;
+	esac
+done
+only_isergw "explicit ALUA through the control socket"
+[ -x "${CTL:-/nonexistent}" ] || die "--ctl PATH (isergwctl) is required"
+[ -x "${PROBE:-/nonexistent}" ] || die "--probe PATH (the cluster_probe client) is required"
+command -v jq >/dev/null || die "jq not found (apt-get install jq)"
+
+IQN=iqn.2026-11.org.isergw:stpg
+SHARED=$SCRATCH/shared
+rm -rf "$SHARED" "$SCRATCH"/node1 "$SCRATCH"/node2 "$SCRATCH"/*.out "$SCRATCH"/*.err
+mkdir -p "$SCRATCH"/node1 "$SCRATCH"/node2
+rm -f "$SCRATCH/lun0.img"
+truncate -s 64M "$SCRATCH/lun0.img" || die "cannot create $SCRATCH/lun0.img"
+
+# write_config N ADDR POLICY-JSON
+write_config() {
+	cat >"$SCRATCH/node$1.json" <<-EOF
+	{
+	  "log_level": "${ISERGW_LOG_LEVEL:-info}",
+	  "state_dir": "$SCRATCH/node$1",
+	  "ctl_socket": "$SCRATCH/node$1/ctl.sock",
+	  "shared_state_dir": "$SHARED",
+	  $3
+	  "portals": [ { "url": "tcp://$2:$PORT", "rel_port_id": $1, "tpg_id": $1 } ],
+	  "port_groups": [ { "tpg_id": 1, "rel_port_ids": [ 1 ] },
+	                   { "tpg_id": 2, "rel_port_ids": [ 2 ] } ],
+	  "device_groups": [ { "name": "dg1", "owner_tpg_id": 1 } ],
+	  "targets": [ { "iqn": "$IQN", "luns": [
+	    { "lun": 0, "path": "$SCRATCH/lun0.img", "device_group": "dg1" } ] } ]
+	}
+	EOF
+}
+EXTERNAL="\"alua_policy\": \"external\", \"alua_request_timeout_ms\": $TIMEOUT_MS,"
+write_config 1 "$ADDR1" "$EXTERNAL"
+write_config 2 "$ADDR2" "$EXTERNAL"
+SOCK1=$SCRATCH/node1/ctl.sock
+SOCK2=$SCRATCH/node2/ctl.sock
+
+config_start node1 "$SCRATCH/node1.json" "$ADDR1:$PORT" || die "node 1 did not start"
+pid1=$T_PID log1=$T_LOG
+config_start node2 "$SCRATCH/node2.json" "$ADDR2:$PORT" || die "node 2 did not start"
+pid2=$T_PID log2=$T_LOG
+
+fail=0
+WATCHERS=()
+stop_watchers() {
+	local w
+	for w in "${WATCHERS[@]}"; do
+		kill "$w" 2>/dev/null
+		wait "$w" 2>/dev/null
+	done
+	WATCHERS=()
+}
+trap 'stop_watchers; lib_cleanup 2>/dev/null' EXIT
+
+# start_watcher NAME SOCKET ARGS...: isergwctl watch in the background, subscribed
+# when this returns; output in $SCRATCH/NAME.out, messages in NAME.err
+start_watcher() {
+	local name=$1 sock=$2
+	shift 2
+	"$CTL" -s "$sock" --json watch "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
+	WATCHERS+=($!)
+	if ! wait_log "$SCRATCH/$name.err" '^isergwctl: watching ' 30; then
+		log "watcher $name did not subscribe: $(cat "$SCRATCH/$name.err")"
+		fail=1
+		return 1
+	fi
+}
+
+# stpg NAME ARGS...: cluster_probe through node 2 (STPG group 2 to
+# Active/Optimized, then RTPG unless --no-probe); output in $SCRATCH/NAME.out
+stpg() {
+	local name=$1
+	shift
+	if ! "$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-host" --stpg 2=0 "$@" \
+		"iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err"; then
+		log "cluster_probe ($name) failed: $(cat "$SCRATCH/$name.err")"
+		fail=1
+		return 1
+	fi
+}
+
+# rtpg NAME NODE ADDR: REPORT TARGET PORT GROUPS through that node
+rtpg() {
+	if ! "$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-probe" "iscsi://$3:$PORT/$IQN/0" \
+		>"$SCRATCH/$1.out" 2>"$SCRATCH/$1.err"; then
+		log "cluster_probe through node $2 failed: $(cat "$SCRATCH/$1.err")"
+		fail=1
+	fi
+}
+
+# expect FILE LINE: FILE must hold LINE exactly
+expect() {
+	if ! grep -qxF -- "$2" "$1"; then
+		log "$(basename "$1"): expected \"$2\"; got: $(paste -sd'|' "$1")"
+		fail=1
+	fi
+}
+
+NOT_READY="stpg status 0x02 sense 2/04/0a"
+REFUSED="stpg status 0x02 sense 4/67/0a"
+
+# 1. nobody listens
+stpg none --no-probe && expect "$SCRATCH/none.out" "$NOT_READY"
+[ "$fail" -eq 0 ] && log "1. no subscriber: NOT READY, asymmetric access state transition"
+
+# 2. a subscriber that never answers
+if start_watcher silent "$SOCK2"; then
+	stpg silent-stpg --no-probe && expect "$SCRATCH/silent-stpg.out" "$NOT_READY"
+	stop_watchers
+	n=$(wc -l <"$SCRATCH/silent.out")
+	if [ "$n" -ne 1 ]; then
+		log "the silent watcher saw $n events, expected 1: $(cat "$SCRATCH/silent.out")"
+		fail=1
+	elif ! jq -e --arg to "$TIMEOUT_MS" '
+		.event == "alua_change_request" and .request_id >= 1 and .seq >= 1 and
+		.device_group == "dg1" and .groups == [ { "tpg_id": 2, "state": "ao" } ] and
+		(.initiator_port | startswith("iqn.2026-11.org.isergw:stpg-host,i,0x")) and
+		.rel_port_id == 2 and .tpg_id == 2 and .lun == 0 and .dropped == 0 and
+		.timeout_ms == ($to | tonumber)' "$SCRATCH/silent.out" >/dev/null; then
+		log "unexpected event: $(cat "$SCRATCH/silent.out")"
+		fail=1
+	fi
+	if ! grep -q 'no answer from the ALUA policy owner in time' "$log2"; then
+		log "node 2 did not log the timeout"
+		fail=1
+	fi
+fi
+[ "$fail" -eq 0 ] && log "2. silent subscriber: the event as asked, NOT READY after $TIMEOUT_MS ms"
+
+# 3. a subscriber that refuses
+if start_watcher refuse "$SOCK2" --refuse="not while the peer is degraded"; then
+	stpg refuse-stpg && expect "$SCRATCH/refuse-stpg.out" "$REFUSED"
+	expect "$SCRATCH/refuse-stpg.out" "group 1 state 0 pref 1 ports 1"
+	expect "$SCRATCH/refuse-stpg.out" "group 2 state 1 pref 0 ports 2"
+	stop_watchers
+	grep -q 'not while the peer is degraded' "$log2" ||
+		{ log "node 2 did not log the refusal's reason"; fail=1; }
+fi
+[ "$fail" -eq 0 ] && log "3. refusing subscriber: HARDWARE ERROR, SET TARGET PORT GROUPS COMMAND FAILED"
+
+# 4. held, then aborted; held, then the connection killed
+if start_watcher hold "$SOCK2"; then
+	stpg abort --no-probe --abort-after-ms 300 &&
+		expect "$SCRATCH/abort.out" "stpg aborted, task management response 0"
+	wait_log "$log2" 'SET TARGET PORT GROUPS request [0-9]+ .*: aborted' 30 ||
+		{ log "node 2 did not release the aborted STPG"; fail=1; }
+	before=$(count_log "$log2" 'SET TARGET PORT GROUPS request [0-9]+ .*: aborted$')
+	"$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-host" --stpg 2=0 --no-probe \
+		"iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/killed.out" 2>"$SCRATCH/killed.err" &
+	victim=$!
+	# held once the watcher has its event (the second one)
+	for _ in $(seq 300); do
+		[ "$(wc -l <"$SCRATCH/hold.out")" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -KILL "$victim" 2>/dev/null
+	wait "$victim" 2>/dev/null
+	for _ in $(seq 300); do
+		[ "$(count_log "$log2" 'SET TARGET PORT GROUPS request [0-9]+ .*: aborted$')" -gt "$before" ] && break
+		sleep 0.1
+	done
+	if [ "$(count_log "$log2" 'SET TARGET PORT GROUPS request [0-9]+ .*: aborted$')" -le "$before" ]; then
+		log "node 2 did not release the STPG of a killed connection"
+		fail=1
+	fi
+	stop_watchers
+fi
+[ "$fail" -eq 0 ] && log "4. aborted and connection gone while held: released"
+
+# 5. the stand-in policy owner on both nodes
+if start_watcher apply1 "$SOCK1" --apply && start_watcher apply2 "$SOCK2" --apply; then
+	stpg apply && expect "$SCRATCH/apply.out" "stpg good"
+	expect "$SCRATCH/apply.out" "group 1 state 0 pref 1 ports 1"
+	expect "$SCRATCH/apply.out" "group 2 state 0 pref 0 ports 2"
+	# the event went to node 2's subscriber only, and node 1 did not change by itself
+	stop_watchers
+	[ "$(wc -l <"$SCRATCH/apply2.out")" -eq 1 ] || { log "node 2's watcher: $(cat "$SCRATCH/apply2.out")"; fail=1; }
+	[ -s "$SCRATCH/apply1.out" ] && { log "node 1's watcher saw: $(cat "$SCRATCH/apply1.out")"; fail=1; }
+	grep -q 'applied as epoch' "$SCRATCH/apply2.err" || { log "watcher 2: $(cat "$SCRATCH/apply2.err")"; fail=1; }
+	rtpg rtpg1 1 "$ADDR1"
+	expect "$SCRATCH/rtpg1.out" "group 2 state 1 pref 0 ports 2"
+	"$CTL" -s "$SOCK2" --json alua show --dg dg1 >"$SCRATCH/show2.out" 2>&1
+	jq -e '.groups[] | select(.tpg_id == 2) | .state == "ao"' "$SCRATCH/show2.out" >/dev/null ||
+		{ log "alua show on node 2: $(cat "$SCRATCH/show2.out")"; fail=1; }
+fi
+[ "$fail" -eq 0 ] && log "5. watch --apply: GOOD, group 2 Active/Optimized through node 2; node 1 untouched"
+
+# 6. the local default, after a reload
+write_config 1 "$ADDR1" ""
+write_config 2 "$ADDR2" ""
+for n in 1 2; do
+	pid=pid$n logf=log$n
+	before=$(count_log "${!logf}" 'configuration reloaded')
+	kill -HUP "${!pid}"
+	for _ in $(seq 150); do
+		[ "$(count_log "${!logf}" 'configuration reloaded')" -gt "$before" ] && break
+		sleep 0.1
+	done
+done
+"$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-host" --stpg 2=2 \
+	"iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/local.out" 2>"$SCRATCH/local.err" ||
+	{ log "cluster_probe (local) failed: $(cat "$SCRATCH/local.err")"; fail=1; }
+expect "$SCRATCH/local.out" "stpg good"
+expect "$SCRATCH/local.out" "group 2 state 2 pref 0 ports 2"
+[ "$fail" -eq 0 ] && log "6. local policy (default): applied by the node that received it"
+
+for n in 1 2; do
+	pid=pid$n logf=log$n
+	if ! target_alive "${!pid}"; then
+		wait "${!pid}" 2>/dev/null
+		log "node $n (pid ${!pid}) died (status $?); see ${!logf}"
+		sanitizer_report "${!logf}" >&2
+		tail -n 30 "${!logf}" >&2
+		fail=1
+		_lib_forget "${!pid}"
+	elif ! target_stop "${!pid}" "${!logf}"; then
+		fail=1
+	fi
+done
+log "node logs: $log1 $log2"
+exit "$fail"
