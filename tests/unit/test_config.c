@@ -646,7 +646,7 @@ static void test_load_file(void **state)
 	assert_int_equal(gw_config_load_file("/tmp", &c, err, sizeof(err)), -EINVAL);
 }
 
-/* shared_state_dir, port_groups, device_groups, luns[].device_group */
+/* shared_state_dir, port_groups, device_groups, luns[].device_group, alua_policy */
 #define CL_PORTAL "\"portals\":[{\"url\":\"tcp://127.0.0.1\",\"rel_port_id\":1,\"tpg_id\":1}]"
 #define CL_TARGET(lunx) ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.example:c\"," \
 	"\"luns\":[{\"path\":\"/tmp/x\"" lunx "}]}]}"
@@ -658,7 +658,8 @@ static void test_cluster_keys(void **state)
 		"\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1,3]},"
 		"                {\"tpg_id\":2,\"rel_port_ids\":[2]}],"
 		"\"device_groups\":[{\"name\":\"dg1\",\"owner_tpg_id\":2,"
-		"                   \"non_owner_state\":\"standby\"},{\"name\":\"dg2\"}]"
+		"                   \"non_owner_state\":\"standby\"},{\"name\":\"dg2\"}],"
+		"\"alua_policy\":\"external\",\"alua_request_timeout_ms\":2500"
 		CL_TARGET(",\"device_group\":\"dg1\"");
 	static const struct { const char *json, *expect; } bad[] = {
 		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1]},"
@@ -690,6 +691,13 @@ static void test_cluster_keys(void **state)
 		{ "{" CL_PORTAL CL_TARGET(",\"device_group\":\"dg9\""),
 		  "targets[0].luns[0].device_group: \"dg9\" is not in device_groups" },
 		{ "{\"shared_state_dir\":7," CL_PORTAL CL_TARGET(""), "shared_state_dir: expected a string" },
+		{ "{\"alua_policy\":\"agent\"," CL_PORTAL CL_TARGET(""),
+		  "alua_policy: \"agent\" is not one of local, external" },
+		{ "{\"alua_policy\":true," CL_PORTAL CL_TARGET(""), "alua_policy: expected a string" },
+		{ "{\"alua_request_timeout_ms\":99," CL_PORTAL CL_TARGET(""),
+		  "alua_request_timeout_ms: 99 out of range" },
+		{ "{\"alua_request_timeout_ms\":600001," CL_PORTAL CL_TARGET(""),
+		  "alua_request_timeout_ms: 600001 out of range" },
 	};
 	struct gw_config *c = NULL;
 	char err[512] = "";
@@ -709,6 +717,8 @@ static void test_cluster_keys(void **state)
 	assert_int_equal(c->device_groups[1].owner_tpg_id, 0);
 	assert_int_equal(c->device_groups[1].non_owner_state, 1);
 	assert_string_equal(c->targets[0].luns[0].device_group, "dg1");
+	assert_true(c->alua_policy_external);
+	assert_int_equal(c->alua_request_timeout_ms, 2500);
 	gw_config_free(c);
 	/* defaults: standalone, no map, the default device group */
 	c = NULL;
@@ -717,6 +727,8 @@ static void test_cluster_keys(void **state)
 	assert_int_equal(c->nport_groups, 0);
 	assert_int_equal(c->ndevice_groups, 0);
 	assert_string_equal(c->targets[0].luns[0].device_group, "");
+	assert_false(c->alua_policy_external);          /* local */
+	assert_int_equal(c->alua_request_timeout_ms, 10000);
 	gw_config_free(c);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int rc;
