@@ -12,6 +12,8 @@
  * and with --abort-after-ms it sends ABORT TASK for it after MS ms if it
  * has not completed by then, and prints
  *   stpg aborted, task management response N
+ * With --stpg-repeat N (1..120) it sends N such commands at once and prints
+ *   stpg x N: good G, not-ready R, refused F, other O
  * Then, unless --no-probe, prints, one item per line:
  *   serial S                       VPD 80h
  *   naa HEX                        VPD 83h, NAA designator of the LU
@@ -187,6 +189,71 @@ static int stpg(struct iscsi_context *iscsi, int lun, const char *spec, int abor
 	return -EIO;
 }
 
+/* N STPGs in flight at once (after the nexus's unit attentions are cleared). */
+static int stpg_many(struct iscsi_context *iscsi, int lun, const char *spec, int n)
+{
+	unsigned char param[8] = { 0 }, cdb[12] = { 0xa4, 0x0a, 0, 0, 0, 0, 0, 0, 0, 8 };
+	struct stpg_wait w[120];
+	struct scsi_task *t[120];
+	struct iscsi_data d = { .size = 8, .data = param };
+	unsigned int tpg, state;
+	int good = 0, nr = 0, refused = 0, other = 0, left = n;
+
+	if (sscanf(spec, "%u=%u", &tpg, &state) != 2 || tpg > 65535 || state > 15) {
+		fprintf(stderr, "cluster_probe: --stpg-repeat takes one TPG=STATE\n");
+		return -EINVAL;
+	}
+	param[4] = (unsigned char)state;
+	param[6] = (unsigned char)(tpg >> 8);
+	param[7] = (unsigned char)tpg;
+	for (int tries = 0; tries < 8; tries++) {
+		struct scsi_task *tur = iscsi_testunitready_sync(iscsi, lun);
+		int st = tur ? tur->status : -1;
+
+		if (tur)
+			scsi_free_scsi_task(tur);
+		if (st == SCSI_STATUS_GOOD)
+			break;
+	}
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < n; i++) {
+		t[i] = scsi_create_task(sizeof(cdb), cdb, SCSI_XFER_WRITE, 8);
+		if (!t[i] || iscsi_scsi_command_async(iscsi, lun, t[i], stpg_cb, &d, &w[i])) {
+			fprintf(stderr, "cluster_probe: STPG %d not sent\n", i);
+			return -EIO;
+		}
+	}
+	while (left > 0) {
+		struct pollfd p = { .fd = iscsi_get_fd(iscsi), .events = iscsi_which_events(iscsi) };
+		int k = poll(&p, 1, 100);
+
+		if (k < 0 || iscsi_service(iscsi, k > 0 ? p.revents : 0) < 0) {
+			fprintf(stderr, "cluster_probe: STPG: transport error: %s\n",
+				iscsi_get_error(iscsi));
+			return -EIO;
+		}
+		left = 0;
+		for (int i = 0; i < n; i++)
+			left += !w[i].done;
+	}
+	for (int i = 0; i < n; i++) {
+		if (w[i].status == SCSI_STATUS_GOOD)
+			good++;
+		else if (w[i].status == SCSI_STATUS_CHECK_CONDITION && w[i].key == 2 &&
+			 w[i].ascq == 0x040a)
+			nr++;
+		else if (w[i].status == SCSI_STATUS_CHECK_CONDITION && w[i].key == 4 &&
+			 w[i].ascq == 0x670a)
+			refused++;
+		else
+			other++;
+		scsi_free_scsi_task(t[i]);
+	}
+	printf("stpg x %d: good %d, not-ready %d, refused %d, other %d\n", n, good, nr, refused,
+	       other);
+	return 0;
+}
+
 static int probe(struct iscsi_context *iscsi, int lun)
 {
 	unsigned char rtpg[12] = { 0xa3, 0x0a | 0x20, 0, 0, 0, 0, 0, 0, ALLOC >> 8, ALLOC & 0xff };
@@ -286,12 +353,13 @@ int main(int argc, char **argv)
 		{ "stpg", required_argument, NULL, 's' },
 		{ "abort-after-ms", required_argument, NULL, 'a' },
 		{ "no-probe", no_argument, NULL, 'n' },
+		{ "stpg-repeat", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *initiator = "iqn.2026-11.org.isergw:cluster-probe", *stpg_spec = NULL;
 	struct iscsi_context *iscsi;
 	struct iscsi_url *u;
-	int c, rc = 0, lun, abort_ms = -1, do_probe = 1;
+	int c, rc = 0, lun, abort_ms = -1, do_probe = 1, repeat = 0;
 
 	while ((c = getopt_long(argc, argv, "i:", lo, NULL)) != -1) {
 		if (c == 'i') {
@@ -309,6 +377,15 @@ int main(int argc, char **argv)
 			abort_ms = (int)v;
 		} else if (c == 'n') {
 			do_probe = 0;
+		} else if (c == 'r') {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 120) {
+				fprintf(stderr, "cluster_probe: --stpg-repeat wants 1..120\n");
+				return 2;
+			}
+			repeat = (int)v;
 		} else {
 			fprintf(stderr, "usage: cluster_probe [--initiator NAME] iscsi://HOST:PORT/IQN/LUN\n");
 			return 2;
@@ -342,7 +419,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	iscsi_destroy_url(u);
-	if (stpg_spec)
+	if (stpg_spec && repeat)
+		rc = stpg_many(iscsi, lun, stpg_spec, repeat);
+	else if (stpg_spec)
 		rc = stpg(iscsi, lun, stpg_spec, abort_ms);
 	if (!rc && do_probe)
 		rc = probe(iscsi, lun);

@@ -21,7 +21,13 @@
 #      node 2 shows group 2 Active/Optimized (status "altered by STPG" is
 #      not checked here); node 1 was not asked and did not change by itself;
 #   6. both nodes reloaded (SIGHUP) without alua_policy: the local default
-#      applies an STPG on the node that receives it, no subscriber involved.
+#      applies an STPG on the node that receives it, no subscriber involved;
+#   7. node 2 external again (timeout 300 ms) with a subscriber that stops
+#      reading (SIGSTOP): 6 x 120 STPGs at once, all NOT READY; the socket
+#      buffer and then the subscriber's queue fill, events are dropped (warn
+#      line; the requests nobody took end at once), the control socket still
+#      answers status; once the subscriber reads again (SIGCONT) the next
+#      event reports how many were dropped.
 # Both nodes must exit 0 on SIGTERM (sanitizer reports included).
 #
 #   stpg.sh --daemon PATH --ctl PATH --probe PATH [--scratch DIR]
@@ -256,6 +262,52 @@ done
 expect "$SCRATCH/local.out" "stpg good"
 expect "$SCRATCH/local.out" "group 2 state 2 pref 0 ports 2"
 [ "$fail" -eq 0 ] && log "6. local policy (default): applied by the node that received it"
+
+# 7. a subscriber that stops reading
+hup2() {
+	local before
+	before=$(count_log "$log2" 'configuration reloaded')
+	kill -HUP "$pid2"
+	for _ in $(seq 150); do
+		[ "$(count_log "$log2" 'configuration reloaded')" -gt "$before" ] && return 0
+		sleep 0.1
+	done
+	log "node 2 did not reload"
+	fail=1
+	return 1
+}
+write_config 2 "$ADDR2" "\"alua_policy\": \"external\", \"alua_request_timeout_ms\": 300,"
+# group 2 back to Active/Non-optimized (phase 6 left it Standby: no I/O there)
+if hup2 && "$CTL" -s "$SOCK2" alua set --dg dg1 2=ano >"$SCRATCH/ano.out" 2>&1 &&
+	start_watcher stuck "$SOCK2"; then
+	stuck=${WATCHERS[-1]}
+	kill -STOP "$stuck"
+	for round in 1 2 3 4 5 6; do
+		"$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-host" --stpg 2=0 --stpg-repeat 120 \
+			--no-probe "iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/burst$round.out" 2>&1 ||
+			{ log "burst $round: $(cat "$SCRATCH/burst$round.out")"; fail=1; }
+		expect "$SCRATCH/burst$round.out" "stpg x 120: good 0, not-ready 120, refused 0, other 0"
+	done
+	"$CTL" -s "$SOCK2" --timeout 10 status >"$SCRATCH/status-stuck.out" 2>&1 ||
+		{ log "status while a subscriber is stuck: $(cat "$SCRATCH/status-stuck.out")"; fail=1; }
+	grep -q 'events not yet read: dropping event' "$log2" ||
+		{ log "node 2 logged no dropped events"; fail=1; }
+	[ "$(count_log "$log2" 'no subscriber took it')" -gt 0 ] ||
+		{ log "no request ended for want of a subscriber"; fail=1; }
+	kill -CONT "$stuck"
+	stpg after-stuck --no-probe && expect "$SCRATCH/after-stuck.out" "$NOT_READY"
+	for _ in $(seq 300); do
+		jq -e 'select(.dropped > 0)' "$SCRATCH/stuck.out" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	jq -e 'select(.dropped > 0)' "$SCRATCH/stuck.out" >/dev/null 2>&1 ||
+		{ log "no event reported the dropped ones: $(tail -n 2 "$SCRATCH/stuck.out")"; fail=1; }
+	wait_log "$log2" 'events flow again after [0-9]+ dropped' 30 ||
+		{ log "node 2 did not log the end of the drops"; fail=1; }
+	log "7. stuck subscriber: $(wc -l <"$SCRATCH/stuck.out") events delivered," \
+		"$(jq -s 'map(.dropped) | add' "$SCRATCH/stuck.out") dropped, the daemon unaffected"
+	stop_watchers
+fi
 
 for n in 1 2; do
 	pid=pid$n logf=log$n
