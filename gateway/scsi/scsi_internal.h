@@ -73,6 +73,7 @@
 #define ASC_BUS_RESET           0x2902
 #define ASC_BDR_OCCURRED        0x2903
 #define ASC_MODE_PARAMS_CHANGED 0x2a01
+#define ASC_CAPACITY_CHANGED    0x2a09       /* CAPACITY DATA HAS CHANGED */
 #define ASC_RESERVATIONS_PREEMPTED 0x2a03
 #define ASC_ALUA_STATE_CHANGED  0x2a06       /* ASYMMETRIC ACCESS STATE CHANGED */
 #define ASC_ALUA_TRANSITION     0x040a       /* NOT READY: asymmetric access state transition */
@@ -115,8 +116,9 @@ struct pr_reg {
 struct scsi_lu {
 	struct scsi_lu_params params;
 	struct bdev *bdev;
-	uint32_t block_size;
-	uint64_t nblocks;
+	/* atomic: a backstore whose backend was unreachable at start learns them later */
+	_Atomic uint32_t block_size;
+	_Atomic uint64_t nblocks;       /* 0: not known yet (NOT READY for medium access) */
 	uint8_t tpgs;           /* INQUIRY TPGS field: 3, implicit and explicit ALUA */
 	struct list_head all_link; /* every LU of the process (scsi_lu.c), for ALUA UAs */
 

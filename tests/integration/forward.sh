@@ -22,7 +22,11 @@
 #               READY, a read fails NOT READY after the hold, the daemon keeps
 #               serving), wrong backend CHAP (clear log line, LUN NOT READY),
 #               a backend LUN that disappears (NOT READY after the hold, back
-#               when it returns), and SIGTERM still exits 0.
+#               when it returns), a backend down at start with no size
+#               configured (the gateway starts, NOT READY 04/01, READ
+#               CAPACITY NOT READY; the backend starts: unit attention 2A/09
+#               on a waiting session, capacity discovered, reads work), and
+#               SIGTERM still exits 0.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -210,6 +214,36 @@ mode_badinput() {
 	check "LUN back: reads work again" read_ok "$GURL1"
 	check "LUN gone and back: daemon alive" target_alive "$gpid"
 	check "clean stop" target_stop "$gpid" "$glog"
+
+	# 4. backend down at start and no size configured: the gateway starts, the
+	#    LUN is NOT READY, then the backend appears and the LUN comes online
+	backend_kill
+	: >"$SCRATCH/gateway.log"
+	gateway_start "$BURL" ', "backend_hold_s": 2' ||
+		die "gateway did not start with an unreachable backend and no size"
+	gpid=$T_PID glog=$T_LOG
+	check "late backend: clear log line" wait_log "$glog" 'capacity unknown until the backend answers' 5
+	check "late backend: TEST UNIT READY is NOT READY 04/01" tur_not_ready "$GURL1"
+	check "late backend: READ CAPACITY is NOT READY" readcap_not_ready "$GURL1"
+	check "late backend: READ is NOT READY" read_not_ready "$GURL1"
+	local markf=$SCRATCH/watch.mark wout=$SCRATCH/watch.txt wpid
+	rm -f "$markf"
+	timeout 300 "$CLIENT" --url "$GURL1" --probe watch --mark "$markf" >"$wout" 2>&1 &
+	wpid=$!
+	wait_log "$markf" ready 60 || log "the watching session did not log in"
+	backend_start || die "backend did not start"
+	wait "$wpid"
+	check "late backend: the waiting session got GOOD" test $? -eq 0
+	sed 's/^/  watch: /' "$wout" >&2
+	check "late backend: NOT READY while unknown" grep -q '^NOT.READY 04/01' "$wout"
+	check "late backend: unit attention CAPACITY DATA HAS CHANGED" grep -q '^UNIT_ATTENTION 2a/09' "$wout"
+	check "late backend: READ CAPACITY gives the backend's size" grep -q '^capacity 524288 blocks of 512' "$wout"
+	check "late backend: READ works" grep -q '^READ: GOOD' "$wout"
+	check "late backend: log line when found" wait_log "$glog" 'backend reachable: 524288 blocks of 512' 5
+	check "late backend: log line LUN online" wait_log "$glog" 'LUN online after' 5
+	check "late backend: log line capacity changed" wait_log "$glog" 'CAPACITY DATA HAS CHANGED' 5
+	check "late backend: a new session reads capacity" readcap_ok "$GURL1"
+	check "late backend: clean stop" target_stop "$gpid" "$glog"
 }
 
 check() {
@@ -219,6 +253,8 @@ check() {
 }
 tur_not_ready() { iscsi_cmd "$1" tur | grep -q 'NOT.READY'; }
 read_not_ready() { iscsi_cmd "$1" read | grep -q 'NOT.READY'; }
+readcap_not_ready() { iscsi_cmd "$1" readcap | grep -q 'NOT.READY'; }
+readcap_ok() { iscsi_cmd "$1" readcap | grep -q '^GOOD 524288 blocks of 512'; }
 read_ok() {
 	local i
 	for i in 1 2 3 4 5 6 7 8 9 10; do

@@ -135,6 +135,93 @@ static void check(const uint8_t *buf, uint64_t first, uint64_t lba, uint32_t n)
 	}
 }
 
+/* "GOOD", "RESERVATION_CONFLICT" or "KEY ASC/ASCQ ascq-name" */
+static void print_status(const struct scsi_task *t)
+{
+	if (t->status == SCSI_STATUS_GOOD)
+		printf("GOOD\n");
+	else if (t->status == SCSI_STATUS_CHECK_CONDITION)
+		printf("%s %02x/%02x %s\n", scsi_sense_key_str(t->sense.key), t->sense.ascq >> 8,
+		       t->sense.ascq & 0xff, scsi_sense_ascq_str(t->sense.ascq));
+	else if (t->status == SCSI_STATUS_RESERVATION_CONFLICT)
+		printf("RESERVATION_CONFLICT\n");
+	else
+		printf("STATUS 0x%x\n", t->status);
+}
+
+/*
+ * --probe watch: one session that stays logged in across a change of the
+ * LUN. TEST UNIT READY until it is not a unit attention, prints that answer
+ * and writes "ready" to --mark; then TEST UNIT READY every 200 ms, printing
+ * every answer that differs from the previous one, until GOOD (at most
+ * 600 tries: a guard against a hang, not a timing check); then READ
+ * CAPACITY(16) ("capacity N blocks of B") and a READ(16) of LBA 0.
+ */
+static int watch(struct iscsi_context *iscsi, struct iscsi_url *iu, const char *markf)
+{
+	char last[128] = "", cur[128];
+	struct scsi_task *t;
+	int good = 0;
+
+	for (int i = 0; i < 10; i++) {
+		t = iscsi_testunitready_sync(iscsi, iu->lun);
+		if (!t)
+			return 1;
+		if (!(t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION)) {
+			print_status(t);
+			scsi_free_scsi_task(t);
+			break;
+		}
+		scsi_free_scsi_task(t);
+	}
+	fflush(stdout);
+	mark(markf, "ready");
+	for (int i = 0; i < 600 && !good; i++) {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+		t = iscsi_testunitready_sync(iscsi, iu->lun);
+		if (!t) {
+			printf("ERROR %s\n", iscsi_get_error(iscsi));
+			return 1;
+		}
+		good = t->status == SCSI_STATUS_GOOD;
+		snprintf(cur, sizeof(cur), "%d/%d/%04x", t->status, t->sense.key, t->sense.ascq);
+		if (strcmp(cur, last) != 0) {
+			print_status(t);
+			fflush(stdout);
+			snprintf(last, sizeof(last), "%s", cur);
+		}
+		scsi_free_scsi_task(t);
+		if (!good)
+			nanosleep(&ts, NULL);
+	}
+	t = iscsi_readcapacity16_sync(iscsi, iu->lun);
+	if (t && t->status == SCSI_STATUS_GOOD) {
+		struct scsi_readcapacity16 *rc = scsi_datain_unmarshall(t);
+
+		printf("capacity %" PRIu64 " blocks of %u\n", rc ? rc->returned_lba + 1 : 0,
+		       rc ? rc->block_length : 0);
+	} else if (t) {
+		printf("READ CAPACITY: ");
+		print_status(t);
+	}
+	if (t)
+		scsi_free_scsi_task(t);
+	t = iscsi_read16_sync(iscsi, iu->lun, 0, 512, 512, 0, 0, 0, 0, 0);
+	printf("READ: ");
+	if (t)
+		print_status(t);
+	else
+		printf("ERROR %s\n", iscsi_get_error(iscsi));
+	if (t)
+		scsi_free_scsi_task(t);
+	iscsi_logout_sync(iscsi);
+	iscsi_destroy_url(iu);
+	iscsi_destroy_context(iscsi);
+	return good ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -186,11 +273,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forward_fault: login failed: %s\n", iscsi_get_error(iscsi));
 		return 1;
 	}
+	if (probe && strcmp(probe, "watch") == 0)
+		return watch(iscsi, iu, markf);
 	if (probe) {
-		/* one TEST UNIT READY or READ(16) of LBA 0; prints GOOD or the sense key */
+		/* one TEST UNIT READY, READ CAPACITY(16) or READ(16) of LBA 0; prints GOOD or the sense */
 		for (int i = 0; i < 4; i++) {
-			t = strcmp(probe, "tur") == 0 ? iscsi_testunitready_sync(iscsi, iu->lun)
-				: iscsi_read16_sync(iscsi, iu->lun, 0, 512, 512, 0, 0, 0, 0, 0);
+			if (strcmp(probe, "readcap") == 0) {
+				t = iscsi_readcapacity16_sync(iscsi, iu->lun);
+				if (t && t->status == SCSI_STATUS_GOOD) {
+					struct scsi_readcapacity16 *rc = scsi_datain_unmarshall(t);
+
+					printf("GOOD %" PRIu64 " blocks of %u\n",
+					       rc ? rc->returned_lba + 1 : 0, rc ? rc->block_length : 0);
+					scsi_free_scsi_task(t);
+					iscsi_destroy_url(iu);
+					iscsi_destroy_context(iscsi);
+					return 0;
+				}
+			} else {
+				t = strcmp(probe, "tur") == 0 ? iscsi_testunitready_sync(iscsi, iu->lun)
+					: iscsi_read16_sync(iscsi, iu->lun, 0, 512, 512, 0, 0, 0, 0, 0);
+			}
 			if (!t) {
 				printf("ERROR %s\n", iscsi_get_error(iscsi));
 				return 1;
@@ -205,8 +308,7 @@ int main(int argc, char **argv)
 		if (t->status == SCSI_STATUS_GOOD)
 			printf("GOOD\n");
 		else
-			printf("%s %s\n", scsi_sense_key_str(t->sense.key),
-			       scsi_sense_ascq_str(t->sense.ascq));
+			print_status(t);
 		scsi_free_scsi_task(t);
 		iscsi_destroy_url(iu);
 		iscsi_destroy_context(iscsi);
