@@ -149,6 +149,7 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.readonly = lc->readonly;
 	lp.write_cache = lc->write_cache;
 	lp.thin = lc->thin;
+	lp.max_xfer_bytes = (uint32_t)lc->max_transfer;
 	pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
 	rc = scsi_lu_create(&lp, b, lout);
 	if (rc) {
@@ -434,7 +435,7 @@ static bool lun_same(const struct gw_lun_cfg *a, const struct gw_lun_cfg *b)
 	       a->readonly == b->readonly && a->thin == b->thin &&
 	       memcmp(a->naa, b->naa, sizeof(a->naa)) == 0 && strcmp(a->serial, b->serial) == 0 &&
 	       strcmp(a->vendor, b->vendor) == 0 && strcmp(a->product, b->product) == 0 &&
-	       a->backend_sessions == b->backend_sessions &&
+	       a->max_transfer == b->max_transfer && a->backend_sessions == b->backend_sessions &&
 	       a->backend_hold_s == b->backend_hold_s &&
 	       a->backend_timeout_s == b->backend_timeout_s &&
 	       strcmp(a->backend_initiator, b->backend_initiator) == 0;

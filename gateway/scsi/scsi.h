@@ -133,6 +133,7 @@ struct scsi_lu_params {
 	bool readonly;
 	bool write_cache;               /* initial WCE */
 	bool thin;                      /* LBPME / UNMAP advertised (needs bdev unmap support) */
+	uint32_t max_xfer_bytes;        /* MAXIMUM TRANSFER LENGTH enforced; 0 = report 8 MiB only */
 	char pr_path[4096];             /* where persistent reservations are saved ("" = not persisted) */
 };
 

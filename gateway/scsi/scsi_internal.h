@@ -95,6 +95,11 @@
 #define PR_TYPE_WE_AR   0x7
 #define PR_TYPE_EA_AR   0x8
 
+/* MAXIMUM and OPTIMAL TRANSFER LENGTH in bytes (VPD B0h): the configured
+ * limit, and the backstore's optimal size (a backend target's) if smaller. */
+static inline uint32_t scsi_lu_max_xfer(const struct scsi_lu *lu);
+static inline uint32_t scsi_lu_opt_xfer(const struct scsi_lu *lu);
+
 /* Identity of an I_T nexus as the LU remembers it. */
 struct scsi_nexus {
 	struct list_head link;
@@ -165,6 +170,20 @@ struct scsi_lu {
 	struct list_head xcopy_status;  /* struct xcopy_status */
 	unsigned int nxcopy_status;
 };
+
+static inline uint32_t scsi_lu_max_xfer(const struct scsi_lu *lu)
+{
+	return lu->params.max_xfer_bytes ? lu->params.max_xfer_bytes : SCSI_MAX_XFER_BYTES;
+}
+
+static inline uint32_t scsi_lu_opt_xfer(const struct scsi_lu *lu)
+{
+	uint32_t opt = SCSI_OPT_XFER_BYTES, max = scsi_lu_max_xfer(lu);
+
+	if (lu->bdev->info.opt_xfer_bytes >= lu->block_size && lu->bdev->info.opt_xfer_bytes < opt)
+		opt = lu->bdev->info.opt_xfer_bytes;
+	return opt < max ? opt : max;
+}
 
 /* Per-command private state, lives in cmd->priv_io. */
 struct scsi_priv {

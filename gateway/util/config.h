@@ -47,6 +47,7 @@ struct gw_lun_cfg {
 	bool thin;              /* advertise thin provisioning / UNMAP; default true */
 	char vendor[9];         /* default "ISERGW" */
 	char product[17];       /* default "isergw disk" */
+	uint64_t max_transfer;  /* MAXIMUM TRANSFER LENGTH, bytes, enforced; 0 = 8 MiB, not enforced */
 	/* path "iscsi://[user%secret@]HOST[:PORT]/IQN/LUN": a backend iSCSI LUN */
 	uint32_t backend_sessions;      /* sessions per reactor, default 1 */
 	uint32_t backend_hold_s;        /* hold commands while the backend is down, default 30 */

@@ -5,6 +5,7 @@
 #
 #   forward.sh --daemon PATH --scratch DIR --mode conformance|fault|badinput
 #              [--addr A] [--port P] [--client PATH] [--seconds N] [--kills N]
+#              [--backend tgt|isergw] [--backend-max-transfer SIZE] [--max-kib N]
 #
 # Backend: tgtd on ADDR:PORT (its disk is LUN 1), gateway: isergwd on
 # ADDR:PORT+1 and ADDR2:PORT+1 (ADDR2 = ADDR with the last byte + 1) with
@@ -17,7 +18,14 @@
 #               for --seconds while the backend is SIGKILLed and restarted
 #               --kills times (half during writes, half during reads), each
 #               time back within 1-3 s (inside the 30 s hold). Exits 1 on lost
-#               or corrupt blocks, host-visible errors, or a crash.
+#               or corrupt blocks, host-visible errors, or a crash. With
+#               --backend-max-transfer SIZE (isergwd backend) and --max-kib
+#               8192, host commands up to 8 MiB are split by the gateway into
+#               backend commands of at most SIZE (checked first: the backend
+#               refuses an 8 MiB READ, the gateway serves it).
+#
+#  --backend tgt|isergw: the backend target (default tgt); isergw runs a
+#               second isergwd (the --daemon binary) with a file LUN 1.
 #  badinput:    unreachable backend (opens offline: TEST UNIT READY says NOT
 #               READY, a read fails NOT READY after the hold, the daemon keeps
 #               serving), wrong backend CHAP (clear log line, LUN NOT READY),
@@ -41,6 +49,9 @@ CLIENT=
 SECS=40
 KILLS=6
 ALLOW_FAIL=0
+BACKEND=tgt
+B_MAXXFER=
+MAX_KIB=256
 lib_parse_common "$@"
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -52,7 +63,10 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift 2 ;;
 	--kills) KILLS=$2; shift 2 ;;
 	--allow-fail) ALLOW_FAIL=$2; shift 2 ;;
-	-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+	--backend) BACKEND=$2; shift 2 ;;
+	--backend-max-transfer) B_MAXXFER=$2; shift 2 ;;
+	--max-kib) MAX_KIB=$2; shift 2 ;;
+	-h|--help) sed -n '3,45p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -62,7 +76,11 @@ only_isergw "forwarding to a backend target"
 # name, which needs full unwinding through libiscsi (built without frame pointers).
 export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$here/forward-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-command -v tgtd >/dev/null || { log "SKIP: tgtd not installed"; exit 77; }
+case "$BACKEND" in
+tgt) command -v tgtd >/dev/null || { log "SKIP: tgtd not installed"; exit 77; } ;;
+isergw) ;;
+*) die "--backend tgt|isergw" ;;
+esac
 
 ADDR2=${ADDR%.*}.$((${ADDR##*.} + 1))
 GPORT=$((PORT + 1))
@@ -72,8 +90,16 @@ DISK=$SCRATCH/backend.img
 BLOG=$SCRATCH/backend.log
 B_PID=
 
-# backend_start [CHAP_USER CHAP_SECRET]: tgtd with the disk as LUN 1.
+# backend_start [CHAP_USER CHAP_SECRET]: tgtd or isergwd with the disk as LUN 1.
 backend_start() {
+	if [ "$BACKEND" = isergw ]; then
+		backend_isergw_config "$@"
+		"$ISERGWD" --config "$SCRATCH/backend.json" >>"$BLOG" 2>&1 &
+		B_PID=$!
+		_LIB_DAEMONS+=("$B_PID isergw")
+		wait_port "$B_PID" "$ADDR" "$PORT" || return 1
+		return 0
+	fi
 	local ta=(tgtadm -C "$PORT" --lld iscsi)
 	tgtd -f -C "$PORT" --iscsi "portal=$ADDR:$PORT" >>"$BLOG" 2>&1 &
 	B_PID=$!
@@ -86,6 +112,34 @@ backend_start() {
 		"${ta[@]}" --mode account --op new --user "$1" --password "$2" >>"$BLOG" 2>&1 &&
 			"${ta[@]}" --mode account --op bind --tid 1 --user "$1" >>"$BLOG" 2>&1 || return 1
 	fi
+}
+# backend_isergw_config [CHAP_USER CHAP_SECRET]: the backend isergwd's config
+# (LUN 1 = the disk, B_LUN_EXTRA added to it, no LUN at all with B_NO_LUN=1,
+# B_TPG_EXTRA added to the top level).
+B_LUN_EXTRA=
+B_NO_LUN=0
+B_TOP_EXTRA=
+backend_isergw_config() {
+	local chap= luns lx=$B_LUN_EXTRA
+	[ $# -ge 2 ] && chap=", \"chap\": { \"user\": \"$1\", \"secret\": \"$2\" }"
+	[ -n "$B_MAXXFER" ] && lx="$lx, \"max_transfer\": \"$B_MAXXFER\""
+	luns="[ { \"lun\": 1, \"path\": \"$DISK\", \"serial\": \"fwdbackend1\" $lx } ]"
+	[ "$B_NO_LUN" = 1 ] && luns="[ ]"
+	mkdir -p "$SCRATCH/bstate"
+	cat >"$SCRATCH/backend.json" <<JSON
+{
+  "log_level": "info",
+  "state_dir": "$SCRATCH/bstate",
+  "ctl_socket": "$SCRATCH/bstate/ctl.sock",
+  "portals": [ { "url": "tcp://$ADDR:$PORT" } ] $B_TOP_EXTRA,
+  "targets": [ { "iqn": "$BIQN" $chap, "luns": $luns } ]
+}
+JSON
+}
+# backend_reload: the backend isergwd rereads its config (SIGHUP).
+backend_reload() {
+	backend_isergw_config "$@"
+	kill -HUP "$B_PID"
 }
 backend_kill() {
 	target_kill9 "$B_PID"
@@ -142,8 +196,18 @@ mode_fault() {
 	backend_start || die "backend did not start"
 	gateway_start "$BURL" || die "gateway did not start"
 	local gpid=$T_PID glog=$T_LOG markf=$SCRATCH/phase out=$SCRATCH/client.txt
+	if [ -n "$B_MAXXFER" ]; then
+		# the backend's limit is below the host's transfers: the gateway splits
+		check "backend refuses an 8 MiB READ (its MAXIMUM TRANSFER LENGTH)" \
+			bash -c "'$CLIENT' --url '$BURL' --probe bigread | grep -q 'ILLEGAL.REQUEST 24/00'"
+		check "gateway log: the backend's maximum transfer" wait_log "$glog" 'maximum transfer [0-9]+ blocks$' 5
+		check "gateway VPD B0h: MAXIMUM TRANSFER LENGTH 8 MiB" \
+			bash -c "iscsi-inq -e 1 -c 176 '$GURL1' | grep -q '^maximum transfer length:16384'"
+		check "gateway serves an 8 MiB READ in one host command" \
+			bash -c "'$CLIENT' --url '$GURL1' --probe bigread | grep -q '^GOOD'"
+	fi
 	rm -f "$markf"
-	"$CLIENT" --url "$GURL1" --seconds "$SECS" --mark "$markf" >"$out" 2>&1 &
+	"$CLIENT" --url "$GURL1" --seconds "$SECS" --mark "$markf" --max-kib "$MAX_KIB" >"$out" 2>&1 &
 	local cpid=$! k=0 per=$((KILLS / 2)) ph
 	for ph in write read; do
 		local i

@@ -5,10 +5,15 @@
  * restarts the backend.
  *
  *   forward_fault --url iscsi://HOST:PORT/IQN/LUN --seconds N [--region-mib N]
- *                 [--seed N] [--mark FILE]
+ *                 [--seed N] [--mark FILE] [--max-kib N]
+ *   forward_fault --url URL --probe tur|read|readcap|bigread|write|watch
  *
- * Phase 1 (writes, N/2 s): random extents (4 KiB .. 256 KiB, every fourth
- * with FUA) each written with a new generation number; every block's content
+ * Phase 1 (writes, N/2 s): random extents (4 KiB .. --max-kib, every fourth
+ * with FUA) each written with a new generation number, and one time in four
+ * a COMPARE AND WRITE of 1..8 blocks of a 64-block area after the region
+ * (its compare data the area's current generation: it must never
+ * miscompare, so an interrupted one is neither lost nor applied twice);
+ * every block's content
  * is a function of (seed, LBA, generation). Phase 2 (reads, N/2 s): random
  * extents read and compared with the last generation written. Then the whole
  * region is read and compared. A command that fails is counted as a
@@ -31,7 +36,7 @@
 #include <iscsi/scsi-lowlevel.h>
 
 #define BS_MAX 4096u
-#define MAX_BLOCKS_PER_IO 512u  /* 256 KiB at 512 */
+static uint32_t g_max_blocks;   /* --max-kib (default 256 KiB) in blocks */
 
 static uint64_t g_seed = 1;
 static uint32_t g_bs;
@@ -112,6 +117,61 @@ static bool do_io(struct iscsi_context *iscsi, int lun, bool write, uint64_t lba
 		nanosleep(&ts, NULL);
 	}
 	return false;
+}
+
+/*
+ * COMPARE AND WRITE of n blocks of the CAW area (generation cgen[i] on disk
+ * → generation `to`), retried like do_io. A MISCOMPARE on the first try
+ * means the gateway applied it twice or lost a previous one: counted as
+ * corrupt. After a failed try it may have been applied already: then the
+ * blocks must hold `to`.
+ */
+#define CAW_AREA 64u
+static uint64_t g_caws;
+
+static void do_caw(struct iscsi_context *iscsi, int lun, uint64_t lba, uint32_t n, uint16_t *cgen,
+		   uint16_t to, uint8_t *buf)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		fill_block(buf + (size_t)i * g_bs, lba + i, cgen[i]);
+		fill_block(buf + (size_t)(n + i) * g_bs, lba + i, to);
+	}
+	for (int tries = 0; tries < 1000; tries++) {
+		struct scsi_task *t;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+		g_commands++;
+		t = iscsi_compareandwrite_sync(iscsi, lun, lba, buf, 2 * n * g_bs, (int)g_bs, 0, 0, 0,
+					       0, 0);
+		if (t && t->status == SCSI_STATUS_GOOD) {
+			scsi_free_scsi_task(t);
+			for (uint32_t i = 0; i < n; i++)
+				cgen[i] = to;
+			g_caws++;
+			return;
+		}
+		if (t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+		    t->sense.key == SCSI_SENSE_MISCOMPARE) {
+			scsi_free_scsi_task(t);
+			if (tries == 0) {
+				g_bad++;
+				fprintf(stderr, "forward_fault: COMPARE AND WRITE LBA %" PRIu64 " x%u: "
+					"MISCOMPARE on the first try\n", lba, n);
+				return;
+			}
+			/* an earlier try may have been applied: it is if the blocks hold `to` */
+			for (uint32_t i = 0; i < n; i++)
+				cgen[i] = to;
+			return;
+		}
+		g_errors++;
+		if (g_errors <= 10)
+			fprintf(stderr, "forward_fault: COMPARE AND WRITE LBA %" PRIu64 " x%u failed: %s\n",
+				lba, n, t ? scsi_sense_ascq_str(t->sense.ascq) : iscsi_get_error(iscsi));
+		if (t)
+			scsi_free_scsi_task(t);
+		nanosleep(&ts, NULL);
+	}
 }
 
 static void check(const uint8_t *buf, uint64_t first, uint64_t lba, uint32_t n)
@@ -231,11 +291,15 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "mark", required_argument, NULL, 'm' },
 		{ "probe", required_argument, NULL, 'p' },
+		{ "max-kib", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *markf = NULL, *probe = NULL;
 	double secs = 20, t0;
-	uint64_t region_mib = 32, first = 0, count, nblocks;
+	uint64_t region_mib = 32, first = 0, count, nblocks, max_kib = 256;
+	unsigned int nsizes = 0;
+	uint16_t caw_gen[CAW_AREA];
+	bool caw_ok;
 	struct iscsi_context *iscsi;
 	struct iscsi_url *iu;
 	struct scsi_task *t;
@@ -251,6 +315,7 @@ int main(int argc, char **argv)
 		case 'S': g_seed = strtoull(optarg, NULL, 10); break;
 		case 'm': markf = optarg; break;
 		case 'p': probe = optarg; break;
+		case 'k': max_kib = strtoull(optarg, NULL, 10); break;
 		default: return 2;
 		}
 	}
@@ -290,6 +355,13 @@ int main(int argc, char **argv)
 					iscsi_destroy_context(iscsi);
 					return 0;
 				}
+			} else if (strcmp(probe, "bigread") == 0) {
+				/* 8 MiB in one command */
+				t = iscsi_read16_sync(iscsi, iu->lun, 0, 8u << 20, 512, 0, 0, 0, 0, 0);
+			} else if (strcmp(probe, "write") == 0) {
+				static uint8_t blk[512];
+
+				t = iscsi_write16_sync(iscsi, iu->lun, 0, blk, 512, 512, 0, 0, 0, 0, 0);
 			} else {
 				t = strcmp(probe, "tur") == 0 ? iscsi_testunitready_sync(iscsi, iu->lun)
 					: iscsi_read16_sync(iscsi, iu->lun, 0, 512, 512, 0, 0, 0, 0, 0);
@@ -333,17 +405,41 @@ int main(int argc, char **argv)
 	count = region_mib * 1024 * 1024 / g_bs;
 	if (count > nblocks)
 		count = nblocks;
+	g_max_blocks = (uint32_t)(max_kib * 1024 / g_bs);
+	if (g_max_blocks < 8)
+		g_max_blocks = 8;
+	while ((8u << nsizes) <= g_max_blocks)
+		nsizes++;       /* extents of 8 << 0 .. 8 << (nsizes - 1) blocks */
 	g_gen = calloc(count, sizeof(*g_gen));
-	buf = malloc((size_t)MAX_BLOCKS_PER_IO * g_bs);
+	buf = malloc((size_t)(g_max_blocks > 2 * CAW_AREA ? g_max_blocks : 2 * CAW_AREA) * g_bs);
 	if (!g_gen || !buf)
 		return 1;
 	srand((unsigned int)g_seed);
 
+	/* the CAW area after the region, every block at generation 1 first */
+	caw_ok = count + CAW_AREA <= nblocks;
+	if (caw_ok) {
+		for (uint32_t i = 0; i < CAW_AREA; i++) {
+			fill_block(buf + (size_t)i * g_bs, count + i, 1);
+			caw_gen[i] = 1;
+		}
+		if (!do_io(iscsi, iu->lun, true, count, CAW_AREA, buf, false))
+			goto lost_lun;
+	}
 	mark(markf, "write");
 	t0 = now_s();
 	while (now_s() - t0 < secs / 2) {
-		uint32_t n = 8u << (rand() % 7);    /* 8 .. 512 blocks */
+		uint32_t n = 8u << (rand() % (int)nsizes);  /* 8 .. max-kib */
 		uint64_t lba;
+
+		if (caw_ok && rand() % 4 == 0) {
+			uint32_t cn = 1u << (rand() % 4);       /* 1 .. 8 blocks */
+			uint32_t at = (uint32_t)rand() % (CAW_AREA - cn + 1);
+
+			gen = (uint16_t)(gen % 65000 + 1);
+			do_caw(iscsi, iu->lun, count + at, cn, &caw_gen[at], gen, buf);
+			continue;
+		}
 
 		if (n > count)
 			n = (uint32_t)count;
@@ -359,7 +455,7 @@ int main(int argc, char **argv)
 	mark(markf, "read");
 	t0 = now_s();
 	while (now_s() - t0 < secs / 2) {
-		uint32_t n = 8u << (rand() % 7);
+		uint32_t n = 8u << (rand() % (int)nsizes);
 		uint64_t lba;
 
 		if (n > count)
@@ -370,18 +466,34 @@ int main(int argc, char **argv)
 		check(buf, first, lba, n);
 	}
 	mark(markf, "verify");
-	for (uint64_t lba = first; lba < first + count; lba += MAX_BLOCKS_PER_IO) {
-		uint32_t n = (uint32_t)(first + count - lba < MAX_BLOCKS_PER_IO ? first + count - lba
-									     : MAX_BLOCKS_PER_IO);
+	for (uint64_t lba = first; lba < first + count; lba += g_max_blocks) {
+		uint32_t n = (uint32_t)(first + count - lba < g_max_blocks ? first + count - lba
+									   : g_max_blocks);
 
 		if (!do_io(iscsi, iu->lun, false, lba, n, buf, false))
 			goto lost_lun;
 		check(buf, first, lba, n);
 	}
+	if (caw_ok) {
+		if (!do_io(iscsi, iu->lun, false, count, CAW_AREA, buf, false))
+			goto lost_lun;
+		for (uint32_t i = 0; i < CAW_AREA; i++) {
+			uint8_t want[BS_MAX];
+
+			fill_block(want, count + i, caw_gen[i]);
+			if (memcmp(want, buf + (size_t)i * g_bs, g_bs) != 0) {
+				g_bad++;
+				fprintf(stderr, "forward_fault: CAW area LBA %" PRIu64
+					": not generation %u\n", count + i, caw_gen[i]);
+			} else {
+				g_verified++;
+			}
+		}
+	}
 	mark(markf, "done");
-	printf("forward_fault: commands %" PRIu64 ", verified %" PRIu64 " blocks, host-visible "
-	       "errors %" PRIu64 ", lost or corrupt blocks %" PRIu64 "\n", g_commands, g_verified,
-	       g_errors, g_bad);
+	printf("forward_fault: commands %" PRIu64 ", verified %" PRIu64 " blocks, compare-and-writes "
+	       "%" PRIu64 ", host-visible errors %" PRIu64 ", lost or corrupt blocks %" PRIu64 "\n",
+	       g_commands, g_verified, g_caws, g_errors, g_bad);
 	iscsi_logout_sync(iscsi);
 	iscsi_destroy_url(iu);
 	iscsi_destroy_context(iscsi);
