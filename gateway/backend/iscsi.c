@@ -367,6 +367,7 @@ struct ib_bdev {
 	_Atomic uint32_t max_caw_blocks;  /* backend MAXIMUM COMPARE AND WRITE LENGTH */
 	atomic_bool no_ws;              /* the backend refused WRITE SAME */
 	atomic_bool offline_logged;
+	_Atomic uint32_t odd_answer;    /* last backend answer logged by note_odd_answer */
 	pthread_mutex_t lock;
 	bdev_listener_fn listener;
 	void *listener_arg;
@@ -989,6 +990,35 @@ static void sess_issue(struct ib_sess *s, struct ib_req *q)
 	sess_kick(s);
 }
 
+/*
+ * A WARN line whenever the backend's answer other than GOOD changes (odd
+ * sense passed through, NOT READY held, ...), not one per command; the
+ * next GOOD resets it.
+ */
+static void note_odd_answer(struct ib_bdev *ib, const struct ib_req *q, int status, uint8_t key,
+			    uint8_t asc, uint8_t ascq)
+{
+	uint32_t v = ((uint32_t)(status & 0xff) << 24 | (uint32_t)key << 16 | (uint32_t)asc << 8 |
+		      ascq) | 0x80000000u;
+
+	if (atomic_exchange(&ib->odd_answer, v) == v)
+		return;
+	char what[64];
+
+	if (status == SCSI_STATUS_CHECK_CONDITION)
+		snprintf(what, sizeof(what), "CHECK CONDITION, sense %x/%02x/%02x", key, asc, ascq);
+	else
+		snprintf(what, sizeof(what), "status 0x%02x", (unsigned int)status & 0xff);
+	GW_WARN(IB_COMP, "%s: backend answers %s with %s: %s", ib->bdev.name, req_name(q), what,
+		status == SCSI_STATUS_RESERVATION_CONFLICT ? "passed to the host (the backend LUN is "
+		"reserved by another initiator)"
+		: key == 0x2 || (key == 0x5 && asc == 0x25) || status == SCSI_STATUS_BUSY ||
+		  status == SCSI_STATUS_TASK_SET_FULL || key == 0xb
+		? "held and retried, then NOT READY 04/01 to the host"
+		: key == 0x7 ? "passed to the host (the backend LUN is write protected)"
+		: "passed to the host");
+}
+
 /* Raw sense bytes of a CHECK CONDITION (libiscsi keeps SenseLength + sense). */
 static const uint8_t *task_sense(const struct scsi_task *t, size_t *len)
 {
@@ -1084,9 +1114,17 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	act = bdev_iscsi_classify(status, key, asc, ascq, optional);
 	if (act == IB_RETRY && q->ua_retries++ >= IB_MAX_UA_RETRIES)
 		act = IB_PASS;
+	if (act == IB_PASS || act == IB_RETRY_LATER)
+		note_odd_answer(ib, q, status, key, asc, ascq);
 	switch (act) {
 	case IB_DONE:
 		scsi_free_scsi_task(t);
+		if (atomic_load_explicit(&ib->odd_answer, memory_order_relaxed))
+			atomic_store(&ib->odd_answer, 0);
+		if (atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed) &&
+		    atomic_exchange(&ib->bdev.offline, false))
+			GW_NOTICE(IB_COMP, "%s: the backend answers GOOD again: LUN online",
+				  ib->bdev.name);
 		if (q->kind == RK_CAW_CHECK) {
 			caw_resolve(q);
 			return;
@@ -1096,10 +1134,14 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	case IB_RETRY:
 		GW_INFO(IB_COMP, "%s: backend unit attention %02x/%02x on %s: issuing it again",
 			ib->bdev.name, asc, ascq, req_name(q));
-		if (asc == 0x2a && ascq == 0x09)
-			GW_WARN(IB_COMP, "%s: the backend reports a capacity change", ib->bdev.name);
 		scsi_free_scsi_task(t);
 		req_requeue(q, 0);
+		if (asc == 0x2a && ascq == 0x09) {
+			/* log in again: the probe reads the new capacity and adopts it */
+			GW_WARN(IB_COMP, "%s: the backend reports a capacity change: reconnecting "
+				"to read it", ib->bdev.name);
+			sess_mark_broken(s, "backend capacity changed");
+		}
 		return;
 	case IB_RETRY_LATER:
 		if (q->not_before_ms == 0)      /* once per command, not every 100 ms */
@@ -1107,6 +1149,11 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			"retrying", ib->bdev.name, status == SCSI_STATUS_CHECK_CONDITION ? "not now"
 			: "busy", req_name(q), status, key, asc, ascq);
 		scsi_free_scsi_task(t);
+		if (q->kind == RK_IO && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
+			/* held once to the limit already: answer NOT READY at once until GOOD */
+			req_finish(q, -ENOTCONN);
+			return;
+		}
 		req_requeue(q, IB_RETRY_LATER_MS);
 		return;
 	case IB_UNSUPPORTED:
@@ -1234,8 +1281,8 @@ static void rx_expire(struct ib_rx *rx)
 		rx->nwait--;
 		atomic_fetch_add(&ib->n_expired, 1);
 		if (!atomic_exchange(&ib->bdev.offline, true) || !atomic_exchange(&ib->offline_logged, true))
-			GW_ERR(IB_COMP, "%s: backend %s not reachable for %u ms: failing held commands, "
-			       "LUN offline (NOT READY) until it answers", ib->bdev.name,
+			GW_ERR(IB_COMP, "%s: backend %s has not served a command for %u ms: failing "
+			       "held commands, LUN offline (NOT READY) until it answers", ib->bdev.name,
 			       ib->url.portal, ib->hold_ms);
 		req_finish(q, -ENOTCONN);
 	}

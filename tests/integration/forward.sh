@@ -3,7 +3,7 @@
 #
 # A LUN forwarded to a backend iSCSI target (tgtd), through isergwd.
 #
-#   forward.sh --daemon PATH --scratch DIR --mode conformance|fault|badinput
+#   forward.sh --daemon PATH --scratch DIR --mode conformance|fault|badinput|oddsense
 #              [--addr A] [--port P] [--client PATH] [--seconds N] [--kills N]
 #              [--backend tgt|isergw] [--backend-max-transfer SIZE] [--max-kib N]
 #
@@ -23,6 +23,15 @@
 #               8192, host commands up to 8 MiB are split by the gateway into
 #               backend commands of at most SIZE (checked first: the backend
 #               refuses an 8 MiB READ, the gateway serves it).
+#
+#  oddsense:    (--backend isergw) the backend's answers turn odd one at a
+#               time and are undone: LUN read-only (DATA PROTECT 27/00 passes
+#               through), reserved by another initiator (RESERVATION CONFLICT
+#               passes through), its port group set Standby / Unavailable by
+#               SET TARGET PORT GROUPS (held, then NOT READY 04/01; TEST UNIT
+#               READY NOT READY; back when active), the LUN removed by a
+#               SIGHUP reload (NOT READY 04/01, back after the next reload).
+#               Each case: the host's answer, a log line, recovery.
 #
 #  --backend tgt|isergw: the backend target (default tgt); isergw runs a
 #               second isergwd (the --daemon binary) with a file LUN 1.
@@ -66,7 +75,7 @@ while [ $# -gt 0 ]; do
 	--backend) BACKEND=$2; shift 2 ;;
 	--backend-max-transfer) B_MAXXFER=$2; shift 2 ;;
 	--max-kib) MAX_KIB=$2; shift 2 ;;
-	-h|--help) sed -n '3,45p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,54p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -310,6 +319,77 @@ mode_badinput() {
 	check "late backend: clean stop" target_stop "$gpid" "$glog"
 }
 
+# A backend isergwd whose answers turn odd, one case at a time, each undone
+# after: read-only LUN, reserved by another initiator, ALUA standby and
+# unavailable, LUN removed by a reload.
+mode_oddsense() {
+	local gpid glog
+	[ "$BACKEND" = isergw ] || die "--mode oddsense needs --backend isergw"
+	backend_start || die "backend did not start"
+	gateway_start "$BURL" ', "backend_hold_s": 2' || die "gateway did not start"
+	gpid=$T_PID glog=$T_LOG
+	check "odd: writes work first" until_answer "$GURL1" write '^GOOD'
+
+	# 1. the backend LUN becomes read-only: DATA PROTECT passes through
+	B_LUN_EXTRA=', "readonly": true' backend_reload
+	check "read-only backend: write gets DATA PROTECT 27/00" until_answer "$GURL1" write '^DATA.PROTECT[A-Z]* 27/00'
+	check "read-only backend: reads work" until_answer "$GURL1" read '^GOOD'
+	check "read-only backend: log line" wait_log "$glog" 'sense 7/27/00: passed to the host \(the backend LUN is write protected\)' 5
+	backend_reload
+	check "read-only backend undone: writes work" until_answer "$GURL1" write '^GOOD'
+
+	# 2. another initiator reserves the backend LUN (WRITE EXCLUSIVE)
+	check "reservation: taken on the backend" until_answer "$BURL" reserve '^GOOD'
+	check "reservation: write gets RESERVATION CONFLICT" until_answer "$GURL1" write '^RESERVATION_CONFLICT'
+	check "reservation: reads work" until_answer "$GURL1" read '^GOOD'
+	check "reservation: log line" wait_log "$glog" 'reserved by another initiator' 5
+	check "reservation: cleared on the backend" until_answer "$BURL" clear '^GOOD'
+	check "reservation cleared: writes work" until_answer "$GURL1" write '^GOOD'
+
+	# 3. the backend's target port group goes Standby, then Unavailable
+	local st want
+	for st in standby unavailable; do
+		want=0b
+		[ "$st" = unavailable ] && want=0c
+		check "ALUA $st: set on the backend" until_answer "$BURL" "$st" '^GOOD'
+		check "ALUA $st: READ is NOT READY 04/01 after the hold" until_answer "$GURL1" read '^NOT.READY 04/01'
+		check "ALUA $st: log line with the backend's sense" wait_log "$glog" "sense 2/04/$want: held and retried" 5
+		check "ALUA $st: TEST UNIT READY is NOT READY" until_answer "$GURL1" tur '^NOT.READY 04/01'
+		check "ALUA $st: the next READ fails at once" until_answer "$GURL1" read '^NOT.READY 04/01'
+		check "ALUA $st: back to active" until_answer "$BURL" active '^GOOD'
+		check "ALUA $st undone: reads work" until_answer "$GURL1" read '^GOOD'
+		check "ALUA $st undone: TEST UNIT READY is GOOD" until_answer "$GURL1" tur '^GOOD'
+	done
+	check "ALUA: log line LUN online again" wait_log "$glog" 'answers GOOD again: LUN online' 5
+
+	# 4. a reload of the backend removes the LUN, another brings it back
+	B_NO_LUN=1 backend_reload
+	check "LUN removed: READ is NOT READY 04/01" until_answer "$GURL1" read '^NOT.READY 04/01'
+	check "LUN removed: log line" wait_log "$glog" 'sense 5/25/00: held and retried' 5
+	check "LUN removed: TEST UNIT READY is NOT READY" until_answer "$GURL1" tur '^NOT.READY'
+	backend_reload
+	check "LUN back: reads work" until_answer "$GURL1" read '^GOOD'
+	check "LUN back: writes work" until_answer "$GURL1" write '^GOOD'
+	check "LUN back: TEST UNIT READY is GOOD" until_answer "$GURL1" tur '^GOOD'
+	check "odd: the gateway is alive" target_alive "$gpid"
+	check "odd: the backend is alive" target_alive "$B_PID"
+	grep -E 'bdev-iscsi' "$glog" | grep -E 'warn|notice|err' | tail -n 20 >&2
+	check "odd: clean stop" target_stop "$gpid" "$glog"
+}
+
+# until_answer URL PROBE ERE: runs the probe until its answer matches (the
+# backend applies a reload asynchronously), at most 30 times 1 s apart.
+until_answer() {
+	local i out
+	for ((i = 0; i < 30; i++)); do
+		out=$(iscsi_cmd "$1" "$2")
+		if grep -Eq -- "$3" <<<"$out"; then return 0; fi
+		sleep 1
+	done
+	log "  $2 on $1: last answer '$out', wanted /$3/"
+	return 1
+}
+
 check() {
 	local what=$1
 	shift
@@ -337,6 +417,9 @@ fault) mode_fault ;;
 badinput)
 	[ -x "$CLIENT" ] || die "--client PATH (forward_fault) is required"
 	mode_badinput ;;
+oddsense)
+	[ -x "$CLIENT" ] || die "--client PATH (forward_fault) is required"
+	mode_oddsense ;;
 *) die "unknown --mode $MODE" ;;
 esac
 exit "$fail"

@@ -6,7 +6,8 @@
  *
  *   forward_fault --url iscsi://HOST:PORT/IQN/LUN --seconds N [--region-mib N]
  *                 [--seed N] [--mark FILE] [--max-kib N]
- *   forward_fault --url URL --probe tur|read|readcap|bigread|write|watch
+ *   forward_fault --url URL --probe tur|read|readcap|bigread|write|watch|
+ *                                   reserve|clear|standby|unavailable|active
  *
  * Phase 1 (writes, N/2 s): random extents (4 KiB .. --max-kib, every fourth
  * with FUA) each written with a new generation number, and one time in four
@@ -195,6 +196,45 @@ static void check(const uint8_t *buf, uint64_t first, uint64_t lba, uint32_t n)
 	}
 }
 
+/*
+ * --probe reserve: register key 0x1234 (ignoring any existing key) and take
+ * a WRITE EXCLUSIVE persistent reservation; --probe clear: register 0x5678
+ * and CLEAR every registration and reservation. Returns the last task.
+ */
+static struct scsi_task *pr_out(struct iscsi_context *iscsi, int lun, bool reserve)
+{
+	struct scsi_persistent_reserve_out_basic b = { 0 };
+	struct scsi_task *t;
+
+	b.service_action_reservation_key = reserve ? 0x1234 : 0x5678;
+	t = iscsi_persistent_reserve_out_sync(iscsi, lun,
+		SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0, 0, &b);
+	if (!t || t->status != SCSI_STATUS_GOOD)
+		return t;
+	scsi_free_scsi_task(t);
+	memset(&b, 0, sizeof(b));
+	b.reservation_key = reserve ? 0x1234 : 0x5678;
+	return iscsi_persistent_reserve_out_sync(iscsi, lun,
+		reserve ? SCSI_PERSISTENT_RESERVE_RESERVE : SCSI_PERSISTENT_RESERVE_CLEAR, 0,
+		reserve ? SCSI_PERSISTENT_RESERVE_TYPE_WRITE_EXCLUSIVE : 0, &b);
+}
+
+/* --probe standby|unavailable|active: SET TARGET PORT GROUPS for group 1. */
+static struct scsi_task *stpg(struct iscsi_context *iscsi, int lun, uint8_t state)
+{
+	static uint8_t param[8];
+	uint8_t cdb[12] = { 0xa4, 0x0a, 0, 0, 0, 0, 0, 0, 0, sizeof(param), 0, 0 };
+	struct iscsi_data d = { .size = sizeof(param), .data = param };
+	struct scsi_task *t = scsi_create_task(sizeof(cdb), cdb, SCSI_XFER_WRITE, sizeof(param));
+
+	if (!t)
+		return NULL;
+	memset(param, 0, sizeof(param));
+	param[4] = state;
+	param[7] = 1;           /* target port group 1 */
+	return iscsi_scsi_command_sync(iscsi, lun, t, &d);
+}
+
 /* "GOOD", "RESERVATION_CONFLICT" or "KEY ASC/ASCQ ascq-name" */
 static void print_status(const struct scsi_task *t)
 {
@@ -355,6 +395,11 @@ int main(int argc, char **argv)
 					iscsi_destroy_context(iscsi);
 					return 0;
 				}
+			} else if (strcmp(probe, "reserve") == 0 || strcmp(probe, "clear") == 0) {
+				t = pr_out(iscsi, iu->lun, strcmp(probe, "reserve") == 0);
+			} else if (strcmp(probe, "standby") == 0 || strcmp(probe, "unavailable") == 0 ||
+				   strcmp(probe, "active") == 0) {
+				t = stpg(iscsi, iu->lun, probe[0] == 's' ? 2 : probe[0] == 'u' ? 3 : 0);
 			} else if (strcmp(probe, "bigread") == 0) {
 				/* 8 MiB in one command */
 				t = iscsi_read16_sync(iscsi, iu->lun, 0, 8u << 20, 512, 0, 0, 0, 0, 0);
