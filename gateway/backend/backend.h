@@ -124,6 +124,7 @@ struct bdev_iscsi_params {
 	const char *url;
 	const char *initiator;  /* our initiator name towards the backend; NULL = default */
 	unsigned int sessions;  /* backend sessions per reactor that does I/O; 0 = 1 */
+	uint32_t read_chunk;    /* READs longer go to the backend as pieces of this size; 0 = never */
 	uint32_t hold_ms;       /* keep commands waiting for the backend this long; 0 = 30000 */
 	uint32_t cmd_timeout_s; /* a backend command taking longer drops the session; 0 = 15 */
 	uint32_t open_timeout_ms; /* discovery at open; 0 = 5000 */

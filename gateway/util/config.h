@@ -52,6 +52,7 @@ struct gw_lun_cfg {
 	uint32_t backend_sessions;      /* sessions per reactor, default 1 */
 	uint32_t backend_hold_s;        /* hold commands while the backend is down, default 30 */
 	uint32_t backend_timeout_s;     /* one backend command, default 15 */
+	uint64_t backend_read_chunk;    /* READs longer go as pieces this long; default 256K, 0 = never */
 	char backend_initiator[GW_NAME_MAX]; /* our initiator name there, default isergw's */
 };
 

@@ -7,9 +7,11 @@
 #
 #   tests/bench/forward_vs_direct.sh --daemon PATH/isergwd [--scratch DIR]
 #        [--seconds N] [--reactors N] [--sessions N] [--callgrind-seconds N]
+#        [--addr A] [--port P]
 #
 # tgtd on 127.0.0.70:13470 (LUN 1, a 1 GiB random-filled file cached in
-# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.70:13471.
+# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.70:13471
+# (--addr, --port: the backend's port; the gateway's is the next one).
 #   rand4k  4 KiB random read, QD32     iscsi-perf -r -b 8 -m 32
 #   seq1m   1 MiB sequential read, QD8  iscsi-perf -b 2048 -m 8
 # Prints IOPS and MB/s of both and the gateway/direct ratio. Then, unless
@@ -38,7 +40,9 @@ while [ $# -gt 0 ]; do
 	--reactors) REACTORS=$2; shift 2 ;;
 	--sessions) SESSIONS=$2; shift 2 ;;
 	--callgrind-seconds) CG_SECS=$2; shift 2 ;;
-	-h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+	--addr) ADDR=$2; shift 2 ;;
+	--port) BPORT=$2; GPORT=$(($2 + 1)); shift 2 ;;
+	-h|--help) sed -n '3,21p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
