@@ -150,7 +150,11 @@ struct bdev_iscsi_stats {
 };
 int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out);
 
-/* The owner of the bdev (its logical unit) hears of geometry changes; fn NULL = stop. */
+/*
+ * The owner of the bdev (its logical unit) hears of geometry changes; fn NULL
+ * = stop. fn is also called once from here (the geometry may have changed
+ * since the owner read info): it must compare, not assume a change.
+ */
 static inline void bdev_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 {
 	if (b->ops->set_listener)

@@ -2071,6 +2071,9 @@ static void iscsi_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 	pthread_mutex_lock(&ib->lock);
 	ib->listener = fn;
 	ib->listener_arg = arg;
+	/* the discovery thread may have found the backend since the owner read info */
+	if (fn)
+		fn(arg, b);
 	pthread_mutex_unlock(&ib->lock);
 }
 
