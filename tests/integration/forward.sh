@@ -129,7 +129,7 @@ B_LUN_EXTRA=
 B_NO_LUN=0
 B_TOP_EXTRA=
 backend_isergw_config() {
-	local chap= luns lx=$B_LUN_EXTRA
+	local chap='' luns lx=$B_LUN_EXTRA
 	[ $# -ge 2 ] && chap=", \"chap\": { \"user\": \"$1\", \"secret\": \"$2\" }"
 	[ -n "$B_MAXXFER" ] && lx="$lx, \"max_transfer\": \"$B_MAXXFER\""
 	luns="[ { \"lun\": 1, \"path\": \"$DISK\", \"serial\": \"fwdbackend1\" $lx } ]"
@@ -147,7 +147,7 @@ JSON
 }
 # backend_reload: the backend isergwd rereads its config (SIGHUP).
 backend_reload() {
-	backend_isergw_config "$@"
+	backend_isergw_config
 	kill -HUP "$B_PID"
 }
 backend_kill() {
