@@ -226,6 +226,31 @@ static int iov_cmp(const struct iovec *iov, int iovcnt, uint64_t skip, const uin
 	return 0;
 }
 
+int bdev_iscsi_iov_slice(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
+			 struct iovec *out)
+{
+	uint64_t pos = 0;
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && len; i++) {
+		uint64_t l = iov[i].iov_len, skip, take;
+
+		if (pos + l <= off) {
+			pos += l;
+			continue;
+		}
+		skip = off > pos ? off - pos : 0;
+		take = l - skip < len ? l - skip : len;
+		out[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		out[n].iov_len = take;
+		n++;
+		off += take;
+		len -= take;
+		pos += l;
+	}
+	return n;
+}
+
 enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iovec *iov, int iovcnt,
 					   uint64_t len, uint64_t *miscompare_off)
 {
@@ -1492,32 +1517,6 @@ static void piece_done(struct bdev_io *pio)
 	io->cb(io);
 }
 
-/* The iovecs of io that cover [off, off+len) of its data, into out. Returns the count. */
-static int iov_slice(const struct bdev_io *io, uint64_t off, uint64_t len, struct iovec *out)
-{
-	uint64_t pos = 0;
-	int n = 0;
-
-	for (int i = 0; i < io->iovcnt && len; i++) {
-		uint64_t l = io->iov[i].iov_len;
-
-		if (pos + l <= off) {
-			pos += l;
-			continue;
-		}
-		uint64_t skip = off > pos ? off - pos : 0;
-		uint64_t take = l - skip < len ? l - skip : len;
-
-		out[n].iov_base = (uint8_t *)io->iov[i].iov_base + skip;
-		out[n].iov_len = take;
-		n++;
-		off += take;
-		len -= take;
-		pos += l;
-	}
-	return n;
-}
-
 static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_bytes)
 {
 	uint64_t npieces = (io->len + piece_bytes - 1) / piece_bytes;
@@ -1556,7 +1555,7 @@ static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_byt
 		pc->io.offset = io->offset + off;
 		pc->io.len = len;
 		pc->io.iov = pool;
-		pc->io.iovcnt = iov_slice(io, off, len, pool);
+		pc->io.iovcnt = bdev_iscsi_iov_slice(io->iov, io->iovcnt, off, len, pool);
 		pool += pc->io.iovcnt;
 		pc->io.cb = piece_done;
 		pc->io.ctx = pc;
