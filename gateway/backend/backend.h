@@ -70,12 +70,23 @@ struct bdev_info {
 	bool unmap_supported;   /* UNMAP deallocates (punch hole) */
 	bool rotational;
 	bool native_caw;        /* BDEV_IO_COMPARE_AND_WRITE is supported */
+	uint32_t opt_xfer_bytes; /* OPTIMAL TRANSFER LENGTH of the backing store; 0 = none */
 };
+
+/*
+ * Called by a backstore whose geometry changed (info.size_bytes or
+ * info.block_size; an iscsi LUN whose backend was unreachable at start, or
+ * grew): on any thread, with the backstore's lock held, so it must not call
+ * back into the bdev.
+ */
+typedef void (*bdev_listener_fn)(void *arg, struct bdev *b);
 
 struct bdev_ops {
 	const char *name;
 	int (*submit)(struct bdev *b, struct bdev_io *io);
 	void (*close)(struct bdev *b);
+	/* optional: backstores whose geometry can change */
+	void (*set_listener)(struct bdev *b, bdev_listener_fn fn, void *arg);
 };
 
 struct bdev {
@@ -84,7 +95,8 @@ struct bdev {
 	char name[256];
 	void *priv;
 	/* Set by the backstore while its backing store is unreachable (I/O then
-	 * fails with -ENOTCONN); zero for backstores that are always there. */
+	 * fails with -ENOTCONN); zero for backstores that are always there.
+	 * Offline with info.size_bytes == 0: the geometry is not known yet. */
 	atomic_bool offline;
 };
 
@@ -102,14 +114,17 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out);
  * A LUN of a backend iSCSI target (docs/backend.md, "iSCSI backstore").
  * url: iscsi://[user%secret@]HOST[:PORT]/IQN/LUN (CHAP towards the backend).
  * Capacity and block size are discovered at open, synchronously: call it on
- * the main thread, never on a reactor. If the backend cannot be reached then
- * and size_bytes/block_size are given, the bdev opens offline with that
- * geometry (checked when the backend comes up); otherwise the open fails.
+ * the main thread, never on a reactor. If the backend cannot be reached then,
+ * the bdev opens offline, with size_bytes/block_size if given, else with an
+ * unknown geometry (info.size_bytes 0), and a background thread keeps trying;
+ * the geometry it finds is announced to the listener (bdev_set_listener).
+ * Only a bad URL fails the open.
  */
 struct bdev_iscsi_params {
 	const char *url;
 	const char *initiator;  /* our initiator name towards the backend; NULL = default */
 	unsigned int sessions;  /* backend sessions per reactor that does I/O; 0 = 1 */
+	uint32_t read_chunk;    /* READs longer go to the backend as pieces of this size; 0 = never */
 	uint32_t hold_ms;       /* keep commands waiting for the backend this long; 0 = 30000 */
 	uint32_t cmd_timeout_s; /* a backend command taking longer drops the session; 0 = 15 */
 	uint32_t open_timeout_ms; /* discovery at open; 0 = 5000 */
@@ -134,6 +149,17 @@ struct bdev_iscsi_stats {
 	bool offline;
 };
 int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out);
+
+/*
+ * The owner of the bdev (its logical unit) hears of geometry changes; fn NULL
+ * = stop. fn is also called once from here (the geometry may have changed
+ * since the owner read info): it must compare, not assume a change.
+ */
+static inline void bdev_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
+{
+	if (b->ops->set_listener)
+		b->ops->set_listener(b, fn, arg);
+}
 
 static inline bool bdev_offline(struct bdev *b)
 {

@@ -226,6 +226,31 @@ static int iov_cmp(const struct iovec *iov, int iovcnt, uint64_t skip, const uin
 	return 0;
 }
 
+int bdev_iscsi_iov_slice(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
+			 struct iovec *out)
+{
+	uint64_t pos = 0;
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && len; i++) {
+		uint64_t l = iov[i].iov_len, skip, take;
+
+		if (pos + l <= off) {
+			pos += l;
+			continue;
+		}
+		skip = off > pos ? off - pos : 0;
+		take = l - skip < len ? l - skip : len;
+		out[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		out[n].iov_len = take;
+		n++;
+		off += take;
+		len -= take;
+		pos += l;
+	}
+	return n;
+}
+
 enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iovec *iov, int iovcnt,
 					   uint64_t len, uint64_t *miscompare_off)
 {
@@ -260,6 +285,8 @@ int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
 
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -275,6 +302,8 @@ int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
 #define IB_RETRY_LATER_MS 100u
 #define IB_MAX_UA_RETRIES 8u
 #define IB_DEFAULT_INITIATOR "iqn.2026-11.org.isergw:gateway"
+#define IB_ZERO_BLOCK     65536u        /* largest block size we accept from a backend */
+#define IB_MAX_BS         IB_ZERO_BLOCK
 
 _Static_assert(sizeof(struct scsi_iovec) == sizeof(struct iovec) &&
 	       offsetof(struct scsi_iovec, iov_base) == offsetof(struct iovec, iov_base) &&
@@ -350,16 +379,29 @@ struct ib_bdev {
 	struct bdev_iscsi_url url;
 	char initiator[224];
 	unsigned int sessions;
+	uint32_t read_chunk;            /* READs longer than this go as pieces; 0 = never */
 	uint32_t hold_ms;
 	uint32_t cmd_timeout_s;
 	uint32_t isid_rnd;              /* stable per (initiator, host, url) */
-	uint64_t nblocks;
-	uint32_t bs;
-	uint8_t *zero_block;
-	bool has_ws;                    /* try WRITE SAME(16) for WRITE_ZEROES */
-	uint64_t max_ws_blocks;         /* 0 = no limit reported */
+	/* geometry: changes only under lock (discovery thread, a probe seeing a resize) */
+	_Atomic uint64_t nblocks;       /* 0 = not known yet */
+	_Atomic uint32_t bs;
+	uint8_t *zero_block;            /* IB_ZERO_BLOCK bytes */
+	atomic_bool has_ws;             /* try WRITE SAME(16) for WRITE_ZEROES */
+	_Atomic uint64_t max_ws_blocks; /* 0 = no limit reported */
+	_Atomic uint32_t max_xfer_blocks; /* backend MAXIMUM TRANSFER LENGTH; 0 = none */
+	_Atomic uint32_t max_caw_blocks;  /* backend MAXIMUM COMPARE AND WRITE LENGTH */
 	atomic_bool no_ws;              /* the backend refused WRITE SAME */
 	atomic_bool offline_logged;
+	_Atomic uint32_t odd_answer;    /* last backend answer logged by note_odd_answer */
+	pthread_mutex_t lock;
+	bdev_listener_fn listener;
+	void *listener_arg;
+	/* discovery in the background while the backend is unreachable */
+	pthread_t disc_thread;
+	bool disc_running;
+	atomic_bool disc_stop;
+	pthread_cond_t disc_cond;
 	_Atomic(struct ib_rx *) rx[IB_MAX_REACTORS];
 	/* counters */
 	atomic_uint_fast64_t n_commands, n_retries, n_reconnects, n_connect_fail, n_expired;
@@ -627,6 +669,7 @@ static void sess_teardown(struct ib_sess *s)
 }
 
 static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
+static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs);
 
 static void sess_probe(struct ib_sess *s)
 {
@@ -713,17 +756,29 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 		return;
 	}
 	rc16 = scsi_datain_unmarshall(t);
-	if (!rc16 || rc16->block_length != ib->bs || rc16->returned_lba + 1 != ib->nblocks) {
+	if (!rc16 || rc16->block_length != atomic_load(&ib->bs) || rc16->returned_lba == UINT64_MAX) {
+		/* a new block size would change the meaning of every LBA: refuse it */
 		char why[200];
 
 		snprintf(why, sizeof(why),
-			 "backend LUN geometry changed: %" PRIu64 " blocks of %u, expected %" PRIu64
-			 " of %u", rc16 ? rc16->returned_lba + 1 : 0, rc16 ? rc16->block_length : 0,
-			 ib->nblocks, ib->bs);
+			 "backend LUN block size changed: %" PRIu64 " blocks of %u, expected blocks "
+			 "of %u", rc16 ? rc16->returned_lba + 1 : 0, rc16 ? rc16->block_length : 0,
+			 atomic_load(&ib->bs));
 		scsi_free_scsi_task(t);
 		req_free(q);
 		sess_mark_broken(s, why);
 		return;
+	}
+	if (rc16->returned_lba + 1 != atomic_load(&ib->nblocks)) {
+		uint64_t old;
+
+		/* resized (or never known): adopt it, the listener raises the unit attention */
+		pthread_mutex_lock(&ib->lock);
+		old = atomic_load(&ib->nblocks);
+		ib_set_geometry_locked(ib, rc16->returned_lba + 1, rc16->block_length);
+		pthread_mutex_unlock(&ib->lock);
+		GW_WARN(IB_COMP, "%s: the backend LUN now has %" PRIu64 " blocks (was %" PRIu64
+			"): capacity data has changed", ib->bdev.name, rc16->returned_lba + 1, old);
 	}
 	scsi_free_scsi_task(t);
 	req_free(q);
@@ -961,6 +1016,35 @@ static void sess_issue(struct ib_sess *s, struct ib_req *q)
 	sess_kick(s);
 }
 
+/*
+ * A WARN line whenever the backend's answer other than GOOD changes (odd
+ * sense passed through, NOT READY held, ...), not one per command; the
+ * next GOOD resets it.
+ */
+static void note_odd_answer(struct ib_bdev *ib, const struct ib_req *q, int status, uint8_t key,
+			    uint8_t asc, uint8_t ascq)
+{
+	uint32_t v = ((uint32_t)(status & 0xff) << 24 | (uint32_t)key << 16 | (uint32_t)asc << 8 |
+		      ascq) | 0x80000000u;
+
+	if (atomic_exchange(&ib->odd_answer, v) == v)
+		return;
+	char what[64];
+
+	if (status == SCSI_STATUS_CHECK_CONDITION)
+		snprintf(what, sizeof(what), "CHECK CONDITION, sense %x/%02x/%02x", key, asc, ascq);
+	else
+		snprintf(what, sizeof(what), "status 0x%02x", (unsigned int)status & 0xff);
+	GW_WARN(IB_COMP, "%s: backend answers %s with %s: %s", ib->bdev.name, req_name(q), what,
+		status == SCSI_STATUS_RESERVATION_CONFLICT ? "passed to the host (the backend LUN is "
+		"reserved by another initiator)"
+		: key == 0x2 || (key == 0x5 && asc == 0x25) || status == SCSI_STATUS_BUSY ||
+		  status == SCSI_STATUS_TASK_SET_FULL || key == 0xb
+		? "held and retried, then NOT READY 04/01 to the host"
+		: key == 0x7 ? "passed to the host (the backend LUN is write protected)"
+		: "passed to the host");
+}
+
 /* Raw sense bytes of a CHECK CONDITION (libiscsi keeps SenseLength + sense). */
 static const uint8_t *task_sense(const struct scsi_task *t, size_t *len)
 {
@@ -1056,9 +1140,17 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	act = bdev_iscsi_classify(status, key, asc, ascq, optional);
 	if (act == IB_RETRY && q->ua_retries++ >= IB_MAX_UA_RETRIES)
 		act = IB_PASS;
+	if (act == IB_PASS || act == IB_RETRY_LATER)
+		note_odd_answer(ib, q, status, key, asc, ascq);
 	switch (act) {
 	case IB_DONE:
 		scsi_free_scsi_task(t);
+		if (atomic_load_explicit(&ib->odd_answer, memory_order_relaxed))
+			atomic_store(&ib->odd_answer, 0);
+		if (atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed) &&
+		    atomic_exchange(&ib->bdev.offline, false))
+			GW_NOTICE(IB_COMP, "%s: the backend answers GOOD again: LUN online",
+				  ib->bdev.name);
 		if (q->kind == RK_CAW_CHECK) {
 			caw_resolve(q);
 			return;
@@ -1068,10 +1160,14 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	case IB_RETRY:
 		GW_INFO(IB_COMP, "%s: backend unit attention %02x/%02x on %s: issuing it again",
 			ib->bdev.name, asc, ascq, req_name(q));
-		if (asc == 0x2a && ascq == 0x09)
-			GW_WARN(IB_COMP, "%s: the backend reports a capacity change", ib->bdev.name);
 		scsi_free_scsi_task(t);
 		req_requeue(q, 0);
+		if (asc == 0x2a && ascq == 0x09) {
+			/* log in again: the probe reads the new capacity and adopts it */
+			GW_WARN(IB_COMP, "%s: the backend reports a capacity change: reconnecting "
+				"to read it", ib->bdev.name);
+			sess_mark_broken(s, "backend capacity changed");
+		}
 		return;
 	case IB_RETRY_LATER:
 		if (q->not_before_ms == 0)      /* once per command, not every 100 ms */
@@ -1079,6 +1175,11 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			"retrying", ib->bdev.name, status == SCSI_STATUS_CHECK_CONDITION ? "not now"
 			: "busy", req_name(q), status, key, asc, ascq);
 		scsi_free_scsi_task(t);
+		if (q->kind == RK_IO && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
+			/* held once to the limit already: answer NOT READY at once until GOOD */
+			req_finish(q, -ENOTCONN);
+			return;
+		}
 		req_requeue(q, IB_RETRY_LATER_MS);
 		return;
 	case IB_UNSUPPORTED:
@@ -1206,8 +1307,8 @@ static void rx_expire(struct ib_rx *rx)
 		rx->nwait--;
 		atomic_fetch_add(&ib->n_expired, 1);
 		if (!atomic_exchange(&ib->bdev.offline, true) || !atomic_exchange(&ib->offline_logged, true))
-			GW_ERR(IB_COMP, "%s: backend %s not reachable for %u ms: failing held commands, "
-			       "LUN offline (NOT READY) until it answers", ib->bdev.name,
+			GW_ERR(IB_COMP, "%s: backend %s has not served a command for %u ms: failing "
+			       "held commands, LUN offline (NOT READY) until it answers", ib->bdev.name,
 			       ib->url.portal, ib->hold_ms);
 		req_finish(q, -ENOTCONN);
 	}
@@ -1349,13 +1450,145 @@ static void rx_free(struct ib_rx *rx)
 /* ------------------------------------------------------------------------ */
 /* bdev ops                                                                 */
 
+/* Issues q now if a session is free and nothing waits, else queues it. */
+static void rx_enqueue(struct ib_rx *rx, struct ib_req *q)
+{
+	struct ib_sess *s = pick_session(rx);
+
+	if (s && list_empty(&rx->wait) && list_empty(&rx->requeue)) {
+		sess_issue(s, q);
+		return;
+	}
+	if (!s && atomic_load_explicit(&rx->ib->bdev.offline, memory_order_relaxed)) {
+		req_defer_result(q, -ENOTCONN);
+		return;
+	}
+	list_add_tail(&q->link, &rx->wait);
+	rx->nwait++;
+	rx_arm_tick(rx);
+	if (s)
+		rx_defer(rx);
+}
+
+/*
+ * A READ or WRITE longer than the backend's MAXIMUM TRANSFER LENGTH goes as
+ * several backend commands (pieces), issued together. Each piece is a
+ * request of its own: a piece interrupted by a session drop is issued again
+ * alone, pieces already completed are not redone. The host's command ends
+ * when all pieces ended, with the error of the lowest failed piece.
+ */
+struct ib_piece {
+	struct bdev_io io;
+	struct ib_split *sp;
+	uint8_t sense[BDEV_SENSE_MAX];
+};
+
+struct ib_split {
+	struct bdev_io *parent;
+	unsigned int left;
+	int result;
+	uint64_t err_off;
+	uint8_t status;
+	uint8_t sense_len;
+	uint8_t sense[BDEV_SENSE_MAX];
+	struct ib_piece *pieces;        /* npieces, then the iovec pool */
+};
+
+static void piece_done(struct bdev_io *pio)
+{
+	struct ib_piece *pc = pio->ctx;
+	struct ib_split *sp = pc->sp;
+	struct bdev_io *io = sp->parent;
+
+	if (pio->result && (sp->result == 0 || pio->offset < sp->err_off)) {
+		sp->result = pio->result;
+		sp->err_off = pio->offset;
+		sp->status = pio->scsi_status;
+		sp->sense_len = pio->sense_len;
+		memcpy(sp->sense, pc->sense, pio->sense_len);
+	}
+	if (--sp->left)
+		return;
+	io->result = sp->result;
+	if (sp->result == -EREMOTEIO)
+		req_set_answer(io, sp->status, sp->sense_len ? sp->sense : NULL, sp->sense_len);
+	free(sp->pieces);
+	free(sp);
+	io->cb(io);
+}
+
+static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_bytes)
+{
+	uint64_t npieces = (io->len + piece_bytes - 1) / piece_bytes;
+	size_t niov = (size_t)io->iovcnt + npieces;
+	struct ib_req **reqs;
+	struct ib_split *sp;
+	struct iovec *pool;
+	uint64_t off = 0;
+	uint64_t k;
+
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	sp->pieces = malloc(npieces * sizeof(struct ib_piece) + niov * sizeof(struct iovec) +
+			    npieces * sizeof(struct ib_req *));
+	if (!sp->pieces)
+		goto err_sp;
+	pool = (struct iovec *)(void *)(sp->pieces + npieces);
+	reqs = (struct ib_req **)(void *)(pool + niov);
+	/* every request first, so that nothing is issued unless all can be */
+	for (k = 0; k < npieces; k++) {
+		reqs[k] = req_alloc(rx);
+		if (!reqs[k])
+			goto err_reqs;
+	}
+	sp->parent = io;
+	sp->left = (unsigned int)npieces;
+	for (k = 0; k < npieces; k++) {
+		struct ib_piece *pc = &sp->pieces[k];
+		uint64_t len = io->len - off < piece_bytes ? io->len - off : piece_bytes;
+
+		memset(pc, 0, sizeof(*pc));
+		pc->sp = sp;
+		pc->io.op = io->op;
+		pc->io.flags = io->flags;
+		pc->io.offset = io->offset + off;
+		pc->io.len = len;
+		pc->io.iov = pool;
+		pc->io.iovcnt = bdev_iscsi_iov_slice(io->iov, io->iovcnt, off, len, pool);
+		pool += pc->io.iovcnt;
+		pc->io.cb = piece_done;
+		pc->io.ctx = pc;
+		pc->io.sense = pc->sense;
+		pc->io.bdev = io->bdev;
+		reqs[k]->io = &pc->io;
+		reqs[k]->kind = RK_IO;
+		reqs[k]->t0_ms = gw_now_ms();
+		off += len;
+	}
+	for (k = 0; k < npieces; k++)
+		rx_enqueue(rx, reqs[k]);
+	return 0;
+
+err_reqs:
+	while (k--)
+		req_free(reqs[k]);
+	free(sp->pieces);
+err_sp:
+	free(sp);
+	return -ENOMEM;
+}
+
 static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 {
 	struct ib_bdev *ib = to_ib(b);
 	struct ib_rx *rx;
 	struct ib_req *q;
-	struct ib_sess *s;
 	uint64_t end, data_len = io->len;
+	uint64_t nblocks = atomic_load_explicit(&ib->nblocks, memory_order_relaxed);
+	uint32_t bs = atomic_load_explicit(&ib->bs, memory_order_relaxed);
+	uint32_t max_xfer = 0;
+	bool caw_too_long = false;
 
 	if (!io->cb)
 		return -EINVAL;
@@ -1363,10 +1596,16 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 	io->scsi_status = 0;
 	io->sense_len = 0;
 	io->priv = NULL;
+	if (nblocks == 0)
+		return -ENOTCONN;       /* geometry not known yet: the backend never answered */
 	if (io->op == BDEV_OP_WRITE && (io->flags & BDEV_IO_COMPARE_AND_WRITE)) {
+		uint32_t max_caw = atomic_load_explicit(&ib->max_caw_blocks, memory_order_relaxed);
+
 		data_len = 2 * io->len;
-		if (io->len / ib->bs > 255)
+		if (io->len / bs > 255)
 			return -EINVAL;
+		/* never split: longer than the backend takes → the gateway emulates it */
+		caw_too_long = max_caw && io->len / bs > max_caw;
 	}
 	switch (io->op) {
 	case BDEV_OP_READ:
@@ -1379,6 +1618,8 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 			total += io->iov[i].iov_len;
 		if (total != data_len)
 			return -EINVAL;
+		if (!(io->flags & BDEV_IO_COMPARE_AND_WRITE))
+			max_xfer = atomic_load_explicit(&ib->max_xfer_blocks, memory_order_relaxed);
 		break;
 	}
 	case BDEV_OP_FLUSH:
@@ -1386,24 +1627,26 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 	case BDEV_OP_UNMAP:
 		if (!b->info.unmap_supported)
 			return -EOPNOTSUPP;
-		if (io->len == 0 || io->len / ib->bs > UINT32_MAX)
+		if (io->len == 0 || io->len / bs > UINT32_MAX)
 			return -EINVAL;
 		break;
-	case BDEV_OP_WRITE_ZEROES:
-		if (!ib->has_ws || atomic_load(&ib->no_ws) || (io->flags & BDEV_IO_FUA) ||
-		    io->len / ib->bs > UINT32_MAX ||
-		    (ib->max_ws_blocks && io->len / ib->bs > ib->max_ws_blocks))
+	case BDEV_OP_WRITE_ZEROES: {
+		uint64_t max_ws = atomic_load_explicit(&ib->max_ws_blocks, memory_order_relaxed);
+
+		if (!atomic_load(&ib->has_ws) || atomic_load(&ib->no_ws) || (io->flags & BDEV_IO_FUA) ||
+		    io->len / bs > UINT32_MAX || (max_ws && io->len / bs > max_ws))
 			return -EOPNOTSUPP;
 		if (io->len == 0)
 			return -EINVAL;
 		break;
+	}
 	default:
 		return -EINVAL;
 	}
 	if (io->op != BDEV_OP_FLUSH) {
-		if (io->offset % ib->bs || io->len % ib->bs)
+		if (io->offset % bs || io->len % bs)
 			return -EINVAL;
-		if (__builtin_add_overflow(io->offset, io->len, &end) || end > b->info.size_bytes)
+		if (__builtin_add_overflow(io->offset, io->len, &end) || end > nblocks * bs)
 			return -EINVAL;
 		if (io->op != BDEV_OP_READ && b->info.readonly)
 			return -EROFS;
@@ -1411,26 +1654,27 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 	rx = rx_get(ib);
 	if (!rx)
 		return reactor_self() ? -ENOMEM : -EINVAL;
+	if (io->op == BDEV_OP_READ && ib->read_chunk >= bs) {
+		/* a long read as pieces issued together: the backend reads them in
+		 * parallel and its Data-In flows sooner (docs/backend.md, Splitting) */
+		uint32_t chunk = ib->read_chunk / bs;
+
+		if (!max_xfer || chunk < max_xfer)
+			max_xfer = chunk;
+	}
+	if (max_xfer && io->len > (uint64_t)max_xfer * bs)
+		return submit_split(rx, io, (uint64_t)max_xfer * bs);
 	q = req_alloc(rx);
 	if (!q)
 		return -ENOMEM;
 	q->io = io;
 	q->kind = RK_IO;
 	q->t0_ms = gw_now_ms();
-	s = pick_session(rx);
-	if (s && list_empty(&rx->wait) && list_empty(&rx->requeue)) {
-		sess_issue(s, q);
+	if (caw_too_long) {
+		req_defer_result(q, -EOPNOTSUPP);
 		return 0;
 	}
-	if (!s && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
-		req_defer_result(q, -ENOTCONN);
-		return 0;
-	}
-	list_add_tail(&q->link, &rx->wait);
-	rx->nwait++;
-	rx_arm_tick(rx);
-	if (s)
-		rx_defer(rx);
+	rx_enqueue(rx, q);
 	return 0;
 }
 
@@ -1465,6 +1709,13 @@ static void iscsi_close(struct bdev *b)
 			  b->name, st.commands, st.retries, st.reconnects, st.connect_failures,
 			  st.held_expired, st.commands ? st.latency_us_sum / st.commands : 0,
 			  st.latency_us_max);
+	if (ib->disc_running) {
+		pthread_mutex_lock(&ib->lock);
+		atomic_store(&ib->disc_stop, true);
+		pthread_cond_broadcast(&ib->disc_cond);
+		pthread_mutex_unlock(&ib->lock);
+		pthread_join(ib->disc_thread, NULL);
+	}
 	for (unsigned int i = 0; i < IB_MAX_REACTORS; i++) {
 		struct ib_rx *rx = atomic_load(&ib->rx[i]);
 
@@ -1472,14 +1723,19 @@ static void iscsi_close(struct bdev *b)
 			rx_free(rx);
 	}
 	free(ib->zero_block);
+	pthread_cond_destroy(&ib->disc_cond);
+	pthread_mutex_destroy(&ib->lock);
 	memset(&ib->url, 0, sizeof(ib->url));   /* the CHAP secret */
 	free(ib);
 }
+
+static void iscsi_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg);
 
 static const struct bdev_ops iscsi_ops = {
 	.name = "iscsi",
 	.submit = iscsi_submit,
 	.close = iscsi_close,
+	.set_listener = iscsi_set_listener,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1490,6 +1746,18 @@ struct disc {
 	int status;
 	struct scsi_task *task;
 	char err[256];          /* libiscsi's reason, before later calls overwrite it */
+};
+
+/* What discovery learnt about the backend LUN. */
+struct ib_found {
+	uint64_t nblocks;
+	uint32_t bs;
+	bool unmap;
+	bool native_caw;
+	uint64_t max_ws_blocks;
+	uint32_t max_xfer_blocks;
+	uint32_t opt_xfer_blocks;
+	uint32_t max_caw_blocks;
 };
 
 static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -1503,11 +1771,14 @@ static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 		snprintf(d->err, sizeof(d->err), "%s", iscsi_get_error(ctx));
 }
 
-static int disc_wait(struct iscsi_context *ctx, struct disc *d, uint64_t deadline)
+static int disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc *d,
+		     uint64_t deadline)
 {
 	while (!d->done) {
 		struct pollfd pfd;
 
+		if (atomic_load(&ib->disc_stop))
+			return -ECANCELED;
 		if (gw_now_ms() >= deadline)
 			return -ETIMEDOUT;
 		pfd.fd = iscsi_get_fd(ctx);
@@ -1536,7 +1807,7 @@ static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uin
 			t = iscsi_inquiry_task(ctx, (int)ib->url.lun, 1, page, 255, disc_cb, &d);
 		if (!t)
 			return -ENOMEM;
-		rc = disc_wait(ctx, &d, deadline);
+		rc = disc_wait(ctx, ib, &d, deadline);
 		if (rc) {
 			/* the context is destroyed by the caller, which frees the PDU */
 			return rc;
@@ -1553,8 +1824,9 @@ static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uin
 		if (d.status == SCSI_STATUS_CHECK_CONDITION)
 			GW_DEBUG(IB_COMP, "%s: discovery command (page %d): sense %x/%04x", ib->bdev.name,
 				 page, t->sense.key, t->sense.ascq);
-		rc = d.status == SCSI_STATUS_CHECK_CONDITION && t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST &&
-		     t->sense.ascq == 0x2500 ? -ENXIO : -EIO;
+		rc = d.status != SCSI_STATUS_CHECK_CONDITION ? -EIO
+		     : t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST && t->sense.ascq == 0x2500 ? -ENXIO
+		     : t->sense.key == SCSI_SENSE_NOT_READY ? -EAGAIN : -EIO;
 		scsi_free_scsi_task(t);
 		return rc;
 	}
@@ -1580,7 +1852,7 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 			scsi_free_scsi_task(t);
 			return false;
 		}
-		if (disc_wait(ctx, &d, deadline) != 0)
+		if (disc_wait(ctx, ib, &d, deadline) != 0)
 			return false;   /* the PDU goes with the context */
 		ua = d.status == SCSI_STATUS_CHECK_CONDITION &&
 		     t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
@@ -1599,7 +1871,12 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 	return false;
 }
 
-static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool *unmap)
+/*
+ * One short session: login, READ CAPACITY(16), the COMPARE AND WRITE probe,
+ * VPD B0h and B2h. Returns 0, or -errno with the reason in why (no secret).
+ */
+static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f, char *why,
+		    size_t whylen)
 {
 	uint64_t deadline = gw_now_ms() + timeout_ms;
 	struct iscsi_context *ctx;
@@ -1610,10 +1887,12 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool *unmap)
 	uint32_t max_unmap = 0, max_unmap_desc = 0;
 	int rc;
 
-	*unmap = false;
+	memset(f, 0, sizeof(*f));
 	ctx = iscsi_create_context(ib->initiator);
-	if (!ctx)
+	if (!ctx) {
+		snprintf(why, whylen, "cannot create a libiscsi context");
 		return -ENOMEM;
+	}
 	iscsi_set_log_fn(ctx, ctx_log);
 	iscsi_set_targetname(ctx, ib->url.iqn);
 	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
@@ -1624,45 +1903,49 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool *unmap)
 	if (ib->url.user[0])
 		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
 	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, disc_cb, &d) != 0) {
-		GW_ERR(IB_COMP, "%s: cannot connect to the backend %s: %s", ib->bdev.name,
-		       ib->url.portal, iscsi_get_error(ctx));
+		snprintf(why, whylen, "cannot connect to the backend %.60s: %.200s", ib->url.portal,
+			 iscsi_get_error(ctx));
 		rc = -ECONNREFUSED;
 		goto out;
 	}
-	rc = disc_wait(ctx, &d, deadline);
+	rc = disc_wait(ctx, ib, &d, deadline);
+	if (rc == -ECANCELED)
+		goto out;
 	if (rc || d.status != SCSI_STATUS_GOOD) {
-		GW_ERR(IB_COMP, "%s: cannot log in to the backend %s target %s%s: %s", ib->bdev.name,
-		       ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
-		       rc == -ETIMEDOUT ? "timed out" : d.err[0] ? d.err : iscsi_get_error(ctx));
+		snprintf(why, whylen, "cannot log in to the backend %.60s target %.170s%s: %.200s",
+			 ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
+			 rc == -ETIMEDOUT ? "timed out" : d.err[0] ? d.err : iscsi_get_error(ctx));
 		rc = rc == -ETIMEDOUT ? rc : -ECONNREFUSED;
 		goto out;
 	}
 	rc = disc_cmd(ctx, ib, -1, deadline, &t);
 	if (rc) {
-		GW_ERR(IB_COMP, "%s: READ CAPACITY(16) of backend LUN %u failed: %s", ib->bdev.name,
-		       ib->url.lun, rc == -ENXIO ? "no such LUN" : strerror(-rc));
+		snprintf(why, whylen, "READ CAPACITY(16) of backend LUN %u failed: %s", ib->url.lun,
+			 rc == -ENXIO ? "no such LUN" : rc == -EAGAIN ? "not ready" : strerror(-rc));
 		goto out;
 	}
 	rc16 = scsi_datain_unmarshall(t);
-	if (!rc16 || rc16->block_length < 512 || (rc16->block_length & (rc16->block_length - 1))) {
-		GW_ERR(IB_COMP, "%s: backend LUN %u: unusable READ CAPACITY data", ib->bdev.name,
-		       ib->url.lun);
+	if (!rc16 || rc16->block_length < 512 || rc16->block_length > IB_MAX_BS ||
+	    (rc16->block_length & (rc16->block_length - 1)) || rc16->returned_lba == UINT64_MAX) {
+		snprintf(why, whylen, "backend LUN %u: unusable READ CAPACITY data", ib->url.lun);
 		scsi_free_scsi_task(t);
 		rc = -EIO;
 		goto out;
 	}
-	ib->bs = rc16->block_length;
-	ib->nblocks = rc16->returned_lba + 1;
+	f->bs = rc16->block_length;
+	f->nblocks = rc16->returned_lba + 1;
 	lbpme = rc16->lbpme;
 	lbprz = rc16->lbprz;
 	scsi_free_scsi_task(t);
-	ib->has_ws = true;
-	ib->bdev.info.native_caw = disc_caw_probe(ctx, ib, deadline);
+	f->native_caw = disc_caw_probe(ctx, ib, deadline);
 	if (disc_cmd(ctx, ib, 0xb0, deadline, &t) == 0) {
 		struct scsi_inquiry_block_limits *bl = scsi_datain_unmarshall(t);
 
 		if (bl) {
-			ib->max_ws_blocks = bl->max_ws_len;
+			f->max_ws_blocks = bl->max_ws_len;
+			f->max_xfer_blocks = bl->max_xfer_len;
+			f->opt_xfer_blocks = bl->opt_xfer_len;
+			f->max_caw_blocks = bl->max_cmp;
 			max_unmap = bl->max_unmap;
 			max_unmap_desc = bl->max_unmap_bdc;
 		}
@@ -1671,14 +1954,126 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool *unmap)
 	if (lbpme && disc_cmd(ctx, ib, 0xb2, deadline, &t) == 0) {
 		struct scsi_inquiry_logical_block_provisioning *lbp = scsi_datain_unmarshall(t);
 
-		*unmap = lbp && lbp->lbpu && (lbprz || lbp->lbprz) && max_unmap_desc >= 1 &&
-			 max_unmap >= 0x100000u;
+		f->unmap = lbp && lbp->lbpu && (lbprz || lbp->lbprz) && max_unmap_desc >= 1 &&
+			   max_unmap >= 0x100000u;
 		scsi_free_scsi_task(t);
 	}
 	rc = 0;
 out:
 	iscsi_destroy_context(ctx);
 	return rc;
+}
+
+/*
+ * Sets the geometry (telling the listener when it changed). Called with
+ * ib->lock held.
+ */
+static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs)
+{
+	if (nblocks == atomic_load(&ib->nblocks) && bs == atomic_load(&ib->bs))
+		return;
+	atomic_store(&ib->bs, bs);
+	atomic_store(&ib->nblocks, nblocks);
+	ib->bdev.info.block_size = bs;
+	ib->bdev.info.size_bytes = nblocks * bs;
+	if (ib->listener)
+		ib->listener(ib->listener_arg, &ib->bdev);
+}
+
+/* Publishes what discovery found. Called with ib->lock held. */
+static void ib_apply_locked(struct ib_bdev *ib, const struct ib_found *f)
+{
+	uint64_t opt = (uint64_t)f->opt_xfer_blocks * f->bs;
+
+	atomic_store(&ib->has_ws, true);
+	atomic_store(&ib->max_ws_blocks, f->max_ws_blocks);
+	atomic_store(&ib->max_xfer_blocks, f->max_xfer_blocks);
+	atomic_store(&ib->max_caw_blocks, f->max_caw_blocks);
+	ib->bdev.info.native_caw = f->native_caw;
+	ib->bdev.info.unmap_supported = f->unmap && !ib->bdev.info.readonly;
+	ib->bdev.info.opt_xfer_bytes = opt > UINT32_MAX ? 0 : (uint32_t)opt;
+	ib_set_geometry_locked(ib, f->nblocks, f->bs);
+}
+
+static void ib_log_found(const struct ib_bdev *ib, const struct ib_found *f, const char *what)
+{
+	GW_NOTICE(IB_COMP, "%s: %s: %" PRIu64 " blocks of %u bytes%s%s, maximum transfer %u blocks%s",
+		  ib->bdev.name, what, f->nblocks, f->bs, f->unmap ? ", unmap" : "",
+		  f->native_caw ? ", compare-and-write" : "", f->max_xfer_blocks,
+		  f->max_xfer_blocks ? "" : " (no limit)");
+}
+
+/*
+ * The backend was not usable at open: keep discovering it in the background
+ * (the same backoff as the sessions), then bring the LUN online.
+ */
+static void *disc_main(void *arg)
+{
+	struct ib_bdev *ib = arg;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (unsigned int attempt = 0; !atomic_load(&ib->disc_stop); attempt++) {
+		struct ib_found f;
+		struct timespec until;
+		uint64_t old_n, ms;
+		uint32_t old_bs;
+		char why[512];
+		int rc;
+
+		rc = discover(ib, 5000, &f, why, sizeof(why));
+		if (rc == -ECANCELED)
+			break;
+		if (rc == 0) {
+			pthread_mutex_lock(&ib->lock);
+			old_n = atomic_load(&ib->nblocks);
+			old_bs = atomic_load(&ib->bs);
+			ib_apply_locked(ib, &f);
+			pthread_mutex_unlock(&ib->lock);
+			ib_log_found(ib, &f, "backend reachable");
+			if (old_n && (old_n != f.nblocks || old_bs != f.bs))
+				GW_WARN(IB_COMP, "%s: the backend LUN has %" PRIu64 " blocks of %u, not the "
+					"configured %" PRIu64 " of %u: the backend's geometry is used "
+					"(unit attention: capacity data has changed)", ib->bdev.name,
+					f.nblocks, f.bs, old_n, old_bs);
+			atomic_store(&ib->offline_logged, false);
+			atomic_store(&ib->bdev.offline, false);
+			GW_NOTICE(IB_COMP, "%s: LUN online after %u failed discovery tries",
+				  ib->bdev.name, attempt + 1);
+			break;
+		}
+		if ((attempt + 1) % 20 == 0)     /* the first failure was logged by the open */
+			GW_ERR(IB_COMP, "%s: backend still not usable (try %u): %s (LUN stays NOT READY, "
+			       "retrying in the background)", ib->bdev.name, attempt + 2, why);
+		ms = bdev_iscsi_backoff_ms(attempt);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (time_t)(ms / 1000);
+		until.tv_nsec += (long)(ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&ib->lock);
+		while (!atomic_load(&ib->disc_stop) &&
+		       pthread_cond_timedwait(&ib->disc_cond, &ib->lock, &until) == 0)
+			;
+		pthread_mutex_unlock(&ib->lock);
+	}
+	return NULL;
+}
+
+static void iscsi_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
+{
+	struct ib_bdev *ib = to_ib(b);
+
+	pthread_mutex_lock(&ib->lock);
+	ib->listener = fn;
+	ib->listener_arg = arg;
+	/* the discovery thread may have found the backend since the owner read info */
+	if (fn)
+		fn(arg, b);
+	pthread_mutex_unlock(&ib->lock);
 }
 
 static uint32_t isid_seed(const struct bdev_iscsi_params *p, const char *initiator)
@@ -1693,11 +2088,35 @@ static uint32_t isid_seed(const struct bdev_iscsi_params *p, const char *initiat
 	return h;
 }
 
+static int ib_init_sync(struct ib_bdev *ib)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	rc = pthread_mutex_init(&ib->lock, NULL);
+	if (rc)
+		return -rc;
+	rc = pthread_condattr_init(&ca);
+	if (rc)
+		goto err_mutex;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(&ib->disc_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc)
+		goto err_mutex;
+	return 0;
+
+err_mutex:
+	pthread_mutex_destroy(&ib->lock);
+	return -rc;
+}
+
 int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 {
 	struct ib_bdev *ib;
-	char err[128];
-	bool unmap = false;
+	struct ib_found f;
+	char err[128], why[512];
 	int rc;
 
 	if (!p || !p->url || !out)
@@ -1709,53 +2128,83 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	rc = bdev_iscsi_parse_url(p->url, &ib->url, err, sizeof(err));
 	if (rc) {
 		GW_ERR(IB_COMP, "backend URL: %s (iscsi://[user%%secret@]HOST[:PORT]/IQN/LUN)", err);
-		free(ib);
-		return rc;
+		goto err_free;
 	}
+	if (p->size_bytes && (!p->block_size || p->size_bytes % p->block_size)) {
+		GW_ERR(IB_COMP, "backend size %" PRIu64 " is not a multiple of block_size %u",
+		       p->size_bytes, p->block_size);
+		rc = -EINVAL;
+		goto err_free;
+	}
+	rc = ib_init_sync(ib);
+	if (rc)
+		goto err_free;
 	snprintf(ib->initiator, sizeof(ib->initiator), "%s",
 		 p->initiator && p->initiator[0] ? p->initiator : IB_DEFAULT_INITIATOR);
 	ib->sessions = p->sessions ? p->sessions : 1;
 	if (ib->sessions > 64)
 		ib->sessions = 64;
 	ib->hold_ms = p->hold_ms ? p->hold_ms : 30000;
+	ib->read_chunk = p->read_chunk;
 	ib->cmd_timeout_s = p->cmd_timeout_s ? p->cmd_timeout_s : 15;
 	ib->isid_rnd = isid_seed(p, ib->initiator);
 	ib->bdev.ops = &iscsi_ops;
 	ib->bdev.priv = ib;
+	ib->bdev.info.readonly = p->readonly;
+	ib->bdev.info.rotational = false;
 	/* the name is logged everywhere: never the secret */
 	snprintf(ib->bdev.name, sizeof(ib->bdev.name), "iscsi://%.60s/%.170s/%u", ib->url.portal,
 		 ib->url.iqn, ib->url.lun);
-	rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &unmap);
-	if (rc) {
-		if (!p->size_bytes || !p->block_size || p->size_bytes % p->block_size) {
-			GW_ERR(IB_COMP, "%s: backend not usable at start and no size/block_size "
-			       "configured to start it offline", ib->bdev.name);
-			free(ib);
-			return rc;
-		}
-		ib->bs = p->block_size;
-		ib->nblocks = p->size_bytes / p->block_size;
+	ib->zero_block = calloc(1, IB_ZERO_BLOCK);
+	if (!ib->zero_block) {
+		rc = -ENOMEM;
+		goto err_sync;
+	}
+	rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &f, why, sizeof(why));
+	if (rc == 0) {
+		ib_apply_locked(ib, &f);        /* nobody else sees ib yet */
+		ib_log_found(ib, &f, "backend LUN");
+	} else {
+		GW_ERR(IB_COMP, "%s: %s", ib->bdev.name, why);
+		/* open offline: NOT READY until the background discovery finds it */
+		ib->bdev.info.block_size = p->size_bytes ? p->block_size : 512;
+		ib->bdev.info.size_bytes = p->size_bytes;
+		atomic_store(&ib->bs, ib->bdev.info.block_size);
+		atomic_store(&ib->nblocks, p->size_bytes / ib->bdev.info.block_size);
 		atomic_store(&ib->bdev.offline, true);
 		atomic_store(&ib->offline_logged, true);
-		GW_ERR(IB_COMP, "%s: backend not usable at start: LUN offline (NOT READY) with the "
-		       "configured %" PRIu64 " blocks of %u until the backend answers", ib->bdev.name,
-		       ib->nblocks, ib->bs);
+		rc = pthread_create(&ib->disc_thread, NULL, disc_main, ib);
+		if (rc) {
+			rc = -rc;
+			GW_ERR(IB_COMP, "%s: cannot start the discovery thread: %s", ib->bdev.name,
+			       strerror(-rc));
+			goto err_zero;
+		}
+		ib->disc_running = true;
+		if (p->size_bytes)
+			GW_ERR(IB_COMP, "%s: backend not usable at start: LUN offline (NOT READY) with "
+			       "the configured %" PRIu64 " blocks of %u until the backend answers",
+			       ib->bdev.name, atomic_load(&ib->nblocks), atomic_load(&ib->bs));
+		else
+			GW_ERR(IB_COMP, "%s: backend not usable at start: LUN present but NOT READY, "
+			       "capacity unknown until the backend answers (discovering in the "
+			       "background)", ib->bdev.name);
 	}
-	ib->zero_block = calloc(1, ib->bs);
-	if (!ib->zero_block) {
-		free(ib);
-		return -ENOMEM;
-	}
-	ib->bdev.info.size_bytes = ib->nblocks * ib->bs;
-	ib->bdev.info.block_size = ib->bs;
-	ib->bdev.info.readonly = p->readonly;
-	ib->bdev.info.unmap_supported = unmap && !p->readonly;
-	ib->bdev.info.rotational = false;
-	GW_INFO(IB_COMP, "%s: %" PRIu64 " blocks of %u bytes%s%s, %u session(s) per reactor, hold "
-		"%u ms", ib->bdev.name, ib->nblocks, ib->bs, unmap ? ", unmap" : "",
-		p->readonly ? ", read-only" : "", ib->sessions, ib->hold_ms);
+	GW_INFO(IB_COMP, "%s: %u session(s) per reactor, hold %u ms, reads in pieces of %u bytes%s",
+		ib->bdev.name, ib->sessions, ib->hold_ms, ib->read_chunk,
+		p->readonly ? ", read-only" : "");
 	*out = &ib->bdev;
 	return 0;
+
+err_zero:
+	free(ib->zero_block);
+err_sync:
+	pthread_cond_destroy(&ib->disc_cond);
+	pthread_mutex_destroy(&ib->lock);
+err_free:
+	memset(&ib->url, 0, sizeof(ib->url));
+	free(ib);
+	return rc;
 }
 
 #endif /* ISERGW_HAVE_LIBISCSI */

@@ -2,8 +2,8 @@
 /*
  * The pure parts of the iSCSI backstore (backend/iscsi.c), apart so that unit
  * tests reach them without a backend: URL parsing, the reconnect backoff,
- * what to do with a backend status, and how an interrupted COMPARE AND WRITE
- * is resolved.
+ * what to do with a backend status, how an interrupted COMPARE AND WRITE
+ * is resolved, and how a split command's data is sliced.
  */
 #ifndef ISERGW_BACKEND_ISCSI_PRIV_H
 #define ISERGW_BACKEND_ISCSI_PRIV_H
@@ -57,5 +57,13 @@ enum ib_action bdev_iscsi_classify(int status, uint8_t key, uint8_t asc, uint8_t
 enum ib_caw_outcome { IB_CAW_APPLIED, IB_CAW_REISSUE, IB_CAW_MISCOMPARE };
 enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iovec *iov, int iovcnt,
 					   uint64_t len, uint64_t *miscompare_off);
+
+/*
+ * The parts of iov[0..iovcnt) that hold bytes [off, off+len) of the data, as
+ * new iovecs in out (room for iovcnt entries). Returns how many. The pieces
+ * of a split command are slices of the host command's iovecs.
+ */
+int bdev_iscsi_iov_slice(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
+			 struct iovec *out);
 
 #endif

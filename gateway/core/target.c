@@ -137,7 +137,8 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	if (bdev_is_iscsi_url(lc->path)) {
 		struct bdev_iscsi_params ip = {
 			.url = lc->path, .initiator = lc->backend_initiator,
-			.sessions = lc->backend_sessions, .hold_ms = lc->backend_hold_s * 1000u,
+			.sessions = lc->backend_sessions, .read_chunk = (uint32_t)lc->backend_read_chunk,
+			.hold_ms = lc->backend_hold_s * 1000u,
 			.cmd_timeout_s = lc->backend_timeout_s, .size_bytes = lc->size,
 			.block_size = lc->size ? lc->block_size : 0, .readonly = lc->readonly,
 		};
@@ -161,6 +162,7 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.readonly = lc->readonly;
 	lp.write_cache = lc->write_cache;
 	lp.thin = lc->thin;
+	lp.max_xfer_bytes = (uint32_t)lc->max_transfer;
 	snprintf(lp.alua_dg, sizeof(lp.alua_dg), "%s", lc->device_group);
 	if (gw->cfg->shared_state_dir[0])
 		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
@@ -514,9 +516,10 @@ static bool lun_same(const struct gw_lun_cfg *a, const struct gw_lun_cfg *b)
 	       a->readonly == b->readonly && a->thin == b->thin &&
 	       memcmp(a->naa, b->naa, sizeof(a->naa)) == 0 && strcmp(a->serial, b->serial) == 0 &&
 	       strcmp(a->vendor, b->vendor) == 0 && strcmp(a->product, b->product) == 0 &&
-	       a->backend_sessions == b->backend_sessions &&
+	       a->max_transfer == b->max_transfer && a->backend_sessions == b->backend_sessions &&
 	       a->backend_hold_s == b->backend_hold_s &&
 	       a->backend_timeout_s == b->backend_timeout_s &&
+	       a->backend_read_chunk == b->backend_read_chunk &&
 	       strcmp(a->backend_initiator, b->backend_initiator) == 0;
 }
 

@@ -228,6 +228,7 @@ struct scsi_lu_params {
 	bool readonly;
 	bool write_cache;               /* initial WCE */
 	bool thin;                      /* LBPME / UNMAP advertised (needs bdev unmap support) */
+	uint32_t max_xfer_bytes;        /* MAXIMUM TRANSFER LENGTH enforced; 0 = report 8 MiB only */
 	char pr_path[4096];             /* where persistent reservations are saved ("" = not persisted) */
 	/*
 	 * State file shared with the other gateway nodes serving this LU

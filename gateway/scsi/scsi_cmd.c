@@ -293,6 +293,25 @@ static bool check_ua(struct scsi_cmd *cmd)
 	return true;
 }
 
+/*
+ * Commands a logical unit whose capacity is not known yet (a backend that
+ * never answered) still serves; anything else is NOT READY (SPC-4 4.5.1).
+ */
+static bool needs_no_medium(uint8_t op)
+{
+	switch (op) {
+	case 0x00: case 0x03: case 0x12: case 0xa0:     /* TUR, REQUEST SENSE, INQUIRY, REPORT LUNS */
+	case 0x15: case 0x55: case 0x1a: case 0x5a:     /* MODE SELECT / SENSE */
+	case 0x16: case 0x17: case 0x56: case 0x57:     /* RESERVE / RELEASE */
+	case 0x5e: case 0x5f:                           /* PERSISTENT RESERVE IN / OUT */
+	case 0xa3: case 0xa4:                           /* MAINTENANCE IN / OUT */
+	case 0x1b: case 0x1e: case 0x84:                /* START STOP, PREVENT ALLOW, copy results */
+		return true;
+	default:
+		return false;
+	}
+}
+
 void scsi_cmd_abort(struct scsi_cmd *cmd)
 {
 	/* the only commands that wait on nothing but an answer: held STPGs */
@@ -354,6 +373,12 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	if (cmd->cdb[def->cdb_len - 1] & 0x05) {
 		scsi_fail_cdb(cmd, (uint16_t)(def->cdb_len - 1),
 			      (cmd->cdb[def->cdb_len - 1] & 0x04) ? 2 : 0);
+		return;
+	}
+
+	if (atomic_load_explicit(&cmd->lu->nblocks, memory_order_relaxed) == 0 &&
+	    !needs_no_medium(op)) {
+		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_LU_BECOMING_READY);
 		return;
 	}
 

@@ -74,6 +74,7 @@
 #define ASC_BUS_RESET           0x2902
 #define ASC_BDR_OCCURRED        0x2903
 #define ASC_MODE_PARAMS_CHANGED 0x2a01
+#define ASC_CAPACITY_CHANGED    0x2a09       /* CAPACITY DATA HAS CHANGED */
 #define ASC_RESERVATIONS_PREEMPTED 0x2a03
 #define ASC_ALUA_STATE_CHANGED  0x2a06       /* ASYMMETRIC ACCESS STATE CHANGED */
 #define ASC_ALUA_TRANSITION     0x040a       /* NOT READY: asymmetric access state transition */
@@ -96,6 +97,11 @@
 #define PR_TYPE_WE_AR   0x7
 #define PR_TYPE_EA_AR   0x8
 
+/* MAXIMUM and OPTIMAL TRANSFER LENGTH in bytes (VPD B0h): the configured
+ * limit, and the backstore's optimal size (a backend target's) if smaller. */
+static inline uint32_t scsi_lu_max_xfer(const struct scsi_lu *lu);
+static inline uint32_t scsi_lu_opt_xfer(const struct scsi_lu *lu);
+
 /* Identity of an I_T nexus as the LU remembers it. */
 struct scsi_nexus {
 	struct list_head link;
@@ -117,8 +123,9 @@ struct pr_reg {
 struct scsi_lu {
 	struct scsi_lu_params params;
 	struct bdev *bdev;
-	uint32_t block_size;
-	uint64_t nblocks;
+	/* atomic: a backstore whose backend was unreachable at start learns them later */
+	_Atomic uint32_t block_size;
+	_Atomic uint64_t nblocks;       /* 0: not known yet (NOT READY for medium access) */
 	uint8_t tpgs;           /* INQUIRY TPGS field: 3, implicit and explicit ALUA */
 	size_t alua_dg;         /* ALUA device group (index, scsi_alua.c) */
 	struct list_head all_link; /* every LU of the process (scsi_lu.c), for ALUA UAs */
@@ -181,6 +188,20 @@ struct scsi_lu {
 	bool sh_posted;                 /* an event was posted since lu_shared_begin */
 	struct list_head sh_aborts;     /* aborts asked by other nodes, for the core */
 };
+
+static inline uint32_t scsi_lu_max_xfer(const struct scsi_lu *lu)
+{
+	return lu->params.max_xfer_bytes ? lu->params.max_xfer_bytes : SCSI_MAX_XFER_BYTES;
+}
+
+static inline uint32_t scsi_lu_opt_xfer(const struct scsi_lu *lu)
+{
+	uint32_t opt = SCSI_OPT_XFER_BYTES, max = scsi_lu_max_xfer(lu);
+
+	if (lu->bdev->info.opt_xfer_bytes >= lu->block_size && lu->bdev->info.opt_xfer_bytes < opt)
+		opt = lu->bdev->info.opt_xfer_bytes;
+	return opt < max ? opt : max;
+}
 
 /* Per-command private state, lives in cmd->priv_io. */
 struct scsi_priv {

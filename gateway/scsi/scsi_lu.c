@@ -133,6 +133,31 @@ void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
 
 /* -------------------------------------------------------------- lifecycle */
 
+/*
+ * The backstore's geometry changed (an iscsi:// backend reached after start,
+ * or resized): new READ CAPACITY data and a unit attention CAPACITY DATA HAS
+ * CHANGED on every nexus (SBC-4 4.6). Called on any thread.
+ */
+static void lu_geometry_changed(void *arg, struct bdev *b)
+{
+	struct scsi_lu *lu = arg;
+	uint32_t bs = b->info.block_size;
+	uint64_t n = bs ? b->info.size_bytes / bs : 0;
+
+	if (bs < 512 || (bs & (bs - 1)) || n == 0)
+		return;
+	pthread_mutex_lock(&lu->lock);
+	if (n != lu->nblocks || bs != lu->block_size) {
+		GW_NOTICE(SCSI_LOG, "lun %llu: capacity now %llu blocks of %u bytes (was %llu of %u): "
+			  "unit attention CAPACITY DATA HAS CHANGED", (unsigned long long)lu->params.lun,
+			  (unsigned long long)n, bs, (unsigned long long)lu->nblocks, lu->block_size);
+		lu->block_size = bs;
+		lu->nblocks = n;
+		ua_add_all(lu, NULL, ASC_CAPACITY_CHANGED);
+	}
+	pthread_mutex_unlock(&lu->lock);
+}
+
 int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out)
 {
 	struct scsi_lu *lu;
@@ -145,7 +170,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 		       (unsigned long long)p->lun, bdev->info.block_size);
 		return -EINVAL;
 	}
-	if (bdev->info.size_bytes < bdev->info.block_size) {
+	if (bdev->info.size_bytes < bdev->info.block_size && !bdev_offline(bdev)) {
 		GW_ERR(SCSI_LOG, "lun %llu: backing store %s is smaller than one block",
 		       (unsigned long long)p->lun, bdev->name);
 		return -EINVAL;
@@ -196,6 +221,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	GW_INFO(SCSI_LOG, "lun %llu: %llu blocks of %u bytes on %s%s%s",
 		(unsigned long long)p->lun, (unsigned long long)lu->nblocks, lu->block_size,
 		bdev->name, p->readonly ? ", read-only" : "", scsi_lu_thin(lu) ? ", thin" : "");
+	bdev_set_listener(bdev, lu_geometry_changed, lu);
 	pthread_mutex_lock(&all_lus_lock);
 	list_add_tail(&lu->all_link, &all_lus);
 	pthread_mutex_unlock(&all_lus_lock);
@@ -217,6 +243,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 
 	if (!lu)
 		return;
+	bdev_set_listener(lu->bdev, NULL, NULL);
 	pthread_mutex_lock(&all_lus_lock);
 	list_del(&lu->all_link);
 	pthread_mutex_unlock(&all_lus_lock);

@@ -281,6 +281,26 @@ static uint32_t write_flags(const struct scsi_cmd *cmd, bool fua)
 	return (fua || !cmd->lu->wce) ? BDEV_IO_FUA : 0;
 }
 
+/* Byte of the TRANSFER LENGTH field in the READ/WRITE families' CDBs. */
+static uint16_t xfer_len_byte(const uint8_t *cdb)
+{
+	switch (cdb[0] >> 5) {
+	case 0: return 4;
+	case 1: case 2: return 7;
+	case 5: return 6;
+	default: return 10;
+	}
+}
+
+/* A configured MAXIMUM TRANSFER LENGTH is enforced (SBC-4 5.x: INVALID FIELD IN CDB). */
+static bool over_max_xfer(struct scsi_cmd *cmd, uint64_t bytes)
+{
+	if (!cmd->lu->params.max_xfer_bytes || bytes <= cmd->lu->params.max_xfer_bytes)
+		return false;
+	scsi_fail_cdb(cmd, xfer_len_byte(cmd->cdb), -1);
+	return true;
+}
+
 /* LBA and transfer length of the READ/WRITE/VERIFY families. */
 static void decode_lba_len(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
 {
@@ -381,6 +401,8 @@ void sbc_read(struct scsi_cmd *cmd)
 	}
 	bytes = (uint64_t)n * lu->block_size;
 	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+	if (over_max_xfer(cmd, bytes))
+		return;
 	if (lba_out_of_range(lu, lba, n)) {
 		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return;
@@ -455,6 +477,8 @@ void sbc_write(struct scsi_cmd *cmd)
 	}
 	bytes = (uint64_t)n * lu->block_size;
 	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+	if (over_max_xfer(cmd, bytes))
+		return;
 	if (scsi_lu_write_protected(lu)) {
 		fail_write_protected(cmd);
 		return;

@@ -151,8 +151,8 @@ static uint32_t vpd_block_limits(const struct scsi_lu *lu, uint8_t *d)
 	d[4] = 0x01;                            /* WSNZ */
 	d[5] = SCSI_MAX_CAW_BLOCKS;
 	put_be16(&d[6], bs < 4096 ? (uint16_t)(4096 / bs) : 1);
-	put_be32(&d[8], SCSI_MAX_XFER_BYTES / bs);
-	put_be32(&d[12], SCSI_OPT_XFER_BYTES / bs);
+	put_be32(&d[8], scsi_lu_max_xfer(lu) / bs);
+	put_be32(&d[12], scsi_lu_opt_xfer(lu) / bs);
 	if (scsi_lu_thin(lu)) {
 		put_be32(&d[20], SCSI_MAX_UNMAP_LBAS);
 		put_be32(&d[24], SCSI_MAX_UNMAP_DESC);

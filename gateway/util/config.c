@@ -335,6 +335,7 @@ void gw_lun_defaults(struct gw_lun_cfg *l)
 	l->backend_sessions = 1;
 	l->backend_hold_s = 30;
 	l->backend_timeout_s = 15;
+	l->backend_read_chunk = 256u << 10;
 }
 
 void gw_target_defaults(struct gw_target_cfg *t)
@@ -727,9 +728,11 @@ static const struct field lun_fields[] = {
 	F_BOOL(struct gw_lun_cfg, thin),
 	F_STR(struct gw_lun_cfg, vendor, 1, false),
 	F_STR(struct gw_lun_cfg, product, 1, false),
+	F_SIZE(struct gw_lun_cfg, max_transfer),
 	F_UINT(struct gw_lun_cfg, backend_sessions, 1, 64),
 	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600),
 	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600),
+	F_SIZE(struct gw_lun_cfg, backend_read_chunk),
 	F_STR(struct gw_lun_cfg, backend_initiator, 1, false),
 	F_STR(struct gw_lun_cfg, device_group, 1, false),
 };
@@ -1397,6 +1400,14 @@ static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, cha
 	if (!str_terminated(l->product, sizeof(l->product)) || !printable_ascii(l->product))
 		return set_err(err, errlen,
 			       "targets[%zu].luns[%zu].product: printable ASCII only, max 16", ti, li);
+	if (l->backend_read_chunk % 4096 || l->backend_read_chunk > (8u << 20))
+		return set_err(err, errlen, "targets[%zu].luns[%zu].backend_read_chunk: %llu is not a "
+			       "multiple of 4K up to 8M (0 = never)", ti, li,
+			       (unsigned long long)l->backend_read_chunk);
+	if (l->max_transfer && (l->max_transfer % l->block_size || l->max_transfer > (8u << 20)))
+		return set_err(err, errlen, "targets[%zu].luns[%zu].max_transfer: %llu is not a multiple "
+			       "of block_size %u up to 8M", ti, li,
+			       (unsigned long long)l->max_transfer, l->block_size);
 	if (l->naa_set && (l->naa[0] >> 4) != 6)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
 	if (l->backend_initiator[0] && !valid_backend_initiator(l->backend_initiator))

@@ -49,10 +49,12 @@ struct gw_lun_cfg {
 	bool thin;              /* advertise thin provisioning / UNMAP; default true */
 	char vendor[9];         /* default "ISERGW" */
 	char product[17];       /* default "isergw disk" */
+	uint64_t max_transfer;  /* MAXIMUM TRANSFER LENGTH, bytes, enforced; 0 = 8 MiB, not enforced */
 	/* path "iscsi://[user%secret@]HOST[:PORT]/IQN/LUN": a backend iSCSI LUN */
 	uint32_t backend_sessions;      /* sessions per reactor, default 1 */
 	uint32_t backend_hold_s;        /* hold commands while the backend is down, default 30 */
 	uint32_t backend_timeout_s;     /* one backend command, default 15 */
+	uint64_t backend_read_chunk;    /* READs longer go as pieces this long; default 256K, 0 = never */
 	char backend_initiator[GW_NAME_MAX]; /* our initiator name there, default isergw's */
 	char device_group[GW_DG_NAME_MAX];   /* ALUA device group, "" = "default" */
 };

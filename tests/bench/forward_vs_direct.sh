@@ -6,13 +6,18 @@
 # ctest test: numbers, no assertions.
 #
 #   tests/bench/forward_vs_direct.sh --daemon PATH/isergwd [--scratch DIR]
-#        [--seconds N] [--reactors N] [--sessions N] [--callgrind-seconds N]
+#        [--seconds N] [--rounds N] [--reactors N] [--sessions N]
+#        [--callgrind-seconds N] [--addr A] [--port P]
 #
 # tgtd on 127.0.0.70:13470 (LUN 1, a 1 GiB random-filled file cached in
-# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.70:13471.
+# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.70:13471
+# (--addr, --port: the backend's port; the gateway's is the next one).
 #   rand4k  4 KiB random read, QD32     iscsi-perf -r -b 8 -m 32
 #   seq1m   1 MiB sequential read, QD8  iscsi-perf -b 2048 -m 8
-# Prints IOPS and MB/s of both and the gateway/direct ratio. Then, unless
+# Each round runs both tests directly and through the gateway, one after the
+# other (the machine is shared: load changes within seconds); prints IOPS and
+# MB/s of both and the gateway/direct ratio per round, then the median ratio
+# of each test over --rounds (default 3). Then, unless
 # --callgrind-seconds 0, CPU per I/O (perf stat has no hardware counters
 # here): instructions per command of tgtd under callgrind serving rand4k
 # directly, and of isergwd under callgrind forwarding rand4k (tgtd normal),
@@ -23,6 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../integration/lib.sh"
 
 SECS=15
+ROUNDS=3
 REACTORS=
 SESSIONS=1
 CG_SECS=10
@@ -35,10 +41,13 @@ set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) SECS=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
 	--reactors) REACTORS=$2; shift 2 ;;
 	--sessions) SESSIONS=$2; shift 2 ;;
 	--callgrind-seconds) CG_SECS=$2; shift 2 ;;
-	-h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+	--addr) ADDR=$2; shift 2 ;;
+	--port) BPORT=$2; GPORT=$(($2 + 1)); shift 2 ;;
+	-h|--help) sed -n '3,21p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -102,20 +111,28 @@ JSON
 backend_start
 gateway_start
 SECS_W=3 perf warm "$DURL" 3 -b 2048 -m 8 >/dev/null
-declare -A R
-R[direct.rand4k]=$(perf direct-rand4k "$DURL" "$SECS" -r -b 8 -m 32)
-R[fwd.rand4k]=$(perf fwd-rand4k "$GURL" "$SECS" -r -b 8 -m 32)
-R[direct.seq1m]=$(perf direct-seq1m "$DURL" "$SECS" -b 2048 -m 8)
-R[fwd.seq1m]=$(perf fwd-seq1m "$GURL" "$SECS" -b 2048 -m 8)
-target_stop "$G_PID" "$SCRATCH/fwd-gw.log" >/dev/null
-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-printf '%-8s %14s %14s %8s\n' test "direct (tgt)" "via isergwd" ratio
-for t in rand4k seq1m; do
-	read -r di dm <<<"${R[direct.$t]}"
-	read -r fi fm <<<"${R[fwd.$t]}"
-	printf '%-8s %7s IOPS %4s MB/s %7s IOPS %4s MB/s  %s\n' "$t" "$di" "$dm" "$fi" "$fm" "$(ratio "$fi" "$di")"
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "n/a") }'; }
+declare -A ARGS=([rand4k]="-r -b 8 -m 32" [seq1m]="-b 2048 -m 8")
+declare -A RATIOS
+printf '%-6s %-8s %14s %14s %8s\n' round test "direct (tgt)" "via isergwd" ratio
+for ((round = 1; round <= ROUNDS; round++)); do
+	for t in rand4k seq1m; do
+		# shellcheck disable=SC2086
+		read -r di dm <<<"$(perf "direct-$t" "$DURL" "$SECS" ${ARGS[$t]})"
+		# shellcheck disable=SC2086
+		read -r fi fm <<<"$(perf "fwd-$t" "$GURL" "$SECS" ${ARGS[$t]})"
+		r=$(ratio "$fi" "$di")
+		RATIOS[$t]="${RATIOS[$t]:-} $r"
+		printf '%-6s %-8s %7s IOPS %4s MB/s %7s IOPS %4s MB/s  %s\n' "$round" "$t" "$di" "$dm" \
+			"$fi" "$fm" "$r"
+	done
 done
+for t in rand4k seq1m; do
+	# shellcheck disable=SC2086
+	printf 'median %-8s ratio %s over %d rounds (%s )\n' "$t" "$(median ${RATIOS[$t]})" "$ROUNDS" "${RATIOS[$t]}"
+done
+target_stop "$G_PID" "$SCRATCH/fwd-gw.log" >/dev/null
 
 if [ "$CG_SECS" -gt 0 ] && command -v valgrind >/dev/null; then
 	# instructions per command: total Ir of the daemon / commands completed

@@ -3,9 +3,10 @@
 /*
  * Unit tests for the pure parts of backend/iscsi.c: backend URL parsing,
  * the reconnect backoff, the classification of backend answers, and how an
- * interrupted COMPARE AND WRITE is resolved. An unreachable backend at open
- * (nothing listens on the port) fails fast, or opens offline with a
- * configured geometry.
+ * interrupted COMPARE AND WRITE is resolved, the slicing of a split
+ * command's iovecs. An unreachable backend at open
+ * (nothing listens on the port) opens offline, with the configured geometry
+ * or with an unknown one, and closes while it keeps being unreachable.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -149,6 +150,41 @@ static void test_caw_outcome(void **state)
 	assert_int_equal(off, 777);
 }
 
+static void test_iov_slice(void **state)
+{
+	static uint8_t a[100], b[300], c[50];
+	struct iovec iov[3] = { { a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) } };
+	struct iovec out[3];
+	uint64_t total = 0;
+
+	(void)state;
+	/* inside one iovec */
+	assert_int_equal(bdev_iscsi_iov_slice(iov, 3, 110, 20, out), 1);
+	assert_ptr_equal(out[0].iov_base, b + 10);
+	assert_int_equal(out[0].iov_len, 20);
+	/* across all three */
+	assert_int_equal(bdev_iscsi_iov_slice(iov, 3, 90, 320, out), 3);
+	assert_ptr_equal(out[0].iov_base, a + 90);
+	assert_int_equal(out[0].iov_len, 10);
+	assert_ptr_equal(out[1].iov_base, b);
+	assert_int_equal(out[1].iov_len, 300);
+	assert_ptr_equal(out[2].iov_base, c);
+	assert_int_equal(out[2].iov_len, 10);
+	/* on a boundary, to the end */
+	assert_int_equal(bdev_iscsi_iov_slice(iov, 3, 400, 50, out), 1);
+	assert_ptr_equal(out[0].iov_base, c);
+	assert_int_equal(out[0].iov_len, 50);
+	/* consecutive slices cover the data exactly once */
+	for (uint64_t off = 0; off < 450; off += 64) {
+		uint64_t len = 450 - off < 64 ? 450 - off : 64;
+		int n = bdev_iscsi_iov_slice(iov, 3, off, len, out);
+
+		for (int i = 0; i < n; i++)
+			total += out[i].iov_len;
+	}
+	assert_int_equal(total, 450);
+}
+
 static void test_open_unreachable(void **state)
 {
 	struct bdev_iscsi_params p = {
@@ -158,9 +194,14 @@ static void test_open_unreachable(void **state)
 	struct bdev *b = NULL;
 
 	(void)state;
-	/* nothing listens there: no geometry, no bdev */
-	assert_true(bdev_iscsi_open(&p, &b) < 0);
-	assert_null(b);
+	/* nothing listens there and no geometry: offline, capacity unknown (0) */
+	assert_int_equal(bdev_iscsi_open(&p, &b), 0);
+	assert_non_null(b);
+	assert_true(bdev_offline(b));
+	assert_int_equal(b->info.size_bytes, 0);
+	assert_int_equal(b->info.block_size, 512);
+	bdev_close(b);          /* stops the background discovery */
+	b = NULL;
 	/* with a configured geometry it opens offline */
 	p.size_bytes = 1u << 20;
 	p.block_size = 512;
@@ -183,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_caw_outcome),
+		cmocka_unit_test(test_iov_slice),
 		cmocka_unit_test(test_open_unreachable),
 	};
 

@@ -55,7 +55,7 @@ static void mem_close(struct bdev *b)
 	(void)b;
 }
 
-static const struct bdev_ops mem_ops = { "mem", mem_submit, mem_close };
+static const struct bdev_ops mem_ops = { .name = "mem", .submit = mem_submit, .close = mem_close };
 
 static inline struct membdev *mem_create(uint64_t size, uint32_t bs)
 {
