@@ -95,6 +95,7 @@ SOCK1=$SCRATCH/node1/ctl.sock
 SOCK2=$SCRATCH/node2/ctl.sock
 
 config_start node1 "$SCRATCH/node1.json" "$ADDR1:$PORT" || die "node 1 did not start"
+# shellcheck disable=SC2034 # read as ${!pid} below
 pid1=$T_PID log1=$T_LOG
 config_start node2 "$SCRATCH/node2.json" "$ADDR2:$PORT" || die "node 2 did not start"
 pid2=$T_PID log2=$T_LOG
