@@ -98,6 +98,7 @@ config_start node1 "$SCRATCH/node1.json" "$ADDR1:$PORT" || die "node 1 did not s
 # shellcheck disable=SC2034 # read as ${!pid} below
 pid1=$T_PID log1=$T_LOG
 config_start node2 "$SCRATCH/node2.json" "$ADDR2:$PORT" || die "node 2 did not start"
+# shellcheck disable=SC2034 # read as ${!pid} below
 pid2=$T_PID log2=$T_LOG
 
 fail=0
@@ -148,6 +149,28 @@ rtpg() {
 	fi
 }
 
+# wait_lines FILE N: poll (30 s at most) until FILE has N lines or more
+wait_lines() {
+	local deadline=$((SECONDS + 30))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		[ "$(wc -l <"$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	[ "$(wc -l <"$1")" -ge "$2" ]
+}
+
+# wait_event FILE [JQ-ARGS...] FILTER: poll (30 s at most) until FILTER
+# selects an event of FILE (one JSON object a line)
+wait_event() {
+	local file=$1 deadline=$((SECONDS + 30))
+	shift
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		jq -e "$@" "$file" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	jq -e "$@" "$file" >/dev/null 2>&1
+}
+
 # expect FILE LINE: FILE must hold LINE exactly
 expect() {
 	if ! grep -qxF -- "$2" "$1"; then
@@ -166,6 +189,8 @@ stpg none --no-probe && expect "$SCRATCH/none.out" "$NOT_READY"
 # 2. a subscriber that never answers
 if start_watcher silent "$SOCK2"; then
 	stpg silent-stpg --no-probe && expect "$SCRATCH/silent-stpg.out" "$NOT_READY"
+	# the command ends by its timer, not by the event: wait for the event too
+	wait_lines "$SCRATCH/silent.out" 1
 	stop_watchers
 	n=$(wc -l <"$SCRATCH/silent.out")
 	if [ "$n" -ne 1 ]; then
@@ -193,7 +218,8 @@ if start_watcher refuse "$SOCK2" --refuse="not while the peer is degraded"; then
 	expect "$SCRATCH/refuse-stpg.out" "group 1 state 0 pref 1 ports 1"
 	expect "$SCRATCH/refuse-stpg.out" "group 2 state 1 pref 0 ports 2"
 	stop_watchers
-	grep -q 'not while the peer is degraded' "$log2" ||
+	# logged once the answer has gone to the command: maybe after the probe ends
+	wait_log "$log2" 'not while the peer is degraded' 30 ||
 		{ log "node 2 did not log the refusal's reason"; fail=1; }
 fi
 [ "$fail" -eq 0 ] && log "3. refusing subscriber: HARDWARE ERROR, SET TARGET PORT GROUPS COMMAND FAILED"
@@ -209,10 +235,8 @@ if start_watcher hold "$SOCK2"; then
 		"iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/killed.out" 2>"$SCRATCH/killed.err" &
 	victim=$!
 	# held once the watcher has its event (the second one)
-	for _ in $(seq 300); do
-		[ "$(wc -l <"$SCRATCH/hold.out")" -ge 2 ] && break
-		sleep 0.1
-	done
+	wait_lines "$SCRATCH/hold.out" 2 ||
+		{ log "the watcher saw no event for the STPG to kill: $(cat "$SCRATCH/hold.out")"; fail=1; }
 	kill -KILL "$victim" 2>/dev/null
 	wait "$victim" 2>/dev/null
 	for _ in $(seq 300); do
@@ -232,11 +256,14 @@ if start_watcher apply1 "$SOCK1" --apply && start_watcher apply2 "$SOCK2" --appl
 	stpg apply && expect "$SCRATCH/apply.out" "stpg good"
 	expect "$SCRATCH/apply.out" "group 1 state 0 pref 1 ports 1"
 	expect "$SCRATCH/apply.out" "group 2 state 0 pref 0 ports 2"
+	# the states set complete the STPG before the watcher has read the daemon's
+	# answer and said so: wait for its line
+	wait_log "$SCRATCH/apply2.err" 'applied as epoch' 30 ||
+		{ log "watcher 2: $(cat "$SCRATCH/apply2.err")"; fail=1; }
 	# the event went to node 2's subscriber only, and node 1 did not change by itself
 	stop_watchers
 	[ "$(wc -l <"$SCRATCH/apply2.out")" -eq 1 ] || { log "node 2's watcher: $(cat "$SCRATCH/apply2.out")"; fail=1; }
 	[ -s "$SCRATCH/apply1.out" ] && { log "node 1's watcher saw: $(cat "$SCRATCH/apply1.out")"; fail=1; }
-	grep -q 'applied as epoch' "$SCRATCH/apply2.err" || { log "watcher 2: $(cat "$SCRATCH/apply2.err")"; fail=1; }
 	rtpg rtpg1 1 "$ADDR1"
 	expect "$SCRATCH/rtpg1.out" "group 2 state 1 pref 0 ports 2"
 	"$CTL" -s "$SOCK2" --json alua show --dg dg1 >"$SCRATCH/show2.out" 2>&1
@@ -245,18 +272,26 @@ if start_watcher apply1 "$SOCK1" --apply && start_watcher apply2 "$SOCK2" --appl
 fi
 [ "$fail" -eq 0 ] && log "5. watch --apply: GOOD, group 2 Active/Optimized through node 2; node 1 untouched"
 
+# reload N: SIGHUP to node N, back once it logged the reload (30 s at most)
+reload() {
+	local pid=pid$1 logf=log$1 before deadline=$((SECONDS + 30))
+	before=$(count_log "${!logf}" 'configuration reloaded')
+	kill -HUP "${!pid}"
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		[ "$(count_log "${!logf}" 'configuration reloaded')" -gt "$before" ] && return 0
+		sleep 0.1
+	done
+	[ "$(count_log "${!logf}" 'configuration reloaded')" -gt "$before" ] && return 0
+	log "node $1 did not reload"
+	fail=1
+	return 1
+}
+
 # 6. the local default, after a reload
 write_config 1 "$ADDR1" ""
 write_config 2 "$ADDR2" ""
-for n in 1 2; do
-	pid=pid$n logf=log$n
-	before=$(count_log "${!logf}" 'configuration reloaded')
-	kill -HUP "${!pid}"
-	for _ in $(seq 150); do
-		[ "$(count_log "${!logf}" 'configuration reloaded')" -gt "$before" ] && break
-		sleep 0.1
-	done
-done
+reload 1
+reload 2
 "$PROBE" --initiator "iqn.2026-11.org.isergw:stpg-host" --stpg 2=2 \
 	"iscsi://$ADDR2:$PORT/$IQN/0" >"$SCRATCH/local.out" 2>"$SCRATCH/local.err" ||
 	{ log "cluster_probe (local) failed: $(cat "$SCRATCH/local.err")"; fail=1; }
@@ -265,21 +300,10 @@ expect "$SCRATCH/local.out" "group 2 state 2 pref 0 ports 2"
 [ "$fail" -eq 0 ] && log "6. local policy (default): applied by the node that received it"
 
 # 7. a subscriber that stops reading
-hup2() {
-	local before
-	before=$(count_log "$log2" 'configuration reloaded')
-	kill -HUP "$pid2"
-	for _ in $(seq 150); do
-		[ "$(count_log "$log2" 'configuration reloaded')" -gt "$before" ] && return 0
-		sleep 0.1
-	done
-	log "node 2 did not reload"
-	fail=1
-	return 1
-}
 write_config 2 "$ADDR2" "\"alua_policy\": \"external\", \"alua_request_timeout_ms\": 300,"
 # group 2 back to Active/Non-optimized (phase 6 left it Standby: no I/O there)
-if hup2 && "$CTL" -s "$SOCK2" alua set --dg dg1 2=ano >"$SCRATCH/ano.out" 2>&1 &&
+untaken0=$(count_log "$log2" 'no subscriber took it')
+if reload 2 && "$CTL" -s "$SOCK2" alua set --dg dg1 2=ano >"$SCRATCH/ano.out" 2>&1 &&
 	start_watcher stuck "$SOCK2"; then
 	stuck=${WATCHERS[-1]}
 	kill -STOP "$stuck"
@@ -293,16 +317,33 @@ if hup2 && "$CTL" -s "$SOCK2" alua set --dg dg1 2=ano >"$SCRATCH/ano.out" 2>&1 &
 		{ log "status while a subscriber is stuck: $(cat "$SCRATCH/status-stuck.out")"; fail=1; }
 	grep -q 'events not yet read: dropping event' "$log2" ||
 		{ log "node 2 logged no dropped events"; fail=1; }
-	[ "$(count_log "$log2" 'no subscriber took it')" -gt 0 ] ||
+	[ "$(count_log "$log2" 'no subscriber took it')" -gt "$untaken0" ] ||
 		{ log "no request ended for want of a subscriber"; fail=1; }
 	kill -CONT "$stuck"
+	# Node 2 queued every event before the first one it dropped, and nothing
+	# since (the watcher read nothing). Once the watcher has printed that
+	# last one, node 2 has nothing queued for it and the next event must go
+	# through, reporting the drops; an STPG sent before may still find the
+	# queue full and be dropped too.
+	first=$(sed -nE 's/.*events not yet read: dropping event ([0-9]+) .*/\1/p' "$log2" | head -n 1)
+	# shellcheck disable=SC2016 # $s is jq's
+	if [ -n "$first" ] && ! wait_event "$SCRATCH/stuck.out" \
+		--argjson s "$((first - 1))" 'select(.seq == $s)'; then
+		log "the watcher did not catch up: event $((first - 1)) (the last queued) never came;" \
+			"last: $(tail -n 1 "$SCRATCH/stuck.out")"
+		fail=1
+	fi
 	stpg after-stuck --no-probe && expect "$SCRATCH/after-stuck.out" "$NOT_READY"
-	for _ in $(seq 300); do
-		jq -e 'select(.dropped > 0)' "$SCRATCH/stuck.out" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	jq -e 'select(.dropped > 0)' "$SCRATCH/stuck.out" >/dev/null 2>&1 ||
+	wait_event "$SCRATCH/stuck.out" 'select(.dropped > 0)' ||
 		{ log "no event reported the dropped ones: $(tail -n 2 "$SCRATCH/stuck.out")"; fail=1; }
+	# every event dropped was a request nobody took (one subscriber), and the
+	# event after the drops counted them all: the one of after-stuck included
+	untaken=$(($(count_log "$log2" 'no subscriber took it') - untaken0))
+	dropped=$(jq -s 'map(.dropped) | add' "$SCRATCH/stuck.out")
+	if [ "$dropped" != "$untaken" ]; then
+		log "the events report $dropped dropped; node 2 ended $untaken requests nobody took"
+		fail=1
+	fi
 	wait_log "$log2" 'events flow again after [0-9]+ dropped' 30 ||
 		{ log "node 2 did not log the end of the drops"; fail=1; }
 	log "7. stuck subscriber: $(wc -l <"$SCRATCH/stuck.out") events delivered," \
