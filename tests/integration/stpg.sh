@@ -26,8 +26,8 @@
 #      reading (SIGSTOP): 6 x 120 STPGs at once, all NOT READY; the socket
 #      buffer and then the subscriber's queue fill, events are dropped (warn
 #      line; the requests nobody took end at once), the control socket still
-#      answers status; once the subscriber reads again (SIGCONT) the next
-#      event reports how many were dropped.
+#      answers status; once the subscriber reads again (SIGCONT) and has
+#      its backlog, the next event reports every request nobody took.
 # Both nodes must exit 0 on SIGTERM (sanitizer reports included).
 #
 #   stpg.sh --daemon PATH --ctl PATH --probe PATH [--scratch DIR]
