@@ -58,6 +58,8 @@
 #define ISER_PAGE_SIZE     (1u << ISER_PAGE_SHIFT)
 #define ISER_POOL_PAGES    (ISER_POOL_SIZE >> ISER_PAGE_SHIFT)
 #define ISER_POLL_BATCH    32
+#define ISER_LOGOUT_GRACE_MS 60000u     /* wait for the initiator to disconnect after Logout */
+#define ISER_LOGOUT_TICK_MS  500u
 
 /* work request ids: a pointer with the kind in the low bits */
 enum iser_wr_kind {
@@ -153,8 +155,13 @@ struct iser_conn {
 	enum iser_conn_state state;
 	bool send_inv;                  /* initiator accepts Send with Invalidate */
 	bool disconnected;              /* DISCONNECTED event seen */
+	bool cm_established;            /* the CM reported ESTABLISHED */
 	bool disconnect_deferred;       /* terminated before the CM reported ESTABLISHED */
+	bool logout_sent;               /* a Logout Response reached the initiator */
+	struct reactor_timer logout_timer;
+	uint32_t logout_waited_ms;
 	bool unsol_by_ref;              /* initiator leaves unsolicited data in its buffer */
+	uint8_t rd_depth;               /* RDMA Reads we may have outstanding (initiator_depth) */
 	uint8_t *rx_mem;
 	struct ibv_mr *rx_mr;
 	uint8_t *tx_mem;
@@ -509,6 +516,8 @@ static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
 		return -EMSGSIZE;
 	}
 	ic->tx_free = tx->next_free;
+	GW_DEBUG(COMP, "%s: tx %s ITT 0x%08x dlen %u", ic->peer,
+		 iscsi_opcode_name(pdu->bhs.opcode), be32toh(pdu->bhs.itt), len);
 	iser_hdr_encode_ctrl(tx->buf);
 	memcpy(tx->buf + sizeof(struct iser_hdr), &pdu->bhs, ISCSI_BHS_LEN);
 	if (len)
@@ -673,6 +682,12 @@ static int iser_get_data(struct iscsi_conn *c, struct iscsi_task *t)
 		return -ECONNRESET;
 	if (!it || !it->hdr.wsv) {
 		iscsi_conn_drop(c, "WRITE needs data but the iSER header has no write STag");
+		return -EPROTO;
+	}
+	if (!ic->rd_depth) {
+		/* an RDMA Read on such a QP would wait forever (Soft-RoCE) */
+		iscsi_conn_drop(c, "WRITE needs data by RDMA Read but the initiator's connection "
+			       "allows no RDMA Reads (responder resources 0)");
 		return -EPROTO;
 	}
 	/* everything past the unsolicited part, in one go: the core must not ask again */
@@ -851,6 +866,8 @@ static void send_done(struct iser_conn *ic, struct iser_tx *tx, const struct ibv
 	if (pdu) {
 		int st = wc->status == IBV_WC_SUCCESS ? 0 : -EIO;
 
+		if (!st && iscsi_bhs_opcode(&pdu->bhs) == ISCSI_OP_LOGOUT_RSP)
+			ic->logout_sent = true;
 		if (pdu->sent)
 			pdu->sent(pdu, st);
 		else
@@ -952,8 +969,10 @@ static void iser_cq_event(void *arg, uint32_t events)
 
 static void iser_conn_free(struct iser_conn *ic)
 {
-	if (ic->reactor)
+	if (ic->reactor) {
 		reactor_deferred_cancel(ic->reactor, &ic->post_work);
+		reactor_timer_cancel(ic->reactor, &ic->logout_timer);
+	}
 	if (ic->id && ic->id->qp)
 		rdma_destroy_qp(ic->id);
 	if (ic->cq)
@@ -1005,13 +1024,24 @@ static void iser_terminate(struct iscsi_conn *c)
 	/*
 	 * Moves the QP to the error state: every posted request flushes. Before
 	 * the CM has reported ESTABLISHED (a receive can complete first) the id
-	 * cannot disconnect yet: do it when the event arrives.
+	 * cannot disconnect yet (the kernel then sends no DREQ, yet returns 0):
+	 * do it when the event arrives.
 	 */
-	if (rdma_disconnect(ic->id)) {
-		if (errno == EINVAL && !ic->disconnected)
-			ic->disconnect_deferred = true;
-		else if (errno != EINVAL)
-			GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
+	if (!ic->cm_established && !ic->disconnected) {
+		ic->disconnect_deferred = true;
+	} else if (ic->logout_sent && !ic->disconnected) {
+		/*
+		 * After a Logout Response it is the initiator that closes the
+		 * connection (RFC 7143, Logout), as tgt waits for it to. libiscsi
+		 * 1.19's iSER initiator never does while its process lives, and
+		 * its CM event thread writes into the freed context when our
+		 * disconnect arrives, corrupting the process's heap. The QP is in
+		 * the error state already: wait for the initiator (or its exit),
+		 * up to a limit, or until we shut down.
+		 */
+		reactor_timer_arm(ic->reactor, &ic->logout_timer, ISER_LOGOUT_TICK_MS);
+	} else if (rdma_disconnect(ic->id) && errno != EINVAL) {
+		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
 	}
 	if (ic->id->qp) {
 		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
@@ -1020,6 +1050,24 @@ static void iser_terminate(struct iscsi_conn *c)
 	}
 	iser_poll(ic);
 	iser_maybe_closed(ic);
+}
+
+static void iser_logout_grace(void *arg)
+{
+	struct iser_conn *ic = arg;
+
+	if (ic->disconnected)
+		return;
+	ic->logout_waited_ms += ISER_LOGOUT_TICK_MS;
+	if (ic->logout_waited_ms < ISER_LOGOUT_GRACE_MS &&
+	    !atomic_load(&ic->portal->gw->shutting_down)) {
+		reactor_timer_arm(ic->reactor, &ic->logout_timer, ISER_LOGOUT_TICK_MS);
+		return;
+	}
+	GW_INFO(COMP, "%s: initiator did not disconnect within %u ms of its Logout: "
+		"disconnecting", ic->peer, ic->logout_waited_ms);
+	if (rdma_disconnect(ic->id) && errno != EINVAL)
+		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
 }
 
 static int iser_enter_ffp(struct iscsi_conn *c)
@@ -1087,6 +1135,7 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
+		ic->cm_established = true;
 		if (ic->state == ISER_CONNECTING) {
 			ic->state = ISER_ESTABLISHED;
 			GW_INFO(COMP, "%s: RDMA connection established on %s", ic->peer, ic->local);
@@ -1149,6 +1198,7 @@ static void iser_accept_on_reactor(void *arg)
 	struct iser_rchan *rch = iser_rchan_get();
 	struct rdma_conn_param cp;
 	struct ibv_qp_init_attr qa;
+	struct iser_cm_depths depths;
 	struct iser_cm_hdr rsp;
 	struct iser_conn *ic;
 	struct iser_dev *dev;
@@ -1172,6 +1222,7 @@ static void iser_accept_on_reactor(void *arg)
 	list_init(&ic->backlog);
 	reactor_deferred_init(&ic->closed_work, iser_closed_work, ic);
 	reactor_deferred_init(&ic->post_work, iser_post_pending, ic);
+	reactor_timer_init(&ic->logout_timer, iser_logout_grace, ic);
 	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
 	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
 	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
@@ -1222,15 +1273,20 @@ static void iser_accept_on_reactor(void *arg)
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = &rsp;
 	cp.private_data_len = sizeof(rsp);
-	cp.responder_resources = m->initiator_depth < dev->attr.max_qp_rd_atom ?
-				 m->initiator_depth : (uint8_t)dev->attr.max_qp_rd_atom;
-	cp.initiator_depth = m->responder_resources < dev->attr.max_qp_init_rd_atom ?
-			     m->responder_resources : (uint8_t)dev->attr.max_qp_init_rd_atom;
+	depths = iser_cm_accept_depths(m->initiator_depth, m->responder_resources,
+				       dev->attr.max_qp_init_rd_atom, dev->attr.max_qp_rd_atom);
+	cp.initiator_depth = depths.initiator_depth;
+	cp.responder_resources = depths.responder_resources;
+	ic->rd_depth = cp.initiator_depth;
+	if (!ic->rd_depth)
+		GW_WARN(COMP, "%s: initiator accepts no RDMA Reads (responder resources 0): "
+			"WRITE data must all come unsolicited", ic->peer);
 	cp.rnr_retry_count = 7;
 	free(m);
 	if (rdma_accept(id, &cp)) {
 		GW_WARN(COMP, "%s: rdma_accept: %s", ic->peer, strerror(errno));
 		ic->state = ISER_ESTABLISHED; /* let terminate run the normal teardown */
+		ic->disconnected = true;      /* no CM connection: no event will come */
 		iscsi_conn_drop(ic->conn, "could not accept the RDMA connection");
 	}
 	return;
