@@ -58,6 +58,7 @@
 #define ISER_PAGE_SIZE     (1u << ISER_PAGE_SHIFT)
 #define ISER_POOL_PAGES    (ISER_POOL_SIZE >> ISER_PAGE_SHIFT)
 #define ISER_POLL_BATCH    32
+#define ISER_INLINE_WANT   256u         /* control PDUs (headers + sense) sent inline */
 #define ISER_LOGOUT_GRACE_MS 60000u     /* wait for the initiator to disconnect after Logout */
 #define ISER_LOGOUT_TICK_MS  500u
 
@@ -67,6 +68,7 @@ enum iser_wr_kind {
 	WR_SEND = 2,
 	WR_RDMA_WRITE = 3,
 	WR_RDMA_READ = 4,
+	WR_RDMA_WRITE_UNSIG = 5,        /* completes silently unless it fails */
 };
 #define WR_KIND_MASK 7u
 
@@ -129,6 +131,7 @@ struct iser_tx {
 	struct iscsi_tx_pdu *pdu;
 	struct iser_tx *next_free;
 	struct iser_conn *ic;
+	uint32_t unsig;                 /* unsignaled RDMA Writes this Send completes */
 };
 
 /* A control PDU or a data movement waiting for send queue space or a buffer. */
@@ -170,6 +173,7 @@ struct iser_conn {
 	struct iser_tx *tx_free;
 	uint32_t sq_used;
 	uint32_t posted_recv, posted_send;
+	uint32_t max_inline;            /* Sends up to this size go inline */
 	struct list_head backlog;
 	struct iser_wr pend[ISER_SQ_DEPTH]; /* posted with one doorbell per iteration */
 	uint32_t npend;
@@ -532,6 +536,8 @@ static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
+	if (sge.length <= ic->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
 	/* the SCSI Response of a task whose buffer the initiator registered:
 	 * invalidate its STag remotely, saving the initiator a local invalidate */
 	if (ic->send_inv && iscsi_bhs_opcode(&pdu->bhs) == ISCSI_OP_SCSI_RSP && pdu->ctx) {
@@ -588,6 +594,7 @@ static int iser_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
 static int post_rdma(struct iser_conn *ic, struct iscsi_task *t, bool read, uint32_t local_off,
 		     uint64_t remote, uint32_t rkey, uint32_t len)
 {
+	enum iser_wr_kind kind = read ? WR_RDMA_READ : WR_RDMA_WRITE_UNSIG;
 	struct iser_task *it = t->dm_priv;
 	int nwr = 0;
 
@@ -601,9 +608,9 @@ static int post_rdma(struct iser_conn *ic, struct iscsi_task *t, bool read, uint
 		int rc;
 
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uintptr_t)it | (read ? WR_RDMA_READ : WR_RDMA_WRITE);
+		wr.wr_id = (uintptr_t)it | kind;
 		wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.send_flags = read ? IBV_SEND_SIGNALED : 0;
 		wr.wr.rdma.remote_addr = remote + off;
 		wr.wr.rdma.rkey = rkey;
 		rc = post_send(ic, &wr, &sge);
@@ -622,6 +629,9 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
 	int rc;
 
+	uint32_t first = ic->npend;
+	struct iser_wr *last;
+
 	if (!sq_room(ic, nwr + 1) || !ic->tx_free)
 		return -EAGAIN;
 	rc = post_rdma(ic, t, false, 0, it->hdr.read_va, it->hdr.read_stag, len);
@@ -629,6 +639,23 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 		return rc;
 	t->data_sn = 0;
 	iscsi_task_send_response(t); /* RC ordering: delivered after the writes */
+	/*
+	 * The writes go unsignaled: the SCSI Response's Send right behind them
+	 * completes after them (RC), and accounts for them. Should anything else
+	 * have come between (or no Send at all), the writes signal themselves.
+	 */
+	last = ic->npend > first + (uint32_t)rc ? &ic->pend[ic->npend - 1] : NULL;
+	if (last && ic->npend == first + (uint32_t)rc + 1 &&
+	    (last->wr.wr_id & WR_KIND_MASK) == WR_SEND) {
+		struct iser_tx *tx = (struct iser_tx *)(uintptr_t)(last->wr.wr_id & ~(uint64_t)WR_KIND_MASK);
+
+		tx->unsig = (uint32_t)rc;
+		return 0;
+	}
+	for (uint32_t i = first; i < first + (uint32_t)rc && i < ic->npend; i++) {
+		ic->pend[i].wr.wr_id = (ic->pend[i].wr.wr_id & ~(uint64_t)WR_KIND_MASK) | WR_RDMA_WRITE;
+		ic->pend[i].wr.send_flags |= IBV_SEND_SIGNALED;
+	}
 	return 0;
 }
 
@@ -858,8 +885,10 @@ static void send_done(struct iser_conn *ic, struct iser_tx *tx, const struct ibv
 {
 	struct iscsi_tx_pdu *pdu = tx->pdu;
 
-	ic->sq_used--;
-	ic->posted_send--;
+	/* this Send and the unsignaled RDMA Writes posted right before it */
+	ic->sq_used -= 1 + tx->unsig;
+	ic->posted_send -= 1 + tx->unsig;
+	tx->unsig = 0;
 	tx->pdu = NULL;
 	tx->next_free = ic->tx_free;
 	ic->tx_free = tx;
@@ -896,6 +925,7 @@ static const char *wr_kind_name(unsigned int k)
 	case WR_SEND: return "send";
 	case WR_RDMA_WRITE: return "RDMA Write";
 	case WR_RDMA_READ: return "RDMA Read";
+	case WR_RDMA_WRITE_UNSIG: return "RDMA Write";
 	default: return "?";
 	}
 }
@@ -924,6 +954,8 @@ static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc)
 		ic->sq_used--;
 		ic->posted_send--;
 		break;
+	case WR_RDMA_WRITE_UNSIG:
+		break;  /* failed or flushed: accounted by the Send behind it */
 	case WR_RDMA_READ:
 		read_done(ic, p, wc);
 		break;
@@ -1241,10 +1273,16 @@ static void iser_accept_on_reactor(void *arg)
 	qa.cap.max_recv_wr = ISER_NRX;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = ISER_INLINE_WANT;
 	if (rdma_create_qp(id, dev->pd, &qa)) {
-		GW_WARN(COMP, "%s: cannot create a queue pair: %s", ic->peer, strerror(errno));
-		goto err_reject;
+		qa.cap.max_inline_data = 0; /* the device has no inline sends */
+		if (rdma_create_qp(id, dev->pd, &qa)) {
+			GW_WARN(COMP, "%s: cannot create a queue pair: %s", ic->peer,
+				strerror(errno));
+			goto err_reject;
+		}
 	}
+	ic->max_inline = qa.cap.max_inline_data;
 	ic->rx_mem = aligned_alloc(4096, (size_t)ISER_NRX * ISER_RX_SIZE);
 	ic->tx_mem = aligned_alloc(4096, (size_t)ISER_NTX * ISER_TX_SIZE);
 	if (!ic->rx_mem || !ic->tx_mem)
