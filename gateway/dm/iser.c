@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -58,6 +59,7 @@
 #define ISER_PAGE_SIZE     (1u << ISER_PAGE_SHIFT)
 #define ISER_POOL_PAGES    (ISER_POOL_SIZE >> ISER_PAGE_SHIFT)
 #define ISER_POLL_BATCH    32
+#define ISER_SPIN_US       0u           /* busy-poll a CQ this long after its last completion */
 #define ISER_INLINE_WANT   256u         /* control PDUs (headers + sense) sent inline */
 #define ISER_LOGOUT_GRACE_MS 60000u     /* wait for the initiator to disconnect after Logout */
 #define ISER_LOGOUT_TICK_MS  500u
@@ -163,6 +165,9 @@ struct iser_conn {
 	bool logout_sent;               /* a Logout Response reached the initiator */
 	struct reactor_timer logout_timer;
 	uint32_t logout_waited_ms;
+	bool spinning;                  /* CQ polled from spin_work, not armed */
+	uint64_t spin_until;            /* µs, CLOCK_MONOTONIC */
+	struct reactor_deferred spin_work;
 	bool unsol_by_ref;              /* initiator leaves unsolicited data in its buffer */
 	uint8_t rd_depth;               /* RDMA Reads we may have outstanding (initiator_depth) */
 	uint8_t *rx_mem;
@@ -200,11 +205,20 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev);
 static void iser_flush_backlog(struct iser_conn *ic);
 static void iser_maybe_closed(struct iser_conn *ic);
 
+static uint32_t iser_spin_us;
+
 static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 {
 	struct iser_dev *d;
 
 	pthread_mutex_lock(&g_dev_lock);
+	if (!g_devs) {
+		const char *e = getenv("ISERGW_ISER_SPIN_US");
+
+		iser_spin_us = e ? (uint32_t)strtoul(e, NULL, 10) : ISER_SPIN_US;
+		if (iser_spin_us > 10000)
+			iser_spin_us = 10000;
+	}
 	for (d = g_devs; d; d = d->next)
 		if (d->verbs == verbs)
 			goto out;
@@ -228,9 +242,10 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 	}
 	d->next = g_devs;
 	g_devs = d;
-	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu",
+	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu; "
+		"completion queues busy-polled %u us after their last completion",
 		ibv_get_device_name(verbs->device), d->attr.max_qp_wr, d->attr.max_sge,
-		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size);
+		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size, iser_spin_us);
 out:
 	pthread_mutex_unlock(&g_dev_lock);
 	return d;
@@ -964,20 +979,69 @@ static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc)
 	}
 }
 
-static void iser_poll(struct iser_conn *ic)
+/* Handle every completion the CQ holds; returns how many there were. */
+static uint32_t iser_poll(struct iser_conn *ic)
 {
 	struct ibv_wc wc[ISER_POLL_BATCH];
+	uint32_t total = 0;
 	int n;
 
 	do {
 		n = ibv_poll_cq(ic->cq, ISER_POLL_BATCH, wc);
 		for (int i = 0; i < n; i++)
 			iser_complete(ic, &wc[i]);
+		if (n > 0)
+			total += (uint32_t)n;
 	} while (n == ISER_POLL_BATCH);
 	if (ic->state == ISER_ESTABLISHED)
 		iser_flush_backlog(ic);
 	else
 		iser_maybe_closed(ic);
+	return total;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * Busy polling: after a completion event the CQ is not re-armed at once but
+ * polled again from the reactor's deferred queue (each round after the
+ * reactor looked at its other descriptors without sleeping, and after our
+ * queued work requests were posted) until nothing completed for
+ * iser_spin_us; then it is armed, and polled once more to close the race.
+ * Saves the sleep, the completion event, its read and the re-arm when the
+ * next completion follows closely (an initiator with commands in flight).
+ */
+static void iser_spin(void *arg)
+{
+	struct iser_conn *ic = arg;
+	uint64_t now;
+
+	if (ic->state == ISER_CLOSED)
+		return;
+	if (iser_poll(ic))
+		ic->spin_until = now_us() + iser_spin_us;
+	if (ic->state != ISER_ESTABLISHED) {
+		ic->spinning = false;
+		return; /* flushes complete on the armed CQ (terminate armed it) */
+	}
+	now = now_us();
+	if (now < ic->spin_until) {
+		reactor_defer(ic->reactor, &ic->spin_work);
+		return;
+	}
+	ic->spinning = false;
+	ibv_req_notify_cq(ic->cq, 0);
+	if (iser_poll(ic)) {
+		ic->spinning = true;
+		ic->spin_until = now_us() + iser_spin_us;
+		reactor_defer(ic->reactor, &ic->spin_work);
+	}
 }
 
 static void iser_cq_event(void *arg, uint32_t events)
@@ -991,6 +1055,16 @@ static void iser_cq_event(void *arg, uint32_t events)
 		struct iser_conn *ic = ctx;
 
 		ibv_ack_cq_events(cq, 1);
+		if (iser_spin_us && ic->state == ISER_ESTABLISHED) {
+			/* re-armed when the spinning ends */
+			iser_poll(ic);
+			if (!ic->spinning && ic->state == ISER_ESTABLISHED) {
+				ic->spinning = true;
+				ic->spin_until = now_us() + iser_spin_us;
+				reactor_defer(ic->reactor, &ic->spin_work);
+			}
+			continue;
+		}
 		if (ic->state != ISER_CLOSED)
 			ibv_req_notify_cq(cq, 0);
 		iser_poll(ic);
@@ -1004,6 +1078,7 @@ static void iser_conn_free(struct iser_conn *ic)
 	if (ic->reactor) {
 		reactor_deferred_cancel(ic->reactor, &ic->post_work);
 		reactor_timer_cancel(ic->reactor, &ic->logout_timer);
+		reactor_deferred_cancel(ic->reactor, &ic->spin_work);
 	}
 	if (ic->id && ic->id->qp)
 		rdma_destroy_qp(ic->id);
@@ -1052,6 +1127,12 @@ static void iser_terminate(struct iscsi_conn *c)
 	ic->state = ISER_CLOSING;
 	backlog_fail(ic);
 	reactor_deferred_cancel(ic->reactor, &ic->post_work);
+	if (ic->spinning) {
+		/* the flushes must raise events: arm the CQ again */
+		reactor_deferred_cancel(ic->reactor, &ic->spin_work);
+		ic->spinning = false;
+		ibv_req_notify_cq(ic->cq, 0);
+	}
 	iser_post_pending(ic); /* they flush with the rest */
 	/*
 	 * Moves the QP to the error state: every posted request flushes. Before
@@ -1255,6 +1336,7 @@ static void iser_accept_on_reactor(void *arg)
 	reactor_deferred_init(&ic->closed_work, iser_closed_work, ic);
 	reactor_deferred_init(&ic->post_work, iser_post_pending, ic);
 	reactor_timer_init(&ic->logout_timer, iser_logout_grace, ic);
+	reactor_deferred_init(&ic->spin_work, iser_spin, ic);
 	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
 	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
 	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
