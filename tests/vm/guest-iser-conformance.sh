@@ -101,7 +101,7 @@ target_alive() { kill -0 "$TPID" 2>/dev/null; }
 # run_one KIND URL TEST: prints PASS, SKIP, FAIL, CRASH or HANG (or DIED when
 # the target went away); the log is $DIR/KIND/TEST.log.
 run_one() {
-	local kind=$1 url=$2 test=$3 logf=$DIR/$1/$3.log cu rc t f
+	local url=$2 test=$3 logf=$DIR/$1/$3.log cu rc t f
 	timeout --kill-after=10 "$TEST_TIMEOUT" iscsi-test-cu --dataloss \
 		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "ALL.$test" "$url" \
 		</dev/null >"$logf" 2>&1 &
@@ -191,7 +191,9 @@ for suite in $suites; do
 		out=$(run_suite "$TCP_URL" "$suite")
 		[ "$out" = DIED ] && { died="isergwd died during suite $suite over TCP"; break; }
 		while read -r name res; do
-			[ -n "$name" ] && grep -qxF "$suite.$name" <<<"$tests" || continue
+			if [ -z "$name" ] || ! grep -qxF "$suite.$name" <<<"$tests"; then
+				continue
+			fi
 			R_TCP[$suite.$name]=$res
 		done <<<"$out"
 	fi
@@ -218,7 +220,7 @@ for test in $tests; do
 	ok "${R_TCP[$test]}" && ! ok "${R_ISER[$test]}" && regress+=("$test")
 done
 tgt_tests=("${regress[@]}")
-[ "$TGT_ALL" -eq 1 ] && read -r -a tgt_tests <<<"$(echo $tests)"
+[ "$TGT_ALL" -eq 1 ] && mapfile -t tgt_tests <<<"$tests"
 if [ ${#tgt_tests[@]} -gt 0 ] && [ -z "$died" ]; then
 	vm_mkfile "$DISK" "$SIZE"
 	# thin provisioning, as isergwd's LUN, so that the unmap tests run there too
