@@ -563,6 +563,10 @@ uint64_t iscsi_neg_offer_value(const struct iscsi_neg *n, const struct iscsi_key
 	case ISCSI_OFFER_DIGEST:
 		return 0;
 	case ISCSI_OFFER_CFG_INITIAL_R2T:
+		/* iSER: write data past the immediate part is fetched by RDMA
+		 * Read, never sent as unsolicited Data-Out Sends (as LIO and tgt) */
+		if (n->transport == GW_TRANSPORT_ISER)
+			return 1;
 		return t ? t->initial_r2t : 1;
 	case ISCSI_OFFER_CFG_IMMEDIATE:
 		return t ? t->immediate_data : 1;

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -58,6 +59,10 @@
 #define ISER_PAGE_SIZE     (1u << ISER_PAGE_SHIFT)
 #define ISER_POOL_PAGES    (ISER_POOL_SIZE >> ISER_PAGE_SHIFT)
 #define ISER_POLL_BATCH    32
+#define ISER_SPIN_US       0u           /* busy-poll a CQ this long after its last completion */
+#define ISER_INLINE_WANT   256u         /* control PDUs (headers + sense) sent inline */
+#define ISER_LOGOUT_GRACE_MS 60000u     /* wait for the initiator to disconnect after Logout */
+#define ISER_LOGOUT_TICK_MS  500u
 
 /* work request ids: a pointer with the kind in the low bits */
 enum iser_wr_kind {
@@ -65,6 +70,7 @@ enum iser_wr_kind {
 	WR_SEND = 2,
 	WR_RDMA_WRITE = 3,
 	WR_RDMA_READ = 4,
+	WR_RDMA_WRITE_UNSIG = 5,        /* completes silently unless it fails */
 };
 #define WR_KIND_MASK 7u
 
@@ -127,6 +133,7 @@ struct iser_tx {
 	struct iscsi_tx_pdu *pdu;
 	struct iser_tx *next_free;
 	struct iser_conn *ic;
+	uint32_t unsig;                 /* unsignaled RDMA Writes this Send completes */
 };
 
 /* A control PDU or a data movement waiting for send queue space or a buffer. */
@@ -153,8 +160,16 @@ struct iser_conn {
 	enum iser_conn_state state;
 	bool send_inv;                  /* initiator accepts Send with Invalidate */
 	bool disconnected;              /* DISCONNECTED event seen */
+	bool cm_established;            /* the CM reported ESTABLISHED */
 	bool disconnect_deferred;       /* terminated before the CM reported ESTABLISHED */
+	bool logout_sent;               /* a Logout Response reached the initiator */
+	struct reactor_timer logout_timer;
+	uint32_t logout_waited_ms;
+	bool spinning;                  /* CQ polled from spin_work, not armed */
+	uint64_t spin_until;            /* µs, CLOCK_MONOTONIC */
+	struct reactor_deferred spin_work;
 	bool unsol_by_ref;              /* initiator leaves unsolicited data in its buffer */
+	uint8_t rd_depth;               /* RDMA Reads we may have outstanding (initiator_depth) */
 	uint8_t *rx_mem;
 	struct ibv_mr *rx_mr;
 	uint8_t *tx_mem;
@@ -163,6 +178,7 @@ struct iser_conn {
 	struct iser_tx *tx_free;
 	uint32_t sq_used;
 	uint32_t posted_recv, posted_send;
+	uint32_t max_inline;            /* Sends up to this size go inline */
 	struct list_head backlog;
 	struct iser_wr pend[ISER_SQ_DEPTH]; /* posted with one doorbell per iteration */
 	uint32_t npend;
@@ -189,11 +205,20 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev);
 static void iser_flush_backlog(struct iser_conn *ic);
 static void iser_maybe_closed(struct iser_conn *ic);
 
+static uint32_t iser_spin_us;
+
 static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 {
 	struct iser_dev *d;
 
 	pthread_mutex_lock(&g_dev_lock);
+	if (!g_devs) {
+		const char *e = getenv("ISERGW_ISER_SPIN_US");
+
+		iser_spin_us = e ? (uint32_t)strtoul(e, NULL, 10) : ISER_SPIN_US;
+		if (iser_spin_us > 10000)
+			iser_spin_us = 10000;
+	}
 	for (d = g_devs; d; d = d->next)
 		if (d->verbs == verbs)
 			goto out;
@@ -217,9 +242,10 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 	}
 	d->next = g_devs;
 	g_devs = d;
-	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu",
+	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu; "
+		"completion queues busy-polled %u us after their last completion",
 		ibv_get_device_name(verbs->device), d->attr.max_qp_wr, d->attr.max_sge,
-		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size);
+		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size, iser_spin_us);
 out:
 	pthread_mutex_unlock(&g_dev_lock);
 	return d;
@@ -509,6 +535,8 @@ static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
 		return -EMSGSIZE;
 	}
 	ic->tx_free = tx->next_free;
+	GW_DEBUG(COMP, "%s: tx %s ITT 0x%08x dlen %u", ic->peer,
+		 iscsi_opcode_name(pdu->bhs.opcode), be32toh(pdu->bhs.itt), len);
 	iser_hdr_encode_ctrl(tx->buf);
 	memcpy(tx->buf + sizeof(struct iser_hdr), &pdu->bhs, ISCSI_BHS_LEN);
 	if (len)
@@ -523,6 +551,8 @@ static int send_pdu_now(struct iser_conn *ic, struct iscsi_tx_pdu *pdu)
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
+	if (sge.length <= ic->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
 	/* the SCSI Response of a task whose buffer the initiator registered:
 	 * invalidate its STag remotely, saving the initiator a local invalidate */
 	if (ic->send_inv && iscsi_bhs_opcode(&pdu->bhs) == ISCSI_OP_SCSI_RSP && pdu->ctx) {
@@ -579,6 +609,7 @@ static int iser_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
 static int post_rdma(struct iser_conn *ic, struct iscsi_task *t, bool read, uint32_t local_off,
 		     uint64_t remote, uint32_t rkey, uint32_t len)
 {
+	enum iser_wr_kind kind = read ? WR_RDMA_READ : WR_RDMA_WRITE_UNSIG;
 	struct iser_task *it = t->dm_priv;
 	int nwr = 0;
 
@@ -592,9 +623,9 @@ static int post_rdma(struct iser_conn *ic, struct iscsi_task *t, bool read, uint
 		int rc;
 
 		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = (uintptr_t)it | (read ? WR_RDMA_READ : WR_RDMA_WRITE);
+		wr.wr_id = (uintptr_t)it | kind;
 		wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.send_flags = read ? IBV_SEND_SIGNALED : 0;
 		wr.wr.rdma.remote_addr = remote + off;
 		wr.wr.rdma.rkey = rkey;
 		rc = post_send(ic, &wr, &sge);
@@ -613,6 +644,9 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 	uint32_t nwr = (len + ISER_RDMA_CHUNK - 1) / ISER_RDMA_CHUNK;
 	int rc;
 
+	uint32_t first = ic->npend;
+	struct iser_wr *last;
+
 	if (!sq_room(ic, nwr + 1) || !ic->tx_free)
 		return -EAGAIN;
 	rc = post_rdma(ic, t, false, 0, it->hdr.read_va, it->hdr.read_stag, len);
@@ -620,6 +654,23 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 		return rc;
 	t->data_sn = 0;
 	iscsi_task_send_response(t); /* RC ordering: delivered after the writes */
+	/*
+	 * The writes go unsignaled: the SCSI Response's Send right behind them
+	 * completes after them (RC), and accounts for them. Should anything else
+	 * have come between (or no Send at all), the writes signal themselves.
+	 */
+	last = ic->npend > first + (uint32_t)rc ? &ic->pend[ic->npend - 1] : NULL;
+	if (last && ic->npend == first + (uint32_t)rc + 1 &&
+	    (last->wr.wr_id & WR_KIND_MASK) == WR_SEND) {
+		struct iser_tx *tx = (struct iser_tx *)(uintptr_t)(last->wr.wr_id & ~(uint64_t)WR_KIND_MASK);
+
+		tx->unsig = (uint32_t)rc;
+		return 0;
+	}
+	for (uint32_t i = first; i < first + (uint32_t)rc && i < ic->npend; i++) {
+		ic->pend[i].wr.wr_id = (ic->pend[i].wr.wr_id & ~(uint64_t)WR_KIND_MASK) | WR_RDMA_WRITE;
+		ic->pend[i].wr.send_flags |= IBV_SEND_SIGNALED;
+	}
 	return 0;
 }
 
@@ -673,6 +724,12 @@ static int iser_get_data(struct iscsi_conn *c, struct iscsi_task *t)
 		return -ECONNRESET;
 	if (!it || !it->hdr.wsv) {
 		iscsi_conn_drop(c, "WRITE needs data but the iSER header has no write STag");
+		return -EPROTO;
+	}
+	if (!ic->rd_depth) {
+		/* an RDMA Read on such a QP would wait forever (Soft-RoCE) */
+		iscsi_conn_drop(c, "WRITE needs data by RDMA Read but the initiator's connection "
+			       "allows no RDMA Reads (responder resources 0)");
 		return -EPROTO;
 	}
 	/* everything past the unsolicited part, in one go: the core must not ask again */
@@ -843,14 +900,18 @@ static void send_done(struct iser_conn *ic, struct iser_tx *tx, const struct ibv
 {
 	struct iscsi_tx_pdu *pdu = tx->pdu;
 
-	ic->sq_used--;
-	ic->posted_send--;
+	/* this Send and the unsignaled RDMA Writes posted right before it */
+	ic->sq_used -= 1 + tx->unsig;
+	ic->posted_send -= 1 + tx->unsig;
+	tx->unsig = 0;
 	tx->pdu = NULL;
 	tx->next_free = ic->tx_free;
 	ic->tx_free = tx;
 	if (pdu) {
 		int st = wc->status == IBV_WC_SUCCESS ? 0 : -EIO;
 
+		if (!st && iscsi_bhs_opcode(&pdu->bhs) == ISCSI_OP_LOGOUT_RSP)
+			ic->logout_sent = true;
 		if (pdu->sent)
 			pdu->sent(pdu, st);
 		else
@@ -879,6 +940,7 @@ static const char *wr_kind_name(unsigned int k)
 	case WR_SEND: return "send";
 	case WR_RDMA_WRITE: return "RDMA Write";
 	case WR_RDMA_READ: return "RDMA Read";
+	case WR_RDMA_WRITE_UNSIG: return "RDMA Write";
 	default: return "?";
 	}
 }
@@ -907,6 +969,8 @@ static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc)
 		ic->sq_used--;
 		ic->posted_send--;
 		break;
+	case WR_RDMA_WRITE_UNSIG:
+		break;  /* failed or flushed: accounted by the Send behind it */
 	case WR_RDMA_READ:
 		read_done(ic, p, wc);
 		break;
@@ -915,20 +979,69 @@ static void iser_complete(struct iser_conn *ic, const struct ibv_wc *wc)
 	}
 }
 
-static void iser_poll(struct iser_conn *ic)
+/* Handle every completion the CQ holds; returns how many there were. */
+static uint32_t iser_poll(struct iser_conn *ic)
 {
 	struct ibv_wc wc[ISER_POLL_BATCH];
+	uint32_t total = 0;
 	int n;
 
 	do {
 		n = ibv_poll_cq(ic->cq, ISER_POLL_BATCH, wc);
 		for (int i = 0; i < n; i++)
 			iser_complete(ic, &wc[i]);
+		if (n > 0)
+			total += (uint32_t)n;
 	} while (n == ISER_POLL_BATCH);
 	if (ic->state == ISER_ESTABLISHED)
 		iser_flush_backlog(ic);
 	else
 		iser_maybe_closed(ic);
+	return total;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * Busy polling: after a completion event the CQ is not re-armed at once but
+ * polled again from the reactor's deferred queue (each round after the
+ * reactor looked at its other descriptors without sleeping, and after our
+ * queued work requests were posted) until nothing completed for
+ * iser_spin_us; then it is armed, and polled once more to close the race.
+ * Saves the sleep, the completion event, its read and the re-arm when the
+ * next completion follows closely (an initiator with commands in flight).
+ */
+static void iser_spin(void *arg)
+{
+	struct iser_conn *ic = arg;
+	uint64_t now;
+
+	if (ic->state == ISER_CLOSED)
+		return;
+	if (iser_poll(ic))
+		ic->spin_until = now_us() + iser_spin_us;
+	if (ic->state != ISER_ESTABLISHED) {
+		ic->spinning = false;
+		return; /* flushes complete on the armed CQ (terminate armed it) */
+	}
+	now = now_us();
+	if (now < ic->spin_until) {
+		reactor_defer(ic->reactor, &ic->spin_work);
+		return;
+	}
+	ic->spinning = false;
+	ibv_req_notify_cq(ic->cq, 0);
+	if (iser_poll(ic)) {
+		ic->spinning = true;
+		ic->spin_until = now_us() + iser_spin_us;
+		reactor_defer(ic->reactor, &ic->spin_work);
+	}
 }
 
 static void iser_cq_event(void *arg, uint32_t events)
@@ -942,6 +1055,16 @@ static void iser_cq_event(void *arg, uint32_t events)
 		struct iser_conn *ic = ctx;
 
 		ibv_ack_cq_events(cq, 1);
+		if (iser_spin_us && ic->state == ISER_ESTABLISHED) {
+			/* re-armed when the spinning ends */
+			iser_poll(ic);
+			if (!ic->spinning && ic->state == ISER_ESTABLISHED) {
+				ic->spinning = true;
+				ic->spin_until = now_us() + iser_spin_us;
+				reactor_defer(ic->reactor, &ic->spin_work);
+			}
+			continue;
+		}
 		if (ic->state != ISER_CLOSED)
 			ibv_req_notify_cq(cq, 0);
 		iser_poll(ic);
@@ -952,8 +1075,11 @@ static void iser_cq_event(void *arg, uint32_t events)
 
 static void iser_conn_free(struct iser_conn *ic)
 {
-	if (ic->reactor)
+	if (ic->reactor) {
 		reactor_deferred_cancel(ic->reactor, &ic->post_work);
+		reactor_timer_cancel(ic->reactor, &ic->logout_timer);
+		reactor_deferred_cancel(ic->reactor, &ic->spin_work);
+	}
 	if (ic->id && ic->id->qp)
 		rdma_destroy_qp(ic->id);
 	if (ic->cq)
@@ -1001,17 +1127,34 @@ static void iser_terminate(struct iscsi_conn *c)
 	ic->state = ISER_CLOSING;
 	backlog_fail(ic);
 	reactor_deferred_cancel(ic->reactor, &ic->post_work);
+	if (ic->spinning) {
+		/* the flushes must raise events: arm the CQ again */
+		reactor_deferred_cancel(ic->reactor, &ic->spin_work);
+		ic->spinning = false;
+		ibv_req_notify_cq(ic->cq, 0);
+	}
 	iser_post_pending(ic); /* they flush with the rest */
 	/*
 	 * Moves the QP to the error state: every posted request flushes. Before
 	 * the CM has reported ESTABLISHED (a receive can complete first) the id
-	 * cannot disconnect yet: do it when the event arrives.
+	 * cannot disconnect yet (the kernel then sends no DREQ, yet returns 0):
+	 * do it when the event arrives.
 	 */
-	if (rdma_disconnect(ic->id)) {
-		if (errno == EINVAL && !ic->disconnected)
-			ic->disconnect_deferred = true;
-		else if (errno != EINVAL)
-			GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
+	if (!ic->cm_established && !ic->disconnected) {
+		ic->disconnect_deferred = true;
+	} else if (ic->logout_sent && !ic->disconnected) {
+		/*
+		 * After a Logout Response it is the initiator that closes the
+		 * connection (RFC 7143, Logout), as tgt waits for it to. libiscsi
+		 * 1.19's iSER initiator never does while its process lives, and
+		 * its CM event thread writes into the freed context when our
+		 * disconnect arrives, corrupting the process's heap. The QP is in
+		 * the error state already: wait for the initiator (or its exit),
+		 * up to a limit, or until we shut down.
+		 */
+		reactor_timer_arm(ic->reactor, &ic->logout_timer, ISER_LOGOUT_TICK_MS);
+	} else if (rdma_disconnect(ic->id) && errno != EINVAL) {
+		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
 	}
 	if (ic->id->qp) {
 		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
@@ -1020,6 +1163,24 @@ static void iser_terminate(struct iscsi_conn *c)
 	}
 	iser_poll(ic);
 	iser_maybe_closed(ic);
+}
+
+static void iser_logout_grace(void *arg)
+{
+	struct iser_conn *ic = arg;
+
+	if (ic->disconnected)
+		return;
+	ic->logout_waited_ms += ISER_LOGOUT_TICK_MS;
+	if (ic->logout_waited_ms < ISER_LOGOUT_GRACE_MS &&
+	    !atomic_load(&ic->portal->gw->shutting_down)) {
+		reactor_timer_arm(ic->reactor, &ic->logout_timer, ISER_LOGOUT_TICK_MS);
+		return;
+	}
+	GW_INFO(COMP, "%s: initiator did not disconnect within %u ms of its Logout: "
+		"disconnecting", ic->peer, ic->logout_waited_ms);
+	if (rdma_disconnect(ic->id) && errno != EINVAL)
+		GW_INFO(COMP, "%s: rdma_disconnect: %s", ic->peer, strerror(errno));
 }
 
 static int iser_enter_ffp(struct iscsi_conn *c)
@@ -1087,6 +1248,7 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
+		ic->cm_established = true;
 		if (ic->state == ISER_CONNECTING) {
 			ic->state = ISER_ESTABLISHED;
 			GW_INFO(COMP, "%s: RDMA connection established on %s", ic->peer, ic->local);
@@ -1149,6 +1311,7 @@ static void iser_accept_on_reactor(void *arg)
 	struct iser_rchan *rch = iser_rchan_get();
 	struct rdma_conn_param cp;
 	struct ibv_qp_init_attr qa;
+	struct iser_cm_depths depths;
 	struct iser_cm_hdr rsp;
 	struct iser_conn *ic;
 	struct iser_dev *dev;
@@ -1172,6 +1335,8 @@ static void iser_accept_on_reactor(void *arg)
 	list_init(&ic->backlog);
 	reactor_deferred_init(&ic->closed_work, iser_closed_work, ic);
 	reactor_deferred_init(&ic->post_work, iser_post_pending, ic);
+	reactor_timer_init(&ic->logout_timer, iser_logout_grace, ic);
+	reactor_deferred_init(&ic->spin_work, iser_spin, ic);
 	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
 	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
 	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
@@ -1190,10 +1355,16 @@ static void iser_accept_on_reactor(void *arg)
 	qa.cap.max_recv_wr = ISER_NRX;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = ISER_INLINE_WANT;
 	if (rdma_create_qp(id, dev->pd, &qa)) {
-		GW_WARN(COMP, "%s: cannot create a queue pair: %s", ic->peer, strerror(errno));
-		goto err_reject;
+		qa.cap.max_inline_data = 0; /* the device has no inline sends */
+		if (rdma_create_qp(id, dev->pd, &qa)) {
+			GW_WARN(COMP, "%s: cannot create a queue pair: %s", ic->peer,
+				strerror(errno));
+			goto err_reject;
+		}
 	}
+	ic->max_inline = qa.cap.max_inline_data;
 	ic->rx_mem = aligned_alloc(4096, (size_t)ISER_NRX * ISER_RX_SIZE);
 	ic->tx_mem = aligned_alloc(4096, (size_t)ISER_NTX * ISER_TX_SIZE);
 	if (!ic->rx_mem || !ic->tx_mem)
@@ -1222,15 +1393,20 @@ static void iser_accept_on_reactor(void *arg)
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = &rsp;
 	cp.private_data_len = sizeof(rsp);
-	cp.responder_resources = m->initiator_depth < dev->attr.max_qp_rd_atom ?
-				 m->initiator_depth : (uint8_t)dev->attr.max_qp_rd_atom;
-	cp.initiator_depth = m->responder_resources < dev->attr.max_qp_init_rd_atom ?
-			     m->responder_resources : (uint8_t)dev->attr.max_qp_init_rd_atom;
+	depths = iser_cm_accept_depths(m->initiator_depth, m->responder_resources,
+				       dev->attr.max_qp_init_rd_atom, dev->attr.max_qp_rd_atom);
+	cp.initiator_depth = depths.initiator_depth;
+	cp.responder_resources = depths.responder_resources;
+	ic->rd_depth = cp.initiator_depth;
+	if (!ic->rd_depth)
+		GW_WARN(COMP, "%s: initiator accepts no RDMA Reads (responder resources 0): "
+			"WRITE data must all come unsolicited", ic->peer);
 	cp.rnr_retry_count = 7;
 	free(m);
 	if (rdma_accept(id, &cp)) {
 		GW_WARN(COMP, "%s: rdma_accept: %s", ic->peer, strerror(errno));
 		ic->state = ISER_ESTABLISHED; /* let terminate run the normal teardown */
+		ic->disconnected = true;      /* no CM connection: no event will come */
 		iscsi_conn_drop(ic->conn, "could not accept the RDMA connection");
 	}
 	return;

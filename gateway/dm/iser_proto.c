@@ -44,3 +44,22 @@ void iser_hdr_encode_ctrl(void *buf)
 	h.flags = ISER_OP_ISCSI_CTRL;
 	memcpy(buf, &h, sizeof(h));
 }
+
+static uint8_t cap_depth(uint8_t want, int dev_max)
+{
+	if (dev_max < 0)
+		dev_max = 0;
+	return (int)want < dev_max ? want : (uint8_t)(dev_max > 255 ? 255 : dev_max);
+}
+
+struct iser_cm_depths iser_cm_accept_depths(uint8_t req_initiator_depth,
+					    uint8_t req_responder_resources,
+					    int dev_max_qp_init_rd_atom, int dev_max_qp_rd_atom)
+{
+	struct iser_cm_depths d = {
+		.initiator_depth = cap_depth(req_initiator_depth, dev_max_qp_init_rd_atom),
+		.responder_resources = cap_depth(req_responder_resources, dev_max_qp_rd_atom),
+	};
+
+	return d;
+}

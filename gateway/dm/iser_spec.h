@@ -60,4 +60,20 @@ int iser_hdr_decode(const void *buf, uint32_t len, struct iser_hdr_info *out, co
 /* The header in front of every PDU the target sends (no STags). */
 void iser_hdr_encode_ctrl(void *buf);
 
+/*
+ * RDMA Read/atomic depths for rdma_accept() from a connect request. The
+ * request event reports both values from the accepting side's point of view
+ * (rdma_accept(3)): req_initiator_depth is the most RDMA Reads we may have
+ * outstanding towards the initiator (its responder resources), and must not
+ * be exceeded; req_responder_resources is how many it would keep outstanding
+ * towards us. Each is capped by the device's limit.
+ */
+struct iser_cm_depths {
+	uint8_t initiator_depth;        /* our RDMA Reads in flight (0: none allowed) */
+	uint8_t responder_resources;
+};
+struct iser_cm_depths iser_cm_accept_depths(uint8_t req_initiator_depth,
+					    uint8_t req_responder_resources,
+					    int dev_max_qp_init_rd_atom, int dev_max_qp_rd_atom);
+
 #endif

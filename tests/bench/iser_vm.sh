@@ -5,8 +5,9 @@
 # in one boot of the VM test bed (tests/vm/run-vm.sh: TCG, Soft-RoCE). Not a
 # ctest test: numbers, no assertions.
 #
-#   tests/bench/iser_vm.sh [--daemon PATH/isergwd] [--seconds N] [--size SIZE]
-#                          [--only tgt,lio,isergw] [--work DIR]
+#   tests/bench/iser_vm.sh [--daemon PATH/isergwd] [--baseline PATH/isergwd]
+#                          [--seconds N] [--size SIZE] [--only tgt,lio,isergw]
+#                          [--work DIR]
 #
 # Each target serves the same random-filled file (guest tmpfs, default 256M)
 # on 10.0.2.15:3260 over TCP and iSER at once, and is measured in turn:
@@ -19,6 +20,8 @@
 # tgt and LIO per transport. A target that cannot run is skipped with a
 # message: LIO without its modules, isergwd without --daemon or while its iSER
 # transport is not available (then only its TCP numbers are taken).
+# --baseline measures a second isergwd build (another commit) the same way in
+# the same boot, as "base", and prints isergw/base: before and after a change.
 # Everything is emulated: compare ratios from one run, not absolute numbers.
 # Logs: build/tests/vm/runs/bench-iser-vm/ (or --work DIR/runs/...).
 set -uo pipefail
@@ -28,11 +31,13 @@ SECS=15
 SIZE=256M
 ONLY=tgt,lio,isergw
 DAEMON=
+BASELINE=
 WORK=
 GUEST=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--daemon) DAEMON=$(realpath -e "$2") || exit 2; shift 2 ;;
+	--baseline) BASELINE=$(realpath -e "$2") || exit 2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
 	--size) SIZE=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
@@ -47,11 +52,13 @@ done
 if [ "$GUEST" -eq 0 ]; then
 	# Host: boot the VM and run this script inside it.
 	n=$(tr ',' '\n' <<<"$ONLY" | grep -c .)
+	[ -z "$BASELINE" ] || n=$((n + 1))
 	timeout=$((240 + n * 2 * (2 * SECS + 90)))
 	args=(--name bench-iser-vm --timeout "$timeout")
 	[ -n "$WORK" ] && args+=(--work "$WORK")
 	exec "$here/../vm/run-vm.sh" "${args[@]}" "$here/iser_vm.sh" --guest \
-		--seconds "$SECS" --size "$SIZE" --only "$ONLY" ${DAEMON:+--daemon "$DAEMON"}
+		--seconds "$SECS" --size "$SIZE" --only "$ONLY" ${DAEMON:+--daemon "$DAEMON"} \
+		${BASELINE:+--baseline "$BASELINE"}
 fi
 
 # Guest from here on.
@@ -110,38 +117,42 @@ run_lio() {
 	vm_lio_stop
 }
 
+# run_isergw [KIND DAEMON]: isergw (--daemon) or base (--baseline)
 run_isergw() {
-	if [ -z "$DAEMON" ]; then
-		NOTE[isergw]="skipped: no --daemon PATH/isergwd"
+	local kind=${1:-isergw} daemon=${2:-$DAEMON}
+	if [ -z "$daemon" ]; then
+		NOTE[$kind]="skipped: no --daemon PATH/isergwd"
 		return 1
 	fi
 	local size
 	size=$(stat -c %s "$DISK")
-	if vm_isergwd_start "$DAEMON" "$IQN" "$DISK" "$size" "iser://$VM_ADDR:$PORT" "tcp://$VM_ADDR:$PORT" \
+	if vm_isergwd_start "$daemon" "$IQN" "$DISK" "$size" "iser://$VM_ADDR:$PORT" "tcp://$VM_ADDR:$PORT" \
 		-- --log-level notice; then
-		measure isergw iser "$IQN" 0
+		measure "$kind" iser "$IQN" 0
 	else
 		vm_isergwd_stop "$VM_ISERGWD_PID" 2>/dev/null
 		if grep -q 'transport not available' "$VM_ISERGWD_LOG"; then
-			NOTE[isergw]="iSER skipped: isergwd says its iSER transport is not available in this build"
+			NOTE[$kind]="iSER skipped: isergwd says its iSER transport is not available in this build"
 		else
-			NOTE[isergw]="iSER skipped: isergwd did not start with an iser:// portal (see $VM_ISERGWD_LOG)"
+			NOTE[$kind]="iSER skipped: isergwd did not start with an iser:// portal (see $VM_ISERGWD_LOG)"
 		fi
-		vm_log "${NOTE[isergw]}; measuring TCP only"
-		vm_isergwd_start "$DAEMON" "$IQN" "$DISK" "$size" "tcp://$VM_ADDR:$PORT" -- --log-level notice ||
+		vm_log "${NOTE[$kind]}; measuring TCP only"
+		vm_isergwd_start "$daemon" "$IQN" "$DISK" "$size" "tcp://$VM_ADDR:$PORT" -- --log-level notice ||
 			return 1
 	fi
-	measure isergw tcp "$IQN" 0
+	measure "$kind" tcp "$IQN" 0
 	vm_isergwd_stop "$VM_ISERGWD_PID"
 }
 
 kinds=()
 IFS=, read -r -a kinds <<<"$ONLY"
+[ -z "$BASELINE" ] || kinds+=(base)
 for k in "${kinds[@]}"; do
 	case "$k" in
 	tgt) vm_log "=== tgt"; run_tgt ;;
 	lio) vm_log "=== lio"; run_lio ;;
 	isergw) vm_log "=== isergw"; run_isergw ;;
+	base) vm_log "=== base ($BASELINE)"; run_isergw base "$BASELINE" ;;
 	*) vm_die "unknown target kind $k (tgt, lio, isergw)" ;;
 	esac
 done
@@ -168,7 +179,9 @@ for k in "${kinds[@]}"; do
 		"$(ratio "$(v "$k.iser.rand4k")" "$(v "$k.tcp.rand4k")")" \
 		"$(ratio "$(v "$k.iser.seq1m")" "$(v "$k.tcp.seq1m")")"
 done
-for other in tgt lio; do
+others=(tgt lio)
+[ -z "$BASELINE" ] || others+=(base)
+for other in "${others[@]}"; do
 	for tr in iser tcp; do
 		printf '  isergw/%-4s %-5s        4k %6s   1M %6s\n' "$other" "$tr" \
 			"$(ratio "$(v "isergw.$tr.rand4k")" "$(v "$other.$tr.rand4k")")" \

@@ -1,5 +1,5 @@
 // LINK: isergw_gw
-/* iSER header decoding and encoding (RFC 7145 section 9.2). */
+/* iSER header decoding and encoding (RFC 7145 section 9.2); RDMA CM accept depths. */
 #include <endian.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -87,12 +87,37 @@ static void test_encode_ctrl(void **state)
 	assert_int_equal(iser_hdr_decode(buf, 76, &i, &why), 0);
 }
 
+/*
+ * The connect request's values are already ours: libiscsi 1.19 connects with
+ * responder_resources 4 and initiator_depth 0, which the accepting side sees
+ * as initiator_depth 4 (we may read) and responder_resources 0.
+ */
+static void test_accept_depths(void **state)
+{
+	struct iser_cm_depths d;
+
+	(void)state;
+	d = iser_cm_accept_depths(4, 0, 128, 128);     /* libiscsi */
+	assert_int_equal(d.initiator_depth, 4);
+	assert_int_equal(d.responder_resources, 0);
+	d = iser_cm_accept_depths(128, 1, 16, 128);    /* capped by the device */
+	assert_int_equal(d.initiator_depth, 16);
+	assert_int_equal(d.responder_resources, 1);
+	d = iser_cm_accept_depths(0, 16, 128, 8);      /* no RDMA Read allowed */
+	assert_int_equal(d.initiator_depth, 0);
+	assert_int_equal(d.responder_resources, 8);
+	d = iser_cm_accept_depths(255, 255, 1000, -1); /* odd device limits */
+	assert_int_equal(d.initiator_depth, 255);
+	assert_int_equal(d.responder_resources, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_valid),
 		cmocka_unit_test(test_decode_rejects),
 		cmocka_unit_test(test_encode_ctrl),
+		cmocka_unit_test(test_accept_depths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -248,6 +248,22 @@ static void test_negotiation_engine(void **state)
 				       ISCSI_PHASE_LOGIN, &rsp, why, sizeof(why)), 0);
 	assert_memory_equal(rsp.buf, "MaxOutstandingUnexpectedPDUs=Reject", 36);
 
+	/* InitialR2T: OR; over iSER we answer Yes whatever the configuration,
+	 * so write data past the immediate part comes by RDMA Read */
+	t.initial_r2t = false;
+	iscsi_neg_init(&n, &t, GW_TRANSPORT_TCP, false, true);
+	iscsi_tb_reset(&rsp);
+	assert_int_equal(iscsi_neg_key(&n, iscsi_key_def(ISCSI_KEY_INITIAL_R2T), "No",
+				       ISCSI_PHASE_LOGIN, &rsp, why, sizeof(why)), 0);
+	assert_memory_equal(rsp.buf, "InitialR2T=No", 14);
+	iscsi_neg_init(&n, &t, GW_TRANSPORT_ISER, false, true);
+	iscsi_tb_reset(&rsp);
+	assert_int_equal(iscsi_neg_key(&n, iscsi_key_def(ISCSI_KEY_INITIAL_R2T), "No",
+				       ISCSI_PHASE_LOGIN, &rsp, why, sizeof(why)), 0);
+	assert_memory_equal(rsp.buf, "InitialR2T=Yes", 15);
+	iscsi_neg_result(&n, &sp, &cp);
+	assert_true(sp.initial_r2t);
+
 	/* non-leading connection: leading-only keys are irrelevant */
 	iscsi_neg_init(&n, &t, GW_TRANSPORT_TCP, false, false);
 	iscsi_tb_reset(&rsp);

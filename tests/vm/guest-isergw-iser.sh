@@ -5,15 +5,10 @@
 # tests/vm/run-vm.sh; ctest vm.isergw-iser).
 #
 #   run-vm.sh tests/vm/guest-isergw-iser.sh --daemon PATH/isergwd
-#             [--target-kind isergw|tgt] [--size 256M] [--suites REGEX]
-#             [--allow-fail N] [--suite-timeout S] [--skip PHASES]
+#             [--target-kind isergw|tgt] [--size 256M] [--skip PHASES]
 #
-# Phases (--skip takes a comma list of their names):
-#   conformance  iscsi-test-cu --dataloss over iser://, one run per suite of
-#                family ALL (libiscsi's iSER initiator is fragile: a suite
-#                that crashes or hangs the initiator while the target lives is
-#                run again test by test, and the tests that still crash it are
-#                counted as initiator crashes, apart from target failures)
+# Phases (--skip takes a comma list of their names; libiscsi's conformance
+# suite over iSER is tests/vm/guest-iser-conformance.sh):
 #   kernel       the kernel initiator (ib_iser): fio write+verify (crc32c),
 #                4 KiB random and 1 MiB sequential, direct I/O; mkfs.ext4, a
 #                file tree copied in, fsck -f; logout, login: the files are
@@ -33,18 +28,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 KIND=${ISERGW_TARGET_KIND:-isergw}
 DAEMON=
 SIZE=256M
-SUITES=
-ALLOW_FAIL=0
-SUITE_TIMEOUT=300
 SKIP=,
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--target-kind) KIND=$2; shift 2 ;;
 	--daemon) DAEMON=$2; shift 2 ;;
 	--size) SIZE=$2; shift 2 ;;
-	--suites) SUITES=$2; shift 2 ;;
-	--allow-fail) ALLOW_FAIL=$2; shift 2 ;;
-	--suite-timeout) SUITE_TIMEOUT=$2; shift 2 ;;
 	--skip) SKIP=,$2,; shift 2 ;;
 	-h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2' "$0"; exit 0 ;;
 	*) vm_die "unknown option $1" ;;
@@ -121,91 +110,6 @@ stop_target() {
 }
 
 #
-# conformance over iser://
-#
-CU_URL=
-CU_WHY=
-# run_cu LOG TEST: runs iscsi-test-cu -t TEST. Returns 0 when it ran to its
-# Run Summary, 1 when the initiator crashed or hung (CU_WHY says how), 2 when
-# the target died.
-run_cu() {
-	local logf=$1 test=$2 cu rc
-	timeout --kill-after=10 "$SUITE_TIMEOUT" iscsi-test-cu --dataloss \
-		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "$test" "$CU_URL" \
-		</dev/null >"$logf" 2>&1 &
-	cu=$!
-	while kill -0 "$cu" 2>/dev/null; do
-		target_alive || { kill -KILL "$cu" 2>/dev/null; break; }
-		sleep 0.5
-	done
-	wait "$cu" 2>/dev/null # no "Segmentation fault" job notice: counted below
-	rc=$?
-	target_alive || return 2
-	grep -qE '^ +tests +[0-9]+' "$logf" && return 0
-	case "$rc" in
-	124|137) CU_WHY=timeout ;;
-	*) CU_WHY="exit $rc" ;;
-	esac
-	return 1
-}
-
-CU_TOTAL=0 CU_PASSED=0 CU_FAILED=0 CU_SKIPPED=0
-CU_FAILING=() CU_CRASHED=()
-# tally LOG SUITE: adds a finished run's counts and failing tests.
-tally() {
-	local logf=$1 suite=$2 t s f name
-	read -r t _ s f _ < <(awk '$1 == "tests" && NF >= 6 { print $2, $3, $4, $5, $6 }' "$logf" | tail -n 1)
-	CU_TOTAL=$((CU_TOTAL + t))
-	CU_PASSED=$((CU_PASSED + s))
-	CU_FAILED=$((CU_FAILED + f))
-	CU_SKIPPED=$((CU_SKIPPED + $(grep -c '\[SKIPPED\]' "$logf")))
-	while read -r name; do
-		CU_FAILING+=("$suite.$name")
-	done < <(awk '/^  Test: /{ t = $0; sub(/^  Test: /, "", t); sub(/ \.\.\..*/, "", t) }
-		/(^|\.\.\.)FAILED[ \t]*$/{ print t }' "$logf")
-}
-
-# One iscsi-test-cu run per suite of family ALL; a suite that crashes or hangs
-# libiscsi's iSER initiator is run again test by test, so that only the tests
-# that crash it go uncounted. One URL only: libiscsi 1.19 crashes at once over
-# iser:// when given a second (multipath) URL, so MultipathIO does not run.
-conformance() {
-	local dir=$VM_OUT/conformance suites tests suite test rc died=0
-	CU_URL=iser://$VM_ADDR/$IQN/$LUN
-	mkdir -p "$dir"
-	suites=$(iscsi-test-cu --list | awk -F. 'NF == 2 && $1 == "ALL" { print $2 }')
-	[ -z "$SUITES" ] || suites=$(grep -E "$SUITES" <<<"$suites")
-	for suite in $suites; do
-		run_cu "$dir/$suite.log" "ALL.$suite"
-		rc=$?
-		[ "$rc" -eq 2 ] && { died=1; vm_log "the target DIED during suite $suite"; break; }
-		if [ "$rc" -eq 0 ]; then
-			tally "$dir/$suite.log" "$suite"
-			continue
-		fi
-		vm_log "suite $suite: initiator $CU_WHY; running its tests one by one"
-		tests=$(iscsi-test-cu --list | awk -F. -v s="$suite" 'NF == 3 && $1 == "ALL" && $2 == s { print $3 }')
-		for test in $tests; do
-			run_cu "$dir/$suite.$test.log" "ALL.$suite.$test"
-			rc=$?
-			[ "$rc" -eq 2 ] && { died=1; vm_log "the target DIED during $suite.$test"; break 2; }
-			if [ "$rc" -eq 0 ]; then
-				tally "$dir/$suite.$test.log" "$suite"
-			else
-				CU_CRASHED+=("$suite.$test ($CU_WHY)")
-			fi
-		done
-	done
-	echo "conformance over iser: total $CU_TOTAL, passed $CU_PASSED (of which skipped $CU_SKIPPED)," \
-		"failed $CU_FAILED; not run because libiscsi's iSER initiator crashed or hung: ${#CU_CRASHED[@]}"
-	[ ${#CU_FAILING[@]} -eq 0 ] || printf '  target failure: %s\n' "${CU_FAILING[@]}"
-	[ ${#CU_CRASHED[@]} -eq 0 ] || printf '  initiator crash: %s\n' "${CU_CRASHED[@]}"
-	[ "$died" -eq 0 ] || echo "  the TARGET CRASHED during the suite"
-	echo "  logs: $dir/"
-	[ "$died" -eq 0 ] && [ "$CU_FAILED" -le "$ALLOW_FAIL" ] && [ "$CU_TOTAL" -gt 0 ]
-}
-
-#
 # kernel initiator over iSER
 #
 login_iser() {
@@ -273,9 +177,6 @@ t_all=$(vm_now)
 vm_log "target kind $KIND${DAEMON:+ ($DAEMON)}, disk $SIZE on guest tmpfs"
 
 if step "target up (iser)" start_target iser; then
-	if ! skipped conformance; then
-		step "conformance over iser://" conformance
-	fi
 	if ! skipped kernel && target_alive; then
 		if step "kernel iSER login" login_iser; then
 			step "fio 4k randwrite+verify" vm_fio_verify k-rand4k "$VM_DEV" randwrite 4k 64M 32

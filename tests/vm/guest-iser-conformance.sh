@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# libiscsi's conformance suite over iSER against isergwd, compared test by test
+# with the same suite over TCP against the same daemon and LUN, and checked
+# against tgt's iSER target where they differ (runs in the guest:
+# tests/vm/run-vm.sh; ctest vm.isergw-iser-conformance).
+#
+#   run-vm.sh tests/vm/guest-iser-conformance.sh --daemon PATH/isergwd
+#             [--tests REGEX] [--tgt-all] [--tcp-per-test] [--test-timeout S]
+#             [--size 256M]
+#
+# Every test of family ALL (iscsi-test-cu --list) runs in its own
+# iscsi-test-cu --dataloss process over iser://10.0.2.15/IQN/0, so that a
+# crash of libiscsi 1.19's fragile iSER initiator costs one test; over
+# iscsi://10.0.2.15:3261/IQN/0 (isergwd serves the LUN on both portals) one
+# process runs a whole suite, and the suite's log gives each test's result
+# (--tcp-per-test: one process per test there too; a TCP suite run that
+# does not reach its summary is run again test by test). Each test is PASS,
+# SKIP ([SKIPPED]), FAIL (the test failed), CRASH (the initiator died: no
+# CUnit summary) or HANG (killed after --test-timeout).
+#
+# A test that passes (or skips) over TCP but not over iSER fails this script,
+# unless it is on the list of initiator-side defects below AND, in the same
+# run, the same test does not pass against tgt 1.0.85's iSER target either
+# (the reference: one tgtd on port 3260 once isergwd has stopped, LUN 1).
+# isergwd dying, or not stopping with exit status 0 on SIGTERM, fails too.
+# --tgt-all runs every test against tgt as well (for the record; slow).
+# Ends with the totals per transport and
+# "iser-conformance: N regressions, M initiator-side (verified against tgt)".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/vm/guest-lib.sh
+. "$here/guest-lib.sh"
+
+DAEMON=
+TESTS=
+TGT_ALL=0
+TCP_PER_TEST=0
+TEST_TIMEOUT=120
+SIZE=256M
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--daemon) DAEMON=$2; shift 2 ;;
+	--tests) TESTS=$2; shift 2 ;;
+	--tgt-all) TGT_ALL=1; shift ;;
+	--tcp-per-test) TCP_PER_TEST=1; shift ;;
+	--test-timeout) TEST_TIMEOUT=$2; shift 2 ;;
+	--size) SIZE=$2; shift 2 ;;
+	-h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2' "$0"; exit 0 ;;
+	*) vm_die "unknown option $1" ;;
+	esac
+done
+[ -x "$DAEMON" ] || vm_die "--daemon PATH (the isergwd binary) is required"
+
+# Tests that libiscsi 1.19's own iSER initiator cannot run, whatever the
+# target (docs/testing.md, "libiscsi 1.19's iSER initiator"): accepted only
+# when they do not pass against tgt's iSER target in the same run either.
+# Why, from libiscsi 1.19's lib/iser.c and its sync event loop:
+KNOWN_INITIATOR=(
+	# the iSER path sizes a READ's data by the expected transfer length and
+	# ignores the residual (datain.size is EDTL); EDTL unlike the CDB's
+	# length overruns its buffers; a READ with EDTL 0 is refused locally
+	Inquiry.AllocLength Inquiry.BlockLimits ModeSense6.Residuals
+	iSCSIResiduals.Read10Invalid iSCSIResiduals.Read10Residuals
+	iSCSIResiduals.Read12Residuals iSCSIResiduals.Read16Residuals
+	iSCSIResiduals.Write10Residuals iSCSIResiduals.Write12Residuals
+	iSCSIResiduals.Write16Residuals iSCSIResiduals.WriteVerify10Residuals
+	iSCSIResiduals.WriteVerify12Residuals iSCSIResiduals.WriteVerify16Residuals
+	# passes, then the initiator aborts on a corrupted heap when freeing
+	# ("free(): invalid next size")
+	GetLBAStatus.BeyondEol
+	# transfers of 512 KiB and more: "Libiscsi-iSER supports messages
+	# smaller than 512k", after which the context is unusable
+	ExtendedCopy.Simple WriteSame16.Unmap
+	# the synchronous loop calls iscsi_service(ctx, 0) after each 1 s poll
+	# timeout and the iSER transport fails it ("revents is not POLLIN"): a
+	# test that waits for an unanswered command cannot
+	iSCSIcmdsn.iSCSICmdSnTooHigh iSCSIcmdsn.iSCSICmdSnTooLow
+	# a test of the transport: over iSER the data moves by RDMA, and the
+	# initiator's Data-Out PDUs carry none, so a wrong DataSN cannot fail
+	# the command the way the test expects
+	iSCSIdatasn.iSCSIDataSnInvalid
+	# the test's own event loop (async API) or a second context that logs
+	# out, resets or reconnects: the initiator segfaults
+	Read10.Async Write10.Async iSCSITMF.AbortTaskSimpleAsync
+	iSCSITMF.LUNResetSimpleAsync Reserve6.Logout Reserve6.ITNexusLoss
+	Reserve6.TargetColdReset Reserve6.TargetWarmReset Reserve6.LUNReset
+)
+
+IQN=iqn.2026-11.org.isergw:vm-iser-conf
+DISK=/tmp/iser-conf.img
+PORT=3260
+PORT_TCP=3261
+DIR=$VM_OUT/conformance
+mkdir -p "$DIR/iser" "$DIR/tcp" "$DIR/tgt"
+
+TPID=
+target_alive() { kill -0 "$TPID" 2>/dev/null; }
+
+# run_one KIND URL TEST: prints PASS, SKIP, FAIL, CRASH or HANG (or DIED when
+# the target went away); the log is $DIR/KIND/TEST.log.
+run_one() {
+	local url=$2 test=$3 logf=$DIR/$1/$3.log cu rc t f
+	timeout --kill-after=10 "$TEST_TIMEOUT" iscsi-test-cu --dataloss \
+		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "ALL.$test" "$url" \
+		</dev/null >"$logf" 2>&1 &
+	cu=$!
+	while kill -0 "$cu" 2>/dev/null; do
+		target_alive || { kill -KILL "$cu" 2>/dev/null; break; }
+		sleep 0.2
+	done
+	wait "$cu" 2>/dev/null
+	rc=$?
+	echo "exit status $rc" >>"$logf"
+	target_alive || { echo DIED; return; }
+	read -r t f < <(awk '$1 == "tests" && NF >= 6 { print $3, $5 }' "$logf" | tail -n 1)
+	if [ -z "${t:-}" ]; then
+		case "$rc" in
+		124|137) echo HANG ;;
+		*) echo CRASH ;;
+		esac
+	elif [ "$f" -gt 0 ]; then
+		echo FAIL
+	elif grep -q '\[SKIPPED\]' "$logf"; then
+		echo SKIP
+	else
+		echo PASS
+	fi
+}
+ok() { [ "$1" = PASS ] || [ "$1" = SKIP ]; }
+
+# run_suite URL SUITE: one iscsi-test-cu process for the suite (over TCP);
+# prints "TEST RESULT" per test from its log ($DIR/tcp/SUITE.suite.log), or
+# nothing when the run did not reach its summary (or DIED).
+run_suite() {
+	local url=$1 suite=$2 logf=$DIR/tcp/$2.suite.log cu
+	timeout --kill-after=10 $((TEST_TIMEOUT * 10)) iscsi-test-cu --dataloss \
+		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "ALL.$suite" "$url" \
+		</dev/null >"$logf" 2>&1 &
+	cu=$!
+	while kill -0 "$cu" 2>/dev/null; do
+		target_alive || { kill -KILL "$cu" 2>/dev/null; break; }
+		sleep 0.2
+	done
+	wait "$cu" 2>/dev/null
+	target_alive || { echo DIED; return; }
+	grep -qE '^ +tests +[0-9]+' "$logf" || return 0
+	# "  Test: NAME ..." opens a test; its output runs to the next one and
+	# holds CUnit's verdict, "passed" or "FAILED" (after any messages)
+	awk 'function flush() { if (t != "") print t, (f ? "FAIL" : (k ? "SKIP" : (p ? "PASS" : "CRASH"))) }
+		/^  Test: / { flush(); t = $2; f = k = p = 0 }
+		/^Run Summary/ { flush(); t = "" }
+		t != "" && /(^|[^[])FAILED/ { f = 1 }   # not "[FAILED] ...": a logged message
+		t != "" && /\[SKIPPED\]/ { k = 1 }
+		t != "" && /passed/ { p = 1 }' "$logf"
+}
+
+declare -A R_ISER R_TCP R_TGT
+declare -A COUNT
+count() { COUNT[$1.$2]=$(( ${COUNT[$1.$2]:-0} + 1 )); }
+
+tests=$(iscsi-test-cu --list | awk -F. 'NF == 3 && $1 == "ALL" { print $2 "." $3 }')
+[ -z "$TESTS" ] || tests=$(grep -E "$TESTS" <<<"$tests")
+ntests=$(wc -w <<<"$tests")
+[ "$ntests" -gt 0 ] || vm_die "no test matches '$TESTS'"
+t_all=$(vm_now)
+
+vm_mkfile "$DISK" "$SIZE" || vm_die "cannot create $DISK"
+vm_isergwd_start "$DAEMON" "$IQN" "$DISK" "$SIZE" "iser://$VM_ADDR:$PORT" "tcp://$VM_ADDR:$PORT_TCP" ||
+	vm_die "isergwd did not start"
+TPID=$VM_ISERGWD_PID
+died=
+i=0
+for test in $tests; do
+	i=$((i + 1))
+	t0=$(vm_now)
+	a=$(run_one iser "iser://$VM_ADDR/$IQN/0" "$test")
+	[ "$a" = DIED ] && { died="isergwd died during $test over iSER"; break; }
+	R_ISER[$test]=$a
+	count iser "$a"
+	printf '%3d/%d %-45s iser %-5s %5s s\n' "$i" "$ntests" "$test" "$a" "$(vm_since "$t0")"
+done
+vm_log "iSER runs done ($(vm_since "$t_all") s)"
+# TCP: per suite (or per test), the same tests
+TCP_URL=iscsi://$VM_ADDR:$PORT_TCP/$IQN/0
+suites=$(cut -d. -f1 <<<"$tests" | uniq)
+for suite in $suites; do
+	[ -z "$died" ] || break
+	if [ "$TCP_PER_TEST" -eq 0 ]; then
+		out=$(run_suite "$TCP_URL" "$suite")
+		[ "$out" = DIED ] && { died="isergwd died during suite $suite over TCP"; break; }
+		while read -r name res; do
+			if [ -z "$name" ] || ! grep -qxF "$suite.$name" <<<"$tests"; then
+				continue
+			fi
+			R_TCP[$suite.$name]=$res
+		done <<<"$out"
+	fi
+	for test in $(grep "^$suite\." <<<"$tests"); do
+		if [ -z "${R_TCP[$test]:-}" ] || [ "${R_TCP[$test]}" = CRASH ]; then
+			b=$(run_one tcp "$TCP_URL" "$test")
+			[ "$b" = DIED ] && { died="isergwd died during $test over TCP"; break 2; }
+			R_TCP[$test]=$b
+		fi
+		count tcp "${R_TCP[$test]}"
+	done
+done
+vm_log "TCP runs done ($(vm_since "$t_all") s)"
+stopped=0
+if [ -z "$died" ]; then
+	vm_isergwd_stop "$TPID" && stopped=1
+fi
+vm_log "isergwd phase done ($(vm_since "$t_all") s)"
+
+# Tests to check against tgt: those that pass over TCP but not over iSER.
+regress=()
+for test in $tests; do
+	[ -n "${R_ISER[$test]:-}" ] || continue
+	ok "${R_TCP[$test]}" && ! ok "${R_ISER[$test]}" && regress+=("$test")
+done
+tgt_tests=("${regress[@]}")
+[ "$TGT_ALL" -eq 1 ] && mapfile -t tgt_tests <<<"$tests"
+if [ ${#tgt_tests[@]} -gt 0 ] && [ -z "$died" ]; then
+	vm_mkfile "$DISK" "$SIZE"
+	# thin provisioning, as isergwd's LUN, so that the unmap tests run there too
+	if vm_tgtd_start 7 && vm_tgt_target iser 1 "$IQN" "$DISK" &&
+		tgtadm -C 7 --lld iser --mode logicalunit --op update --tid 1 --lun 1 \
+			--params thin_provisioning=1; then
+		TPID=$VM_TGTD_PID
+		for test in "${tgt_tests[@]}"; do
+			c=$(run_one tgt "iser://$VM_ADDR/$IQN/1" "$test")
+			[ "$c" = DIED ] && { vm_log "tgtd died during $test"; break; }
+			R_TGT[$test]=$c
+			count tgt "$c"
+			printf 'tgt %-45s %s\n' "$test" "$c"
+		done
+		vm_tgtd_stop "$TPID"
+	else
+		vm_log "tgtd could not be set up: the initiator-side list cannot be verified"
+	fi
+fi
+
+known() {
+	local e
+	for e in "${KNOWN_INITIATOR[@]}"; do [ "$e" = "$1" ] && return 0; done
+	return 1
+}
+bad=() accepted=()
+for test in "${regress[@]}"; do
+	what="$test: iser ${R_ISER[$test]}, tcp ${R_TCP[$test]}, tgt iser ${R_TGT[$test]:-not run}"
+	if known "$test" && [ -n "${R_TGT[$test]:-}" ] && ! ok "${R_TGT[$test]}"; then
+		accepted+=("$what")
+	elif known "$test"; then
+		bad+=("$what (on the initiator-side list, but tgt passes it: a target bug)")
+	else
+		bad+=("$what")
+	fi
+done
+unused=()
+for e in "${KNOWN_INITIATOR[@]}"; do
+	[ -z "$TESTS" ] || grep -qxF "$e" <<<"$tests" || continue
+	[[ " ${regress[*]} " == *" $e "* ]] || unused+=("$e")
+done
+
+summary() { # summary KIND
+	printf '%-5s PASS %3d  SKIP %3d  FAIL %3d  CRASH %3d  HANG %3d\n' "$1" \
+		"${COUNT[$1.PASS]:-0}" "${COUNT[$1.SKIP]:-0}" "${COUNT[$1.FAIL]:-0}" \
+		"${COUNT[$1.CRASH]:-0}" "${COUNT[$1.HANG]:-0}"
+}
+echo
+echo "conformance, one process per test ($ntests tests; logs: $DIR/{iser,tcp,tgt}/):"
+summary iser
+summary tcp
+[ ${#tgt_tests[@]} -eq 0 ] || summary tgt
+for test in $tests; do
+	[ -n "${R_ISER[$test]:-}" ] || continue
+	if [ "${R_ISER[$test]}" != "${R_TCP[$test]}" ] || ! ok "${R_ISER[$test]}"; then
+		printf '  %-45s iser %-5s tcp %-5s tgt-iser %s\n' "$test" "${R_ISER[$test]}" \
+			"${R_TCP[$test]}" "${R_TGT[$test]:--}"
+	fi
+done
+[ ${#accepted[@]} -eq 0 ] || printf '  initiator-side (verified against tgt): %s\n' "${accepted[@]}"
+[ ${#unused[@]} -eq 0 ] || printf '  note: on the initiator-side list but passing over iSER now: %s\n' "${unused[@]}"
+[ ${#bad[@]} -eq 0 ] || printf '  REGRESSION: %s\n' "${bad[@]}"
+[ -z "$died" ] || echo "  TARGET DIED: $died"
+[ -n "$died" ] || [ "$stopped" -eq 1 ] || echo "  isergwd did not stop cleanly on SIGTERM"
+echo "iser-conformance: ${#bad[@]} regressions, ${#accepted[@]} initiator-side (verified against tgt)" \
+	"($(vm_since "$t_all") s in the guest)"
+[ ${#bad[@]} -eq 0 ] && [ -z "$died" ] && [ "$stopped" -eq 1 ]
