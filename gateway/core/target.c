@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "core/iscsi.h"
 #include "util/bufpool.h"
+#include "util/fsutil.h"
 #include "util/log.h"
 
 #define COMP "gateway"
@@ -74,28 +75,6 @@ static void gw_retire(struct gw *gw, void (*free_fn)(void *), void *obj)
 	r->obj = obj;
 	r->next = gw->retired;
 	gw->retired = r;
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len;
-
-	len = strnlen(path, sizeof(buf));
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static void pr_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out, size_t len)
@@ -359,13 +338,13 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 		if (rc)
 			goto err;
 	}
-	rc = mkdir_p(cfg->state_dir);
+	rc = gw_mkdir_p(cfg->state_dir);
 	if (rc) {
 		GW_ERR(COMP, "cannot create state directory %s: %s", cfg->state_dir, strerror(-rc));
 		goto err;
 	}
 	if (cfg->shared_state_dir[0]) {
-		rc = mkdir_p(cfg->shared_state_dir);
+		rc = gw_mkdir_p(cfg->shared_state_dir);
 		if (rc) {
 			GW_ERR(COMP, "cannot create shared state directory %s: %s",
 			       cfg->shared_state_dir, strerror(-rc));

@@ -35,6 +35,7 @@
 
 #include "core/iscsi.h"
 #include "ctl_wire.h"
+#include "util/fsutil.h"
 #include "util/log.h"
 
 #define COMP "ctl"
@@ -1514,29 +1515,6 @@ static void handle_frame(struct ctl_client *c)
 
 /* ------------------------------------------------------------ start, stop */
 
-static int mkdir_parents(const char *path)
-{
-	char buf[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char *slash;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	slash = strrchr(buf, '/');
-	if (!slash || slash == buf)
-		return 0;
-	*slash = '\0';
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* A socket file left by a daemon that died is replaced; a live one is not. */
 static int clear_stale(const struct sockaddr_un *sa)
 {
@@ -1593,7 +1571,7 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	list_init(&ctl->clients);
 	reactor_timer_init(&ctl->transition_timer, transition_end, ctl);
 
-	rc = mkdir_parents(p->path);
+	rc = gw_mkdir_parents(p->path);
 	if (rc) {
 		GW_ERR(COMP, "cannot create the directory of %s: %s", p->path, strerror(-rc));
 		goto err_free;
