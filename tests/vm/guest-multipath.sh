@@ -13,7 +13,12 @@
 # the nodes share the network namespace). Node 1 is target port group 1
 # (relative port 1), node 2 group 2 (relative port 2); both describe the
 # cluster's two groups, share the LU's reservation state, and start with
-# group 1 Active/Optimized and group 2 Active/Non-optimized.
+# group 1 Active/Optimized and group 2 Active/Non-optimized. The ALUA policy
+# is external, as in a cluster (this script plays the HA agent): the SET
+# TARGET PORT GROUPS that Linux's alua handler sends when it activates a
+# Standby/Unavailable/non-optimized path is refused (NOT READY 04/0A, no
+# subscriber) instead of a node changing its own group behind the cluster's
+# back.
 #
 # The host (open-iscsi over iSER, ib_iser) logs in to both; multipathd with
 # prio alua and group_by_prio must show one active path group (node 1) and
@@ -89,6 +94,7 @@ node_config() {
 	cat <<EOF
 {
   "state_dir": "$WORK/n$n/state",
+  "alua_policy": "external",
   "shared_state_dir": "$WORK/shared",
   "log_level": "info",
   "portals": [ { "url": "iser://$(addr_of "$n"):3260", "rel_port_id": $n, "tpg_id": $n } ],
@@ -247,17 +253,34 @@ flip() {
 		return 1
 	fi
 	settle=$(vm_since "$t0")
-	# the old path must be idle now (multipathd may still finish I/O it
-	# had queued there: allow a second before measuring)
+	# until multipathd has re-read both priorities the two paths may share
+	# one group (both still allowed I/O); then the new path is alone in the
+	# active group and the old one must be idle
+	if ! vm_wait_for 60 _alone "${DEV_OF[$owner]}"; then
+		fail "node $owner's path not alone in the active path group 60 s after the flip: $(mp_groups)"
+		return 1
+	fi
+	alone=$(vm_since "$t0")
 	sleep 1
 	d0=$(port_io "$other")
 	sleep 2
 	d1=$(port_io "$other")
-	vm_log "flip to node $owner ($spec, transition $tms ms): first I/O on the new path after ${settle} s; old path moved $((d1 - d0)) bytes in the next 2 s; $(mp_groups)"
-	SWITCH_TIMES+=("$spec: ${settle} s")
+	vm_log "flip to node $owner ($spec, transition $tms ms): first I/O on the new path after ${settle} s, the new path alone in the active group after ${alone} s; old path moved $((d1 - d0)) bytes in the 2 s after; $(mp_groups)"
+	SWITCH_TIMES+=("$spec: first I/O on the new path ${settle} s, old path out of the active group ${alone} s")
 	[ "$((d1 - d0))" -eq 0 ] || fail "node $other still serves I/O after the flip"
 }
 _moved() { [ "$(port_io "$1")" -gt "$2" ]; }
+# _alone DEV: DEV is the only usable path of the active path group (a path
+# that failed, e.g. an Unavailable one, may stay listed there until
+# multipathd regroups)
+_alone() {
+	multipath -ll "$MAP" 2>/dev/null | awk -v dev="$1" '
+		/status=active/ { act = 1; next }
+		/status=/ { act = 0 }
+		act && / active ready / && match($0, /sd[a-z]+/) {
+			n++; if (substr($0, RSTART, RLENGTH) != dev) other = 1 }
+		END { exit !(n == 1 && !other) }'
+}
 
 SWITCH_TIMES=()
 sleep 3 # fio under way
