@@ -548,8 +548,10 @@ int scsi_alua_request_done(uint64_t id, int status)
 	if (status == 0)
 		r = h->dg < alua.ndg && held_matches(alua.dg[h->dg], h->u, h->n) ? HELD_GOOD
 										     : HELD_REFUSED;
-	else if (status == -EAGAIN || status == -ENOTCONN)
+	else if (status == -EAGAIN)
 		r = HELD_NOT_NOW;
+	else if (status == -ENOTCONN)   /* no subscriber took the event */
+		r = HELD_UNDELIVERED;
 	else
 		r = HELD_REFUSED;
 	if (!held_decide(h, r)) {
