@@ -514,6 +514,12 @@ static void conn_rx_logout(struct iscsi_conn *c, const struct iscsi_bhs *bhs)
 		GW_NOTICE(COMP, "%s: %s logging out (%s)", c->peer, c->sess->initiator,
 			  reason == ISCSI_LOGOUT_CLOSE_SESSION ? "close session" : "close connection");
 		c->state = CONN_STATE_LOGGED_OUT;
+		/* one connection per session: the session and its nexus end here */
+		pthread_mutex_lock(&c->gw->sess_lock);
+		for (uint32_t i = 0; c->sess->target && i < c->sess->target->nluns; i++)
+			if (c->sess->target->luns[i])
+				scsi_lu_itn_logout(c->sess->target->luns[i], &c->sess->itn);
+		pthread_mutex_unlock(&c->gw->sess_lock);
 		pdu->sent = logout_sent;
 		pdu->ctx = c;
 	}

@@ -246,6 +246,13 @@ const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu);
 /* The core tells each LU when a nexus appears and goes (for UA bookkeeping). */
 void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn);
 void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn);
+/*
+ * The nexus is logging out: its SCSI-2 reservation is released now, before
+ * the Logout Response leaves, so that a command through another nexus (or
+ * another gateway node) after the logout never finds it held. Idempotent
+ * with scsi_lu_itn_remove().
+ */
+void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn);
 
 enum scsi_reset_kind {
 	SCSI_RESET_LU,          /* LOGICAL UNIT RESET */

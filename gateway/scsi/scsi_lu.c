@@ -305,6 +305,17 @@ void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn)
 	pthread_mutex_unlock(&lu->lock);
 }
 
+void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn)
+{
+	const char *iport;
+	uint16_t rel;
+
+	scsi_nexus_id(itn, &iport, &rel);
+	pthread_mutex_lock(&lu->lock);
+	pr_nexus_gone(lu, iport, rel);
+	pthread_mutex_unlock(&lu->lock);
+}
+
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind)
 {
 	uint16_t asc;
