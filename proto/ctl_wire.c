@@ -423,34 +423,36 @@ int ctl_send_request(int fd, const CtlRequest *req)
 	return rc;
 }
 
-int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t errlen)
+/* Waits for one whole frame into rx: 0, -ETIMEDOUT or a negative errno. */
+static int recv_body(int fd, struct ctl_frame_rx *rx, int timeout_ms)
 {
-	struct ctl_frame_rx rx;
 	int rc;
 
-	ctl_frame_rx_init(&rx);
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
 		rc = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
 		if (rc < 0 && errno == EINTR)
 			continue;
-		if (rc < 0) {
-			rc = -errno;
-			break;
-		}
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX);
-		if (rc == 0)
-			continue;
 		if (rc < 0)
-			break;
-		rc = ctl_reply_decode(rx.body, rx.len, out, err, errlen);
-		break;
+			return -errno;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		rc = ctl_frame_rx_read(rx, fd, CTL_FRAME_MAX);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
 	}
+}
+
+int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t errlen)
+{
+	struct ctl_frame_rx rx;
+	int rc;
+
+	ctl_frame_rx_init(&rx);
+	rc = recv_body(fd, &rx, timeout_ms);
+	if (rc == 0)
+		rc = ctl_reply_decode(rx.body, rx.len, out, err, errlen);
 	ctl_frame_rx_reset(&rx);
 	return rc;
 }
@@ -461,28 +463,10 @@ int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms)
 	int rc;
 
 	ctl_frame_rx_init(&rx);
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-
-		rc = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0) {
-			rc = -errno;
-			break;
-		}
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX);
-		if (rc == 0)
-			continue;
-		if (rc < 0)
-			break;
+	rc = recv_body(fd, &rx, timeout_ms);
+	if (rc == 0) {
 		*out = ctl_reply_unpack(rx.body, rx.len);
 		rc = *out ? 0 : -EBADMSG;
-		break;
 	}
 	ctl_frame_rx_reset(&rx);
 	return rc;
