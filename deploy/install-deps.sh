@@ -18,8 +18,8 @@ PACKAGES=(
 	# the guest; ibverbs-providers holds librxe (only recommended by libibverbs1)
 	qemu-system-x86 linux-image-amd64 busybox-static kmod udev ibverbs-providers
 	ibverbs-utils open-iscsi multipath-tools fio e2fsprogs util-linux
-	# debugging and measuring
-	valgrind linux-perf procps iproute2
+	# debugging and measuring (perftest: the RDMA ceiling in tests/bench/iser_vm.sh)
+	valgrind linux-perf procps iproute2 perftest
 )
 
 update=1
