@@ -60,19 +60,21 @@ void verdict(const char *name, bool ok)
 
 const char *opname(uint8_t op)
 {
-	switch (op & ISCSI_OPCODE_MASK) {
-	case ISCSI_OP_NOP_IN: return "NOP-In";
-	case ISCSI_OP_SCSI_RSP: return "SCSI Response";
-	case ISCSI_OP_TASK_MGMT_RSP: return "TMF Response";
-	case ISCSI_OP_LOGIN_RSP: return "Login Response";
-	case ISCSI_OP_TEXT_RSP: return "Text Response";
-	case ISCSI_OP_DATA_IN: return "Data-In";
-	case ISCSI_OP_LOGOUT_RSP: return "Logout Response";
-	case ISCSI_OP_R2T: return "R2T";
-	case ISCSI_OP_ASYNC_MSG: return "Async Message";
-	case ISCSI_OP_REJECT: return "Reject";
-	default: return "unknown PDU";
-	}
+	static const char *const names[ISCSI_OPCODE_MASK + 1] = {
+		[ISCSI_OP_NOP_IN] = "NOP-In",
+		[ISCSI_OP_SCSI_RSP] = "SCSI Response",
+		[ISCSI_OP_TASK_MGMT_RSP] = "TMF Response",
+		[ISCSI_OP_LOGIN_RSP] = "Login Response",
+		[ISCSI_OP_TEXT_RSP] = "Text Response",
+		[ISCSI_OP_DATA_IN] = "Data-In",
+		[ISCSI_OP_LOGOUT_RSP] = "Logout Response",
+		[ISCSI_OP_R2T] = "R2T",
+		[ISCSI_OP_ASYNC_MSG] = "Async Message",
+		[ISCSI_OP_REJECT] = "Reject",
+	};
+	const char *n = names[op & ISCSI_OPCODE_MASK];
+
+	return n ? n : "unknown PDU";
 }
 
 /* ---------------------------------------------------------------------- */

@@ -761,6 +761,28 @@ static void build_cmd(struct conn *c, uint8_t *b, uint32_t itt, uint8_t flags, u
 	bhs_scsi_cmd(b, cfg.lun, itt, flags, xfer, c->cmd_sn, c->exp_stat_sn, cdb);
 }
 
+/* What came back first after a hostile PDU. */
+enum answer { ANSWER_PDU, ANSWER_DROP, ANSWER_NONE };
+
+/*
+ * Note the first answer, rc and p as exchange() left them: a drop (the
+ * connection closed, or with send_drop EPIPE while sending) noted as
+ * dropped, another error described, a PDU described and left to the caller.
+ */
+static enum answer first_answer(int rc, bool send_drop, const char *dropped, const struct pdu *p)
+{
+	if (rc == -ECONNRESET || (send_drop && rc == -EPIPE)) {
+		notef("%s", dropped);
+		return ANSWER_DROP;
+	}
+	if (rc) {
+		describe_err(rc);
+		return ANSWER_NONE;
+	}
+	describe(p);
+	return ANSWER_PDU;
+}
+
 /* Send a PDU and receive the first one back within timeout_ms. */
 static int exchange(struct conn *c, uint8_t *bhs, const void *data, uint32_t dlen, int timeout_ms,
 		    struct pdu *p)
@@ -909,13 +931,9 @@ static bool case_dsl_too_big(struct conn *c)
 	notef("NOP-Out with %u data bytes, target MaxRecvDataSegmentLength %u:", dlen, c->tgt_mrdsl);
 	struct pdu p;
 	int rc = data ? exchange(c, b, data, dlen, PDU_TIMEOUT_MS, &p) : -ENOMEM;
-	if (rc == -ECONNRESET || rc == -EPIPE) {
-		notef("connection dropped (allowed: protocol error)");
-		ok = true;
-	} else if (rc) {
-		describe_err(rc);
-	} else {
-		describe(&p);
+	enum answer a = first_answer(rc, true, "connection dropped (allowed: protocol error)", &p);
+	ok = a == ANSWER_DROP;
+	if (a == ANSWER_PDU) {
 		bool rej = pdu_op(&p) == ISCSI_OP_REJECT && p.bhs[2] == ISCSI_REJECT_PROTOCOL_ERROR;
 		pdu_free(&p);
 		if (rej) {
@@ -953,13 +971,9 @@ static bool case_ahs_oversized(struct conn *c)
 	int rc = send_all(c, pkt, sizeof(pkt));
 	if (rc == 0)
 		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
-	if (rc == -ECONNRESET) {
-		notef("connection dropped");
-		ok = true;
-	} else if (rc) {
-		describe_err(rc);
-	} else {
-		describe(&p);
+	enum answer a = first_answer(rc, false, "connection dropped", &p);
+	ok = a == ANSWER_DROP;
+	if (a == ANSWER_PDU) {
 		uint8_t op = pdu_op(&p);
 		ok = op == ISCSI_OP_REJECT || (op == ISCSI_OP_SCSI_RSP && (p.bhs[2] != 0 || p.bhs[3] != 0));
 		if (op == ISCSI_OP_SCSI_RSP && p.bhs[2] == 0 && p.bhs[3] == 0)
@@ -994,14 +1008,11 @@ static bool case_ahs_truncated(struct conn *c)
 		shutdown(c->fd, SHUT_WR);
 		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
 	}
-	if (rc == -ECONNRESET) {
-		notef("connection closed after the truncated PDU");
-		ok = true;
-	} else if (rc) {
-		describe_err(rc);
+	enum answer a = first_answer(rc, false, "connection closed after the truncated PDU", &p);
+	ok = a == ANSWER_DROP;
+	if (a == ANSWER_NONE)
 		notef("(the target holds a half-closed connection)");
-	} else {
-		describe(&p);
+	else if (a == ANSWER_PDU) {
 		ok = pdu_op(&p) == ISCSI_OP_REJECT;
 		pdu_free(&p);
 	}
@@ -1135,13 +1146,9 @@ static void login_expect_reject(const char *name, const void *data, uint32_t dle
 	struct pdu p;
 	if (rc == 0)
 		rc = recv_pdu(&c, &p, PDU_TIMEOUT_MS);
-	if (rc == -ECONNRESET || rc == -EPIPE) {
-		notef("connection dropped");
-		ok = true;
-	} else if (rc) {
-		describe_err(rc);
-	} else {
-		describe(&p);
+	enum answer a = first_answer(rc, true, "connection dropped", &p);
+	ok = a == ANSWER_DROP;
+	if (a == ANSWER_PDU) {
 		ok = pdu_op(&p) == ISCSI_OP_LOGIN_RSP && p.bhs[36] == ISCSI_LOGIN_STATUS_INIT_ERR;
 		if (pdu_op(&p) == ISCSI_OP_LOGIN_RSP && p.bhs[36] == 0 && p.dlen)
 			notef("answer keys \"%.*s\"", (int)strnlen((char *)p.data, 80), (char *)p.data);
