@@ -38,7 +38,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +50,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "badinput_common.h"
 #include "core/iscsi_spec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -101,54 +101,8 @@ static struct {
 	.port = "3260", .initiator = "iqn.2026-11.org.isergw:iser-badinput", .disc_ms = 10000,
 };
 
-static int failures, passes;
-static char note[2048];
 static uint32_t blksz = 512;
 static uint64_t nblocks;
-
-static void notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void notef(const char *fmt, ...)
-{
-	size_t len = strlen(note);
-	va_list ap;
-
-	if (len && len + 2 < sizeof(note)) {
-		memcpy(note + len, "; ", 3);
-		len += 2;
-	}
-	if (len >= sizeof(note) - 1)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(note + len, sizeof(note) - len, fmt, ap);
-	va_end(ap);
-}
-
-static void verdict(const char *name, bool ok)
-{
-	printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name, note[0] ? note : "-");
-	fflush(stdout);
-	if (ok)
-		passes++;
-	else
-		failures++;
-	note[0] = '\0';
-}
-
-static void be16put(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void be24put(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 16); be16put(p + 1, v); }
-static void be32put(uint8_t *p, uint32_t v) { be16put(p, v >> 16); be16put(p + 2, v & 0xffff); }
-static void be64put(uint8_t *p, uint64_t v) { be32put(p, (uint32_t)(v >> 32)); be32put(p + 4, (uint32_t)v); }
-static uint32_t be24get(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
-static uint32_t be32get(const uint8_t *p) { return (uint32_t)p[0] << 24 | be24get(p + 1); }
-static bool sn_gt(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---------------------------------------------------------------------- */
 /* connections */
@@ -240,16 +194,9 @@ static int post_raw(struct iconn *c, const void *buf, uint32_t len);
 static void answer_nop(struct iconn *c, const struct rpdu *p)
 {
 	uint8_t b[HDRS_LEN] = { 0 };
-	uint8_t *h = b + ISER_HDR_LEN;
 
 	b[0] = ISER_CTRL;
-	h[0] = ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE;
-	h[1] = ISCSI_FLAG_FINAL;
-	memcpy(h + 8, p->bhs + 8, 8);
-	be32put(h + 16, ISCSI_RSVD_TAG);
-	memcpy(h + 20, p->bhs + 20, 4);
-	be32put(h + 24, c->cmd_sn);
-	be32put(h + 28, c->exp_stat_sn);
+	bhs_nop_answer(b + ISER_HDR_LEN, p->bhs, c->cmd_sn, c->exp_stat_sn);
 	if (post_raw(c, b, sizeof(b)) == 0)
 		c->nops_answered++;
 }
@@ -770,23 +717,6 @@ static int recv_for(struct iconn *c, uint32_t itt, int ms, struct rpdu **out)
 	}
 }
 
-static const char *opname(uint8_t op)
-{
-	switch (op & ISCSI_OPCODE_MASK) {
-	case ISCSI_OP_NOP_IN: return "NOP-In";
-	case ISCSI_OP_SCSI_RSP: return "SCSI Response";
-	case ISCSI_OP_TASK_MGMT_RSP: return "TMF Response";
-	case ISCSI_OP_LOGIN_RSP: return "Login Response";
-	case ISCSI_OP_TEXT_RSP: return "Text Response";
-	case ISCSI_OP_DATA_IN: return "Data-In";
-	case ISCSI_OP_LOGOUT_RSP: return "Logout Response";
-	case ISCSI_OP_R2T: return "R2T";
-	case ISCSI_OP_ASYNC_MSG: return "Async Message";
-	case ISCSI_OP_REJECT: return "Reject";
-	default: return "unknown PDU";
-	}
-}
-
 static void describe(const struct rpdu *p)
 {
 	uint8_t op = p->bhs[0] & ISCSI_OPCODE_MASK;
@@ -824,60 +754,20 @@ static void conn_story(const struct iconn *c, long long t0)
 /* ---------------------------------------------------------------------- */
 /* text keys and login */
 
-struct keys {
-	char buf[4096];
-	uint32_t len;
-};
-
-static void key_add(struct keys *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void key_add(struct keys *k, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(k->buf + k->len, sizeof(k->buf) - k->len, fmt, ap);
-	va_end(ap);
-	if (n > 0 && k->len + (uint32_t)n + 1 <= sizeof(k->buf))
-		k->len += (uint32_t)n + 1;
-}
-
 static const char *key_get(const struct rpdu *p, const char *key)
 {
-	size_t kl = strlen(key);
-
-	for (uint32_t i = 0; i < p->dlen;) {
-		const char *s = (const char *)p->data + i;
-		size_t sl = strnlen(s, p->dlen - i);
-
-		if (sl > kl && strncmp(s, key, kl) == 0 && s[kl] == '=')
-			return s + kl + 1;
-		i += (uint32_t)sl + 1;
-	}
-	return NULL;
+	return key_find(p->data, p->dlen, key);
 }
 
 static void login_bhs(struct iconn *c, uint8_t *b, uint8_t flags)
 {
-	memset(b, 0, ISCSI_BHS_LEN);
-	b[0] = ISCSI_OP_LOGIN_REQ | ISCSI_OP_IMMEDIATE;
-	b[1] = flags;
-	memcpy(b + 8, c->isid, 6);
-	be16put(b + 14, c->tsih);
-	be32put(b + 16, c->itt);
-	be32put(b + 24, c->cmd_sn);
-	be32put(b + 28, c->exp_stat_sn);
-}
-
-static uint8_t login_flags(int csg, int nsg)
-{
-	return (uint8_t)(ISCSI_LOGIN_TRANSIT | csg << ISCSI_LOGIN_CSG_SHIFT | nsg);
+	bhs_login(b, flags, c->isid, c->tsih, c->itt, c->cmd_sn, c->exp_stat_sn);
 }
 
 static void initial_keys(struct keys *k)
 {
-	key_add(k, "InitiatorName=%s", cfg.initiator);
-	key_add(k, "TargetName=%s", cfg.target);
+	key_addf(k, "InitiatorName=%s", cfg.initiator);
+	key_addf(k, "TargetName=%s", cfg.target);
 	key_add(k, "SessionType=Normal");
 	key_add(k, "AuthMethod=None");
 }
@@ -895,24 +785,14 @@ static int login_step(struct iconn *c, uint8_t flags, const struct keys *k, stru
 	rc = recv_for(c, c->itt, CMD_MS, rsp);
 	if (rc)
 		return rc;
-	if (((*rsp)->bhs[0] & ISCSI_OPCODE_MASK) != ISCSI_OP_LOGIN_RSP) {
-		describe(*rsp);
-		rpdu_free(*rsp);
-		return -EPROTO;
-	}
-	if ((*rsp)->bhs[36] || (*rsp)->bhs[37]) {
-		rc = (*rsp)->bhs[36] << 8 | (*rsp)->bhs[37];
+	rc = login_rsp_status((*rsp)->bhs);
+	if (rc) {
 		describe(*rsp);
 		rpdu_free(*rsp);
 		return rc;
 	}
-	c->tsih = (uint16_t)((*rsp)->bhs[14] << 8 | (*rsp)->bhs[15]);
+	c->tsih = login_rsp_tsih((*rsp)->bhs);
 	return 0;
-}
-
-static bool transits_to(const struct rpdu *p, int nsg)
-{
-	return (p->bhs[1] & ISCSI_LOGIN_TRANSIT) && (p->bhs[1] & ISCSI_LOGIN_NSG_MASK) == nsg;
 }
 
 static void parse_op_keys(struct iconn *c, const struct rpdu *p)
@@ -937,22 +817,37 @@ static void parse_op_keys(struct iconn *c, const struct rpdu *p)
 		notef("target answered RDMAExtensions=%s", v);
 }
 
+/*
+ * Login Requests with T set from stage csg to nsg, the keys k in the first
+ * and none after, until the target transits too (at most 4 more); the
+ * operational keys of each Login Response are taken.
+ */
+static int login_stage(struct iconn *c, int csg, int nsg, const struct keys *k, struct rpdu **rsp)
+{
+	uint8_t fl = login_flags(true, csg, nsg);
+	int rc = login_step(c, fl, k, rsp);
+
+	for (int i = 0; rc == 0 && !login_transits_to((*rsp)->bhs, nsg) && i < 4; i++) {
+		if (csg == ISCSI_STAGE_OPERATIONAL)
+			parse_op_keys(c, *rsp);
+		rpdu_free(*rsp);
+		rc = login_step(c, fl, NULL, rsp);
+	}
+	return rc;
+}
+
 /* A normal-session login over this connection; mou 0: the key is not sent. */
 static int login(struct iconn *c, uint32_t mou)
 {
 	struct keys k = { .len = 0 };
 	struct rpdu *rsp;
-	int rc, i;
+	int rc;
 
 	c->immediate_data = false; /* RFC defaults unless the target agrees */
 	c->initial_r2t = true;
 	c->first_burst = 65536;
 	initial_keys(&k);
-	rc = login_step(c, login_flags(ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), &k, &rsp);
-	for (i = 0; rc == 0 && !transits_to(rsp, ISCSI_STAGE_OPERATIONAL) && i < 4; i++) {
-		rpdu_free(rsp);
-		rc = login_step(c, login_flags(ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL), NULL, &rsp);
-	}
+	rc = login_stage(c, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL, &k, &rsp);
 	if (rc)
 		return rc;
 	rpdu_free(rsp);
@@ -960,9 +855,9 @@ static int login(struct iconn *c, uint32_t mou)
 	key_add(&k, "RDMAExtensions=Yes");
 	key_add(&k, "HeaderDigest=None");
 	key_add(&k, "DataDigest=None");
-	key_add(&k, "MaxRecvDataSegmentLength=%u", MY_RDSL);
-	key_add(&k, "InitiatorRecvDataSegmentLength=%u", MY_RDSL);
-	key_add(&k, "TargetRecvDataSegmentLength=%u", MY_RDSL);
+	key_addf(&k, "MaxRecvDataSegmentLength=%u", MY_RDSL);
+	key_addf(&k, "InitiatorRecvDataSegmentLength=%u", MY_RDSL);
+	key_addf(&k, "TargetRecvDataSegmentLength=%u", MY_RDSL);
 	key_add(&k, "ImmediateData=Yes");
 	key_add(&k, "InitialR2T=No");
 	key_add(&k, "FirstBurstLength=262144");
@@ -970,17 +865,12 @@ static int login(struct iconn *c, uint32_t mou)
 	key_add(&k, "ErrorRecoveryLevel=0");
 	key_add(&k, "MaxConnections=1");
 	if (mou)
-		key_add(&k, "MaxOutstandingUnexpectedPDUs=%u", mou);
-	rc = login_step(c, login_flags(ISCSI_STAGE_OPERATIONAL, ISCSI_STAGE_FULL_FEATURE), &k, &rsp);
-	for (i = 0; rc == 0 && !transits_to(rsp, ISCSI_STAGE_FULL_FEATURE) && i < 4; i++) {
-		parse_op_keys(c, rsp);
-		rpdu_free(rsp);
-		rc = login_step(c, login_flags(ISCSI_STAGE_OPERATIONAL, ISCSI_STAGE_FULL_FEATURE), NULL, &rsp);
-	}
+		key_addf(&k, "MaxOutstandingUnexpectedPDUs=%u", mou);
+	rc = login_stage(c, ISCSI_STAGE_OPERATIONAL, ISCSI_STAGE_FULL_FEATURE, &k, &rsp);
 	if (rc)
 		return rc;
 	parse_op_keys(c, rsp);
-	if (!transits_to(rsp, ISCSI_STAGE_FULL_FEATURE)) {
+	if (!login_transits_to(rsp->bhs, ISCSI_STAGE_FULL_FEATURE)) {
 		notef("target never moved to full feature phase");
 		rc = -EPROTO;
 	}
@@ -992,25 +882,6 @@ static int login(struct iconn *c, uint32_t mou)
 /* ---------------------------------------------------------------------- */
 /* SCSI commands */
 
-static void put_lun(uint8_t *b)
-{
-	memset(b + 8, 0, 8);
-	if (cfg.lun < 256) {
-		b[9] = (uint8_t)cfg.lun;
-	} else {
-		b[8] = (uint8_t)(0x40 | ((cfg.lun >> 8) & 0x3f));
-		b[9] = (uint8_t)cfg.lun;
-	}
-}
-
-static void cdb10(uint8_t *cdb, uint8_t op, uint32_t lba, uint16_t blocks)
-{
-	memset(cdb, 0, 16);
-	cdb[0] = op;
-	be32put(cdb + 2, lba);
-	be16put(cdb + 7, blocks);
-}
-
 #define OP_TUR      0x00
 #define OP_READCAP  0x25
 #define OP_READ10   0x28
@@ -1021,15 +892,7 @@ static uint32_t cmd_bhs(struct iconn *c, uint8_t *b, uint8_t rw, uint32_t edtl, 
 {
 	uint32_t itt = c->itt++;
 
-	memset(b, 0, ISCSI_BHS_LEN);
-	b[0] = ISCSI_OP_SCSI_CMD;
-	b[1] = (uint8_t)(ISCSI_FLAG_FINAL | rw | 1 /* simple */);
-	put_lun(b);
-	be32put(b + 16, itt);
-	be32put(b + 20, edtl);
-	be32put(b + 24, c->cmd_sn++);
-	be32put(b + 28, c->exp_stat_sn);
-	memcpy(b + 32, cdb, 16);
+	bhs_scsi_cmd(b, cfg.lun, itt, rw, edtl, c->cmd_sn++, c->exp_stat_sn, cdb);
 	return itt;
 }
 
@@ -1220,12 +1083,6 @@ static struct iconn *session_open(const char *name, uint32_t mou)
 		return NULL;
 	}
 	return c;
-}
-
-static void pattern(uint8_t *buf, size_t len, uint32_t tag)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)(tag * 131 + i * 7 + (i >> 9));
 }
 
 static bool same(const uint8_t *a, const uint8_t *b, size_t len, const char *what)
@@ -1612,7 +1469,7 @@ static void login_dsl_case(const char *name, uint32_t claim_extra, uint32_t clai
 		return fail_open(name);
 	initial_keys(&k);
 	claim = claim_abs ? claim_abs : k.len + claim_extra;
-	login_bhs(c, b, login_flags(ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL));
+	login_bhs(c, b, login_flags(true, ISCSI_STAGE_SECURITY, ISCSI_STAGE_OPERATIONAL));
 	notef("Login Request claiming %u data bytes, %u carried", claim, k.len);
 	t0 = now_ms();
 	if (send_pdu_ex(c, NULL, b, k.buf, k.len, claim)) {
@@ -1840,19 +1697,9 @@ static const struct {
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
-static bool in_list(const char *list, const char *name)
+static const char *case_name(size_t i)
 {
-	size_t n = strlen(name);
-
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-
-		if (l == n && strncmp(p, name, n) == 0)
-			return true;
-		p = e ? e + 1 : NULL;
-	}
-	return false;
+	return cases[i].name;
 }
 
 static void usage(void)
@@ -1909,7 +1756,7 @@ int main(int argc, char **argv)
 	};
 	const char *list = NULL;
 	long long t_all;
-	char *end;
+	long v;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "a:p:t:l:c:i:d:s:Lh", lopts, NULL)) != -1) {
@@ -1921,13 +1768,9 @@ int main(int argc, char **argv)
 		case 'i': cfg.initiator = optarg; break;
 		case 'l':
 		case 's':
-		case 'd': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v < 0 || v > 600000) {
-				fprintf(stderr, "iser_badinput: bad number '%s'\n", optarg);
+		case 'd':
+			if (!parse_num("iser_badinput", optarg, 600000, &v))
 				return 2;
-			}
 			if (o == 'l')
 				cfg.lun = (unsigned)v;
 			else if (o == 's')
@@ -1935,7 +1778,6 @@ int main(int argc, char **argv)
 			else
 				cfg.disc_ms = (int)v;
 			break;
-		}
 		case 'L':
 			for (size_t i = 0; i < NCASES; i++)
 				printf("%-20s %s\n", cases[i].name, cases[i].what);
@@ -1948,19 +1790,8 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, ',');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		bool known = false;
-
-		for (size_t i = 0; i < NCASES; i++)
-			known |= strlen(cases[i].name) == l && strncmp(cases[i].name, p, l) == 0;
-		if (!known) {
-			fprintf(stderr, "iser_badinput: unknown case '%.*s' (see --list)\n", (int)l, p);
-			return 2;
-		}
-		p = e ? e + 1 : p + l;
-	}
+	if (!case_list_known("iser_badinput", list, case_name, NCASES))
+		return 2;
 	signal(SIGPIPE, SIG_IGN);
 	srand((unsigned)getpid() ^ (unsigned)now_ms());
 	t_all = now_ms();
