@@ -83,9 +83,7 @@ static void gather_send_conn(struct gather *g, struct iscsi_session *s, size_t i
 
 	if (!m)
 		return;
-	m->g = g;
-	m->idx = idx;
-	m->conn = s->conn;
+	*m = (struct gather_msg){ .g = g, .idx = idx, .conn = s->conn };
 	iscsi_conn_get(s->conn);
 	atomic_fetch_add(&g->left, 1);
 	if (reactor_send_msg(s->reactor, fn, m)) {
@@ -100,10 +98,15 @@ static void gather_fail(struct ctl_client *c, const CtlRequest *req)
 	ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 }
 
-static void fill_iostats(struct arena *a, Isergw__Ctl__IoStats *o, const struct gw_io_counters *s)
+/* The IoStats message of s, in a; NULL when out of memory (a->failed tells it too). */
+static Isergw__Ctl__IoStats *iostats_new(struct arena *a, const struct gw_io_counters *s)
 {
-	uint64_t *lr = ctl_arena_alloc(a, sizeof(s->lat_read)), *lw = ctl_arena_alloc(a, sizeof(s->lat_write));
+	Isergw__Ctl__IoStats *o = ctl_arena_alloc(a, sizeof(*o));
+	uint64_t *lr = ctl_arena_alloc(a, sizeof(s->lat_read));
+	uint64_t *lw = ctl_arena_alloc(a, sizeof(s->lat_write));
 
+	if (!o)
+		return NULL;
 	isergw__ctl__io_stats__init(o);
 	o->cmds_read = s->cmds[GW_IO_READ];
 	o->cmds_write = s->cmds[GW_IO_WRITE];
@@ -122,6 +125,7 @@ static void fill_iostats(struct arena *a, Isergw__Ctl__IoStats *o, const struct 
 		o->lat_write_us = lw;
 		o->n_lat_write_us = GW_LAT_BUCKETS;
 	}
+	return o;
 }
 
 /* ListSessions */
@@ -215,12 +219,11 @@ static void sessions_finish(struct gather *g)
 		cn->state = ctl_str(conn_state_name(s->state));
 		cn->login_time = s->login_time;
 		o->connections = ctl_arena_alloc(&a, sizeof(*o->connections));
-		o->stats = ctl_arena_alloc(&a, sizeof(*o->stats));
+		o->stats = iostats_new(&a, &s->stats);
 		if (!o->connections || !o->stats)
 			break;
 		o->connections[0] = cn;
 		o->n_connections = 1;
-		fill_iostats(&a, o->stats, &s->stats);
 		sl->sessions[sl->n_sessions++] = o;
 	}
 	if (a.failed || !sl) {
@@ -383,28 +386,24 @@ static void counters_finish(struct gather *g)
 		goto out_nomem;
 	for (size_t i = 0; i < nl; i++) {
 		Isergw__Ctl__LunCounters *l = ctl_arena_alloc(&a, sizeof(*l));
-		Isergw__Ctl__IoStats *st = ctl_arena_alloc(&a, sizeof(*st));
 
-		if (!l || !st)
+		if (!l)
 			goto out_nomem;
 		isergw__ctl__lun_counters__init(l);
 		l->target = ctl_arena_strdup(&a, luns[i].target);
 		l->lun = luns[i].lun;
-		fill_iostats(&a, st, &luns[i].c);
-		l->stats = st;
+		l->stats = iostats_new(&a, &luns[i].c);
 		co->luns[co->n_luns++] = l;
 	}
 	for (size_t i = 0; i < np; i++) {
 		Isergw__Ctl__PortCounters *p = ctl_arena_alloc(&a, sizeof(*p));
-		Isergw__Ctl__IoStats *st = ctl_arena_alloc(&a, sizeof(*st));
 
-		if (!p || !st)
+		if (!p)
 			goto out_nomem;
 		isergw__ctl__port_counters__init(p);
 		p->rel_port_id = ports[i].rel;
 		p->tpg_id = ports[i].tpg;
-		fill_iostats(&a, st, &ports[i].c);
-		p->stats = st;
+		p->stats = iostats_new(&a, &ports[i].c);
 		co->ports[co->n_ports++] = p;
 	}
 	if (a.failed)
