@@ -114,6 +114,48 @@ static int parse_u32(const char *s, uint32_t max, uint32_t *out)
 	return 0;
 }
 
+/* --epoch N of apply and alua set: 0, or the usage error's exit code. */
+static int parse_epoch(const char *s, uint64_t *epoch)
+{
+	if (parse_u64(s, epoch) || *epoch == 0)
+		return usage_err("--epoch wants a number >= 1, not '%s'", s);
+	return 0;
+}
+
+/*
+ * A command's options one at a time, as getopt_long returns them (set
+ * optind = 1 before the first); --json, which every command takes, is
+ * handled here.
+ */
+static int next_opt(struct ctx *x, int argc, char **argv, const struct option *opts)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) == 'j')
+		x->json = true;
+	return opt;
+}
+
+/* After a command's options: 0, or the usage error's exit code for a stray argument. */
+static int no_more_args(const char *cmd, int argc, char **argv)
+{
+	if (optind != argc)
+		return usage_err("%s: unexpected '%s'", cmd, argv[optind]);
+	return 0;
+}
+
+/* A command whose only option is --json: 0, or the usage error's exit code. */
+static int json_only_args(struct ctx *x, const char *cmd, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			x->json = true;
+		else
+			return usage_err("%s: unexpected '%s'", cmd, argv[i]);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ talking */
 
 static int ctl_connect(struct ctx *x)
@@ -179,72 +221,139 @@ static void jset_str(json_object *o, const char *k, const char *v)
 	json_object_object_add(o, k, json_object_new_string(v));
 }
 
+/* A reply to show, and what of it the command was asked to show (NULL: all). */
+struct shown {
+	const CtlReply *rep;
+	const void *sel;
+};
+
+/* How a command shows its reply: one JSON document (--json) or a table. */
+struct view {
+	Isergw__Ctl__Reply__PayloadCase payload;    /* the reply's payload; NOT_SET: any */
+	const char *what;       /* a reply without it: "unexpected answer to WHAT" (NULL: silent) */
+	bool list;              /* the JSON document is an array, not an object */
+	void (*json)(json_object *doc, const struct shown *sh);       /* fills the document */
+	void (*table)(const struct shown *sh);
+};
+
+/* call(), and the reply must carry the payload of v; EXIT_* on failure. */
+static int call_view(struct ctx *x, const CtlRequest *req, const struct view *v, CtlReply **out,
+		     int extra_ms)
+{
+	int rc = call(x, req, out, extra_ms);
+
+	if (rc || !v->payload || (*out)->payload_case == v->payload)
+		return rc;
+	if (v->what)
+		fprintf(stderr, "isergwctl: unexpected answer to %s\n", v->what);
+	ctl_reply_free(*out);
+	return EXIT_CONNECT;
+}
+
+/* Print the reply as v says (--json or the table) and free it; 0. */
+static int show(struct ctx *x, CtlReply *rep, const struct view *v, const void *sel)
+{
+	const struct shown sh = { rep, sel };
+
+	if (x->json) {
+		json_object *doc = v->list ? json_object_new_array() : json_object_new_object();
+
+		v->json(doc, &sh);
+		print_json(doc);
+	} else {
+		v->table(&sh);
+	}
+	ctl_reply_free(rep);
+	return 0;
+}
+
+/* Send req and show its reply: 0 or EXIT_*. */
+static int run(struct ctx *x, const CtlRequest *req, const struct view *v, const void *sel,
+	       int extra_ms)
+{
+	CtlReply *rep;
+	int rc = call_view(x, req, v, &rep, extra_ms);
+
+	return rc ? rc : show(x, rep, v, sel);
+}
+
+/* The groups of an ALUA message as a JSON array: tpg_id, state (and pref). */
+static json_object *alua_groups_json(Isergw__Ctl__AluaGroupState *const *groups, size_t n,
+				     bool with_pref)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *g = json_object_new_object();
+
+		jset_u64(g, "tpg_id", groups[i]->tpg_id);
+		jset_str(g, "state", ctl_alua_state_name(groups[i]->state));
+		if (with_pref)
+			json_object_object_add(g, "pref", json_object_new_boolean(groups[i]->pref));
+		json_object_array_add(arr, g);
+	}
+	return arr;
+}
+
 /* ------------------------------------------------------------ status */
+
+static void status_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__StatusInfo *s = sh->rep->status_info;
+
+	jset_str(o, "version", s->version);
+	jset_u64(o, "pid", s->pid);
+	jset_u64(o, "epoch", s->epoch);
+	jset_u64(o, "config_epoch", s->config_epoch);
+	jset_u64(o, "alua_epoch", s->alua_epoch);
+	jset_u64(o, "uptime_ms", s->uptime_ms);
+	jset_u64(o, "sessions", s->sessions);
+	jset_u64(o, "connections", s->connections);
+	jset_u64(o, "targets", s->targets);
+	jset_u64(o, "portals", s->portals);
+	jset_u64(o, "reactors", s->reactors);
+}
+
+static void status_table(const struct shown *sh)
+{
+	const Isergw__Ctl__StatusInfo *s = sh->rep->status_info;
+
+	printf("version      %s\n", s->version);
+	printf("pid          %u\n", s->pid);
+	printf("epoch        %llu (configuration %llu, ALUA %llu)\n",
+	       (unsigned long long)s->epoch, (unsigned long long)s->config_epoch,
+	       (unsigned long long)s->alua_epoch);
+	printf("uptime       %llu.%03llu s\n", (unsigned long long)(s->uptime_ms / 1000),
+	       (unsigned long long)(s->uptime_ms % 1000));
+	printf("sessions     %u\n", s->sessions);
+	printf("connections  %u\n", s->connections);
+	printf("targets      %u\n", s->targets);
+	printf("portals      %u\n", s->portals);
+	printf("reactors     %u\n", s->reactors);
+}
+
+static const struct view status_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO, "status", false, status_json, status_table,
+};
 
 static int get_status(struct ctx *x, CtlReply **rep)
 {
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
-	int rc;
 
 	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
 	req.get_status = &gs;
-	rc = call(x, &req, rep, 0);
-	if (!rc && (*rep)->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO) {
-		fprintf(stderr, "isergwctl: unexpected answer to status\n");
-		ctl_reply_free(*rep);
-		return EXIT_CONNECT;
-	}
-	return rc;
+	return call_view(x, &req, &status_view, rep, 0);
 }
 
 static int cmd_status(struct ctx *x, int argc, char **argv)
 {
-	const Isergw__Ctl__StatusInfo *s;
 	CtlReply *rep;
-	int rc;
+	int rc = json_only_args(x, "status", argc, argv);
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			x->json = true;
-		else
-			return usage_err("status: unexpected '%s'", argv[i]);
-	}
-	rc = get_status(x, &rep);
-	if (rc)
-		return rc;
-	s = rep->status_info;
-	if (x->json) {
-		json_object *o = json_object_new_object();
-
-		jset_str(o, "version", s->version);
-		jset_u64(o, "pid", s->pid);
-		jset_u64(o, "epoch", s->epoch);
-		jset_u64(o, "config_epoch", s->config_epoch);
-		jset_u64(o, "alua_epoch", s->alua_epoch);
-		jset_u64(o, "uptime_ms", s->uptime_ms);
-		jset_u64(o, "sessions", s->sessions);
-		jset_u64(o, "connections", s->connections);
-		jset_u64(o, "targets", s->targets);
-		jset_u64(o, "portals", s->portals);
-		jset_u64(o, "reactors", s->reactors);
-		print_json(o);
-	} else {
-		printf("version      %s\n", s->version);
-		printf("pid          %u\n", s->pid);
-		printf("epoch        %llu (configuration %llu, ALUA %llu)\n",
-		       (unsigned long long)s->epoch, (unsigned long long)s->config_epoch,
-		       (unsigned long long)s->alua_epoch);
-		printf("uptime       %llu.%03llu s\n", (unsigned long long)(s->uptime_ms / 1000),
-		       (unsigned long long)(s->uptime_ms % 1000));
-		printf("sessions     %u\n", s->sessions);
-		printf("connections  %u\n", s->connections);
-		printf("targets      %u\n", s->targets);
-		printf("portals      %u\n", s->portals);
-		printf("reactors     %u\n", s->reactors);
-	}
-	ctl_reply_free(rep);
-	return 0;
+	if (!rc)
+		rc = get_status(x, &rep);
+	return rc ? rc : show(x, rep, &status_view, NULL);
 }
 
 /* ------------------------------------------------------------ apply */
@@ -290,6 +399,28 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+static void apply_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__ApplyResult *r = sh->rep->apply;
+
+	jset_u64(o, "epoch", r->epoch);
+	json_object_object_add(o, "changed", json_object_new_boolean(r->changed));
+	jset_u64(o, "targets", r->targets);
+	jset_u64(o, "portals", r->portals);
+}
+
+static void apply_table(const struct shown *sh)
+{
+	const Isergw__Ctl__ApplyResult *r = sh->rep->apply;
+
+	printf("epoch %llu: %s (%u target(s), %u portal(s))\n", (unsigned long long)r->epoch,
+	       r->changed ? "applied" : "already applied, nothing to do", r->targets, r->portals);
+}
+
+static const struct view apply_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_APPLY, NULL, false, apply_json, apply_table,
+};
+
 static int cmd_apply(struct ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -299,28 +430,19 @@ static int cmd_apply(struct ctx *x, int argc, char **argv)
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
-	const Isergw__Ctl__ApplyResult *r;
 	uint64_t epoch = 0;
 	bool have_epoch = false;
-	CtlReply *rep;
 	size_t len;
 	char *doc;
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'e':
-			if (parse_u64(optarg, &epoch) || epoch == 0)
-				return usage_err("--epoch wants a number >= 1, not '%s'", optarg);
-			have_epoch = true;
-			break;
-		case 'j':
-			x->json = true;
-			break;
-		default:
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
+		if (opt != 'e')
 			return usage_err("%s", "apply: bad option");
-		}
+		if ((rc = parse_epoch(optarg, &epoch)))
+			return rc;
+		have_epoch = true;
 	}
 	if (!have_epoch)
 		return usage_err("%s", "apply needs --epoch N");
@@ -335,55 +457,28 @@ static int cmd_apply(struct ctx *x, int argc, char **argv)
 	ac.config_json = doc;
 	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
 	req.apply_config = &ac;
-	rc = call(x, &req, &rep, 0);
+	rc = run(x, &req, &apply_view, NULL, 0);
 	free(doc);
-	if (rc)
-		return rc;
-	r = rep->apply;
-	if (!r) {
-		ctl_reply_free(rep);
-		return EXIT_CONNECT;
-	}
-	if (x->json) {
-		json_object *o = json_object_new_object();
-
-		jset_u64(o, "epoch", r->epoch);
-		json_object_object_add(o, "changed", json_object_new_boolean(r->changed));
-		jset_u64(o, "targets", r->targets);
-		jset_u64(o, "portals", r->portals);
-		print_json(o);
-	} else {
-		printf("epoch %llu: %s (%u target(s), %u portal(s))\n", (unsigned long long)r->epoch,
-		       r->changed ? "applied" : "already applied, nothing to do", r->targets,
-		       r->portals);
-	}
-	ctl_reply_free(rep);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ alua */
 
-static int print_alua(struct ctx *x, const Isergw__Ctl__AluaStates *a)
+static void alua_json(json_object *o, const struct shown *sh)
 {
-	if (x->json) {
-		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	const Isergw__Ctl__AluaStates *a = sh->rep->alua;
 
-		jset_u64(o, "epoch", a->epoch);
-		jset_str(o, "device_group", a->device_group);
-		json_object_object_add(o, "transition_pending",
-				       json_object_new_boolean(a->transition_pending));
-		for (size_t i = 0; i < a->n_groups; i++) {
-			json_object *g = json_object_new_object();
+	jset_u64(o, "epoch", a->epoch);
+	jset_str(o, "device_group", a->device_group);
+	json_object_object_add(o, "transition_pending",
+			       json_object_new_boolean(a->transition_pending));
+	json_object_object_add(o, "groups", alua_groups_json(a->groups, a->n_groups, true));
+}
 
-			jset_u64(g, "tpg_id", a->groups[i]->tpg_id);
-			jset_str(g, "state", ctl_alua_state_name(a->groups[i]->state));
-			json_object_object_add(g, "pref", json_object_new_boolean(a->groups[i]->pref));
-			json_object_array_add(arr, g);
-		}
-		json_object_object_add(o, "groups", arr);
-		print_json(o);
-		return 0;
-	}
+static void alua_table(const struct shown *sh)
+{
+	const Isergw__Ctl__AluaStates *a = sh->rep->alua;
+
 	printf("ALUA epoch %llu%s%s%s\n", (unsigned long long)a->epoch,
 	       a->device_group[0] ? ", device group " : "", a->device_group,
 	       a->transition_pending ? " (transition pending)" : "");
@@ -391,8 +486,11 @@ static int print_alua(struct ctx *x, const Isergw__Ctl__AluaStates *a)
 	for (size_t i = 0; i < a->n_groups; i++)
 		printf("%-6u %-14s %s\n", a->groups[i]->tpg_id, ctl_alua_state_name(a->groups[i]->state),
 		       a->groups[i]->pref ? "yes" : "no");
-	return 0;
 }
+
+static const struct view alua_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_ALUA, NULL, false, alua_json, alua_table,
+};
 
 static int cmd_alua_show(struct ctx *x, int argc, char **argv)
 {
@@ -403,28 +501,19 @@ static int cmd_alua_show(struct ctx *x, int argc, char **argv)
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetAluaStates ga = ISERGW__CTL__GET_ALUA_STATES__INIT;
-	CtlReply *rep;
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		if (opt == 'd')
-			ga.device_group = optarg;
-		else if (opt == 'j')
-			x->json = true;
-		else
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
+		if (opt != 'd')
 			return usage_err("%s", "alua show: bad option");
+		ga.device_group = optarg;
 	}
-	if (optind != argc)
-		return usage_err("alua show: unexpected '%s'", argv[optind]);
+	if ((rc = no_more_args("alua show", argc, argv)))
+		return rc;
 	req.op_case = ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES;
 	req.get_alua_states = &ga;
-	rc = call(x, &req, &rep, 0);
-	if (rc)
-		return rc;
-	rc = rep->alua ? print_alua(x, rep->alua) : EXIT_CONNECT;
-	ctl_reply_free(rep);
-	return rc;
+	return run(x, &req, &alua_view, NULL, 0);
 }
 
 static int cmd_alua_set(struct ctx *x, int argc, char **argv)
@@ -445,11 +534,11 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
 		switch (opt) {
 		case 'e':
-			if (parse_u64(optarg, &epoch) || epoch == 0)
-				return usage_err("--epoch wants a number >= 1, not '%s'", optarg);
+			if ((rc = parse_epoch(optarg, &epoch)))
+				return rc;
 			break;
 		case 'd':
 			sa.device_group = optarg;
@@ -457,9 +546,6 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 		case 't':
 			if (parse_u32(optarg, CTL_TRANSITION_MAX_MS, &sa.transition_ms))
 				return usage_err("--transition-ms wants 0..600000, not '%s'", optarg);
-			break;
-		case 'j':
-			x->json = true;
 			break;
 		default:
 			return usage_err("%s", "alua set: bad option");
@@ -507,12 +593,7 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 	sa.epoch = epoch;
 	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
 	req.set_alua_states = &sa;
-	rc = call(x, &req, &rep, (int)sa.transition_ms);
-	if (rc)
-		return rc;
-	rc = rep->alua ? print_alua(x, rep->alua) : EXIT_CONNECT;
-	ctl_reply_free(rep);
-	return rc;
+	return run(x, &req, &alua_view, NULL, (int)sa.transition_ms);
 }
 
 /* ------------------------------------------------------------ sessions */
@@ -540,89 +621,84 @@ static json_object *iostats_json(const Isergw__Ctl__IoStats *s)
 	return o;
 }
 
+static void sessions_json(json_object *arr, const struct shown *sh)
+{
+	const Isergw__Ctl__SessionList *sl = sh->rep->sessions;
+
+	for (size_t i = 0; i < sl->n_sessions; i++) {
+		const Isergw__Ctl__Session *s = sl->sessions[i];
+		json_object *o = json_object_new_object(), *ca = json_object_new_array();
+
+		jset_str(o, "target", s->target);
+		jset_str(o, "initiator", s->initiator);
+		jset_str(o, "isid", s->isid);
+		jset_u64(o, "tsih", s->tsih);
+		jset_str(o, "portal", s->portal);
+		jset_str(o, "transport", s->transport);
+		jset_str(o, "type", s->type);
+		for (size_t k = 0; k < s->n_connections; k++) {
+			const Isergw__Ctl__Connection *c = s->connections[k];
+			json_object *co = json_object_new_object();
+
+			jset_u64(co, "cid", c->cid);
+			jset_str(co, "peer", c->peer);
+			jset_str(co, "local", c->local);
+			jset_str(co, "state", c->state);
+			jset_u64(co, "login_time", c->login_time);
+			json_object_array_add(ca, co);
+		}
+		json_object_object_add(o, "connections", ca);
+		if (s->stats)
+			json_object_object_add(o, "stats", iostats_json(s->stats));
+		json_object_array_add(arr, o);
+	}
+}
+
+static void sessions_table(const struct shown *sh)
+{
+	const Isergw__Ctl__SessionList *sl = sh->rep->sessions;
+
+	printf("%-5s %-9s %-12s %-36s %-5s %-21s %-21s %-12s %-19s %9s %9s %9s\n", "TSIH",
+	       "TRANSPORT", "ISID", "INITIATOR", "CID", "PEER", "PORTAL", "STATE", "LOGIN", "READS",
+	       "WRITES", "OTHER");
+	for (size_t i = 0; i < sl->n_sessions; i++) {
+		const Isergw__Ctl__Session *s = sl->sessions[i];
+
+		for (size_t k = 0; k < s->n_connections; k++) {
+			const Isergw__Ctl__Connection *c = s->connections[k];
+			char when[32] = "-";
+			time_t t = (time_t)c->login_time;
+			struct tm tm;
+
+			if (c->login_time && localtime_r(&t, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+			printf("%-5u %-9s %-12s %-36s %-5u %-21s %-21s %-12s %-19s %9llu %9llu %9llu\n",
+			       s->tsih, s->transport, s->isid, s->initiator, c->cid, c->peer,
+			       c->local, c->state, when,
+			       (unsigned long long)(s->stats ? s->stats->cmds_read : 0),
+			       (unsigned long long)(s->stats ? s->stats->cmds_write : 0),
+			       (unsigned long long)(s->stats ? s->stats->cmds_other : 0));
+		}
+		printf("      %s %s\n", s->type, s->target[0] ? s->target : "(discovery)");
+	}
+	printf("%zu session(s)\n", sl->n_sessions);
+}
+
+static const struct view sessions_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_SESSIONS, NULL, true, sessions_json, sessions_table,
+};
+
 static int cmd_sessions(struct ctx *x, int argc, char **argv)
 {
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
-	const Isergw__Ctl__SessionList *sl;
-	CtlReply *rep;
-	int rc;
+	int rc = json_only_args(x, "sessions", argc, argv);
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			x->json = true;
-		else
-			return usage_err("sessions: unexpected '%s'", argv[i]);
-	}
-	req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
-	req.list_sessions = &ls;
-	rc = call(x, &req, &rep, 0);
 	if (rc)
 		return rc;
-	sl = rep->sessions;
-	if (!sl) {
-		ctl_reply_free(rep);
-		return EXIT_CONNECT;
-	}
-	if (x->json) {
-		json_object *arr = json_object_new_array();
-
-		for (size_t i = 0; i < sl->n_sessions; i++) {
-			const Isergw__Ctl__Session *s = sl->sessions[i];
-			json_object *o = json_object_new_object(), *ca = json_object_new_array();
-
-			jset_str(o, "target", s->target);
-			jset_str(o, "initiator", s->initiator);
-			jset_str(o, "isid", s->isid);
-			jset_u64(o, "tsih", s->tsih);
-			jset_str(o, "portal", s->portal);
-			jset_str(o, "transport", s->transport);
-			jset_str(o, "type", s->type);
-			for (size_t k = 0; k < s->n_connections; k++) {
-				const Isergw__Ctl__Connection *c = s->connections[k];
-				json_object *co = json_object_new_object();
-
-				jset_u64(co, "cid", c->cid);
-				jset_str(co, "peer", c->peer);
-				jset_str(co, "local", c->local);
-				jset_str(co, "state", c->state);
-				jset_u64(co, "login_time", c->login_time);
-				json_object_array_add(ca, co);
-			}
-			json_object_object_add(o, "connections", ca);
-			if (s->stats)
-				json_object_object_add(o, "stats", iostats_json(s->stats));
-			json_object_array_add(arr, o);
-		}
-		print_json(arr);
-	} else {
-		printf("%-5s %-9s %-12s %-36s %-5s %-21s %-21s %-12s %-19s %9s %9s %9s\n", "TSIH",
-		       "TRANSPORT", "ISID", "INITIATOR", "CID", "PEER", "PORTAL", "STATE", "LOGIN",
-		       "READS", "WRITES", "OTHER");
-		for (size_t i = 0; i < sl->n_sessions; i++) {
-			const Isergw__Ctl__Session *s = sl->sessions[i];
-
-			for (size_t k = 0; k < s->n_connections; k++) {
-				const Isergw__Ctl__Connection *c = s->connections[k];
-				char when[32] = "-";
-				time_t t = (time_t)c->login_time;
-				struct tm tm;
-
-				if (c->login_time && localtime_r(&t, &tm))
-					strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-				printf("%-5u %-9s %-12s %-36s %-5u %-21s %-21s %-12s %-19s %9llu %9llu "
-				       "%9llu\n", s->tsih, s->transport, s->isid, s->initiator, c->cid,
-				       c->peer, c->local, c->state, when,
-				       (unsigned long long)(s->stats ? s->stats->cmds_read : 0),
-				       (unsigned long long)(s->stats ? s->stats->cmds_write : 0),
-				       (unsigned long long)(s->stats ? s->stats->cmds_other : 0));
-			}
-			printf("      %s %s\n", s->type, s->target[0] ? s->target : "(discovery)");
-		}
-		printf("%zu session(s)\n", sl->n_sessions);
-	}
-	ctl_reply_free(rep);
-	return 0;
+	req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
+	req.list_sessions = &ls;
+	return run(x, &req, &sessions_view, NULL, 0);
 }
 
 /* ------------------------------------------------------------ counters */
@@ -663,6 +739,83 @@ static void print_stats_head(const char *key)
 	       "WR_P99<");
 }
 
+/* What counters shows: the LUNs (all, or one) or the target ports. */
+struct counters_sel {
+	bool ports;
+	const char *target;     /* NULL: every LUN */
+	uint32_t lun;
+};
+
+static bool counters_skip(const struct counters_sel *f, const Isergw__Ctl__LunCounters *l)
+{
+	return f->target && (strcmp(l->target, f->target) || l->lun != f->lun);
+}
+
+static void counters_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__Counters *co = sh->rep->counters;
+	const struct counters_sel *f = sh->sel;
+	json_object *arr = json_object_new_array();
+
+	if (f->ports) {
+		for (size_t i = 0; i < co->n_ports; i++) {
+			json_object *p = json_object_new_object();
+
+			jset_u64(p, "rel_port_id", co->ports[i]->rel_port_id);
+			jset_u64(p, "tpg_id", co->ports[i]->tpg_id);
+			json_object_object_add(p, "stats", iostats_json(co->ports[i]->stats));
+			json_object_array_add(arr, p);
+		}
+		json_object_object_add(o, "ports", arr);
+		return;
+	}
+	for (size_t i = 0; i < co->n_luns; i++) {
+		const Isergw__Ctl__LunCounters *l = co->luns[i];
+		json_object *p;
+
+		if (counters_skip(f, l))
+			continue;
+		p = json_object_new_object();
+		jset_str(p, "target", l->target);
+		jset_u64(p, "lun", l->lun);
+		json_object_object_add(p, "stats", iostats_json(l->stats));
+		json_object_array_add(arr, p);
+	}
+	json_object_object_add(o, "luns", arr);
+}
+
+static void counters_table(const struct shown *sh)
+{
+	const Isergw__Ctl__Counters *co = sh->rep->counters;
+	const struct counters_sel *f = sh->sel;
+
+	if (f->ports) {
+		print_stats_head("PORT (REL_PORT_ID/TPG)");
+		for (size_t i = 0; i < co->n_ports; i++) {
+			char key[32];
+
+			snprintf(key, sizeof(key), "%u/%u", co->ports[i]->rel_port_id,
+				 co->ports[i]->tpg_id);
+			print_stats_row(key, co->ports[i]->stats);
+		}
+		return;
+	}
+	print_stats_head("TARGET/LUN");
+	for (size_t i = 0; i < co->n_luns; i++) {
+		const Isergw__Ctl__LunCounters *l = co->luns[i];
+		char key[256];
+
+		if (counters_skip(f, l))
+			continue;
+		snprintf(key, sizeof(key), "%s/%u", l->target, l->lun);
+		print_stats_row(key, l->stats);
+	}
+}
+
+static const struct view counters_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_COUNTERS, NULL, false, counters_json, counters_table,
+};
+
 static int cmd_counters(struct ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -673,105 +826,57 @@ static int cmd_counters(struct ctx *x, int argc, char **argv)
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetCounters gc = ISERGW__CTL__GET_COUNTERS__INIT;
-	const Isergw__Ctl__Counters *co;
-	const char *f_target = NULL;
-	uint32_t f_lun = 0;
-	bool ports = false;
-	char tbuf[256];
-	CtlReply *rep;
+	struct counters_sel f = { 0 };
+	char tbuf[256], *slash;
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
 		switch (opt) {
-		case 'l': {
-			char *slash;
-
+		case 'l':
 			snprintf(tbuf, sizeof(tbuf), "%s", optarg);
 			slash = strrchr(tbuf, '/');
-			if (!slash || slash == tbuf || parse_u32(slash + 1, UINT32_MAX, &f_lun))
+			if (!slash || slash == tbuf || parse_u32(slash + 1, UINT32_MAX, &f.lun))
 				return usage_err("--lun wants TARGET/LUN, not '%s'", optarg);
 			*slash = '\0';
-			f_target = tbuf;
+			f.target = tbuf;
 			break;
-		}
 		case 'p':
-			ports = true;
-			break;
-		case 'j':
-			x->json = true;
+			f.ports = true;
 			break;
 		default:
 			return usage_err("%s", "counters: bad option");
 		}
 	}
-	if (optind != argc)
-		return usage_err("counters: unexpected '%s'", argv[optind]);
+	if ((rc = no_more_args("counters", argc, argv)))
+		return rc;
 	req.op_case = ISERGW__CTL__REQUEST__OP_GET_COUNTERS;
 	req.get_counters = &gc;
-	rc = call(x, &req, &rep, 0);
-	if (rc)
-		return rc;
-	co = rep->counters;
-	if (!co) {
-		ctl_reply_free(rep);
-		return EXIT_CONNECT;
-	}
-	if (x->json) {
-		json_object *o = json_object_new_object(), *arr = json_object_new_array();
-
-		if (ports) {
-			for (size_t i = 0; i < co->n_ports; i++) {
-				json_object *p = json_object_new_object();
-
-				jset_u64(p, "rel_port_id", co->ports[i]->rel_port_id);
-				jset_u64(p, "tpg_id", co->ports[i]->tpg_id);
-				json_object_object_add(p, "stats", iostats_json(co->ports[i]->stats));
-				json_object_array_add(arr, p);
-			}
-			json_object_object_add(o, "ports", arr);
-		} else {
-			for (size_t i = 0; i < co->n_luns; i++) {
-				const Isergw__Ctl__LunCounters *l = co->luns[i];
-				json_object *p;
-
-				if (f_target && (strcmp(l->target, f_target) || l->lun != f_lun))
-					continue;
-				p = json_object_new_object();
-				jset_str(p, "target", l->target);
-				jset_u64(p, "lun", l->lun);
-				json_object_object_add(p, "stats", iostats_json(l->stats));
-				json_object_array_add(arr, p);
-			}
-			json_object_object_add(o, "luns", arr);
-		}
-		print_json(o);
-	} else if (ports) {
-		print_stats_head("PORT (REL_PORT_ID/TPG)");
-		for (size_t i = 0; i < co->n_ports; i++) {
-			char key[32];
-
-			snprintf(key, sizeof(key), "%u/%u", co->ports[i]->rel_port_id,
-				 co->ports[i]->tpg_id);
-			print_stats_row(key, co->ports[i]->stats);
-		}
-	} else {
-		print_stats_head("TARGET/LUN");
-		for (size_t i = 0; i < co->n_luns; i++) {
-			const Isergw__Ctl__LunCounters *l = co->luns[i];
-			char key[256];
-
-			if (f_target && (strcmp(l->target, f_target) || l->lun != f_lun))
-				continue;
-			snprintf(key, sizeof(key), "%s/%u", l->target, l->lun);
-			print_stats_row(key, l->stats);
-		}
-	}
-	ctl_reply_free(rep);
-	return 0;
+	return run(x, &req, &counters_view, &f, 0);
 }
 
 /* ------------------------------------------------------------ logout */
+
+/* arg: the request, for whether the sessions were dropped or asked to log out */
+static void logout_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__Logout *lo = sh->sel;
+
+	jset_u64(o, "sessions", sh->rep->logout ? sh->rep->logout->sessions : 0);
+	json_object_object_add(o, "immediate", json_object_new_boolean(lo->immediate));
+}
+
+static void logout_table(const struct shown *sh)
+{
+	const Isergw__Ctl__Logout *lo = sh->sel;
+
+	printf("%u session(s) %s\n", sh->rep->logout ? sh->rep->logout->sessions : 0,
+	       lo->immediate ? "dropped" : "asked to log out");
+}
+
+static const struct view logout_view = {
+	ISERGW__CTL__REPLY__PAYLOAD__NOT_SET, NULL, false, logout_json, logout_table,
+};
 
 static int cmd_logout(struct ctx *x, int argc, char **argv)
 {
@@ -785,11 +890,10 @@ static int cmd_logout(struct ctx *x, int argc, char **argv)
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;
-	CtlReply *rep;
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
 		switch (opt) {
 		case 't':
 			if (lo.who_case || parse_u32(optarg, 65535, &lo.tsih) || lo.tsih == 0)
@@ -809,34 +913,17 @@ static int cmd_logout(struct ctx *x, int argc, char **argv)
 			if (parse_u32(optarg, CTL_LOGOUT_GRACE_MAX_S, &lo.grace_s) || lo.grace_s == 0)
 				return usage_err("--grace wants 1..3600 seconds, not '%s'", optarg);
 			break;
-		case 'j':
-			x->json = true;
-			break;
 		default:
 			return usage_err("%s", "logout: bad option");
 		}
 	}
 	if (!lo.who_case)
 		return usage_err("%s", "logout needs --tsih N or --initiator IQN");
-	if (optind != argc)
-		return usage_err("logout: unexpected '%s'", argv[optind]);
+	if ((rc = no_more_args("logout", argc, argv)))
+		return rc;
 	req.op_case = ISERGW__CTL__REQUEST__OP_LOGOUT;
 	req.logout = &lo;
-	rc = call(x, &req, &rep, 0);
-	if (rc)
-		return rc;
-	if (x->json) {
-		json_object *o = json_object_new_object();
-
-		jset_u64(o, "sessions", rep->logout ? rep->logout->sessions : 0);
-		json_object_object_add(o, "immediate", json_object_new_boolean(lo.immediate));
-		print_json(o);
-	} else {
-		printf("%u session(s) %s\n", rep->logout ? rep->logout->sessions : 0,
-		       lo.immediate ? "dropped" : "asked to log out");
-	}
-	ctl_reply_free(rep);
-	return 0;
+	return run(x, &req, &logout_view, &lo, 0);
 }
 
 /* ------------------------------------------------------------ watch */
@@ -967,21 +1054,15 @@ static void print_event(struct ctx *x, const Isergw__Ctl__Event *e)
 		return;
 	}
 	if (x->json) {
-		json_object *o = json_object_new_object(), *arr = json_object_new_array();
+		json_object *o = json_object_new_object();
 
 		jset_u64(o, "seq", e->seq);
 		jset_u64(o, "dropped", e->dropped);
 		jset_str(o, "event", "alua_change_request");
 		jset_u64(o, "request_id", a->request_id);
 		jset_str(o, "device_group", a->device_group);
-		for (size_t i = 0; i < a->n_groups; i++) {
-			json_object *g = json_object_new_object();
-
-			jset_u64(g, "tpg_id", a->groups[i]->tpg_id);
-			jset_str(g, "state", ctl_alua_state_name(a->groups[i]->state));
-			json_object_array_add(arr, g);
-		}
-		json_object_object_add(o, "groups", arr);
+		json_object_object_add(o, "groups",
+				       alua_groups_json(a->groups, a->n_groups, false));
 		jset_str(o, "initiator_port", a->initiator_port);
 		jset_u64(o, "rel_port_id", a->rel_port_id);
 		jset_u64(o, "tpg_id", a->tpg_id);
@@ -1003,6 +1084,11 @@ static void print_event(struct ctx *x, const Isergw__Ctl__Event *e)
 	printf("\n");
 }
 
+/* Subscribed: printed by cmd_watch itself, to stderr */
+static const struct view subscribed_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_SUBSCRIBED, "subscribe", false, NULL, NULL,
+};
+
 static int cmd_watch(struct ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1023,7 +1109,7 @@ static int cmd_watch(struct ctx *x, int argc, char **argv)
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
 		switch (opt) {
 		case 'a':
 			apply = true;
@@ -1035,29 +1121,20 @@ static int cmd_watch(struct ctx *x, int argc, char **argv)
 			if (parse_u64(optarg, &count) || count == 0)
 				return usage_err("--count wants a number >= 1, not '%s'", optarg);
 			break;
-		case 'j':
-			x->json = true;
-			break;
 		default:
 			return usage_err("%s", "watch: bad option");
 		}
 	}
-	if (optind != argc)
-		return usage_err("watch: unexpected '%s'", argv[optind]);
+	if ((rc = no_more_args("watch", argc, argv)))
+		return rc;
 	if (apply && refuse)
 		return usage_err("%s", "watch: --apply or --refuse, not both");
 	if (strlen(refuse ? refuse : "") > CTL_REASON_MAX)
 		return usage_err("--refuse: a reason of at most %u bytes", CTL_REASON_MAX);
 	req.op_case = ISERGW__CTL__REQUEST__OP_SUBSCRIBE;
 	req.subscribe = &sub;
-	rc = call(x, &req, &rep, 0);
-	if (rc)
+	if ((rc = call_view(x, &req, &subscribed_view, &rep, 0)))
 		return rc;
-	if (!rep->subscribed) {
-		fprintf(stderr, "isergwctl: unexpected answer to subscribe\n");
-		ctl_reply_free(rep);
-		return EXIT_CONNECT;
-	}
 	fprintf(stderr, "isergwctl: watching %s (ALUA policy %s, requests wait %u ms)%s\n",
 		x->socket, rep->subscribed->alua_policy, rep->subscribed->alua_request_timeout_ms,
 		apply ? ", applying ALUA change requests" : refuse ? ", refusing ALUA change requests"

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Control operations answered at once on the control thread: GetStatus,
+ * ApplyConfig (with its epochs), Subscribe; and the arena replies are built
+ * in (ctl_priv.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_priv.h"
+#include "util/log.h"
+
+/* ------------------------------------------------------------ reply arena */
+
+void *ctl_arena_alloc(struct arena *a, size_t size)
+{
+	void *m;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		void **np = realloc(a->p, cap * sizeof(*np));
+
+		if (!np) {
+			a->failed = true;
+			return NULL;
+		}
+		a->p = np;
+		a->cap = cap;
+	}
+	m = calloc(1, size ? size : 1);
+	if (!m) {
+		a->failed = true;
+		return NULL;
+	}
+	a->p[a->n++] = m;
+	return m;
+}
+
+char *ctl_arena_strdup(struct arena *a, const char *s)
+{
+	size_t len = strlen(s);
+	char *d = ctl_arena_alloc(a, len + 1);
+
+	if (d)
+		memcpy(d, s, len + 1);
+	return d ? d : ctl_str("");
+}
+
+void ctl_arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->p[i]);
+	free(a->p);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ------------------------------------------------------------ requests */
+
+void ctl_op_get_status(struct ctl_client *c)
+{
+	struct gw_ctl *ctl = c->ctl;
+	struct gw *gw = ctl->gw;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__StatusInfo si = ISERGW__CTL__STATUS_INFO__INIT;
+
+	si.version = ctl_str(ISERGW_VERSION);
+	si.pid = (uint32_t)getpid();
+	si.epoch = ctl->epoch;
+	si.config_epoch = ctl->config_epoch;
+	si.alua_epoch = ctl->alua_epoch;
+	si.uptime_ms = gw_now_ms() - ctl->start_ms;
+	si.sessions = (uint32_t)atomic_load(&gw->stats.sessions);
+	si.connections = (uint32_t)atomic_load(&gw->stats.connections);
+	si.reactors = gw->nreactors;
+	pthread_mutex_lock(&gw->sess_lock);
+	si.targets = (uint32_t)gw->ntargets;
+	si.portals = (uint32_t)gw->nportals;
+	pthread_mutex_unlock(&gw->sess_lock);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO;
+	rep.status_info = &si;
+	ctl_client_send(c, &rep);
+}
+
+void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
+{
+	const Isergw__Ctl__ApplyConfig *a = req->apply_config;
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
+	enum json_tokener_error jerr = json_tokener_success;
+	struct gw_config *cfg = NULL;
+	json_object *doc;
+	char why[600];
+	int rc;
+
+	if (a->epoch < ctl->epoch) {
+		snprintf(why, sizeof(why), "epoch %llu is older than the current epoch %llu",
+			 (unsigned long long)a->epoch, (unsigned long long)ctl->epoch);
+		ctl_reply_refused(c, req, -ESTALE, why);
+		return;
+	}
+	doc = json_tokener_parse_verbose(a->config_json, &jerr);
+	if (!doc) {
+		snprintf(why, sizeof(why), "configuration: not a JSON document: %s",
+			 json_tokener_error_desc(jerr));
+		ctl_reply_refused(c, req, -EINVAL, why);
+		return;
+	}
+	res.epoch = a->epoch;
+	if (a->epoch == ctl->config_epoch) {
+		bool same = json_object_equal(doc, ctl->config_doc);
+
+		json_object_put(doc);
+		if (!same) {
+			snprintf(why, sizeof(why), "epoch %llu was already applied with a different "
+				 "configuration", (unsigned long long)a->epoch);
+			ctl_reply_refused(c, req, -EEXIST, why);
+			return;
+		}
+		GW_INFO(COMP, "%s: configuration of epoch %llu already applied", c->name,
+			(unsigned long long)a->epoch);
+		res.changed = false;
+		goto reply;
+	}
+	why[0] = '\0';
+	rc = ctl->load(ctl->load_arg, a->config_json, &cfg, why, sizeof(why));
+	if (rc) {
+		json_object_put(doc);
+		if (!why[0])
+			snprintf(why, sizeof(why), "configuration: %s", strerror(-rc));
+		ctl_reply_refused(c, req, rc, why);
+		return;
+	}
+	GW_NOTICE(COMP, "%s: applying the configuration of epoch %llu", c->name,
+		  (unsigned long long)a->epoch);
+	rc = gw_ctl_reload(ctl, ctl->gw, cfg);
+	if (rc) {
+		json_object_put(doc);
+		snprintf(why, sizeof(why), "reload failed: %s", strerror(-rc));
+		ctl_reply_refused(c, req, rc, why);
+		return;
+	}
+	json_object_put(ctl->config_doc);
+	ctl->config_doc = doc;
+	ctl->config_epoch = a->epoch;
+	ctl->epoch = a->epoch;
+	res.changed = true;
+reply:
+	pthread_mutex_lock(&ctl->gw->sess_lock);
+	res.targets = (uint32_t)ctl->gw->ntargets;
+	res.portals = (uint32_t)ctl->gw->nportals;
+	pthread_mutex_unlock(&ctl->gw->sess_lock);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
+	rep.apply = &res;
+	ctl_client_send(c, &rep);
+}
+
+/* ---- events */
+
+void ctl_op_subscribe(struct ctl_client *c)
+{
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__Subscribed sub = ISERGW__CTL__SUBSCRIBED__INIT;
+	uint32_t timeout_ms;
+	enum scsi_alua_policy pol = scsi_alua_get_policy(&timeout_ms);
+
+	if (!c->subscribed) {
+		c->subscribed = true;
+		atomic_fetch_add(&ctl->nsubscribers, 1);
+		GW_NOTICE(COMP, "%s: subscribed to events (ALUA policy %s)", c->name,
+			  pol == SCSI_ALUA_POLICY_EXTERNAL ? "external" : "local");
+	}
+	sub.alua_policy = ctl_str(pol == SCSI_ALUA_POLICY_EXTERNAL ? "external" : "local");
+	sub.alua_request_timeout_ms = timeout_ms;
+	sub.subscribers = atomic_load(&ctl->nsubscribers);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_SUBSCRIBED;
+	rep.subscribed = &sub;
+	ctl_client_send(c, &rep);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the control socket's server (ctl.c) and its operations (ctl_ops*.c)
+ * share; not for use outside gateway/ctl/.
+ *
+ *   ctl.c              the socket, SO_PEERCRED, frames in and out, clients,
+ *                      their queues and subscriptions, dispatch, the thread
+ *   ctl_ops.c          GetStatus, ApplyConfig (epochs), Subscribe, the reply arena
+ *   ctl_ops_alua.c     Set/GetAluaStates, transitions, AluaRequestDone, ALUA events
+ *   ctl_ops_reactors.c ListSessions, GetCounters, Logout: answered by the reactors
+ *
+ * Everything here runs on the control thread unless said otherwise.
+ */
+#ifndef ISERGW_CTL_PRIV_H
+#define ISERGW_CTL_PRIV_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include "core/iscsi.h"
+#include "ctl/ctl.h"
+#include "ctl_wire.h"
+
+#define COMP "ctl"
+
+struct ctl_client {
+	struct gw_ctl *ctl;
+	int fd;
+	struct reactor_fd h;
+	struct ctl_frame_rx rx;
+	struct list_head txq;           /* struct ctl_txframe; the first is being written */
+	size_t tx_off;                  /* bytes of the first written */
+	unsigned int nevents;           /* event frames in txq */
+	bool reply_queued;              /* a reply is in txq */
+	bool busy;                      /* a request is in service */
+	bool close_after_tx;            /* close once the reply is written */
+	bool dead;                      /* socket closed; freed when no longer busy */
+	bool subscribed;                /* receives events */
+	uint64_t dropped;               /* events dropped since the last one queued */
+	char name[64];                  /* "pid N uid N" */
+	struct list_head link;          /* ctl->clients */
+	struct reactor_deferred free_work;
+};
+
+/* One ALUA request, normalised (groups sorted) for the same-epoch comparison. */
+struct alua_set {
+	char dg[CTL_DG_NAME_MAX + 1];
+	size_t n;
+	struct scsi_alua_update u[CTL_ALUA_MAX_GROUPS];
+	uint32_t transition_ms;
+};
+
+struct gw_ctl {
+	struct gw *gw;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int (*load)(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen);
+	void *load_arg;
+	struct reactor *r;
+	pthread_t thread;
+	pthread_mutex_t reload_lock;    /* gw_reload from here or from SIGHUP */
+	atomic_uint inflight;           /* requests out on the reactors, events on their way here */
+	atomic_uint nsubscribers;       /* clients subscribed to events */
+	uint64_t start_ms;
+	int lfd;
+	struct reactor_fd lh;
+	/* ---- control thread only ---- */
+	struct list_head clients;
+	size_t nclients;
+	uint64_t epoch;                 /* newest accepted */
+	uint64_t config_epoch;
+	json_object *config_doc;        /* the document applied at config_epoch */
+	uint64_t alua_epoch;
+	struct alua_set alua_last;      /* the request accepted at alua_epoch */
+	/* an ALUA transition in progress */
+	struct reactor_timer transition_timer;
+	struct ctl_client *transition_client;
+	struct alua_set transition_final;
+	uint64_t event_seq;             /* of the last event */
+};
+
+/* ------------------------------------------------------------ server (ctl.c) */
+
+/* Pack and queue a reply, then write what the socket takes. */
+void ctl_client_send(struct ctl_client *c, CtlReply *rep);
+/* Finish an asynchronous request: reply (unless the client went away). */
+void ctl_client_done(struct ctl_client *c, CtlReply *rep);
+/* Push an event to a subscriber; false when its queue is full (dropped) or it is gone. */
+bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev);
+/* Log the refusal and answer it with status rc and the reason why. */
+void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why);
+
+/* ------------------------------------------------------------ reply arena (ctl_ops.c) */
+
+
+/* Allocations of one reply, freed together once it is packed. */
+struct arena {
+	void **p;
+	size_t n, cap;
+	bool failed;
+};
+
+void *ctl_arena_alloc(struct arena *a, size_t size);
+/* A copy of s, or "" when out of memory (a->failed tells). */
+char *ctl_arena_strdup(struct arena *a, const char *s);
+void ctl_arena_free(struct arena *a);
+
+/* ------------------------------------------------------------ operations */
+
+/* ctl_ops.c */
+void ctl_op_get_status(struct ctl_client *c);
+void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_subscribe(struct ctl_client *c);
+
+/* ctl_ops_alua.c */
+void ctl_op_set_alua(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_alua_request_done(struct ctl_client *c, const CtlRequest *req);
+/* The timer of an ALUA transition (gw_ctl.transition_timer) expired: set the final states. */
+void ctl_alua_transition_end(void *arg);
+/*
+ * The SCSI layer's handler of SET TARGET PORT GROUPS under the external
+ * policy; runs on the command's reactor, under the SCSI layer's ALUA lock.
+ */
+int ctl_alua_request(const struct scsi_alua_request *req, void *arg);
+
+/* ctl_ops_reactors.c */
+void ctl_op_list_sessions(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_get_counters(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_logout(struct ctl_client *c, const CtlRequest *req);
+
+#endif
