@@ -80,11 +80,14 @@ struct iser_dev {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
+	uint32_t nrdevs;                /* reactors' iser_rdev on it */
+	bool dead;                      /* removed: freed with its last iser_rdev */
 	struct iser_dev *next;
 };
 
 static pthread_mutex_t g_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iser_dev *g_devs;
+static uint32_t g_dead_devs;            /* removed devices still held (g_dev_lock) */
 
 /* One reactor's view of one device: completion channel and task memory. */
 struct iser_rdev {
@@ -100,6 +103,8 @@ struct iser_rdev {
 	uint32_t free_pages;
 	struct list_head waiters;       /* struct iser_task.wait_link, FIFO */
 	struct reactor_deferred wake;
+	uint32_t nconns;                /* connections using it */
+	bool dead;                      /* device removed: freed once idle */
 	struct iser_rdev *next;
 };
 
@@ -115,10 +120,13 @@ static _Thread_local struct iser_rchan *tl_rchan;
 
 struct iser_listener {
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id;          /* NULL while its device is gone */
 	struct reactor_fd rfd;
 	struct reactor *reactor;
 	struct gw_portal *portal;
+	struct sockaddr_storage addr;
+	struct reactor_timer relisten;  /* after a device removal */
+	uint32_t relisten_tries;
 };
 
 enum iser_conn_state {
@@ -192,6 +200,7 @@ struct iser_conn {
 /* Per-task state (task->dm_priv). */
 struct iser_task {
 	struct iser_hdr_info hdr;
+	struct iser_rdev *rd;           /* whose pool the pages (or the wait) are in */
 	uint32_t first_page, npages;    /* pool pages of the buffer, npages 0 = none */
 	struct list_head wait_link;
 	bool waiting;
@@ -220,8 +229,8 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 			iser_spin_us = 10000;
 	}
 	for (d = g_devs; d; d = d->next)
-		if (d->verbs == verbs)
-			goto out;
+		if (d->verbs == verbs && !d->dead)
+			goto found;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		goto out;
@@ -246,9 +255,70 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 		"completion queues busy-polled %u us after their last completion",
 		ibv_get_device_name(verbs->device), d->attr.max_qp_wr, d->attr.max_sge,
 		d->attr.max_qp_rd_atom, (unsigned long long)d->attr.max_mr_size, iser_spin_us);
+found:
+	d->nrdevs++;
 out:
 	pthread_mutex_unlock(&g_dev_lock);
 	return d;
+}
+
+static void iser_dev_free_locked(struct iser_dev *d)
+{
+	for (struct iser_dev **pp = &g_devs; *pp; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	if (d->dead)
+		g_dead_devs--;
+	ibv_dealloc_pd(d->pd);
+	free(d);
+}
+
+/* A reactor let go of the device; a removed one is freed with its last. */
+static void iser_dev_put(struct iser_dev *d)
+{
+	pthread_mutex_lock(&g_dev_lock);
+	if (!--d->nrdevs && d->dead) {
+		GW_INFO(COMP, "device %s: all resources released", ibv_get_device_name(d->verbs->device));
+		iser_dev_free_locked(d);
+	}
+	pthread_mutex_unlock(&g_dev_lock);
+}
+
+/*
+ * librdmacm keeps a context open on every device it has seen, and closes a
+ * removed one only when it rescans the device list, which it does when asked
+ * for the list. The kernel finishes removing a device (rdma link delete,
+ * driver unload) only once every process has closed it: rescan, but only
+ * when none of our resources on a removed device remain (closing the
+ * context under them would free what they point to).
+ */
+static void iser_sync_devices(void)
+{
+	static bool warned;
+	struct ibv_context **list;
+	bool held;
+	int n = 0;
+
+	pthread_mutex_lock(&g_dev_lock);
+	held = g_dead_devs != 0;
+	pthread_mutex_unlock(&g_dev_lock);
+	if (held)
+		return;
+	list = rdma_get_devices(&n);
+	if (list)
+		rdma_free_devices(list);
+	if (n == 0 && !warned) {
+		/* its rescan gives up on an empty list, keeping the old context */
+		warned = true;
+		GW_WARN(COMP, "no RDMA device left: the RDMA CM library keeps the removed one open "
+			"until another appears or isergwd stops, and for drivers that cannot "
+			"detach a process (rxe, siw) the kernel's removal waits until then");
+	} else if (n > 0) {
+		warned = false;
+	}
 }
 
 static int set_nonblock(int fd)
@@ -270,7 +340,7 @@ static struct iser_rdev *iser_rdev_get(struct ibv_context *verbs)
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 
 	for (rd = tl_rdevs; rd; rd = rd->next)
-		if (rd->dev->verbs == verbs)
+		if (rd->dev->verbs == verbs && !rd->dead)
 			return rd;
 	rd = calloc(1, sizeof(*rd));
 	if (!rd)
@@ -316,9 +386,85 @@ err_pool:
 err_chan:
 	if (rd->chan)
 		ibv_destroy_comp_channel(rd->chan);
+	iser_dev_put(rd->dev);
 err_free:
 	free(rd);
 	return NULL;
+}
+
+static void iser_rdev_free(struct iser_rdev *rd)
+{
+	for (struct iser_rdev **pp = &tl_rdevs; *pp; pp = &(*pp)->next) {
+		if (*pp == rd) {
+			*pp = rd->next;
+			break;
+		}
+	}
+	reactor_del_fd(rd->reactor, &rd->rfd);
+	reactor_deferred_cancel(rd->reactor, &rd->wake);
+	ibv_dereg_mr(rd->pool_mr);
+	munmap(rd->pool, rd->pool_len);
+	ibv_destroy_comp_channel(rd->chan);
+	iser_dev_put(rd->dev);
+	free(rd);
+}
+
+/* A removed device's memory and completion channel go once nothing uses them. */
+static void iser_rdev_maybe_free(struct iser_rdev *rd)
+{
+	if (!rd->dead || rd->nconns || rd->free_pages != ISER_POOL_PAGES ||
+	    !list_empty(&rd->waiters))
+		return;
+	GW_INFO(COMP, "reactor %u: task memory on removed device %s released",
+		reactor_index(rd->reactor), ibv_get_device_name(rd->dev->verbs->device));
+	iser_rdev_free(rd);
+}
+
+/* On each reactor: its view of a removed device is freed once idle. */
+static void iser_removed_on_reactor(void *arg)
+{
+	struct ibv_context *verbs = arg;
+
+	for (struct iser_rdev *rd = tl_rdevs, *next; rd; rd = next) {
+		next = rd->next;
+		if (rd->dev->verbs == verbs && !rd->dead) {
+			rd->dead = true;
+			iser_rdev_maybe_free(rd);
+		}
+	}
+}
+
+/*
+ * The CM said RDMA_CM_EVENT_DEVICE_REMOVAL for an id on verbs: the kernel
+ * waits until every resource on the device is gone. Connections on it are
+ * dropped by their own events; here the device is marked removed and every
+ * reactor told to free its memory registrations on it once idle.
+ */
+static void iser_device_removed(struct gw *gw, struct ibv_context *verbs)
+{
+	bool first = false;
+
+	if (!verbs)
+		return;
+	pthread_mutex_lock(&g_dev_lock);
+	for (struct iser_dev *d = g_devs; d; d = d->next) {
+		if (d->verbs == verbs && !d->dead) {
+			d->dead = true;
+			g_dead_devs++;
+			first = true;
+		}
+	}
+	pthread_mutex_unlock(&g_dev_lock);
+	if (!first)
+		return;
+	GW_ERR(COMP, "RDMA device %s removed: dropping its connections and releasing its "
+	       "resources", ibv_get_device_name(verbs->device));
+	for (unsigned int i = 0; i < gw->nreactors; i++) {
+		if (gw->reactors[i] == reactor_self())
+			iser_removed_on_reactor(verbs);
+		else if (reactor_send_msg(gw->reactors[i], iser_removed_on_reactor, verbs))
+			GW_ERR(COMP, "cannot tell reactor %u of the device removal", i);
+	}
 }
 
 /* ---------------- task memory ---------------- */
@@ -359,6 +505,8 @@ static void iser_pool_wake(void *arg)
 {
 	struct iser_rdev *rd = arg;
 
+	if (rd->dead)
+		return; /* its connections are going; their waits are cancelled */
 	while (!list_empty(&rd->waiters)) {
 		struct iser_task *it = list_first_entry(&rd->waiters, struct iser_task, wait_link);
 		struct iscsi_task *t = it->task;
@@ -366,6 +514,7 @@ static void iser_pool_wake(void *arg)
 		if (pool_take(rd, pages_for(t->edtl), &it->first_page))
 			break;
 		it->npages = pages_for(t->edtl);
+		it->rd = rd;
 		list_del(&it->wait_link);
 		it->waiting = false;
 		t->buf = rd->pool + ((size_t)it->first_page << ISER_PAGE_SHIFT);
@@ -404,6 +553,7 @@ static int iser_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
 			t->edtl, ISER_POOL_SIZE >> 20);
 		return -ENOMEM;
 	}
+	it->rd = ic->rd;
 	if (list_empty(&ic->rd->waiters) && pool_take(ic->rd, npages, &it->first_page) == 0) {
 		it->npages = npages;
 		t->buf = ic->rd->pool + ((size_t)it->first_page << ISER_PAGE_SHIFT);
@@ -415,15 +565,19 @@ static int iser_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
 	return -EAGAIN;
 }
 
+/*
+ * Also after the connection is gone (a task whose backend I/O was still
+ * running): the pages go back to the pool they came from.
+ */
 static void iser_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	struct iser_task *it = t->dm_priv;
-	struct iser_conn *ic = c->dm_priv;
 	struct iser_rdev *rd;
 
+	(void)c;
 	if (!it)
 		return;
-	rd = ic ? ic->rd : NULL;
+	rd = it->rd;
 	if (it->waiting) {
 		list_del(&it->wait_link);
 		it->waiting = false;
@@ -432,6 +586,8 @@ static void iser_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
 		it->npages = 0;
 	}
 	t->buf = NULL;
+	if (rd)
+		iser_rdev_maybe_free(rd);
 }
 
 static void iser_release_task(struct iscsi_conn *c, struct iscsi_task *t)
@@ -1092,6 +1248,10 @@ static void iser_conn_free(struct iser_conn *ic)
 	free(ic->tx_mem);
 	if (ic->id)
 		rdma_destroy_id(ic->id);
+	if (ic->rd) {
+		ic->rd->nconns--;
+		iser_rdev_maybe_free(ic->rd);
+	}
 	free(ic);
 }
 
@@ -1265,6 +1425,8 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			iser_device_removed(ic->portal->gw, ic->id->verbs);
 		ic->disconnected = true;
 		if (ic->state == ISER_ESTABLISHED || ic->state == ISER_CONNECTING) {
 			char why[96];
@@ -1343,6 +1505,7 @@ static void iser_accept_on_reactor(void *arg)
 	ic->rd = iser_rdev_get(id->verbs);
 	if (!ic->rd)
 		goto err_reject;
+	ic->rd->nconns++;
 	dev = ic->rd->dev;
 	ic->cq = ibv_create_cq(id->verbs, (int)(ISER_SQ_DEPTH + ISER_NRX), ic, ic->rd->chan, 0);
 	if (!ic->cq || ibv_req_notify_cq(ic->cq, 0))
@@ -1419,6 +1582,8 @@ err_reject:
 	free(m);
 }
 
+static void iser_listener_lost(struct iser_listener *l);
+
 static void iser_listen_event(void *arg, uint32_t events)
 {
 	struct iser_listener *l = arg;
@@ -1431,10 +1596,11 @@ static void iser_listen_event(void *arg, uint32_t events)
 		enum rdma_cm_event_type type = ev->event;
 
 		if (type != RDMA_CM_EVENT_CONNECT_REQUEST) {
-			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed",
-				       l->portal->cfg->addr, l->portal->cfg->port);
 			rdma_ack_cm_event(ev);
+			if (type == RDMA_CM_EVENT_DEVICE_REMOVAL && id == l->id) {
+				iser_listener_lost(l);
+				return;
+			}
 			continue;
 		}
 		m = calloc(1, sizeof(*m));
@@ -1461,6 +1627,60 @@ static void iser_listen_event(void *arg, uint32_t events)
 	}
 }
 
+/* Create, bind and listen on the listener's id; -errno (id left NULL) on failure. */
+static int iser_listener_bind(struct iser_listener *l)
+{
+	int rc;
+
+	if (rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP)) {
+		l->id = NULL;
+		return -errno;
+	}
+	if (rdma_bind_addr(l->id, (struct sockaddr *)&l->addr) || rdma_listen(l->id, 128)) {
+		rc = -errno;
+		rdma_destroy_id(l->id);
+		l->id = NULL;
+		return rc ? rc : -EIO;
+	}
+	return 0;
+}
+
+#define ISER_RELISTEN_MS 1000u
+
+/*
+ * The listener's device was removed: its id goes (the kernel waits for
+ * that), and the portal listens again once a device serves its address.
+ */
+static void iser_listener_lost(struct iser_listener *l)
+{
+	iser_device_removed(l->portal->gw, l->id->verbs);
+	rdma_destroy_id(l->id);
+	l->id = NULL;
+	l->relisten_tries = 0;
+	GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed: not listening; trying again "
+	       "every %u ms", l->portal->cfg->addr, l->portal->cfg->port, ISER_RELISTEN_MS);
+	reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
+}
+
+static void iser_relisten(void *arg)
+{
+	struct iser_listener *l = arg;
+	int rc;
+
+	if (l->id || atomic_load(&l->portal->gw->shutting_down))
+		return;
+	iser_sync_devices();
+	rc = iser_listener_bind(l);
+	if (rc) {
+		if (++l->relisten_tries == 1 || l->relisten_tries % 60 == 0)
+			GW_INFO(COMP, "portal iser://%s:%u: cannot listen yet: %s",
+				l->portal->cfg->addr, l->portal->cfg->port, strerror(-rc));
+		reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
+		return;
+	}
+	GW_NOTICE(COMP, "listening on iser://%s:%u", l->portal->cfg->addr, l->portal->cfg->port);
+}
+
 static int iser_listen(struct gw_portal *p)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
@@ -1482,6 +1702,12 @@ static int iser_listen(struct gw_portal *p)
 		goto err_ai;
 	}
 	l->portal = p;
+	if (res->ai_addrlen > sizeof(l->addr)) {
+		rc = -EINVAL;
+		goto err_free;
+	}
+	memcpy(&l->addr, res->ai_addr, res->ai_addrlen);
+	reactor_timer_init(&l->relisten, iser_relisten, l);
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
@@ -1489,15 +1715,15 @@ static int iser_listen(struct gw_portal *p)
 		       p->cfg->addr, p->cfg->port, strerror(errno));
 		goto err_free;
 	}
-	if (set_nonblock(l->ch->fd) || rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP)) {
+	if (set_nonblock(l->ch->fd)) {
 		rc = -errno;
 		goto err_ch;
 	}
-	if (rdma_bind_addr(l->id, res->ai_addr) || rdma_listen(l->id, 128)) {
-		rc = -errno;
+	rc = iser_listener_bind(l);
+	if (rc) {
 		GW_ERR(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
-		       "address?)", p->cfg->addr, p->cfg->port, strerror(errno));
-		goto err_id;
+		       "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
+		goto err_ch;
 	}
 	l->reactor = p->gw->reactors[0];
 	rc = reactor_add_fd(l->reactor, &l->rfd, l->ch->fd, EPOLLIN, iser_listen_event, l);
@@ -1523,8 +1749,10 @@ static void iser_unlisten_msg(void *arg)
 {
 	struct iser_listener *l = arg;
 
+	reactor_timer_cancel(l->reactor, &l->relisten);
 	reactor_del_fd(l->reactor, &l->rfd);
-	rdma_destroy_id(l->id);
+	if (l->id)
+		rdma_destroy_id(l->id);
 	rdma_destroy_event_channel(l->ch);
 	free(l);
 }
@@ -1544,17 +1772,8 @@ static void iser_unlisten(struct gw_portal *p)
 
 void iser_thread_exit(void)
 {
-	while (tl_rdevs) {
-		struct iser_rdev *rd = tl_rdevs;
-
-		tl_rdevs = rd->next;
-		reactor_del_fd(rd->reactor, &rd->rfd);
-		reactor_deferred_cancel(rd->reactor, &rd->wake);
-		ibv_dereg_mr(rd->pool_mr);
-		munmap(rd->pool, rd->pool_len);
-		ibv_destroy_comp_channel(rd->chan);
-		free(rd);
-	}
+	while (tl_rdevs)
+		iser_rdev_free(tl_rdevs);
 	if (tl_rchan) {
 		reactor_del_fd(tl_rchan->reactor, &tl_rchan->rfd);
 		rdma_destroy_event_channel(tl_rchan->ch);
@@ -1566,13 +1785,8 @@ void iser_thread_exit(void)
 void iser_global_exit(void)
 {
 	pthread_mutex_lock(&g_dev_lock);
-	while (g_devs) {
-		struct iser_dev *d = g_devs;
-
-		g_devs = d->next;
-		ibv_dealloc_pd(d->pd);
-		free(d);
-	}
+	while (g_devs)
+		iser_dev_free_locked(g_devs);
 	pthread_mutex_unlock(&g_dev_lock);
 }
 

@@ -16,6 +16,14 @@
 #   cross        the same LUN on tcp:// and iser:// at once (one daemon, two
 #                portals): written through one and verified through the
 #                other, both ways
+#   remove       (isergwd only) the RDMA device under a loaded iSER session
+#                is deleted (rdma link delete rxe0): the deletion completes
+#                (isergwd releases everything it holds on the device), the
+#                daemon lives, a TCP session writing and verifying meanwhile
+#                sees no error; rxe0 added again: the portal listens again
+#                by itself, a new iSER login writes and verifies. A second
+#                rxe device (on a veth) stays meanwhile: librdmacm keeps its
+#                own context on the last device open (docs/iser.md)
 # The target must not fail a test, crash, or (isergwd) stop other than with
 # exit status 0 on SIGTERM. Ends with "isergw-iser: N passed, M failed".
 # --target-kind tgt runs the same against tgt (two targets on one file for
@@ -173,6 +181,64 @@ cross() {
 	vm_iscsi_logout "$IQN_TCP" "$VM_ADDR:$PORT_TCP" && vm_iscsi_logout "$IQN" "$VM_ADDR:$PORT"
 }
 
+#
+# the RDMA device removed under a session, and added again
+#
+RMV_PID=
+remove_setup() {
+	# a second RDMA device, so that rxe0 is not the last (see the header)
+	ip link add isergw-va type veth peer name isergw-vb &&
+		ip link set isergw-va up && ip link set isergw-vb up &&
+		rdma link add rxr1 type rxe netdev isergw-va || return 1
+	vm_log "devices: $(rdma link show | awk '{ printf "%s ", $2 }')"
+	vm_iscsi_login "$IQN" "$VM_ADDR:$PORT" iser "$LUN" || return 1
+	RMV_ISER=$VM_DEV
+	vm_iscsi_login "$IQN_TCP" "$VM_ADDR:$PORT_TCP" tcp "$LUN" || return 1
+	RMV_TCP=$VM_DEV
+	# load on the iSER path (it fails when the device goes: not checked),
+	# away from the first 48 MiB that the TCP session verifies
+	fio --name=rmv-load --filename="$RMV_ISER" --direct=1 --ioengine=libaio --rw=randrw \
+		--bs=64k --iodepth=16 --offset=128M --size=64M --time_based --runtime=120 \
+		>"$VM_OUT/fio-rmv-load.txt" 2>&1 </dev/null &
+	RMV_PID=$!
+	sleep 3
+}
+remove_device() {
+	local t0 rc
+	# the TCP session writes and verifies meanwhile
+	vm_fio_verify rmv-tcp "$RMV_TCP" randwrite 16k 48M 16 &
+	local vpid=$!
+	sleep 1
+	t0=$(vm_now)
+	timeout --kill-after=5 60 rdma link delete rxe0
+	rc=$?
+	vm_log "rdma link delete rxe0: status $rc after $(vm_since "$t0") s"
+	wait "$vpid" || { vm_log "the TCP session saw errors while rxe0 went away"; rc=1; }
+	target_alive || { vm_log "isergwd died"; return 1; }
+	grep -q 'RDMA device rxe0 removed' "$VM_ISERGWD_LOG" &&
+		grep -q 'device rxe0: all resources released' "$VM_ISERGWD_LOG" ||
+		{ vm_log "isergwd did not log the removal and the release"; rc=1; }
+	return "$rc"
+}
+readd_device() {
+	local n
+	kill "$RMV_PID" 2>/dev/null
+	wait "$RMV_PID" 2>/dev/null
+	vm_iscsi_logout "$IQN" "$VM_ADDR:$PORT" || iscsiadm -m node -T "$IQN" -p "$VM_ADDR:$PORT" -o delete
+	vm_iscsi_logout "$IQN_TCP" "$VM_ADDR:$PORT_TCP" || return 1
+	n=$(grep -c "listening on iser://$VM_ADDR:$PORT" "$VM_ISERGWD_LOG")
+	rdma link add rxe0 type rxe netdev eth0 || return 1
+	vm_wait_for 30 _relistened "$n" || { vm_log "the iSER portal did not listen again"; return 1; }
+	login_iser && vm_fio_verify rmv-again "$VM_DEV" randwrite 4k 16M 16 && logout_iser
+}
+_relistened() { [ "$(grep -c "listening on iser://$VM_ADDR:$PORT" "$VM_ISERGWD_LOG")" -gt "$1" ]; }
+remove_cleanup() {
+	rdma link delete rxr1 2>/dev/null
+	ip link del isergw-va 2>/dev/null
+	rdma link show | grep -q 'rxe0' || rdma link add rxe0 type rxe netdev eth0
+	return 0
+}
+
 t_all=$(vm_now)
 vm_log "target kind $KIND${DAEMON:+ ($DAEMON)}, disk $SIZE on guest tmpfs"
 
@@ -200,6 +266,21 @@ if ! skipped cross; then
 		step "tcp <-> iser on one LUN" cross
 		step "target clean stop (2)" stop_target
 	fi
+fi
+
+if ! skipped remove && [ "$KIND" = isergw ]; then
+	if step "target up (iser + tcp) (3)" start_target iser tcp; then
+		if step "second rxe device, sessions, load" remove_setup; then
+			step "rxe0 deleted under load" remove_device &&
+				step "rxe0 back: listens, login, verify" readd_device
+		fi
+		if target_alive; then
+			step "target clean stop (3)" stop_target
+		else
+			record "target alive after the removal" 1 "$(vm_now)"
+		fi
+	fi
+	remove_cleanup
 fi
 
 echo "isergw-iser ($KIND) results:"
