@@ -194,6 +194,23 @@ static bool lba_out_of_range(const struct scsi_lu *lu, uint64_t lba, uint64_t n)
 	return lba > lu->nblocks || n > lu->nblocks - lba;
 }
 
+/*
+ * Answers a command whose range leaves the LU (LBA OUT OF RANGE) or is empty
+ * (GOOD: nothing to do); true when it did.
+ */
+static bool range_answered(struct scsi_cmd *cmd, uint64_t lba, uint64_t n)
+{
+	if (lba_out_of_range(cmd->lu, lba, n)) {
+		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return true;
+	}
+	if (n == 0) {
+		scsi_good(cmd);
+		return true;
+	}
+	return false;
+}
+
 static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len,
 		  void *buf, uint32_t flags, bdev_io_cb cb)
 {
@@ -403,14 +420,8 @@ void sbc_read(struct scsi_cmd *cmd)
 	cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
 	if (over_max_xfer(cmd, bytes))
 		return;
-	if (lba_out_of_range(lu, lba, n)) {
-		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	if (range_answered(cmd, lba, n))
 		return;
-	}
-	if (n == 0) {
-		scsi_good(cmd);
-		return;
-	}
 	pv->lba = lba;
 	pv->nblocks = n;
 	if (bytes > cmd->buf_len) {
@@ -483,14 +494,8 @@ void sbc_write(struct scsi_cmd *cmd)
 		fail_write_protected(cmd);
 		return;
 	}
-	if (lba_out_of_range(lu, lba, n)) {
-		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	if (range_answered(cmd, lba, n))
 		return;
-	}
-	if (n == 0) {
-		scsi_good(cmd);
-		return;
-	}
 	if (bytes > cmd->buf_len) {
 		/*
 		 * The initiator sends less than the CDB asks to write (iSCSI EDTL
@@ -933,8 +938,11 @@ static void caw_start(struct scsi_cmd *cmd)
 	caw_emulated_start(cmd);
 }
 
-/* Read, compare and write under the gate: atomic against this gateway's writes. */
-static void caw_emulated_start(struct scsi_cmd *cmd)
+/*
+ * The read of a read-modify-write under the gate (COMPARE AND WRITE
+ * emulated, ORWRITE): pv->nblocks at pv->lba into a bounce buffer, then cb.
+ */
+static void gated_read_start(struct scsi_cmd *cmd, bdev_io_cb cb)
 {
 	struct scsi_priv *pv = cmd_priv(cmd);
 	struct scsi_lu *lu = cmd->lu;
@@ -947,10 +955,15 @@ static void caw_emulated_start(struct scsi_cmd *cmd)
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
 	}
-	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes, pv->bounce, 0,
-		    caw_read_done);
+	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes, pv->bounce, 0, cb);
 	if (rc < 0)
 		io_error(cmd, rc, false);
+}
+
+/* Read, compare and write under the gate: atomic against this gateway's writes. */
+static void caw_emulated_start(struct scsi_cmd *cmd)
+{
+	gated_read_start(cmd, caw_read_done);
 }
 
 void sbc_compare_and_write(struct scsi_cmd *cmd)
@@ -1024,21 +1037,7 @@ static void orw_read_done(struct bdev_io *io)
 
 static void orw_start(struct scsi_cmd *cmd)
 {
-	struct scsi_priv *pv = cmd_priv(cmd);
-	struct scsi_lu *lu = cmd->lu;
-	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
-	int rc;
-
-	pv->bounce = malloc(bytes);
-	if (!pv->bounce) {
-		gate_exit(cmd);
-		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return;
-	}
-	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes, pv->bounce, 0,
-		    orw_read_done);
-	if (rc < 0)
-		io_error(cmd, rc, false);
+	gated_read_start(cmd, orw_read_done);
 }
 
 /*
@@ -1063,14 +1062,8 @@ void sbc_orwrite(struct scsi_cmd *cmd)
 		fail_write_protected(cmd);
 		return;
 	}
-	if (lba_out_of_range(lu, lba, n)) {
-		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	if (range_answered(cmd, lba, n))
 		return;
-	}
-	if (n == 0) {
-		scsi_good(cmd);
-		return;
-	}
 	if (bytes > cmd->buf_len || !cmd->buf) {
 		/* as WRITE: the whole blocks that arrived, nothing if less than one */
 		n = cmd->buf ? cmd->buf_len / lu->block_size : 0;
@@ -1126,14 +1119,8 @@ void sbc_write_atomic(struct scsi_cmd *cmd)
 		fail_write_protected(cmd);
 		return;
 	}
-	if (lba_out_of_range(lu, lba, n)) {
-		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	if (range_answered(cmd, lba, n))
 		return;
-	}
-	if (n == 0) {
-		scsi_good(cmd);
-		return;
-	}
 	if (bytes > cmd->buf_len || !cmd->buf) {
 		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IU);
 		return;
