@@ -100,10 +100,12 @@ target_alive() { kill -0 "$TPID" 2>/dev/null; }
 
 # run_one KIND URL TEST: prints PASS, SKIP, FAIL, CRASH or HANG (or DIED when
 # the target went away); the log is $DIR/KIND/TEST.log.
-run_one() {
-	local url=$2 test=$3 logf=$DIR/$1/$3.log cu rc t f
-	timeout --kill-after=10 "$TEST_TIMEOUT" iscsi-test-cu --dataloss \
-		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "ALL.$test" "$url" \
+# run_cu LOG SECONDS URL SPEC: iscsi-test-cu -t SPEC on URL into LOG, killed
+# at once should the target die; returns its exit status.
+run_cu() {
+	local logf=$1 secs=$2 url=$3 spec=$4 cu
+	timeout --kill-after=10 "$secs" iscsi-test-cu --dataloss \
+		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "$spec" "$url" \
 		</dev/null >"$logf" 2>&1 &
 	cu=$!
 	while kill -0 "$cu" 2>/dev/null; do
@@ -111,6 +113,11 @@ run_one() {
 		sleep 0.2
 	done
 	wait "$cu" 2>/dev/null
+}
+
+run_one() {
+	local url=$2 test=$3 logf=$DIR/$1/$3.log rc t f
+	run_cu "$logf" "$TEST_TIMEOUT" "$url" "ALL.$test"
 	rc=$?
 	echo "exit status $rc" >>"$logf"
 	target_alive || { echo DIED; return; }
@@ -134,16 +141,8 @@ ok() { [ "$1" = PASS ] || [ "$1" = SKIP ]; }
 # prints "TEST RESULT" per test from its log ($DIR/tcp/SUITE.suite.log), or
 # nothing when the run did not reach its summary (or DIED).
 run_suite() {
-	local url=$1 suite=$2 logf=$DIR/tcp/$2.suite.log cu
-	timeout --kill-after=10 $((TEST_TIMEOUT * 10)) iscsi-test-cu --dataloss \
-		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "ALL.$suite" "$url" \
-		</dev/null >"$logf" 2>&1 &
-	cu=$!
-	while kill -0 "$cu" 2>/dev/null; do
-		target_alive || { kill -KILL "$cu" 2>/dev/null; break; }
-		sleep 0.2
-	done
-	wait "$cu" 2>/dev/null
+	local url=$1 suite=$2 logf=$DIR/tcp/$2.suite.log
+	run_cu "$logf" $((TEST_TIMEOUT * 10)) "$url" "ALL.$suite"
 	target_alive || { echo DIED; return; }
 	grep -qE '^ +tests +[0-9]+' "$logf" || return 0
 	# "  Test: NAME ..." opens a test; its output runs to the next one and
