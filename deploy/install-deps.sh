@@ -18,6 +18,10 @@ PACKAGES=(
 	# the guest; ibverbs-providers holds librxe (only recommended by libibverbs1)
 	qemu-system-x86 linux-image-amd64 busybox-static kmod udev ibverbs-providers
 	ibverbs-utils open-iscsi multipath-tools fio e2fsprogs util-linux
+	# HA: corosync (CPG, votequorum, cmap) for isergw-ha; the test bed (tests/ha) runs real
+	# corosync and pacemaker in network namespaces and drops packets with nftables
+	corosync libcpg-dev libvotequorum-dev libquorum-dev libcmap-dev libcorosync-common-dev
+	pacemaker pacemaker-cli-utils resource-agents nftables
 	# debugging and measuring (perftest: the RDMA ceiling in tests/bench/iser_vm.sh)
 	valgrind linux-perf procps iproute2 perftest
 )
