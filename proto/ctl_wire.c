@@ -153,6 +153,29 @@ int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* The groups of one device group (SetAluaStates, SetAluaMap): 1..64, ids in range, no repeats. */
+static int check_groups(const char *what, Isergw__Ctl__AluaGroupState *const *groups, size_t n,
+			char *err, size_t errlen)
+{
+	if (n == 0)
+		return set_err(err, errlen, -EINVAL, "%s: no groups", what);
+	if (n > CTL_ALUA_MAX_GROUPS)
+		return set_err(err, errlen, -EINVAL, "%s: %zu groups (at most %u)", what, n,
+			       CTL_ALUA_MAX_GROUPS);
+	for (size_t i = 0; i < n; i++) {
+		const Isergw__Ctl__AluaGroupState *g = groups[i];
+
+		if (g->tpg_id == 0 || g->tpg_id > 65535)
+			return set_err(err, errlen, -EINVAL, "%s: groups[%zu].tpg_id %u not in 1..65535",
+				       what, i, g->tpg_id);
+		for (size_t k = 0; k < i; k++)
+			if (groups[k]->tpg_id == g->tpg_id)
+				return set_err(err, errlen, -EINVAL, "%s: group %u listed twice", what,
+					       g->tpg_id);
+	}
+	return 0;
+}
+
 static int check_set_alua(const Isergw__Ctl__SetAluaStates *s, char *err, size_t errlen)
 {
 	if (s->epoch == 0)
@@ -160,25 +183,44 @@ static int check_set_alua(const Isergw__Ctl__SetAluaStates *s, char *err, size_t
 	if (strlen(s->device_group) > CTL_DG_NAME_MAX)
 		return set_err(err, errlen, -EINVAL, "set_alua_states: device_group longer than %u bytes",
 			       CTL_DG_NAME_MAX);
-	if (s->n_groups == 0)
-		return set_err(err, errlen, -EINVAL, "set_alua_states: no groups");
-	if (s->n_groups > CTL_ALUA_MAX_GROUPS)
-		return set_err(err, errlen, -EINVAL, "set_alua_states: %zu groups (at most %u)",
-			       s->n_groups, CTL_ALUA_MAX_GROUPS);
 	if (s->transition_ms > CTL_TRANSITION_MAX_MS)
 		return set_err(err, errlen, -EINVAL, "set_alua_states: transition_ms %u above %u",
 			       s->transition_ms, CTL_TRANSITION_MAX_MS);
-	for (size_t i = 0; i < s->n_groups; i++) {
-		const Isergw__Ctl__AluaGroupState *g = s->groups[i];
+	return check_groups("set_alua_states", s->groups, s->n_groups, err, errlen);
+}
 
-		if (g->tpg_id == 0 || g->tpg_id > 65535)
+static int check_set_alua_map(const Isergw__Ctl__SetAluaMap *m, char *err, size_t errlen)
+{
+	char what[96];
+	int rc;
+
+	if (m->epoch == 0)
+		return set_err(err, errlen, -EINVAL, "set_alua_map: epoch must be >= 1");
+	if (m->n_device_groups == 0)
+		return set_err(err, errlen, -EINVAL, "set_alua_map: no device groups");
+	if (m->n_device_groups > CTL_ALUA_MAP_MAX_DG)
+		return set_err(err, errlen, -EINVAL, "set_alua_map: %zu device groups (at most %u)",
+			       m->n_device_groups, CTL_ALUA_MAP_MAX_DG);
+	if (m->transition_ms > CTL_TRANSITION_MAX_MS)
+		return set_err(err, errlen, -EINVAL, "set_alua_map: transition_ms %u above %u",
+			       m->transition_ms, CTL_TRANSITION_MAX_MS);
+	for (size_t i = 0; i < m->n_device_groups; i++) {
+		const Isergw__Ctl__DeviceGroupStates *d = m->device_groups[i];
+
+		if (strlen(d->device_group) > CTL_DG_NAME_MAX)
 			return set_err(err, errlen, -EINVAL,
-				       "set_alua_states: groups[%zu].tpg_id %u not in 1..65535", i,
-				       g->tpg_id);
+				       "set_alua_map: device_groups[%zu].device_group longer than %u bytes",
+				       i, CTL_DG_NAME_MAX);
 		for (size_t k = 0; k < i; k++)
-			if (s->groups[k]->tpg_id == g->tpg_id)
+			if (strcmp(ctl_dg_name(m->device_groups[k]->device_group),
+				   ctl_dg_name(d->device_group)) == 0)
 				return set_err(err, errlen, -EINVAL,
-					       "set_alua_states: group %u listed twice", g->tpg_id);
+					       "set_alua_map: device group '%s' listed twice",
+					       ctl_dg_name(d->device_group));
+		snprintf(what, sizeof(what), "set_alua_map: device_groups[%zu]", i);
+		rc = check_groups(what, d->groups, d->n_groups, err, errlen);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -215,6 +257,19 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES:
 		return check_set_alua(r->set_alua_states, err, errlen);
+	case ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP:
+		return check_set_alua_map(r->set_alua_map, err, errlen);
+	case ISERGW__CTL__REQUEST__OP_RENEW_LEASE:
+		if (r->renew_lease->expires_mono_ms == 0)
+			return set_err(err, errlen, -EINVAL, "renew_lease: expires_mono_ms must be >= 1");
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_STEP_DOWN:
+		if (strlen(r->step_down->reason) > CTL_REASON_MAX)
+			return set_err(err, errlen, -EINVAL, "step_down: reason longer than %u bytes",
+				       CTL_REASON_MAX);
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_GET_LEASE:
+		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES:
 		if (strlen(r->get_alua_states->device_group) > CTL_DG_NAME_MAX)
 			return set_err(err, errlen, -EINVAL,

@@ -26,8 +26,16 @@
 #define CTL_IPORT_MAX        255u           /* an initiator port name */
 #define CTL_ERRNO_MAX        4095           /* statuses are 0 or -1..-4095 */
 #define CTL_EVENT_QUEUE_MAX  64u            /* events waiting per subscriber */
+#define CTL_ALUA_MAP_MAX_DG  256u           /* device groups in one SetAluaMap */
+#define CTL_LEASE_AHEAD_MAX_MS 60000u       /* RenewLease: how far ahead a lease may end */
 
 typedef Isergw__Ctl__Request CtlRequest;
+
+/* The device group a name means: "" is "default". */
+static inline const char *ctl_dg_name(const char *dg)
+{
+	return dg && dg[0] ? dg : "default";
+}
 
 /* protobuf-c declares string fields `char *` though packing only reads them. */
 static inline char *ctl_str(const char *s)

@@ -9,7 +9,10 @@
  * AluaRequestDone requests (ranges), the Event a subscriber receives
  * (encoded as the daemon does, decoded and checked as a client does: every
  * field in range, bad enum values, an unknown event kind passed on), and
- * event frames read from a socket between replies.
+ * event frames read from a socket between replies; SetAluaMap (epoch, the
+ * number of device groups, a name twice, each group list checked as
+ * SetAluaStates' and named by its index) and the lease requests (RenewLease,
+ * StepDown, GetLease).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -306,6 +310,137 @@ static void decode_alua_ranges(void **state)
 	dg[sizeof(dg) - 1] = '\0';
 	s.device_group = dg;
 	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+}
+
+/* SetAluaMap: the map's own limits, then each device group's list as SetAluaStates'. */
+static void decode_alua_map(void **state)
+{
+	enum { NDG = CTL_ALUA_MAP_MAX_DG + 1 };
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaMap m = ISERGW__CTL__SET_ALUA_MAP__INIT;
+	Isergw__Ctl__DeviceGroupStates *d = calloc(NDG, sizeof(*d));
+	Isergw__Ctl__DeviceGroupStates **dp = calloc(NDG, sizeof(*dp));
+	Isergw__Ctl__AluaGroupState g[CTL_ALUA_MAX_GROUPS + 1];
+	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS + 1];
+	char (*names)[16] = calloc(NDG, 16), err[200], longname[CTL_DG_NAME_MAX + 2];
+
+	(void)state;
+	assert_non_null(d);
+	assert_non_null(dp);
+	assert_non_null(names);
+	for (size_t i = 0; i <= CTL_ALUA_MAX_GROUPS; i++) {
+		isergw__ctl__alua_group_state__init(&g[i]);
+		g[i].tpg_id = (uint32_t)(i + 1);
+		g[i].state = ISERGW__CTL__ALUA_STATE__ALUA_STANDBY;
+		gp[i] = &g[i];
+	}
+	for (size_t i = 0; i < NDG; i++) {
+		isergw__ctl__device_group_states__init(&d[i]);
+		snprintf(names[i], 16, "dg%zu", i);
+		d[i].device_group = names[i];
+		d[i].groups = gp;
+		d[i].n_groups = 2;
+		dp[i] = &d[i];
+	}
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
+	req.set_alua_map = &m;
+	m.device_groups = dp;
+	m.n_device_groups = 3;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);     /* epoch 0 */
+	assert_string_equal(err, "set_alua_map: epoch must be >= 1");
+	m.epoch = 12;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	m.n_device_groups = 0;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: no device groups");
+	m.n_device_groups = CTL_ALUA_MAP_MAX_DG + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: 257 device groups (at most 256)");
+	m.n_device_groups = CTL_ALUA_MAP_MAX_DG;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	m.transition_ms = CTL_TRANSITION_MAX_MS + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "transition_ms"));
+	m.transition_ms = CTL_TRANSITION_MAX_MS;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+
+	/* a device group twice, "" and "default" being the same one */
+	m.n_device_groups = 3;
+	d[2].device_group = names[0];
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device group 'dg0' listed twice");
+	d[0].device_group = ctl_str("");
+	d[2].device_group = ctl_str("default");
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device group 'default' listed twice");
+	d[2].device_group = names[2];
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	d[1].device_group = longname;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device_groups[1].device_group longer than 63 bytes");
+	d[1].device_group = names[1];
+
+	/* each list as SetAluaStates', named by its index */
+	d[1].n_groups = 0;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device_groups[1]: no groups");
+	d[1].n_groups = CTL_ALUA_MAX_GROUPS + 1;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device_groups[1]: 65 groups (at most 64)");
+	d[1].n_groups = CTL_ALUA_MAX_GROUPS;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	g[4].tpg_id = 70000;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device_groups[1]: groups[4].tpg_id 70000 not in 1..65535");
+	g[4].tpg_id = 0;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	g[4].tpg_id = 1;                                                /* = g[0] */
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "set_alua_map: device_groups[1]: group 1 listed twice");
+	g[4].tpg_id = 5;
+	/* an enum value the enum does not have, in a nested list */
+	g[1].state = (Isergw__Ctl__AluaState)9;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "AluaGroupState.state: 9 is not a valid AluaState");
+	g[1].state = ISERGW__CTL__ALUA_STATE__ALUA_AO;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	free(names);
+	free(dp);
+	free(d);
+}
+
+static void decode_lease(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__RenewLease rl = ISERGW__CTL__RENEW_LEASE__INIT;
+	Isergw__Ctl__StepDown sd = ISERGW__CTL__STEP_DOWN__INIT;
+	Isergw__Ctl__GetLease gl = ISERGW__CTL__GET_LEASE__INIT;
+	char err[200], reason[CTL_REASON_MAX + 2];
+
+	(void)state;
+	req.op_case = ISERGW__CTL__REQUEST__OP_RENEW_LEASE;
+	req.renew_lease = &rl;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "renew_lease: expires_mono_ms must be >= 1");
+	rl.expires_mono_ms = 123456789;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_STEP_DOWN;
+	req.step_down = &sd;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);            /* no reason given */
+	memset(reason, 'r', sizeof(reason) - 1);
+	reason[sizeof(reason) - 1] = '\0';
+	sd.reason = reason;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "step_down: reason longer than 255 bytes");
+	reason[CTL_REASON_MAX] = '\0';
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_LEASE;
+	req.get_lease = &gl;
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
 }
 
 static void decode_other_ops(void **state)
@@ -628,6 +763,8 @@ int main(void)
 		cmocka_unit_test(decode_unknown_op),
 		cmocka_unit_test(decode_bad_enum),
 		cmocka_unit_test(decode_alua_ranges),
+		cmocka_unit_test(decode_alua_map),
+		cmocka_unit_test(decode_lease),
 		cmocka_unit_test(decode_other_ops),
 		cmocka_unit_test(alua_names),
 		cmocka_unit_test(decode_event_requests),
