@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster document (doc.h, docs/ha-config.md): building documents from a
+ * configuration or a stored text, the runtime map, the canonical text and its
+ * digest, each node's isergwd configuration, durable storage.
+ *
+ * Every document is checked whole when it is built from text: the
+ * configuration's structure (doc_config.c), the runtime against it, then
+ * isergwd's own validator on the rendering of every node, so a document the
+ * cluster agreed on is one every node's isergwd accepts.
+ */
+#include "doc_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+/*
+ * Render "alua_lease": true. isergwd learns the key with its lease support;
+ * until then its loader refuses it as an unknown key, so it stays off here
+ * (build with -DHA_RENDER_LEASE=1 to try it).
+ */
+#ifndef HA_RENDER_LEASE
+#define HA_RENDER_LEASE 0
+#endif
+
+#define ERR_MAX 512
+
+/* ------------------------------------------------------------- allocation */
+
+struct ha_doc *ha_doc_alloc(void)
+{
+	return calloc(1, sizeof(struct ha_doc));
+}
+
+void ha_doc_free(struct ha_doc *d)
+{
+	if (!d)
+		return;
+	for (size_t k = 0; d->nodes && k < d->nnodes; k++)
+		free(d->nodes[k].portals);
+	free(d->nodes);
+	free(d->dgs);
+	free(d->owner);
+	free(d->drained);
+	free(d->text);
+	free(d->config_text);
+	free(d->gateway_members);
+	free(d->targets_text);
+	free(d->chap_text);
+	free(d);
+}
+
+/* owner[] (all none) and drained[] (all false) for d's device groups and nodes. */
+static int alloc_runtime(struct ha_doc *d)
+{
+	d->owner = malloc((d->ndgs ? d->ndgs : 1) * sizeof(*d->owner));
+	d->drained = calloc(d->nnodes ? d->nnodes : 1, sizeof(*d->drained));
+	if (!d->owner || !d->drained)
+		return -ENOMEM;
+	for (size_t g = 0; g < d->ndgs; g++)
+		d->owner[g] = -1;
+	return 0;
+}
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	char *r;
+
+	if (!s)
+		return NULL;
+	r = strdup(s);
+	if (!r)
+		*failed = true;
+	return r;
+}
+
+/* A deep copy of d but its text (the caller changes it and calls doc_finish). */
+static int doc_copy(const struct ha_doc *d, struct ha_doc **out)
+{
+	struct ha_doc *c = ha_doc_alloc();
+	bool failed = false;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->generation = d->generation;
+	c->nnodes = d->nnodes;
+	c->ndgs = d->ndgs;
+	c->nodes = calloc(d->nnodes ? d->nnodes : 1, sizeof(*c->nodes));
+	c->dgs = calloc(d->ndgs ? d->ndgs : 1, sizeof(*c->dgs));
+	if (!c->nodes || !c->dgs || alloc_runtime(c))
+		goto err_free_copy;
+	for (size_t k = 0; k < d->nnodes; k++) {
+		const struct ha_node *n = &d->nodes[k];
+
+		c->nodes[k] = *n;
+		c->nodes[k].portals = calloc(n->nportals ? n->nportals : 1, sizeof(*n->portals));
+		if (!c->nodes[k].portals) {
+			c->nodes[k].nportals = 0;
+			failed = true;
+			continue;
+		}
+		if (n->nportals)
+			memcpy(c->nodes[k].portals, n->portals, n->nportals * sizeof(*n->portals));
+	}
+	if (d->ndgs) {
+		memcpy(c->dgs, d->dgs, d->ndgs * sizeof(*d->dgs));
+		memcpy(c->owner, d->owner, d->ndgs * sizeof(*d->owner));
+	}
+	if (d->nnodes)
+		memcpy(c->drained, d->drained, d->nnodes * sizeof(*d->drained));
+	c->config_text = dup_or_null(d->config_text, &failed);
+	c->gateway_members = dup_or_null(d->gateway_members, &failed);
+	c->targets_text = dup_or_null(d->targets_text, &failed);
+	c->chap_text = dup_or_null(d->chap_text, &failed);
+	if (failed)
+		goto err_free_copy;
+	*out = c;
+	return 0;
+
+err_free_copy:
+	ha_doc_free(c);
+	return -ENOMEM;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+int ha_doc_find_node(const struct ha_doc *d, const char *name)
+{
+	if (!d || !name)
+		return -1;
+	for (size_t k = 0; k < d->nnodes; k++)
+		if (strcmp(d->nodes[k].name, name) == 0)
+			return (int)k;
+	return -1;
+}
+
+int ha_doc_find_dg(const struct ha_doc *d, const char *name)
+{
+	if (!d || !name)
+		return -1;
+	for (size_t g = 0; g < d->ndgs; g++)
+		if (strcmp(d->dgs[g].name, name) == 0)
+			return (int)g;
+	return -1;
+}
+
+void ha_digest_hex(const uint8_t *digest, char out[2 * HA_DIGEST_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < HA_DIGEST_LEN; i++) {
+		out[2 * i] = hex[digest[i] >> 4];
+		out[2 * i + 1] = hex[digest[i] & 0xf];
+	}
+	out[2 * HA_DIGEST_LEN] = '\0';
+}
+
+/* ------------------------------------------------------ canonical text */
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* {"drained":[sorted names],"owners":{dg:node, sorted by dg, owned ones only}} */
+static void put_runtime(struct ha_sbuf *b, const struct ha_doc *d)
+{
+	const char *names[HA_NODES_MAX > HA_DGS_MAX ? HA_NODES_MAX : HA_DGS_MAX];
+	size_t n = 0;
+
+	if (d->nnodes > HA_NODES_MAX || d->ndgs > HA_DGS_MAX) {
+		b->err = -EINVAL;
+		return;
+	}
+	for (size_t k = 0; k < d->nnodes; k++)
+		if (d->drained[k])
+			names[n++] = d->nodes[k].name;
+	qsort(names, n, sizeof(names[0]), str_cmp);
+	ha_sb_puts(b, "{\"drained\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			ha_sb_puts(b, ",");
+		ha_sb_put_jstr(b, names[i], strlen(names[i]));
+	}
+	ha_sb_puts(b, "],\"owners\":{");
+	n = 0;
+	for (size_t g = 0; g < d->ndgs; g++)
+		if (d->owner[g] >= 0)
+			names[n++] = d->dgs[g].name;
+	qsort(names, n, sizeof(names[0]), str_cmp);
+	for (size_t i = 0; i < n; i++) {
+		int g = ha_doc_find_dg(d, names[i]);
+
+		if (i)
+			ha_sb_puts(b, ",");
+		ha_sb_put_jstr(b, names[i], strlen(names[i]));
+		ha_sb_puts(b, ":");
+		ha_sb_put_jstr(b, d->nodes[d->owner[g]].name, strlen(d->nodes[d->owner[g]].name));
+	}
+	ha_sb_puts(b, "}}");
+}
+
+/* d->text and d->digest from everything else. */
+static int doc_finish(struct ha_doc *d)
+{
+	struct ha_sbuf b;
+	int rc;
+
+	free(d->text);
+	d->text = NULL;
+	ha_sb_init(&b);
+	ha_sb_puts(&b, "{\"config\":");
+	ha_sb_puts(&b, d->config_text);
+	ha_sb_printf(&b, ",\"generation\":%" PRIu64 ",\"runtime\":", d->generation);
+	put_runtime(&b, d);
+	ha_sb_puts(&b, "}");
+	d->text = ha_sb_take(&b, &d->text_len, &rc);
+	if (!d->text)
+		return rc;
+	if (d->text_len > HA_DOC_MAX)
+		return -EMSGSIZE;
+	if (EVP_Digest(d->text, d->text_len, d->digest, NULL, EVP_sha256(), NULL) != 1)
+		return -EIO;
+	return 0;
+}
+
+char *ha_doc_config_json(const struct ha_doc *d)
+{
+	return d && d->config_text ? strdup(d->config_text) : NULL;
+}
+
+char *ha_doc_runtime_json(const struct ha_doc *d)
+{
+	struct ha_sbuf b;
+
+	if (!d)
+		return NULL;
+	ha_sb_init(&b);
+	put_runtime(&b, d);
+	return ha_sb_take(&b, NULL, NULL);
+}
+
+/* ----------------------------------------------------------- rendering */
+
+/* The tpg_id isergwd knows for the owner of device group g, 0 for none. */
+static unsigned int owner_tpg(const struct ha_doc *d, size_t g)
+{
+	int o = d->owner[g];
+
+	if (o < 0 || (size_t)o >= d->nnodes || d->nodes[o].nportals == 0)
+		return 0;
+	return d->nodes[o].tpg_id;
+}
+
+static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
+{
+	const struct ha_node *self = &d->nodes[k];
+	bool first = true;
+
+	ha_sb_puts(b, "{");
+	if (d->gateway_members && d->gateway_members[0]) {
+		ha_sb_puts(b, d->gateway_members);
+		ha_sb_puts(b, ",");
+	}
+	if (HA_RENDER_LEASE)
+		ha_sb_puts(b, "\"alua_lease\":true,");
+	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");
+	for (size_t i = 0; i < self->nportals; i++) {
+		const struct ha_portal *p = &self->portals[i];
+
+		ha_sb_puts(b, i ? ",{\"url\":" : "{\"url\":");
+		ha_sb_put_jstr(b, p->url, strlen(p->url));
+		ha_sb_printf(b, ",\"rel_port_id\":%u,\"tpgt\":%u,\"tpg_id\":%u}", p->rel_port_id,
+			     p->rel_port_id, self->tpg_id);
+	}
+	ha_sb_puts(b, "],\"port_groups\":[");
+	for (size_t n = 0; n < d->nnodes; n++) {
+		const struct ha_node *node = &d->nodes[n];
+
+		if (!node->nportals)
+			continue;
+		ha_sb_printf(b, "%s{\"tpg_id\":%u,\"rel_port_ids\":[", first ? "" : ",", node->tpg_id);
+		first = false;
+		for (size_t i = 0; i < node->nportals; i++)
+			ha_sb_printf(b, "%s%u", i ? "," : "", node->portals[i].rel_port_id);
+		ha_sb_puts(b, "]}");
+	}
+	ha_sb_puts(b, "],\"device_groups\":[");
+	for (size_t g = 0; g < d->ndgs; g++) {
+		const struct ha_dg *dg = &d->dgs[g];
+		const char *state = ha_non_owner_state_name(dg->non_owner_state);
+
+		ha_sb_puts(b, g ? ",{\"name\":" : "{\"name\":");
+		ha_sb_put_jstr(b, dg->name, strlen(dg->name));
+		ha_sb_printf(b, ",\"owner_tpg_id\":%u,\"non_owner_state\":\"%s\"}", owner_tpg(d, g),
+			     state ? state : "active/non-optimized");
+	}
+	ha_sb_puts(b, "],\"targets\":");
+	ha_sb_puts(b, d->targets_text ? d->targets_text : "[]");
+	if (d->chap_text) {
+		ha_sb_puts(b, ",\"discovery_chap\":");
+		ha_sb_puts(b, d->chap_text);
+	}
+	ha_sb_puts(b, "}");
+}
+
+char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
+{
+	struct ha_sbuf b;
+	char *s;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!d || node < 0 || (size_t)node >= d->nnodes) {
+		ha_set_err(err, errlen, -EINVAL, "node %d: not a node of the cluster", node);
+		return NULL;
+	}
+	ha_sb_init(&b);
+	put_render(&b, d, (size_t)node);
+	s = ha_sb_take(&b, NULL, &rc);
+	if (!s)
+		ha_set_err(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,
+			   d->nodes[node].name, strerror(-rc));
+	return s;
+}
+
+/*
+ * isergwd's message about node k's rendering, with its key path as it is in
+ * the cluster configuration where there is one: isergwd's portals[i] are
+ * nodes[k].portals[i], its top-level gateway keys are gateway.KEY, targets,
+ * discovery_chap and device_groups (rendered in config order) keep their path.
+ */
+static void translate(const struct ha_doc *d, size_t k, const char *prefix, const char *msg,
+		      char *err, size_t errlen)
+{
+	const char *name = d->nodes[k].name;
+	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz_");
+	char after = msg[n];
+	bool path_end = after == '[' || after == '.' || after == ':';
+
+	if (path_end && n == 7 && strncmp(msg, "portals", n) == 0)
+		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %snodes[%zu].%s", prefix, k, name,
+			   prefix, k, msg);
+	else if ((after == ':' || after == '.') && ha_gateway_key(msg, n))
+		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sgateway.%s", prefix, k, name,
+			   prefix, msg);
+	else if (path_end && ((n == 7 && strncmp(msg, "targets", n) == 0) ||
+			      (n == 14 && strncmp(msg, "discovery_chap", n) == 0) ||
+			      (n == 13 && strncmp(msg, "device_groups", n) == 0)))
+		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s%s", prefix, k, name, prefix,
+			   msg);
+	else
+		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s", prefix, k, name, msg);
+}
+
+/* isergwd's own validator on every node's rendering. */
+static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < d->nnodes; k++) {
+		struct gw_config *cfg = NULL;
+		char msg[ERR_MAX];
+		char *text = ha_doc_render_node(d, (int)k, err, errlen);
+		int rc;
+
+		if (!text)
+			return -ENOMEM;
+		rc = gw_config_load_string(text, &cfg, msg, sizeof(msg));
+		free(text);
+		if (rc == -ENOMEM)
+			return ha_set_err(err, errlen, rc, "out of memory");
+		if (rc) {
+			translate(d, k, prefix, msg, err, errlen);
+			return -EINVAL;
+		}
+		gw_config_free(cfg);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ building */
+
+/*
+ * A document of generation gen from the configuration text json, its runtime
+ * carried over from base by name (base NULL: none owned, none drained).
+ */
+static int build_from_config(const struct ha_doc *base, uint64_t gen, const char *json,
+			     struct ha_doc **out, char *err, size_t errlen)
+{
+	struct json_object *cfg;
+	struct ha_vctx c;
+	struct ha_doc *d;
+	int rc;
+
+	*out = NULL;
+	ha_vctx_init(&c, err, errlen, "");
+	rc = ha_json_parse(json, "config", &cfg, err, errlen);
+	if (rc)
+		return rc;
+	d = ha_doc_alloc();
+	if (!d) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_put_cfg;
+	}
+	rc = ha_config_parse(&c, cfg, false, d);
+	if (rc)
+		goto err_free_doc;
+	if (alloc_runtime(d)) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_free_doc;
+	}
+	for (size_t g = 0; base && g < d->ndgs; g++) {
+		int old = ha_doc_find_dg(base, d->dgs[g].name);
+
+		if (old >= 0 && base->owner[old] >= 0)
+			d->owner[g] = ha_doc_find_node(d, base->nodes[base->owner[old]].name);
+	}
+	for (size_t k = 0; base && k < d->nnodes; k++) {
+		int old = ha_doc_find_node(base, d->nodes[k].name);
+
+		d->drained[k] = old >= 0 && base->drained[old];
+	}
+	d->generation = gen;
+	rc = validate_nodes(d, "", err, errlen);
+	if (rc)
+		goto err_free_doc;
+	rc = doc_finish(d);
+	if (rc) {
+		ha_set_err(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
+			   "the document would be larger than 1 MiB" : strerror(-rc));
+		goto err_free_doc;
+	}
+	json_object_put(cfg);
+	*out = d;
+	return 0;
+
+err_free_doc:
+	ha_doc_free(d);
+err_put_cfg:
+	json_object_put(cfg);
+	return rc;
+}
+
+int ha_config_check(const char *config_json, char *err, size_t errlen)
+{
+	struct ha_doc *d;
+	int rc = build_from_config(NULL, 1, config_json, &d, err, errlen);
+
+	ha_doc_free(d);
+	return rc;
+}
+
+int ha_doc_with_config(const struct ha_doc *d, const char *config_json, struct ha_doc **out,
+		       char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!d)
+		return ha_set_err(err, errlen, -EINVAL, "no document");
+	if (d->generation == UINT64_MAX)
+		return ha_set_err(err, errlen, -EOVERFLOW, "generation: at its maximum");
+	return build_from_config(d, d->generation + 1, config_json, out, err, errlen);
+}
+
+int ha_doc_config_equal(const struct ha_doc *d, const char *config_json, char *err, size_t errlen)
+{
+	struct json_object *cfg;
+	char *canon;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!d || !d->config_text)
+		return ha_set_err(err, errlen, -EINVAL, "no document");
+	rc = ha_json_parse(config_json, "config", &cfg, err, errlen);
+	if (rc)
+		return rc;
+	canon = ha_json_canon(cfg, NULL, &rc);
+	json_object_put(cfg);
+	if (!canon)
+		return rc == -EINVAL ? 0 : ha_set_err(err, errlen, rc, "out of memory");
+	rc = strcmp(canon, d->config_text) == 0;
+	free(canon);
+	return rc;
+}
+
+/* A copy of d of the next generation, before its change and doc_finish. */
+static int next_generation(const struct ha_doc *d, struct ha_doc **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (!d)
+		return -EINVAL;
+	if (d->generation == UINT64_MAX)
+		return -EOVERFLOW;
+	rc = doc_copy(d, out);
+	if (rc)
+		return rc;
+	(*out)->generation = d->generation + 1;
+	return 0;
+}
+
+static int finish_or_free(struct ha_doc *n, struct ha_doc **out)
+{
+	int rc = doc_finish(n);
+
+	if (rc) {
+		ha_doc_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+int ha_doc_with_owners(const struct ha_doc *d, const int *owner, struct ha_doc **out)
+{
+	struct ha_doc *n;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!d || (d->ndgs && !owner))
+		return -EINVAL;
+	for (size_t g = 0; g < d->ndgs; g++)
+		if (owner[g] < -1 || (owner[g] >= 0 && (size_t)owner[g] >= d->nnodes))
+			return -EINVAL;
+	rc = next_generation(d, &n);
+	if (rc)
+		return rc;
+	if (d->ndgs)
+		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
+	return finish_or_free(n, out);
+}
+
+int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_doc **out)
+{
+	struct ha_doc *n;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!d || node < 0 || (size_t)node >= d->nnodes)
+		return -EINVAL;
+	rc = next_generation(d, &n);
+	if (rc)
+		return rc;
+	n->drained[node] = drained;
+	return finish_or_free(n, out);
+}
+
+int ha_doc_empty(struct ha_doc **out)
+{
+	struct ha_doc *d;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	d = ha_doc_alloc();
+	if (!d)
+		return -ENOMEM;
+	d->config_text = strdup("{}");
+	d->gateway_members = strdup("");
+	d->targets_text = strdup("[]");
+	if (!d->config_text || !d->gateway_members || !d->targets_text || alloc_runtime(d)) {
+		ha_doc_free(d);
+		return -ENOMEM;
+	}
+	return finish_or_free(d, out);
+}
+
+/* ------------------------------------------------------------- parsing */
+
+static int parse_owners(struct ha_vctx *c, struct json_object *owners, struct ha_doc *d)
+{
+	size_t old = ha_vpath_key(c, "owners");
+
+	if (!json_object_is_type(owners, json_type_object))
+		return ha_verr(c, "expected an object, got %s",
+			       json_type_to_name(json_object_get_type(owners)));
+	json_object_object_foreach(owners, dgname, v) {
+		size_t at = ha_vpath_key(c, dgname);
+		int g = ha_doc_find_dg(d, dgname), n = -1;
+		const char *s;
+
+		if (g < 0)
+			return ha_verr(c, "not a device group of the cluster");
+		if (!json_object_is_type(v, json_type_string))
+			return ha_verr(c, "expected a string, got %s",
+				       json_type_to_name(json_object_get_type(v)));
+		s = json_object_get_string(v);
+		if (strlen(s) != (size_t)json_object_get_string_len(v))
+			return ha_verr(c, "contains a NUL character");
+		if (s[0]) {
+			n = ha_doc_find_node(d, s);
+			if (n < 0)
+				return ha_verr(c, "'%s' is not a node of the cluster", s);
+		}
+		d->owner[g] = n;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+static int parse_drained(struct ha_vctx *c, struct json_object *drained, struct ha_doc *d)
+{
+	size_t old = ha_vpath_key(c, "drained");
+
+	if (!json_object_is_type(drained, json_type_array))
+		return ha_verr(c, "expected an array, got %s",
+			       json_type_to_name(json_object_get_type(drained)));
+	for (size_t i = 0; i < json_object_array_length(drained); i++) {
+		struct json_object *v = json_object_array_get_idx(drained, i);
+		size_t at = ha_vpath_index(c, i);
+		const char *s;
+		int n;
+
+		if (!json_object_is_type(v, json_type_string))
+			return ha_verr(c, "expected a string, got %s",
+				       json_type_to_name(json_object_get_type(v)));
+		s = json_object_get_string(v);
+		n = ha_doc_find_node(d, s);
+		if (n < 0 || strlen(s) != (size_t)json_object_get_string_len(v))
+			return ha_verr(c, "'%s' is not a node of the cluster", s);
+		if (d->drained[n])
+			return ha_verr(c, "'%s' listed twice", s);
+		d->drained[n] = true;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+static int parse_runtime(struct ha_vctx *c, struct json_object *rt, struct ha_doc *d)
+{
+	static const char *const keys[] = { "owners", "drained" };
+	struct json_object *v;
+	size_t old = ha_vpath_key(c, "runtime");
+	int rc;
+
+	rc = ha_vcheck_keys(c, rt, keys, sizeof(keys) / sizeof(keys[0]));
+	if (rc)
+		return rc;
+	if (json_object_object_get_ex(rt, "owners", &v)) {
+		rc = parse_owners(c, v, d);
+		if (rc)
+			return rc;
+	}
+	if (json_object_object_get_ex(rt, "drained", &v)) {
+		rc = parse_drained(c, v, d);
+		if (rc)
+			return rc;
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+static int parse_generation(struct ha_vctx *c, struct json_object *root, struct ha_doc *d)
+{
+	struct json_object *v;
+
+	ha_vpath_key(c, "generation");
+	if (!json_object_object_get_ex(root, "generation", &v))
+		return ha_verr(c, "missing");
+	if (!json_object_is_type(v, json_type_int))
+		return ha_verr(c, "expected an integer, got %s",
+			       json_type_to_name(json_object_get_type(v)));
+	if (json_object_get_int64(v) < 0)
+		return ha_verr(c, "must not be negative");
+	d->generation = json_object_get_uint64(v);
+	ha_vpath_pop(c, 0);
+	return 0;
+}
+
+int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "generation", "config", "runtime" };
+	struct json_object *root, *cfg, *rt;
+	struct ha_vctx c;
+	struct ha_doc *d;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	ha_vctx_init(&c, err, errlen, "");
+	rc = ha_json_parse(text, "document", &root, err, errlen);
+	if (rc)
+		return rc;
+	d = ha_doc_alloc();
+	if (!d) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_put_root;
+	}
+	if (!json_object_is_type(root, json_type_object)) {
+		rc = ha_set_err(err, errlen, -EINVAL, "document: expected an object, got %s",
+				json_type_to_name(json_object_get_type(root)));
+		goto err_free_doc;
+	}
+	rc = ha_vcheck_keys(&c, root, keys, sizeof(keys) / sizeof(keys[0]));
+	if (rc)
+		goto err_free_doc;
+	rc = parse_generation(&c, root, d);
+	if (rc)
+		goto err_free_doc;
+	if (!json_object_object_get_ex(root, "config", &cfg) ||
+	    !json_object_object_get_ex(root, "runtime", &rt)) {
+		ha_vpath_key(&c, json_object_object_get_ex(root, "config", NULL) ? "runtime" : "config");
+		rc = ha_verr(&c, "missing");
+		goto err_free_doc;
+	}
+	ha_vpath_key(&c, "config");
+	rc = ha_config_parse(&c, cfg, true, d);
+	if (rc)
+		goto err_free_doc;
+	ha_vpath_pop(&c, 0);
+	if (alloc_runtime(d)) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_free_doc;
+	}
+	rc = parse_runtime(&c, rt, d);
+	if (rc)
+		goto err_free_doc;
+	rc = validate_nodes(d, "config.", err, errlen);
+	if (rc)
+		goto err_free_doc;
+	rc = doc_finish(d);
+	if (rc) {
+		ha_set_err(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
+			   "larger than 1 MiB once canonical" : strerror(-rc));
+		goto err_free_doc;
+	}
+	json_object_put(root);
+	*out = d;
+	return 0;
+
+err_free_doc:
+	ha_doc_free(d);
+err_put_root:
+	json_object_put(root);
+	return rc;
+}
+
+/* ------------------------------------------------------------- storage */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int ha_doc_save(const struct ha_doc *d, const char *dir)
+{
+	char path[4096], tmp[4096];
+	int fd, dfd, rc;
+
+	if (!d || !d->text || !dir)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, HA_DOC_FILE) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return -errno;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, d->text, d->text_len);
+	if (!rc)
+		rc = write_all(fd, "\n", 1);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc)
+		goto err_unlink_tmp;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	rc = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return rc;
+
+err_unlink_tmp:
+	unlink(tmp);
+	return rc;
+}
+
+/* The whole file (NUL-terminated, without its trailing newlines) into *out. */
+static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t got = 0;
+	char *buf;
+	int fd, rc;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		return ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = ha_set_err(err, errlen, -EBADMSG, "%s: not a regular file", path);
+		goto err_close;
+	}
+	if ((uint64_t)st.st_size > (uint64_t)HA_DOC_MAX + 1) {
+		rc = ha_set_err(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
+		goto err_close;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "%s: out of memory", path);
+		goto err_close;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+			goto err_free_buf;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	if (strlen(buf) != got) {
+		rc = ha_set_err(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
+		goto err_free_buf;
+	}
+	while (got && buf[got - 1] == '\n')
+		buf[--got] = '\0';
+	close(fd);
+	*out = buf;
+	return 0;
+
+err_free_buf:
+	free(buf);
+err_close:
+	close(fd);
+	return rc;
+}
+
+int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
+{
+	char path[4096], why[ERR_MAX];
+	char *text;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out || !dir)
+		return -EINVAL;
+	*out = NULL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path))
+		return ha_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+	rc = read_doc_file(path, &text, err, errlen);
+	if (rc)
+		return rc;
+	rc = ha_doc_parse(text, out, why, sizeof(why));
+	free(text);
+	if (rc == -ENOMEM)
+		return ha_set_err(err, errlen, rc, "%s: out of memory", path);
+	if (rc)
+		return ha_set_err(err, errlen, -EBADMSG, "%s: %s", path, why);
+	return 0;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster document (docs/ha-config.md): the cluster configuration and the
+ * runtime map (device group owners, drained nodes) with a generation number,
+ * identical on every node, kept as canonical JSON text (keys sorted
+ * recursively, no whitespace) whose SHA-256 is the document's digest.
+ *
+ * Documents are immutable once built: every change makes a new document of
+ * the next generation (ha_doc_with_*), the old one stays valid until freed.
+ * They share nothing, so different threads may hold different documents.
+ *
+ * Errors are 0 or a negative errno; validation errors are -EINVAL with one
+ * line in err naming the key path ("nodes[1].portals[0].rel_port_id: 1
+ * already used by nodes[0].portals[0]"). Texts larger than HA_DOC_MAX are
+ * refused with -EMSGSIZE.
+ */
+#ifndef ISERGW_HA_DOC_H
+#define ISERGW_HA_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HA_NAME_MAX 64                 /* node and device group names, with the NUL */
+#define HA_DIGEST_LEN 32
+#define HA_DOC_MAX (1u << 20)          /* a document or configuration text, bytes */
+#define HA_NODES_MAX 32
+#define HA_PORTALS_MAX 16              /* per node */
+#define HA_DGS_MAX 256
+#define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
+
+struct ha_portal {
+	char url[128];                  /* as isergwd's portals[].url */
+	uint16_t rel_port_id;           /* unique in the cluster; also the rendered tpgt */
+};
+
+struct ha_node {
+	char name[HA_NAME_MAX];         /* the corosync node name */
+	uint16_t tpg_id;                /* the node's target port group, unique */
+	struct ha_portal *portals;
+	size_t nportals;
+};
+
+enum ha_failback {
+	HA_FAILBACK_IMMEDIATE = 0,
+	HA_FAILBACK_MANUAL,
+};
+
+struct ha_dg {
+	char name[HA_NAME_MAX];
+	int preferred;                  /* node index or -1 */
+	enum ha_failback failback;
+	uint8_t non_owner_state;        /* SPC-4 code 1, 2 or 3 */
+};
+
+struct ha_doc {                         /* immutable once built; free with ha_doc_free */
+	uint64_t generation;
+	struct ha_node *nodes;          /* in config order */
+	size_t nnodes;
+	struct ha_dg *dgs;              /* in config order */
+	size_t ndgs;
+	int *owner;                     /* per dg: node index or -1 */
+	bool *drained;                  /* per node */
+	char *text;                     /* canonical text of the whole document */
+	size_t text_len;
+	uint8_t digest[HA_DIGEST_LEN];  /* SHA-256 of text */
+	/* private: canonical texts of the parts that rendering needs */
+	char *config_text;              /* the configuration ("{}" in the empty document) */
+	char *gateway_members;          /* members of "gateway", without the braces ("" none) */
+	char *targets_text;             /* the "targets" array ("[]" when absent) */
+	char *chap_text;                /* the "discovery_chap" object (NULL when absent) */
+};
+
+/*
+ * The empty document of generation 0 (no nodes, nothing): its configuration
+ * is "{}", the only configuration without nodes a document accepts.
+ */
+int ha_doc_empty(struct ha_doc **out);
+/*
+ * Parse a stored/transmitted document text: validates everything (the
+ * configuration as ha_config_check, the runtime against it; key paths start
+ * with "config." and "runtime."), recomputes text and digest. A text that was
+ * not canonical gets the canonical text (and its digest).
+ */
+int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen);
+/* Check a cluster configuration (JSON text) fully, including isergwd's validator for every node. */
+int ha_config_check(const char *config_json, char *err, size_t errlen);
+/*
+ * New documents derived from d, generation d->generation + 1 (d unchanged).
+ * with_config: owners of device groups that no longer exist are dropped,
+ * owners naming nodes that no longer exist become none, drained nodes that no
+ * longer exist are dropped (all matched by name). with_owners: owner[] holds
+ * d->ndgs entries (node index or -1; -EINVAL otherwise). with_drain: node is
+ * an index of d (-EINVAL otherwise); a new generation even when the node's
+ * state does not change.
+ */
+int ha_doc_with_config(const struct ha_doc *d, const char *config_json, struct ha_doc **out,
+		       char *err, size_t errlen);
+int ha_doc_with_owners(const struct ha_doc *d, const int *owner /* per dg */, struct ha_doc **out);
+int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_doc **out);
+/*
+ * Whether config_json is d's configuration (the same canonical text): 1 yes,
+ * 0 no, a negative errno when it is not JSON (-EINVAL, reason in err) or too
+ * large (-EMSGSIZE). Not validated: a change to the same configuration
+ * changes nothing.
+ */
+int ha_doc_config_equal(const struct ha_doc *d, const char *config_json, char *err, size_t errlen);
+int ha_doc_find_node(const struct ha_doc *d, const char *name);   /* index or -1 */
+int ha_doc_find_dg(const struct ha_doc *d, const char *name);     /* index or -1 */
+/*
+ * The JSON text of the configuration alone / of the runtime alone (malloc'd,
+ * canonical; NULL when out of memory). The runtime lists the owned device
+ * groups only: {"drained":["n2"],"owners":{"dg1":"n1"}}.
+ */
+char *ha_doc_config_json(const struct ha_doc *d);
+char *ha_doc_runtime_json(const struct ha_doc *d);
+/*
+ * Node n's isergwd configuration (malloc'd JSON): the gateway keys,
+ * alua_policy "external", alua_lease true, n's portals (tpgt = rel_port_id,
+ * tpg_id = n's), the port group of every node with portals, the device groups
+ * with owner_tpg_id = the owner's tpg_id (0 when none, or when the owner has
+ * no portals: isergwd knows no such group), the targets verbatim and
+ * discovery_chap. NULL with the reason in err on a bad node index or no memory.
+ */
+char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen);
+void ha_doc_free(struct ha_doc *d);
+/*
+ * Durable storage: DIR/cluster.json (mode 0600: it holds CHAP secrets)
+ * written to DIR/cluster.json.tmp, fsync, rename, fsync(DIR).
+ */
+int ha_doc_save(const struct ha_doc *d, const char *dir);
+/*
+ * -ENOENT when there is none; a corrupt file (not a valid document, larger
+ * than HA_DOC_MAX, a NUL byte): -EBADMSG with the reason (the caller logs and
+ * starts empty); other I/O errors as -errno with the reason.
+ */
+int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen);
+/* Hex of the digest, 65 bytes with the NUL. */
+void ha_digest_hex(const uint8_t *digest, char out[2 * HA_DIGEST_LEN + 1]);
+
+/* "immediate", "manual"; "active/non-optimized", "standby", "unavailable" (NULL: other codes). */
+const char *ha_failback_name(enum ha_failback f);
+const char *ha_non_owner_state_name(uint8_t state);
+
+#endif

@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster configuration's structural checks (docs/ha-config.md): every
+ * object against its known keys, types and ranges, names, uniqueness, the
+ * cross references (preferred owners, the LUNs' device groups). What isergwd
+ * itself validates inside the targets, discovery_chap and the gateway keys is
+ * left to its own validator, which doc.c runs on every node's rendering
+ * afterwards.
+ */
+#include "doc_priv.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+static const char *jtype(struct json_object *v)
+{
+	return json_type_to_name(json_object_get_type(v));
+}
+
+int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,
+		      size_t nkeys)
+{
+	if (!json_object_is_type(obj, json_type_object))
+		return ha_verr(c, "expected an object, got %s", jtype(obj));
+	json_object_object_foreach(obj, key, val) {
+		size_t i;
+
+		(void)val;
+		for (i = 0; i < nkeys; i++)
+			if (strcmp(keys[i], key) == 0)
+				break;
+		if (i == nkeys) {
+			ha_vpath_key(c, key);
+			return ha_verr(c, "unknown key");
+		}
+	}
+	return 0;
+}
+
+#define CHECK_KEYS(c, obj, arr) ha_vcheck_keys(c, obj, arr, sizeof(arr) / sizeof(arr[0]))
+
+/* The string at key (NULL when absent and not required), without NUL bytes, < size bytes. */
+static int get_str(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+		   size_t size, const char **out)
+{
+	struct json_object *v;
+	size_t old, len;
+	int rc = 0;
+
+	*out = NULL;
+	old = ha_vpath_key(c, key);
+	if (!json_object_object_get_ex(obj, key, &v)) {
+		if (required)
+			rc = ha_verr(c, "missing");
+		goto out_pop;
+	}
+	if (!json_object_is_type(v, json_type_string)) {
+		rc = ha_verr(c, "expected a string, got %s", jtype(v));
+		goto out_pop;
+	}
+	len = (size_t)json_object_get_string_len(v);
+	*out = json_object_get_string(v);
+	if (strlen(*out) != len)
+		rc = ha_verr(c, "contains a NUL character");
+	else if (len >= size)
+		rc = ha_verr(c, "too long (%zu bytes, max %zu)", len, size - 1);
+out_pop:
+	if (!rc)
+		ha_vpath_pop(c, old);
+	return rc;
+}
+
+/* The integer at key in min..max; *present false (and *out untouched) when absent. */
+static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+		    uint64_t min, uint64_t max, uint64_t *out, bool *present)
+{
+	struct json_object *v;
+	size_t old = ha_vpath_key(c, key);
+	int64_t x;
+
+	if (present)
+		*present = false;
+	if (!json_object_object_get_ex(obj, key, &v)) {
+		if (required)
+			return ha_verr(c, "missing");
+		ha_vpath_pop(c, old);
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_int))
+		return ha_verr(c, "expected an integer, got %s", jtype(v));
+	x = json_object_get_int64(v);
+	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
+		return ha_verr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
+			       (unsigned long long)min, (unsigned long long)max);
+	*out = (uint64_t)x;
+	if (present)
+		*present = true;
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+/* The array at key (NULL when absent), with at most max elements. */
+static int get_array(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+		     size_t min, size_t max, struct json_object **out)
+{
+	struct json_object *v;
+	size_t old = ha_vpath_key(c, key), n;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(obj, key, &v)) {
+		if (required)
+			return ha_verr(c, "missing");
+		ha_vpath_pop(c, old);
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_array))
+		return ha_verr(c, "expected an array, got %s", jtype(v));
+	n = json_object_array_length(v);
+	if (n < min || n > max)
+		return ha_verr(c, "%zu elements (%zu..%zu)", n, min, max);
+	*out = v;
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+static bool node_name_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '_' || ch == '-';
+}
+
+static bool printable_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+static int copy_name(char dst[HA_NAME_MAX], const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= HA_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+/* ------------------------------------------------------------------- nodes */
+
+static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_portal *p)
+{
+	static const char *const keys[] = { "url", "rel_port_id" };
+	struct gw_portal_cfg parsed;
+	const char *url;
+	uint64_t rel;
+	int rc;
+
+	rc = CHECK_KEYS(c, obj, keys);
+	if (rc)
+		return rc;
+	rc = get_str(c, obj, "url", true, sizeof(p->url), &url);
+	if (rc)
+		return rc;
+	if (gw_portal_parse(url, &parsed)) {
+		ha_vpath_key(c, "url");
+		return ha_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
+	}
+	memcpy(p->url, url, strlen(url) + 1);
+	rc = get_uint(c, obj, "rel_port_id", true, 1, 65535, &rel, NULL);
+	if (rc)
+		return rc;
+	p->rel_port_id = (uint16_t)rel;
+	return 0;
+}
+
+/* rel_port_id of d's portal (k, i) is already used by an earlier portal: say which. */
+static int rel_port_reused(struct ha_vctx *c, const struct ha_doc *d, size_t k, size_t i)
+{
+	uint16_t rel = d->nodes[k].portals[i].rel_port_id;
+
+	for (size_t kk = 0; kk <= k; kk++) {
+		const struct ha_node *n = &d->nodes[kk];
+
+		for (size_t ii = 0; ii < n->nportals && (kk < k || ii < i); ii++) {
+			if (n->portals[ii].rel_port_id == rel) {
+				ha_vpath_key(c, "rel_port_id");
+				return ha_verr(c, "%u already used by nodes[%zu].portals[%zu]", rel, kk, ii);
+			}
+		}
+	}
+	return 0;
+}
+
+static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
+{
+	static const char *const keys[] = { "name", "tpg_id", "portals" };
+	struct ha_node *n = &d->nodes[k];
+	struct json_object *portals;
+	const char *name;
+	uint64_t tpg;
+	size_t old;
+	int rc;
+
+	rc = CHECK_KEYS(c, obj, keys);
+	if (rc)
+		return rc;
+	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &name);
+	if (rc)
+		return rc;
+	old = ha_vpath_key(c, "name");
+	if (!name[0])
+		return ha_verr(c, "must not be empty");
+	for (const char *p = name; *p; p++)
+		if (!node_name_char(*p))
+			return ha_verr(c, "'%s': a node name has only A-Z a-z 0-9 . _ -", name);
+	for (size_t j = 0; j < k; j++)
+		if (strcmp(d->nodes[j].name, name) == 0)
+			return ha_verr(c, "'%s' already used by nodes[%zu]", name, j);
+	ha_vpath_pop(c, old);
+	(void)copy_name(n->name, name);
+
+	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg, NULL);
+	if (rc)
+		return rc;
+	n->tpg_id = (uint16_t)tpg;
+	for (size_t j = 0; j < k; j++) {
+		if (d->nodes[j].tpg_id == n->tpg_id) {
+			ha_vpath_key(c, "tpg_id");
+			return ha_verr(c, "%u already used by nodes[%zu]", n->tpg_id, j);
+		}
+	}
+
+	rc = get_array(c, obj, "portals", false, 0, HA_PORTALS_MAX, &portals);
+	if (rc || !portals)
+		return rc;
+	n->nportals = json_object_array_length(portals);
+	n->portals = calloc(n->nportals ? n->nportals : 1, sizeof(*n->portals));
+	if (!n->portals)
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	old = ha_vpath_key(c, "portals");
+	for (size_t i = 0; i < n->nportals; i++) {
+		size_t at = ha_vpath_index(c, i);
+
+		rc = parse_portal(c, json_object_array_get_idx(portals, i), &n->portals[i]);
+		if (!rc)
+			rc = rel_port_reused(c, d, k, i);
+		if (rc)
+			return rc;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+{
+	struct json_object *nodes;
+	size_t old;
+	int rc;
+
+	rc = get_array(c, cfg, "nodes", true, 1, HA_NODES_MAX, &nodes);
+	if (rc)
+		return rc;
+	d->nnodes = json_object_array_length(nodes);
+	d->nodes = calloc(d->nnodes, sizeof(*d->nodes));
+	if (!d->nodes) {
+		d->nnodes = 0;
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	}
+	old = ha_vpath_key(c, "nodes");
+	for (size_t k = 0; k < d->nnodes; k++) {
+		size_t at = ha_vpath_index(c, k);
+
+		rc = parse_node(c, json_object_array_get_idx(nodes, k), d, k);
+		if (rc)
+			return rc;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+/* ----------------------------------------------------------- device groups */
+
+const char *ha_failback_name(enum ha_failback f)
+{
+	switch (f) {
+	case HA_FAILBACK_IMMEDIATE: return "immediate";
+	case HA_FAILBACK_MANUAL: return "manual";
+	}
+	return NULL;
+}
+
+const char *ha_non_owner_state_name(uint8_t state)
+{
+	switch (state) {
+	case 1: return "active/non-optimized";
+	case 2: return "standby";
+	case 3: return "unavailable";
+	default: return NULL;
+	}
+}
+
+static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t g)
+{
+	static const char *const keys[] = { "name", "preferred_owner", "failback",
+					    "non_owner_state" };
+	struct ha_dg *dg = &d->dgs[g];
+	const char *s;
+	size_t old;
+	int rc;
+
+	rc = CHECK_KEYS(c, obj, keys);
+	if (rc)
+		return rc;
+	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &s);
+	if (rc)
+		return rc;
+	old = ha_vpath_key(c, "name");
+	if (!s[0] || !printable_ascii(s))
+		return ha_verr(c, "1..%d printable ASCII characters", HA_NAME_MAX - 1);
+	for (size_t j = 0; j < g; j++)
+		if (strcmp(d->dgs[j].name, s) == 0)
+			return ha_verr(c, "'%s' already used by device_groups[%zu]", s, j);
+	ha_vpath_pop(c, old);
+	(void)copy_name(dg->name, s);
+
+	dg->preferred = -1;
+	rc = get_str(c, obj, "preferred_owner", false, HA_NAME_MAX, &s);
+	if (rc)
+		return rc;
+	if (s && s[0]) {
+		dg->preferred = ha_doc_find_node(d, s);
+		if (dg->preferred < 0) {
+			ha_vpath_key(c, "preferred_owner");
+			return ha_verr(c, "'%s' is not a node of the cluster", s);
+		}
+	}
+
+	dg->failback = HA_FAILBACK_IMMEDIATE;
+	rc = get_str(c, obj, "failback", false, 32, &s);
+	if (rc)
+		return rc;
+	if (s && strcmp(s, "manual") == 0) {
+		dg->failback = HA_FAILBACK_MANUAL;
+	} else if (s && strcmp(s, "immediate") != 0) {
+		ha_vpath_key(c, "failback");
+		return ha_verr(c, "'%s' is not one of immediate, manual", s);
+	}
+
+	dg->non_owner_state = 1;
+	rc = get_str(c, obj, "non_owner_state", false, 32, &s);
+	if (rc)
+		return rc;
+	if (s) {
+		for (dg->non_owner_state = 1; dg->non_owner_state <= 3; dg->non_owner_state++)
+			if (strcmp(s, ha_non_owner_state_name(dg->non_owner_state)) == 0)
+				break;
+		if (dg->non_owner_state > 3) {
+			ha_vpath_key(c, "non_owner_state");
+			return ha_verr(c, "'%s' is not one of active/non-optimized, standby, unavailable",
+				       s);
+		}
+	}
+	return 0;
+}
+
+static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+{
+	struct json_object *dgs;
+	size_t old;
+	int rc;
+
+	rc = get_array(c, cfg, "device_groups", false, 0, HA_DGS_MAX, &dgs);
+	if (rc)
+		return rc;
+	d->ndgs = dgs ? json_object_array_length(dgs) : 0;
+	d->dgs = calloc(d->ndgs ? d->ndgs : 1, sizeof(*d->dgs));
+	if (!d->dgs) {
+		d->ndgs = 0;
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	}
+	old = ha_vpath_key(c, "device_groups");
+	for (size_t g = 0; g < d->ndgs; g++) {
+		size_t at = ha_vpath_index(c, g);
+
+		rc = parse_dg(c, json_object_array_get_idx(dgs, g), d, g);
+		if (rc)
+			return rc;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- targets */
+
+/*
+ * The shape the device group check walks through (targets[] objects, luns[]
+ * objects, device_group a string naming a device group of the cluster); the
+ * rest of each target is isergwd's to check.
+ */
+static int check_targets(struct ha_vctx *c, struct json_object *targets, const struct ha_doc *d)
+{
+	size_t old = ha_vpath_key(c, "targets");
+
+	for (size_t t = 0; t < json_object_array_length(targets); t++) {
+		struct json_object *tgt = json_object_array_get_idx(targets, t), *luns;
+		size_t at = ha_vpath_index(c, t);
+		int rc;
+
+		if (!json_object_is_type(tgt, json_type_object))
+			return ha_verr(c, "expected an object, got %s", jtype(tgt));
+		rc = get_array(c, tgt, "luns", false, 0, SIZE_MAX, &luns);
+		if (rc)
+			return rc;
+		for (size_t l = 0; luns && l < json_object_array_length(luns); l++) {
+			struct json_object *lun = json_object_array_get_idx(luns, l);
+			size_t lat = ha_vpath_key(c, "luns");
+			const char *dg;
+
+			ha_vpath_index(c, l);
+			if (!json_object_is_type(lun, json_type_object))
+				return ha_verr(c, "expected an object, got %s", jtype(lun));
+			rc = get_str(c, lun, "device_group", false, HA_NAME_MAX, &dg);
+			if (rc)
+				return rc;
+			if (!dg)
+				dg = "default";
+			if (ha_doc_find_dg(d, dg) < 0) {
+				ha_vpath_key(c, "device_group");
+				return ha_verr(c, "'%s' is not a device group of the cluster", dg);
+			}
+			ha_vpath_pop(c, lat);
+		}
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- gateway */
+
+struct gw_key {
+	const char *key;
+	uint64_t min, max;              /* both 0: log_level, a string */
+};
+
+/* isergwd's top-level keys a cluster sets for all its nodes, with isergwd's ranges. */
+static const struct gw_key gateway_keys[] = {
+	{ "log_level", 0, 0 },
+	{ "nop_interval_s", 0, 3600 },
+	{ "nop_timeout_s", 1, 3600 },
+	{ "login_timeout_s", 1, 3600 },
+	{ "alua_request_timeout_ms", 100, 600000 },
+	{ "reactors", 0, 1024 },
+	{ "alua_lease_unavailable_ms", 0, 600000 },
+};
+
+bool ha_gateway_key(const char *s, size_t len)
+{
+	for (size_t i = 0; i < sizeof(gateway_keys) / sizeof(gateway_keys[0]); i++)
+		if (strlen(gateway_keys[i].key) == len && strncmp(gateway_keys[i].key, s, len) == 0)
+			return true;
+	return false;
+}
+
+static int check_gateway(struct ha_vctx *c, struct json_object *gw)
+{
+	size_t old = ha_vpath_key(c, "gateway");
+	const char *keys[sizeof(gateway_keys) / sizeof(gateway_keys[0])];
+	int rc;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		keys[i] = gateway_keys[i].key;
+	rc = CHECK_KEYS(c, gw, keys);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < sizeof(gateway_keys) / sizeof(gateway_keys[0]); i++) {
+		const struct gw_key *k = &gateway_keys[i];
+		enum gw_log_level lvl;
+		const char *s;
+		uint64_t v;
+
+		if (k->max) {
+			rc = get_uint(c, gw, k->key, false, k->min, k->max, &v, NULL);
+			if (rc)
+				return rc;
+			continue;
+		}
+		rc = get_str(c, gw, k->key, false, 16, &s);
+		if (rc)
+			return rc;
+		if (s && gw_log_parse_level(s, &lvl)) {
+			ha_vpath_key(c, k->key);
+			return ha_verr(c, "'%s' is not one of err, warn, notice, info, debug", s);
+		}
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the config */
+
+/*
+ * The first number in v that is not an integer, reported at its path (the
+ * canonical text has none). Returns 0 when there is none.
+ */
+static int find_double(struct ha_vctx *c, struct json_object *v)
+{
+	size_t old;
+	int rc;
+
+	switch (json_object_get_type(v)) {
+	case json_type_double:
+		return ha_verr(c, "expected an integer, got double");
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			old = ha_vpath_index(c, i);
+			rc = find_double(c, json_object_array_get_idx(v, i));
+			if (rc)
+				return rc;
+			ha_vpath_pop(c, old);
+		}
+		return 0;
+	case json_type_object: {
+		json_object_object_foreach(v, key, val) {
+			old = ha_vpath_key(c, key);
+			rc = find_double(c, val);
+			if (rc)
+				return rc;
+			ha_vpath_pop(c, old);
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The canonical text of v into *out; "{}" braces removed when strip. */
+static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char **out)
+{
+	size_t len;
+	int rc;
+	char *s = ha_json_canon(v, &len, &rc);
+
+	if (!s) {
+		if (rc == -EINVAL && find_double(c, v))
+			return -EINVAL;
+		if (rc == -EINVAL)
+			return ha_verr(c, "a number that is not an integer");
+		return ha_set_err(c->err, c->errlen, rc, "out of memory");
+	}
+	if (strip && len >= 2) {
+		memmove(s, s + 1, len - 2);
+		s[len - 2] = '\0';
+	}
+	*out = s;
+	return 0;
+}
+
+int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
+		    struct ha_doc *d)
+{
+	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
+					    "gateway" };
+	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
+	int rc;
+
+	rc = CHECK_KEYS(c, cfg, keys);
+	if (rc)
+		return rc;
+	if (!(allow_empty && json_object_object_length(cfg) == 0)) {
+		rc = parse_nodes(c, cfg, d);
+		if (rc)
+			return rc;
+	}
+	rc = parse_dgs(c, cfg, d);
+	if (rc)
+		return rc;
+	rc = get_array(c, cfg, "targets", false, 0, SIZE_MAX, &targets);
+	if (rc)
+		return rc;
+	if (targets) {
+		rc = check_targets(c, targets, d);
+		if (rc)
+			return rc;
+	}
+	if (json_object_object_get_ex(cfg, "discovery_chap", &chap) &&
+	    !json_object_is_type(chap, json_type_object)) {
+		ha_vpath_key(c, "discovery_chap");
+		return ha_verr(c, "expected an object, got %s", jtype(chap));
+	}
+	if (json_object_object_get_ex(cfg, "gateway", &gw)) {
+		rc = check_gateway(c, gw);
+		if (rc)
+			return rc;
+	}
+
+	rc = canon_into(c, cfg, false, &d->config_text);
+	if (!rc && gw)
+		rc = canon_into(c, gw, true, &d->gateway_members);
+	if (!rc && targets)
+		rc = canon_into(c, targets, false, &d->targets_text);
+	if (!rc && chap)
+		rc = canon_into(c, chap, false, &d->chap_text);
+	if (rc)
+		return rc;
+	if (!d->gateway_members)
+		d->gateway_members = strdup("");
+	if (!d->targets_text)
+		d->targets_text = strdup("[]");
+	if (!d->gateway_members || !d->targets_text)
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	return 0;
+}

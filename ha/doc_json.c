@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * JSON for the cluster document: the canonical writer (keys sorted at every
+ * depth, no whitespace) that makes every node that applies the same change
+ * to the same document produce the same bytes, the reader with its size
+ * limit, and the key paths of validation messages.
+ *
+ * The writer escapes strings itself rather than through json-c so that the
+ * bytes do not depend on json-c's version or flags (a rolling upgrade runs
+ * two of them side by side).
+ */
+#include "doc_priv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ text buffer */
+
+void ha_sb_init(struct ha_sbuf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void ha_sb_free(struct ha_sbuf *b)
+{
+	free(b->s);
+	ha_sb_init(b);
+}
+
+static bool sb_reserve(struct ha_sbuf *b, size_t more)
+{
+	size_t need, cap;
+	char *s;
+
+	if (b->err)
+		return false;
+	if (more > SIZE_MAX / 2 - b->len) {
+		b->err = -ENOMEM;
+		return false;
+	}
+	need = b->len + more + 1;
+	if (need <= b->cap)
+		return true;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	s = realloc(b->s, cap);
+	if (!s) {
+		b->err = -ENOMEM;
+		return false;
+	}
+	b->s = s;
+	b->cap = cap;
+	return true;
+}
+
+void ha_sb_putn(struct ha_sbuf *b, const char *s, size_t n)
+{
+	if (!sb_reserve(b, n))
+		return;
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+void ha_sb_puts(struct ha_sbuf *b, const char *s)
+{
+	ha_sb_putn(b, s, strlen(s));
+}
+
+void ha_sb_printf(struct ha_sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		if (!b->err)
+			b->err = -EINVAL;
+		return;
+	}
+	if (!sb_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void ha_sb_put_jstr(struct ha_sbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0;
+
+	ha_sb_putn(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		char esc[6];
+		size_t elen = 2;
+
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		ha_sb_putn(b, s + run, i - run);
+		run = i + 1;
+		esc[0] = '\\';
+		switch (ch) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[ch >> 4];
+			esc[5] = hex[ch & 0xf];
+			elen = 6;
+			break;
+		}
+		ha_sb_putn(b, esc, elen);
+	}
+	ha_sb_putn(b, s + run, n - run);
+	ha_sb_putn(b, "\"", 1);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void put_canon_object(struct ha_sbuf *b, struct json_object *v)
+{
+	size_t n = (size_t)json_object_object_length(v), i = 0;
+	const char **keys;
+
+	if (n == 0) {
+		ha_sb_puts(b, "{}");
+		return;
+	}
+	keys = calloc(n, sizeof(*keys));
+	if (!keys) {
+		if (!b->err)
+			b->err = -ENOMEM;
+		return;
+	}
+	json_object_object_foreach(v, key, val) {
+		(void)val;
+		if (i < n)
+			keys[i++] = key;
+	}
+	qsort(keys, i, sizeof(*keys), key_cmp);
+	ha_sb_putn(b, "{", 1);
+	for (size_t k = 0; k < i && !b->err; k++) {
+		if (k)
+			ha_sb_putn(b, ",", 1);
+		ha_sb_put_jstr(b, keys[k], strlen(keys[k]));
+		ha_sb_putn(b, ":", 1);
+		ha_sb_put_canon(b, json_object_object_get(v, keys[k]));
+	}
+	ha_sb_putn(b, "}", 1);
+	free(keys);
+}
+
+void ha_sb_put_canon(struct ha_sbuf *b, const struct json_object *cv)
+{
+	/* json-c's getters take non-const objects; none of them changes it */
+	struct json_object *v = (struct json_object *)(uintptr_t)cv;
+
+	if (b->err)
+		return;
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		ha_sb_puts(b, "null");
+		break;
+	case json_type_boolean:
+		ha_sb_puts(b, json_object_get_boolean(v) ? "true" : "false");
+		break;
+	case json_type_int:
+		if (json_object_get_int64(v) < 0)
+			ha_sb_printf(b, "%" PRId64, json_object_get_int64(v));
+		else
+			ha_sb_printf(b, "%" PRIu64, json_object_get_uint64(v));
+		break;
+	case json_type_double:
+		b->err = -EINVAL;
+		break;
+	case json_type_string:
+		ha_sb_put_jstr(b, json_object_get_string(v), (size_t)json_object_get_string_len(v));
+		break;
+	case json_type_array: {
+		size_t n = json_object_array_length(v);
+
+		ha_sb_putn(b, "[", 1);
+		for (size_t i = 0; i < n && !b->err; i++) {
+			if (i)
+				ha_sb_putn(b, ",", 1);
+			ha_sb_put_canon(b, json_object_array_get_idx(v, i));
+		}
+		ha_sb_putn(b, "]", 1);
+		break;
+	}
+	case json_type_object:
+		put_canon_object(b, v);
+		break;
+	}
+}
+
+char *ha_sb_take(struct ha_sbuf *b, size_t *len, int *err)
+{
+	char *s;
+
+	if (!b->err && !b->s)
+		ha_sb_putn(b, "", 0);
+	if (b->err) {
+		if (err)
+			*err = b->err;
+		ha_sb_free(b);
+		return NULL;
+	}
+	s = b->s;
+	if (len)
+		*len = b->len;
+	if (err)
+		*err = 0;
+	ha_sb_init(b);
+	return s;
+}
+
+char *ha_json_canon(const struct json_object *v, size_t *len, int *err)
+{
+	struct ha_sbuf b;
+
+	ha_sb_init(&b);
+	ha_sb_put_canon(&b, v);
+	return ha_sb_take(&b, len, err);
+}
+
+/* ------------------------------------------------------------------ reader */
+
+int ha_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static void offset_to_line(const char *s, size_t off, unsigned int *line, unsigned int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off && s[i]; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
+		  size_t errlen)
+{
+	struct json_tokener *tok;
+	struct json_object *root;
+	unsigned int line, col;
+	size_t len, end;
+	int rc;
+
+	*out = NULL;
+	if (!text)
+		return ha_set_err(err, errlen, -EINVAL, "%s: none", what);
+	len = strnlen(text, (size_t)HA_DOC_MAX + 1);
+	if (len > HA_DOC_MAX)
+		return ha_set_err(err, errlen, -EMSGSIZE, "%s: larger than %u bytes", what,
+				  HA_DOC_MAX);
+	tok = json_tokener_new();
+	if (!tok)
+		return ha_set_err(err, errlen, -ENOMEM, "%s: out of memory", what);
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	if (!root) {
+		enum json_tokener_error jerr = json_tokener_get_error(tok);
+
+		offset_to_line(text, json_tokener_get_parse_end(tok), &line, &col);
+		rc = ha_set_err(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
+				jerr == json_tokener_continue || jerr == json_tokener_success
+					? "unexpected end of input"
+					: json_tokener_error_desc(jerr));
+		goto err_free_tok;
+	}
+	end = json_tokener_get_parse_end(tok);
+	for (size_t i = end; i < len; i++) {
+		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+			offset_to_line(text, i, &line, &col);
+			rc = ha_set_err(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
+					what, line, col);
+			goto err_put_root;
+		}
+	}
+	json_tokener_free(tok);
+	*out = root;
+	return 0;
+
+err_put_root:
+	json_object_put(root);
+err_free_tok:
+	json_tokener_free(tok);
+	return rc;
+}
+
+/* ------------------------------------------------------------------- paths */
+
+static void vpath_set_len(struct ha_vctx *c, size_t len)
+{
+	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
+	c->path[c->plen] = '\0';
+}
+
+void ha_vctx_init(struct ha_vctx *c, char *err, size_t errlen, const char *base)
+{
+	int n;
+
+	c->err = err;
+	c->errlen = errlen;
+	n = snprintf(c->path, sizeof(c->path), "%s", base ? base : "");
+	vpath_set_len(c, n > 0 ? (size_t)n : 0);
+	if (err && errlen)
+		err[0] = '\0';
+}
+
+size_t ha_vpath_key(struct ha_vctx *c, const char *key)
+{
+	size_t old = c->plen;
+	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
+
+	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
+	return old;
+}
+
+size_t ha_vpath_index(struct ha_vctx *c, size_t i)
+{
+	size_t old = c->plen;
+	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
+
+	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
+	return old;
+}
+
+void ha_vpath_pop(struct ha_vctx *c, size_t len)
+{
+	vpath_set_len(c, len);
+}
+
+int ha_verr(struct ha_vctx *c, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return ha_set_err(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
+}

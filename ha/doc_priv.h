@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What doc.c, doc_config.c and doc_json.c share: a growing text buffer, the
+ * canonical JSON writer, the JSON reader with its size limit, and the
+ * key-path context of the validators.
+ */
+#ifndef ISERGW_HA_DOC_PRIV_H
+#define ISERGW_HA_DOC_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "doc.h"
+
+struct json_object;
+
+#define HA_DOC_COMP "ha-doc"
+#define HA_PATH_MAX 512                 /* longest key path in a message */
+
+/* ------------------------------------------------------------ text buffer */
+
+/* A growing NUL-terminated text; the first error sticks in err (-ENOMEM, -EINVAL). */
+struct ha_sbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+	int err;
+};
+
+void ha_sb_init(struct ha_sbuf *b);
+void ha_sb_free(struct ha_sbuf *b);
+void ha_sb_putn(struct ha_sbuf *b, const char *s, size_t n);
+void ha_sb_puts(struct ha_sbuf *b, const char *s);
+void ha_sb_printf(struct ha_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string, quoted and escaped. */
+void ha_sb_put_jstr(struct ha_sbuf *b, const char *s, size_t n);
+/*
+ * v in canonical form: object keys sorted bytewise at every depth, no
+ * whitespace, arrays in their order, integers in decimal, strings escaped
+ * only where JSON requires (", \ and control characters). A number that is
+ * not an integer sets err to -EINVAL: no document holds one (isergwd's
+ * configuration has none), and a double has no single canonical spelling.
+ */
+void ha_sb_put_canon(struct ha_sbuf *b, const struct json_object *v);
+/* The text (caller frees) and its length; NULL and the error when one happened. */
+char *ha_sb_take(struct ha_sbuf *b, size_t *len, int *err);
+
+/* The canonical text of v (malloc'd), NULL with *err set otherwise. */
+char *ha_json_canon(const struct json_object *v, size_t *len, int *err);
+/*
+ * Parse text (at most HA_DOC_MAX bytes: -EMSGSIZE) into *out. Syntax errors
+ * are -EINVAL with "what: line L column C: reason" in err.
+ */
+int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
+		  size_t errlen);
+
+/* ------------------------------------------------------- validation paths */
+
+struct ha_vctx {
+	char *err;
+	size_t errlen;
+	char path[HA_PATH_MAX];
+	size_t plen;
+};
+
+void ha_vctx_init(struct ha_vctx *c, char *err, size_t errlen, const char *base);
+/* Append ".key" / "[i]"; return the length to pop back to with ha_vpath_pop. */
+size_t ha_vpath_key(struct ha_vctx *c, const char *key);
+size_t ha_vpath_index(struct ha_vctx *c, size_t i);
+void ha_vpath_pop(struct ha_vctx *c, size_t len);
+/* "path: message" into err (the root is called "config"); returns -EINVAL. */
+int ha_verr(struct ha_vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Any message into err; returns rc. */
+int ha_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Every key of obj (an object, else an error) is one of keys[]. */
+int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,
+		   size_t nkeys);
+
+/* ------------------------------------------------------------- documents */
+
+struct ha_doc *ha_doc_alloc(void);
+/*
+ * Check the configuration cfg (at the path of c) and fill d's nodes, device
+ * groups and private texts from it. allow_empty: "{}" is accepted as the
+ * configuration of no nodes (a stored document); otherwise nodes are required.
+ */
+int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
+		    struct ha_doc *d);
+/* Whether s[0..len) is one of the gateway keys (isergwd top-level keys of the cluster). */
+bool ha_gateway_key(const char *s, size_t len);
+
+#endif

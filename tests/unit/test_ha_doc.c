@@ -1,0 +1,942 @@
+// LINK: ha_logic
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for ha/doc*.c: the cluster configuration's validation (key
+ * paths of every kind of error, isergwd's validator on every node), the
+ * canonical text and its digest, the runtime carried over a new
+ * configuration, derived generations, rendering, storage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/evp.h>
+
+#include "doc.h"
+#include "util/config.h"
+
+/* ------------------------------------------------------------ fixtures */
+
+#define PORTAL(url, rel) "{\"url\":\"" url "\",\"rel_port_id\":" #rel "}"
+#define NODE(name, tpg, portals) \
+	"{\"name\":\"" name "\",\"tpg_id\":" #tpg ",\"portals\":[" portals "]}"
+#define NODES3 "[" \
+	NODE("n1", 1, PORTAL("tcp://10.0.0.1:3260", 1) "," PORTAL("iser://10.1.0.1:3260", 4)) "," \
+	NODE("n2", 2, PORTAL("tcp://10.0.0.2:3260", 2)) "," \
+	NODE("n3", 3, PORTAL("tcp://10.0.0.3:3260", 3)) "]"
+#define DGS3 "[{\"name\":\"dg1\",\"preferred_owner\":\"n1\",\"failback\":\"immediate\"," \
+	"\"non_owner_state\":\"active/non-optimized\"}," \
+	"{\"name\":\"dg2\",\"preferred_owner\":\"n2\",\"failback\":\"manual\"," \
+	"\"non_owner_state\":\"standby\"},{\"name\":\"default\",\"preferred_owner\":\"\"}]"
+#define LUN(n, dg) "{\"lun\":" #n ",\"path\":\"/dev/mapper/shared-" #n "\"" dg "}"
+#define TARGETS "[{\"iqn\":\"iqn.2026-11.org.example:cluster\",\"luns\":[" \
+	LUN(0, ",\"device_group\":\"dg1\"") "," LUN(1, ",\"device_group\":\"dg2\"") "," \
+	LUN(2, "") "]}]"
+#define CHAP "{\"user\":\"disc\",\"secret\":\"discoverysecret1\"}"
+#define GATEWAY "{\"log_level\":\"info\",\"nop_interval_s\":7,\"nop_timeout_s\":31," \
+	"\"login_timeout_s\":16,\"alua_request_timeout_ms\":9000,\"reactors\":2}"
+
+static const char full_config[] =
+	"{\n"
+	"  \"nodes\": " NODES3 ",\n"
+	"  \"device_groups\": " DGS3 ",\n"
+	"  \"targets\": " TARGETS ",\n"
+	"  \"discovery_chap\": " CHAP ",\n"
+	"  \"gateway\": " GATEWAY "\n"
+	"}\n";
+
+/* The same configuration, keys in another order, other whitespace. */
+static const char full_config_reordered[] =
+	"{\"gateway\":{\"reactors\":2,\"alua_request_timeout_ms\":9000,\"login_timeout_s\":16,"
+	"\"nop_timeout_s\":31,\"nop_interval_s\":7,\"log_level\":\"info\"},"
+	"\"discovery_chap\":{\"secret\":\"discoverysecret1\",\"user\":\"disc\"},"
+	"\"targets\":[{\"luns\":[{\"device_group\":\"dg1\",\"path\":\"/dev/mapper/shared-0\",\"lun\":0},"
+	"{\"device_group\":\"dg2\",\"path\":\"/dev/mapper/shared-1\",\"lun\":1},"
+	"{\"path\":\"/dev/mapper/shared-2\",\"lun\":2}],\"iqn\":\"iqn.2026-11.org.example:cluster\"}],"
+	"\"device_groups\":[{\"non_owner_state\":\"active/non-optimized\",\"failback\":\"immediate\","
+	"\"preferred_owner\":\"n1\",\"name\":\"dg1\"},"
+	"{\"non_owner_state\":\"standby\",\"failback\":\"manual\",\"preferred_owner\":\"n2\","
+	"\"name\":\"dg2\"},{\"preferred_owner\":\"\",\"name\":\"default\"}],"
+	"   \"nodes\" : [ {\"portals\":[{\"rel_port_id\":1,\"url\":\"tcp://10.0.0.1:3260\"},"
+	"{\"rel_port_id\":4,\"url\":\"iser://10.1.0.1:3260\"}],\"tpg_id\":1,\"name\":\"n1\"},"
+	"{\"tpg_id\":2,\"name\":\"n2\",\"portals\":[{\"url\":\"tcp://10.0.0.2:3260\",\"rel_port_id\":2}]},"
+	"{\"portals\":[{\"url\":\"tcp://10.0.0.3:3260\",\"rel_port_id\":3}],\"name\":\"n3\",\"tpg_id\":3}]}";
+
+/* A smaller one for the error cases: two nodes, two device groups, two LUNs. */
+#define NODES2 "[" NODE("n1", 1, PORTAL("tcp://10.0.0.1", 1)) "," \
+	NODE("n2", 2, PORTAL("tcp://10.0.0.2", 2)) "]"
+#define DGS2 "[{\"name\":\"dg1\",\"preferred_owner\":\"n1\"},{\"name\":\"dg2\"}]"
+#define TGT2(lun1) "[{\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[" \
+	"{\"path\":\"/dev/a\",\"device_group\":\"dg1\"}," lun1 "]}]"
+#define LUN1 "{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"dg2\"}"
+#define CFG(nodes, dgs, targets, extra) \
+	"{\"nodes\":" nodes ",\"device_groups\":" dgs ",\"targets\":" targets extra "}"
+#define GOOD2 CFG(NODES2, DGS2, TGT2(LUN1), "")
+
+static struct ha_doc *doc_from(const char *config)
+{
+	struct ha_doc *e = NULL, *d = NULL;
+	char err[512] = "";
+	int rc;
+
+	assert_int_equal(ha_doc_empty(&e), 0);
+	rc = ha_doc_with_config(e, config, &d, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_non_null(d);
+	ha_doc_free(e);
+	return d;
+}
+
+static void sha256(const char *s, size_t n, uint8_t out[HA_DIGEST_LEN])
+{
+	assert_int_equal(EVP_Digest(s, n, out, NULL, EVP_sha256(), NULL), 1);
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void test_empty(void **state)
+{
+	struct ha_doc *d = NULL;
+	uint8_t dig[HA_DIGEST_LEN];
+	char *s;
+
+	(void)state;
+	assert_int_equal(ha_doc_empty(&d), 0);
+	assert_int_equal(d->generation, 0);
+	assert_int_equal(d->nnodes, 0);
+	assert_int_equal(d->ndgs, 0);
+	assert_string_equal(d->text, "{\"config\":{},\"generation\":0,\"runtime\":{\"drained\":[],\"owners\":{}}}");
+	assert_int_equal(d->text_len, strlen(d->text));
+	sha256(d->text, d->text_len, dig);
+	assert_memory_equal(dig, d->digest, HA_DIGEST_LEN);
+	s = ha_doc_config_json(d);
+	assert_string_equal(s, "{}");
+	free(s);
+	s = ha_doc_runtime_json(d);
+	assert_string_equal(s, "{\"drained\":[],\"owners\":{}}");
+	free(s);
+	assert_int_equal(ha_doc_find_node(d, "n1"), -1);
+	assert_int_equal(ha_doc_find_dg(d, "dg1"), -1);
+	ha_doc_free(d);
+}
+
+static void test_full_config(void **state)
+{
+	struct ha_doc *d;
+	uint8_t dig[HA_DIGEST_LEN];
+	char err[512] = "";
+	int rc;
+
+	(void)state;
+	rc = ha_config_check(full_config, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+
+	d = doc_from(full_config);
+	assert_int_equal(d->generation, 1);
+	assert_int_equal(d->nnodes, 3);
+	assert_string_equal(d->nodes[0].name, "n1");
+	assert_int_equal(d->nodes[0].tpg_id, 1);
+	assert_int_equal(d->nodes[0].nportals, 2);
+	assert_string_equal(d->nodes[0].portals[0].url, "tcp://10.0.0.1:3260");
+	assert_int_equal(d->nodes[0].portals[0].rel_port_id, 1);
+	assert_string_equal(d->nodes[0].portals[1].url, "iser://10.1.0.1:3260");
+	assert_int_equal(d->nodes[0].portals[1].rel_port_id, 4);
+	assert_string_equal(d->nodes[2].name, "n3");
+	assert_int_equal(d->nodes[2].tpg_id, 3);
+	assert_int_equal(d->nodes[2].portals[0].rel_port_id, 3);
+
+	assert_int_equal(d->ndgs, 3);
+	assert_string_equal(d->dgs[0].name, "dg1");
+	assert_int_equal(d->dgs[0].preferred, 0);
+	assert_int_equal(d->dgs[0].failback, HA_FAILBACK_IMMEDIATE);
+	assert_int_equal(d->dgs[0].non_owner_state, 1);
+	assert_int_equal(d->dgs[1].preferred, 1);
+	assert_int_equal(d->dgs[1].failback, HA_FAILBACK_MANUAL);
+	assert_int_equal(d->dgs[1].non_owner_state, 2);
+	assert_string_equal(d->dgs[2].name, "default");
+	assert_int_equal(d->dgs[2].preferred, -1);
+	assert_int_equal(d->dgs[2].failback, HA_FAILBACK_IMMEDIATE);
+	assert_int_equal(d->dgs[2].non_owner_state, 1);
+	for (size_t g = 0; g < d->ndgs; g++)
+		assert_int_equal(d->owner[g], -1);
+	for (size_t k = 0; k < d->nnodes; k++)
+		assert_false(d->drained[k]);
+
+	assert_int_equal(ha_doc_find_node(d, "n2"), 1);
+	assert_int_equal(ha_doc_find_node(d, "n4"), -1);
+	assert_int_equal(ha_doc_find_dg(d, "default"), 2);
+	assert_string_equal(ha_failback_name(d->dgs[1].failback), "manual");
+	assert_string_equal(ha_non_owner_state_name(3), "unavailable");
+	assert_null(ha_non_owner_state_name(0));
+
+	/* no whitespace anywhere, keys sorted, the document's keys too */
+	{
+		static const char start[] = "{\"config\":{\"device_groups\":[{\"failback\":\"immediate\","
+					    "\"name\":\"dg1\",";
+
+		assert_int_equal(strncmp(d->text, start, strlen(start)), 0);
+	}
+	assert_null(strchr(d->text, '\n'));
+	assert_null(strstr(d->text, "\": "));
+	assert_non_null(strstr(d->text, "},\"generation\":1,\"runtime\":{\"drained\":[],\"owners\":{}}}"));
+	sha256(d->text, d->text_len, dig);
+	assert_memory_equal(dig, d->digest, HA_DIGEST_LEN);
+	ha_doc_free(d);
+}
+
+static void test_canonical(void **state)
+{
+	struct ha_doc *a, *b;
+	char *ca, *cb, hexa[65], hexb[65];
+	char err[256];
+
+	(void)state;
+	a = doc_from(full_config);
+	b = doc_from(full_config_reordered);
+	assert_string_equal(a->text, b->text);
+	assert_memory_equal(a->digest, b->digest, HA_DIGEST_LEN);
+	ha_digest_hex(a->digest, hexa);
+	ha_digest_hex(b->digest, hexb);
+	assert_int_equal(strlen(hexa), 64);
+	assert_string_equal(hexa, hexb);
+	assert_int_equal(strspn(hexa, "0123456789abcdef"), 64);
+	ca = ha_doc_config_json(a);
+	cb = ha_doc_config_json(b);
+	assert_string_equal(ca, cb);
+	/* the configuration's text is the one inside the document */
+	assert_int_equal(strncmp(a->text, "{\"config\":", 10), 0);
+	assert_int_equal(strncmp(a->text + 10, ca, strlen(ca)), 0);
+	assert_int_equal(ha_doc_config_equal(a, full_config_reordered, err, sizeof(err)), 1);
+	assert_int_equal(ha_doc_config_equal(a, GOOD2, err, sizeof(err)), 0);
+	assert_int_equal(ha_doc_config_equal(a, "{", err, sizeof(err)), -EINVAL);
+	free(ca);
+	free(cb);
+	ha_doc_free(a);
+	ha_doc_free(b);
+
+	/* exact text of a small configuration; strings escaped as JSON needs, UTF-8 raw */
+	a = doc_from("{ \"targets\": [ { \"luns\": [ {\"path\": \"/dev/a\", \"device_group\": \"g\"} ],"
+		     "  \"alias\": \"a \\\"q\\\" \\\\ \\n \\u00e9 \\/\", \"iqn\": \"iqn.2026-11.org.example:t\" } ],"
+		     "  \"device_groups\": [ { \"name\": \"g\" } ],"
+		     "  \"nodes\": [ { \"tpg_id\": 9, \"name\": \"a.b_c-1\","
+		     "    \"portals\": [ { \"url\": \"tcp://127.0.0.1:3260\", \"rel_port_id\": 65535 } ] } ] }");
+	ca = ha_doc_config_json(a);
+	assert_string_equal(ca,
+		"{\"device_groups\":[{\"name\":\"g\"}],"
+		"\"nodes\":[{\"name\":\"a.b_c-1\",\"portals\":[{\"rel_port_id\":65535,"
+		"\"url\":\"tcp://127.0.0.1:3260\"}],\"tpg_id\":9}],"
+		"\"targets\":[{\"alias\":\"a \\\"q\\\" \\\\ \\n \xc3\xa9 /\","
+		"\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[{\"device_group\":\"g\",\"path\":\"/dev/a\"}]}]}");
+	free(ca);
+	ha_doc_free(a);
+}
+
+static void test_digest_changes(void **state)
+{
+	struct ha_doc *a, *b, *c;
+	int owner[3] = { -1, -1, -1 };
+	char err[256];
+
+	(void)state;
+	a = doc_from(full_config);
+	/* the same owners: only the generation differs */
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+	assert_int_equal(b->generation, 2);
+	assert_memory_not_equal(a->digest, b->digest, HA_DIGEST_LEN);
+	/* an owner */
+	owner[1] = 2;
+	assert_int_equal(ha_doc_with_owners(b, owner, &c), 0);
+	assert_int_equal(c->generation, 3);
+	assert_memory_not_equal(b->digest, c->digest, HA_DIGEST_LEN);
+	ha_doc_free(c);
+	/* a drain */
+	assert_int_equal(ha_doc_with_drain(a, 1, true, &c), 0);
+	assert_memory_not_equal(b->digest, c->digest, HA_DIGEST_LEN);
+	assert_int_equal(c->generation, b->generation);
+	ha_doc_free(c);
+	/* one character of the configuration */
+	{
+		char *cfg = strdup(full_config);
+		char *p = strstr(cfg, "shared-2");
+
+		p[7] = '3';
+		assert_int_equal(ha_doc_with_config(a, cfg, &c, err, sizeof(err)), 0);
+		assert_int_equal(c->generation, 2);
+		assert_memory_not_equal(b->digest, c->digest, HA_DIGEST_LEN);
+		assert_memory_not_equal(a->digest, c->digest, HA_DIGEST_LEN);
+		free(cfg);
+		ha_doc_free(c);
+	}
+	/* the same configuration again: the same text but the generation */
+	assert_int_equal(ha_doc_with_config(a, full_config_reordered, &c, err, sizeof(err)), 0);
+	assert_memory_not_equal(a->digest, c->digest, HA_DIGEST_LEN);
+	assert_memory_equal(b->digest, c->digest, HA_DIGEST_LEN); /* both generation 2, none owned */
+	ha_doc_free(c);
+	ha_doc_free(b);
+	ha_doc_free(a);
+}
+
+struct bad_case {
+	const char *json;
+	const char *expect;     /* the start of the message */
+};
+
+static void check_bad(const struct bad_case *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char err[512] = "";
+		int rc = ha_config_check(bad[i].json, err, sizeof(err));
+
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+	}
+}
+
+static void test_errors(void **state)
+{
+	static const struct bad_case bad[] = {
+		/* syntax, shape */
+		{ "{\"nodes\": [", "config: line 1 column 12: unexpected end of input" },
+		{ "{} {}", "config: line 1 column 4: trailing data" },
+		{ "[]", "config: expected an object, got array" },
+		{ "{}", "nodes: missing" },
+		{ "{\"nodes\":[]}", "nodes: 0 elements (1..32)" },
+		/* unknown keys at several depths */
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"colour\":1"), "colour: unknown key" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1,\"colour\":1}]", "[]", "[]", ""),
+		  "nodes[0].colour: unknown key" },
+		{ CFG("[" NODE("n1", 1, "{\"url\":\"tcp://a\",\"rel_port_id\":1,\"tpgt\":1}") "]",
+		      "[]", "[]", ""), "nodes[0].portals[0].tpgt: unknown key" },
+		{ CFG(NODES2, "[{\"name\":\"dg1\"},{\"name\":\"dg2\",\"owner\":\"n1\"}]", "[]", ""),
+		  "device_groups[1].owner: unknown key" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"state_dir\":\"/x\"}"),
+		  "gateway.state_dir: unknown key" },
+		{ CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"dg2\",\"colour\":1}"), ""),
+		  "nodes[0] (n1): targets[0].luns[1].colour: unknown key" },
+		{ CFG(NODES2, DGS2, "[{\"iqn\":\"iqn.2026-11.org.example:t\",\"colour\":1}]", ""),
+		  "nodes[0] (n1): targets[0].colour: unknown key" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"discovery_chap\":{\"user\":\"u\",\"secret\":\"s12345678901\",\"x\":1}"),
+		  "nodes[0] (n1): discovery_chap.x: unknown key" },
+		/* types */
+		{ "{\"nodes\":{}}", "nodes: expected an array, got object" },
+		{ "{\"nodes\":[1]}", "nodes[0]: expected an object, got int" },
+		{ CFG("[{\"name\":1,\"tpg_id\":1}]", "[]", "[]", ""), "nodes[0].name: expected a string, got int" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":\"1\"}]", "[]", "[]", ""),
+		  "nodes[0].tpg_id: expected an integer, got string" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1.5}]", "[]", "[]", ""),
+		  "nodes[0].tpg_id: expected an integer, got double" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1,\"portals\":{}}]", "[]", "[]", ""),
+		  "nodes[0].portals: expected an array, got object" },
+		{ CFG(NODES2, "[{\"name\":\"dg1\",\"preferred_owner\":null}]", "[]", ""),
+		  "device_groups[0].preferred_owner: expected a string, got null" },
+		{ CFG(NODES2, "[{\"name\":\"dg1\",\"failback\":\"sometimes\"}]", "[]", ""),
+		  "device_groups[0].failback: 'sometimes' is not one of immediate, manual" },
+		{ CFG(NODES2, "[{\"name\":\"dg1\",\"non_owner_state\":\"offline\"}]", "[]", ""),
+		  "device_groups[0].non_owner_state: 'offline' is not one of" },
+		{ CFG(NODES2, DGS2, "{}", ""), "targets: expected an array, got object" },
+		{ CFG(NODES2, DGS2, "[{\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[1]}]", ""),
+		  "targets[0].luns[0]: expected an object, got int" },
+		{ CFG(NODES2, DGS2, TGT2("{\"path\":\"/dev/b\",\"device_group\":2}"), ""),
+		  "targets[0].luns[1].device_group: expected a string, got int" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"nop_interval_s\":\"5\"}"),
+		  "gateway.nop_interval_s: expected an integer, got string" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"log_level\":\"loud\"}"),
+		  "gateway.log_level: 'loud' is not one of err, warn, notice, info, debug" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":[]"), "gateway: expected an object, got array" },
+		{ CFG(NODES2, DGS2, "[]", ",\"discovery_chap\":\"x\""),
+		  "discovery_chap: expected an object, got string" },
+		/* ranges, names */
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":0}]", "[]", "[]", ""), "nodes[0].tpg_id: 0 out of range (1..65535)" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":65536}]", "[]", "[]", ""),
+		  "nodes[0].tpg_id: 65536 out of range (1..65535)" },
+		{ CFG("[" NODE("n1", 1, PORTAL("tcp://a", 0)) "]", "[]", "[]", ""),
+		  "nodes[0].portals[0].rel_port_id: 0 out of range (1..65535)" },
+		{ CFG("[" NODE("n1", 1, "{\"url\":\"tcp://a\"}") "]", "[]", "[]", ""),
+		  "nodes[0].portals[0].rel_port_id: missing" },
+		{ CFG("[{\"name\":\"n1\"}]", "[]", "[]", ""), "nodes[0].tpg_id: missing" },
+		{ CFG("[{\"tpg_id\":1}]", "[]", "[]", ""), "nodes[0].name: missing" },
+		{ CFG("[{\"name\":\"\",\"tpg_id\":1}]", "[]", "[]", ""), "nodes[0].name: must not be empty" },
+		{ CFG("[{\"name\":\"n 1\",\"tpg_id\":1}]", "[]", "[]", ""),
+		  "nodes[0].name: 'n 1': a node name has only A-Z a-z 0-9 . _ -" },
+		{ CFG("[{\"name\":\"n1234567890123456789012345678901234567890123456789012345678901234\","
+		      "\"tpg_id\":1}]", "[]", "[]", ""), "nodes[0].name: too long (65 bytes, max 63)" },
+		{ CFG("[" NODE("n1", 1, PORTAL("udp://a", 1)) "]", "[]", "[]", ""),
+		  "nodes[0].portals[0].url: 'udp://a' is not a portal" },
+		{ CFG(NODES2, "[{\"name\":\"\"}]", "[]", ""),
+		  "device_groups[0].name: 1..63 printable ASCII characters" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"alua_request_timeout_ms\":99}"),
+		  "gateway.alua_request_timeout_ms: 99 out of range (100..600000)" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"reactors\":-1}"),
+		  "gateway.reactors: -1 out of range (0..1024)" },
+		/* duplicates */
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1},{\"name\":\"n1\",\"tpg_id\":2}]", "[]", "[]", ""),
+		  "nodes[1].name: 'n1' already used by nodes[0]" },
+		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1},{\"name\":\"n2\",\"tpg_id\":1}]", "[]", "[]", ""),
+		  "nodes[1].tpg_id: 1 already used by nodes[0]" },
+		{ CFG("[" NODE("n1", 1, PORTAL("tcp://a", 1)) "," NODE("n2", 2, PORTAL("tcp://b", 7) ","
+		      PORTAL("tcp://c", 1)) "]", "[]", "[]", ""),
+		  "nodes[1].portals[1].rel_port_id: 1 already used by nodes[0].portals[0]" },
+		{ CFG("[" NODE("n1", 1, PORTAL("tcp://a", 5) "," PORTAL("tcp://b", 5)) "]", "[]", "[]", ""),
+		  "nodes[0].portals[1].rel_port_id: 5 already used by nodes[0].portals[0]" },
+		{ CFG(NODES2, "[{\"name\":\"dg1\"},{\"name\":\"dg1\"}]", "[]", ""),
+		  "device_groups[1].name: 'dg1' already used by device_groups[0]" },
+		/* cross references */
+		{ CFG(NODES2, "[{\"name\":\"dg1\",\"preferred_owner\":\"n9\"}]", "[]", ""),
+		  "device_groups[0].preferred_owner: 'n9' is not a node of the cluster" },
+		{ CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"x\"}"), ""),
+		  "targets[0].luns[1].device_group: 'x' is not a device group of the cluster" },
+		{ CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\"}"), ""),
+		  "targets[0].luns[1].device_group: 'default' is not a device group of the cluster" },
+		/* isergwd's own validator, the node named */
+		{ CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"dg2\",\"block_size\":1000}"), ""),
+		  "nodes[0] (n1): targets[0].luns[1].block_size: 1000 is not 512 or 4096" },
+		{ CFG(NODES2, DGS2, "[{\"iqn\":\"iqn.2026-11.org.example:t\",\"queue_depth\":1.5}]", ""),
+		  "targets[0].queue_depth: expected an integer, got double" },
+		{ CFG(NODES2, DGS2, "[{\"iqn\":\"IQN.x\"}]", ""),
+		  "nodes[0] (n1): targets[0].iqn: \"IQN.x\" is not a valid iSCSI name" },
+		{ CFG(NODES2, DGS2, TGT2("{\"lun\":0,\"path\":\"/dev/b\",\"device_group\":\"dg2\"}"), ""),
+		  "nodes[0] (n1): targets[0].luns[1].lun: 0 already used by luns[0]" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"discovery_chap\":{\"user\":\"u\"}"),
+		  "nodes[0] (n1): discovery_chap: user and secret must both be set or both be empty" },
+		{ CFG("[" NODE("n1", 1, PORTAL("tcp://10.0.0.1", 1)) "," NODE("n2", 2, PORTAL("tcp://10.0.0.2", 2) ","
+		      PORTAL("tcp://10.0.0.2:3260", 3)) "]", DGS2, TGT2(LUN1), ""),
+		  "nodes[1] (n2): nodes[1].portals[1].url: same address as portals[0]" },
+	};
+
+	(void)state;
+	check_bad(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+static void test_limits(void **state)
+{
+	char *big = malloc(HA_DOC_MAX + 64);
+	char err[256];
+	size_t len;
+
+	(void)state;
+	/* 33 nodes */
+	len = (size_t)snprintf(big, HA_DOC_MAX, "{\"nodes\":[");
+	for (int i = 0; i < 33; i++)
+		len += (size_t)snprintf(big + len, HA_DOC_MAX - len, "%s{\"name\":\"n%d\",\"tpg_id\":%d}",
+					i ? "," : "", i, i + 1);
+	snprintf(big + len, HA_DOC_MAX - len, "]}");
+	assert_int_equal(ha_config_check(big, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "nodes: 33 elements (1..32)");
+
+	/* 17 portals on a node */
+	len = (size_t)snprintf(big, HA_DOC_MAX, "{\"nodes\":[{\"name\":\"n\",\"tpg_id\":1,\"portals\":[");
+	for (int i = 0; i < 17; i++)
+		len += (size_t)snprintf(big + len, HA_DOC_MAX - len,
+					"%s{\"url\":\"tcp://10.0.0.%d\",\"rel_port_id\":%d}", i ? "," : "",
+					i + 1, i + 1);
+	snprintf(big + len, HA_DOC_MAX - len, "]}]}");
+	assert_int_equal(ha_config_check(big, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "nodes[0].portals: 17 elements (0..16)");
+
+	/* 257 device groups */
+	len = (size_t)snprintf(big, HA_DOC_MAX, "{\"nodes\":" NODES2 ",\"device_groups\":[");
+	for (int i = 0; i < 257; i++)
+		len += (size_t)snprintf(big + len, HA_DOC_MAX - len, "%s{\"name\":\"g%d\"}", i ? "," : "", i);
+	snprintf(big + len, HA_DOC_MAX - len, "]}");
+	assert_int_equal(ha_config_check(big, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "device_groups: 257 elements (0..256)");
+
+	/* more than 1 MiB of text */
+	memset(big, ' ', HA_DOC_MAX + 1);
+	memcpy(big, GOOD2, strlen(GOOD2));
+	big[HA_DOC_MAX + 1] = '\0';
+	assert_int_equal(ha_config_check(big, err, sizeof(err)), -EMSGSIZE);
+	big[HA_DOC_MAX] = '\0';
+	assert_int_equal(ha_config_check(big, err, sizeof(err)), 0);
+	free(big);
+}
+
+static void test_with_config_runtime(void **state)
+{
+	static const char next[] = CFG(
+		"[" NODE("n3", 3, PORTAL("tcp://10.0.0.3", 3)) "," NODE("n1", 1, PORTAL("tcp://10.0.0.1", 1))
+		"," NODE("n4", 4, PORTAL("tcp://10.0.0.4", 4)) "]",
+		"[{\"name\":\"dg2\"},{\"name\":\"default\"},{\"name\":\"dg5\",\"preferred_owner\":\"n4\"}]",
+		"[{\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[{\"path\":\"/dev/a\",\"device_group\":\"dg5\"}]}]",
+		"");
+	struct ha_doc *a, *b, *c, *d;
+	int owner[3] = { 0, 1, 2 };     /* dg1 -> n1, dg2 -> n2, default -> n3 */
+	char err[512] = "";
+	char *rt;
+	int rc;
+
+	(void)state;
+	a = doc_from(full_config);
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+	assert_int_equal(ha_doc_with_drain(b, 1, true, &c), 0);
+	ha_doc_free(b);
+	assert_int_equal(ha_doc_with_drain(c, 2, true, &b), 0);
+	ha_doc_free(c);
+	assert_int_equal(b->generation, 4);
+	rt = ha_doc_runtime_json(b);
+	assert_string_equal(rt, "{\"drained\":[\"n2\",\"n3\"],\"owners\":{\"default\":\"n3\",\"dg1\":\"n1\","
+			    "\"dg2\":\"n2\"}}");
+	free(rt);
+
+	rc = ha_doc_with_config(b, next, &d, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(d->generation, 5);
+	assert_int_equal(d->nnodes, 3);
+	assert_int_equal(d->ndgs, 3);
+	/* dg1 is gone; dg2's owner n2 is gone: none; default keeps n3 (index 0 now); dg5 none */
+	assert_int_equal(d->owner[ha_doc_find_dg(d, "dg2")], -1);
+	assert_int_equal(d->owner[ha_doc_find_dg(d, "default")], 0);
+	assert_int_equal(d->owner[ha_doc_find_dg(d, "dg5")], -1);
+	assert_int_equal(d->dgs[2].preferred, 2);
+	/* n2 (drained) is gone, n3 stays drained, n1 and n4 are not */
+	assert_true(d->drained[ha_doc_find_node(d, "n3")]);
+	assert_false(d->drained[ha_doc_find_node(d, "n1")]);
+	assert_false(d->drained[ha_doc_find_node(d, "n4")]);
+	rt = ha_doc_runtime_json(d);
+	assert_string_equal(rt, "{\"drained\":[\"n3\"],\"owners\":{\"default\":\"n3\"}}");
+	free(rt);
+	/* b is unchanged */
+	assert_int_equal(b->generation, 4);
+	assert_int_equal(b->owner[1], 1);
+
+	/* a refused configuration leaves nothing */
+	assert_int_equal(ha_doc_with_config(b, "{\"nodes\":[]}", &c, err, sizeof(err)), -EINVAL);
+	assert_null(c);
+	assert_string_equal(err, "nodes: 0 elements (1..32)");
+	ha_doc_free(d);
+	ha_doc_free(b);
+	ha_doc_free(a);
+}
+
+static void test_with_owners_drain(void **state)
+{
+	struct ha_doc *a, *b = NULL;
+	int owner[3] = { 2, -1, 0 }, bad[3] = { 3, -1, -1 }, bad2[3] = { -2, -1, -1 };
+	uint8_t dig[HA_DIGEST_LEN];
+	char *before;
+
+	(void)state;
+	a = doc_from(full_config);
+	before = strdup(a->text);
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+	assert_int_equal(b->generation, a->generation + 1);
+	assert_int_equal(b->owner[0], 2);
+	assert_int_equal(b->owner[1], -1);
+	assert_int_equal(b->owner[2], 0);
+	assert_int_equal(a->owner[0], -1);
+	assert_string_equal(a->text, before);
+	assert_non_null(strstr(b->text, "\"owners\":{\"default\":\"n1\",\"dg1\":\"n3\"}"));
+	sha256(b->text, b->text_len, dig);
+	assert_memory_equal(dig, b->digest, HA_DIGEST_LEN);
+	ha_doc_free(b);
+
+	assert_int_equal(ha_doc_with_owners(a, bad, &b), -EINVAL);
+	assert_null(b);
+	assert_int_equal(ha_doc_with_owners(a, bad2, &b), -EINVAL);
+	assert_int_equal(ha_doc_with_drain(a, 3, true, &b), -EINVAL);
+	assert_int_equal(ha_doc_with_drain(a, -1, true, &b), -EINVAL);
+	assert_null(b);
+
+	assert_int_equal(ha_doc_with_drain(a, 0, true, &b), 0);
+	assert_int_equal(b->generation, 2);
+	assert_true(b->drained[0]);
+	assert_false(a->drained[0]);
+	{
+		struct ha_doc *c;
+
+		/* undrain; unchanged states still make a generation */
+		assert_int_equal(ha_doc_with_drain(b, 0, false, &c), 0);
+		assert_int_equal(c->generation, 3);
+		assert_false(c->drained[0]);
+		assert_non_null(strstr(c->text, "\"drained\":[]"));
+		ha_doc_free(c);
+	}
+	ha_doc_free(b);
+	free(before);
+	ha_doc_free(a);
+}
+
+static const struct gw_port_group_cfg *find_pg(const struct gw_config *c, uint16_t tpg)
+{
+	for (size_t i = 0; i < c->nport_groups; i++)
+		if (c->port_groups[i].tpg_id == tpg)
+			return &c->port_groups[i];
+	return NULL;
+}
+
+static void test_render(void **state)
+{
+	struct ha_doc *a, *b;
+	int owner[3] = { 1, -1, 0 };    /* dg1 -> n2, dg2 none, default -> n1 */
+	struct gw_config *c = NULL;
+	const struct gw_port_group_cfg *pg;
+	char err[512] = "";
+	char *text;
+	int rc;
+
+	(void)state;
+	a = doc_from(full_config);
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+
+	text = ha_doc_render_node(b, 0, err, sizeof(err));
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"alua_policy\":\"external\""));
+	rc = gw_config_load_string(text, &c, err, sizeof(err));
+	if (rc)
+		print_error("%s\n%s\n", err, text);
+	assert_int_equal(rc, 0);
+	free(text);
+
+	/* the node's portals, tpgt = rel_port_id, its tpg_id */
+	assert_int_equal(c->nportals, 2);
+	assert_int_equal(c->portals[0].transport, GW_TRANSPORT_TCP);
+	assert_string_equal(c->portals[0].addr, "10.0.0.1");
+	assert_int_equal(c->portals[0].rel_port_id, 1);
+	assert_int_equal(c->portals[0].tpgt, 1);
+	assert_int_equal(c->portals[0].tpg_id, 1);
+	assert_int_equal(c->portals[1].transport, GW_TRANSPORT_ISER);
+	assert_int_equal(c->portals[1].rel_port_id, 4);
+	assert_int_equal(c->portals[1].tpgt, 4);
+	assert_int_equal(c->portals[1].tpg_id, 1);
+	/* every node's port group */
+	assert_int_equal(c->nport_groups, 3);
+	pg = find_pg(c, 1);
+	assert_non_null(pg);
+	assert_int_equal(pg->nrel_port_ids, 2);
+	assert_int_equal(pg->rel_port_ids[0], 1);
+	assert_int_equal(pg->rel_port_ids[1], 4);
+	pg = find_pg(c, 2);
+	assert_non_null(pg);
+	assert_int_equal(pg->nrel_port_ids, 1);
+	assert_int_equal(pg->rel_port_ids[0], 2);
+	pg = find_pg(c, 3);
+	assert_non_null(pg);
+	assert_int_equal(pg->rel_port_ids[0], 3);
+	/* device groups with their owners' tpg ids */
+	assert_int_equal(c->ndevice_groups, 3);
+	assert_string_equal(c->device_groups[0].name, "dg1");
+	assert_int_equal(c->device_groups[0].owner_tpg_id, 2);
+	assert_int_equal(c->device_groups[0].non_owner_state, 1);
+	assert_string_equal(c->device_groups[1].name, "dg2");
+	assert_int_equal(c->device_groups[1].owner_tpg_id, 0);
+	assert_int_equal(c->device_groups[1].non_owner_state, 2);
+	assert_int_equal(c->device_groups[2].owner_tpg_id, 1);
+	/* the rest */
+	assert_true(c->alua_policy_external);
+	assert_int_equal(c->ntargets, 1);
+	assert_string_equal(c->targets[0].iqn, "iqn.2026-11.org.example:cluster");
+	assert_int_equal(c->targets[0].nluns, 3);
+	assert_string_equal(c->targets[0].luns[1].device_group, "dg2");
+	assert_string_equal(c->discovery_chap.user, "disc");
+	assert_string_equal(c->log_level, "info");
+	assert_int_equal(c->nop_interval_s, 7);
+	assert_int_equal(c->nop_timeout_s, 31);
+	assert_int_equal(c->login_timeout_s, 16);
+	assert_int_equal(c->alua_request_timeout_ms, 9000);
+	assert_int_equal(c->reactors, 2);
+	gw_config_free(c);
+
+	/* node 2: its own portal only, the same port groups */
+	text = ha_doc_render_node(b, 2, err, sizeof(err));
+	assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->nportals, 1);
+	assert_int_equal(c->portals[0].rel_port_id, 3);
+	assert_int_equal(c->portals[0].tpgt, 3);
+	assert_int_equal(c->portals[0].tpg_id, 3);
+	assert_int_equal(c->nport_groups, 3);
+	assert_string_equal(c->discovery_chap.user, "disc");
+	gw_config_free(c);
+	free(text);
+
+	assert_null(ha_doc_render_node(b, 3, err, sizeof(err)));
+	assert_string_equal(err, "node 3: not a node of the cluster");
+	assert_null(ha_doc_render_node(b, -1, err, sizeof(err)));
+
+	/* without gateway keys and discovery_chap */
+	ha_doc_free(b);
+	ha_doc_free(a);
+	a = doc_from(GOOD2);
+	text = ha_doc_render_node(a, 1, err, sizeof(err));
+	assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->nop_interval_s, 5);
+	assert_string_equal(c->discovery_chap.user, "");
+	assert_int_equal(c->portals[0].rel_port_id, 2);
+	gw_config_free(c);
+	free(text);
+	ha_doc_free(a);
+}
+
+static void test_parse(void **state)
+{
+	struct ha_doc *a, *b, *e;
+	int owner[3] = { 0, 1, -1 };
+	char err[512] = "";
+	char *text;
+	int rc;
+
+	(void)state;
+	/* the empty document */
+	assert_int_equal(ha_doc_empty(&e), 0);
+	assert_int_equal(ha_doc_parse(e->text, &b, err, sizeof(err)), 0);
+	assert_string_equal(b->text, e->text);
+	ha_doc_free(b);
+
+	/* a document round trip */
+	a = doc_from(full_config);
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+	ha_doc_free(a);
+	assert_int_equal(ha_doc_with_drain(b, 2, true, &a), 0);
+	ha_doc_free(b);
+	rc = ha_doc_parse(a->text, &b, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_string_equal(a->text, b->text);
+	assert_memory_equal(a->digest, b->digest, HA_DIGEST_LEN);
+	assert_int_equal(b->generation, 3);
+	assert_int_equal(b->owner[0], 0);
+	assert_int_equal(b->owner[1], 1);
+	assert_int_equal(b->owner[2], -1);
+	assert_true(b->drained[2]);
+	assert_false(b->drained[0]);
+	ha_doc_free(b);
+
+	/* not canonical: the canonical text comes out */
+	{
+		size_t n = strlen(full_config_reordered) + 256;
+
+		text = malloc(n);
+		snprintf(text, n, "{ \"runtime\": { \"owners\": { \"dg2\": \"n2\", \"default\": \"\","
+			 " \"dg1\": \"n1\" }, \"drained\": [ \"n3\" ] },\n \"generation\": 3, \"config\": %s }",
+			 full_config_reordered);
+		rc = ha_doc_parse(text, &b, err, sizeof(err));
+		if (rc)
+			print_error("%s\n", err);
+		assert_int_equal(rc, 0);
+		assert_string_equal(a->text, b->text);
+		assert_memory_equal(a->digest, b->digest, HA_DIGEST_LEN);
+		ha_doc_free(b);
+		free(text);
+	}
+	ha_doc_free(a);
+	ha_doc_free(e);
+}
+
+static void test_parse_errors(void **state)
+{
+#define DOC(gen, config, runtime) \
+	"{\"generation\":" gen ",\"config\":" config ",\"runtime\":" runtime "}"
+#define RT_OK "{\"owners\":{\"dg1\":\"n1\"},\"drained\":[\"n2\"]}"
+	static const struct bad_case bad[] = {
+		{ "", "document: line 1 column 1: unexpected end of input" },
+		{ "[]", "document: expected an object, got array" },
+		{ DOC("1", GOOD2, "{\"owners\":{\"dg1\":\"n9\"}}"),
+		  "runtime.owners.dg1: 'n9' is not a node of the cluster" },
+		{ DOC("1", GOOD2, "{\"owners\":{\"dgx\":\"n1\"}}"),
+		  "runtime.owners.dgx: not a device group of the cluster" },
+		{ DOC("1", GOOD2, "{\"owners\":{\"dg1\":1}}"), "runtime.owners.dg1: expected a string, got int" },
+		{ DOC("1", GOOD2, "{\"owners\":[]}"), "runtime.owners: expected an object, got array" },
+		{ DOC("1", GOOD2, "{\"drained\":[\"n9\"]}"), "runtime.drained[0]: 'n9' is not a node of the cluster" },
+		{ DOC("1", GOOD2, "{\"drained\":[\"n2\",\"n2\"]}"), "runtime.drained[1]: 'n2' listed twice" },
+		{ DOC("1", GOOD2, "{\"drained\":\"n2\"}"), "runtime.drained: expected an array, got string" },
+		{ DOC("1", GOOD2, "{\"colour\":1}"), "runtime.colour: unknown key" },
+		{ DOC("1", GOOD2, "[]"), "runtime: expected an object, got array" },
+		{ DOC("-1", GOOD2, RT_OK), "generation: must not be negative" },
+		{ DOC("\"1\"", GOOD2, RT_OK), "generation: expected an integer, got string" },
+		{ "{\"config\":" GOOD2 ",\"runtime\":" RT_OK "}", "generation: missing" },
+		{ "{\"generation\":1,\"runtime\":" RT_OK "}", "config: missing" },
+		{ "{\"generation\":1,\"config\":{}}", "runtime: missing" },
+		{ "{\"generation\":1,\"config\":{},\"runtime\":{},\"x\":1}", "x: unknown key" },
+		{ DOC("1", "{\"nodes\":[]}", RT_OK), "config.nodes: 0 elements (1..32)" },
+		{ DOC("1", "{\"device_groups\":[]}", RT_OK), "config.nodes: missing" },
+		{ DOC("1", "[]", RT_OK), "config: expected an object, got array" },
+		{ DOC("1", CFG(NODES2, DGS2, TGT2(LUN1), ",\"colour\":1"), RT_OK), "config.colour: unknown key" },
+		{ DOC("1", CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"x\"}"), ""), RT_OK),
+		  "config.targets[0].luns[1].device_group: 'x' is not a device group of the cluster" },
+		{ DOC("1", CFG(NODES2, DGS2, TGT2("{\"lun\":1,\"path\":\"/dev/b\",\"device_group\":\"dg2\",\"block_size\":1000}"), ""), RT_OK),
+		  "config.nodes[0] (n1): config.targets[0].luns[1].block_size: 1000 is not 512 or 4096" },
+		{ DOC("1", "{}", RT_OK), "runtime.owners.dg1: not a device group of the cluster" },
+	};
+	struct ha_doc *d = NULL;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		err[0] = '\0';
+		rc = ha_doc_parse(bad[i].json, &d, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(d);
+	}
+	/* the good one */
+	assert_int_equal(ha_doc_parse(DOC("1", GOOD2, RT_OK), &d, err, sizeof(err)), 0);
+	assert_int_equal(d->owner[0], 0);
+	assert_true(d->drained[1]);
+	ha_doc_free(d);
+	assert_int_equal(ha_doc_parse(NULL, &d, err, sizeof(err)), -EINVAL);
+}
+
+/* ------------------------------------------------------------- storage */
+
+static char *tmpdir(void)
+{
+	char *dir = strdup("/tmp/test_ha_doc.XXXXXX");
+
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static void write_file(const char *dir, const char *name, const char *data, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void remove_dir(const char *dir)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s.tmp", dir, HA_DOC_FILE);
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_save_load(void **state)
+{
+	char *dir = tmpdir();
+	struct ha_doc *a, *b, *c;
+	int owner[3] = { 2, 1, 0 };
+	char err[512], path[512];
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), -ENOENT);
+	assert_null(b);
+
+	a = doc_from(full_config);
+	assert_int_equal(ha_doc_with_owners(a, owner, &c), 0);
+	ha_doc_free(a);
+	assert_int_equal(ha_doc_save(c, dir), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal((size_t)st.st_size, c->text_len + 1);
+	snprintf(path, sizeof(path), "%s/%s.tmp", dir, HA_DOC_FILE);
+	assert_int_equal(access(path, F_OK), -1);
+
+	assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), 0);
+	assert_int_equal(b->generation, 2);
+	assert_string_equal(b->text, c->text);
+	assert_memory_equal(b->digest, c->digest, HA_DIGEST_LEN);
+	assert_int_equal(b->owner[0], 2);
+	ha_doc_free(b);
+
+	/* saved again over the old one */
+	assert_int_equal(ha_doc_with_drain(c, 1, true, &a), 0);
+	assert_int_equal(ha_doc_save(a, dir), 0);
+	assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), 0);
+	assert_int_equal(b->generation, 3);
+	assert_true(b->drained[1]);
+	ha_doc_free(b);
+
+	/* corrupt: truncated */
+	write_file(dir, HA_DOC_FILE, a->text, a->text_len / 2);
+	assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), -EBADMSG);
+	assert_null(b);
+	assert_int_equal(strncmp(err, dir, strlen(dir)), 0);
+	assert_non_null(strstr(err, "cluster.json: document: line 1 column"));
+
+	/* corrupt: a bad runtime */
+	{
+		static const char bad_rt[] = DOC("7", GOOD2, "{\"owners\":{\"dg1\":\"n9\"}}");
+
+		write_file(dir, HA_DOC_FILE, bad_rt, strlen(bad_rt));
+		assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "runtime.owners.dg1: 'n9' is not a node of the cluster"));
+	}
+
+	/* a NUL byte */
+	write_file(dir, HA_DOC_FILE, "{\"a\0\"}", 6);
+	assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "NUL"));
+
+	/* over 1 MiB */
+	{
+		size_t n = HA_DOC_MAX + 2;
+		char *big = malloc(n);
+
+		memset(big, ' ', n);
+		memcpy(big, a->text, a->text_len);
+		write_file(dir, HA_DOC_FILE, big, n);
+		assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "larger than 1048576 bytes"));
+		/* the same text within 1 MiB (blanks after it) loads */
+		write_file(dir, HA_DOC_FILE, big, HA_DOC_MAX);
+		assert_int_equal(ha_doc_load(dir, &b, err, sizeof(err)), 0);
+		assert_string_equal(b->text, a->text);
+		ha_doc_free(b);
+		/* and a text over 1 MiB is refused by the parser itself */
+		big[n - 1] = '\0';
+		assert_int_equal(ha_doc_parse(big, &b, err, sizeof(err)), -EMSGSIZE);
+		free(big);
+	}
+
+	/* not a directory */
+	assert_int_equal(ha_doc_save(a, "/nonexistent-dir/x"), -ENOENT);
+	ha_doc_free(a);
+	ha_doc_free(c);
+	remove_dir(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_canonical),
+		cmocka_unit_test(test_digest_changes),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_with_config_runtime),
+		cmocka_unit_test(test_with_owners_drain),
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_save_load),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
