@@ -25,16 +25,13 @@
 #include "util/config.h"
 #include "util/log.h"
 
-/*
- * Render "alua_lease": true. isergwd learns the key with its lease support;
- * until then its loader refuses it as an unknown key, so it stays off here
- * (build with -DHA_RENDER_LEASE=1 to try it).
- */
-#ifndef HA_RENDER_LEASE
-#define HA_RENDER_LEASE 0
-#endif
-
 #define ERR_MAX 512
+
+/* The text of a negative errno (thread-safe). */
+static const char *errstr(int rc, char *buf, size_t len)
+{
+	return strerror_r(-rc, buf, len);
+}
 
 /* ------------------------------------------------------------- allocation */
 
@@ -319,6 +316,7 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
 {
 	struct ha_sbuf b;
+	char ebuf[64];
 	char *s;
 	int rc;
 
@@ -333,7 +331,7 @@ char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t err
 	s = ha_sb_take(&b, NULL, &rc);
 	if (!s)
 		ha_set_err(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,
-			   d->nodes[node].name, strerror(-rc));
+			   d->nodes[node].name, errstr(rc, ebuf, sizeof(ebuf)));
 	return s;
 }
 
@@ -400,6 +398,7 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 			     struct ha_doc **out, char *err, size_t errlen)
 {
 	struct json_object *cfg;
+	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -439,7 +438,7 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 	rc = doc_finish(d);
 	if (rc) {
 		ha_set_err(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
-			   "the document would be larger than 1 MiB" : strerror(-rc));
+			   "the document would be larger than 1 MiB" : errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_free_doc;
 	}
 	json_object_put(cfg);
@@ -694,6 +693,7 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 {
 	static const char *const keys[] = { "generation", "config", "runtime" };
 	struct json_object *root, *cfg, *rt;
+	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -745,7 +745,7 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 	rc = doc_finish(d);
 	if (rc) {
 		ha_set_err(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
-			   "larger than 1 MiB once canonical" : strerror(-rc));
+			   "larger than 1 MiB once canonical" : errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_free_doc;
 	}
 	json_object_put(root);
@@ -818,6 +818,7 @@ err_unlink_tmp:
 /* The whole file (NUL-terminated, without its trailing newlines) into *out. */
 static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 {
+	char ebuf[64];
 	struct stat st;
 	size_t got = 0;
 	char *buf;
@@ -827,11 +828,11 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		return ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		return ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -854,7 +855,7 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			ha_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+			ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 			goto err_free_buf;
 		}
 		if (n == 0)

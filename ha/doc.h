@@ -29,6 +29,17 @@
 #define HA_DGS_MAX 256
 #define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
 
+/*
+ * Whether ha_doc_render_node() puts "alua_lease": true into isergwd's
+ * configuration. isergwd learns the key with its lease support; until then
+ * its loader refuses it as an unknown key (and wants at least one portal and
+ * one target per node), so it stays 0 here: flip it to 1 (or build with
+ * -DHA_RENDER_LEASE=1) once isergwd's loader knows alua_lease.
+ */
+#ifndef HA_RENDER_LEASE
+#define HA_RENDER_LEASE 0
+#endif
+
 struct ha_portal {
 	char url[128];                  /* as isergwd's portals[].url */
 	uint16_t rel_port_id;           /* unique in the cluster; also the rendered tpgt */

@@ -385,6 +385,8 @@ static void test_errors(void **state)
 		  "gateway.alua_request_timeout_ms: 99 out of range (100..600000)" },
 		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"reactors\":-1}"),
 		  "gateway.reactors: -1 out of range (0..1024)" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"alua_lease_unavailable_ms\":600001}"),
+		  "gateway.alua_lease_unavailable_ms: 600001 out of range (0..600000)" },
 		/* duplicates */
 		{ CFG("[{\"name\":\"n1\",\"tpg_id\":1},{\"name\":\"n1\",\"tpg_id\":2}]", "[]", "[]", ""),
 		  "nodes[1].name: 'n1' already used by nodes[0]" },
@@ -800,6 +802,45 @@ static void test_parse_errors(void **state)
 	assert_int_equal(ha_doc_parse(NULL, &d, err, sizeof(err)), -EINVAL);
 }
 
+#if HA_RENDER_LEASE
+/* What needs isergwd's lease support: nodes without portals, no targets. */
+static void test_render_lease(void **state)
+{
+	static const char cfg[] = CFG(
+		"[" NODE("n1", 1, PORTAL("tcp://10.0.0.1", 1)) "," NODE("n2", 2, PORTAL("tcp://10.0.0.2", 2))
+		",{\"name\":\"w3\",\"tpg_id\":3}]",
+		"[{\"name\":\"dg1\",\"preferred_owner\":\"w3\"},{\"name\":\"dg2\"}]", "[]",
+		",\"gateway\":{\"alua_lease_unavailable_ms\":1500}");
+	struct ha_doc *a, *b;
+	int owner[2] = { 2, 1 };
+	struct gw_config *c = NULL;
+	char err[512] = "";
+	char *text;
+	int rc;
+
+	(void)state;
+	a = doc_from(cfg);
+	assert_int_equal(ha_doc_with_owners(a, owner, &b), 0);
+	text = ha_doc_render_node(b, 2, err, sizeof(err));
+	assert_non_null(strstr(text, "\"alua_lease\":true"));
+	rc = gw_config_load_string(text, &c, err, sizeof(err));
+	if (rc)
+		print_error("%s\n%s\n", err, text);
+	assert_int_equal(rc, 0);
+	assert_true(c->alua_lease);
+	assert_int_equal(c->alua_lease_unavailable_ms, 1500);
+	assert_int_equal(c->nportals, 0);
+	assert_int_equal(c->ntargets, 0);
+	assert_int_equal(c->nport_groups, 2);          /* w3 has no ports: no group */
+	assert_int_equal(c->device_groups[0].owner_tpg_id, 0); /* owned by w3: none isergwd knows */
+	assert_int_equal(c->device_groups[1].owner_tpg_id, 2);
+	gw_config_free(c);
+	free(text);
+	ha_doc_free(b);
+	ha_doc_free(a);
+}
+#endif
+
 /* ------------------------------------------------------------- storage */
 
 static char *tmpdir(void)
@@ -933,6 +974,9 @@ int main(void)
 		cmocka_unit_test(test_with_config_runtime),
 		cmocka_unit_test(test_with_owners_drain),
 		cmocka_unit_test(test_render),
+#if HA_RENDER_LEASE
+		cmocka_unit_test(test_render_lease),
+#endif
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_save_load),
