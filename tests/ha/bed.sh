@@ -1,0 +1,847 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+#
+# The HA test bed: a small rack on one machine, in network namespaces.
+# Source it from a test script (it sets no shell options; the tests use
+# `set -uo pipefail`). Needs root, corosync, nftables, iproute2, util-linux.
+#
+#   ${P}n1..${P}nN  gateway nodes (N = BED_NODES, default 3). Each has two
+#                   interfaces, "ring" 10.S.1.K/24 (corosync) and "stor"
+#                   10.S.2.K/24 (iSCSI), and its own mount and UTS namespace
+#                   (hostname nK) held by an anchor process, in which /run,
+#                   /dev/shm, /etc/corosync and /var/lib/corosync are the
+#                   node's own directories. corosync, isergwd, isergw-ha and
+#                   every tool that talks to them run inside (bed_exec).
+#   ${P}be          the backend iSCSI target, 10.S.2.100 (tgtd or isergwd)
+#   ${P}host        the test clients (libiscsi tools, cluster_probe), 10.S.2.200
+#   ${P}hub         two bridges, "ring" and "stor": the two switches
+#
+# Per node K, under $SCRATCH/nK/: etc/corosync.conf, corosync-lib/ (bound
+# over /var/lib/corosync), run/ (over /run: sockets under run/isergw/, also
+# reachable from outside the node), shm/ (over /dev/shm), state/ (isergwd's
+# and isergw-ha's --state-dir), pids/, and the logs corosync.log (corosync's
+# own log file), corosync.out (its stdout/stderr), isergwd.log, ha.log.
+# Each (re)start of a daemon appends a "=== bed: ..." line to its log.
+# $SCRATCH/be/: the backend's file, logs and run/; $SCRATCH/shared/: the
+# directory every node and the backend see, for LUN files.
+#
+# Functions (K: node number; every function returns non-zero on failure and
+# says why on stderr; the wait functions poll, never sleep a fixed time):
+#
+#   bed_parse_args ARGS...    --isergwd --isergwctl --ha --probe PATH,
+#                             --prefix P, --subnet S, --scratch DIR; the rest
+#                             is left in BED_ARGS. Then call bed_init.
+#   bed_init                  checks the set-up (exit 77 when not root or no
+#                             corosync), names and addresses; installs the
+#                             EXIT/INT/TERM traps that run bed_down.
+#   bed_up                    tears down leftovers of an earlier run with the
+#                             same prefix, builds the networks, the backend
+#                             and host namespaces and every node's anchor,
+#                             directories and corosync.conf; starts nothing.
+#   bed_down                  kills every process of the bed (SIGKILL, by
+#                             network namespace), deletes the namespaces.
+#                             Idempotent; the trap calls it.
+#   bed_check_clean           after bed_down: no namespace, mount or process
+#                             of this bed is left (prints what is).
+#   bed_exec K CMD...         runs CMD in node K (its net, mount, UTS ns).
+#   bed_host CMD...           runs CMD in the host namespace.
+#   bed_backend_exec CMD...   runs CMD in the backend's namespaces.
+#   bed_ns K | bed_ring_addr K | bed_stor_addr K | bed_portal K
+#                             the namespace name / 10.S.1.K / 10.S.2.K /
+#                             10.S.2.K:3260
+#   bed_corosync_conf K       (re)writes node K's corosync.conf from
+#                             BED_CLUSTER_NAME, BED_TOKEN, BED_TWO_NODE,
+#                             BED_NODES (bed_up calls it for every node).
+#   bed_start_corosync K      starts corosync -f in node K (pid file
+#                             nK/pids/corosync).
+#   bed_stop_corosync K       SIGTERM, waits for the exit.
+#   bed_quorum K              prints "quorate members" as node K's corosync
+#                             reports them ("Yes 3", "No 1"); fails when it
+#                             cannot be asked.
+#   bed_wait_quorum M K...    waits until each node K is quorate with M
+#                             members.
+#   bed_wait_inquorate M K... waits until each node K is inquorate and sees M
+#                             members.
+#   bed_start_isergwd K [ARGS...]
+#                             isergwd --managed --ctl-socket
+#                             /run/isergw/isergwd.sock --state-dir
+#                             $SCRATCH/nK/state --log-level info ARGS, waits
+#                             until `isergwctl status` answers. Without
+#                             --managed in the binary: a bootstrap config
+#                             (a portal on 10.S.2.K:3260, an empty target).
+#   bed_stop_isergwd K        SIGTERM; fails unless it exits 0.
+#   bed_isergwctl K ARGS...   isergwctl -s /run/isergw/isergwd.sock ARGS in K.
+#   bed_start_ha K [ARGS...]  isergw-ha --state-dir $SCRATCH/nK/state --socket
+#                             /run/isergw/ha.sock --isergwd-socket
+#                             /run/isergw/isergwd.sock --log-level info ARGS,
+#                             waits until ha.sock exists.
+#   bed_stop_ha K             SIGTERM; fails unless it exits 0.
+#   bed_pid K NAME            the pid of corosync|isergwd|ha|anchor on node K.
+#   bed_alive K NAME          that process runs.
+#   bed_kill_node K           SIGKILL to every process of node K (power loss).
+#   bed_restart_node K        starts node K again (anchor, corosync, then the
+#                             daemons it ran when killed, same arguments).
+#   bed_partition K [ring|stor]   drops every packet on that interface of
+#                             node K, both directions (nft; default ring).
+#   bed_heal K [ring|stor]    removes that drop.
+#   bed_cut K J / bed_uncut K J   drops / lets through ring packets between
+#                             nodes K and J only (on node K, both directions).
+#   bed_backend_start [tgt|isergw]  the backend target
+#                             iqn.2026-11.org.isergw:backend at 10.S.2.100:3260
+#                             with a 256 MiB file as LUN 1 (ACL all); isergw:
+#                             a second isergwd serving the same file as LUN 1.
+#   bed_backend_stop          stops it (tgtd: SIGKILL, isergwd: SIGTERM).
+#   bed_backend_url           iscsi://10.S.2.100:3260/iqn...:backend/1
+#   bed_cluster_config FILE   writes the example cluster configuration for
+#                             isergw-ha (format: docs/ha-config.md).
+#   bed_probe K LUN [PROBE-ARGS...]  cluster_probe in the host namespace
+#                             through node K's portal, target BED_HA_IQN.
+#   bed_mark [WHAT]           remembers "now" as the event the next wait
+#                             measures from (the failure functions call it).
+#   bed_poll LIMIT WHAT CMD...    runs CMD every 0.2 s until it succeeds
+#                             (0) or LIMIT seconds pass (1).
+#   bed_log MSG / bed_die MSG
+#
+# Measurements: every bed_wait_* prints "bed: WHAT after EVENT: N.NNN s" and
+# leaves the seconds in BED_ELAPSED.
+
+BED_NODES=${BED_NODES:-3}
+BED_TOKEN=${BED_TOKEN:-1000}
+BED_CLUSTER_NAME=${BED_CLUSTER_NAME:-isergw-test}
+BED_TWO_NODE=${BED_TWO_NODE:-0}
+BED_WAIT_LIMIT=${BED_WAIT_LIMIT:-60}
+BED_HA_IQN=iqn.2026-11.org.isergw:ha
+BED_BACKEND_IQN=iqn.2026-11.org.isergw:backend
+BED_PORT=3260
+BED_ISERGWD=${BED_ISERGWD:-}
+BED_ISERGWCTL=${BED_ISERGWCTL:-}
+BED_HA=${BED_HA:-}
+BED_PROBE=${BED_PROBE:-}
+BED_PREFIX=${BED_PREFIX:-}
+BED_SUBNET=${BED_SUBNET:-}
+SCRATCH=${SCRATCH:-}
+BED_ARGS=()
+BED_ELAPSED=
+BED_T0=
+BED_EVENT=
+BED_NS_INODES=()
+_BED_LEFT=
+
+bed_log() { printf 'bed: %s\n' "$*" >&2; }
+bed_die() { bed_log "error: $*"; exit 1; }
+
+bed_parse_args() {
+	BED_ARGS=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--isergwd) BED_ISERGWD=$2; shift 2 ;;
+		--isergwctl) BED_ISERGWCTL=$2; shift 2 ;;
+		--ha) BED_HA=$2; shift 2 ;;
+		--probe) BED_PROBE=$2; shift 2 ;;
+		--prefix) BED_PREFIX=$2; shift 2 ;;
+		--subnet) BED_SUBNET=$2; shift 2 ;;
+		--scratch) SCRATCH=$2; shift 2 ;;
+		*) BED_ARGS+=("$1"); shift ;;
+		esac
+	done
+}
+
+# Microseconds since the epoch, and seconds since a microsecond stamp.
+bed_now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+bed_secs_since() {
+	local d=$(($(bed_now_us) - $1))
+	printf '%d.%03d' $((d / 1000000)) $((d % 1000000 / 1000))
+}
+
+bed_mark() { BED_T0=$(bed_now_us); BED_EVENT=${1:-mark}; }
+
+bed_init() {
+	if [ "$(id -u)" -ne 0 ]; then
+		bed_log "skipped: the HA bed needs root (network namespaces)"
+		exit 77
+	fi
+	if ! command -v corosync >/dev/null || ! command -v corosync-quorumtool >/dev/null; then
+		bed_log "skipped: corosync not installed (deploy/install-deps.sh)"
+		exit 77
+	fi
+	local t
+	for t in ip nft nsenter unshare tgtd tgtadm iscsi-inq jq; do
+		command -v "$t" >/dev/null || bed_die "$t not found (deploy/install-deps.sh)"
+	done
+	[[ $BED_PREFIX =~ ^[a-z][a-z0-9]{0,7}$ ]] ||
+		bed_die "--prefix wants 1-8 lower-case letters and digits, starting with a letter (got '$BED_PREFIX')"
+	[[ $BED_SUBNET =~ ^[0-9]+$ && $BED_SUBNET -ge 1 && $BED_SUBNET -le 254 ]] ||
+		bed_die "--subnet wants 1..254 (got '$BED_SUBNET')"
+	[[ $BED_NODES =~ ^[1-9]$ ]] || bed_die "BED_NODES wants 1..9"
+	[[ -n $BED_ISERGWD && -x $BED_ISERGWD ]] || bed_die "--isergwd PATH required"
+	[[ -n $BED_ISERGWCTL && -x $BED_ISERGWCTL ]] || bed_die "--isergwctl PATH required"
+	[ -n "$SCRATCH" ] || bed_die "--scratch DIR required"
+	mkdir -p "$SCRATCH" || bed_die "cannot create $SCRATCH"
+	SCRATCH=$(cd "$SCRATCH" && pwd)
+	BED_NET=10.$BED_SUBNET
+	BED_BACKEND_ADDR=$BED_NET.2.100
+	BED_HOST_ADDR=$BED_NET.2.200
+	BED_SHARED=$SCRATCH/shared
+	trap 'bed_down' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+bed_ns() { echo "${BED_PREFIX}n$1"; }
+bed_ring_addr() { echo "$BED_NET.1.$1"; }
+bed_stor_addr() { echo "$BED_NET.2.$1"; }
+bed_portal() { echo "$BED_NET.2.$1:$BED_PORT"; }
+bed_backend_url() { echo "iscsi://$BED_BACKEND_ADDR:$BED_PORT/$BED_BACKEND_IQN/1"; }
+_bed_dir() { echo "$SCRATCH/n$1"; }
+
+# Every namespace of this bed, hub last.
+_bed_all_ns() {
+	local k
+	for ((k = 1; k <= BED_NODES; k++)); do bed_ns "$k"; done
+	echo "${BED_PREFIX}be" "${BED_PREFIX}host" "${BED_PREFIX}hub"
+}
+
+_bed_ns_exists() { [ -e "/run/netns/$1" ]; }
+
+bed_poll() {
+	local limit=$1 what=$2
+	shift 2
+	local deadline=$((SECONDS + limit))
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			bed_log "timeout after ${limit} s: $what"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# _bed_port_open NS ADDR PORT: something accepts TCP connections there
+_bed_port_open() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	ip netns exec "$1" timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$2" "$3" 2>/dev/null
+}
+
+# ---------------------------------------------------------------- network
+
+bed_up() {
+	local k ns hub=${BED_PREFIX}hub
+	bed_down_quiet
+	rm -rf "${SCRATCH:?}"/n[0-9] "$SCRATCH/be" "$SCRATCH/pids"
+	mkdir -p "$BED_SHARED" "$SCRATCH/be/run" "$SCRATCH/be/shm" "$SCRATCH/be/pids"
+	for ns in $(_bed_all_ns); do
+		ip netns add "$ns" || { bed_log "ip netns add $ns failed"; return 1; }
+		ip -n "$ns" link set lo up || return 1
+		BED_NS_INODES+=("$(stat -L -c %i "/run/netns/$ns")")
+	done
+	if ! ip -n "$hub" link add ring type bridge || ! ip -n "$hub" link set ring up ||
+		! ip -n "$hub" link add stor type bridge || ! ip -n "$hub" link set stor up; then
+		bed_log "cannot create the bridges in $hub"
+		return 1
+	fi
+	for ((k = 1; k <= BED_NODES; k++)); do
+		ns=$(bed_ns "$k")
+		_bed_link "$ns" ring "r$k" "$(bed_ring_addr "$k")" || return 1
+		_bed_link "$ns" stor "s$k" "$(bed_stor_addr "$k")" || return 1
+		mkdir -p "$(_bed_dir "$k")"/{etc,corosync-lib,run,shm,state,pids} || return 1
+		bed_corosync_conf "$k" || return 1
+		_bed_anchor "$k" || return 1
+	done
+	_bed_link "${BED_PREFIX}be" stor sbe "$BED_BACKEND_ADDR" || return 1
+	_bed_link "${BED_PREFIX}host" stor shost "$BED_HOST_ADDR" || return 1
+	_bed_anchor be || return 1
+	bed_log "up: $BED_NODES nodes, ring $BED_NET.1.0/24, storage $BED_NET.2.0/24, scratch $SCRATCH"
+}
+
+# _bed_link NS IFNAME HUB-IFNAME ADDR: a veth from NS to the hub's bridge IFNAME
+_bed_link() {
+	local ns=$1 ifn=$2 hubif=$3 addr=$4 hub=${BED_PREFIX}hub
+	if ! ip -n "$hub" link add "$hubif" type veth peer name "$ifn" netns "$ns" ||
+		! ip -n "$hub" link set "$hubif" master "$ifn" ||
+		! ip -n "$hub" link set "$hubif" up ||
+		! ip -n "$ns" addr add "$addr/24" dev "$ifn" ||
+		! ip -n "$ns" link set "$ifn" up; then
+		bed_log "cannot link $ns:$ifn ($addr) to the $ifn bridge"
+		return 1
+	fi
+}
+
+# _bed_anchor K|be: the process that holds node K's (or the backend's)
+# mount and UTS namespaces; everything of the node enters them. /run and
+# /dev/shm start empty, as after a boot.
+_bed_anchor() {
+	local k=$1 dir ns name mounts
+	if [ "$k" = be ]; then
+		dir=$SCRATCH/be ns=${BED_PREFIX}be name=be
+		mounts="mount --bind $dir/run /run && mount --bind $dir/shm /dev/shm"
+	else
+		dir=$(_bed_dir "$k") ns=$(bed_ns "$k") name=n$k
+		mounts="mount --bind $dir/etc /etc/corosync && mount --bind $dir/corosync-lib /var/lib/corosync &&
+			mount --bind $dir/run /run && mount --bind $dir/shm /dev/shm"
+	fi
+	find "$dir/run" "$dir/shm" -mindepth 1 -delete 2>/dev/null
+	mkdir -p "$dir/run/isergw" "$dir/run/corosync" "$dir/run/lock" && chmod 0700 "$dir/run/isergw" || return 1
+	# shellcheck disable=SC2016 # $0 is expanded by the inner shell
+	ip netns exec "$ns" unshare -m -u --propagation private bash -c "
+		set -e
+		$mounts
+		hostname $name
+		exec -a \"\$0\" sleep infinity" "isergw-bed-anchor-$ns" </dev/null >/dev/null 2>"$dir/anchor.err" &
+	echo $! >"$dir/pids/anchor"
+	disown $! # killed with the node; its status means nothing
+	# ready when the node's /run is mounted inside it
+	if ! bed_poll 10 "anchor of $name" _bed_anchor_ready "$!" "$dir"; then
+		cat "$dir/anchor.err" >&2
+		return 1
+	fi
+}
+
+_bed_anchor_ready() {
+	kill -0 "$1" 2>/dev/null || return 1
+	# the anchor's /run is the node's run/ when isergw/ is found there
+	# with the same inode
+	[ "$(stat -c %i "/proc/$1/root/run/isergw" 2>/dev/null)" = "$(stat -c %i "$2/run/isergw")" ] &&
+		[[ $(readlink "/proc/$1/exe") == */sleep ]]
+}
+
+bed_pid() {
+	local f
+	if [ "$1" = be ]; then f=$SCRATCH/be/pids/$2; else f=$(_bed_dir "$1")/pids/$2; fi
+	[ -s "$f" ] && cat "$f"
+}
+
+bed_alive() {
+	local pid
+	pid=$(bed_pid "$1" "$2") && kill -0 "$pid" 2>/dev/null
+}
+
+# _bed_anchor_pid K|be: the anchor's pid, when it runs
+_bed_anchor_pid() {
+	local pid
+	if ! pid=$(bed_pid "$1" anchor) || ! kill -0 "$pid" 2>/dev/null; then
+		bed_log "node $1 is down (no anchor process)"
+		return 125
+	fi
+	echo "$pid"
+}
+
+_bed_enter() {
+	local pid
+	pid=$(_bed_anchor_pid "$1") || return 125
+	shift
+	nsenter -t "$pid" -m -n -u -- "$@"
+}
+
+# _bed_spawn K|be NAME LOG CMD...: starts CMD in the background in node K
+# (nsenter execs it: the pid recorded as NAME is CMD's own), appending its
+# stdout and stderr to LOG after a banner line
+_bed_spawn() {
+	local k=$1 name=$2 logf=$3 pid dir
+	shift 3
+	pid=$(_bed_anchor_pid "$k") || return 125
+	if [ "$k" = be ]; then dir=$SCRATCH/be; else dir=$(_bed_dir "$k"); fi
+	printf '=== bed: %s started %s ===\n' "$name" "$(date '+%F %T.%N')" >>"$logf"
+	nsenter -t "$pid" -m -n -u -- "$@" </dev/null >>"$logf" 2>&1 &
+	echo $! >"$dir/pids/$name"
+}
+
+bed_exec() { _bed_enter "$@"; }
+bed_backend_exec() { _bed_enter be "$@"; }
+bed_host() { ip netns exec "${BED_PREFIX}host" "$@"; }
+
+# _bed_kill_ns NS: SIGKILL every process in the network namespace, wait
+# until none is left.
+_bed_kill_ns() {
+	local ns=$1 pids i
+	_bed_ns_exists "$ns" || return 0
+	for ((i = 0; i < 100; i++)); do
+		pids=$(ip netns pids "$ns" 2>/dev/null)
+		[ -z "$pids" ] && return 0
+		# shellcheck disable=SC2086 # a list of pids
+		kill -KILL $pids 2>/dev/null
+		sleep 0.1
+	done
+	_BED_LEFT+="processes left in $ns: $(ip netns pids "$ns" | tr '\n' ' ') "
+	return 1
+}
+
+# _bed_kill_quiet DIR NS...: _bed_kill_ns each NS and reap the children whose
+# pid files are in DIR, with bash's "Killed" reports of its jobs silenced (not
+# news here)
+_bed_kill_quiet() {
+	local dir=$1 ns rc=0
+	shift
+	_BED_LEFT=
+	{
+		for ns in "$@"; do _bed_kill_ns "$ns" || rc=1; done
+		_bed_reap "$dir"
+	} 2>/dev/null
+	[ -z "$_BED_LEFT" ] || bed_log "$_BED_LEFT"
+	return "$rc"
+}
+
+# _bed_reap DIR...: reap the children whose pid files are in DIR/pids
+# (they are dead by now)
+_bed_reap() {
+	local d f pid
+	for d in "$@"; do
+		for f in "$d"/pids/*; do
+			[ -s "$f" ] || continue
+			pid=$(cat "$f")
+			kill -0 "$pid" 2>/dev/null || { wait "$pid"; } 2>/dev/null
+		done
+	done
+	true
+}
+
+bed_down_quiet() {
+	local ns rc=0
+	_BED_LEFT=
+	{
+		for ns in $(_bed_all_ns); do _bed_kill_ns "$ns" || rc=1; done
+		_bed_reap "$SCRATCH"/n[0-9] "$SCRATCH/be"
+	} 2>/dev/null
+	[ -z "$_BED_LEFT" ] || bed_log "$_BED_LEFT"
+	for ns in $(_bed_all_ns); do
+		if _bed_ns_exists "$ns"; then
+			ip netns del "$ns" || rc=1
+		fi
+	done
+	return "$rc"
+}
+
+bed_down() {
+	[[ -n $BED_PREFIX && -n ${BED_NET:-} ]] || return 0
+	local ns rc any=0
+	for ns in $(_bed_all_ns); do _bed_ns_exists "$ns" && any=1; done
+	[ "$any" -eq 1 ] || return 0
+	bed_down_quiet
+	rc=$?
+	[ "$rc" -eq 0 ] && bed_log "down: every process of the bed killed, namespaces deleted"
+	return "$rc"
+}
+
+# What bed_down must leave: no namespace of ours, no process in one of the
+# namespaces this run created (by inode), no mount of ours in this mount
+# namespace, no process naming our scratch directory or anchors.
+bed_check_clean() {
+	local ns ino p left=0 line
+	for ns in $(_bed_all_ns); do
+		if _bed_ns_exists "$ns"; then bed_log "namespace $ns still exists"; left=1; fi
+	done
+	for p in /proc/[0-9]*; do
+		ino=$(stat -L -c %i "$p/ns/net" 2>/dev/null) || continue
+		for ns in "${BED_NS_INODES[@]}"; do
+			if [ "$ino" = "$ns" ]; then
+				bed_log "process ${p#/proc/} still in one of the bed's namespaces: $(tr '\0' ' ' <"$p/cmdline")"
+				left=1
+			fi
+		done
+		line=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+		case "$line" in
+		*"isergw-bed-anchor-$BED_PREFIX"* | *"$SCRATCH/"*)
+			bed_log "process ${p#/proc/} left: $line"
+			left=1
+			;;
+		esac
+	done
+	if grep -E -e "$SCRATCH/|/run/netns/${BED_PREFIX}(n[0-9]|be|host|hub) " /proc/self/mountinfo >&2; then
+		bed_log "mounts of the bed are left (above)"
+		left=1
+	fi
+	return "$left"
+}
+
+# ---------------------------------------------------------------- corosync
+
+bed_corosync_conf() {
+	local k=$1 j dir
+	dir=$(_bed_dir "$k")
+	{
+		echo "totem {"
+		echo "	version: 2"
+		echo "	cluster_name: $BED_CLUSTER_NAME"
+		echo "	transport: knet"
+		echo "	ip_version: ipv4"
+		echo "	token: $BED_TOKEN"
+		echo "	crypto_cipher: none"
+		echo "	crypto_hash: none"
+		echo "}"
+		echo "nodelist {"
+		for ((j = 1; j <= BED_NODES; j++)); do
+			echo "	node {"
+			echo "		name: n$j"
+			echo "		nodeid: $j"
+			echo "		ring0_addr: $(bed_ring_addr "$j")"
+			echo "	}"
+		done
+		echo "}"
+		echo "quorum {"
+		echo "	provider: corosync_votequorum"
+		[ "$BED_TWO_NODE" = 1 ] && echo "	two_node: 1"
+		echo "}"
+		echo "logging {"
+		echo "	to_logfile: yes"
+		echo "	logfile: $dir/corosync.log"
+		echo "	to_stderr: no"
+		echo "	to_syslog: no"
+		echo "	timestamp: on"
+		echo "}"
+	} >"$dir/etc/corosync.conf"
+}
+
+bed_start_corosync() {
+	local k=$1 dir pid
+	dir=$(_bed_dir "$k")
+	if bed_alive "$k" corosync; then
+		bed_log "corosync already runs on node $k"
+		return 1
+	fi
+	_bed_spawn "$k" corosync "$dir/corosync.out" corosync -f || return 1
+	_bed_service "$k" corosync add
+	# up when its IPC answers
+	if ! bed_poll 30 "corosync on node $k answering" bed_quorum "$k"; then
+		tail -n 20 "$dir/corosync.out" "$dir/corosync.log" >&2
+		return 1
+	fi
+}
+
+# _bed_stop K NAME [LIMIT]: SIGTERM, wait; 0 when it exited 0
+_bed_stop() {
+	local k=$1 name=$2 limit=${3:-30} pid i rc
+	pid=$(bed_pid "$k" "$name") || { bed_log "no $name on node $k"; return 1; }
+	[ "$k" = be ] || _bed_service "$k" "$name" del
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid" 2>/dev/null
+		bed_log "$name on node $k (pid $pid) had already exited (status $?)"
+		return 1
+	fi
+	kill -TERM "$pid"
+	for ((i = 0; i < limit * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		bed_log "$name on node $k (pid $pid) still running ${limit} s after SIGTERM: killing it"
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" 2>/dev/null
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		bed_log "$name on node $k (pid $pid) exited with status $rc after SIGTERM"
+		return 1
+	fi
+}
+
+bed_stop_corosync() { bed_mark "corosync stopped on node $1"; _bed_stop "$1" corosync; }
+
+bed_quorum() {
+	local out q n
+	out=$(bed_exec "$1" corosync-quorumtool -s 2>/dev/null)
+	q=$(awk -F': *' '$1 == "Quorate" { print $2 }' <<<"$out")
+	n=$(awk -F': *' '$1 == "Nodes" { print $2 }' <<<"$out")
+	[ -n "$q" ] && [ -n "$n" ] || return 1
+	echo "$q $n"
+}
+
+# _bed_quorum_is WANT-QUORATE MEMBERS K...
+_bed_quorum_is() {
+	local want=$1 m=$2 k
+	shift 2
+	for k in "$@"; do
+		[ "$(bed_quorum "$k")" = "$want $m" ] || return 1
+	done
+}
+
+_bed_wait_report() {
+	local what=$1
+	if [ -n "$BED_T0" ]; then
+		BED_ELAPSED=$(bed_secs_since "$BED_T0")
+		bed_log "$what after $BED_EVENT: $BED_ELAPSED s"
+	fi
+}
+
+bed_wait_quorum() {
+	local m=$1 k
+	shift
+	if ! bed_poll "$BED_WAIT_LIMIT" "node(s) $* quorate with $m member(s)" _bed_quorum_is Yes "$m" "$@"; then
+		for k in "$@"; do bed_log "node $k: $(bed_quorum "$k" || echo 'no answer')"; done
+		return 1
+	fi
+	_bed_wait_report "node(s) $* quorate with $m member(s)"
+}
+
+bed_wait_inquorate() {
+	local m=$1 k
+	shift
+	if ! bed_poll "$BED_WAIT_LIMIT" "node(s) $* inquorate with $m member(s)" _bed_quorum_is No "$m" "$@"; then
+		for k in "$@"; do bed_log "node $k: $(bed_quorum "$k" || echo 'no answer')"; done
+		return 1
+	fi
+	_bed_wait_report "node(s) $* inquorate with $m member(s)"
+}
+
+# _bed_service K NAME add|del: what bed_restart_node starts again
+_bed_service() {
+	local f
+	f=$(_bed_dir "$1")/services
+	touch "$f"
+	grep -vx -- "$2" "$f" >"$f.new"
+	[ "$3" = add ] && echo "$2" >>"$f.new"
+	mv "$f.new" "$f"
+}
+
+# ---------------------------------------------------------------- daemons
+
+_bed_has_managed() { "$BED_ISERGWD" --help 2>&1 | grep -q -- '--managed'; }
+
+bed_start_isergwd() {
+	local k=$1 dir args
+	shift
+	dir=$(_bed_dir "$k")
+	if bed_alive "$k" isergwd; then
+		bed_log "isergwd already runs on node $k"
+		return 1
+	fi
+	: >"$dir/isergwd.args"
+	[ $# -eq 0 ] || printf '%s\n' "$@" >"$dir/isergwd.args"
+	args=(--ctl-socket /run/isergw/isergwd.sock --state-dir "$dir/state" --log-level info)
+	if _bed_has_managed; then
+		args=(--managed "${args[@]}")
+	else
+		# isergwd without --managed: a minimal configuration (one portal,
+		# one empty target) until ApplyConfig replaces it
+		cat >"$dir/isergwd-bootstrap.json" <<-EOF
+		{
+		  "portals": [ { "url": "tcp://$(bed_portal "$k")", "rel_port_id": $k, "tpg_id": $k } ],
+		  "targets": [ { "iqn": "iqn.2026-11.org.isergw:bed-n$k" } ]
+		}
+		EOF
+		args=(--config "$dir/isergwd-bootstrap.json" "${args[@]}")
+	fi
+	_bed_spawn "$k" isergwd "$dir/isergwd.log" "$BED_ISERGWD" "${args[@]}" "$@" || return 1
+	_bed_service "$k" isergwd add
+	if ! bed_poll 30 "isergwd on node $k answering status" _bed_isergwd_ready "$k"; then
+		tail -n 20 "$dir/isergwd.log" >&2
+		return 1
+	fi
+}
+
+_bed_isergwd_ready() { bed_alive "$1" isergwd && bed_isergwctl "$1" status; }
+
+bed_isergwctl() {
+	local k=$1
+	shift
+	bed_exec "$k" "$BED_ISERGWCTL" -s /run/isergw/isergwd.sock "$@"
+}
+
+bed_stop_isergwd() { _bed_stop "$1" isergwd; }
+
+bed_start_ha() {
+	local k=$1 dir
+	shift
+	dir=$(_bed_dir "$k")
+	[[ -n $BED_HA && -x $BED_HA ]] || { bed_log "no isergw-ha binary (--ha PATH)"; return 1; }
+	if bed_alive "$k" ha; then
+		bed_log "isergw-ha already runs on node $k"
+		return 1
+	fi
+	: >"$dir/ha.args"
+	[ $# -eq 0 ] || printf '%s\n' "$@" >"$dir/ha.args"
+	_bed_spawn "$k" ha "$dir/ha.log" "$BED_HA" --state-dir "$dir/state" --socket /run/isergw/ha.sock \
+		--isergwd-socket /run/isergw/isergwd.sock --log-level info "$@" || return 1
+	_bed_service "$k" ha add
+	if ! bed_poll 30 "isergw-ha on node $k listening" _bed_ha_ready "$k" "$dir"; then
+		tail -n 20 "$dir/ha.log" >&2
+		return 1
+	fi
+}
+
+_bed_ha_ready() { bed_alive "$1" ha && [ -S "$2/run/isergw/ha.sock" ]; }
+
+bed_stop_ha() { _bed_stop "$1" ha; }
+
+# ---------------------------------------------------------------- failures
+
+bed_kill_node() {
+	local k=$1
+	bed_mark "node $k killed"
+	_bed_kill_quiet "$(_bed_dir "$k")" "$(bed_ns "$k")" || return 1
+	bed_log "node $k killed (SIGKILL to every process)"
+}
+
+bed_restart_node() {
+	local k=$1 dir s a
+	dir=$(_bed_dir "$k")
+	local services=()
+	mapfile -t services <"$dir/services"
+	_bed_kill_quiet "$dir" "$(bed_ns "$k")" || return 1
+	bed_mark "node $k restarted"
+	_bed_anchor "$k" || return 1
+	: >"$dir/services"
+	bed_start_corosync "$k" || return 1
+	for s in isergwd ha; do
+		printf '%s\n' "${services[@]}" | grep -qx "$s" || continue
+		a=()
+		[ -s "$dir/$s.args" ] && mapfile -t a <"$dir/$s.args"
+		"bed_start_$s" "$k" "${a[@]}" || return 1
+	done
+	bed_log "node $k restarted: $(paste -sd' ' "$dir/services")"
+}
+
+# _bed_nft K TABLE RULES: (re)loads table inet TABLE with an input and an
+# output chain holding RULES-in / RULES-out
+_bed_nft() {
+	local k=$1 table=$2 rin=$3 rout=$4
+	ip netns exec "$(bed_ns "$k")" nft -f - <<-EOF
+	table inet $table
+	delete table inet $table
+	table inet $table {
+		chain input { type filter hook input priority -10; policy accept; $rin; }
+		chain output { type filter hook output priority -10; policy accept; $rout; }
+	}
+	EOF
+}
+
+_bed_nft_del() {
+	ip netns exec "$(bed_ns "$1")" nft delete table inet "$2"
+}
+
+_bed_if() {
+	case "${1:-ring}" in
+	ring | stor) echo "${1:-ring}" ;;
+	*) bed_log "network '$1': ring or stor"; return 1 ;;
+	esac
+}
+
+bed_partition() {
+	local k=$1 ifn
+	ifn=$(_bed_if "${2:-ring}") || return 1
+	_bed_nft "$k" "bed_part_$ifn" "iifname \"$ifn\" drop" "oifname \"$ifn\" drop" || return 1
+	bed_mark "node $k partitioned ($ifn)"
+	bed_log "node $k: every packet on $ifn dropped"
+}
+
+bed_heal() {
+	local k=$1 ifn
+	ifn=$(_bed_if "${2:-ring}") || return 1
+	_bed_nft_del "$k" "bed_part_$ifn" || return 1
+	bed_mark "node $k healed ($ifn)"
+	bed_log "node $k: $ifn healed"
+}
+
+bed_cut() {
+	local k=$1 j=$2 a
+	a=$(bed_ring_addr "$j")
+	_bed_nft "$k" "bed_cut_$j" "ip saddr $a drop" "ip daddr $a drop" || return 1
+	bed_mark "ring cut between nodes $k and $j"
+	bed_log "ring packets between nodes $k and $j dropped (on node $k)"
+}
+
+bed_uncut() {
+	_bed_nft_del "$1" "bed_cut_$2" || return 1
+	bed_mark "ring between nodes $1 and $2 restored"
+	bed_log "ring between nodes $1 and $2 restored"
+}
+
+# ---------------------------------------------------------------- backend
+
+bed_backend_start() {
+	local kind=${1:-tgt} dir=$SCRATCH/be img
+	img=$dir/backend.img
+	[ -e "$img" ] || truncate -s 256M "$img" || return 1
+	if [ "$kind" = tgt ]; then
+		_bed_spawn be backend "$dir/tgtd.log" tgtd -f --iscsi "portal=$BED_BACKEND_ADDR:$BED_PORT" ||
+			return 1
+		echo tgt >"$dir/kind"
+		bed_poll 30 "tgtd listening on $BED_BACKEND_ADDR" _bed_backend_listening || return 1
+		local ta=(tgtadm --lld iscsi)
+		if ! bed_backend_exec "${ta[@]}" --mode target --op new --tid 1 -T "$BED_BACKEND_IQN" ||
+			! bed_backend_exec "${ta[@]}" --mode logicalunit --op new --tid 1 --lun 1 -b "$img" ||
+			! bed_backend_exec "${ta[@]}" --mode target --op bind --tid 1 -I ALL; then
+			bed_log "tgtadm failed (log $dir/tgtd.log)"
+			return 1
+		fi
+	elif [ "$kind" = isergw ]; then
+		mkdir -p "$dir/state"
+		cat >"$dir/backend.json" <<-EOF
+		{
+		  "log_level": "info",
+		  "state_dir": "$dir/state",
+		  "ctl_socket": "/run/isergw/isergwd.sock",
+		  "portals": [ { "url": "tcp://$BED_BACKEND_ADDR:$BED_PORT" } ],
+		  "targets": [ { "iqn": "$BED_BACKEND_IQN", "luns": [ { "lun": 1, "path": "$img" } ] } ]
+		}
+		EOF
+		_bed_spawn be backend "$dir/isergwd.log" "$BED_ISERGWD" --config "$dir/backend.json" || return 1
+		echo isergw >"$dir/kind"
+		bed_poll 30 "backend isergwd listening on $BED_BACKEND_ADDR" _bed_backend_listening || return 1
+	else
+		bed_log "backend kind '$kind': tgt or isergw"
+		return 1
+	fi
+	bed_log "backend ($kind) up: $(bed_backend_url)"
+}
+
+_bed_backend_listening() {
+	bed_alive be backend && _bed_port_open "${BED_PREFIX}host" "$BED_BACKEND_ADDR" "$BED_PORT"
+}
+
+bed_backend_stop() {
+	local pid
+	pid=$(bed_pid be backend) || return 1
+	if [ "$(cat "$SCRATCH/be/kind")" = tgt ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 0
+	fi
+	_bed_stop be backend
+}
+
+# ---------------------------------------------------------------- clients
+
+bed_probe() {
+	local k=$1 lun=$2
+	shift 2
+	[ -x "$BED_PROBE" ] || { bed_log "no cluster_probe (--probe PATH)"; return 1; }
+	bed_host "$BED_PROBE" --initiator iqn.2026-11.org.isergw:host "$@" \
+		"iscsi://$(bed_portal "$k")/$BED_HA_IQN/$lun"
+}
+
+# ---------------------------------------------------------------- cluster configuration
+
+bed_cluster_config() {
+	local file=$1 k nodes="" dgs=""
+	for ((k = 1; k <= BED_NODES; k++)); do
+		nodes+="${nodes:+,
+    }{ \"name\": \"n$k\", \"tpg_id\": $k,
+      \"portals\": [ { \"url\": \"tcp://$(bed_portal "$k")\", \"rel_port_id\": $k } ] }"
+	done
+	for k in 1 2 3; do
+		dgs+="${dgs:+,
+    }{ \"name\": \"dg$k\", \"preferred_owner\": \"n$((k <= BED_NODES ? k : 1))\", \"failback\": \"immediate\" }"
+	done
+	cat >"$file" <<-EOF
+	{
+	  "nodes": [
+	    $nodes
+	  ],
+	  "device_groups": [
+	    $dgs
+	  ],
+	  "targets": [
+	    { "iqn": "$BED_HA_IQN",
+	      "luns": [
+	        { "lun": 0, "path": "$(bed_backend_url)", "device_group": "dg1" },
+	        { "lun": 1, "path": "$BED_SHARED/lun1.img", "size": "64M", "device_group": "dg2" },
+	        { "lun": 2, "path": "$BED_SHARED/lun2.img", "size": "64M", "device_group": "dg3" }
+	      ] }
+	  ],
+	  "gateway": { "log_level": "info" }
+	}
+	EOF
+	jq -e . "$file" >/dev/null || { bed_log "bed_cluster_config: $file is not valid JSON"; return 1; }
+}
