@@ -75,16 +75,14 @@ out_pop:
 	return rc;
 }
 
-/* The integer at key in min..max; *present false (and *out untouched) when absent. */
+/* The integer at key in min..max (*out untouched when absent). */
 static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
-		    uint64_t min, uint64_t max, uint64_t *out, bool *present)
+		    uint64_t min, uint64_t max, uint64_t *out)
 {
 	struct json_object *v;
 	size_t old = ha_vpath_key(c, key);
 	int64_t x;
 
-	if (present)
-		*present = false;
 	if (!json_object_object_get_ex(obj, key, &v)) {
 		if (required)
 			return ha_verr(c, "missing");
@@ -98,8 +96,6 @@ static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key,
 		return ha_verr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
 			       (unsigned long long)min, (unsigned long long)max);
 	*out = (uint64_t)x;
-	if (present)
-		*present = true;
 	ha_vpath_pop(c, old);
 	return 0;
 }
@@ -173,7 +169,7 @@ static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_po
 		return ha_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
 	}
 	memcpy(p->url, url, strlen(url) + 1);
-	rc = get_uint(c, obj, "rel_port_id", true, 1, 65535, &rel, NULL);
+	rc = get_uint(c, obj, "rel_port_id", true, 1, 65535, &rel);
 	if (rc)
 		return rc;
 	p->rel_port_id = (uint16_t)rel;
@@ -226,7 +222,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	ha_vpath_pop(c, old);
 	(void)copy_name(n->name, name);
 
-	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg, NULL);
+	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
 	if (rc)
 		return rc;
 	n->tpg_id = (uint16_t)tpg;
@@ -490,7 +486,7 @@ static int check_gateway(struct ha_vctx *c, struct json_object *gw)
 		uint64_t v;
 
 		if (k->max) {
-			rc = get_uint(c, gw, k->key, false, k->min, k->max, &v, NULL);
+			rc = get_uint(c, gw, k->key, false, k->min, k->max, &v);
 			if (rc)
 				return rc;
 			continue;
