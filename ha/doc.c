@@ -50,6 +50,8 @@ void ha_doc_free(struct ha_doc *d)
 	free(d->dgs);
 	free(d->owner);
 	free(d->drained);
+	free(d->live);
+	free(d->moving_from);
 	free(d->text);
 	free(d->config_text);
 	free(d->gateway_members);
@@ -62,11 +64,13 @@ void ha_doc_free(struct ha_doc *d)
 static int alloc_runtime(struct ha_doc *d)
 {
 	d->owner = malloc((d->ndgs ? d->ndgs : 1) * sizeof(*d->owner));
+	d->moving_from = malloc((d->ndgs ? d->ndgs : 1) * sizeof(*d->moving_from));
 	d->drained = calloc(d->nnodes ? d->nnodes : 1, sizeof(*d->drained));
-	if (!d->owner || !d->drained)
+	d->live = calloc(d->nnodes ? d->nnodes : 1, sizeof(*d->live));
+	if (!d->owner || !d->drained || !d->live || !d->moving_from)
 		return -ENOMEM;
 	for (size_t g = 0; g < d->ndgs; g++)
-		d->owner[g] = -1;
+		d->owner[g] = d->moving_from[g] = -1;
 	return 0;
 }
 
@@ -114,9 +118,12 @@ static int doc_copy(const struct ha_doc *d, struct ha_doc **out)
 	if (d->ndgs) {
 		memcpy(c->dgs, d->dgs, d->ndgs * sizeof(*d->dgs));
 		memcpy(c->owner, d->owner, d->ndgs * sizeof(*d->owner));
+		memcpy(c->moving_from, d->moving_from, d->ndgs * sizeof(*d->moving_from));
 	}
-	if (d->nnodes)
+	if (d->nnodes) {
 		memcpy(c->drained, d->drained, d->nnodes * sizeof(*d->drained));
+		memcpy(c->live, d->live, d->nnodes * sizeof(*d->live));
+	}
 	c->config_text = dup_or_null(d->config_text, &failed);
 	c->gateway_members = dup_or_null(d->gateway_members, &failed);
 	c->targets_text = dup_or_null(d->targets_text, &failed);
@@ -171,32 +178,36 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* {"drained":[sorted names],"owners":{dg:node, sorted by dg, owned ones only}} */
-static void put_runtime(struct ha_sbuf *b, const struct ha_doc *d)
+/* A JSON array of the names of the nodes whose flag is set, sorted. */
+static void put_node_set(struct ha_sbuf *b, const struct ha_doc *d, const bool *set)
 {
-	const char *names[HA_NODES_MAX > HA_DGS_MAX ? HA_NODES_MAX : HA_DGS_MAX];
+	const char *names[HA_NODES_MAX];
 	size_t n = 0;
 
-	if (d->nnodes > HA_NODES_MAX || d->ndgs > HA_DGS_MAX) {
-		b->err = -EINVAL;
-		return;
-	}
 	for (size_t k = 0; k < d->nnodes; k++)
-		if (d->drained[k])
+		if (set[k])
 			names[n++] = d->nodes[k].name;
 	qsort(names, n, sizeof(names[0]), str_cmp);
-	ha_sb_puts(b, "{\"drained\":[");
+	ha_sb_puts(b, "[");
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			ha_sb_puts(b, ",");
 		ha_sb_put_jstr(b, names[i], strlen(names[i]));
 	}
-	ha_sb_puts(b, "],\"owners\":{");
-	n = 0;
+	ha_sb_puts(b, "]");
+}
+
+/* A JSON object {dg: node} of the device groups whose entry is a node, sorted by dg. */
+static void put_dg_map(struct ha_sbuf *b, const struct ha_doc *d, const int *map)
+{
+	const char *names[HA_DGS_MAX];
+	size_t n = 0;
+
 	for (size_t g = 0; g < d->ndgs; g++)
-		if (d->owner[g] >= 0)
+		if (map[g] >= 0)
 			names[n++] = d->dgs[g].name;
 	qsort(names, n, sizeof(names[0]), str_cmp);
+	ha_sb_puts(b, "{");
 	for (size_t i = 0; i < n; i++) {
 		int g = ha_doc_find_dg(d, names[i]);
 
@@ -204,9 +215,30 @@ static void put_runtime(struct ha_sbuf *b, const struct ha_doc *d)
 			ha_sb_puts(b, ",");
 		ha_sb_put_jstr(b, names[i], strlen(names[i]));
 		ha_sb_puts(b, ":");
-		ha_sb_put_jstr(b, d->nodes[d->owner[g]].name, strlen(d->nodes[d->owner[g]].name));
+		ha_sb_put_jstr(b, d->nodes[map[g]].name, strlen(d->nodes[map[g]].name));
 	}
-	ha_sb_puts(b, "}}");
+	ha_sb_puts(b, "}");
+}
+
+/*
+ * {"drained":[names],"live":[names],"moving":{dg:previous owner},
+ *  "owners":{dg:node}}: sorted, owned (moving) groups only
+ */
+static void put_runtime(struct ha_sbuf *b, const struct ha_doc *d)
+{
+	if (d->nnodes > HA_NODES_MAX || d->ndgs > HA_DGS_MAX) {
+		b->err = -EINVAL;
+		return;
+	}
+	ha_sb_puts(b, "{\"drained\":");
+	put_node_set(b, d, d->drained);
+	ha_sb_puts(b, ",\"live\":");
+	put_node_set(b, d, d->live);
+	ha_sb_puts(b, ",\"moving\":");
+	put_dg_map(b, d, d->moving_from);
+	ha_sb_puts(b, ",\"owners\":");
+	put_dg_map(b, d, d->owner);
+	ha_sb_puts(b, "}");
 }
 
 /* d->text and d->digest from everything else. */
@@ -425,11 +457,15 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 
 		if (old >= 0 && base->owner[old] >= 0)
 			d->owner[g] = ha_doc_find_node(d, base->nodes[base->owner[old]].name);
+		if (old >= 0 && base->moving_from[old] >= 0)
+			d->moving_from[g] = ha_doc_find_node(d,
+					base->nodes[base->moving_from[old]].name);
 	}
 	for (size_t k = 0; base && k < d->nnodes; k++) {
 		int old = ha_doc_find_node(base, d->nodes[k].name);
 
 		d->drained[k] = old >= 0 && base->drained[old];
+		d->live[k] = old >= 0 && base->live[old];
 	}
 	d->generation = gen;
 	rc = validate_nodes(d, "", err, errlen);
@@ -565,6 +601,33 @@ int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_
 	return finish_or_free(n, out);
 }
 
+int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *moving_from,
+			const bool *live, struct ha_doc **out)
+{
+	struct ha_doc *n;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!d || (d->ndgs && (!owner || !moving_from)) || (d->nnodes && !live))
+		return -EINVAL;
+	for (size_t g = 0; g < d->ndgs; g++)
+		if (owner[g] < -1 || (owner[g] >= 0 && (size_t)owner[g] >= d->nnodes) ||
+		    moving_from[g] < -1 || (moving_from[g] >= 0 && (size_t)moving_from[g] >= d->nnodes))
+			return -EINVAL;
+	rc = next_generation(d, &n);
+	if (rc)
+		return rc;
+	if (d->ndgs) {
+		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
+		memcpy(n->moving_from, moving_from, d->ndgs * sizeof(*moving_from));
+	}
+	if (d->nnodes)
+		memcpy(n->live, live, d->nnodes * sizeof(*live));
+	return finish_or_free(n, out);
+}
+
 int ha_doc_empty(struct ha_doc **out)
 {
 	struct ha_doc *d;
@@ -587,14 +650,16 @@ int ha_doc_empty(struct ha_doc **out)
 
 /* ------------------------------------------------------------- parsing */
 
-static int parse_owners(struct ha_vctx *c, struct json_object *owners, struct ha_doc *d)
+/* {dg: node} into map[] (per dg), under key `key` of the runtime. */
+static int parse_dg_map(struct ha_vctx *c, const char *key, struct json_object *obj,
+			struct ha_doc *d, int *map)
 {
-	size_t old = ha_vpath_key(c, "owners");
+	size_t old = ha_vpath_key(c, key);
 
-	if (!json_object_is_type(owners, json_type_object))
+	if (!json_object_is_type(obj, json_type_object))
 		return ha_verr(c, "expected an object, got %s",
-			       json_type_to_name(json_object_get_type(owners)));
-	json_object_object_foreach(owners, dgname, v) {
+			       json_type_to_name(json_object_get_type(obj)));
+	json_object_object_foreach(obj, dgname, v) {
 		size_t at = ha_vpath_key(c, dgname);
 		int g = ha_doc_find_dg(d, dgname), n = -1;
 		const char *s;
@@ -612,22 +677,24 @@ static int parse_owners(struct ha_vctx *c, struct json_object *owners, struct ha
 			if (n < 0)
 				return ha_verr(c, "'%s' is not a node of the cluster", s);
 		}
-		d->owner[g] = n;
+		map[g] = n;
 		ha_vpath_pop(c, at);
 	}
 	ha_vpath_pop(c, old);
 	return 0;
 }
 
-static int parse_drained(struct ha_vctx *c, struct json_object *drained, struct ha_doc *d)
+/* [node names] into set[] (per node), under key `key` of the runtime. */
+static int parse_node_set(struct ha_vctx *c, const char *key, struct json_object *arr,
+			  struct ha_doc *d, bool *set)
 {
-	size_t old = ha_vpath_key(c, "drained");
+	size_t old = ha_vpath_key(c, key);
 
-	if (!json_object_is_type(drained, json_type_array))
+	if (!json_object_is_type(arr, json_type_array))
 		return ha_verr(c, "expected an array, got %s",
-			       json_type_to_name(json_object_get_type(drained)));
-	for (size_t i = 0; i < json_object_array_length(drained); i++) {
-		struct json_object *v = json_object_array_get_idx(drained, i);
+			       json_type_to_name(json_object_get_type(arr)));
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *v = json_object_array_get_idx(arr, i);
 		size_t at = ha_vpath_index(c, i);
 		const char *s;
 		int n;
@@ -639,9 +706,9 @@ static int parse_drained(struct ha_vctx *c, struct json_object *drained, struct 
 		n = ha_doc_find_node(d, s);
 		if (n < 0 || strlen(s) != (size_t)json_object_get_string_len(v))
 			return ha_verr(c, "'%s' is not a node of the cluster", s);
-		if (d->drained[n])
+		if (set[n])
 			return ha_verr(c, "'%s' listed twice", s);
-		d->drained[n] = true;
+		set[n] = true;
 		ha_vpath_pop(c, at);
 	}
 	ha_vpath_pop(c, old);
@@ -650,7 +717,7 @@ static int parse_drained(struct ha_vctx *c, struct json_object *drained, struct 
 
 static int parse_runtime(struct ha_vctx *c, struct json_object *rt, struct ha_doc *d)
 {
-	static const char *const keys[] = { "owners", "drained" };
+	static const char *const keys[] = { "owners", "drained", "live", "moving" };
 	struct json_object *v;
 	size_t old = ha_vpath_key(c, "runtime");
 	int rc;
@@ -658,16 +725,18 @@ static int parse_runtime(struct ha_vctx *c, struct json_object *rt, struct ha_do
 	rc = ha_vcheck_keys(c, rt, keys, sizeof(keys) / sizeof(keys[0]));
 	if (rc)
 		return rc;
-	if (json_object_object_get_ex(rt, "owners", &v)) {
-		rc = parse_owners(c, v, d);
-		if (rc)
-			return rc;
-	}
-	if (json_object_object_get_ex(rt, "drained", &v)) {
-		rc = parse_drained(c, v, d);
-		if (rc)
-			return rc;
-	}
+	if (json_object_object_get_ex(rt, "owners", &v) &&
+	    (rc = parse_dg_map(c, "owners", v, d, d->owner)))
+		return rc;
+	if (json_object_object_get_ex(rt, "moving", &v) &&
+	    (rc = parse_dg_map(c, "moving", v, d, d->moving_from)))
+		return rc;
+	if (json_object_object_get_ex(rt, "drained", &v) &&
+	    (rc = parse_node_set(c, "drained", v, d, d->drained)))
+		return rc;
+	if (json_object_object_get_ex(rt, "live", &v) &&
+	    (rc = parse_node_set(c, "live", v, d, d->live)))
+		return rc;
 	ha_vpath_pop(c, old);
 	return 0;
 }

@@ -72,6 +72,8 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	size_t ndgs;
 	int *owner;                     /* per dg: node index or -1 */
 	bool *drained;                  /* per node */
+	bool *live;                     /* per node: serving (synchronised in the quorate ring) */
+	int *moving_from;               /* per dg: the previous owner of a planned move, or -1 */
 	char *text;                     /* canonical text of the whole document */
 	size_t text_len;
 	uint8_t digest[HA_DIGEST_LEN];  /* SHA-256 of text */
@@ -109,6 +111,12 @@ int ha_doc_with_config(const struct ha_doc *d, const char *config_json, struct h
 		       char *err, size_t errlen);
 int ha_doc_with_owners(const struct ha_doc *d, const int *owner /* per dg */, struct ha_doc **out);
 int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_doc **out);
+/*
+ * The leader's runtime map as a whole: owners and moves in progress (per dg,
+ * node index or -1) and the live set (per node).
+ */
+int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *moving_from,
+			const bool *live, struct ha_doc **out);
 /*
  * Whether config_json is d's configuration (the same canonical text): 1 yes,
  * 0 no, a negative errno when it is not JSON (-EINVAL, reason in err) or too

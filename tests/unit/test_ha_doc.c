@@ -117,7 +117,7 @@ static void test_empty(void **state)
 	assert_int_equal(d->generation, 0);
 	assert_int_equal(d->nnodes, 0);
 	assert_int_equal(d->ndgs, 0);
-	assert_string_equal(d->text, "{\"config\":{},\"generation\":0,\"runtime\":{\"drained\":[],\"owners\":{}}}");
+	assert_string_equal(d->text, "{\"config\":{},\"generation\":0,\"runtime\":{\"drained\":[],\"live\":[],\"moving\":{},\"owners\":{}}}");
 	assert_int_equal(d->text_len, strlen(d->text));
 	sha256(d->text, d->text_len, dig);
 	assert_memory_equal(dig, d->digest, HA_DIGEST_LEN);
@@ -125,7 +125,7 @@ static void test_empty(void **state)
 	assert_string_equal(s, "{}");
 	free(s);
 	s = ha_doc_runtime_json(d);
-	assert_string_equal(s, "{\"drained\":[],\"owners\":{}}");
+	assert_string_equal(s, "{\"drained\":[],\"live\":[],\"moving\":{},\"owners\":{}}");
 	free(s);
 	assert_int_equal(ha_doc_find_node(d, "n1"), -1);
 	assert_int_equal(ha_doc_find_dg(d, "dg1"), -1);
@@ -192,7 +192,7 @@ static void test_full_config(void **state)
 	}
 	assert_null(strchr(d->text, '\n'));
 	assert_null(strstr(d->text, "\": "));
-	assert_non_null(strstr(d->text, "},\"generation\":1,\"runtime\":{\"drained\":[],\"owners\":{}}}"));
+	assert_non_null(strstr(d->text, "},\"generation\":1,\"runtime\":{\"drained\":[],\"live\":[],\"moving\":{},\"owners\":{}}}"));
 	sha256(d->text, d->text_len, dig);
 	assert_memory_equal(dig, d->digest, HA_DIGEST_LEN);
 	ha_doc_free(d);
@@ -493,7 +493,7 @@ static void test_with_config_runtime(void **state)
 	ha_doc_free(c);
 	assert_int_equal(b->generation, 4);
 	rt = ha_doc_runtime_json(b);
-	assert_string_equal(rt, "{\"drained\":[\"n2\",\"n3\"],\"owners\":{\"default\":\"n3\",\"dg1\":\"n1\","
+	assert_string_equal(rt, "{\"drained\":[\"n2\",\"n3\"],\"live\":[],\"moving\":{},\"owners\":{\"default\":\"n3\",\"dg1\":\"n1\","
 			    "\"dg2\":\"n2\"}}");
 	free(rt);
 
@@ -514,7 +514,7 @@ static void test_with_config_runtime(void **state)
 	assert_false(d->drained[ha_doc_find_node(d, "n1")]);
 	assert_false(d->drained[ha_doc_find_node(d, "n4")]);
 	rt = ha_doc_runtime_json(d);
-	assert_string_equal(rt, "{\"drained\":[\"n3\"],\"owners\":{\"default\":\"n3\"}}");
+	assert_string_equal(rt, "{\"drained\":[\"n3\"],\"live\":[],\"moving\":{},\"owners\":{\"default\":\"n3\"}}");
 	free(rt);
 	/* b is unchanged */
 	assert_int_equal(b->generation, 4);
@@ -525,6 +525,42 @@ static void test_with_config_runtime(void **state)
 	assert_null(c);
 	assert_string_equal(err, "nodes: 0 elements (1..32)");
 	ha_doc_free(d);
+	ha_doc_free(b);
+	ha_doc_free(a);
+}
+
+/* The leader's whole runtime map: owners, moves in progress, the live set; parsed back alike. */
+static void test_with_runtime(void **state)
+{
+	struct ha_doc *a, *b = NULL, *c = NULL;
+	int owner[3] = { -1, 1, 0 }, moving[3] = { 2, -1, -1 }, bad[3] = { 5, -1, -1 };
+	bool live[3] = { true, false, true };
+	char err[256];
+
+	(void)state;
+	a = doc_from(full_config);
+	assert_int_equal(ha_doc_with_runtime(a, owner, moving, live, &b), 0);
+	assert_int_equal(b->generation, a->generation + 1);
+	assert_int_equal(b->moving_from[0], 2);
+	assert_true(b->live[0] && !b->live[1] && b->live[2]);
+	assert_non_null(strstr(b->text, "\"live\":[\"n1\",\"n3\"],\"moving\":{\"dg1\":\"n3\"}"));
+	assert_int_equal(ha_doc_parse(b->text, &c, err, sizeof(err)), 0);
+	assert_memory_equal(c->digest, b->digest, HA_DIGEST_LEN);
+	assert_int_equal(c->moving_from[0], 2);
+	assert_true(c->live[2] && !c->live[1]);
+	ha_doc_free(c);
+	/* a new configuration keeps the live set and the moves of the nodes and groups it keeps */
+	assert_int_equal(ha_doc_with_config(b, full_config, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->moving_from[0], 2);
+	assert_true(c->live[0] && c->live[2]);
+	ha_doc_free(c);
+	assert_int_equal(ha_doc_with_runtime(a, bad, moving, live, &c), -EINVAL);
+	assert_int_equal(ha_doc_with_runtime(a, owner, bad, live, &c), -EINVAL);
+	assert_null(c);
+	/* a runtime naming an unknown node is refused with its path */
+	assert_int_equal(ha_doc_parse("{\"generation\":1,\"config\":{},\"runtime\":{\"live\":[\"x\"]}}",
+				      &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "runtime.live[0]"));
 	ha_doc_free(b);
 	ha_doc_free(a);
 }
@@ -973,6 +1009,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_with_config_runtime),
 		cmocka_unit_test(test_with_owners_drain),
+		cmocka_unit_test(test_with_runtime),
 		cmocka_unit_test(test_render),
 #if HA_RENDER_LEASE
 		cmocka_unit_test(test_render_lease),

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergw-ha: what the agent's parts share. One thread, one reactor (the
+ * data plane's gateway/util/reactor), nothing blocking in it:
+ *
+ *   main.c     options, the agent's configuration, signals, start and stop
+ *   cluster.c  corosync: CPG (group "isergw-ha", CPG_MODEL_V1 with the totem
+ *              configuration callback), votequorum, cmap; the send queue that
+ *              absorbs CPG flow control (CS_ERR_TRY_AGAIN queues, never drops)
+ *   sm.c       the state machine (pure; sm.h)
+ *   gwlink.c   the local isergwd's control socket: configuration, ALUA map,
+ *              lease, the hosts' SET TARGET PORT GROUPS
+ *   api.c      the local API (root-only unix socket) for isergwctl and isergw-api
+ */
+#ifndef ISERGW_HA_AGENT_H
+#define ISERGW_HA_AGENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include "ctl_wire.h"
+#include "sm.h"
+#include "util/list.h"
+#include "util/reactor.h"
+
+#define HA_COMP "ha"
+#define HA_GROUP_NAME "isergw-ha"
+#define HA_SOCK_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+
+struct ha_opts {
+	char state_dir[PATH_MAX];       /* default /var/lib/isergw */
+	char socket[HA_SOCK_PATH_MAX];  /* the local API, default /run/isergw/ha.sock */
+	char gw_socket[HA_SOCK_PATH_MAX]; /* isergwd's control socket */
+	char log_level[16];
+	uint32_t lease_ms;              /* default 1500 */
+	uint32_t heartbeat_ms;          /* default 100 */
+	uint32_t change_timeout_ms;     /* default 10000 */
+	uint32_t transition_ms;         /* planned moves: isergwd's Transitioning, default 0 */
+};
+
+struct ha_cluster;
+struct ha_gwlink;
+struct ha_api;
+
+struct ha_agent {
+	struct ha_opts opts;
+	struct reactor *r;
+	struct ha_sm sm;
+	bool sm_ready;
+	struct ha_cluster *cl;
+	struct ha_gwlink *gw;
+	struct ha_api *api;
+	struct reactor_timer tick;
+	uint32_t nodeid;
+	char node_name[HA_NAME_MAX];
+	char cluster_name[HA_NAME_MAX];
+	bool stopping;
+};
+
+/* cluster.c */
+/* Connect to corosync (cmap: our nodeid, name, cluster name, node names; votequorum; CPG). */
+int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out);
+/* Join the group (after the state machine exists). */
+int ha_cluster_join(struct ha_cluster *cl);
+int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m);
+size_t ha_cluster_queued(const struct ha_cluster *cl);
+void ha_cluster_stop(struct ha_cluster *cl);
+
+/* gwlink.c */
+int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out);
+/* A new document: render and push it (coalesced). */
+void ha_gwlink_doc(struct ha_gwlink *g, const struct ha_doc *d);
+void ha_gwlink_lease(struct ha_gwlink *g, uint64_t expires_ms);
+void ha_gwlink_step_down(struct ha_gwlink *g, const char *reason);
+bool ha_gwlink_connected(const struct ha_gwlink *g);
+uint64_t ha_gwlink_epoch(const struct ha_gwlink *g);
+void ha_gwlink_stop(struct ha_gwlink *g);
+
+/* api.c */
+int ha_api_start(struct ha_agent *a, struct ha_api **out);
+void ha_api_change_done(struct ha_api *api, uint64_t request_id, int status, const char *err,
+			uint64_t gen);
+void ha_api_applied(struct ha_api *api);
+void ha_api_tick(struct ha_api *api, uint64_t now);
+void ha_api_stop(struct ha_api *api);
+
+#endif

@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's local API (proto/isergw_ha.proto, ApiRequest/ApiReply), on a
+ * root-only unix socket with the control socket's framing. A change is
+ * answered once every live member of the cluster has applied it to its
+ * isergwd, or when the wait ends (the reply then names the nodes that have
+ * not). Clients are served one request at a time each, several at once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+
+#define COMP "ha-api"
+#define API_CLIENTS_MAX 32u
+#define API_TIMEOUT_MAX_MS 600000u
+
+typedef Isergw__Ha__ApiRequest ApiRequest;
+typedef Isergw__Ha__ApiReply ApiReply;
+
+enum api_wait { W_NONE = 0, W_CHANGE, W_APPLIED };
+
+struct api_client {
+	struct ha_api *api;
+	int fd;
+	struct reactor_fd h;
+	struct ctl_frame_rx rx;
+	uint8_t *tx;
+	size_t txlen, txoff;
+	bool close_after_tx;
+	enum api_wait wait;
+	uint64_t req_id;
+	uint64_t gen;
+	uint64_t deadline_ms;
+	uint32_t timeout_ms;
+	char name[64];
+	struct list_head link;
+};
+
+struct ha_api {
+	struct ha_agent *a;
+	int lfd;
+	struct reactor_fd lh;
+	struct list_head clients;
+	size_t nclients;
+};
+
+/* Allocations of one reply, freed together once it is packed. */
+struct arena {
+	void *p[1024];
+	size_t n;
+	bool failed;
+};
+
+static void *arena_alloc(struct arena *ar, size_t size)
+{
+	void *p;
+
+	if (ar->n >= sizeof(ar->p) / sizeof(ar->p[0])) {
+		ar->failed = true;
+		return NULL;
+	}
+	p = calloc(1, size ? size : 1);
+	if (!p) {
+		ar->failed = true;
+		return NULL;
+	}
+	ar->p[ar->n++] = p;
+	return p;
+}
+
+static char *arena_strdup(struct arena *ar, const char *s)
+{
+	size_t n = strlen(s);
+	char *p = arena_alloc(ar, n + 1);
+
+	if (!p)
+		return (char *)(uintptr_t)"";
+	memcpy(p, s, n + 1);
+	return p;
+}
+
+static void arena_free(struct arena *ar)
+{
+	for (size_t i = 0; i < ar->n; i++)
+		free(ar->p[i]);
+	ar->n = 0;
+}
+
+/* ------------------------------------------------------------ clients */
+
+static void client_free(struct api_client *c)
+{
+	struct ha_api *api = c->api;
+
+	reactor_del_fd(api->a->r, &c->h);
+	close(c->fd);
+	ctl_frame_rx_reset(&c->rx);
+	free(c->tx);
+	list_del(&c->link);
+	api->nclients--;
+	free(c);
+}
+
+static void client_write(struct api_client *c)
+{
+	while (c->tx && c->txoff < c->txlen) {
+		ssize_t n = send(c->fd, c->tx + c->txoff, c->txlen - c->txoff, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->txoff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			reactor_mod_fd(c->api->a->r, &c->h, EPOLLOUT);
+			return;
+		}
+		client_free(c);
+		return;
+	}
+	free(c->tx);
+	c->tx = NULL;
+	if (c->close_after_tx) {
+		client_free(c);
+		return;
+	}
+	reactor_mod_fd(c->api->a->r, &c->h, EPOLLIN);
+}
+
+static void reply(struct api_client *c, ApiReply *rep)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	c->wait = W_NONE;
+	rc = ctl_frame_pack(&rep->base, &buf, &len);
+	if (rc) {
+		ApiReply err = ISERGW__HA__API_REPLY__INIT;
+
+		err.status = rc;
+		err.error = (char *)(uintptr_t)"the reply does not fit in a frame";
+		if (ctl_frame_pack(&err.base, &buf, &len)) {
+			client_free(c);
+			return;
+		}
+	}
+	c->tx = buf;
+	c->txlen = len;
+	c->txoff = 0;
+	client_write(c);
+}
+
+static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
+{
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	GW_WARN(COMP, "%s: refused: %s", c->name, why);
+	rep.status = rc;
+	rep.error = why;
+	reply(c, &rep);
+}
+
+/* ------------------------------------------------------------ status */
+
+static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__ClusterStatus *st)
+{
+	struct ha_sm *sm = &a->sm;
+	const struct ha_doc *d = sm->doc;
+	uint64_t now = gw_now_ms();
+	char hex[2 * HA_DIGEST_LEN + 1];
+	size_t nm = 0;
+
+	st->cluster_name = a->cluster_name;
+	st->node_name = a->node_name;
+	st->nodeid = a->nodeid;
+	st->quorate = sm->quorate;
+	st->phase = (char *)(uintptr_t)ha_sm_phase_name(sm);
+	st->generation = d->generation;
+	ha_digest_hex(d->digest, hex);
+	st->digest = arena_strdup(ar, d->generation ? hex : "");
+	st->protocol = sm->proto;
+	st->isergwd_connected = ha_gwlink_connected(a->gw);
+	st->isergwd_epoch = ha_gwlink_epoch(a->gw);
+	st->lease_remaining_ms = sm->lease_expires_ms > now ?
+				 (uint32_t)(sm->lease_expires_ms - now) : 0;
+	st->expected_votes = sm->expected_votes;
+	st->total_votes = sm->total_votes;
+
+	st->members = arena_alloc(ar, (d->nnodes + HA_MAX_MEMBERS + 1) * sizeof(*st->members));
+	if (!st->members)
+		return;
+	/* the configuration's nodes first, then members it does not know */
+	for (size_t i = 0; i < d->nnodes + HA_MAX_MEMBERS; i++) {
+		const struct ha_member *m;
+		Isergw__Ha__MemberStatus *ms;
+
+		if (i < d->nnodes) {
+			m = ha_sm_member_by_name(sm, d->nodes[i].name);
+		} else {
+			m = &sm->m[i - d->nnodes];
+			if (!m->used || (m->name[0] && ha_doc_find_node(d, m->name) >= 0))
+				continue;
+		}
+		ms = arena_alloc(ar, sizeof(*ms));
+		if (!ms)
+			return;
+		isergw__ha__member_status__init(ms);
+		if (i < d->nnodes) {
+			ms->name = d->nodes[i].name;
+			ms->tpg_id = d->nodes[i].tpg_id;
+			ms->drained = d->drained[i];
+			ms->synced = d->live[i];
+		} else {
+			ms->name = (char *)(uintptr_t)(m->name[0] ? m->name : "?");
+		}
+		if (m) {
+			ms->nodeid = m->nodeid;
+			ms->corosync_member = m->in_ring;
+			ms->agent = m->in_view;
+			if (i >= d->nnodes)
+				ms->synced = m->in_view && sm->phase == HA_PHASE_SYNCED;
+			ms->applied_generation = m->applied_gen;
+			ms->last_heard_ms = m->last_heard_ms && now >= m->last_heard_ms ?
+					    (uint32_t)(now - m->last_heard_ms) : 0;
+		}
+		st->members[nm++] = ms;
+	}
+	st->n_members = nm;
+
+	st->device_groups = arena_alloc(ar, (d->ndgs + 1) * sizeof(*st->device_groups));
+	if (!st->device_groups)
+		return;
+	for (size_t g = 0; g < d->ndgs; g++) {
+		Isergw__Ha__DeviceGroupStatus *ds = arena_alloc(ar, sizeof(*ds));
+		struct ha_alua_entry *e = arena_alloc(ar, (d->nnodes + 1) * sizeof(*e));
+
+		if (!ds || !e)
+			return;
+		isergw__ha__device_group_status__init(ds);
+		ds->name = d->dgs[g].name;
+		ds->owner = (char *)(uintptr_t)(d->owner[g] >= 0 ? d->nodes[d->owner[g]].name : "");
+		ds->preferred_owner = (char *)(uintptr_t)(d->dgs[g].preferred >= 0 ?
+				      d->nodes[d->dgs[g].preferred].name : "");
+		ds->failback = (char *)(uintptr_t)(d->dgs[g].failback == HA_FAILBACK_MANUAL ?
+						   "manual" : "immediate");
+		ha_alua_states(d, (int)g, e);
+		ds->states = arena_alloc(ar, (d->nnodes + 1) * sizeof(*ds->states));
+		if (!ds->states)
+			return;
+		for (size_t n = 0; n < d->nnodes; n++) {
+			Isergw__Ha__GroupNodeState *ns = arena_alloc(ar, sizeof(*ns));
+
+			if (!ns)
+				return;
+			isergw__ha__group_node_state__init(ns);
+			ns->node = d->nodes[n].name;
+			ns->tpg_id = e[n].tpg_id;
+			ns->state = (char *)(uintptr_t)ctl_alua_state_name(e[n].state);
+			ns->pref = e[n].pref;
+			ds->states[ds->n_states++] = ns;
+		}
+		st->device_groups[st->n_device_groups++] = ds;
+	}
+}
+
+static void op_status(struct api_client *c)
+{
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
+	struct arena ar = { .n = 0 };
+
+	build_status(c->api->a, &ar, &st);
+	if (ar.failed) {
+		arena_free(&ar);
+		reply_err(c, -ENOMEM, "out of memory");
+		return;
+	}
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS;
+	rep.cluster_status = &st;
+	reply(c, &rep);
+	arena_free(&ar);
+}
+
+static void op_config(struct api_client *c)
+{
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__ConfigDoc cd = ISERGW__HA__CONFIG_DOC__INIT;
+	const struct ha_doc *d = c->api->a->sm.doc;
+	char *cfg = ha_doc_config_json(d), *rt = ha_doc_runtime_json(d);
+
+	if (!cfg || !rt) {
+		free(cfg);
+		free(rt);
+		reply_err(c, -ENOMEM, "out of memory");
+		return;
+	}
+	cd.generation = d->generation;
+	cd.config_json = cfg;
+	cd.runtime_json = rt;
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CONFIG;
+	rep.config = &cd;
+	reply(c, &rep);
+	free(cfg);
+	free(rt);
+}
+
+/* ------------------------------------------------------------ changes */
+
+static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool timed_out)
+{
+	struct ha_agent *a = c->api->a;
+	const struct ha_doc *d = a->sm.doc;
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
+	char pending[HA_MAX_MEMBERS][HA_NAME_MAX];
+	char *applied[HA_MAX_MEMBERS], *pend[HA_MAX_MEMBERS], why[512];
+	size_t np = 0, off = 0;
+
+	ha_sm_all_applied(&a->sm, gen, pending, &np, HA_MAX_MEMBERS);
+	for (size_t n = 0; n < d->nnodes && cr.n_applied < HA_MAX_MEMBERS; n++) {
+		bool p = false;
+
+		if (!d->live[n])
+			continue;
+		for (size_t k = 0; k < np; k++)
+			if (!strcmp(pending[k], d->nodes[n].name))
+				p = true;
+		if (!p)
+			applied[cr.n_applied++] = d->nodes[n].name;
+	}
+	for (size_t k = 0; k < np; k++)
+		pend[k] = pending[k];
+	cr.generation = gen;
+	cr.applied = applied;
+	cr.pending = pend;
+	cr.n_pending = np;
+	cr.changed = changed;
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CHANGE;
+	rep.change = &cr;
+	if (timed_out && np) {
+		off = (size_t)snprintf(why, sizeof(why), "generation %" PRIu64 " not applied within %u ms by:",
+				       gen, c->timeout_ms);
+		for (size_t k = 0; k < np && off < sizeof(why); k++)
+			off += (size_t)snprintf(why + off, sizeof(why) - off, " %s", pending[k]);
+		rep.status = -ETIMEDOUT;
+		rep.error = why;
+		GW_WARN(COMP, "%s: %s", c->name, why);
+	} else {
+		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", c->name, gen);
+	}
+	reply(c, &rep);
+}
+
+static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
+{
+	c->wait = W_CHANGE;
+	c->req_id = (uint64_t)id;
+	c->timeout_ms = timeout_ms ? timeout_ms : c->api->a->opts.change_timeout_ms;
+	if (c->timeout_ms > API_TIMEOUT_MAX_MS)
+		c->timeout_ms = API_TIMEOUT_MAX_MS;
+	c->deadline_ms = gw_now_ms() + c->timeout_ms;
+}
+
+static void op_change(struct api_client *c, const ApiRequest *req)
+{
+	struct ha_sm *sm = &c->api->a->sm;
+	char err[1024] = "";
+	uint32_t timeout = 0;
+	int64_t id;
+
+	switch (req->op_case) {
+	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
+		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", c->name,
+			  strlen(req->apply_config->config_json));
+		id = ha_sm_submit_config(sm, req->apply_config->config_json,
+					 req->apply_config->base_generation, err, sizeof(err));
+		timeout = req->apply_config->timeout_ms;
+		break;
+	case ISERGW__HA__API_REQUEST__OP_DRAIN:
+		GW_NOTICE(COMP, "%s: %s node %s", c->name, req->drain->undrain ? "undrain" : "drain",
+			  req->drain->node);
+		id = ha_sm_submit_drain(sm, req->drain->node, !req->drain->undrain, err, sizeof(err));
+		timeout = req->drain->timeout_ms;
+		break;
+	case ISERGW__HA__API_REQUEST__OP_MOVE:
+		GW_NOTICE(COMP, "%s: move device group %s to node %s", c->name,
+			  req->move->device_group, req->move->node);
+		id = ha_sm_submit_move(sm, req->move->device_group, req->move->node, err,
+				       sizeof(err));
+		timeout = req->move->timeout_ms;
+		break;
+	default:
+		id = -EOPNOTSUPP;
+		break;
+	}
+	if (id == -EALREADY) {
+		GW_NOTICE(COMP, "%s: nothing to change: %s", c->name, err);
+		change_reply(c, sm->doc->generation, false, false);
+		return;
+	}
+	if (id < 0) {
+		reply_err(c, (int)id, "%s", err[0] ? err : strerror((int)-id));
+		return;
+	}
+	wait_change(c, id, timeout);
+}
+
+void ha_api_change_done(struct ha_api *api, uint64_t request_id, int status, const char *err,
+			uint64_t gen)
+{
+	struct list_head *p, *n;
+
+	if (!api)
+		return;
+	list_for_each_safe(p, n, &api->clients) {
+		struct api_client *c = list_entry(p, struct api_client, link);
+
+		if (c->wait != W_CHANGE || c->req_id != request_id)
+			continue;
+		if (status) {
+			reply_err(c, status, "%s", err && err[0] ? err : strerror(-status));
+			return;
+		}
+		c->wait = W_APPLIED;
+		c->gen = gen;
+		if (ha_sm_all_applied(&api->a->sm, gen, NULL, NULL, 0))
+			change_reply(c, gen, true, false);
+		return;
+	}
+}
+
+void ha_api_applied(struct ha_api *api)
+{
+	struct list_head *p, *n;
+
+	if (!api)
+		return;
+	list_for_each_safe(p, n, &api->clients) {
+		struct api_client *c = list_entry(p, struct api_client, link);
+
+		if (c->wait == W_APPLIED && ha_sm_all_applied(&api->a->sm, c->gen, NULL, NULL, 0))
+			change_reply(c, c->gen, true, false);
+	}
+}
+
+void ha_api_tick(struct ha_api *api, uint64_t now)
+{
+	struct list_head *p, *n;
+
+	if (!api)
+		return;
+	list_for_each_safe(p, n, &api->clients) {
+		struct api_client *c = list_entry(p, struct api_client, link);
+
+		if (c->wait == W_NONE || now < c->deadline_ms)
+			continue;
+		if (c->wait == W_APPLIED) {
+			change_reply(c, c->gen, true, true);
+		} else {
+			c->wait = W_NONE;
+			reply_err(c, -ETIMEDOUT, "the change was not applied within %u ms "
+				  "(is the cluster busy changing membership?)", c->timeout_ms);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void handle(struct api_client *c, const uint8_t *buf, size_t len)
+{
+	ApiRequest *req = isergw__ha__api_request__unpack(NULL, len, buf);
+
+	if (!req) {
+		reply_err(c, -EBADMSG, "malformed request: %zu bytes that do not decode as an "
+			  "ApiRequest", len);
+		return;
+	}
+	switch (req->op_case) {
+	case ISERGW__HA__API_REQUEST__OP_GET_STATUS:
+		op_status(c);
+		break;
+	case ISERGW__HA__API_REQUEST__OP_GET_CONFIG:
+		op_config(c);
+		break;
+	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
+	case ISERGW__HA__API_REQUEST__OP_DRAIN:
+	case ISERGW__HA__API_REQUEST__OP_MOVE:
+		op_change(c, req);
+		break;
+	case ISERGW__HA__API_REQUEST__OP__NOT_SET:
+		reply_err(c, -EOPNOTSUPP, "no operation in the request");
+		break;
+	default:
+		reply_err(c, -EOPNOTSUPP, "unknown operation (field %d)", (int)req->op_case);
+		break;
+	}
+	isergw__ha__api_request__free_unpacked(req, NULL);
+}
+
+static void client_cb(void *arg, uint32_t events)
+{
+	struct api_client *c = arg;
+	int rc;
+
+	if (events & EPOLLOUT) {
+		client_write(c);
+		return;
+	}
+	if (c->tx || c->wait != W_NONE) {
+		/* one request at a time: the next is read once this one is answered */
+		if (events & (EPOLLHUP | EPOLLERR))
+			client_free(c);
+		else
+			reactor_mod_fd(c->api->a->r, &c->h, 0);
+		return;
+	}
+	rc = ctl_frame_rx_read(&c->rx, c->fd, CTL_FRAME_MAX);
+	if (rc == 0)
+		return;
+	if (rc == -EMSGSIZE) {
+		c->close_after_tx = true;
+		reply_err(c, -EMSGSIZE, "frame of %u bytes exceeds the maximum of %u bytes",
+			  c->rx.len, CTL_FRAME_MAX);
+		return;
+	}
+	if (rc == -EPIPE) {
+		GW_WARN(COMP, "%s: truncated frame: the connection ended inside it", c->name);
+		client_free(c);
+		return;
+	}
+	if (rc < 0) {
+		client_free(c);
+		return;
+	}
+	handle(c, c->rx.body, c->rx.len);
+	ctl_frame_rx_reset(&c->rx);
+}
+
+static void accept_cb(void *arg, uint32_t events)
+{
+	struct ha_api *api = arg;
+	struct api_client *c;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd;
+
+	(void)events;
+	fd = accept4(api->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+	    api->nclients >= API_CLIENTS_MAX) {
+		GW_WARN(COMP, "client refused (%s)", api->nclients >= API_CLIENTS_MAX ?
+			"too many clients" : "no peer credentials");
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->api = api;
+	c->fd = fd;
+	ctl_frame_rx_init(&c->rx);
+	snprintf(c->name, sizeof(c->name), "api client pid %d uid %u", (int)cred.pid,
+		 (unsigned int)cred.uid);
+	if (reactor_add_fd(api->a->r, &c->h, fd, EPOLLIN, client_cb, c)) {
+		close(fd);
+		free(c);
+		return;
+	}
+	list_add_tail(&c->link, &api->clients);
+	api->nclients++;
+	if (cred.uid != 0 && cred.uid != geteuid()) {
+		c->close_after_tx = true;
+		reply_err(c, -EACCES, "permission denied: uid %u may not use the agent's socket",
+			  (unsigned int)cred.uid);
+	}
+}
+
+/* A socket file left by an agent that died is replaced; a live one is not. */
+static int clear_stale(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		GW_ERR(COMP, "%s exists and is not a socket: not replacing it", sa->sun_path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (rc == 0) {
+		GW_ERR(COMP, "%s: another agent is serving this socket", sa->sun_path);
+		return -EADDRINUSE;
+	}
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int ha_api_start(struct ha_agent *a, struct ha_api **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = a->opts.socket;
+	struct ha_api *api;
+	mode_t old;
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	api = calloc(1, sizeof(*api));
+	if (!api)
+		return -ENOMEM;
+	api->a = a;
+	list_init(&api->clients);
+	rc = gw_mkdir_parents(path);
+	if (rc) {
+		GW_ERR(COMP, "cannot create the directory of %s: %s", path, strerror(-rc));
+		goto err_free;
+	}
+	rc = clear_stale(&sa);
+	if (rc)
+		goto err_free;
+	api->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (api->lfd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
+	old = umask(0177);
+	rc = bind(api->lfd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(old);
+	if (rc) {
+		GW_ERR(COMP, "cannot bind %s: %s", path, strerror(-rc));
+		goto err_close;
+	}
+	if (chmod(path, 0600) < 0 || listen(api->lfd, 16) < 0) {
+		rc = -errno;
+		goto err_unlink;
+	}
+	rc = reactor_add_fd(a->r, &api->lh, api->lfd, EPOLLIN, accept_cb, api);
+	if (rc)
+		goto err_unlink;
+	GW_NOTICE(COMP, "local API on %s", path);
+	*out = api;
+	return 0;
+
+err_unlink:
+	unlink(path);
+err_close:
+	close(api->lfd);
+err_free:
+	free(api);
+	return rc;
+}
+
+void ha_api_stop(struct ha_api *api)
+{
+	if (!api)
+		return;
+	while (!list_empty(&api->clients))
+		client_free(list_first_entry(&api->clients, struct api_client, link));
+	reactor_del_fd(api->a->r, &api->lh);
+	close(api->lfd);
+	unlink(api->a->opts.socket);
+	free(api);
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The group messages' codec (proto/isergw_ha.proto): packing, and the checks
+ * every delivered message passes before the state machine looks at it. A
+ * message from a newer agent (version above ours) is refused here with
+ * -EPROTONOSUPPORT; garbled bytes with -EBADMSG; a field out of range with
+ * -EINVAL. The caller logs the reason and ignores the message.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sm.h"
+
+#define HA_OWNERS_MAX 256u
+
+static int bad(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int bad(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int ha_msg_pack(const HaMsg *m, uint8_t **out, size_t *len)
+{
+	size_t n = protobuf_c_message_get_packed_size(&m->base);
+	uint8_t *buf;
+
+	if (n > HA_MSG_MAX)
+		return -EMSGSIZE;
+	buf = malloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(&m->base, buf);
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int name_ok(const char *s, const char *what, char *err, size_t errlen)
+{
+	size_t n = strlen(s);
+
+	if (n >= HA_NAME_MAX)
+		return bad(err, errlen, -EINVAL, "%s: %zu bytes (at most %u)", what, n,
+			   HA_NAME_MAX - 1);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return bad(err, errlen, -EINVAL, "%s: not printable ASCII", what);
+	return 0;
+}
+
+static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
+{
+	if (s->digest.len != 0 && s->digest.len != HA_DIGEST_LEN)
+		return bad(err, errlen, -EINVAL, "sync.digest: %zu bytes (want 0 or %u)",
+			   s->digest.len, HA_DIGEST_LEN);
+	if (s->generation && !s->digest.len)
+		return bad(err, errlen, -EINVAL, "sync.digest: missing for generation %llu",
+			   (unsigned long long)s->generation);
+	if (!s->protocol_min || s->protocol_min > s->protocol_max)
+		return bad(err, errlen, -EINVAL, "sync.protocol: min %u max %u", s->protocol_min,
+			   s->protocol_max);
+	if (s->protocol_min > HA_PROTO_MAX)
+		return bad(err, errlen, -EPROTONOSUPPORT,
+			   "sync: the sender speaks protocol %u..%u, we speak %u..%u",
+			   s->protocol_min, s->protocol_max, HA_PROTO_MIN, HA_PROTO_MAX);
+	if (!s->n_members || s->n_members > HA_MAX_MEMBERS)
+		return bad(err, errlen, -EINVAL, "sync.members: %zu (1..%u)", s->n_members,
+			   HA_MAX_MEMBERS);
+	for (size_t i = 1; i < s->n_members; i++)
+		if (s->members[i] <= s->members[i - 1])
+			return bad(err, errlen, -EINVAL, "sync.members: not ascending");
+	if (s->lease_ms > 600000)
+		return bad(err, errlen, -EINVAL, "sync.lease_ms: %llu (at most 600000)",
+			   (unsigned long long)s->lease_ms);
+	return name_ok(s->node_name, "sync.node_name", err, errlen);
+}
+
+static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!c->request_id && c->kind_case != ISERGW__HA__CHANGE__KIND_PLACEMENT)
+		return bad(err, errlen, -EINVAL, "change.request_id: 0");
+	switch (c->kind_case) {
+	case ISERGW__HA__CHANGE__KIND_CONFIG_JSON:
+		if (!c->config_json[0])
+			return bad(err, errlen, -EINVAL, "change.config_json: empty");
+		return 0;
+	case ISERGW__HA__CHANGE__KIND_DRAIN:
+		return name_ok(c->drain->node, "change.drain.node", err, errlen);
+	case ISERGW__HA__CHANGE__KIND_MOVE:
+		rc = name_ok(c->move->device_group, "change.move.device_group", err, errlen);
+		return rc ? rc : name_ok(c->move->node, "change.move.node", err, errlen);
+	case ISERGW__HA__CHANGE__KIND_PLACEMENT:
+		if (c->placement->n_owners > HA_OWNERS_MAX)
+			return bad(err, errlen, -EINVAL, "change.placement.owners: %zu (at most %u)",
+				   c->placement->n_owners, HA_OWNERS_MAX);
+		if (c->placement->n_live > HA_MAX_MEMBERS)
+			return bad(err, errlen, -EINVAL, "change.placement.live: %zu (at most %u)",
+				   c->placement->n_live, HA_MAX_MEMBERS);
+		for (size_t i = 0; i < c->placement->n_owners; i++) {
+			const Isergw__Ha__DgOwner *o = c->placement->owners[i];
+
+			rc = name_ok(o->device_group, "change.placement.owners.device_group", err,
+				     errlen);
+			rc = rc ? rc : name_ok(o->node, "change.placement.owners.node", err, errlen);
+			rc = rc ? rc : name_ok(o->moving_from, "change.placement.owners.moving_from",
+					       err, errlen);
+			if (rc)
+				return rc;
+		}
+		for (size_t i = 0; i < c->placement->n_live; i++)
+			if ((rc = name_ok(c->placement->live[i], "change.placement.live", err, errlen)))
+				return rc;
+		return 0;
+	default:
+		return bad(err, errlen, -EINVAL, "change: no kind (or an unknown one: %d)",
+			   (int)c->kind_case);
+	}
+}
+
+int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t errlen)
+{
+	HaMsg *m;
+	int rc = 0;
+
+	*out = NULL;
+	if (len > HA_MSG_MAX)
+		return bad(err, errlen, -EMSGSIZE, "%zu bytes (at most %u)", len, HA_MSG_MAX);
+	m = isergw__ha__group_msg__unpack(NULL, len, buf);
+	if (!m)
+		return bad(err, errlen, -EBADMSG, "%zu bytes that do not decode as a GroupMsg", len);
+	if (m->version > HA_PROTO_MAX) {
+		rc = bad(err, errlen, -EPROTONOSUPPORT,
+			 "protocol version %u (we speak %u..%u)", m->version, HA_PROTO_MIN,
+			 HA_PROTO_MAX);
+		goto err_free;
+	}
+	if (m->version < HA_PROTO_MIN) {
+		rc = bad(err, errlen, -EINVAL, "protocol version %u (we speak %u..%u)", m->version,
+			 HA_PROTO_MIN, HA_PROTO_MAX);
+		goto err_free;
+	}
+	if ((rc = name_ok(m->cluster, "cluster", err, errlen)))
+		goto err_free;
+	switch (m->body_case) {
+	case ISERGW__HA__GROUP_MSG__BODY_SYNC:
+		rc = check_sync(m->sync, err, errlen);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_STATE:
+		if (!m->state->generation || !m->state->doc_json[0])
+			rc = bad(err, errlen, -EINVAL, "state: empty document or generation 0");
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
+		rc = check_change(m->change, err, errlen);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
+		if (m->applied->status > 0 || m->applied->status < -4095)
+			rc = bad(err, errlen, -EINVAL, "applied.status: %d", m->applied->status);
+		else if (strlen(m->applied->error) > 1024)
+			rc = bad(err, errlen, -EINVAL, "applied.error: longer than 1024 bytes");
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:
+		if (!m->heartbeat->seq)
+			rc = bad(err, errlen, -EINVAL, "heartbeat.seq: 0");
+		break;
+	default:
+		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
+			 (int)m->body_case);
+		break;
+	}
+	if (rc)
+		goto err_free;
+	*out = m;
+	return 0;
+
+err_free:
+	isergw__ha__group_msg__free_unpacked(m, NULL);
+	return rc;
+}
+
+void ha_msg_free(HaMsg *m)
+{
+	if (m)
+		isergw__ha__group_msg__free_unpacked(m, NULL);
+}
+
+const char *ha_msg_kind(const HaMsg *m)
+{
+	switch (m->body_case) {
+	case ISERGW__HA__GROUP_MSG__BODY_SYNC: return "sync";
+	case ISERGW__HA__GROUP_MSG__BODY_STATE: return "state";
+	case ISERGW__HA__GROUP_MSG__BODY_CHANGE: return "change";
+	case ISERGW__HA__GROUP_MSG__BODY_APPLIED: return "applied";
+	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT: return "heartbeat";
+	default: return "?";
+	}
+}

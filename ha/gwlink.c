@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's link to its node's isergwd (control socket, docs/control.md).
+ * isergwd holds no state of its own under the agent: on every (re)connection
+ * it gets the current generation again, the configuration rendered for this
+ * node (ApplyConfig, epoch = generation) and then the ALUA map of every
+ * device group (SetAluaMap, same epoch). The same epoch with the same content
+ * is a no-op in isergwd, so an agent that restarts changes nothing that is
+ * already right. Lease renewals and step-downs go on the same connection;
+ * the hosts' SET TARGET PORT GROUPS come back as events and become moves.
+ *
+ * Replies come in request order: a FIFO of what was sent says what each one
+ * answers. Disconnected, the link tries again every 200 ms.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "util/log.h"
+
+#define COMP "ha-gw"
+#define RECONNECT_MS 200u
+#define SENT_MAX 256u
+
+enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE };
+
+struct txbuf {
+	struct list_head link;
+	uint8_t *buf;
+	size_t len, off;
+};
+
+struct ha_gwlink {
+	struct ha_agent *a;
+	int fd;
+	bool connected;
+	struct reactor_fd h;
+	struct ctl_frame_rx rx;
+	struct list_head txq;
+	struct reactor_timer reconnect;
+	/* what was sent, in order */
+	struct { enum sent_kind kind; uint64_t gen; } sent[SENT_MAX];
+	size_t sent_head, nsent;
+	/* pushing */
+	uint64_t want_gen;              /* newest document to push (0: none) */
+	uint64_t pushing_gen;           /* on its way (0: none) */
+	uint64_t pushed_gen;            /* isergwd holds this one */
+	bool want;
+	uint64_t epoch;                 /* isergwd's, as last seen */
+	bool logged_down;
+};
+
+static void gw_disconnect(struct ha_gwlink *g, const char *why);
+
+/* ------------------------------------------------------------ sending */
+
+static void gw_flush(struct ha_gwlink *g)
+{
+	while (!list_empty(&g->txq)) {
+		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);
+		ssize_t n = send(g->fd, t->buf + t->off, t->len - t->off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			t->off += (size_t)n;
+			if (t->off == t->len) {
+				list_del(&t->link);
+				free(t->buf);
+				free(t);
+			}
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			reactor_mod_fd(g->a->r, &g->h, EPOLLIN | EPOLLOUT);
+			return;
+		}
+		gw_disconnect(g, strerror(errno));
+		return;
+	}
+	reactor_mod_fd(g->a->r, &g->h, EPOLLIN);
+}
+
+static int gw_send(struct ha_gwlink *g, const CtlRequest *req, enum sent_kind kind, uint64_t gen)
+{
+	struct txbuf *t;
+	int rc;
+
+	if (!g->connected)
+		return -ENOTCONN;
+	if (g->nsent >= SENT_MAX) {
+		gw_disconnect(g, "isergwd does not answer");
+		return -EIO;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	rc = ctl_frame_pack(&req->base, &t->buf, &t->len);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	list_add_tail(&t->link, &g->txq);
+	g->sent[(g->sent_head + g->nsent) % SENT_MAX].kind = kind;
+	g->sent[(g->sent_head + g->nsent) % SENT_MAX].gen = gen;
+	g->nsent++;
+	gw_flush(g);
+	return 0;
+}
+
+/* ------------------------------------------------------------ pushing a document */
+
+static void push_alua(struct ha_gwlink *g, uint64_t gen)
+{
+	const struct ha_doc *d = g->a->sm.doc;
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaMap map = ISERGW__CTL__SET_ALUA_MAP__INIT;
+	Isergw__Ctl__DeviceGroupStates *dgs = calloc(d->ndgs + 1, sizeof(*dgs));
+	Isergw__Ctl__DeviceGroupStates **dgp = calloc(d->ndgs + 1, sizeof(*dgp));
+	Isergw__Ctl__AluaGroupState *gs = calloc(d->ndgs * d->nnodes + 1, sizeof(*gs));
+	Isergw__Ctl__AluaGroupState **gsp = calloc(d->ndgs * d->nnodes + 1, sizeof(*gsp));
+	struct ha_alua_entry *e = calloc(d->nnodes + 1, sizeof(*e));
+	size_t k = 0;
+
+	if (!dgs || !dgp || !gs || !gsp || !e) {
+		GW_ERR(COMP, "out of memory building the ALUA map");
+		g->pushing_gen = 0;
+		goto out;
+	}
+	for (size_t i = 0; i < d->ndgs; i++) {
+		isergw__ctl__device_group_states__init(&dgs[i]);
+		dgs[i].device_group = d->dgs[i].name;
+		dgs[i].groups = &gsp[k];
+		ha_alua_states(d, (int)i, e);
+		for (size_t n = 0; n < d->nnodes; n++, k++) {
+			isergw__ctl__alua_group_state__init(&gs[k]);
+			gs[k].tpg_id = e[n].tpg_id;
+			gs[k].state = (Isergw__Ctl__AluaState)e[n].state;
+			gs[k].pref = e[n].pref;
+			gsp[k] = &gs[k];
+		}
+		dgs[i].n_groups = d->nnodes;
+		dgp[i] = &dgs[i];
+	}
+	map.epoch = gen;
+	map.device_groups = dgp;
+	map.n_device_groups = d->ndgs;
+	map.transition_ms = g->a->opts.transition_ms;
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
+	req.set_alua_map = &map;
+	if (gw_send(g, &req, S_ALUA, gen))
+		g->pushing_gen = 0;
+out:
+	free(dgs);
+	free(dgp);
+	free(gs);
+	free(gsp);
+	free(e);
+}
+
+static void push_done(struct ha_gwlink *g, uint64_t gen, int status, const char *err)
+{
+	struct ha_agent *a = g->a;
+
+	g->pushing_gen = 0;
+	if (!status) {
+		g->pushed_gen = gen;
+		GW_INFO(COMP, "isergwd holds generation %" PRIu64, gen);
+	}
+	ha_sm_gw_applied(&a->sm, gen, status, err, gw_now_ms());
+}
+
+static void push_next(struct ha_gwlink *g)
+{
+	const struct ha_doc *d = g->a->sm.doc;
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
+	char err[512] = "";
+	char *json;
+	int self;
+
+	if (!g->connected || g->pushing_gen || !g->want || !d->generation)
+		return;
+	g->want = false;
+	self = ha_doc_find_node(d, g->a->node_name);
+	if (self < 0) {
+		/* not a node of the configuration: nothing to serve; isergwd keeps none */
+		GW_INFO(COMP, "node %s is not in the cluster configuration (generation %" PRIu64
+			"): nothing to push", g->a->node_name, d->generation);
+		return;
+	}
+	json = ha_doc_render_node(d, self, err, sizeof(err));
+	if (!json) {
+		GW_ERR(COMP, "cannot render the configuration of generation %" PRIu64 ": %s",
+		       d->generation, err);
+		ha_sm_gw_applied(&g->a->sm, d->generation, -EINVAL, err, gw_now_ms());
+		return;
+	}
+	ac.epoch = d->generation;
+	ac.config_json = json;
+	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	g->pushing_gen = d->generation;
+	if (gw_send(g, &req, S_CONFIG, d->generation))
+		g->pushing_gen = 0;
+	free(json);
+}
+
+void ha_gwlink_doc(struct ha_gwlink *g, const struct ha_doc *d)
+{
+	g->want_gen = d->generation;
+	g->want = true;
+	push_next(g);
+}
+
+/* ------------------------------------------------------------ lease */
+
+void ha_gwlink_lease(struct ha_gwlink *g, uint64_t expires_ms)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__RenewLease rl = ISERGW__CTL__RENEW_LEASE__INIT;
+
+	rl.expires_mono_ms = expires_ms;
+	req.op_case = ISERGW__CTL__REQUEST__OP_RENEW_LEASE;
+	req.renew_lease = &rl;
+	gw_send(g, &req, S_LEASE, 0);
+}
+
+void ha_gwlink_step_down(struct ha_gwlink *g, const char *reason)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__StepDown sd = ISERGW__CTL__STEP_DOWN__INIT;
+
+	sd.reason = (char *)(uintptr_t)reason;
+	req.op_case = ISERGW__CTL__REQUEST__OP_STEP_DOWN;
+	req.step_down = &sd;
+	if (gw_send(g, &req, S_STEPDOWN, 0) == 0)
+		GW_WARN(COMP, "isergwd told to step down: %s", reason);
+}
+
+/* ------------------------------------------------------------ events */
+
+static void alua_done(struct ha_gwlink *g, uint64_t id, int status, const char *reason)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__AluaRequestDone dn = ISERGW__CTL__ALUA_REQUEST_DONE__INIT;
+
+	dn.request_id = id;
+	dn.status = status;
+	dn.reason = (char *)(uintptr_t)reason;
+	req.op_case = ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE;
+	req.alua_request_done = &dn;
+	gw_send(g, &req, S_DONE, 0);
+}
+
+/* A host's SET TARGET PORT GROUPS: the group it wants Active/Optimized moves the device group. */
+static void on_alua_request(struct ha_gwlink *g, const Isergw__Ctl__AluaChangeRequest *r)
+{
+	const struct ha_doc *d = g->a->sm.doc;
+	char err[256] = "";
+	int node = -1;
+	int64_t rc;
+
+	for (size_t i = 0; i < r->n_groups; i++) {
+		if (r->groups[i]->state != ISERGW__CTL__ALUA_STATE__ALUA_AO)
+			continue;
+		for (size_t n = 0; n < d->nnodes; n++)
+			if (d->nodes[n].tpg_id == r->groups[i]->tpg_id)
+				node = (int)n;
+	}
+	GW_NOTICE(COMP, "SET TARGET PORT GROUPS from %s (LUN %" PRIu64 ", device group %s): "
+		  "wants %s Active/Optimized", r->initiator_port, r->lun, r->device_group,
+		  node >= 0 ? d->nodes[node].name : "no node's group");
+	if (node < 0) {
+		alua_done(g, r->request_id, -EINVAL, "only a move of the device group to one node's "
+			  "target port group (Active/Optimized) is supported");
+		return;
+	}
+	rc = ha_sm_submit_move(&g->a->sm, r->device_group, d->nodes[node].name, err, sizeof(err));
+	if (rc == -EALREADY)
+		return; /* the states match already: isergwd completes it */
+	if (rc < 0) {
+		GW_WARN(COMP, "SET TARGET PORT GROUPS refused: %s", err);
+		alua_done(g, r->request_id, rc == -EAGAIN || rc == -ENOLCK ? -EAGAIN : (int)rc, err);
+	}
+	/* otherwise the command completes when the states match (SetAluaMap) */
+}
+
+/* ------------------------------------------------------------ receiving */
+
+static void on_reply(struct ha_gwlink *g, CtlReply *rep)
+{
+	enum sent_kind kind;
+	uint64_t gen;
+
+	if (ctl_reply_is_event(rep)) {
+		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST)
+			on_alua_request(g, rep->event->alua_change_request);
+		if (rep->event->dropped)
+			GW_WARN(COMP, "isergwd dropped %" PRIu64 " event(s) for the agent",
+				rep->event->dropped);
+		return;
+	}
+	if (!g->nsent) {
+		GW_WARN(COMP, "isergwd sent a reply nobody asked for: ignored");
+		return;
+	}
+	kind = g->sent[g->sent_head].kind;
+	gen = g->sent[g->sent_head].gen;
+	g->sent_head = (g->sent_head + 1) % SENT_MAX;
+	g->nsent--;
+	switch (kind) {
+	case S_CONFIG:
+		if (rep->status) {
+			GW_ERR(COMP, "isergwd refused the configuration of generation %" PRIu64 ": %s",
+			       gen, rep->error);
+			push_done(g, gen, rep->status, rep->error);
+			break;
+		}
+		if (rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_APPLY && rep->apply->changed)
+			GW_NOTICE(COMP, "isergwd took the configuration of generation %" PRIu64, gen);
+		g->epoch = gen;
+		if (g->a->sm.doc->generation != gen || !g->a->sm.doc->ndgs) {
+			/* superseded meanwhile, or no device group: done with this one */
+			push_done(g, gen, 0, NULL);
+			break;
+		}
+		push_alua(g, gen);
+		break;
+	case S_ALUA:
+		if (rep->status)
+			GW_ERR(COMP, "isergwd refused the ALUA map of generation %" PRIu64 ": %s", gen,
+			       rep->error);
+		push_done(g, gen, rep->status, rep->error);
+		break;
+	case S_LEASE:
+		if (rep->status)
+			GW_WARN(COMP, "isergwd refused the lease: %s", rep->error);
+		break;
+	case S_STEPDOWN:
+	case S_DONE:
+		if (rep->status && kind == S_STEPDOWN)
+			GW_WARN(COMP, "isergwd refused to step down: %s", rep->error);
+		break;
+	case S_SUBSCRIBE:
+		if (rep->status)
+			GW_ERR(COMP, "cannot subscribe to isergwd's events: %s", rep->error);
+		else if (strcmp(rep->subscribed->alua_policy, "external"))
+			GW_WARN(COMP, "isergwd's alua_policy is %s, not external",
+				rep->subscribed->alua_policy);
+		break;
+	}
+	if (g->want)
+		push_next(g);
+}
+
+static void gw_cb(void *arg, uint32_t events)
+{
+	struct ha_gwlink *g = arg;
+	char err[256];
+	CtlReply *rep;
+	int rc;
+
+	if (events & EPOLLOUT)
+		gw_flush(g);
+	if (!g->connected || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		rc = ctl_frame_rx_read(&g->rx, g->fd, CTL_FRAME_MAX);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			gw_disconnect(g, rc == -ENOTCONN ? "isergwd closed the control socket" :
+				      strerror(-rc));
+			return;
+		}
+		rc = ctl_reply_decode(g->rx.body, g->rx.len, &rep, err, sizeof(err));
+		ctl_frame_rx_reset(&g->rx);
+		if (rc) {
+			GW_WARN(COMP, "bad frame from isergwd: %s", err);
+			gw_disconnect(g, "protocol error");
+			return;
+		}
+		on_reply(g, rep);
+		ctl_reply_free(rep);
+		if (!g->connected)
+			return;
+	}
+}
+
+/* ------------------------------------------------------------ connection */
+
+static void gw_disconnect(struct ha_gwlink *g, const char *why)
+{
+	if (!g->connected)
+		return;
+	GW_WARN(COMP, "lost isergwd's control socket %s: %s", g->a->opts.gw_socket, why);
+	reactor_del_fd(g->a->r, &g->h);
+	close(g->fd);
+	g->fd = -1;
+	g->connected = false;
+	ctl_frame_rx_reset(&g->rx);
+	while (!list_empty(&g->txq)) {
+		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);
+
+		list_del(&t->link);
+		free(t->buf);
+		free(t);
+	}
+	g->nsent = 0;
+	g->pushing_gen = 0;
+	g->pushed_gen = 0;
+	ha_sm_gw_lost(&g->a->sm);
+	if (!g->a->stopping)
+		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
+}
+
+static void reconnect_cb(void *arg)
+{
+	struct ha_gwlink *g = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__Subscribe sub = ISERGW__CTL__SUBSCRIBE__INIT;
+	int fd;
+
+	memcpy(sa.sun_path, g->a->opts.gw_socket, strlen(g->a->opts.gw_socket) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (!g->logged_down)
+			GW_NOTICE(COMP, "isergwd's control socket %s not there (%s): trying every %u ms",
+				  g->a->opts.gw_socket, strerror(errno), RECONNECT_MS);
+		g->logged_down = true;
+		if (fd >= 0)
+			close(fd);
+		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
+		return;
+	}
+	if (reactor_add_fd(g->a->r, &g->h, fd, EPOLLIN, gw_cb, g)) {
+		close(fd);
+		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
+		return;
+	}
+	g->fd = fd;
+	g->connected = true;
+	g->logged_down = false;
+	g->nsent = 0;
+	g->sent_head = 0;
+	GW_NOTICE(COMP, "connected to isergwd (%s)", g->a->opts.gw_socket);
+	req.op_case = ISERGW__CTL__REQUEST__OP_SUBSCRIBE;
+	req.subscribe = &sub;
+	gw_send(g, &req, S_SUBSCRIBE, 0);
+	/* it holds nothing we can trust: the whole current state again */
+	g->want = true;
+	push_next(g);
+}
+
+int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
+{
+	struct ha_gwlink *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	if (strlen(a->opts.gw_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		free(g);
+		return -ENAMETOOLONG;
+	}
+	g->a = a;
+	g->fd = -1;
+	list_init(&g->txq);
+	ctl_frame_rx_init(&g->rx);
+	reactor_timer_init(&g->reconnect, reconnect_cb, g);
+	reactor_timer_arm(a->r, &g->reconnect, 0);
+	*out = g;
+	return 0;
+}
+
+bool ha_gwlink_connected(const struct ha_gwlink *g)
+{
+	return g && g->connected;
+}
+
+uint64_t ha_gwlink_epoch(const struct ha_gwlink *g)
+{
+	return g ? g->pushed_gen : 0;
+}
+
+void ha_gwlink_stop(struct ha_gwlink *g)
+{
+	if (!g)
+		return;
+	g->a->stopping = true;
+	gw_disconnect(g, "the agent is stopping");
+	reactor_timer_cancel(g->a->r, &g->reconnect);
+	free(g);
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* isergw-ha: the isergw HA agent (docs/ha.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#define COMP "main"
+#define DEFAULT_CONFIG "/etc/isergw/ha.json"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: isergw-ha [OPTIONS]\n"
+"The isergw HA agent: one per gateway node, on corosync. It keeps the cluster's\n"
+"configuration and runtime map (one document with a generation, stored in the\n"
+"state directory), decides which node is Active/Optimized for each device group,\n"
+"drives the local isergwd over its control socket and renews isergwd's lease\n"
+"while this node is in a quorate, synchronised cluster (docs/ha.md).\n"
+"\n"
+"  -c, --config FILE        the agent's JSON configuration (default " DEFAULT_CONFIG
+" if it\n"
+"                           exists; the options below override it)\n"
+"  --state-dir DIR          where the cluster document is kept (default /var/lib/isergw)\n"
+"  --socket PATH            the local API, root only (default /run/isergw/ha.sock)\n"
+"  --isergwd-socket PATH    isergwd's control socket (default /run/isergw/isergwd.sock)\n"
+"  --lease-ms MS            isergwd's lease, renewed on every heartbeat that comes back\n"
+"                           in a quorate ring (default 1500; 200..60000)\n"
+"  --heartbeat-ms MS        heartbeat period (default 100; 20..5000, below the lease)\n"
+"  --change-timeout-ms MS   how long a change waits for every live node (default 10000)\n"
+"  --transition-ms MS       planned moves: isergwd shows Transitioning this long\n"
+"                           before the new states (default 0)\n"
+"  --log-level LEVEL        err, warn, notice, info or debug (default notice)\n"
+"  -h, --help               this help\n"
+"  -V, --version            print the version\n"
+"\n"
+"Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it: it leaves the\n"
+"group and isergwd keeps serving until its lease runs out.\n"
+"isergwctl cluster --help lists what the local API offers.\n");
+}
+
+enum {
+	OPT_STATE_DIR = 256, OPT_SOCKET, OPT_GW_SOCKET, OPT_LEASE, OPT_HB, OPT_CHANGE_TIMEOUT,
+	OPT_TRANSITION, OPT_LOG_LEVEL,
+};
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "isergwd-socket", required_argument, NULL, OPT_GW_SOCKET },
+	{ "lease-ms", required_argument, NULL, OPT_LEASE },
+	{ "heartbeat-ms", required_argument, NULL, OPT_HB },
+	{ "change-timeout-ms", required_argument, NULL, OPT_CHANGE_TIMEOUT },
+	{ "transition-ms", required_argument, NULL, OPT_TRANSITION },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void opts_defaults(struct ha_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->state_dir, sizeof(o->state_dir), "/var/lib/isergw");
+	snprintf(o->socket, sizeof(o->socket), "/run/isergw/ha.sock");
+	snprintf(o->gw_socket, sizeof(o->gw_socket), "/run/isergw/isergwd.sock");
+	snprintf(o->log_level, sizeof(o->log_level), "notice");
+	o->lease_ms = 1500;
+	o->heartbeat_ms = 100;
+	o->change_timeout_ms = 10000;
+	o->transition_ms = 0;
+}
+
+static int set_str(char *dst, size_t len, const char *v, const char *what)
+{
+	if (!v[0] || strlen(v) >= len) {
+		fprintf(stderr, "isergw-ha: %s: must be 1..%zu bytes\n", what, len - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_u32(uint32_t *dst, const char *v, uint32_t min, uint32_t max, const char *what)
+{
+	uint32_t x;
+
+	if (gw_parse_u32(v, &x) || x < min || x > max) {
+		fprintf(stderr, "isergw-ha: %s: '%s' is not %u..%u\n", what, v, min, max);
+		return -EINVAL;
+	}
+	*dst = x;
+	return 0;
+}
+
+/* One setting, from the command line or the configuration file (same names, '-' or '_'). */
+static int set_opt(struct ha_opts *o, int id, const char *v)
+{
+	switch (id) {
+	case OPT_STATE_DIR: return set_str(o->state_dir, sizeof(o->state_dir), v, "state-dir");
+	case OPT_SOCKET: return set_str(o->socket, sizeof(o->socket), v, "socket");
+	case OPT_GW_SOCKET: return set_str(o->gw_socket, sizeof(o->gw_socket), v, "isergwd-socket");
+	case OPT_LOG_LEVEL: {
+		enum gw_log_level l;
+
+		if (gw_log_parse_level(v, &l)) {
+			fprintf(stderr, "isergw-ha: log-level: '%s' is not err, warn, notice, info "
+				"or debug\n", v);
+			return -EINVAL;
+		}
+		return set_str(o->log_level, sizeof(o->log_level), v, "log-level");
+	}
+	case OPT_LEASE: return set_u32(&o->lease_ms, v, 200, 60000, "lease-ms");
+	case OPT_HB: return set_u32(&o->heartbeat_ms, v, 20, 5000, "heartbeat-ms");
+	case OPT_CHANGE_TIMEOUT:
+		return set_u32(&o->change_timeout_ms, v, 100, 600000, "change-timeout-ms");
+	case OPT_TRANSITION: return set_u32(&o->transition_ms, v, 0, 60000, "transition-ms");
+	default: return -EINVAL;
+	}
+}
+
+static int load_file(struct ha_opts *o, const char *path, bool must_exist)
+{
+	json_object *root;
+	int rc = 0;
+
+	if (access(path, R_OK) < 0) {
+		if (!must_exist && errno == ENOENT)
+			return 0;
+		fprintf(stderr, "isergw-ha: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	root = json_object_from_file(path);
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		fprintf(stderr, "isergw-ha: %s: not a JSON object (%s)\n", path,
+			json_util_get_last_err() ? json_util_get_last_err() : "?");
+		json_object_put(root);
+		return -EINVAL;
+	}
+	json_object_object_foreach(root, key, val) {
+		char name[64], buf[64];
+		const char *v;
+		int id = 0;
+
+		snprintf(name, sizeof(name), "%s", key);
+		for (char *p = name; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		for (const struct option *lo = long_opts; lo->name; lo++)
+			if (lo->val >= 256 && !strcmp(lo->name, name))
+				id = lo->val;
+		if (!id) {
+			fprintf(stderr, "isergw-ha: %s: %s: unknown key\n", path, key);
+			rc = -EINVAL;
+			break;
+		}
+		if (json_object_is_type(val, json_type_int)) {
+			snprintf(buf, sizeof(buf), "%" PRId64, json_object_get_int64(val));
+			v = buf;
+		} else if (json_object_is_type(val, json_type_string)) {
+			v = json_object_get_string(val);
+		} else {
+			fprintf(stderr, "isergw-ha: %s: %s: must be a string or an integer\n", path, key);
+			rc = -EINVAL;
+			break;
+		}
+		rc = set_opt(o, id, v);
+		if (rc) {
+			fprintf(stderr, "isergw-ha: (in %s)\n", path);
+			break;
+		}
+	}
+	json_object_put(root);
+	return rc;
+}
+
+static int parse_cli(int argc, char **argv, struct ha_opts *o)
+{
+	const char *config = NULL;
+	int opt;
+
+	opts_defaults(o);
+	/* the file first, then the options on top */
+	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1) {
+		if (opt == 'c')
+			config = optarg;
+		else if (opt == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (opt == 'V') {
+			printf("isergw-ha %s (protocol %u..%u)\n", ISERGW_VERSION, HA_PROTO_MIN,
+			       HA_PROTO_MAX);
+			exit(0);
+		} else if (opt == '?') {
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "isergw-ha: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (load_file(o, config ? config : DEFAULT_CONFIG, config != NULL))
+		return -EINVAL;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1)
+		if (opt >= 256 && set_opt(o, opt, optarg))
+			return -EINVAL;
+	if (o->heartbeat_ms * 4 > o->lease_ms) {
+		fprintf(stderr, "isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)\n",
+			o->lease_ms, o->heartbeat_ms);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the state machine's ops */
+
+static int op_send(void *ctx, const HaMsg *m)
+{
+	struct ha_agent *a = ctx;
+
+	return a->cl ? ha_cluster_send(a->cl, m) : -ENOTCONN;
+}
+
+static void op_doc_changed(void *ctx, const struct ha_doc *d)
+{
+	struct ha_agent *a = ctx;
+	int rc = ha_doc_save(d, a->opts.state_dir);
+
+	if (rc)
+		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s", d->generation,
+		       a->opts.state_dir, strerror(-rc));
+	if (a->gw)
+		ha_gwlink_doc(a->gw, d);
+}
+
+static void op_lease(void *ctx, uint64_t expires_ms)
+{
+	struct ha_agent *a = ctx;
+
+	if (a->gw)
+		ha_gwlink_lease(a->gw, expires_ms);
+}
+
+static void op_step_down(void *ctx, const char *reason)
+{
+	struct ha_agent *a = ctx;
+
+	if (a->gw)
+		ha_gwlink_step_down(a->gw, reason);
+}
+
+static void op_change_done(void *ctx, uint64_t id, int status, const char *err, uint64_t gen)
+{
+	struct ha_agent *a = ctx;
+
+	ha_api_change_done(a->api, id, status, err, gen);
+}
+
+static void op_applied(void *ctx)
+{
+	struct ha_agent *a = ctx;
+
+	ha_api_applied(a->api);
+}
+
+static const struct ha_sm_ops sm_ops = {
+	.send = op_send,
+	.doc_changed = op_doc_changed,
+	.lease = op_lease,
+	.step_down = op_step_down,
+	.change_done = op_change_done,
+	.applied = op_applied,
+};
+
+/* ------------------------------------------------------------ loop */
+
+static void tick_cb(void *arg)
+{
+	struct ha_agent *a = arg;
+	uint64_t now = gw_now_ms();
+
+	ha_sm_tick(&a->sm, now);
+	ha_api_tick(a->api, now);
+	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
+}
+
+struct sigctx {
+	struct ha_agent *a;
+	int fd;
+	struct reactor_fd h;
+};
+
+static void signal_cb(void *arg, uint32_t events)
+{
+	struct sigctx *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the agent's settings need a restart)");
+			continue;
+		}
+		GW_NOTICE(COMP, "%s received: leaving the group", strsignal((int)si.ssi_signo));
+		s->a->stopping = true;
+		reactor_stop(s->a->r);
+	}
+}
+
+static struct ha_doc *load_doc(const char *dir)
+{
+	struct ha_doc *d = NULL;
+	char err[512] = "";
+	int rc = ha_doc_load(dir, &d, err, sizeof(err));
+
+	if (!rc) {
+		GW_NOTICE(COMP, "cluster document of generation %" PRIu64 " loaded from %s",
+			  d->generation, dir);
+		return d;
+	}
+	if (rc != -ENOENT)
+		GW_ERR(COMP, "the cluster document in %s cannot be used (%s): starting empty; the "
+		       "cluster's members will give this node theirs", dir, err[0] ? err : strerror(-rc));
+	else
+		GW_NOTICE(COMP, "no cluster document in %s yet: starting empty", dir);
+	if (ha_doc_empty(&d))
+		return NULL;
+	return d;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ha_agent agent;
+	struct ha_agent *a = &agent;
+	struct ha_sm_params p;
+	struct sigctx sig = { .a = a, .fd = -1 };
+	struct ha_doc *doc;
+	enum gw_log_level lvl;
+	sigset_t mask;
+	int rc, status = 1;
+
+	if (parse_cli(argc, argv, &a->opts))
+		return 2;
+	gw_log_parse_level(a->opts.log_level, &lvl);
+	gw_log_set_level(lvl);
+	GW_NOTICE(COMP, "isergw-ha %s starting (protocol %u..%u, lease %u ms, heartbeat %u ms)",
+		  ISERGW_VERSION, HA_PROTO_MIN, HA_PROTO_MAX, a->opts.lease_ms,
+		  a->opts.heartbeat_ms);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigdelset(&mask, SIGPIPE);
+
+	rc = reactor_create(0, &a->r);
+	if (rc) {
+		fprintf(stderr, "isergw-ha: reactor: %s\n", strerror(-rc));
+		return 1;
+	}
+	doc = load_doc(a->opts.state_dir);
+	if (!doc)
+		goto out_reactor;
+	rc = ha_cluster_start(a, &a->cl);
+	if (rc) {
+		GW_ERR(COMP, "cannot connect to corosync: %s (is it running? the agent needs "
+		       "corosync's CPG, votequorum and cmap)", strerror(-rc));
+		ha_doc_free(doc);
+		goto out_reactor;
+	}
+	memset(&p, 0, sizeof(p));
+	p.nodeid = a->nodeid;
+	p.name = a->node_name;
+	p.cluster = a->cluster_name;
+	p.lease_ms = a->opts.lease_ms;
+	p.heartbeat_ms = a->opts.heartbeat_ms;
+	ha_sm_init(&a->sm, &p, &sm_ops, a, doc, gw_now_ms());
+	a->sm_ready = true;
+
+	rc = ha_api_start(a, &a->api);
+	if (rc) {
+		GW_ERR(COMP, "start-up failed: local API %s: %s", a->opts.socket, strerror(-rc));
+		goto out_cluster;
+	}
+	rc = ha_gwlink_start(a, &a->gw);
+	if (rc)
+		goto out_api;
+	if (doc->generation)
+		ha_gwlink_doc(a->gw, doc);
+	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sig.fd < 0 || reactor_add_fd(a->r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
+		GW_ERR(COMP, "signalfd: %s", strerror(errno));
+		goto out_gw;
+	}
+	rc = ha_cluster_join(a->cl);
+	if (rc)
+		goto out_sig;
+	reactor_timer_init(&a->tick, tick_cb, a);
+	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
+
+	reactor_run(a->r);
+	status = 0;
+
+	reactor_timer_cancel(a->r, &a->tick);
+out_sig:
+	reactor_del_fd(a->r, &sig.h);
+	close(sig.fd);
+out_gw:
+	ha_gwlink_stop(a->gw);
+	a->gw = NULL;
+out_api:
+	ha_api_stop(a->api);
+	a->api = NULL;
+out_cluster:
+	ha_cluster_stop(a->cl);
+	a->cl = NULL;
+	ha_sm_fini(&a->sm);
+out_reactor:
+	reactor_destroy(a->r);
+	GW_NOTICE(COMP, "stopped");
+	return status;
+}

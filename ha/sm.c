@@ -1,0 +1,1092 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HA agent's state machine: see sm.h for the shape and docs/ha.md for
+ * the protocol. Everything that changes the document happens on delivery of
+ * a group message, in agreed order, the same way on every member.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement.h"
+#include "sm.h"
+#include "util/log.h"
+
+#define COMP "ha"
+#define HA_LEASE_MARGIN_MS 100u          /* on top of a lost node's lease and one heartbeat */
+#define HA_INFLIGHT_RETRY_MS 5000u
+
+/* SPC-4 codes (scsi.h is the data plane's; the agent only needs the values) */
+#define ALUA_AO 0x0
+#define ALUA_UNAVAILABLE 0x3
+#define ALUA_TRANSITIONING 0xf
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void copy_name(char dst[HA_NAME_MAX], const char *src)
+{
+	snprintf(dst, HA_NAME_MAX, "%s", src ? src : "");
+}
+
+/* ------------------------------------------------------------ members */
+
+struct ha_member *ha_sm_member(struct ha_sm *sm, uint32_t nodeid)
+{
+	for (size_t i = 0; i < HA_MAX_MEMBERS; i++)
+		if (sm->m[i].used && sm->m[i].nodeid == nodeid)
+			return &sm->m[i];
+	return NULL;
+}
+
+static struct ha_member *member_get(struct ha_sm *sm, uint32_t nodeid)
+{
+	struct ha_member *m = ha_sm_member(sm, nodeid);
+
+	if (m)
+		return m;
+	for (size_t i = 0; i < HA_MAX_MEMBERS; i++) {
+		if (!sm->m[i].used) {
+			m = &sm->m[i];
+			memset(m, 0, sizeof(*m));
+			m->used = true;
+			m->nodeid = nodeid;
+			m->lease_ms = sm->lease_ms;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+const struct ha_member *ha_sm_member_by_name(const struct ha_sm *sm, const char *name)
+{
+	for (size_t i = 0; i < HA_MAX_MEMBERS; i++)
+		if (sm->m[i].used && sm->m[i].name[0] && !strcmp(sm->m[i].name, name))
+			return &sm->m[i];
+	return NULL;
+}
+
+int ha_sm_node_of(const struct ha_sm *sm, uint32_t nodeid)
+{
+	for (size_t i = 0; i < HA_MAX_MEMBERS; i++)
+		if (sm->m[i].used && sm->m[i].nodeid == nodeid)
+			return sm->m[i].name[0] ? ha_doc_find_node(sm->doc, sm->m[i].name) : -1;
+	return -1;
+}
+
+static bool in_view(const struct ha_sm *sm, uint32_t nodeid)
+{
+	for (size_t i = 0; i < sm->nview; i++)
+		if (sm->view[i] == nodeid)
+			return true;
+	return false;
+}
+
+/* Node n of the document has its agent in the (synchronised) view. */
+static bool node_in_view(const struct ha_sm *sm, int n)
+{
+	const struct ha_member *m;
+
+	if (n < 0 || (size_t)n >= sm->doc->nnodes)
+		return false;
+	m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
+	return m && m->in_view;
+}
+
+void ha_sm_set_name(struct ha_sm *sm, uint32_t nodeid, const char *name)
+{
+	struct ha_member *m = member_get(sm, nodeid);
+
+	if (m && name && name[0])
+		copy_name(m->name, name);
+}
+
+bool ha_sm_is_leader(const struct ha_sm *sm)
+{
+	return sm->phase == HA_PHASE_SYNCED && sm->nview && sm->view[0] == sm->nodeid;
+}
+
+const char *ha_sm_phase_name(const struct ha_sm *sm)
+{
+	if (sm->phase == HA_PHASE_START)
+		return "joining";
+	if (!sm->quorate)
+		return sm->phase == HA_PHASE_SYNCED ? "inquorate" : "inquorate-syncing";
+	if (sm->phase == HA_PHASE_SYNCING)
+		return "syncing";
+	if (sm->q_ring_seq != sm->ring_seq)
+		return "waiting-quorum-ring";
+	return "synced";
+}
+
+bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen)
+{
+	if (!sm->quorate) {
+		errf(why, whylen, -ENOLCK, "the cluster has no quorum here (%u of %u expected votes)",
+		     sm->total_votes, sm->expected_votes);
+		return false;
+	}
+	if (sm->phase != HA_PHASE_SYNCED) {
+		errf(why, whylen, -EAGAIN, "this node is %s: try again once it is synchronised",
+		     ha_sm_phase_name(sm));
+		return false;
+	}
+	if (sm->q_ring_seq != sm->ring_seq) {
+		errf(why, whylen, -EAGAIN, "the quorum and the group are in different rings: try again");
+		return false;
+	}
+	return true;
+}
+
+bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_NAME_MAX],
+		       size_t *npending, size_t max)
+{
+	bool all = true;
+
+	if (npending)
+		*npending = 0;
+	for (size_t i = 0; i < sm->doc->nnodes; i++) {
+		const struct ha_member *m;
+
+		if (!sm->doc->live[i])
+			continue;
+		m = ha_sm_member_by_name(sm, sm->doc->nodes[i].name);
+		if (m && m->in_view && m->applied_gen >= gen)
+			continue;
+		all = false;
+		if (pending && npending && *npending < max)
+			copy_name(pending[(*npending)++], sm->doc->nodes[i].name);
+	}
+	return all;
+}
+
+/* ------------------------------------------------------------ sending */
+
+static int send_msg(struct ha_sm *sm, HaMsg *m)
+{
+	int rc;
+
+	m->version = sm->proto;
+	m->cluster = sm->cluster;
+	rc = sm->ops->send(sm->ctx, m);
+	if (rc)
+		GW_WARN(COMP, "cannot multicast a %s message: %s", ha_msg_kind(m), strerror(-rc));
+	return rc;
+}
+
+static void send_sync(struct ha_sm *sm)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Sync s = ISERGW__HA__SYNC__INIT;
+
+	s.ring_seq = sm->ring_seq;
+	s.ring_node = sm->ring_node;
+	s.generation = sm->doc->generation;
+	if (sm->doc->generation) {
+		s.digest.data = sm->doc->digest;
+		s.digest.len = HA_DIGEST_LEN;
+	}
+	s.protocol_min = HA_PROTO_MIN;
+	s.protocol_max = HA_PROTO_MAX;
+	s.node_name = sm->name;
+	s.lease_ms = sm->lease_ms;
+	s.members = sm->view;
+	s.n_members = sm->nview;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
+	m.sync = &s;
+	/* a Sync is understood by every version: it is what negotiates them */
+	sm->proto = HA_PROTO_MIN;
+	send_msg(sm, &m);
+}
+
+static void send_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Applied a = ISERGW__HA__APPLIED__INIT;
+
+	a.generation = gen;
+	a.status = status;
+	a.error = (char *)(uintptr_t)(err ? err : "");
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_APPLIED;
+	m.applied = &a;
+	send_msg(sm, &m);
+}
+
+static void send_heartbeat(struct ha_sm *sm, uint64_t now)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Heartbeat h = ISERGW__HA__HEARTBEAT__INIT;
+
+	h.seq = ++sm->hb_seq;
+	h.applied_generation = sm->gw_applied_any ? sm->gw_applied_gen : 0;
+	sm->hb_sent_ms[h.seq % HA_HB_RING] = now;
+	sm->hb_last_ms = now;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT;
+	m.heartbeat = &h;
+	send_msg(sm, &m);
+}
+
+/* ------------------------------------------------------------ the document */
+
+static void req_finish(struct ha_sm *sm, size_t i, int status, const char *err, uint64_t gen)
+{
+	uint64_t id = sm->reqs[i].id;
+
+	sm->reqs[i] = sm->reqs[--sm->nreqs];
+	sm->ops->change_done(sm->ctx, id, status, err, gen);
+}
+
+static struct ha_sm_req *req_find(struct ha_sm *sm, uint64_t id, size_t *idx)
+{
+	for (size_t i = 0; i < sm->nreqs; i++)
+		if (sm->reqs[i].id == id) {
+			if (idx)
+				*idx = i;
+			return &sm->reqs[i];
+		}
+	return NULL;
+}
+
+/* Requests whose effect shows in the document now: answer them. */
+static void reqs_check(struct ha_sm *sm)
+{
+	const struct ha_doc *d = sm->doc;
+
+	for (size_t i = 0; i < sm->nreqs;) {
+		struct ha_sm_req *r = &sm->reqs[i];
+		bool done = false;
+		int n, g;
+
+		if (!r->sent_applied) {
+			i++;
+			continue;
+		}
+		switch (r->kind) {
+		case HA_REQ_CONFIG:
+		case HA_REQ_UNDRAIN:
+			done = true;
+			break;
+		case HA_REQ_MOVE:
+			g = ha_doc_find_dg(d, r->dg);
+			n = ha_doc_find_node(d, r->node);
+			if (g < 0 || n < 0) {
+				req_finish(sm, i, -ENOENT, "the device group or the node is gone", 0);
+				continue;
+			}
+			done = d->owner[g] == n;
+			break;
+		case HA_REQ_DRAIN:
+			n = ha_doc_find_node(d, r->node);
+			done = true;
+			for (size_t k = 0; n >= 0 && k < d->ndgs; k++)
+				if (d->owner[k] == n || d->moving_from[k] == n)
+					done = false;
+			break;
+		}
+		if (done) {
+			req_finish(sm, i, 0, NULL, d->generation);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Make d the document (taken); store and push it. */
+static void doc_set(struct ha_sm *sm, struct ha_doc *d)
+{
+	/* the leader's targets stay: a configuration change reruns the placement */
+	ha_doc_free(sm->doc);
+	sm->doc = d;
+	sm->ops->doc_changed(sm->ctx, d);
+	reqs_check(sm);
+}
+
+/* ------------------------------------------------------------ the sync barrier */
+
+static bool sync_better(uint64_t g1, const uint8_t *d1, uint64_t g2, const uint8_t *d2)
+{
+	if (g1 != g2)
+		return g1 > g2;
+	return memcmp(d1, d2, HA_DIGEST_LEN) > 0;
+}
+
+/* The winner of a complete barrier: its member (lowest nodeid holding it). */
+static const struct ha_member *sync_winner(struct ha_sm *sm)
+{
+	const struct ha_member *w = NULL;
+
+	for (size_t i = 0; i < sm->nview; i++) {
+		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
+
+		if (!m || !m->sync_rcvd)
+			return NULL;
+		if (!w || sync_better(m->sync_gen, m->sync_digest, w->sync_gen, w->sync_digest))
+			w = m;
+	}
+	return w;
+}
+
+static void sync_done(struct ha_sm *sm, uint64_t now)
+{
+	uint32_t proto = HA_PROTO_MAX;
+
+	for (size_t i = 0; i < sm->nview; i++) {
+		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
+
+		if (m && m->proto_max < proto)
+			proto = m->proto_max;
+	}
+	sm->proto = proto < HA_PROTO_MIN ? HA_PROTO_MIN : proto;
+	sm->phase = HA_PHASE_SYNCED;
+	sm->replace = true;
+	sm->inflight_base = 0;
+	GW_NOTICE(COMP, "synchronised: generation %" PRIu64 ", %zu agent(s) in the group, protocol %u",
+		  sm->doc->generation, sm->nview, sm->proto);
+	(void)now;
+}
+
+static void sync_check(struct ha_sm *sm, uint64_t now)
+{
+	const struct ha_member *w;
+	bool same = true;
+
+	if (sm->phase != HA_PHASE_SYNCING)
+		return;
+	w = sync_winner(sm);
+	if (!w)
+		return;
+	for (size_t i = 0; i < sm->nview; i++) {
+		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
+
+		if (m->sync_gen != w->sync_gen ||
+		    memcmp(m->sync_digest, w->sync_digest, HA_DIGEST_LEN))
+			same = false;
+	}
+	if (same) {
+		sync_done(sm, now);
+		return;
+	}
+	if (w->nodeid == sm->nodeid && !sm->state_sent) {
+		HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+		Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
+
+		st.ring_seq = sm->ring_seq;
+		st.generation = sm->doc->generation;
+		st.doc_json = sm->doc->text;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_STATE;
+		m.state = &st;
+		sm->state_sent = true;
+		GW_INFO(COMP, "sync: sending generation %" PRIu64 " to the members that differ",
+			sm->doc->generation);
+		send_msg(sm, &m);
+	}
+}
+
+static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
+		    uint64_t now)
+{
+	if (s->node_name[0])
+		copy_name(from->name, s->node_name);
+	from->proto_max = s->protocol_max;
+	from->lease_ms = s->lease_ms ? s->lease_ms : sm->lease_ms;
+	/* a Sync for another view (sent before a change we have seen since) */
+	if (s->n_members != sm->nview || memcmp(s->members, sm->view, sm->nview * sizeof(uint32_t))) {
+		GW_DEBUG(COMP, "sync from node %u for another view ignored", from->nodeid);
+		return;
+	}
+	from->sync_rcvd = true;
+	from->sync_gen = s->generation;
+	memset(from->sync_digest, 0, HA_DIGEST_LEN);
+	if (s->digest.len == HA_DIGEST_LEN)
+		memcpy(from->sync_digest, s->digest.data, HA_DIGEST_LEN);
+	sync_check(sm, now);
+}
+
+static void on_state(struct ha_sm *sm, const Isergw__Ha__State *st, uint64_t now)
+{
+	const struct ha_member *w;
+	struct ha_doc *d;
+	char err[512];
+	int rc;
+
+	if (sm->phase != HA_PHASE_SYNCING)
+		return; /* a State for a barrier we passed already */
+	w = sync_winner(sm);
+	if (!w || st->generation != w->sync_gen)
+		return;
+	if (sm->doc->generation == w->sync_gen &&
+	    !memcmp(sm->doc->digest, w->sync_digest, HA_DIGEST_LEN)) {
+		sync_done(sm, now);
+		return;
+	}
+	rc = ha_doc_parse(st->doc_json, &d, err, sizeof(err));
+	if (rc) {
+		GW_ERR(COMP, "sync: the winning document (generation %" PRIu64 ") does not load "
+		       "here: %s; this node stays unsynchronised", st->generation, err);
+		return;
+	}
+	if (d->generation != w->sync_gen || memcmp(d->digest, w->sync_digest, HA_DIGEST_LEN)) {
+		GW_ERR(COMP, "sync: the document received differs from the one announced "
+		       "(generation %" PRIu64 "); ignored", d->generation);
+		ha_doc_free(d);
+		return;
+	}
+	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
+		  sm->doc->generation);
+	doc_set(sm, d);
+	sync_done(sm, now);
+}
+
+/* ------------------------------------------------------------ changes */
+
+static void change_refused(struct ha_sm *sm, const Isergw__Ha__Change *c, int rc, const char *why)
+{
+	size_t i;
+
+	GW_WARN(COMP, "change %" PRIu64 " of node %u refused: %s", c->request_id, c->origin, why);
+	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &i))
+		req_finish(sm, i, rc, why, 0);
+}
+
+static int name_index(const struct ha_doc *d, const char *name, bool node)
+{
+	if (!name[0])
+		return -1;
+	return node ? ha_doc_find_node(d, name) : ha_doc_find_dg(d, name);
+}
+
+static int apply_placement(struct ha_sm *sm, const Isergw__Ha__Placement *p, struct ha_doc **out)
+{
+	const struct ha_doc *d = sm->doc;
+	int *owner = calloc(d->ndgs + 1, sizeof(int));
+	int *moving = calloc(d->ndgs + 1, sizeof(int));
+	bool *live = calloc(d->nnodes + 1, sizeof(bool));
+	int rc = -ENOMEM;
+
+	if (!owner || !moving || !live)
+		goto out;
+	for (size_t i = 0; i < d->ndgs; i++) {
+		owner[i] = d->owner[i];
+		moving[i] = d->moving_from[i];
+	}
+	for (size_t i = 0; i < p->n_owners; i++) {
+		int g = name_index(d, p->owners[i]->device_group, false);
+
+		if (g < 0)
+			continue;
+		owner[g] = name_index(d, p->owners[i]->node, true);
+		moving[g] = name_index(d, p->owners[i]->moving_from, true);
+	}
+	for (size_t i = 0; i < p->n_live; i++) {
+		int n = name_index(d, p->live[i], true);
+
+		if (n >= 0)
+			live[n] = true;
+	}
+	rc = ha_doc_with_runtime(d, owner, moving, live, out);
+out:
+	free(owner);
+	free(moving);
+	free(live);
+	return rc;
+}
+
+static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t now)
+{
+	struct ha_doc *d = NULL;
+	char err[512] = "";
+	size_t ri;
+	int rc = 0, n;
+
+	if (sm->phase != HA_PHASE_SYNCED) {
+		change_refused(sm, c, -EAGAIN, "the membership changed while it was on its way");
+		return;
+	}
+	if (c->kind_case == ISERGW__HA__CHANGE__KIND_MOVE) {
+		/* a request to the leader: no document change by itself */
+		int g = ha_doc_find_dg(sm->doc, c->move->device_group);
+
+		n = ha_doc_find_node(sm->doc, c->move->node);
+		if (g < 0 || n < 0) {
+			change_refused(sm, c, -ENOENT, "no such device group or node");
+			return;
+		}
+		if (ha_sm_is_leader(sm) && sm->nmoves < sizeof(sm->moves) / sizeof(sm->moves[0]))
+			sm->moves[sm->nmoves++] = (struct ha_sm_move){ .dg = g, .node = n };
+		if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri)) {
+			sm->reqs[ri].sent_applied = true;
+			reqs_check(sm);
+		}
+		return;
+	}
+	if (c->base_generation != sm->doc->generation) {
+		snprintf(err, sizeof(err), "based on generation %" PRIu64 ", the cluster is at %" PRIu64,
+			 c->base_generation, sm->doc->generation);
+		change_refused(sm, c, -ESTALE, err);
+		return;
+	}
+	switch (c->kind_case) {
+	case ISERGW__HA__CHANGE__KIND_CONFIG_JSON:
+		rc = ha_doc_with_config(sm->doc, c->config_json, &d, err, sizeof(err));
+		sm->replace = true;
+		break;
+	case ISERGW__HA__CHANGE__KIND_DRAIN:
+		n = ha_doc_find_node(sm->doc, c->drain->node);
+		if (n < 0) {
+			rc = -ENOENT;
+			snprintf(err, sizeof(err), "no node '%s' in the configuration", c->drain->node);
+			break;
+		}
+		rc = ha_doc_with_drain(sm->doc, n, c->drain->drained, &d);
+		sm->replace = true;
+		break;
+	case ISERGW__HA__CHANGE__KIND_PLACEMENT:
+		rc = apply_placement(sm, c->placement, &d);
+		if (sm->inflight_base == c->base_generation)
+			sm->inflight_base = 0;
+		break;
+	default:
+		rc = -EINVAL;
+		snprintf(err, sizeof(err), "unknown change");
+		break;
+	}
+	if (rc) {
+		if (!err[0])
+			snprintf(err, sizeof(err), "%s", strerror(-rc));
+		change_refused(sm, c, rc, err);
+		return;
+	}
+	GW_NOTICE(COMP, "generation %" PRIu64 ": %s from node %u", d->generation,
+		  c->kind_case == ISERGW__HA__CHANGE__KIND_CONFIG_JSON ? "new configuration" :
+		  c->kind_case == ISERGW__HA__CHANGE__KIND_DRAIN ?
+		  (c->drain->drained ? "node drained" : "node undrained") : "placement", c->origin);
+	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri))
+		sm->reqs[ri].sent_applied = true;
+	doc_set(sm, d);
+	(void)now;
+}
+
+/* ------------------------------------------------------------ lease */
+
+static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
+{
+	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires;
+
+	if (seq + HA_HB_RING <= sm->hb_seq || !sent)
+		return; /* too old to know when it left */
+	if (sm->phase != HA_PHASE_SYNCED || !sm->quorate || sm->q_ring_seq != sm->ring_seq)
+		return;
+	if (!sm->gw_applied_any || sm->gw_applied_gen != sm->doc->generation)
+		return; /* isergwd does not hold the current states yet */
+	expires = sent + sm->lease_ms;
+	if (expires <= now)
+		return;
+	sm->lease_expires_ms = expires;
+	sm->stepped_down = false;
+	sm->ops->lease(sm->ctx, expires);
+}
+
+/* ------------------------------------------------------------ the leader */
+
+static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until)
+{
+	const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
+	uint64_t heard = m && m->last_heard_ms ? m->last_heard_ms : sm->start_ms;
+	uint64_t lease = m && m->lease_ms > sm->lease_ms ? m->lease_ms : sm->lease_ms;
+	uint64_t end = heard + lease + sm->heartbeat_ms + HA_LEASE_MARGIN_MS;
+
+	if (now >= end)
+		return true;
+	if (until && (!*until || end < *until))
+		*until = end;
+	return false;
+}
+
+static void add_owner(Isergw__Ha__DgOwner *o, const struct ha_doc *d, int g, int owner, int moving)
+{
+	isergw__ha__dg_owner__init(o);
+	o->device_group = (char *)(uintptr_t)d->dgs[g].name;
+	o->node = (char *)(uintptr_t)(owner >= 0 ? d->nodes[owner].name : "");
+	o->moving_from = (char *)(uintptr_t)(moving >= 0 ? d->nodes[moving].name : "");
+}
+
+static void leader_reconcile(struct ha_sm *sm, uint64_t now)
+{
+	const struct ha_doc *d = sm->doc;
+	size_t nd = d->ndgs, nn = d->nnodes;
+	bool *live = NULL, *elig = NULL, changed = false, all_applied;
+	int *owner = NULL, *moving = NULL;
+	Isergw__Ha__DgOwner *own = NULL, **ownp = NULL;
+	char **livep = NULL;
+	uint64_t hold = 0;
+
+	if (!ha_sm_is_leader(sm) || !sm->quorate || sm->q_ring_seq != sm->ring_seq || !nn)
+		return;
+	if (sm->inflight_base) {
+		if (d->generation == sm->inflight_base && now - sm->inflight_ms < HA_INFLIGHT_RETRY_MS)
+			return; /* ours is on its way */
+		sm->inflight_base = 0;
+	}
+	live = calloc(nn, sizeof(*live));
+	elig = calloc(nn, sizeof(*elig));
+	owner = calloc(nd + 1, sizeof(*owner));
+	moving = calloc(nd + 1, sizeof(*moving));
+	own = calloc(nd + 1, sizeof(*own));
+	ownp = calloc(nd + 1, sizeof(*ownp));
+	livep = calloc(nn, sizeof(*livep));
+	if (!live || !elig || !owner || !moving || !own || !ownp || !livep)
+		goto out;
+	for (size_t n = 0; n < nn; n++) {
+		live[n] = node_in_view(sm, (int)n);
+		elig[n] = live[n] && !d->drained[n];
+		if (live[n] != d->live[n])
+			changed = true;
+	}
+	if (!sm->target || sm->ntarget != nd) {
+		free(sm->target);
+		sm->target = calloc(nd + 1, sizeof(int));
+		if (!sm->target)
+			goto out;
+		sm->ntarget = nd;
+		sm->replace = true;
+	}
+	if (sm->replace || (sm->hold_until_ms && now >= sm->hold_until_ms)) {
+		int *cur = calloc(nd + 1, sizeof(int));
+
+		if (!cur)
+			goto out;
+		/* a group being moved counts as its old owner's until the move ends */
+		for (size_t g = 0; g < nd; g++)
+			cur[g] = d->owner[g] >= 0 ? d->owner[g] : d->moving_from[g];
+		ha_place(d, elig, cur, sm->target);
+		sm->hold_until_ms = 0;
+		/* a lost owner keeps its groups until its lease has certainly run out */
+		for (size_t g = 0; g < nd; g++)
+			if (d->owner[g] >= 0 && !live[d->owner[g]] &&
+			    !lease_over(sm, d->owner[g], now, &sm->hold_until_ms))
+				sm->target[g] = d->owner[g];
+		free(cur);
+		sm->replace = false;
+	}
+	for (size_t i = 0; i < sm->nmoves; i++)
+		if ((size_t)sm->moves[i].dg < nd && elig[sm->moves[i].node])
+			sm->target[sm->moves[i].dg] = sm->moves[i].node;
+	sm->nmoves = 0;
+
+	all_applied = ha_sm_all_applied(sm, d->generation, NULL, NULL, 0);
+	for (size_t g = 0; g < nd; g++) {
+		int cur = d->owner[g], tgt = sm->target[g];
+
+		owner[g] = cur;
+		moving[g] = d->moving_from[g];
+		if (cur == tgt) {
+			if (cur >= 0 && moving[g] >= 0)
+				moving[g] = -1;
+		} else if (cur >= 0 && live[cur]) {
+			/* planned: the old owner goes Transitioning first */
+			owner[g] = -1;
+			moving[g] = cur;
+		} else if (cur >= 0) {
+			if (lease_over(sm, cur, now, &hold)) {
+				owner[g] = tgt;
+				moving[g] = -1;
+			}
+		} else if (tgt >= 0 && all_applied) {
+			owner[g] = tgt;
+			moving[g] = -1;
+		}
+		if (moving[g] >= 0 && !live[moving[g]])
+			moving[g] = -1;
+		if (owner[g] != d->owner[g] || moving[g] != d->moving_from[g])
+			changed = true;
+	}
+	if (hold && (!sm->hold_until_ms || hold < sm->hold_until_ms))
+		sm->hold_until_ms = hold;
+	if (changed) {
+		HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+		Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+		Isergw__Ha__Placement p = ISERGW__HA__PLACEMENT__INIT;
+
+		for (size_t g = 0; g < nd; g++) {
+			add_owner(&own[g], d, (int)g, owner[g], moving[g]);
+			ownp[g] = &own[g];
+		}
+		for (size_t n = 0; n < nn; n++)
+			if (live[n])
+				livep[p.n_live++] = (char *)(uintptr_t)d->nodes[n].name;
+		p.owners = ownp;
+		p.n_owners = nd;
+		p.live = livep;
+		c.origin = sm->nodeid;
+		c.base_generation = d->generation;
+		c.kind_case = ISERGW__HA__CHANGE__KIND_PLACEMENT;
+		c.placement = &p;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+		m.change = &c;
+		if (!send_msg(sm, &m)) {
+			sm->inflight_base = d->generation;
+			sm->inflight_ms = now;
+		}
+	}
+out:
+	free(live);
+	free(elig);
+	free(owner);
+	free(moving);
+	free(own);
+	free(ownp);
+	free(livep);
+}
+
+/* ------------------------------------------------------------ inputs */
+
+int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_sm_ops *ops,
+	       void *ctx, struct ha_doc *doc, uint64_t now)
+{
+	memset(sm, 0, sizeof(*sm));
+	sm->ops = ops;
+	sm->ctx = ctx;
+	sm->nodeid = p->nodeid;
+	copy_name(sm->name, p->name);
+	copy_name(sm->cluster, p->cluster);
+	sm->lease_ms = p->lease_ms;
+	sm->heartbeat_ms = p->heartbeat_ms;
+	sm->start_ms = now;
+	sm->doc = doc;
+	sm->proto = HA_PROTO_MIN;
+	sm->next_request = 1;
+	ha_sm_set_name(sm, p->nodeid, p->name);
+	return 0;
+}
+
+void ha_sm_fini(struct ha_sm *sm)
+{
+	while (sm->nreqs)
+		req_finish(sm, sm->nreqs - 1, -ESHUTDOWN, "the agent is stopping", 0);
+	ha_doc_free(sm->doc);
+	sm->doc = NULL;
+	free(sm->target);
+	sm->target = NULL;
+}
+
+void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const uint32_t *nodes,
+		size_t n, uint64_t now)
+{
+	sm->ring_seq = ring_seq;
+	sm->ring_node = ring_node;
+	for (size_t i = 0; i < HA_MAX_MEMBERS; i++)
+		if (sm->m[i].used)
+			sm->m[i].in_ring = false;
+	for (size_t i = 0; i < n; i++) {
+		struct ha_member *m = member_get(sm, nodes[i]);
+
+		if (m)
+			m->in_ring = true;
+	}
+	GW_INFO(COMP, "corosync ring %" PRIu64 "/%u: %zu node(s)", ring_seq, ring_node, n);
+	leader_reconcile(sm, now);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t now)
+{
+	bool self = false;
+	size_t i;
+
+	if (n > HA_MAX_MEMBERS) {
+		GW_ERR(COMP, "%zu agents in the group: only %u are supported", n, HA_MAX_MEMBERS);
+		n = HA_MAX_MEMBERS;
+	}
+	if (n)
+		memcpy(sm->view, members, n * sizeof(uint32_t));
+	sm->nview = n;
+	qsort(sm->view, n, sizeof(uint32_t), cmp_u32);
+	for (i = 0; i < HA_MAX_MEMBERS; i++) {
+		sm->m[i].in_view = false;
+		sm->m[i].sync_rcvd = false;
+	}
+	for (i = 0; i < n; i++) {
+		struct ha_member *m = member_get(sm, sm->view[i]);
+
+		if (m) {
+			m->in_view = true;
+			if (!m->last_heard_ms)
+				m->last_heard_ms = now;
+		}
+		if (sm->view[i] == sm->nodeid)
+			self = true;
+	}
+	sm->state_sent = false;
+	sm->nmoves = 0;
+	/* requests on their way may be lost with the old view: they end with it */
+	for (i = sm->nreqs; i-- > 0;)
+		if (!sm->reqs[i].sent_applied)
+			req_finish(sm, i, -EAGAIN, "the membership changed while it was on its way", 0);
+	if (!self) {
+		sm->phase = HA_PHASE_START;
+		return;
+	}
+	sm->phase = HA_PHASE_SYNCING;
+	GW_NOTICE(COMP, "group view: %zu agent(s); sync barrier started", n);
+	send_sync(sm);
+}
+
+void ha_sm_quorum(struct ha_sm *sm, bool quorate, uint64_t ring_seq, uint32_t ring_node,
+		  uint32_t expected_votes, uint32_t total_votes, uint64_t now)
+{
+	bool was = sm->quorate;
+
+	sm->quorate = quorate;
+	sm->q_ring_seq = ring_seq;
+	sm->q_ring_node = ring_node;
+	sm->expected_votes = expected_votes;
+	sm->total_votes = total_votes;
+	if (was != quorate)
+		GW_NOTICE(COMP, "quorum %s (ring %" PRIu64 "/%u, %u of %u expected votes)",
+			  quorate ? "gained" : "LOST", ring_seq, ring_node, total_votes,
+			  expected_votes);
+	if (!quorate && !sm->stepped_down) {
+		sm->stepped_down = true;
+		sm->lease_expires_ms = 0;
+		sm->ops->step_down(sm->ctx, "this node lost quorum");
+	}
+	leader_reconcile(sm, now);
+}
+
+void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t len,
+		   uint64_t now)
+{
+	struct ha_member *from;
+	char err[256];
+	HaMsg *m;
+	int rc;
+
+	rc = ha_msg_decode(buf, len, &m, err, sizeof(err));
+	if (rc) {
+		sm->rejected_msgs++;
+		GW_WARN(COMP, "group message from node %u ignored: %s", nodeid, err);
+		return;
+	}
+	if (strcmp(m->cluster, sm->cluster)) {
+		sm->rejected_msgs++;
+		GW_WARN(COMP, "group message from node %u ignored: it is of cluster '%s', "
+			"this node is of '%s'", nodeid, m->cluster, sm->cluster);
+		goto out;
+	}
+	from = member_get(sm, nodeid);
+	if (!from)
+		goto out;
+	if (!in_view(sm, nodeid) && m->body_case != ISERGW__HA__GROUP_MSG__BODY_SYNC) {
+		GW_DEBUG(COMP, "%s from node %u, not in the view, ignored", ha_msg_kind(m), nodeid);
+		goto out;
+	}
+	from->last_heard_ms = now;
+	switch (m->body_case) {
+	case ISERGW__HA__GROUP_MSG__BODY_SYNC:
+		on_sync(sm, from, m->sync, now);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_STATE:
+		on_state(sm, m->state, now);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
+		if (m->change->origin != nodeid) {
+			GW_WARN(COMP, "change from node %u claims origin %u: ignored", nodeid,
+				m->change->origin);
+			break;
+		}
+		on_change(sm, m->change, now);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
+		if (m->applied->status)
+			GW_WARN(COMP, "node %u (%s): isergwd refused generation %" PRIu64 ": %s",
+				nodeid, from->name, m->applied->generation, m->applied->error);
+		else if (m->applied->generation > from->applied_gen) {
+			from->applied_gen = m->applied->generation;
+			sm->ops->applied(sm->ctx);
+		}
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:
+		if (m->heartbeat->applied_generation > from->applied_gen) {
+			from->applied_gen = m->heartbeat->applied_generation;
+			sm->ops->applied(sm->ctx);
+		}
+		if (nodeid == sm->nodeid)
+			lease_check(sm, m->heartbeat->seq, now);
+		break;
+	default:
+		break;
+	}
+	leader_reconcile(sm, now);
+out:
+	ha_msg_free(m);
+}
+
+void ha_sm_tick(struct ha_sm *sm, uint64_t now)
+{
+	if (sm->phase != HA_PHASE_START && now - sm->hb_last_ms >= sm->heartbeat_ms)
+		send_heartbeat(sm, now);
+	leader_reconcile(sm, now);
+}
+
+void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now)
+{
+	if (!status) {
+		sm->gw_applied_gen = gen;
+		sm->gw_applied_any = true;
+	}
+	if (sm->phase != HA_PHASE_START)
+		send_applied(sm, gen, status, err);
+	(void)now;
+}
+
+void ha_sm_gw_lost(struct ha_sm *sm)
+{
+	sm->gw_applied_any = false;
+	sm->gw_applied_gen = 0;
+	sm->lease_expires_ms = 0;
+}
+
+/* ------------------------------------------------------------ local API */
+
+static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind kind,
+		      const char *dg, const char *node, char *err, size_t errlen)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	struct ha_sm_req *r;
+	int rc;
+
+	if (sm->nreqs >= HA_SM_REQS_MAX)
+		return errf(err, errlen, -EBUSY, "too many changes in progress (%u)", HA_SM_REQS_MAX);
+	c->origin = sm->nodeid;
+	c->request_id = sm->next_request++;
+	c->base_generation = c->base_generation ? c->base_generation : sm->doc->generation;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+	m.change = c;
+	rc = send_msg(sm, &m);
+	if (rc)
+		return errf(err, errlen, rc, "cannot multicast the change: %s", strerror(-rc));
+	r = &sm->reqs[sm->nreqs++];
+	memset(r, 0, sizeof(*r));
+	r->id = c->request_id;
+	r->kind = kind;
+	copy_name(r->dg, dg);
+	copy_name(r->node, node);
+	return (int64_t)r->id;
+}
+
+int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t base_gen,
+			    char *err, size_t errlen)
+{
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	int rc;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (base_gen && base_gen != sm->doc->generation)
+		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
+			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	rc = ha_config_check(config_json, err, errlen);
+	if (rc)
+		return rc;
+	c.base_generation = sm->doc->generation;
+	c.kind_case = ISERGW__HA__CHANGE__KIND_CONFIG_JSON;
+	c.config_json = (char *)(uintptr_t)config_json;
+	return submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
+}
+
+int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,
+			   size_t errlen)
+{
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__NodeDrain dr = ISERGW__HA__NODE_DRAIN__INIT;
+	int n;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	n = ha_doc_find_node(sm->doc, node);
+	if (n < 0)
+		return errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
+	if (sm->doc->drained[n] == drained)
+		return errf(err, errlen, -EALREADY, "node '%s' is %s already", node,
+			    drained ? "drained" : "not drained");
+	dr.node = (char *)(uintptr_t)node;
+	dr.drained = drained;
+	c.base_generation = sm->doc->generation;
+	c.kind_case = ISERGW__HA__CHANGE__KIND_DRAIN;
+	c.drain = &dr;
+	return submit(sm, &c, drained ? HA_REQ_DRAIN : HA_REQ_UNDRAIN, "", node, err, errlen);
+}
+
+int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,
+			  size_t errlen)
+{
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__DgMove mv = ISERGW__HA__DG_MOVE__INIT;
+	int g, n;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	g = ha_doc_find_dg(sm->doc, dg);
+	if (g < 0)
+		return errf(err, errlen, -ENOENT, "no device group '%s' in the cluster configuration",
+			    dg);
+	n = ha_doc_find_node(sm->doc, node);
+	if (n < 0)
+		return errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
+	if (sm->doc->owner[g] == n)
+		return errf(err, errlen, -EALREADY, "device group '%s' is owned by '%s' already",
+			    dg, node);
+	if (!node_in_view(sm, n) || !sm->doc->live[n])
+		return errf(err, errlen, -EHOSTDOWN, "node '%s' is not serving (not in the group "
+			    "or not synchronised)", node);
+	if (sm->doc->drained[n])
+		return errf(err, errlen, -EPERM, "node '%s' is drained", node);
+	mv.device_group = (char *)(uintptr_t)dg;
+	mv.node = (char *)(uintptr_t)node;
+	c.base_generation = sm->doc->generation;
+	c.kind_case = ISERGW__HA__CHANGE__KIND_MOVE;
+	c.move = &mv;
+	return submit(sm, &c, HA_REQ_MOVE, dg, node, err, errlen);
+}
+
+/* ------------------------------------------------------------ ALUA map */
+
+void ha_alua_states(const struct ha_doc *d, int dg, struct ha_alua_entry *out)
+{
+	const struct ha_dg *g = &d->dgs[dg];
+
+	for (size_t n = 0; n < d->nnodes; n++) {
+		struct ha_alua_entry *e = &out[n];
+
+		e->tpg_id = d->nodes[n].tpg_id;
+		e->pref = false;
+		if (!d->live[n])
+			e->state = ALUA_UNAVAILABLE;
+		else if (d->owner[dg] == (int)n) {
+			e->state = ALUA_AO;
+			e->pref = true;
+		} else if (d->owner[dg] < 0 && d->moving_from[dg] == (int)n)
+			e->state = ALUA_TRANSITIONING;
+		else
+			e->state = g->non_owner_state;
+	}
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HA agent's state machine (docs/ha.md): the cluster document, the sync
+ * barrier after every membership change, changes in agreed order, the
+ * leader's runtime decisions and the lease. Pure: no corosync, no sockets,
+ * no clock of its own. The glue (cluster.c) feeds it corosync's callbacks and
+ * the delivered messages with the current monotonic time, and it answers
+ * through the ops table. Everything is decided on the agreed message stream,
+ * so that every member decides the same thing at the same point of it:
+ *
+ *   view change (CPG)  -> SYNCING: every member multicasts Sync
+ *   every Sync of the view delivered -> the winner (highest generation, then
+ *                         highest digest); State from the winner if some
+ *                         member differs -> SYNCED
+ *   SYNCED: Changes applied in delivery order (generation + 1 each)
+ *
+ * The local quorum (votequorum) gates what this node does, never what it
+ * applies: it sends changes, renews its isergwd's lease and (as the leader)
+ * decides placements only while quorate with the quorum ring equal to the
+ * CPG ring; it steps its isergwd down as soon as it is not.
+ */
+#ifndef ISERGW_HA_SM_H
+#define ISERGW_HA_SM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "doc.h"
+#include "isergw_ha.pb-c.h"
+
+#define HA_PROTO_MIN 1u
+#define HA_PROTO_MAX 1u
+#define HA_MAX_MEMBERS 32u
+#define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
+#define HA_MSG_MAX (1u << 20)           /* largest group message */
+#define HA_CHANGE_TIMEOUT_MS 10000u     /* default wait for every live member */
+
+typedef Isergw__Ha__GroupMsg HaMsg;
+
+enum ha_phase {
+	HA_PHASE_START = 0,     /* not in the group yet */
+	HA_PHASE_SYNCING,       /* barrier of the current view running */
+	HA_PHASE_SYNCED,        /* barrier passed: changes are applied */
+};
+
+struct ha_member {
+	uint32_t nodeid;
+	char name[HA_NAME_MAX];
+	bool in_view;           /* its agent is in the CPG group */
+	bool in_ring;           /* its node is in the corosync membership */
+	bool sync_rcvd;         /* its Sync of the current view arrived */
+	uint64_t sync_gen;
+	uint8_t sync_digest[HA_DIGEST_LEN];
+	uint32_t proto_max;
+	uint64_t lease_ms;      /* its lease, from its Sync */
+	uint64_t last_heard_ms; /* monotonic, when a message of its was delivered (0: never) */
+	uint64_t applied_gen;   /* the newest generation its isergwd took */
+	bool used;
+};
+
+/* What the state machine asks of its glue. */
+struct ha_sm_ops {
+	/* Multicast m to the group (agreed order); 0 or a negative errno (the glue queues on flow control). */
+	int (*send)(void *ctx, const HaMsg *m);
+	/* The document changed (new generation or adopted): store it, push it to isergwd. */
+	void (*doc_changed)(void *ctx, const struct ha_doc *d);
+	/* Renew isergwd's lease until expires_ms (monotonic). */
+	void (*lease)(void *ctx, uint64_t expires_ms);
+	/* No quorum / not synchronised: isergwd stops serving now. */
+	void (*step_down)(void *ctx, const char *reason);
+	/* A change this node sent was applied (status 0, generation) or refused. */
+	void (*change_done)(void *ctx, uint64_t request_id, int status, const char *err, uint64_t gen);
+	/* Some member's applied generation advanced (waiting API requests look again). */
+	void (*applied)(void *ctx);
+};
+
+struct ha_sm_params {
+	uint32_t nodeid;
+	const char *name;               /* this node's corosync name */
+	const char *cluster;            /* totem.cluster_name */
+	uint64_t lease_ms;              /* isergwd's lease */
+	uint64_t heartbeat_ms;
+};
+
+struct ha_sm_move {                     /* a move asked of the leader */
+	int dg;
+	int node;
+};
+
+enum ha_req_kind { HA_REQ_CONFIG = 1, HA_REQ_DRAIN, HA_REQ_UNDRAIN, HA_REQ_MOVE };
+
+struct ha_sm_req {                      /* a change of ours on its way */
+	uint64_t id;
+	enum ha_req_kind kind;
+	char dg[HA_NAME_MAX];
+	char node[HA_NAME_MAX];
+	bool sent_applied;              /* its own change was applied; waiting for its effect */
+};
+#define HA_SM_REQS_MAX 64u
+
+struct ha_sm {
+	const struct ha_sm_ops *ops;
+	void *ctx;
+	uint32_t nodeid;
+	char name[HA_NAME_MAX];
+	char cluster[HA_NAME_MAX];
+	uint64_t lease_ms, heartbeat_ms;
+	uint64_t start_ms;
+
+	struct ha_doc *doc;
+	enum ha_phase phase;
+	uint32_t proto;                 /* the version the group speaks */
+
+	/* corosync */
+	uint64_t ring_seq;              /* CPG's totem ring */
+	uint32_t ring_node;
+	bool quorate;
+	uint64_t q_ring_seq;            /* votequorum's ring */
+	uint32_t q_ring_node;
+	uint32_t expected_votes, total_votes;
+	bool stepped_down;
+
+	struct ha_member m[HA_MAX_MEMBERS];
+	uint32_t view[HA_MAX_MEMBERS];  /* current CPG members, ascending */
+	size_t nview;
+	bool state_sent;                /* this view's State multicast (by us) */
+
+	/* heartbeats and the lease */
+	uint64_t hb_seq;
+	uint64_t hb_sent_ms[HA_HB_RING];
+	uint64_t hb_last_ms;
+	uint64_t lease_expires_ms;      /* the last renewal given to isergwd (0: none) */
+	uint64_t gw_applied_gen;        /* isergwd took this generation (config and ALUA) */
+	bool gw_applied_any;
+
+	/* the leader's plans */
+	bool replace;                   /* rerun the placement at the next chance */
+	int *target;                    /* per device group: node index or -1 */
+	size_t ntarget;
+	uint64_t inflight_base;         /* base generation of our Placement on its way (0: none) */
+	uint64_t inflight_ms;
+	struct ha_sm_move moves[16];
+	size_t nmoves;
+
+	uint64_t hold_until_ms;         /* a lost owner's lease runs out then (0: none) */
+	struct ha_sm_req reqs[HA_SM_REQS_MAX];
+	size_t nreqs;
+	uint64_t next_request;          /* our request ids */
+	uint64_t rejected_msgs;         /* garbled, foreign or future messages ignored */
+};
+
+int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_sm_ops *ops,
+	       void *ctx, struct ha_doc *doc /* taken */, uint64_t now);
+void ha_sm_fini(struct ha_sm *sm);
+
+/* corosync's node names (cmap nodelist), for members that have not spoken yet. */
+void ha_sm_set_name(struct ha_sm *sm, uint32_t nodeid, const char *name);
+/* Totem configuration change (CPG_MODEL_V1): the corosync ring and its members. */
+void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const uint32_t *nodes,
+		size_t n, uint64_t now);
+/* CPG configuration change: the agents in the group now. */
+void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t now);
+/* votequorum: quorate or not, in which ring. */
+void ha_sm_quorum(struct ha_sm *sm, bool quorate, uint64_t ring_seq, uint32_t ring_node,
+		  uint32_t expected_votes, uint32_t total_votes, uint64_t now);
+/* A message delivered by CPG, from nodeid. Bad input is logged and ignored. */
+void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t len,
+		   uint64_t now);
+/* Every heartbeat_ms (and after events): heartbeats, the leader's waits. */
+void ha_sm_tick(struct ha_sm *sm, uint64_t now);
+/* The local isergwd took generation gen (status 0) or refused it. */
+void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now);
+/* isergwd went away: it holds nothing any more. */
+void ha_sm_gw_lost(struct ha_sm *sm);
+
+/*
+ * Changes from the local API. Each returns a request id (>= 1) whose
+ * change_done comes later, or a negative errno with the reason in err
+ * (-EAGAIN not synchronised, -ENOLCK no quorum, -ESTALE base generation, ...).
+ */
+int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t base_gen,
+			    char *err, size_t errlen);
+int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,
+			   size_t errlen);
+int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,
+			  size_t errlen);
+
+/* Queries. */
+bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen);
+const char *ha_sm_phase_name(const struct ha_sm *sm);
+struct ha_member *ha_sm_member(struct ha_sm *sm, uint32_t nodeid);
+/* The member whose name is name, or NULL. */
+const struct ha_member *ha_sm_member_by_name(const struct ha_sm *sm, const char *name);
+/* Node index in the document of nodeid (-1: not a node of the configuration). */
+int ha_sm_node_of(const struct ha_sm *sm, uint32_t nodeid);
+bool ha_sm_is_leader(const struct ha_sm *sm);
+/* Every live member of the document took generation gen; names of those that did not into pending. */
+bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_NAME_MAX],
+		       size_t *npending, size_t max);
+
+/*
+ * The ALUA states of node `self` of document d for device group dg, one per
+ * node of the configuration with its target port group (states are SPC-4
+ * codes). Pure: the same document gives the same map on every node.
+ */
+struct ha_alua_entry {
+	uint16_t tpg_id;
+	uint8_t state;
+	bool pref;
+};
+void ha_alua_states(const struct ha_doc *d, int dg, struct ha_alua_entry *out);
+
+/* Group message codec (codec.c). */
+/* Pack m (version and cluster set by the caller) into a malloc'd buffer. */
+int ha_msg_pack(const HaMsg *m, uint8_t **out, size_t *len);
+/*
+ * Unpack and check a delivered message: a GroupMsg of a version we speak
+ * (-EPROTONOSUPPORT otherwise), one body, fields in range (-EINVAL, -EBADMSG
+ * for bytes that are no GroupMsg), the reason in err.
+ */
+int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t errlen);
+void ha_msg_free(HaMsg *m);
+const char *ha_msg_kind(const HaMsg *m);
+
+#endif

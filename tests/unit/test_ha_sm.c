@@ -1,0 +1,675 @@
+// LINK: ha_core
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HA agent's state machine (ha/sm.c) with a fake clock and a fake
+ * corosync: N state machines joined by an in-memory bus that delivers every
+ * multicast to every member of the view in one total order, as CPG's agreed
+ * delivery does. Membership and quorum changes reach every member at the
+ * same point of that order. Checks the sync barrier, changes, the leader's
+ * placements, leases, step-downs, partitions, planned moves, drains, the
+ * codec's refusals and the version negotiation.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sm.h"
+
+#define N 3
+#define LEASE 1500u
+#define HB 100u
+#define ALUA_AO 0
+#define ALUA_ANO 1
+#define ALUA_UNAVAIL 3
+#define ALUA_TRANS 15
+
+struct node {
+	struct ha_sm sm;
+	bool up;                        /* in the view */
+	bool partitioned;               /* in a ring of its own */
+	uint64_t lease;                 /* last lease given to "isergwd" */
+	unsigned int leases, stepdowns, docs;
+	uint64_t done_id;
+	int done_status;
+	uint64_t done_gen;
+	char done_err[256];
+};
+
+struct bmsg {
+	uint32_t from;
+	uint8_t *buf;
+	size_t len;
+};
+
+static struct node nodes[N];
+static struct bmsg bus[4096];
+static size_t nbus;
+static uint64_t now_ms = 1000000;
+static uint64_t ring_seq = 4;
+
+static int op_send(void *ctx, const HaMsg *m)
+{
+	struct node *n = ctx;
+	uint8_t *buf;
+	size_t len;
+
+	assert_int_equal(ha_msg_pack(m, &buf, &len), 0);
+	assert_true(nbus < sizeof(bus) / sizeof(bus[0]));
+	bus[nbus++] = (struct bmsg){ .from = n->sm.nodeid, .buf = buf, .len = len };
+	return 0;
+}
+
+static void op_doc_changed(void *ctx, const struct ha_doc *d)
+{
+	struct node *n = ctx;
+
+	(void)d;
+	n->docs++;
+}
+
+static void op_lease(void *ctx, uint64_t expires)
+{
+	struct node *n = ctx;
+
+	n->lease = expires;
+	n->leases++;
+}
+
+static void op_step_down(void *ctx, const char *reason)
+{
+	struct node *n = ctx;
+
+	(void)reason;
+	n->stepdowns++;
+	n->lease = 0;
+}
+
+static void op_change_done(void *ctx, uint64_t id, int status, const char *err, uint64_t gen)
+{
+	struct node *n = ctx;
+
+	n->done_id = id;
+	n->done_status = status;
+	n->done_gen = gen;
+	snprintf(n->done_err, sizeof(n->done_err), "%s", err ? err : "");
+}
+
+static void op_applied(void *ctx)
+{
+	(void)ctx;
+}
+
+static const struct ha_sm_ops ops = {
+	.send = op_send,
+	.doc_changed = op_doc_changed,
+	.lease = op_lease,
+	.step_down = op_step_down,
+	.change_done = op_change_done,
+	.applied = op_applied,
+};
+
+/* Two nodes see each other when both are up and on the same side. */
+static bool together(int a, int b)
+{
+	return nodes[a].up && nodes[b].up && nodes[a].partitioned == nodes[b].partitioned;
+}
+
+/* Deliver everything queued, in order, to every member that sees the sender. */
+static void pump(void)
+{
+	for (size_t i = 0; i < nbus; i++) {
+		int from = (int)bus[i].from - 1;
+
+		for (int k = 0; k < N; k++)
+			if (together(from, k))
+				ha_sm_deliver(&nodes[k].sm, bus[i].from, bus[i].buf, bus[i].len, now_ms);
+	}
+	for (size_t i = 0; i < nbus; i++)
+		free(bus[i].buf);
+	nbus = 0;
+}
+
+/* Keep pumping until nothing is left (messages beget messages). */
+static void settle(void)
+{
+	for (int i = 0; i < 100 && nbus; i++)
+		pump();
+	assert_int_equal(nbus, 0);
+}
+
+/* isergwd on every up node takes whatever generation its agent has. */
+static void gw_apply_all(void)
+{
+	for (int k = 0; k < N; k++)
+		if (nodes[k].up)
+			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
+	settle();
+}
+
+/* A membership change as corosync delivers it: ring, view, quorum, on each side. */
+static void membership(void)
+{
+	uint32_t ids[2][N];
+	size_t n[2] = { 0, 0 };
+
+	ring_seq += 4;
+	for (int k = 0; k < N; k++)
+		if (nodes[k].up)
+			ids[nodes[k].partitioned][n[nodes[k].partitioned]++] = (uint32_t)k + 1;
+	for (int k = 0; k < N; k++) {
+		int side = nodes[k].partitioned;
+
+		if (!nodes[k].up)
+			continue;
+		ha_sm_ring(&nodes[k].sm, ring_seq, ids[side][0], ids[side], n[side], now_ms);
+		ha_sm_view(&nodes[k].sm, ids[side], n[side], now_ms);
+		ha_sm_quorum(&nodes[k].sm, n[side] * 2 > N, ring_seq, ids[side][0], N,
+			     (uint32_t)n[side], now_ms);
+	}
+	settle();
+}
+
+/* Time passes: ticks every heartbeat, messages delivered after each. */
+static void run_for(uint64_t ms)
+{
+	for (uint64_t t = 0; t < ms; t += HB) {
+		now_ms += HB;
+		for (int k = 0; k < N; k++)
+			if (nodes[k].up)
+				ha_sm_tick(&nodes[k].sm, now_ms);
+		settle();
+		gw_apply_all();
+	}
+}
+
+static const char *names[N] = { "n1", "n2", "n3" };
+
+static const char *config3 =
+	"{\"nodes\":["
+	"{\"name\":\"n1\",\"tpg_id\":1,\"portals\":[{\"url\":\"tcp://10.0.0.1:3260\",\"rel_port_id\":1}]},"
+	"{\"name\":\"n2\",\"tpg_id\":2,\"portals\":[{\"url\":\"tcp://10.0.0.2:3260\",\"rel_port_id\":2}]},"
+	"{\"name\":\"n3\",\"tpg_id\":3,\"portals\":[{\"url\":\"tcp://10.0.0.3:3260\",\"rel_port_id\":3}]}],"
+	"\"device_groups\":["
+	"{\"name\":\"dg1\",\"preferred_owner\":\"n1\"},"
+	"{\"name\":\"dg2\",\"preferred_owner\":\"n2\"},"
+	"{\"name\":\"dg3\",\"preferred_owner\":\"n3\",\"failback\":\"manual\"}],"
+	"\"targets\":[{\"iqn\":\"iqn.2026-11.org.isergw:t\",\"luns\":["
+	"{\"lun\":0,\"path\":\"/tmp/test-ha-sm-0.img\",\"device_group\":\"dg1\"},"
+	"{\"lun\":1,\"path\":\"/tmp/test-ha-sm-1.img\",\"device_group\":\"dg2\"},"
+	"{\"lun\":2,\"path\":\"/tmp/test-ha-sm-2.img\",\"device_group\":\"dg3\"}]}]}";
+
+static void start_node(int k, struct ha_doc *doc)
+{
+	struct ha_sm_params p = {
+		.nodeid = (uint32_t)k + 1, .name = names[k], .cluster = "test",
+		.lease_ms = LEASE, .heartbeat_ms = HB,
+	};
+	struct node *n = &nodes[k];
+
+	memset(n, 0, sizeof(*n));
+	if (!doc)
+		assert_int_equal(ha_doc_empty(&doc), 0);
+	assert_int_equal(ha_sm_init(&n->sm, &p, &ops, n, doc, now_ms), 0);
+	for (int i = 0; i < N; i++)
+		ha_sm_set_name(&n->sm, (uint32_t)i + 1, names[i]);
+	n->up = true;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	nbus = 0;
+	for (int k = 0; k < N; k++)
+		start_node(k, NULL);
+	membership();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < nbus; i++)
+		free(bus[i].buf);
+	nbus = 0;
+	for (int k = 0; k < N; k++)
+		ha_sm_fini(&nodes[k].sm);
+	return 0;
+}
+
+static int owner_of(int k, const char *dg)
+{
+	const struct ha_doc *d = nodes[k].sm.doc;
+	int g = ha_doc_find_dg(d, dg);
+
+	assert_true(g >= 0);
+	return d->owner[g];
+}
+
+/* Node k's ALUA state of node m's group for device group dg, as k pushes it. */
+static int state_of(int k, const char *dg, int m)
+{
+	const struct ha_doc *d = nodes[k].sm.doc;
+	struct ha_alua_entry e[N];
+	int g = ha_doc_find_dg(d, dg);
+
+	assert_true(g >= 0);
+	ha_alua_states(d, g, e);
+	return e[m].state;
+}
+
+/* Never two different groups Active/Optimized for one device group, over all up nodes. */
+static void assert_one_ao(void)
+{
+	static const char *dgs[] = { "dg1", "dg2", "dg3" };
+
+	for (size_t g = 0; g < 3; g++) {
+		int ao = -1;
+
+		for (int k = 0; k < N; k++) {
+			if (!nodes[k].up || nodes[k].sm.doc->ndgs == 0)
+				continue;
+			/* a node that is not leased serves nothing */
+			if (!nodes[k].lease || nodes[k].lease <= now_ms)
+				continue;
+			for (int m = 0; m < N; m++) {
+				if (state_of(k, dgs[g], m) != ALUA_AO)
+					continue;
+				if (ao >= 0 && ao != m)
+					fail_msg("%s: node %d's group AO per node %d, node %d's per another",
+						 dgs[g], m + 1, k + 1, ao + 1);
+				ao = m;
+			}
+		}
+	}
+}
+
+static void configure(void)
+{
+	char err[512] = "";
+	int64_t id = ha_sm_submit_config(&nodes[0].sm, config3, 0, err, sizeof(err));
+
+	if (id < 0)
+		fail_msg("config refused: %s", err);
+	settle();
+	assert_int_equal(nodes[0].done_id, (uint64_t)id);
+	assert_int_equal(nodes[0].done_status, 0);
+	gw_apply_all();
+	run_for(500);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_barrier_and_config(void **state)
+{
+	(void)state;
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.phase, HA_PHASE_SYNCED);
+	configure();
+	for (int k = 0; k < N; k++) {
+		assert_true(nodes[k].sm.doc->generation >= 2);
+		assert_int_equal(nodes[k].sm.doc->generation, nodes[0].sm.doc->generation);
+		assert_memory_equal(nodes[k].sm.doc->digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+		/* preferred owners */
+		assert_int_equal(owner_of(k, "dg1"), 0);
+		assert_int_equal(owner_of(k, "dg2"), 1);
+		assert_int_equal(owner_of(k, "dg3"), 2);
+		assert_int_equal(state_of(k, "dg1", 0), ALUA_AO);
+		assert_int_equal(state_of(k, "dg1", 1), ALUA_ANO);
+		/* leased */
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_one_ao();
+}
+
+static void test_lease_from_heartbeat(void **state)
+{
+	(void)state;
+	configure();
+	/* the lease ends lease_ms after the heartbeat that renewed it was sent */
+	for (int k = 0; k < N; k++) {
+		assert_true(nodes[k].lease <= now_ms + LEASE);
+		assert_true(nodes[k].lease > now_ms + LEASE - 2 * HB);
+	}
+	/* isergwd lost: no renewal until it holds the generation again */
+	ha_sm_gw_lost(&nodes[1].sm);
+	nodes[1].lease = 0;
+	now_ms += HB;
+	ha_sm_tick(&nodes[1].sm, now_ms);
+	settle();
+	assert_int_equal(nodes[1].lease, 0);
+	ha_sm_gw_applied(&nodes[1].sm, nodes[1].sm.doc->generation, 0, NULL, now_ms);
+	run_for(HB);
+	assert_true(nodes[1].lease > now_ms);
+}
+
+static void test_node_death(void **state)
+{
+	uint64_t died;
+
+	(void)state;
+	configure();
+	nodes[0].up = false;            /* node 1 dies: it owned dg1 */
+	died = now_ms;
+	ha_sm_fini(&nodes[0].sm);
+	run_for(2200);                  /* corosync notices after token + consensus */
+	membership();
+	/* survivors: node 1's group Unavailable, dg1 owned elsewhere once the lease is over */
+	for (int k = 1; k < N; k++) {
+		assert_int_equal(state_of(k, "dg1", 0), ALUA_UNAVAIL);
+		assert_true(owner_of(k, "dg1") == 1 || owner_of(k, "dg1") == 2);
+		assert_int_equal(owner_of(k, "dg1"), owner_of(1, "dg1"));
+		assert_int_equal(owner_of(k, "dg2"), 1);
+		assert_int_equal(owner_of(k, "dg3"), 2);
+	}
+	assert_true(now_ms - died >= LEASE);
+	assert_one_ao();
+	/* node 1 returns: failback immediate gives dg1 back, through Transitioning */
+	start_node(0, NULL);
+	membership();
+	run_for(1000);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(owner_of(k, "dg1"), 0);
+		assert_int_equal(state_of(k, "dg1", 0), ALUA_AO);
+		assert_int_equal(nodes[k].sm.doc->generation, nodes[1].sm.doc->generation);
+	}
+	assert_one_ao();
+}
+
+static void test_lost_owner_waits_for_its_lease(void **state)
+{
+	(void)state;
+	configure();
+	/* the agent of node 3 leaves the group but its node stays (restart): dg3 is held */
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	run_for(LEASE / 2);
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	/* after the lease (plus one heartbeat and the margin) it moves */
+	run_for(LEASE + 300);
+	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
+	/* failback manual: node 3 back, dg3 stays where it is */
+	start_node(2, NULL);
+	membership();
+	run_for(1000);
+	assert_true(owner_of(2, "dg3") == 0 || owner_of(2, "dg3") == 1);
+	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
+}
+
+static void test_partition(void **state)
+{
+	uint64_t gen_major;
+	char err[256];
+
+	(void)state;
+	configure();
+	nodes[2].partitioned = true;    /* node 3 cut off */
+	run_for(2200);
+	membership();
+	/* the minority stepped down, gets no lease */
+	assert_true(nodes[2].stepdowns >= 1);
+	assert_false(nodes[2].sm.quorate);
+	nodes[2].lease = 0;
+	run_for(1000);
+	assert_int_equal(nodes[2].lease, 0);
+	/* changes refused there */
+	assert_int_equal(ha_sm_submit_drain(&nodes[2].sm, "n1", true, err, sizeof(err)), -ENOLCK);
+	assert_non_null(strstr(err, "quorum"));
+	/* the majority took dg3 over and changes things */
+	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)) > 0);
+	settle();
+	run_for(1000);
+	assert_int_equal(owner_of(0, "dg2"), 0);
+	gen_major = nodes[0].sm.doc->generation;
+	assert_true(gen_major > nodes[2].sm.doc->generation);
+	assert_one_ao();
+	/* heal: node 3 takes the majority's generation, never goes back */
+	nodes[2].partitioned = false;
+	membership();
+	run_for(1000);
+	assert_true(nodes[2].sm.doc->generation >= gen_major);
+	assert_memory_equal(nodes[2].sm.doc->digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+	assert_true(nodes[2].lease > now_ms);
+	assert_one_ao();
+}
+
+static void test_planned_move_goes_through_transitioning(void **state)
+{
+	char err[256];
+	int64_t id;
+	bool saw_trans = false;
+
+	(void)state;
+	configure();
+	id = ha_sm_submit_move(&nodes[1].sm, "dg1", "n3", err, sizeof(err));
+	assert_true(id > 0);
+	/* step by step: the old owner demoted everywhere before the new one is promoted */
+	for (int i = 0; i < 20 && owner_of(0, "dg1") != 2; i++) {
+		pump();
+		if (owner_of(0, "dg1") < 0) {
+			assert_int_equal(state_of(0, "dg1", 0), ALUA_TRANS);
+			saw_trans = true;
+		}
+		assert_one_ao();
+		gw_apply_all();
+	}
+	assert_true(saw_trans);
+	assert_int_equal(owner_of(0, "dg1"), 2);
+	assert_int_equal(nodes[1].done_id, (uint64_t)id);
+	assert_int_equal(nodes[1].done_status, 0);
+	/* the same again: nothing to do */
+	assert_int_equal(ha_sm_submit_move(&nodes[1].sm, "dg1", "n3", err, sizeof(err)), -EALREADY);
+	/* unknown names */
+	assert_int_equal(ha_sm_submit_move(&nodes[1].sm, "nope", "n3", err, sizeof(err)), -ENOENT);
+	assert_int_equal(ha_sm_submit_move(&nodes[1].sm, "dg1", "n9", err, sizeof(err)), -ENOENT);
+}
+
+static void test_drain_undrain(void **state)
+{
+	char err[256];
+
+	(void)state;
+	configure();
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)) > 0);
+	settle();
+	run_for(1000);
+	for (int k = 0; k < N; k++) {
+		assert_true(owner_of(k, "dg2") == 0 || owner_of(k, "dg2") == 2);
+		assert_int_equal(state_of(k, "dg2", 1), ALUA_ANO);
+	}
+	assert_int_equal(nodes[0].done_status, 0);
+	assert_int_equal(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)), -EALREADY);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", false, err, sizeof(err)) > 0);
+	settle();
+	run_for(1000);
+	assert_int_equal(owner_of(0, "dg2"), 1);   /* failback immediate */
+	assert_one_ao();
+}
+
+static void test_stale_base_generation(void **state)
+{
+	char err[256];
+
+	(void)state;
+	configure();
+	assert_int_equal(ha_sm_submit_config(&nodes[0].sm, config3, 1, err, sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "generation"));
+}
+
+static void test_invalid_config_refused_before_sending(void **state)
+{
+	char err[512] = "";
+	uint64_t gen;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	assert_int_equal(ha_sm_submit_config(&nodes[0].sm,
+		"{\"nodes\":[{\"name\":\"n1\",\"tpg_id\":1,\"colour\":1}]}", 0, err, sizeof(err)),
+		-EINVAL);
+	assert_non_null(strstr(err, "colour"));
+	assert_int_equal(nbus, 0);
+	assert_int_equal(nodes[1].sm.doc->generation, gen);
+}
+
+/* Bytes that are no message, a message of the future, one of another cluster. */
+static void test_bad_messages_ignored(void **state)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Heartbeat h = ISERGW__HA__HEARTBEAT__INIT;
+	uint8_t garbage[] = { 0xff, 0xff, 0xff, 0x01, 0x02 };
+	uint8_t *buf;
+	size_t len;
+	uint64_t gen, rejected;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	rejected = nodes[0].sm.rejected_msgs;
+	ha_sm_deliver(&nodes[0].sm, 2, garbage, sizeof(garbage), now_ms);
+	ha_sm_deliver(&nodes[0].sm, 2, garbage, 0, now_ms);
+	h.seq = 1;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT;
+	m.heartbeat = &h;
+	m.cluster = (char *)(uintptr_t)"test";
+	m.version = HA_PROTO_MAX + 1;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	ha_sm_deliver(&nodes[0].sm, 2, buf, len, now_ms);
+	free(buf);
+	m.version = HA_PROTO_MAX;
+	m.cluster = (char *)(uintptr_t)"other";
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	ha_sm_deliver(&nodes[0].sm, 2, buf, len, now_ms);
+	free(buf);
+	/* a truncated real message */
+	m.cluster = (char *)(uintptr_t)"test";
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	ha_sm_deliver(&nodes[0].sm, 2, buf, len - 1, now_ms);
+	free(buf);
+	assert_true(nodes[0].sm.rejected_msgs >= rejected + 4);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(nodes[0].sm.phase, HA_PHASE_SYNCED);
+}
+
+static void test_codec_checks(void **state)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Sync s = ISERGW__HA__SYNC__INIT;
+	uint32_t members[2] = { 2, 1 };
+	uint8_t *buf;
+	size_t len;
+	HaMsg *out;
+	char err[256];
+
+	(void)state;
+	m.version = 1;
+	m.cluster = (char *)(uintptr_t)"c";
+	/* no body */
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	assert_int_equal(ha_msg_decode(buf, len, &out, err, sizeof(err)), -EINVAL);
+	free(buf);
+	/* members not ascending */
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
+	m.sync = &s;
+	s.protocol_min = 1;
+	s.protocol_max = 1;
+	s.members = members;
+	s.n_members = 2;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	assert_int_equal(ha_msg_decode(buf, len, &out, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "ascending"));
+	free(buf);
+	/* a sender that speaks only versions above ours */
+	members[0] = 1;
+	members[1] = 2;
+	s.protocol_min = HA_PROTO_MAX + 1;
+	s.protocol_max = HA_PROTO_MAX + 2;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	assert_int_equal(ha_msg_decode(buf, len, &out, err, sizeof(err)), -EPROTONOSUPPORT);
+	free(buf);
+	/* a newer sender that also speaks ours: accepted, and we speak the lowest max */
+	s.protocol_min = 1;
+	s.protocol_max = HA_PROTO_MAX + 1;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	assert_int_equal(ha_msg_decode(buf, len, &out, err, sizeof(err)), 0);
+	ha_msg_free(out);
+	free(buf);
+}
+
+static void test_version_negotiation(void **state)
+{
+	(void)state;
+	/* every member speaks HA_PROTO_MAX: that is what the group speaks */
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.proto, HA_PROTO_MAX);
+}
+
+/* A whole-cluster restart: each node comes back with what it stored; the newest wins. */
+static void test_restart_newest_generation_wins(void **state)
+{
+	char *text[N];
+	struct ha_doc *d;
+	char err[256];
+	uint64_t newest;
+
+	(void)state;
+	configure();
+	/* node 3 misses the last change (it is down), then everybody stops */
+	nodes[2].up = false;
+	text[2] = strdup(nodes[2].sm.doc->text);
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	run_for(3000);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n1", true, err, sizeof(err)) > 0);
+	settle();
+	run_for(500);
+	newest = nodes[0].sm.doc->generation;
+	text[0] = strdup(nodes[0].sm.doc->text);
+	text[1] = strdup(nodes[1].sm.doc->text);
+	for (int k = 0; k < 2; k++)
+		ha_sm_fini(&nodes[k].sm);
+	/* all three start again, from their stored documents */
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(ha_doc_parse(text[k], &d, err, sizeof(err)), 0);
+		start_node(k, d);
+		free(text[k]);
+	}
+	membership();
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(nodes[k].sm.phase, HA_PHASE_SYNCED);
+		assert_true(nodes[k].sm.doc->generation >= newest);
+		assert_true(nodes[k].sm.doc->drained[0]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_barrier_and_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_from_heartbeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_base_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_config_refused_before_sending, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_messages_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_version_negotiation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_newest_generation_wins, setup, teardown),
+		cmocka_unit_test(test_codec_checks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
