@@ -41,6 +41,15 @@ static void usage(FILE *f)
 "Full configuration:\n"
 "  -c, --config FILE     JSON configuration (see docs/configuration.md)\n"
 "\n"
+"Managed (a node of the HA agent, isergw-ha):\n"
+"  --managed             start with no portal and no target, the ALUA lease\n"
+"                        enforced (alua_lease true: every target port group\n"
+"                        Unavailable until the agent gives a lease) and the\n"
+"                        external ALUA policy, and wait for the configuration\n"
+"                        over the control socket (ApplyConfig); every document\n"
+"                        applied keeps alua_lease true and alua_policy external.\n"
+"                        Not with --config or the quick-serve options\n"
+"\n"
 "Common:\n"
 "  --reactors N          reactor threads (default: one per CPU)\n"
 "  --log-level LEVEL     err, warn, notice, info or debug (default notice)\n"
@@ -58,7 +67,7 @@ static void usage(FILE *f)
 enum {
 	OPT_PORTAL = 256, OPT_TARGET, OPT_LUN, OPT_SIZE, OPT_BLOCK_SIZE, OPT_ACL, OPT_CHAP_USER,
 	OPT_CHAP_SECRET, OPT_MUTUAL_USER, OPT_MUTUAL_SECRET, OPT_REACTORS, OPT_LOG_LEVEL,
-	OPT_STATE_DIR, OPT_CTL_SOCKET, OPT_LOGIN_TIMEOUT, OPT_CHECK,
+	OPT_STATE_DIR, OPT_CTL_SOCKET, OPT_LOGIN_TIMEOUT, OPT_CHECK, OPT_MANAGED,
 };
 
 static const struct option long_opts[] = {
@@ -79,6 +88,7 @@ static const struct option long_opts[] = {
 	{ "ctl-socket", required_argument, NULL, OPT_CTL_SOCKET },
 	{ "login-timeout", required_argument, NULL, OPT_LOGIN_TIMEOUT },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "managed", no_argument, NULL, OPT_MANAGED },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -103,6 +113,7 @@ struct cli {
 	uint32_t login_timeout;
 	bool login_timeout_set;
 	bool check;
+	bool managed;           /* the HA agent's node: configured over the control socket */
 };
 
 static int copy_str(char *dst, size_t len, const char *src, const char *what)
@@ -240,6 +251,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case OPT_STATE_DIR: cli->state_dir = optarg; break;
 		case OPT_CTL_SOCKET: cli->ctl_socket = optarg; break;
 		case OPT_CHECK: cli->check = true; break;
+		case OPT_MANAGED: cli->managed = true; break;
 		case OPT_SIZE:
 			rc = gw_parse_size(optarg, &cli->size);
 			cli->size_set = true;
@@ -291,7 +303,21 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		fprintf(stderr, "isergwd: --config cannot be combined with quick-serve options\n");
 		return -EINVAL;
 	}
+	if (cli->managed && (cli->config || cli->nportals || cli->nluns || cli->target ||
+			     cli->nacls || cli->chap_user || cli->mutual_user || cli->size_set ||
+			     cli->block_size)) {
+		fprintf(stderr, "isergwd: --managed takes its configuration from the control socket: "
+			"not with --config or quick-serve options\n");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* What a managed node always has, whatever the document says. */
+static void managed_settings(struct gw_config *cfg)
+{
+	cfg->alua_lease = true;
+	cfg->alua_policy_external = true;
 }
 
 static int override_str(char *dst, size_t len, const char *src, const char *what, char *err,
@@ -331,6 +357,8 @@ static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from
 		cfg->reactors = cli->reactors;
 	if (cli->login_timeout_set)
 		cfg->login_timeout_s = cli->login_timeout;
+	if (cli->managed)
+		managed_settings(cfg);
 	gw_config_finalize(cfg);
 	rc = gw_config_validate(cfg, verr, sizeof(verr));
 	if (rc)
@@ -358,7 +386,8 @@ static int load_config(const struct cli *cli, struct gw_config **out)
 		if (cli->state_dir && (rc = copy_str(cfg->state_dir, sizeof(cfg->state_dir),
 						     cli->state_dir, "--state-dir")))
 			goto err_free;
-		rc = build_quick_config(cli, cfg);
+		/* managed: nothing to serve until the HA agent applies a configuration */
+		rc = cli->managed ? 0 : build_quick_config(cli, cfg);
 		if (rc)
 			goto err_free;
 	}
@@ -375,13 +404,21 @@ err_free:
 	return rc;
 }
 
-/* ApplyConfig of the control socket: the document as if it were the file. */
+/*
+ * ApplyConfig of the control socket: the document as if it were the file;
+ * on a managed node, over the managed settings (so that a document without
+ * portals or targets is fine there too).
+ */
 static int ctl_load(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen)
 {
-	struct gw_config *cfg;
+	const struct cli *cli = arg;
+	struct gw_config *cfg, base;
 	int rc;
 
-	rc = gw_config_load_string(json, &cfg, err, errlen);
+	gw_config_defaults(&base);
+	if (cli->managed)
+		managed_settings(&base);
+	rc = gw_config_load_string_base(json, &base, &cfg, err, errlen);
 	if (rc)
 		return rc;
 	rc = finish_config(arg, cfg, true, err, errlen);
@@ -428,7 +465,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	GW_NOTICE(COMP, "isergwd %s starting", ISERGW_VERSION);
+	GW_NOTICE(COMP, "isergwd %s starting%s", ISERGW_VERSION,
+		  cli.managed ? " managed: waiting for the configuration on the control socket" : "");
 	rc = gw_start(cfg, &gw); /* on success gw owns cfg */
 	if (rc) {
 		GW_ERR(COMP, "start-up failed: %s", strerror(-rc));
@@ -454,7 +492,8 @@ int main(int argc, char **argv)
 			struct gw_config *ncfg;
 
 			if (!cli.config) {
-				GW_NOTICE(COMP, "SIGHUP: no configuration file to re-read (quick-serve)");
+				GW_NOTICE(COMP, "SIGHUP: no configuration file to re-read (%s)",
+					  cli.managed ? "managed" : "quick-serve");
 				continue;
 			}
 			GW_NOTICE(COMP, "SIGHUP: re-reading %s", cli.config);

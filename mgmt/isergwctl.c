@@ -51,6 +51,16 @@ static void usage(FILE *f)
 "                               current epoch + 1; --transition-ms: Transitioning\n"
 "                               first, the final states after MS milliseconds\n"
 "  alua show [--dg NAME]        the groups and their states\n"
+"  alua map [--epoch N] [--transition-ms MS] --dg NAME TPG=STATE[,pref] ...\n"
+"           [--dg NAME TPG=STATE[,pref] ...]\n"
+"                               set the states of several device groups under\n"
+"                               one epoch (all checked before any changes); each\n"
+"                               --dg starts a device group ('default' for the\n"
+"                               default one); --transition-ms: the groups whose\n"
+"                               state changes go through Transitioning first\n"
+"  lease [show]                 the ALUA lease: state, time left, expiry\n"
+"  lease renew --ms N           give a lease ending N ms from now (1..60000)\n"
+"  lease stepdown [--reason R]  drop the lease: every group Unavailable at once\n"
 "  sessions                     sessions, connections and their command counts\n"
 "  counters [--lun TARGET/LUN] [--ports]\n"
 "                               I/O counters per LUN (or per target port)\n"
@@ -312,6 +322,8 @@ static void status_json(json_object *o, const struct shown *sh)
 	jset_u64(o, "targets", s->targets);
 	jset_u64(o, "portals", s->portals);
 	jset_u64(o, "reactors", s->reactors);
+	jset_str(o, "lease_state", s->lease_state);
+	jset_u64(o, "lease_remaining_ms", s->lease_remaining_ms);
 }
 
 static void status_table(const struct shown *sh)
@@ -330,6 +342,10 @@ static void status_table(const struct shown *sh)
 	printf("targets      %u\n", s->targets);
 	printf("portals      %u\n", s->portals);
 	printf("reactors     %u\n", s->reactors);
+	if (strcmp(s->lease_state, "valid") == 0)
+		printf("lease        valid, %u ms left\n", s->lease_remaining_ms);
+	else
+		printf("lease        %s\n", s->lease_state[0] ? s->lease_state : "?");
 }
 
 static const struct view status_view = {
@@ -464,28 +480,51 @@ static int cmd_apply(struct ctx *x, int argc, char **argv)
 
 /* ------------------------------------------------------------ alua */
 
-static void alua_json(json_object *o, const struct shown *sh)
+static void alua_states_json(json_object *o, const Isergw__Ctl__AluaStates *a)
 {
-	const Isergw__Ctl__AluaStates *a = sh->rep->alua;
-
 	jset_u64(o, "epoch", a->epoch);
 	jset_str(o, "device_group", a->device_group);
 	json_object_object_add(o, "transition_pending",
 			       json_object_new_boolean(a->transition_pending));
 	json_object_object_add(o, "groups", alua_groups_json(a->groups, a->n_groups, true));
+	if (a->lease_state[0])
+		jset_str(o, "lease_state", a->lease_state);
 }
 
-static void alua_table(const struct shown *sh)
+static void alua_json(json_object *o, const struct shown *sh)
 {
-	const Isergw__Ctl__AluaStates *a = sh->rep->alua;
+	alua_states_json(o, sh->rep->alua);
+}
 
-	printf("ALUA epoch %llu%s%s%s\n", (unsigned long long)a->epoch,
-	       a->device_group[0] ? ", device group " : "", a->device_group,
+/* What every group reports instead of its state while the lease is not valid. */
+static const char *lease_override_name(const char *lease_state)
+{
+	if (!lease_state[0] || strcmp(lease_state, "valid") == 0)
+		return NULL;
+	return strcmp(lease_state, "expired") == 0 ? "transitioning" : "unavailable";
+}
+
+static void alua_states_table(const Isergw__Ctl__AluaStates *a, bool head)
+{
+	const char *ov = lease_override_name(a->lease_state);
+
+	if (head)
+		printf("ALUA epoch %llu", (unsigned long long)a->epoch);
+	printf("%s%s%s\n", head ? (a->device_group[0] ? ", device group " : "") : "device group ",
+	       head ? a->device_group : (a->device_group[0] ? a->device_group : "default"),
 	       a->transition_pending ? " (transition pending)" : "");
+	if (ov)
+		printf("ALUA lease %s: every group reports and enforces %s instead of the states "
+		       "below\n", a->lease_state, ov);
 	printf("%-6s %-14s %s\n", "TPG", "STATE", "PREF");
 	for (size_t i = 0; i < a->n_groups; i++)
 		printf("%-6u %-14s %s\n", a->groups[i]->tpg_id, ctl_alua_state_name(a->groups[i]->state),
 		       a->groups[i]->pref ? "yes" : "no");
+}
+
+static void alua_table(const struct shown *sh)
+{
+	alua_states_table(sh->rep->alua, true);
 }
 
 static const struct view alua_view = {
@@ -516,6 +555,51 @@ static int cmd_alua_show(struct ctx *x, int argc, char **argv)
 	return run(x, &req, &alua_view, NULL, 0);
 }
 
+/* "TPG=STATE[,pref]" into g: 0, or the usage error's exit code. */
+static int parse_group(const char *arg, Isergw__Ctl__AluaGroupState *g)
+{
+	char buf[64], *eq, *comma;
+	int state;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	eq = strchr(buf, '=');
+	if (!eq)
+		return usage_err("'%s' is not TPG=STATE[,pref]", arg);
+	*eq = '\0';
+	comma = strchr(eq + 1, ',');
+	if (comma)
+		*comma = '\0';
+	isergw__ctl__alua_group_state__init(g);
+	if (parse_u32(buf, 65535, &g->tpg_id) || g->tpg_id == 0)
+		return usage_err("bad target port group id in '%s' (1..65535)", arg);
+	if (ctl_alua_state_parse(eq + 1, &state))
+		return usage_err("bad state in '%s' (ao, ano, standby, unavailable, offline, "
+				 "transitioning)", arg);
+	g->state = (Isergw__Ctl__AluaState)state;
+	if (comma) {
+		if (strcmp(comma + 1, "pref"))
+			return usage_err("'%s': only ',pref' may follow the state", arg);
+		g->pref = true;
+	}
+	return 0;
+}
+
+/* Without --epoch: the current epoch + 1. */
+static int next_epoch(struct ctx *x, uint64_t *epoch)
+{
+	CtlReply *rep;
+	int rc;
+
+	if (*epoch)
+		return 0;
+	rc = get_status(x, &rep);
+	if (rc)
+		return rc;
+	*epoch = rep->status_info->epoch + 1;
+	ctl_reply_free(rep);
+	return 0;
+}
+
 static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -530,7 +614,6 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 	Isergw__Ctl__AluaGroupState gs[CTL_ALUA_MAX_GROUPS];
 	Isergw__Ctl__AluaGroupState *gp[CTL_ALUA_MAX_GROUPS];
 	uint64_t epoch = 0;
-	CtlReply *rep;
 	int opt, rc;
 
 	optind = 1;
@@ -556,44 +639,260 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 	if (argc - optind > (int)CTL_ALUA_MAX_GROUPS)
 		return usage_err("%s", "alua set: too many groups");
 	for (int i = optind; i < argc; i++) {
-		Isergw__Ctl__AluaGroupState *g = &gs[sa.n_groups];
-		char buf[64], *eq, *comma;
-		int state;
-
-		snprintf(buf, sizeof(buf), "%s", argv[i]);
-		eq = strchr(buf, '=');
-		if (!eq)
-			return usage_err("'%s' is not TPG=STATE[,pref]", argv[i]);
-		*eq = '\0';
-		comma = strchr(eq + 1, ',');
-		if (comma)
-			*comma = '\0';
-		isergw__ctl__alua_group_state__init(g);
-		if (parse_u32(buf, 65535, &g->tpg_id) || g->tpg_id == 0)
-			return usage_err("bad target port group id in '%s' (1..65535)", argv[i]);
-		if (ctl_alua_state_parse(eq + 1, &state))
-			return usage_err("bad state in '%s' (ao, ano, standby, unavailable, offline, "
-					 "transitioning)", argv[i]);
-		g->state = (Isergw__Ctl__AluaState)state;
-		if (comma) {
-			if (strcmp(comma + 1, "pref"))
-				return usage_err("'%s': only ',pref' may follow the state", argv[i]);
-			g->pref = true;
-		}
-		gp[sa.n_groups++] = g;
+		if ((rc = parse_group(argv[i], &gs[sa.n_groups])))
+			return rc;
+		gp[sa.n_groups] = &gs[sa.n_groups];
+		sa.n_groups++;
 	}
 	sa.groups = gp;
-	if (epoch == 0) {
-		rc = get_status(x, &rep);
-		if (rc)
-			return rc;
-		epoch = rep->status_info->epoch + 1;
-		ctl_reply_free(rep);
-	}
+	if ((rc = next_epoch(x, &epoch)))
+		return rc;
 	sa.epoch = epoch;
 	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
 	req.set_alua_states = &sa;
 	return run(x, &req, &alua_view, NULL, (int)sa.transition_ms);
+}
+
+/* ------------------------------------------------------------ alua map */
+
+static void alua_map_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__AluaMap *m = sh->rep->alua_map;
+	json_object *arr = json_object_new_array();
+
+	jset_u64(o, "epoch", m->epoch);
+	for (size_t i = 0; i < m->n_device_groups; i++) {
+		json_object *d = json_object_new_object();
+
+		alua_states_json(d, m->device_groups[i]);
+		json_object_array_add(arr, d);
+	}
+	json_object_object_add(o, "device_groups", arr);
+}
+
+static void alua_map_table(const struct shown *sh)
+{
+	const Isergw__Ctl__AluaMap *m = sh->rep->alua_map;
+
+	printf("ALUA epoch %llu, %zu device group(s)\n", (unsigned long long)m->epoch,
+	       m->n_device_groups);
+	for (size_t i = 0; i < m->n_device_groups; i++) {
+		printf("\n");
+		alua_states_table(m->device_groups[i], false);
+	}
+}
+
+static const struct view alua_map_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_ALUA_MAP, "alua map", false, alua_map_json, alua_map_table,
+};
+
+/* The request being built by cmd_alua_map (freed by alua_map_free). */
+struct map_req {
+	Isergw__Ctl__SetAluaMap m;
+	Isergw__Ctl__DeviceGroupStates *d;      /* CTL_ALUA_MAP_MAX_DG */
+	Isergw__Ctl__DeviceGroupStates **dp;
+	Isergw__Ctl__AluaGroupState (*g)[CTL_ALUA_MAX_GROUPS];
+	Isergw__Ctl__AluaGroupState *(*gp)[CTL_ALUA_MAX_GROUPS];
+};
+
+static void map_req_free(struct map_req *r)
+{
+	free(r->d);
+	free(r->dp);
+	free(r->g);
+	free(r->gp);
+}
+
+/*
+ * alua map [--epoch N] [--transition-ms MS] [--json] --dg NAME TPG=STATE[,pref]...
+ * [--dg NAME ...]: options and device groups in any order; the groups follow
+ * their --dg (those before the first --dg are the default device group's).
+ */
+static int cmd_alua_map(struct ctx *x, int argc, char **argv)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	struct map_req r = { .m = ISERGW__CTL__SET_ALUA_MAP__INIT };
+	Isergw__Ctl__DeviceGroupStates *cur = NULL;
+	uint64_t epoch = 0;
+	int rc = 0;
+
+	r.d = calloc(CTL_ALUA_MAP_MAX_DG, sizeof(*r.d));
+	r.dp = calloc(CTL_ALUA_MAP_MAX_DG, sizeof(*r.dp));
+	r.g = calloc(CTL_ALUA_MAP_MAX_DG, sizeof(*r.g));
+	r.gp = calloc(CTL_ALUA_MAP_MAX_DG, sizeof(*r.gp));
+	if (!r.d || !r.dp || !r.g || !r.gp) {
+		map_req_free(&r);
+		fprintf(stderr, "isergwctl: out of memory\n");
+		return EXIT_USAGE;
+	}
+	r.m.device_groups = r.dp;
+	for (int i = 1; i < argc && !rc; i++) {
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--json") == 0) {
+			x->json = true;
+		} else if (strcmp(a, "--epoch") == 0 && val) {
+			rc = parse_epoch(val, &epoch);
+			i++;
+		} else if (strcmp(a, "--transition-ms") == 0 && val) {
+			if (parse_u32(val, CTL_TRANSITION_MAX_MS, &r.m.transition_ms))
+				rc = usage_err("--transition-ms wants 0..600000, not '%s'", val);
+			i++;
+		} else if (strcmp(a, "--dg") == 0 && val) {
+			if (r.m.n_device_groups >= CTL_ALUA_MAP_MAX_DG) {
+				rc = usage_err("alua map: at most %u device groups", CTL_ALUA_MAP_MAX_DG);
+				break;
+			}
+			cur = &r.d[r.m.n_device_groups];
+			isergw__ctl__device_group_states__init(cur);
+			cur->device_group = (char *)(uintptr_t)val;
+			cur->groups = r.gp[r.m.n_device_groups];
+			r.dp[r.m.n_device_groups++] = cur;
+			i++;
+		} else if (a[0] == '-' && a[1] == '-') {
+			rc = usage_err("alua map: bad option '%s'%s", a, val ? "" : " (or its value missing)");
+		} else {
+			size_t k = cur ? (size_t)(cur - r.d) : 0;
+
+			if (!cur) {
+				/* the default device group until the first --dg */
+				cur = &r.d[0];
+				isergw__ctl__device_group_states__init(cur);
+				cur->groups = r.gp[0];
+				r.dp[r.m.n_device_groups++] = cur;
+			}
+			if (cur->n_groups >= CTL_ALUA_MAX_GROUPS) {
+				rc = usage_err("alua map: at most %u groups per device group",
+					       CTL_ALUA_MAX_GROUPS);
+				break;
+			}
+			rc = parse_group(a, &r.g[k][cur->n_groups]);
+			if (!rc) {
+				r.gp[k][cur->n_groups] = &r.g[k][cur->n_groups];
+				cur->n_groups++;
+			}
+		}
+	}
+	if (!rc && r.m.n_device_groups == 0)
+		rc = usage_err("%s", "alua map needs --dg NAME TPG=STATE[,pref] ...");
+	for (size_t i = 0; !rc && i < r.m.n_device_groups; i++)
+		if (r.d[i].n_groups == 0)
+			rc = usage_err("alua map: device group '%s' without TPG=STATE",
+				       r.d[i].device_group[0] ? r.d[i].device_group : "default");
+	if (!rc)
+		rc = next_epoch(x, &epoch);
+	if (!rc) {
+		r.m.epoch = epoch;
+		req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
+		req.set_alua_map = &r.m;
+		rc = run(x, &req, &alua_map_view, NULL, (int)r.m.transition_ms);
+	}
+	map_req_free(&r);
+	return rc;
+}
+
+/* ------------------------------------------------------------ lease */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void lease_json(json_object *o, const struct shown *sh)
+{
+	const Isergw__Ctl__LeaseInfo *l = sh->rep->lease;
+
+	jset_str(o, "state", l->state);
+	jset_u64(o, "remaining_ms", l->remaining_ms);
+	jset_u64(o, "expires_mono_ms", l->expires_mono_ms);
+	json_object_object_add(o, "enforced", json_object_new_boolean(l->enforced));
+}
+
+static void lease_table(const struct shown *sh)
+{
+	const Isergw__Ctl__LeaseInfo *l = sh->rep->lease;
+
+	if (strcmp(l->state, "valid") == 0)
+		printf("ALUA lease valid, %u ms left (until %llu ms on the monotonic clock)\n",
+		       l->remaining_ms, (unsigned long long)l->expires_mono_ms);
+	else
+		printf("ALUA lease %s: every target port group %s\n", l->state,
+		       strcmp(l->state, "expired") == 0 ? "Transitioning" : "Unavailable");
+}
+
+static const struct view lease_view = {
+	ISERGW__CTL__REPLY__PAYLOAD_LEASE, "lease", false, lease_json, lease_table,
+};
+
+static int cmd_lease(struct ctx *x, int argc, char **argv)
+{
+	static const struct option renew_opts[] = {
+		{ "ms", required_argument, NULL, 'm' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct option down_opts[] = {
+		{ "reason", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__GetLease gl = ISERGW__CTL__GET_LEASE__INIT;
+	Isergw__Ctl__RenewLease rl = ISERGW__CTL__RENEW_LEASE__INIT;
+	Isergw__Ctl__StepDown sd = ISERGW__CTL__STEP_DOWN__INIT;
+	const char *sub = "show";
+	int opt, rc;
+
+	/* "lease" alone is "lease show" */
+	if (argc > 1 && argv[1][0] != '-') {
+		sub = argv[1];
+		argc--;
+		argv++;
+	}
+	if (strcmp(sub, "show") == 0) {
+		if ((rc = json_only_args(x, "lease show", argc, argv)))
+			return rc;
+		req.op_case = ISERGW__CTL__REQUEST__OP_GET_LEASE;
+		req.get_lease = &gl;
+		return run(x, &req, &lease_view, NULL, 0);
+	}
+	optind = 1;
+	if (strcmp(sub, "renew") == 0) {
+		uint32_t ms = 0;
+
+		while ((opt = next_opt(x, argc, argv, renew_opts)) != -1) {
+			if (opt != 'm' || parse_u32(optarg, CTL_LEASE_AHEAD_MAX_MS, &ms) || ms == 0)
+				return usage_err("lease renew: --ms wants 1..%u", CTL_LEASE_AHEAD_MAX_MS);
+		}
+		if ((rc = no_more_args("lease renew", argc, argv)))
+			return rc;
+		if (!ms)
+			return usage_err("%s", "lease renew needs --ms N");
+		/* isergwd and isergwctl share the machine's monotonic clock */
+		rl.expires_mono_ms = mono_ms() + ms;
+		req.op_case = ISERGW__CTL__REQUEST__OP_RENEW_LEASE;
+		req.renew_lease = &rl;
+		return run(x, &req, &lease_view, NULL, 0);
+	}
+	if (strcmp(sub, "stepdown") == 0) {
+		while ((opt = next_opt(x, argc, argv, down_opts)) != -1) {
+			if (opt != 'r')
+				return usage_err("%s", "lease stepdown: bad option");
+			if (strlen(optarg) > CTL_REASON_MAX)
+				return usage_err("--reason: at most %u bytes", CTL_REASON_MAX);
+			sd.reason = optarg;
+		}
+		if ((rc = no_more_args("lease stepdown", argc, argv)))
+			return rc;
+		req.op_case = ISERGW__CTL__REQUEST__OP_STEP_DOWN;
+		req.step_down = &sd;
+		return run(x, &req, &lease_view, NULL, 0);
+	}
+	return usage_err("lease: unknown subcommand '%s' (show, renew, stepdown)", sub);
 }
 
 /* ------------------------------------------------------------ sessions */
@@ -1236,8 +1535,12 @@ int main(int argc, char **argv)
 		rc = cmd_alua_set(&x, argc - 1, argv + 1);
 	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "show") == 0)
 		rc = cmd_alua_show(&x, argc - 1, argv + 1);
+	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "map") == 0)
+		rc = cmd_alua_map(&x, argc - 1, argv + 1);
 	else if (strcmp(cmd, "alua") == 0)
-		rc = usage_err("%s", "alua needs 'set' or 'show'");
+		rc = usage_err("%s", "alua needs 'set', 'map' or 'show'");
+	else if (strcmp(cmd, "lease") == 0)
+		rc = cmd_lease(&x, argc, argv);
 	else if (strcmp(cmd, "sessions") == 0)
 		rc = cmd_sessions(&x, argc, argv);
 	else if (strcmp(cmd, "counters") == 0)

@@ -165,7 +165,8 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
  * ALUA: the port map (this node's portals, and the other nodes' ports from
  * port_groups) replaces the previous one, so a reload forgets removed ports;
  * then the device groups' defaults ("default" has no owner unless configured),
- * and who owns the ALUA policy (alua_policy: what SET TARGET PORT GROUPS does).
+ * who owns the ALUA policy (alua_policy: what SET TARGET PORT GROUPS does),
+ * and whether the states need a lease (alua_lease).
  */
 static void alua_configure(const struct gw_config *cfg)
 {
@@ -210,6 +211,7 @@ static void alua_configure(const struct gw_config *cfg)
 	scsi_alua_set_policy(cfg->alua_policy_external ? SCSI_ALUA_POLICY_EXTERNAL
 						       : SCSI_ALUA_POLICY_LOCAL,
 			     cfg->alua_request_timeout_ms);
+	scsi_alua_lease_configure(cfg->alua_lease, cfg->alua_lease_unavailable_ms);
 }
 
 /* Target ports: one per portal, named after the portal's TPGT. */

@@ -406,6 +406,18 @@ static void handle_frame(struct ctl_client *c)
 	case ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE:
 		ctl_op_alua_request_done(c, req);
 		break;
+	case ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP:
+		ctl_op_set_alua_map(c, req);
+		break;
+	case ISERGW__CTL__REQUEST__OP_RENEW_LEASE:
+		ctl_op_renew_lease(c, req);
+		break;
+	case ISERGW__CTL__REQUEST__OP_STEP_DOWN:
+		ctl_op_step_down(c, req);
+		break;
+	case ISERGW__CTL__REQUEST__OP_GET_LEASE:
+		ctl_op_get_lease(c, req);
+		break;
 	default: /* ctl_request_decode lets only known operations through */
 		ctl_reply_refused(c, req, -EOPNOTSUPP, "unknown operation");
 		break;
@@ -472,6 +484,7 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	pthread_mutex_init(&ctl->reload_lock, NULL);
 	list_init(&ctl->clients);
 	reactor_timer_init(&ctl->transition_timer, ctl_alua_transition_end, ctl);
+	reactor_timer_init(&ctl->lease_timer, ctl_lease_timer_fired, ctl);
 
 	rc = gw_mkdir_parents(p->path);
 	if (rc) {
@@ -504,6 +517,8 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	rc = reactor_add_fd(ctl->r, &ctl->lh, ctl->lfd, EPOLLIN, accept_cb, ctl);
 	if (rc)
 		goto err_reactor;
+	/* the lease's timer, for a lease configured before any request (none yet: not armed) */
+	ctl_lease_resync(ctl);
 	rc = -pthread_create(&ctl->thread, NULL, ctl_thread, ctl->r);
 	if (rc)
 		goto err_reactor;
@@ -560,6 +575,7 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 	}
 	reactor_destroy(ctl->r);
 	json_object_put(ctl->config_doc);
+	ctl_alua_free(ctl);
 	pthread_mutex_destroy(&ctl->reload_lock);
 	GW_NOTICE(COMP, "control socket %s closed", ctl->path);
 	free(ctl);
@@ -574,5 +590,7 @@ int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg)
 	pthread_mutex_lock(&ctl->reload_lock);
 	rc = gw_reload(gw, cfg);
 	pthread_mutex_unlock(&ctl->reload_lock);
+	/* alua_lease and alua_lease_unavailable_ms may have changed */
+	ctl_lease_resync(ctl);
 	return rc;
 }

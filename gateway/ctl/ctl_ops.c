@@ -65,6 +65,7 @@ void ctl_op_get_status(struct ctl_client *c)
 	struct gw *gw = ctl->gw;
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
 	Isergw__Ctl__StatusInfo si = ISERGW__CTL__STATUS_INFO__INIT;
+	const char *lease_state;
 
 	si.version = ctl_str(ISERGW_VERSION);
 	si.pid = (uint32_t)getpid();
@@ -75,6 +76,8 @@ void ctl_op_get_status(struct ctl_client *c)
 	si.sessions = (uint32_t)atomic_load(&gw->stats.sessions);
 	si.connections = (uint32_t)atomic_load(&gw->stats.connections);
 	si.reactors = gw->nreactors;
+	ctl_lease_status(&lease_state, &si.lease_remaining_ms, NULL);
+	si.lease_state = ctl_str(lease_state);
 	pthread_mutex_lock(&gw->sess_lock);
 	si.targets = (uint32_t)gw->ntargets;
 	si.portals = (uint32_t)gw->nportals;

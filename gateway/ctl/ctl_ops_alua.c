@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ALUA through the control socket (ctl_priv.h, docs/control.md):
- * SetAluaStates (epochs, transitions on the control thread's timer),
- * GetAluaStates, and the events of the external ALUA policy.
+ * SetAluaStates and SetAluaMap (one kind of epoch, transitions on the
+ * control thread's timer), GetAluaStates, and the events of the external
+ * ALUA policy.
  *
  * Events: SET TARGET PORT GROUPS under the external ALUA policy reaches
  * ctl_alua_request() on the command's reactor, which copies it to the
@@ -36,29 +37,6 @@ static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 /* ---- ALUA */
 
-/*
- * The one place that changes ALUA states: all groups of one device group at
- * once (an empty name is the default device group).
- */
-static int alua_apply(const struct alua_set *s, bool transitioning, char *err, size_t errlen)
-{
-	struct scsi_alua_update u[CTL_ALUA_MAX_GROUPS];
-	int rc;
-
-	/* device groups come from the configuration: a name nobody configured is a mistake */
-	if (s->dg[0] && scsi_alua_get_states(s->dg, NULL, 0, NULL) == -ENOENT)
-		return errf(err, errlen, -ENOENT, "device group '%s' does not exist", s->dg);
-	memcpy(u, s->u, s->n * sizeof(u[0]));
-	for (size_t i = 0; transitioning && i < s->n; i++)
-		u[i].state = SCSI_ALUA_TRANSITIONING;
-	rc = scsi_alua_set_states(s->dg, u, s->n);
-	if (rc == -ENOSPC)
-		return errf(err, errlen, rc, "the ALUA table is full");
-	if (rc)
-		return errf(err, errlen, rc, "ALUA states not set: %s", strerror(-rc));
-	return 0;
-}
-
 static int cmp_update(const void *a, const void *b)
 {
 	const struct scsi_alua_update *x = a, *y = b;
@@ -66,15 +44,130 @@ static int cmp_update(const void *a, const void *b)
 	return (int)x->tpg_id - (int)y->tpg_id;
 }
 
+static int cmp_set(const void *a, const void *b)
+{
+	const struct alua_set *x = a, *y = b;
+
+	return strcmp(ctl_dg_name(x->dg), ctl_dg_name(y->dg));
+}
+
+static void alua_map_free(struct alua_map *m)
+{
+	free(m->dg);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A map of n device groups, zeroed; -ENOMEM. */
+static int alua_map_alloc(struct alua_map *m, size_t n)
+{
+	memset(m, 0, sizeof(*m));
+	m->dg = calloc(n ? n : 1, sizeof(*m->dg));
+	if (!m->dg)
+		return -ENOMEM;
+	m->n = n;
+	return 0;
+}
+
+static int alua_map_dup(struct alua_map *dst, const struct alua_map *src)
+{
+	int rc = alua_map_alloc(dst, src->n);
+
+	if (rc)
+		return rc;
+	memcpy(dst->dg, src->dg, src->n * sizeof(*src->dg));
+	dst->transition_ms = src->transition_ms;
+	dst->map = src->map;
+	return 0;
+}
+
+/* One device group of a request, its groups sorted. */
+static void alua_set_fill(struct alua_set *set, const char *dg,
+			  Isergw__Ctl__AluaGroupState *const *groups, size_t n)
+{
+	snprintf(set->dg, sizeof(set->dg), "%s", dg);
+	set->n = n;
+	for (size_t i = 0; i < n; i++) {
+		set->u[i].tpg_id = (uint16_t)groups[i]->tpg_id;
+		set->u[i].state = (uint8_t)groups[i]->state;
+		set->u[i].pref = groups[i]->pref;
+	}
+	qsort(set->u, set->n, sizeof(set->u[0]), cmp_update);
+}
+
+void ctl_alua_free(struct gw_ctl *ctl)
+{
+	alua_map_free(&ctl->alua_last);
+	alua_map_free(&ctl->transition_final);
+}
+
 static bool alua_set_equal(const struct alua_set *a, const struct alua_set *b)
 {
-	if (strcmp(a->dg, b->dg) || a->n != b->n || a->transition_ms != b->transition_ms)
+	if (strcmp(ctl_dg_name(a->dg), ctl_dg_name(b->dg)) || a->n != b->n)
 		return false;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->u[i].tpg_id != b->u[i].tpg_id || a->u[i].state != b->u[i].state ||
 		    a->u[i].pref != b->u[i].pref)
 			return false;
 	return true;
+}
+
+/* Same content: the same device groups with the same states, the same transition time. */
+static bool alua_map_equal(const struct alua_map *a, const struct alua_map *b)
+{
+	if (a->n != b->n || a->transition_ms != b->transition_ms)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!alua_set_equal(&a->dg[i], &b->dg[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The one place that changes ALUA states: every device group of the request
+ * at once, all checked before any is changed (scsi_alua_set_map). With
+ * transitioning, the groups first go to Transitioning: every listed group
+ * for SetAluaStates, those whose state changes for SetAluaMap.
+ */
+static int alua_apply(const struct alua_map *m, bool transitioning, char *err, size_t errlen)
+{
+	struct scsi_alua_dg_update *up = calloc(m->n ? m->n : 1, sizeof(*up));
+	struct alua_set *sets = calloc(m->n ? m->n : 1, sizeof(*sets));
+	size_t bad = 0;
+	int rc;
+
+	if (!up || !sets) {
+		free(up);
+		free(sets);
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		sets[i] = m->dg[i];
+		for (size_t k = 0; transitioning && k < sets[i].n; k++) {
+			uint8_t cur = SCSI_ALUA_ACTIVE_OPTIMIZED;
+
+			if (m->map) {
+				(void)scsi_alua_get_state(sets[i].dg, sets[i].u[k].tpg_id, &cur, NULL);
+				if (cur == sets[i].u[k].state)
+					continue;
+			}
+			sets[i].u[k].state = SCSI_ALUA_TRANSITIONING;
+		}
+		up[i].dg = sets[i].dg;
+		up[i].u = sets[i].u;
+		up[i].n = sets[i].n;
+	}
+	rc = scsi_alua_set_map(up, m->n, &bad);
+	free(up);
+	free(sets);
+	/* device groups come from the configuration: a name nobody configured is a mistake */
+	if (rc == -ENOENT)
+		return errf(err, errlen, rc, "device group '%s' does not exist",
+			    bad < m->n ? m->dg[bad].dg : "?");
+	if (rc == -ENOSPC)
+		return errf(err, errlen, rc, "the ALUA table is full");
+	if (rc)
+		return errf(err, errlen, rc, "ALUA states not set: %s", strerror(-rc));
+	return 0;
 }
 
 /*
@@ -87,6 +180,7 @@ static Isergw__Ctl__AluaStates *alua_states_build(struct gw_ctl *ctl, struct are
 {
 	Isergw__Ctl__AluaStates *st = ctl_arena_alloc(a, sizeof(*st));
 	struct scsi_alua_update u[CTL_ALUA_KNOWN_MAX];
+	const char *lease_state;
 	size_t n = 0;
 
 	if (!st)
@@ -99,6 +193,8 @@ static Isergw__Ctl__AluaStates *alua_states_build(struct gw_ctl *ctl, struct are
 	st->epoch = ctl->alua_epoch;
 	st->device_group = ctl_arena_strdup(a, dg);
 	st->transition_pending = ctl->transition_timer.armed;
+	ctl_lease_status(&lease_state, NULL, NULL);
+	st->lease_state = ctl_str(strcmp(lease_state, "off") ? lease_state : "");
 	st->groups = ctl_arena_alloc(a, (n ? n : 1) * sizeof(*st->groups));
 	if (!st->groups)
 		return NULL;
@@ -116,15 +212,30 @@ static Isergw__Ctl__AluaStates *alua_states_build(struct gw_ctl *ctl, struct are
 	return st;
 }
 
-static void alua_reply(struct ctl_client *c, const char *dg, bool async)
+/* The reply to an ALUA request: AluaStates of its device group, or AluaMap of all of them. */
+static void alua_reply(struct ctl_client *c, const struct alua_map *m, bool async)
 {
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__AluaMap *am = NULL;
 	struct arena a = { 0 };
 
-	rep.alua = alua_states_build(c->ctl, &a, dg);
-	if (rep.alua) {
+	if (!m->map) {
+		rep.alua = alua_states_build(c->ctl, &a, m->n ? m->dg[0].dg : "");
 		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_ALUA;
-	} else {
+	} else if ((am = ctl_arena_alloc(&a, sizeof(*am))) != NULL) {
+		isergw__ctl__alua_map__init(am);
+		am->epoch = c->ctl->alua_epoch;
+		am->device_groups = ctl_arena_alloc(&a, (m->n ? m->n : 1) * sizeof(*am->device_groups));
+		for (size_t i = 0; am->device_groups && i < m->n; i++) {
+			am->device_groups[i] = alua_states_build(c->ctl, &a, m->dg[i].dg);
+			am->n_device_groups += am->device_groups[i] != NULL;
+		}
+		rep.alua_map = am;
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_ALUA_MAP;
+	}
+	if (a.failed || (!rep.alua && !rep.alua_map)) {
+		memset(&rep, 0, sizeof(rep));
+		isergw__ctl__reply__init(&rep);
 		rep.status = -ENOMEM;
 		rep.error = ctl_str("out of memory");
 	}
@@ -145,6 +256,7 @@ static void transition_cancel(struct gw_ctl *ctl, uint64_t by_epoch)
 		return;
 	reactor_timer_cancel(ctl->r, &ctl->transition_timer);
 	ctl->transition_client = NULL;
+	alua_map_free(&ctl->transition_final);
 	GW_NOTICE(COMP, "ALUA transition superseded by epoch %llu", (unsigned long long)by_epoch);
 	snprintf(why, sizeof(why), "superseded by epoch %llu before the transition ended",
 		 (unsigned long long)by_epoch);
@@ -158,11 +270,13 @@ void ctl_alua_transition_end(void *arg)
 {
 	struct gw_ctl *ctl = arg;
 	struct ctl_client *c = ctl->transition_client;
+	struct alua_map final = ctl->transition_final;
 	char why[160];
 	int rc;
 
 	ctl->transition_client = NULL;
-	rc = alua_apply(&ctl->transition_final, false, why, sizeof(why));
+	memset(&ctl->transition_final, 0, sizeof(ctl->transition_final));
+	rc = alua_apply(&final, false, why, sizeof(why));
 	if (rc) {
 		CtlReply rep = ISERGW__CTL__REPLY__INIT;
 
@@ -172,77 +286,132 @@ void ctl_alua_transition_end(void *arg)
 		rep.error = why;
 		if (c)
 			ctl_client_done(c, &rep);
+		alua_map_free(&final);
 		return;
 	}
 	GW_NOTICE(COMP, "ALUA transition of epoch %llu done", (unsigned long long)ctl->alua_epoch);
 	if (c)
-		alua_reply(c, ctl->transition_final.dg, true);
+		alua_reply(c, &final, true);
+	alua_map_free(&final);
+}
+
+/* "dg1: 1=ao,pref 2=standby; dg2: ..." into line. */
+static void alua_map_line(const struct alua_map *m, char *line, size_t len)
+{
+	size_t off = 0;
+
+	line[0] = '\0';
+	for (size_t i = 0; i < m->n && off < len - 48; i++) {
+		const struct alua_set *set = &m->dg[i];
+
+		if (m->map)
+			off += (size_t)snprintf(line + off, len - off, "%s %s:", i ? ";" : "",
+						ctl_dg_name(set->dg));
+		for (size_t k = 0; k < set->n && off < len - 40; k++)
+			off += (size_t)snprintf(line + off, len - off, " %u=%s%s", set->u[k].tpg_id,
+						ctl_alua_state_name(set->u[k].state),
+						set->u[k].pref ? ",pref" : "");
+	}
+}
+
+/*
+ * The epochs of the ALUA kind (docs/control.md), shared by SetAluaStates and
+ * SetAluaMap; m is the normalised request, consumed.
+ */
+static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t epoch,
+			 struct alua_map *m)
+{
+	struct gw_ctl *ctl = c->ctl;
+	char why[200], line[1024];
+	int rc;
+
+	qsort(m->dg, m->n, sizeof(m->dg[0]), cmp_set);
+	if (epoch < ctl->epoch) {
+		snprintf(why, sizeof(why), "epoch %llu is older than the current epoch %llu",
+			 (unsigned long long)epoch, (unsigned long long)ctl->epoch);
+		ctl_reply_refused(c, req, -ESTALE, why);
+		goto out;
+	}
+	if (epoch == ctl->alua_epoch) {
+		if (!alua_map_equal(m, &ctl->alua_last)) {
+			snprintf(why, sizeof(why), "epoch %llu was already used for different ALUA "
+				 "states", (unsigned long long)epoch);
+			ctl_reply_refused(c, req, -EEXIST, why);
+			goto out;
+		}
+		alua_reply(c, m, false);
+		goto out;
+	}
+	rc = alua_apply(m, m->transition_ms > 0, why, sizeof(why));
+	if (rc) {
+		ctl_reply_refused(c, req, rc, why);
+		goto out;
+	}
+	transition_cancel(ctl, epoch);
+	ctl->epoch = epoch;
+	ctl->alua_epoch = epoch;
+	alua_map_line(m, line, sizeof(line));
+	GW_NOTICE(COMP, "%s: ALUA epoch %llu%s%s%s:%s%s", c->name, (unsigned long long)epoch,
+		  !m->map && m->dg[0].dg[0] ? " device group " : "", m->map ? "" : m->dg[0].dg,
+		  m->map ? " map" : "", line,
+		  m->transition_ms ? m->map ? " (the groups that change transition first)"
+					    : " (transitioning first)" : "");
+	if (m->transition_ms && alua_map_dup(&ctl->transition_final, m) == 0) {
+		ctl->transition_client = c;
+		c->busy = true;
+		reactor_timer_arm(ctl->r, &ctl->transition_timer, m->transition_ms);
+	} else if (m->transition_ms) {
+		/* no memory to remember the final states: set them now */
+		GW_WARN(COMP, "ALUA epoch %llu: out of memory: the final states are set at once",
+			(unsigned long long)epoch);
+		(void)alua_apply(m, false, why, sizeof(why));
+		alua_reply(c, m, false);
+	} else {
+		alua_reply(c, m, false);
+	}
+	alua_map_free(&ctl->alua_last);
+	ctl->alua_last = *m;
+	return;
+out:
+	alua_map_free(m);
 }
 
 void ctl_op_set_alua(struct ctl_client *c, const CtlRequest *req)
 {
 	const Isergw__Ctl__SetAluaStates *s = req->set_alua_states;
-	struct gw_ctl *ctl = c->ctl;
-	struct alua_set set;
-	char why[200], line[512];
-	size_t off = 0;
-	int rc;
+	struct alua_map m;
 
-	memset(&set, 0, sizeof(set));
-	snprintf(set.dg, sizeof(set.dg), "%s", s->device_group);
-	set.n = s->n_groups;
-	set.transition_ms = s->transition_ms;
-	for (size_t i = 0; i < s->n_groups; i++) {
-		set.u[i].tpg_id = (uint16_t)s->groups[i]->tpg_id;
-		set.u[i].state = (uint8_t)s->groups[i]->state;
-		set.u[i].pref = s->groups[i]->pref;
-	}
-	qsort(set.u, set.n, sizeof(set.u[0]), cmp_update);
-	if (s->epoch < ctl->epoch) {
-		snprintf(why, sizeof(why), "epoch %llu is older than the current epoch %llu",
-			 (unsigned long long)s->epoch, (unsigned long long)ctl->epoch);
-		ctl_reply_refused(c, req, -ESTALE, why);
+	if (alua_map_alloc(&m, 1)) {
+		ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 		return;
 	}
-	if (s->epoch == ctl->alua_epoch) {
-		if (!alua_set_equal(&set, &ctl->alua_last)) {
-			snprintf(why, sizeof(why), "epoch %llu was already used for different ALUA "
-				 "states", (unsigned long long)s->epoch);
-			ctl_reply_refused(c, req, -EEXIST, why);
-			return;
-		}
-		alua_reply(c, set.dg, false);
+	alua_set_fill(&m.dg[0], s->device_group, s->groups, s->n_groups);
+	m.transition_ms = s->transition_ms;
+	alua_request(c, req, s->epoch, &m);
+}
+
+void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req)
+{
+	const Isergw__Ctl__SetAluaMap *s = req->set_alua_map;
+	struct alua_map m;
+
+	if (alua_map_alloc(&m, s->n_device_groups)) {
+		ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 		return;
 	}
-	rc = alua_apply(&set, set.transition_ms > 0, why, sizeof(why));
-	if (rc) {
-		ctl_reply_refused(c, req, rc, why);
-		return;
-	}
-	transition_cancel(ctl, s->epoch);
-	ctl->epoch = s->epoch;
-	ctl->alua_epoch = s->epoch;
-	ctl->alua_last = set;
-	for (size_t i = 0; i < set.n && off < sizeof(line) - 40; i++)
-		off += (size_t)snprintf(line + off, sizeof(line) - off, " %u=%s%s", set.u[i].tpg_id,
-					ctl_alua_state_name(set.u[i].state),
-					set.u[i].pref ? ",pref" : "");
-	GW_NOTICE(COMP, "%s: ALUA epoch %llu%s%s:%s%s", c->name, (unsigned long long)s->epoch,
-		  set.dg[0] ? " device group " : "", set.dg, line,
-		  set.transition_ms ? " (transitioning first)" : "");
-	if (!set.transition_ms) {
-		alua_reply(c, set.dg, false);
-		return;
-	}
-	ctl->transition_final = set;
-	ctl->transition_client = c;
-	c->busy = true;
-	reactor_timer_arm(ctl->r, &ctl->transition_timer, set.transition_ms);
+	for (size_t i = 0; i < s->n_device_groups; i++)
+		alua_set_fill(&m.dg[i], s->device_groups[i]->device_group, s->device_groups[i]->groups,
+			      s->device_groups[i]->n_groups);
+	m.transition_ms = s->transition_ms;
+	m.map = true;
+	alua_request(c, req, s->epoch, &m);
 }
 
 void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req)
 {
 	const char *dg = req->get_alua_states->device_group;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	struct arena a = { 0 };
 	char why[160];
 
 	/* as for SetAluaStates: a device group of the configuration, or the default one */
@@ -251,7 +420,16 @@ void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req)
 		ctl_reply_refused(c, req, -ENOENT, why);
 		return;
 	}
-	alua_reply(c, dg, false);
+	rep.alua = alua_states_build(c->ctl, &a, dg);
+	if (rep.alua && !a.failed) {
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_ALUA;
+	} else {
+		rep.alua = NULL;
+		rep.status = -ENOMEM;
+		rep.error = ctl_str("out of memory");
+	}
+	ctl_client_send(c, &rep);
+	ctl_arena_free(&a);
 }
 
 /* ---- events */

@@ -6,7 +6,9 @@
  *   ctl.c              the socket, SO_PEERCRED, frames in and out, clients,
  *                      their queues and subscriptions, dispatch, the thread
  *   ctl_ops.c          GetStatus, ApplyConfig (epochs), Subscribe, the reply arena
- *   ctl_ops_alua.c     Set/GetAluaStates, transitions, AluaRequestDone, ALUA events
+ *   ctl_ops_alua.c     Set/GetAluaStates, SetAluaMap, transitions, AluaRequestDone,
+ *                      ALUA events
+ *   ctl_ops_lease.c    RenewLease, StepDown, GetLease, the lease's timer
  *   ctl_ops_reactors.c ListSessions, GetCounters, Logout: answered by the reactors
  *
  * Everything here runs on the control thread unless said otherwise.
@@ -45,12 +47,23 @@ struct ctl_client {
 	struct reactor_deferred free_work;
 };
 
-/* One ALUA request, normalised (groups sorted) for the same-epoch comparison. */
+/* The states of one device group in an ALUA request, groups sorted by id. */
 struct alua_set {
-	char dg[CTL_DG_NAME_MAX + 1];
+	char dg[CTL_DG_NAME_MAX + 1];   /* as asked ("" is the default group) */
 	size_t n;
 	struct scsi_alua_update u[CTL_ALUA_MAX_GROUPS];
+};
+
+/*
+ * One ALUA request (SetAluaStates: one device group; SetAluaMap: several),
+ * normalised for the same-epoch comparison: device groups sorted by name,
+ * "" as "default".
+ */
+struct alua_map {
+	size_t n;
+	struct alua_set *dg;            /* n of them (malloc'd) */
 	uint32_t transition_ms;
+	bool map;                       /* SetAluaMap: only changing groups transition; AluaMap reply */
 };
 
 struct gw_ctl {
@@ -73,12 +86,14 @@ struct gw_ctl {
 	uint64_t config_epoch;
 	json_object *config_doc;        /* the document applied at config_epoch */
 	uint64_t alua_epoch;
-	struct alua_set alua_last;      /* the request accepted at alua_epoch */
+	struct alua_map alua_last;      /* the request accepted at alua_epoch */
 	/* an ALUA transition in progress */
 	struct reactor_timer transition_timer;
 	struct ctl_client *transition_client;
-	struct alua_set transition_final;
+	struct alua_map transition_final;
 	uint64_t event_seq;             /* of the last event */
+	/* the ALUA lease: armed for its next change of phase (ctl_ops_lease.c) */
+	struct reactor_timer lease_timer;
 };
 
 /* ------------------------------------------------------------ server (ctl.c) */
@@ -116,6 +131,9 @@ void ctl_op_subscribe(struct ctl_client *c);
 
 /* ctl_ops_alua.c */
 void ctl_op_set_alua(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req);
+/* Frees what the ALUA requests kept (alua_last, transition_final): at stop. */
+void ctl_alua_free(struct gw_ctl *ctl);
 void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_alua_request_done(struct ctl_client *c, const CtlRequest *req);
 /* The timer of an ALUA transition (gw_ctl.transition_timer) expired: set the final states. */
@@ -125,6 +143,17 @@ void ctl_alua_transition_end(void *arg);
  * policy; runs on the command's reactor, under the SCSI layer's ALUA lock.
  */
 int ctl_alua_request(const struct scsi_alua_request *req, void *arg);
+
+/* ctl_ops_lease.c */
+void ctl_op_renew_lease(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_step_down(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_get_lease(struct ctl_client *c, const CtlRequest *req);
+/* gw_ctl.lease_timer: the lease changed phase by itself. */
+void ctl_lease_timer_fired(void *arg);
+/* After a reload (any thread): follow a changed alua_lease or alua_lease_unavailable_ms. */
+void ctl_lease_resync(struct gw_ctl *ctl);
+/* The lease now: its phase's name ("off" when not enforced), ms left while valid, its end. */
+void ctl_lease_status(const char **state, uint32_t *remaining_ms, uint64_t *expires_ms);
 
 /* ctl_ops_reactors.c */
 void ctl_op_list_sessions(struct ctl_client *c, const CtlRequest *req);

@@ -132,6 +132,20 @@ int scsi_alua_set_states(const char *dg, const struct scsi_alua_update *u, size_
 int scsi_alua_get_states(const char *dg, struct scsi_alua_update *out, size_t max, size_t *n);
 /* One group; -ENOENT (and Active/Optimized) for a device group or a group nobody knows. */
 int scsi_alua_get_state(const char *dg, uint16_t tpg_id, uint8_t *state, bool *pref);
+/* The states of one device group in a map: dg NULL or "" is "default". */
+struct scsi_alua_dg_update {
+	const char *dg;
+	const struct scsi_alua_update *u;
+	size_t n;
+};
+/*
+ * Sets the states of n device groups at once (the HA agent's map): every
+ * device group must exist (-ENOENT, *bad = its index, nothing changed), every
+ * state be valid (-EINVAL) and fit (-ENOSPC) before any is changed. The
+ * nexuses of each device group that changed get 2A/06, as for
+ * scsi_alua_set_states().
+ */
+int scsi_alua_set_map(const struct scsi_alua_dg_update *m, size_t n, size_t *bad);
 /*
  * The configured default of device group dg (created if unknown): owner_tpg
  * 0 = no owner (every group Active/Optimized); otherwise the owner
@@ -158,8 +172,78 @@ int scsi_alua_set_ports(const struct scsi_alua_port *p, size_t n);
  * too, so a map nobody set lists the ports sessions used.
  */
 int scsi_alua_register_port(const struct scsi_port *p);
-/* Forgets the port map and every device group (tests, reconfiguration). */
+/* Forgets the port map, every device group and the lease (tests, reconfiguration). */
 void scsi_alua_reset(void);
+/* The port map holds more than one relative port (INQUIRY MULTIP). */
+bool scsi_alua_multiport(void);
+
+/*
+ * The ALUA lease (configuration key alua_lease). When it is enforced, this
+ * node serves ALUA-governed commands only while a lease given through the
+ * control socket (by the HA agent) is valid: without one every target port
+ * group of every device group is reported (REPORT TARGET PORT GROUPS) and
+ * enforced (the per-state command filter) as Unavailable, and for
+ * unavailable_ms after a lease ran out as Transitioning (hosts retry). The
+ * explicit and configured states stay underneath and apply again, as they
+ * are, once a lease is valid.
+ *
+ * The command path compares the monotonic clock with the expiry itself (an
+ * atomic load and a vDSO clock_gettime per command while enforced), so a
+ * node thawed after a freeze refuses commands at once, before any timer of
+ * the control thread has run. The unit attentions of a change (2A/06 on
+ * every nexus whose LU's reported states change) are raised by
+ * scsi_alua_lease_sync(): at once by renew, step down and configure, and by
+ * the control thread's timer when a lease runs out.
+ */
+enum scsi_lease_phase {
+	SCSI_LEASE_OFF = 0,             /* not enforced: the states apply as they are */
+	SCSI_LEASE_NONE,                /* enforced, no lease given yet: Unavailable */
+	SCSI_LEASE_VALID,
+	SCSI_LEASE_EXPIRED,             /* ran out less than unavailable_ms ago: Transitioning */
+	SCSI_LEASE_STEPPED_DOWN,        /* ran out longer ago, or stepped down: Unavailable */
+};
+#define SCSI_LEASE_UNAVAILABLE_MS 2000u /* default of alua_lease_unavailable_ms */
+#define SCSI_LEASE_NO_OVERRIDE    0xffu
+
+struct scsi_lease {
+	bool enforced;
+	bool stepped_down;              /* dropped by scsi_alua_lease_step_down() */
+	uint64_t expires_ms;            /* monotonic ms the lease ends; 0: none given, or dropped */
+	uint32_t unavailable_ms;        /* how long "expired" lasts before "stepped-down" */
+	uint64_t lost_ms;               /* when the node was last left without a lease (start, step down) */
+};
+
+/* Pure functions of a lease and a monotonic time (ms): the phase at now_ms. */
+enum scsi_lease_phase scsi_lease_phase(const struct scsi_lease *l, uint64_t now_ms);
+/* The state every group reports in phase ph; SCSI_LEASE_NO_OVERRIDE: their own. */
+uint8_t scsi_lease_override(enum scsi_lease_phase ph);
+/* When the phase next changes by itself, after now_ms; 0: never without a request. */
+uint64_t scsi_lease_next_change(const struct scsi_lease *l, uint64_t now_ms);
+/* Since when the node is without a valid lease at now_ms (0: it has one, or none is enforced). */
+uint64_t scsi_lease_lost_since(const struct scsi_lease *l, uint64_t now_ms);
+/* "off", "none", "valid", "expired", "stepped-down". */
+const char *scsi_lease_phase_name(enum scsi_lease_phase ph);
+
+/*
+ * Enforce the lease or not (a reload may change it); switching enforcement
+ * on starts without a lease ("none"). unavailable_ms 0: stepped down as soon
+ * as the lease ends.
+ */
+void scsi_alua_lease_configure(bool enforced, uint32_t unavailable_ms);
+/* The lease ends at monotonic expires_ms (exactly; >= 1). -EOPNOTSUPP when not enforced. */
+int scsi_alua_lease_renew(uint64_t expires_ms);
+/* The lease is dropped: "stepped-down" at once. -EOPNOTSUPP when not enforced. */
+int scsi_alua_lease_step_down(void);
+void scsi_alua_lease_get(struct scsi_lease *out);
+/*
+ * Raise the unit attentions of the phase change since the last sync, if the
+ * reported states changed; returns the phase now, *before (may be NULL) the
+ * phase of the previous sync.
+ */
+enum scsi_lease_phase scsi_alua_lease_sync(enum scsi_lease_phase *before);
+/* The monotonic clock of the lease, in ms (a test may replace it; NULL: CLOCK_MONOTONIC). */
+uint64_t scsi_alua_lease_now(void);
+void scsi_alua_lease_set_clock(uint64_t (*now_ms)(void));
 
 /*
  * Who owns the ALUA policy, i.e. what SET TARGET PORT GROUPS does:

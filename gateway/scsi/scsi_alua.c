@@ -24,6 +24,14 @@
  * scsi_alua_set_states on every node), the agent answers otherwise, the
  * command is aborted, or a timer on the command's reactor fires.
  *
+ * The lease (scsi_alua_lease_*, see scsi.h): while it is enforced and not
+ * valid, every group reports and enforces Unavailable or Transitioning over
+ * the states kept underneath. The command path (alua_check, RTPG) reads the
+ * expiry (one atomic) and the monotonic clock itself; lease.announced is the
+ * phase the unit attentions were last raised for (scsi_alua_lease_sync).
+ * While it overrides the states, a change underneath reports nothing new and
+ * raises no unit attention: the sync that ends the override does.
+ *
  * A held command (struct alua_held) is listed in alua.held under alua.lock
  * and finished on its own reactor by whoever unlinks it there: the timer,
  * the message that announces a decision (carrying the id, never the
@@ -131,6 +139,21 @@ static struct {
 	.timeout_ms = SCSI_ALUA_REQUEST_TIMEOUT_MS,
 	.held = LIST_HEAD_INIT(alua.held),
 };
+
+/* The lease; written under alua.lock, the atomics read by the command path without it. */
+static struct {
+	atomic_bool enforced;
+	atomic_bool stepped_down;
+	_Atomic uint64_t expires_ms;    /* 0: none given, or dropped */
+	atomic_uint unavailable_ms;
+	_Atomic uint64_t lost_ms;
+	uint8_t announced;              /* enum scsi_lease_phase of the last sync, under alua.lock */
+} lease = {
+	.unavailable_ms = SCSI_LEASE_UNAVAILABLE_MS,
+};
+
+/* The lease's clock (tests replace it before any thread runs). */
+static uint64_t (*lease_clock)(void) = gw_now_ms;
 
 /* Relative port ids of this node's ports, read without a lock (scsi_shared.c). */
 static atomic_uchar local_ports[65536 / 8];
@@ -257,6 +280,251 @@ static struct alua_state dg_effective(struct alua_dg *d, uint16_t tpg)
 	return r;
 }
 
+/* ------------------------------------------------------------ the lease */
+
+enum scsi_lease_phase scsi_lease_phase(const struct scsi_lease *l, uint64_t now_ms)
+{
+	if (!l->enforced)
+		return SCSI_LEASE_OFF;
+	if (!l->expires_ms)
+		return l->stepped_down ? SCSI_LEASE_STEPPED_DOWN : SCSI_LEASE_NONE;
+	if (now_ms < l->expires_ms)
+		return SCSI_LEASE_VALID;
+	if (now_ms - l->expires_ms < l->unavailable_ms)
+		return SCSI_LEASE_EXPIRED;
+	return SCSI_LEASE_STEPPED_DOWN;
+}
+
+uint8_t scsi_lease_override(enum scsi_lease_phase ph)
+{
+	switch (ph) {
+	case SCSI_LEASE_NONE:
+	case SCSI_LEASE_STEPPED_DOWN:
+		return SCSI_ALUA_UNAVAILABLE;
+	case SCSI_LEASE_EXPIRED:
+		return SCSI_ALUA_TRANSITIONING;
+	default:
+		return SCSI_LEASE_NO_OVERRIDE;
+	}
+}
+
+uint64_t scsi_lease_next_change(const struct scsi_lease *l, uint64_t now_ms)
+{
+	switch (scsi_lease_phase(l, now_ms)) {
+	case SCSI_LEASE_VALID:
+		return l->expires_ms;
+	case SCSI_LEASE_EXPIRED:
+		return l->expires_ms + l->unavailable_ms;
+	default:
+		return 0;
+	}
+}
+
+uint64_t scsi_lease_lost_since(const struct scsi_lease *l, uint64_t now_ms)
+{
+	enum scsi_lease_phase ph = scsi_lease_phase(l, now_ms);
+
+	if (ph == SCSI_LEASE_OFF || ph == SCSI_LEASE_VALID)
+		return 0;
+	return l->expires_ms ? l->expires_ms : l->lost_ms;
+}
+
+const char *scsi_lease_phase_name(enum scsi_lease_phase ph)
+{
+	switch (ph) {
+	case SCSI_LEASE_OFF: return "off";
+	case SCSI_LEASE_NONE: return "none";
+	case SCSI_LEASE_VALID: return "valid";
+	case SCSI_LEASE_EXPIRED: return "expired";
+	case SCSI_LEASE_STEPPED_DOWN: return "stepped-down";
+	}
+	return "?";
+}
+
+uint64_t scsi_alua_lease_now(void)
+{
+	return lease_clock();
+}
+
+void scsi_alua_lease_set_clock(uint64_t (*now_ms)(void))
+{
+	lease_clock = now_ms ? now_ms : gw_now_ms;
+}
+
+void scsi_alua_lease_get(struct scsi_lease *out)
+{
+	out->enforced = atomic_load(&lease.enforced);
+	out->stepped_down = atomic_load(&lease.stepped_down);
+	out->expires_ms = atomic_load(&lease.expires_ms);
+	out->unavailable_ms = atomic_load(&lease.unavailable_ms);
+	out->lost_ms = atomic_load(&lease.lost_ms);
+}
+
+/*
+ * The command path: the state every group has for the lease right now, or
+ * SCSI_LEASE_NO_OVERRIDE. No lock; the clock is read only while a lease runs.
+ */
+static uint8_t lease_override_now(void)
+{
+	struct scsi_lease l = { .enforced = true };
+
+	if (!atomic_load_explicit(&lease.enforced, memory_order_acquire))
+		return SCSI_LEASE_NO_OVERRIDE;
+	l.expires_ms = atomic_load_explicit(&lease.expires_ms, memory_order_acquire);
+	if (!l.expires_ms)
+		return SCSI_ALUA_UNAVAILABLE;
+	l.unavailable_ms = atomic_load_explicit(&lease.unavailable_ms, memory_order_relaxed);
+	return scsi_lease_override(scsi_lease_phase(&l, lease_clock()));
+}
+
+/* What REPORT TARGET PORT GROUPS says of group tpg of d under the lease override ov. */
+static struct alua_state dg_reported(struct alua_dg *d, uint16_t tpg, uint8_t ov)
+{
+	struct alua_state s = dg_effective(d, tpg);
+
+	if (ov != SCSI_LEASE_NO_OVERRIDE) {
+		s.state = ov;
+		s.pref = false;
+		s.status = ALUA_STATUS_IMPLICIT;
+	}
+	return s;
+}
+
+/* alua.lock held: the last sync's override still hides the states underneath. */
+static bool lease_hides_states(void)
+{
+	return scsi_lease_override((enum scsi_lease_phase)lease.announced) != SCSI_LEASE_NO_OVERRIDE;
+}
+
+/*
+ * alua.lock held: the phase now becomes the announced one; changed[i] tells
+ * whether device group i reports other states than under the previous one
+ * (its nexuses get 2A/06). Returns the previous phase.
+ */
+static enum scsi_lease_phase lease_sync_locked(bool *changed, enum scsi_lease_phase *now_ph)
+{
+	enum scsi_lease_phase old = (enum scsi_lease_phase)lease.announced, ph;
+	struct scsi_lease l;
+	uint8_t a, b;
+
+	scsi_alua_lease_get(&l);
+	ph = scsi_lease_phase(&l, lease_clock());
+	a = scsi_lease_override(old);
+	b = scsi_lease_override(ph);
+	for (size_t i = 0; i < alua.ndg; i++) {
+		changed[i] = false;
+		for (size_t k = 0; a != b && k < alua.ntpg && !changed[i]; k++) {
+			struct alua_state x, y;
+
+			if (!alua.tpg[k].nports)
+				continue;
+			x = dg_reported(alua.dg[i], alua.tpg[k].id, a);
+			y = dg_reported(alua.dg[i], alua.tpg[k].id, b);
+			changed[i] = x.state != y.state || x.pref != y.pref;
+		}
+	}
+	lease.announced = (uint8_t)ph;
+	*now_ph = ph;
+	return old;
+}
+
+/* No lock held: the unit attentions of a sync. */
+static void lease_sync_ua(const bool *changed, size_t ndg)
+{
+	for (size_t i = 0; i < ndg; i++)
+		if (changed[i])
+			lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, (int)i, NULL, NULL, 0);
+}
+
+enum scsi_lease_phase scsi_alua_lease_sync(enum scsi_lease_phase *before)
+{
+	bool changed[ALUA_MAX_DG];
+	enum scsi_lease_phase old, ph;
+	size_t ndg;
+
+	pthread_mutex_lock(&alua.lock);
+	old = lease_sync_locked(changed, &ph);
+	ndg = alua.ndg;
+	pthread_mutex_unlock(&alua.lock);
+	lease_sync_ua(changed, ndg);
+	if (before)
+		*before = old;
+	return ph;
+}
+
+void scsi_alua_lease_configure(bool enforced, uint32_t unavailable_ms)
+{
+	bool changed[ALUA_MAX_DG];
+	enum scsi_lease_phase ph;
+	bool was;
+	size_t ndg;
+
+	pthread_mutex_lock(&alua.lock);
+	was = atomic_load(&lease.enforced);
+	if (enforced && !was) {
+		/* from now on without a lease until one is given */
+		atomic_store(&lease.expires_ms, 0);
+		atomic_store(&lease.stepped_down, false);
+		atomic_store(&lease.lost_ms, lease_clock());
+	}
+	atomic_store(&lease.unavailable_ms, unavailable_ms);
+	atomic_store(&lease.enforced, enforced);
+	(void)lease_sync_locked(changed, &ph);
+	ndg = alua.ndg;
+	pthread_mutex_unlock(&alua.lock);
+	if (enforced && !was)
+		GW_NOTICE(SCSI_LOG, "ALUA lease enforced: every target port group Unavailable until a "
+			  "lease is given (Transitioning for %u ms after one runs out)", unavailable_ms);
+	else if (!enforced && was)
+		GW_NOTICE(SCSI_LOG, "ALUA lease no longer enforced: the states apply as they are");
+	lease_sync_ua(changed, ndg);
+}
+
+int scsi_alua_lease_renew(uint64_t expires_ms)
+{
+	bool changed[ALUA_MAX_DG];
+	enum scsi_lease_phase ph;
+	size_t ndg;
+
+	if (!expires_ms)
+		return -EINVAL;
+	pthread_mutex_lock(&alua.lock);
+	if (!atomic_load(&lease.enforced)) {
+		pthread_mutex_unlock(&alua.lock);
+		return -EOPNOTSUPP;
+	}
+	atomic_store(&lease.stepped_down, false);
+	atomic_store_explicit(&lease.expires_ms, expires_ms, memory_order_release);
+	(void)lease_sync_locked(changed, &ph);
+	ndg = alua.ndg;
+	pthread_mutex_unlock(&alua.lock);
+	lease_sync_ua(changed, ndg);
+	return 0;
+}
+
+int scsi_alua_lease_step_down(void)
+{
+	bool changed[ALUA_MAX_DG];
+	enum scsi_lease_phase ph;
+	size_t ndg;
+
+	pthread_mutex_lock(&alua.lock);
+	if (!atomic_load(&lease.enforced)) {
+		pthread_mutex_unlock(&alua.lock);
+		return -EOPNOTSUPP;
+	}
+	atomic_store(&lease.stepped_down, true);
+	atomic_store(&lease.lost_ms, lease_clock());
+	atomic_store_explicit(&lease.expires_ms, 0, memory_order_release);
+	(void)lease_sync_locked(changed, &ph);
+	ndg = alua.ndg;
+	pthread_mutex_unlock(&alua.lock);
+	lease_sync_ua(changed, ndg);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the filter */
+
 static bool state_restricts(uint8_t state)
 {
 	return state != SCSI_ALUA_ACTIVE_OPTIMIZED && state != SCSI_ALUA_ACTIVE_NON_OPTIMIZED;
@@ -285,14 +553,18 @@ bool alua_check(struct scsi_cmd *cmd)
 	uint16_t asc;
 	size_t i;
 
-	if (atomic_load_explicit(&alua.restricted, memory_order_acquire) == 0)
-		return false;
 	if (!cmd->itn || !cmd->itn->port)
 		return false;
-	pthread_mutex_lock(&alua.lock);
-	state = dg_effective(cmd->lu->alua_dg < alua.ndg ? alua.dg[cmd->lu->alua_dg] : NULL,
-			     cmd->itn->port->tpg_id).state;
-	pthread_mutex_unlock(&alua.lock);
+	/* the lease first: it overrides every group, whatever the clock of the control thread */
+	state = lease_override_now();
+	if (state == SCSI_LEASE_NO_OVERRIDE) {
+		if (atomic_load_explicit(&alua.restricted, memory_order_acquire) == 0)
+			return false;
+		pthread_mutex_lock(&alua.lock);
+		state = dg_effective(cmd->lu->alua_dg < alua.ndg ? alua.dg[cmd->lu->alua_dg] : NULL,
+				     cmd->itn->port->tpg_id).state;
+		pthread_mutex_unlock(&alua.lock);
+	}
 
 	switch (state) {
 	case SCSI_ALUA_STANDBY:
@@ -479,11 +751,12 @@ static void held_post(const struct held_note *notes, size_t n)
  * alua.lock held, after device group di changed: every held request its
  * states now satisfy is decided GOOD, and the groups it named report
  * "altered by SET TARGET PORT GROUPS" in RTPG. Their notes go to notes[]
- * (SCSI_ALUA_HELD_MAX) for held_post(); *except is the nexus of the first
- * one, spared the unit attention (SPC-4: every I_T nexus but the one the
- * STPG came through).
+ * (room for cap) for held_post(); *except is the nexus of the first one,
+ * spared the unit attention (SPC-4: every I_T nexus but the one the STPG
+ * came through).
  */
-static size_t held_settle(size_t di, struct held_note *notes, const struct alua_held **except)
+static size_t held_settle(size_t di, struct held_note *notes, size_t cap,
+			  const struct alua_held **except)
 {
 	struct alua_dg *d = alua.dg[di];
 	struct list_head *pos;
@@ -504,7 +777,7 @@ static size_t held_settle(size_t di, struct held_note *notes, const struct alua_
 		}
 		if (!*except)
 			*except = h;
-		if (n < SCSI_ALUA_HELD_MAX)
+		if (n < cap)
 			notes[n++] = (struct held_note){ h->id, h->reactor };
 	}
 	return n;
@@ -606,46 +879,32 @@ int alua_dg_ref(const char *name)
 	return rc;
 }
 
-/*
- * Applies n updates to device group `name`, all or none. keep_pref: leave
- * PREF alone (STPG has none). The UA goes to every nexus of the device
- * group's LUs but (except_iport, except_rel) of except_lu.
- */
-static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t n,
-		      uint8_t status, bool keep_pref, const struct scsi_lu *except_lu,
-		      const char *except_iport, uint16_t except_rel)
+/* alua.lock held: room for n updates in device group d? 0 or -ENOSPC. */
+static int dg_room(struct alua_dg *d, const struct scsi_alua_update *u, size_t n)
 {
-	struct held_note notes[SCSI_ALUA_HELD_MAX];
-	const struct alua_held *ex = NULL;
-	char ex_iport[256];
-	struct alua_dg *d;
-	size_t i, j, fresh = 0, nnotes = 0;
-	bool changed = false;
-	int di;
+	size_t fresh = 0;
 
-	for (i = 0; i < n; i++)
-		if (!state_valid(u[i].state))
-			return -EINVAL;
-	pthread_mutex_lock(&alua.lock);
-	di = dg_get(name);
-	if (di < 0) {
-		pthread_mutex_unlock(&alua.lock);
-		return di;
-	}
-	d = alua.dg[di];
-	for (i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		bool dup = false;
 
-		for (j = 0; j < i; j++)
+		for (size_t j = 0; j < i; j++)
 			dup |= u[j].tpg_id == u[i].tpg_id;
 		if (!dup && !dg_state_find(d, u[i].tpg_id))
 			fresh++;
 	}
-	if (d->n + fresh > ALUA_MAX_TPG) {
-		pthread_mutex_unlock(&alua.lock);
-		return -ENOSPC;
-	}
-	for (i = 0; i < n; i++) {
+	return d->n + fresh > ALUA_MAX_TPG ? -ENOSPC : 0;
+}
+
+/*
+ * alua.lock held, room checked: n updates of device group d (keep_pref:
+ * leave PREF alone, STPG has none). True when a state or PREF changed.
+ */
+static bool dg_apply(struct alua_dg *d, const struct scsi_alua_update *u, size_t n,
+		     uint8_t status, bool keep_pref)
+{
+	bool changed = false;
+
+	for (size_t i = 0; i < n; i++) {
 		struct alua_state cur = dg_effective(d, u[i].tpg_id);
 		struct alua_state *e = dg_state_find(d, u[i].tpg_id);
 		bool pref = keep_pref ? cur.pref : u[i].pref;
@@ -664,19 +923,126 @@ static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t
 		e->status = status;
 		changed = true;
 	}
+	return changed;
+}
+
+/*
+ * Applies n updates to device group `name`, all or none. keep_pref: leave
+ * PREF alone (STPG has none). The UA goes to every nexus of the device
+ * group's LUs but (except_iport, except_rel) of except_lu.
+ */
+static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t n,
+		      uint8_t status, bool keep_pref, const struct scsi_lu *except_lu,
+		      const char *except_iport, uint16_t except_rel)
+{
+	struct held_note notes[SCSI_ALUA_HELD_MAX];
+	const struct alua_held *ex = NULL;
+	char ex_iport[256];
+	size_t i, nnotes = 0;
+	bool changed, ua;
+	int di, rc;
+
+	for (i = 0; i < n; i++)
+		if (!state_valid(u[i].state))
+			return -EINVAL;
+	pthread_mutex_lock(&alua.lock);
+	di = dg_get(name);
+	if (di < 0) {
+		pthread_mutex_unlock(&alua.lock);
+		return di;
+	}
+	rc = dg_room(alua.dg[di], u, n);
+	if (rc) {
+		pthread_mutex_unlock(&alua.lock);
+		return rc;
+	}
+	changed = dg_apply(alua.dg[di], u, n, status, keep_pref);
 	restricted_update();
 	if (changed)
-		nnotes = held_settle((size_t)di, notes, &ex);
+		nnotes = held_settle((size_t)di, notes, SCSI_ALUA_HELD_MAX, &ex);
 	if (ex && !except_lu) {
 		except_lu = ex->lu;
 		snprintf(ex_iport, sizeof(ex_iport), "%s", ex->iport);
 		except_iport = ex_iport;
 		except_rel = ex->rel;
 	}
+	/* under the lease's override the reported states did not change */
+	ua = changed && !lease_hides_states();
 	pthread_mutex_unlock(&alua.lock);
-	if (changed)
+	if (ua)
 		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, except_lu, except_iport, except_rel);
 	held_post(notes, nnotes);
+	return 0;
+}
+
+/* The nexus a device group's unit attention spares (a held STPG's sender). */
+struct ua_except {
+	const struct scsi_lu *lu;
+	char iport[256];
+	uint16_t rel;
+};
+
+int scsi_alua_set_map(const struct scsi_alua_dg_update *m, size_t n, size_t *bad)
+{
+	struct held_note notes[SCSI_ALUA_HELD_MAX];
+	struct ua_except *ex = NULL;
+	int di[ALUA_MAX_DG];
+	bool changed[ALUA_MAX_DG], ua;
+	size_t i, j, nnotes = 0;
+	int rc = 0;
+
+	if (n > ALUA_MAX_DG || (n && !m))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < m[i].n; j++) {
+			if (!state_valid(m[i].u[j].state)) {
+				if (bad)
+					*bad = i;
+				return -EINVAL;
+			}
+		}
+	}
+	ex = calloc(n ? n : 1, sizeof(*ex));
+	if (!ex)
+		return -ENOMEM;
+	pthread_mutex_lock(&alua.lock);
+	/* every device group exists, once, with room: before anything changes */
+	for (i = 0; i < n && !rc; i++) {
+		di[i] = dg_find(m[i].dg);
+		rc = di[i] < 0 ? -ENOENT : dg_room(alua.dg[di[i]], m[i].u, m[i].n);
+		for (j = 0; j < i && !rc; j++)
+			if (di[j] == di[i])
+				rc = -EINVAL;
+		if (rc && bad)
+			*bad = i;
+	}
+	if (rc) {
+		pthread_mutex_unlock(&alua.lock);
+		free(ex);
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		const struct alua_held *h = NULL;
+
+		changed[i] = dg_apply(alua.dg[di[i]], m[i].u, m[i].n, ALUA_STATUS_IMPLICIT, false);
+		if (changed[i])
+			nnotes += held_settle((size_t)di[i], notes + nnotes,
+					      SCSI_ALUA_HELD_MAX - nnotes, &h);
+		if (h) {
+			ex[i].lu = h->lu;
+			snprintf(ex[i].iport, sizeof(ex[i].iport), "%s", h->iport);
+			ex[i].rel = h->rel;
+		}
+	}
+	restricted_update();
+	ua = !lease_hides_states();
+	pthread_mutex_unlock(&alua.lock);
+	for (i = 0; ua && i < n; i++)
+		if (changed[i])
+			lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di[i], ex[i].lu,
+				      ex[i].lu ? ex[i].iport : NULL, ex[i].rel);
+	held_post(notes, nnotes);
+	free(ex);
 	return 0;
 }
 
@@ -777,7 +1143,8 @@ int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner
 	}
 	restricted_update();
 	if (changed)
-		nnotes = held_settle((size_t)di, notes, &ex);
+		nnotes = held_settle((size_t)di, notes, SCSI_ALUA_HELD_MAX, &ex);
+	changed &= !lease_hides_states();
 	pthread_mutex_unlock(&alua.lock);
 	if (changed)
 		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, NULL, NULL, 0);
@@ -883,7 +1250,24 @@ void scsi_alua_reset(void)
 	restricted_update();
 	for (i = 0; i < sizeof(local_ports); i++)
 		atomic_store(&local_ports[i], 0);
+	atomic_store(&lease.enforced, false);
+	atomic_store(&lease.stepped_down, false);
+	atomic_store(&lease.expires_ms, 0);
+	atomic_store(&lease.unavailable_ms, SCSI_LEASE_UNAVAILABLE_MS);
+	atomic_store(&lease.lost_ms, 0);
+	lease.announced = SCSI_LEASE_OFF;
 	pthread_mutex_unlock(&alua.lock);
+}
+
+bool scsi_alua_multiport(void)
+{
+	unsigned int ports = 0;
+
+	pthread_mutex_lock(&alua.lock);
+	for (size_t i = 0; i < alua.ntpg; i++)
+		ports += alua.tpg[i].nports;
+	pthread_mutex_unlock(&alua.lock);
+	return ports > 1;
 }
 
 /* ------------------------------------------------- REPORT TARGET PORT GROUPS */
@@ -894,6 +1278,7 @@ void alua_rtpg(struct scsi_cmd *cmd)
 	uint32_t alloc = get_be32(&cmd->cdb[6]);
 	struct alua_dg *d;
 	uint32_t len, off;
+	uint8_t ov;
 	uint8_t *d8;
 	size_t i, k;
 
@@ -907,6 +1292,7 @@ void alua_rtpg(struct scsi_cmd *cmd)
 		return;
 	}
 	off = fmt ? 8 : 4;
+	ov = lease_override_now();
 	pthread_mutex_lock(&alua.lock);
 	d = cmd->lu->alua_dg < alua.ndg ? alua.dg[cmd->lu->alua_dg] : NULL;
 	for (i = 0; i < alua.ntpg; i++) {
@@ -916,7 +1302,7 @@ void alua_rtpg(struct scsi_cmd *cmd)
 
 		if (!g->nports)
 			continue;       /* its ports were removed */
-		s = dg_effective(d, g->id);
+		s = dg_reported(d, g->id, ov);
 		p[0] = (uint8_t)((s.pref ? 0x80 : 0) | (s.state & 0x0f));
 		p[1] = ALUA_SUPPORTED_STATES;
 		put_be16(&p[2], g->id);

@@ -50,6 +50,8 @@ static uint32_t inquiry_standard(const struct scsi_cmd *cmd, uint8_t *d)
 	d[5] = lu ? (uint8_t)((lu->tpgs & 3) << 4) : 0;
 	if (lu)
 		d[5] |= 0x08;   /* 3PC: EXTENDED COPY */
+	if (lu && scsi_alua_multiport())
+		d[6] = 0x10;    /* MULTIP: the LU has several target ports (the cluster's port map) */
 	d[7] = 0x02;            /* CMDQUE */
 	put_ascii(&d[8], 8, lu ? lu->params.vendor : "ISERGW");
 	put_ascii(&d[16], 16, lu ? lu->params.product : "");

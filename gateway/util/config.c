@@ -319,7 +319,7 @@ void gw_portal_defaults(struct gw_portal_cfg *p)
 	memset(p, 0, sizeof(*p));
 	p->transport = GW_TRANSPORT_TCP;
 	p->port = 3260;
-	p->tpgt = 1;
+	p->tpgt = 0;        /* 0 = its rel_port_id, filled by finalize */
 	p->rel_port_id = 0; /* 0 = its 1-based index, filled by finalize */
 	p->tpg_id = 1;
 }
@@ -361,6 +361,8 @@ void gw_config_defaults(struct gw_config *c)
 	c->nop_timeout_s = 30;
 	c->login_timeout_s = 15;
 	c->alua_request_timeout_ms = 10000;
+	c->alua_lease = false;
+	c->alua_lease_unavailable_ms = 2000;
 }
 
 void gw_config_free(struct gw_config *c)
@@ -936,6 +938,8 @@ static const struct field config_fields[] = {
 	F_FN("device_groups", parse_device_groups, false),
 	F_FN("alua_policy", parse_alua_policy, false),
 	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
+	F_BOOL(struct gw_config, alua_lease),
+	F_UINT(struct gw_config, alua_lease_unavailable_ms, 0, 600000),
 	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
@@ -964,6 +968,12 @@ static void offset_to_line(const char *s, size_t off, unsigned int *line, unsign
 }
 
 int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen)
+{
+	return gw_config_load_string_base(json, NULL, out, err, errlen);
+}
+
+int gw_config_load_string_base(const char *json, const struct gw_config *base,
+			       struct gw_config **out, char *err, size_t errlen)
 {
 	struct pctx ctx = { .err = err, .errlen = errlen };
 	struct json_tokener *tok;
@@ -1012,15 +1022,28 @@ int gw_config_load_string(const char *json, struct gw_config **out, char *err, s
 		goto err_put_root;
 	}
 	gw_config_defaults(cfg);
+	if (base) {
+		/* the base's top-level settings, none of its lists */
+		*cfg = *base;
+		cfg->portals = NULL;
+		cfg->nportals = 0;
+		cfg->targets = NULL;
+		cfg->ntargets = 0;
+		cfg->port_groups = NULL;
+		cfg->nport_groups = 0;
+		cfg->device_groups = NULL;
+		cfg->ndevice_groups = 0;
+	}
 	rc = parse_object(&ctx, root, &config_table, cfg);
 	if (rc)
 		goto err_free_cfg;
-	if (cfg->nportals == 0) {
-		rc = set_err(err, errlen, "portals: at least one portal is required");
+	/* under a lease the HA agent pushes them: a node may start with none */
+	if (cfg->nportals == 0 && !cfg->alua_lease) {
+		rc = set_err(err, errlen, "portals: at least one portal is required (unless alua_lease is true)");
 		goto err_free_cfg;
 	}
-	if (cfg->ntargets == 0) {
-		rc = set_err(err, errlen, "targets: at least one target is required");
+	if (cfg->ntargets == 0 && !cfg->alua_lease) {
+		rc = set_err(err, errlen, "targets: at least one target is required (unless alua_lease is true)");
 		goto err_free_cfg;
 	}
 	rc = gw_config_validate(cfg, err, errlen);
@@ -1226,6 +1249,12 @@ static uint16_t portal_rel_id(const struct gw_config *c, size_t i)
 	return c->portals[i].rel_port_id ? c->portals[i].rel_port_id : (uint16_t)(i + 1);
 }
 
+/* A portal's TPGT: 0 means its relative port id (before finalize too). */
+static uint16_t portal_tpgt(const struct gw_config *c, size_t i)
+{
+	return c->portals[i].tpgt ? c->portals[i].tpgt : portal_rel_id(c, i);
+}
+
 static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < c->nportals; i++) {
@@ -1233,8 +1262,6 @@ static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 
 		if (i >= 65535)
 			return set_err(err, errlen, "portals: too many (max 65535)");
-		if (p->tpgt == 0)
-			return set_err(err, errlen, "portals[%zu].tpgt: must be 1..65535", i);
 		if (p->port == 0)
 			return set_err(err, errlen, "portals[%zu].url: port must be 1..65535", i);
 		if (!str_terminated(p->addr, sizeof(p->addr)) || !p->addr[0])
@@ -1250,6 +1277,14 @@ static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 			    strcmp(p->addr, q->addr) == 0)
 				return set_err(err, errlen, "portals[%zu].url: same address as portals[%zu]",
 					       i, j);
+			/* an iSCSI target port is (target name, TPGT): one TPGT per relative port */
+			if (portal_tpgt(c, i) == portal_tpgt(c, j))
+				return set_err(err, errlen,
+					       "portals[%zu].tpgt: %u%s is already the TPGT of portals[%zu] "
+					       "(rel_port_id %u), but portals[%zu].rel_port_id is %u: each "
+					       "relative port needs a TPGT of its own",
+					       i, portal_tpgt(c, i), p->tpgt ? "" : " (its rel_port_id)", j,
+					       portal_rel_id(c, j), i, portal_rel_id(c, i));
 		}
 	}
 	return 0;
@@ -1578,7 +1613,7 @@ void gw_config_finalize(struct gw_config *c)
 		if (!p->rel_port_id)
 			p->rel_port_id = (uint16_t)(i + 1);
 		if (!p->tpgt)
-			p->tpgt = 1;
+			p->tpgt = p->rel_port_id;
 		if (!p->tpg_id)
 			p->tpg_id = 1;
 	}

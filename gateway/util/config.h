@@ -31,7 +31,7 @@ struct gw_portal_cfg {
 	enum gw_transport transport;
 	char addr[64];          /* numeric IPv4/IPv6 address or host name */
 	uint16_t port;          /* default 3260 */
-	uint16_t tpgt;          /* target portal group tag, default 1 */
+	uint16_t tpgt;          /* target portal group tag; 0 = its rel_port_id (the default) */
 	uint16_t rel_port_id;   /* relative target port id, default = 1-based index */
 	uint16_t tpg_id;        /* target port group id (ALUA), default 1 */
 };
@@ -123,6 +123,13 @@ struct gw_config {
 	 */
 	bool alua_policy_external;
 	uint32_t alua_request_timeout_ms;       /* default 10000 */
+	/*
+	 * Serve ALUA-governed I/O only under a valid lease given over the
+	 * control socket (the HA agent); zero portals and targets are then
+	 * accepted (the agent pushes them). Default false.
+	 */
+	bool alua_lease;
+	uint32_t alua_lease_unavailable_ms;     /* Transitioning this long after expiry, default 2000 */
 };
 
 /* Fill every field with its default (no portals, no targets). */
@@ -139,7 +146,14 @@ void gw_portal_defaults(struct gw_portal_cfg *p);
  */
 int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen);
 int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen);
-/* Cross-field checks (duplicate LUNs/IQNs, iqn syntax, chap secret lengths, ...). */
+/* The same, with base's top-level settings (not its lists) as the defaults of the keys not given. */
+int gw_config_load_string_base(const char *json, const struct gw_config *base,
+			       struct gw_config **out, char *err, size_t errlen);
+/*
+ * Cross-field checks (duplicate LUNs/IQNs, iqn syntax, chap secret lengths,
+ * TPGTs, ...). Portals and targets may be absent (the load functions require
+ * them unless alua_lease is true).
+ */
 int gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
 /* Fill derived defaults: serial and NAA of LUNs from target iqn + lun number. */
 void gw_config_finalize(struct gw_config *c);

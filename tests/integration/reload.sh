@@ -7,7 +7,8 @@
 #   1. one portal P1, target A with LUN 0. While iscsi-perf keeps a session
 #      to A busy for 8 s, the file gains a second portal P2, target B (LUNs
 #      0 and 1) and LUN 1 of A; SIGHUP. Then discovery on P1 and on P2 lists
-#      A and B, both LUNs of B and LUN 1 of A answer INQUIRY, and the busy
+#      A and B (P1 with TPGT 1, P2 with TPGT 2: by default a portal's TPGT is
+#      its relative port id), both LUNs of B and LUN 1 of A answer INQUIRY, and the busy
 #      client finished without error, logged in once and was never dropped.
 #   2. sessions to B (through P1), to A through P2 and to A LUN 1 through P1
 #      are busy; B and P2 are removed, SIGHUP: the first two are dropped
@@ -187,8 +188,8 @@ else bad "reload 1 (add P2, B, A LUN 1) not applied"; fi
 wait_port "$pid" "$ADDR2" "$PORT" 10 || bad "the new portal $P2 does not accept connections"
 expect_targets "$P1" "$A $B"
 expect_targets "$P2" "$A $B"
-expect_portals "$P1" "$B" "$P1,1 $P2,1"
-expect_portals "$P2" "$A" "$P1,1 $P2,1"
+expect_portals "$P1" "$B" "$P1,1 $P2,2"
+expect_portals "$P2" "$A" "$P1,1 $P2,2"
 inq "$P2" "$B" 0
 inq "$P2" "$B" 1
 inq "$P1" "$B" 1

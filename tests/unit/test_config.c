@@ -1,6 +1,11 @@
 // LINK: gw_util
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for util/config.c: parsing, key-path errors, validation, derived defaults. */
+/*
+ * Unit tests for util/config.c: parsing, key-path errors, validation, derived
+ * defaults; the TPGT of a portal (its rel_port_id by default, one per relative
+ * port); the ALUA lease keys and the configurations without portals or
+ * targets they allow.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -81,7 +86,7 @@ static void test_full_config(void **state)
 	assert_int_equal(c->portals[1].transport, GW_TRANSPORT_ISER);
 	assert_string_equal(c->portals[1].addr, "fe80::1");
 	assert_int_equal(c->portals[1].port, 3261);
-	assert_int_equal(c->portals[1].tpgt, 1);
+	assert_int_equal(c->portals[1].tpgt, 9);          /* its rel_port_id */
 	assert_int_equal(c->portals[1].rel_port_id, 9);
 	assert_int_equal(c->portals[1].tpg_id, 1);
 
@@ -240,9 +245,11 @@ static const struct err_case err_cases[] = {
 	{ "{" PORTAL ",\"targets\":[{\"alias\":\"x\"}]}", "targets[0].iqn: missing" },
 	{ CFG_T("", "{\"lun\":0}"), "targets[0].luns[0].path: missing" },
 	{ CFG_T(",\"acls\":[{\"chap\":{}}]", LUN0), "targets[0].acls[0].initiator: missing" },
-	{ "{\"targets\":[{" IQN "}]}", "portals: at least one portal is required" },
-	{ "{" PORTAL "}", "targets: at least one target is required" },
+	{ "{\"targets\":[{" IQN "}]}",
+	  "portals: at least one portal is required (unless alua_lease is true)" },
+	{ "{" PORTAL "}", "targets: at least one target is required (unless alua_lease is true)" },
 	{ "{" PORTAL ",\"targets\":[]}", "targets: at least one target is required" },
+	{ "{\"alua_lease\":false,\"targets\":[{" IQN "}]}", "portals: at least one portal" },
 	/* portal URLs */
 	{ "{\"portals\":[{\"url\":\"http://1.2.3.4\"}]}", "portals[0].url: \"http://1.2.3.4\" is not a portal" },
 	{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4:0\"}]}", "portals[0].url: \"tcp://1.2.3.4:0\" is not a portal" },
@@ -505,7 +512,7 @@ static void test_portal_parse(void **state)
 	assert_int_equal(p.transport, GW_TRANSPORT_TCP);
 	assert_string_equal(p.addr, "0.0.0.0");
 	assert_int_equal(p.port, 3260);
-	assert_int_equal(p.tpgt, 1);
+	assert_int_equal(p.tpgt, 0);    /* its rel_port_id, once finalized */
 
 	assert_int_equal(gw_portal_parse("iser://192.168.1.5", &p), 0);
 	assert_int_equal(p.transport, GW_TRANSPORT_ISER);
@@ -745,6 +752,140 @@ static void test_cluster_keys(void **state)
 	}
 }
 
+/* TPGT: its relative port id by default; two relative ports never share one. */
+static void test_tpgt(void **state)
+{
+	static const struct { const char *json, *expect; } bad[] = {
+		{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\",\"tpgt\":5},"
+		  "{\"url\":\"tcp://1.2.3.5\",\"tpgt\":5}],\"targets\":[{" IQN "}]}",
+		  "portals[1].tpgt: 5 is already the TPGT of portals[0] (rel_port_id 1), but "
+		  "portals[1].rel_port_id is 2: each relative port needs a TPGT of its own" },
+		/* an explicit TPGT against another portal's default */
+		{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\",\"tpgt\":2},"
+		  "{\"url\":\"tcp://1.2.3.5\"}],\"targets\":[{" IQN "}]}",
+		  "portals[1].tpgt: 2 (its rel_port_id) is already the TPGT of portals[0] (rel_port_id 1), "
+		  "but portals[1].rel_port_id is 2" },
+		{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\",\"tpgt\":0}],\"targets\":[{" IQN "}]}",
+		  "portals[0].tpgt: 0 out of range (1..65535)" },
+	};
+	struct gw_config *c = NULL;
+	struct gw_config b;
+	struct gw_portal_cfg portals[2];
+	char err[512] = "";
+
+	(void)state;
+	/* the TPGT follows the relative port id: two target ports, two names */
+	assert_int_equal(gw_config_load_string(
+				 "{\"portals\":[{\"url\":\"tcp://1.2.3.4\"},{\"url\":\"tcp://1.2.3.5\"},"
+				 "{\"url\":\"iser://1.2.3.6\",\"rel_port_id\":7},"
+				 "{\"url\":\"tcp://1.2.3.7\",\"rel_port_id\":9,\"tpgt\":3}],"
+				 "\"targets\":[{" IQN "}]}", &c, err, sizeof(err)), 0);
+	assert_int_equal(c->portals[0].tpgt, 1);
+	assert_int_equal(c->portals[1].tpgt, 2);
+	assert_int_equal(c->portals[2].tpgt, 7);
+	assert_int_equal(c->portals[3].tpgt, 3);
+	gw_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		c = NULL;
+		err[0] = '\0';
+		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(c);
+	}
+	/* a configuration built in code: tpgt 0 means the rel_port_id, before finalize too */
+	gw_config_defaults(&b);
+	gw_portal_defaults(&portals[0]);
+	gw_portal_defaults(&portals[1]);
+	assert_int_equal(gw_portal_parse("tcp://127.0.0.1", &portals[0]), 0);
+	assert_int_equal(gw_portal_parse("tcp://127.0.0.2", &portals[1]), 0);
+	b.portals = portals;
+	b.nportals = 2;
+	assert_int_equal(gw_config_validate(&b, err, sizeof(err)), 0);
+	portals[0].tpgt = 2;            /* = portals[1]'s default */
+	assert_int_equal(gw_config_validate(&b, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "portals[1].tpgt: 2 (its rel_port_id) is already the TPGT of "
+			    "portals[0]", 60) == 0);
+	portals[0].tpgt = 0;
+	gw_config_finalize(&b);
+	assert_int_equal(portals[0].tpgt, 1);
+	assert_int_equal(portals[1].tpgt, 2);
+	assert_int_equal(gw_config_validate(&b, err, sizeof(err)), 0);
+	/* the same TPGT on the same relative port cannot happen: rel_port_ids are unique */
+	portals[1].rel_port_id = 1;
+	assert_int_equal(gw_config_validate(&b, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "portals[1].rel_port_id: 1 already used by portals[0]");
+}
+
+/* alua_lease and alua_lease_unavailable_ms; with the lease, no portal and no target is fine. */
+static void test_lease_keys(void **state)
+{
+	static const struct { const char *json, *expect; } bad[] = {
+		{ "{\"alua_lease\":1}", "alua_lease: expected true or false, got int" },
+		{ "{\"alua_lease\":true,\"alua_lease_unavailable_ms\":600001}",
+		  "alua_lease_unavailable_ms: 600001 out of range (0..600000)" },
+		{ "{\"alua_lease\":true,\"alua_lease_unavailable_ms\":-1}",
+		  "alua_lease_unavailable_ms: -1 out of range" },
+		{ "{\"alua_lease\":true,\"alua_lease_unavailable_ms\":\"2s\"}",
+		  "alua_lease_unavailable_ms: expected an integer" },
+		{ "{\"alua_lease\":true,\"alua_lease_ms\":5}", "alua_lease_ms: unknown key" },
+		/* the rest of the document is checked as usual */
+		{ "{\"alua_lease\":true,\"targets\":[{\"iqn\":\"bad\"}]}", "targets[0].iqn: \"bad\"" },
+	};
+	struct gw_config *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(gw_config_load_string("{" CL_PORTAL CL_TARGET(""), &c, err, sizeof(err)), 0);
+	assert_false(c->alua_lease);
+	assert_int_equal(c->alua_lease_unavailable_ms, 2000);
+	gw_config_free(c);
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true,\"alua_lease_unavailable_ms\":0,"
+					       CL_PORTAL CL_TARGET(""), &c, err, sizeof(err)), 0);
+	assert_true(c->alua_lease);
+	assert_int_equal(c->alua_lease_unavailable_ms, 0);
+	gw_config_free(c);
+	/* a managed node's first document: nothing to serve yet */
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true,\"alua_policy\":\"external\"}",
+					       &c, err, sizeof(err)), 0);
+	assert_int_equal(c->nportals, 0);
+	assert_int_equal(c->ntargets, 0);
+	assert_int_equal(c->alua_lease_unavailable_ms, 2000);
+	gw_config_free(c);
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true,\"portals\":[],\"targets\":[],"
+					       "\"alua_lease_unavailable_ms\":600000}",
+					       &c, err, sizeof(err)), 0);
+	assert_int_equal(c->alua_lease_unavailable_ms, 600000);
+	gw_config_free(c);
+	/* portals without targets (and the other way round) */
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true," CL_PORTAL "}", &c, err,
+					       sizeof(err)), 0);
+	assert_int_equal(c->nportals, 1);
+	gw_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		c = NULL;
+		err[0] = '\0';
+		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -761,6 +902,8 @@ int main(void)
 		cmocka_unit_test(test_finalize_stable),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_cluster_keys),
+		cmocka_unit_test(test_tpgt),
+		cmocka_unit_test(test_lease_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,12 @@
  * SET TARGET PORT GROUPS (parsing, errors, atomicity), the unit attention
  * ASYMMETRIC ACCESS STATE CHANGED on every nexus, the per-state command
  * filter, device groups (per-LU-set states, configured owners) and the
- * cluster port map (other nodes' ports, replaced on reconfiguration).
+ * cluster port map (other nodes' ports, replaced on reconfiguration);
+ * INQUIRY MULTIP; the ALUA lease on a fake monotonic clock (its pure phase
+ * functions, then none -> valid -> expired -> stepped-down -> valid, step
+ * down, states set underneath, the command path refusing at once when the
+ * clock passes the expiry before any sync); several device groups at once
+ * (scsi_alua_set_map: all checked before any changes).
  */
 #include "test_scsi_harness.h"
 
@@ -117,6 +122,31 @@ static void test_inquiry_tpgs(void **state)
 	run_cdb(&a->x, &a->x.a, c, 6, buf, sizeof(buf));
 	assert_good(&a->x);
 	assert_int_equal(buf[5] & 0x30, 0x30);  /* TPGS 11b: implicit and explicit */
+}
+
+/* MULTIP (byte 6 bit 4): the LU has several target ports when the port map does. */
+static void test_inquiry_multip(void **state)
+{
+	struct actx *a = *state;
+	uint8_t c[16] = { 0x12, 0, 0, 0, 96 }, buf[96];
+	const struct scsi_alua_port one[] = { { 1, 1, true } };
+	const struct scsi_alua_port two[] = { { 1, 1, true }, { 2, 1, false } };
+
+	/* ports 1, 2 and 3 are known */
+	run_cdb(&a->x, &a->x.a, c, 6, buf, sizeof(buf));
+	assert_good(&a->x);
+	assert_int_equal(buf[6] & 0x10, 0x10);
+	/* a port map of one port: single-port LU */
+	assert_int_equal(scsi_alua_set_ports(one, 1), 0);
+	run_cdb(&a->x, &a->x.a, c, 6, buf, sizeof(buf));
+	assert_good(&a->x);
+	assert_int_equal(buf[6] & 0x10, 0);
+	/* another node's port, in the same group: multi-port again */
+	assert_int_equal(scsi_alua_set_ports(two, 2), 0);
+	run_cdb(&a->x, &a->x.a, c, 6, buf, sizeof(buf));
+	assert_good(&a->x);
+	assert_int_equal(buf[6] & 0x10, 0x10);
+	assert_int_equal(buf[5] & 0x30, 0x30);  /* TPGS unchanged */
 }
 
 /* ------------------------------------------------------------------- RTPG */
@@ -691,6 +721,293 @@ static void test_port_map(void **state)
 	assert_int_equal(be32(buf), 12 + 12);
 }
 
+/* ------------------------------------------------------------- the lease */
+
+static uint64_t fake_ms;
+
+static uint64_t fake_clock(void)
+{
+	return fake_ms;
+}
+
+/* The pure functions: phases, overrides, the next change, since when without a lease. */
+static void test_lease_phases(void **state)
+{
+	struct scsi_lease l = { .enforced = false, .expires_ms = 5000, .unavailable_ms = 2000 };
+
+	(void)state;
+	assert_int_equal(scsi_lease_phase(&l, 1000), SCSI_LEASE_OFF);
+	assert_int_equal(scsi_lease_next_change(&l, 1000), 0);
+	assert_int_equal(scsi_lease_lost_since(&l, 1000), 0);
+	l.enforced = true;
+	assert_int_equal(scsi_lease_phase(&l, 0), SCSI_LEASE_VALID);
+	assert_int_equal(scsi_lease_phase(&l, 4999), SCSI_LEASE_VALID);
+	assert_int_equal(scsi_lease_next_change(&l, 4999), 5000);
+	assert_int_equal(scsi_lease_lost_since(&l, 4999), 0);
+	assert_int_equal(scsi_lease_phase(&l, 5000), SCSI_LEASE_EXPIRED);
+	assert_int_equal(scsi_lease_phase(&l, 6999), SCSI_LEASE_EXPIRED);
+	assert_int_equal(scsi_lease_next_change(&l, 5000), 7000);
+	assert_int_equal(scsi_lease_lost_since(&l, 6000), 5000);
+	assert_int_equal(scsi_lease_phase(&l, 7000), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(scsi_lease_phase(&l, UINT64_MAX), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(scsi_lease_next_change(&l, 7000), 0);
+	/* without a Transitioning phase */
+	l.unavailable_ms = 0;
+	assert_int_equal(scsi_lease_phase(&l, 5000), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(scsi_lease_next_change(&l, 4000), 5000);
+	/* none given yet, and dropped */
+	l.expires_ms = 0;
+	l.lost_ms = 300;
+	assert_int_equal(scsi_lease_phase(&l, 0), SCSI_LEASE_NONE);
+	assert_int_equal(scsi_lease_next_change(&l, 0), 0);
+	assert_int_equal(scsi_lease_lost_since(&l, 900), 300);
+	l.stepped_down = true;
+	assert_int_equal(scsi_lease_phase(&l, 0), SCSI_LEASE_STEPPED_DOWN);
+
+	assert_int_equal(scsi_lease_override(SCSI_LEASE_OFF), SCSI_LEASE_NO_OVERRIDE);
+	assert_int_equal(scsi_lease_override(SCSI_LEASE_VALID), SCSI_LEASE_NO_OVERRIDE);
+	assert_int_equal(scsi_lease_override(SCSI_LEASE_NONE), SCSI_ALUA_UNAVAILABLE);
+	assert_int_equal(scsi_lease_override(SCSI_LEASE_EXPIRED), SCSI_ALUA_TRANSITIONING);
+	assert_int_equal(scsi_lease_override(SCSI_LEASE_STEPPED_DOWN), SCSI_ALUA_UNAVAILABLE);
+	assert_string_equal(scsi_lease_phase_name(SCSI_LEASE_OFF), "off");
+	assert_string_equal(scsi_lease_phase_name(SCSI_LEASE_NONE), "none");
+	assert_string_equal(scsi_lease_phase_name(SCSI_LEASE_VALID), "valid");
+	assert_string_equal(scsi_lease_phase_name(SCSI_LEASE_EXPIRED), "expired");
+	assert_string_equal(scsi_lease_phase_name(SCSI_LEASE_STEPPED_DOWN), "stepped-down");
+}
+
+/* RTPG through itn: the state and PREF of group 1 and of group 2. */
+static void rtpg_two(struct tctx *x, const struct scsi_itn *itn, uint8_t *s1, uint8_t *s2)
+{
+	uint8_t c[16], buf[256];
+
+	rtpg_cdb(c, 0, sizeof(buf));
+	run_cdb(x, itn, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(be16(&buf[4 + 2]), 1);
+	assert_int_equal(be16(&buf[16 + 2]), 2);
+	*s1 = buf[4];
+	*s2 = buf[16];
+}
+
+static void read_expect(struct tctx *x, const struct scsi_itn *itn, uint16_t asc)
+{
+	uint8_t c[16], buf[512];
+
+	cdb10(c, 0x28, 0, 0, 1);
+	run_cdb(x, itn, c, 10, buf, sizeof(buf));
+	if (asc)
+		assert_sense(x, SCSI_SK_NOT_READY, asc);
+	else
+		assert_good(x);
+}
+
+/* Every nexus of the test has exactly n unit attentions 2A/06 pending. */
+static void ua_all(struct actx *a, int n)
+{
+	assert_int_equal(drain(&a->x, &a->x.a, 0x2a06), n);
+	assert_int_equal(drain(&a->x, &a->x.b, 0x2a06), n);
+	assert_int_equal(drain(&a->x, &a->c, 0x2a06), n);
+}
+
+static void test_lease(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t s1, s2, inq[16] = { 0x12, 0, 0, 0, 96 }, buf[96];
+	enum scsi_lease_phase before;
+	struct scsi_lease l;
+
+	scsi_alua_lease_set_clock(fake_clock);
+	fake_ms = 1000;
+	ua_all(a, 0);
+	set_state(2, SCSI_ALUA_STANDBY, false);
+	ua_all(a, 1);
+	assert_int_equal(scsi_alua_lease_renew(5000), -EOPNOTSUPP);    /* not enforced */
+	assert_int_equal(scsi_alua_lease_step_down(), -EOPNOTSUPP);
+
+	/* enforced, none given: every group Unavailable, PREF off */
+	scsi_alua_lease_configure(true, 500);
+	ua_all(a, 1);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(scsi_lease_phase(&l, fake_ms), SCSI_LEASE_NONE);
+	assert_int_equal(l.lost_ms, 1000);
+	rtpg_two(x, &x->a, &s1, &s2);
+	assert_int_equal(s1, SCSI_ALUA_UNAVAILABLE);
+	assert_int_equal(s2, SCSI_ALUA_UNAVAILABLE);
+	read_expect(x, &x->a, 0x040c);
+	read_expect(x, &a->c, 0x040c);
+	run_cdb(x, &x->a, inq, 6, buf, sizeof(buf));           /* INQUIRY is never refused */
+	assert_good(x);
+	/* a state set underneath changes nothing the hosts see: no unit attention */
+	set_state(1, SCSI_ALUA_ACTIVE_NON_OPTIMIZED, true);
+	ua_all(a, 0);
+	rtpg_two(x, &x->a, &s1, &s2);
+	assert_int_equal(s1, SCSI_ALUA_UNAVAILABLE);
+
+	/* granted: the states underneath, as they were set */
+	assert_int_equal(scsi_alua_lease_renew(2000), 0);
+	ua_all(a, 1);
+	rtpg_two(x, &x->a, &s1, &s2);
+	assert_int_equal(s1, 0x80 | SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+	assert_int_equal(s2, SCSI_ALUA_STANDBY);
+	read_expect(x, &x->a, 0);
+	read_expect(x, &a->c, 0x040b);                          /* standby, its own state */
+	assert_int_equal(scsi_alua_lease_sync(&before), SCSI_LEASE_VALID);
+	assert_int_equal(before, SCSI_LEASE_VALID);
+	ua_all(a, 0);
+
+	/*
+	 * The clock passes the expiry with nobody syncing (a frozen node, thawed):
+	 * the command path refuses at once, Transitioning.
+	 */
+	fake_ms = 2000;
+	read_expect(x, &x->a, 0x040a);
+	rtpg_two(x, &x->a, &s1, &s2);
+	assert_int_equal(s1, SCSI_ALUA_TRANSITIONING);
+	assert_int_equal(s2, SCSI_ALUA_TRANSITIONING);
+	/* the sync (the control thread's timer) tells the hosts */
+	assert_int_equal(scsi_alua_lease_sync(&before), SCSI_LEASE_EXPIRED);
+	assert_int_equal(before, SCSI_LEASE_VALID);
+	ua_all(a, 1);
+	assert_int_equal(scsi_alua_lease_sync(&before), SCSI_LEASE_EXPIRED);    /* once */
+	ua_all(a, 0);
+	fake_ms = 2499;
+	read_expect(x, &a->c, 0x040a);
+	/* after alua_lease_unavailable_ms: stepped down, Unavailable */
+	fake_ms = 2500;
+	read_expect(x, &x->a, 0x040c);
+	assert_int_equal(scsi_alua_lease_sync(&before), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(before, SCSI_LEASE_EXPIRED);
+	ua_all(a, 1);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(scsi_lease_lost_since(&l, fake_ms), 2000);
+
+	/* renewed: valid again, the states as they were */
+	assert_int_equal(scsi_alua_lease_renew(0), -EINVAL);
+	assert_int_equal(scsi_alua_lease_renew(9000), 0);
+	ua_all(a, 1);
+	rtpg_two(x, &x->a, &s1, &s2);
+	assert_int_equal(s1, 0x80 | SCSI_ALUA_ACTIVE_NON_OPTIMIZED);
+	assert_int_equal(s2, SCSI_ALUA_STANDBY);
+	read_expect(x, &x->a, 0);
+	/* a renewal sets the expiry exactly, shorter too */
+	assert_int_equal(scsi_alua_lease_renew(3000), 0);
+	ua_all(a, 0);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(l.expires_ms, 3000);
+	/* a state change while valid: 2A/06 as usual */
+	set_state(2, SCSI_ALUA_ACTIVE_OPTIMIZED, false);
+	ua_all(a, 1);
+	read_expect(x, &a->c, 0);
+
+	/* step down (quorum lost): Unavailable at once */
+	assert_int_equal(scsi_alua_lease_step_down(), 0);
+	ua_all(a, 1);
+	read_expect(x, &x->a, 0x040c);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(scsi_lease_phase(&l, fake_ms), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(l.expires_ms, 0);
+	assert_int_equal(scsi_lease_lost_since(&l, fake_ms), 2500);
+	/* a step down while stepped down, and an unchanged configuration: nothing new */
+	assert_int_equal(scsi_alua_lease_step_down(), 0);
+	scsi_alua_lease_configure(true, 500);
+	ua_all(a, 0);
+	/* Transitioning and Unavailable are the same for every group: no UA between them is missed */
+	assert_int_equal(scsi_alua_lease_renew(4000), 0);
+	ua_all(a, 1);
+	fake_ms = 4600;                 /* past the expiry and past unavailable_ms at once */
+	assert_int_equal(scsi_alua_lease_sync(&before), SCSI_LEASE_STEPPED_DOWN);
+	assert_int_equal(before, SCSI_LEASE_VALID);
+	ua_all(a, 1);
+
+	/* no longer enforced: the states as they are */
+	scsi_alua_lease_configure(false, 500);
+	ua_all(a, 1);
+	read_expect(x, &x->a, 0);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(scsi_lease_phase(&l, fake_ms), SCSI_LEASE_OFF);
+	/* enforced again: none, whatever was given before */
+	scsi_alua_lease_configure(true, 0);
+	ua_all(a, 1);
+	scsi_alua_lease_get(&l);
+	assert_int_equal(scsi_lease_phase(&l, fake_ms), SCSI_LEASE_NONE);
+	assert_int_equal(scsi_alua_lease_renew(fake_ms + 1), 0);
+	ua_all(a, 1);
+	fake_ms++;                      /* unavailable_ms 0: stepped down straight away */
+	read_expect(x, &x->a, 0x040c);
+	scsi_alua_lease_set_clock(NULL);
+}
+
+/* Several device groups at once: all checked before any changes. */
+static void test_set_map(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	struct tctx y = dg_lu(a, "dg2");
+	const struct scsi_alua_update sb1[] = { { 1, SCSI_ALUA_STANDBY, false } };
+	const struct scsi_alua_update ao2[] = { { 2, SCSI_ALUA_ACTIVE_OPTIMIZED, true },
+						{ 1, SCSI_ALUA_UNAVAILABLE, false } };
+	const struct scsi_alua_update bad_state[] = { { 1, 0x9, false } };
+	struct scsi_alua_dg_update m[3] = {
+		{ NULL, sb1, 1 }, { "dg2", ao2, 2 }, { "nope", sb1, 1 },
+	};
+	size_t bad = 99;
+	uint8_t st;
+	bool pref;
+
+	assert_int_equal(scsi_alua_dg_configure("dg2", 0, SCSI_ALUA_ACTIVE_NON_OPTIMIZED), 0);
+	drain(x, &x->a, 0);
+	drain(x, &a->c, 0);
+	drain(&y, &x->a, 0);
+	drain(&y, &a->c, 0);
+	/* an unknown device group: nothing applied, its index said */
+	assert_int_equal(scsi_alua_set_map(m, 3, &bad), -ENOENT);
+	assert_int_equal(bad, 2);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(scsi_alua_get_state("dg2", 2, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(scsi_alua_get_state("dg2", 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	assert_int_equal(drain(&y, &x->a, 0), 0);
+	/* an invalid state anywhere, the same device group twice ("" is "default") */
+	m[2] = (struct scsi_alua_dg_update){ "dg2", bad_state, 1 };
+	assert_int_equal(scsi_alua_set_map(m, 3, &bad), -EINVAL);
+	assert_int_equal(bad, 2);
+	m[2] = (struct scsi_alua_dg_update){ "default", sb1, 1 };
+	assert_int_equal(scsi_alua_set_map(m, 3, &bad), -EINVAL);
+	assert_int_equal(bad, 2);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	/* both device groups at once, each LU's nexuses told once */
+	assert_int_equal(scsi_alua_set_map(m, 2, &bad), 0);
+	assert_int_equal(scsi_alua_get_state(NULL, 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_STANDBY);
+	assert_int_equal(scsi_alua_get_state("dg2", 2, &st, &pref), 0);
+	assert_int_equal(st, SCSI_ALUA_ACTIVE_OPTIMIZED);
+	assert_true(pref);
+	assert_int_equal(scsi_alua_get_state("dg2", 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_UNAVAILABLE);
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(x, &a->c, 0x2a06), 1);
+	assert_int_equal(drain(&y, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(&y, &a->c, 0x2a06), 1);
+	/* the same again: nothing changes, nobody is told */
+	assert_int_equal(scsi_alua_set_map(m, 2, &bad), 0);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	assert_int_equal(drain(&y, &a->c, 0), 0);
+	/* one device group changing: only its LU's nexuses */
+	m[0] = (struct scsi_alua_dg_update){ "", ao2, 1 };
+	assert_int_equal(scsi_alua_set_map(m, 2, &bad), 0);
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(&y, &x->a, 0), 0);
+	assert_int_equal(scsi_alua_set_map(NULL, 0, &bad), 0);
+	dg_lu_free(a, &y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -704,6 +1021,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ua_before_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_device_groups, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_map, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inquiry_multip, setup, teardown),
+		cmocka_unit_test(test_lease_phases),
+		cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_map, setup, teardown),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);
