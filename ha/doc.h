@@ -30,14 +30,12 @@
 #define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
 
 /*
- * Whether ha_doc_render_node() puts "alua_lease": true into isergwd's
- * configuration. isergwd learns the key with its lease support; until then
- * its loader refuses it as an unknown key (and wants at least one portal and
- * one target per node), so it stays 0 here: flip it to 1 (or build with
- * -DHA_RENDER_LEASE=1) once isergwd's loader knows alua_lease.
+ * ha_doc_render_node() puts "alua_lease": true into isergwd's configuration
+ * (docs/control.md: the node serves only while the agent renews its lease),
+ * which also lets a node without portals or a cluster without targets render.
  */
 #ifndef HA_RENDER_LEASE
-#define HA_RENDER_LEASE 0
+#define HA_RENDER_LEASE 1
 #endif
 
 struct ha_portal {
