@@ -33,7 +33,9 @@
 #                             is left in BED_ARGS. Then call bed_init.
 #   bed_init                  checks the set-up (exit 77 when not root or no
 #                             corosync), names and addresses; installs the
-#                             EXIT/INT/TERM traps that run bed_down.
+#                             EXIT/INT/TERM traps that run bed_down (with
+#                             BED_KEEP=1 the bed stays up for a look by hand:
+#                             bed_manual.sh ... down removes it).
 #   bed_up                    tears down leftovers of an earlier run with the
 #                             same prefix, builds the networks, the backend
 #                             and host namespaces and every node's anchor,
@@ -50,8 +52,12 @@
 #                             the namespace name / 10.S.1.K / 10.S.2.K /
 #                             10.S.2.K:3260
 #   bed_corosync_conf K       (re)writes node K's corosync.conf from
-#                             BED_CLUSTER_NAME, BED_TOKEN, BED_TWO_NODE,
-#                             BED_NODES (bed_up calls it for every node).
+#                             BED_CLUSTER_NAME (isergw-test), BED_TOKEN (1000),
+#                             BED_TOKEN_COEFFICIENT (corosync's default, 650:
+#                             with 3 nodes the token in force is 1650 ms),
+#                             BED_TWO_NODE (0), BED_NODES (3) (bed_up calls it
+#                             for every node).
+#   bed_totem K               prints "token consensus" in force on node K (ms).
 #   bed_start_corosync K      starts corosync -f in node K (pid file
 #                             nK/pids/corosync).
 #   bed_stop_corosync K       SIGTERM, waits for the exit.
@@ -71,6 +77,8 @@
 #                             (a portal on 10.S.2.K:3260, an empty target).
 #   bed_stop_isergwd K        SIGTERM; fails unless it exits 0.
 #   bed_isergwctl K ARGS...   isergwctl -s /run/isergw/isergwd.sock ARGS in K.
+#   bed_cli K ARGS...         isergwctl ARGS in K, its default sockets (the
+#                             node's own /run/isergw/...).
 #   bed_start_ha K [ARGS...]  isergw-ha --state-dir $SCRATCH/nK/state --socket
 #                             /run/isergw/ha.sock --isergwd-socket
 #                             /run/isergw/isergwd.sock --log-level info ARGS,
@@ -78,9 +86,13 @@
 #   bed_stop_ha K             SIGTERM; fails unless it exits 0.
 #   bed_pid K NAME            the pid of corosync|isergwd|ha|anchor on node K.
 #   bed_alive K NAME          that process runs.
+#   bed_kill K NAME           SIGKILL to one daemon (corosync|isergwd|ha) of K.
 #   bed_kill_node K           SIGKILL to every process of node K (power loss).
-#   bed_restart_node K        starts node K again (anchor, corosync, then the
-#                             daemons it ran when killed, same arguments).
+#   bed_restart_node K        power-cycles node K: SIGKILL to whatever is left,
+#                             fresh /run and /dev/shm, corosync, then the
+#                             daemons it was running (started and not
+#                             stopped), with the same arguments.
+#   bed_freeze K / bed_thaw K SIGSTOP / SIGCONT to every process of node K.
 #   bed_partition K [ring|stor]   drops every packet on that interface of
 #                             node K, both directions (nft; default ring).
 #   bed_heal K [ring|stor]    removes that drop.
@@ -96,6 +108,12 @@
 #                             isergw-ha (format: docs/ha-config.md).
 #   bed_probe K LUN [PROBE-ARGS...]  cluster_probe in the host namespace
 #                             through node K's portal, target BED_HA_IQN.
+#   bed_logfile K NAME        path of node K's log: corosync (corosync's own
+#                             log file), corosync.out, isergwd, ha; K=be: tgtd,
+#                             isergwd.
+#   bed_log_lines K NAME      its current length in lines (a position).
+#   bed_wait_log K NAME ERE [AFTER-LINE [LIMIT]]  waits for a line matching
+#                             ERE after line AFTER-LINE, prints it.
 #   bed_mark [WHAT]           remembers "now" as the event the next wait
 #                             measures from (the failure functions call it).
 #   bed_poll LIMIT WHAT CMD...    runs CMD every 0.2 s until it succeeds
@@ -107,6 +125,7 @@
 
 BED_NODES=${BED_NODES:-3}
 BED_TOKEN=${BED_TOKEN:-1000}
+BED_TOKEN_COEFFICIENT=${BED_TOKEN_COEFFICIENT:-}
 BED_CLUSTER_NAME=${BED_CLUSTER_NAME:-isergw-test}
 BED_TWO_NODE=${BED_TWO_NODE:-0}
 BED_WAIT_LIMIT=${BED_WAIT_LIMIT:-60}
@@ -173,8 +192,10 @@ bed_init() {
 	[[ $BED_SUBNET =~ ^[0-9]+$ && $BED_SUBNET -ge 1 && $BED_SUBNET -le 254 ]] ||
 		bed_die "--subnet wants 1..254 (got '$BED_SUBNET')"
 	[[ $BED_NODES =~ ^[1-9]$ ]] || bed_die "BED_NODES wants 1..9"
-	[[ -n $BED_ISERGWD && -x $BED_ISERGWD ]] || bed_die "--isergwd PATH required"
-	[[ -n $BED_ISERGWCTL && -x $BED_ISERGWCTL ]] || bed_die "--isergwctl PATH required"
+	if [ "${BED_NO_BINARIES:-0}" != 1 ]; then
+		[[ -n $BED_ISERGWD && -x $BED_ISERGWD ]] || bed_die "--isergwd PATH required"
+		[[ -n $BED_ISERGWCTL && -x $BED_ISERGWCTL ]] || bed_die "--isergwctl PATH required"
+	fi
 	[ -n "$SCRATCH" ] || bed_die "--scratch DIR required"
 	mkdir -p "$SCRATCH" || bed_die "cannot create $SCRATCH"
 	SCRATCH=$(cd "$SCRATCH" && pwd)
@@ -182,9 +203,19 @@ bed_init() {
 	BED_BACKEND_ADDR=$BED_NET.2.100
 	BED_HOST_ADDR=$BED_NET.2.200
 	BED_SHARED=$SCRATCH/shared
-	trap 'bed_down' EXIT
+	if [ "${BED_KEEP:-0}" = 1 ]; then
+		trap '_bed_keep_note' EXIT
+	else
+		trap 'bed_down' EXIT
+	fi
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
+}
+
+_bed_keep_note() {
+	_bed_ns_exists "${BED_PREFIX}hub" || return 0
+	bed_log "BED_KEEP=1: the bed stays up; tear it down with"
+	bed_log "  $(dirname "${BASH_SOURCE[0]}")/bed_manual.sh --prefix $BED_PREFIX --subnet $BED_SUBNET --scratch $SCRATCH down"
 }
 
 bed_ns() { echo "${BED_PREFIX}n$1"; }
@@ -227,8 +258,14 @@ _bed_port_open() {
 
 bed_up() {
 	local k ns hub=${BED_PREFIX}hub
+	for ns in $(_bed_all_ns); do
+		if _bed_ns_exists "$ns"; then
+			bed_log "namespaces of an earlier run with prefix $BED_PREFIX found: removing them"
+			break
+		fi
+	done
 	bed_down_quiet
-	rm -rf "${SCRATCH:?}"/n[0-9] "$SCRATCH/be" "$SCRATCH/pids"
+	rm -rf "${SCRATCH:?}"/n[0-9] "$SCRATCH/be" "$BED_SHARED"
 	mkdir -p "$BED_SHARED" "$SCRATCH/be/run" "$SCRATCH/be/shm" "$SCRATCH/be/pids"
 	for ns in $(_bed_all_ns); do
 		ip netns add "$ns" || { bed_log "ip netns add $ns failed"; return 1; }
@@ -298,7 +335,7 @@ _bed_anchor() {
 }
 
 _bed_anchor_ready() {
-	kill -0 "$1" 2>/dev/null || return 1
+	_bed_running "$1" || return 1
 	# the anchor's /run is the node's run/ when isergw/ is found there
 	# with the same inode
 	[ "$(stat -c %i "/proc/$1/root/run/isergw" 2>/dev/null)" = "$(stat -c %i "$2/run/isergw")" ] &&
@@ -311,15 +348,25 @@ bed_pid() {
 	[ -s "$f" ] && cat "$f"
 }
 
+# _bed_running PID: the process exists and is not a zombie (a process
+# started by another invocation of the bed is not our child: we cannot
+# reap it)
+_bed_running() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	[ "${st%% *}" != Z ]
+}
+
 bed_alive() {
 	local pid
-	pid=$(bed_pid "$1" "$2") && kill -0 "$pid" 2>/dev/null
+	pid=$(bed_pid "$1" "$2") && _bed_running "$pid"
 }
 
 # _bed_anchor_pid K|be: the anchor's pid, when it runs
 _bed_anchor_pid() {
 	local pid
-	if ! pid=$(bed_pid "$1" anchor) || ! kill -0 "$pid" 2>/dev/null; then
+	if ! pid=$(bed_pid "$1" anchor) || ! _bed_running "$pid"; then
 		bed_log "node $1 is down (no anchor process)"
 		return 125
 	fi
@@ -389,7 +436,7 @@ _bed_reap() {
 		for f in "$d"/pids/*; do
 			[ -s "$f" ] || continue
 			pid=$(cat "$f")
-			kill -0 "$pid" 2>/dev/null || { wait "$pid"; } 2>/dev/null
+			_bed_running "$pid" || { wait "$pid"; } 2>/dev/null
 		done
 	done
 	true
@@ -465,6 +512,7 @@ bed_corosync_conf() {
 		echo "	transport: knet"
 		echo "	ip_version: ipv4"
 		echo "	token: $BED_TOKEN"
+		[ -z "$BED_TOKEN_COEFFICIENT" ] || echo "	token_coefficient: $BED_TOKEN_COEFFICIENT"
 		echo "	crypto_cipher: none"
 		echo "	crypto_hash: none"
 		echo "}"
@@ -512,17 +560,17 @@ _bed_stop() {
 	local k=$1 name=$2 limit=${3:-30} pid i rc
 	pid=$(bed_pid "$k" "$name") || { bed_log "no $name on node $k"; return 1; }
 	[ "$k" = be ] || _bed_service "$k" "$name" del
-	if ! kill -0 "$pid" 2>/dev/null; then
+	if ! _bed_running "$pid"; then
 		wait "$pid" 2>/dev/null
 		bed_log "$name on node $k (pid $pid) had already exited (status $?)"
 		return 1
 	fi
 	kill -TERM "$pid"
 	for ((i = 0; i < limit * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
+		_bed_running "$pid" || break
 		sleep 0.1
 	done
-	if kill -0 "$pid" 2>/dev/null; then
+	if _bed_running "$pid"; then
 		bed_log "$name on node $k (pid $pid) still running ${limit} s after SIGTERM: killing it"
 		kill -KILL "$pid"
 		wait "$pid" 2>/dev/null
@@ -538,6 +586,13 @@ _bed_stop() {
 
 bed_stop_corosync() { bed_mark "corosync stopped on node $1"; _bed_stop "$1" corosync; }
 
+bed_totem() {
+	local t c
+	t=$(bed_exec "$1" corosync-cmapctl -g runtime.config.totem.token) || return 1
+	c=$(bed_exec "$1" corosync-cmapctl -g runtime.config.totem.consensus) || return 1
+	echo "${t##* } ${c##* }"
+}
+
 bed_quorum() {
 	local out q n
 	out=$(bed_exec "$1" corosync-quorumtool -s 2>/dev/null)
@@ -547,12 +602,18 @@ bed_quorum() {
 	echo "$q $n"
 }
 
-# _bed_quorum_is WANT-QUORATE MEMBERS K...
+# _bed_quorum_is WANT-QUORATE MEMBERS K...: asks the nodes at once (one
+# corosync-quorumtool takes 0.1-0.4 s here)
 _bed_quorum_is() {
-	local want=$1 m=$2 k
+	local want=$1 m=$2 k pids=()
 	shift 2
 	for k in "$@"; do
-		[ "$(bed_quorum "$k")" = "$want $m" ] || return 1
+		bed_quorum "$k" >"$(_bed_dir "$k")/quorum" 2>/dev/null &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for k in "$@"; do
+		[ "$(cat "$(_bed_dir "$k")/quorum")" = "$want $m" ] || return 1
 	done
 }
 
@@ -640,6 +701,13 @@ bed_isergwctl() {
 
 bed_stop_isergwd() { _bed_stop "$1" isergwd; }
 
+# isergwctl in node K with its default sockets (the node's own /run/isergw)
+bed_cli() {
+	local k=$1
+	shift
+	bed_exec "$k" "$BED_ISERGWCTL" "$@"
+}
+
 bed_start_ha() {
 	local k=$1 dir
 	shift
@@ -671,6 +739,36 @@ bed_kill_node() {
 	bed_mark "node $k killed"
 	_bed_kill_quiet "$(_bed_dir "$k")" "$(bed_ns "$k")" || return 1
 	bed_log "node $k killed (SIGKILL to every process)"
+}
+
+# bed_kill K NAME: SIGKILL to one daemon of node K (corosync, isergwd, ha);
+# bed_restart_node starts it again, as the other daemons
+bed_kill() {
+	local k=$1 name=$2 pid
+	pid=$(bed_pid "$k" "$name") || { bed_log "no $name on node $k"; return 1; }
+	bed_mark "$name killed on node $k"
+	{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
+	bed_log "$name on node $k (pid $pid) killed"
+}
+
+# bed_freeze K / bed_thaw K: SIGSTOP / SIGCONT every process of node K (a
+# hung node: its sockets stay open, nothing answers)
+bed_freeze() {
+	local pids
+	pids=$(ip netns pids "$(bed_ns "$1")")
+	# shellcheck disable=SC2086 # a list of pids
+	[ -n "$pids" ] && kill -STOP $pids || return 1
+	bed_mark "node $1 frozen"
+	bed_log "node $1 frozen (SIGSTOP to every process)"
+}
+
+bed_thaw() {
+	local pids
+	pids=$(ip netns pids "$(bed_ns "$1")")
+	# shellcheck disable=SC2086 # a list of pids
+	[ -n "$pids" ] && kill -CONT $pids || return 1
+	bed_mark "node $1 thawed"
+	bed_log "node $1 thawed"
 }
 
 bed_restart_node() {
@@ -799,6 +897,47 @@ bed_backend_stop() {
 		return 0
 	fi
 	_bed_stop be backend
+}
+
+# ---------------------------------------------------------------- logs
+
+# bed_logfile K NAME: node K's log of corosync (its log file), corosync.out,
+# isergwd or ha; K "be": the backend's (tgtd or isergwd)
+bed_logfile() {
+	local dir
+	if [ "$1" = be ]; then dir=$SCRATCH/be; else dir=$(_bed_dir "$1"); fi
+	case "$2" in
+	corosync) echo "$dir/corosync.log" ;;
+	corosync.out) echo "$dir/corosync.out" ;;
+	isergwd) echo "$dir/isergwd.log" ;;
+	ha) echo "$dir/ha.log" ;;
+	tgtd) echo "$dir/tgtd.log" ;;
+	*) bed_log "no log named '$2'"; return 1 ;;
+	esac
+}
+
+# bed_log_lines K NAME: how many lines the log has now (a position for
+# bed_wait_log)
+bed_log_lines() {
+	local f
+	f=$(bed_logfile "$1" "$2") || return 1
+	if [ -f "$f" ]; then wc -l <"$f"; else echo 0; fi
+}
+
+# bed_wait_log K NAME ERE [AFTER-LINE [LIMIT]]: waits until a line after line
+# AFTER-LINE (default 0) of the log matches ERE; prints that line
+bed_wait_log() {
+	local k=$1 name=$2 ere=$3 after=${4:-0} limit=${5:-$BED_WAIT_LIMIT} f
+	f=$(bed_logfile "$k" "$name") || return 1
+	if ! bed_poll "$limit" "/$ere/ in $f" _bed_log_has "$f" "$after" "$ere"; then
+		return 1
+	fi
+	_bed_log_has "$f" "$after" "$ere"
+	_bed_wait_report "/$ere/ in node $k's $name log"
+}
+
+_bed_log_has() {
+	[ -f "$1" ] && tail -n +"$(($2 + 1))" "$1" | grep -E -m1 -- "$3"
 }
 
 # ---------------------------------------------------------------- clients

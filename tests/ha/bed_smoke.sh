@@ -15,9 +15,11 @@
 # 4. node 3 partitioned (ring packets dropped): nodes 1 and 2 quorate with 2
 #    members, node 3 inquorate alone, and still reachable from the host on
 #    the storage network; healed: 3 members everywhere;
-# 5. node 2 killed (SIGKILL, every process): 1 and 3 quorate with 2 members;
+# 5. node 1 frozen (SIGSTOP, every process): 2 and 3 quorate with 2
+#    members; thawed: 3 members;
+# 6. node 2 killed (SIGKILL, every process): 1 and 3 quorate with 2 members;
 #    restarted: 3 members, its isergwd answering again;
-# 6. isergwd stops with status 0 everywhere, the bed comes down and leaves
+# 7. isergwd stops with status 0 everywhere, the bed comes down and leaves
 #    no namespace, mount or process behind.
 # Prints each membership change's measured time. Exit 77 when not root or
 # corosync is missing.
@@ -32,7 +34,7 @@ set -- "${BED_ARGS[@]}"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--backend) BACKEND=$2; shift 2 ;;
-	-h | --help) sed -n '3,24p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,26p' "$0"; exit 0 ;;
 	*) bed_die "unknown option $1" ;;
 	esac
 done
@@ -61,6 +63,7 @@ for k in "${NODES[@]}"; do
 done
 bed_wait_quorum 3 "${NODES[@]}" || bed_die "no quorum of 3"
 measured "3 nodes started -> quorate 3/3"
+totem=$(bed_totem 1) && totem="token ${totem% *} ms, consensus ${totem#* } ms"
 
 # 2. the backend, from every node and the host
 bed_backend_start "$BACKEND" || bed_die "the backend did not start"
@@ -143,15 +146,23 @@ fi
 check "heal node 3" bed_heal 3
 check "3 members after the heal" bed_wait_quorum 3 "${NODES[@]}" && measured "node 3 healed -> quorate 3/3"
 
-# 5. node 2 loses power and comes back
+# 5. node 1 hangs (SIGSTOP) and comes back
+check "freeze node 1" bed_freeze 1
+check "nodes 2 3 quorate with 2" bed_wait_quorum 2 2 3 && measured "node 1 frozen -> 2,3 quorate 2/3"
+check "thaw node 1" bed_thaw 1
+check "3 members after the thaw" bed_wait_quorum 3 "${NODES[@]}" && measured "node 1 thawed -> quorate 3/3"
+
+# 6. node 2 loses power and comes back
 check "kill node 2" bed_kill_node 2
 check "nodes 1 3 quorate with 2" bed_wait_quorum 2 1 3 && measured "node 2 killed -> 1,3 quorate 2/3"
 bed_alive 2 isergwd && { bed_log "FAILED: isergwd of node 2 survived kill_node"; fail=1; }
+from=$(bed_log_lines 2 isergwd)
 check "restart node 2" bed_restart_node 2
 check "3 members after the restart" bed_wait_quorum 3 "${NODES[@]}" && measured "node 2 restarted -> quorate 3/3"
 check "isergwd of node 2 answers after the restart" bed_isergwctl 2 status >/dev/null
+check "isergwd of node 2 logs its new start" bed_wait_log 2 isergwd 'starting' "$from" >/dev/null
 
-# 6. clean stop and teardown
+# 7. clean stop and teardown
 for k in "${NODES[@]}"; do
 	check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
 done
@@ -162,7 +173,7 @@ done
 bed_down
 check "nothing left behind" bed_check_clean
 
-echo "ha.bed: measured membership changes (token $BED_TOKEN ms):"
+echo "ha.bed: measured membership changes (token $BED_TOKEN ms configured; in force: $totem):"
 printf '  %s\n' "${times[@]}"
 [ "$fail" -eq 0 ] && echo "ha.bed: OK" || echo "ha.bed: FAILED (logs under $SCRATCH)"
 exit "$fail"
