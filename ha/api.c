@@ -341,7 +341,9 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 	for (size_t n = 0; n < d->nnodes && cr.n_applied < HA_MAX_MEMBERS; n++) {
 		bool p = false;
 
-		if (!d->live[n])
+		const struct ha_member *m = ha_sm_member_by_name(&a->sm, d->nodes[n].name);
+
+		if (!m || !m->in_view)
 			continue;
 		for (size_t k = 0; k < np; k++)
 			if (!strcmp(pending[k], d->nodes[n].name))

@@ -158,13 +158,13 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 
 	if (npending)
 		*npending = 0;
+	/* live: the nodes of the configuration whose agents are in the group */
 	for (size_t i = 0; i < sm->doc->nnodes; i++) {
-		const struct ha_member *m;
+		const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[i].name);
 
-		if (!sm->doc->live[i])
+		if (!m || !m->in_view)
 			continue;
-		m = ha_sm_member_by_name(sm, sm->doc->nodes[i].name);
-		if (m && m->in_view && m->applied_gen >= gen)
+		if (m->applied_gen >= gen)
 			continue;
 		all = false;
 		if (pending && npending && *npending < max)

@@ -195,7 +195,10 @@ const struct ha_member *ha_sm_member_by_name(const struct ha_sm *sm, const char 
 /* Node index in the document of nodeid (-1: not a node of the configuration). */
 int ha_sm_node_of(const struct ha_sm *sm, uint32_t nodeid);
 bool ha_sm_is_leader(const struct ha_sm *sm);
-/* Every live member of the document took generation gen; names of those that did not into pending. */
+/*
+ * Every node of the configuration whose agent is in the group took generation
+ * gen; the names of those that did not into pending.
+ */
 bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_NAME_MAX],
 		       size_t *npending, size_t max);
 
