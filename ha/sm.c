@@ -650,8 +650,15 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	if (!live || !elig || !owner || !moving || !own || !ownp || !livep)
 		goto out;
 	for (size_t n = 0; n < nn; n++) {
-		live[n] = node_in_view(sm, (int)n);
-		elig[n] = live[n] && !d->drained[n];
+		bool in = node_in_view(sm, (int)n);
+
+		/*
+		 * A live node whose agent left the group (restarting, or its
+		 * node lost) may still be serving until its lease is over: it
+		 * stays live (nothing changes for hosts) until then.
+		 */
+		live[n] = in || (d->live[n] && !lease_over(sm, (int)n, now, &hold));
+		elig[n] = in && !d->drained[n];
 		if (live[n] != d->live[n])
 			changed = true;
 	}
@@ -695,12 +702,13 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		if (cur == tgt) {
 			if (cur >= 0 && moving[g] >= 0)
 				moving[g] = -1;
-		} else if (cur >= 0 && live[cur]) {
-			/* planned: the old owner goes Transitioning first */
+		} else if (cur >= 0 && node_in_view(sm, cur)) {
+			/* planned (its agent can apply it): the old owner goes Transitioning first */
 			owner[g] = -1;
 			moving[g] = cur;
 		} else if (cur >= 0) {
-			if (lease_over(sm, cur, now, &hold)) {
+			/* lost: its group moves once its lease is certainly over */
+			if (!live[cur]) {
 				owner[g] = tgt;
 				moving[g] = -1;
 			}

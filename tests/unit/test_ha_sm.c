@@ -387,21 +387,55 @@ static void test_lost_owner_waits_for_its_lease(void **state)
 	(void)state;
 	configure();
 	/* the agent of node 3 leaves the group but its node stays (restart): dg3 is held */
+	uint64_t gen = nodes[0].sm.doc->generation;
+
 	nodes[2].up = false;
 	ha_sm_fini(&nodes[2].sm);
 	membership();
 	assert_int_equal(owner_of(0, "dg3"), 2);
 	run_for(LEASE / 2);
+	/* nothing changes for hosts meanwhile: no new generation, its group as it was */
 	assert_int_equal(owner_of(0, "dg3"), 2);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(state_of(0, "dg3", 2), ALUA_AO);
+	assert_int_equal(state_of(1, "dg1", 2), ALUA_ANO);
 	/* after the lease (plus one heartbeat and the margin) it moves */
 	run_for(LEASE + 300);
 	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
+	assert_int_equal(state_of(0, "dg3", 2), ALUA_UNAVAIL);
 	/* failback manual: node 3 back, dg3 stays where it is */
 	start_node(2, NULL);
 	membership();
 	run_for(1000);
 	assert_true(owner_of(2, "dg3") == 0 || owner_of(2, "dg3") == 1);
 	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
+}
+
+static void test_agent_restart_within_lease_changes_nothing(void **state)
+{
+	uint64_t gen;
+	uint8_t digest[HA_DIGEST_LEN];
+	struct ha_doc *d;
+	char err[256];
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	memcpy(digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+	assert_int_equal(ha_doc_parse(nodes[2].sm.doc->text, &d, err, sizeof(err)), 0);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	run_for(LEASE / 3);
+	start_node(2, d);               /* back with its stored document */
+	membership();
+	run_for(1000);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(nodes[k].sm.doc->generation, gen);
+		assert_memory_equal(nodes[k].sm.doc->digest, digest, HA_DIGEST_LEN);
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_int_equal(owner_of(0, "dg3"), 2);
 }
 
 static void test_partition(void **state)
@@ -658,6 +692,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lease_from_heartbeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
 						teardown),
