@@ -588,14 +588,15 @@ bed_stop_corosync() { bed_mark "corosync stopped on node $1"; _bed_stop "$1" cor
 
 bed_totem() {
 	local t c
-	t=$(bed_exec "$1" corosync-cmapctl -g runtime.config.totem.token) || return 1
-	c=$(bed_exec "$1" corosync-cmapctl -g runtime.config.totem.consensus) || return 1
+	t=$(bed_exec "$1" timeout 10 corosync-cmapctl -g runtime.config.totem.token) || return 1
+	c=$(bed_exec "$1" timeout 10 corosync-cmapctl -g runtime.config.totem.consensus) || return 1
 	echo "${t##* } ${c##* }"
 }
 
 bed_quorum() {
 	local out q n
-	out=$(bed_exec "$1" corosync-quorumtool -s 2>/dev/null)
+	# a frozen corosync would hold the tool for ever
+	out=$(bed_exec "$1" timeout 10 corosync-quorumtool -s 2>/dev/null)
 	q=$(awk -F': *' '$1 == "Quorate" { print $2 }' <<<"$out")
 	n=$(awk -F': *' '$1 == "Nodes" { print $2 }' <<<"$out")
 	[ -n "$q" ] && [ -n "$n" ] || return 1
