@@ -59,7 +59,9 @@ static void usage(FILE *f)
 "                               default one); --transition-ms: the groups whose\n"
 "                               state changes go through Transitioning first\n"
 "  lease [show]                 the ALUA lease: state, time left, expiry\n"
-"  lease renew --ms N           give a lease ending N ms from now (1..60000)\n"
+"  lease renew (--ms N | --at MS)\n"
+"                               give a lease ending N ms from now (1..60000), or\n"
+"                               at MS on the monotonic clock (CLOCK_MONOTONIC, ms)\n"
 "  lease stepdown [--reason R]  drop the lease: every group Unavailable at once\n"
 "  sessions                     sessions, connections and their command counts\n"
 "  counters [--lun TARGET/LUN] [--ports]\n"
@@ -832,6 +834,7 @@ static int cmd_lease(struct ctx *x, int argc, char **argv)
 {
 	static const struct option renew_opts[] = {
 		{ "ms", required_argument, NULL, 'm' },
+		{ "at", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -863,17 +866,23 @@ static int cmd_lease(struct ctx *x, int argc, char **argv)
 	optind = 1;
 	if (strcmp(sub, "renew") == 0) {
 		uint32_t ms = 0;
+		uint64_t at = 0;
 
 		while ((opt = next_opt(x, argc, argv, renew_opts)) != -1) {
+			if (opt == 'a') {
+				if (parse_u64(optarg, &at) || at == 0)
+					return usage_err("lease renew: --at wants a time >= 1 (ms)");
+				continue;
+			}
 			if (opt != 'm' || parse_u32(optarg, CTL_LEASE_AHEAD_MAX_MS, &ms) || ms == 0)
 				return usage_err("lease renew: --ms wants 1..%u", CTL_LEASE_AHEAD_MAX_MS);
 		}
 		if ((rc = no_more_args("lease renew", argc, argv)))
 			return rc;
-		if (!ms)
-			return usage_err("%s", "lease renew needs --ms N");
+		if (!ms == !at)
+			return usage_err("%s", "lease renew needs --ms N or --at MS");
 		/* isergwd and isergwctl share the machine's monotonic clock */
-		rl.expires_mono_ms = mono_ms() + ms;
+		rl.expires_mono_ms = at ? at : mono_ms() + ms;
 		req.op_case = ISERGW__CTL__REQUEST__OP_RENEW_LEASE;
 		req.renew_lease = &rl;
 		return run(x, &req, &lease_view, NULL, 0);

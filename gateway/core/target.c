@@ -562,8 +562,14 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 		const struct gw_lun_cfg *ol = &ocfg->luns[i];
 		const struct gw_lun_cfg *nl = find_lun(ncfg, ol->lun);
 
-		if (nl && lun_same(ol, nl))
+		if (nl && lun_same(ol, nl)) {
+			/* another ALUA device group: the same LU, under other states */
+			if (strcmp(ol->device_group, nl->device_group) && t->luns[ol->lun] &&
+			    scsi_lu_set_device_group(t->luns[ol->lun], nl->device_group))
+				GW_ERR(COMP, "reload: target %s LUN %u: device group %s not set", ocfg->iqn,
+				       ol->lun, nl->device_group);
 			continue;
+		}
 		if (!t->luns[ol->lun])
 			continue;
 		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) removed", ocfg->iqn, ol->lun,

@@ -226,8 +226,9 @@ const char *scsi_lease_phase_name(enum scsi_lease_phase ph);
 
 /*
  * Enforce the lease or not (a reload may change it); switching enforcement
- * on starts without a lease ("none"). unavailable_ms 0: stepped down as soon
- * as the lease ends.
+ * on starts without a lease ("none") and is synced at once. unavailable_ms
+ * 0: stepped down as soon as the lease ends; a new value applies to the
+ * command path at once, its unit attentions wait for the next sync.
  */
 void scsi_alua_lease_configure(bool enforced, uint32_t unavailable_ms);
 /* The lease ends at monotonic expires_ms (exactly; >= 1). -EOPNOTSUPP when not enforced. */
@@ -324,6 +325,12 @@ struct scsi_lu_params {
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scsi_lu **out);
+/*
+ * The LU now belongs to ALUA device group dg (NULL or "": "default";
+ * created if unknown), e.g. after a reload: its nexuses get 2A/06 when the
+ * group changed. 0 or -errno (-ENOSPC: too many device groups).
+ */
+int scsi_lu_set_device_group(struct scsi_lu *lu, const char *dg);
 void scsi_lu_destroy(struct scsi_lu *lu);
 const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu);
 

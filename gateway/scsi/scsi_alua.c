@@ -469,8 +469,14 @@ void scsi_alua_lease_configure(bool enforced, uint32_t unavailable_ms)
 	}
 	atomic_store(&lease.unavailable_ms, unavailable_ms);
 	atomic_store(&lease.enforced, enforced);
-	(void)lease_sync_locked(changed, &ph);
-	ndg = alua.ndg;
+	/*
+	 * Switching enforcement tells the hosts at once; a new unavailable_ms
+	 * takes effect on the command path at once and is told (and logged) by
+	 * the next sync, the control thread's.
+	 */
+	if (enforced != was)
+		(void)lease_sync_locked(changed, &ph);
+	ndg = enforced != was ? alua.ndg : 0;
 	pthread_mutex_unlock(&alua.lock);
 	if (enforced && !was)
 		GW_NOTICE(SCSI_LOG, "ALUA lease enforced: every target port group Unavailable until a "
@@ -924,6 +930,30 @@ static bool dg_apply(struct alua_dg *d, const struct scsi_alua_update *u, size_t
 		changed = true;
 	}
 	return changed;
+}
+
+int scsi_lu_set_device_group(struct scsi_lu *lu, const char *name)
+{
+	bool changed;
+	int di;
+
+	pthread_mutex_lock(&alua.lock);
+	di = dg_get(name);
+	if (di < 0) {
+		pthread_mutex_unlock(&alua.lock);
+		return di;
+	}
+	changed = lu->alua_dg != (size_t)di;
+	lu->alua_dg = (size_t)di;
+	pthread_mutex_unlock(&alua.lock);
+	if (!changed)
+		return 0;
+	GW_NOTICE(SCSI_LOG, "lun %llu: now in ALUA device group %s",
+		  (unsigned long long)lu->params.lun, dg_name(name));
+	pthread_mutex_lock(&lu->lock);
+	ua_add_all(lu, NULL, ASC_ALUA_STATE_CHANGED);
+	pthread_mutex_unlock(&lu->lock);
+	return 0;
 }
 
 /*

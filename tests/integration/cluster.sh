@@ -14,8 +14,10 @@
 # 1. cluster_probe through each node, for LUN 0 (device group dg1, owned by
 #    group 1) and LUN 1 (dg2, owned by group 2): VPD 80h and the NAA of VPD
 #    83h identical on both nodes, relative port and group of VPD 83h those of
-#    the node, and REPORT TARGET PORT GROUPS listing both groups with the
-#    owner Active/Optimized (PREF) and the other Active/Non-optimized.
+#    the node, the target port name with the node's TPGT (its relative port
+#    id: IQN,t,0x0001 and IQN,t,0x0002), MULTIP set in the standard INQUIRY,
+#    and REPORT TARGET PORT GROUPS listing both groups with the owner
+#    Active/Optimized (PREF) and the other Active/Non-optimized.
 # 2. iscsi-test-cu --dataloss -i INIT1 -I INIT2 -t TESTS URL1 URL2 (LUN 0
 #    through node 1 and node 2): prints
 #    "cluster-conformance: total N, passed P (real passes R), failed F, skipped S".
@@ -139,6 +141,11 @@ check_probes() {
 		expect "$p1" "tpg 1"
 		expect "$p2" "rel_port 2"
 		expect "$p2" "tpg 2"
+		# two target ports: two names (the TPGT follows the relative port), MULTIP set
+		expect "$p1" "port_name $IQN,t,0x0001"
+		expect "$p2" "port_name $IQN,t,0x0002"
+		expect "$p1" "multip 1"
+		expect "$p2" "multip 1"
 		# dg1 (LUN 0) is owned by group 1, dg2 (LUN 1) by group 2
 		if [ "$lun" -eq 0 ]; then owner=1 other=2; else owner=2 other=1; fi
 		for node in 1 2; do

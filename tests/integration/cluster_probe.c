@@ -15,8 +15,11 @@
  * With --stpg-repeat N (1..120) it sends N such commands at once and prints
  *   stpg x N: good G, not-ready R, refused F, other O
  * Then, unless --no-probe, prints, one item per line:
+ *   multip M                       standard INQUIRY, MULTIP (byte 6 bit 4)
  *   serial S                       VPD 80h
  *   naa HEX                        VPD 83h, NAA designator of the LU
+ *   port_name NAME                 VPD 83h, SCSI name string of the target port
+ *                                  ("<iqn>,t,0x<TPGT>", association 1, type 8)
  *   rel_port N                     VPD 83h, relative target port (type 4)
  *   tpg N                          VPD 83h, target port group (type 5)
  *   group ID state S pref P ports A,B,...
@@ -260,6 +263,19 @@ static int probe(struct iscsi_context *iscsi, int lun)
 	struct scsi_task *t;
 	const unsigned char *d;
 	uint32_t n, off;
+	unsigned char inq[6] = { 0x12, 0, 0, 0, 96, 0 };
+
+	/* standard INQUIRY */
+	t = run(iscsi, lun, inq, sizeof(inq), "INQUIRY");
+	if (!t)
+		return -EIO;
+	if (t->datain.size < 8) {
+		fprintf(stderr, "cluster_probe: standard INQUIRY data too short\n");
+		scsi_free_scsi_task(t);
+		return -EIO;
+	}
+	printf("multip %u\n", (t->datain.data[6] >> 4) & 1);
+	scsi_free_scsi_task(t);
 
 	/* unit serial number */
 	t = vpd(iscsi, lun, 0x80);
@@ -301,6 +317,10 @@ static int probe(struct iscsi_context *iscsi, int lun)
 			for (uint32_t k = 0; k < len; k++)
 				printf("%02x", e[4 + k]);
 			printf("\n");
+		} else if (assoc == 1 && type == 8 && len > 0) {
+			/* NUL-terminated, padded with NULs */
+			printf("port_name %.*s\n", (int)strnlen((const char *)&e[4], len),
+			       (const char *)&e[4]);
 		} else if (assoc == 1 && type == 4 && len == 4) {
 			printf("rel_port %u\n", be16(&e[6]));
 		} else if (assoc == 1 && type == 5 && len == 4) {
@@ -411,7 +431,12 @@ int main(int argc, char **argv)
 	iscsi_set_targetname(iscsi, u->target);
 	iscsi_set_timeout(iscsi, 30);
 	lun = u->lun;
-	if (iscsi_full_connect_sync(iscsi, u->portal, lun) != 0) {
+	/*
+	 * connect and log in only: a full connect's TEST UNIT READY fails through
+	 * a port that is not Active (Standby, Unavailable); unit attentions are
+	 * retried by each command instead
+	 */
+	if (iscsi_connect_sync(iscsi, u->portal) != 0 || iscsi_login_sync(iscsi) != 0) {
 		fprintf(stderr, "cluster_probe: login to %s failed: %s\n", argv[optind],
 			iscsi_get_error(iscsi));
 		iscsi_destroy_url(u);

@@ -672,6 +672,35 @@ static void test_device_groups(void **state)
 	dg_lu_free(a, &y);
 }
 
+/* A reload moves an LU to another device group: its states are that group's, its nexuses told. */
+static void test_lu_moves_device_group(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	uint8_t tur[16] = { 0 };
+
+	assert_int_equal(scsi_alua_dg_configure("dg3", 2, SCSI_ALUA_STANDBY), 0);
+	drain(x, &x->a, 0);
+	drain(x, &a->c, 0);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_good(x);
+	assert_int_equal(scsi_lu_set_device_group(x->lu, "dg3"), 0);
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);
+	assert_int_equal(drain(x, &a->c, 0x2a06), 1);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);             /* group 1 is Standby in dg3 */
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040b);
+	run_cdb(x, &a->c, tur, 6, NULL, 0);
+	assert_good(x);
+	/* the same group again: nothing to tell */
+	assert_int_equal(scsi_lu_set_device_group(x->lu, "dg3"), 0);
+	assert_int_equal(drain(x, &x->a, 0), 0);
+	/* back to the default one ("" names it) */
+	assert_int_equal(scsi_lu_set_device_group(x->lu, ""), 0);
+	assert_int_equal(drain(x, &x->a, 0x2a06), 1);
+	run_cdb(x, &x->a, tur, 6, NULL, 0);
+	assert_good(x);
+}
+
 static void test_port_map(void **state)
 {
 	struct actx *a = *state;
@@ -1021,6 +1050,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ua_before_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_device_groups, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_map, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lu_moves_device_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inquiry_multip, setup, teardown),
 		cmocka_unit_test(test_lease_phases),
 		cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
