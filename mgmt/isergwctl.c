@@ -41,7 +41,7 @@ static void usage(FILE *f)
 "Talk to isergwd over its control socket (default " DEFAULT_SOCKET ").\n"
 "\n"
 "Commands:\n"
-"  status                       version, pid, epoch, uptime, sessions\n"
+"  status                       version, pid, epoch, uptime, sessions, the lease\n"
 "  apply --epoch N FILE.json    apply a full configuration (the configuration\n"
 "                               file's JSON) as epoch N; FILE '-' reads stdin\n"
 "  alua set [--epoch N] [--dg NAME] [--transition-ms MS] TPG=STATE[,pref] ...\n"
