@@ -1,0 +1,1255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergwctl cluster ...: the operator's command line for the HA agent
+ * isergw-ha, over its local API (proto/isergw_ha.proto, ApiRequest and
+ * ApiReply) on a root-only unix socket with the control socket's framing
+ * (docs/cluster-cli.md). One request per connection, answered within a
+ * deadline; a reply is checked whole (status, strings, payload) before any of
+ * it is printed, and one that does not make sense is an error (exit 3).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_wire.h"
+#include "isergw_ha.pb-c.h"
+#include "isergwctl.h"
+
+typedef Isergw__Ha__ApiRequest ApiRequest;
+typedef Isergw__Ha__ApiReply ApiReply;
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define WAIT_MAX_MS        600000u        /* the agent waits at most this long for a change */
+#define CONFIG_MAX         CTL_FRAME_MAX  /* a configuration file, bytes */
+#define TEXT_MAX           4096u          /* a string of a reply other than a JSON document */
+#define NODES_MAX          256u           /* members, and nodes in a device group's states */
+#define DGS_MAX            4096u          /* device groups */
+#define POS_MAX            4u             /* command words and operands */
+#define NAME_MAX_LEN       255u           /* a node or device group name given */
+
+/* The options that only some commands take (--ha-socket, --json, --help: all). */
+enum {
+	OPT_RUNTIME = 1u << 0,
+	OPT_BASE_GEN = 1u << 1,
+	OPT_WAIT = 1u << 2,
+};
+
+struct cl {
+	const char *socket;
+	bool json;
+	int timeout_ms;
+	bool help;
+	unsigned int given;     /* OPT_* seen */
+	uint64_t base_gen;
+	uint32_t wait_ms;
+	char *pos[POS_MAX];     /* command words, then operands */
+	size_t npos;
+};
+
+struct cl_cmd {
+	const char *word, *word2;       /* "config" "get"; word2 NULL: one word */
+	size_t nargs;                   /* operands after the words */
+	const char *operands;           /* for the usage error */
+	unsigned int opts;              /* OPT_* it takes */
+	bool names;                     /* the operands are names: printable text */
+	int (*run)(struct cl *c, char **args);
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: isergwctl [--json] [--timeout S] cluster COMMAND [OPTIONS] [ARGS]\n"
+"Talk to the HA agent isergw-ha over its local API (root only).\n"
+"\n"
+"Commands:\n"
+"  status                 the cluster: quorum, phase, generation, the link to\n"
+"                         isergwd and its lease; every member; every device\n"
+"                         group with its owner and each node's ALUA state\n"
+"                         (ao, ano, standby, unavail, offline, trans; '*': PREF)\n"
+"  config get [--runtime] the cluster configuration (JSON); --runtime: the\n"
+"                         runtime map (owners, drained nodes) instead; with\n"
+"                         --json: {\"generation\", \"config\", \"runtime\"}\n"
+"  config apply [--base-generation N] [--wait-ms MS] FILE\n"
+"                         apply a whole new cluster configuration (FILE '-':\n"
+"                         stdin; at most 1 MiB); --base-generation N: only if\n"
+"                         the cluster is at generation N (0: no check)\n"
+"  drain NODE [--wait-ms MS]\n"
+"                         move every device group off NODE and keep them off\n"
+"  undrain NODE [--wait-ms MS]\n"
+"                         let NODE own device groups again\n"
+"  move DEVICE_GROUP NODE [--wait-ms MS]\n"
+"                         make NODE the owner of DEVICE_GROUP\n"
+"  help                   this help\n"
+"\n"
+"Options (anywhere after 'cluster'):\n"
+"  --ha-socket PATH  the agent's socket (default " ISERGWCTL_HA_SOCKET ")\n"
+"  --json            one JSON document instead of tables\n"
+"  --wait-ms MS      how long the agent waits for every live node to apply the\n"
+"                    change before it answers with the nodes that have not\n"
+"                    (0..600000; 0 or none: the agent's change_timeout_ms)\n"
+"  -h, --help        this help\n"
+"\n"
+"A change (config apply, drain, undrain, move) is answered once every live node\n"
+"applied it: 'generation N applied by NODE ...', or 'unchanged'. isergwctl waits\n"
+"for an answer at most --timeout (default 30 s) plus --wait-ms.\n"
+"\n"
+"Exit status: 0 done; 1 refused by the agent (reason printed), or a change that\n"
+"live nodes had not applied when the wait ended (listed as pending); 2 usage\n"
+"error; 3 cannot connect, no answer in time, or an answer that makes no sense.\n");
+}
+
+static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "isergwctl: cluster: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'isergwctl cluster --help'.\n");
+	return ISERGWCTL_EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------ talking */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+
+	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* Wait until fd is ready for events: 0, -ETIMEDOUT at the deadline, or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int rc = poll(&p, 1, left_ms(deadline));
+
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		return rc == 0 ? -ETIMEDOUT : 0;
+	}
+}
+
+static int send_all(int fd, const uint8_t *p, size_t len, int64_t deadline)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		int rc;
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if ((rc = wait_fd(fd, POLLOUT, deadline)))
+			return rc;
+	}
+	return 0;
+}
+
+/* One whole frame into rx: 0, or ctl_frame_rx_read's errors, -ETIMEDOUT. */
+static int recv_frame(int fd, struct ctl_frame_rx *rx, int64_t deadline)
+{
+	for (;;) {
+		int rc = ctl_frame_rx_read(rx, fd, CTL_FRAME_MAX);
+
+		if (rc)
+			return rc < 0 ? rc : 0;
+		if ((rc = wait_fd(fd, POLLIN, deadline)))
+			return rc;
+	}
+}
+
+/*
+ * A connected, non-blocking socket in *fd (the waiting is done in poll, so
+ * that a peer stalling inside a frame cannot outlast the deadline), or an
+ * exit status with the reason printed.
+ */
+static int ha_connect(const struct cl *c, int64_t deadline, int *fdp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t plen = strlen(c->socket);
+	int ms = left_ms(deadline) > 0 ? left_ms(deadline) : 1;    /* SO_SNDTIMEO 0: no limit */
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	int fd, flags, err;
+
+	if (plen == 0 || plen >= sizeof(sa.sun_path))
+		return usage_err("--ha-socket: '%s' is not a socket path (1..%zu bytes)", c->socket,
+				 sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, c->socket, plen + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, "isergwctl: socket: %s\n", strerror(errno));
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	/* connect waits while the agent's backlog is full: at most until the deadline */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		fprintf(stderr, "isergwctl: cannot connect to %s: %s%s\n", c->socket, strerror(err),
+			err == ENOENT || err == ECONNREFUSED ? " (is isergw-ha running?)" :
+			err == EACCES ? " (the agent's socket is for root only)" : "");
+		close(fd);
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, strerror(errno));
+		close(fd);
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/* ------------------------------------------------------------ checking a reply */
+
+static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EBADMSG;
+}
+
+/*
+ * s is valid UTF-8 of at most max bytes without control characters (C0, DEL,
+ * C1: nothing of it can drive the terminal); multiline lets \t \n \r through.
+ * Returns -1, or the offset of the first byte that is not.
+ */
+static long text_bad_at(const char *s, size_t max, bool multiline)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (p[i]) {
+		unsigned int b = p[i];
+		uint32_t cp;
+		size_t n;
+
+		if (i >= max)
+			return (long)i;
+		if (b < 0x80) {
+			if (b == 0x7f || (b < 0x20 && !(multiline && (b == '\t' || b == '\n' ||
+								     b == '\r'))))
+				return (long)i;
+			i++;
+			continue;
+		}
+		if (b >= 0xc2 && b <= 0xdf)
+			n = 1, cp = b & 0x1f;
+		else if (b >= 0xe0 && b <= 0xef)
+			n = 2, cp = b & 0x0f;
+		else if (b >= 0xf0 && b <= 0xf4)
+			n = 3, cp = b & 0x07;
+		else
+			return (long)i;
+		for (size_t k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return (long)i;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+			return (long)i;
+		i += n + 1;
+	}
+	return -1;
+}
+
+/*
+ * Every string of m (at any depth) printable (the ConfigDoc's JSON documents
+ * may be multi-line and as long as a frame), every message present that is
+ * said to be; -EBADMSG with the reason otherwise.
+ */
+static int check_message(const ProtobufCMessage *m, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	bool doc = d == &isergw__ha__config_doc__descriptor;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *base = (const char *)m;
+		const void *member = base + f->offset;
+		size_t n = 1;
+		int rc;
+
+		if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+			member = *(const void *const *)member;
+			if (n && !member)
+				return bad(err, errlen, "%s.%s: missing", d->short_name, f->name);
+		}
+		for (size_t k = 0; k < n; k++) {
+			const void *v = ((const void *const *)member)[k];
+			long at;
+
+			if (!v) {
+				if (f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED &&
+				    !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+					continue;       /* a sub-message not sent */
+				return bad(err, errlen, "%s.%s: missing", d->short_name, f->name);
+			}
+			if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+				if ((rc = check_message(v, err, errlen)))
+					return rc;
+				continue;
+			}
+			at = text_bad_at(v, doc ? CTL_FRAME_MAX : TEXT_MAX, doc);
+			if (at >= 0)
+				return bad(err, errlen, "%s.%s: %s at byte %ld", d->short_name, f->name,
+					   (size_t)at >= (doc ? CTL_FRAME_MAX : TEXT_MAX) ? "too long" :
+					   "not printable text", at);
+		}
+	}
+	return 0;
+}
+
+static bool is_hex(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))
+			return false;
+	return true;
+}
+
+/* Add name to the node columns unless it is there; false when there are too many. */
+static bool add_column(const char **cols, size_t *n, const char *name)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(cols[i], name) == 0)
+			return true;
+	if (*n == NODES_MAX)
+		return false;
+	cols[(*n)++] = name;
+	return true;
+}
+
+static bool in_states(const Isergw__Ha__ClusterStatus *s, const char *node)
+{
+	for (size_t g = 0; g < s->n_device_groups; g++)
+		for (size_t k = 0; k < s->device_groups[g]->n_states; k++)
+			if (strcmp(s->device_groups[g]->states[k]->node, node) == 0)
+				return true;
+	return false;
+}
+
+/*
+ * The nodes of the device group table, one column each: the members' order
+ * first, then any other node a state names. False when they are more than
+ * NODES_MAX.
+ */
+static bool node_columns(const Isergw__Ha__ClusterStatus *s, const char **cols, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < s->n_members; i++)
+		if (in_states(s, s->members[i]->name))
+			(void)add_column(cols, n, s->members[i]->name);
+	for (size_t g = 0; g < s->n_device_groups; g++)
+		for (size_t k = 0; k < s->device_groups[g]->n_states; k++)
+			if (!add_column(cols, n, s->device_groups[g]->states[k]->node))
+				return false;
+	return true;
+}
+
+static int check_status(const Isergw__Ha__ClusterStatus *s, char *err, size_t errlen)
+{
+	const char *cols[NODES_MAX];
+	size_t ncols;
+
+	if (!is_hex(s->digest) || strlen(s->digest) > 128)
+		return bad(err, errlen, "ClusterStatus.digest: '%s' is not hex", s->digest);
+	if (s->n_members > NODES_MAX)
+		return bad(err, errlen, "ClusterStatus: %zu members (at most %u)", s->n_members,
+			   NODES_MAX);
+	if (s->n_device_groups > DGS_MAX)
+		return bad(err, errlen, "ClusterStatus: %zu device groups (at most %u)",
+			   s->n_device_groups, DGS_MAX);
+	for (size_t i = 0; i < s->n_members; i++)
+		if (!s->members[i]->name[0])
+			return bad(err, errlen, "ClusterStatus.members[%zu]: no name", i);
+	for (size_t g = 0; g < s->n_device_groups; g++) {
+		const Isergw__Ha__DeviceGroupStatus *dg = s->device_groups[g];
+
+		if (!dg->name[0])
+			return bad(err, errlen, "ClusterStatus.device_groups[%zu]: no name", g);
+		if (dg->n_states > NODES_MAX)
+			return bad(err, errlen, "device group %s: %zu states (at most %u)", dg->name,
+				   dg->n_states, NODES_MAX);
+		for (size_t k = 0; k < dg->n_states; k++)
+			if (!dg->states[k]->node[0])
+				return bad(err, errlen, "device group %s: states[%zu] names no node",
+					   dg->name, k);
+	}
+	if (!node_columns(s, cols, &ncols))
+		return bad(err, errlen, "the device groups' states name more than %u nodes", NODES_MAX);
+	return 0;
+}
+
+static int check_change(const Isergw__Ha__ChangeResult *r, char *err, size_t errlen)
+{
+	if (r->n_applied > NODES_MAX || r->n_pending > NODES_MAX)
+		return bad(err, errlen, "ChangeResult: %zu applied, %zu pending (at most %u)",
+			   r->n_applied, r->n_pending, NODES_MAX);
+	for (size_t i = 0; i < r->n_applied; i++)
+		if (!r->applied[i][0])
+			return bad(err, errlen, "ChangeResult.applied[%zu]: empty", i);
+	for (size_t i = 0; i < r->n_pending; i++)
+		if (!r->pending[i][0])
+			return bad(err, errlen, "ChangeResult.pending[%zu]: empty", i);
+	return 0;
+}
+
+/* Unpack and check a reply: 0 with *out, or -EBADMSG with the reason in err. */
+static int reply_decode(const uint8_t *buf, size_t len, ApiReply **out, char *err, size_t errlen)
+{
+	ApiReply *r = isergw__ha__api_reply__unpack(NULL, len, buf);
+	int rc;
+
+	if (!r)
+		return bad(err, errlen, "%zu bytes that do not decode as an ApiReply", len);
+	if (r->status > 0 || r->status < -CTL_ERRNO_MAX)
+		rc = bad(err, errlen, "status %d is neither 0 nor a negative errno", r->status);
+	else if ((rc = ctl_check_enums(&r->base, err, errlen)))
+		rc = -EBADMSG;
+	else if (!(rc = check_message(&r->base, err, errlen))) {
+		if (r->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
+			rc = check_status(r->cluster_status, err, errlen);
+		else if (r->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CHANGE)
+			rc = check_change(r->change, err, errlen);
+	}
+	if (rc) {
+		isergw__ha__api_reply__free_unpacked(r, NULL);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+/*
+ * Send req to the agent and read its reply, all within the timeout plus
+ * extra_ms. 0 with *out a checked reply of any status, or an exit status
+ * with the reason printed.
+ */
+static int ha_call(const struct cl *c, const ApiRequest *req, uint32_t extra_ms, ApiReply **out)
+{
+	int64_t deadline = now_ms() + c->timeout_ms + extra_ms;
+	struct ctl_frame_rx rx;
+	char why[512];
+	uint8_t *buf;
+	size_t len;
+	int fd = -1, rc;
+
+	rc = ctl_frame_pack(&req->base, &buf, &len);
+	if (rc == -EMSGSIZE)
+		return usage_err("the request is larger than a frame may be (%u bytes)", CTL_FRAME_MAX);
+	if (rc) {
+		fprintf(stderr, "isergwctl: %s\n", strerror(-rc));
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	rc = ha_connect(c, deadline, &fd);
+	if (rc)
+		goto out_free;
+	rc = send_all(fd, buf, len, deadline);
+	if (rc) {
+		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", c->socket,
+			rc == -ETIMEDOUT ? "the agent does not read" : strerror(-rc));
+		rc = ISERGWCTL_EXIT_CONNECT;
+		goto out_close;
+	}
+	ctl_frame_rx_init(&rx);
+	rc = recv_frame(fd, &rx, deadline);
+	if (rc == 0 && (rc = reply_decode(rx.body, rx.len, out, why, sizeof(why)))) {
+		fprintf(stderr, "isergwctl: garbled reply from %s: %s\n", c->socket, why);
+	} else if (rc) {
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %d ms", c->timeout_ms + (int)extra_ms);
+		else if (rc == -ENOTCONN)
+			snprintf(why, sizeof(why), "the agent closed the connection without answering");
+		else if (rc == -EPIPE)
+			snprintf(why, sizeof(why), "the connection ended inside the reply (%u of %u bytes)",
+				 rx.hdr_have < CTL_FRAME_HDR ? rx.hdr_have : CTL_FRAME_HDR + rx.have,
+				 rx.hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR : CTL_FRAME_HDR + rx.len);
+		else if (rc == -EMSGSIZE)
+			snprintf(why, sizeof(why), "a reply of %u bytes, above the maximum of %u", rx.len,
+				 CTL_FRAME_MAX);
+		else
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, why);
+	}
+	if (rc)
+		rc = ISERGWCTL_EXIT_CONNECT;
+	ctl_frame_rx_reset(&rx);
+out_close:
+	close(fd);
+out_free:
+	free(buf);
+	return rc;
+}
+
+static void print_refusal(const ApiReply *rep)
+{
+	fprintf(stderr, "isergwctl: refused: %s (%s)\n", rep->error[0] ? rep->error :
+		"no reason given", strerror(-rep->status));
+}
+
+/*
+ * ha_call() for a reply that is refused or carries the payload expected:
+ * 0 with *out (status 0, or any status when keep_failed), or an exit status
+ * with the reason printed.
+ */
+static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_ms,
+		      Isergw__Ha__ApiReply__PayloadCase expect, bool keep_failed, ApiReply **out)
+{
+	ApiReply *rep;
+	int rc = ha_call(c, req, extra_ms, &rep);
+
+	if (rc)
+		return rc;
+	if (rep->status == 0 && rep->payload_case != expect) {
+		fprintf(stderr, "isergwctl: garbled reply from %s: payload %d where %d was expected\n",
+			c->socket, (int)rep->payload_case, (int)expect);
+		isergw__ha__api_reply__free_unpacked(rep, NULL);
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	if (rep->status && !keep_failed) {
+		print_refusal(rep);
+		isergw__ha__api_reply__free_unpacked(rep, NULL);
+		return ISERGWCTL_EXIT_REFUSED;
+	}
+	*out = rep;
+	return 0;
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static json_object *msg_json(const ProtobufCMessage *m);
+
+/* Element k of a field's value(s) at p, as JSON. */
+static json_object *value_json(const ProtobufCFieldDescriptor *f, const void *p, size_t k)
+{
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_BOOL:
+		return json_object_new_boolean(((const protobuf_c_boolean *)p)[k]);
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32:
+		return json_object_new_int(((const int32_t *)p)[k]);
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+		return json_object_new_int64(((const uint32_t *)p)[k]);
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+		return json_object_new_int64(((const int64_t *)p)[k]);
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		return json_object_new_uint64(((const uint64_t *)p)[k]);
+	case PROTOBUF_C_TYPE_FLOAT:
+		return json_object_new_double(((const float *)p)[k]);
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return json_object_new_double(((const double *)p)[k]);
+	case PROTOBUF_C_TYPE_ENUM: {
+		int v = ((const int *)p)[k];
+		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
+
+		return ev ? json_object_new_string(ev->name) : json_object_new_int(v);
+	}
+	case PROTOBUF_C_TYPE_STRING: {
+		const char *s = ((const char *const *)p)[k];
+
+		return json_object_new_string(s ? s : "");
+	}
+	case PROTOBUF_C_TYPE_BYTES: {
+		const ProtobufCBinaryData *b = &((const ProtobufCBinaryData *)p)[k];
+		char *hex = malloc(2 * b->len + 1);
+		json_object *o;
+
+		if (!hex)
+			return NULL;
+		for (size_t i = 0; i < b->len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", b->data[i]);
+		hex[2 * b->len] = '\0';
+		o = json_object_new_string(hex);
+		free(hex);
+		return o;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		const ProtobufCMessage *sub = ((const ProtobufCMessage *const *)p)[k];
+
+		return sub ? msg_json(sub) : NULL;
+	}
+	}
+	return NULL;
+}
+
+/* m as a JSON object, every field under its name in the .proto (oneofs: the one set). */
+static json_object *msg_json(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const char *base = (const char *)m;
+	json_object *o = json_object_new_object();
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const void *member = base + f->offset;
+
+		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+			json_object *arr = json_object_new_array();
+
+			member = *(const void *const *)member;
+			for (size_t k = 0; k < n; k++)
+				json_object_array_add(arr, value_json(f, member, k));
+			json_object_object_add(o, f->name, arr);
+		} else {
+			json_object_object_add(o, f->name, value_json(f, member, 0));
+		}
+	}
+	return o;
+}
+
+static void print_json(json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+/* ------------------------------------------------------------ tables */
+
+#define TABLE_COLS_MAX (4 + NODES_MAX)
+
+/* Rows of cells, printed with every column as wide as its widest cell. */
+struct table {
+	size_t ncols, ncells, cap;
+	char **cells;
+	int width[TABLE_COLS_MAX];
+	bool failed;
+};
+
+static void table_init(struct table *t, size_t ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+}
+
+static void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void table_cell(struct table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	if (t->failed)
+		return;
+	if (t->ncells == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		char **cells = realloc(t->cells, cap * sizeof(*cells));
+
+		if (!cells) {
+			t->failed = true;
+			return;
+		}
+		t->cells = cells;
+		t->cap = cap;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		t->failed = true;
+		return;
+	}
+	if (n > t->width[t->ncells % t->ncols])
+		t->width[t->ncells % t->ncols] = n;
+	t->cells[t->ncells++] = s;
+}
+
+/* Print and free the table: 0, or -ENOMEM (nothing printed). */
+static int table_print(struct table *t)
+{
+	int rc = t->failed ? -ENOMEM : 0;
+
+	for (size_t i = 0; !rc && i < t->ncells; i++) {
+		size_t col = i % t->ncols;
+
+		if (col + 1 == t->ncols || i + 1 == t->ncells)
+			printf("%s\n", t->cells[i]);
+		else
+			printf("%-*s  ", t->width[col], t->cells[i]);
+	}
+	for (size_t i = 0; i < t->ncells; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	if (rc)
+		fprintf(stderr, "isergwctl: out of memory\n");
+	return rc;
+}
+
+static const char *yes_no(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+static const char *or_dash(const char *s)
+{
+	return s[0] ? s : "-";
+}
+
+/* An ALUA state as the device group table shows it. */
+static const char *state_abbrev(const char *state)
+{
+	static const struct {
+		const char *name, *abbrev;
+	} names[] = {
+		{ "unavailable", "unavail" },
+		{ "transitioning", "trans" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(state, names[i].name) == 0)
+			return names[i].abbrev;
+	return state[0] ? state : "?";
+}
+
+static int members_table(const Isergw__Ha__ClusterStatus *s)
+{
+	struct table t;
+
+	if (s->n_members == 0) {
+		printf("no members\n");
+		return 0;
+	}
+	table_init(&t, 9);
+	table_cell(&t, "NODE");
+	table_cell(&t, "ID");
+	table_cell(&t, "COROSYNC");
+	table_cell(&t, "AGENT");
+	table_cell(&t, "SYNCED");
+	table_cell(&t, "DRAINED");
+	table_cell(&t, "APPLIED GEN");
+	table_cell(&t, "HEARD (ms ago)");
+	table_cell(&t, "TPG");
+	for (size_t i = 0; i < s->n_members; i++) {
+		const Isergw__Ha__MemberStatus *m = s->members[i];
+
+		table_cell(&t, "%s", m->name);
+		if (m->nodeid)
+			table_cell(&t, "%u", m->nodeid);
+		else
+			table_cell(&t, "-");
+		table_cell(&t, "%s", yes_no(m->corosync_member));
+		table_cell(&t, "%s", yes_no(m->agent));
+		table_cell(&t, "%s", yes_no(m->synced));
+		table_cell(&t, "%s", yes_no(m->drained));
+		table_cell(&t, "%llu", (unsigned long long)m->applied_generation);
+		if (m->last_heard_ms)
+			table_cell(&t, "%u", m->last_heard_ms);
+		else
+			table_cell(&t, "-");
+		if (m->tpg_id)
+			table_cell(&t, "%u", m->tpg_id);
+		else
+			table_cell(&t, "-");
+	}
+	return table_print(&t);
+}
+
+/* One row per device group, one column per node with its ALUA state there. */
+static int groups_table(const Isergw__Ha__ClusterStatus *s)
+{
+	const char *cols[NODES_MAX];
+	size_t ncols;
+	struct table t;
+
+	if (s->n_device_groups == 0) {
+		printf("no device groups\n");
+		return 0;
+	}
+	(void)node_columns(s, cols, &ncols);      /* at most NODES_MAX: check_status */
+	table_init(&t, 4 + ncols);
+	table_cell(&t, "DEVICE GROUP");
+	table_cell(&t, "OWNER");
+	table_cell(&t, "PREFERRED");
+	table_cell(&t, "FAILBACK");
+	for (size_t i = 0; i < ncols; i++)
+		table_cell(&t, "%s", cols[i]);
+	for (size_t g = 0; g < s->n_device_groups; g++) {
+		const Isergw__Ha__DeviceGroupStatus *dg = s->device_groups[g];
+
+		table_cell(&t, "%s", dg->name);
+		table_cell(&t, "%s", or_dash(dg->owner));
+		table_cell(&t, "%s", or_dash(dg->preferred_owner));
+		table_cell(&t, "%s", or_dash(dg->failback));
+		for (size_t i = 0; i < ncols; i++) {
+			const Isergw__Ha__GroupNodeState *ns = NULL;
+
+			for (size_t k = 0; k < dg->n_states && !ns; k++)
+				if (strcmp(dg->states[k]->node, cols[i]) == 0)
+					ns = dg->states[k];
+			if (ns)
+				table_cell(&t, "%s%s", state_abbrev(ns->state), ns->pref ? "*" : "");
+			else
+				table_cell(&t, "-");
+		}
+	}
+	return table_print(&t);
+}
+
+static int status_table(const Isergw__Ha__ClusterStatus *s)
+{
+	printf("cluster     %s\n", or_dash(s->cluster_name));
+	printf("node        %s (nodeid %u)\n", or_dash(s->node_name), s->nodeid);
+	printf("quorate     %s (votes %u/%u)\n", yes_no(s->quorate), s->total_votes,
+	       s->expected_votes);
+	printf("phase       %s\n", or_dash(s->phase));
+	printf("generation  %llu (digest %.12s)\n", (unsigned long long)s->generation,
+	       or_dash(s->digest));
+	printf("protocol    %u\n", s->protocol);
+	printf("isergwd     %s, epoch %llu\n", s->isergwd_connected ? "connected" : "not connected",
+	       (unsigned long long)s->isergwd_epoch);
+	if (s->lease_remaining_ms)
+		printf("lease       %u ms remaining\n", s->lease_remaining_ms);
+	else
+		printf("lease       none\n");
+	printf("\n");
+	if (members_table(s))
+		return -ENOMEM;
+	printf("\n");
+	return groups_table(s);
+}
+
+/* ------------------------------------------------------------ commands */
+
+static int cmd_status(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetClusterStatus gs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
+	ApiReply *rep;
+	int rc;
+
+	(void)args;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS, false, &rep);
+	if (rc)
+		return rc;
+	if (c->json)
+		print_json(msg_json(&rep->cluster_status->base));
+	else if (status_table(rep->cluster_status))
+		rc = ISERGWCTL_EXIT_CONNECT;
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* A JSON document of the reply, which must be an object; NULL (reason printed) if not. */
+static json_object *reply_doc(const struct cl *c, const char *field, const char *text)
+{
+	enum json_tokener_error jerr;
+	json_object *o = json_tokener_parse_verbose(text, &jerr);
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "isergwctl: garbled reply from %s: ConfigDoc.%s is not a JSON object%s%s\n",
+			c->socket, field, o ? "" : ": ", o ? "" : json_tokener_error_desc(jerr));
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int cmd_config_get(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetConfig gc = ISERGW__HA__GET_CONFIG__INIT;
+	json_object *cfg, *rt = NULL;
+	ApiReply *rep;
+	int rc;
+
+	(void)args;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_CONFIG;
+	req.get_config = &gc;
+	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CONFIG, false, &rep);
+	if (rc)
+		return rc;
+	cfg = reply_doc(c, "config_json", rep->config->config_json);
+	if (cfg)
+		rt = reply_doc(c, "runtime_json", rep->config->runtime_json);
+	if (!cfg || !rt) {
+		json_object_put(cfg);
+		rc = ISERGWCTL_EXIT_CONNECT;
+	} else if (c->json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "generation", json_object_new_uint64(rep->config->generation));
+		json_object_object_add(o, "config", cfg);
+		json_object_object_add(o, "runtime", rt);
+		print_json(o);
+	} else if (c->given & OPT_RUNTIME) {
+		json_object_put(cfg);
+		print_json(rt);
+	} else {
+		json_object_put(rt);
+		print_json(cfg);
+	}
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/*
+ * The result of a change: "generation N applied by ...", or unchanged, and
+ * the nodes still pending (--json: the ChangeResult). A change the agent
+ * answered -ETIMEDOUT with its result is shown, then refused (exit 1).
+ */
+static int change_show(const struct cl *c, ApiReply *rep)
+{
+	const Isergw__Ha__ChangeResult *r = rep->change;
+	int rc = ISERGWCTL_EXIT_OK;
+
+	if (rep->status && !(rep->status == -ETIMEDOUT &&
+			     rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CHANGE)) {
+		print_refusal(rep);
+		isergw__ha__api_reply__free_unpacked(rep, NULL);
+		return ISERGWCTL_EXIT_REFUSED;
+	}
+	if (c->json) {
+		print_json(msg_json(&r->base));
+	} else {
+		if (r->changed) {
+			printf("generation %llu applied by", (unsigned long long)r->generation);
+			for (size_t i = 0; i < r->n_applied; i++)
+				printf(" %s", r->applied[i]);
+			printf("%s\n", r->n_applied ? "" : " no node yet");
+		} else {
+			printf("unchanged (generation %llu)\n", (unsigned long long)r->generation);
+		}
+		if (r->n_pending) {
+			printf("pending:");
+			for (size_t i = 0; i < r->n_pending; i++)
+				printf(" %s", r->pending[i]);
+			printf("\n");
+		}
+	}
+	if (rep->status) {
+		fflush(stdout);
+		print_refusal(rep);
+		rc = ISERGWCTL_EXIT_REFUSED;
+	}
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* Send a change and show its result: an exit status. */
+static int run_change(struct cl *c, const ApiRequest *req)
+{
+	ApiReply *rep;
+	int rc = ha_request(c, req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
+
+	return rc ? rc : change_show(c, rep);
+}
+
+/*
+ * The file (or stdin for "-"), NUL-terminated, at most CONFIG_MAX bytes: a
+ * malloc'd buffer, or NULL with the reason printed.
+ */
+static char *read_config(const char *path, size_t *lenp)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	const char *name = is_stdin ? "stdin" : path;
+	struct stat st;
+	size_t len = 0;
+	char *buf = NULL;
+
+	if (fd < 0) {
+		fprintf(stderr, "isergwctl: cannot read %s: %s\n", name, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)CONFIG_MAX) {
+		fprintf(stderr, "isergwctl: %s: %lld bytes, more than the 1 MiB (%u bytes) a cluster "
+			"configuration may have\n", name, (long long)st.st_size, CONFIG_MAX);
+		goto err;
+	}
+	buf = malloc(CONFIG_MAX + 2);
+	if (!buf) {
+		fprintf(stderr, "isergwctl: out of memory\n");
+		goto err;
+	}
+	while (len <= CONFIG_MAX) {
+		ssize_t n = read(fd, buf + len, CONFIG_MAX + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "isergwctl: cannot read %s: %s\n", name, strerror(errno));
+			goto err;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > CONFIG_MAX) {
+		fprintf(stderr, "isergwctl: %s: more than the 1 MiB (%u bytes) a cluster configuration "
+			"may have\n", name, CONFIG_MAX);
+		goto err;
+	}
+	if (len == 0 || memchr(buf, '\0', len)) {
+		fprintf(stderr, "isergwctl: %s: %s\n", name, len ? "a NUL byte in it: not a JSON text" :
+			"empty");
+		goto err;
+	}
+	buf[len] = '\0';
+	if (!is_stdin)
+		close(fd);
+	*lenp = len;
+	return buf;
+
+err:
+	free(buf);
+	if (!is_stdin)
+		close(fd);
+	return NULL;
+}
+
+static int cmd_config_apply(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__ApplyClusterConfig ac = ISERGW__HA__APPLY_CLUSTER_CONFIG__INIT;
+	size_t len;
+	char *doc = read_config(args[0], &len);
+	int rc;
+
+	if (!doc)
+		return ISERGWCTL_EXIT_USAGE;
+	ac.config_json = doc;
+	ac.base_generation = c->base_gen;
+	ac.timeout_ms = c->wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	rc = run_change(c, &req);
+	free(doc);
+	return rc;
+}
+
+static int drain(struct cl *c, const char *node, bool undrain)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__Drain d = ISERGW__HA__DRAIN__INIT;
+
+	d.node = ctl_str(node);
+	d.undrain = undrain;
+	d.timeout_ms = c->wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
+	req.drain = &d;
+	return run_change(c, &req);
+}
+
+static int cmd_drain(struct cl *c, char **args)
+{
+	return drain(c, args[0], false);
+}
+
+static int cmd_undrain(struct cl *c, char **args)
+{
+	return drain(c, args[0], true);
+}
+
+static int cmd_move(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__Move mv = ISERGW__HA__MOVE__INIT;
+
+	mv.device_group = args[0];
+	mv.node = args[1];
+	mv.timeout_ms = c->wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_MOVE;
+	req.move = &mv;
+	return run_change(c, &req);
+}
+
+static const struct cl_cmd cmds[] = {
+	{ "status", NULL, 0, "", 0, false, cmd_status },
+	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
+	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply },
+	{ "drain", NULL, 1, "NODE", OPT_WAIT, true, cmd_drain },
+	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
+	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
+};
+
+static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms" };
+
+/* ------------------------------------------------------------ entry */
+
+/* Options anywhere, operands in order: 0, or the usage error's exit status. */
+static int parse_args(struct cl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ha-socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "runtime", no_argument, NULL, 'r' },
+		{ "base-generation", required_argument, NULL, 'b' },
+		{ "wait-ms", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int opt;
+
+	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 1:
+			if (c->npos == POS_MAX)
+				return usage_err("unexpected '%s'", optarg);
+			c->pos[c->npos++] = optarg;
+			break;
+		case 's':
+			c->socket = optarg;
+			break;
+		case 'j':
+			c->json = true;
+			break;
+		case 'h':
+			c->help = true;
+			break;
+		case 'r':
+			c->given |= OPT_RUNTIME;
+			break;
+		case 'b':
+			if (parse_u64(optarg, &c->base_gen))
+				return usage_err("--base-generation wants a generation number, not '%s'",
+						 optarg);
+			c->given |= OPT_BASE_GEN;
+			break;
+		case 'w':
+			if (parse_u64(optarg, &v) || v > WAIT_MAX_MS)
+				return usage_err("--wait-ms wants 0..%u milliseconds, not '%s'", WAIT_MAX_MS,
+						 optarg);
+			c->wait_ms = (uint32_t)v;
+			c->given |= OPT_WAIT;
+			break;
+		case ':':
+			return usage_err("%s needs a value", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_err("unknown option '-%c'", optopt);
+			return usage_err("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	for (; optind < argc; optind++) {       /* after "--" */
+		if (c->npos == POS_MAX)
+			return usage_err("unexpected '%s'", argv[optind]);
+		c->pos[c->npos++] = argv[optind];
+	}
+	return 0;
+}
+
+int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
+{
+	struct cl c = {
+		.socket = ISERGWCTL_HA_SOCKET,
+		.json = json,
+		.timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS,
+	};
+	const struct cl_cmd *cmd = NULL;
+	size_t words;
+	int rc;
+
+	if ((rc = parse_args(&c, argc, argv)))
+		return rc;
+	if (c.help || (c.npos && strcmp(c.pos[0], "help") == 0)) {
+		usage(stdout);
+		return ISERGWCTL_EXIT_OK;
+	}
+	if (c.npos == 0) {
+		usage(stderr);
+		return ISERGWCTL_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !cmd; i++)
+		if (strcmp(cmds[i].word, c.pos[0]) == 0 &&
+		    (!cmds[i].word2 || (c.npos > 1 && strcmp(cmds[i].word2, c.pos[1]) == 0)))
+			cmd = &cmds[i];
+	if (!cmd && strcmp(c.pos[0], "config") == 0)
+		return usage_err("config needs 'get' or 'apply'");
+	if (!cmd)
+		return usage_err("unknown command '%s'", c.pos[0]);
+	words = cmd->word2 ? 2 : 1;
+	if (c.npos < words + cmd->nargs)
+		return usage_err("%s%s%s needs %s", cmd->word, cmd->word2 ? " " : "",
+				 cmd->word2 ? cmd->word2 : "", cmd->operands);
+	if (c.npos > words + cmd->nargs)
+		return usage_err("unexpected '%s'", c.pos[words + cmd->nargs]);
+	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
+		if (c.given & ~cmd->opts & (1u << i))
+			return usage_err("%s%s%s does not take %s", cmd->word, cmd->word2 ? " " : "",
+					 cmd->word2 ? cmd->word2 : "", opt_names[i]);
+	for (size_t i = words; i < c.npos; i++) {
+		if (!c.pos[i][0])
+			return usage_err("%s: an empty operand", cmd->word);
+		if (cmd->names && text_bad_at(c.pos[i], NAME_MAX_LEN, false) >= 0)
+			return usage_err("%s: operand %zu is not a name (printable text of at most "
+					 "%u bytes)", cmd->word, i - words + 1, NAME_MAX_LEN);
+	}
+	return cmd->run(&c, c.pos + words);
+}
