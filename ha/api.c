@@ -127,6 +127,8 @@ static void client_write(struct api_client *c)
 			reactor_mod_fd(c->api->a->r, &c->h, EPOLLOUT);
 			return;
 		}
+		GW_WARN(COMP, "%s: the reply could not be sent (%s): connection closed", c->name,
+			n < 0 ? strerror(errno) : "nothing written");
 		client_free(c);
 		return;
 	}
@@ -523,6 +525,8 @@ static void handle(struct api_client *c, const uint8_t *buf, size_t len)
 static void client_cb(void *arg, uint32_t events)
 {
 	struct api_client *c = arg;
+	uint8_t *body;
+	uint32_t len;
 	int rc;
 
 	if (events & EPOLLOUT) {
@@ -555,8 +559,16 @@ static void client_cb(void *arg, uint32_t events)
 		client_free(c);
 		return;
 	}
-	handle(c, c->rx.body, c->rx.len);
+	/*
+	 * The frame is ours now: the reply may end the client (a peer that
+	 * hung up), after which nothing of c may be touched.
+	 */
+	body = c->rx.body;
+	len = c->rx.len;
+	c->rx.body = NULL;
 	ctl_frame_rx_reset(&c->rx);
+	handle(c, body, len);
+	free(body);
 }
 
 static void accept_cb(void *arg, uint32_t events)
