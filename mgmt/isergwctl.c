@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctl_wire.h"
+#include "isergwctl.h"
 
 #define DEFAULT_SOCKET "/run/isergw/isergwd.sock"
 #define EXIT_REFUSED 1
@@ -75,6 +76,10 @@ static void usage(FILE *f)
 "                               the states each ALUA change request (an initiator's\n"
 "                               SET TARGET PORT GROUPS) asks for, --refuse refuses\n"
 "                               them; --count: exit after N events\n"
+"  cluster status | config get | config apply FILE | drain NODE | undrain NODE |\n"
+"          move DEVICE_GROUP NODE\n"
+"                               the HA agent's cluster (its local API, default\n"
+"                               " ISERGWCTL_HA_SOCKET "); isergwctl cluster --help\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH   control socket of the daemon\n"
@@ -1558,6 +1563,8 @@ int main(int argc, char **argv)
 		rc = cmd_logout(&x, argc, argv);
 	else if (strcmp(cmd, "watch") == 0)
 		rc = cmd_watch(&x, argc, argv);
+	else if (strcmp(cmd, "cluster") == 0)
+		rc = isergwctl_cluster(argc, argv, x.json, x.timeout_ms);
 	else if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		rc = 0;
