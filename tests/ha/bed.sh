@@ -53,8 +53,9 @@
 #                             10.S.2.K:3260
 #   bed_corosync_conf K       (re)writes node K's corosync.conf from
 #                             BED_CLUSTER_NAME (isergw-test), BED_TOKEN (1000),
-#                             BED_TOKEN_COEFFICIENT (corosync's default, 650:
-#                             with 3 nodes the token in force is 1650 ms),
+#                             BED_TOKEN_COEFFICIENT (0, as docs/ha.md asks,
+#                             so the token in force is BED_TOKEN; empty: the
+#                             corosync default 650, i.e. 1650 ms with 3 nodes),
 #                             BED_TWO_NODE (0), BED_NODES (3) (bed_up calls it
 #                             for every node).
 #   bed_totem K               prints "token consensus" in force on node K (ms).
@@ -125,7 +126,7 @@
 
 BED_NODES=${BED_NODES:-3}
 BED_TOKEN=${BED_TOKEN:-1000}
-BED_TOKEN_COEFFICIENT=${BED_TOKEN_COEFFICIENT:-}
+BED_TOKEN_COEFFICIENT=${BED_TOKEN_COEFFICIENT-0}
 BED_CLUSTER_NAME=${BED_CLUSTER_NAME:-isergw-test}
 BED_TWO_NODE=${BED_TWO_NODE:-0}
 BED_WAIT_LIMIT=${BED_WAIT_LIMIT:-60}
