@@ -164,7 +164,8 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 
 		if (!m || !m->in_view)
 			continue;
-		if (m->applied_gen >= gen)
+		/* a node without isergwd whose lease is over serves nothing: no need to wait */
+		if (m->applied_gen >= gen || m->gw_down)
 			continue;
 		all = false;
 		if (pending && npending && *npending < max)
@@ -776,6 +777,9 @@ int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_s
 	sm->doc = doc;
 	sm->proto = HA_PROTO_MIN;
 	sm->next_request = 1;
+	/* no isergwd yet; one may still hold a lease of a previous agent's for up to a lease */
+	sm->gw_lost = true;
+	sm->lease_expires_ms = now + p->lease_ms;
 	ha_sm_set_name(sm, p->nodeid, p->name);
 	return 0;
 }
@@ -845,6 +849,7 @@ void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t no
 	}
 	sm->state_sent = false;
 	sm->nmoves = 0;
+	sm->gw_down_sent = false;
 	/* requests on their way may be lost with the old view: they end with it */
 	for (i = sm->nreqs; i-- > 0;)
 		if (!sm->reqs[i].sent_applied)
@@ -874,7 +879,6 @@ void ha_sm_quorum(struct ha_sm *sm, bool quorate, uint64_t ring_seq, uint32_t ri
 			  expected_votes);
 	if (!quorate && !sm->stepped_down) {
 		sm->stepped_down = true;
-		sm->lease_expires_ms = 0;
 		sm->ops->step_down(sm->ctx, "this node lost quorum");
 	}
 	leader_reconcile(sm, now);
@@ -924,11 +928,18 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		on_change(sm, m->change, now);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
-		if (m->applied->status)
+		if (m->applied->status == -ENOTCONN) {
+			GW_WARN(COMP, "node %u (%s) has no isergwd and its lease there is over: "
+				"not waited for", nodeid, from->name);
+			from->gw_down = true;
+			sm->ops->applied(sm->ctx);
+		} else if (m->applied->status) {
 			GW_WARN(COMP, "node %u (%s): isergwd refused generation %" PRIu64 ": %s",
 				nodeid, from->name, m->applied->generation, m->applied->error);
-		else if (m->applied->generation > from->applied_gen) {
-			from->applied_gen = m->applied->generation;
+		} else {
+			from->gw_down = false;
+			if (m->applied->generation > from->applied_gen)
+				from->applied_gen = m->applied->generation;
 			sm->ops->applied(sm->ctx);
 		}
 		break;
@@ -952,6 +963,12 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 {
 	if (sm->phase != HA_PHASE_START && now - sm->hb_last_ms >= sm->heartbeat_ms)
 		send_heartbeat(sm, now);
+	/* without isergwd, once the lease it was given is over, nobody need wait for us */
+	if (sm->gw_lost && !sm->gw_down_sent && sm->phase == HA_PHASE_SYNCED &&
+	    now >= sm->lease_expires_ms) {
+		sm->gw_down_sent = true;
+		send_applied(sm, sm->doc->generation, -ENOTCONN, "no isergwd");
+	}
 	leader_reconcile(sm, now);
 }
 
@@ -960,6 +977,8 @@ void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *er
 	if (!status) {
 		sm->gw_applied_gen = gen;
 		sm->gw_applied_any = true;
+		sm->gw_lost = false;
+		sm->gw_down_sent = false;
 	}
 	if (sm->phase != HA_PHASE_START)
 		send_applied(sm, gen, status, err);
@@ -968,9 +987,11 @@ void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *er
 
 void ha_sm_gw_lost(struct ha_sm *sm)
 {
+	/* the lease it holds (lease_expires_ms) still runs: it may be serving until then */
 	sm->gw_applied_any = false;
 	sm->gw_applied_gen = 0;
-	sm->lease_expires_ms = 0;
+	sm->gw_lost = true;
+	sm->gw_down_sent = false;
 }
 
 /* ------------------------------------------------------------ local API */
@@ -1015,6 +1036,9 @@ int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t 
 	rc = ha_config_check(config_json, err, errlen);
 	if (rc)
 		return rc;
+	if (ha_doc_config_equal(sm->doc, config_json, err, errlen) == 1)
+		return errf(err, errlen, -EALREADY, "the configuration is the cluster's already "
+			    "(generation %" PRIu64 ")", sm->doc->generation);
 	c.base_generation = sm->doc->generation;
 	c.kind_case = ISERGW__HA__CHANGE__KIND_CONFIG_JSON;
 	c.config_json = (char *)(uintptr_t)config_json;

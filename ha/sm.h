@@ -56,6 +56,7 @@ struct ha_member {
 	uint64_t lease_ms;      /* its lease, from its Sync */
 	uint64_t last_heard_ms; /* monotonic, when a message of its was delivered (0: never) */
 	uint64_t applied_gen;   /* the newest generation its isergwd took */
+	bool gw_down;           /* it has no isergwd, and its lease there is over */
 	bool used;
 };
 
@@ -133,6 +134,8 @@ struct ha_sm {
 	uint64_t lease_expires_ms;      /* the last renewal given to isergwd (0: none) */
 	uint64_t gw_applied_gen;        /* isergwd took this generation (config and ALUA) */
 	bool gw_applied_any;
+	bool gw_lost;                   /* no isergwd connection */
+	bool gw_down_sent;              /* the others were told (Applied -ENOTCONN) */
 
 	/* the leader's plans */
 	bool replace;                   /* rerun the placement at the next chance */

@@ -507,6 +507,53 @@ static void test_planned_move_goes_through_transitioning(void **state)
 	assert_int_equal(ha_sm_submit_move(&nodes[1].sm, "dg1", "n9", err, sizeof(err)), -ENOENT);
 }
 
+/* A node without isergwd is not waited for once its lease there is over; before, it is. */
+static void test_move_without_an_isergwd(void **state)
+{
+	char err[256];
+	int64_t id;
+
+	(void)state;
+	configure();
+	ha_sm_gw_lost(&nodes[2].sm);
+	id = ha_sm_submit_move(&nodes[1].sm, "dg1", "n2", err, sizeof(err));
+	assert_true(id > 0);
+	/* nodes 1 and 2 apply the demotion; node 3 cannot: the promotion waits */
+	for (int i = 0; i < 3; i++) {
+		settle();
+		for (int k = 0; k < 2; k++)
+			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
+		settle();
+	}
+	assert_int_equal(owner_of(0, "dg1"), -1);
+	/* ticks without node 3's isergwd taking anything, past its lease */
+	for (int t = 0; t < (int)(LEASE / HB) + 3; t++) {
+		now_ms += HB;
+		for (int k = 0; k < N; k++)
+			ha_sm_tick(&nodes[k].sm, now_ms);
+		settle();
+		for (int k = 0; k < 2; k++)
+			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
+		settle();
+		if (t < (int)(LEASE / HB) - 5)
+			assert_int_equal(owner_of(0, "dg1"), -1);
+	}
+	assert_int_equal(owner_of(0, "dg1"), 1);
+	assert_int_equal(nodes[1].done_id, (uint64_t)id);
+	assert_int_equal(nodes[1].done_status, 0);
+}
+
+/* The configuration the cluster has already: no new generation (a move would be undone). */
+static void test_same_config_changes_nothing(void **state)
+{
+	char err[256];
+
+	(void)state;
+	configure();
+	assert_int_equal(ha_sm_submit_config(&nodes[0].sm, config3, 0, err, sizeof(err)), -EALREADY);
+	assert_int_equal(nbus, 0);
+}
+
 static void test_drain_undrain(void **state)
 {
 	char err[256];
@@ -697,6 +744,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_move_without_an_isergwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_config_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_base_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_config_refused_before_sending, setup,
