@@ -18,7 +18,7 @@
 # 3. node 3 drained: SET TARGET PORT GROUPS through node 1 asking node 3's
 #    group is refused (CHECK CONDITION, HARDWARE ERROR, 67h/0Ah SET TARGET
 #    PORT GROUPS COMMAND FAILED) and nothing moves;
-# 4. every agent and isergwd still runs.
+# 4. every agent and isergwd still runs, and stops cleanly (status 0).
 # Exit 77 when not root or corosync is missing.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -131,6 +131,11 @@ for k in 1 2 3; do
 	check "node $k's isergwd runs" bed_alive "$k" isergwd
 done
 grep -h "SET TARGET PORT GROUPS" "$SCRATCH"/n*/ha.log | head -n 4 >&2
+# a clean stop (exit 0; with sanitizers, no leak report) of every agent and isergwd
+for k in 1 2 3; do
+	check "node $k's agent stops with status 0" bed_stop_ha "$k"
+	check "node $k's isergwd stops with status 0" bed_stop_isergwd "$k"
+done
 
 if [ "$fail" -ne 0 ]; then
 	bed_log "ha.stpg: FAILED"
