@@ -400,7 +400,10 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 {
 	if (!g->connected)
 		return;
-	GW_WARN(COMP, "lost isergwd's control socket %s: %s", g->a->opts.gw_socket, why);
+	if (g->a->stopping)
+		GW_INFO(COMP, "leaving isergwd's control socket %s", g->a->opts.gw_socket);
+	else
+		GW_WARN(COMP, "lost isergwd's control socket %s: %s", g->a->opts.gw_socket, why);
 	reactor_del_fd(g->a->r, &g->h);
 	close(g->fd);
 	g->fd = -1;
