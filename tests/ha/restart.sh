@@ -190,8 +190,9 @@ io_start() {
 	PIDS+=($!)
 	lease_loop >>"$LEASE_LOG" 2>&1 &
 	PIDS+=($!)
-	# ip netns exec execs iscsi-perf: $! is its pid
-	bed_host iscsi-perf -i "$INITIATOR" -m 2 -t 3600 "$LUN0_N1" >"$PERF_LOG" 2>&1 &
+	# not through bed_host (a function: $! would be a subshell's pid): ip
+	# netns exec execs iscsi-perf, so $! is its pid
+	ip netns exec "${BED_PREFIX}host" iscsi-perf -i "$INITIATOR" -m 2 -t 3600 "$LUN0_N1" >"$PERF_LOG" 2>&1 &
 	PERF_PID=$!
 }
 
