@@ -192,7 +192,13 @@ static void totem_cb(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const 
 	read_cmap(a);
 }
 
-static void quorum_update(struct ha_cluster *cl)
+/*
+ * from_nodelist: the node list of a new ring arrived, whose own quorum
+ * notification may come after it: until then the quorate flag we hold is the
+ * old ring's, so take votequorum's current one instead (and none if it cannot
+ * be asked), never the old ring's for the new ring.
+ */
+static void quorum_update(struct ha_cluster *cl, bool from_nodelist)
 {
 	struct votequorum_info info;
 	uint32_t expected = 0, total = 0;
@@ -201,6 +207,10 @@ static void quorum_update(struct ha_cluster *cl)
 	if (votequorum_getinfo(cl->vq, 0, &info) == CS_OK) {
 		expected = info.node_expected_votes;
 		total = info.total_votes;
+		if (from_nodelist)
+			cl->quorate = (info.flags & VOTEQUORUM_INFO_QUORATE) != 0;
+	} else if (from_nodelist) {
+		cl->quorate = false;
 	}
 	ha_sm_quorum(&cl->a->sm, cl->quorate, cl->q_ring_seq, cl->q_ring_node, expected, total,
 		     gw_now_ms());
@@ -214,7 +224,7 @@ static void vq_quorum_cb(votequorum_handle_t h, uint64_t ctx, uint32_t quorate, 
 	(void)n;
 	(void)nodes;
 	the_cluster->quorate = quorate != 0;
-	quorum_update(the_cluster);
+	quorum_update(the_cluster, false);
 }
 
 static void vq_nodelist_cb(votequorum_handle_t h, uint64_t ctx, votequorum_ring_id_t ring,
@@ -226,7 +236,7 @@ static void vq_nodelist_cb(votequorum_handle_t h, uint64_t ctx, votequorum_ring_
 	(void)nodes;
 	the_cluster->q_ring_seq = ring.seq;
 	the_cluster->q_ring_node = ring.nodeid;
-	quorum_update(the_cluster);
+	quorum_update(the_cluster, true);
 }
 
 /* ------------------------------------------------------------ connection */

@@ -581,8 +581,9 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 				scsi_lu_itn_remove(t->luns[ol->lun], &s->itn);
 		}
 		/* commands in flight still use them: freed at exit */
-		gw_retire(gw, retire_lu, t->luns[ol->lun]);
+		/* retired objects are freed last in, first out: the LU before its backstore */
 		gw_retire(gw, retire_bdev, t->bdevs[ol->lun]);
+		gw_retire(gw, retire_lu, t->luns[ol->lun]);
 		__atomic_store_n(&t->luns[ol->lun], NULL, __ATOMIC_RELEASE);
 		t->bdevs[ol->lun] = NULL;
 	}
