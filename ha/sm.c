@@ -103,7 +103,21 @@ static bool node_in_view(const struct ha_sm *sm, int n)
 	if (n < 0 || (size_t)n >= sm->doc->nnodes)
 		return false;
 	m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
-	return m && m->in_view;
+	return m && m->in_view && !m->foreign;
+}
+
+/* The members of our cluster are a majority of the view (foreign agents aside). */
+static bool majority_agrees(const struct ha_sm *sm)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sm->nview; i++) {
+		const struct ha_member *m = ha_sm_member((struct ha_sm *)(uintptr_t)sm, sm->view[i]);
+
+		if (m && !m->foreign)
+			n++;
+	}
+	return 2 * n > sm->nview;
 }
 
 void ha_sm_set_name(struct ha_sm *sm, uint32_t nodeid, const char *name)
@@ -148,6 +162,10 @@ bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen)
 		errf(why, whylen, -EAGAIN, "the quorum and the group are in different rings: try again");
 		return false;
 	}
+	if (!majority_agrees(sm)) {
+		errf(why, whylen, -ENOLCK, "agents of another cluster name are half the group or more");
+		return false;
+	}
 	return true;
 }
 
@@ -162,7 +180,7 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 	for (size_t i = 0; i < sm->doc->nnodes; i++) {
 		const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[i].name);
 
-		if (!m || !m->in_view)
+		if (!m || !m->in_view || m->foreign)
 			continue;
 		/* a node without isergwd whose lease is over serves nothing: no need to wait */
 		if (m->applied_gen >= gen || m->gw_down)
@@ -332,6 +350,8 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 	for (size_t i = 0; i < sm->nview; i++) {
 		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
 
+		if (m && m->foreign)
+			continue;
 		if (!m || !m->sync_rcvd)
 			return NULL;
 		if (!w || sync_better(m->sync_gen, m->sync_digest, w->sync_gen, w->sync_digest))
@@ -347,7 +367,7 @@ static void sync_done(struct ha_sm *sm, uint64_t now)
 	for (size_t i = 0; i < sm->nview; i++) {
 		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
 
-		if (m && m->proto_max < proto)
+		if (m && !m->foreign && m->proto_max < proto)
 			proto = m->proto_max;
 	}
 	sm->proto = proto < HA_PROTO_MIN ? HA_PROTO_MIN : proto;
@@ -372,6 +392,8 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 	for (size_t i = 0; i < sm->nview; i++) {
 		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
 
+		if (m->foreign)
+			continue;
 		if (m->sync_gen != w->sync_gen ||
 		    memcmp(m->sync_digest, w->sync_digest, HA_DIGEST_LEN))
 			same = false;
@@ -399,15 +421,19 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
 		    uint64_t now)
 {
-	if (s->node_name[0])
-		copy_name(from->name, s->node_name);
-	from->proto_max = s->protocol_max;
-	from->lease_ms = s->lease_ms ? s->lease_ms : sm->lease_ms;
 	/* a Sync for another view (sent before a change we have seen since) */
 	if (s->n_members != sm->nview || memcmp(s->members, sm->view, sm->nview * sizeof(uint32_t))) {
 		GW_DEBUG(COMP, "sync from node %u for another view ignored", from->nodeid);
 		return;
 	}
+	if (from->sync_rcvd) {
+		GW_WARN(COMP, "a second sync from node %u for this view ignored", from->nodeid);
+		return;
+	}
+	if (s->node_name[0])
+		copy_name(from->name, s->node_name);
+	from->proto_max = s->protocol_max;
+	from->lease_ms = s->lease_ms ? s->lease_ms : sm->lease_ms;
 	from->sync_rcvd = true;
 	from->sync_gen = s->generation;
 	memset(from->sync_digest, 0, HA_DIGEST_LEN);
@@ -416,13 +442,29 @@ static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__
 	sync_check(sm, now);
 }
 
-static void on_state(struct ha_sm *sm, const Isergw__Ha__State *st, uint64_t now)
+static bool announced(struct ha_sm *sm, uint64_t gen)
+{
+	for (size_t i = 0; i < sm->nview; i++) {
+		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
+
+		if (m && m->sync_rcvd && m->sync_gen == gen)
+			return true;
+	}
+	return false;
+}
+
+static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st, uint64_t now)
 {
 	const struct ha_member *w;
 	struct ha_doc *d;
 	char err[512];
 	int rc;
 
+	if (!announced(sm, st->generation)) {
+		GW_WARN(COMP, "state from node %u ignored: generation %" PRIu64 " was announced by "
+			"no member", nodeid, st->generation);
+		return;
+	}
 	if (sm->phase != HA_PHASE_SYNCING)
 		return; /* a State for a barrier we passed already */
 	w = sync_winner(sm);
@@ -592,6 +634,8 @@ static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 		return;
 	if (!sm->gw_applied_any || sm->gw_applied_gen != sm->doc->generation)
 		return; /* isergwd does not hold the current states yet */
+	if (!majority_agrees(sm))
+		return;
 	expires = sent + sm->lease_ms;
 	if (expires <= now)
 		return;
@@ -634,7 +678,8 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	char **livep = NULL;
 	uint64_t hold = 0;
 
-	if (!ha_sm_is_leader(sm) || !sm->quorate || sm->q_ring_seq != sm->ring_seq || !nn)
+	if (!ha_sm_is_leader(sm) || !sm->quorate || sm->q_ring_seq != sm->ring_seq || !nn ||
+	    !majority_agrees(sm))
 		return;
 	if (sm->inflight_base) {
 		if (d->generation == sm->inflight_base && now - sm->inflight_ms < HA_INFLIGHT_RETRY_MS)
@@ -835,6 +880,7 @@ void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t no
 	for (i = 0; i < HA_MAX_MEMBERS; i++) {
 		sm->m[i].in_view = false;
 		sm->m[i].sync_rcvd = false;
+		sm->m[i].foreign = false;
 	}
 	for (i = 0; i < n; i++) {
 		struct ha_member *m = member_get(sm, sm->view[i]);
@@ -900,8 +946,20 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 	}
 	if (strcmp(m->cluster, sm->cluster)) {
 		sm->rejected_msgs++;
-		GW_WARN(COMP, "group message from node %u ignored: it is of cluster '%s', "
-			"this node is of '%s'", nodeid, m->cluster, sm->cluster);
+		from = in_view(sm, nodeid) ? member_get(sm, nodeid) : NULL;
+		if (from && from->foreign)
+			GW_DEBUG(COMP, "group message from node %u (cluster '%s') ignored", nodeid,
+				 m->cluster);
+		else
+			GW_WARN(COMP, "group message from node %u ignored: it is of cluster '%s', "
+				"this node is of '%s'", nodeid, m->cluster, sm->cluster);
+		if (from && !from->foreign) {
+			from->foreign = true;
+			GW_ERR(COMP, "the agent of node %u is of cluster '%s': left out of the group "
+			       "until it leaves", nodeid, m->cluster);
+			sync_check(sm, now);
+			leader_reconcile(sm, now);
+		}
 		goto out;
 	}
 	from = member_get(sm, nodeid);
@@ -917,7 +975,7 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		on_sync(sm, from, m->sync, now);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_STATE:
-		on_state(sm, m->state, now);
+		on_state(sm, nodeid, m->state, now);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
 		if (m->change->origin != nodeid) {

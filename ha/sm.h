@@ -57,6 +57,7 @@ struct ha_member {
 	uint64_t last_heard_ms; /* monotonic, when a message of its was delivered (0: never) */
 	uint64_t applied_gen;   /* the newest generation its isergwd took */
 	bool gw_down;           /* it has no isergwd, and its lease there is over */
+	bool foreign;           /* its agent is of another cluster name (this view) */
 	bool used;
 };
 

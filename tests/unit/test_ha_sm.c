@@ -438,6 +438,38 @@ static void test_agent_restart_within_lease_changes_nothing(void **state)
 	assert_int_equal(owner_of(0, "dg3"), 2);
 }
 
+/* One node's agent of another cluster name: left out, the two others go on; it never serves. */
+static void test_foreign_cluster_member(void **state)
+{
+	struct ha_sm_params p = {
+		.nodeid = 3, .name = "n3", .cluster = "other", .lease_ms = LEASE, .heartbeat_ms = HB,
+	};
+	struct ha_doc *d;
+
+	(void)state;
+	configure();
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	run_for(LEASE + 500);
+	/* node 3 comes back configured for another cluster */
+	assert_int_equal(ha_doc_empty(&d), 0);
+	memset(&nodes[2], 0, sizeof(nodes[2]));
+	assert_int_equal(ha_sm_init(&nodes[2].sm, &p, &ops, &nodes[2], d, now_ms), 0);
+	for (int i = 0; i < N; i++)
+		ha_sm_set_name(&nodes[2].sm, (uint32_t)i + 1, names[i]);
+	nodes[2].up = true;
+	membership();
+	run_for(1000);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(nodes[k].sm.phase, HA_PHASE_SYNCED);
+		assert_true(nodes[k].lease > now_ms);
+		assert_int_equal(state_of(k, "dg3", 2), ALUA_UNAVAIL);
+	}
+	assert_int_equal(nodes[2].lease, 0);
+	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
+}
+
 static void test_partition(void **state)
 {
 	uint64_t gen_major;
@@ -741,6 +773,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_cluster_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
 						teardown),
