@@ -614,82 +614,31 @@ static void accept_cb(void *arg, uint32_t events)
 	}
 }
 
-/* A socket file left by an agent that died is replaced; a live one is not. */
-static int clear_stale(const struct sockaddr_un *sa)
-{
-	struct stat st;
-	int fd, rc;
-
-	if (lstat(sa->sun_path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode)) {
-		GW_ERR(COMP, "%s exists and is not a socket: not replacing it", sa->sun_path);
-		return -EEXIST;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	close(fd);
-	if (rc == 0) {
-		GW_ERR(COMP, "%s: another agent is serving this socket", sa->sun_path);
-		return -EADDRINUSE;
-	}
-	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 int ha_api_start(struct ha_agent *a, struct ha_api **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = a->opts.socket;
 	struct ha_api *api;
-	mode_t old;
 	int rc;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	api = calloc(1, sizeof(*api));
 	if (!api)
 		return -ENOMEM;
 	api->a = a;
 	list_init(&api->clients);
-	rc = gw_mkdir_parents(path);
-	if (rc) {
-		GW_ERR(COMP, "cannot create the directory of %s: %s", path, strerror(-rc));
-		goto err_free;
-	}
-	rc = clear_stale(&sa);
-	if (rc)
-		goto err_free;
-	api->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	api->lfd = gw_unix_listen(path, COMP, "agent socket", 16);
 	if (api->lfd < 0) {
-		rc = -errno;
+		rc = api->lfd;
 		goto err_free;
-	}
-	old = umask(0177);
-	rc = bind(api->lfd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
-	umask(old);
-	if (rc) {
-		GW_ERR(COMP, "cannot bind %s: %s", path, strerror(-rc));
-		goto err_close;
-	}
-	if (chmod(path, 0600) < 0 || listen(api->lfd, 16) < 0) {
-		rc = -errno;
-		goto err_unlink;
 	}
 	rc = reactor_add_fd(a->r, &api->lh, api->lfd, EPOLLIN, accept_cb, api);
 	if (rc)
-		goto err_unlink;
+		goto err_close;
 	GW_NOTICE(COMP, "local API on %s", path);
 	*out = api;
 	return 0;
 
-err_unlink:
-	unlink(path);
 err_close:
+	unlink(path);
 	close(api->lfd);
 err_free:
 	free(api);

@@ -429,33 +429,6 @@ static void handle_frame(struct ctl_client *c)
 
 /* ------------------------------------------------------------ start, stop */
 
-/* A socket file left by a daemon that died is replaced; a live one is not. */
-static int clear_stale(const struct sockaddr_un *sa)
-{
-	struct stat st;
-	int fd, rc;
-
-	if (lstat(sa->sun_path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode)) {
-		GW_ERR(COMP, "%s exists and is not a socket: not replacing it", sa->sun_path);
-		return -EEXIST;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	close(fd);
-	if (rc == 0) {
-		GW_ERR(COMP, "%s: another daemon is serving this control socket", sa->sun_path);
-		return -EADDRINUSE;
-	}
-	GW_NOTICE(COMP, "replacing stale control socket %s", sa->sun_path);
-	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 static void *ctl_thread(void *arg)
 {
 	reactor_run(arg);
@@ -464,12 +437,10 @@ static void *ctl_thread(void *arg)
 
 int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct gw_ctl *ctl;
-	mode_t old_umask;
 	int rc;
 
-	if (strlen(p->path) >= sizeof(sa.sun_path))
+	if (strlen(p->path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return -ENAMETOOLONG;
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
@@ -480,36 +451,15 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	ctl->lfd = -1;
 	ctl->start_ms = gw_now_ms();
 	snprintf(ctl->path, sizeof(ctl->path), "%s", p->path);
-	memcpy(sa.sun_path, p->path, strlen(p->path) + 1);
 	pthread_mutex_init(&ctl->reload_lock, NULL);
 	list_init(&ctl->clients);
 	reactor_timer_init(&ctl->transition_timer, ctl_alua_transition_end, ctl);
 	reactor_timer_init(&ctl->lease_timer, ctl_lease_timer_fired, ctl);
 
-	rc = gw_mkdir_parents(p->path);
-	if (rc) {
-		GW_ERR(COMP, "cannot create the directory of %s: %s", p->path, strerror(-rc));
-		goto err_free;
-	}
-	rc = clear_stale(&sa);
-	if (rc)
-		goto err_free;
-	ctl->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	ctl->lfd = gw_unix_listen(p->path, COMP, "control socket", 16);
 	if (ctl->lfd < 0) {
-		rc = -errno;
+		rc = ctl->lfd;
 		goto err_free;
-	}
-	old_umask = umask(0177);
-	rc = bind(ctl->lfd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
-	umask(old_umask);
-	if (rc) {
-		GW_ERR(COMP, "cannot bind %s: %s", p->path, strerror(-rc));
-		goto err_close;
-	}
-	if (chmod(p->path, 0600) < 0 || listen(ctl->lfd, 16) < 0) {
-		rc = -errno;
-		GW_ERR(COMP, "cannot listen on %s: %s", p->path, strerror(-rc));
-		goto err_unlink;
 	}
 	rc = reactor_create(gw->nreactors, &ctl->r);
 	if (rc)
@@ -532,7 +482,6 @@ err_reactor:
 	reactor_destroy(ctl->r);
 err_unlink:
 	unlink(p->path);
-err_close:
 	close(ctl->lfd);
 err_free:
 	pthread_mutex_destroy(&ctl->reload_lock);

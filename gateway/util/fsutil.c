@@ -2,9 +2,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "util/fsutil.h"
+#include "util/log.h"
 
 int gw_mkdir_p(const char *path)
 {
@@ -41,4 +45,74 @@ int gw_mkdir_parents(const char *path)
 		return 0;
 	*slash = '\0';
 	return gw_mkdir_p(buf);
+}
+
+/* A socket file left by a process that died is replaced; a live one is not. */
+static int clear_stale(const struct sockaddr_un *sa, const char *comp, const char *what)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		gw_log(GW_LOG_ERR, comp, "%s exists and is not a socket: not replacing it",
+		       sa->sun_path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (rc == 0) {
+		gw_log(GW_LOG_ERR, comp, "%s: another daemon is serving this %s", sa->sun_path, what);
+		return -EADDRINUSE;
+	}
+	gw_log(GW_LOG_NOTICE, comp, "replacing stale %s %s", what, sa->sun_path);
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int gw_unix_listen(const char *path, const char *comp, const char *what, int backlog)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old_umask;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	rc = gw_mkdir_parents(path);
+	if (rc) {
+		gw_log(GW_LOG_ERR, comp, "cannot create the directory of %s: %s", path,
+		       strerror(-rc));
+		return rc;
+	}
+	rc = clear_stale(&sa, comp, what);
+	if (rc)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	old_umask = umask(0177);
+	rc = bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(old_umask);
+	if (rc) {
+		gw_log(GW_LOG_ERR, comp, "cannot bind %s: %s", path, strerror(-rc));
+		goto err_close;
+	}
+	if (chmod(path, 0600) < 0 || listen(fd, backlog) < 0) {
+		rc = -errno;
+		gw_log(GW_LOG_ERR, comp, "cannot listen on %s: %s", path, strerror(-rc));
+		goto err_unlink;
+	}
+	return fd;
+
+err_unlink:
+	unlink(path);
+err_close:
+	close(fd);
+	return rc;
 }

@@ -10,4 +10,14 @@ int gw_mkdir_p(const char *path);
 /* The same for the directory that holds path (nothing when it has none). */
 int gw_mkdir_parents(const char *path);
 
+/*
+ * A root-only unix stream socket listening at path (non-blocking, close on
+ * exec): the directory created 0700 when missing, the socket file 0600; a
+ * socket file left by a process that died is replaced, one somebody still
+ * answers on is not (-EADDRINUSE), nor a path that is no socket (-EEXIST).
+ * Logs under component comp, naming what the socket is for (what). Returns
+ * the fd, or a negative errno.
+ */
+int gw_unix_listen(const char *path, const char *comp, const char *what, int backlog);
+
 #endif
