@@ -21,7 +21,7 @@
 #     via setpriv) is refused with a reason while a data-path client keeps
 #     working;
 #   - logout (asked, with a grace time) and logout --now end the session;
-#   - a client killed during its transition; SIGTERM with a transition
+#   - a LUN removed; a client killed during its transition; SIGTERM with a transition
 #     pending: exit 0 and the socket file is gone.
 #
 #   ctl.sh --ctl PATH --client PATH --badclient PATH [--daemon PATH]
@@ -337,6 +337,17 @@ else
 fi
 run_ctl 1 logout --tsih 65000 && grep -q "no session with TSIH 65000" <<<"$OUT" &&
 	pass "logout of an unknown TSIH refused" || bad "logout unknown: $OUT"
+
+# ---- a LUN (and a portal) removed by a configuration: after LUN 1 served I/O above,
+# its LU and backstore are retired and freed at exit, the LU first (a use after
+# free there once; the ASan tree checks the exit below)
+e=$(ctl --json status | jq .epoch)
+if run_ctl 0 apply --epoch $((e + 1)) "$(doc removed 0)" && ! iscsi-inq "$URL1/1" >/dev/null 2>&1 &&
+	iscsi-inq "$URL1/0" >/dev/null 2>&1; then
+	pass "apply epoch $((e + 1)) removes LUN 1 and the second portal"
+else
+	bad "removing LUN 1: $OUT"
+fi
 
 # ---- cannot connect
 "$CTL" -s "$SCRATCH/nonexistent.sock" status >/dev/null 2>&1
