@@ -237,13 +237,19 @@ static int op_send(void *ctx, const HaMsg *m)
 static void op_doc_changed(void *ctx, const struct ha_doc *d)
 {
 	struct ha_agent *a = ctx;
-	int rc = ha_doc_save(d, a->opts.state_dir);
+	int rc;
 
+	/*
+	 * isergwd first: the request leaves at once and isergwd works on it while
+	 * the document is made durable here (an fsync can take 100 ms on a busy
+	 * disk); its answer, and so this node's Applied, is read only afterwards.
+	 */
+	if (a->gw)
+		ha_gwlink_doc(a->gw, d);
+	rc = ha_doc_save(d, a->opts.state_dir);
 	if (rc)
 		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s", d->generation,
 		       a->opts.state_dir, strerror(-rc));
-	if (a->gw)
-		ha_gwlink_doc(a->gw, d);
 }
 
 static void op_lease(void *ctx, uint64_t expires_ms)
