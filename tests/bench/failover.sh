@@ -37,6 +37,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/../ha/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/../ha/ha_lib.sh"
 # shellcheck source=tests/ha/watch.sh
 . "$here/../ha/watch.sh"
 

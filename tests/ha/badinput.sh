@@ -47,88 +47,26 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 
-bed_parse_args "$@"
 BADMSG=
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--badmsg) BADMSG=$2; shift 2 ;;
-	-h | --help) sed -n '3,43p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
-[[ -n $BADMSG && -x $BADMSG ]] || bed_die "--badmsg PATH (ha_badmsg) required"
-[[ -n $BED_HA && -x $BED_HA ]] || bed_die "--ha PATH (isergw-ha) required"
+ha_options 3,43 --badmsg BADMSG -- "$@"
+ha_need --badmsg "$BADMSG" ha_badmsg
+ha_need --ha "$BED_HA" isergw-ha
 
 NODES=(1 2 3)
 INITIATOR=iqn.2026-11.org.isergw:host
-fail=0
-results=()
 POS=()
-
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
 
 # ---------------------------------------------------------------- cluster state
 
-status_json() { bed_cli "$1" --timeout 10 cluster status --json; }
-
-# snapshot K: generation, digest and ALUA map of node K, one line
-snapshot() {
-	status_json "$1" | jq -c '[.generation, .digest, [.device_groups[] |
-		[.name, .owner, [.states[] | .node + "=" + .state + (if .pref then "*" else "" end)]]]]'
-}
-
 # map K: the ALUA map alone (owners and states)
-alua_map() { snapshot "$1" | jq -c '.[2]'; }
+alua_map() { ha_snapshot "$1" | jq -c '.[2]'; }
 
-# synced_as K OWNERS: node K synced and quorate, generation >= 2, owners as
-# given (a jq object {"dg1": "n1", ...})
-synced_as() {
-	status_json "$1" | jq -e --argjson own "$2" '.phase == "synced" and .quorate and
-		.generation >= 2 and ([.device_groups[] | {(.name): .owner}] | add) == $own' >/dev/null
-}
-
-all_synced_as() {
-	local own=$1 k
-	shift
-	for k in "$@"; do synced_as "$k" "$own" || return 1; done
-}
-
-same_generation() {
-	local k g first=
-	for k in "$@"; do
-		g=$(status_json "$k" | jq -c '[.generation, .digest]') || return 1
-		[ -z "$first" ] && first=$g
-		[ "$g" = "$first" ] || return 1
-	done
-}
-
-OWNERS='{"dg1": "n1", "dg2": "n2", "dg3": "n3"}'
-declare -A BASE=()
-
-# unchanged K...: each node's snapshot is the one recorded in BASE
-unchanged() {
-	local k now rc=0
-	for k in "$@"; do
-		now=$(snapshot "$k") || { bed_log "node $k: no status"; rc=1; continue; }
-		if [ "$now" != "${BASE[$k]}" ]; then
-			bed_log "node $k changed: was ${BASE[$k]}"
-			bed_log "node $k changed: now $now"
-			rc=1
-		fi
-	done
-	return "$rc"
-}
+# all_synced K...: every node K synced and quorate, generation >= 2, with
+# the example configuration's owners
+all_synced() { ha_all_synced --min-gen 2 "$HA_OWNERS" "$@"; }
 
 daemons_alive() {
 	local k d rc=0
@@ -190,17 +128,6 @@ reader_fails() {
 
 # ---------------------------------------------------------------- cases
 
-# verdict OK NAME: records and prints a case's outcome
-verdict() {
-	if [ "$1" -eq 1 ]; then
-		results+=("PASS $2")
-	else
-		results+=("FAIL $2")
-		fail=1
-	fi
-	echo "${results[-1]}"
-}
-
 # mark: remembers where every agent's log and the reader's log are now
 mark() {
 	local k
@@ -227,15 +154,15 @@ after_case() {
 	# vain, the others are only looked at
 	for k in $lognodes; do logged "$k" "$name" "$ere" "$limit" || { ok=0; limit=1; }; done
 	daemons_alive "${NODES[@]}" || ok=0
-	if ! bed_poll "$BED_WAIT_LIMIT" "every node synced" all_synced_as "$OWNERS" "${NODES[@]}"; then
+	if ! bed_poll "$BED_WAIT_LIMIT" "every node synced" all_synced "${NODES[@]}"; then
 		for k in "${NODES[@]}"; do
-			bed_log "node $k: $(status_json "$k" | jq -c '[.phase, .quorate, .generation]')"
+			bed_log "node $k: $(ha_status "$k" | jq -c '[.phase, .quorate, .generation]')"
 		done
 		ok=0
 	fi
-	unchanged "${NODES[@]}" || ok=0
+	ha_unchanged "${NODES[@]}" || ok=0
 	reader_ok_after "$RPOS" || ok=0
-	verdict "$ok" "$name"
+	ha_verdict "$ok" "$name"
 }
 
 # group_case NAME CASE ERE [ARGS...]: one bad message (ha_badmsg group CASE
@@ -278,27 +205,8 @@ api_case() {
 
 # ---------------------------------------------------------------- 1. the bed
 
-bed_up || bed_die "the bed did not come up"
-for k in "${NODES[@]}"; do
-	bed_start_corosync "$k" || bed_die "corosync did not start on node $k"
-done
-bed_wait_quorum 3 "${NODES[@]}" || bed_die "no quorum of 3"
-bed_backend_start tgt || bed_die "the backend did not start"
-for k in "${NODES[@]}"; do
-	bed_start_isergwd "$k" || bed_die "isergwd did not start on node $k"
-	bed_start_ha "$k" || bed_die "isergw-ha did not start on node $k"
-done
-CONFIG=$SCRATCH/cluster.json
-bed_cluster_config "$CONFIG" || bed_die "no cluster configuration"
-bed_cli 1 cluster config apply "$CONFIG" || bed_die "the cluster configuration was not applied"
-bed_poll "$BED_WAIT_LIMIT" "every node synced with dg1=n1 dg2=n2 dg3=n3" \
-	all_synced_as "$OWNERS" "${NODES[@]}" || bed_die "the cluster did not sync"
-bed_poll "$BED_WAIT_LIMIT" "one generation everywhere" same_generation "${NODES[@]}" ||
-	bed_die "the nodes do not agree on a generation"
-for k in "${NODES[@]}"; do
-	BASE[$k]=$(snapshot "$k") || bed_die "no status from node $k"
-	echo "node $k: ${BASE[$k]}"
-done
+ha_cluster_up || bed_die "the cluster did not come up"
+ha_record "${NODES[@]}" || bed_die "no status from every node"
 reader_start
 bed_poll "$BED_WAIT_LIMIT" "a first read of LUN 1 through node 2" _reader_ok_after 0 ||
 	bed_die "LUN 1 cannot be read through node 2: $(tail -n 3 "$READER_LOG")"
@@ -324,9 +232,9 @@ group_case 16MiB oversized "$G: 16777216 bytes \(at most 1048576\)" --size 16777
 # ---------------------------------------------------------------- 3. the local API
 
 echo "local API of node 1:"
-jq '. + {"bogus_key": 1}' "$CONFIG" >"$SCRATCH/unknown-key.json"
-jq '.targets[0].luns[1].block_size = 1000' "$CONFIG" >"$SCRATCH/block-size.json"
-head -c 100 "$CONFIG" >"$SCRATCH/broken.json"
+jq '. + {"bogus_key": 1}' "$HA_CONFIG" >"$SCRATCH/unknown-key.json"
+jq '.targets[0].luns[1].block_size = 1000' "$HA_CONFIG" >"$SCRATCH/block-size.json"
+head -c 100 "$HA_CONFIG" >"$SCRATCH/broken.json"
 R='api client pid [0-9]+ uid 0: refused'
 api_case frame-2MiB oversized-frame "$R: frame of 2097152 bytes exceeds the maximum of 1048576 bytes"
 api_case frame-truncated truncated-frame 'api client pid [0-9]+ uid 0: truncated frame: the connection ended inside it'
@@ -356,23 +264,23 @@ OTHER=other
 # _without_n3 K: node K synced and quorate, n3 Unavailable everywhere, dg1 and
 # dg2 where they were, dg3 on n1 or n2
 _without_n3() {
-	status_json "$1" | jq -e '.phase == "synced" and .quorate and
+	ha_status "$1" | jq -e '.phase == "synced" and .quorate and
 		([.device_groups[].states[] | select(.node == "n3") | .state] | all(. == "unavailable")) and
 		([.device_groups[] | {(.name): .owner}] | add) as $o |
 		$o.dg1 == "n1" and $o.dg2 == "n2" and ($o.dg3 == "n1" or $o.dg3 == "n2")' >/dev/null
 }
-without_n3() { _without_n3 1 && _without_n3 2 && same_generation 1 2; }
+without_n3() { _without_n3 1 && _without_n3 2 && ha_same_generation 1 2; }
 
 # serving K: node K holds a lease from its agent (its isergwd serves)
-serving() { status_json "$1" | jq -e '.lease_remaining_ms > 0' >/dev/null; }
+serving() { ha_status "$1" | jq -e '.lease_remaining_ms > 0' >/dev/null; }
 
 # stable_without_n3: nodes 1 and 2 synced with the map they had without node
 # 3 (same generation and digest), serving; node 3 serving nothing
 stable_without_n3() {
 	local k
 	for k in 1 2; do
-		[ "$(snapshot "$k")" = "${LEFT[$k]}" ] || return 1
-		status_json "$k" | jq -e '.phase == "synced" and .quorate' >/dev/null || return 1
+		[ "$(ha_snapshot "$k")" = "${LEFT[$k]}" ] || return 1
+		ha_status "$k" | jq -e '.phase == "synced" and .quorate' >/dev/null || return 1
 		serving "$k" || return 1
 	done
 	! serving 3
@@ -385,16 +293,16 @@ in_ring_of_3() { [ "$(bed_quorum 1)" = "Yes 3" ] && [ "$(bed_quorum 2)" = "Yes 3
 declare -A LEFT=()
 ok=1
 p4=$(reader_pos)
-check "node 3's agent stops" bed_stop_ha 3 || ok=0
-check "node 3's corosync stops" bed_stop_corosync 3 || ok=0
-check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 || ok=0
+ha_check "node 3's agent stops" bed_stop_ha 3 || ok=0
+ha_check "node 3's corosync stops" bed_stop_corosync 3 || ok=0
+ha_check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 || ok=0
 if bed_poll "$BED_WAIT_LIMIT" "nodes 1 2 synced without node 3" without_n3; then
 	for k in 1 2; do
-		LEFT[$k]=$(snapshot "$k")
+		LEFT[$k]=$(ha_snapshot "$k")
 		echo "    node $k without node 3: ${LEFT[$k]}"
 	done
 else
-	bed_log "nodes 1 2 without node 3: $(status_json 1 | jq -c '[.phase, .generation]') $(alua_map 1)"
+	bed_log "nodes 1 2 without node 3: $(ha_status 1 | jq -c '[.phase, .generation]') $(alua_map 1)"
 	ok=0
 fi
 BED_CLUSTER_NAME=$OTHER bed_corosync_conf 3
@@ -403,7 +311,7 @@ grep -q "cluster_name: $OTHER\$" "$SCRATCH/n3/etc/corosync.conf" ||
 mark
 cpos=()
 for k in "${NODES[@]}"; do cpos[k]=$(bed_log_lines "$k" corosync); done
-check "corosync (cluster_name $OTHER) starts on node 3" bed_start_corosync 3 || ok=0
+ha_check "corosync (cluster_name $OTHER) starts on node 3" bed_start_corosync 3 || ok=0
 if bed_poll 30 "node 3 in the ring of nodes 1 and 2" in_ring_of_3; then
 	joined=1
 	echo "    corosync let node 3 (cluster_name $OTHER) into the ring: 3 members on every node"
@@ -416,7 +324,7 @@ else
 			head -n 3 | sed "s/^/    node $k corosync: /"
 	done
 fi
-check "isergw-ha starts on node 3" bed_start_ha 3 || ok=0
+ha_check "isergw-ha starts on node 3" bed_start_ha 3 || ok=0
 logged 3 "node 3's cluster name" "connected to corosync: node 3 \(n3\) of cluster '$OTHER'" || ok=0
 if [ "$joined" -eq 1 ]; then
 	# the agents log why they ignore each other
@@ -436,42 +344,42 @@ fi
 if [ -n "${LEFT[1]:-}" ] && bed_poll "$BED_WAIT_LIMIT" "nodes 1 2 serving as before, node 3 not" stable_without_n3; then
 	rp=$(reader_pos)
 	[ "$joined" -eq 0 ] || sleep 3
-	check "nodes 1 2 still serving as before, node 3 not" stable_without_n3 || ok=0
+	ha_check "nodes 1 2 still serving as before, node 3 not" stable_without_n3 || ok=0
 	reader_ok_after "$rp" || ok=0
 else
 	for k in "${NODES[@]}"; do
-		bed_log "node $k: $(status_json "$k" | jq -c '{phase, quorate, generation, lease_remaining_ms}') $(alua_map "$k")"
+		bed_log "node $k: $(ha_status "$k" | jq -c '{phase, quorate, generation, lease_remaining_ms}') $(alua_map "$k")"
 	done
 	bed_log "reads through node 2 since node 3 came back: $(tail -n 2 "$READER_LOG" | tr '\n' ' ')"
 	ok=0
 fi
-verdict "$ok" cluster-name/other
+ha_verdict "$ok" cluster-name/other
 
 # node 3 gets its name back: it rejoins, syncs, and dg3 fails back to it
 ok=1
-check "node 3's agent stops" bed_stop_ha 3 || ok=0
-check "node 3's corosync stops" bed_stop_corosync 3 || ok=0
+ha_check "node 3's agent stops" bed_stop_ha 3 || ok=0
+ha_check "node 3's corosync stops" bed_stop_corosync 3 || ok=0
 bed_corosync_conf 3
-check "corosync starts on node 3" bed_start_corosync 3 || ok=0
-check "3 members again" bed_wait_quorum 3 "${NODES[@]}" || ok=0
-check "isergw-ha starts on node 3" bed_start_ha 3 || ok=0
+ha_check "corosync starts on node 3" bed_start_corosync 3 || ok=0
+ha_check "3 members again" bed_wait_quorum 3 "${NODES[@]}" || ok=0
+ha_check "isergw-ha starts on node 3" bed_start_ha 3 || ok=0
 rp=$(reader_pos)
-if bed_poll "$BED_WAIT_LIMIT" "every node synced, dg3 back on n3" all_synced_as "$OWNERS" "${NODES[@]}" &&
-	bed_poll "$BED_WAIT_LIMIT" "one generation everywhere" same_generation "${NODES[@]}"; then
+if bed_poll "$BED_WAIT_LIMIT" "every node synced, dg3 back on n3" all_synced "${NODES[@]}" &&
+	bed_poll "$BED_WAIT_LIMIT" "one generation everywhere" ha_same_generation "${NODES[@]}"; then
 	for k in "${NODES[@]}"; do
 		m=$(alua_map "$k")
-		if [ "$m" != "$(jq -c '.[2]' <<<"${BASE[$k]}")" ]; then
-			bed_log "node $k: ALUA map $m, was $(jq -c '.[2]' <<<"${BASE[$k]}") before"
+		if [ "$m" != "$(jq -c '.[2]' <<<"${HA_BASE[$k]}")" ]; then
+			bed_log "node $k: ALUA map $m, was $(jq -c '.[2]' <<<"${HA_BASE[$k]}") before"
 			ok=0
 		fi
 	done
-	echo "    node 3 back: $(snapshot 3)"
+	echo "    node 3 back: $(ha_snapshot 3)"
 else
 	ok=0
 fi
 daemons_alive "${NODES[@]}" || ok=0
 reader_ok_after "$rp" || ok=0
-verdict "$ok" cluster-name/restored
+ha_verdict "$ok" cluster-name/restored
 n=$(reader_fails "$p4")
 echo "reads of LUN 1 through node 2 while node 3 changed: $(($(reader_pos) - p4)), failed: $n" \
 	"(the ring changed: its leases may lapse for a moment)"
@@ -480,16 +388,7 @@ echo "reads of LUN 1 through node 2 while node 3 changed: $(($(reader_pos) - p4)
 # ---------------------------------------------------------------- 5. stop, tear down
 
 reader_stop
-for k in "${NODES[@]}"; do
-	check "isergw-ha on node $k stops with status 0" bed_stop_ha "$k"
-	check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
-done
-check "backend stops" bed_backend_stop
-for k in "${NODES[@]}"; do
-	check "corosync on node $k stops" bed_stop_corosync "$k"
-done
-bed_down
-check "nothing left behind" bed_check_clean
+ha_cluster_down --all
 
 echo "ha.badinput:"
 printf '  %s\n' "${results[@]}"

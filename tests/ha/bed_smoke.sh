@@ -27,30 +27,13 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 
-bed_parse_args "$@"
 BACKEND=tgt
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--backend) BACKEND=$2; shift 2 ;;
-	-h | --help) sed -n '3,26p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
+ha_options 3,26 --backend BACKEND -- "$@"
 
-fail=0
 times=()
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
 measured() { times+=("$1: $BED_ELAPSED s"); }
 
 bed_up || bed_die "the bed did not come up"
@@ -69,14 +52,14 @@ totem=$(bed_totem 1) && totem="token ${totem% *} ms, consensus ${totem#* } ms"
 bed_backend_start "$BACKEND" || bed_die "the backend did not start"
 URL=$(bed_backend_url)
 for k in "${NODES[@]}"; do
-	check "iscsi-inq $URL from node $k" bed_exec "$k" iscsi-inq "$URL" >/dev/null
+	ha_check "iscsi-inq $URL from node $k" bed_exec "$k" iscsi-inq "$URL" >/dev/null
 done
-check "iscsi-inq $URL from the host" bed_host iscsi-inq "$URL" >/dev/null
+ha_check "iscsi-inq $URL from the host" bed_host iscsi-inq "$URL" >/dev/null
 
 # 3. isergwd on every node
 for k in "${NODES[@]}"; do
 	bed_start_isergwd "$k" || bed_die "isergwd did not start on node $k"
-	check "isergwctl status on node $k" bed_isergwctl "$k" status >/dev/null
+	ha_check "isergwctl status on node $k" bed_isergwctl "$k" status >/dev/null
 done
 
 # gateway_config K FILE: what a node's agent would push, without the agent:
@@ -102,7 +85,7 @@ gateway_config() {
 }
 
 # probe_node K: every LUN through node K from the host
-# shellcheck disable=SC2317 # called through check
+# shellcheck disable=SC2317 # called through ha_check
 probe_node() {
 	local k=$1 lun out rc=0
 	for lun in 0 1 2; do
@@ -124,54 +107,54 @@ probe_node() {
 if [ -n "$BED_PROBE" ]; then
 	for k in "${NODES[@]}"; do
 		gateway_config "$k" "$SCRATCH/gateway-n$k.json"
-		check "isergwctl apply on node $k" \
+		ha_check "isergwctl apply on node $k" \
 			bed_isergwctl "$k" apply --epoch 1 "$SCRATCH/gateway-n$k.json" >/dev/null
 	done
 	for k in "${NODES[@]}"; do
-		check "probe through node $k" probe_node "$k"
+		ha_check "probe through node $k" probe_node "$k"
 	done
 	[ "$fail" -eq 0 ] && bed_log "the host reaches LUNs 0-2 through every node (LUN 0 forwarded to the backend)"
 else
 	bed_log "no --probe: the host's view through the nodes is not checked"
 fi
-check "the example cluster configuration" bed_cluster_config "$SCRATCH/cluster.json"
+ha_check "the example cluster configuration" bed_cluster_config "$SCRATCH/cluster.json"
 
 # 4. partition node 3 on the ring network, then heal
-check "partition node 3" bed_partition 3 || bed_die "cannot partition"
-check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 && measured "node 3 partitioned -> 1,2 quorate 2/3"
-check "node 3 inquorate alone" bed_wait_inquorate 1 3 && measured "node 3 partitioned -> 3 inquorate alone"
+ha_check "partition node 3" bed_partition 3 || bed_die "cannot partition"
+ha_check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 && measured "node 3 partitioned -> 1,2 quorate 2/3"
+ha_check "node 3 inquorate alone" bed_wait_inquorate 1 3 && measured "node 3 partitioned -> 3 inquorate alone"
 if [ -n "$BED_PROBE" ]; then
-	check "the host still reaches node 3 (storage network)" probe_node 3
+	ha_check "the host still reaches node 3 (storage network)" probe_node 3
 fi
-check "heal node 3" bed_heal 3
-check "3 members after the heal" bed_wait_quorum 3 "${NODES[@]}" && measured "node 3 healed -> quorate 3/3"
+ha_check "heal node 3" bed_heal 3
+ha_check "3 members after the heal" bed_wait_quorum 3 "${NODES[@]}" && measured "node 3 healed -> quorate 3/3"
 
 # 5. node 1 hangs (SIGSTOP) and comes back
-check "freeze node 1" bed_freeze 1
-check "nodes 2 3 quorate with 2" bed_wait_quorum 2 2 3 && measured "node 1 frozen -> 2,3 quorate 2/3"
-check "thaw node 1" bed_thaw 1
-check "3 members after the thaw" bed_wait_quorum 3 "${NODES[@]}" && measured "node 1 thawed -> quorate 3/3"
+ha_check "freeze node 1" bed_freeze 1
+ha_check "nodes 2 3 quorate with 2" bed_wait_quorum 2 2 3 && measured "node 1 frozen -> 2,3 quorate 2/3"
+ha_check "thaw node 1" bed_thaw 1
+ha_check "3 members after the thaw" bed_wait_quorum 3 "${NODES[@]}" && measured "node 1 thawed -> quorate 3/3"
 
 # 6. node 2 loses power and comes back
-check "kill node 2" bed_kill_node 2
-check "nodes 1 3 quorate with 2" bed_wait_quorum 2 1 3 && measured "node 2 killed -> 1,3 quorate 2/3"
+ha_check "kill node 2" bed_kill_node 2
+ha_check "nodes 1 3 quorate with 2" bed_wait_quorum 2 1 3 && measured "node 2 killed -> 1,3 quorate 2/3"
 bed_alive 2 isergwd && { bed_log "FAILED: isergwd of node 2 survived kill_node"; fail=1; }
 from=$(bed_log_lines 2 isergwd)
-check "restart node 2" bed_restart_node 2
-check "3 members after the restart" bed_wait_quorum 3 "${NODES[@]}" && measured "node 2 restarted -> quorate 3/3"
-check "isergwd of node 2 answers after the restart" bed_isergwctl 2 status >/dev/null
-check "isergwd of node 2 logs its new start" bed_wait_log 2 isergwd 'starting' "$from" >/dev/null
+ha_check "restart node 2" bed_restart_node 2
+ha_check "3 members after the restart" bed_wait_quorum 3 "${NODES[@]}" && measured "node 2 restarted -> quorate 3/3"
+ha_check "isergwd of node 2 answers after the restart" bed_isergwctl 2 status >/dev/null
+ha_check "isergwd of node 2 logs its new start" bed_wait_log 2 isergwd 'starting' "$from" >/dev/null
 
 # 7. clean stop and teardown
 for k in "${NODES[@]}"; do
-	check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
+	ha_check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
 done
-check "backend stops" bed_backend_stop
+ha_check "backend stops" bed_backend_stop
 for k in "${NODES[@]}"; do
-	check "corosync on node $k stops" bed_stop_corosync "$k"
+	ha_check "corosync on node $k stops" bed_stop_corosync "$k"
 done
 bed_down
-check "nothing left behind" bed_check_clean
+ha_check "nothing left behind" bed_check_clean
 
 echo "ha.bed: measured membership changes (token $BED_TOKEN ms configured; in force: $totem):"
 printf '  %s\n' "${times[@]}"

@@ -39,96 +39,18 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 
-bed_parse_args "$@"
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-h | --help) sed -n '3,37p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
-[[ -n $BED_HA && -x $BED_HA ]] || bed_die "--ha PATH (isergw-ha) required"
-[[ -n $BED_PROBE && -x $BED_PROBE ]] || bed_die "--probe PATH (cluster_probe) required"
+ha_options 3,37 -- "$@"
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --probe "$BED_PROBE" cluster_probe
 
 NODES=(1 2 3)
 INITIATOR=iqn.2026-11.org.isergw:host
-OWNERS='{"dg1": "n1", "dg2": "n2", "dg3": "n3"}'
-fail=0
-results=()
 notes=()
 
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
-
-verdict() { # verdict OK NAME
-	if [ "$1" -eq 1 ]; then results+=("PASS $2"); else results+=("FAIL $2"); fail=1; fi
-	echo "${results[-1]}"
-}
-
 # ---------------------------------------------------------------- cluster state
-
-status_json() { bed_cli "$1" --timeout 10 cluster status --json; }
-gw_status() { bed_isergwctl "$1" --timeout 5 --json status; }
-
-# generation K: node K's agent's generation and digest, "G DIGEST"
-generation() { status_json "$1" | jq -r '"\(.generation) \(.digest)"'; }
-
-# synced_as K OWNERS: node K synced and quorate, its isergwd holding its
-# generation, owners as given (a jq object)
-synced_as() {
-	status_json "$1" | jq -e --argjson own "$2" '.phase == "synced" and .quorate and
-		.isergwd_epoch == .generation and .lease_remaining_ms > 0 and
-		([.device_groups[] | {(.name): .owner}] | add) == $own' >/dev/null
-}
-
-all_synced_as() {
-	local own=$1 k
-	shift
-	for k in "$@"; do synced_as "$k" "$own" || return 1; done
-}
-
-same_generation() {
-	local k g first=
-	for k in "$@"; do
-		g=$(generation "$k") || return 1
-		[ -z "$first" ] && first=$g
-		[ "$g" = "$first" ] || return 1
-	done
-}
-
-# settled OWNERS K...: every node K synced as OWNERS, all at one generation
-settled() {
-	local own=$1
-	shift
-	all_synced_as "$own" "$@" && same_generation "$@"
-}
-
-show_nodes() {
-	local k
-	for k in "$@"; do
-		bed_log "node $k: $(status_json "$k" | jq -c '[.phase, .quorate, .generation, .isergwd_epoch,
-			[.device_groups[] | .name + "=" + .owner]]' 2>&1)"
-	done
-}
-
-wait_settled() { # wait_settled WHAT OWNERS K...
-	local what=$1
-	shift
-	if ! bed_poll "$BED_WAIT_LIMIT" "$what" settled "$@"; then
-		shift
-		show_nodes "$@"
-		return 1
-	fi
-}
 
 # luns_via K: the LUNs node K reports (REPORT LUNS from the host), "0 1 3"
 luns_via() {
@@ -151,22 +73,8 @@ config_luns() {
 
 # ---------------------------------------------------------------- 1. the bed
 
-bed_up || bed_die "the bed did not come up"
-for k in "${NODES[@]}"; do
-	bed_start_corosync "$k" || bed_die "corosync did not start on node $k"
-done
-bed_wait_quorum 3 "${NODES[@]}" || bed_die "no quorum of 3"
-bed_backend_start tgt || bed_die "the backend did not start"
-for k in "${NODES[@]}"; do
-	bed_start_isergwd "$k" || bed_die "isergwd did not start on node $k"
-	bed_start_ha "$k" || bed_die "isergw-ha did not start on node $k"
-done
-CONFIG=$SCRATCH/cluster.json
-bed_cluster_config "$CONFIG" || bed_die "no cluster configuration"
-bed_cli 1 cluster config apply "$CONFIG" || bed_die "the cluster configuration was not applied"
-wait_settled "every node synced with dg1=n1 dg2=n2 dg3=n3" "$OWNERS" "${NODES[@]}" ||
-	bed_die "the cluster did not settle"
-echo "1. three nodes at generation $(generation 1)"
+ha_cluster_up || bed_die "the cluster did not come up"
+echo "1. three nodes at generation $(ha_gen_digest 1)"
 
 # ---------------------------------------------------------------- 2. node 3 down
 
@@ -174,21 +82,21 @@ ADD3=$SCRATCH/add-lun3.json
 DEL2=$SCRATCH/del-lun2.json
 jq --arg p "$BED_SHARED/lun3.img" \
 	'.targets[0].luns += [{"lun": 3, "path": $p, "size": "64M", "device_group": "dg1"}]' \
-	"$CONFIG" >"$ADD3" || bed_die "jq"
+	"$HA_CONFIG" >"$ADD3" || bed_die "jq"
 jq 'del(.targets[0].luns[] | select(.lun == 2))' "$ADD3" >"$DEL2" || bed_die "jq"
 
 ok=1
-check "kill node 3" bed_kill_node 3 || ok=0
-check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 || ok=0
+ha_check "kill node 3" bed_kill_node 3 || ok=0
+ha_check "nodes 1 2 quorate with 2" bed_wait_quorum 2 1 2 || ok=0
 # dg3 goes to a survivor; wait until both agree on it
 owners12=
 survivor_owned() {
-	owners12=$(status_json 1 | jq -c '[.device_groups[] | {(.name): .owner}] | add') &&
+	owners12=$(ha_status 1 | jq -c '[.device_groups[] | {(.name): .owner}] | add') &&
 		jq -e '.dg3 == "n1" or .dg3 == "n2"' <<<"$owners12" >/dev/null &&
-		settled "$owners12" 1 2
+		ha_settled --serving "$owners12" 1 2
 }
-check "dg3 taken over by node 1 or 2" bed_poll "$BED_WAIT_LIMIT" "dg3 on a survivor" survivor_owned ||
-	{ show_nodes 1 2; ok=0; }
+ha_check "dg3 taken over by node 1 or 2" bed_poll "$BED_WAIT_LIMIT" "dg3 on a survivor" survivor_owned ||
+	{ ha_show_nodes 1 2; ok=0; }
 bed_log "without node 3: $owners12"
 for f in "$ADD3" "$DEL2"; do
 	out=$(bed_cli 1 --timeout 60 cluster config apply "$f" 2>&1)
@@ -199,14 +107,14 @@ for f in "$ADD3" "$DEL2"; do
 		ok=0
 	fi
 done
-G=$(generation 1) && G=${G%% *}
-check "one generation on nodes 1 2" bed_poll "$BED_WAIT_LIMIT" "nodes 1 2 at one generation" same_generation 1 2 || ok=0
+G=$(ha_gen_digest 1) && G=${G%% *}
+ha_check "one generation on nodes 1 2" bed_poll "$BED_WAIT_LIMIT" "nodes 1 2 at one generation" ha_same_generation 1 2 || ok=0
 for k in 1 2; do
-	check "node $k lists LUNs 0 1 3" bed_poll 30 "LUNs 0 1 3 through node $k" luns_are "$k" "0 1 3" ||
+	ha_check "node $k lists LUNs 0 1 3" bed_poll 30 "LUNs 0 1 3 through node $k" luns_are "$k" "0 1 3" ||
 		{ luns_are "$k" "0 1 3"; ok=0; }
 done
 [ -e "$BED_SHARED/lun3.img" ] || { bed_log "FAILED: $BED_SHARED/lun3.img was not created"; ok=0; }
-verdict "$ok" "LUN 3 added and LUN 2 removed with node 3 down (generation $G)"
+ha_verdict "$ok" "LUN 3 added and LUN 2 removed with node 3 down (generation $G)"
 
 # ---------------------------------------------------------------- 3. node 3 returns
 
@@ -228,7 +136,7 @@ sample_loop() {
 			s=none
 			[[ $out =~ group\ 3\ state\ ([0-9]+) ]] && s=${BASH_REMATCH[1]}
 		fi
-		if out=$(gw_status 3 2>/dev/null | tr -d '\n'); then
+		if out=$(ha_gw_status 3 2>/dev/null | tr -d '\n'); then
 			[[ $out =~ $re_ce ]] && ce=${BASH_REMATCH[1]}
 			[[ $out =~ $re_ls ]] && ls=${BASH_REMATCH[1]}
 		fi
@@ -250,7 +158,7 @@ sample_loop() {
 # node3_serves: node 3 synced at the cluster's generation, dg3 back on it,
 # LUN 0 through it Active/Non-optimized
 node3_serves() {
-	settled "$OWNERS" 1 2 3 &&
+	ha_settled --serving "$HA_OWNERS" 1 2 3 &&
 		bed_probe 3 0 2>/dev/null | grep -qx 'group 3 state 1 pref 0 ports 3'
 }
 
@@ -258,14 +166,14 @@ ok=1
 rm -f "$SCRATCH/sampler.stop"
 sample_loop >"$SAMPLES" 2>"$SCRATCH/sampler.err" &
 SAMPLER=$!
-check "restart node 3" bed_restart_node 3 || ok=0
+ha_check "restart node 3" bed_restart_node 3 || ok=0
 T_RESTART=$BED_T0
-if check "node 3 serves again, synced at the cluster's generation" \
+if ha_check "node 3 serves again, synced at the cluster's generation" \
 	bed_poll "$BED_WAIT_LIMIT" "node 3 serving again" node3_serves; then
 	serve_s=$(bed_secs_since "$T_RESTART")
 	notes+=("node 3 restarted -> synced and LUN 0 Active/Non-optimized through it: $serve_s s")
 else
-	show_nodes 1 2 3
+	ha_show_nodes 1 2 3
 	ok=0
 fi
 # a few more samples of the settled state
@@ -299,13 +207,13 @@ if [ -z "$first_serving" ]; then
 	bed_log "FAILED: no sample saw node 3 serving"
 	ok=0
 fi
-gen3=$(gw_status 3 | jq -r .config_epoch)
-gen1=$(generation 1) && gen1=${gen1%% *}
+gen3=$(ha_gw_status 3 | jq -r .config_epoch)
+gen1=$(ha_gen_digest 1) && gen1=${gen1%% *}
 if [ "$gen3" != "$gen1" ]; then
 	bed_log "FAILED: node 3's isergwd holds epoch $gen3, the cluster generation $gen1"
 	ok=0
 fi
-check "node 3 lists LUNs 0 1 3" luns_are 3 "0 1 3" || ok=0
+ha_check "node 3 lists LUNs 0 1 3" luns_are 3 "0 1 3" || ok=0
 if out=$(bed_probe 3 3 2>&1); then
 	echo "  LUN 3 through node 3: $(grep -E '^(rel_port|tpg|group 1) ' <<<"$out" | paste -sd'|')"
 else
@@ -316,7 +224,7 @@ if out=$(bed_probe 3 2 2>&1); then
 	bed_log "FAILED: LUN 2 still answers through node 3: $(paste -sd'|' <<<"$out")"
 	ok=0
 fi
-verdict "$ok" "node 3 back: Unavailable until it held generation >= $G, then LUN 3 and no LUN 2"
+ha_verdict "$ok" "node 3 back: Unavailable until it held generation >= $G, then LUN 3 and no LUN 2"
 
 # ---------------------------------------------------------------- 4. no quorum
 
@@ -325,10 +233,10 @@ jq --arg p "$BED_SHARED/lun4.img" \
 	'.targets[0].luns += [{"lun": 4, "path": $p, "size": "64M", "device_group": "dg2"}]' \
 	"$DEL2" >"$ADD4" || bed_die "jq"
 ok=1
-before=$(generation 1)
-check "partition node 1" bed_partition 1 || ok=0
-check "node 1 inquorate alone" bed_wait_inquorate 1 1 || ok=0
-check "nodes 2 3 quorate with 2" bed_wait_quorum 2 2 3 || ok=0
+before=$(ha_gen_digest 1)
+ha_check "partition node 1" bed_partition 1 || ok=0
+ha_check "node 1 inquorate alone" bed_wait_inquorate 1 1 || ok=0
+ha_check "nodes 2 3 quorate with 2" bed_wait_quorum 2 2 3 || ok=0
 out=$(bed_cli 1 --timeout 60 cluster config apply "$ADD4" 2>&1)
 rc=$?
 echo "  apply add-lun4.json through node 1 alone (exit $rc): $(paste -sd'|' <<<"$out")"
@@ -336,23 +244,23 @@ if [ "$rc" -ne 1 ] || ! grep -qi 'quorum' <<<"$out"; then
 	bed_log "FAILED: expected exit 1 and a reason naming the quorum"
 	ok=0
 fi
-alone=$(generation 1)
+alone=$(ha_gen_digest 1)
 if [ "$alone" != "$before" ]; then
 	bed_log "FAILED: node 1 alone moved from generation $before to $alone"
 	ok=0
 fi
 # the majority takes dg1 over meanwhile: wait for that before the heal
 majority_took_dg1() {
-	status_json 2 | jq -e '.phase == "synced" and .quorate and
+	ha_status 2 | jq -e '.phase == "synced" and .quorate and
 		([.device_groups[] | select(.name == "dg1") | .owner][0] | . == "n2" or . == "n3")' >/dev/null
 }
-check "the majority takes dg1 over" bed_poll "$BED_WAIT_LIMIT" "dg1 on node 2 or 3" majority_took_dg1 || ok=0
-majority=$(generation 2)
-check "heal node 1" bed_heal 1 || ok=0
-check "3 members after the heal" bed_wait_quorum 3 "${NODES[@]}" || ok=0
-check "every node synced after the heal" \
-	wait_settled "every node synced with dg1=n1 dg2=n2 dg3=n3" "$OWNERS" "${NODES[@]}" || ok=0
-after=$(generation 1)
+ha_check "the majority takes dg1 over" bed_poll "$BED_WAIT_LIMIT" "dg1 on node 2 or 3" majority_took_dg1 || ok=0
+majority=$(ha_gen_digest 2)
+ha_check "heal node 1" bed_heal 1 || ok=0
+ha_check "3 members after the heal" bed_wait_quorum 3 "${NODES[@]}" || ok=0
+ha_check "every node synced after the heal" \
+	ha_wait_settled "every node synced with dg1=n1 dg2=n2 dg3=n3" --serving "$HA_OWNERS" "${NODES[@]}" || ok=0
+after=$(ha_gen_digest 1)
 notes+=("no quorum: node 1 alone at ${alone%% *}, the majority at ${majority%% *} before the heal, everyone at ${after%% *} after it")
 if [ "${after%% *}" -lt "${majority%% *}" ]; then
 	bed_log "FAILED: after the heal node 1 is at ${after%% *}, below the majority's ${majority%% *}"
@@ -361,10 +269,10 @@ fi
 for k in "${NODES[@]}"; do
 	l=$(config_luns "$k")
 	[ "$l" = "0 1 3" ] || { bed_log "FAILED: node $k's cluster configuration has LUNs '$l'"; ok=0; }
-	check "node $k lists LUNs 0 1 3" luns_are "$k" "0 1 3" || ok=0
+	ha_check "node $k lists LUNs 0 1 3" luns_are "$k" "0 1 3" || ok=0
 done
 [ -e "$BED_SHARED/lun4.img" ] && notes+=("note: $BED_SHARED/lun4.img exists although the change was refused")
-verdict "$ok" "refused without quorum, nothing of it anywhere after the heal"
+ha_verdict "$ok" "refused without quorum, nothing of it anywhere after the heal"
 
 # ---------------------------------------------------------------- 5. the validator
 
@@ -375,7 +283,7 @@ jq '.targets[0].luns[1].bogus_key = 1' "$DEL2" >"$UK" || bed_die "jq"
 ok=1
 declare -A GEN=() HAPOS=()
 for k in "${NODES[@]}"; do
-	GEN[$k]=$(generation "$k")
+	GEN[$k]=$(ha_gen_digest "$k")
 	HAPOS[$k]=$(bed_log_lines "$k" ha)
 done
 for c in "$BS:targets[0].luns[1].block_size" "$UK:targets[0].luns[1].bogus_key"; do
@@ -388,9 +296,9 @@ for c in "$BS:targets[0].luns[1].block_size" "$UK:targets[0].luns[1].bogus_key";
 		ok=0
 	fi
 done
-check "every node synced" wait_settled "every node synced" "$OWNERS" "${NODES[@]}" || ok=0
+ha_check "every node synced" ha_wait_settled "every node synced" --serving "$HA_OWNERS" "${NODES[@]}" || ok=0
 for k in "${NODES[@]}"; do
-	now=$(generation "$k")
+	now=$(ha_gen_digest "$k")
 	if [ "$now" != "${GEN[$k]}" ]; then
 		bed_log "FAILED: node $k moved from ${GEN[$k]} to $now"
 		ok=0
@@ -402,16 +310,11 @@ for k in "${NODES[@]}"; do
 	l=$(config_luns "$k")
 	[ "$l" = "0 1 3" ] || { bed_log "FAILED: node $k's cluster configuration has LUNs '$l'"; ok=0; }
 done
-verdict "$ok" "refused by the validator with the key path, nothing applied anywhere"
+ha_verdict "$ok" "refused by the validator with the key path, nothing applied anywhere"
 
 # ---------------------------------------------------------------- the end
 
-for k in "${NODES[@]}"; do
-	check "isergw-ha on node $k stops with status 0" bed_stop_ha "$k"
-	check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
-done
-bed_down
-check "nothing left behind" bed_check_clean
+ha_cluster_down
 
 echo "ha.config: measured:"
 printf '  %s\n' "${notes[@]}"

@@ -31,35 +31,16 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 # shellcheck source=tests/ha/watch.sh
 . "$here/watch.sh"
 
-bed_parse_args "$@"
 KILLS=6
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--io) WATCH_IO=$2; shift 2 ;;
-	--kills) KILLS=$2; shift 2 ;;
-	-h | --help) sed -n '3,29p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
+ha_options 3,29 --io WATCH_IO --kills KILLS -- "$@"
 [[ $KILLS =~ ^[1-9][0-9]*$ ]] || bed_die "--kills wants a positive number"
-[ -x "${BED_HA:-}" ] || bed_die "--ha PATH required"
-[ -x "${WATCH_IO:-}" ] || bed_die "--io PATH required"
-
-fail=0
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --io "$WATCH_IO" ha_io
 
 watch_cluster_up || bed_die "the cluster did not come up"
 totem=$(bed_totem 1) || totem="? ?"
@@ -99,7 +80,7 @@ for ((i = 1; i <= KILLS; i++)); do
 	fi
 	times+=("$WATCH_SECS")
 	for j in "${others[@]}"; do
-		check "node $j's isergwd and agent alive after node $k's death" \
+		ha_check "node $j's isergwd and agent alive after node $k's death" \
 			eval "bed_alive $j isergwd && bed_alive $j ha"
 	done
 
@@ -108,8 +89,8 @@ for ((i = 1; i <= KILLS; i++)); do
 	bed_heal "$k" stor >/dev/null 2>&1
 	t1=$(bed_now_us)
 	bed_restart_node "$k" || bed_die "node $k did not restart"
-	check "kill $i: 3 members after node $k's restart" bed_wait_quorum 3 1 2 3 || break
-	check "kill $i: node $k's agent synchronised" bed_poll "$BED_WAIT_LIMIT" "node $k synced" watch_synced "$k" ||
+	ha_check "kill $i: 3 members after node $k's restart" bed_wait_quorum 3 1 2 3 || break
+	ha_check "kill $i: node $k's agent synchronised" bed_poll "$BED_WAIT_LIMIT" "node $k synced" ha_synced "$k" ||
 		break
 	if ! watch_wait "$t1" "kill $i: node $k restarted -> group $k Active/Optimized for LUN $lun everywhere" \
 		"$lun" ao "$k" 1 2 3; then
@@ -119,23 +100,18 @@ for ((i = 1; i <= KILLS; i++)); do
 	back+=("$WATCH_SECS")
 	for j in 0 1 2; do
 		[ "$j" -eq "$lun" ] && continue
-		check "kill $i: node $k Active/Non-optimized for LUN $j" \
+		ha_check "kill $i: node $k Active/Non-optimized for LUN $j" \
 			watch_wait "$t1" "kill $i: node $k Active/Non-optimized for LUN $j" "$j" own 1 "$k" >/dev/null
 	done
-	g=$(watch_gen "$k")
+	g=$(ha_gen "$k")
 	for j in "${others[@]}"; do
-		check "kill $i: node $k at node $j's generation ($g)" bed_poll "$BED_WAIT_LIMIT" \
-			"node $j at generation $g" eval "[ \"\$(watch_gen $j)\" = $g ]"
+		ha_check "kill $i: node $k at node $j's generation ($g)" bed_poll "$BED_WAIT_LIMIT" \
+			"node $j at generation $g" eval "[ \"\$(ha_gen $j)\" = $g ]"
 	done
 done
 
 sleep 2
-check "the clients' final verification" io_stop lun0 lun1 lun2
-watch_stop
-check "no double Active/Optimized" watch_check_double_ao
-for k in 1 2 3; do
-	check "node $k's daemons alive at the end" eval "bed_alive $k isergwd && bed_alive $k ha"
-done
+watch_finish lun0 lun1 lun2
 
 echo "ha.failover: corosync token ${totem% *} ms, consensus ${totem#* } ms"
 for ((i = 0; i < ${#times[@]}; i++)); do

@@ -37,33 +37,16 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 # shellcheck source=tests/ha/watch.sh
 . "$here/watch.sh"
 
-bed_parse_args "$@"
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--io) WATCH_IO=$2; shift 2 ;;
-	-h | --help) sed -n '3,34p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
-[ -x "${BED_HA:-}" ] || bed_die "--ha PATH required"
-[ -x "${WATCH_IO:-}" ] || bed_die "--io PATH required"
-[ -x "${BED_PROBE:-}" ] || bed_die "--probe PATH required"
+ha_options 3,34 --io WATCH_IO -- "$@"
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --io "$WATCH_IO" ha_io
+ha_need --probe "$BED_PROBE" cluster_probe
 
-fail=0
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
 report=()
 measured() { report+=("$1: $2 s"); }
 
@@ -72,7 +55,7 @@ gen_monitor() {
 	local k g
 	while :; do
 		for k in 1 2 3; do
-			g=$(watch_gen "$k") && echo "$(bed_now_us) $g" >>"$SCRATCH/gen-n$k.log"
+			g=$(ha_gen "$k") && echo "$(bed_now_us) $g" >>"$SCRATCH/gen-n$k.log"
 		done
 		sleep 0.5
 	done
@@ -123,14 +106,14 @@ for lun in 0 1 2; do
 	watch_wait "$(bed_now_us)" "node $((lun + 1)) Active/Optimized for LUN $lun everywhere" "$lun" ao \
 		"$((lun + 1))" 1 2 3 >/dev/null || bed_die "the cluster is not whole before the partition"
 done
-gen0=$(watch_gen 1) || bed_die "no generation from node 1"
+gen0=$(ha_gen 1) || bed_die "no generation from node 1"
 
 # 1. node 3 cut off
 t0=$(bed_now_us)
 bed_partition 3 ring || bed_die "cannot partition node 3"
 stepdown=0
 for lun in 0 1 2; do
-	check "node 3 stops serving LUN $lun" watch_wait "$t0" "node 3 partitioned -> its group Transitioning or Unavailable for LUN $lun" \
+	ha_check "node 3 stops serving LUN $lun" watch_wait "$t0" "node 3 partitioned -> its group Transitioning or Unavailable for LUN $lun" \
 		"$lun" own 15,3 3 || continue
 	[ "${WATCH_SECS/./}" -gt "${stepdown/./}" ] && stepdown=$WATCH_SECS
 done
@@ -138,7 +121,7 @@ measured "node 3 partitioned -> serves nothing (own group Transitioning/Unavaila
 sense_early=$(write_fails_not_ready 3 2) || { fail=1; bed_log "FAILED: WRITE through node 3 after its step-down"; }
 unavail=0
 for lun in 0 1 2; do
-	check "node 3 Unavailable for LUN $lun" watch_wait "$t0" "node 3 partitioned -> its group Unavailable for LUN $lun" \
+	ha_check "node 3 Unavailable for LUN $lun" watch_wait "$t0" "node 3 partitioned -> its group Unavailable for LUN $lun" \
 		"$lun" own 3 3 || continue
 	[ "${WATCH_SECS/./}" -gt "${unavail/./}" ] && unavail=$WATCH_SECS
 done
@@ -148,66 +131,61 @@ for lun in 0 1 2; do
 	s=$(write_fails_not_ready 3 "$lun") || { fail=1; bed_log "FAILED: WRITE through node 3, LUN $lun"; }
 	sense_late+="${sense_late:+, }LUN $lun: $s"
 done
-if check "nodes 1 and 2 take dg3 over" watch_wait "$t0" "node 3 partitioned -> another group Active/Optimized for LUN 2 on nodes 1 and 2" \
+if ha_check "nodes 1 and 2 take dg3 over" watch_wait "$t0" "node 3 partitioned -> another group Active/Optimized for LUN 2 on nodes 1 and 2" \
 	2 ao_not 3 1 2; then
 	measured "node 3 partitioned -> dg3 Active/Optimized elsewhere on nodes 1 and 2" "$WATCH_SECS"
 fi
-check "nodes 1 and 2 quorate with 2" bed_wait_quorum 2 1 2 &&
+ha_check "nodes 1 and 2 quorate with 2" bed_wait_quorum 2 1 2 &&
 	measured "node 3 partitioned -> nodes 1 and 2 quorate (corosync-quorumtool)" "$BED_ELAPSED"
-check "node 3 inquorate alone" bed_wait_inquorate 1 3
+ha_check "node 3 inquorate alone" bed_wait_inquorate 1 3
 for lun in 0 1; do
-	check "LUN $lun still Active/Optimized on group $((lun + 1)) on nodes 1 and 2" \
+	ha_check "LUN $lun still Active/Optimized on group $((lun + 1)) on nodes 1 and 2" \
 		watch_wait "$t0" "LUN $lun on group $((lun + 1))" "$lun" ao "$((lun + 1))" 1 2 >/dev/null
 done
 
 # 2. a change in the majority: LUN 3
 jq '.targets[0].luns += [{ "lun": 3, "path": "'"$BED_SHARED"'/lun3.img", "size": "64M", "device_group": "dg2" }]' \
 	"$SCRATCH/cluster.json" >"$SCRATCH/cluster-lun3.json" || bed_die "jq failed"
-check "config apply (LUN 3) in the majority" bed_poll "$BED_WAIT_LIMIT" "config apply on node 1" \
+ha_check "config apply (LUN 3) in the majority" bed_poll "$BED_WAIT_LIMIT" "config apply on node 1" \
 	bed_cli 1 cluster config apply "$SCRATCH/cluster-lun3.json"
-gen1=$(watch_gen 1)
-gen3=$(watch_gen 3)
+gen1=$(ha_gen 1)
+gen3=$(ha_gen 3)
 bed_log "generations: before the partition $gen0, majority now $gen1, node 3 $gen3"
-check "the majority's generation moved on" test "$gen1" -gt "$gen0"
-check "node 2 at the majority's generation" bed_poll "$BED_WAIT_LIMIT" "node 2 at generation $gen1" \
-	eval "[ \"\$(watch_gen 2)\" = $gen1 ]"
-check "node 3 did not take the majority's change" test "$gen3" -lt "$gen1"
+ha_check "the majority's generation moved on" test "$gen1" -gt "$gen0"
+ha_check "node 2 at the majority's generation" bed_poll "$BED_WAIT_LIMIT" "node 2 at generation $gen1" \
+	eval "[ \"\$(ha_gen 2)\" = $gen1 ]"
+ha_check "node 3 did not take the majority's change" test "$gen3" -lt "$gen1"
 # without quorum an agent changes nothing (docs/ha.md): its generation stays
-check "node 3 made no generation of its own while cut off ($gen3, was $gen0)" test "$gen3" = "$gen0"
-check "LUN 3 through node 1" bed_poll "$BED_WAIT_LIMIT" "LUN 3 through node 1" lun_visible 1 3
+ha_check "node 3 made no generation of its own while cut off ($gen3, was $gen0)" test "$gen3" = "$gen0"
+ha_check "LUN 3 through node 1" bed_poll "$BED_WAIT_LIMIT" "LUN 3 through node 1" lun_visible 1 3
 
 # 3. heal
 t1=$(bed_now_us)
 bed_heal 3 || bed_die "cannot heal node 3"
-check "3 members after the heal" bed_wait_quorum 3 1 2 3 &&
+ha_check "3 members after the heal" bed_wait_quorum 3 1 2 3 &&
 	measured "healed -> quorate with 3 members (corosync-quorumtool)" "$BED_ELAPSED"
-check "node 3 synchronised" bed_poll "$BED_WAIT_LIMIT" "node 3 synced" watch_synced 3
-g=$(watch_gen 1)
-check "node 3 takes the majority's generation" bed_poll "$BED_WAIT_LIMIT" "node 3 at generation $g" \
-	eval "[ \"\$(watch_gen 3)\" = \"\$(watch_gen 1)\" ]"
-if check "node 3 serves again" watch_wait "$t1" "healed -> node 3 serves LUN 2 again" 2 serving x 3; then
+ha_check "node 3 synchronised" bed_poll "$BED_WAIT_LIMIT" "node 3 synced" ha_synced 3
+g=$(ha_gen 1)
+ha_check "node 3 takes the majority's generation" bed_poll "$BED_WAIT_LIMIT" "node 3 at generation $g" \
+	eval "[ \"\$(ha_gen 3)\" = \"\$(ha_gen 1)\" ]"
+if ha_check "node 3 serves again" watch_wait "$t1" "healed -> node 3 serves LUN 2 again" 2 serving x 3; then
 	measured "healed -> node 3 serves again" "$WATCH_SECS"
 fi
-if check "dg3 back on node 3" watch_wait "$t1" "healed -> group 3 Active/Optimized for LUN 2 everywhere" 2 ao 3 1 2 3; then
+if ha_check "dg3 back on node 3" watch_wait "$t1" "healed -> group 3 Active/Optimized for LUN 2 everywhere" 2 ao 3 1 2 3; then
 	measured "healed -> dg3 back on node 3 everywhere" "$WATCH_SECS"
 fi
-check "LUN 3 through node 3" bed_poll "$BED_WAIT_LIMIT" "LUN 3 through node 3" lun_visible 3 3
+ha_check "LUN 3 through node 3" bed_poll "$BED_WAIT_LIMIT" "LUN 3 through node 3" lun_visible 3 3
 sleep 2
 
 kill "$genpid" 2>/dev/null
 wait "$genpid" 2>/dev/null
-check "no generation went backwards" gen_monotonic
-check "the clients' final verification" io_stop lun0 lun1 lun2
-watch_stop
-check "no double Active/Optimized" watch_check_double_ao
-for k in 1 2 3; do
-	check "node $k's daemons alive at the end" eval "bed_alive $k isergwd && bed_alive $k ha"
-done
+ha_check "no generation went backwards" gen_monotonic
+watch_finish lun0 lun1 lun2
 
 echo "ha.partition: corosync token $token ms, consensus ${totem#* } ms"
 printf 'ha.partition: %s\n' "${report[@]}"
 echo "ha.partition: WRITE through node 3 after its step-down: ${sense_early:--}; once Unavailable: ${sense_late:--}"
-echo "ha.partition: generations: $gen0 before, $gen1 in the majority after the change, node 3 at $gen3 until the heal, then $(watch_gen 3)"
+echo "ha.partition: generations: $gen0 before, $gen1 in the majority after the change, node 3 at $gen3 until the heal, then $(ha_gen 3)"
 for n in lun0 lun1 lun2; do
 	echo "ha.partition: client $n: $(grep '^ha_io: writes' "$SCRATCH/io-$n.log" || echo 'no summary')"
 done

@@ -41,106 +41,22 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 
-bed_parse_args "$@"
-set -- "${BED_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	-h | --help) sed -n '3,37p' "$0"; exit 0 ;;
-	*) bed_die "unknown option $1" ;;
-	esac
-done
-bed_init
-[[ -n $BED_HA && -x $BED_HA ]] || bed_die "--ha PATH (isergw-ha) required"
-[[ -n $BED_PROBE && -x $BED_PROBE ]] || bed_die "--probe PATH (cluster_probe) required"
+ha_options 3,37 -- "$@"
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --probe "$BED_PROBE" cluster_probe
 
 NODES=(1 2 3)
 INITIATOR=iqn.2026-11.org.isergw:host
-OWNERS='{"dg1": "n1", "dg2": "n2", "dg3": "n3"}'
 LEASE_MS=5000
-fail=0
-results=()
 notes=()
-
-check() { # check WHAT CMD...: runs CMD, counts a failure
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
-
-verdict() { # verdict OK NAME
-	if [ "$1" -eq 1 ]; then results+=("PASS $2"); else results+=("FAIL $2"); fail=1; fi
-	echo "${results[-1]}"
-}
 
 # ---------------------------------------------------------------- cluster state
 
-status_json() { bed_cli "$1" --timeout 10 cluster status --json; }
-gw_status() { bed_isergwctl "$1" --timeout 5 --json status; }
-
-# snapshot K: generation, digest and ALUA map of node K, one line
-snapshot() {
-	status_json "$1" | jq -c '[.generation, .digest, [.device_groups[] |
-		[.name, .owner, [.states[] | .node + "=" + .state + (if .pref then "*" else "" end)]]]]'
-}
-
 # epochs K: node K's isergwd's epochs, "epoch config_epoch alua_epoch"
-epochs() { gw_status "$1" | jq -r '"\(.epoch) \(.config_epoch) \(.alua_epoch)"'; }
-
-synced_as() {
-	status_json "$1" | jq -e --argjson own "$2" '.phase == "synced" and .quorate and
-		.isergwd_epoch == .generation and .lease_remaining_ms > 0 and
-		([.device_groups[] | {(.name): .owner}] | add) == $own' >/dev/null
-}
-
-all_synced_as() {
-	local own=$1 k
-	shift
-	for k in "$@"; do synced_as "$k" "$own" || return 1; done
-}
-
-same_generation() {
-	local k g first=
-	for k in "$@"; do
-		g=$(status_json "$k" | jq -c '[.generation, .digest]') || return 1
-		[ -z "$first" ] && first=$g
-		[ "$g" = "$first" ] || return 1
-	done
-}
-
-settled() {
-	local own=$1
-	shift
-	all_synced_as "$own" "$@" && same_generation "$@"
-}
-
-show_nodes() {
-	local k
-	for k in "$@"; do
-		bed_log "node $k: $(status_json "$k" | jq -c '[.phase, .quorate, .generation, .isergwd_epoch,
-			[.device_groups[] | .name + "=" + .owner]]' 2>&1)"
-	done
-}
-
-declare -A BASE=()
-
-# unchanged K...: each node's snapshot is the one recorded in BASE
-unchanged() {
-	local k now rc=0
-	for k in "$@"; do
-		now=$(snapshot "$k") || { bed_log "node $k: no status"; rc=1; continue; }
-		if [ "$now" != "${BASE[$k]}" ]; then
-			bed_log "node $k changed: was ${BASE[$k]}"
-			bed_log "node $k changed: now $now"
-			rc=1
-		fi
-	done
-	return "$rc"
-}
+epochs() { ha_gw_status "$1" | jq -r '"\(.epoch) \(.config_epoch) \(.alua_epoch)"'; }
 
 # ---------------------------------------------------------------- I/O and lease
 
@@ -216,28 +132,9 @@ loop_at_least() { [ "$(loop_oks)" -ge "$1" ]; }
 
 # ---------------------------------------------------------------- 1. the bed
 
-bed_up || bed_die "the bed did not come up"
-for k in "${NODES[@]}"; do
-	bed_start_corosync "$k" || bed_die "corosync did not start on node $k"
-done
-bed_wait_quorum 3 "${NODES[@]}" || bed_die "no quorum of 3"
-bed_backend_start tgt || bed_die "the backend did not start"
-for k in "${NODES[@]}"; do
-	bed_start_isergwd "$k" || bed_die "isergwd did not start on node $k"
-	bed_start_ha "$k" --lease-ms "$LEASE_MS" || bed_die "isergw-ha did not start on node $k"
-done
-CONFIG=$SCRATCH/cluster.json
-bed_cluster_config "$CONFIG" || bed_die "no cluster configuration"
-bed_cli 1 cluster config apply "$CONFIG" || bed_die "the cluster configuration was not applied"
-if ! bed_poll "$BED_WAIT_LIMIT" "every node synced with dg1=n1 dg2=n2 dg3=n3" settled "$OWNERS" "${NODES[@]}"; then
-	show_nodes "${NODES[@]}"
-	bed_die "the cluster did not settle"
-fi
-for k in "${NODES[@]}"; do
-	BASE[$k]=$(snapshot "$k") || bed_die "no status from node $k"
-	echo "node $k: ${BASE[$k]}"
-done
-GEN=$(status_json 1 | jq -r .generation)
+ha_cluster_up --lease-ms "$LEASE_MS" || bed_die "the cluster did not come up"
+ha_record "${NODES[@]}" || bed_die "no status from every node"
+GEN=$(ha_status 1 | jq -r .generation)
 EPOCHS1=$(epochs 1) || bed_die "no status from node 1's isergwd"
 echo "node 1's isergwd: epoch, configuration epoch, ALUA epoch: $EPOCHS1"
 
@@ -245,20 +142,20 @@ echo "node 1's isergwd: epoch, configuration epoch, ALUA epoch: $EPOCHS1"
 
 ok=1
 io_start
-check "I/O through node 1 before the kill" bed_poll "$BED_WAIT_LIMIT" "5 reads through node 1" loop_at_least 5 ||
+ha_check "I/O through node 1 before the kill" bed_poll "$BED_WAIT_LIMIT" "5 reads through node 1" loop_at_least 5 ||
 	bed_die "LUN 0 cannot be read through node 1: $(tail -n 3 "$LOOP_LOG")"
 bed_poll 10 "2 more reads" loop_at_least $(($(loop_oks) + 2))
 ISERGWD_POS=$(bed_log_lines 1 isergwd)
 HA_POS=$(bed_log_lines 1 ha)
-check "kill node 1's agent" bed_kill 1 ha || ok=0
+ha_check "kill node 1's agent" bed_kill 1 ha || ok=0
 T_KILL=$BED_T0
-check "start node 1's agent again" bed_start_ha 1 --lease-ms "$LEASE_MS" || ok=0
+ha_check "start node 1's agent again" bed_start_ha 1 --lease-ms "$LEASE_MS" || ok=0
 restart_s=$(bed_secs_since "$T_KILL")
-if check "node 1's agent synced again" \
-	bed_poll "$BED_WAIT_LIMIT" "node 1's agent synced" synced_as 1 "$OWNERS"; then
+if ha_check "node 1's agent synced again" \
+	bed_poll "$BED_WAIT_LIMIT" "node 1's agent synced" ha_synced --serving 1 "$HA_OWNERS"; then
 	notes+=("agent of node 1: killed -> started again $restart_s s -> synced $(bed_secs_since "$T_KILL") s")
 else
-	show_nodes 1
+	ha_show_nodes 1
 	ok=0
 fi
 bed_wait_log 1 ha 'synchronised: generation' "$HA_POS" 10 >/dev/null
@@ -298,8 +195,8 @@ if [ -n "$bad_lease" ]; then
 	bed_log "FAILED: node 1's lease was not valid at $(wc -l <<<"$bad_lease") poll(s): $(head -n 3 <<<"$bad_lease" | paste -sd'|')"
 	ok=0
 fi
-check "every node synced" bed_poll "$BED_WAIT_LIMIT" "every node synced" settled "$OWNERS" "${NODES[@]}" || ok=0
-check "nothing changed in the cluster" unchanged "${NODES[@]}" || ok=0
+ha_check "every node synced" bed_poll "$BED_WAIT_LIMIT" "every node synced" ha_settled --serving "$HA_OWNERS" "${NODES[@]}" || ok=0
+ha_check "nothing changed in the cluster" ha_unchanged "${NODES[@]}" || ok=0
 now=$(epochs 1)
 [ "$now" = "$EPOCHS1" ] || { bed_log "FAILED: node 1's isergwd epochs were $EPOCHS1, now $now"; ok=0; }
 ere='ALUA epoch|applying the configuration|lease expired|stepped down|renewed after|granted after|-> |step down'
@@ -308,7 +205,7 @@ if lines=$(tail -n +"$((ISERGWD_POS + 1))" "$(bed_logfile 1 isergwd)" | grep -E 
 	printf '    %s\n' "$lines" >&2
 	ok=0
 fi
-verdict "$ok" "agent of node 1 killed under I/O: no I/O failed, lease valid throughout, nothing changed"
+ha_verdict "$ok" "agent of node 1 killed under I/O: no I/O failed, lease valid throughout, nothing changed"
 
 # ---------------------------------------------------------------- 3. isergwd of node 2
 
@@ -328,40 +225,35 @@ n2_serves_fast() { # every 0.1 s, at most LIMIT s
 }
 
 ok=1
-for k in "${NODES[@]}"; do BASE[$k]=$(snapshot "$k"); done
-GEN=$(status_json 1 | jq -r .generation)
-check "kill node 2's isergwd" bed_kill 2 isergwd || ok=0
+ha_record "${NODES[@]}" >/dev/null
+GEN=$(ha_status 1 | jq -r .generation)
+ha_check "kill node 2's isergwd" bed_kill 2 isergwd || ok=0
 HA2_POS=$(bed_log_lines 2 ha)
 T_START=$(bed_now_us)
-check "start node 2's isergwd again" bed_start_isergwd 2 || ok=0
+ha_check "start node 2's isergwd again" bed_start_isergwd 2 || ok=0
 answered=$(bed_secs_since "$T_START")
-if check "node 2 serves again" n2_serves_fast "$BED_WAIT_LIMIT"; then
+if ha_check "node 2 serves again" n2_serves_fast "$BED_WAIT_LIMIT"; then
 	notes+=("isergwd of node 2 killed and started again: answering its control socket after $answered s, ANO for dg1 and AO for dg2 through it $(bed_secs_since "$T_START") s after its start")
 else
 	for l in 0 1; do bed_log "LUN $l through node 2: $(bed_probe 2 "$l" 2>&1 | paste -sd'|')"; done
 	ok=0
 fi
-check "every node synced" bed_poll "$BED_WAIT_LIMIT" "every node synced" settled "$OWNERS" "${NODES[@]}" || ok=0
-ce=$(gw_status 2 | jq -r .config_epoch)
+ha_check "every node synced" bed_poll "$BED_WAIT_LIMIT" "every node synced" ha_settled --serving "$HA_OWNERS" "${NODES[@]}" || ok=0
+ce=$(ha_gw_status 2 | jq -r .config_epoch)
 if [ "$ce" != "$GEN" ]; then
 	bed_log "FAILED: node 2's isergwd holds epoch $ce, the cluster generation is $GEN"
 	ok=0
 fi
-check "nothing changed in the cluster" unchanged "${NODES[@]}" || ok=0
+ha_check "nothing changed in the cluster" ha_unchanged "${NODES[@]}" || ok=0
 if line=$(tail -n +"$((HA2_POS + 1))" "$(bed_logfile 2 ha)" | grep -E -m1 'generation [0-9]+: '); then
 	bed_log "FAILED: node 2's agent made a generation: $line"
 	ok=0
 fi
-verdict "$ok" "isergwd of node 2 killed: pushed again, same generation (epoch $ce)"
+ha_verdict "$ok" "isergwd of node 2 killed: pushed again, same generation (epoch $ce)"
 
 # ---------------------------------------------------------------- the end
 
-for k in "${NODES[@]}"; do
-	check "isergw-ha on node $k stops with status 0" bed_stop_ha "$k"
-	check "isergwd on node $k stops with status 0" bed_stop_isergwd "$k"
-done
-bed_down
-check "nothing left behind" bed_check_clean
+ha_cluster_down
 
 echo "ha.restart: measured:"
 printf '  %s\n' "${notes[@]}"

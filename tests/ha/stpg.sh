@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317 # the checks are called through check and bed_poll
+# shellcheck disable=SC2317 # the checks are called through ha_check and bed_poll
 # SPDX-License-Identifier: Apache-2.0
 #
 # ha.stpg: SET TARGET PORT GROUPS from a host through a node that does not
@@ -24,35 +24,19 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/bed.sh
 . "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
 
-bed_parse_args "$@"
-[ ${#BED_ARGS[@]} -eq 0 ] || bed_die "unknown option ${BED_ARGS[0]}"
-bed_init
-[ -x "$BED_HA" ] || bed_die "--ha PATH (isergw-ha) is required"
-[ -x "$BED_PROBE" ] || bed_die "--probe PATH (cluster_probe) is required"
+ha_options 4,22 -- "$@"
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --probe "$BED_PROBE" cluster_probe
 command -v jq >/dev/null || bed_die "jq is required"
 
-fail=0
-check() { # check WHAT CMD...
-	local what=$1
-	shift
-	if ! "$@"; then
-		bed_log "FAILED: $what"
-		fail=1
-		return 1
-	fi
-}
-
-# owner K DG: the owner of DG as node K's agent reports it
-owner() {
-	bed_cli "$1" cluster status --json 2>/dev/null |
-		jq -r --arg dg "$2" '.device_groups[] | select(.name == $dg) | .owner'
-}
 # owners_are DG NODE: every node's agent says NODE owns DG
 owners_are() {
 	local k
 	for k in 1 2 3; do
-		[ "$(owner "$k" "$1")" = "$2" ] || return 1
+		[ "$(ha_owner "$k" "$1")" = "$2" ] || return 1
 	done
 }
 # rtpg_shows K LUN LINE...: REPORT TARGET PORT GROUPS through node K shows every LINE
@@ -67,32 +51,11 @@ rtpg_shows() {
 not_owner() { # not_owner DG NODE: every agent reports an owner of DG that is not NODE
 	local k o
 	for k in 1 2 3; do
-		o=$(owner "$k" "$1")
+		o=$(ha_owner "$k" "$1")
 		[ -n "$o" ] && [ "$o" != "$2" ] || return 1
 	done
 }
-synced() { # every agent synchronised and quorate
-	local k st
-	for k in 1 2 3; do
-		st=$(bed_cli "$k" cluster status --json 2>/dev/null) || return 1
-		[ "$(jq -r '.phase' <<<"$st")" = synced ] || return 1
-	done
-}
-
-bed_up || bed_die "the bed did not come up"
-for k in 1 2 3; do
-	bed_start_corosync "$k" || bed_die "corosync did not start on node $k"
-done
-bed_wait_quorum 3 1 2 3 || bed_die "no quorum of 3"
-bed_backend_start tgt || bed_die "the backend did not start"
-for k in 1 2 3; do
-	bed_start_isergwd "$k" || bed_die "isergwd did not start on node $k"
-	bed_start_ha "$k" || bed_die "isergw-ha did not start on node $k"
-done
-bed_poll 60 "every agent synchronised" synced || bed_die "the agents did not synchronise"
-bed_cluster_config "$SCRATCH/cluster.json" || bed_die "no cluster configuration"
-bed_cli 1 cluster config apply "$SCRATCH/cluster.json" || bed_die "the configuration was refused"
-bed_poll 60 "dg1 owned by n1 everywhere" owners_are dg1 n1 || bed_die "dg1 never owned by n1"
+ha_cluster_up || bed_die "the cluster did not come up"
 bed_poll 60 "RTPG through node 3: group 1 AO" rtpg_shows 3 0 "group 1 state 0 pref 1" ||
 	bed_die "node 3 never served LUN 0"
 
@@ -100,42 +63,39 @@ bed_poll 60 "RTPG through node 3: group 1 AO" rtpg_shows 3 0 "group 1 state 0 pr
 bed_mark "SET TARGET PORT GROUPS 2=AO through node 3"
 out=$(bed_probe 3 0 --stpg 2=0 --no-probe 2>&1)
 bed_log "through node 3: $out"
-check "STPG through node 3 ends GOOD" grep -qx "stpg good" <<<"$out"
-check "dg1 moved to n2 on every agent" bed_poll 30 "dg1 owned by n2" owners_are dg1 n2
+ha_check "STPG through node 3 ends GOOD" grep -qx "stpg good" <<<"$out"
+ha_check "dg1 moved to n2 on every agent" bed_poll 30 "dg1 owned by n2" owners_are dg1 n2
 for k in 1 2 3; do
-	check "RTPG through node $k: group 2 AO with PREF, group 1 ANO" \
+	ha_check "RTPG through node $k: group 2 AO with PREF, group 1 ANO" \
 		bed_poll 30 "RTPG through node $k" rtpg_shows "$k" 0 "group 1 state 1 pref 0" \
 		"group 2 state 0 pref 1" "group 3 state 1 pref 0"
 done
-check "dg2 stayed with n2" owners_are dg2 n2
-check "dg3 stayed with n3" owners_are dg3 n3
+ha_check "dg2 stayed with n2" owners_are dg2 n2
+ha_check "dg3 stayed with n3" owners_are dg3 n3
 
 # 3. a drained node's group is refused
-check "drain n3" bed_cli 1 cluster drain n3 >/dev/null
-check "dg3 moved off n3 everywhere" bed_poll 30 "dg3 off n3" not_owner dg3 n3
-dg3=$(owner 1 dg3)
+ha_check "drain n3" bed_cli 1 cluster drain n3 >/dev/null
+ha_check "dg3 moved off n3 everywhere" bed_poll 30 "dg3 off n3" not_owner dg3 n3
+dg3=$(ha_owner 1 dg3)
 # (the drain reran the placement: failback immediate may have brought dg1 back to n1)
-dg1=$(owner 1 dg1)
-gen=$(bed_cli 1 cluster status --json | jq -r .generation)
+dg1=$(ha_owner 1 dg1)
+gen=$(ha_gen 1)
 out=$(bed_probe 1 0 --stpg 3=0 --no-probe 2>&1)
 bed_log "through node 1, asking the drained node's group: $out"
-check "STPG naming a drained node's group is refused (HARDWARE ERROR 67h/0Ah)" \
+ha_check "STPG naming a drained node's group is refused (HARDWARE ERROR 67h/0Ah)" \
 	grep -qi "stpg status 0x02 sense 4/67/0a" <<<"$out"
-check "dg1 did not move" owners_are dg1 "$dg1"
-check "no new generation" [ "$(bed_cli 1 cluster status --json | jq -r .generation)" = "$gen" ]
-check "dg3 did not move" owners_are dg3 "$dg3"
+ha_check "dg1 did not move" owners_are dg1 "$dg1"
+ha_check "no new generation" [ "$(ha_gen 1)" = "$gen" ]
+ha_check "dg3 did not move" owners_are dg3 "$dg3"
 
 # 4. everything still runs
 for k in 1 2 3; do
-	check "node $k's agent runs" bed_alive "$k" ha
-	check "node $k's isergwd runs" bed_alive "$k" isergwd
+	ha_check "node $k's agent runs" bed_alive "$k" ha
+	ha_check "node $k's isergwd runs" bed_alive "$k" isergwd
 done
 grep -h "SET TARGET PORT GROUPS" "$SCRATCH"/n*/ha.log | head -n 4 >&2
 # a clean stop (exit 0; with sanitizers, no leak report) of every agent and isergwd
-for k in 1 2 3; do
-	check "node $k's agent stops with status 0" bed_stop_ha "$k"
-	check "node $k's isergwd stops with status 0" bed_stop_isergwd "$k"
-done
+ha_stop_daemons
 
 if [ "$fail" -ne 0 ]; then
 	bed_log "ha.stpg: FAILED"

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 #
-# What the HA failure tests watch, on top of tests/ha/bed.sh (source that
-# first): the ALUA states every node reports, sampled every 100 ms, and the
-# clients that write and verify through the nodes. Both are ha_io
-# (tests/ha/ha_io.c) in the host namespace.
+# What the HA failure tests watch, on top of tests/ha/bed.sh and
+# tests/ha/ha_lib.sh (source those first): the ALUA states every node
+# reports, sampled every 100 ms, and the clients that write and verify
+# through the nodes. Both are ha_io (tests/ha/ha_io.c) in the host
+# namespace.
 #
 #   WATCH_IO=PATH                 the ha_io binary (set before the calls)
 #   watch_url K LUN               iscsi://10.S.2.K:3260/BED_HA_IQN/LUN
@@ -34,6 +35,9 @@
 #                                 that order), log $SCRATCH/io-NAME.log
 #   io_stop NAME...               SIGTERM, waits for the final check; fails
 #                                 unless ha_io exited 0; prints its summary
+#   watch_finish NAME...          the end of a run, each an ha_check: io_stop
+#                                 NAME..., watch_stop, watch_check_double_ao,
+#                                 every node's isergwd and agent alive
 #
 # "At the same time": node A's samples are points in time; between two
 # consecutive samples of A that both say group X is Active/Optimized (and A
@@ -228,39 +232,29 @@ io_stop() {
 	return "$rc"
 }
 
-# ---------------------------------------------------------------- the cluster
-
-# watch_cluster_up: the bed with corosync, the tgt backend, isergwd and
-# isergw-ha on every node, the example configuration applied (dgK owned by
-# nK), the samplers started; waits until every node reports those owners.
-watch_cluster_up() {
-	local k lun t0
-	bed_up || return 1
-	for ((k = 1; k <= BED_NODES; k++)); do bed_start_corosync "$k" || return 1; done
-	bed_wait_quorum 3 1 2 3 || return 1
-	bed_backend_start tgt || return 1
+watch_finish() {
+	local k
+	ha_check "the clients' final verification" io_stop "$@"
+	watch_stop
+	ha_check "no double Active/Optimized" watch_check_double_ao
 	for ((k = 1; k <= BED_NODES; k++)); do
-		bed_start_isergwd "$k" || return 1
-		bed_start_ha "$k" || return 1
-	done
-	bed_cluster_config "$SCRATCH/cluster.json" || return 1
-	t0=$(bed_now_us)
-	bed_mark "configuration applied"
-	bed_poll "$BED_WAIT_LIMIT" "the configuration applied on node 1" \
-		bed_cli 1 cluster config apply "$SCRATCH/cluster.json" || return 1
-	watch_start 0,1,2 || return 1
-	for lun in 0 1 2; do
-		watch_wait "$t0" "LUN $lun (dg$((lun + 1))) Active/Optimized on group $((lun + 1)) everywhere" \
-			"$lun" ao "$((lun + 1))" 1 2 3 || return 1
+		ha_check "node $k's daemons alive at the end" eval "bed_alive $k isergwd && bed_alive $k ha"
 	done
 }
 
-# watch_gen K: the generation of the cluster document on node K's agent
-watch_gen() { bed_cli "$1" --json cluster status 2>/dev/null | jq -e '.generation // 0'; }
+# ---------------------------------------------------------------- the cluster
 
-# watch_synced K: node K's agent is synchronised and quorate
-watch_synced() {
-	bed_cli "$1" --json cluster status 2>/dev/null | jq -e '.phase == "synced" and .quorate' >/dev/null
+# watch_cluster_up: ha_cluster_start (tests/ha/ha_lib.sh: the example
+# configuration applied, dgK owned by nK), the samplers started; waits until
+# every node reports those owners (group K Active/Optimized for LUN K-1).
+watch_cluster_up() {
+	local lun
+	ha_cluster_start || return 1
+	watch_start 0,1,2 || return 1
+	for lun in 0 1 2; do
+		watch_wait "$HA_T_APPLY" "LUN $lun (dg$((lun + 1))) Active/Optimized on group $((lun + 1)) everywhere" \
+			"$lun" ao "$((lun + 1))" 1 2 3 || return 1
+	done
 }
 
 # watch_stats VALUES...: "median M s, max X s" (seconds with 3 decimals)
