@@ -65,7 +65,6 @@ int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out);
 /* Join the group (after the state machine exists). */
 int ha_cluster_join(struct ha_cluster *cl);
 int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m);
-size_t ha_cluster_queued(const struct ha_cluster *cl);
 void ha_cluster_stop(struct ha_cluster *cl);
 
 /* gwlink.c */

@@ -508,11 +508,6 @@ int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m)
 	return 0;
 }
 
-size_t ha_cluster_queued(const struct ha_cluster *cl)
-{
-	return cl->ntx;
-}
-
 int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out)
 {
 	struct ha_cluster *cl = calloc(1, sizeof(*cl));

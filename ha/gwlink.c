@@ -48,7 +48,6 @@ struct ha_gwlink {
 	struct { enum sent_kind kind; uint64_t gen; } sent[SENT_MAX];
 	size_t sent_head, nsent;
 	/* pushing */
-	uint64_t want_gen;              /* newest document to push (0: none) */
 	uint64_t pushing_gen;           /* on its way (0: none) */
 	uint64_t pushed_gen;            /* isergwd holds this one */
 	bool want;
@@ -214,7 +213,6 @@ static void push_next(struct ha_gwlink *g)
 
 void ha_gwlink_doc(struct ha_gwlink *g, const struct ha_doc *d)
 {
-	g->want_gen = d->generation;
 	g->want = true;
 	push_next(g);
 }

@@ -360,7 +360,7 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 	return w;
 }
 
-static void sync_done(struct ha_sm *sm, uint64_t now)
+static void sync_done(struct ha_sm *sm)
 {
 	uint32_t proto = HA_PROTO_MAX;
 
@@ -376,7 +376,6 @@ static void sync_done(struct ha_sm *sm, uint64_t now)
 	sm->inflight_base = 0;
 	GW_NOTICE(COMP, "synchronised: generation %" PRIu64 ", %zu agent(s) in the group, protocol %u",
 		  sm->doc->generation, sm->nview, sm->proto);
-	(void)now;
 }
 
 static void sync_check(struct ha_sm *sm, uint64_t now)
@@ -399,7 +398,7 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 			same = false;
 	}
 	if (same) {
-		sync_done(sm, now);
+		sync_done(sm);
 		return;
 	}
 	if (w->nodeid == sm->nodeid && !sm->state_sent) {
@@ -472,7 +471,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 		return;
 	if (sm->doc->generation == w->sync_gen &&
 	    !memcmp(sm->doc->digest, w->sync_digest, HA_DIGEST_LEN)) {
-		sync_done(sm, now);
+		sync_done(sm);
 		return;
 	}
 	rc = ha_doc_parse(st->doc_json, &d, err, sizeof(err));
@@ -490,7 +489,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
 		  sm->doc->generation);
 	doc_set(sm, d);
-	sync_done(sm, now);
+	sync_done(sm);
 }
 
 /* ------------------------------------------------------------ changes */

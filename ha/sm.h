@@ -34,7 +34,6 @@
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
-#define HA_CHANGE_TIMEOUT_MS 10000u     /* default wait for every live member */
 
 typedef Isergw__Ha__GroupMsg HaMsg;
 
