@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,19 +91,8 @@ static void usage(FILE *f)
 "3 cannot connect to the daemon.\n");
 }
 
-static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "isergwctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'isergwctl --help'.\n");
-	return EXIT_USAGE;
-}
+/* "isergwctl: MESSAGE" and the hint on stderr; EXIT_USAGE. */
+#define usage_err(...) isergwctl_usage_err(NULL, __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -212,20 +200,12 @@ static int call(struct ctx *x, const CtlRequest *req, CtlReply **out, int extra_
 		return EXIT_CONNECT;
 	}
 	if (rep->status) {
-		fprintf(stderr, "isergwctl: refused: %s (%s)\n",
-			rep->error[0] ? rep->error : "no reason given", strerror(-rep->status));
+		isergwctl_print_refusal(rep->status, rep->error);
 		ctl_reply_free(rep);
 		return EXIT_REFUSED;
 	}
 	*out = rep;
 	return 0;
-}
-
-static void print_json(json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-						      JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
 }
 
 static void jset_u64(json_object *o, const char *k, uint64_t v)
@@ -276,7 +256,7 @@ static int show(struct ctx *x, CtlReply *rep, const struct view *v, const void *
 		json_object *doc = v->list ? json_object_new_array() : json_object_new_object();
 
 		v->json(doc, &sh);
-		print_json(doc);
+		isergwctl_print_json(doc);
 	} else {
 		v->table(&sh);
 	}
@@ -801,14 +781,6 @@ static int cmd_alua_map(struct ctx *x, int argc, char **argv)
 
 /* ------------------------------------------------------------ lease */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void lease_json(json_object *o, const struct shown *sh)
 {
 	const Isergw__Ctl__LeaseInfo *l = sh->rep->lease;
@@ -887,7 +859,7 @@ static int cmd_lease(struct ctx *x, int argc, char **argv)
 		if (!ms == !at)
 			return usage_err("%s", "lease renew needs --ms N or --at MS");
 		/* isergwd and isergwctl share the machine's monotonic clock */
-		rl.expires_mono_ms = at ? at : mono_ms() + ms;
+		rl.expires_mono_ms = at ? at : (uint64_t)isergwctl_now_ms() + ms;
 		req.op_case = ISERGW__CTL__REQUEST__OP_RENEW_LEASE;
 		req.renew_lease = &rl;
 		return run(x, &req, &lease_view, NULL, 0);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What isergwctl's main (isergwctl.c) shares with its command groups kept in
- * files of their own: the exit codes and each group's entry point.
+ * files of their own: the exit codes, each group's entry point and the
+ * helpers every group uses (isergwctl_util.c).
  */
 #ifndef ISERGW_ISERGWCTL_H
 #define ISERGW_ISERGWCTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct json_object;
 
 /* isergwctl's exit status */
 #define ISERGWCTL_EXIT_OK      0
@@ -23,5 +27,24 @@
  * for a change. Returns the exit status (ISERGWCTL_EXIT_*).
  */
 int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms);
+
+/* ------------------------------------------------------------ isergwctl_util.c */
+
+/*
+ * A usage error on stderr: "isergwctl: [GROUP: ]MESSAGE" and the hint
+ * "Try 'isergwctl [GROUP ]--help'." (group NULL: the main commands).
+ * Returns ISERGWCTL_EXIT_USAGE.
+ */
+int isergwctl_usage_err(const char *group, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* CLOCK_MONOTONIC in milliseconds (the clock isergwd's lease is on). */
+int64_t isergwctl_now_ms(void);
+
+/* o pretty-printed on stdout, one line after it; drops the reference to o. */
+void isergwctl_print_json(struct json_object *o);
+
+/* "isergwctl: refused: ERROR (strerror(-status))" on stderr. */
+void isergwctl_print_refusal(int status, const char *error);
 
 #endif

@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ctl_wire.h"
@@ -111,19 +110,8 @@ static void usage(FILE *f)
 "error; 3 cannot connect, no answer in time, or an answer that makes no sense.\n");
 }
 
-static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "isergwctl: cluster: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'isergwctl cluster --help'.\n");
-	return ISERGWCTL_EXIT_USAGE;
-}
+/* "isergwctl: cluster: MESSAGE" and the hint on stderr; ISERGWCTL_EXIT_USAGE. */
+#define usage_err(...) isergwctl_usage_err("cluster", __VA_ARGS__)
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -142,17 +130,9 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* ------------------------------------------------------------ talking */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int left_ms(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - isergwctl_now_ms();
 
 	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
@@ -488,7 +468,7 @@ static int reply_decode(const uint8_t *buf, size_t len, ApiReply **out, char *er
  */
 static int ha_call(const struct cl *c, const ApiRequest *req, uint32_t extra_ms, ApiReply **out)
 {
-	int64_t deadline = now_ms() + c->timeout_ms + extra_ms;
+	int64_t deadline = isergwctl_now_ms() + c->timeout_ms + extra_ms;
 	struct ctl_frame_rx rx;
 	char why[512];
 	uint8_t *buf;
@@ -542,12 +522,6 @@ out_free:
 	return rc;
 }
 
-static void print_refusal(const ApiReply *rep)
-{
-	fprintf(stderr, "isergwctl: refused: %s (%s)\n", rep->error[0] ? rep->error :
-		"no reason given", strerror(-rep->status));
-}
-
 /*
  * ha_call() for a reply that is refused or carries the payload expected:
  * 0 with *out (status 0, or any status when keep_failed), or an exit status
@@ -568,7 +542,7 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 		return ISERGWCTL_EXIT_CONNECT;
 	}
 	if (rep->status && !keep_failed) {
-		print_refusal(rep);
+		isergwctl_print_refusal(rep->status, rep->error);
 		isergw__ha__api_reply__free_unpacked(rep, NULL);
 		return ISERGWCTL_EXIT_REFUSED;
 	}
@@ -665,13 +639,6 @@ static json_object *msg_json(const ProtobufCMessage *m)
 		}
 	}
 	return o;
-}
-
-static void print_json(json_object *o)
-{
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-						      JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
 }
 
 /* ------------------------------------------------------------ tables */
@@ -895,7 +862,7 @@ static int cmd_status(struct cl *c, char **args)
 	if (rc)
 		return rc;
 	if (c->json)
-		print_json(msg_json(&rep->cluster_status->base));
+		isergwctl_print_json(msg_json(&rep->cluster_status->base));
 	else if (status_table(rep->cluster_status))
 		rc = ISERGWCTL_EXIT_CONNECT;
 	isergw__ha__api_reply__free_unpacked(rep, NULL);
@@ -943,13 +910,13 @@ static int cmd_config_get(struct cl *c, char **args)
 		json_object_object_add(o, "generation", json_object_new_uint64(rep->config->generation));
 		json_object_object_add(o, "config", cfg);
 		json_object_object_add(o, "runtime", rt);
-		print_json(o);
+		isergwctl_print_json(o);
 	} else if (c->given & OPT_RUNTIME) {
 		json_object_put(cfg);
-		print_json(rt);
+		isergwctl_print_json(rt);
 	} else {
 		json_object_put(rt);
-		print_json(cfg);
+		isergwctl_print_json(cfg);
 	}
 	isergw__ha__api_reply__free_unpacked(rep, NULL);
 	return rc;
@@ -967,12 +934,12 @@ static int change_show(const struct cl *c, ApiReply *rep)
 
 	if (rep->status && !(rep->status == -ETIMEDOUT &&
 			     rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CHANGE)) {
-		print_refusal(rep);
+		isergwctl_print_refusal(rep->status, rep->error);
 		isergw__ha__api_reply__free_unpacked(rep, NULL);
 		return ISERGWCTL_EXIT_REFUSED;
 	}
 	if (c->json) {
-		print_json(msg_json(&r->base));
+		isergwctl_print_json(msg_json(&r->base));
 	} else {
 		if (r->changed) {
 			printf("generation %llu applied by", (unsigned long long)r->generation);
@@ -991,7 +958,7 @@ static int change_show(const struct cl *c, ApiReply *rep)
 	}
 	if (rep->status) {
 		fflush(stdout);
-		print_refusal(rep);
+		isergwctl_print_refusal(rep->status, rep->error);
 		rc = ISERGWCTL_EXIT_REFUSED;
 	}
 	isergw__ha__api_reply__free_unpacked(rep, NULL);
