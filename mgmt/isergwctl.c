@@ -94,35 +94,10 @@ static void usage(FILE *f)
 /* "isergwctl: MESSAGE" and the hint on stderr; EXIT_USAGE. */
 #define usage_err(...) isergwctl_usage_err(NULL, __VA_ARGS__)
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-	uint64_t v;
-
-	if (parse_u64(s, &v) || v > max)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 /* --epoch N of apply and alua set: 0, or the usage error's exit code. */
 static int parse_epoch(const char *s, uint64_t *epoch)
 {
-	if (parse_u64(s, epoch) || *epoch == 0)
+	if (isergwctl_parse_u64(s, epoch) || *epoch == 0)
 		return usage_err("--epoch wants a number >= 1, not '%s'", s);
 	return 0;
 }
@@ -557,7 +532,7 @@ static int parse_group(const char *arg, Isergw__Ctl__AluaGroupState *g)
 	if (comma)
 		*comma = '\0';
 	isergw__ctl__alua_group_state__init(g);
-	if (parse_u32(buf, 65535, &g->tpg_id) || g->tpg_id == 0)
+	if (isergwctl_parse_u32(buf, 65535, &g->tpg_id) || g->tpg_id == 0)
 		return usage_err("bad target port group id in '%s' (1..65535)", arg);
 	if (ctl_alua_state_parse(eq + 1, &state))
 		return usage_err("bad state in '%s' (ao, ano, standby, unavailable, offline, "
@@ -614,7 +589,7 @@ static int cmd_alua_set(struct ctx *x, int argc, char **argv)
 			sa.device_group = optarg;
 			break;
 		case 't':
-			if (parse_u32(optarg, CTL_TRANSITION_MAX_MS, &sa.transition_ms))
+			if (isergwctl_parse_u32(optarg, CTL_TRANSITION_MAX_MS, &sa.transition_ms))
 				return usage_err("--transition-ms wants 0..600000, not '%s'", optarg);
 			break;
 		default:
@@ -723,7 +698,7 @@ static int cmd_alua_map(struct ctx *x, int argc, char **argv)
 			rc = parse_epoch(val, &epoch);
 			i++;
 		} else if (strcmp(a, "--transition-ms") == 0 && val) {
-			if (parse_u32(val, CTL_TRANSITION_MAX_MS, &r.m.transition_ms))
+			if (isergwctl_parse_u32(val, CTL_TRANSITION_MAX_MS, &r.m.transition_ms))
 				rc = usage_err("--transition-ms wants 0..600000, not '%s'", val);
 			i++;
 		} else if (strcmp(a, "--dg") == 0 && val) {
@@ -847,11 +822,12 @@ static int cmd_lease(struct ctx *x, int argc, char **argv)
 
 		while ((opt = next_opt(x, argc, argv, renew_opts)) != -1) {
 			if (opt == 'a') {
-				if (parse_u64(optarg, &at) || at == 0)
+				if (isergwctl_parse_u64(optarg, &at) || at == 0)
 					return usage_err("lease renew: --at wants a time >= 1 (ms)");
 				continue;
 			}
-			if (opt != 'm' || parse_u32(optarg, CTL_LEASE_AHEAD_MAX_MS, &ms) || ms == 0)
+			if (opt != 'm' || isergwctl_parse_u32(optarg, CTL_LEASE_AHEAD_MAX_MS, &ms) ||
+			    ms == 0)
 				return usage_err("lease renew: --ms wants 1..%u", CTL_LEASE_AHEAD_MAX_MS);
 		}
 		if ((rc = no_more_args("lease renew", argc, argv)))
@@ -1121,7 +1097,8 @@ static int cmd_counters(struct ctx *x, int argc, char **argv)
 		case 'l':
 			snprintf(tbuf, sizeof(tbuf), "%s", optarg);
 			slash = strrchr(tbuf, '/');
-			if (!slash || slash == tbuf || parse_u32(slash + 1, UINT32_MAX, &f.lun))
+			if (!slash || slash == tbuf ||
+			    isergwctl_parse_u32(slash + 1, UINT32_MAX, &f.lun))
 				return usage_err("--lun wants TARGET/LUN, not '%s'", optarg);
 			*slash = '\0';
 			f.target = tbuf;
@@ -1181,7 +1158,8 @@ static int cmd_logout(struct ctx *x, int argc, char **argv)
 	while ((opt = next_opt(x, argc, argv, opts)) != -1) {
 		switch (opt) {
 		case 't':
-			if (lo.who_case || parse_u32(optarg, 65535, &lo.tsih) || lo.tsih == 0)
+			if (lo.who_case || isergwctl_parse_u32(optarg, 65535, &lo.tsih) ||
+			    lo.tsih == 0)
 				return usage_err("%s", "logout: one --tsih N (1..65535) or --initiator");
 			lo.who_case = ISERGW__CTL__LOGOUT__WHO_TSIH;
 			break;
@@ -1195,7 +1173,8 @@ static int cmd_logout(struct ctx *x, int argc, char **argv)
 			lo.immediate = true;
 			break;
 		case 'g':
-			if (parse_u32(optarg, CTL_LOGOUT_GRACE_MAX_S, &lo.grace_s) || lo.grace_s == 0)
+			if (isergwctl_parse_u32(optarg, CTL_LOGOUT_GRACE_MAX_S, &lo.grace_s) ||
+			    lo.grace_s == 0)
 				return usage_err("--grace wants 1..3600 seconds, not '%s'", optarg);
 			break;
 		default:
@@ -1403,7 +1382,7 @@ static int cmd_watch(struct ctx *x, int argc, char **argv)
 			refuse = optarg ? optarg : "refused by isergwctl watch --refuse";
 			break;
 		case 'c':
-			if (parse_u64(optarg, &count) || count == 0)
+			if (isergwctl_parse_u64(optarg, &count) || count == 0)
 				return usage_err("--count wants a number >= 1, not '%s'", optarg);
 			break;
 		default:
@@ -1494,7 +1473,7 @@ int main(int argc, char **argv)
 			x.json = true;
 			break;
 		case 't':
-			if (parse_u32(optarg, 86400, &tmo) || tmo == 0)
+			if (isergwctl_parse_u32(optarg, 86400, &tmo) || tmo == 0)
 				return usage_err("--timeout wants 1..86400 seconds, not '%s'", optarg);
 			x.timeout_ms = (int)tmo * 1000;
 			break;

@@ -38,6 +38,13 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms);
 int isergwctl_usage_err(const char *group, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A decimal number: digits only (no sign, no blank), within 64 bits /
+ * within 0..max. 0 with *out, or -EINVAL (*out untouched).
+ */
+int isergwctl_parse_u64(const char *s, uint64_t *out);
+int isergwctl_parse_u32(const char *s, uint32_t max, uint32_t *out);
+
 /* CLOCK_MONOTONIC in milliseconds (the clock isergwd's lease is on). */
 int64_t isergwctl_now_ms(void);
 

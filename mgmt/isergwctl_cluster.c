@@ -113,21 +113,6 @@ static void usage(FILE *f)
 /* "isergwctl: cluster: MESSAGE" and the hint on stderr; ISERGWCTL_EXIT_USAGE. */
 #define usage_err(...) isergwctl_usage_err("cluster", __VA_ARGS__)
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* ------------------------------------------------------------ talking */
 
 static int left_ms(int64_t deadline)
@@ -1118,7 +1103,6 @@ static int parse_args(struct cl *c, int argc, char **argv)
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t v;
 	int opt;
 
 	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
@@ -1144,16 +1128,15 @@ static int parse_args(struct cl *c, int argc, char **argv)
 			c->given |= OPT_RUNTIME;
 			break;
 		case 'b':
-			if (parse_u64(optarg, &c->base_gen))
+			if (isergwctl_parse_u64(optarg, &c->base_gen))
 				return usage_err("--base-generation wants a generation number, not '%s'",
 						 optarg);
 			c->given |= OPT_BASE_GEN;
 			break;
 		case 'w':
-			if (parse_u64(optarg, &v) || v > WAIT_MAX_MS)
+			if (isergwctl_parse_u32(optarg, WAIT_MAX_MS, &c->wait_ms))
 				return usage_err("--wait-ms wants 0..%u milliseconds, not '%s'", WAIT_MAX_MS,
 						 optarg);
-			c->wait_ms = (uint32_t)v;
 			c->given |= OPT_WAIT;
 			break;
 		case ':':
