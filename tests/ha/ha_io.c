@@ -13,9 +13,9 @@
  *   different nodes. It writes extents of 1..64 KiB at random places in the
  *   region, each a new "write number", and reads each back at once. Every
  *   logical block holds a header (magic, seed, LBA, write number) and a
- *   pattern that is a function of those, so a block that holds an older
- *   write than the last acknowledged one (a lost write, or a stale one
- *   landing late) is found and said. A command that ends in NOT READY (any
+ *   pattern that is a function of those (tests/common/blockpat.h), so a
+ *   block that holds an older write than the last acknowledged one (a lost
+ *   write, or a stale one landing late) is found and said. A command that ends in NOT READY (any
  *   ASC), UNIT ATTENTION, ABORTED COMMAND, BUSY, a transport error or no
  *   answer within --timeout-s (default 3) is sent again on the next path, as
  *   dm-multipath would; a path that failed on the transport is left alone
@@ -63,6 +63,8 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "blockpat.h"
+
 #define MAGIC 0x6f695f6168ull /* "ha_io" */
 #define MAX_PATHS 8
 #define MAX_LUNS 16
@@ -100,7 +102,8 @@ struct io {
 	double timeout_s, limit_s;
 	uint32_t bs;
 	uint64_t nblocks;
-	uint64_t seed, first, count;
+	struct blockpat pat; /* magic MAGIC, --seed, write numbers */
+	uint64_t first, count;
 	uint64_t *acked; /* per block of the region: write number acknowledged, 0 none */
 	uint64_t writes, verified, mismatches, retries, reported;
 	double last_done, longest_stall;
@@ -140,28 +143,6 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 static uint16_t be16(const unsigned char *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
@@ -170,19 +151,6 @@ static uint16_t be16(const unsigned char *p)
 static uint32_t be32(const unsigned char *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* The content of one block as write number w left it. */
-static void fill_block(unsigned char *p, uint32_t bs, uint64_t seed, uint64_t lba, uint64_t w)
-{
-	uint64_t s = seed ^ (lba * 0xd1342543de82ef95ull) ^ (w * 0x9e3779b97f4a7c15ull);
-
-	put64(p, MAGIC);
-	put64(p + 8, seed);
-	put64(p + 16, lba);
-	put64(p + 24, w);
-	for (uint32_t i = 32; i + 8 <= bs; i += 8)
-		put64(p + i, splitmix64(&s));
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -490,6 +458,7 @@ static uint64_t check_blocks(struct io *io, const unsigned char *got, uint64_t l
 			     unsigned char *expect, const char *when)
 {
 	uint64_t bad = 0, checked = 0;
+	struct blockpat_hdr h;
 
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t b = lba + i, w = io->acked[b - io->first];
@@ -498,17 +467,17 @@ static uint64_t check_blocks(struct io *io, const unsigned char *got, uint64_t l
 		if (w == 0)
 			continue;
 		checked++;
-		fill_block(expect, io->bs, io->seed, b, w);
+		blockpat_fill(&io->pat, expect, io->bs, b, 1, w);
 		if (memcmp(g, expect, io->bs) == 0)
 			continue;
 		bad++;
 		if (io->reported++ < MAX_REPORT) {
-			if (get64(g) == MAGIC)
+			if (blockpat_header(&io->pat, g, &h))
 				fprintf(stderr,
 					"ha_io: %s: lba %" PRIu64 ": expected write %" PRIu64
 					", found seed %" PRIu64 " lba %" PRIu64 " write %" PRIu64 "%s\n",
-					when, b, w, get64(g + 8), get64(g + 16), get64(g + 24),
-					get64(g + 24) == w ? " (content differs)" : "");
+					when, b, w, h.seed, h.lba, h.write,
+					h.write == w ? " (content differs)" : "");
 			else
 				fprintf(stderr, "ha_io: %s: lba %" PRIu64 ": expected write %" PRIu64
 					", found no header\n", when, b, w);
@@ -566,7 +535,7 @@ static int io_run(struct io *io, uint64_t region_mib, uint64_t offset_mib, uint6
 		  unsigned pause_ms)
 {
 	unsigned char *buf = NULL, *expect = NULL;
-	uint64_t rng = io->seed ^ 0x5eed, w = 0;
+	uint64_t rng = io->pat.seed ^ 0x5eed, w = 0;
 	double end = seconds ? mono() + (double)seconds : 0;
 	int rc = -EIO;
 
@@ -588,7 +557,7 @@ static int io_run(struct io *io, uint64_t region_mib, uint64_t offset_mib, uint6
 		goto out;
 	}
 	fprintf(stderr, "ha_io: %d path(s), %u-byte blocks, region %" PRIu64 "+%" PRIu64 " blocks, seed %" PRIu64 "\n",
-		io->npaths, io->bs, io->first, io->count, io->seed);
+		io->npaths, io->bs, io->first, io->count, io->pat.seed);
 	while (!stop_flag && (!seconds || mono() < end)) {
 		uint64_t x = splitmix64(&rng), max = MAX_EXTENT / io->bs;
 		uint32_t nb = (uint32_t)(1 + (x & 0xffff) % max);
@@ -599,8 +568,7 @@ static int io_run(struct io *io, uint64_t region_mib, uint64_t offset_mib, uint6
 			nb = (uint32_t)io->count;
 		lba = io->first + (x >> 16) % (io->count - nb + 1);
 		w++;
-		for (uint32_t i = 0; i < nb; i++)
-			fill_block(buf + (size_t)i * io->bs, io->bs, io->seed, lba + i, w);
+		blockpat_fill(&io->pat, buf, io->bs, lba, nb, w);
 		if (io_cmd(io, OP_WRITE, lba, nb, buf, &t))
 			goto out;
 		scsi_free_scsi_task(t);
@@ -748,6 +716,7 @@ static int sample_run(struct path *p, const char *initiator, const char *label, 
 
 static int write_once(struct path *p, const char *initiator, uint64_t lba, double timeout_s)
 {
+	static const struct blockpat once_pat = { .magic = MAGIC, .seed = 0, .numbered = true };
 	unsigned char buf[4096];
 	struct scsi_task *t = NULL;
 	char why[160] = "";
@@ -773,7 +742,7 @@ static int write_once(struct path *p, const char *initiator, uint64_t lba, doubl
 		path_close(p);
 		return 0;
 	}
-	fill_block(buf, bs, 0, lba, 0);
+	blockpat_fill(&once_pat, buf, bs, lba, 1, 0);
 	for (int tries = 0; tries < 8; tries++) {
 		struct cmd c = { 0 };
 		int rc;
@@ -845,12 +814,14 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 
 	io.initiator = "iqn.2026-11.org.isergw:ha-io";
-	io.seed = 1;
+	io.pat.magic = MAGIC;
+	io.pat.seed = 1;
+	io.pat.numbered = true;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		int bad = 0;
 
 		switch (c) {
-		case 's': bad = parse_u64(optarg, UINT64_MAX, &io.seed); break;
+		case 's': bad = parse_u64(optarg, UINT64_MAX, &io.pat.seed); break;
 		case 'r': bad = parse_u64(optarg, 1u << 20, &region_mib); break;
 		case 'o': bad = parse_u64(optarg, 1u << 20, &offset_mib); break;
 		case 'S': bad = parse_u64(optarg, 86400, &seconds); break;

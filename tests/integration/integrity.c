@@ -16,7 +16,7 @@
  *
  * The content of every logical block is a function of (seed, LBA) alone, and
  * each block starts with a small header (magic, seed, LBA), so a misplaced
- * block is reported with where it came from. Prints
+ * block is reported with where it came from (the pattern: tests/common/blockpat.h). Prints
  * "integrity: blocks written W, verified V, mismatches M" and exits 1 on any
  * mismatch or SCSI error.
  */
@@ -30,6 +30,8 @@
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
+
+#include "blockpat.h"
 
 #define MAGIC 0x69736572677721ull /* "iserg w!" */
 #define MAX_XFER (1024u * 1024u)
@@ -56,41 +58,11 @@ struct run {
 	unsigned char *buf, *expect;
 };
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* The expected content of one block. */
-static void fill_block(unsigned char *p, uint32_t bs, uint64_t seed, uint64_t lba)
-{
-	uint64_t s = seed ^ (lba * 0xd1342543de82ef95ull);
-	put64(p, MAGIC);
-	put64(p + 8, seed);
-	put64(p + 16, lba);
-	for (uint32_t i = 24; i + 8 <= bs; i += 8)
-		put64(p + i, splitmix64(&s));
-}
-
 static void fill(struct run *r, unsigned char *p, uint64_t seed, uint64_t lba, uint64_t n)
 {
-	for (uint64_t i = 0; i < n; i++)
-		fill_block(p + i * r->bs, r->bs, seed, lba + i);
+	const struct blockpat bp = { .magic = MAGIC, .seed = seed };
+
+	blockpat_fill(&bp, p, r->bs, lba, n, 0);
 }
 
 /* Extent length in blocks for the next transfer: 4 KiB .. 1 MiB. */
@@ -129,14 +101,16 @@ static int check_task(struct run *r, struct scsi_task *t, const char *what, uint
 
 static void report_mismatch(struct run *r, uint64_t lba, const unsigned char *got, uint64_t seed)
 {
+	const struct blockpat bp = { .magic = MAGIC, .seed = seed };
+	struct blockpat_hdr h;
+
 	r->mismatches++;
 	if (r->mismatches > MAX_REPORT)
 		return;
-	if (get64(got) == MAGIC)
+	if (blockpat_header(&bp, got, &h))
 		fprintf(stderr, "integrity: mismatch at lba %" PRIu64 ": holds block of seed %" PRIu64
-			" lba %" PRIu64 " (expected seed %" PRIu64 ")%s\n", lba, get64(got + 8),
-			get64(got + 16), seed,
-			get64(got + 8) == seed && get64(got + 16) == lba ? ", body differs" : "");
+			" lba %" PRIu64 " (expected seed %" PRIu64 ")%s\n", lba, h.seed, h.lba, seed,
+			h.seed == seed && h.lba == lba ? ", body differs" : "");
 	else {
 		bool zero = true;
 		for (uint32_t i = 0; i < r->bs && zero; i++)
