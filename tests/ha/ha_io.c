@@ -64,6 +64,7 @@
 #include <iscsi/scsi-lowlevel.h>
 
 #include "blockpat.h"
+#include "scsi_pages.h"
 
 #define MAGIC 0x6f695f6168ull /* "ha_io" */
 #define MAX_PATHS 8
@@ -141,16 +142,6 @@ static void sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stop_flag)
 		;
-}
-
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -606,48 +597,35 @@ out:
 /* The target port group of the port the session is on (VPD 83h), -1 unknown. */
 static int own_tpg(const struct scsi_task *t)
 {
-	const unsigned char *d = t->datain.data;
-	uint32_t n = t->datain.size >= 4 ? 4u + be16(&d[2]) : 0;
+	const unsigned char *d = t->datain.data, *e;
+	uint32_t n = vpd_page_len(d, t->datain.size), off = 4;
 
-	if (n < 4 || n > (uint32_t)t->datain.size)
-		return -1;
-	for (uint32_t off = 4; off + 4 <= n;) {
-		const unsigned char *e = &d[off];
-		uint32_t len = e[3];
-
-		if (off + 4 + len > n)
-			return -1;
-		if (((e[1] >> 4) & 3) == 1 && (e[1] & 0x0f) == 5 && len == 4)
+	while (vpd83_next(d, n, &off, &e) > 0)
+		if (((e[1] >> 4) & 3) == 1 && (e[1] & 0x0f) == 5 && e[3] == 4)
 			return be16(&e[6]);
-		off += 4 + len;
-	}
 	return -1;
 }
 
 /* RTPG data as "TPG=STATE[p] ..."; -1 when malformed. */
 static int format_rtpg(const struct scsi_task *t, char *s, size_t sl)
 {
-	const unsigned char *d = t->datain.data;
-	uint32_t n = t->datain.size >= 8 ? 4 + be32(d) : 0;
+	const unsigned char *d = t->datain.data, *g;
+	uint32_t n = rtpg_len(d, t->datain.size), off = 8;
 	size_t used = 0;
+	int rc;
 
-	if (n < 8 || n > (uint32_t)t->datain.size)
+	if (n == 0)
 		return -1;
 	s[0] = 0;
-	for (uint32_t off = 8; off + 8 <= n;) {
-		const unsigned char *g = &d[off];
-		int w;
+	while ((rc = rtpg_next(d, n, &off, &g)) > 0) {
+		int w = snprintf(s + used, sl - used, "%s%u=%u%s", used ? " " : "", be16(&g[2]),
+				 g[0] & 0x0f, (g[0] & 0x80) ? "p" : "");
 
-		if (off + 8 + 4u * g[7] > n)
-			return -1;
-		w = snprintf(s + used, sl - used, "%s%u=%u%s", used ? " " : "", be16(&g[2]),
-			     g[0] & 0x0f, (g[0] & 0x80) ? "p" : "");
 		if (w < 0 || (size_t)w >= sl - used)
 			return -1;
 		used += (size_t)w;
-		off += 8 + 4u * g[7];
 	}
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 static int sample_run(struct path *p, const char *initiator, const char *label, const int *luns,

@@ -40,17 +40,9 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "scsi_pages.h"
+
 #define ALLOC 4096
-
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* Runs a data-in CDB; retries unit attentions. Returns the task (GOOD) or NULL. */
 static struct scsi_task *run(struct iscsi_context *iscsi, int lun, unsigned char *cdb, int len,
@@ -261,8 +253,9 @@ static int probe(struct iscsi_context *iscsi, int lun)
 {
 	unsigned char rtpg[12] = { 0xa3, 0x0a | 0x20, 0, 0, 0, 0, 0, 0, ALLOC >> 8, ALLOC & 0xff };
 	struct scsi_task *t;
-	const unsigned char *d;
+	const unsigned char *d, *e, *g;
 	uint32_t n, off;
+	int rc;
 	unsigned char inq[6] = { 0x12, 0, 0, 0, 96, 0 };
 
 	/* standard INQUIRY */
@@ -282,8 +275,8 @@ static int probe(struct iscsi_context *iscsi, int lun)
 	if (!t)
 		return -EIO;
 	d = t->datain.data;
-	n = t->datain.size >= 4 ? 4u + be16(&d[2]) : 0;
-	if (n < 5 || n > (uint32_t)t->datain.size || d[1] != 0x80) {
+	n = vpd_page_len(d, t->datain.size);
+	if (n < 5 || d[1] != 0x80) {
 		fprintf(stderr, "cluster_probe: VPD 80h malformed\n");
 		scsi_free_scsi_task(t);
 		return -EIO;
@@ -296,22 +289,17 @@ static int probe(struct iscsi_context *iscsi, int lun)
 	if (!t)
 		return -EIO;
 	d = t->datain.data;
-	n = t->datain.size >= 4 ? 4u + be16(&d[2]) : 0;
-	if (n < 4 || n > (uint32_t)t->datain.size || d[1] != 0x83) {
+	n = vpd_page_len(d, t->datain.size);
+	if (n == 0 || d[1] != 0x83) {
 		fprintf(stderr, "cluster_probe: VPD 83h malformed\n");
 		scsi_free_scsi_task(t);
 		return -EIO;
 	}
-	for (off = 4; off + 4 <= n;) {
-		const unsigned char *e = &d[off];
+	off = 4;
+	while ((rc = vpd83_next(d, n, &off, &e)) > 0) {
 		uint32_t len = e[3];
 		uint8_t assoc = (e[1] >> 4) & 3, type = e[1] & 0x0f;
 
-		if (off + 4 + len > n) {
-			fprintf(stderr, "cluster_probe: VPD 83h designator overruns the page\n");
-			scsi_free_scsi_task(t);
-			return -EIO;
-		}
 		if (assoc == 0 && type == 3) {
 			printf("naa ");
 			for (uint32_t k = 0; k < len; k++)
@@ -326,7 +314,11 @@ static int probe(struct iscsi_context *iscsi, int lun)
 		} else if (assoc == 1 && type == 5 && len == 4) {
 			printf("tpg %u\n", be16(&e[6]));
 		}
-		off += 4 + len;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "cluster_probe: VPD 83h designator overruns the page\n");
+		scsi_free_scsi_task(t);
+		return -EIO;
 	}
 	scsi_free_scsi_task(t);
 
@@ -335,27 +327,26 @@ static int probe(struct iscsi_context *iscsi, int lun)
 	if (!t)
 		return -EIO;
 	d = t->datain.data;
-	n = t->datain.size >= 8 ? 4 + be32(d) : 0;
-	if (n < 8 || n > (uint32_t)t->datain.size || (d[4] & 0x70) != 0x10) {
+	n = rtpg_len(d, t->datain.size);
+	if (n == 0 || (d[4] & 0x70) != 0x10) {
 		fprintf(stderr, "cluster_probe: REPORT TARGET PORT GROUPS malformed (%d bytes)\n",
 			t->datain.size);
 		scsi_free_scsi_task(t);
 		return -EIO;
 	}
-	for (off = 8; off + 8 <= n;) {
-		const unsigned char *g = &d[off];
+	off = 8;
+	while ((rc = rtpg_next(d, n, &off, &g)) > 0) {
 		uint32_t ports = g[7];
 
-		if (off + 8 + 4 * ports > n) {
-			fprintf(stderr, "cluster_probe: RTPG descriptor overruns the data\n");
-			scsi_free_scsi_task(t);
-			return -EIO;
-		}
 		printf("group %u state %u pref %u ports ", be16(&g[2]), g[0] & 0x0f, g[0] >> 7);
 		for (uint32_t k = 0; k < ports; k++)
 			printf("%s%u", k ? "," : "", be16(&g[8 + 4 * k + 2]));
 		printf("\n");
-		off += 8 + 4 * ports;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "cluster_probe: RTPG descriptor overruns the data\n");
+		scsi_free_scsi_task(t);
+		return -EIO;
 	}
 	if (off != n) {
 		fprintf(stderr, "cluster_probe: RTPG: %u trailing bytes\n", n - off);
