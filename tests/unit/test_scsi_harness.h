@@ -339,4 +339,38 @@ static inline int drain_ua(struct tctx *x, const struct scsi_itn *itn)
 	return n;
 }
 
+/* The status of TEST UNIT READY, of READ(10) / WRITE(10) of the first block (of 512 bytes). */
+static inline uint8_t run_tur(struct tctx *x, const struct scsi_itn *itn)
+{
+	uint8_t c[16] = { 0 };
+
+	return run_cdb(x, itn, c, 6, NULL, 0);
+}
+
+static inline uint8_t run_read1(struct tctx *x, const struct scsi_itn *itn)
+{
+	uint8_t c[16], buf[512];
+
+	cdb10(c, 0x28, 0, 1, 1);
+	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
+}
+
+static inline uint8_t run_write1(struct tctx *x, const struct scsi_itn *itn)
+{
+	uint8_t c[16], buf[512] = { 0 };
+
+	cdb10(c, 0x2a, 0, 1, 1);
+	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
+}
+
+/* A cmocka teardown for a state that is one malloc'd tctx. */
+static inline int tctx_free(void **state)
+{
+	struct tctx *x = *state;
+
+	tctx_teardown(x);
+	free(x);
+	return 0;
+}
+
 #endif

@@ -23,39 +23,7 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct tctx *x = *state;
-
-	tctx_teardown(x);
-	free(x);
-	return 0;
-}
-
 /* ------------------------------------------------------------- helpers */
-
-static uint8_t tur(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16] = { 0 };
-
-	return run_cdb(x, itn, c, 6, NULL, 0);
-}
-
-static uint8_t rd(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16], buf[512];
-
-	cdb10(c, 0x28, 0, 1, 1);
-	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
-}
-
-static uint8_t wr(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16], buf[512] = { 0 };
-
-	cdb10(c, 0x2a, 0, 1, 1);
-	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
-}
 
 static uint8_t mode_sense(struct tctx *x, const struct scsi_itn *itn)
 {
@@ -135,18 +103,18 @@ static void test_reserve6(void **state)
 	assert_int_equal(simple(x, &x->b, 0x17), G);    /* RELEASE by another: no-op */
 	assert_int_equal(mode_sense(x, &x->a), G);
 	assert_int_equal(mode_sense(x, &x->b), C);
-	assert_int_equal(rd(x, &x->b), C);
-	assert_int_equal(wr(x, &x->b), C);
-	assert_int_equal(tur(x, &x->b), C);
+	assert_int_equal(run_read1(x, &x->b), C);
+	assert_int_equal(run_write1(x, &x->b), C);
+	assert_int_equal(run_tur(x, &x->b), C);
 	assert_int_equal(simple(x, &x->b, 0x12), G);    /* INQUIRY allowed */
 	assert_int_equal(simple(x, &x->b, 0x25), G);    /* READ CAPACITY allowed */
-	assert_int_equal(rd(x, &x->a), G);
-	assert_int_equal(wr(x, &x->a), G);
+	assert_int_equal(run_read1(x, &x->a), G);
+	assert_int_equal(run_write1(x, &x->a), G);
 	assert_int_equal(simple(x, &x->a, 0x57), G);    /* RELEASE(10) by the holder */
 	assert_int_equal(simple(x, &x->b, 0x16), G);
-	assert_int_equal(rd(x, &x->a), C);
+	assert_int_equal(run_read1(x, &x->a), C);
 	assert_int_equal(simple(x, &x->b, 0x17), G);
-	assert_int_equal(rd(x, &x->a), G);
+	assert_int_equal(run_read1(x, &x->a), G);
 }
 
 static void test_reserve6_released_by_reset_and_loss(void **state)
@@ -224,7 +192,7 @@ static void test_pr_register_read_keys(void **state)
 	assert_int_equal(prin(x, &x->a, 0, buf, sizeof(buf)), G);
 	assert_int_equal(be64(&buf[8]), 0xdddd);
 	/* registrations alone do not restrict access */
-	assert_int_equal(wr(x, &x->b), G);
+	assert_int_equal(run_write1(x, &x->b), G);
 	/* unregister both */
 	assert_int_equal(prout(x, &x->a, 0x00, 0, 0xdddd, 0, 0), G);
 	assert_int_equal(prout(x, &x->b, 0x00, 0, 0xbbbb, 0, 0), G);
@@ -357,21 +325,21 @@ static void test_pr_access(void **state)
 		assert_int_equal(resv(x, &key), r->type);
 		assert_int_equal(key, ar ? 0 : 0xa1);
 		/* holder: everything */
-		assert_int_equal(rd(x, &x->a), G);
-		assert_int_equal(wr(x, &x->a), G);
+		assert_int_equal(run_read1(x, &x->a), G);
+		assert_int_equal(run_write1(x, &x->a), G);
 		/* registered other nexus */
-		assert_int_equal(rd(x, &x->b), r->reg_read ? G : C);
-		assert_int_equal(wr(x, &x->b), r->reg_write ? G : C);
+		assert_int_equal(run_read1(x, &x->b), r->reg_read ? G : C);
+		assert_int_equal(run_write1(x, &x->b), r->reg_write ? G : C);
 		/* always allowed commands */
 		assert_int_equal(simple(x, &x->b, 0x12), G);
 		assert_int_equal(simple(x, &x->b, 0x25), G);
-		assert_int_equal(tur(x, &x->b), G);
+		assert_int_equal(run_tur(x, &x->b), G);
 		/* reserving another type while reserved: conflict */
 		assert_int_equal(prout(x, &x->b, 0x01, r->type == 1 ? 3 : 1, 0xb2, 0, 0), C);
 		/* unregistered other nexus */
 		assert_int_equal(prout(x, &x->b, 0x00, 0, 0xb2, 0, 0), G);
-		assert_int_equal(rd(x, &x->b), r->unreg_read ? G : C);
-		assert_int_equal(wr(x, &x->b), r->unreg_write ? G : C);
+		assert_int_equal(run_read1(x, &x->b), r->unreg_read ? G : C);
+		assert_int_equal(run_write1(x, &x->b), r->unreg_write ? G : C);
 		assert_int_equal(mode_sense(x, &x->b), C);
 		/* a non-registrant cannot reserve or release */
 		assert_int_equal(prout(x, &x->b, 0x01, r->type, 0, 0, 0), C);
@@ -381,7 +349,7 @@ static void test_pr_access(void **state)
 		assert_int_equal(sense_asc(x), 0x2604);
 		assert_int_equal(prout(x, &x->a, 0x02, r->type, 0xa1, 0, 0), G);
 		assert_int_equal(resv(x, NULL), 0);
-		assert_int_equal(wr(x, &x->b), G);
+		assert_int_equal(run_write1(x, &x->b), G);
 		assert_int_equal(prout(x, &x->a, 0x00, 0, 0xa1, 0, 0), G);
 		drain_ua(x, &x->a);
 		drain_ua(x, &x->b);
@@ -449,7 +417,7 @@ static void test_pr_preempt_clear(void **state)
 	assert_int_equal(nkeys(x, &gen0), 3);
 	assert_int_equal(prout(x, &x->b, 0x04, 0x03, 0x77, 0x77, 0), G);
 	/* A was preempted: REGISTRATIONS PREEMPTED, and it is no longer registered */
-	assert_int_equal(tur(x, &x->a), SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(run_tur(x, &x->a), SCSI_STATUS_CHECK_CONDITION);
 	assert_int_equal(sense_asc(x), 0x2a05);
 	assert_int_equal(nkeys(x, &gen), 2);
 	assert_int_equal(gen, gen0 + 1);
@@ -469,19 +437,19 @@ static void test_pr_preempt_clear(void **state)
 		assert_int_equal(key, 0x77);
 	}
 	assert_int_equal(nkeys(x, NULL), 1);
-	assert_int_equal(tur(x, &c3), SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(run_tur(x, &c3), SCSI_STATUS_CHECK_CONDITION);
 	assert_int_equal(sense_asc(x), 0x2a05);
-	assert_int_equal(rd(x, &c3), C);
-	assert_int_equal(rd(x, &x->b), G);
+	assert_int_equal(run_read1(x, &c3), C);
+	assert_int_equal(run_read1(x, &x->b), G);
 
 	/* CLEAR: everything goes, other registrants get RESERVATIONS PREEMPTED */
 	assert_int_equal(prout(x, &c3, 0x06, 0, 0, 0x99, 0), G);
 	assert_int_equal(prout(x, &x->b, 0x03, 0, 0x77, 0, 0), G);
 	assert_int_equal(nkeys(x, NULL), 0);
 	assert_int_equal(resv(x, NULL), 0);
-	assert_int_equal(tur(x, &c3), SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(run_tur(x, &c3), SCSI_STATUS_CHECK_CONDITION);
 	assert_int_equal(sense_asc(x), 0x2a03);
-	assert_int_equal(tur(x, &x->b), G);
+	assert_int_equal(run_tur(x, &x->b), G);
 	assert_int_equal(prin(x, &c3, 1, buf, sizeof(buf)), G);
 	scsi_lu_itn_remove(x->lu, &c3);
 	drain_ua(x, &x->a);
@@ -521,10 +489,10 @@ static void test_pr_persistence(void **state)
 	/* and enforces it: a non-registrant cannot write, the holder can */
 	itn_init(&c3, 3, "iqn.2026-01.org.example:host-c", "400001370002", &test_port1,
 		 y.luns, 1);
-	assert_int_equal(wr(&y, &c3), C);
-	assert_int_equal(rd(&y, &c3), G);
-	assert_int_equal(wr(&y, &y.a), G);
-	assert_int_equal(wr(&y, &y.b), G);
+	assert_int_equal(run_write1(&y, &c3), C);
+	assert_int_equal(run_read1(&y, &c3), G);
+	assert_int_equal(run_write1(&y, &y.a), G);
+	assert_int_equal(run_write1(&y, &y.b), G);
 	/* clear, recreate: empty */
 	assert_int_equal(prout(&y, &y.b, 0x03, 0, 0x2222, 0, 0), G);
 	tctx_teardown(&y);
@@ -592,17 +560,17 @@ static void test_pr_preempt_and_abort_hook(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_reserve6, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserve6, setup, tctx_free),
 		cmocka_unit_test_setup_teardown(test_reserve6_released_by_reset_and_loss, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_reserve6_vs_pr, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_register_read_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_param_checks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_capabilities_full_status, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_access, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_ownership, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_preempt_clear, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_preempt_and_abort_hook, setup, teardown),
+						tctx_free),
+		cmocka_unit_test_setup_teardown(test_reserve6_vs_pr, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_register_read_keys, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_param_checks, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_capabilities_full_status, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_access, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_ownership, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_preempt_clear, setup, tctx_free),
+		cmocka_unit_test_setup_teardown(test_pr_preempt_and_abort_hook, setup, tctx_free),
 		cmocka_unit_test(test_pr_persistence),
 	};
 

@@ -49,15 +49,6 @@ static int setup512(void **state) { return setup_bs(state, 512, true); }
 static int setup4k(void **state) { return setup_bs(state, 4096, true); }
 static int setup_thick(void **state) { return setup_bs(state, 512, false); }
 
-static int teardown(void **state)
-{
-	struct tctx *x = *state;
-
-	tctx_teardown(x);
-	free(x);
-	return 0;
-}
-
 static uint32_t BS(const struct tctx *x) { return x->mem->b.info.block_size; }
 static uint64_t NB(const struct tctx *x) { return x->mem->b.info.size_bytes / BS(x); }
 
@@ -1044,37 +1035,37 @@ static void test_get_lba_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_fua_and_wce, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_short_buffers, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_short_buffers, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_rw_all_sizes, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_read6_zero_means_256, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_zero_length_and_range, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_fua_and_wce, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_short_buffers, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_short_buffers, setup4k, tctx_free),
 		cmocka_unit_test(test_readonly),
-		cmocka_unit_test_setup_teardown(test_io_errors, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_verify, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_verify, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_write_same, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_write_same, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_write_same_thick, setup_thick, teardown),
-		cmocka_unit_test_setup_teardown(test_unmap, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_unmap, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_caw, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_caw, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_caw_serialized, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_orwrite, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_orwrite, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_orwrite_serialized, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_write_atomic, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_write_atomic, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_io_errors, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_verify, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_verify, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_write_same, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_write_same, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_write_same_thick, setup_thick, tctx_free),
+		cmocka_unit_test_setup_teardown(test_unmap, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_unmap, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_caw, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_caw, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_caw_serialized, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_orwrite, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_orwrite, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_orwrite_serialized, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_write_atomic, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_write_atomic, setup4k, tctx_free),
 		cmocka_unit_test(test_write_atomic_readonly),
-		cmocka_unit_test_setup_teardown(test_write_atomic_isolated, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_write_atomic_isolated, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, tctx_free),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);

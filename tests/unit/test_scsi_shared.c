@@ -118,29 +118,6 @@ static int teardown(void **state)
 
 /* ------------------------------------------------------------- commands */
 
-static uint8_t tur(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16] = { 0 };
-
-	return run_cdb(x, itn, c, 6, NULL, 0);
-}
-
-static uint8_t rd(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16], buf[512];
-
-	cdb10(c, 0x28, 0, 1, 1);
-	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
-}
-
-static uint8_t wr(struct tctx *x, const struct scsi_itn *itn)
-{
-	uint8_t c[16], buf[512] = { 0 };
-
-	cdb10(c, 0x2a, 0, 1, 1);
-	return run_cdb(x, itn, c, 10, buf, sizeof(buf));
-}
-
 static uint8_t prout(struct tctx *x, const struct scsi_itn *itn, uint8_t sa, uint8_t type,
 		     uint64_t rk, uint64_t sark, uint8_t flags)
 {
@@ -195,7 +172,7 @@ static uint8_t read_resv(struct tctx *x, const struct scsi_itn *itn, uint64_t *k
 /* Next command's status must be CHECK CONDITION UNIT ATTENTION asc. */
 static void expect_ua(struct tctx *x, const struct scsi_itn *itn, uint16_t asc)
 {
-	assert_int_equal(tur(x, itn), SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(run_tur(x, itn), SCSI_STATUS_CHECK_CONDITION);
 	assert_int_equal(sense_key(x), SCSI_SK_UNIT_ATTENTION);
 	assert_int_equal(sense_asc(x), asc);
 }
@@ -235,12 +212,12 @@ static void t_reservation_enforced_on_other_node(void **state)
 	assert_int_equal(prout(&t->a, &t->a.a, 0x01, PR_TYPE_EA, 0xa1, 0, 0), SCSI_STATUS_GOOD);
 	assert_int_equal(read_resv(&t->b, &t->b.b, &key), PR_TYPE_EA);
 	assert_int_equal(key, 0xa1);
-	assert_int_equal(rd(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
-	assert_int_equal(wr(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
-	assert_int_equal(rd(&t->a, &t->a.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_read1(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_write1(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_read1(&t->a, &t->a.a), SCSI_STATUS_GOOD);
 	/* the holder releases through node A; node B's nexuses may read again */
 	assert_int_equal(prout(&t->a, &t->a.a, 0x02, PR_TYPE_EA, 0xa1, 0, 0), SCSI_STATUS_GOOD);
-	assert_int_equal(rd(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_read1(&t->b, &t->b.b), SCSI_STATUS_GOOD);
 }
 
 static void t_all_registrants_across_nodes(void **state)
@@ -252,8 +229,8 @@ static void t_all_registrants_across_nodes(void **state)
 	assert_int_equal(prout(&t->b, &t->b.b, 0x00, 0, 0, 0xb2, 0), SCSI_STATUS_GOOD);
 	assert_int_equal(prout(&t->a, &t->a.a, 0x01, PR_TYPE_WE_AR, 0xa1, 0, 0),
 			 SCSI_STATUS_GOOD);
-	assert_int_equal(wr(&t->b, &t->b.b), SCSI_STATUS_GOOD);
-	assert_int_equal(wr(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_write1(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_write1(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
 	/* the reservation lasts until the last registrant goes */
 	assert_int_equal(prout(&t->a, &t->a.a, 0x00, 0, 0xa1, 0, 0), SCSI_STATUS_GOOD);
 	assert_int_equal(read_resv(&t->b, &t->b.b, NULL), PR_TYPE_WE_AR);
@@ -267,20 +244,20 @@ static void t_reserve6_across_nodes(void **state)
 	uint8_t c[16] = { 0x16 };
 
 	assert_int_equal(run_cdb(&t->a, &t->a.a, c, 6, NULL, 0), SCSI_STATUS_GOOD);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
 	assert_int_equal(run_cdb(&t->b, &t->b.b, c, 6, NULL, 0), SCSI_STATUS_RESERVATION_CONFLICT);
 	/* the owner's nexus goes away: released for everyone */
 	scsi_lu_itn_remove(t->a.lu, &t->a.a);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
 	scsi_lu_itn_add(t->a.lu, &t->a.a);
 	/* and a LOGICAL UNIT RESET through the other node releases it too */
 	assert_int_equal(run_cdb(&t->b, &t->b.b, c, 6, NULL, 0), SCSI_STATUS_GOOD);
-	assert_int_equal(tur(&t->a, &t->a.a), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_tur(&t->a, &t->a.a), SCSI_STATUS_RESERVATION_CONFLICT);
 	scsi_lu_reset(t->a.lu, &t->a.a, SCSI_RESET_LU);
 	expect_ua(&t->b, &t->b.b, 0x2903);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
 	expect_ua(&t->a, &t->a.a, 0x2903);
-	assert_int_equal(tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
 }
 
 static void t_lu_reset_reaches_other_node(void **state)
@@ -299,7 +276,7 @@ static void t_lu_reset_reaches_other_node(void **state)
 	assert_ptr_equal(ab.lu[0], t->b.lu);
 	assert_true(ab.every[0]);
 	expect_ua(&t->b, &t->b.b, 0x2903);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
 	assert_int_equal(ab.n, 1);
 }
 
@@ -342,13 +319,13 @@ static void t_preempt_and_abort_across_nodes(void **state)
 	assert_int_equal(ab.rel[1], 2);
 	/* the preempted nexus gets 2A/05, and is no longer registered */
 	expect_ua(&t->b, &t->b.b, 0x2a05);
-	assert_int_equal(rd(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_read1(&t->b, &t->b.b), SCSI_STATUS_RESERVATION_CONFLICT);
 	assert_int_equal(read_keys(&t->b, &t->b.a, NULL, keys), 1);
 	assert_int_equal(keys[0], 0xa1);
 	assert_int_equal(read_resv(&t->b, &t->b.a, NULL), PR_TYPE_EA);
 	/* nobody else got a UA */
-	assert_int_equal(tur(&t->b, &t->b.a), SCSI_STATUS_GOOD);
-	assert_int_equal(tur(&t->a, &t->a.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->a, &t->a.b), SCSI_STATUS_GOOD);
 }
 
 static void t_clear_and_release_uas(void **state)
@@ -361,11 +338,11 @@ static void t_clear_and_release_uas(void **state)
 	/* releasing a registrants-only type: 2A/04 to the other registrants */
 	assert_int_equal(prout(&t->a, &t->a.a, 0x02, PR_TYPE_WE_RO, 0xa1, 0, 0), SCSI_STATUS_GOOD);
 	expect_ua(&t->b, &t->b.b, 0x2a04);
-	assert_int_equal(tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
 	/* CLEAR through node B: 2A/03 to the registrant on node A */
 	assert_int_equal(prout(&t->b, &t->b.b, 0x03, 0, 0xb2, 0, 0), SCSI_STATUS_GOOD);
 	expect_ua(&t->a, &t->a.a, 0x2a03);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
 	assert_int_equal(read_keys(&t->a, &t->a.a, NULL, NULL), 0);
 	/* no abort is asked for any of this */
 	scsi_shared_poll();
@@ -407,7 +384,7 @@ static void t_mode_select_shared(void **state)
 	assert_int_equal(run_cdb(&t->b, &t->b.b, s, 6, d, sizeof(d)), SCSI_STATUS_GOOD);
 	assert_int_equal(d[4 + d[3]] & 0x3f, 0x08);
 	assert_int_equal(d[4 + d[3] + 2] & 0x04, 0);
-	assert_int_equal(tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->a, &t->a.a), SCSI_STATUS_GOOD);
 }
 
 static void t_power_on_clears_non_aptpl(void **state)
@@ -449,7 +426,7 @@ static void t_power_on_keeps_aptpl(void **state)
 	assert_int_equal(read_resv(&t->b, &t->b.a, &key), PR_TYPE_EA);
 	assert_int_equal(key, 0xa1);
 	/* still enforced after the power on */
-	assert_int_equal(rd(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
+	assert_int_equal(run_read1(&t->b, &t->b.a), SCSI_STATUS_RESERVATION_CONFLICT);
 }
 
 /* Closes both nodes, rewrites the file with fn, and expects a refusal. */
@@ -609,9 +586,9 @@ static void t_store_events_and_overflow(void **state)
 	/* node B applies what the ring still holds: both UAs, nothing crashes */
 	expect_ua(&t->b, &t->b.b, 0x2a03);
 	expect_ua(&t->b, &t->b.b, 0x2a05);
-	assert_int_equal(tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
-	assert_int_equal(tur(&t->b, &t->b.a), SCSI_STATUS_GOOD);
-	assert_int_equal(tur(&t->a, &t->a.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->b, &t->b.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&t->a, &t->a.b), SCSI_STATUS_GOOD);
 }
 
 static void t_store_liveness(void **state)

@@ -29,15 +29,6 @@ static int setup4k(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct tctx *x = *state;
-
-	tctx_teardown(x);
-	free(x);
-	return 0;
-}
-
 /* ------------------------------------------------------------ sense format */
 
 static void test_sense_builders(void **state)
@@ -816,23 +807,23 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sense_builders),
-		cmocka_unit_test_setup_teardown(test_unknown_opcode, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_no_lu, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_inquiry_standard, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_inquiry_vpd, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_inquiry_vpd, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_opcode, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_no_lu, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_inquiry_standard, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_inquiry_vpd, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_inquiry_vpd, setup4k, tctx_free),
 		cmocka_unit_test(test_vpd_not_thin),
-		cmocka_unit_test_setup_teardown(test_read_capacity, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_read_capacity, setup4k, teardown),
+		cmocka_unit_test_setup_teardown(test_read_capacity, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_read_capacity, setup4k, tctx_free),
 		cmocka_unit_test(test_read_capacity_huge),
-		cmocka_unit_test_setup_teardown(test_report_luns, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_mode_sense, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_mode_sense, setup4k, teardown),
-		cmocka_unit_test_setup_teardown(test_mode_select_ua, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_ua_rules, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_ua_survives_reconnect, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_rsoc, setup512, teardown),
-		cmocka_unit_test_setup_teardown(test_all_opcodes_dispatch, setup512, teardown),
+		cmocka_unit_test_setup_teardown(test_report_luns, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_mode_sense, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_mode_sense, setup4k, tctx_free),
+		cmocka_unit_test_setup_teardown(test_mode_select_ua, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_ua_rules, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_ua_survives_reconnect, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_rsoc, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_all_opcodes_dispatch, setup512, tctx_free),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);
