@@ -22,6 +22,8 @@
 #include "util/config.h"
 #include "util/log.h"
 
+#include "test_text_keys.h"
+
 /* ---------------- log capture (replaces util/log.c for this program) ---------------- */
 
 static char logbuf[65536];
@@ -178,17 +180,10 @@ static enum iscsi_login_result lt_send(struct lt *t, uint8_t flags, const void *
 static size_t mk(char *buf, size_t sz, ...)
 {
 	va_list ap;
-	const char *s;
-	size_t len = 0;
+	size_t len;
 
 	va_start(ap, sz);
-	while ((s = va_arg(ap, const char *)) != NULL) {
-		size_t l = strlen(s) + 1;
-
-		assert_true(len + l <= sz);
-		memcpy(buf + len, s, l);
-		len += l;
-	}
+	len = keys_join(buf, sz, ap);
 	va_end(ap);
 	return len;
 }
@@ -197,18 +192,11 @@ static size_t mk(char *buf, size_t sz, ...)
 static enum iscsi_login_result lt_sendv(struct lt *t, unsigned int flags, ...)
 {
 	char buf[8192];
-	const char *s;
-	size_t len = 0;
+	size_t len;
 	va_list ap;
 
 	va_start(ap, flags);
-	while ((s = va_arg(ap, const char *)) != NULL) {
-		size_t l = strlen(s) + 1;
-
-		assert_true(len + l <= sizeof(buf));
-		memcpy(buf + len, s, l);
-		len += l;
-	}
+	len = keys_join(buf, sizeof(buf), ap);
 	va_end(ap);
 	return lt_send(t, (uint8_t)flags, buf, len);
 }

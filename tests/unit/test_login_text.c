@@ -22,6 +22,8 @@
 #include "util/config.h"
 #include "util/log.h"
 
+#include "test_text_keys.h"
+
 void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 {
 	(void)lvl;
@@ -121,18 +123,11 @@ static int tt_send(struct tt *x, uint8_t flags, uint32_t ttt, const void *data, 
 static int tt_sendv(struct tt *x, unsigned int flags, ...)
 {
 	char buf[4096];
-	const char *s;
-	size_t len = 0;
+	size_t len;
 	va_list ap;
 
 	va_start(ap, flags);
-	while ((s = va_arg(ap, const char *)) != NULL) {
-		size_t l = strlen(s) + 1;
-
-		assert_true(len + l <= sizeof(buf));
-		memcpy(buf + len, s, l);
-		len += l;
-	}
+	len = keys_join(buf, sizeof(buf), ap);
 	va_end(ap);
 	return tt_send(x, (uint8_t)flags, ISCSI_RSVD_TAG, buf, len);
 }
