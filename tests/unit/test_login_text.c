@@ -22,19 +22,10 @@
 #include "util/config.h"
 #include "util/log.h"
 
+#define TEST_LOG_LEVEL GW_LOG_DEBUG
+#include "test_log_silent.h"
+
 #include "test_text_keys.h"
-
-void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
-{
-	(void)lvl;
-	(void)comp;
-	(void)fmt;
-}
-
-enum gw_log_level gw_log_get_level(void)
-{
-	return GW_LOG_DEBUG;
-}
 
 #define INAME "iqn.1994-05.com.redhat:client1"
 #define INAME2 "iqn.1994-05.com.redhat:client2"
