@@ -167,43 +167,9 @@ check_probes
 
 url1=iscsi://$ADDR1:$PORT/$IQN/0
 url2=iscsi://$ADDR2:$PORT/$IQN/0
-log "iscsi-test-cu --dataloss -i $INIT1 -I $INIT2 -t $TESTS $url1 $url2"
-start=$SECONDS
-timeout --kill-after=10 "$SUITE_TIMEOUT" \
-	iscsi-test-cu --dataloss -i "$INIT1" -I "$INIT2" -t "$TESTS" "$url1" "$url2" \
-	</dev/null >"$TLOG" 2>&1 &
-suite=$!
-# libiscsi's suite spins reconnecting when a target goes away: stop it then
-while kill -0 "$suite" 2>/dev/null; do
-	if ! target_alive "$pid1" || ! target_alive "$pid2"; then
-		log "a node died during the suite: stopping iscsi-test-cu"
-		kill "$suite" 2>/dev/null
-		fail=1
-		break
-	fi
-	sleep 1
-done
-wait "$suite"
-suite_rc=$?
-elapsed=$((SECONDS - start))
-if [ "$suite_rc" -eq 124 ] || [ "$suite_rc" -eq 137 ]; then
-	log "iscsi-test-cu timed out after ${SUITE_TIMEOUT}s"
-	fail=1
-fi
-tcu_summary "$TLOG" "$SCRATCH/results.txt"
-if [ -z "$TCU_TOTAL" ]; then
-	log "no CUnit Run Summary in $TLOG (suite exit status $suite_rc); last lines:"
-	tail -n 20 "$TLOG" >&2
-	TCU_TOTAL=0
-	fail=1
-fi
-printf 'cluster-conformance: total %s, passed %s (real passes %s), failed %s, skipped %s, %s s\n' \
-	"$TCU_TOTAL" "$TCU_PASSED" "$TCU_REAL" "$TCU_FAILED" "$TCU_SKIPPED" "$elapsed"
-if [ "${TCU_FAILED:-0}" -gt 0 ] || grep -q '^FAILED ' "$SCRATCH/results.txt"; then
-	echo "failing tests:"
-	sed -n 's/^FAILED /  /p' "$SCRATCH/results.txt"
-fi
-[ "${TCU_FAILED:-0}" -le "$ALLOW_FAIL" ] || fail=1
+tcu_run "$TLOG" "$SUITE_TIMEOUT" "$pid1 $pid2" --dataloss -i "$INIT1" -I "$INIT2" -t "$TESTS" \
+	"$url1" "$url2" || fail=1
+tcu_report cluster-conformance "$TLOG" "$SCRATCH/results.txt" "$ALLOW_FAIL" || fail=1
 
 # node 2 crashes and comes back while node 1 runs: not a power on
 if target_alive "$pid2"; then
@@ -247,18 +213,7 @@ if target_alive "$pid1" && target_alive "$pid2"; then
 	[ "$fail" -eq 0 ] && log "reloads: port 3 listed while configured, forgotten once removed"
 fi
 
-for n in 1 2; do
-	pid=pid$n logf=log$n
-	if ! target_alive "${!pid}"; then
-		wait "${!pid}" 2>/dev/null
-		log "node $n (pid ${!pid}) died (status $?); see ${!logf}"
-		sanitizer_report "${!logf}" >&2
-		tail -n 30 "${!logf}" >&2
-		fail=1
-		_lib_forget "${!pid}"
-	elif ! target_stop "${!pid}" "${!logf}"; then
-		fail=1
-	fi
-done
+target_finish "node 1" "$pid1" "$log1" || fail=1
+target_finish "node 2" "$pid2" "$log2" || fail=1
 log "suite log: $TLOG, node logs: $log1 $log2"
 exit "$fail"

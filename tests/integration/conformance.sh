@@ -53,72 +53,12 @@ lun=$T_LUN
 
 url1=iscsi://127.0.0.1:$PORT/$IQN/$lun
 url2=iscsi://127.0.0.2:$PORT/$IQN/$lun
-log "iscsi-test-cu --dataloss -i $INIT1 -I $INIT2 -t $TESTS $url1 $url2"
-start=$SECONDS
-timeout --kill-after=10 "$SUITE_TIMEOUT" \
-	iscsi-test-cu --dataloss -i "$INIT1" -I "$INIT2" -t "$TESTS" "$url1" "$url2" \
-	</dev/null >"$TLOG" 2>&1 &
-suite=$!
-# Watchdog: libiscsi's suite spins forever reconnecting when the target goes
-# away, so stop it as soon as the daemon is gone.
+# a watchdog stops the suite as soon as the daemon is gone
 fail=0
-while kill -0 "$suite" 2>/dev/null; do
-	if ! target_alive "$pid"; then
-		log "the target (pid $pid) died during the suite: stopping iscsi-test-cu"
-		kill "$suite" 2>/dev/null
-		fail=1
-		break
-	fi
-	sleep 1
-done
-wait "$suite"
-suite_rc=$?
-elapsed=$((SECONDS - start))
+tcu_run "$TLOG" "$SUITE_TIMEOUT" "$pid" --dataloss -i "$INIT1" -I "$INIT2" -t "$TESTS" \
+	"$url1" "$url2" || fail=1
+tcu_report conformance "$TLOG" "$SCRATCH/results.txt" "$ALLOW_FAIL" "$TARGET_KIND" || fail=1
 
-if [ "$suite_rc" -eq 124 ] || [ "$suite_rc" -eq 137 ]; then
-	log "iscsi-test-cu timed out after ${SUITE_TIMEOUT}s"
-	fail=1
-fi
-
-# CUnit's summary:  "               tests    230    230    200     30      0"
-#                    Type   Total    Ran Passed Failed Inactive
-read -r total _ran passed failed _ < <(awk '$1 == "tests" && NF >= 6 { print $2, $3, $4, $5, $6 }' "$TLOG" | tail -n 1)
-if [ -z "${total:-}" ]; then
-	log "no CUnit Run Summary in $TLOG (suite exit status $suite_rc); last lines:"
-	tail -n 20 "$TLOG" >&2
-	total=0 passed=0 failed=0
-	fail=1
-fi
-# Per test: CUnit verbose mode prints "Suite: S", "  Test: T ..." and ends
-# each test with "passed" or "FAILED" (possibly after the test's own
-# messages). A "[FAILED]" message alone is not a failure (teardown noise). A
-# skipped test prints "[SKIPPED]" and counts as passed in CUnit's summary.
-awk '/^Suite: /{ suite = $2 }
-     /^  Test: /{ t = $0; sub(/^  Test: /, "", t); sub(/ \.\.\..*/, "", t); n++; cur = suite "." t }
-     /\[SKIPPED\]/{ if (n && !(n in sk)) { sk[n] = 1; print "SKIPPED " cur } }
-     /(^|\.\.\.)FAILED[ \t]*$/{ print "FAILED " cur }' "$TLOG" >"$SCRATCH/results.txt"
-skipped=$(grep -c '^SKIPPED ' "$SCRATCH/results.txt")
-real=$((passed - skipped))
-[ "$real" -ge 0 ] || real=0
-printf 'conformance: total %s, passed %s (real passes %s), failed %s, skipped %s, %s s (%s)\n' \
-	"$total" "$passed" "$real" "$failed" "$skipped" "$elapsed" "$TARGET_KIND"
-if [ "${failed:-0}" -gt 0 ] || grep -q '^FAILED ' "$SCRATCH/results.txt"; then
-	echo "failing tests:"
-	sed -n 's/^FAILED /  /p' "$SCRATCH/results.txt"
-fi
-if [ "${failed:-0}" -gt "$ALLOW_FAIL" ]; then
-	fail=1
-fi
-
-if ! target_alive "$pid"; then
-	wait "$pid" 2>/dev/null
-	log "the target (pid $pid) died during the suite (status $?); see $dlog"
-	sanitizer_report "$dlog" >&2
-	tail -n 30 "$dlog" >&2
-	fail=1
-	_lib_forget "$pid"
-elif ! target_stop "$pid" "$dlog"; then
-	fail=1
-fi
+target_finish "the target" "$pid" "$dlog" || fail=1
 log "full suite log: $TLOG, target log: $dlog"
 exit "$fail"

@@ -212,6 +212,22 @@ target_stop() {
 	return 0
 }
 
+# target_finish NAME PID LOG: at the end of a test, a daemon that died is
+# reported (its exit status, a sanitizer report, the end of its log), one
+# that runs is stopped (target_stop). Returns 0 when it ran and stopped cleanly.
+target_finish() {
+	local name=$1 pid=$2 logf=$3
+	if ! target_alive "$pid"; then
+		wait "$pid" 2>/dev/null
+		log "$name (pid $pid) died (status $?); see $logf"
+		sanitizer_report "$logf" >&2
+		tail -n 30 "$logf" >&2
+		_lib_forget "$pid"
+		return 1
+	fi
+	target_stop "$pid" "$logf"
+}
+
 # target_kill9 PID: crash the daemon (no clean shutdown).
 target_kill9() {
 	_lib_forget "$1"
@@ -275,4 +291,60 @@ tcu_summary() {
 	TCU_SKIPPED=$(grep -c '^SKIPPED ' "$results")
 	TCU_REAL=$((${TCU_PASSED:-0} - TCU_SKIPPED))
 	[ "$TCU_REAL" -ge 0 ] || TCU_REAL=0
+}
+
+# tcu_run TLOG TIMEOUT "PID..." ARG...: iscsi-test-cu ARG..., its output in
+# TLOG, stopped after TIMEOUT s and at once when one of the daemons PID...
+# is gone (libiscsi's suite spins reconnecting when its target goes away).
+# Sets TCU_RC (the suite's exit status) and TCU_ELAPSED (s); returns 1 when a
+# daemon died or the time ran out.
+tcu_run() {
+	local tlog=$1 tmo=$2 pids=$3 suite p rc=0 start=$SECONDS
+	shift 3
+	log "iscsi-test-cu $*"
+	timeout --kill-after=10 "$tmo" iscsi-test-cu "$@" </dev/null >"$tlog" 2>&1 &
+	suite=$!
+	while [ "$rc" -eq 0 ] && kill -0 "$suite" 2>/dev/null; do
+		for p in $pids; do
+			if ! target_alive "$p"; then
+				log "the target (pid $p) died during the suite: stopping iscsi-test-cu"
+				kill "$suite" 2>/dev/null
+				rc=1
+				break
+			fi
+		done
+		[ "$rc" -eq 0 ] && sleep 1
+	done
+	wait "$suite"
+	TCU_RC=$?
+	TCU_ELAPSED=$((SECONDS - start))
+	if [ "$TCU_RC" -eq 124 ] || [ "$TCU_RC" -eq 137 ]; then
+		log "iscsi-test-cu timed out after ${tmo}s"
+		rc=1
+	fi
+	return "$rc"
+}
+
+# tcu_report NAME TLOG RESULTS ALLOW_FAIL [NOTE]: tcu_summary of the suite
+# tcu_run ran, printed as "NAME: total N, passed P (real passes R), failed F,
+# skipped S, T s[ (NOTE)]" with the failing tests under it. Returns 1 when the
+# log has no summary or more than ALLOW_FAIL tests failed.
+tcu_report() {
+	local name=$1 tlog=$2 results=$3 allow=$4 note=${5:-} rc=0
+	tcu_summary "$tlog" "$results"
+	if [ -z "$TCU_TOTAL" ]; then
+		log "no CUnit Run Summary in $tlog (suite exit status $TCU_RC); last lines:"
+		tail -n 20 "$tlog" >&2
+		TCU_TOTAL=0 TCU_PASSED=0 TCU_FAILED=0
+		rc=1
+	fi
+	printf '%s: total %s, passed %s (real passes %s), failed %s, skipped %s, %s s%s\n' \
+		"$name" "$TCU_TOTAL" "$TCU_PASSED" "$TCU_REAL" "$TCU_FAILED" "$TCU_SKIPPED" \
+		"$TCU_ELAPSED" "${note:+ ($note)}"
+	if [ "${TCU_FAILED:-0}" -gt 0 ] || grep -q '^FAILED ' "$results"; then
+		echo "failing tests:"
+		sed -n 's/^FAILED /  /p' "$results"
+	fi
+	[ "${TCU_FAILED:-0}" -le "$allow" ] || rc=1
+	return "$rc"
 }

@@ -351,18 +351,7 @@ if reload 2 && "$CTL" -s "$SOCK2" alua set --dg dg1 2=ano >"$SCRATCH/ano.out" 2>
 	stop_watchers
 fi
 
-for n in 1 2; do
-	pid=pid$n logf=log$n
-	if ! target_alive "${!pid}"; then
-		wait "${!pid}" 2>/dev/null
-		log "node $n (pid ${!pid}) died (status $?); see ${!logf}"
-		sanitizer_report "${!logf}" >&2
-		tail -n 30 "${!logf}" >&2
-		fail=1
-		_lib_forget "${!pid}"
-	elif ! target_stop "${!pid}" "${!logf}"; then
-		fail=1
-	fi
-done
+target_finish "node 1" "$pid1" "$log1" || fail=1
+target_finish "node 2" "$pid2" "$log2" || fail=1
 log "node logs: $log1 $log2"
 exit "$fail"
