@@ -280,7 +280,8 @@ static void on_alua_request(struct ha_gwlink *g, const Isergw__Ctl__AluaChangeRe
 			  "target port group (Active/Optimized) is supported");
 		return;
 	}
-	rc = ha_sm_submit_move(&g->a->sm, r->device_group, d->nodes[node].name, err, sizeof(err));
+	rc = ha_sm_submit_host_move(&g->a->sm, r->device_group, d->nodes[node].name, gw_now_ms(),
+				    err, sizeof(err));
 	if (rc == -EALREADY)
 		return; /* the states match already: isergwd completes it */
 	if (rc < 0) {

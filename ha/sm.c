@@ -323,10 +323,42 @@ static void reqs_check(struct ha_sm *sm)
 	}
 }
 
+static const char *owner_name(const struct ha_doc *d, int n)
+{
+	return n >= 0 ? d->nodes[n].name : "";
+}
+
+/*
+ * When each device group of d last changed hands here (its owner or the
+ * node it moves from differs from old's, and it had one): host SET TARGET
+ * PORT GROUPS wait until a group has settled (ha_sm_submit_host_move).
+ * Carried over by name; without memory the times are forgotten (0).
+ */
+static void track_moves(struct ha_sm *sm, const struct ha_doc *old, const struct ha_doc *d,
+			uint64_t now)
+{
+	uint64_t *t = calloc(d->ndgs + 1, sizeof(*t));
+
+	for (size_t g = 0; t && g < d->ndgs; g++) {
+		int og = old ? ha_doc_find_dg(old, d->dgs[g].name) : -1;
+
+		if (og < 0)
+			continue;
+		t[g] = sm->dg_moved_ms ? sm->dg_moved_ms[og] : 0;
+		if ((old->owner[og] >= 0 || old->moving_from[og] >= 0) &&
+		    (strcmp(owner_name(old, old->owner[og]), owner_name(d, d->owner[g])) ||
+		     strcmp(owner_name(old, old->moving_from[og]), owner_name(d, d->moving_from[g]))))
+			t[g] = now;
+	}
+	free(sm->dg_moved_ms);
+	sm->dg_moved_ms = t;
+}
+
 /* Make d the document (taken); store and push it. */
-static void doc_set(struct ha_sm *sm, struct ha_doc *d)
+static void doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now)
 {
 	/* the leader's targets stay: a configuration change reruns the placement */
+	track_moves(sm, sm->doc, d, now);
 	ha_doc_free(sm->doc);
 	sm->doc = d;
 	sm->ops->doc_changed(sm->ctx, d);
@@ -488,7 +520,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 	}
 	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
 		  sm->doc->generation);
-	doc_set(sm, d);
+	doc_set(sm, d, now);
 	sync_done(sm);
 }
 
@@ -617,8 +649,7 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		  (c->drain->drained ? "node drained" : "node undrained") : "placement", c->origin);
 	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri))
 		sm->reqs[ri].sent_applied = true;
-	doc_set(sm, d);
-	(void)now;
+	doc_set(sm, d, now);
 }
 
 /* ------------------------------------------------------------ lease */
@@ -836,6 +867,8 @@ void ha_sm_fini(struct ha_sm *sm)
 	sm->doc = NULL;
 	free(sm->target);
 	sm->target = NULL;
+	free(sm->dg_moved_ms);
+	sm->dg_moved_ms = NULL;
 }
 
 void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const uint32_t *nodes,
@@ -1155,6 +1188,25 @@ int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, ch
 	c.kind_case = ISERGW__HA__CHANGE__KIND_MOVE;
 	c.move = &mv;
 	return submit(sm, &c, HA_REQ_MOVE, dg, node, err, errlen);
+}
+
+int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *node, uint64_t now,
+			       char *err, size_t errlen)
+{
+	int g = ha_doc_find_dg(sm->doc, dg), n = ha_doc_find_node(sm->doc, node);
+	uint64_t since;
+
+	if (g < 0 || n < 0 || sm->doc->owner[g] == n)
+		return ha_sm_submit_move(sm, dg, node, err, errlen);
+	if (sm->doc->owner[g] < 0 && sm->doc->moving_from[g] >= 0)
+		return errf(err, errlen, -EAGAIN, "device group '%s' is moving from '%s'", dg,
+			    sm->doc->nodes[sm->doc->moving_from[g]].name);
+	since = sm->dg_moved_ms && sm->dg_moved_ms[g] ? now - sm->dg_moved_ms[g] : UINT64_MAX;
+	if (since < HA_HOST_MOVE_SETTLE_MS)
+		return errf(err, errlen, -EAGAIN, "device group '%s' changed hands %" PRIu64 " ms ago "
+			    "(a host's request waits until it has kept its owner for %u ms)", dg, since,
+			    HA_HOST_MOVE_SETTLE_MS);
+	return ha_sm_submit_move(sm, dg, node, err, errlen);
 }
 
 /* ------------------------------------------------------------ ALUA map */

@@ -147,6 +147,7 @@ struct ha_sm {
 	size_t nmoves;
 
 	uint64_t hold_until_ms;         /* a lost owner's lease runs out then (0: none) */
+	uint64_t *dg_moved_ms;          /* per device group of doc: when it last changed hands (0: not seen) */
 	struct ha_sm_req reqs[HA_SM_REQS_MAX];
 	size_t nreqs;
 	uint64_t next_request;          /* our request ids */
@@ -188,6 +189,17 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, cha
 			   size_t errlen);
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,
 			  size_t errlen);
+/*
+ * A host's SET TARGET PORT GROUPS: a move, except while the device group is
+ * moving or within HA_HOST_MOVE_SETTLE_MS of its last change of hands
+ * (-EAGAIN: NOT READY, transition, for the host). A host that activates a
+ * path group of several nodes' ports (Linux's alua handler, when the owner's
+ * path fails) asks through each of them at once; without the wait the group
+ * would move back and forth between them.
+ */
+#define HA_HOST_MOVE_SETTLE_MS 5000u
+int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *node, uint64_t now,
+			       char *err, size_t errlen);
 
 /* Queries. */
 bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen);

@@ -539,6 +539,60 @@ static void test_planned_move_goes_through_transitioning(void **state)
 	assert_int_equal(ha_sm_submit_move(&nodes[1].sm, "dg1", "n9", err, sizeof(err)), -ENOENT);
 }
 
+/*
+ * Host SET TARGET PORT GROUPS: refused (-EAGAIN) while the group moves and
+ * until it has kept its owner for HA_HOST_MOVE_SETTLE_MS, so that the paths
+ * of one host asking at once through two nodes cannot bounce it between
+ * them; the initial placement does not count; afterwards a move again.
+ */
+static void test_host_moves_wait_for_a_settled_group(void **state)
+{
+	char err[256];
+	int64_t id;
+	uint64_t gen;
+
+	(void)state;
+	configure();
+	/* placed, never moved: a host's request moves it at once */
+	id = ha_sm_submit_host_move(&nodes[1].sm, "dg1", "n2", now_ms, err, sizeof(err));
+	assert_true(id > 0);
+	/* while it moves, another path's request is refused */
+	pump();
+	if (owner_of(1, "dg1") < 0) {
+		assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err,
+							sizeof(err)), -EAGAIN);
+		assert_non_null(strstr(err, "moving"));
+	}
+	for (int i = 0; i < 20 && owner_of(0, "dg1") != 1; i++) {
+		gw_apply_all();
+		pump();
+	}
+	assert_int_equal(owner_of(0, "dg1"), 1);
+	/* moved just now: the other path's request waits, nothing changes */
+	gen = nodes[2].sm.doc->generation;
+	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err, sizeof(err)),
+			 -EAGAIN);
+	assert_non_null(strstr(err, "changed hands"));
+	run_for(1000);
+	assert_int_equal(nodes[2].sm.doc->generation, gen);
+	assert_int_equal(owner_of(2, "dg1"), 1);
+	/* asking for the owner it has: already so */
+	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n2", now_ms, err, sizeof(err)),
+			 -EALREADY);
+	/* settled: a move again */
+	run_for(HA_HOST_MOVE_SETTLE_MS);
+	id = ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err, sizeof(err));
+	assert_true(id > 0);
+	for (int i = 0; i < 20 && owner_of(0, "dg1") != 2; i++) {
+		gw_apply_all();
+		pump();
+	}
+	assert_int_equal(owner_of(0, "dg1"), 2);
+	/* the other device groups never moved */
+	assert_int_equal(ha_sm_submit_host_move(&nodes[0].sm, "nope", "n1", now_ms, err, sizeof(err)),
+			 -ENOENT);
+}
+
 /* A node without isergwd is not waited for once its lease there is over; before, it is. */
 static void test_move_without_an_isergwd(void **state)
 {
@@ -786,6 +840,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_messages_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version_negotiation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_newest_generation_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_moves_wait_for_a_settled_group, setup, teardown),
 		cmocka_unit_test(test_codec_checks),
 	};
 
