@@ -16,6 +16,19 @@
 #   ${P}host        the test clients (libiscsi tools, cluster_probe), 10.S.2.200
 #   ${P}hub         two bridges, "ring" and "stor": the two switches
 #
+# BED_STOR=rxe (for the Soft-RoCE VM, tests/vm): the storage network is not
+# the "stor" bridge but one veth pair per node in the initial network
+# namespace, ${P}hK (10.S.(100+K).1, the host's end) and ${P}gK
+# (10.S.(100+K).2, the node's portal), each end with its own rxe device
+# (${P}rhK, ${P}rgK): Debian 12's kernel opens rdma_rxe's UDP socket in the
+# initial namespace only, so RDMA cannot reach a node's own namespace. There
+# each node's isergwd runs in the node's mount and UTS namespaces but the
+# initial network namespace (corosync and isergw-ha stay in the node's, where
+# the ring is); the anchor holds only the mount and UTS namespaces, and "every
+# process of node K" is every process in its mount namespace or its network
+# namespace. No backend, no host namespace links (the host is the initial
+# namespace); bed_partition K stor is refused.
+#
 # Per node K, under $SCRATCH/nK/: etc/corosync.conf, corosync-lib/ (bound
 # over /var/lib/corosync), run/ (over /run: sockets under run/isergw/, also
 # reachable from outside the node), shm/ (over /dev/shm), state/ (isergwd's
@@ -117,7 +130,7 @@
 #                             ERE after line AFTER-LINE, prints it.
 #   bed_mark [WHAT]           remembers "now" as the event the next wait
 #                             measures from (the failure functions call it).
-#   bed_poll LIMIT WHAT CMD...    runs CMD every 0.2 s until it succeeds
+#   bed_poll LIMIT WHAT CMD...    runs CMD every BED_POLL_S (0.2) s until it succeeds
 #                             (0) or LIMIT seconds pass (1).
 #   bed_log MSG / bed_die MSG
 #
@@ -129,6 +142,8 @@ BED_TOKEN=${BED_TOKEN:-1000}
 BED_TOKEN_COEFFICIENT=${BED_TOKEN_COEFFICIENT-0}
 BED_CLUSTER_NAME=${BED_CLUSTER_NAME:-isergw-test}
 BED_TWO_NODE=${BED_TWO_NODE:-0}
+BED_STOR=${BED_STOR:-ns}
+BED_POLL_S=${BED_POLL_S:-0.2}
 BED_WAIT_LIMIT=${BED_WAIT_LIMIT:-60}
 BED_HA_IQN=iqn.2026-11.org.isergw:ha
 BED_BACKEND_IQN=iqn.2026-11.org.isergw:backend
@@ -193,6 +208,11 @@ bed_init() {
 	[[ $BED_SUBNET =~ ^[0-9]+$ && $BED_SUBNET -ge 1 && $BED_SUBNET -le 254 ]] ||
 		bed_die "--subnet wants 1..254 (got '$BED_SUBNET')"
 	[[ $BED_NODES =~ ^[1-9]$ ]] || bed_die "BED_NODES wants 1..9"
+	case "$BED_STOR" in
+	ns) ;;
+	rxe) command -v rdma >/dev/null || bed_die "rdma (iproute2) not found" ;;
+	*) bed_die "BED_STOR wants ns or rxe (got '$BED_STOR')" ;;
+	esac
 	if [ "${BED_NO_BINARIES:-0}" != 1 ]; then
 		[[ -n $BED_ISERGWD && -x $BED_ISERGWD ]] || bed_die "--isergwd PATH required"
 		[[ -n $BED_ISERGWCTL && -x $BED_ISERGWCTL ]] || bed_die "--isergwctl PATH required"
@@ -221,8 +241,12 @@ _bed_keep_note() {
 
 bed_ns() { echo "${BED_PREFIX}n$1"; }
 bed_ring_addr() { echo "$BED_NET.1.$1"; }
-bed_stor_addr() { echo "$BED_NET.2.$1"; }
-bed_portal() { echo "$BED_NET.2.$1:$BED_PORT"; }
+bed_stor_addr() {
+	if [ "$BED_STOR" = rxe ]; then echo "$BED_NET.$((100 + $1)).2"; else echo "$BED_NET.2.$1"; fi
+}
+bed_portal() { echo "$(bed_stor_addr "$1"):$BED_PORT"; }
+# the portal's scheme: iser over the rxe devices, tcp on the stor bridge
+bed_scheme() { if [ "$BED_STOR" = rxe ]; then echo iser; else echo tcp; fi; }
 bed_backend_url() { echo "iscsi://$BED_BACKEND_ADDR:$BED_PORT/$BED_BACKEND_IQN/1"; }
 _bed_dir() { echo "$SCRATCH/n$1"; }
 
@@ -245,7 +269,7 @@ bed_poll() {
 			bed_log "timeout after ${limit} s: $what"
 			return 1
 		fi
-		sleep 0.2
+		sleep "$BED_POLL_S"
 	done
 }
 
@@ -281,11 +305,19 @@ bed_up() {
 	for ((k = 1; k <= BED_NODES; k++)); do
 		ns=$(bed_ns "$k")
 		_bed_link "$ns" ring "r$k" "$(bed_ring_addr "$k")" || return 1
-		_bed_link "$ns" stor "s$k" "$(bed_stor_addr "$k")" || return 1
+		if [ "$BED_STOR" = rxe ]; then
+			_bed_rxe_link "$k" || return 1
+		else
+			_bed_link "$ns" stor "s$k" "$(bed_stor_addr "$k")" || return 1
+		fi
 		mkdir -p "$(_bed_dir "$k")"/{etc,corosync-lib,run,shm,state,pids} || return 1
 		bed_corosync_conf "$k" || return 1
 		_bed_anchor "$k" || return 1
 	done
+	if [ "$BED_STOR" = rxe ]; then
+		bed_log "up: $BED_NODES nodes, ring $BED_NET.1.0/24, storage over Soft-RoCE on $(bed_stor_addr 1)..., scratch $SCRATCH"
+		return 0
+	fi
 	_bed_link "${BED_PREFIX}be" stor sbe "$BED_BACKEND_ADDR" || return 1
 	_bed_link "${BED_PREFIX}host" stor shost "$BED_HOST_ADDR" || return 1
 	_bed_anchor be || return 1
@@ -305,6 +337,39 @@ _bed_link() {
 	fi
 }
 
+# _bed_rxe_link K: node K's storage veth pair in the initial namespace with
+# an rxe device on each end (BED_STOR=rxe)
+_bed_rxe_link() {
+	local k=$1 h=${BED_PREFIX}h$1 g=${BED_PREFIX}g$1 a
+	a=$(bed_stor_addr "$k")
+	if ! ip link add "$h" type veth peer name "$g"; then
+		bed_log "cannot create the veth pair $h/$g"
+		return 1
+	fi
+	# udev's "add" handling gives veth devices new MAC addresses: let it
+	# finish before rxe takes them (they make the RoCE GIDs)
+	udevadm settle --timeout=30 2>/dev/null
+	if ! ip addr add "${a%.2}.1/24" dev "$h" || ! ip link set "$h" up ||
+		! ip addr add "$a/24" dev "$g" || ! ip link set "$g" up ||
+		! rdma link add "${BED_PREFIX}rh$k" type rxe netdev "$h" ||
+		! rdma link add "${BED_PREFIX}rg$k" type rxe netdev "$g"; then
+		bed_log "cannot set up node $k's storage link $h/$g ($a) with its rxe devices"
+		return 1
+	fi
+}
+
+# _bed_rxe_down: removes the rxe devices and veth pairs of BED_STOR=rxe
+_bed_rxe_down() {
+	local k
+	[ "$BED_STOR" = rxe ] || return 0
+	for ((k = 1; k <= BED_NODES; k++)); do
+		rdma link delete "${BED_PREFIX}rh$k" 2>/dev/null
+		rdma link delete "${BED_PREFIX}rg$k" 2>/dev/null
+		ip link del "${BED_PREFIX}h$k" 2>/dev/null
+	done
+	return 0
+}
+
 # _bed_anchor K|be: the process that holds node K's (or the backend's)
 # mount and UTS namespaces; everything of the node enters them. /run and
 # /dev/shm start empty, as after a boot.
@@ -320,8 +385,12 @@ _bed_anchor() {
 	fi
 	find "$dir/run" "$dir/shm" -mindepth 1 -delete 2>/dev/null
 	mkdir -p "$dir/run/isergw" "$dir/run/corosync" "$dir/run/lock" && chmod 0700 "$dir/run/isergw" || return 1
+	local enter=(ip netns exec "$ns")
+	# BED_STOR=rxe: the anchor stays in the initial network namespace
+	# (isergwd's), the node's own is entered by name (_bed_enter)
+	[ "$BED_STOR" = rxe ] && enter=()
 	# shellcheck disable=SC2016 # $0 is expanded by the inner shell
-	ip netns exec "$ns" unshare -m -u --propagation private bash -c "
+	"${enter[@]}" unshare -m -u --propagation private bash -c "
 		set -e
 		$mounts
 		hostname $name
@@ -333,6 +402,7 @@ _bed_anchor() {
 		cat "$dir/anchor.err" >&2
 		return 1
 	fi
+	readlink "/proc/$(cat "$dir/pids/anchor")/ns/mnt" >"$dir/mntns"
 }
 
 _bed_anchor_ready() {
@@ -374,11 +444,26 @@ _bed_anchor_pid() {
 	echo "$pid"
 }
 
+# _bed_nsenter K|be PID [NAME]: the nsenter options that enter node K (the
+# anchor PID's namespaces); NAME isergwd under BED_STOR=rxe: not the node's
+# network namespace
+# (-r: the anchor's root, which is not the mount namespace's own where the
+# bed runs chrooted, as in the VM)
+_bed_nsenter() {
+	if [ "$BED_STOR" != rxe ]; then
+		echo "-t $2 -r -m -n -u"
+	elif [ "${3:-}" = isergwd ]; then
+		echo "-t $2 -r -m -u"
+	else
+		echo "-t $2 -r -m -u --net=/run/netns/$(bed_ns "$1")"
+	fi
+}
+
 _bed_enter() {
 	local pid
 	pid=$(_bed_anchor_pid "$1") || return 125
-	shift
-	nsenter -t "$pid" -m -n -u -- "$@"
+	# shellcheck disable=SC2046 # options
+	nsenter $(_bed_nsenter "$1" "$pid") -- "${@:2}"
 }
 
 # _bed_spawn K|be NAME LOG CMD...: starts CMD in the background in node K
@@ -390,7 +475,8 @@ _bed_spawn() {
 	pid=$(_bed_anchor_pid "$k") || return 125
 	if [ "$k" = be ]; then dir=$SCRATCH/be; else dir=$(_bed_dir "$k"); fi
 	printf '=== bed: %s started %s ===\n' "$name" "$(date '+%F %T.%N')" >>"$logf"
-	nsenter -t "$pid" -m -n -u -- "$@" </dev/null >>"$logf" 2>&1 &
+	# shellcheck disable=SC2046 # options
+	nsenter $(_bed_nsenter "$k" "$pid" "$name") -- "$@" </dev/null >>"$logf" 2>&1 &
 	echo $! >"$dir/pids/$name"
 }
 
@@ -398,19 +484,35 @@ bed_exec() { _bed_enter "$@"; }
 bed_backend_exec() { _bed_enter be "$@"; }
 bed_host() { ip netns exec "${BED_PREFIX}host" "$@"; }
 
-# _bed_kill_ns NS: SIGKILL every process in the network namespace, wait
-# until none is left.
+# _bed_ns_pids NS: the processes in network namespace NS; under
+# BED_STOR=rxe, for a node's NS, also those in the node's mount namespace
+_bed_ns_pids() {
+	local ns=$1 k m p
+	ip netns pids "$ns" 2>/dev/null
+	[ "$BED_STOR" = rxe ] || return 0
+	case "$ns" in
+	"${BED_PREFIX}n"[0-9]) k=${ns#"${BED_PREFIX}n"} ;;
+	*) return 0 ;;
+	esac
+	m=$(cat "$(_bed_dir "$k")/mntns" 2>/dev/null) || return 0
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$m" ] && echo "${p#/proc/}"
+	done
+}
+
+# _bed_kill_ns NS: SIGKILL every process in the network namespace (see
+# _bed_ns_pids), wait until none is left.
 _bed_kill_ns() {
 	local ns=$1 pids i
 	_bed_ns_exists "$ns" || return 0
 	for ((i = 0; i < 100; i++)); do
-		pids=$(ip netns pids "$ns" 2>/dev/null)
+		pids=$(_bed_ns_pids "$ns")
 		[ -z "$pids" ] && return 0
 		# shellcheck disable=SC2086 # a list of pids
 		kill -KILL $pids 2>/dev/null
 		sleep 0.1
 	done
-	_BED_LEFT+="processes left in $ns: $(ip netns pids "$ns" | tr '\n' ' ') "
+	_BED_LEFT+="processes left in $ns: $(_bed_ns_pids "$ns" | tr '\n' ' ') "
 	return 1
 }
 
@@ -456,6 +558,7 @@ bed_down_quiet() {
 			ip netns del "$ns" || rc=1
 		fi
 	done
+	_bed_rxe_down
 	return "$rc"
 }
 
@@ -494,6 +597,10 @@ bed_check_clean() {
 			;;
 		esac
 	done
+	if [ "$BED_STOR" = rxe ] && ip -o link show | grep -E ": ${BED_PREFIX}[hg][0-9]+[@:]" >&2; then
+		bed_log "storage links of the bed are left (above)"
+		left=1
+	fi
 	if grep -E -e "$SCRATCH/|/run/netns/${BED_PREFIX}(n[0-9]|be|host|hub) " /proc/self/mountinfo >&2; then
 		bed_log "mounts of the bed are left (above)"
 		left=1
@@ -757,7 +864,7 @@ bed_kill() {
 # hung node: its sockets stay open, nothing answers)
 bed_freeze() {
 	local pids
-	pids=$(ip netns pids "$(bed_ns "$1")")
+	pids=$(_bed_ns_pids "$(bed_ns "$1")")
 	# shellcheck disable=SC2086 # a list of pids
 	[ -n "$pids" ] && kill -STOP $pids || return 1
 	bed_mark "node $1 frozen"
@@ -766,7 +873,7 @@ bed_freeze() {
 
 bed_thaw() {
 	local pids
-	pids=$(ip netns pids "$(bed_ns "$1")")
+	pids=$(_bed_ns_pids "$(bed_ns "$1")")
 	# shellcheck disable=SC2086 # a list of pids
 	[ -n "$pids" ] && kill -CONT $pids || return 1
 	bed_mark "node $1 thawed"
@@ -811,6 +918,10 @@ _bed_nft_del() {
 }
 
 _bed_if() {
+	if [ "${1:-ring}" = stor ] && [ "$BED_STOR" = rxe ]; then
+		bed_log "BED_STOR=rxe: the storage links are in the initial namespace, not partitioned here"
+		return 1
+	fi
 	case "${1:-ring}" in
 	ring | stor) echo "${1:-ring}" ;;
 	*) bed_log "network '$1': ring or stor"; return 1 ;;
@@ -955,11 +1066,15 @@ bed_probe() {
 # ---------------------------------------------------------------- cluster configuration
 
 bed_cluster_config() {
-	local file=$1 k nodes="" dgs=""
+	local file=$1 k nodes="" dgs="" lun0 lun0_size=""
+	# LUN 0 is forwarded to the backend; BED_STOR=rxe has none: a file
+	lun0=$(bed_backend_url)
+	[ "$BED_STOR" = rxe ] && lun0=$BED_SHARED/lun0.img lun0_size=', "size": "64M"'
+
 	for ((k = 1; k <= BED_NODES; k++)); do
 		nodes+="${nodes:+,
     }{ \"name\": \"n$k\", \"tpg_id\": $k,
-      \"portals\": [ { \"url\": \"tcp://$(bed_portal "$k")\", \"rel_port_id\": $k } ] }"
+      \"portals\": [ { \"url\": \"$(bed_scheme)://$(bed_portal "$k")\", \"rel_port_id\": $k } ] }"
 	done
 	for k in 1 2 3; do
 		dgs+="${dgs:+,
@@ -976,7 +1091,7 @@ bed_cluster_config() {
 	  "targets": [
 	    { "iqn": "$BED_HA_IQN",
 	      "luns": [
-	        { "lun": 0, "path": "$(bed_backend_url)", "device_group": "dg1" },
+	        { "lun": 0, "path": "$lun0"$lun0_size, "device_group": "dg1" },
 	        { "lun": 1, "path": "$BED_SHARED/lun1.img", "size": "64M", "device_group": "dg2" },
 	        { "lun": 2, "path": "$BED_SHARED/lun2.img", "size": "64M", "device_group": "dg3" }
 	      ] }

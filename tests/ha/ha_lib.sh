@@ -37,6 +37,7 @@
 #   ha_cluster_up [AGENT-ARGS...]
 #                             ha_cluster_start, then waits until every node
 #                             is settled --serving with HA_OWNERS.
+#                             (BED_STOR=rxe: no backend, LUN 0 on a file.)
 #   ha_stop_daemons           stops every node's isergw-ha and isergwd
 #                             (ha_check: each must exit 0).
 #   ha_cluster_down [--all]   ha_stop_daemons; with --all, then the backend
@@ -139,7 +140,9 @@ ha_cluster_start() {
 		bed_start_corosync "$k" || { bed_log "corosync did not start on node $k"; return 1; }
 	done
 	bed_wait_quorum "$BED_NODES" "${HA_NODES[@]}" || { bed_log "no quorum of $BED_NODES"; return 1; }
-	bed_backend_start tgt || { bed_log "the backend did not start"; return 1; }
+	if [ "$BED_STOR" != rxe ]; then # BED_STOR=rxe has no backend
+		bed_backend_start tgt || { bed_log "the backend did not start"; return 1; }
+	fi
 	for k in "${HA_NODES[@]}"; do
 		bed_start_isergwd "$k" || { bed_log "isergwd did not start on node $k"; return 1; }
 		bed_start_ha "$k" "$@" || { bed_log "isergw-ha did not start on node $k"; return 1; }
@@ -172,7 +175,7 @@ ha_cluster_down() {
 	local k
 	ha_stop_daemons
 	if [ "${1:-}" = --all ]; then
-		ha_check "backend stops" bed_backend_stop
+		[ "$BED_STOR" = rxe ] || ha_check "backend stops" bed_backend_stop
 		for ((k = 1; k <= BED_NODES; k++)); do
 			ha_check "corosync on node $k stops" bed_stop_corosync "$k"
 		done

@@ -297,6 +297,9 @@ _vm_iscsid_ready() {
 	[ "$rc" -eq 0 ] || [ "$rc" -eq 21 ]
 }
 
+# The node record settings vm_iscsi_login applies, NAME=VALUE each.
+VM_ISCSI_SETTINGS=(node.session.timeo.replacement_timeout=20)
+
 # vm_iscsi_login IQN ADDR[:PORT] [iser|tcp] [LUN]: logs in (default iSER)
 # and waits for the disk's block device; sets VM_DEV (/dev/sdX) and
 # VM_SESSION (the sysfs session name). LUN: the SCSI LUN whose disk to take
@@ -307,10 +310,14 @@ vm_iscsi_login() {
 	vm_iscsid_start || return 1
 	local t0
 	t0=$(vm_now)
-	if ! iscsiadm -m node -o new -T "$iqn" -p "$portal" >/dev/null ||
-		! iscsiadm -m node -T "$iqn" -p "$portal" -o update -n iface.transport_name -v "$transport" ||
-		! iscsiadm -m node -T "$iqn" -p "$portal" -o update \
-			-n node.session.timeo.replacement_timeout -v 20; then
+	local kv ok=1
+	iscsiadm -m node -o new -T "$iqn" -p "$portal" >/dev/null &&
+		iscsiadm -m node -T "$iqn" -p "$portal" -o update -n iface.transport_name -v "$transport" || ok=0
+	for kv in "${VM_ISCSI_SETTINGS[@]}"; do
+		[ "$ok" -eq 1 ] || break
+		iscsiadm -m node -T "$iqn" -p "$portal" -o update -n "${kv%%=*}" -v "${kv#*=}" || ok=0
+	done
+	if [ "$ok" -ne 1 ]; then
 		vm_log "iscsiadm: cannot create node $iqn $portal ($transport)"
 		return 1
 	fi
