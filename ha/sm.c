@@ -250,7 +250,7 @@ static void send_heartbeat(struct ha_sm *sm, uint64_t now)
 	Isergw__Ha__Heartbeat h = ISERGW__HA__HEARTBEAT__INIT;
 
 	h.seq = ++sm->hb_seq;
-	h.applied_generation = sm->gw_applied_any ? sm->gw_applied_gen : 0;
+	h.applied_generation = sm->gw_applied_any ? sm->told_gen : 0;
 	sm->hb_sent_ms[h.seq % HA_HB_RING] = now;
 	sm->hb_last_ms = now;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT;
@@ -329,7 +329,7 @@ static void doc_set(struct ha_sm *sm, struct ha_doc *d)
 	/* the leader's targets stay: a configuration change reruns the placement */
 	ha_doc_free(sm->doc);
 	sm->doc = d;
-	sm->ops->doc_changed(sm->ctx, d);
+	sm->ops->doc_changed(sm->ctx, d, ++sm->doc_seq);
 	reqs_check(sm);
 }
 
@@ -1029,16 +1029,54 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 	leader_reconcile(sm, now);
 }
 
+/*
+ * isergwd's answers go to the group once the document is durable here, in
+ * the order they came: Applied{gen} tells the others that this node both
+ * serves gen and will come back with it after a crash.
+ */
+static void applied_flush(struct ha_sm *sm)
+{
+	while (sm->napplied) {
+		struct ha_sm_applied *q = &sm->applied_q[sm->applied_head];
+
+		if (q->need_seq > sm->stored_seq)
+			return;
+		sm->applied_head = (sm->applied_head + 1) % HA_SM_APPLIED_MAX;
+		sm->napplied--;
+		if (!q->status && q->gen > sm->told_gen)
+			sm->told_gen = q->gen;
+		if (sm->phase != HA_PHASE_START)
+			send_applied(sm, q->gen, q->status, q->status ? q->err : NULL);
+	}
+}
+
 void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now)
 {
+	struct ha_sm_applied *q;
+
 	if (!status) {
+		/* the lease needs isergwd to hold the states, not the disk to hold them */
 		sm->gw_applied_gen = gen;
 		sm->gw_applied_any = true;
 		sm->gw_lost = false;
 		sm->gw_down_sent = false;
 	}
-	if (sm->phase != HA_PHASE_START)
-		send_applied(sm, gen, status, err);
+	if (sm->napplied) {
+		q = &sm->applied_q[(sm->applied_head + sm->napplied - 1) % HA_SM_APPLIED_MAX];
+		if (q->gen == gen && q->status == status && q->need_seq == sm->doc_seq)
+			return; /* the same answer again (isergwd reconnected): once is enough */
+	}
+	if (sm->napplied == HA_SM_APPLIED_MAX) {
+		/* the oldest one: a newer one of the queue covers it for the others */
+		sm->applied_head = (sm->applied_head + 1) % HA_SM_APPLIED_MAX;
+		sm->napplied--;
+	}
+	q = &sm->applied_q[(sm->applied_head + sm->napplied++) % HA_SM_APPLIED_MAX];
+	q->gen = gen;
+	q->need_seq = sm->doc_seq;
+	q->status = status;
+	snprintf(q->err, sizeof(q->err), "%s", err ? err : "");
+	applied_flush(sm);
 	(void)now;
 }
 
@@ -1049,6 +1087,17 @@ void ha_sm_gw_lost(struct ha_sm *sm)
 	sm->gw_applied_gen = 0;
 	sm->gw_lost = true;
 	sm->gw_down_sent = false;
+	/* what it took is gone with it: nothing left to tell */
+	sm->napplied = 0;
+	sm->told_gen = 0;
+}
+
+void ha_sm_doc_stored(struct ha_sm *sm, uint64_t seq)
+{
+	if (seq <= sm->stored_seq)
+		return;
+	sm->stored_seq = seq;
+	applied_flush(sm);
 }
 
 /* ------------------------------------------------------------ local API */
