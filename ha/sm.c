@@ -638,6 +638,14 @@ static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 	expires = sent + sm->lease_ms;
 	if (expires <= now)
 		return;
+	if (!sm->lease_given)
+		GW_NOTICE(COMP, "isergwd's lease renewed, the first time since the agent started "
+			  "(%" PRIu64 " ms ago): valid for %" PRIu64 " ms", now - sm->start_ms,
+			  expires - now);
+	else if (sm->lease_expires_ms <= now)
+		GW_NOTICE(COMP, "isergwd's lease renewed %" PRIu64 " ms after the last one ran out: "
+			  "valid for %" PRIu64 " ms", now - sm->lease_expires_ms, expires - now);
+	sm->lease_given = true;
 	sm->lease_expires_ms = expires;
 	sm->stepped_down = false;
 	sm->ops->lease(sm->ctx, expires);
@@ -1005,8 +1013,11 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 			from->applied_gen = m->heartbeat->applied_generation;
 			sm->ops->applied(sm->ctx);
 		}
-		if (nodeid == sm->nodeid)
+		if (nodeid == sm->nodeid) {
+			sm->hb_back_seq = m->heartbeat->seq;
+			sm->hb_back_ring = sm->ring_seq;
 			lease_check(sm, m->heartbeat->seq, now);
+		}
 		break;
 	default:
 		break;
@@ -1060,6 +1071,13 @@ void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *er
 		sm->gw_applied_any = true;
 		sm->gw_lost = false;
 		sm->gw_down_sent = false;
+		/*
+		 * A restarted isergwd serves again at once, not at the next heartbeat
+		 * to come back: the last one that came back in this ring renews it
+		 * (the lease still ends lease_ms after that one was sent).
+		 */
+		if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
+			lease_check(sm, sm->hb_back_seq, now);
 	}
 	if (sm->napplied) {
 		q = &sm->applied_q[(sm->applied_head + sm->napplied - 1) % HA_SM_APPLIED_MAX];
@@ -1077,7 +1095,6 @@ void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *er
 	q->status = status;
 	snprintf(q->err, sizeof(q->err), "%s", err ? err : "");
 	applied_flush(sm);
-	(void)now;
 }
 
 void ha_sm_gw_lost(struct ha_sm *sm)

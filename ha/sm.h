@@ -149,7 +149,10 @@ struct ha_sm {
 	uint64_t hb_seq;
 	uint64_t hb_sent_ms[HA_HB_RING];
 	uint64_t hb_last_ms;
+	uint64_t hb_back_seq;           /* our newest heartbeat delivered back (0: none yet) */
+	uint64_t hb_back_ring;          /* in this CPG ring */
 	uint64_t lease_expires_ms;      /* the last renewal given to isergwd (0: none) */
+	bool lease_given;               /* by this agent, since it started */
 	uint64_t gw_applied_gen;        /* isergwd took this generation (config and ALUA) */
 	bool gw_applied_any;
 	bool gw_lost;                   /* no isergwd connection */

@@ -375,7 +375,11 @@ static void test_lease_from_heartbeat(void **state)
 	ha_sm_tick(&nodes[1].sm, now_ms);
 	settle();
 	assert_int_equal(nodes[1].lease, 0);
+	/* back: renewed at once, from the last heartbeat that came back (not a newer one) */
 	ha_sm_gw_applied(&nodes[1].sm, nodes[1].sm.doc->generation, 0, NULL, now_ms);
+	assert_true(nodes[1].lease > now_ms);
+	assert_int_equal(nodes[1].lease,
+			 nodes[1].sm.hb_sent_ms[nodes[1].sm.hb_back_seq % HA_HB_RING] + LEASE);
 	run_for(HB);
 	assert_true(nodes[1].lease > now_ms);
 }
