@@ -549,7 +549,8 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 	list_init(&g->txq);
 	ctl_frame_rx_init(&g->rx);
 	reactor_timer_init(&g->reconnect, reconnect_cb, g);
-	reactor_timer_arm(a->r, &g->reconnect, 0);
+	/* at once: isergwd works on the push while the agent joins the group */
+	reconnect_cb(g);
 	*out = g;
 	return 0;
 }

@@ -428,11 +428,10 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "start-up failed: local API %s: %s", a->opts.socket, strerror(-rc));
 		goto out_cluster;
 	}
+	/* connects at once and pushes the document loaded (when there is one) */
 	rc = ha_gwlink_start(a, &a->gw);
 	if (rc)
 		goto out_api;
-	if (doc->generation)
-		ha_gwlink_doc(a->gw, doc);
 	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sig.fd < 0 || reactor_add_fd(a->r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
 		GW_ERR(COMP, "signalfd: %s", strerror(errno));

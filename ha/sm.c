@@ -360,7 +360,9 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 	return w;
 }
 
-static void sync_done(struct ha_sm *sm)
+static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+
+static void sync_done(struct ha_sm *sm, uint64_t now)
 {
 	uint32_t proto = HA_PROTO_MAX;
 
@@ -376,6 +378,13 @@ static void sync_done(struct ha_sm *sm)
 	sm->inflight_base = 0;
 	GW_NOTICE(COMP, "synchronised: generation %" PRIu64 ", %zu agent(s) in the group, protocol %u",
 		  sm->doc->generation, sm->nview, sm->proto);
+	/*
+	 * isergwd holding this generation already (a restarted agent, or a view
+	 * change that changed nothing): renewed now from our last heartbeat that
+	 * came back in this ring, not at the next one.
+	 */
+	if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
+		lease_check(sm, sm->hb_back_seq, now);
 }
 
 static void sync_check(struct ha_sm *sm, uint64_t now)
@@ -398,7 +407,7 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 			same = false;
 	}
 	if (same) {
-		sync_done(sm);
+		sync_done(sm, now);
 		return;
 	}
 	if (w->nodeid == sm->nodeid && !sm->state_sent) {
@@ -471,7 +480,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 		return;
 	if (sm->doc->generation == w->sync_gen &&
 	    !memcmp(sm->doc->digest, w->sync_digest, HA_DIGEST_LEN)) {
-		sync_done(sm);
+		sync_done(sm, now);
 		return;
 	}
 	rc = ha_doc_parse(st->doc_json, &d, err, sizeof(err));
@@ -489,7 +498,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
 		  sm->doc->generation);
 	doc_set(sm, d);
-	sync_done(sm);
+	sync_done(sm, now);
 }
 
 /* ------------------------------------------------------------ changes */

@@ -65,7 +65,8 @@ epochs() { ha_gw_status "$1" | jq -r '"\(.epoch) \(.config_epoch) \(.alua_epoch)
 # AFTER-LINE of FILE (a daemon's log, ISO timestamps) matching ERE; "?" if none
 log_at() {
 	local line us
-	line=$(tail -n +"$(($2 + 1))" "$1" | grep -E -m1 -- "$4") || { echo '?'; return; }
+	line=$(awk -v n="$2" -v re="$4" 'NR > n && $0 ~ re { print; exit }' "$1")
+	[ -n "$line" ] || { echo '?'; return; }
 	us=$(date -d "${line%% *}" +%s%6N 2>/dev/null) || { echo '?'; return; }
 	us=$((us - $3))
 	if [ "$us" -lt 0 ]; then echo "-0.$(printf '%03d' $((-us / 1000)))"; return; fi
@@ -179,7 +180,7 @@ for ((round = 1; round <= AGENT_KILLS; round++)); do
 	bed_wait_log 1 ha 'lease renewed, the first time' "$HA_POS" 10 >/dev/null
 	# from its log: when it started, synchronised and renewed isergwd's lease
 	f=$(bed_logfile 1 ha)
-	notes+=("agent of node 1 (kill $round of $AGENT_KILLS, lease $LEASE_MS ms): killed -> started again $restart_s s -> synced ${synced_s:-?} s; from its log, after the kill: running $(log_at "$f" "$HA_POS" "$T_KILL" 'starting \(protocol') s, synchronised $(log_at "$f" "$HA_POS" "$T_KILL" 'synchronised: generation') s, isergwd's lease renewed $(log_at "$f" "$HA_POS" "$T_KILL" 'lease renewed, the first time') s")
+	notes+=("agent of node 1 (kill $round of $AGENT_KILLS, lease $LEASE_MS ms): killed -> started again $restart_s s -> synced ${synced_s:-?} s; from its log, after the kill: running $(log_at "$f" "$HA_POS" "$T_KILL" 'starting [(]protocol') s, synchronised $(log_at "$f" "$HA_POS" "$T_KILL" 'synchronised: generation') s, isergwd's lease renewed $(log_at "$f" "$HA_POS" "$T_KILL" 'lease renewed, the first time') s")
 	[ "$round" -eq "$AGENT_KILLS" ] || bed_poll 60 "3 more reads" loop_at_least $(($(loop_oks) + 3))
 done
 T_KILL=$T_KILL1
@@ -254,11 +255,19 @@ GEN=$(ha_status 1 | jq -r .generation)
 ha_check "kill node 2's isergwd" bed_kill 2 isergwd || ok=0
 HA2_POS=$(bed_log_lines 2 ha)
 GW2_POS=$(bed_log_lines 2 isergwd)
+SERVES_AT=$SCRATCH/n2-serves.at
+rm -f "$SERVES_AT"
 T_START=$(bed_now_us)
+# RTPG through node 2 polled from now on, beside bed_start_isergwd's own
+# wait for the control socket (which would delay the first probe)
+{ n2_serves_fast "$BED_WAIT_LIMIT" && bed_now_us >"$SERVES_AT"; } &
+serves_pid=$!
 ha_check "start node 2's isergwd again" bed_start_isergwd 2 || ok=0
 answered=$(bed_secs_since "$T_START")
-if ha_check "node 2 serves again" n2_serves_fast "$BED_WAIT_LIMIT"; then
-	notes+=("isergwd of node 2 killed and started again: answering its control socket after $answered s, ANO for dg1 and AO for dg2 through it $(bed_secs_since "$T_START") s after its start")
+wait "$serves_pid"
+if ha_check "node 2 serves again" test -s "$SERVES_AT"; then
+	us=$(($(cat "$SERVES_AT") - T_START))
+	notes+=("isergwd of node 2 killed and started again: answering its control socket after $answered s, ANO for dg1 and AO for dg2 through it $(printf '%d.%03d' $((us / 1000000)) $((us % 1000000 / 1000))) s after its start")
 	f=$(bed_logfile 2 isergwd)
 	notes+=("  from its log, after its start: first line $(log_at "$f" "$GW2_POS" "$T_START" ' main: ') s, control socket $(log_at "$f" "$GW2_POS" "$T_START" 'ctl: control socket /') s, agent connected $(log_at "$f" "$GW2_POS" "$T_START" 'subscribed to events') s, configuration $(log_at "$f" "$GW2_POS" "$T_START" 'configuration reloaded') s, ALUA map $(log_at "$f" "$GW2_POS" "$T_START" 'ALUA epoch [0-9]+ map') s, lease (serving again) $(log_at "$f" "$GW2_POS" "$T_START" 'ALUA lease granted') s")
 else

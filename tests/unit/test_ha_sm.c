@@ -473,6 +473,52 @@ static void test_agent_restart_within_lease_changes_nothing(void **state)
 	assert_int_equal(owner_of(0, "dg3"), 2);
 }
 
+/*
+ * A restarted agent whose isergwd still holds the generation: renewed the
+ * moment the barrier passes, from its heartbeat that came back meanwhile
+ * in this ring, not at the next heartbeat.
+ */
+static void test_restart_renews_at_the_barrier(void **state)
+{
+	uint32_t ids[N] = { 1, 2, 3 };
+	struct ha_doc *d;
+	char err[256];
+	uint64_t gen, sent;
+
+	(void)state;
+	configure();
+	gen = nodes[2].sm.doc->generation;
+	assert_int_equal(ha_doc_parse(nodes[2].sm.doc->text, &d, err, sizeof(err)), 0);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	run_for(LEASE / 3);
+	start_node(2, d);
+	ha_sm_gw_applied(&nodes[2].sm, gen, 0, NULL, now_ms);  /* its isergwd holds it still */
+	assert_int_equal(nodes[2].leases, 0);
+	/* node 3 is in the new ring first and heartbeats before the others' Syncs come */
+	ring_seq += 4;
+	ha_sm_ring(&nodes[2].sm, ring_seq, 1, ids, N, now_ms);
+	ha_sm_view(&nodes[2].sm, ids, N, now_ms);
+	ha_sm_quorum(&nodes[2].sm, true, ring_seq, 1, N, N, now_ms);
+	now_ms += HB;
+	ha_sm_tick(&nodes[2].sm, now_ms);
+	sent = now_ms;
+	for (int k = 0; k < 2; k++) {
+		ha_sm_ring(&nodes[k].sm, ring_seq, 1, ids, N, now_ms);
+		ha_sm_view(&nodes[k].sm, ids, N, now_ms);
+		ha_sm_quorum(&nodes[k].sm, true, ring_seq, 1, N, N, now_ms);
+	}
+	now_ms += 10;
+	settle();
+	assert_int_equal(nodes[2].sm.phase, HA_PHASE_SYNCED);
+	assert_int_equal(nodes[2].leases, 1);
+	assert_int_equal(nodes[2].lease, sent + LEASE);
+	run_for(500);
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.doc->generation, gen);
+}
+
 /* One node's agent of another cluster name: left out, the two others go on; it never serves. */
 static void test_foreign_cluster_member(void **state)
 {
@@ -907,6 +953,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_cluster_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
