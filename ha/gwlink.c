@@ -18,10 +18,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libgen.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -448,7 +448,8 @@ static void ino_cb(void *arg, uint32_t events)
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)(void *)p;
 
-			if (ev->len && !strcmp(ev->name, g->sock_name))
+			/* an overflowed queue may have lost ours */
+			if ((ev->len && !strcmp(ev->name, g->sock_name)) || (ev->mask & IN_Q_OVERFLOW))
 				ours = true;
 			p += sizeof(*ev) + ev->len;
 		}
@@ -525,6 +526,7 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 {
 	struct ha_gwlink *g = calloc(1, sizeof(*g));
 	char path[HA_SOCK_PATH_MAX];
+	int rc;
 
 	if (!g)
 		return -ENOMEM;
@@ -538,13 +540,14 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 	snprintf(g->sock_name, sizeof(g->sock_name), "%s", basename(path));
 	/* without inotify the link only polls (every RECONNECT_MS) */
 	g->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (g->ino_fd >= 0 && reactor_add_fd(a->r, &g->ino_h, g->ino_fd, EPOLLIN, ino_cb, g)) {
-		close(g->ino_fd);
+	rc = g->ino_fd < 0 ? -errno : reactor_add_fd(a->r, &g->ino_h, g->ino_fd, EPOLLIN, ino_cb, g);
+	if (rc) {
+		GW_WARN(COMP, "no inotify (%s): isergwd's control socket is only polled every %u ms",
+			strerror(-rc), RECONNECT_MS);
+		if (g->ino_fd >= 0)
+			close(g->ino_fd);
 		g->ino_fd = -1;
 	}
-	if (g->ino_fd < 0)
-		GW_WARN(COMP, "no inotify (%s): isergwd's control socket is only polled every %u ms",
-			strerror(errno), RECONNECT_MS);
 	ino_watch(g);
 	list_init(&g->txq);
 	ctl_frame_rx_init(&g->rx);
