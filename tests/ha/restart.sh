@@ -30,7 +30,7 @@
 #    two completed commands of the loop is printed, not asserted. The lease
 #    is 5 s instead of the default 1.5 s because starting a process takes
 #    seconds on a loaded test machine (docs/ha.md, "Timings": from the kill
-#    to the renewal 1.0 s on a quiet machine, up to 3 s at a load of 8 on
+#    to the renewal 1.0 s on a quiet machine, up to 3.9 s at a load of 8 on
 #    two cores): what is checked is that an agent restarted within its
 #    lease changes nothing (the time it took is printed).
 # 3. Node 2's isergwd killed (SIGKILL) and started again: the agent pushes
