@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * isergw-ha: what the agent's parts share. One thread, one reactor (the
- * data plane's gateway/util/reactor), nothing blocking in it:
+ * data plane's gateway/util/reactor), nothing blocking in it; the fsyncs of
+ * the cluster document happen on a saver thread of their own (store.c):
  *
  *   main.c     options, the agent's configuration, signals, start and stop
  *   cluster.c  corosync: CPG (group "isergw-ha", CPG_MODEL_V1 with the totem
@@ -11,6 +12,7 @@
  *   gwlink.c   the local isergwd's control socket: configuration, ALUA map,
  *              lease, the hosts' SET TARGET PORT GROUPS
  *   api.c      the local API (root-only unix socket) for isergwctl and isergw-api
+ *   store.c    the saver thread: the cluster document made durable off the loop
  */
 #ifndef ISERGW_HA_AGENT_H
 #define ISERGW_HA_AGENT_H
@@ -43,6 +45,7 @@ struct ha_opts {
 struct ha_cluster;
 struct ha_gwlink;
 struct ha_api;
+struct ha_store;
 
 struct ha_agent {
 	struct ha_opts opts;
@@ -52,6 +55,7 @@ struct ha_agent {
 	struct ha_cluster *cl;
 	struct ha_gwlink *gw;
 	struct ha_api *api;
+	struct ha_store *store;         /* the saver thread (store.h) */
 	struct reactor_timer tick;
 	uint32_t nodeid;
 	char node_name[HA_NAME_MAX];

@@ -848,10 +848,17 @@ static int write_all(int fd, const char *p, size_t n)
 
 int ha_doc_save(const struct ha_doc *d, const char *dir)
 {
+	if (!d || !d->text)
+		return -EINVAL;
+	return ha_doc_save_text(d->text, d->text_len, dir);
+}
+
+int ha_doc_save_text(const char *text, size_t len, const char *dir)
+{
 	char path[4096], tmp[4096];
 	int fd, dfd, rc;
 
-	if (!d || !d->text || !dir)
+	if (!text || !dir)
 		return -EINVAL;
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path) ||
 	    (size_t)snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, HA_DOC_FILE) >= sizeof(tmp))
@@ -861,7 +868,7 @@ int ha_doc_save(const struct ha_doc *d, const char *dir)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	rc = write_all(fd, d->text, d->text_len);
+	rc = write_all(fd, text, len);
 	if (!rc)
 		rc = write_all(fd, "\n", 1);
 	if (!rc && fsync(fd) < 0)

@@ -146,6 +146,8 @@ void ha_doc_free(struct ha_doc *d);
  * written to DIR/cluster.json.tmp, fsync, rename, fsync(DIR).
  */
 int ha_doc_save(const struct ha_doc *d, const char *dir);
+/* The same for a document's text (a copy of d->text: the saver thread, store.c). */
+int ha_doc_save_text(const char *text, size_t len, const char *dir);
 /*
  * -ENOENT when there is none; a corrupt file (not a valid document, larger
  * than HA_DOC_MAX, a NUL byte): -EBADMSG with the reason (the caller logs and

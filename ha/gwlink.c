@@ -10,13 +10,19 @@
  * the hosts' SET TARGET PORT GROUPS come back as events and become moves.
  *
  * Replies come in request order: a FIFO of what was sent says what each one
- * answers. Disconnected, the link tries again every 200 ms.
+ * answers. Disconnected, the link tries again every 200 ms, and at once when
+ * the socket file appears (inotify on its directory: a restarted isergwd is
+ * driven as soon as it listens, not up to 200 ms later); bind() creates the
+ * file just before listen(), so a refusal right after it is tried again
+ * every 10 ms for a while.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -26,6 +32,8 @@
 
 #define COMP "ha-gw"
 #define RECONNECT_MS 200u
+#define RECONNECT_FAST_MS 10u   /* after the socket file appeared */
+#define RECONNECT_FAST_TRIES 50u
 #define SENT_MAX 256u
 
 enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE };
@@ -53,6 +61,11 @@ struct ha_gwlink {
 	bool want;
 	uint64_t epoch;                 /* isergwd's, as last seen */
 	bool logged_down;
+	/* the socket's directory watched: its file appearing means isergwd listens (soon) */
+	int ino_fd;                     /* -1: none */
+	struct reactor_fd ino_h;
+	char sock_name[HA_SOCK_PATH_MAX]; /* the file's name in its directory */
+	unsigned int fast_tries;        /* left at RECONNECT_FAST_MS */
 };
 
 static void gw_disconnect(struct ha_gwlink *g, const char *why);
@@ -423,6 +436,46 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
 }
 
+/* The socket file was created (or moved) in its directory: try now. */
+static void ino_cb(void *arg, uint32_t events)
+{
+	struct ha_gwlink *g = arg;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool ours = false;
+	ssize_t n;
+
+	(void)events;
+	while ((n = read(g->ino_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)(void *)p;
+
+			/* an overflowed queue may have lost ours */
+			if ((ev->len && !strcmp(ev->name, g->sock_name)) || (ev->mask & IN_Q_OVERFLOW))
+				ours = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (!ours || g->connected || g->a->stopping)
+		return;
+	GW_INFO(COMP, "isergwd's control socket %s appeared: connecting", g->a->opts.gw_socket);
+	g->fast_tries = RECONNECT_FAST_TRIES;
+	reactor_timer_arm(g->a->r, &g->reconnect, 0);
+}
+
+/* Watch the socket's directory (again: it may not have existed before). */
+static void ino_watch(struct ha_gwlink *g)
+{
+	char dir[HA_SOCK_PATH_MAX];
+
+	if (g->ino_fd < 0)
+		return;
+	memcpy(dir, g->a->opts.gw_socket, strlen(g->a->opts.gw_socket) + 1);
+	if (inotify_add_watch(g->ino_fd, dirname(dir), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0 &&
+	    errno != ENOENT)
+		GW_DEBUG(COMP, "cannot watch the directory of %s: %s", g->a->opts.gw_socket,
+			 strerror(errno));
+}
+
 static void reconnect_cb(void *arg)
 {
 	struct ha_gwlink *g = arg;
@@ -435,12 +488,19 @@ static void reconnect_cb(void *arg)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (!g->logged_down)
-			GW_NOTICE(COMP, "isergwd's control socket %s not there (%s): trying every %u ms",
-				  g->a->opts.gw_socket, strerror(errno), RECONNECT_MS);
+			GW_NOTICE(COMP, "isergwd's control socket %s not there (%s): trying every %u ms "
+				  "and when it appears", g->a->opts.gw_socket, strerror(errno),
+				  RECONNECT_MS);
 		g->logged_down = true;
 		if (fd >= 0)
 			close(fd);
-		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
+		ino_watch(g);
+		if (g->fast_tries) {
+			g->fast_tries--;
+			reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_FAST_MS);
+		} else {
+			reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
+		}
 		return;
 	}
 	if (reactor_add_fd(g->a->r, &g->h, fd, EPOLLIN, gw_cb, g)) {
@@ -451,6 +511,7 @@ static void reconnect_cb(void *arg)
 	g->fd = fd;
 	g->connected = true;
 	g->logged_down = false;
+	g->fast_tries = 0;
 	g->nsent = 0;
 	g->sent_head = 0;
 	GW_NOTICE(COMP, "connected to isergwd (%s)", g->a->opts.gw_socket);
@@ -465,6 +526,8 @@ static void reconnect_cb(void *arg)
 int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 {
 	struct ha_gwlink *g = calloc(1, sizeof(*g));
+	char path[HA_SOCK_PATH_MAX];
+	int rc;
 
 	if (!g)
 		return -ENOMEM;
@@ -474,10 +537,24 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 	}
 	g->a = a;
 	g->fd = -1;
+	memcpy(path, a->opts.gw_socket, strlen(a->opts.gw_socket) + 1);
+	snprintf(g->sock_name, sizeof(g->sock_name), "%s", basename(path));
+	/* without inotify the link only polls (every RECONNECT_MS) */
+	g->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	rc = g->ino_fd < 0 ? -errno : reactor_add_fd(a->r, &g->ino_h, g->ino_fd, EPOLLIN, ino_cb, g);
+	if (rc) {
+		GW_WARN(COMP, "no inotify (%s): isergwd's control socket is only polled every %u ms",
+			strerror(-rc), RECONNECT_MS);
+		if (g->ino_fd >= 0)
+			close(g->ino_fd);
+		g->ino_fd = -1;
+	}
+	ino_watch(g);
 	list_init(&g->txq);
 	ctl_frame_rx_init(&g->rx);
 	reactor_timer_init(&g->reconnect, reconnect_cb, g);
-	reactor_timer_arm(a->r, &g->reconnect, 0);
+	/* at once: isergwd works on the push while the agent joins the group */
+	reconnect_cb(g);
 	*out = g;
 	return 0;
 }
@@ -499,5 +576,9 @@ void ha_gwlink_stop(struct ha_gwlink *g)
 	g->a->stopping = true;
 	gw_disconnect(g, "the agent is stopping");
 	reactor_timer_cancel(g->a->r, &g->reconnect);
+	if (g->ino_fd >= 0) {
+		reactor_del_fd(g->a->r, &g->ino_h);
+		close(g->ino_fd);
+	}
 	free(g);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "store.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -234,22 +235,35 @@ static int op_send(void *ctx, const HaMsg *m)
 	return a->cl ? ha_cluster_send(a->cl, m) : -ENOTCONN;
 }
 
-static void op_doc_changed(void *ctx, const struct ha_doc *d)
+static void op_doc_changed(void *ctx, const struct ha_doc *d, uint64_t seq)
 {
 	struct ha_agent *a = ctx;
 	int rc;
 
 	/*
 	 * isergwd first: the request leaves at once and isergwd works on it while
-	 * the document is made durable here (an fsync can take 100 ms on a busy
-	 * disk); its answer, and so this node's Applied, is read only afterwards.
+	 * the saver thread makes the document durable (an fsync can take 100 ms
+	 * on a busy disk; the loop goes on with heartbeats and leases meanwhile).
+	 * This node's Applied for it waits for both (ha_sm_doc_stored).
 	 */
 	if (a->gw)
 		ha_gwlink_doc(a->gw, d);
+	if (a->store) {
+		ha_store_queue(a->store, d, seq);
+		return;
+	}
+	/* stopping: the saver is gone, nobody waits for an Applied any more */
 	rc = ha_doc_save(d, a->opts.state_dir);
 	if (rc)
 		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s", d->generation,
 		       a->opts.state_dir, strerror(-rc));
+}
+
+static void store_done(void *ctx, uint64_t seq)
+{
+	struct ha_agent *a = ctx;
+
+	ha_sm_doc_stored(&a->sm, seq);
 }
 
 static void op_lease(void *ctx, uint64_t expires_ms)
@@ -353,6 +367,7 @@ int main(int argc, char **argv)
 	struct ha_agent *a = &agent;
 	struct ha_sm_params p;
 	struct sigctx sig = { .a = a, .fd = -1 };
+	struct ha_store_params sp = { 0 };
 	struct ha_doc *doc;
 	enum gw_log_level lvl;
 	sigset_t mask;
@@ -382,12 +397,22 @@ int main(int argc, char **argv)
 	doc = load_doc(a->opts.state_dir);
 	if (!doc)
 		goto out_reactor;
+	sp.dir = a->opts.state_dir;
+	sp.done = store_done;
+	sp.ctx = a;
+	rc = ha_store_start(a->r, &sp, &a->store);
+	if (rc) {
+		GW_ERR(COMP, "cannot start the thread that stores the cluster document: %s",
+		       strerror(-rc));
+		ha_doc_free(doc);
+		goto out_reactor;
+	}
 	rc = ha_cluster_start(a, &a->cl);
 	if (rc) {
 		GW_ERR(COMP, "cannot connect to corosync: %s (is it running? the agent needs "
 		       "corosync's CPG, votequorum and cmap)", strerror(-rc));
 		ha_doc_free(doc);
-		goto out_reactor;
+		goto out_store;
 	}
 	memset(&p, 0, sizeof(p));
 	p.nodeid = a->nodeid;
@@ -403,11 +428,10 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "start-up failed: local API %s: %s", a->opts.socket, strerror(-rc));
 		goto out_cluster;
 	}
+	/* connects at once and pushes the document loaded (when there is one) */
 	rc = ha_gwlink_start(a, &a->gw);
 	if (rc)
 		goto out_api;
-	if (doc->generation)
-		ha_gwlink_doc(a->gw, doc);
 	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sig.fd < 0 || reactor_add_fd(a->r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
 		GW_ERR(COMP, "signalfd: %s", strerror(errno));
@@ -435,7 +459,12 @@ out_api:
 out_cluster:
 	ha_cluster_stop(a->cl);
 	a->cl = NULL;
-	ha_sm_fini(&a->sm);
+out_store:
+	/* the newest document queued is written before the thread ends */
+	ha_store_stop(a->store);
+	a->store = NULL;
+	if (a->sm_ready)
+		ha_sm_fini(&a->sm);
 out_reactor:
 	reactor_destroy(a->r);
 	GW_NOTICE(COMP, "stopped");

@@ -250,7 +250,7 @@ static void send_heartbeat(struct ha_sm *sm, uint64_t now)
 	Isergw__Ha__Heartbeat h = ISERGW__HA__HEARTBEAT__INIT;
 
 	h.seq = ++sm->hb_seq;
-	h.applied_generation = sm->gw_applied_any ? sm->gw_applied_gen : 0;
+	h.applied_generation = sm->gw_applied_any ? sm->told_gen : 0;
 	sm->hb_sent_ms[h.seq % HA_HB_RING] = now;
 	sm->hb_last_ms = now;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT;
@@ -361,7 +361,7 @@ static void doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now)
 	track_moves(sm, sm->doc, d, now);
 	ha_doc_free(sm->doc);
 	sm->doc = d;
-	sm->ops->doc_changed(sm->ctx, d);
+	sm->ops->doc_changed(sm->ctx, d, ++sm->doc_seq);
 	reqs_check(sm);
 }
 
@@ -392,7 +392,9 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 	return w;
 }
 
-static void sync_done(struct ha_sm *sm)
+static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+
+static void sync_done(struct ha_sm *sm, uint64_t now)
 {
 	uint32_t proto = HA_PROTO_MAX;
 
@@ -408,6 +410,13 @@ static void sync_done(struct ha_sm *sm)
 	sm->inflight_base = 0;
 	GW_NOTICE(COMP, "synchronised: generation %" PRIu64 ", %zu agent(s) in the group, protocol %u",
 		  sm->doc->generation, sm->nview, sm->proto);
+	/*
+	 * isergwd holding this generation already (a restarted agent, or a view
+	 * change that changed nothing): renewed now from our last heartbeat that
+	 * came back in this ring, not at the next one.
+	 */
+	if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
+		lease_check(sm, sm->hb_back_seq, now);
 }
 
 static void sync_check(struct ha_sm *sm, uint64_t now)
@@ -430,7 +439,7 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 			same = false;
 	}
 	if (same) {
-		sync_done(sm);
+		sync_done(sm, now);
 		return;
 	}
 	if (w->nodeid == sm->nodeid && !sm->state_sent) {
@@ -503,7 +512,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 		return;
 	if (sm->doc->generation == w->sync_gen &&
 	    !memcmp(sm->doc->digest, w->sync_digest, HA_DIGEST_LEN)) {
-		sync_done(sm);
+		sync_done(sm, now);
 		return;
 	}
 	rc = ha_doc_parse(st->doc_json, &d, err, sizeof(err));
@@ -521,7 +530,7 @@ static void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State 
 	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
 		  sm->doc->generation);
 	doc_set(sm, d, now);
-	sync_done(sm);
+	sync_done(sm, now);
 }
 
 /* ------------------------------------------------------------ changes */
@@ -669,6 +678,14 @@ static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 	expires = sent + sm->lease_ms;
 	if (expires <= now)
 		return;
+	if (!sm->lease_given)
+		GW_NOTICE(COMP, "isergwd's lease renewed, the first time since the agent started "
+			  "(%" PRIu64 " ms ago): valid for %" PRIu64 " ms", now - sm->start_ms,
+			  expires - now);
+	else if (sm->lease_expires_ms <= now)
+		GW_NOTICE(COMP, "isergwd's lease renewed %" PRIu64 " ms after the last one ran out: "
+			  "valid for %" PRIu64 " ms", now - sm->lease_expires_ms, expires - now);
+	sm->lease_given = true;
 	sm->lease_expires_ms = expires;
 	sm->stepped_down = false;
 	sm->ops->lease(sm->ctx, expires);
@@ -1038,8 +1055,11 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 			from->applied_gen = m->heartbeat->applied_generation;
 			sm->ops->applied(sm->ctx);
 		}
-		if (nodeid == sm->nodeid)
+		if (nodeid == sm->nodeid) {
+			sm->hb_back_seq = m->heartbeat->seq;
+			sm->hb_back_ring = sm->ring_seq;
 			lease_check(sm, m->heartbeat->seq, now);
+		}
 		break;
 	default:
 		break;
@@ -1062,17 +1082,61 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 	leader_reconcile(sm, now);
 }
 
+/*
+ * isergwd's answers go to the group once the document is durable here, in
+ * the order they came: Applied{gen} tells the others that this node both
+ * serves gen and will come back with it after a crash.
+ */
+static void applied_flush(struct ha_sm *sm)
+{
+	while (sm->napplied) {
+		struct ha_sm_applied *q = &sm->applied_q[sm->applied_head];
+
+		if (q->need_seq > sm->stored_seq)
+			return;
+		sm->applied_head = (sm->applied_head + 1) % HA_SM_APPLIED_MAX;
+		sm->napplied--;
+		if (!q->status && q->gen > sm->told_gen)
+			sm->told_gen = q->gen;
+		if (sm->phase != HA_PHASE_START)
+			send_applied(sm, q->gen, q->status, q->status ? q->err : NULL);
+	}
+}
+
 void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now)
 {
+	struct ha_sm_applied *q;
+
 	if (!status) {
+		/* the lease needs isergwd to hold the states, not the disk to hold them */
 		sm->gw_applied_gen = gen;
 		sm->gw_applied_any = true;
 		sm->gw_lost = false;
 		sm->gw_down_sent = false;
+		/*
+		 * A restarted isergwd serves again at once, not at the next heartbeat
+		 * to come back: the last one that came back in this ring renews it
+		 * (the lease still ends lease_ms after that one was sent).
+		 */
+		if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
+			lease_check(sm, sm->hb_back_seq, now);
 	}
-	if (sm->phase != HA_PHASE_START)
-		send_applied(sm, gen, status, err);
-	(void)now;
+	if (sm->napplied) {
+		q = &sm->applied_q[(sm->applied_head + sm->napplied - 1) % HA_SM_APPLIED_MAX];
+		if (q->gen == gen && q->status == status && q->need_seq == sm->doc_seq)
+			return; /* the same answer again (isergwd reconnected): once is enough */
+	}
+	if (sm->napplied == HA_SM_APPLIED_MAX) {
+		/* the oldest one: a newer one of the queue covers it for the others */
+		sm->applied_head = (sm->applied_head + 1) % HA_SM_APPLIED_MAX;
+		sm->napplied--;
+	}
+	q = &sm->applied_q[(sm->applied_head + sm->napplied++) % HA_SM_APPLIED_MAX];
+	q->gen = gen;
+	q->need_seq = sm->doc_seq;
+	q->status = status;
+	snprintf(q->err, sizeof(q->err), "%s", err ? err : "");
+	applied_flush(sm);
 }
 
 void ha_sm_gw_lost(struct ha_sm *sm)
@@ -1082,6 +1146,17 @@ void ha_sm_gw_lost(struct ha_sm *sm)
 	sm->gw_applied_gen = 0;
 	sm->gw_lost = true;
 	sm->gw_down_sent = false;
+	/* what it took is gone with it: nothing left to tell */
+	sm->napplied = 0;
+	sm->told_gen = 0;
+}
+
+void ha_sm_doc_stored(struct ha_sm *sm, uint64_t seq)
+{
+	if (seq <= sm->stored_seq)
+		return;
+	sm->stored_seq = seq;
+	applied_flush(sm);
 }
 
 /* ------------------------------------------------------------ local API */

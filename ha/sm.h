@@ -64,8 +64,13 @@ struct ha_member {
 struct ha_sm_ops {
 	/* Multicast m to the group (agreed order); 0 or a negative errno (the glue queues on flow control). */
 	int (*send)(void *ctx, const HaMsg *m);
-	/* The document changed (new generation or adopted): store it, push it to isergwd. */
-	void (*doc_changed)(void *ctx, const struct ha_doc *d);
+	/*
+	 * The document changed (new generation or adopted): push it to isergwd
+	 * and store it. seq numbers the documents made here (increasing); call
+	 * ha_sm_doc_stored(seq) once it is durable (later, from the loop: a
+	 * saver thread). This node's Applied waits for that.
+	 */
+	void (*doc_changed)(void *ctx, const struct ha_doc *d, uint64_t seq);
 	/* Renew isergwd's lease until expires_ms (monotonic). */
 	void (*lease)(void *ctx, uint64_t expires_ms);
 	/* No quorum / not synchronised: isergwd stops serving now. */
@@ -90,6 +95,19 @@ struct ha_sm_move {                     /* a move asked of the leader */
 };
 
 enum ha_req_kind { HA_REQ_CONFIG = 1, HA_REQ_DRAIN, HA_REQ_UNDRAIN, HA_REQ_MOVE };
+
+/*
+ * An Applied of ours waiting for the document to be durable here: it goes out
+ * once the store has caught up with the document that was current when
+ * isergwd answered (need_seq), in the order isergwd answered.
+ */
+struct ha_sm_applied {
+	uint64_t gen;
+	uint64_t need_seq;
+	int status;
+	char err[256];
+};
+#define HA_SM_APPLIED_MAX 16u
 
 struct ha_sm_req {                      /* a change of ours on its way */
 	uint64_t id;
@@ -131,11 +149,21 @@ struct ha_sm {
 	uint64_t hb_seq;
 	uint64_t hb_sent_ms[HA_HB_RING];
 	uint64_t hb_last_ms;
+	uint64_t hb_back_seq;           /* our newest heartbeat delivered back (0: none yet) */
+	uint64_t hb_back_ring;          /* in this CPG ring */
 	uint64_t lease_expires_ms;      /* the last renewal given to isergwd (0: none) */
+	bool lease_given;               /* by this agent, since it started */
 	uint64_t gw_applied_gen;        /* isergwd took this generation (config and ALUA) */
 	bool gw_applied_any;
 	bool gw_lost;                   /* no isergwd connection */
 	bool gw_down_sent;              /* the others were told (Applied -ENOTCONN) */
+	uint64_t told_gen;              /* isergwd's generation as told to the group (heartbeats) */
+
+	/* the document's durability (ops->doc_changed, ha_sm_doc_stored) */
+	uint64_t doc_seq;               /* the current document's (0: the one loaded at start) */
+	uint64_t stored_seq;            /* durable up to this one */
+	struct ha_sm_applied applied_q[HA_SM_APPLIED_MAX];
+	size_t applied_head, napplied;
 
 	/* the leader's plans */
 	bool replace;                   /* rerun the placement at the next chance */
@@ -177,6 +205,11 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now);
 void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now);
 /* isergwd went away: it holds nothing any more. */
 void ha_sm_gw_lost(struct ha_sm *sm);
+/*
+ * Every document up to seq (ops->doc_changed) is durable here (or its save
+ * failed and was logged): the Applied messages waiting for it go out.
+ */
+void ha_sm_doc_stored(struct ha_sm *sm, uint64_t seq);
 
 /*
  * Changes from the local API. Each returns a request id (>= 1) whose

@@ -36,6 +36,8 @@ struct node {
 	bool partitioned;               /* in a ring of its own */
 	uint64_t lease;                 /* last lease given to "isergwd" */
 	unsigned int leases, stepdowns, docs;
+	uint64_t doc_seq;               /* the newest document handed over to be stored */
+	bool slow_disk;                 /* its saves do not finish until cleared */
 	uint64_t done_id;
 	int done_status;
 	uint64_t done_gen;
@@ -66,12 +68,13 @@ static int op_send(void *ctx, const HaMsg *m)
 	return 0;
 }
 
-static void op_doc_changed(void *ctx, const struct ha_doc *d)
+static void op_doc_changed(void *ctx, const struct ha_doc *d, uint64_t seq)
 {
 	struct node *n = ctx;
 
 	(void)d;
 	n->docs++;
+	n->doc_seq = seq;
 }
 
 static void op_lease(void *ctx, uint64_t expires)
@@ -136,17 +139,30 @@ static void pump(void)
 	nbus = 0;
 }
 
+/* The saver of every up node without a slow disk catches up (with its newest document). */
+static void store_all(void)
+{
+	for (int k = 0; k < N; k++)
+		if (nodes[k].up && !nodes[k].slow_disk)
+			ha_sm_doc_stored(&nodes[k].sm, nodes[k].doc_seq);
+}
+
 /* Keep pumping until nothing is left (messages beget messages). */
 static void settle(void)
 {
-	for (int i = 0; i < 100 && nbus; i++)
+	for (int i = 0; i < 100; i++) {
+		store_all();
+		if (!nbus)
+			break;
 		pump();
+	}
 	assert_int_equal(nbus, 0);
 }
 
 /* isergwd on every up node takes whatever generation its agent has. */
 static void gw_apply_all(void)
 {
+	store_all();
 	for (int k = 0; k < N; k++)
 		if (nodes[k].up)
 			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
@@ -198,6 +214,21 @@ static const char *config3 =
 	"{\"name\":\"n3\",\"tpg_id\":3,\"portals\":[{\"url\":\"tcp://10.0.0.3:3260\",\"rel_port_id\":3}]}],"
 	"\"device_groups\":["
 	"{\"name\":\"dg1\",\"preferred_owner\":\"n1\"},"
+	"{\"name\":\"dg2\",\"preferred_owner\":\"n2\"},"
+	"{\"name\":\"dg3\",\"preferred_owner\":\"n3\",\"failback\":\"manual\"}],"
+	"\"targets\":[{\"iqn\":\"iqn.2026-11.org.isergw:t\",\"luns\":["
+	"{\"lun\":0,\"path\":\"/tmp/test-ha-sm-0.img\",\"device_group\":\"dg1\"},"
+	"{\"lun\":1,\"path\":\"/tmp/test-ha-sm-1.img\",\"device_group\":\"dg2\"},"
+	"{\"lun\":2,\"path\":\"/tmp/test-ha-sm-2.img\",\"device_group\":\"dg3\"}]}]}";
+
+/* config3 with dg1's failback manual: nothing moves */
+static const char *config3_manual =
+	"{\"nodes\":["
+	"{\"name\":\"n1\",\"tpg_id\":1,\"portals\":[{\"url\":\"tcp://10.0.0.1:3260\",\"rel_port_id\":1}]},"
+	"{\"name\":\"n2\",\"tpg_id\":2,\"portals\":[{\"url\":\"tcp://10.0.0.2:3260\",\"rel_port_id\":2}]},"
+	"{\"name\":\"n3\",\"tpg_id\":3,\"portals\":[{\"url\":\"tcp://10.0.0.3:3260\",\"rel_port_id\":3}]}],"
+	"\"device_groups\":["
+	"{\"name\":\"dg1\",\"preferred_owner\":\"n1\",\"failback\":\"manual\"},"
 	"{\"name\":\"dg2\",\"preferred_owner\":\"n2\"},"
 	"{\"name\":\"dg3\",\"preferred_owner\":\"n3\",\"failback\":\"manual\"}],"
 	"\"targets\":[{\"iqn\":\"iqn.2026-11.org.isergw:t\",\"luns\":["
@@ -344,7 +375,11 @@ static void test_lease_from_heartbeat(void **state)
 	ha_sm_tick(&nodes[1].sm, now_ms);
 	settle();
 	assert_int_equal(nodes[1].lease, 0);
+	/* back: renewed at once, from the last heartbeat that came back (not a newer one) */
 	ha_sm_gw_applied(&nodes[1].sm, nodes[1].sm.doc->generation, 0, NULL, now_ms);
+	assert_true(nodes[1].lease > now_ms);
+	assert_int_equal(nodes[1].lease,
+			 nodes[1].sm.hb_sent_ms[nodes[1].sm.hb_back_seq % HA_HB_RING] + LEASE);
 	run_for(HB);
 	assert_true(nodes[1].lease > now_ms);
 }
@@ -436,6 +471,52 @@ static void test_agent_restart_within_lease_changes_nothing(void **state)
 		assert_true(nodes[k].lease > now_ms);
 	}
 	assert_int_equal(owner_of(0, "dg3"), 2);
+}
+
+/*
+ * A restarted agent whose isergwd still holds the generation: renewed the
+ * moment the barrier passes, from its heartbeat that came back meanwhile
+ * in this ring, not at the next heartbeat.
+ */
+static void test_restart_renews_at_the_barrier(void **state)
+{
+	uint32_t ids[N] = { 1, 2, 3 };
+	struct ha_doc *d;
+	char err[256];
+	uint64_t gen, sent;
+
+	(void)state;
+	configure();
+	gen = nodes[2].sm.doc->generation;
+	assert_int_equal(ha_doc_parse(nodes[2].sm.doc->text, &d, err, sizeof(err)), 0);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	run_for(LEASE / 3);
+	start_node(2, d);
+	ha_sm_gw_applied(&nodes[2].sm, gen, 0, NULL, now_ms);  /* its isergwd holds it still */
+	assert_int_equal(nodes[2].leases, 0);
+	/* node 3 is in the new ring first and heartbeats before the others' Syncs come */
+	ring_seq += 4;
+	ha_sm_ring(&nodes[2].sm, ring_seq, 1, ids, N, now_ms);
+	ha_sm_view(&nodes[2].sm, ids, N, now_ms);
+	ha_sm_quorum(&nodes[2].sm, true, ring_seq, 1, N, N, now_ms);
+	now_ms += HB;
+	ha_sm_tick(&nodes[2].sm, now_ms);
+	sent = now_ms;
+	for (int k = 0; k < 2; k++) {
+		ha_sm_ring(&nodes[k].sm, ring_seq, 1, ids, N, now_ms);
+		ha_sm_view(&nodes[k].sm, ids, N, now_ms);
+		ha_sm_quorum(&nodes[k].sm, true, ring_seq, 1, N, N, now_ms);
+	}
+	now_ms += 10;
+	settle();
+	assert_int_equal(nodes[2].sm.phase, HA_PHASE_SYNCED);
+	assert_int_equal(nodes[2].leases, 1);
+	assert_int_equal(nodes[2].lease, sent + LEASE);
+	run_for(500);
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.doc->generation, gen);
 }
 
 /* One node's agent of another cluster name: left out, the two others go on; it never serves. */
@@ -780,6 +861,105 @@ static void test_version_negotiation(void **state)
 		assert_int_equal(nodes[k].sm.proto, HA_PROTO_MAX);
 }
 
+/*
+ * A slow disk: node 2's isergwd takes the new generations at once and its
+ * lease goes on being renewed, but its Applied (and the generation its
+ * heartbeats report) waits until the document is durable; a drain waits for
+ * that. Two documents wait; the saver writes only the newest, which covers
+ * both.
+ */
+static void test_applied_waits_for_the_disk(void **state)
+{
+	const struct ha_member *m2;
+	uint64_t g0, lease;
+	char err[256];
+	int64_t id;
+
+	(void)state;
+	configure();
+	g0 = nodes[1].sm.doc->generation;
+	m2 = ha_sm_member(&nodes[0].sm, 2);
+	assert_int_equal(m2->applied_gen, g0);
+	nodes[1].slow_disk = true;
+	id = ha_sm_submit_drain(&nodes[0].sm, "n3", true, err, sizeof(err));
+	assert_true(id > 0);
+	run_for(500);
+	/* the drain (a generation) and dg3 leaving n3 (Transitioning: another one) */
+	assert_int_equal(nodes[1].sm.doc->generation, g0 + 2);
+	assert_int_equal(nodes[1].sm.gw_applied_gen, g0 + 2);
+	assert_int_equal(nodes[1].doc_seq, nodes[1].sm.stored_seq + 2);
+	assert_int_equal(nodes[1].sm.napplied, 1);      /* the same answer again is not queued */
+	assert_int_equal(m2->applied_gen, g0);
+	assert_int_equal(ha_sm_member(&nodes[2].sm, 2)->applied_gen, g0);
+	/* the promotion waits for node 2 */
+	assert_int_equal(owner_of(0, "dg3"), -1);
+	assert_true(nodes[0].done_id != (uint64_t)id);
+	/* its lease does not wait for the disk */
+	lease = nodes[1].lease;
+	run_for(300);
+	assert_true(nodes[1].lease > lease);
+	assert_int_equal(owner_of(0, "dg3"), -1);
+	/* the disk catches up: one save, of the newest document, covers both */
+	nodes[1].slow_disk = false;
+	ha_sm_doc_stored(&nodes[1].sm, nodes[1].doc_seq);
+	assert_int_equal(nodes[1].sm.napplied, 0);
+	assert_int_equal(nodes[1].sm.told_gen, g0 + 2);
+	settle();
+	assert_int_equal(m2->applied_gen, g0 + 2);
+	run_for(500);
+	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
+	assert_int_equal(nodes[0].done_id, (uint64_t)id);
+	assert_int_equal(nodes[0].done_status, 0);
+	assert_one_ao();
+}
+
+/* Saves finish in order; an Applied waits for the document current when isergwd answered. */
+static void test_applied_in_order_of_saves(void **state)
+{
+	const struct ha_member *m2;
+	uint64_t g0, s0;
+	char err[256];
+
+	(void)state;
+	configure();
+	g0 = nodes[1].sm.doc->generation;
+	m2 = ha_sm_member(&nodes[0].sm, 2);
+	nodes[1].slow_disk = true;
+	s0 = nodes[1].sm.stored_seq;
+	/* a configuration change that moves nothing: one generation */
+	assert_true(ha_sm_submit_config(&nodes[0].sm, config3_manual, g0, err, sizeof(err)) > 0);
+	settle();
+	assert_int_equal(nodes[1].sm.doc->generation, g0 + 1);
+	assert_int_equal(nodes[1].doc_seq, s0 + 1);
+	ha_sm_gw_applied(&nodes[1].sm, g0 + 1, 0, NULL, now_ms);
+	assert_int_equal(nodes[1].sm.napplied, 1);
+	assert_true(ha_sm_submit_config(&nodes[0].sm, config3, g0 + 1, err, sizeof(err)) > 0);
+	settle();
+	assert_int_equal(nodes[1].sm.doc->generation, g0 + 2);
+	/* isergwd refuses the next one: its answer waits behind the first */
+	ha_sm_gw_applied(&nodes[1].sm, g0 + 2, -EINVAL, "refused", now_ms);
+	assert_int_equal(nodes[1].sm.napplied, 2);
+	settle();
+	assert_int_equal(m2->applied_gen, g0);
+	/* the first save done: only the first Applied goes */
+	ha_sm_doc_stored(&nodes[1].sm, s0 + 1);
+	assert_int_equal(nodes[1].sm.napplied, 1);
+	assert_int_equal(nodes[1].sm.told_gen, g0 + 1);
+	settle();
+	assert_int_equal(m2->applied_gen, g0 + 1);
+	/* an older save reported late changes nothing */
+	ha_sm_doc_stored(&nodes[1].sm, s0);
+	assert_int_equal(nodes[1].sm.stored_seq, s0 + 1);
+	assert_int_equal(nodes[1].sm.napplied, 1);
+	/* isergwd lost: what waited is dropped, nothing is told */
+	ha_sm_gw_lost(&nodes[1].sm);
+	assert_int_equal(nodes[1].sm.napplied, 0);
+	assert_int_equal(nodes[1].sm.told_gen, 0);
+	nodes[1].slow_disk = false;
+	run_for(500);
+	assert_int_equal(m2->applied_gen, nodes[1].sm.doc->generation);
+}
+
 /* A whole-cluster restart: each node comes back with what it stored; the newest wins. */
 static void test_restart_newest_generation_wins(void **state)
 {
@@ -827,6 +1007,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_cluster_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
@@ -841,6 +1022,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_version_negotiation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_newest_generation_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_moves_wait_for_a_settled_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_applied_waits_for_the_disk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_applied_in_order_of_saves, setup, teardown),
 		cmocka_unit_test(test_codec_checks),
 	};
 

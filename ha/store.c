@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cluster document made durable by a saver thread (store.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "util/log.h"
+
+#define COMP "ha-store"
+
+struct ha_store {
+	struct reactor *r;
+	char *dir;
+	void (*done)(void *ctx, uint64_t seq);
+	void *ctx;
+	int (*save)(const char *text, size_t len, const char *dir);
+	pthread_t thread;
+	int efd;
+	struct reactor_fd h;
+	uint64_t reported_seq;          /* loop only: the last done() */
+
+	pthread_mutex_t mu;             /* guards everything below */
+	pthread_cond_t cv;
+	bool stop;
+	char *text;                     /* queued, not taken yet (NULL: none) */
+	size_t len;
+	uint64_t seq, gen;
+	uint64_t done_seq;              /* the newest document dealt with */
+	uint64_t saves;                 /* documents written (or tried) */
+	uint64_t dropped;               /* replaced by a newer one before they were taken */
+	int fail_rc;                    /* the last failure not yet logged (0: none) */
+	uint64_t fail_gen;
+	unsigned int failures;          /* since the last log */
+};
+
+static void wake_loop(struct ha_store *s)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	/* fails only when the counter is full (EAGAIN): the loop is woken anyway */
+	n = write(s->efd, &one, sizeof(one));
+	(void)n;
+}
+
+/* Under s->mu: a save of seq finished (rc 0 or a failure to log). */
+static void finished(struct ha_store *s, uint64_t seq, uint64_t gen, int rc)
+{
+	if (seq > s->done_seq)
+		s->done_seq = seq;
+	if (rc) {
+		s->fail_rc = rc;
+		s->fail_gen = gen;
+		s->failures++;
+	}
+}
+
+static void *saver(void *arg)
+{
+	struct ha_store *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		uint64_t seq, gen;
+		char *text;
+		size_t len;
+		int rc;
+
+		while (!s->text && !s->stop)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->text)
+			break;          /* stopping, and nothing left to write */
+		text = s->text;
+		len = s->len;
+		seq = s->seq;
+		gen = s->gen;
+		s->text = NULL;
+		pthread_mutex_unlock(&s->mu);
+
+		rc = s->save(text, len, s->dir);
+		free(text);
+
+		pthread_mutex_lock(&s->mu);
+		s->saves++;
+		finished(s, seq, gen, rc);
+		wake_loop(s);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* On the loop: report what the thread finished. */
+static void store_cb(void *arg, uint32_t events)
+{
+	struct ha_store *s = arg;
+	uint64_t n, seq, gen;
+	unsigned int failures;
+	int rc;
+
+	(void)events;
+	if (read(s->efd, &n, sizeof(n)) < 0)
+		return;
+	pthread_mutex_lock(&s->mu);
+	seq = s->done_seq;
+	rc = s->fail_rc;
+	gen = s->fail_gen;
+	failures = s->failures;
+	s->fail_rc = 0;
+	s->failures = 0;
+	pthread_mutex_unlock(&s->mu);
+	if (rc)
+		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s%s", gen, s->dir,
+		       strerror(-rc), failures > 1 ? " (and earlier ones)" : "");
+	if (seq > s->reported_seq) {
+		s->reported_seq = seq;
+		s->done(s->ctx, seq);
+	}
+}
+
+void ha_store_queue(struct ha_store *s, const struct ha_doc *d, uint64_t seq)
+{
+	char *copy = malloc(d->text_len + 1);
+
+	if (copy) {
+		memcpy(copy, d->text, d->text_len);
+		copy[d->text_len] = '\0';
+	}
+	pthread_mutex_lock(&s->mu);
+	if (!copy) {
+		finished(s, seq, d->generation, -ENOMEM);
+		wake_loop(s);
+	} else {
+		if (s->text) {
+			/* not taken yet: the newer document covers it */
+			free(s->text);
+			s->dropped++;
+		}
+		s->text = copy;
+		s->len = d->text_len;
+		s->seq = seq;
+		s->gen = d->generation;
+		pthread_cond_signal(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t ha_store_saves(struct ha_store *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->saves;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+int ha_store_start(struct reactor *r, const struct ha_store_params *p, struct ha_store **out)
+{
+	struct ha_store *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->r = r;
+	s->done = p->done;
+	s->ctx = p->ctx;
+	s->save = p->save ? p->save : ha_doc_save_text;
+	s->dir = strdup(p->dir);
+	if (!s->dir) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->efd < 0) {
+		rc = -errno;
+		goto err_free_dir;
+	}
+	rc = reactor_add_fd(r, &s->h, s->efd, EPOLLIN, store_cb, s);
+	if (rc)
+		goto err_close;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	rc = -pthread_create(&s->thread, NULL, saver, s);
+	if (rc)
+		goto err_destroy;
+	*out = s;
+	return 0;
+
+err_destroy:
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	reactor_del_fd(r, &s->h);
+err_close:
+	close(s->efd);
+err_free_dir:
+	free(s->dir);
+err_free:
+	free(s);
+	return rc;
+}
+
+void ha_store_stop(struct ha_store *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	/* the thread writes what is queued before it ends */
+	pthread_join(s->thread, NULL);
+	if (s->fail_rc)
+		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s", s->fail_gen, s->dir,
+		       strerror(-s->fail_rc));
+	if (s->dropped)
+		GW_DEBUG(COMP, "%" PRIu64 " document(s) written, %" PRIu64 " replaced by a newer "
+			 "one before they were", s->saves, s->dropped);
+	reactor_del_fd(s->r, &s->h);
+	close(s->efd);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->dir);
+	free(s);
+}
