@@ -229,6 +229,18 @@ static void conn_requested(struct MHD_Connection *c)
 		((struct api_conn *)ci->socket_context)->requests++;
 }
 
+/* RFC 9110 5.6.2: a method is a token. */
+static bool is_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= 'A' && *s <= 'Z') || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
 typedef int (*route_fn)(struct api *a, struct MHD_Connection *c, struct api_req *r);
 
 static const route_fn routes[API_ROUTE_N] = {
@@ -263,7 +275,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		 * next call, once the request is complete, so that the
 		 * connection can be kept alive.
 		 */
-		if (r->route == API_ROUTE_OTHER)
+		if (!is_token(method)) {
+			char peer[64];
+
+			peer_of(c, peer, sizeof(peer));
+			GW_WARN(COMP, "refused a request from %s: its method is not an HTTP token",
+				peer);
+			rc = problem(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+				     "the request method is not an HTTP token (RFC 9110 9.1)");
+		} else if (r->route == API_ROUTE_OTHER)
 			rc = problem(c, r, MHD_HTTP_NOT_FOUND, NULL, "no resource at %.200s", url);
 		else if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 			rc = problem(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
