@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # isergw-api against a real isergwd (a 64 MiB LUN on a file):
+#   - --help names every option, bad options exit 2;
 #   - /healthz 200, /readyz 200 naming isergwd's pid;
 #   - /metrics passes `promtool check metrics` (not one line of output), and
 #     exactly the READ(10)s and WRITE(10)s a libiscsi client sent move the
@@ -74,6 +75,19 @@ scrape() { # scrape FILE: GET /metrics, 200, then promtool
 		bad "GET /metrics: content type $(grep -i '^content-type' "$1.hdr")"
 	if promtool_clean "$1"; then ok "promtool check metrics on ${1##*/}"; else bad "promtool on $1"; fi
 }
+
+# ---- the command line
+if "$API" --help >"$SCRATCH/help.out" 2>&1; then ok "--help exits 0"; else bad "--help exit status"; fi
+for o in --listen --isergwd-socket --isergwd-timeout-ms --device-group --threads --max-connections \
+	--idle-timeout --log-level --help --version; do
+	grep -q -- "$o" "$SCRATCH/help.out" || bad "--help does not describe $o"
+done
+"$API" --no-such-option >/dev/null 2>&1
+expect "an unknown option" "$?" 2
+"$API" --listen 127.0.0.1 >/dev/null 2>&1
+expect "--listen without a port" "$?" 2
+"$API" --listen "$ADDR:$HTTP_PORT" --isergwd-timeout-ms 20 >/dev/null 2>&1
+expect "--isergwd-timeout-ms out of range" "$?" 2
 
 target_start isergwd "$IQN" "$SCRATCH/lun.img" 64M "$PORT" "$ADDR" || die "isergwd did not start"
 GW_PID=$T_PID
