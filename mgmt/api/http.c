@@ -391,6 +391,12 @@ int api_http_start(struct api *a)
 {
 	struct api_http *h = calloc(1, sizeof(*h));
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	/* a pool of one is no pool (libmicrohttpd warns): the option only from two up */
+	struct MHD_OptionItem pool[] = {
+		{ a->opts.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+		  (intptr_t)a->opts.threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 
 	if (!h)
 		return -ENOMEM;
@@ -399,13 +405,13 @@ int api_http_start(struct api *a)
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)a->opts.threads,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_IP_LIMIT,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)a->opts.idle_timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
+				MHD_OPTION_ARRAY, pool,
 				MHD_OPTION_END);
 	if (!h->d) {
 		free(h);
