@@ -71,9 +71,9 @@ metric() {
 
 # promtool_clean FILE: promtool check metrics finds nothing to say.
 promtool_clean() {
-	local out
-	out=$(promtool check metrics <"$1" 2>&1)
-	if [ $? -ne 0 ] || [ -n "$out" ]; then
+	local out rc=0
+	out=$(promtool check metrics <"$1" 2>&1) || rc=$?
+	if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
 		log "promtool check metrics on $1:"
 		printf '%s\n' "$out" | head -n 20 >&2
 		return 1

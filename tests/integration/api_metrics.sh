@@ -163,8 +163,7 @@ _lib_forget "$HOLD_PID"
 code=$(curl -sS -I -o "$SCRATCH/head.out" -w '%{http_code} %{size_download}' --max-time 10 "$API_URL/metrics")
 expect "HEAD /metrics: 200, no body" "$code" "200 0"
 expect "GET /nope" "$(http GET /nope "$SCRATCH/nf.out")" 404
-grep -qi '^content-type: application/problem+json' "$SCRATCH/nf.out.hdr" && ok "404 is application/problem+json" ||
-	bad "404 content type: $(grep -i '^content-type' "$SCRATCH/nf.out.hdr")"
+if grep -qi '^content-type: application/problem+json' "$SCRATCH/nf.out.hdr"; then ok "404 is application/problem+json"; else bad "404 content type: $(grep -i '^content-type' "$SCRATCH/nf.out.hdr")"; fi
 expect "404 problem" "$(jq -c '[.type, .title, .status]' "$SCRATCH/nf.out")" '["about:blank","Not Found",404]'
 expect "404 detail" "$(jq -r .detail "$SCRATCH/nf.out")" "no resource at /nope"
 expect "POST /metrics" "$(http POST /metrics "$SCRATCH/na.out" --data x=1)" 405
@@ -195,12 +194,10 @@ expect "garbage request line" "$(raw_request 'GARBAGE GARBAGE\r\n\r\n')" "HTTP/1
 expect "binary request line" "$(raw_request '\x01\x02\x03 / HTTP/1.1\r\nHost: x\r\n\r\n')" "HTTP/1.1 400 Bad Request"
 big=$(head -c 100000 /dev/zero | tr '\0' a)
 expect "headers of 100 KiB" "$(http GET /healthz "$SCRATCH/big.out" -H "X-Big: $big")" 431
-grep -q 'warn   http: refused a request: HTTP 400' "$API_LOG" && ok "log line for the 400" || bad "no log line for the 400"
-grep -q 'warn   http: refused a request: HTTP 431' "$API_LOG" && ok "log line for the 431" || bad "no log line for the 431"
-grep -q 'warn   http: refused a request from 127.0.0.1:[0-9]*: its method is not an HTTP token' "$API_LOG" &&
-	ok "log line for the binary method" || bad "no log line for the binary method"
-grep -q 'notice http: connection from 127.0.0.1:[0-9]* closed without a request' "$API_LOG" &&
-	ok "log line naming the peer" || bad "no log line naming the peer of a refused request"
+if grep -q 'warn   http: refused a request: HTTP 400' "$API_LOG"; then ok "log line for the 400"; else bad "no log line for the 400"; fi
+if grep -q 'warn   http: refused a request: HTTP 431' "$API_LOG"; then ok "log line for the 431"; else bad "no log line for the 431"; fi
+if grep -q 'warn   http: refused a request from 127.0.0.1:[0-9]*: its method is not an HTTP token' "$API_LOG"; then ok "log line for the binary method"; else bad "no log line for the binary method"; fi
+if grep -q 'notice http: connection from 127.0.0.1:[0-9]* closed without a request' "$API_LOG"; then ok "log line naming the peer"; else bad "no log line naming the peer of a refused request"; fi
 expect "still serving after bad input" "$(http GET /healthz "$SCRATCH/h2.out")" 200
 
 # ---- the API's own counters: what this script asked so far
@@ -217,11 +214,9 @@ expect "duration count = requests of /readyz" \
 # ---- isergwd stops: not ready, isergw_up 0
 if target_stop "$GW_PID" "$GW_LOG"; then ok "isergwd stopped with status 0"; else bad "isergwd stop"; fi
 expect "GET /readyz without isergwd" "$(http GET /readyz "$SCRATCH/r503.out")" 503
-grep -qi '^content-type: application/problem+json' "$SCRATCH/r503.out.hdr" && ok "503 is application/problem+json" ||
-	bad "503 content type"
+if grep -qi '^content-type: application/problem+json' "$SCRATCH/r503.out.hdr"; then ok "503 is application/problem+json"; else bad "503 content type"; fi
 expect "503 problem" "$(jq -c '[.title, .status]' "$SCRATCH/r503.out")" '["Service Unavailable",503]'
-jq -r .detail "$SCRATCH/r503.out" | grep -q "$SOCK" && ok "503 detail names the socket" ||
-	bad "503 detail: $(jq -r .detail "$SCRATCH/r503.out")"
+if jq -r .detail "$SCRATCH/r503.out" | grep -q "$SOCK"; then ok "503 detail names the socket"; else bad "503 detail: $(jq -r .detail "$SCRATCH/r503.out")"; fi
 scrape "$SCRATCH/m4.txt"
 expect "isergw_up without isergwd" "$(metric "$SCRATCH/m4.txt" isergw_up)" 0
 expect "no LUN samples without isergwd" "$(grep -c '^isergw_lun_' "$SCRATCH/m4.txt")" 0
@@ -229,7 +224,7 @@ expect "GET /healthz without isergwd" "$(http GET /healthz "$SCRATCH/h3.out")" 2
 
 # ---- SIGTERM
 if api_stop; then ok "isergw-api: SIGTERM, exit 0"; else bad "isergw-api stop"; fi
-grep -q 'notice main: stopped' "$API_LOG" && ok "isergw-api logged its stop" || bad "no stop line"
+if grep -q 'notice main: stopped' "$API_LOG"; then ok "isergw-api logged its stop"; else bad "no stop line"; fi
 
 echo "api-metrics: $PASSES passed, $FAILS failed"
 [ "$FAILS" -eq 0 ]

@@ -93,8 +93,7 @@ READS=50
 	bad "ctl_client count: $(cat "$SCRATCH/count.out")"
 http GET /metrics "$SCRATCH/m.txt" >/dev/null
 READ_NOW=$(metric "$SCRATCH/m.txt" "isergw_lun_commands_total{target=\"$IQN\",lun=\"0\",op=\"read\"}")
-[ -n "$READ_NOW" ] && [ "$READ_NOW" -ge "$READS" ] && ok "our scrape: $READ_NOW reads" ||
-	bad "our scrape: reads '$READ_NOW', want at least $READS"
+if [ -n "$READ_NOW" ] && [ "$READ_NOW" -ge "$READS" ]; then ok "our scrape: $READ_NOW reads"; else bad "our scrape: reads '$READ_NOW', want at least $READS"; fi
 
 # ---- Prometheus, scraping every second
 cat >"$SCRATCH/prometheus.yml" <<EOF
