@@ -12,6 +12,8 @@
 #   - HEAD /metrics 200 without a body; 404 and 405 (with Allow) as RFC 9457
 #     problem documents; a garbage request line 400, headers of 100 KiB 431,
 #     each with a log line; the API keeps answering;
+#   - isergwd frozen (SIGSTOP): /readyz 503 "no answer within the timeout",
+#     isergw_up 0, /healthz 200; running again (SIGCONT): /readyz 200;
 #   - isergwd stopped: /readyz 503 (problem document), /metrics isergw_up 0
 #     and still clean for promtool;
 #   - SIGTERM: isergw-api exits 0 (in the ASan tree: no sanitizer report).
@@ -210,6 +212,20 @@ expect "requests counted: other 400 (binary method)" "$(metric "$SCRATCH/m3.txt"
 expect "requests counted: /healthz 405" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="/healthz",code="405"}')" 1
 expect "duration count = requests of /readyz" \
 	"$(metric "$SCRATCH/m3.txt" 'isergw_api_request_duration_seconds_count{route="/readyz"}')" 1
+
+# ---- isergwd hangs (SIGSTOP): answers within the deadline, /healthz unaffected
+kill -STOP "$GW_PID"
+expect "GET /readyz with isergwd stopped by SIGSTOP" "$(http GET /readyz "$SCRATCH/rhang.out")" 503
+if jq -r .detail "$SCRATCH/rhang.out" | grep -q 'no answer within the timeout'; then
+	ok "503 detail: no answer within the timeout"
+else
+	bad "503 detail: $(jq -r .detail "$SCRATCH/rhang.out")"
+fi
+http GET /metrics "$SCRATCH/mhang.txt" >/dev/null
+expect "isergw_up while isergwd hangs" "$(metric "$SCRATCH/mhang.txt" isergw_up)" 0
+expect "GET /healthz while isergwd hangs" "$(http GET /healthz "$SCRATCH/hhang.out")" 200
+kill -CONT "$GW_PID"
+expect "GET /readyz once isergwd runs again" "$(http GET /readyz "$SCRATCH/rback.out")" 200
 
 # ---- isergwd stops: not ready, isergw_up 0
 if target_stop "$GW_PID" "$GW_LOG"; then ok "isergwd stopped with status 0"; else bad "isergwd stop"; fi
