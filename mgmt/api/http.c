@@ -266,7 +266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &r->start);
 		r->route = api_route_of(url);
-		snprintf(r->method, sizeof(r->method), "%s", method);
+		/* only a token goes into a log line */
+		snprintf(r->method, sizeof(r->method), "%s", is_token(method) ? method : "-");
 		*req_cls = r;
 		conn_requested(c);
 		/*
