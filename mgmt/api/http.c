@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "problem.h"
 #include "util/log.h"
 #include "util/netaddr.h"
 
@@ -123,20 +124,18 @@ static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int cod
 static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int code,
 		   const char *allow, const char *fmt, ...)
 {
-	json_object *o = json_object_new_object();
 	char detail[512];
+	char *body;
+	size_t len;
 	va_list ap;
 
-	if (!o)
-		return -ENOMEM;
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	json_object_object_add(o, "type", json_object_new_string("about:blank"));
-	json_object_object_add(o, "title", json_object_new_string(MHD_get_reason_phrase_for(code)));
-	json_object_object_add(o, "status", json_object_new_int((int)code));
-	json_object_object_add(o, "detail", json_object_new_string(detail));
-	return respond_json(c, r, code, "application/problem+json", o, allow);
+	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
+	if (!body)
+		return -ENOMEM;
+	return respond(c, r, code, API_PROBLEM_TYPE, body, len, allow);
 }
 
 /* ------------------------------------------------------------ routes */

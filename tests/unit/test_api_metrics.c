@@ -1,4 +1,4 @@
-// LINK: api_metrics
+// LINK: api_logic
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * isergw-api's /metrics rendering (mgmt/api/metrics.c): every family once
