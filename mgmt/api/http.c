@@ -103,8 +103,8 @@ static int respond_json(struct MHD_Connection *c, struct api_req *r, unsigned in
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 						       JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t len = strlen(s);
-	char *body = malloc(len + 2);
+	size_t len = s ? strlen(s) : 0;
+	char *body = s ? malloc(len + 2) : NULL;
 
 	if (!body) {
 		json_object_put(o);
