@@ -7,7 +7,9 @@
 #   - /metrics passes `promtool check metrics` (not one line of output), and
 #     exactly the READ(10)s and WRITE(10)s a libiscsi client sent move the
 #     LUN's and the target port's command, byte and latency-count samples;
-#     a session held open shows in isergw_sessions and isergw_connections;
+#     a session held open (reading all along) shows in isergw_sessions and
+#     isergw_connections, and that scrape too is clean for promtool; an
+#     unknown --device-group is left out;
 #     isergw_api_requests_total counts the requests this script made;
 #   - HEAD /metrics 200 without a body; 404 and 405 (with Allow) as RFC 9457
 #     problem documents; a garbage request line 400, headers of 100 KiB 431,
@@ -95,7 +97,8 @@ target_start isergwd "$IQN" "$SCRATCH/lun.img" 64M "$PORT" "$ADDR" || die "iserg
 GW_PID=$T_PID
 GW_LOG=$T_LOG
 SOCK=$SCRATCH/state/ctl.sock
-api_start api "$ADDR:$HTTP_PORT" "$SOCK" || die "isergw-api did not start"
+# a device group isergwd does not know is left out of the scrape, not an error
+api_start api "$ADDR:$HTTP_PORT" "$SOCK" --device-group nosuch || die "isergw-api did not start"
 
 # ---- probes
 expect "GET /healthz" "$(http GET /healthz "$SCRATCH/h.out")" 200
@@ -138,6 +141,7 @@ else
 	bad "read latency buckets not 24 or not cumulative"
 fi
 expect "no errors on the LUN" "$(val "$SCRATCH/m1.txt" "isergw_lun_errors_total{$L,status=\"check_condition\"}")" 0
+expect "an unknown --device-group left out" "$(grep -c 'device_group="nosuch"' "$SCRATCH/m1.txt")" 0
 expect "ALUA state of the default group" \
 	"$(val "$SCRATCH/m1.txt" 'isergw_alua_state{device_group="default",tpg_id="1",state="active_optimized"}')" 1
 
@@ -154,6 +158,8 @@ for _ in $(seq 1 300); do    # until the login shows (at most 30 s)
 	sleep 0.1
 done
 expect "isergw_sessions tcp normal with a client logged in" "$sessions" 1
+# a scrape taken during I/O (the client reads a block every 20 ms)
+if promtool_clean "$SCRATCH/m2.txt"; then ok "promtool check metrics during I/O"; else bad "promtool on m2.txt"; fi
 expect "isergw_connections tcp" "$(metric "$SCRATCH/m2.txt" 'isergw_connections{transport="tcp"}')" 1
 expect "isergw_sessions iser" "$(metric "$SCRATCH/m2.txt" 'isergw_sessions{transport="iser",type="normal"}')" 0
 kill -TERM "$HOLD_PID"
