@@ -22,6 +22,9 @@ PACKAGES=(
 	# corosync and pacemaker in network namespaces and drops packets with nftables
 	corosync libcpg-dev libvotequorum-dev libquorum-dev libcmap-dev libcorosync-common-dev
 	pacemaker pacemaker-cli-utils resource-agents nftables
+	# isergw-api: HTTP server (libmicrohttpd); its tests use curl, python3 (raw requests),
+	# promtool and a real Prometheus server (both in Debian's prometheus package)
+	libmicrohttpd-dev curl python3 prometheus
 	# debugging and measuring (perftest: the RDMA ceiling in tests/bench/iser_vm.sh)
 	valgrind linux-perf procps iproute2 perftest
 )

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergw-api: what its parts share (docs/api.md).
+ *
+ *   main.c      options, signals, start and stop; the main thread runs a
+ *               reactor that only waits for SIGTERM/SIGINT
+ *   http.c      the HTTP/1.1 server (libmicrohttpd, its internal epoll
+ *               threads): routing, problem documents, request accounting
+ *   gwclient.c  isergwd's control socket, one short connection per request,
+ *               every call bounded by a deadline
+ *   metrics.c   the rendering of /metrics (pure; unit-tested)
+ */
+#ifndef ISERGW_API_H
+#define ISERGW_API_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ctl_wire.h"
+#include "metrics.h"
+
+#define API_DEFAULT_LISTEN "127.0.0.1:8080"
+#define API_DEFAULT_GW_SOCKET "/run/isergw/isergwd.sock"
+#define API_DG_MAX 64u                  /* --device-group given at most this often */
+#define API_PATH_MAX 108u               /* sun_path */
+
+struct api_opts {
+	char listen[128];
+	struct sockaddr_storage addr;   /* --listen, parsed */
+	socklen_t addrlen;
+	char gw_socket[API_PATH_MAX];
+	uint32_t gw_timeout_ms;
+	uint32_t threads;
+	uint32_t conn_limit;
+	uint32_t idle_timeout_s;
+	char log_level[16];
+	char *dgs[API_DG_MAX];          /* --device-group, besides the default one */
+	size_t ndgs;
+};
+
+struct api_http;
+
+struct api {
+	struct api_opts opts;
+	struct api_http *http;
+	pthread_mutex_t stats_lock;     /* the server's threads record, /metrics reads */
+	struct api_stats stats;
+};
+
+/* ---- http.c */
+int api_http_start(struct api *a);
+void api_http_stop(struct api *a);
+
+/* ---- gwclient.c: isergwd's answers for one scrape */
+struct api_gw_snapshot {
+	CtlReply *status;               /* GetStatus */
+	CtlReply *sessions;             /* ListSessions */
+	CtlReply *counters;             /* GetCounters */
+	CtlReply *alua[API_DG_MAX + 1]; /* GetAluaStates, those that exist */
+	size_t nalua;
+};
+
+/*
+ * Ask isergwd for its status (and, with full, its sessions, counters and the
+ * ALUA states of the default device group and of dgs[]) within timeout_ms in
+ * all. Returns 0, or a negative errno with the reason in err (-ETIMEDOUT,
+ * -ECONNREFUSED, -ENOENT, a refusal's status). A device group isergwd does
+ * not know is left out, not an error.
+ */
+int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const *dgs,
+		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen);
+void api_gw_snapshot_free(struct api_gw_snapshot *s);
+
+#endif

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/1.1 server of isergw-api on libmicrohttpd: its internal epoll
+ * thread (or a pool of them, --threads), so that the main thread only waits
+ * for signals. Routes: GET/HEAD /healthz, /readyz, /metrics; everything else
+ * is answered with an RFC 9457 problem document (404, 405 with Allow).
+ * Requests libmicrohttpd refuses itself (a request line it cannot parse,
+ * headers above the connection's memory) get its 4xx and a warn line from
+ * its error log.
+ *
+ * This file is the one place that turns libmicrohttpd's results into
+ * negative errnos (mhd_rc).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "problem.h"
+#include "util/log.h"
+#include "util/netaddr.h"
+
+#define COMP "http"
+#define CONN_MEMORY_LIMIT (32u * 1024u)    /* request line + headers of one connection */
+#define PER_IP_LIMIT 32u
+
+struct api_http {
+	struct MHD_Daemon *d;
+};
+
+/* One TCP connection: its peer, and whether a request on it reached a route. */
+struct api_conn {
+	char peer[64];
+	unsigned int requests;
+};
+
+/* One request, from its first call to its completion. */
+struct api_req {
+	struct timespec start;
+	enum api_route route;
+	unsigned int code;
+	char method[8];
+};
+
+static int mhd_rc(enum MHD_Result r)
+{
+	return r == MHD_YES ? 0 : -EIO;
+}
+
+static double elapsed_s(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void peer_of(struct MHD_Connection *c, char *out, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	if (ci && ci->client_addr)
+		gw_fmt_sockaddr(ci->client_addr, out, len);
+	else
+		snprintf(out, len, "unknown");
+}
+
+/* Queue body (malloc'd, taken over) with a content type and optional Allow. */
+static int respond(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		   const char *type, char *body, size_t len, const char *allow)
+{
+	struct MHD_Response *resp;
+	int rc;
+
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return -ENOMEM;
+	}
+	rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type));
+	if (!rc)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
+	if (!rc && allow)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow));
+	if (!rc)
+		rc = mhd_rc(MHD_queue_response(c, code, resp));
+	MHD_destroy_response(resp);
+	if (!rc)
+		r->code = code;
+	return rc;
+}
+
+static int respond_json(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+			const char *type, json_object *o, const char *allow)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE);
+	size_t len = s ? strlen(s) : 0;
+	char *body = s ? malloc(len + 2) : NULL;
+
+	if (!body) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	memcpy(body, s, len);
+	body[len++] = '\n';
+	body[len] = '\0';
+	json_object_put(o);
+	return respond(c, r, code, type, body, len, allow);
+}
+
+/* RFC 9457: type about:blank, the status phrase as title, what went wrong as detail. */
+static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		   const char *allow, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		   const char *allow, const char *fmt, ...)
+{
+	char detail[512];
+	char *body;
+	size_t len;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
+	if (!body)
+		return -ENOMEM;
+	return respond(c, r, code, API_PROBLEM_TYPE, body, len, allow);
+}
+
+/* ------------------------------------------------------------ routes */
+
+static int get_healthz(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	json_object *o = json_object_new_object();
+
+	(void)a;
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "status", json_object_new_string("alive"));
+	return respond_json(c, r, MHD_HTTP_OK, "application/json", o, NULL);
+}
+
+static int get_readyz(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	struct api_gw_snapshot s;
+	char err[256] = "";
+	json_object *o;
+	int rc;
+
+	rc = api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, false, NULL, 0, &s, err,
+			  sizeof(err));
+	if (rc) {
+		GW_INFO(COMP, "not ready: %s", err);
+		return problem(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+			       "isergwd does not answer on its control socket: %s", err);
+	}
+	o = json_object_new_object();
+	if (!o) {
+		api_gw_snapshot_free(&s);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "status", json_object_new_string("ready"));
+	json_object_object_add(o, "isergwd_version",
+			       json_object_new_string(s.status->status_info->version));
+	json_object_object_add(o, "isergwd_pid",
+			       json_object_new_int64(s.status->status_info->pid));
+	api_gw_snapshot_free(&s);
+	return respond_json(c, r, MHD_HTTP_OK, "application/json", o, NULL);
+}
+
+static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	struct api_gw_snapshot s;
+	struct metrics_input in = { .version = ISERGW_VERSION };
+	Isergw__Ctl__AluaStates *alua[API_DG_MAX + 1];
+	struct api_stats stats;
+	struct timespec now;
+	char err[256] = "";
+	char *text;
+	size_t len;
+	int rc;
+
+	rc = api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, true, a->opts.dgs,
+			  a->opts.ndgs, &s, err, sizeof(err));
+	if (rc) {
+		GW_INFO(COMP, "metrics: isergwd not reached: %s", err);
+	} else {
+		in.up = true;
+		in.status = s.status->status_info;
+		in.sessions = s.sessions->sessions;
+		in.counters = s.counters->counters;
+		for (size_t i = 0; i < s.nalua; i++)
+			alua[i] = s.alua[i]->alua;
+		in.alua = alua;
+		in.nalua = s.nalua;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	in.now_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	pthread_mutex_lock(&a->stats_lock);
+	stats = a->stats;
+	pthread_mutex_unlock(&a->stats_lock);
+	in.api = &stats;
+	rc = metrics_render(&in, &text, &len);
+	if (in.up)
+		api_gw_snapshot_free(&s);
+	if (rc)
+		return rc;
+	return respond(c, r, MHD_HTTP_OK, METRICS_CONTENT_TYPE, text, len, NULL);
+}
+
+static void conn_requested(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	if (ci && ci->socket_context)
+		((struct api_conn *)ci->socket_context)->requests++;
+}
+
+/* RFC 9110 5.6.2: a method is a token. */
+static bool is_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= 'A' && *s <= 'Z') || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+typedef int (*route_fn)(struct api *a, struct MHD_Connection *c, struct api_req *r);
+
+static const route_fn routes[API_ROUTE_N] = {
+	[API_ROUTE_HEALTHZ] = get_healthz,
+	[API_ROUTE_READYZ] = get_readyz,
+	[API_ROUTE_METRICS] = get_metrics,
+};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
+{
+	struct api *a = cls;
+	struct api_req *r = *req_cls;
+	int rc;
+
+	(void)version;
+	(void)upload_data;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		clock_gettime(CLOCK_MONOTONIC, &r->start);
+		r->route = api_route_of(url);
+		/* only a token goes into a log line */
+		snprintf(r->method, sizeof(r->method), "%s", is_token(method) ? method : "-");
+		*req_cls = r;
+		conn_requested(c);
+		/*
+		 * Refusals are answered at once, before any body is read (the
+		 * connection is closed after them); a route answers on the
+		 * next call, once the request is complete, so that the
+		 * connection can be kept alive.
+		 */
+		if (!is_token(method)) {
+			char peer[64];
+
+			peer_of(c, peer, sizeof(peer));
+			GW_WARN(COMP, "refused a request from %s: its method is not an HTTP token",
+				peer);
+			rc = problem(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+				     "the request method is not an HTTP token (RFC 9110 9.1)");
+		} else if (r->route == API_ROUTE_OTHER)
+			rc = problem(c, r, MHD_HTTP_NOT_FOUND, NULL, "no resource at %.200s", url);
+		else if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+			rc = problem(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD",
+				     "%.16s is not allowed on %s (GET, HEAD)", method,
+				     api_route_name(r->route));
+		else
+			return MHD_YES;
+		return rc ? MHD_NO : MHD_YES;
+	}
+	if (*upload_data_size) {
+		/* no route takes a body: it is read and dropped */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->code)
+		return MHD_YES;
+	rc = routes[r->route](a, c, r);
+	if (rc && !r->code)
+		rc = problem(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", strerror(-rc));
+	return rc ? MHD_NO : MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct api *a = cls;
+	struct api_req *r = *req_cls;
+	double secs;
+
+	if (!r)
+		return;
+	*req_cls = NULL;
+	secs = elapsed_s(&r->start);
+	if (r->code) {
+		pthread_mutex_lock(&a->stats_lock);
+		api_stats_record(&a->stats, r->route, r->code, secs);
+		pthread_mutex_unlock(&a->stats_lock);
+	}
+	if (gw_log_get_level() >= GW_LOG_INFO) {
+		char peer[64];
+
+		peer_of(c, peer, sizeof(peer));
+		GW_INFO(COMP, "%s %s %u from %s in %.1f ms%s", r->method,
+			api_route_name(r->route), r->code, peer, secs * 1000,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (not completed)");
+	}
+	free(r);
+}
+
+/*
+ * A connection that closes before any request on it reached a route: what
+ * libmicrohttpd refused (its own warn line says why) or a client that sent
+ * nothing, or too little to be a request. One line naming the peer.
+ */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct api_conn *k = *socket_context;
+
+	(void)cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		k = calloc(1, sizeof(*k));
+		if (k)
+			peer_of(c, k->peer, sizeof(k->peer));
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	if (!k->requests)
+		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
+			  "answered (malformed, too large, or none sent)", k->peer);
+	free(k);
+	*socket_context = NULL;
+}
+
+/*
+ * libmicrohttpd's own messages: a request it refused, a socket error. Its
+ * refusals carry an HTML page; the line keeps the status and the page's title.
+ */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	const char *code, *t0, *t1;
+	size_t n;
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
+		line[--n] = '\0';
+	code = strstr(line, "HTTP response code is ");
+	t0 = strstr(line, "<title>");
+	t1 = t0 ? strstr(t0, "</title>") : NULL;
+	if (code && t0 && t1) {
+		t0 += strlen("<title>");
+		GW_WARN(COMP, "refused a request: HTTP %.3s %.*s", code + strlen("HTTP response code is "),
+			(int)(t1 - t0), t0);
+		return;
+	}
+	GW_WARN(COMP, "%s", line);
+}
+
+int api_http_start(struct api *a)
+{
+	struct api_http *h = calloc(1, sizeof(*h));
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	/* a pool of one is no pool (libmicrohttpd warns): the option only from two up */
+	struct MHD_OptionItem pool[] = {
+		{ a->opts.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+		  (intptr_t)a->opts.threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
+	if (!h)
+		return -ENOMEM;
+	if (a->opts.addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_IP_LIMIT,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)a->opts.idle_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
+				MHD_OPTION_ARRAY, pool,
+				MHD_OPTION_END);
+	if (!h->d) {
+		free(h);
+		return -EADDRNOTAVAIL;
+	}
+	a->http = h;
+	return 0;
+}
+
+void api_http_stop(struct api *a)
+{
+	if (!a->http)
+		return;
+	MHD_stop_daemon(a->http->d);
+	free(a->http);
+	a->http = NULL;
+}

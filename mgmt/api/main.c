@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* isergw-api: the management service of a gateway node (docs/api.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/reactor.h"
+
+#define COMP "main"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: isergw-api [OPTIONS]\n"
+"The isergw management service of one gateway node: an HTTP/1.1 server with\n"
+"health and readiness probes and Prometheus metrics taken from the local\n"
+"isergwd's control socket (docs/api.md). It keeps no state of its own.\n"
+"\n"
+"  --listen ADDR:PORT          where to serve HTTP (default " API_DEFAULT_LISTEN ");\n"
+"                              an IPv6 address in brackets: [::1]:8080\n"
+"  --isergwd-socket PATH       isergwd's control socket (default\n"
+"                              " API_DEFAULT_GW_SOCKET ")\n"
+"  --isergwd-timeout-ms MS     how long a request waits for isergwd in all (default\n"
+"                              1000; 50..10000): a scrape or a readiness probe never\n"
+"                              takes longer\n"
+"  --device-group NAME         also report the ALUA states of this device group (the\n"
+"                              default one is always reported); may be repeated, up\n"
+"                              to 64 times\n"
+"  --threads N                 HTTP server threads, each an epoll loop (default 2;\n"
+"                              1..16): one waiting for isergwd does not hold up the\n"
+"                              others\n"
+"  --max-connections N         HTTP connections open at once (default 128; 1..4096;\n"
+"                              at most 32 from one address)\n"
+"  --idle-timeout S            close an HTTP connection idle this long (default 30;\n"
+"                              1..3600)\n"
+"  --log-level LEVEL           err, warn, notice, info or debug (default notice;\n"
+"                              info logs every request)\n"
+"  -h, --help                  this help\n"
+"  -V, --version               print the version\n"
+"\n"
+"Routes: GET /healthz (the process answers), GET /readyz (200 while isergwd\n"
+"answers on its control socket, else 503), GET /metrics (Prometheus text format\n"
+"0.0.4). Errors are application/problem+json (RFC 9457).\n"
+"Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0).\n");
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN,
+	OPT_IDLE, OPT_LOG_LEVEL,
+};
+
+static const struct option long_opts[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "isergwd-socket", required_argument, NULL, OPT_GW_SOCKET },
+	{ "isergwd-timeout-ms", required_argument, NULL, OPT_GW_TIMEOUT },
+	{ "device-group", required_argument, NULL, OPT_DG },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int set_str(char *dst, size_t len, const char *v, const char *what)
+{
+	if (!v[0] || strlen(v) >= len) {
+		fprintf(stderr, "isergw-api: %s: must be 1..%zu bytes\n", what, len - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_u32(uint32_t *dst, const char *v, uint32_t min, uint32_t max, const char *what)
+{
+	uint32_t x;
+
+	if (gw_parse_u32(v, &x) || x < min || x > max) {
+		fprintf(stderr, "isergw-api: %s: '%s' is not %u..%u\n", what, v, min, max);
+		return -EINVAL;
+	}
+	*dst = x;
+	return 0;
+}
+
+/* "a.b.c.d:port" or "[v6]:port", numeric only (no name lookups at start-up). */
+static int parse_listen(struct api_opts *o, const char *v)
+{
+	char host[128];
+	const char *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *res = NULL;
+	uint32_t p;
+	int rc;
+
+	if (set_str(o->listen, sizeof(o->listen), v, "listen"))
+		return -EINVAL;
+	if (v[0] == '[') {
+		const char *end = strchr(v, ']');
+
+		if (!end || end[1] != ':' || (size_t)(end - v - 1) >= sizeof(host))
+			goto bad;
+		memcpy(host, v + 1, (size_t)(end - v - 1));
+		host[end - v - 1] = '\0';
+		port = end + 2;
+		hints.ai_family = AF_INET6;
+	} else {
+		const char *colon = strrchr(v, ':');
+
+		if (!colon || (size_t)(colon - v) >= sizeof(host) || strchr(v, ':') != colon)
+			goto bad;
+		memcpy(host, v, (size_t)(colon - v));
+		host[colon - v] = '\0';
+		port = colon + 1;
+		hints.ai_family = AF_INET;
+	}
+	if (gw_parse_u32(port, &p) || p == 0 || p > 65535)
+		goto bad;
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc || !res || res->ai_addrlen > sizeof(o->addr)) {
+		if (res)
+			freeaddrinfo(res);
+		goto bad;
+	}
+	memcpy(&o->addr, res->ai_addr, res->ai_addrlen);
+	o->addrlen = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+bad:
+	fprintf(stderr, "isergw-api: listen: '%s' is not ADDR:PORT (a numeric IPv4 address, or "
+		"an IPv6 address in brackets, and a port 1..65535)\n", v);
+	return -EINVAL;
+}
+
+static void opts_free(struct api_opts *o)
+{
+	for (size_t i = 0; i < o->ndgs; i++)
+		free(o->dgs[i]);
+	o->ndgs = 0;
+}
+
+static int parse_cli(int argc, char **argv, struct api_opts *o)
+{
+	bool listen_set = false;
+	int opt, rc = 0;
+
+	memset(o, 0, sizeof(*o));
+	snprintf(o->gw_socket, sizeof(o->gw_socket), "%s", API_DEFAULT_GW_SOCKET);
+	snprintf(o->log_level, sizeof(o->log_level), "notice");
+	o->gw_timeout_ms = 1000;
+	o->threads = 2;
+	o->conn_limit = 128;
+	o->idle_timeout_s = 30;
+	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			usage(stdout);
+			opts_free(o);
+			exit(0);
+		case 'V':
+			printf("isergw-api %s\n", ISERGW_VERSION);
+			opts_free(o);
+			exit(0);
+		case OPT_LISTEN:
+			rc = parse_listen(o, optarg);
+			listen_set = true;
+			break;
+		case OPT_GW_SOCKET:
+			rc = set_str(o->gw_socket, sizeof(o->gw_socket), optarg, "isergwd-socket");
+			break;
+		case OPT_GW_TIMEOUT:
+			rc = set_u32(&o->gw_timeout_ms, optarg, 50, 10000, "isergwd-timeout-ms");
+			break;
+		case OPT_DG:
+			if (o->ndgs == API_DG_MAX) {
+				fprintf(stderr, "isergw-api: device-group: at most %u\n", API_DG_MAX);
+				rc = -EINVAL;
+			} else if (!optarg[0] || strlen(optarg) > CTL_DG_NAME_MAX) {
+				fprintf(stderr, "isergw-api: device-group: must be 1..%u bytes\n",
+					CTL_DG_NAME_MAX);
+				rc = -EINVAL;
+			} else if (!(o->dgs[o->ndgs] = strdup(optarg))) {
+				rc = -ENOMEM;
+			} else {
+				o->ndgs++;
+			}
+			break;
+		case OPT_THREADS:
+			rc = set_u32(&o->threads, optarg, 1, 16, "threads");
+			break;
+		case OPT_MAX_CONN:
+			rc = set_u32(&o->conn_limit, optarg, 1, 4096, "max-connections");
+			break;
+		case OPT_IDLE:
+			rc = set_u32(&o->idle_timeout_s, optarg, 1, 3600, "idle-timeout");
+			break;
+		case OPT_LOG_LEVEL: {
+			enum gw_log_level l;
+
+			if (gw_log_parse_level(optarg, &l)) {
+				fprintf(stderr, "isergw-api: log-level: '%s' is not err, warn, notice, "
+					"info or debug\n", optarg);
+				rc = -EINVAL;
+			} else {
+				rc = set_str(o->log_level, sizeof(o->log_level), optarg, "log-level");
+			}
+			break;
+		}
+		default:
+			usage(stderr);
+			rc = -EINVAL;
+		}
+	}
+	if (!rc && optind < argc) {
+		fprintf(stderr, "isergw-api: unexpected argument '%s'\n", argv[optind]);
+		rc = -EINVAL;
+	}
+	if (!rc && !listen_set)
+		rc = parse_listen(o, API_DEFAULT_LISTEN);
+	if (rc)
+		opts_free(o);
+	return rc;
+}
+
+/* ------------------------------------------------------------ loop */
+
+struct sigctx {
+	struct reactor *r;
+	int fd;
+	struct reactor_fd h;
+};
+
+static void signal_cb(void *arg, uint32_t events)
+{
+	struct sigctx *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the options need a restart)");
+			continue;
+		}
+		GW_NOTICE(COMP, "%s received: stopping", strsignal((int)si.ssi_signo));
+		reactor_stop(s->r);
+	}
+}
+
+/* Whether isergwd answers now: a log line at start, nothing depends on it. */
+static void probe_isergwd(const struct api *a)
+{
+	struct api_gw_snapshot s;
+	char err[256] = "";
+
+	if (api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, false, NULL, 0, &s, err,
+			 sizeof(err))) {
+		GW_WARN(COMP, "isergwd does not answer yet (%s): /readyz answers 503 and isergw_up "
+			"is 0 until it does", err);
+		return;
+	}
+	GW_NOTICE(COMP, "isergwd %s (pid %u) answers on %s", s.status->status_info->version,
+		  s.status->status_info->pid, a->opts.gw_socket);
+	api_gw_snapshot_free(&s);
+}
+
+int main(int argc, char **argv)
+{
+	static struct api api;
+	struct api *a = &api;
+	struct sigctx sig = { .fd = -1 };
+	enum gw_log_level lvl;
+	sigset_t mask;
+	int rc, status = 1;
+
+	if (parse_cli(argc, argv, &a->opts))
+		return 2;
+	gw_log_parse_level(a->opts.log_level, &lvl);
+	gw_log_set_level(lvl);
+	api_stats_init(&a->stats);
+	pthread_mutex_init(&a->stats_lock, NULL);
+
+	/* every thread started from here on (libmicrohttpd's) inherits the mask */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigdelset(&mask, SIGPIPE);
+
+	rc = reactor_create(0, &sig.r);
+	if (rc) {
+		fprintf(stderr, "isergw-api: reactor: %s\n", strerror(-rc));
+		goto err_opts;
+	}
+	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sig.fd < 0 || reactor_add_fd(sig.r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
+		GW_ERR(COMP, "signalfd: %s", strerror(errno));
+		goto err_sigfd;
+	}
+	rc = api_http_start(a);
+	if (rc) {
+		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
+		goto err_sig;
+	}
+	GW_NOTICE(COMP, "isergw-api %s serving http://%s (isergwd %s, %u threads)",
+		  ISERGW_VERSION, a->opts.listen, a->opts.gw_socket, a->opts.threads);
+	probe_isergwd(a);
+
+	reactor_run(sig.r);
+	status = 0;
+
+	api_http_stop(a);
+err_sig:
+	reactor_del_fd(sig.r, &sig.h);
+err_sigfd:
+	if (sig.fd >= 0)
+		close(sig.fd);
+	reactor_destroy(sig.r);
+err_opts:
+	opts_free(&a->opts);
+	pthread_mutex_destroy(&a->stats_lock);
+	GW_NOTICE(COMP, "stopped");
+	return status;
+}

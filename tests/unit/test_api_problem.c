@@ -1,0 +1,106 @@
+// LINK: api_logic
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergw-api's RFC 9457 problem documents (mgmt/api/problem.c): the four
+ * members with their types, one line ending in a newline, a detail with
+ * quotes, backslashes, control characters and non-ASCII bytes kept exactly
+ * through JSON escaping, slashes not escaped.
+ */
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "problem.h"
+
+static json_object *parse(const char *doc, size_t len)
+{
+	json_object *o;
+
+	assert_int_equal(strlen(doc), len);
+	assert_true(len > 1 && doc[len - 1] == '\n');
+	assert_null(memchr(doc, '\n', len - 1));        /* one line */
+	o = json_tokener_parse(doc);
+	assert_non_null(o);
+	assert_true(json_object_is_type(o, json_type_object));
+	return o;
+}
+
+static const char *member(json_object *o, const char *k, json_type t)
+{
+	json_object *v;
+
+	assert_true(json_object_object_get_ex(o, k, &v));
+	assert_true(json_object_is_type(v, t));
+	return json_object_get_string(v);
+}
+
+static void test_members(void **state)
+{
+	size_t len = 0;
+	char *doc = api_problem_json(404, "Not Found", "no resource at /api/v2/x", &len);
+	json_object *o;
+	json_object *v;
+
+	(void)state;
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_string_equal(member(o, "type", json_type_string), "about:blank");
+	assert_string_equal(member(o, "title", json_type_string), "Not Found");
+	assert_true(json_object_object_get_ex(o, "status", &v));
+	assert_true(json_object_is_type(v, json_type_int));
+	assert_int_equal(json_object_get_int(v), 404);
+	assert_string_equal(member(o, "detail", json_type_string), "no resource at /api/v2/x");
+	assert_int_equal(json_object_object_length(o), 4);
+	assert_non_null(strstr(doc, "/api/v2/x"));      /* slashes as they are */
+	json_object_put(o);
+	free(doc);
+}
+
+static void test_escaping(void **state)
+{
+	const char *detail = "a \"quoted\" \\ path\twith\r\ncontrol \x01 and caf\xc3\xa9";
+	size_t len = 0;
+	char *doc = api_problem_json(400, "Bad Request", detail, &len);
+	json_object *o;
+
+	(void)state;
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_string_equal(member(o, "detail", json_type_string), detail);
+	assert_null(strchr(doc, '\t'));
+	assert_null(strchr(doc, '\x01'));
+	json_object_put(o);
+	free(doc);
+}
+
+static void test_null_strings(void **state)
+{
+	size_t len = 0;
+	char *doc = api_problem_json(503, NULL, NULL, &len);
+	json_object *o;
+
+	(void)state;
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_string_equal(member(o, "title", json_type_string), "");
+	assert_string_equal(member(o, "detail", json_type_string), "");
+	json_object_put(o);
+	free(doc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_members),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_null_strings),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
