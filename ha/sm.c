@@ -1271,7 +1271,9 @@ int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *nod
 	int g = ha_doc_find_dg(sm->doc, dg), n = ha_doc_find_node(sm->doc, node);
 	uint64_t since;
 
-	if (g < 0 || n < 0 || sm->doc->owner[g] == n)
+	/* what is refused for good (unknown, drained, not serving) says so first */
+	if (g < 0 || n < 0 || sm->doc->owner[g] == n || sm->doc->drained[n] ||
+	    !node_in_view(sm, n) || !sm->doc->live[n])
 		return ha_sm_submit_move(sm, dg, node, err, errlen);
 	if (sm->doc->owner[g] < 0 && sm->doc->moving_from[g] >= 0)
 		return errf(err, errlen, -EAGAIN, "device group '%s' is moving from '%s'", dg,

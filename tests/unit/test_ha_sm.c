@@ -660,8 +660,15 @@ static void test_host_moves_wait_for_a_settled_group(void **state)
 	/* asking for the owner it has: already so */
 	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n2", now_ms, err, sizeof(err)),
 			 -EALREADY);
+	/* a drained node's group is refused for good, settled or not */
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", true, err, sizeof(err)) > 0);
+	settle();
+	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err, sizeof(err)),
+			 -EPERM);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", false, err, sizeof(err)) > 0);
+	settle();
 	/* settled: a move again */
-	run_for(HA_HOST_MOVE_SETTLE_MS);
+	run_for(HA_HOST_MOVE_SETTLE_MS + 1000); /* the undrain may have moved dg1 home */
 	id = ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err, sizeof(err));
 	assert_true(id > 0);
 	for (int i = 0; i < 20 && owner_of(0, "dg1") != 2; i++) {
