@@ -1792,6 +1792,27 @@ static int disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc 
 	return 0;
 }
 
+/*
+ * After a cancelled connect: libiscsi frees its connect state only in the
+ * connect's own callback, so a context destroyed before that leaks it. A
+ * connect that is failing (refused, reset) ends within a few polls: give it
+ * up to limit_ms before the context goes.
+ */
+static void disc_drain(struct iscsi_context *ctx, struct disc *d, uint64_t limit_ms)
+{
+	uint64_t until = gw_now_ms() + limit_ms;
+
+	while (!d->done && gw_now_ms() < until) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(ctx),
+				      .events = (short)iscsi_which_events(ctx) };
+
+		if (poll(&pfd, 1, 20) < 0 && errno != EINTR)
+			return;
+		if (iscsi_service(ctx, pfd.revents) < 0)
+			return;
+	}
+}
+
 /* Runs a task built by fn to completion, retrying on unit attentions. */
 static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uint64_t deadline,
 		    struct scsi_task **out)
@@ -1909,8 +1930,10 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 		goto out;
 	}
 	rc = disc_wait(ctx, ib, &d, deadline);
-	if (rc == -ECANCELED)
+	if (rc == -ECANCELED) {
+		disc_drain(ctx, &d, 200);
 		goto out;
+	}
 	if (rc || d.status != SCSI_STATUS_GOOD) {
 		snprintf(why, whylen, "cannot log in to the backend %.60s target %.170s%s: %.200s",
 			 ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
