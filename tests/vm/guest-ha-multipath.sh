@@ -365,7 +365,7 @@ done
 ha_cluster_down --all
 
 echo "vm.ha-multipath: corosync token ${totem% *} ms; probe: 4 KiB direct reads every 10 ms, $done_line"
-echo "vm.ha-multipath: longest gap between reads in the 3 s before the first event: $baseline s"
+echo "vm.ha-multipath: longest gap between reads in the 3 s before the first event: $baseline s (0: none over the probe's 50 ms threshold)"
 echo "vm.ha-multipath: (the owner times are when the test's polling, slow in the VM, saw the change on every node; the cluster's own timings are measured by ha.failover on the host)"
 umax=0 pmax=0 nu=0 np=0
 for e in "${EVENTS[@]}"; do
