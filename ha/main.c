@@ -85,24 +85,12 @@ static void opts_defaults(struct ha_opts *o)
 
 static int set_str(char *dst, size_t len, const char *v, const char *what)
 {
-	if (!v[0] || strlen(v) >= len) {
-		fprintf(stderr, "isergw-ha: %s: must be 1..%zu bytes\n", what, len - 1);
-		return -EINVAL;
-	}
-	memcpy(dst, v, strlen(v) + 1);
-	return 0;
+	return gw_opt_str("isergw-ha", dst, len, v, what);
 }
 
 static int set_u32(uint32_t *dst, const char *v, uint32_t min, uint32_t max, const char *what)
 {
-	uint32_t x;
-
-	if (gw_parse_u32(v, &x) || x < min || x > max) {
-		fprintf(stderr, "isergw-ha: %s: '%s' is not %u..%u\n", what, v, min, max);
-		return -EINVAL;
-	}
-	*dst = x;
-	return 0;
+	return gw_opt_u32("isergw-ha", dst, v, min, max, what);
 }
 
 /* One setting, from the command line or the configuration file (same names, '-' or '_'). */

@@ -147,6 +147,29 @@ int gw_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
+int gw_opt_str(const char *prog, char *dst, size_t len, const char *v, const char *what)
+{
+	if (!v[0] || strlen(v) >= len) {
+		fprintf(stderr, "%s: %s: must be 1..%zu bytes\n", prog, what, len - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+int gw_opt_u32(const char *prog, uint32_t *dst, const char *v, uint32_t min, uint32_t max,
+	       const char *what)
+{
+	uint32_t x;
+
+	if (gw_parse_u32(v, &x) || x < min || x > max) {
+		fprintf(stderr, "%s: %s: '%s' is not %u..%u\n", prog, what, v, min, max);
+		return -EINVAL;
+	}
+	*dst = x;
+	return 0;
+}
+
 int gw_parse_size(const char *s, uint64_t *out)
 {
 	char digits[32];

@@ -166,5 +166,13 @@ int gw_parse_size(const char *s, uint64_t *out);
 /* Checked conversions; return 0 or -EINVAL/-ERANGE. */
 int gw_parse_u64(const char *s, uint64_t *out);
 int gw_parse_u32(const char *s, uint32_t *out);
+/*
+ * Command-line option values of a daemon: a string of 1..len-1 bytes copied
+ * to dst, a number in min..max; on a bad value "PROG: WHAT: ..." on stderr and
+ * -EINVAL.
+ */
+int gw_opt_str(const char *prog, char *dst, size_t len, const char *v, const char *what);
+int gw_opt_u32(const char *prog, uint32_t *dst, const char *v, uint32_t min, uint32_t max,
+	       const char *what);
 
 #endif

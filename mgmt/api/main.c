@@ -74,24 +74,12 @@ static const struct option long_opts[] = {
 
 static int set_str(char *dst, size_t len, const char *v, const char *what)
 {
-	if (!v[0] || strlen(v) >= len) {
-		fprintf(stderr, "isergw-api: %s: must be 1..%zu bytes\n", what, len - 1);
-		return -EINVAL;
-	}
-	memcpy(dst, v, strlen(v) + 1);
-	return 0;
+	return gw_opt_str("isergw-api", dst, len, v, what);
 }
 
 static int set_u32(uint32_t *dst, const char *v, uint32_t min, uint32_t max, const char *what)
 {
-	uint32_t x;
-
-	if (gw_parse_u32(v, &x) || x < min || x > max) {
-		fprintf(stderr, "isergw-api: %s: '%s' is not %u..%u\n", what, v, min, max);
-		return -EINVAL;
-	}
-	*dst = x;
-	return 0;
+	return gw_opt_u32("isergw-api", dst, v, min, max, what);
 }
 
 /* "a.b.c.d:port" or "[v6]:port", numeric only (no name lookups at start-up). */
