@@ -293,7 +293,8 @@ static unsigned int owner_tpg(const struct ha_doc *d, size_t g)
 	return d->nodes[o].tpg_id;
 }
 
-static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
+static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
+		       const struct ha_render_opts *o)
 {
 	const struct ha_node *self = &d->nodes[k];
 	bool first = true;
@@ -303,6 +304,10 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
 		ha_sb_puts(b, d->gateway_members);
 		ha_sb_puts(b, ",");
 	}
+	/* the canonical text quotes each key once: an operator's own setting wins */
+	if (o && o->lease_unavailable_ms &&
+	    !(d->gateway_members && strstr(d->gateway_members, "\"alua_lease_unavailable_ms\"")))
+		ha_sb_printf(b, "\"alua_lease_unavailable_ms\":%u,", o->lease_unavailable_ms);
 	if (HA_RENDER_LEASE)
 		ha_sb_puts(b, "\"alua_lease\":true,");
 	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");
@@ -347,6 +352,12 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
 
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
 {
+	return ha_doc_render_node_opts(d, node, NULL, err, errlen);
+}
+
+char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_render_opts *o,
+			      char *err, size_t errlen)
+{
 	struct ha_sbuf b;
 	char ebuf[64];
 	char *s;
@@ -359,7 +370,7 @@ char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t err
 		return NULL;
 	}
 	ha_sb_init(&b);
-	put_render(&b, d, (size_t)node);
+	put_render(&b, d, (size_t)node, o);
 	s = ha_sb_take(&b, NULL, &rc);
 	if (!s)
 		ha_set_err(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,

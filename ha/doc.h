@@ -140,6 +140,17 @@ char *ha_doc_runtime_json(const struct ha_doc *d);
  * discovery_chap. NULL with the reason in err on a bad node index or no memory.
  */
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen);
+/*
+ * The same with what the agent of node adds for itself: lease_unavailable_ms
+ * > 0 becomes "alua_lease_unavailable_ms" unless the cluster's gateway
+ * section sets that key itself (the agent's default is derived from
+ * corosync's timings, docs/ha.md).
+ */
+struct ha_render_opts {
+	uint32_t lease_unavailable_ms;
+};
+char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_render_opts *o,
+			      char *err, size_t errlen);
 void ha_doc_free(struct ha_doc *d);
 /*
  * Durable storage: DIR/cluster.json (mode 0600: it holds CHAP secrets)

@@ -207,7 +207,7 @@ static void push_next(struct ha_gwlink *g)
 			"): nothing to push", g->a->node_name, d->generation);
 		return;
 	}
-	json = ha_doc_render_node(d, self, err, sizeof(err));
+	json = ha_doc_render_node_opts(d, self, &g->a->render, err, sizeof(err));
 	if (!json) {
 		GW_ERR(COMP, "cannot render the configuration of generation %" PRIu64 ": %s",
 		       d->generation, err);

@@ -101,7 +101,10 @@
 #   bed_pid K NAME            the pid of corosync|isergwd|ha|anchor on node K.
 #   bed_alive K NAME          that process runs.
 #   bed_kill K NAME           SIGKILL to one daemon (corosync|isergwd|ha) of K.
-#   bed_kill_node K           SIGKILL to every process of node K (power loss).
+#   bed_kill_node K           SIGKILL to every process of node K (power loss),
+#                             then waits until its kernel holds no socket
+#                             that may still send (a dead machine is silent;
+#                             with its links cut: about 1 s).
 #   bed_restart_node K        power-cycles node K: SIGKILL to whatever is left,
 #                             fresh /run and /dev/shm, corosync, then the
 #                             daemons it was running (started and not
@@ -305,6 +308,11 @@ bed_up() {
 	for ((k = 1; k <= BED_NODES; k++)); do
 		ns=$(bed_ns "$k")
 		_bed_link "$ns" ring "r$k" "$(bed_ring_addr "$k")" || return 1
+		# a killed node stands for a dead machine, whose kernel sends
+		# nothing more: the sockets its processes left behind (a write to
+		# the backend still unacknowledged, say) give up after one
+		# retransmission instead of eight (_bed_wait_orphans)
+		ip netns exec "$ns" sysctl -qw net.ipv4.tcp_orphan_retries=1 || return 1
 		if [ "$BED_STOR" = rxe ]; then
 			_bed_rxe_link "$k" || return 1
 		else
@@ -849,6 +857,38 @@ bed_kill_node() {
 	bed_mark "node $k killed"
 	_bed_kill_quiet "$(_bed_dir "$k")" "$(bed_ns "$k")" || return 1
 	bed_log "node $k killed (SIGKILL to every process)"
+	_bed_wait_orphans "$k"
+}
+
+# _bed_orphans K: the TCP sockets of node K's network namespace that may
+# still send (every state but TIME_WAIT 06, CLOSE 07 and LISTEN 0A), one
+# line each; none: fails
+_bed_orphans() {
+	ip netns exec "$(bed_ns "$1")" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+		awk '$1 ~ /^[0-9]+:$/ && $4 != "06" && $4 != "07" && $4 != "0A" { print; n++ } END { exit !n }'
+}
+
+# _bed_wait_orphans K: once node K's processes are dead, waits (up to 10 s)
+# until its kernel holds no socket that may still send. A real machine that
+# dies sends nothing after its death; here the kernel lives on, and a socket
+# its killed isergwd left with an unacknowledged write to the backend would
+# retransmit it once the node's links come back: a write the host was told
+# had failed, landing after the survivors took over (a zombie write, which
+# is the backend fencing's business for nodes that only look dead, not a
+# dead node's). With the links cut (bed_partition) such a socket gives up
+# after one retransmission (tcp_orphan_retries 1, set by bed_up): about a
+# second.
+_bed_wait_orphans() {
+	local k=$1 t0
+	_bed_orphans "$k" >/dev/null || return 0
+	t0=$(bed_now_us)
+	if ! BED_POLL_S=0.05 bed_poll 10 "node $k's kernel without live sockets" \
+		eval "! _bed_orphans $k >/dev/null"; then
+		bed_log "node $k: sockets still open 10 s after its death:"
+		_bed_orphans "$k" >&2
+		return 0
+	fi
+	bed_log "node $k: its last sockets gone $(( ($(bed_now_us) - t0) / 1000 )) ms after its death"
 }
 
 # bed_kill K NAME: SIGKILL to one daemon of node K (corosync, isergwd, ha);

@@ -6,10 +6,11 @@
 #
 #   restart.sh --isergwd PATH --isergwctl PATH --ha PATH --probe PATH
 #              --prefix P --subnet S --scratch DIR
-#              [--lease-ms MS] [--agent-kills N]
+#              [--lease-ms MS] [--agent-kills N] [--io PATH]
 #
 # --lease-ms: the agents' lease (default 5000, see 2.); --agent-kills: how
-# many times node 1's agent is killed and started again in 2. (default 1).
+# many times node 1's agent is killed and started again in 2. (default 1);
+# --io: ha_io (tests/ha/ha_io.c), the client of one session in 2.
 #
 # 1. Three nodes (corosync, isergwd --managed, isergw-ha --lease-ms 5000),
 #    the example cluster configuration applied through node 1; every node synced with
@@ -17,8 +18,12 @@
 #    (`isergwctl cluster status --json`) and node 1's isergwd epochs
 #    (`isergwctl status`) are recorded.
 # 2. Under I/O through node 1 to LUN 0 (dg1, Active/Optimized there):
-#    iscsi-perf reading, and a loop of READ CAPACITY(16) (one session each)
-#    whose completions are timed; node 1's lease polled every 100 ms. Node
+#    iscsi-perf reading, a loop of READ CAPACITY(16) (one session each)
+#    whose completions are timed, and (--io) ha_io writing and verifying
+#    through one session that stays logged in, the host's view: the
+#    longest time between two of its completed commands is the I/O pause
+#    the restart caused, printed, not asserted; node 1's lease polled every
+#    100 ms. Node
 #    1's agent is killed (SIGKILL) and started again at once; once it is
 #    synced (and, from its log, when it ran, synchronised and renewed
 #    isergwd's lease, counted from the kill), a few more seconds of I/O
@@ -26,8 +31,9 @@
 #    and the loop), the lease was valid at every poll, every node's
 #    generation, digest and map are the recorded ones, node 1's isergwd has
 #    the same epochs and logged no new epoch, ALUA map, state change, lease
-#    expiry or renewal after a gap since the kill. The longest gap between
-#    two completed commands of the loop is printed, not asserted. The lease
+#    expiry or renewal after a gap since the kill; ha_io found every block
+#    it wrote. The longest gap between two completed commands of the loop is
+#    printed, not asserted. The lease
 #    is 5 s instead of the default 1.5 s because starting a process takes
 #    seconds on a loaded test machine (docs/ha.md, "Timings": from the kill
 #    to the renewal 1.0 s on a quiet machine, up to 3.9 s at a load of 8 on
@@ -55,7 +61,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 LEASE_MS=5000
 AGENT_KILLS=1
-ha_options 3,46 --lease-ms LEASE_MS --agent-kills AGENT_KILLS -- "$@"
+HA_IO=
+ha_options 3,52 --lease-ms LEASE_MS --agent-kills AGENT_KILLS --io HA_IO -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --probe "$BED_PROBE" cluster_probe
 
@@ -120,6 +127,8 @@ lease_loop() {
 
 PIDS=()
 PERF_PID=
+HA_IO_PID=
+HA_IO_LOG=$SCRATCH/ha-io.log
 io_start() {
 	rm -f "$STOP"
 	: >"$LOOP_LOG"
@@ -132,6 +141,12 @@ io_start() {
 	# netns exec execs iscsi-perf, so $! is its pid
 	ip netns exec "${BED_PREFIX}host" iscsi-perf -i "$INITIATOR" -m 2 -t 3600 "$LUN0_N1" >"$PERF_LOG" 2>&1 &
 	PERF_PID=$!
+	if [ -n "$HA_IO" ]; then
+		# one session through node 1 only: writes, 2 ms apart, each verified at the end
+		ip netns exec "${BED_PREFIX}host" "$HA_IO" --seed 77 --region-mib 16 --timeout-s 3 --pause-ms 2 \
+			--initiator "$INITIATOR:session" "$LUN0_N1" >"$HA_IO_LOG" 2>&1 &
+		HA_IO_PID=$!
+	fi
 }
 
 # io_stop: stops the loops; iscsi-perf ends on SIGINT ("finished.", status 0)
@@ -145,6 +160,11 @@ io_stop() {
 		wait "$PERF_PID"
 		rc=$?
 		PERF_PID=
+	fi
+	if [ -n "$HA_IO_PID" ]; then
+		kill -TERM "$HA_IO_PID" 2>/dev/null
+		wait "$HA_IO_PID" || { bed_log "ha_io through node 1 failed:"; tail -n 20 "$HA_IO_LOG" >&2; rc=1; }
+		HA_IO_PID=
 	fi
 	return "$rc"
 }
@@ -206,8 +226,13 @@ if [ "$fails" -ne 0 ]; then
 	ok=0
 fi
 if [ "$perf_rc" -ne 0 ] || tr '\r' '\n' <"$PERF_LOG" | grep -Eqi 'fail|error'; then
-	bed_log "FAILED: iscsi-perf through node 1 (status $perf_rc): $(tr '\r' '\n' <"$PERF_LOG" | grep -Ei 'fail|error' | head -n 3)"
+	bed_log "FAILED: iscsi-perf or ha_io through node 1 (status $perf_rc): $(tr '\r' '\n' <"$PERF_LOG" | grep -Ei 'fail|error' | head -n 3)"
 	ok=0
+fi
+if [ -n "$HA_IO" ]; then
+	summary=$(grep '^ha_io: writes' "$HA_IO_LOG") || summary="no summary"
+	stall=$(sed -n 's/.*longest stall \([0-9.]*\) s.*/\1/p' <<<"$summary")
+	notes+=("I/O pause seen by a host through node 1 while its agent restarted (one session, writes 2 ms apart, ha_io): longest ${stall:-?} s; $summary")
 fi
 perf_avg=$(tr '\r' '\n' <"$PERF_LOG" | grep -o 'iops average [0-9]*' | tail -n 1)
 # the longest gap between two completed commands, from the one before the

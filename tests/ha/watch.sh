@@ -27,10 +27,12 @@
 #                                 has such a sample; prints "bed: WHAT after
 #                                 EVENT: N.NNN s" counted from SINCE_US to
 #                                 the last of them, leaves it in WATCH_SECS
-#   watch_check_double_ao         the whole run's samples: fails, printing
-#                                 them, if two nodes that serve reported two
-#                                 different groups Active/Optimized for one
-#                                 device group at the same time (below)
+#   watch_check_double_ao [FILE...]
+#                                 the whole run's samples (or FILEs): fails,
+#                                 printing them, if two nodes that serve
+#                                 reported two different groups
+#                                 Active/Optimized for one device group at
+#                                 the same time (below)
 #   io_start NAME LUN K...        ha_io writing LUN through nodes K... (in
 #                                 that order), log $SCRATCH/io-NAME.log
 #   io_stop NAME...               SIGTERM, waits for the final check; fails
@@ -39,13 +41,20 @@
 #                                 NAME..., watch_stop, watch_check_double_ao,
 #                                 every node's isergwd and agent alive
 #
-# "At the same time": node A's samples are points in time; between two
-# consecutive samples of A that both say group X is Active/Optimized (and A
-# serves) A is taken to have said so all along. A sample of another serving
-# node B that says group Y != X is Active/Optimized for the same LUN, taken
-# (the middle of its send and receive) inside that interval, is a double
-# Active/Optimized. A single answer naming two groups Active/Optimized is
-# one too.
+# "At the same time": a sample is an answer that node A computed at some
+# instant between its send and its receive, not known when. When two
+# consecutive samples of A both say group X is Active/Optimized (and A
+# serves), A is taken to have said so from the first one's receive to the
+# second one's send: the only stretch both answers certainly bracket. A
+# sample of another serving node B that says group Y != X is
+# Active/Optimized for the same LUN, sent and received within that stretch,
+# is a double Active/Optimized: both states held at one instant, whatever
+# the instants the answers were computed at. A single answer naming two
+# groups Active/Optimized is one too. (Taking the stretch wider, from the
+# first send to the second receive, reports a correct handover as a double
+# when an answer is slow: the old owner answers "mine" at 357 ms while the
+# new owner's answer, sent at 355 ms, was computed at 450 ms.)
+# watch_check_double_ao FILE... checks those sample files instead.
 
 WATCH_IO=${WATCH_IO:-}
 WATCH_SECS=
@@ -151,41 +160,43 @@ watch_wait() {
 }
 
 watch_check_double_ao() {
-	local out=$SCRATCH/double-ao.txt
-	# every sample in the order of its receive time
-	cat "$SCRATCH"/sample-n*.log 2>/dev/null | sort -n -k3,3 | awk "$_WATCH_AWK_LIB"'
+	local out=$SCRATCH/double-ao.txt files=("$@")
+	[ ${#files[@]} -gt 0 ] || files=("$SCRATCH"/sample-n*.log)
+	# every sample in the order of its receive time: when A's second sample
+	# comes, every sample of B received before A's second send is known
+	cat "${files[@]}" 2>/dev/null | sort -n -k3,3 | awk -v RING=400 "$_WATCH_AWK_LIB"'
 		function report(what) {
 			bad++
 			if (bad <= 20) print what
 		}
 		{
 			node = $1; lun = $4; key = node SUBSEP lun
-			mid = ($2 + $3) / 2
 			ao = serving() ? ao_list() : ""
 			if (index(ao, ",")) report("one answer, two groups Active/Optimized: " $0)
 			n = ++cnt[key]
-			i = n % 40
-			snd[key, i] = $2; rcv[key, i] = $3; md[key, i] = mid; aos[key, i] = ao; line[key, i] = $0
+			i = n % RING
+			snd[key, i] = $2; rcv[key, i] = $3; aos[key, i] = ao; line[key, i] = $0
 			if (!(lun in nodes_of)) nodes_of[lun] = ""
 			if (index(" " nodes_of[lun] " ", " " node " ") == 0) nodes_of[lun] = nodes_of[lun] " " node
+			p = (n - 1) % RING
+			# this sample closes the stretch [previous receive, this send] of this node
+			if (n == 1 || ao == "" || aos[key, p] != ao)
+				next
+			from = rcv[key, p]; to = $2
 			split(nodes_of[lun], others, " ")
 			for (o in others) {
 				other = others[o]
 				if (other == node) continue
 				okey = other SUBSEP lun
 				m = cnt[okey]
-				for (j = (m > 39 ? m - 39 : 1); j <= m; j++) {
-					jj = j % 40
-					# (1) this sample closes an interval [prev.send, this.recv] of this node
-					if (n > 1 && ao != "" && aos[key, (n - 1) % 40] == ao &&
-					    aos[okey, jj] != "" && aos[okey, jj] != ao &&
-					    md[okey, jj] >= snd[key, (n - 1) % 40] && md[okey, jj] <= $3)
-						report("double Active/Optimized, LUN " lun ": " line[key, (n - 1) % 40] " / " $0 " against " line[okey, jj])
-					# (2) this sample falls inside an interval of the other node
-					if (j > 1 && ao != "" && aos[okey, jj] != "" && aos[okey, jj] != ao &&
-					    aos[okey, (j - 1) % 40] == aos[okey, jj] &&
-					    mid >= snd[okey, (j - 1) % 40] && mid <= rcv[okey, jj])
-						report("double Active/Optimized, LUN " lun ": " $0 " against " line[okey, (j - 1) % 40] " / " line[okey, jj])
+				# newest first: received in order, so done at the first one before the stretch
+				for (j = m; j >= 1 && j > m - RING; j--) {
+					jj = j % RING
+					if (rcv[okey, jj] < from)
+						break
+					if (aos[okey, jj] != "" && aos[okey, jj] != ao &&
+					    snd[okey, jj] >= from && rcv[okey, jj] <= to)
+						report("double Active/Optimized, LUN " lun ": " line[key, p] " / " $0 " against " line[okey, jj])
 				}
 			}
 		}

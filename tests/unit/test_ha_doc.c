@@ -872,7 +872,44 @@ static void test_render_lease(void **state)
 	assert_int_equal(c->device_groups[1].owner_tpg_id, 2);
 	gw_config_free(c);
 	free(text);
+	/* the agent's own default (from corosync's timings) does not override it */
+	{
+		const struct ha_render_opts o = { .lease_unavailable_ms = 7600 };
+
+		text = ha_doc_render_node_opts(b, 2, &o, err, sizeof(err));
+		assert_non_null(text);
+		assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
+		assert_int_equal(c->alua_lease_unavailable_ms, 1500);
+		gw_config_free(c);
+		free(text);
+	}
 	ha_doc_free(b);
+	ha_doc_free(a);
+}
+
+/* Without the operator's setting, the agent's default is what isergwd gets. */
+static void test_render_unavailable_default(void **state)
+{
+	static const char cfg[] = CFG(NODES2, DGS2, "[]", "");
+	const struct ha_render_opts o = { .lease_unavailable_ms = 7600 }, none = { 0 };
+	struct gw_config *c = NULL;
+	struct ha_doc *a;
+	char err[512] = "";
+	char *text;
+
+	(void)state;
+	a = doc_from(cfg);
+	text = ha_doc_render_node_opts(a, 0, &o, err, sizeof(err));
+	assert_non_null(text);
+	assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->alua_lease_unavailable_ms, 7600);
+	gw_config_free(c);
+	free(text);
+	/* nothing known: isergwd's default */
+	text = ha_doc_render_node_opts(a, 0, &none, err, sizeof(err));
+	assert_non_null(text);
+	assert_null(strstr(text, "alua_lease_unavailable_ms"));
+	free(text);
 	ha_doc_free(a);
 }
 #endif
@@ -1013,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(test_render),
 #if HA_RENDER_LEASE
 		cmocka_unit_test(test_render_lease),
+		cmocka_unit_test(test_render_unavailable_default),
 #endif
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_errors),
