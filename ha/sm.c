@@ -106,6 +106,20 @@ static bool node_in_view(const struct ha_sm *sm, int n)
 	return m && m->in_view && !m->foreign;
 }
 
+/*
+ * Node n's isergwd holds generation gen (its Applied came), or it has none
+ * (gw_down: nothing to wait for, as ha_sm_all_applied has it).
+ */
+static bool node_holds(const struct ha_sm *sm, int n, uint64_t gen)
+{
+	const struct ha_member *m;
+
+	if (!node_in_view(sm, n))
+		return false;
+	m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
+	return m->applied_gen >= gen || m->gw_down;
+}
+
 /* The members of our cluster are a majority of the view (foreign agents aside). */
 static bool majority_agrees(const struct ha_sm *sm)
 {
@@ -796,9 +810,20 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 			if (cur >= 0 && moving[g] >= 0)
 				moving[g] = -1;
 		} else if (cur >= 0 && node_in_view(sm, cur)) {
-			/* planned (its agent can apply it): the old owner goes Transitioning first */
-			owner[g] = -1;
-			moving[g] = cur;
+			/*
+			 * planned (its agent can apply it): the old owner goes
+			 * Transitioning first, but only once the new owner's
+			 * isergwd holds the current generation. A node back from
+			 * the dead is made live in one generation and loads its
+			 * LUNs for it (a second under an emulated CPU); moving
+			 * before that would leave the group Transitioning, and
+			 * the hosts retrying, all that time. Until then the old
+			 * owner serves on; its Applied calls this again.
+			 */
+			if (tgt < 0 || node_holds(sm, tgt, d->generation)) {
+				owner[g] = -1;
+				moving[g] = cur;
+			}
 		} else if (cur >= 0) {
 			/* lost: its group moves once its lease is certainly over */
 			if (!live[cur]) {
