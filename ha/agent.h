@@ -60,8 +60,6 @@ struct ha_agent {
 	uint32_t nodeid;
 	char node_name[HA_NAME_MAX];
 	char cluster_name[HA_NAME_MAX];
-	/* corosync's totem timings (cmap runtime.config.totem.*), 0 unknown */
-	uint32_t totem_token_ms, totem_consensus_ms;
 	/* what this agent adds to isergwd's configuration (doc.h) */
 	struct ha_render_opts render;
 	bool stopping;
@@ -73,8 +71,6 @@ int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out);
 /* Join the group (after the state machine exists). */
 int ha_cluster_join(struct ha_cluster *cl);
 int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m);
-/* a->render from corosync's timings (a->totem_*_ms, read at the start) */
-void ha_render_timings(struct ha_agent *a);
 void ha_cluster_stop(struct ha_cluster *cl);
 
 /* gwlink.c */

@@ -78,7 +78,46 @@ static struct ha_cluster *the_cluster; /* the callbacks' context (one connection
 
 /* ------------------------------------------------------------ cmap */
 
-static int read_cmap(struct ha_agent *a)
+/*
+ * How long isergwd's groups stay Transitioning after its lease ran out
+ * before they turn Unavailable. While corosync forms a new ring (token +
+ * consensus) no heartbeat comes back to anyone, so the nodes that stay lose
+ * their leases too; Transitioning makes hosts retry on the same path,
+ * Unavailable makes them fail it and wait for their path checker to take it
+ * back. So the nodes that stay must not reach Unavailable before the new
+ * ring, the barrier and the renewal: token + consensus + HA_RING_MARGIN_MS,
+ * and never less than isergwd's own default. A node that loses quorum is
+ * told to step down (Unavailable at once) whatever this says.
+ */
+#define HA_RING_MARGIN_MS 1000u
+#define HA_UNAVAILABLE_MIN_MS 2000u
+
+static void render_timings(struct ha_agent *a, uint32_t token, uint32_t consensus)
+{
+	uint64_t ms = (uint64_t)token + consensus + HA_RING_MARGIN_MS;
+
+	if (!token) {
+		a->render.lease_unavailable_ms = 0; /* unknown: isergwd's default */
+		GW_WARN(COMP, "corosync's token timeout is unknown (cmap runtime.config.totem.token): "
+			"isergwd keeps its default alua_lease_unavailable_ms");
+		return;
+	}
+	if (ms < HA_UNAVAILABLE_MIN_MS)
+		ms = HA_UNAVAILABLE_MIN_MS;
+	if (ms > 600000)
+		ms = 600000;
+	a->render.lease_unavailable_ms = (uint32_t)ms;
+	GW_INFO(COMP, "corosync token %u ms, consensus %u ms: an expired lease shows "
+		"Transitioning for %u ms before Unavailable (alua_lease_unavailable_ms)",
+		token, consensus, a->render.lease_unavailable_ms);
+}
+
+/*
+ * Who we are, the cluster's name, the node names; at_start also corosync's
+ * totem timings, from which a->render is derived (once: they are what this
+ * agent renders for its isergwd).
+ */
+static int read_cmap(struct ha_agent *a, bool at_start)
 {
 	cmap_handle_t h;
 	cmap_iter_handle_t it;
@@ -96,11 +135,16 @@ static int read_cmap(struct ha_agent *a)
 	} else {
 		snprintf(a->cluster_name, sizeof(a->cluster_name), "%s", "");
 	}
-	/* corosync's own figures, as it runs (token_coefficient applied) */
-	if (cmap_get_uint32(h, "runtime.config.totem.token", &a->totem_token_ms) != CS_OK)
-		a->totem_token_ms = 0;
-	if (cmap_get_uint32(h, "runtime.config.totem.consensus", &a->totem_consensus_ms) != CS_OK)
-		a->totem_consensus_ms = 0;
+	if (at_start) {
+		/* corosync's own figures, as it runs (token_coefficient applied) */
+		uint32_t token = 0, consensus = 0;
+
+		if (cmap_get_uint32(h, "runtime.config.totem.token", &token) != CS_OK)
+			token = 0;
+		if (cmap_get_uint32(h, "runtime.config.totem.consensus", &consensus) != CS_OK)
+			consensus = 0;
+		render_timings(a, token, consensus);
+	}
 	e = cmap_iter_init(h, "nodelist.node.", &it);
 	if (e == CS_OK) {
 		size_t vlen;
@@ -138,40 +182,6 @@ static int read_cmap(struct ha_agent *a)
 	}
 	cmap_finalize(h);
 	return rc;
-}
-
-/*
- * How long isergwd's groups stay Transitioning after its lease ran out
- * before they turn Unavailable. While corosync forms a new ring (token +
- * consensus) no heartbeat comes back to anyone, so the nodes that stay lose
- * their leases too; Transitioning makes hosts retry on the same path,
- * Unavailable makes them fail it and wait for their path checker to take it
- * back. So the nodes that stay must not reach Unavailable before the new
- * ring, the barrier and the renewal: token + consensus + HA_RING_MARGIN_MS,
- * and never less than isergwd's own default. A node that loses quorum is
- * told to step down (Unavailable at once) whatever this says.
- */
-#define HA_RING_MARGIN_MS 1000u
-#define HA_UNAVAILABLE_MIN_MS 2000u
-
-void ha_render_timings(struct ha_agent *a)
-{
-	uint64_t ms = (uint64_t)a->totem_token_ms + a->totem_consensus_ms + HA_RING_MARGIN_MS;
-
-	if (!a->totem_token_ms) {
-		a->render.lease_unavailable_ms = 0; /* unknown: isergwd's default */
-		GW_WARN(COMP, "corosync's token timeout is unknown (cmap runtime.config.totem.token): "
-			"isergwd keeps its default alua_lease_unavailable_ms");
-		return;
-	}
-	if (ms < HA_UNAVAILABLE_MIN_MS)
-		ms = HA_UNAVAILABLE_MIN_MS;
-	if (ms > 600000)
-		ms = 600000;
-	a->render.lease_unavailable_ms = (uint32_t)ms;
-	GW_INFO(COMP, "corosync token %u ms, consensus %u ms: an expired lease shows "
-		"Transitioning for %u ms before Unavailable (alua_lease_unavailable_ms)",
-		a->totem_token_ms, a->totem_consensus_ms, a->render.lease_unavailable_ms);
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -228,7 +238,7 @@ static void totem_cb(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const 
 	(void)h;
 	ha_sm_ring(&a->sm, ring.seq, ring.nodeid, nodes, n, gw_now_ms());
 	/* names of nodes added to corosync's nodelist at run time */
-	read_cmap(a);
+	read_cmap(a, false);
 }
 
 /*
@@ -396,10 +406,9 @@ static int connect_corosync(struct ha_cluster *cl)
 		goto err;
 	}
 	a->nodeid = nodeid;
-	rc = read_cmap(a);
+	rc = read_cmap(a, true);
 	if (rc)
 		goto err;
-	ha_render_timings(a);
 	if (votequorum_fd_get(cl->vq, &fd) != CS_OK ||
 	    reactor_add_fd(a->r, &cl->vq_h, fd, EPOLLIN, vq_fd_cb, cl)) {
 		rc = -EIO;

@@ -107,17 +107,19 @@ static bool node_in_view(const struct ha_sm *sm, int n)
 }
 
 /*
- * Node n's isergwd holds generation gen (its Applied came), or it has none
- * (gw_down: nothing to wait for, as ha_sm_all_applied has it).
+ * Member m's node holds generation gen (its Applied came), or it has no
+ * isergwd whose lease could still run (gw_down): nothing to wait for.
  */
+static bool member_holds(const struct ha_member *m, uint64_t gen)
+{
+	return m->applied_gen >= gen || m->gw_down;
+}
+
+/* Node n's agent is in the view and its node holds generation gen. */
 static bool node_holds(const struct ha_sm *sm, int n, uint64_t gen)
 {
-	const struct ha_member *m;
-
-	if (!node_in_view(sm, n))
-		return false;
-	m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
-	return m->applied_gen >= gen || m->gw_down;
+	return node_in_view(sm, n) &&
+	       member_holds(ha_sm_member_by_name(sm, sm->doc->nodes[n].name), gen);
 }
 
 /* The members of our cluster are a majority of the view (foreign agents aside). */
@@ -197,7 +199,7 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 		if (!m || !m->in_view || m->foreign)
 			continue;
 		/* a node without isergwd whose lease is over serves nothing: no need to wait */
-		if (m->applied_gen >= gen || m->gw_down)
+		if (member_holds(m, gen))
 			continue;
 		all = false;
 		if (pending && npending && *npending < max)

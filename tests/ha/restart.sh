@@ -58,11 +58,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/bed.sh"
 # shellcheck source=tests/ha/ha_lib.sh
 . "$here/ha_lib.sh"
+# shellcheck source=tests/ha/watch.sh
+. "$here/watch.sh"
 
 LEASE_MS=5000
 AGENT_KILLS=1
-HA_IO=
-ha_options 3,52 --lease-ms LEASE_MS --agent-kills AGENT_KILLS --io HA_IO -- "$@"
+ha_options 3,52 --lease-ms LEASE_MS --agent-kills AGENT_KILLS --io WATCH_IO -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --probe "$BED_PROBE" cluster_probe
 
@@ -127,9 +128,7 @@ lease_loop() {
 
 PIDS=()
 PERF_PID=
-HA_IO_PID=
-HA_IO_LOG=$SCRATCH/ha-io.log
-io_start() {
+load_start() {
 	rm -f "$STOP"
 	: >"$LOOP_LOG"
 	: >"$LEASE_LOG"
@@ -141,16 +140,12 @@ io_start() {
 	# netns exec execs iscsi-perf, so $! is its pid
 	ip netns exec "${BED_PREFIX}host" iscsi-perf -i "$INITIATOR" -m 2 -t 3600 "$LUN0_N1" >"$PERF_LOG" 2>&1 &
 	PERF_PID=$!
-	if [ -n "$HA_IO" ]; then
-		# one session through node 1 only: writes, 2 ms apart, each verified at the end
-		ip netns exec "${BED_PREFIX}host" "$HA_IO" --seed 77 --region-mib 16 --timeout-s 3 --pause-ms 2 \
-			--initiator "$INITIATOR:session" "$LUN0_N1" >"$HA_IO_LOG" 2>&1 &
-		HA_IO_PID=$!
-	fi
+	# one session through node 1 only (tests/ha/watch.sh): writes 2 ms apart, verified at the end
+	[ -z "$WATCH_IO" ] || io_start session 0 1
 }
 
-# io_stop: stops the loops; iscsi-perf ends on SIGINT ("finished.", status 0)
-io_stop() {
+# load_stop: stops the loops; iscsi-perf ends on SIGINT ("finished.", status 0)
+load_stop() {
 	local rc=0
 	touch "$STOP"
 	[ ${#PIDS[@]} -eq 0 ] || wait "${PIDS[@]}"
@@ -161,10 +156,8 @@ io_stop() {
 		rc=$?
 		PERF_PID=
 	fi
-	if [ -n "$HA_IO_PID" ]; then
-		kill -TERM "$HA_IO_PID" 2>/dev/null
-		wait "$HA_IO_PID" || { bed_log "ha_io through node 1 failed:"; tail -n 20 "$HA_IO_LOG" >&2; rc=1; }
-		HA_IO_PID=
+	if [ -n "$WATCH_IO" ]; then
+		io_stop session || rc=1
 	fi
 	return "$rc"
 }
@@ -183,7 +176,7 @@ echo "node 1's isergwd: epoch, configuration epoch, ALUA epoch: $EPOCHS1"
 # ---------------------------------------------------------------- 2. the agent of node 1
 
 ok=1
-io_start
+load_start
 ha_check "I/O through node 1 before the kill" bed_poll "$BED_WAIT_LIMIT" "5 reads through node 1" loop_at_least 5 ||
 	bed_die "LUN 0 cannot be read through node 1: $(tail -n 3 "$LOOP_LOG")"
 bed_poll 10 "2 more reads" loop_at_least $(($(loop_oks) + 2))
@@ -215,7 +208,7 @@ T_KILL=$T_KILL1
 n=$(loop_oks)
 bed_poll 60 "10 more reads" loop_at_least $((n + 10))
 T_END=$(bed_now_us)
-io_stop
+load_stop
 perf_rc=$?
 
 fails=$(grep -c ' FAIL ' "$LOOP_LOG")
@@ -229,8 +222,8 @@ if [ "$perf_rc" -ne 0 ] || tr '\r' '\n' <"$PERF_LOG" | grep -Eqi 'fail|error'; t
 	bed_log "FAILED: iscsi-perf or ha_io through node 1 (status $perf_rc): $(tr '\r' '\n' <"$PERF_LOG" | grep -Ei 'fail|error' | head -n 3)"
 	ok=0
 fi
-if [ -n "$HA_IO" ]; then
-	summary=$(grep '^ha_io: writes' "$HA_IO_LOG") || summary="no summary"
+if [ -n "$WATCH_IO" ]; then
+	summary=$(grep '^ha_io: writes' "$SCRATCH/io-session.log") || summary="no summary"
 	stall=$(sed -n 's/.*longest stall \([0-9.]*\) s.*/\1/p' <<<"$summary")
 	notes+=("I/O pause seen by a host through node 1 while its agent restarted (one session, writes 2 ms apart, ha_io): longest ${stall:-?} s; $summary")
 fi

@@ -839,6 +839,24 @@ static void test_parse_errors(void **state)
 }
 
 #if HA_RENDER_LEASE
+/* alua_lease_unavailable_ms as isergwd loads node's rendering with o. */
+static uint32_t rendered_unavailable_ms(const struct ha_doc *d, int node,
+					const struct ha_render_opts *o)
+{
+	struct gw_config *c = NULL;
+	char err[512] = "";
+	char *text = ha_doc_render_node_opts(d, node, o, err, sizeof(err));
+	uint32_t ms;
+
+	assert_non_null(text);
+	if (gw_config_load_string(text, &c, err, sizeof(err)))
+		fail_msg("%s\n%s", err, text);
+	ms = c->alua_lease_unavailable_ms;
+	gw_config_free(c);
+	free(text);
+	return ms;
+}
+
 /* What needs isergwd's lease support: nodes without portals, no targets. */
 static void test_render_lease(void **state)
 {
@@ -873,16 +891,7 @@ static void test_render_lease(void **state)
 	gw_config_free(c);
 	free(text);
 	/* the agent's own default (from corosync's timings) does not override it */
-	{
-		const struct ha_render_opts o = { .lease_unavailable_ms = 7600 };
-
-		text = ha_doc_render_node_opts(b, 2, &o, err, sizeof(err));
-		assert_non_null(text);
-		assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
-		assert_int_equal(c->alua_lease_unavailable_ms, 1500);
-		gw_config_free(c);
-		free(text);
-	}
+	assert_int_equal(rendered_unavailable_ms(b, 2, &(struct ha_render_opts){ 7600 }), 1500);
 	ha_doc_free(b);
 	ha_doc_free(a);
 }
@@ -892,19 +901,13 @@ static void test_render_unavailable_default(void **state)
 {
 	static const char cfg[] = CFG(NODES2, DGS2, "[]", "");
 	const struct ha_render_opts o = { .lease_unavailable_ms = 7600 }, none = { 0 };
-	struct gw_config *c = NULL;
 	struct ha_doc *a;
 	char err[512] = "";
 	char *text;
 
 	(void)state;
 	a = doc_from(cfg);
-	text = ha_doc_render_node_opts(a, 0, &o, err, sizeof(err));
-	assert_non_null(text);
-	assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
-	assert_int_equal(c->alua_lease_unavailable_ms, 7600);
-	gw_config_free(c);
-	free(text);
+	assert_int_equal(rendered_unavailable_ms(a, 0, &o), 7600);
 	/* nothing known: isergwd's default */
 	text = ha_doc_render_node_opts(a, 0, &none, err, sizeof(err));
 	assert_non_null(text);
