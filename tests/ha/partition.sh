@@ -50,9 +50,11 @@ ha_need --probe "$BED_PROBE" cluster_probe
 report=()
 measured() { report+=("$1: $2 s"); }
 
-# gen_monitor: every node's generation every 0.5 s, into gen-nK.log
+# gen_monitor: every node's generation every 0.5 s, into gen-nK.log (this
+# run's only: a run before in the same scratch directory left its own)
 gen_monitor() {
 	local k g
+	for k in 1 2 3; do : >"$SCRATCH/gen-n$k.log"; done
 	while :; do
 		for k in 1 2 3; do
 			g=$(ha_gen "$k") && echo "$(bed_now_us) $g" >>"$SCRATCH/gen-n$k.log"

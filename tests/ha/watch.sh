@@ -67,6 +67,8 @@ watch_start() {
 	local luns=${1:-0,1,2} k
 	[ -x "$WATCH_IO" ] || { bed_log "no ha_io binary (--io PATH)"; return 1; }
 	for ((k = 1; k <= BED_NODES; k++)); do
+		# this run's samples only (a run before in this scratch directory left its own)
+		: >"$SCRATCH/sample-n$k.log"
 		ip netns exec "${BED_PREFIX}host" "$WATCH_IO" --sample-ms 100 --luns "$luns" \
 			--initiator "iqn.2026-11.org.isergw:sampler-n$k" --label "n$k" \
 			"$(watch_url "$k" 0)" >>"$SCRATCH/sample-n$k.log" 2>>"$SCRATCH/sample-n$k.err" &
