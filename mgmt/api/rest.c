@@ -77,6 +77,15 @@ static const char *const op_names[REST_OP_N] = {
 	[REST_OPERATION_GET] = "get operation",
 };
 
+int rest_route_at(size_t i, const char **pattern, const char **allow)
+{
+	if (i >= sizeof(route_table) / sizeof(route_table[0]))
+		return -ENOENT;
+	*pattern = route_table[i].pattern;
+	*allow = route_table[i].allow;
+	return 0;
+}
+
 const char *rest_op_name(enum rest_op op)
 {
 	return (unsigned int)op < REST_OP_N ? op_names[op] : "?";
@@ -205,9 +214,11 @@ int rest_if_match(const char *h, uint64_t *gen)
 	    (h[2] == '0' && n > 4))
 		return -EINVAL;
 	for (p = h + 2; p < h + n - 1; p++) {
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
 			return -EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
+		v = v * 10 + d;
 	}
 	if (!v)
 		return -EINVAL;

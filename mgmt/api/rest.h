@@ -73,6 +73,12 @@ struct rest_err {
  */
 int rest_route(const char *method, const char *path, struct rest_match *m);
 const char *rest_op_name(enum rest_op op);
+/*
+ * The i-th path of the route table (below REST_PREFIX: "targets/{}/luns/{#}",
+ * "{}" a name, "{#}" a LUN number) and its methods; -ENOENT past the end.
+ * For the test that keeps mgmt/openapi.json true.
+ */
+int rest_route_at(size_t i, const char **pattern, const char **allow);
 /* The operation takes a body (POST, PUT, PATCH). */
 bool rest_op_has_body(enum rest_op op);
 /* The operation changes the cluster (the bodies' and DELETE): If-Match applies. */
