@@ -101,7 +101,7 @@ capacity() { # capacity K LUN: the LUN's size in bytes through node K, as the ho
 capacity_is() { [ "$(capacity "$1" "$2")" = "$3" ]; }
 product_is() {
 	bed_host iscsi-inq -i iqn.2026-11.org.isergw:host "iscsi://$CHAP_URL$(bed_portal "$1")/$T/$2" 2>&1 |
-		grep -q "^Product Identification:$3"
+		grep -q "^Product:$3"
 }
 
 # 1.
@@ -167,6 +167,7 @@ ha_check "a new ETag" [ "$(hdr ETag)" != "$etag" ]
 ha_check "INQUIRY through node 2 shows the new product" \
 	bed_poll 20 "product through node 2" product_is 2 0 "api disk"
 
+[ "${API_DEBUG_STOP:-}" = 4 ] && { bed_log "stopping after step 4 (API_DEBUG_STOP)"; exit 1; }
 # 5. refusals
 g0=$(ha_gen 1)
 expect "unknown field" 422 1 POST "$V1/targets/$T/luns" "{\"path\": \"$BED_SHARED/x.img\", \"colour\": \"red\"}" &&
