@@ -12,8 +12,8 @@
  *     base_generation = the generation read; If-Match must name that
  *     generation (412 otherwise, and the agent refuses a base that moved on
  *     meanwhile: 412 too). Without If-Match a base that moved on is read
- *     again and the change made again, up to 3 times: writers never lose
- *     each other's updates
+ *     again and the change made again, up to STALE_RETRIES times (then
+ *     409): writers never lose each other's updates
  *   PATCH of a node or a device group: (GetClusterStatus for If-Match),
  *     Drain or Move, then GetClusterStatus for the answer
  * A change every live member has not applied within --change-wait-ms is
@@ -32,7 +32,7 @@
 #include "util/log.h"
 
 #define COMP "v1"
-#define STALE_RETRIES 3
+#define STALE_RETRIES 5
 
 enum step { S_STATUS, S_PRECHECK, S_CONFIG, S_APPLY, S_CHANGE };
 
@@ -476,6 +476,12 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 					  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun,
 					  prefix, sizeof(prefix));
 		rest_agent_refusal(rep->status, rep->error, prefix, &e);
+		/* no If-Match, and overtaken every time: a conflict, not a failed precondition */
+		if (rep->status == -ESTALE && !j->if_match) {
+			e.code = 409;
+			snprintf(e.detail, sizeof(e.detail), "the cluster changed %u times while this "
+				 "write was made (%s): try again", j->retries + 1, rep->error);
+		}
 		/* a Move naming a node that does not exist: the body's fault */
 		if (j->step == S_CHANGE && rep->status == -ENOENT && j->m.op == REST_DG_PATCH &&
 		    strncmp(rep->error, "no device group", 15)) {

@@ -30,10 +30,17 @@
 #    nothing changed, the CHAP secret still in the stored document;
 # 8. DELETE of the LUNs and the target (204), then 404 and the LUN gone for
 #    the host;
-# 9. node 3 killed: a write through node 2 still succeeds (201); node 2
+# 9. node 3's isergwd frozen (SIGSTOP): a write through node 2 (whose
+#    isergw-api waits 1.5 s) is answered 202 with Location
+#    /api/v1/operations/gN, pending on n3 only; the target is there; the
+#    operation is done once the isergwd runs again;
+# 10. four LUNs POSTed at once through node 1 without If-Match: all
+#    201, all four there with distinct numbers (a write whose generation was
+#    overtaken is made again on the new one);
+# 11. node 3 killed: a write through node 2 still succeeds (201); node 2
 #    killed too: node 1 without quorum answers a write 503 with Retry-After
 #    and the generation does not move;
-# 10. isergw-api stops with status 0 on SIGTERM.
+# 12. isergw-api stops with status 0 on SIGTERM.
 # Exit 77 when not root or corosync is missing.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +50,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ha_lib.sh"
 
 API=
-ha_options 4,38 --api API -- "$@"
+ha_options 4,46 --api API -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
 for t in curl jq iscsi-inq iscsi-readcapacity16; do
@@ -55,13 +62,14 @@ V1=/api/v1
 OUT=$SCRATCH/api
 mkdir -p "$OUT"
 
-# api_start K: isergw-api in node K on 127.0.0.1:8080 of the node
+# api_start K [ARGS...]: isergw-api in node K on 127.0.0.1:8080 of the node
 api_start() {
 	local k=$1 dir
+	shift
 	dir=$SCRATCH/n$k
 	_bed_spawn "$k" api "$dir/api.log" "$API" --listen 127.0.0.1:8080 \
 		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock \
-		--log-level info || return 1
+		--log-level info "$@" || return 1
 	bed_poll 20 "isergw-api on node $k answers" bed_exec "$k" curl -sf -o /dev/null \
 		http://127.0.0.1:8080/healthz
 }
@@ -96,9 +104,15 @@ is_problem() { [[ $(hdr Content-Type) == application/problem+json* ]] && [ "$(bo
 CHAP_URL=apiuser%api-secret-123@
 capacity() { # capacity K LUN: the LUN's size in bytes through node K, as the host reads it
 	bed_host iscsi-readcapacity16 -s -i iqn.2026-11.org.isergw:host \
-		"iscsi://$CHAP_URL$(bed_portal "$1")/$T/$2" 2>/dev/null | tr -d ' \n'
+		"iscsi://$CHAP_URL$(bed_portal "$1")/$T/$2" 2>"$OUT/capacity.err" | tr -d ' \n'
 }
-capacity_is() { [ "$(capacity "$1" "$2")" = "$3" ]; }
+capacity_is() {
+	local got
+	got=$(capacity "$1" "$2")
+	[ "$got" = "$3" ] && return 0
+	echo "node $1 LUN $2: '$got' $(tr '\n' ' ' <"$OUT/capacity.err")" >"$OUT/capacity.last"
+	return 1
+}
 product_is() {
 	bed_host iscsi-inq -i iqn.2026-11.org.isergw:host "iscsi://$CHAP_URL$(bed_portal "$1")/$T/$2" 2>&1 |
 		grep -q "^Product:$3"
@@ -106,9 +120,9 @@ product_is() {
 
 # 1.
 ha_cluster_up || bed_die "the cluster did not come up"
-for k in 1 2; do
-	api_start "$k" || bed_die "isergw-api did not start on node $k"
-done
+api_start 1 || bed_die "isergw-api did not start on node 1"
+# node 2's waits 1.5 s for every live member before it answers 202 (step 9)
+api_start 2 --change-wait-ms 1500 || bed_die "isergw-api did not start on node 2"
 
 # 2. the cluster
 gen=$(ha_gen 1)
@@ -149,7 +163,8 @@ for k in 1 2; do
 	ha_check "the host reads LUN 0's capacity through node $k (32 MiB)" \
 		bed_poll 20 "LUN 0 through node $k" capacity_is "$k" 0 33554432
 	ha_check "the host reads LUN 5's capacity through node $k (16 MiB)" \
-		bed_poll 20 "LUN 5 through node $k" capacity_is "$k" 5 16777216
+		bed_poll 20 "LUN 5 through node $k" capacity_is "$k" 5 16777216 ||
+		bed_log "last answer: $(cat "$OUT/capacity.last")"
 done
 
 # 4. If-Match
@@ -236,7 +251,39 @@ expect "the target is gone" 404 2 GET "$V1/targets/$T"
 ha_check "the host no longer finds LUN 0 through node 1" \
 	bed_poll 20 "LUN 0 gone" bash -c "! capacity_is 1 0 33554432"
 
-# 9. a node down, then no quorum
+# 9. a change a live member does not apply in time: 202 and an operation
+S=iqn.2026-11.org.isergw:slow
+kill -STOP "$(bed_pid 3 isergwd)" || bed_die "cannot freeze node 3's isergwd"
+expect "a write node 3 cannot apply (its isergwd frozen)" 202 2 POST $V1/targets "{\"iqn\": \"$S\"}"
+op=$(hdr Location)
+ha_check "202 names the operation" grep -q "^$V1/operations/g[0-9]*$" <<<"$op"
+ha_check "the operation waits for n3 only" jq -e '.done == false and .pending == ["n3"] and
+	(.applied | sort) == ["n1", "n2"]' "$OUT/body" >/dev/null
+expect "GET the operation through node 1" 200 1 GET "$op" &&
+	ha_check "not done while n3's isergwd is frozen" jq -e '.done == false' "$OUT/body" >/dev/null
+expect "the target is there already" 200 1 GET "$V1/targets/$S"
+kill -CONT "$(bed_pid 3 isergwd)"
+op_done() { req 1 GET "$op" >/dev/null && jq -e '.done and .pending == []' "$OUT/body" >/dev/null; }
+ha_check "the operation is done once n3's isergwd runs again" bed_poll 30 "operation done" op_done
+
+# 10. concurrent writers without If-Match: none loses the other's LUN
+# one curl, four transfers started together (-Z --parallel-immediate), to
+# node 1; each its own LUN without a number
+cargs=()
+for i in 1 2 3 4; do
+	[ "$i" -gt 1 ] && cargs+=(--next)
+	cargs+=(-s -o /dev/null -w '%{http_code}\n' -X POST -H 'Content-Type: application/json'
+		--data-binary "{\"path\": \"$BED_SHARED/c$i.img\", \"size\": \"4M\", \"device_group\": \"dg1\"}"
+		"http://127.0.0.1:8080$V1/targets/$S/luns")
+done
+codes=$(bed_exec 1 curl -Z --parallel-immediate --parallel-max 4 "${cargs[@]}" | sort | uniq -c | tr -s ' ')
+ha_check "four concurrent writes: all 201 (got:$codes)" [ "$codes" = " 4 201" ]
+expect "GET the LUNs written at once" 200 2 GET "$V1/targets/$S/luns" &&
+	ha_check "four LUNs, four paths, numbers 0..3" jq -e '([.items[].lun] | sort) == [0, 1, 2, 3] and
+		([.items[].path] | unique | length) == 4' "$OUT/body" >/dev/null
+bed_log "writes made again after a concurrent change: $(grep -c 'moved on meanwhile' "$SCRATCH/n1/api.log")"
+
+# 11. a node down, then no quorum
 bed_kill_node 3 || bed_die "node 3 could not be killed"
 # while the survivors re-form the agent refuses changes (503, Retry-After):
 # a client tries again, as it is told; nothing was made meanwhile
@@ -262,7 +309,7 @@ expect "reads still answer without quorum" 200 1 GET $V1/targets &&
 		jq -e '[.items[].iqn] | index("iqn.2026-11.org.isergw:degraded") != null and
 			index("iqn.2026-11.org.isergw:lost") == null' "$OUT/body" >/dev/null
 
-# 10.
+# 12.
 ha_check "isergw-api on node 1 stops with status 0" _bed_stop 1 api
 grep -h ' v1: \| http: ' "$SCRATCH"/n1/api.log | tail -n 5 >&2
 
