@@ -21,7 +21,8 @@
 #    current ETag: 200, and INQUIRY through node 2 shows the new product;
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
-#    naming the field of the body), a body above 1 MiB (413), a path that
+#    naming the field of the body), a body above 1 MiB (413; chunked: the
+#    connection ends), a path that
 #    is not a resource (404), a method a path does not take (405, Allow);
 # 6. PATCH /api/v1/nodes/n3 {"drained": true}: GET /api/v1/nodes through
 #    node 2 shows n3 drained, dg3 moved off it; undrained again; PATCH of a
@@ -209,6 +210,12 @@ expect "a device group that does not exist" 422 2 POST "$V1/targets/$T/luns" \
 	ha_check "422 names device_group" field_is device_group
 head -c $((1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$OUT/big.json"
 expect "a body above 1 MiB" 413 1 PUT $V1/config "@$OUT/big.json"
+code=$(req 1 PUT $V1/config "@$OUT/big.json" -H 'Transfer-Encoding: chunked')
+# (curl reports 100 when it had the interim 100 Continue, 000 when nothing)
+ha_check "a chunked body above 1 MiB ends the connection without an answer (got $code)" \
+	grep -qxE '000|100' <<<"$code"
+ha_check "the log names the peer" grep -q "a body above 1048576 bytes from 127.0.0.1" "$SCRATCH/n1/api.log"
+ha_check "isergw-api still answers after it" bed_exec 1 curl -sf -o /dev/null http://127.0.0.1:8080/healthz
 expect "no such resource" 404 1 GET $V1/nothing
 expect "no such target" 404 1 GET "$V1/targets/iqn.2026-11.org.isergw:none"
 expect "a method the path does not take" 405 1 DELETE $V1/cluster &&
