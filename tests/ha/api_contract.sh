@@ -31,7 +31,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/ha_lib.sh
 . "$here/ha_lib.sh"
 
-API= OPENAPI= NPM_DIR=
+API=''
+OPENAPI=''
+NPM_DIR=''
 ha_options 4,29 --api API --openapi OPENAPI --npm-dir NPM_DIR -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
