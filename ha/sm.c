@@ -409,6 +409,7 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 }
 
 static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until);
 
 static void sync_done(struct ha_sm *sm, uint64_t now)
 {
@@ -679,9 +680,45 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 
 /* ------------------------------------------------------------ lease */
 
+/*
+ * The map this node would be leased on names as owner (or as the owner a
+ * planned move is leaving) a node that is not in the group. The leader hands
+ * that node's groups to others once its lease has certainly run out, and the
+ * members apply that placement one after the other: a lease given on the old
+ * map past that moment would let this isergwd report the lost node's group
+ * Active/Optimized while a member that applied the placement already reports
+ * its own. So the lease ends HA_LEASE_MARGIN_MS before the leader may move
+ * (the margin covers the members hearing the lost node last at slightly
+ * different times), and none is given once that moment has passed: the
+ * placement is on its way and renews it when applied. Returns that end, or
+ * 0 when the map names no lost node.
+ */
+static uint64_t lost_owner_cap(const struct ha_sm *sm, uint64_t now)
+{
+	const struct ha_doc *d = sm->doc;
+	uint64_t cap = 0;
+
+	for (size_t g = 0; g < d->ndgs; g++) {
+		int who[2] = { d->owner[g], d->moving_from[g] };
+
+		for (int i = 0; i < 2; i++) {
+			uint64_t end = 0;
+
+			if (who[i] < 0 || node_in_view(sm, who[i]))
+				continue;
+			if (lease_over(sm, who[i], now, &end))
+				return now; /* the move may be under way already */
+			end = end > HA_LEASE_MARGIN_MS ? end - HA_LEASE_MARGIN_MS : 0;
+			if (!cap || end < cap)
+				cap = end;
+		}
+	}
+	return cap;
+}
+
 static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 {
-	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires;
+	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires, cap;
 
 	if (seq + HA_HB_RING <= sm->hb_seq || !sent)
 		return; /* too old to know when it left */
@@ -692,6 +729,9 @@ static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 	if (!majority_agrees(sm))
 		return;
 	expires = sent + sm->lease_ms;
+	cap = lost_owner_cap(sm, now);
+	if (cap && cap < expires)
+		expires = cap;
 	if (expires <= now)
 		return;
 	if (!sm->lease_given)

@@ -10,6 +10,7 @@
  * codec's refusals and the version negotiation.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,12 +125,40 @@ static bool together(int a, int b)
 	return nodes[a].up && nodes[b].up && nodes[a].partitioned == nodes[b].partitioned;
 }
 
+/*
+ * With hold_placements set, the leader's placements are not delivered but
+ * kept in held[] (in order) until release_held(): a placement on its way.
+ */
+static bool hold_placements;
+static struct bmsg held[256];
+static size_t nheld;
+
+static bool is_placement(const struct bmsg *b)
+{
+	HaMsg *m;
+	char err[256];
+	bool yes;
+
+	if (ha_msg_decode(b->buf, b->len, &m, err, sizeof(err)))
+		return false;
+	yes = m->body_case == ISERGW__HA__GROUP_MSG__BODY_CHANGE &&
+	      m->change->kind_case == ISERGW__HA__CHANGE__KIND_PLACEMENT;
+	ha_msg_free(m);
+	return yes;
+}
+
 /* Deliver everything queued, in order, to every member that sees the sender. */
 static void pump(void)
 {
 	for (size_t i = 0; i < nbus; i++) {
 		int from = (int)bus[i].from - 1;
 
+		if (hold_placements && is_placement(&bus[i])) {
+			assert_true(nheld < sizeof(held) / sizeof(held[0]));
+			held[nheld++] = bus[i];
+			bus[i].buf = NULL;
+			continue;
+		}
 		for (int k = 0; k < N; k++)
 			if (together(from, k))
 				ha_sm_deliver(&nodes[k].sm, bus[i].from, bus[i].buf, bus[i].len, now_ms);
@@ -137,6 +166,17 @@ static void pump(void)
 	for (size_t i = 0; i < nbus; i++)
 		free(bus[i].buf);
 	nbus = 0;
+}
+
+/* The held placements go out now, in the order they were sent. */
+static void release_held(void)
+{
+	hold_placements = false;
+	for (size_t i = 0; i < nheld; i++) {
+		assert_true(nbus < sizeof(bus) / sizeof(bus[0]));
+		bus[nbus++] = held[i];
+	}
+	nheld = 0;
 }
 
 /* The saver of every up node without a slow disk catches up (with its newest document). */
@@ -286,6 +326,10 @@ static int teardown(void **state)
 	for (size_t i = 0; i < nbus; i++)
 		free(bus[i].buf);
 	nbus = 0;
+	for (size_t i = 0; i < nheld; i++)
+		free(held[i].buf);
+	nheld = 0;
+	hold_placements = false;
 	for (int k = 0; k < N; k++)
 		ha_sm_fini(&nodes[k].sm);
 	return 0;
@@ -473,6 +517,92 @@ static void test_failback_waits_for_the_new_owner(void **state)
 	for (int k = 0; k < N; k++) {
 		assert_int_equal(owner_of(k, "dg1"), 0);
 		assert_int_equal(state_of(k, "dg1", 0), ALUA_AO);
+	}
+	assert_one_ao();
+}
+
+/*
+ * A survivor's isergwd is never leased on a map that names as owner a node
+ * that left and whose lease is over: after a node death the leader's
+ * placement reaches the members one after the other, and a member leased on
+ * the old map meanwhile would report the dead node's group Active/Optimized
+ * while one that applied the placement reports its own (ha.failover once saw
+ * it: node 2 renewed at the barrier with the map from before the death).
+ */
+static void test_no_lease_on_a_map_naming_a_lost_owner(void **state)
+{
+	(void)state;
+	configure();
+	nodes[2].up = false;            /* node 3, dg3's owner, dies */
+	ha_sm_fini(&nodes[2].sm);
+	now_ms += 2200;                 /* corosync forms the new ring: nothing delivered */
+	hold_placements = true;         /* the leader's placement is on its way */
+	membership();
+	for (int t = 0; t < 5; t++)
+		tick_applying_but(-1);  /* heartbeats come back, isergwd holds the generation */
+	assert_true(nheld > 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(owner_of(k, "dg3"), 2);
+		if (nodes[k].lease > now_ms)
+			fail_msg("node %d leased until +%" PRIu64 " ms on a map naming dead node 3 "
+				 "dg3's owner", k + 1, nodes[k].lease - now_ms);
+	}
+	/* the placement arrives: dg3 elsewhere, leased again at once */
+	release_held();
+	settle();
+	gw_apply_all();
+	for (int k = 0; k < 2; k++) {
+		assert_true(owner_of(k, "dg3") == 0 || owner_of(k, "dg3") == 1);
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_one_ao();
+}
+
+/*
+ * A lost owner whose lease still runs (its agent restarting): the others'
+ * leases go on as before, but none reaches past the moment the leader may
+ * hand its groups over, so that no member is still leased on the old map
+ * while another applies the new one.
+ */
+static void test_leases_end_before_a_lost_owner_moves(void **state)
+{
+	uint64_t moved = 0, gen;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	nodes[2].up = false;            /* node 3's agent leaves the group; its node stays */
+	ha_sm_fini(&nodes[2].sm);
+	hold_placements = true;
+	membership();
+	run_for(LEASE / 2);
+	/* nothing changes for hosts meanwhile */
+	assert_int_equal(nheld, 0);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	for (int k = 0; k < 2; k++)
+		assert_true(nodes[k].lease > now_ms);
+	for (uint64_t t = 0; t < 3 * LEASE && !moved; t += HB) {
+		now_ms += HB;
+		for (int k = 0; k < 2; k++)
+			ha_sm_tick(&nodes[k].sm, now_ms);
+		settle();
+		gw_apply_all();
+		if (nheld)
+			moved = now_ms;
+	}
+	assert_true(moved > 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(owner_of(k, "dg3"), 2);
+		if (nodes[k].lease > moved)
+			fail_msg("node %d leased until %" PRIu64 " ms after the leader moved dg3",
+				 k + 1, nodes[k].lease - moved);
+	}
+	release_held();
+	settle();
+	gw_apply_all();
+	for (int k = 0; k < 2; k++) {
+		assert_true(owner_of(k, "dg3") == 0 || owner_of(k, "dg3") == 1);
+		assert_true(nodes[k].lease > now_ms);
 	}
 	assert_one_ao();
 }
@@ -1075,6 +1205,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failback_waits_for_the_new_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_lease_on_a_map_naming_a_lost_owner, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_leases_end_before_a_lost_owner_moves, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
