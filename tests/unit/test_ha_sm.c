@@ -293,11 +293,13 @@ static const char *config3_manual =
 	"{\"lun\":1,\"path\":\"/tmp/test-ha-sm-1.img\",\"device_group\":\"dg2\"},"
 	"{\"lun\":2,\"path\":\"/tmp/test-ha-sm-2.img\",\"device_group\":\"dg3\"}]}]}";
 
+static uint32_t start_proto_max; /* the protocol start_node's agent speaks (0: the newest) */
+
 static void start_node(int k, struct ha_doc *doc)
 {
 	struct ha_sm_params p = {
 		.nodeid = (uint32_t)k + 1, .name = names[k], .cluster = "test",
-		.lease_ms = LEASE, .heartbeat_ms = HB,
+		.lease_ms = LEASE, .heartbeat_ms = HB, .proto_max = start_proto_max,
 	};
 	struct node *n = &nodes[k];
 
@@ -605,6 +607,107 @@ static void test_leases_end_before_a_lost_owner_moves(void **state)
 		assert_true(nodes[k].lease > now_ms);
 	}
 	assert_one_ao();
+}
+
+/* A Fenced message from node `from` about `node`, delivered to every up member that sees it. */
+static void deliver_fenced(int from, const char *node, uint32_t version)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Fenced f = ISERGW__HA__FENCED__INIT;
+	uint8_t *buf;
+	size_t len;
+
+	f.node = (char *)(uintptr_t)node;
+	m.version = version;
+	m.cluster = (char *)(uintptr_t)"test";
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
+	m.fenced = &f;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	for (int k = 0; k < N; k++)
+		if (together(from, k))
+			ha_sm_deliver(&nodes[k].sm, (uint32_t)from + 1, buf, len, now_ms);
+	free(buf);
+	settle();
+}
+
+/*
+ * The fencer confirmed a dead node fenced: its groups move at once instead
+ * of after its lease. Never for a node that is alive: in the group, or a
+ * corosync member; a Fenced that says so anyway changes nothing.
+ */
+static void test_fenced_node_moves_at_once(void **state)
+{
+	char err[256];
+	uint64_t gen, died;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n3", err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "in the group"));
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n9", err, sizeof(err)), -ENOENT);
+	/* a member that says node 3 was fenced while it is in the group: ignored */
+	deliver_fenced(1, "n3", HA_PROTO_MAX);
+	run_for(3 * HB);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	/* node 3 dies; the new ring forms at once (for the test): dg3 waits for its lease */
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	died = now_ms;
+	membership();
+	run_for(2 * HB);
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	/* pacemaker fenced it: told through node 2 */
+	assert_int_equal(ha_sm_submit_fenced(&nodes[1].sm, "n3", err, sizeof(err)), 0);
+	settle();
+	gw_apply_all();
+	for (int k = 0; k < 2; k++) {
+		assert_true(owner_of(k, "dg3") == 0 || owner_of(k, "dg3") == 1);
+		assert_int_equal(state_of(k, "dg3", 2), ALUA_UNAVAIL);
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_true(now_ms - died < LEASE / 2);
+	assert_one_ao();
+	/* node 3 back: heard of again, the fence forgotten; failback manual */
+	start_node(2, NULL);
+	membership();
+	run_for(1000);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
+}
+
+/* An agent of protocol 1 in the group: the fence is not announced (it would not understand). */
+static void test_fenced_needs_protocol_2(void **state)
+{
+	char err[256];
+
+	(void)state;
+	configure();
+	nodes[1].up = false;            /* node 2's agent restarts as an older one */
+	ha_sm_fini(&nodes[1].sm);
+	membership();
+	start_proto_max = 1;
+	start_node(1, NULL);
+	start_proto_max = 0;
+	membership();
+	run_for(500);
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.proto, 1);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n3", err, sizeof(err)),
+			 -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "protocol 1"));
+	/* nor is a Fenced in a protocol 1 message taken */
+	deliver_fenced(1, "n3", 1);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	deliver_fenced(1, "", HA_PROTO_MAX);
+	/* a well-formed one is, also from an older agent's group (the codec decides) */
+	deliver_fenced(1, "n3", 2);
+	assert_true(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
 }
 
 static void test_lost_owner_waits_for_its_lease(void **state)
@@ -1205,6 +1308,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failback_waits_for_the_new_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fenced_node_moves_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fenced_needs_protocol_2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_lease_on_a_map_naming_a_lost_owner, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_leases_end_before_a_lost_owner_moves, setup,
