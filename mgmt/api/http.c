@@ -370,20 +370,36 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 	return 0;
 }
 
-/* n more body bytes: past API_BODY_MAX (a chunked body), 413. 0 or a negative errno. */
+/*
+ * n more body bytes (a chunked one, or one the route reads). libmicrohttpd
+ * 0.9.75 cannot queue an answer while a body is arriving, so past
+ * API_BODY_MAX the rest is read and dropped, and api_guard_complete()
+ * answers 413 once the body ends; a body still going at BODY_DRAIN_MAX
+ * closes the connection without an answer. 0, or -EFBIG then.
+ */
+#define BODY_DRAIN_MAX (4ull * API_BODY_MAX)
+
 static int api_guard_body(struct MHD_Connection *c, struct api_req *r, size_t n)
 {
-	int rc;
+	char peer[64];
 
 	r->body_len += n;
-	if (r->body_len <= API_BODY_MAX || r->code)
+	if (r->body_len <= BODY_DRAIN_MAX)
 		return 0;
-	rc = guard_refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
-			  "the request body is over the limit of %u bytes", API_BODY_MAX);
-	if (rc < 0)
-		GW_WARN(COMP, "a request body over %u bytes: connection closed without an answer "
-			"(%s)", API_BODY_MAX, strerror(-rc));
-	return rc < 0 ? rc : 0;
+	peer_of(c, peer, sizeof(peer));
+	GW_WARN(COMP, "%s %s from %s: a request body over %llu bytes, connection closed",
+		r->method, r->path, peer, BODY_DRAIN_MAX);
+	return -EFBIG;
+}
+
+/* The request is complete: 413 when its body passed API_BODY_MAX. 0, 1 (answered) or -errno. */
+static int api_guard_complete(struct MHD_Connection *c, struct api_req *r)
+{
+	if (r->body_len <= API_BODY_MAX)
+		return 0;
+	return guard_refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+			    "the request body (%llu bytes) is over the limit of %u bytes",
+			    (unsigned long long)r->body_len, API_BODY_MAX);
 }
 
 /* Every write that passed the guard: the token's name, never its secret. */
@@ -452,13 +468,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return rc ? MHD_NO : MHD_YES;
 	}
 	if (*upload_data_size) {
-		/* no route takes a body: it is read and dropped, up to API_BODY_MAX */
+		/* no route takes a body: it is read and dropped (and counted) */
 		rc = api_guard_body(c, r, *upload_data_size);
 		*upload_data_size = 0;
 		return rc ? MHD_NO : MHD_YES;
 	}
 	if (r->code)
 		return MHD_YES;
+	rc = api_guard_complete(c, r);
+	if (rc)
+		return rc > 0 ? MHD_YES : MHD_NO;
 	rc = routes[r->route](a, c, r);
 	if (rc && !r->code)
 		rc = problem(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", strerror(-rc));
