@@ -67,9 +67,11 @@ static void usage(FILE *f)
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0);\n"
 "SIGHUP re-reads --token-file.\n"
 "\n"
-"       isergw-api token add|list|remove --token-file FILE [--name NAME]\n"
-"                  [--role admin|read-only]\n"
-"makes, lists and removes tokens ('isergw-api token --help').\n");
+"       isergw-api token add --token-file FILE --name NAME --role admin|read-only\n"
+"       isergw-api token list --token-file FILE\n"
+"       isergw-api token remove --token-file FILE --name NAME\n"
+"make a token (printed once), list the names and roles, remove a token\n"
+"('isergw-api token --help').\n");
 }
 
 enum {
