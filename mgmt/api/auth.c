@@ -673,8 +673,7 @@ int api_token_file_add(const char *path, const char *name, enum api_role role, c
 		snprintf(err, errlen, "cannot make a token: %s", strerror(-rc));
 		goto out_tokens;
 	}
-	olen = len + strlen(line) + 2;
-	out = malloc(olen + 1);
+	out = malloc(len + strlen(line) + 2);    /* a newline before and after the line */
 	if (!out) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -685,7 +684,9 @@ int api_token_file_add(const char *path, const char *name, enum api_role role, c
 	olen = len;
 	if (len && text[len - 1] != '\n')
 		out[olen++] = '\n';
-	olen += (size_t)sprintf(out + olen, "%s\n", line);
+	memcpy(out + olen, line, strlen(line));
+	olen += strlen(line);
+	out[olen++] = '\n';
 	rc = write_atomic(path, out, olen, err, errlen);
 	free(out);
 out_secret:
