@@ -471,9 +471,8 @@ enum api_access api_access_of(const char *method, const char *path, bool tokens_
 		return API_ACCESS_OPEN;
 	if (!strcmp(path, "/metrics"))
 		return tokens_configured && !metrics_open ? API_ACCESS_READ : API_ACCESS_OPEN;
-	if (!strncmp(path, "/api", 4) && (path[4] == '\0' || path[4] == '/'))
-		return api_method_is_read(method) ? API_ACCESS_READ : API_ACCESS_ADMIN;
-	return API_ACCESS_OPEN;
+	/* everything else, /api and the paths no route serves alike: fail closed */
+	return api_method_is_read(method) ? API_ACCESS_READ : API_ACCESS_ADMIN;
 }
 
 /*

@@ -89,9 +89,10 @@ int api_tokens_load(const char *path, struct api_tokens *out, char *err, size_t 
 /*
  * What a request needs (docs/api.md, Security): /healthz and /readyz are
  * open; /metrics needs READ when tokens are configured, unless metrics_open;
- * under /api (/api, /api/...) GET and HEAD need READ and every other method
- * ADMIN; other paths, served by no route (404), are open. path is without
- * the query string.
+ * every other path (/api/v1/..., and those no route serves, so that a route
+ * added later, or a path a router would read differently, is never open by
+ * mistake): GET and HEAD need READ, every other method ADMIN. path is
+ * without the query string, exactly as libmicrohttpd passes it.
  */
 enum api_access api_access_of(const char *method, const char *path, bool tokens_configured,
 			      bool metrics_open);

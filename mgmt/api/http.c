@@ -338,7 +338,7 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 		if (!a->opts.token_file[0])
 			return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH,
 					    "no tokens are configured (isergw-api --token-file): "
-					    "%s cannot be reached", api_route_name(r->route));
+					    "%s cannot be reached", r->path);
 		return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH,
 				    "a bearer token is needed (Authorization: Bearer TOKEN)");
 	case API_AUTHZ_BAD_TOKEN:

@@ -47,8 +47,8 @@ static void usage(FILE *f)
 "Security (docs/api.md, Security):\n"
 "  --token-file FILE           the bearer tokens (made by 'isergw-api token add');\n"
 "                              must be mode 0600 or stricter and owned by root or\n"
-"                              this user; re-read on SIGHUP. Without it nothing\n"
-"                              under /api can be reached (401)\n"
+"                              this user; re-read on SIGHUP. Without it only\n"
+"                              /healthz, /readyz and /metrics can be reached\n"
 "  --metrics-open              serve /metrics without a token even with\n"
 "                              --token-file (by default it then needs one)\n"
 "  --tls-cert FILE             serve HTTPS (TLS 1.2 and 1.3 only) with this PEM\n"
@@ -60,8 +60,9 @@ static void usage(FILE *f)
 "Routes: GET /healthz (the process answers), GET /readyz (200 while isergwd\n"
 "answers on its control socket, else 503), GET /metrics (Prometheus text format\n"
 "0.0.4). Errors are application/problem+json (RFC 9457). /healthz and /readyz\n"
-"need no token; under /api GET and HEAD need a read-only or admin token and\n"
-"every other method an admin token (Authorization: Bearer TOKEN). Request\n"
+"need no token; every other path (/api/v1/...) needs a read-only or admin token\n"
+"for GET and HEAD and an admin token for every other method (Authorization:\n"
+"Bearer TOKEN; /metrics too with --token-file, unless --metrics-open). Request\n"
 "bodies above 1 MiB are refused (413). Every write is logged with its token's\n"
 "name.\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0);\n"
@@ -357,8 +358,8 @@ int main(int argc, char **argv)
 		if (api_tokens_reload(a))
 			goto err_opts;
 	} else {
-		GW_NOTICE(COMP, "no --token-file: no tokens are configured, everything under /api "
-			  "answers 401");
+		GW_NOTICE(COMP, "no --token-file: no tokens are configured, every path but /healthz, "
+			  "/readyz and /metrics answers 401");
 	}
 
 	/* every thread started from here on (libmicrohttpd's) inherits the mask */

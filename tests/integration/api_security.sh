@@ -9,7 +9,9 @@
 #     path); --tls-cert without --tls-key exits 2;
 #   - no token: 401 with WWW-Authenticate: Bearer realm="isergw"; a wrong
 #     token 401 with error="invalid_token"; /healthz and /readyz open;
-#     /metrics 401 without a token, 200 with the read-only one;
+#     /metrics 401 without a token, 200 with the read-only one; other paths
+#     fail closed (/nope 401 without a token, 404 with one; //api/v1 403 for
+#     the read-only token on a POST);
 #   - the read-only token on a POST under /api/v1: 403. The guard decides
 #     before routing, so this holds whether or not the route exists yet; the
 #     admin token passes the guard (404/405 from routing in a tree without
@@ -175,6 +177,14 @@ is_problem "$SCRATCH/w0.out" "403"
 expect "  no WWW-Authenticate on 403" "$(header "$SCRATCH/w0.out.hdr" WWW-Authenticate)" ""
 expect "DELETE /api/v1/targets/x, read-only token" \
 	"$(http DELETE /api/v1/targets/x "$SCRATCH/w1.out" "${AUTH_PROM[@]}")" 403
+# every path but the probes and /metrics fails closed, however a router might read it
+expect "GET /nope without a token" "$(http GET /nope "$SCRATCH/p0.out")" 401
+expect "POST //api/v1/targets, read-only token" "$(http POST //api/v1/targets "$SCRATCH/p1.out" \
+	"${AUTH_PROM[@]}" --path-as-is --data '{}')" 403
+expect "GET /nope, read-only token: routing answers" "$(http GET /nope "$SCRATCH/p2.out" "${AUTH_PROM[@]}")" 404
+expect "  its problem" "$(jq -c '[.type, .title, .status, .detail]' "$SCRATCH/p2.out")" \
+	'["about:blank","Not Found",404,"no resource at /nope"]'
+is_problem "$SCRATCH/p2.out" "404"
 code=$(http GET /api/v1/targets "$SCRATCH/g0.out" "${AUTH_PROM[@]}")
 case "$code" in 401|403) bad "GET /api/v1/targets, read-only token: $code" ;;
 *) ok "GET /api/v1/targets, read-only token passes the guard ($code from routing)" ;; esac

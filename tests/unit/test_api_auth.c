@@ -281,9 +281,18 @@ static void test_policy(void **state)
 				assert_int_equal(api_access_of(writes[i], "/healthz", tok, open),
 						 API_ACCESS_OPEN);
 			}
-			/* not under /api: no route, answered 404 */
-			assert_int_equal(api_access_of("POST", "/apix", tok, open), API_ACCESS_OPEN);
-			assert_int_equal(api_access_of("GET", "/nope", tok, open), API_ACCESS_OPEN);
+			/* every other path fails closed, however a router might read it */
+			assert_int_equal(api_access_of("POST", "/apix", tok, open), API_ACCESS_ADMIN);
+			assert_int_equal(api_access_of("GET", "/nope", tok, open), API_ACCESS_READ);
+			assert_int_equal(api_access_of("POST", "//api/v1/targets", tok, open),
+					 API_ACCESS_ADMIN);
+			assert_int_equal(api_access_of("DELETE", "/API/v1/x", tok, open),
+					 API_ACCESS_ADMIN);
+			assert_int_equal(api_access_of("POST", "/healthz/", tok, open),
+					 API_ACCESS_ADMIN);
+			assert_int_equal(api_access_of("POST", "/metrics/../api/v1", tok, open),
+					 API_ACCESS_ADMIN);
+			assert_int_equal(api_access_of("GET", "", tok, open), API_ACCESS_READ);
 		}
 	}
 	/* /metrics: open without tokens or with --metrics-open, else READ */
