@@ -375,7 +375,8 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
  * 0.9.75 cannot queue an answer while a body is arriving, so past
  * API_BODY_MAX the rest is read and dropped, and api_guard_complete()
  * answers 413 once the body ends; a body still going at BODY_DRAIN_MAX
- * closes the connection without an answer. 0, or -EFBIG then.
+ * closes the connection without an answer. Returns 0 (a route may keep the
+ * bytes), 1 (past API_BODY_MAX: drop them) or -EFBIG (close).
  */
 #define BODY_DRAIN_MAX (4ull * API_BODY_MAX)
 
@@ -384,8 +385,10 @@ static int api_guard_body(struct MHD_Connection *c, struct api_req *r, size_t n)
 	char peer[64];
 
 	r->body_len += n;
-	if (r->body_len <= BODY_DRAIN_MAX)
+	if (r->body_len <= API_BODY_MAX)
 		return 0;
+	if (r->body_len <= BODY_DRAIN_MAX)
+		return 1;
 	peer_of(c, peer, sizeof(peer));
 	GW_WARN(COMP, "%s %s from %s: a request body over %llu bytes, connection closed",
 		r->method, r->path, peer, BODY_DRAIN_MAX);
@@ -471,7 +474,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* no route takes a body: it is read and dropped (and counted) */
 		rc = api_guard_body(c, r, *upload_data_size);
 		*upload_data_size = 0;
-		return rc ? MHD_NO : MHD_YES;
+		return rc < 0 ? MHD_NO : MHD_YES;
 	}
 	if (r->code)
 		return MHD_YES;
