@@ -43,7 +43,7 @@ struct api_opts {
 	char *dgs[API_DG_MAX];          /* --device-group, besides the default one */
 	size_t ndgs;
 	/* ---- security (docs/api.md, Security) */
-	char token_file[4096];          /* "": no tokens, /api answers 401 */
+	char token_file[4096];          /* "": no tokens, only the probes and /metrics open */
 	bool metrics_open;              /* /metrics without a token */
 	char tls_cert[4096];            /* both or neither: HTTPS */
 	char tls_key[4096];
