@@ -298,52 +298,72 @@ err_free:
 	return rc;
 }
 
+/*
+ * The rest of fd, NUL-terminated, at most max bytes: 0, -EFBIG past max, or
+ * the read's negative errno. fd stays open.
+ */
+static int read_fd(int fd, size_t max, char **buf, size_t *len)
+{
+	char *b = NULL;
+	size_t n = 0, cap = 0;
+
+	for (;;) {
+		ssize_t r;
+
+		if (n + 4096 + 1 > cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			if (cap > max + 8192) {
+				free(b);
+				return -EFBIG;
+			}
+			nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int rc = -errno;
+
+			free(b);
+			return rc;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > max) {
+		free(b);
+		return -EFBIG;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
 int api_read_file(const char *path, size_t max, char **buf, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	char *b = NULL;
-	size_t n = 0;
 	int rc;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
+	if (fstat(fd, &st))
 		rc = -errno;
-		goto err_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	else if (!S_ISREG(st.st_mode))
 		rc = -EINVAL;
-		goto err_close;
-	}
-	if ((uintmax_t)st.st_size > max) {
+	else if ((uintmax_t)st.st_size > max)
 		rc = -EFBIG;
-		goto err_close;
-	}
-	b = malloc((size_t)st.st_size + 1);
-	if (!b) {
-		rc = -ENOMEM;
-		goto err_close;
-	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = r < 0 ? -errno : -EIO;
-			goto err_free;
-		}
-		n += (size_t)r;
-	}
-	b[n] = '\0';
-	close(fd);
-	*buf = b;
-	*len = n;
-	return 0;
-err_free:
-	free(b);
-err_close:
+	else
+		rc = read_fd(fd, max, buf, len);
 	close(fd);
 	return rc;
 }
@@ -379,8 +399,6 @@ static int read_private(const char *path, bool missing_ok, char **buf, size_t *l
 			size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	char *b = NULL;
-	size_t n = 0, cap = 0;
 	int rc;
 
 	*buf = NULL;
@@ -393,49 +411,13 @@ static int read_private(const char *path, bool missing_ok, char **buf, size_t *l
 		return rc;
 	}
 	rc = check_private(fd, path, err, errlen);
-	if (rc)
-		goto err_close;
-	for (;;) {
-		ssize_t r;
-
-		if (n + 4096 + 1 > cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 8192;
-			if (cap > API_TOKEN_FILE_MAX + 8192) {
-				snprintf(err, errlen, "%s: larger than %u bytes", path,
-					 API_TOKEN_FILE_MAX);
-				rc = -EFBIG;
-				goto err_free;
-			}
-			nb = realloc(b, cap);
-			if (!nb) {
-				snprintf(err, errlen, "%s: out of memory", path);
-				rc = -ENOMEM;
-				goto err_free;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			goto err_free;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
+	if (!rc) {
+		rc = read_fd(fd, API_TOKEN_FILE_MAX, buf, len);
+		if (rc == -EFBIG)
+			snprintf(err, errlen, "%s: larger than %u bytes", path, API_TOKEN_FILE_MAX);
+		else if (rc)
+			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 	}
-	b[n] = '\0';
-	close(fd);
-	*buf = b;
-	*len = n;
-	return 0;
-err_free:
-	free(b);
-err_close:
 	close(fd);
 	return rc;
 }

@@ -64,14 +64,6 @@ refused() {
 	bed_log "fenced $2 through node $1: exit $rc: $out"
 	[ "$rc" -eq 1 ] && grep -q "$3" <<<"$out"
 }
-rtpg_shows() { # rtpg_shows K LUN LINE...
-	local k=$1 lun=$2 out
-	shift 2
-	out=$(bed_probe "$k" "$lun" 2>&1) || return 1
-	for line in "$@"; do
-		grep -q "^$line" <<<"$out" || return 1
-	done
-}
 
 ha_cluster_up --lease-ms "$LEASE_MS" || bed_die "the cluster did not come up"
 
@@ -117,7 +109,7 @@ ha_check "the fence of n3 is announced" [ "$rc" -eq 0 ]
 ha_check "dg3 moved off n3 on both survivors" bed_poll 20 "dg3 off n3" moved_off dg3 n3 1 2
 move_s=$(bed_secs_since "$t_fence")
 ha_check "RTPG through node 1: group 3 Unavailable" \
-	bed_poll 20 "RTPG through node 1" rtpg_shows 1 2 "group 3 state 3"
+	bed_poll 20 "RTPG through node 1" ha_rtpg_shows 1 2 "group 3 state 3"
 ha_check "the agents logged the fence" grep -q "node 'n3' was fenced" "$SCRATCH/n1/ha.log"
 bed_log "corosync's new ring $ring_s s after the kill; dg3 moved $move_s s after the fence" \
 	"($(bed_secs_since "$t_kill") s after the kill; the lease alone: $((LEASE_MS / 1000)) s)"
