@@ -68,9 +68,14 @@ ha_check "redocly lint passes on $OPENAPI" "$REDOCLY" lint --format stylish "$OP
 OUT=$SCRATCH/api
 mkdir -p "$OUT"
 T=iqn.2026-11.org.isergw:contract
+rm -f "$OUT/tokens"
+"$API" token add --token-file "$OUT/tokens" --name contract --role admin >"$OUT/admin.tok" ||
+	bed_die "isergw-api token add failed"
+AUTH="Authorization: Bearer $(cat "$OUT/admin.tok")"
 ha_cluster_up || bed_die "the cluster did not come up"
 _bed_spawn 1 api "$SCRATCH/n1/api.log" "$API" --listen 127.0.0.1:8080 --ha-socket /run/isergw/ha.sock \
-	--isergwd-socket /run/isergw/isergwd.sock --change-wait-ms 1500 --log-level info ||
+	--isergwd-socket /run/isergw/isergwd.sock --change-wait-ms 1500 --token-file "$OUT/tokens" \
+	--log-level info ||
 	bed_die "isergw-api did not start"
 bed_poll 20 "isergw-api answers" bed_exec 1 curl -sf -o /dev/null http://127.0.0.1:8080/healthz ||
 	bed_die "isergw-api does not answer"
@@ -78,7 +83,7 @@ bed_poll 20 "isergw-api answers" bed_exec 1 curl -sf -o /dev/null http://127.0.0
 prism_start() {
 	_bed_spawn 1 "$1" "$SCRATCH/n1/$1.log" "$PRISM" proxy --errors -h 127.0.0.1 -p "$2" "$3" \
 		http://127.0.0.1:8080/api/v1 || return 1
-	bed_poll 60 "$1 listening" bed_exec 1 curl -s -o /dev/null http://127.0.0.1:"$2"/cluster
+	bed_poll 60 "$1 listening" bed_exec 1 curl -s -o /dev/null -H "$AUTH" http://127.0.0.1:"$2"/cluster
 }
 prism_start prism 8090 "$OPENAPI" || bed_die "prism did not start"
 
@@ -88,7 +93,7 @@ via() {
 	local want=$1 m=$2 p=$3 data=${4:-} got viol
 	shift 3
 	[ $# -gt 0 ] && shift
-	local args=(-s -X "$m" -o "$OUT/body" -D "$OUT/headers" -w '%{http_code}')
+	local args=(-s -X "$m" -o "$OUT/body" -D "$OUT/headers" -w '%{http_code}' -H "${VIA_AUTH-$AUTH}")
 	[ -n "$data" ] && args+=(-H 'Content-Type: application/json' --data-binary "$data")
 	got=$(bed_exec 1 curl "${args[@]}" "$@" "http://127.0.0.1:${PORT:-8090}$p")
 	viol=$(grep -i '^sl-violations:' "$OUT/headers" | tr -d '\r')
@@ -123,6 +128,7 @@ via 200 PATCH /nodes/n3 '{"drained": true}'
 via 200 PATCH /nodes/n3 '{"drained": false}'
 via 200 GET /operations/g1
 # refusals the document allows as requests
+VIA_AUTH='X-No-Token: 1' via 401 GET /cluster
 via 404 GET /targets/iqn.2026-11.org.isergw:none
 via 404 GET /operations/g999999
 via 409 POST /targets "{\"iqn\": \"$T\"}"
@@ -141,7 +147,7 @@ via 204 DELETE "/targets/$T"
 # 4. the check can fail
 jq '.components.schemas.Node.required += ["foo"]' "$OPENAPI" >"$OUT/mutated.json"
 prism_start prism2 8091 "$OUT/mutated.json" || bed_die "the second prism did not start"
-code=$(bed_exec 1 curl -s -o /dev/null -D "$OUT/headers" -w '%{http_code}' http://127.0.0.1:8091/nodes/n1)
+code=$(bed_exec 1 curl -s -o /dev/null -D "$OUT/headers" -w '%{http_code}' -H "$AUTH" http://127.0.0.1:8091/nodes/n1)
 ha_check "a document requiring a member isergw-api does not send: Prism reports it ($code)" \
 	grep -qi '^sl-violations:.*required property' "$OUT/headers"
 
