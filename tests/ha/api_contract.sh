@@ -10,7 +10,7 @@
 #
 # 1. @redocly/cli and @stoplight/prism-cli (pinned versions) installed into
 #    DIR with npm, once (skipped, exit 77, without npm or when the install
-#    fails, e.g. offline; CI=true makes that a failure);
+#    fails, e.g. offline, CI or not);
 # 2. `redocly lint` (recommended rules) passes on the document;
 # 3. the three-node bed with the example configuration, isergw-api in node 1
 #    and `prism proxy --errors` in front of it (also in node 1): every request
@@ -42,8 +42,9 @@ ha_need --api "$API" isergw-api
 PRISM_VERSION=5.14.2
 REDOCLY_VERSION=2.77.0
 
+# npm is not one of deploy/install-deps.sh's packages (Debian's is too old for
+# these tools): without it, or offline, the test is skipped, in CI too
 skip() {
-	if [ "${CI:-}" = true ]; then bed_die "$*"; fi
 	bed_log "skipped: $*"
 	exit 77
 }
