@@ -8,6 +8,12 @@
  *               threads): routing, problem documents, request accounting
  *   gwclient.c  isergwd's control socket, one short connection per request,
  *               every call bounded by a deadline
+ *   haclient.c  the HA agent's local socket, asynchronous: a thread of its
+ *               own (a reactor), one connection per call, every call bounded
+ *               by a deadline; HTTP handlers never wait for it
+ *   v1.c        the /api/v1 operations: chains of agent calls (read the
+ *               configuration, change it, apply it) ending in an answer
+ *   rest.c      the resources' JSON, routing, checks (pure; unit-tested)
  *   metrics.c   the rendering of /metrics (pure; unit-tested)
  *   auth.c      tokens, the token file, the access policy (pure; unit-tested)
  *   token_cli.c isergw-api token add|list|remove
@@ -23,10 +29,13 @@
 
 #include "auth.h"
 #include "ctl_wire.h"
+#include "isergw_ha.pb-c.h"
 #include "metrics.h"
+#include "rest.h"
 
 #define API_DEFAULT_LISTEN "127.0.0.1:8080"
 #define API_DEFAULT_GW_SOCKET "/run/isergw/isergwd.sock"
+#define API_DEFAULT_HA_SOCKET "/run/isergw/ha.sock"
 #define API_DG_MAX 64u                  /* --device-group given at most this often */
 #define API_PATH_MAX 108u               /* sun_path */
 
@@ -36,6 +45,9 @@ struct api_opts {
 	socklen_t addrlen;
 	char gw_socket[API_PATH_MAX];
 	uint32_t gw_timeout_ms;
+	char ha_socket[API_PATH_MAX];
+	uint32_t ha_timeout_ms;         /* the agent answers a read (or a write, after the wait) */
+	uint32_t change_wait_ms;        /* a write waits for every live member (then 202) */
 	uint32_t threads;
 	uint32_t conn_limit;
 	uint32_t idle_timeout_s;
@@ -50,10 +62,12 @@ struct api_opts {
 };
 
 struct api_http;
+struct api_ha;
 
 struct api {
 	struct api_opts opts;
 	struct api_http *http;
+	struct api_ha *ha;
 	pthread_mutex_t stats_lock;     /* the server's threads record, /metrics reads */
 	struct api_stats stats;
 	/* ---- the tokens: read by the server's threads, replaced on SIGHUP */
@@ -89,5 +103,49 @@ struct api_gw_snapshot {
 int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const *dgs,
 		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen);
 void api_gw_snapshot_free(struct api_gw_snapshot *s);
+
+/* ---- haclient.c: the HA agent's socket, asynchronous */
+/*
+ * The end of a call, on the client's thread: rc 0 and the agent's reply
+ * (which may be a refusal: rep->status; freed after the callback returns), or
+ * a negative errno (-ETIMEDOUT, -ECONNREFUSED, -ENOENT, -ECANCELED at stop)
+ * and why. The callback may start another call.
+ */
+typedef void (*api_ha_cb)(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why);
+int api_ha_start(const char *path, struct api_ha **out);
+/*
+ * Ends every call in flight (-ECANCELED), then the thread; later calls are
+ * refused (-ESHUTDOWN) until api_ha_free, once no other thread calls.
+ */
+void api_ha_stop(struct api_ha *h);
+void api_ha_free(struct api_ha *h);
+/* Any thread. 0: cb will be called exactly once; -ESHUTDOWN, -ENOMEM, -EMSGSIZE: it will not. */
+int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
+		api_ha_cb cb, void *arg);
+
+/* ---- v1.c: the /api/v1 operations */
+struct api_answer {
+	unsigned int code;
+	const char *type;               /* static */
+	char *body;                     /* malloc'd, NULL: none */
+	size_t len;
+	char etag[32];                  /* "" none */
+	char location[600];             /* "" none */
+	unsigned int retry_after_s;     /* 0 none */
+};
+
+typedef void (*api_v1_done)(void *arg, struct api_answer *ans);
+/* What can be refused before the agent is asked (a PATCH body): 0 or -EINVAL with e. */
+int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err *e);
+/*
+ * Start operation m (body taken over, may be NULL; if_match: the If-Match
+ * header was given, gen its generation, 0 for "*"). 0: done(arg, ans) will
+ * be called once, on the HA client's thread, the answer then the caller's;
+ * negative errno: it will not (body freed).
+ */
+int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, bool if_match,
+		 uint64_t gen, api_v1_done done, void *arg);
+void api_answer_problem(struct api_answer *ans, const struct rest_err *e);
+void api_answer_free(struct api_answer *ans);
 
 #endif

@@ -2,8 +2,17 @@
 /*
  * The HTTP/1.1 server of isergw-api on libmicrohttpd: its internal epoll
  * thread (or a pool of them, --threads), so that the main thread only waits
- * for signals. Routes: GET/HEAD /healthz, /readyz, /metrics; everything else
- * is answered with an RFC 9457 problem document (404, 405 with Allow).
+ * for signals. Routes: GET/HEAD /healthz, /readyz, /metrics, and the REST
+ * resources under /api/v1 (rest.c routes them, v1.c carries them out);
+ * everything else is answered with an RFC 9457 problem document (404, 405
+ * with Allow).
+ *
+ * An /api/v1 request that needs the HA agent never waits on this thread: its
+ * body is read (body_take, under the guard's cap), checked, then the
+ * connection is suspended (MHD_suspend_connection) and the operation handed
+ * to the HA client's thread (haclient.c); its answer comes back through
+ * v1_done, which resumes the connection, and the next call of on_request
+ * queues it.
  * Requests libmicrohttpd refuses itself (a request line it cannot parse,
  * headers above the connection's memory) get its 4xx and a warn line from
  * its error log.
@@ -62,7 +71,19 @@ struct api_req {
 	char who[API_TOKEN_NAME_MAX + 1];       /* the token's name, "" without one */
 	char path[128];                         /* printable, for the write log line */
 	uint64_t body_len;                      /* request body bytes seen so far */
+	/* /api/v1 */
+	struct rest_match m;            /* m.op: the operation (REST_NONE otherwise) */
+	char *body;                     /* what was uploaded (NUL-terminated) */
+	size_t blen;
+	bool suspended;                 /* handed to v1.c, waiting for its answer */
+	bool ready;                     /* ans is the answer */
+	struct api_answer ans;
+	struct MHD_Connection *c;
 };
+
+/* The OpenAPI document, embedded at build time (mgmt/openapi.json). */
+extern const char api_openapi_json[];
+extern const size_t api_openapi_json_len;
 
 static int mhd_rc(enum MHD_Result r)
 {
@@ -232,6 +253,139 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	if (rc)
 		return rc;
 	return respond(c, r, MHD_HTTP_OK, METRICS_CONTENT_TYPE, text, len, NULL);
+}
+
+/* ------------------------------------------------------------ /api/v1 */
+
+/*
+ * The bytes of an /api/v1 write's body, kept for v1_request. The cap is the
+ * guard's (api_guard: a Content-Length above API_BODY_MAX is 413 before the
+ * body is read; api_guard_body/api_guard_complete: a chunked body past it is
+ * dropped and answered 413), so that request bodies are limited in one place.
+ */
+_Static_assert(REST_BODY_MAX == API_BODY_MAX, "rest.c parses what the guard lets through");
+
+static int body_take(struct api_req *r, const char *data, size_t len)
+{
+	char *b;
+
+	if (len > API_BODY_MAX - r->blen)
+		return -EMSGSIZE;       /* the guard said 0: never */
+	b = realloc(r->body, r->blen + len + 1);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b + r->blen, data, len);
+	r->blen += len;
+	b[r->blen] = '\0';
+	r->body = b;
+	return 0;
+}
+
+/* Queue an answer of v1.c (its body taken over). */
+static int respond_answer(struct MHD_Connection *c, struct api_req *r, struct api_answer *ans)
+{
+	struct MHD_Response *resp;
+	char ra[16];
+	int rc = 0;
+
+	if (ans->body)
+		resp = MHD_create_response_from_buffer(ans->len, ans->body, MHD_RESPMEM_MUST_FREE);
+	else
+		resp = MHD_create_response_from_buffer(0, (void *)(uintptr_t)"",
+						       MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		api_answer_free(ans);
+		return -ENOMEM;
+	}
+	ans->body = NULL;
+	if (ans->len && ans->type)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ans->type));
+	if (!rc)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
+	if (!rc && ans->etag[0])
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ans->etag));
+	if (!rc && ans->location[0])
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ans->location));
+	if (!rc && ans->retry_after_s) {
+		snprintf(ra, sizeof(ra), "%u", ans->retry_after_s);
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra));
+	}
+	if (!rc)
+		rc = mhd_rc(MHD_queue_response(c, ans->code, resp));
+	MHD_destroy_response(resp);
+	if (!rc)
+		r->code = ans->code;
+	return rc;
+}
+
+static int respond_err(struct MHD_Connection *c, struct api_req *r, const struct rest_err *e)
+{
+	struct api_answer ans;
+
+	api_answer_problem(&ans, e);
+	if (!ans.body)
+		return -ENOMEM;
+	return respond_answer(c, r, &ans);
+}
+
+/* On the HA client's thread: the operation's answer; the connection resumes. */
+static void v1_done(void *arg, struct api_answer *ans)
+{
+	struct api_req *r = arg;
+
+	r->ans = *ans;
+	r->ready = true;
+	MHD_resume_connection(r->c);
+}
+
+static int v1_request(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	struct rest_err e = { .code = 0 };
+	json_object *body = NULL;
+	const char *im;
+	uint64_t gen = 0;
+	int rc;
+
+	if (r->m.op == REST_OPENAPI) {
+		char *doc = malloc(api_openapi_json_len);
+
+		if (!doc)
+			return -ENOMEM;
+		memcpy(doc, api_openapi_json, api_openapi_json_len);
+		return respond(c, r, MHD_HTTP_OK, "application/json", doc, api_openapi_json_len,
+			       NULL);
+	}
+	im = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MATCH);
+	if (!rest_op_writes(r->m.op))
+		im = NULL;      /* a read answers the current state, whatever the client holds */
+	if (im && rest_if_match(im, &gen)) {
+		e.code = MHD_HTTP_PRECONDITION_FAILED;
+		snprintf(e.detail, sizeof(e.detail), "If-Match: %.64s is not an entity tag of this "
+			 "API (one strong tag \"gN\" as in an ETag, or *)", im);
+		return respond_err(c, r, &e);
+	}
+	if (rest_op_has_body(r->m.op)) {
+		rc = rest_parse_body(r->body, r->blen, &body, &e);
+		if (!rc)
+			rc = api_v1_check(&r->m, body, &e);
+		if (rc) {
+			json_object_put(body);
+			return respond_err(c, r, &e);
+		}
+	}
+	/* suspended first: the answer may come back before api_v1_start returns */
+	r->c = c;
+	r->suspended = true;
+	MHD_suspend_connection(c);
+	rc = api_v1_start(a, &r->m, body, im != NULL, gen, v1_done, r);
+	if (rc) {
+		rest_agent_unreachable(rc, rc == -ESHUTDOWN ? "isergw-api is stopping" :
+				       strerror(-rc), &e);
+		api_answer_problem(&r->ans, &e);
+		r->ready = true;
+		MHD_resume_connection(c);
+	}
+	return 0;
 }
 
 static void conn_requested(struct MHD_Connection *c)
@@ -420,6 +574,7 @@ static const route_fn routes[API_ROUTE_N] = {
 	[API_ROUTE_HEALTHZ] = get_healthz,
 	[API_ROUTE_READYZ] = get_readyz,
 	[API_ROUTE_METRICS] = get_metrics,
+	[API_ROUTE_V1] = v1_request,
 };
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -432,7 +587,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	int rc;
 
 	(void)version;
-	(void)upload_data;
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
@@ -460,6 +614,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		} else if ((rc = api_guard(a, c, url, method, r)) != 0) {
 			/* 401, 403 or 413 answered (1), or an error */
 			rc = rc > 0 ? 0 : rc;
+		} else if (r->route == API_ROUTE_V1) {
+			rc = rest_route(method, url, &r->m);
+			if (rc == -ENOENT)
+				rc = problem(c, r, MHD_HTTP_NOT_FOUND, NULL, "no resource at %.200s",
+					     url);
+			else if (rc)
+				rc = problem(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, r->m.allow,
+					     "%.16s is not allowed on %.200s (%s)", method, url,
+					     r->m.allow);
+			else
+				return MHD_YES;
 		} else if (r->route == API_ROUTE_OTHER)
 			rc = problem(c, r, MHD_HTTP_NOT_FOUND, NULL, "no resource at %.200s", url);
 		else if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
@@ -471,12 +636,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return rc ? MHD_NO : MHD_YES;
 	}
 	if (*upload_data_size) {
-		/* no route takes a body: it is read and dropped (and counted) */
+		/*
+		 * Counted by the guard (its cap); a write of /api/v1 keeps the
+		 * bytes below it, everything else is read and dropped
+		 */
 		rc = api_guard_body(c, r, *upload_data_size);
+		if (!rc && rest_op_has_body(r->m.op))
+			rc = body_take(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return rc < 0 ? MHD_NO : MHD_YES;
 	}
 	if (r->code)
+		return MHD_YES;
+	if (r->ready) {
+		r->ready = false;
+		rc = respond_answer(c, r, &r->ans);
+		return rc ? MHD_NO : MHD_YES;
+	}
+	if (r->suspended)
 		return MHD_YES;
 	rc = api_guard_complete(c, r);
 	if (rc)
@@ -512,6 +689,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			api_route_name(r->route), r->code, peer, secs * 1000,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (not completed)");
 	}
+	if (r->ready)
+		api_answer_free(&r->ans);
+	free(r->body);
 	free(r);
 }
 
@@ -603,7 +783,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int api_http_start(struct api *a)
 {
 	struct api_http *h = calloc(1, sizeof(*h));
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			     MHD_ALLOW_SUSPEND_RESUME;
 	/* a pool of one is no pool (libmicrohttpd warns): the option only from two up */
 	struct MHD_OptionItem extra[5];
 	size_t n = 0;

@@ -23,7 +23,9 @@ static void usage(FILE *f)
 "Usage: isergw-api [OPTIONS]\n"
 "The isergw management service of one gateway node: an HTTP/1.1 server with\n"
 "health and readiness probes and Prometheus metrics taken from the local\n"
-"isergwd's control socket (docs/api.md). It keeps no state of its own.\n"
+"isergwd's control socket, and the REST resources of the cluster under /api/v1\n"
+"through the local HA agent's socket (docs/api.md). It keeps no state of its\n"
+"own.\n"
 "\n"
 "  --listen ADDR:PORT          where to serve HTTP (default " API_DEFAULT_LISTEN ");\n"
 "                              an IPv6 address in brackets: [::1]:8080\n"
@@ -32,6 +34,14 @@ static void usage(FILE *f)
 "  --isergwd-timeout-ms MS     how long a request waits for isergwd in all (default\n"
 "                              1000; 50..10000): a scrape or a readiness probe never\n"
 "                              takes longer\n"
+"  --ha-socket PATH            the HA agent's local API (default\n"
+"                              " API_DEFAULT_HA_SOCKET "); asked\n"
+"                              asynchronously, one connection per call\n"
+"  --ha-timeout-ms MS          how long the agent may take to answer a read, or\n"
+"                              a write after its wait (default 2000; 100..60000)\n"
+"  --change-wait-ms MS         how long a write waits for every live member to\n"
+"                              apply it before it is answered 202 with an\n"
+"                              operation (default 5000; 100..600000)\n"
 "  --device-group NAME         also report the ALUA states of this device group (the\n"
 "                              default one is always reported); may be repeated, up\n"
 "                              to 64 times\n"
@@ -59,12 +69,14 @@ static void usage(FILE *f)
 "\n"
 "Routes: GET /healthz (the process answers), GET /readyz (200 while isergwd\n"
 "answers on its control socket, else 503), GET /metrics (Prometheus text format\n"
-"0.0.4). Errors are application/problem+json (RFC 9457). /healthz and /readyz\n"
-"need no token; every other path (/api/v1/...) needs a read-only or admin token\n"
-"for GET and HEAD and an admin token for every other method (Authorization:\n"
-"Bearer TOKEN; /metrics too with --token-file, unless --metrics-open). Request\n"
-"bodies above 1 MiB are refused (413). Every write is logged with its token's\n"
-"name.\n"
+"0.0.4); /api/v1: cluster, nodes, device-groups, targets, targets/IQN/luns,\n"
+"config, operations (GET /api/v1/openapi.json describes them); writes take\n"
+"If-Match with an ETag. Errors are application/problem+json (RFC 9457).\n"
+"/healthz and /readyz need no token; every other path (/api/v1/...) needs a\n"
+"read-only or admin token for GET and HEAD and an admin token for every other\n"
+"method (Authorization: Bearer TOKEN; /metrics too with --token-file, unless\n"
+"--metrics-open). Request bodies above 1 MiB are refused (413). Every write is\n"
+"logged with its token's name.\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0);\n"
 "SIGHUP re-reads --token-file.\n"
 "\n"
@@ -78,12 +90,16 @@ static void usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
+	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT,
 };
 
 static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "isergwd-socket", required_argument, NULL, OPT_GW_SOCKET },
 	{ "isergwd-timeout-ms", required_argument, NULL, OPT_GW_TIMEOUT },
+	{ "ha-socket", required_argument, NULL, OPT_HA_SOCKET },
+	{ "ha-timeout-ms", required_argument, NULL, OPT_HA_TIMEOUT },
+	{ "change-wait-ms", required_argument, NULL, OPT_CHANGE_WAIT },
 	{ "device-group", required_argument, NULL, OPT_DG },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
@@ -174,6 +190,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	snprintf(o->gw_socket, sizeof(o->gw_socket), "%s", API_DEFAULT_GW_SOCKET);
 	snprintf(o->log_level, sizeof(o->log_level), "notice");
 	o->gw_timeout_ms = 1000;
+	snprintf(o->ha_socket, sizeof(o->ha_socket), "%s", API_DEFAULT_HA_SOCKET);
+	o->ha_timeout_ms = 2000;
+	o->change_wait_ms = 5000;
 	o->threads = 2;
 	o->conn_limit = 128;
 	o->idle_timeout_s = 30;
@@ -196,6 +215,15 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_GW_TIMEOUT:
 			rc = set_u32(&o->gw_timeout_ms, optarg, 50, 10000, "isergwd-timeout-ms");
+			break;
+		case OPT_HA_SOCKET:
+			rc = set_str(o->ha_socket, sizeof(o->ha_socket), optarg, "ha-socket");
+			break;
+		case OPT_HA_TIMEOUT:
+			rc = set_u32(&o->ha_timeout_ms, optarg, 100, 60000, "ha-timeout-ms");
+			break;
+		case OPT_CHANGE_WAIT:
+			rc = set_u32(&o->change_wait_ms, optarg, 100, 600000, "change-wait-ms");
 			break;
 		case OPT_DG:
 			if (o->ndgs == API_DG_MAX) {
@@ -381,20 +409,35 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "signalfd: %s", strerror(errno));
 		goto err_sigfd;
 	}
+	rc = api_ha_start(a->opts.ha_socket, &a->ha);
+	if (rc) {
+		GW_ERR(COMP, "the HA agent's client: %s", strerror(-rc));
+		goto err_sig;
+	}
 	rc = api_http_start(a);
 	if (rc) {
 		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
-		goto err_sig;
+		goto err_ha;
 	}
-	GW_NOTICE(COMP, "isergw-api %s serving %s://%s (isergwd %s, %u threads)",
+	GW_NOTICE(COMP, "isergw-api %s serving %s://%s (isergwd %s, HA agent %s, %u threads)",
 		  ISERGW_VERSION, a->opts.tls_cert[0] ? "https" : "http", a->opts.listen,
-		  a->opts.gw_socket, a->opts.threads);
+		  a->opts.gw_socket, a->opts.ha_socket, a->opts.threads);
 	probe_isergwd(a);
 
 	reactor_run(sig.r);
 	status = 0;
 
+	/*
+	 * The agent's client first: every operation in flight is answered (503)
+	 * and its connection resumed, so that libmicrohttpd stops with no
+	 * connection suspended; requests arriving meanwhile are answered 503.
+	 */
+	api_ha_stop(a->ha);
 	api_http_stop(a);
+err_ha:
+	api_ha_stop(a->ha);
+	api_ha_free(a->ha);
+	a->ha = NULL;
 err_sig:
 	reactor_del_fd(sig.r, &sig.h);
 err_sigfd:

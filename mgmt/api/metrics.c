@@ -25,6 +25,7 @@ static const char *const route_names[API_ROUTE_N] = {
 	[API_ROUTE_HEALTHZ] = "/healthz",
 	[API_ROUTE_READYZ] = "/readyz",
 	[API_ROUTE_METRICS] = "/metrics",
+	[API_ROUTE_V1] = "/api/v1",
 	[API_ROUTE_OTHER] = "other",
 };
 
@@ -39,9 +40,11 @@ const char *api_route_name(enum api_route r)
 
 enum api_route api_route_of(const char *path)
 {
-	for (int r = 0; r < API_ROUTE_OTHER; r++)
+	for (int r = 0; r < API_ROUTE_V1; r++)
 		if (!strcmp(path, route_names[r]))
 			return (enum api_route)r;
+	if (!strncmp(path, "/api/v1/", strlen("/api/v1/")))
+		return API_ROUTE_V1;
 	return API_ROUTE_OTHER;
 }
 

@@ -21,11 +21,12 @@ enum api_route {
 	API_ROUTE_HEALTHZ = 0,
 	API_ROUTE_READYZ,
 	API_ROUTE_METRICS,
+	API_ROUTE_V1,           /* every path under /api/v1/ */
 	API_ROUTE_OTHER,
 	API_ROUTE_N,
 };
 
-/* "/healthz", "/readyz", "/metrics", "other". */
+/* "/healthz", "/readyz", "/metrics", "/api/v1", "other". */
 const char *api_route_name(enum api_route r);
 /* The route of a request path (without the query string). */
 enum api_route api_route_of(const char *path);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * RFC 9457 problem documents (application/problem+json) of isergw-api: type
- * about:blank, the status phrase as title, what went wrong as detail. Pure.
+ * about:blank, the status phrase as title, what went wrong as detail, and for
+ * a refused request body the field at fault. Pure.
  */
 #ifndef ISERGW_API_PROBLEM_H
 #define ISERGW_API_PROBLEM_H
@@ -15,5 +16,11 @@
  * JSON and a newline, malloc'd (*len without the NUL). NULL without memory.
  */
 char *api_problem_json(unsigned int code, const char *title, const char *detail, size_t *len);
+/*
+ * The same with the extension member "field" (the request body's field at
+ * fault, e.g. "luns[0].block_size") when field is neither NULL nor "".
+ */
+char *api_problem_json_field(unsigned int code, const char *title, const char *detail,
+			     const char *field, size_t *len);
 
 #endif

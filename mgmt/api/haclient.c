@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HA agent's local socket (proto/isergw_ha.proto, ApiRequest/ApiReply),
+ * as isergw-api uses it: asynchronously, so that no HTTP thread ever waits
+ * for the cluster.
+ *
+ * Why this shape: a change is answered by the agent only once every live
+ * member applied it (up to --change-wait-ms, seconds), and libmicrohttpd's
+ * threads are few (--threads, default 2). Were a handler to wait on the
+ * socket, two slow writes would stall every probe and scrape of the node.
+ * So a handler suspends its connection (MHD_suspend_connection) and hands
+ * the request to this client, which runs one thread of its own with a
+ * reactor (gateway/util/reactor: epoll, timers, a message queue). Requests
+ * arrive by reactor_send_msg from any thread; each opens its own non-
+ * blocking connection to the agent (the agent answers one request at a time
+ * per connection, and serves up to 32 connections), sends one frame, reads
+ * one frame, closes; a timer bounds the whole call. The completion callback
+ * runs on this thread; the HTTP side resumes its connection from there
+ * (MHD_resume_connection is thread-safe). A callback may start the next call
+ * of a chain (read the configuration, then apply a changed one).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "ctl_wire.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/reactor.h"
+
+#define COMP "haclient"
+#define CONNECT_RETRY_MS 20u    /* the agent's listen backlog was full */
+
+struct api_ha {
+	struct reactor *r;
+	pthread_t thr;
+	char path[API_PATH_MAX];
+	pthread_mutex_t lock;
+	bool closing;                   /* under lock: no new calls */
+	struct list_head calls;         /* in flight, this thread only */
+};
+
+struct ha_call {
+	struct api_ha *h;
+	int fd;
+	struct reactor_fd fdh;
+	bool fd_added;
+	struct reactor_timer deadline;
+	struct reactor_timer retry;
+	uint64_t deadline_ms;
+	uint32_t timeout_ms;
+	uint8_t *tx;
+	size_t txlen, txoff;
+	struct ctl_frame_rx rx;
+	api_ha_cb cb;
+	void *arg;
+	struct list_head link;
+};
+
+static void call_finish(struct ha_call *k, int rc, Isergw__Ha__ApiReply *rep, const char *why)
+{
+	struct api_ha *h = k->h;
+
+	reactor_timer_cancel(h->r, &k->deadline);
+	reactor_timer_cancel(h->r, &k->retry);
+	if (k->fd_added)
+		reactor_del_fd(h->r, &k->fdh);
+	if (k->fd >= 0)
+		close(k->fd);
+	list_del(&k->link);
+	ctl_frame_rx_reset(&k->rx);
+	free(k->tx);
+	k->cb(k->arg, rc, rep, why);
+	if (rep)
+		isergw__ha__api_reply__free_unpacked(rep, NULL);
+	free(k);
+}
+
+static void call_fail(struct ha_call *k, int rc, const char *what)
+{
+	char why[API_PATH_MAX + 160];
+
+	snprintf(why, sizeof(why), "%s %s: %s", what, k->h->path, strerror(-rc));
+	call_finish(k, rc, NULL, why);
+}
+
+static void call_read(struct ha_call *k)
+{
+	Isergw__Ha__ApiReply *rep;
+	int rc = ctl_frame_rx_read(&k->rx, k->fd, CTL_FRAME_MAX);
+
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		call_fail(k, rc == -ENOTCONN ? -EPIPE : rc, "reading the answer on");
+		return;
+	}
+	rep = isergw__ha__api_reply__unpack(NULL, k->rx.len, k->rx.body);
+	if (!rep) {
+		call_fail(k, -EBADMSG, "an answer that is no ApiReply on");
+		return;
+	}
+	call_finish(k, 0, rep, "");
+}
+
+static void call_write(struct ha_call *k)
+{
+	while (k->txoff < k->txlen) {
+		ssize_t n = send(k->fd, k->tx + k->txoff, k->txlen - k->txoff, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			k->txoff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		call_fail(k, n < 0 ? -errno : -EPIPE, "sending the request on");
+		return;
+	}
+	reactor_mod_fd(k->h->r, &k->fdh, EPOLLIN);
+}
+
+static void call_io(void *arg, uint32_t events)
+{
+	struct ha_call *k = arg;
+
+	if (k->txoff < k->txlen) {
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			call_fail(k, -EPIPE, "the connection ended on");
+			return;
+		}
+		call_write(k);
+		return;
+	}
+	call_read(k);
+}
+
+static void call_connect(void *arg)
+{
+	struct ha_call *k = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int rc;
+
+	memcpy(sa.sun_path, k->h->path, strlen(k->h->path) + 1);
+	if (k->fd < 0) {
+		k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (k->fd < 0) {
+			call_fail(k, -errno, "socket() for");
+			return;
+		}
+	}
+	if (connect(k->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		if (rc == -EAGAIN) {
+			/* a full backlog: try again shortly, the deadline still runs */
+			reactor_timer_arm(k->h->r, &k->retry, CONNECT_RETRY_MS);
+			return;
+		}
+		if (rc != -EINPROGRESS) {
+			call_fail(k, rc, "cannot connect to");
+			return;
+		}
+	}
+	rc = reactor_add_fd(k->h->r, &k->fdh, k->fd, EPOLLOUT, call_io, k);
+	if (rc) {
+		call_fail(k, rc, "cannot watch the connection to");
+		return;
+	}
+	k->fd_added = true;
+}
+
+static void call_timeout(void *arg)
+{
+	struct ha_call *k = arg;
+	char why[API_PATH_MAX + 96];
+
+	snprintf(why, sizeof(why), "no answer on %s within %u ms", k->h->path, k->timeout_ms);
+	call_finish(k, -ETIMEDOUT, NULL, why);
+}
+
+/* on the client's thread: the call begins */
+static void call_start(void *arg)
+{
+	struct ha_call *k = arg;
+	struct api_ha *h = k->h;
+
+	list_add_tail(&k->link, &h->calls);
+	reactor_timer_init(&k->deadline, call_timeout, k);
+	reactor_timer_init(&k->retry, call_connect, k);
+	reactor_timer_arm(h->r, &k->deadline, k->timeout_ms);
+	call_connect(k);
+}
+
+int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
+		api_ha_cb cb, void *arg)
+{
+	struct ha_call *k = calloc(1, sizeof(*k));
+	bool closing;
+	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	k->h = h;
+	k->fd = -1;
+	k->timeout_ms = timeout_ms;
+	k->cb = cb;
+	k->arg = arg;
+	ctl_frame_rx_init(&k->rx);
+	list_init(&k->link);
+	rc = ctl_frame_pack(&req->base, &k->tx, &k->txlen);
+	if (rc)
+		goto err_free;
+	pthread_mutex_lock(&h->lock);
+	closing = h->closing;
+	rc = closing ? -ESHUTDOWN : reactor_send_msg(h->r, call_start, k);
+	pthread_mutex_unlock(&h->lock);
+	if (rc)
+		goto err_free;
+	return 0;
+
+err_free:
+	free(k->tx);
+	free(k);
+	return rc;
+}
+
+/* on the client's thread, after every call sent before it: end them all */
+static void shutdown_msg(void *arg)
+{
+	struct api_ha *h = arg;
+
+	while (!list_empty(&h->calls)) {
+		struct ha_call *k = list_first_entry(&h->calls, struct ha_call, link);
+
+		call_finish(k, -ECANCELED, NULL, "isergw-api is stopping");
+	}
+	reactor_stop(h->r);
+}
+
+static void *thread_main(void *arg)
+{
+	struct api_ha *h = arg;
+
+	reactor_run(h->r);
+	return NULL;
+}
+
+int api_ha_start(const char *path, struct api_ha **out)
+{
+	struct api_ha *h;
+	int rc;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	snprintf(h->path, sizeof(h->path), "%s", path);
+	list_init(&h->calls);
+	pthread_mutex_init(&h->lock, NULL);
+	rc = reactor_create(0, &h->r);
+	if (rc)
+		goto err_free;
+	rc = -pthread_create(&h->thr, NULL, thread_main, h);
+	if (rc)
+		goto err_reactor;
+	*out = h;
+	return 0;
+
+err_reactor:
+	reactor_destroy(h->r);
+err_free:
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	return rc;
+}
+
+void api_ha_stop(struct api_ha *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (h->closing) {
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	h->closing = true;
+	/* queued behind every call already sent, so it finds them all */
+	if (reactor_send_msg(h->r, shutdown_msg, h))
+		reactor_stop(h->r);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->thr, NULL);
+}
+
+void api_ha_free(struct api_ha *h)
+{
+	if (!h)
+		return;
+	reactor_destroy(h->r);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}

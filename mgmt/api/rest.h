@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The REST resources of isergw-api under /api/v1 (docs/api.md), the pure
+ * half: routing a method and a path to an operation, turning the HA agent's
+ * answers (ClusterStatus, the cluster configuration JSON) into resource
+ * JSON, applying a resource write to the cluster configuration, checking
+ * request bodies (unknown fields, types), ETags and If-Match, and mapping
+ * the agent's refusals to HTTP. No sockets, no clock, no locks: every
+ * function is unit-tested by tests/unit/test_api_rest.c.
+ *
+ * Functions that can refuse return 0 or a negative errno and fill a
+ * struct rest_err with the HTTP status, the field at fault (a path in the
+ * request body, "" when none) and a one-line detail.
+ */
+#ifndef ISERGW_API_REST_H
+#define ISERGW_API_REST_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isergw_ha.pb-c.h"
+
+#define REST_PREFIX "/api/v1"
+#define REST_BODY_MAX (1u << 20)        /* a request body, at most (413 above) */
+#define REST_NAME_MAX 255u              /* a path parameter (node, group, IQN, operation) */
+#define REST_LUN_MAX 16383u
+
+enum rest_op {
+	REST_NONE = 0,
+	REST_OPENAPI,
+	REST_CLUSTER_GET,
+	REST_NODES_LIST,
+	REST_NODE_GET,
+	REST_NODE_PATCH,
+	REST_DGS_LIST,
+	REST_DG_GET,
+	REST_DG_PATCH,
+	REST_TARGETS_LIST,
+	REST_TARGET_POST,
+	REST_TARGET_GET,
+	REST_TARGET_DELETE,
+	REST_LUNS_LIST,
+	REST_LUN_POST,
+	REST_LUN_GET,
+	REST_LUN_PATCH,
+	REST_LUN_DELETE,
+	REST_CONFIG_GET,
+	REST_CONFIG_PUT,
+	REST_OPERATION_GET,
+	REST_OP_N,
+};
+
+struct rest_match {
+	enum rest_op op;
+	char name[REST_NAME_MAX + 1];   /* node, device group, target IQN or operation id */
+	uint32_t lun;
+	const char *allow;              /* the methods of the path (405's Allow) */
+};
+
+struct rest_err {
+	unsigned int code;              /* HTTP status */
+	unsigned int retry_after_s;     /* 503: Retry-After (0: none) */
+	char field[256];                /* in the request body, "" when none */
+	char detail[768];
+};
+
+/*
+ * The operation for method (HEAD counts as GET) on path (no query string,
+ * already percent-decoded). 0; -ENOENT: no resource there (404); -EOPNOTSUPP:
+ * the path exists but not with this method (405, m->allow set).
+ */
+int rest_route(const char *method, const char *path, struct rest_match *m);
+const char *rest_op_name(enum rest_op op);
+/*
+ * The i-th path of the route table (below REST_PREFIX: "targets/{}/luns/{#}",
+ * "{}" a name, "{#}" a LUN number) and its methods; -ENOENT past the end.
+ * For the test that keeps mgmt/openapi.json true.
+ */
+int rest_route_at(size_t i, const char **pattern, const char **allow);
+/* The operation takes a body (POST, PUT, PATCH). */
+bool rest_op_has_body(enum rest_op op);
+/* The operation changes the cluster (the bodies' and DELETE): If-Match applies. */
+bool rest_op_writes(enum rest_op op);
+
+/* ---- ETags: a strong tag per cluster generation, "\"g42\"" */
+void rest_etag(uint64_t generation, char *buf, size_t len);
+/*
+ * An If-Match header: one strong entity tag of ours (*gen set) or "*" (*gen
+ * 0: any generation). -EINVAL (412: it can never match) for anything else:
+ * a weak tag, a list, a tag not made by us.
+ */
+int rest_if_match(const char *header, uint64_t *gen);
+
+/* ---- bodies */
+/* Parse a request body: 400 (broken JSON, with line and column), 422 (not an object). */
+int rest_parse_body(const char *body, size_t len, json_object **out, struct rest_err *e);
+
+/* ---- from the agent's answers (every result a new object; NULL without memory) */
+json_object *rest_cluster(const Isergw__Ha__ClusterStatus *st);
+json_object *rest_nodes(const Isergw__Ha__ClusterStatus *st);
+/* NULL when the node is not there (or without memory) */
+json_object *rest_node(const Isergw__Ha__ClusterStatus *st, const char *name);
+json_object *rest_dgs(const Isergw__Ha__ClusterStatus *st);
+json_object *rest_dg(const Isergw__Ha__ClusterStatus *st, const char *name);
+/*
+ * The operation "gN": whether every live member (synced agent) applied
+ * generation N, which have and which have not. -EINVAL when id is not "gN".
+ */
+int rest_operation(const Isergw__Ha__ClusterStatus *st, const char *id, json_object **out);
+json_object *rest_operation_new(uint64_t generation, char *const *applied, size_t napplied,
+				char *const *pending, size_t npending);
+
+/* The cluster configuration (GetConfig's config_json): an object, or -EBADMSG. */
+int rest_config_parse(const char *config_json, json_object **out);
+/*
+ * A deep copy of a configuration, target, LUN or ACL with every CHAP secret
+ * removed and the secret of an iscsi:// LUN path ("user%secret@") cut to
+ * "user@": what GET shows. Secrets are write-only.
+ */
+json_object *rest_redact(json_object *o);
+/*
+ * Secrets a write left out are kept: every CHAP object of next without a
+ * secret gets the one of the same place in cur (same target IQN, same ACL
+ * initiator, same user), and every iscsi:// path equal to the redacted form
+ * of cur's path at the same target and LUN number gets cur's path back. So
+ * an exported configuration imports unchanged.
+ */
+void rest_keep_secrets(json_object *cur, json_object *next);
+
+json_object *rest_targets(json_object *cfg);
+/* NULL: no such target */
+json_object *rest_target(json_object *cfg, const char *iqn);
+json_object *rest_luns(json_object *cfg, const char *iqn);
+json_object *rest_lun(json_object *cfg, const char *iqn, uint32_t lun);
+
+/* ---- writes: change cfg in place (body is borrowed, copied where kept) */
+int rest_target_create(json_object *cfg, json_object *body, char *iqn, size_t iqnlen,
+		       struct rest_err *e);
+int rest_target_delete(json_object *cfg, const char *iqn, struct rest_err *e);
+/* A LUN without "lun" gets the lowest number free in the target (*lun). */
+int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32_t *lun,
+		    struct rest_err *e);
+/* RFC 7396 JSON merge patch of one LUN; "lun" may not change. */
+int rest_lun_patch(json_object *cfg, const char *iqn, uint32_t lun, json_object *patch,
+		   struct rest_err *e);
+int rest_lun_delete(json_object *cfg, const char *iqn, uint32_t lun, struct rest_err *e);
+/* PATCH of a node: {"drained": bool}. */
+int rest_node_patch(json_object *body, bool *drained, struct rest_err *e);
+/* PATCH of a device group: {"owner": "node"}. */
+int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e);
+
+/*
+ * Where the write of op landed in the cluster configuration, so that the
+ * agent's key paths can be told as paths of the request body: "targets[T]"
+ * for a target, "targets[T].luns[L]" for a LUN, "" for the whole
+ * configuration. -ENOENT when the object is not in cfg.
+ */
+int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32_t lun,
+		      char *buf, size_t len);
+
+/*
+ * A refusal of the agent (ApiReply.status and .error) as HTTP: -ENOLCK no
+ * quorum and -EAGAIN (re-forming) 503 with Retry-After, -ESTALE 412,
+ * -EINVAL (a validator) 422 with the key path as field (translated below
+ * prefix, see rest_write_prefix), -ENOENT 404, -EHOSTDOWN/-EPERM/-EBUSY 409,
+ * -ETIMEDOUT 504, everything else 500. Socket errors of the call itself
+ * (-ECONNREFUSED, -ENOENT from connect, ...) are not refusals: see
+ * rest_agent_unreachable.
+ */
+void rest_agent_refusal(int status, const char *error, const char *prefix, struct rest_err *e);
+void rest_agent_unreachable(int rc, const char *why, struct rest_err *e);
+
+#endif

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The /api/v1 operations of isergw-api (docs/api.md): each one a job, a short
+ * chain of calls to the local HA agent (haclient.c) run on the HA client's
+ * thread, ending in one answer handed back to the HTTP side (http.c), which
+ * resumes the suspended connection with it.
+ *
+ *   reads of the cluster, nodes, device groups, operations: GetClusterStatus
+ *   reads of targets, LUNs, the configuration: GetConfig
+ *   writes of targets, LUNs, the configuration: GetConfig, the change made
+ *     to the configuration read (rest.c), ApplyClusterConfig with
+ *     base_generation = the generation read; If-Match must name that
+ *     generation (412 otherwise, and the agent refuses a base that moved on
+ *     meanwhile: 412 too). Without If-Match a base that moved on is read
+ *     again and the change made again, up to STALE_RETRIES times (then
+ *     409): writers never lose each other's updates
+ *   PATCH of a node or a device group: (GetClusterStatus for If-Match),
+ *     Drain or Move, then GetClusterStatus for the answer
+ * A change every live member has not applied within --change-wait-ms is
+ * answered 202 with the operation "gN" (GET /api/v1/operations/gN).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "problem.h"
+#include "util/log.h"
+
+#define COMP "v1"
+#define STALE_RETRIES 5
+
+enum step { S_STATUS, S_PRECHECK, S_CONFIG, S_APPLY, S_CHANGE };
+
+struct job {
+	struct api *a;
+	struct rest_match m;
+	json_object *body;
+	json_object *cfg;               /* the configuration as sent, for the answer */
+	bool if_match;
+	uint64_t gen;                   /* If-Match's (0: "*") */
+	unsigned int retries;
+	enum step step;
+	char owner[REST_NAME_MAX + 1];  /* DG PATCH */
+	bool drained;                   /* node PATCH */
+	char iqn[REST_NAME_MAX + 1];    /* of a target created */
+	uint32_t lun;                   /* of a LUN created */
+	api_v1_done done;
+	void *arg;
+};
+
+void api_answer_free(struct api_answer *ans)
+{
+	free(ans->body);
+	ans->body = NULL;
+}
+
+void api_answer_problem(struct api_answer *ans, const struct rest_err *e)
+{
+	memset(ans, 0, sizeof(*ans));
+	ans->code = e->code;
+	ans->type = API_PROBLEM_TYPE;
+	ans->retry_after_s = e->retry_after_s;
+	ans->body = api_problem_json_field(e->code, MHD_get_reason_phrase_for(e->code), e->detail,
+					   e->field, &ans->len);
+}
+
+static void answer_json(struct api_answer *ans, unsigned int code, json_object *o)
+{
+	const char *s;
+
+	memset(ans, 0, sizeof(*ans));
+	if (!o) {
+		struct rest_err e = { .code = 500 };
+
+		snprintf(e.detail, sizeof(e.detail), "out of memory");
+		api_answer_problem(ans, &e);
+		return;
+	}
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					   JSON_C_TO_STRING_NOSLASHESCAPE);
+	ans->code = code;
+	ans->type = "application/json";
+	ans->len = strlen(s) + 1;
+	ans->body = malloc(ans->len + 1);
+	if (ans->body) {
+		memcpy(ans->body, s, ans->len - 1);
+		ans->body[ans->len - 1] = '\n';
+		ans->body[ans->len] = '\0';
+	}
+	json_object_put(o);
+}
+
+static void job_free(struct job *j)
+{
+	json_object_put(j->body);
+	json_object_put(j->cfg);
+	free(j);
+}
+
+static void finish(struct job *j, struct api_answer *ans)
+{
+	j->done(j->arg, ans);
+	job_free(j);
+}
+
+static void finish_err(struct job *j, const struct rest_err *e)
+{
+	struct api_answer ans;
+
+	if (e->code >= 500)
+		GW_WARN(COMP, "%s: %u %s", rest_op_name(j->m.op), e->code, e->detail);
+	else
+		GW_INFO(COMP, "%s: %u %s", rest_op_name(j->m.op), e->code, e->detail);
+	api_answer_problem(&ans, e);
+	finish(j, &ans);
+}
+
+static void finish_code(struct job *j, unsigned int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void finish_code(struct job *j, unsigned int code, const char *fmt, ...)
+{
+	struct rest_err e = { .code = code };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e.detail, sizeof(e.detail), fmt, ap);
+	va_end(ap);
+	finish_err(j, &e);
+}
+
+static void finish_json(struct job *j, unsigned int code, json_object *o, uint64_t gen)
+{
+	struct api_answer ans;
+
+	answer_json(&ans, code, o);
+	if (gen && code < 300)
+		rest_etag(gen, ans.etag, sizeof(ans.etag));
+	finish(j, &ans);
+}
+
+/* 202: the change is made, not every live member has applied it yet */
+static void finish_accepted(struct job *j, const Isergw__Ha__ChangeResult *cr)
+{
+	struct api_answer ans;
+
+	answer_json(&ans, 202, rest_operation_new(cr->generation, cr->applied, cr->n_applied,
+						  cr->pending, cr->n_pending));
+	snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/operations/g%" PRIu64,
+		 cr->generation);
+	GW_NOTICE(COMP, "%s: generation %" PRIu64 " made, %zu live node(s) not there yet: 202",
+		  rest_op_name(j->m.op), cr->generation, cr->n_pending);
+	finish(j, &ans);
+}
+
+/* ------------------------------------------------------------ calls */
+
+static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why);
+
+/*
+ * 0: on_reply will be called; else it will not (the caller answers: from a
+ * reply's callback with fail_call, from api_v1_start by returning it).
+ */
+static int call(struct job *j, enum step step, Isergw__Ha__ApiRequest *req, uint32_t timeout_ms)
+{
+	j->step = step;
+	return api_ha_call(j->a->ha, req, timeout_ms, on_reply, j);
+}
+
+static void fail_call(struct job *j, int rc)
+{
+	struct rest_err e;
+
+	if (!rc)
+		return;
+	rest_agent_unreachable(rc, strerror(-rc), &e);
+	finish_err(j, &e);
+}
+
+static int get_status(struct job *j, enum step step)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetClusterStatus gs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
+
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	return call(j, step, &req, j->a->opts.ha_timeout_ms);
+}
+
+static int get_config(struct job *j)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetConfig gc = ISERGW__HA__GET_CONFIG__INIT;
+
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_CONFIG;
+	req.get_config = &gc;
+	return call(j, S_CONFIG, &req, j->a->opts.ha_timeout_ms);
+}
+
+static uint32_t change_timeout(const struct job *j)
+{
+	return j->a->opts.change_wait_ms + j->a->opts.ha_timeout_ms;
+}
+
+static int change(struct job *j)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__Drain dr = ISERGW__HA__DRAIN__INIT;
+	Isergw__Ha__Move mv = ISERGW__HA__MOVE__INIT;
+
+	if (j->m.op == REST_NODE_PATCH) {
+		dr.node = j->m.name;
+		dr.undrain = !j->drained;
+		dr.timeout_ms = j->a->opts.change_wait_ms;
+		req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
+		req.drain = &dr;
+	} else {
+		mv.device_group = j->m.name;
+		mv.node = j->owner;
+		mv.timeout_ms = j->a->opts.change_wait_ms;
+		req.op_case = ISERGW__HA__API_REQUEST__OP_MOVE;
+		req.move = &mv;
+	}
+	return call(j, S_CHANGE, &req, change_timeout(j));
+}
+
+/* ------------------------------------------------------------ answers */
+
+static void status_done(struct job *j, const Isergw__Ha__ClusterStatus *st)
+{
+	json_object *o = NULL;
+	int rc;
+
+	switch (j->m.op) {
+	case REST_CLUSTER_GET:
+		finish_json(j, 200, rest_cluster(st), st->generation);
+		return;
+	case REST_NODES_LIST:
+		finish_json(j, 200, rest_nodes(st), st->generation);
+		return;
+	case REST_NODE_GET:
+	case REST_NODE_PATCH:
+		o = rest_node(st, j->m.name);
+		if (!o) {
+			finish_code(j, 404, "no node %s", j->m.name);
+			return;
+		}
+		finish_json(j, 200, o, st->generation);
+		return;
+	case REST_DGS_LIST:
+		finish_json(j, 200, rest_dgs(st), st->generation);
+		return;
+	case REST_DG_GET:
+	case REST_DG_PATCH:
+		o = rest_dg(st, j->m.name);
+		if (!o) {
+			finish_code(j, 404, "no device group %s", j->m.name);
+			return;
+		}
+		finish_json(j, 200, o, st->generation);
+		return;
+	case REST_OPERATION_GET:
+		rc = rest_operation(st, j->m.name, &o);
+		if (rc == -ENOMEM)
+			finish_json(j, 500, NULL, 0);
+		else if (rc)
+			finish_code(j, 404, "no operation %s (operations are gN, N a generation "
+				    "the cluster has made)", j->m.name);
+		else
+			finish_json(j, 200, o, 0);
+		return;
+	default:
+		finish_code(j, 500, "%s: not a status operation", rest_op_name(j->m.op));
+		return;
+	}
+}
+
+static bool precondition_failed(struct job *j, uint64_t gen)
+{
+	char now[32], want[32];
+	struct rest_err e = { .code = 412 };
+
+	if (!j->if_match || !j->gen || j->gen == gen)
+		return false;
+	rest_etag(gen, now, sizeof(now));
+	rest_etag(j->gen, want, sizeof(want));
+	snprintf(e.detail, sizeof(e.detail), "If-Match: the cluster is at %s, not %s: read it "
+		 "again", now, want);
+	finish_err(j, &e);
+	return true;
+}
+
+static void config_read(struct job *j, json_object *cfg, uint64_t gen)
+{
+	switch (j->m.op) {
+	case REST_CONFIG_GET:
+		finish_json(j, 200, rest_redact(cfg), gen);
+		return;
+	case REST_TARGETS_LIST:
+		finish_json(j, 200, rest_targets(cfg), gen);
+		return;
+	case REST_TARGET_GET: {
+		json_object *t = rest_target(cfg, j->m.name);
+
+		if (!t)
+			finish_code(j, 404, "no target %s", j->m.name);
+		else
+			finish_json(j, 200, t, gen);
+		return;
+	}
+	case REST_LUNS_LIST: {
+		json_object *l = rest_luns(cfg, j->m.name);
+
+		if (!l)
+			finish_code(j, 404, "no target %s", j->m.name);
+		else
+			finish_json(j, 200, l, gen);
+		return;
+	}
+	case REST_LUN_GET: {
+		json_object *l = rest_lun(cfg, j->m.name, j->m.lun);
+		char what[REST_NAME_MAX + 32];
+
+		snprintf(what, sizeof(what), "%u in %s", j->m.lun, j->m.name);
+		if (!l)
+			finish_code(j, 404, "no LUN %s", what);
+		else
+			finish_json(j, 200, l, gen);
+		return;
+	}
+	default:
+		finish_code(j, 500, "%s: not a configuration read", rest_op_name(j->m.op));
+		return;
+	}
+}
+
+/* The write made to cfg (in place); 0 or -errno with e. */
+static int config_write(struct job *j, json_object **cfg, struct rest_err *e)
+{
+	json_object *next = NULL;
+
+	switch (j->m.op) {
+	case REST_TARGET_POST:
+		return rest_target_create(*cfg, j->body, j->iqn, sizeof(j->iqn), e);
+	case REST_TARGET_DELETE:
+		return rest_target_delete(*cfg, j->m.name, e);
+	case REST_LUN_POST:
+		return rest_lun_create(*cfg, j->m.name, j->body, &j->lun, e);
+	case REST_LUN_PATCH:
+		return rest_lun_patch(*cfg, j->m.name, j->m.lun, j->body, e);
+	case REST_LUN_DELETE:
+		return rest_lun_delete(*cfg, j->m.name, j->m.lun, e);
+	case REST_CONFIG_PUT:
+		if (json_object_deep_copy(j->body, &next, NULL)) {
+			e->code = 500;
+			snprintf(e->detail, sizeof(e->detail), "out of memory");
+			return -ENOMEM;
+		}
+		rest_keep_secrets(*cfg, next);
+		json_object_put(*cfg);
+		*cfg = next;
+		return 0;
+	default:
+		e->code = 500;
+		snprintf(e->detail, sizeof(e->detail), "not a write");
+		return -EINVAL;
+	}
+}
+
+static void config_done(struct job *j, const Isergw__Ha__ConfigDoc *cd)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__ApplyClusterConfig ac = ISERGW__HA__APPLY_CLUSTER_CONFIG__INIT;
+	struct rest_err e = { .code = 0 };
+	json_object *cfg;
+
+	if (rest_config_parse(cd->config_json, &cfg)) {
+		finish_code(j, 500, "%s", "the agent's configuration is not a JSON object");
+		return;
+	}
+	if (!rest_op_writes(j->m.op)) {
+		config_read(j, cfg, cd->generation);
+		json_object_put(cfg);
+		return;
+	}
+	if (precondition_failed(j, cd->generation)) {
+		json_object_put(cfg);
+		return;
+	}
+	if (config_write(j, &cfg, &e)) {
+		json_object_put(cfg);
+		finish_err(j, &e);
+		return;
+	}
+	json_object_put(j->cfg);
+	j->cfg = cfg;
+	ac.config_json = (char *)(uintptr_t)json_object_to_json_string_ext(cfg,
+				JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	ac.base_generation = cd->generation;
+	ac.timeout_ms = j->a->opts.change_wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	GW_INFO(COMP, "%s: applying a configuration on generation %" PRIu64,
+		rest_op_name(j->m.op), cd->generation);
+	fail_call(j, call(j, S_APPLY, &req, change_timeout(j)));
+}
+
+static void applied(struct job *j, const Isergw__Ha__ChangeResult *cr)
+{
+	struct api_answer ans;
+	uint64_t gen = cr->generation;
+
+	switch (j->m.op) {
+	case REST_TARGET_POST:
+		answer_json(&ans, 201, rest_target(j->cfg, j->iqn));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/targets/%s", j->iqn);
+		break;
+	case REST_LUN_POST:
+		answer_json(&ans, 201, rest_lun(j->cfg, j->m.name, j->lun));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/targets/%s/luns/%u",
+			 j->m.name, j->lun);
+		break;
+	case REST_LUN_PATCH:
+		answer_json(&ans, 200, rest_lun(j->cfg, j->m.name, j->m.lun));
+		break;
+	case REST_CONFIG_PUT:
+		answer_json(&ans, 200, rest_redact(j->cfg));
+		break;
+	default:
+		memset(&ans, 0, sizeof(ans));
+		ans.code = 204;
+		break;
+	}
+	rest_etag(gen, ans.etag, sizeof(ans.etag));
+	GW_NOTICE(COMP, "%s: generation %" PRIu64 "%s applied by every live node",
+		  rest_op_name(j->m.op), gen, cr->changed ? "" : " (unchanged)");
+	finish(j, &ans);
+}
+
+static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
+{
+	struct job *j = arg;
+	struct rest_err e = { .code = 0 };
+	char prefix[64] = "";
+
+	if (rc) {
+		rest_agent_unreachable(rc, why, &e);
+		if (rc == -ETIMEDOUT && (j->step == S_APPLY || j->step == S_CHANGE))
+			snprintf(e.detail + strlen(e.detail), sizeof(e.detail) - strlen(e.detail),
+				 " (the change may still be made: see GET /api/v1/cluster)");
+		finish_err(j, &e);
+		return;
+	}
+	/* a change not applied everywhere within the wait: made all the same */
+	if (rep->status == -ETIMEDOUT && rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CHANGE &&
+	    (j->step == S_APPLY || j->step == S_CHANGE)) {
+		finish_accepted(j, rep->change);
+		return;
+	}
+	if (rep->status == -ESTALE && j->step == S_APPLY && !j->if_match &&
+	    j->retries < STALE_RETRIES) {
+		j->retries++;
+		GW_INFO(COMP, "%s: the cluster moved on meanwhile (%s): read again",
+			rest_op_name(j->m.op), rep->error);
+		fail_call(j, get_config(j));
+		return;
+	}
+	if (rep->status) {
+		if (j->step == S_APPLY)
+			rest_write_prefix(j->cfg, j->m.op, j->m.op == REST_TARGET_POST ? j->iqn :
+					  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun,
+					  prefix, sizeof(prefix));
+		rest_agent_refusal(rep->status, rep->error, prefix, &e);
+		/* no If-Match, and overtaken every time: a conflict, not a failed precondition */
+		if (rep->status == -ESTALE && !j->if_match) {
+			e.code = 409;
+			snprintf(e.detail, sizeof(e.detail), "the cluster changed %u times while this "
+				 "write was made (%s): try again", j->retries + 1, rep->error);
+		}
+		/* a Move naming a node that does not exist: the body's fault */
+		if (j->step == S_CHANGE && rep->status == -ENOENT && j->m.op == REST_DG_PATCH &&
+		    strncmp(rep->error, "no device group", 15)) {
+			e.code = 422;
+			snprintf(e.field, sizeof(e.field), "owner");
+		}
+		finish_err(j, &e);
+		return;
+	}
+	switch (j->step) {
+	case S_STATUS:
+	case S_PRECHECK:
+		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
+			break;
+		if (j->step == S_STATUS) {
+			status_done(j, rep->cluster_status);
+		} else if (!precondition_failed(j, rep->cluster_status->generation)) {
+			fail_call(j, change(j));
+		}
+		return;
+	case S_CONFIG:
+		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CONFIG)
+			break;
+		config_done(j, rep->config);
+		return;
+	case S_APPLY:
+		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CHANGE)
+			break;
+		applied(j, rep->change);
+		return;
+	case S_CHANGE:
+		/* made and applied by every live member: the answer is the object now */
+		fail_call(j, get_status(j, S_STATUS));
+		return;
+	}
+	finish_code(j, 500, "%s", "the agent's answer has no payload of the kind asked");
+}
+
+/* ------------------------------------------------------------ start */
+
+int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err *e)
+{
+	char owner[REST_NAME_MAX + 1];
+	bool drained;
+
+	if (m->op == REST_NODE_PATCH)
+		return rest_node_patch(body, &drained, e);
+	if (m->op == REST_DG_PATCH)
+		return rest_dg_patch(body, owner, sizeof(owner), e);
+	return 0;
+}
+
+int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, bool if_match,
+		 uint64_t gen, api_v1_done done, void *arg)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	struct rest_err e;
+	int rc;
+
+	if (!j) {
+		json_object_put(body);
+		return -ENOMEM;
+	}
+	j->a = a;
+	j->m = *m;
+	j->body = body;
+	j->if_match = if_match;
+	j->gen = gen;
+	j->done = done;
+	j->arg = arg;
+	if (!a->ha) {
+		job_free(j);
+		return -ENOTCONN;
+	}
+	switch (m->op) {
+	case REST_CLUSTER_GET:
+	case REST_NODES_LIST:
+	case REST_NODE_GET:
+	case REST_DGS_LIST:
+	case REST_DG_GET:
+	case REST_OPERATION_GET:
+		rc = get_status(j, S_STATUS);
+		break;
+	case REST_NODE_PATCH:
+	case REST_DG_PATCH:
+		if ((m->op == REST_NODE_PATCH && rest_node_patch(body, &j->drained, &e)) ||
+		    (m->op == REST_DG_PATCH && rest_dg_patch(body, j->owner, sizeof(j->owner), &e))) {
+			job_free(j);
+			return -EINVAL;
+		}
+		rc = if_match && gen ? get_status(j, S_PRECHECK) : change(j);
+		break;
+	default:
+		rc = get_config(j);
+		break;
+	}
+	if (rc)
+		job_free(j);
+	return rc;
+}

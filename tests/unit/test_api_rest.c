@@ -1,0 +1,709 @@
+// LINK: api_logic isergw_proto PkgConfig::JSONC
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * isergw-api's REST resources, the pure half (mgmt/api/rest.c): routing
+ * (operations, path parameters, 404 and 405 with Allow), the route table and
+ * mgmt/openapi.json naming the same paths and methods, ETags and If-Match,
+ * request bodies (broken JSON with line and column, not an object), the
+ * cluster status as resources and operations, target and LUN writes on a
+ * configuration (unknown fields, wrong types and missing fields refused
+ * naming the field, duplicates, LUN numbers kept), secrets never shown and
+ * kept through an export and import, the agent's refusals as HTTP statuses
+ * with its key paths as fields of the request body.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rest.h"
+
+static json_object *J(const char *s)
+{
+	json_object *o = json_tokener_parse(s);
+
+	assert_non_null(o);
+	return o;
+}
+
+static void assert_json(json_object *o, const char *want)
+{
+	json_object *w = J(want);
+
+	if (!json_object_equal(o, w))
+		fail_msg("got %s\nwant %s", json_object_to_json_string(o), want);
+	json_object_put(w);
+}
+
+/* ------------------------------------------------------------ routing */
+
+static void route_ok(const char *method, const char *path, enum rest_op op, const char *name,
+		     uint32_t lun)
+{
+	struct rest_match m;
+
+	assert_int_equal(rest_route(method, path, &m), 0);
+	assert_int_equal(m.op, op);
+	assert_string_equal(m.name, name);
+	assert_int_equal(m.lun, lun);
+}
+
+static void test_routing(void **state)
+{
+	struct rest_match m;
+
+	(void)state;
+	route_ok("GET", "/api/v1/cluster", REST_CLUSTER_GET, "", 0);
+	route_ok("HEAD", "/api/v1/cluster", REST_CLUSTER_GET, "", 0);
+	route_ok("GET", "/api/v1/openapi.json", REST_OPENAPI, "", 0);
+	route_ok("GET", "/api/v1/nodes", REST_NODES_LIST, "", 0);
+	route_ok("PATCH", "/api/v1/nodes/n1", REST_NODE_PATCH, "n1", 0);
+	route_ok("GET", "/api/v1/device-groups/dg1", REST_DG_GET, "dg1", 0);
+	route_ok("PATCH", "/api/v1/device-groups/dg1", REST_DG_PATCH, "dg1", 0);
+	route_ok("POST", "/api/v1/targets", REST_TARGET_POST, "", 0);
+	route_ok("DELETE", "/api/v1/targets/iqn.2026-11.org.x:t1", REST_TARGET_DELETE,
+		 "iqn.2026-11.org.x:t1", 0);
+	route_ok("POST", "/api/v1/targets/iqn.2026-11.org.x:t1/luns", REST_LUN_POST,
+		 "iqn.2026-11.org.x:t1", 0);
+	route_ok("GET", "/api/v1/targets/iqn.2026-11.org.x:t1/luns/16383", REST_LUN_GET,
+		 "iqn.2026-11.org.x:t1", 16383);
+	route_ok("PATCH", "/api/v1/targets/t/luns/0", REST_LUN_PATCH, "t", 0);
+	route_ok("DELETE", "/api/v1/targets/t/luns/7", REST_LUN_DELETE, "t", 7);
+	route_ok("PUT", "/api/v1/config", REST_CONFIG_PUT, "", 0);
+	route_ok("GET", "/api/v1/operations/g42", REST_OPERATION_GET, "g42", 0);
+
+	/* a path that exists, not with this method: 405 with the path's methods */
+	assert_int_equal(rest_route("DELETE", "/api/v1/cluster", &m), -EOPNOTSUPP);
+	assert_string_equal(m.allow, "GET, HEAD");
+	assert_int_equal(rest_route("PUT", "/api/v1/targets/t/luns/1", &m), -EOPNOTSUPP);
+	assert_string_equal(m.allow, "GET, HEAD, PATCH, DELETE");
+	assert_int_equal(rest_route("OPTIONS", "/api/v1/targets", &m), -EOPNOTSUPP);
+	assert_string_equal(m.allow, "GET, HEAD, POST");
+
+	/* no resource */
+	static const char *const none[] = {
+		"/api/v1", "/api/v1/", "/api/v1/targets/", "/api/v1/targets//luns",
+		"/api/v1/targets/t/luns/16384", "/api/v1/targets/t/luns/007",
+		"/api/v1/targets/t/luns/-1", "/api/v1/targets/t/luns/1x", "/api/v1/targets/t/luns/",
+		"/api/v1/targets/t/extra", "/api/v1/clusters", "/api/v2/cluster", "/api/v1/cluster/",
+		"/metrics", "/api/v1/nodes/a/b",
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		if (rest_route("GET", none[i], &m) != -ENOENT)
+			fail_msg("%s is routed", none[i]);
+		assert_int_equal(m.op, REST_NONE);
+	}
+	/* a name above 255 bytes is no resource */
+	char longp[400];
+
+	snprintf(longp, sizeof(longp), "/api/v1/targets/%0300d", 1);
+	assert_int_equal(rest_route("GET", longp, &m), -ENOENT);
+
+	assert_true(rest_op_has_body(REST_LUN_PATCH));
+	assert_false(rest_op_has_body(REST_LUN_DELETE));
+	assert_true(rest_op_writes(REST_LUN_DELETE));
+	assert_false(rest_op_writes(REST_LUN_GET));
+	assert_string_equal(rest_op_name(REST_TARGET_POST), "create target");
+}
+
+/* ------------------------------------------------------------ OpenAPI */
+
+static json_object *openapi(void)
+{
+	char path[1024];
+	const char *slash = strrchr(__FILE__, '/');
+	json_object *o;
+
+	/* tests/unit/test_api_rest.c -> mgmt/openapi.json */
+	assert_non_null(slash);
+	snprintf(path, sizeof(path), "%.*s/../../mgmt/openapi.json", (int)(slash - __FILE__),
+		 __FILE__);
+	o = json_object_from_file(path);
+	if (!o)
+		fail_msg("cannot read %s: %s", path, json_util_get_last_err());
+	return o;
+}
+
+/* "targets/{}/luns/{#}" -> "/targets/{iqn}/luns/{lun}", as the document spells them */
+static void oa_path(const char *pattern, char *out, size_t len)
+{
+	static const struct {
+		const char *from, *to;
+	} names[] = {
+		{ "nodes/{}", "nodes/{name}" }, { "device-groups/{}", "device-groups/{name}" },
+		{ "targets/{}", "targets/{iqn}" }, { "luns/{#}", "luns/{lun}" },
+		{ "operations/{}", "operations/{id}" },
+	};
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "/%s", pattern);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *p = strstr(buf, names[i].from);
+
+		if (p) {
+			char rest[256];
+
+			snprintf(rest, sizeof(rest), "%s", p + strlen(names[i].from));
+			snprintf(p, sizeof(buf) - (size_t)(p - buf), "%s%s", names[i].to, rest);
+		}
+	}
+	snprintf(out, len, "%s", buf);
+}
+
+/* the document's path with sample values, below /api/v1 */
+static void sample(const char *oapath, char *out, size_t len)
+{
+	size_t o = (size_t)snprintf(out, len, "%s", REST_PREFIX);
+
+	for (const char *p = oapath; *p && o + 1 < len; p++) {
+		if (*p == '{') {
+			const char *end = strchr(p, '}');
+
+			o += (size_t)snprintf(out + o, len - o, "%s",
+					      !strncmp(p, "{lun}", 5) ? "3" : "x1");
+			p = end;
+		} else {
+			out[o++] = *p;
+			out[o] = '\0';
+		}
+	}
+}
+
+static void test_openapi_matches_routes(void **state)
+{
+	static const char *const methods[] = { "get", "post", "put", "patch", "delete" };
+	json_object *doc = openapi(), *paths, *v;
+	size_t nroutes = 0;
+	const char *pat, *allow;
+
+	(void)state;
+	assert_true(json_object_object_get_ex(doc, "openapi", &v));
+	assert_string_equal(json_object_get_string(v), "3.1.0");
+	assert_true(json_object_object_get_ex(doc, "paths", &paths));
+
+	/* every route of the table is in the document with exactly its methods */
+	for (size_t i = 0; !rest_route_at(i, &pat, &allow); i++, nroutes++) {
+		char p[256];
+		json_object *item;
+
+		oa_path(pat, p, sizeof(p));
+		if (!json_object_object_get_ex(paths, p, &item))
+			fail_msg("%s is not in mgmt/openapi.json", p);
+		for (size_t m = 0; m < 5; m++) {
+			char up[8];
+			bool in_doc = json_object_object_get_ex(item, methods[m], NULL);
+
+			for (size_t k = 0; k <= strlen(methods[m]); k++)
+				up[k] = (char)(methods[m][k] >= 'a' ? methods[m][k] - 32 : methods[m][k]);
+			if (in_doc != (strstr(allow, up) != NULL))
+				fail_msg("%s %s: the document says %d, the routes %s", up, p, in_doc,
+					 allow);
+		}
+	}
+	/* and every path of the document is routed, with every method it lists */
+	assert_int_equal(json_object_object_length(paths), nroutes);
+	json_object_object_foreach(paths, key, item) {
+		char url[256];
+
+		sample(key, url, sizeof(url));
+		for (size_t m = 0; m < 5; m++) {
+			struct rest_match mt;
+			char up[8];
+
+			if (!json_object_object_get_ex(item, methods[m], NULL))
+				continue;
+			for (size_t k = 0; k <= strlen(methods[m]); k++)
+				up[k] = (char)(methods[m][k] >= 'a' ? methods[m][k] - 32 : methods[m][k]);
+			if (rest_route(up, url, &mt))
+				fail_msg("%s %s (from the document's %s) is not routed", up, url, key);
+		}
+	}
+	/* every schema of an object refuses unknown members */
+	assert_true(json_object_object_get_ex(doc, "components", &v));
+	assert_true(json_object_object_get_ex(v, "schemas", &v));
+	json_object_object_foreach(v, name, schema) {
+		json_object *t, *ap;
+
+		if (!json_object_object_get_ex(schema, "type", &t) ||
+		    strcmp(json_object_get_string(t), "object"))
+			continue;
+		if (!json_object_object_get_ex(schema, "additionalProperties", &ap) ||
+		    json_object_get_boolean(ap))
+			fail_msg("schema %s allows unknown members", name);
+	}
+	json_object_put(doc);
+}
+
+/* ------------------------------------------------------------ ETags */
+
+static void test_etag_if_match(void **state)
+{
+	char buf[32];
+	uint64_t g = 99;
+
+	(void)state;
+	rest_etag(42, buf, sizeof(buf));
+	assert_string_equal(buf, "\"g42\"");
+	assert_int_equal(rest_if_match("\"g42\"", &g), 0);
+	assert_int_equal(g, 42);
+	assert_int_equal(rest_if_match("  \"g18446744073709551615\"\t", &g), 0);
+	assert_true(g == UINT64_MAX);
+	assert_int_equal(rest_if_match("*", &g), 0);
+	assert_int_equal(g, 0);
+
+	static const char *const bad[] = {
+		"W/\"g42\"", "\"g42\", \"g43\"", "g42", "\"42\"", "\"g0\"", "\"g042\"", "\"g\"",
+		"\"g4x\"", "\"g18446744073709551616\"", "\"g99999999999999999999\"", "", "**",
+		"\"G42\"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (rest_if_match(bad[i], &g) != -EINVAL)
+			fail_msg("If-Match: %s is accepted", bad[i]);
+}
+
+/* ------------------------------------------------------------ bodies */
+
+static void test_body(void **state)
+{
+	struct rest_err e;
+	json_object *o;
+	const char *broken = "{\"iqn\": \"x\",\n  \"luns\": [}";
+
+	(void)state;
+	assert_int_equal(rest_parse_body(broken, strlen(broken), &o, &e), -EBADMSG);
+	assert_int_equal(e.code, 400);
+	assert_null(o);
+	assert_non_null(strstr(e.detail, "line 2 column"));
+
+	assert_int_equal(rest_parse_body("{\"a\":", 5, &o, &e), -EBADMSG);
+	assert_int_equal(e.code, 400);
+	assert_non_null(strstr(e.detail, "unexpected end"));
+	assert_int_equal(rest_parse_body("", 0, &o, &e), -EBADMSG);
+	assert_int_equal(e.code, 400);
+	assert_int_equal(rest_parse_body("{} x", 4, &o, &e), -EBADMSG);
+	assert_int_equal(e.code, 400);
+	assert_int_equal(rest_parse_body("[1]", 3, &o, &e), -EINVAL);
+	assert_int_equal(e.code, 422);
+	assert_int_equal(rest_parse_body("{\"a\": 1}\n", 9, &o, &e), 0);
+	assert_json(o, "{\"a\": 1}");
+	json_object_put(o);
+	assert_int_equal(rest_parse_body("{}", REST_BODY_MAX + 1, &o, &e), -EMSGSIZE);
+	assert_int_equal(e.code, 413);
+}
+
+/* ------------------------------------------------------------ the cluster */
+
+static void test_cluster_resources(void **state)
+{
+	Isergw__Ha__MemberStatus m[3] = { ISERGW__HA__MEMBER_STATUS__INIT,
+					   ISERGW__HA__MEMBER_STATUS__INIT,
+					   ISERGW__HA__MEMBER_STATUS__INIT };
+	Isergw__Ha__MemberStatus *mp[3] = { &m[0], &m[1], &m[2] };
+	Isergw__Ha__GroupNodeState ns[2] = { ISERGW__HA__GROUP_NODE_STATE__INIT,
+					     ISERGW__HA__GROUP_NODE_STATE__INIT };
+	Isergw__Ha__GroupNodeState *nsp[2] = { &ns[0], &ns[1] };
+	Isergw__Ha__DeviceGroupStatus dg = ISERGW__HA__DEVICE_GROUP_STATUS__INIT;
+	Isergw__Ha__DeviceGroupStatus *dgp[1] = { &dg };
+	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
+	json_object *o;
+
+	(void)state;
+	m[0].name = "n1"; m[0].nodeid = 1; m[0].tpg_id = 1; m[0].agent = true; m[0].synced = true;
+	m[0].corosync_member = true; m[0].applied_generation = 7; m[0].last_heard_ms = 12;
+	m[1].name = "n2"; m[1].nodeid = 2; m[1].tpg_id = 2; m[1].agent = true; m[1].synced = true;
+	m[1].corosync_member = true; m[1].applied_generation = 6; m[1].drained = true;
+	m[2].name = "n3"; m[2].nodeid = 3; m[2].tpg_id = 3;   /* down */
+	ns[0].node = "n1"; ns[0].tpg_id = 1; ns[0].state = "ao"; ns[0].pref = true;
+	ns[1].node = "n2"; ns[1].tpg_id = 2; ns[1].state = "ano";
+	dg.name = "dg1"; dg.owner = "n1"; dg.preferred_owner = "n1"; dg.failback = "immediate";
+	dg.states = nsp; dg.n_states = 2;
+	st.cluster_name = "c"; st.node_name = "n1"; st.nodeid = 1; st.quorate = true;
+	st.phase = "synced"; st.generation = 7; st.digest = "ab"; st.protocol = 1;
+	st.expected_votes = 3; st.total_votes = 2; st.isergwd_connected = true;
+	st.isergwd_epoch = 7; st.lease_remaining_ms = 900;
+	st.members = mp; st.n_members = 3; st.device_groups = dgp; st.n_device_groups = 1;
+
+	o = rest_cluster(&st);
+	assert_json(o, "{\"name\":\"c\",\"node\":\"n1\",\"nodeid\":1,\"quorate\":true,"
+		    "\"phase\":\"synced\",\"generation\":7,\"digest\":\"ab\",\"protocol\":1,"
+		    "\"expected_votes\":3,\"total_votes\":2,\"isergwd_connected\":true,"
+		    "\"isergwd_epoch\":7,\"lease_remaining_ms\":900,\"members\":["
+		    "{\"name\":\"n1\",\"nodeid\":1,\"tpg_id\":1,\"corosync_member\":true,\"agent\":true,"
+		    "\"synced\":true,\"drained\":false,\"applied_generation\":7,\"last_heard_ms\":12},"
+		    "{\"name\":\"n2\",\"nodeid\":2,\"tpg_id\":2,\"corosync_member\":true,\"agent\":true,"
+		    "\"synced\":true,\"drained\":true,\"applied_generation\":6,\"last_heard_ms\":0},"
+		    "{\"name\":\"n3\",\"nodeid\":3,\"tpg_id\":3,\"corosync_member\":false,\"agent\":false,"
+		    "\"synced\":false,\"drained\":false,\"applied_generation\":0,\"last_heard_ms\":0}]}");
+	json_object_put(o);
+
+	o = rest_nodes(&st);
+	assert_int_equal(json_object_array_length(json_object_object_get(o, "items")), 3);
+	json_object_put(o);
+	o = rest_node(&st, "n2");
+	assert_true(json_object_get_boolean(json_object_object_get(o, "drained")));
+	json_object_put(o);
+	assert_null(rest_node(&st, "n9"));
+
+	o = rest_dg(&st, "dg1");
+	assert_json(o, "{\"name\":\"dg1\",\"owner\":\"n1\",\"preferred_owner\":\"n1\","
+		    "\"failback\":\"immediate\",\"states\":["
+		    "{\"node\":\"n1\",\"tpg_id\":1,\"state\":\"ao\",\"preferred\":true},"
+		    "{\"node\":\"n2\",\"tpg_id\":2,\"state\":\"ano\",\"preferred\":false}]}");
+	json_object_put(o);
+	assert_null(rest_dg(&st, "dg9"));
+	o = rest_dgs(&st);
+	assert_int_equal(json_object_array_length(json_object_object_get(o, "items")), 1);
+	json_object_put(o);
+
+	/* operations: live (synced) members that hold the generation, and not */
+	assert_int_equal(rest_operation(&st, "g7", &o), 0);
+	assert_json(o, "{\"id\":\"g7\",\"generation\":7,\"done\":false,\"applied\":[\"n1\"],"
+		    "\"pending\":[\"n2\"]}");
+	json_object_put(o);
+	assert_int_equal(rest_operation(&st, "g6", &o), 0);
+	assert_json(o, "{\"id\":\"g6\",\"generation\":6,\"done\":true,\"applied\":[\"n1\",\"n2\"],"
+		    "\"pending\":[]}");
+	json_object_put(o);
+	assert_int_equal(rest_operation(&st, "g8", &o), -ENOENT);
+	assert_int_equal(rest_operation(&st, "7", &o), -EINVAL);
+	assert_int_equal(rest_operation(&st, "g0", &o), -EINVAL);
+	assert_int_equal(rest_operation(&st, "g07", &o), -EINVAL);
+}
+
+/* ------------------------------------------------------------ writes */
+
+#define CFG "{\"nodes\":[{\"name\":\"n1\",\"tpg_id\":1}],\"targets\":[" \
+	"{\"iqn\":\"iqn.a\",\"luns\":[{\"path\":\"/a0\"},{\"path\":\"/a1\"},{\"path\":\"/a2\"}]}]}"
+
+static void refused(int rc, const struct rest_err *e, int want_rc, unsigned int code,
+		    const char *field)
+{
+	if (rc != want_rc || e->code != code || strcmp(e->field, field))
+		fail_msg("got %d %u field '%s' (%s), want %d %u field '%s'", rc, e->code, e->field,
+			 e->detail, want_rc, code, field);
+}
+
+static void test_target_create(void **state)
+{
+	static const struct {
+		const char *body, *field;
+	} bad[] = {
+		{ "{\"iqn\":\"iqn.b\",\"colour\":\"red\"}", "colour" },
+		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"path\":\"/x\",\"size_mb\":4}]}", "luns[0].size_mb" },
+		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"path\":\"/x\"},{\"lun\":\"1\",\"path\":\"/y\"}]}",
+		  "luns[1].lun" },
+		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"size\":\"4M\"}]}", "luns[0].path" },
+		{ "{\"iqn\":\"iqn.b\",\"luns\":[7]}", "luns[0]" },
+		{ "{\"iqn\":\"iqn.b\",\"luns\":{}}", "luns" },
+		{ "{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\",\"password\":\"p\"}}", "chap.password" },
+		{ "{\"iqn\":\"iqn.b\",\"acls\":[{\"initiator\":\"i\",\"chap\":{\"user\":1}}]}",
+		  "acls[0].chap.user" },
+		{ "{\"iqn\":\"iqn.b\",\"acls\":[{}]}", "acls[0].initiator" },
+		{ "{\"iqn\":\"iqn.b\",\"queue_depth\":\"64\"}", "queue_depth" },
+		{ "{\"iqn\":\"iqn.b\",\"queue_depth\":6.5}", "queue_depth" },
+		{ "{\"iqn\":\"iqn.b\",\"initial_r2t\":null}", "initial_r2t" },
+		{ "{\"iqn\":7}", "iqn" },
+		{ "{\"alias\":\"x\"}", "iqn" },
+	};
+	json_object *cfg = J(CFG), *body;
+	struct rest_err e;
+	char iqn[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		body = J(bad[i].body);
+		refused(rest_target_create(cfg, body, iqn, sizeof(iqn), &e), &e, -EINVAL, 422,
+			bad[i].field);
+		assert_non_null(strstr(e.detail, bad[i].field));
+		json_object_put(body);
+	}
+	assert_json(cfg, CFG);          /* nothing refused changed it */
+
+	body = J("{\"iqn\":\"iqn.a\"}");
+	refused(rest_target_create(cfg, body, iqn, sizeof(iqn), &e), &e, -EEXIST, 409, "iqn");
+	json_object_put(body);
+
+	body = J("{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\",\"secret\":\"s3cret-123456\"},"
+		 "\"luns\":[{\"path\":\"/b0\",\"size\":\"1G\",\"readonly\":true}]}");
+	assert_int_equal(rest_target_create(cfg, body, iqn, sizeof(iqn), &e), 0);
+	assert_string_equal(iqn, "iqn.b");
+	json_object_put(body);
+	body = rest_target(cfg, "iqn.b");
+	assert_json(body, "{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\"},"
+		    "\"luns\":[{\"path\":\"/b0\",\"size\":\"1G\",\"readonly\":true}]}");
+	json_object_put(body);
+	body = rest_targets(cfg);
+	assert_int_equal(json_object_array_length(json_object_object_get(body, "items")), 2);
+	json_object_put(body);
+	assert_null(rest_target(cfg, "iqn.c"));
+
+	refused(rest_target_delete(cfg, "iqn.c", &e), &e, -ENOENT, 404, "");
+	assert_int_equal(rest_target_delete(cfg, "iqn.b", &e), 0);
+	assert_json(cfg, CFG);
+	json_object_put(cfg);
+}
+
+static void test_luns(void **state)
+{
+	json_object *cfg = J(CFG), *body, *o;
+	struct rest_err e;
+	uint32_t lun = 99;
+
+	(void)state;
+	/* LUNs without "lun" are numbered by their index; the list says so */
+	o = rest_luns(cfg, "iqn.a");
+	assert_json(o, "{\"items\":[{\"path\":\"/a0\",\"lun\":0},{\"path\":\"/a1\",\"lun\":1},"
+		    "{\"path\":\"/a2\",\"lun\":2}]}");
+	json_object_put(o);
+	assert_null(rest_luns(cfg, "iqn.x"));
+
+	/* deleting LUN 1 keeps LUN 2's number */
+	assert_int_equal(rest_lun_delete(cfg, "iqn.a", 1, &e), 0);
+	refused(rest_lun_delete(cfg, "iqn.a", 1, &e), &e, -ENOENT, 404, "");
+	o = rest_lun(cfg, "iqn.a", 2);
+	assert_json(o, "{\"path\":\"/a2\",\"lun\":2}");
+	json_object_put(o);
+
+	/* a new LUN gets the lowest free number (1), every number written down */
+	body = J("{\"path\":\"/n\",\"size\":4194304}");
+	assert_int_equal(rest_lun_create(cfg, "iqn.a", body, &lun, &e), 0);
+	assert_int_equal(lun, 1);
+	json_object_put(body);
+	assert_json(json_object_object_get(json_object_array_get_idx(
+			    json_object_object_get(cfg, "targets"), 0), "luns"),
+		    "[{\"path\":\"/a0\",\"lun\":0},{\"path\":\"/a2\",\"lun\":2},"
+		    "{\"path\":\"/n\",\"size\":4194304,\"lun\":1}]");
+
+	body = J("{\"lun\":2,\"path\":\"/d\"}");
+	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EEXIST, 409, "lun");
+	json_object_put(body);
+	body = J("{\"lun\":16384,\"path\":\"/d\"}");
+	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EINVAL, 422, "lun");
+	json_object_put(body);
+	body = J("{\"path\":\"/d\",\"colour\":\"red\"}");
+	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EINVAL, 422, "colour");
+	json_object_put(body);
+	body = J("{\"path\":\"/d\"}");
+	refused(rest_lun_create(cfg, "iqn.x", body, &lun, &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	body = J("{\"lun\":9,\"path\":\"/d\"}");
+	assert_int_equal(rest_lun_create(cfg, "iqn.a", body, &lun, &e), 0);
+	assert_int_equal(lun, 9);
+	json_object_put(body);
+
+	/* merge patch: set, remove with null; the number, unknown fields, a required one */
+	body = J("{\"product\":\"p\",\"readonly\":true}");
+	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 9, body, &e), 0);
+	json_object_put(body);
+	body = J("{\"readonly\":null,\"lun\":9}");
+	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 9, body, &e), 0);
+	json_object_put(body);
+	o = rest_lun(cfg, "iqn.a", 9);
+	assert_json(o, "{\"lun\":9,\"path\":\"/d\",\"product\":\"p\"}");
+	json_object_put(o);
+	body = J("{\"lun\":10}");
+	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "lun");
+	json_object_put(body);
+	body = J("{\"path\":null}");
+	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "path");
+	json_object_put(body);
+	body = J("{\"thin\":\"no\"}");
+	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "thin");
+	json_object_put(body);
+	body = J("{\"speed\":1}");
+	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "speed");
+	json_object_put(body);
+	body = J("{\"thin\":false}");
+	refused(rest_lun_patch(cfg, "iqn.a", 8, body, &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	o = rest_lun(cfg, "iqn.a", 9);          /* the refusals changed nothing */
+	assert_json(o, "{\"lun\":9,\"path\":\"/d\",\"product\":\"p\"}");
+	json_object_put(o);
+	assert_null(rest_lun(cfg, "iqn.a", 8));
+	json_object_put(cfg);
+}
+
+static void test_node_dg_patch(void **state)
+{
+	struct rest_err e;
+	json_object *b;
+	bool d = false;
+	char owner[64];
+
+	(void)state;
+	b = J("{\"drained\":true}");
+	assert_int_equal(rest_node_patch(b, &d, &e), 0);
+	assert_true(d);
+	json_object_put(b);
+	b = J("{\"drained\":\"yes\"}");
+	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
+	json_object_put(b);
+	b = J("{\"drained\":false,\"name\":\"n2\"}");
+	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "name");
+	json_object_put(b);
+	b = J("{}");
+	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
+	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
+	json_object_put(b);
+	b = J("{\"owner\":\"n2\"}");
+	assert_int_equal(rest_dg_patch(b, owner, sizeof(owner), &e), 0);
+	assert_string_equal(owner, "n2");
+	json_object_put(b);
+	b = J("{\"owner\":\"\"}");
+	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
+	json_object_put(b);
+	b = J("{\"owner\":null}");
+	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
+	json_object_put(b);
+}
+
+/* ------------------------------------------------------------ secrets */
+
+#define SECRETS "{\"discovery_chap\":{\"user\":\"d\",\"secret\":\"dsecret\"},\"targets\":[" \
+	"{\"iqn\":\"iqn.a\",\"chap\":{\"user\":\"u\",\"secret\":\"usecret\"}," \
+	"\"mutual_chap\":{\"user\":\"m\",\"secret\":\"msecret\"}," \
+	"\"acls\":[{\"initiator\":\"i1\",\"chap\":{\"user\":\"iu\",\"secret\":\"isecret\"}}]," \
+	"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu%bsecret@10.0.0.1:3260/iqn.be/1\"}," \
+	"{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}"
+
+static void test_secrets(void **state)
+{
+	json_object *cur = J(SECRETS), *red, *o;
+	const char *s;
+
+	(void)state;
+	red = rest_redact(cur);
+	s = json_object_to_json_string(red);
+	assert_null(strstr(s, "secret\""));
+	assert_null(strstr(s, "bsecret"));
+	assert_json(red, "{\"discovery_chap\":{\"user\":\"d\"},\"targets\":["
+		    "{\"iqn\":\"iqn.a\",\"chap\":{\"user\":\"u\"},\"mutual_chap\":{\"user\":\"m\"},"
+		    "\"acls\":[{\"initiator\":\"i1\",\"chap\":{\"user\":\"iu\"}}],"
+		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.be/1\"},"
+		    "{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}");
+	o = J(SECRETS);
+	assert_true(json_object_equal(cur, o)); /* the original keeps its secrets */
+	json_object_put(o);
+	o = rest_target(cur, "iqn.a");
+	assert_null(strstr(json_object_to_json_string(o), "secret\""));
+	json_object_put(o);
+	o = rest_lun(cur, "iqn.a", 3);
+	assert_json(o, "{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.be/1\"}");
+	json_object_put(o);
+
+	/* the export imported again is the configuration, secrets and all */
+	rest_keep_secrets(cur, red);
+	assert_true(json_object_equal(cur, red));
+	json_object_put(red);
+
+	/* a secret is kept only for the same user; one given is taken */
+	red = J("{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.a\","
+		"\"chap\":{\"user\":\"u\",\"secret\":\"new-secret\"},"
+		"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.be/1\"}]}]}");
+	rest_keep_secrets(cur, red);
+	assert_json(red, "{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.a\","
+		    "\"chap\":{\"user\":\"u\",\"secret\":\"new-secret\"},"
+		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.be/1\"}]}]}");
+	json_object_put(red);
+	json_object_put(cur);
+}
+
+/* ------------------------------------------------------------ the agent's refusals */
+
+static void test_refusals(void **state)
+{
+	struct rest_err e;
+	json_object *cfg = J(CFG);
+	char prefix[64];
+
+	(void)state;
+	rest_agent_refusal(-ENOLCK, "the cluster has no quorum here (1 of 3 expected votes)", "", &e);
+	assert_int_equal(e.code, 503);
+	assert_true(e.retry_after_s > 0);
+	rest_agent_refusal(-EAGAIN, "this node is syncing", "", &e);
+	assert_int_equal(e.code, 503);
+	assert_true(e.retry_after_s > 0);
+	rest_agent_refusal(-ESTALE, "the cluster is at generation 9, not 8", "", &e);
+	assert_int_equal(e.code, 412);
+	assert_int_equal(e.retry_after_s, 0);
+
+	/* isergwd's validator, through the agent: the path below the written LUN */
+	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.a", 2, prefix,
+					   sizeof(prefix)), 0);
+	assert_string_equal(prefix, "targets[0].luns[2]");
+	rest_agent_refusal(-EINVAL, "nodes[0] (n1): targets[0].luns[2].block_size: 1000 is not "
+			   "512 or 4096", prefix, &e);
+	assert_int_equal(e.code, 422);
+	assert_string_equal(e.field, "block_size");
+	assert_non_null(strstr(e.detail, "1000 is not 512 or 4096"));
+	rest_agent_refusal(-EINVAL, "targets[0].luns[2].device_group: 'x' is not a device group "
+			   "of the cluster", prefix, &e);
+	assert_string_equal(e.field, "device_group");
+	rest_agent_refusal(-EINVAL, "targets[0].luns[2]: lun 2 used twice", prefix, &e);
+	assert_string_equal(e.field, "");
+	/* outside the object written: the whole path; luns[20] is not luns[2] */
+	rest_agent_refusal(-EINVAL, "targets[0].luns[20].size: too big", prefix, &e);
+	assert_string_equal(e.field, "targets[0].luns[20].size");
+	assert_int_equal(rest_write_prefix(cfg, REST_TARGET_POST, "iqn.a", 0, prefix,
+					   sizeof(prefix)), 0);
+	assert_string_equal(prefix, "targets[0]");
+	rest_agent_refusal(-EINVAL, "targets[0].luns[1].size: 3 is not a multiple of 512", prefix,
+			   &e);
+	assert_string_equal(e.field, "luns[1].size");
+	/* an import: the key path is the body's */
+	rest_agent_refusal(-EINVAL, "nodes[1].portals[0].rel_port_id: 1 already used by "
+			   "nodes[0].portals[0]", "", &e);
+	assert_string_equal(e.field, "nodes[1].portals[0].rel_port_id");
+	rest_agent_refusal(-EINVAL, "config: line 3 column 7: unexpected character", "", &e);
+	assert_string_equal(e.field, "config");
+	rest_agent_refusal(-EINVAL, "no key path here", "", &e);
+	assert_string_equal(e.field, "");
+	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.a", 7, prefix,
+					   sizeof(prefix)), -ENOENT);
+
+	rest_agent_refusal(-ENOENT, "no node 'n9' in the cluster configuration", "", &e);
+	assert_int_equal(e.code, 404);
+	rest_agent_refusal(-EHOSTDOWN, "node 'n3' is not serving", "", &e);
+	assert_int_equal(e.code, 409);
+	rest_agent_refusal(-EPERM, "node 'n3' is drained", "", &e);
+	assert_int_equal(e.code, 409);
+	rest_agent_refusal(-ETIMEDOUT, "the change was not applied within 5000 ms", "", &e);
+	assert_int_equal(e.code, 504);
+	rest_agent_refusal(-EMSGSIZE, "too big", "", &e);
+	assert_int_equal(e.code, 413);
+	rest_agent_refusal(-EIO, "", "", &e);
+	assert_int_equal(e.code, 500);
+	assert_non_null(strstr(e.detail, strerror(EIO)));
+
+	rest_agent_unreachable(-ECONNREFUSED, "cannot connect to /run/isergw/ha.sock", &e);
+	assert_int_equal(e.code, 503);
+	assert_int_equal(e.retry_after_s, 0);
+	rest_agent_unreachable(-ETIMEDOUT, "no answer", &e);
+	assert_int_equal(e.code, 504);
+	json_object_put(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_routing),
+		cmocka_unit_test(test_openapi_matches_routes),
+		cmocka_unit_test(test_etag_if_match),
+		cmocka_unit_test(test_body),
+		cmocka_unit_test(test_cluster_resources),
+		cmocka_unit_test(test_target_create),
+		cmocka_unit_test(test_luns),
+		cmocka_unit_test(test_node_dg_patch),
+		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
