@@ -34,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -927,6 +929,54 @@ static bool probe_punch_hole(int fd, uint64_t size, uint32_t bs)
 	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, bs) == 0;
 }
 
+/*
+ * A missing file is made whole under a temporary name beside it (created,
+ * sized), then linked to its name, which fails if another node got there
+ * first: then theirs is opened. So a file of the name is always full size.
+ * Gateway nodes given the same LUN on a shared directory create it at the
+ * same moment; with O_CREAT on the name itself one of them could open the
+ * other's file between its creation and its ftruncate, see 0 bytes and
+ * refuse the LUN. link() is atomic on local file systems and on NFS.
+ */
+static int create_whole(const struct bdev_file_params *p, int flags, bool *created)
+{
+	char tmp[PATH_MAX];
+	unsigned int r;
+	int fd, rc;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (unsigned int)getpid() ^ (unsigned int)time(NULL);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new-%d-%08x", p->path, (int)getpid(), r) >=
+	    sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, flags | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)p->create_size) < 0) {
+		rc = -errno;
+		GW_ERR(FILE_COMP, "%s: cannot size new file to %" PRIu64 ": %s", p->path,
+		       p->create_size, strerror(-rc));
+		goto err;
+	}
+	if (link(tmp, p->path) < 0) {
+		rc = -errno;
+		if (rc != -EEXIST)
+			goto err;
+		/* somebody else created it meanwhile, whole: theirs */
+		close(fd);
+		unlink(tmp);
+		fd = open(p->path, flags);
+		return fd < 0 ? -errno : fd;
+	}
+	unlink(tmp);
+	*created = true;
+	return fd;
+err:
+	close(fd);
+	unlink(tmp);
+	return rc;
+}
+
 static int open_or_create(const struct bdev_file_params *p, int flags, bool *created)
 {
 	int fd;
@@ -935,12 +985,7 @@ static int open_or_create(const struct bdev_file_params *p, int flags, bool *cre
 	fd = open(p->path, flags);
 	if (fd >= 0 || errno != ENOENT || p->create_size == 0 || p->readonly)
 		return fd < 0 ? -errno : fd;
-	fd = open(p->path, flags | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 && errno == EEXIST)
-		fd = open(p->path, flags); /* somebody else created it meanwhile */
-	else if (fd >= 0)
-		*created = true;
-	return fd < 0 ? -errno : fd;
+	return create_whole(p, flags, created);
 }
 
 int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
@@ -978,18 +1023,9 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		GW_ERR(FILE_COMP, "%s: fstat: %s", p->path, strerror(-rc));
 		goto err_close;
 	}
-	if (created) {
-		if (ftruncate(fd, (off_t)p->create_size) < 0) {
-			rc = -errno;
-			GW_ERR(FILE_COMP, "%s: cannot size new file to %" PRIu64 ": %s", p->path,
-			       p->create_size, strerror(-rc));
-			unlink(p->path);
-			goto err_close;
-		}
-		st.st_size = (off_t)p->create_size;
+	if (created)
 		GW_NOTICE(FILE_COMP, "%s: created sparse file of %" PRIu64 " bytes", p->path,
 			  p->create_size);
-	}
 
 	f = calloc(1, sizeof(*f));
 	if (!f) {

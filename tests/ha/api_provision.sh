@@ -151,15 +151,11 @@ expect "GET openapi.json" 200 1 GET "$V1/openapi.json" &&
 	ha_check "the OpenAPI document is 3.1 and names /targets" \
 		jq -e '(.openapi | startswith("3.1")) and .paths["/targets"] != null' "$OUT/body" >/dev/null
 
-# 3. a target and two LUNs through node 1. The LUN files are made here
-# first: when every node's isergwd creates a missing file of the LUN's size
-# at once, one may open it between another's create and its truncate, see
-# size 0 and leave the LUN out (isergwd's reload goes on without it, so the
-# generation counts as applied): a race of isergwd's file backend in a
-# cluster, not of the API; reported, not worked around in isergwd here.
-for f in api0.img:32M api5.img:16M c1.img:4M c2.img:4M c3.img:4M c4.img:4M; do
-	truncate -s "${f#*:}" "$BED_SHARED/${f%%:*}" || bed_die "cannot make the LUN files in $BED_SHARED"
-done
+# 3. a target and two LUNs through node 1, on files of the shared directory
+# that do not exist yet: every node's isergwd creates the file at once, and
+# each must serve the LUN (the file backend makes a file whole under a
+# temporary name and links it in; with O_CREAT on the name one node could
+# see it at 0 bytes and leave the LUN out)
 bed_mark "target created"
 expect "POST target" 201 1 POST "$V1/targets" \
 	"{\"iqn\": \"$T\", \"chap\": {\"user\": \"apiuser\", \"secret\": \"api-secret-123\"}}"

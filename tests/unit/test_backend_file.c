@@ -737,6 +737,76 @@ static void test_engine_pool(void **state)
 	bdev_close(b);
 }
 
+/*
+ * Gateway nodes given the same new LUN on a shared directory create its file
+ * at the same moment: every one of them must open it whole (none may see it
+ * between its creation and its sizing, at 0 bytes), and no temporary file
+ * may be left beside it.
+ */
+#define RACERS 8
+#define RACE_ROUNDS 40
+
+struct racer {
+	pthread_barrier_t *start;
+	const char *path;
+	int rc;
+	uint64_t size;
+};
+
+static void *race_open(void *arg)
+{
+	struct racer *r = arg;
+	struct bdev_file_params p = { .path = r->path, .create_size = 8 * MiB };
+	struct bdev *b = NULL;
+
+	pthread_barrier_wait(r->start);
+	r->rc = bdev_file_open(&p, &b);
+	if (!r->rc) {
+		r->size = b->info.size_bytes;
+		bdev_close(b);
+	}
+	return NULL;
+}
+
+static void test_create_race(void **state)
+{
+	struct harness *h = *state;
+	pthread_barrier_t start;
+	pthread_t t[RACERS];
+	struct racer r[RACERS];
+	int failed = 0;
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		char path[200];
+		DIR *d;
+		struct dirent *e;
+		int files = 0;
+
+		snprintf(path, sizeof(path), "%s/race-%d.img", h->dir, round);
+		assert_int_equal(pthread_barrier_init(&start, NULL, RACERS), 0);
+		for (int i = 0; i < RACERS; i++) {
+			r[i] = (struct racer){ .start = &start, .path = path };
+			assert_int_equal(pthread_create(&t[i], NULL, race_open, &r[i]), 0);
+		}
+		for (int i = 0; i < RACERS; i++) {
+			pthread_join(t[i], NULL);
+			if (r[i].rc || r[i].size != 8 * MiB)
+				failed++;
+		}
+		pthread_barrier_destroy(&start);
+		d = opendir(h->dir);
+		assert_non_null(d);
+		while ((e = readdir(d)))
+			if (!strncmp(e->d_name, "race-", 5))
+				files++;
+		closedir(d);
+		assert_int_equal(files, round + 1); /* no temporary file left */
+	}
+	if (failed)
+		fail_msg("%d of %d opens of a file being created at once failed or saw it short",
+			 failed, RACERS * RACE_ROUNDS);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -744,6 +814,7 @@ int main(void)
 	const struct CMUnitTest uring_tests[] = {
 		T(test_engine_uring), /* first: before any test could start workers */
 		T(test_create_sparse),
+		T(test_create_race),
 		T(test_bad_sizes),
 		T(test_write_read),
 		T(test_multi_iovec),
