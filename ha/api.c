@@ -208,6 +208,8 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 				 (uint32_t)(sm->lease_expires_ms - now) : 0;
 	st->expected_votes = sm->expected_votes;
 	st->total_votes = sm->total_votes;
+	st->failovers = sm->failovers;
+	st->planned_moves = sm->planned_moves;
 
 	st->members = arena_alloc(ar, (d->nnodes + HA_MAX_MEMBERS + 1) * sizeof(*st->members));
 	if (!st->members)

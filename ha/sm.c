@@ -345,6 +345,26 @@ static const char *owner_name(const struct ha_doc *d, int n)
 }
 
 /*
+ * Count a device group that changed hands from old to d, one generation
+ * apart: its owner left it for a planned move (Transitioning first, or the
+ * owner still live), or it was lost (the owner not live any more).
+ */
+static void count_move(struct ha_sm *sm, const struct ha_doc *old, int og,
+		       const struct ha_doc *d, int g)
+{
+	const char *was = owner_name(old, old->owner[og]);
+	int n;
+
+	if (!was[0] || !strcmp(was, owner_name(d, d->owner[g])))
+		return;
+	n = ha_doc_find_node(d, was);
+	if (!strcmp(was, owner_name(d, d->moving_from[g])) || (n >= 0 && d->live[n]))
+		sm->planned_moves++;
+	else
+		sm->failovers++;
+}
+
+/*
  * When each device group of d last changed hands here (its owner or the
  * node it moves from differs from old's, and it had one): host SET TARGET
  * PORT GROUPS wait until a group has settled (ha_sm_submit_host_move).
@@ -360,6 +380,8 @@ static void track_moves(struct ha_sm *sm, const struct ha_doc *old, const struct
 
 		if (og < 0)
 			continue;
+		if (d->generation == old->generation + 1)
+			count_move(sm, old, og, d, (int)g);
 		t[g] = sm->dg_moved_ms ? sm->dg_moved_ms[og] : 0;
 		if ((old->owner[og] >= 0 || old->moving_from[og] >= 0) &&
 		    (strcmp(owner_name(old, old->owner[og]), owner_name(d, d->owner[g])) ||

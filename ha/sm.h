@@ -180,6 +180,8 @@ struct ha_sm {
 
 	uint64_t hold_until_ms;         /* a lost owner's lease runs out then (0: none) */
 	uint64_t *dg_moved_ms;          /* per device group of doc: when it last changed hands (0: not seen) */
+	uint64_t failovers;             /* device groups whose lost owner was replaced (ClusterStatus) */
+	uint64_t planned_moves;         /* device groups moved off a live owner */
 	struct ha_sm_req reqs[HA_SM_REQS_MAX];
 	size_t nreqs;
 	uint64_t next_request;          /* our request ids */

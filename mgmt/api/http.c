@@ -215,8 +215,51 @@ static int get_readyz(struct api *a, struct MHD_Connection *c, struct api_req *r
 	return respond_json(c, r, MHD_HTTP_OK, "application/json", o, NULL);
 }
 
+/*
+ * The HA agent's GetClusterStatus for a scrape, asked on the agent client's
+ * thread while this one asks isergwd: the reply is packed in the callback
+ * (the client frees its own after it) and unpacked here.
+ */
+struct ha_scrape {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	uint8_t *buf;                   /* the packed ClusterStatus, or NULL */
+	size_t len;
+};
+
+static void on_ha_scrape(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
+{
+	struct ha_scrape *w = arg;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	if (rc)
+		GW_INFO(COMP, "metrics: the HA agent not reached: %s", why ? why : strerror(-rc));
+	else if (rep->status || rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
+		GW_INFO(COMP, "metrics: the HA agent refused its status: %s",
+			rep->error ? rep->error : "(no reason)");
+	else {
+		len = protobuf_c_message_get_packed_size(&rep->cluster_status->base);
+		buf = malloc(len ? len : 1);
+		if (buf)
+			protobuf_c_message_pack(&rep->cluster_status->base, buf);
+	}
+	pthread_mutex_lock(&w->mu);
+	w->buf = buf;
+	w->len = len;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
 static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *r)
 {
+	struct ha_scrape hw = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	Isergw__Ha__ApiRequest hreq = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetClusterStatus gcs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
+	Isergw__Ha__ClusterStatus *cluster = NULL;
+	bool asked = false;
 	struct api_gw_snapshot s;
 	struct metrics_input in = { .version = ISERGW_VERSION };
 	Isergw__Ctl__AluaStates *alua[API_DG_MAX + 1];
@@ -227,6 +270,10 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	size_t len;
 	int rc;
 
+	hreq.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
+	hreq.get_status = &gcs;
+	/* the callback comes exactly once, within the timeout: waited for below */
+	asked = a->ha && !api_ha_call(a->ha, &hreq, a->opts.gw_timeout_ms, on_ha_scrape, &hw);
 	rc = api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, true, a->opts.dgs,
 			  a->opts.ndgs, &s, err, sizeof(err));
 	if (rc) {
@@ -247,7 +294,20 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	stats = a->stats;
 	pthread_mutex_unlock(&a->stats_lock);
 	in.api = &stats;
+	if (asked) {
+		pthread_mutex_lock(&hw.mu);
+		while (!hw.done)
+			pthread_cond_wait(&hw.cv, &hw.mu);
+		pthread_mutex_unlock(&hw.mu);
+		if (hw.buf)
+			cluster = isergw__ha__cluster_status__unpack(NULL, hw.len, hw.buf);
+		free(hw.buf);
+	}
+	in.cluster_up = cluster != NULL;
+	in.cluster = cluster;
 	rc = metrics_render(&in, &text, &len);
+	if (cluster)
+		isergw__ha__cluster_status__free_unpacked(cluster, NULL);
 	if (in.up)
 		api_gw_snapshot_free(&s);
 	if (rc)

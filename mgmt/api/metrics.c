@@ -185,7 +185,7 @@ static void put_log2_histogram(FILE *f, const char *name, const struct ioentity 
 
 /* ------------------------------------------------------------ families */
 
-enum source { SRC_ALWAYS, SRC_STATUS, SRC_SESSIONS, SRC_COUNTERS, SRC_ALUA, SRC_API };
+enum source { SRC_ALWAYS, SRC_STATUS, SRC_SESSIONS, SRC_COUNTERS, SRC_ALUA, SRC_API, SRC_CLUSTER };
 
 /* What an I/O family shows of an IoStats. */
 enum iokind { IO_NONE, IO_COMMANDS, IO_READ_BYTES, IO_WRITTEN_BYTES, IO_ERRORS, IO_ABORTED,
@@ -491,6 +491,50 @@ static void emit_api_duration(FILE *f, const struct family *fam, const struct me
 	}
 }
 
+/* ---- the cluster, as the local HA agent sees it */
+
+static void emit_cluster_up(FILE *f, const struct family *fam, const struct metrics_input *in)
+{
+	fprintf(f, "%s %d\n", fam->name, in->cluster_up && in->cluster ? 1 : 0);
+}
+
+static void emit_cluster_quorate(FILE *f, const struct family *fam, const struct metrics_input *in)
+{
+	fprintf(f, "%s %d\n", fam->name, in->cluster->quorate ? 1 : 0);
+}
+
+static void emit_cluster_members(FILE *f, const struct family *fam, const struct metrics_input *in)
+{
+	const Isergw__Ha__ClusterStatus *c = in->cluster;
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < c->n_members; i++)
+		if (fam->arg ? c->members[i]->synced : c->members[i]->corosync_member)
+			n++;
+	fprintf(f, "%s %u\n", fam->name, n);
+}
+
+static void emit_cluster_u64(FILE *f, const struct family *fam, const struct metrics_input *in)
+{
+	const Isergw__Ha__ClusterStatus *c = in->cluster;
+	uint64_t v = fam->arg == 0 ? c->generation : fam->arg == 1 ? c->failovers : c->planned_moves;
+
+	fprintf(f, "%s %" PRIu64 "\n", fam->name, v);
+}
+
+static void emit_cluster_applied(FILE *f, const struct family *fam, const struct metrics_input *in)
+{
+	const Isergw__Ha__ClusterStatus *c = in->cluster;
+
+	for (size_t i = 0; i < c->n_members; i++) {
+		if (!c->members[i]->name || !c->members[i]->name[0])
+			continue;
+		fprintf(f, "%s{", fam->name);
+		put_label(f, "node", c->members[i]->name);
+		fprintf(f, "} %" PRIu64 "\n", c->members[i]->applied_generation);
+	}
+}
+
 #define IOFAM(n, t, h, sc, k) { n, t, h, SRC_COUNTERS, emit_io, sc, k }
 
 static const struct family families[] = {
@@ -555,6 +599,25 @@ static const struct family families[] = {
 	  "(PREF bit) of its device group.", SRC_ALUA, emit_alua_pref, 0, 0 },
 	{ "isergw_alua_transition_pending", "gauge", "1 while a device group is in a timed "
 	  "transition.", SRC_ALUA, emit_alua_pending, 0, 0 },
+	{ "isergw_cluster_up", "gauge", "1 when the node's HA agent (isergw-ha) answered for this "
+	  "scrape, else 0.", SRC_ALWAYS, emit_cluster_up, 0, 0 },
+	{ "isergw_cluster_quorate", "gauge", "1 while the node's corosync partition has quorum.",
+	  SRC_CLUSTER, emit_cluster_quorate, 0, 0 },
+	{ "isergw_cluster_members", "gauge", "Nodes in the corosync membership, as this node sees "
+	  "it.", SRC_CLUSTER, emit_cluster_members, 0, 0 },
+	{ "isergw_cluster_synced_members", "gauge", "Nodes whose agent passed the sync barrier of "
+	  "the current membership.", SRC_CLUSTER, emit_cluster_members, 0, 1 },
+	{ "isergw_cluster_generation", "gauge", "Generation of the cluster document this node's "
+	  "agent holds.", SRC_CLUSTER, emit_cluster_u64, 0, 0 },
+	{ "isergw_cluster_node_applied_generation", "gauge", "Newest generation each node's "
+	  "isergwd applied, as this node's agent last heard.", SRC_CLUSTER, emit_cluster_applied,
+	  0, 0 },
+	{ "isergw_cluster_failovers_total", "counter", "Device groups whose owner was lost and "
+	  "replaced, in the generations this node's agent applied since it started.", SRC_CLUSTER,
+	  emit_cluster_u64, 0, 1 },
+	{ "isergw_cluster_planned_moves_total", "counter", "Device groups moved off a live owner "
+	  "(drain, move, failback, a host's SET TARGET PORT GROUPS), in the generations this "
+	  "node's agent applied since it started.", SRC_CLUSTER, emit_cluster_u64, 0, 2 },
 	{ "isergw_api_requests_total", "counter", "HTTP requests answered by isergw-api, by "
 	  "route and status code.", SRC_API, emit_api_requests, 0, 0 },
 	{ "isergw_api_request_duration_seconds", "histogram", "Time isergw-api took to answer a "
@@ -570,6 +633,7 @@ static bool family_present(const struct family *fam, const struct metrics_input 
 	case SRC_COUNTERS: return in->up && in->counters;
 	case SRC_ALUA: return in->up && in->nalua > 0;
 	case SRC_API: return in->api != NULL;
+	case SRC_CLUSTER: return in->cluster_up && in->cluster;
 	}
 	return false;
 }

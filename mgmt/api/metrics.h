@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "isergw_ctl.pb-c.h"
+#include "isergw_ha.pb-c.h"
 
 /* The routes the API knows; every other path is "other" (a bounded label). */
 enum api_route {
@@ -67,6 +68,8 @@ struct metrics_input {
 	Isergw__Ctl__AluaStates *const *alua;   /* one per device group asked */
 	size_t nalua;
 	const struct api_stats *api;
+	bool cluster_up;                /* the HA agent answered GetClusterStatus */
+	const Isergw__Ha__ClusterStatus *cluster;
 };
 
 /*

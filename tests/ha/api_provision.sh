@@ -266,6 +266,24 @@ expect "move to a node that does not exist" 422 1 PATCH "$V1/device-groups/dg2" 
 	ha_check "422 names owner" field_is owner
 expect "drain a node that does not exist" 404 1 PATCH "$V1/nodes/n9" '{"drained": true}'
 
+# the cluster in node 1's metrics: quorate, three members, the agent's
+# generation, the drain's, undrain's and move's planned moves counted (no
+# failover); promtool's check of the whole scrape
+metric() { awk -v m="$1" '$1 == m { print $2 }' "$OUT/body"; }
+expect "GET /metrics" 200 1 GET /metrics &&
+	{
+		gen=$(ha_gen 1)
+		bed_log "node 1's cluster metrics: $(grep '^isergw_cluster_' "$OUT/body" | paste -sd' ')"
+		ha_check "isergw_cluster_up 1, quorate 1, 3 members" \
+			[ "$(metric isergw_cluster_up) $(metric isergw_cluster_quorate) $(metric isergw_cluster_members)" = "1 1 3" ]
+		ha_check "isergw_cluster_generation is the agent's ($gen)" [ "$(metric isergw_cluster_generation)" = "$gen" ]
+		ha_check "planned moves counted (drain, undrain, move: at least 3), no failover" \
+			[ "$(metric isergw_cluster_planned_moves_total)" -ge 3 ] && [ "$(metric isergw_cluster_failovers_total)" = 0 ]
+		if command -v promtool >/dev/null; then
+			ha_check "promtool check metrics" promtool check metrics <"$OUT/body"
+		fi
+	}
+
 # 7. export and import
 expect "export the configuration" 200 2 GET "$V1/config"
 etag=$(hdr ETag)

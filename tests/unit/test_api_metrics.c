@@ -359,6 +359,51 @@ static void test_isergwd_down(void **state)
 	has_line(f, "# TYPE isergw_api_request_duration_seconds histogram");
 }
 
+/* The cluster families, from the HA agent's ClusterStatus, and without one. */
+static void test_cluster(void **state)
+{
+	struct fixture *f = *state;
+	Isergw__Ha__ClusterStatus cs = ISERGW__HA__CLUSTER_STATUS__INIT;
+	Isergw__Ha__MemberStatus m[3], *mp[3];
+	static const char *const names[] = { "n1", "n2", "n\"3" };
+
+	for (int i = 0; i < 3; i++) {
+		isergw__ha__member_status__init(&m[i]);
+		m[i].name = (char *)(uintptr_t)names[i];
+		m[i].corosync_member = i != 2;
+		m[i].synced = i == 0;
+		m[i].applied_generation = 40 + (uint64_t)i;
+		mp[i] = &m[i];
+	}
+	cs.quorate = true;
+	cs.generation = 42;
+	cs.failovers = 3;
+	cs.planned_moves = 5;
+	cs.members = mp;
+	cs.n_members = 3;
+	/* no agent: up 0 and nothing else of the cluster */
+	render(f);
+	has_line(f, "isergw_cluster_up 0");
+	no_text(f, "isergw_cluster_quorate");
+	f->in.cluster_up = true;
+	f->in.cluster = &cs;
+	render(f);
+	has_line(f, "isergw_cluster_up 1");
+	has_line(f, "isergw_cluster_quorate 1");
+	has_line(f, "isergw_cluster_members 2");
+	has_line(f, "isergw_cluster_synced_members 1");
+	has_line(f, "isergw_cluster_generation 42");
+	has_line(f, "isergw_cluster_node_applied_generation{node=\"n1\"} 40");
+	has_line(f, "isergw_cluster_node_applied_generation{node=\"n\\\"3\"} 42");
+	has_line(f, "# TYPE isergw_cluster_failovers_total counter");
+	has_line(f, "isergw_cluster_failovers_total 3");
+	has_line(f, "isergw_cluster_planned_moves_total 5");
+	cs.quorate = false;
+	render(f);
+	has_line(f, "isergw_cluster_quorate 0");
+	f->in.cluster = NULL;
+}
+
 static void test_api_stats(void **state)
 {
 	struct fixture *f = *state;
@@ -411,6 +456,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_latency_histogram, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alua, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isergwd_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_api_stats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_api_stats_bounded, setup, teardown),
 	};

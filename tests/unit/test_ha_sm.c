@@ -468,6 +468,11 @@ static void test_node_death(void **state)
 	}
 	assert_true(now_ms - died >= LEASE);
 	assert_one_ao();
+	/* counted: one failover (dg1), nothing planned */
+	for (int k = 1; k < N; k++) {
+		assert_int_equal(nodes[k].sm.failovers, 1);
+		assert_int_equal(nodes[k].sm.planned_moves, 0);
+	}
 	/* node 1 returns: failback immediate gives dg1 back, through Transitioning */
 	start_node(0, NULL);
 	membership();
@@ -478,6 +483,13 @@ static void test_node_death(void **state)
 		assert_int_equal(nodes[k].sm.doc->generation, nodes[1].sm.doc->generation);
 	}
 	assert_one_ao();
+	/* the failback is a planned move; node 1 adopted its document: counted nothing of it */
+	for (int k = 1; k < N; k++) {
+		assert_int_equal(nodes[k].sm.failovers, 1);
+		assert_int_equal(nodes[k].sm.planned_moves, 1);
+	}
+	assert_int_equal(nodes[0].sm.failovers, 0);
+	assert_int_equal(nodes[0].sm.planned_moves, 1);
 }
 
 /*
