@@ -24,7 +24,7 @@ PACKAGES=(
 	pacemaker pacemaker-cli-utils resource-agents nftables
 	# isergw-api: HTTP server (libmicrohttpd); its tests use curl, python3 (raw requests),
 	# promtool and a real Prometheus server (both in Debian's prometheus package)
-	libmicrohttpd-dev curl python3 prometheus
+	libmicrohttpd-dev curl python3 prometheus wrk
 	# debugging and measuring (perftest: the RDMA ceiling in tests/bench/iser_vm.sh)
 	valgrind linux-perf procps iproute2 perftest
 )

@@ -50,6 +50,7 @@ struct api_opts {
 	uint32_t change_wait_ms;        /* a write waits for every live member (then 202) */
 	uint32_t threads;
 	uint32_t conn_limit;
+	uint32_t conn_limit_ip;         /* --max-connections-per-ip */
 	uint32_t idle_timeout_s;
 	char log_level[16];
 	char *dgs[API_DG_MAX];          /* --device-group, besides the default one */

@@ -42,7 +42,6 @@
 
 #define COMP "http"
 #define CONN_MEMORY_LIMIT (32u * 1024u)    /* request line + headers of one connection */
-#define PER_IP_LIMIT 32u
 
 struct api_http {
 	struct MHD_Daemon *d;
@@ -872,7 +871,7 @@ int api_http_start(struct api *a)
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_IP_LIMIT,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)a->opts.idle_timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,

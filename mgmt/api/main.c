@@ -48,8 +48,9 @@ static void usage(FILE *f)
 "  --threads N                 HTTP server threads, each an epoll loop (default 2;\n"
 "                              1..16): one waiting for isergwd does not hold up the\n"
 "                              others\n"
-"  --max-connections N         HTTP connections open at once (default 128; 1..4096;\n"
-"                              at most 32 from one address)\n"
+"  --max-connections N         HTTP connections open at once (default 128; 1..4096)\n"
+"  --max-connections-per-ip N  of those, from one address at most (default 32;\n"
+"                              1..4096; raise it behind a proxy or load balancer)\n"
 "  --idle-timeout S            close an HTTP connection idle this long (default 30;\n"
 "                              1..3600)\n"
 "  --log-level LEVEL           err, warn, notice, info or debug (default notice;\n"
@@ -88,7 +89,7 @@ static void usage(FILE *f)
 }
 
 enum {
-	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN,
+	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT,
 };
@@ -103,6 +104,7 @@ static const struct option long_opts[] = {
 	{ "device-group", required_argument, NULL, OPT_DG },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "max-connections-per-ip", required_argument, NULL, OPT_MAX_CONN_IP },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
@@ -195,6 +197,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->change_wait_ms = 5000;
 	o->threads = 2;
 	o->conn_limit = 128;
+	o->conn_limit_ip = 32;
 	o->idle_timeout_s = 30;
 	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
 		switch (opt) {
@@ -244,6 +247,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_MAX_CONN:
 			rc = set_u32(&o->conn_limit, optarg, 1, 4096, "max-connections");
+			break;
+		case OPT_MAX_CONN_IP:
+			rc = set_u32(&o->conn_limit_ip, optarg, 1, 4096, "max-connections-per-ip");
 			break;
 		case OPT_IDLE:
 			rc = set_u32(&o->idle_timeout_s, optarg, 1, 3600, "idle-timeout");
