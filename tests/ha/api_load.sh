@@ -34,7 +34,9 @@ SECONDS_RUN=20
 ha_options 4,24 --api API --seconds SECONDS_RUN -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
-[[ $SECONDS_RUN =~ ^[0-9]+$ ]] && [ "$SECONDS_RUN" -ge 5 ] || bed_die "--seconds wants a number >= 5"
+if ! [[ $SECONDS_RUN =~ ^[0-9]+$ ]] || [ "$SECONDS_RUN" -lt 5 ]; then
+	bed_die "--seconds wants a number >= 5"
+fi
 for t in curl jq iscsi-perf wrk; do
 	if ! command -v "$t" >/dev/null; then
 		[ "${CI:-}" = true ] && bed_die "$t not found (deploy/install-deps.sh)"
