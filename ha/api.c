@@ -53,6 +53,8 @@ struct ha_api {
 	struct reactor_fd lh;
 	struct list_head clients;
 	size_t nclients;
+	uint64_t refused;               /* clients refused (too many) since the last log line */
+	uint64_t refused_logged_ms;
 };
 
 /* Allocations of one reply, freed together once it is packed. */
@@ -606,10 +608,23 @@ static void accept_cb(void *arg, uint32_t events)
 	fd = accept4(api->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-	    api->nclients >= API_CLIENTS_MAX) {
-		GW_WARN(COMP, "client refused (%s)", api->nclients >= API_CLIENTS_MAX ?
-			"too many clients" : "no peer credentials");
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		GW_WARN(COMP, "client refused (no peer credentials)");
+		close(fd);
+		return;
+	}
+	if (api->nclients >= API_CLIENTS_MAX) {
+		uint64_t now = gw_now_ms();
+
+		/* once a second at most, with the count: a client that keeps trying floods nothing */
+		api->refused++;
+		if (now - api->refused_logged_ms >= 1000) {
+			GW_WARN(COMP, "client pid %d uid %u refused: %u clients already (%" PRIu64
+				" refused since the last such line)", (int)cred.pid,
+				(unsigned int)cred.uid, API_CLIENTS_MAX, api->refused);
+			api->refused_logged_ms = now;
+			api->refused = 0;
+		}
 		close(fd);
 		return;
 	}

@@ -13,8 +13,10 @@
  * reactor (gateway/util/reactor: epoll, timers, a message queue). Requests
  * arrive by reactor_send_msg from any thread; each opens its own non-
  * blocking connection to the agent (the agent answers one request at a time
- * per connection, and serves up to 32 connections), sends one frame, reads
- * one frame, closes; a timer bounds the whole call. The completion callback
+ * per connection, and serves up to 32 connections: at most HA_CONNS_MAX of
+ * them are this client's, the other calls wait in order for one to end),
+ * sends one frame, reads one frame, closes; a timer bounds the whole call,
+ * its wait for a connection included. The completion callback
  * runs on this thread; the HTTP side resumes its connection from there
  * (MHD_resume_connection is thread-safe). A callback may start the next call
  * of a chain (read the configuration, then apply a changed one).
@@ -37,6 +39,12 @@
 
 #define COMP "haclient"
 #define CONNECT_RETRY_MS 20u    /* the agent's listen backlog was full */
+/*
+ * Connections to the agent open at once. The agent serves 32 clients in all
+ * (isergwctl and the others need some), and refuses the rest: 64 HTTP
+ * requests at once once made isergw-api open 64 and get thousands refused.
+ */
+#define HA_CONNS_MAX 8u
 
 struct api_ha {
 	struct reactor *r;
@@ -45,6 +53,9 @@ struct api_ha {
 	pthread_mutex_t lock;
 	bool closing;                   /* under lock: no new calls */
 	struct list_head calls;         /* in flight, this thread only */
+	struct list_head waiting;       /* of those, waiting for a connection, in order */
+	unsigned int nconns;            /* calls holding a connection (<= HA_CONNS_MAX) */
+	bool starting;                  /* in start_waiting (a call may end inside it) */
 };
 
 struct ha_call {
@@ -62,7 +73,28 @@ struct ha_call {
 	api_ha_cb cb;
 	void *arg;
 	struct list_head link;
+	struct list_head wlink;         /* in h->waiting */
+	bool waits;                     /* in h->waiting, no connection yet */
 };
+
+static void call_connect(void *arg);
+
+/* Calls waiting for a connection get the ones free, in order. */
+static void start_waiting(struct api_ha *h)
+{
+	if (h->starting)
+		return; /* the loop below goes on */
+	h->starting = true;
+	while (h->nconns < HA_CONNS_MAX && !list_empty(&h->waiting)) {
+		struct ha_call *k = list_first_entry(&h->waiting, struct ha_call, wlink);
+
+		list_del(&k->wlink);
+		k->waits = false;
+		h->nconns++;
+		call_connect(k); /* may end the call at once (it gives its connection back) */
+	}
+	h->starting = false;
+}
 
 static void call_finish(struct ha_call *k, int rc, Isergw__Ha__ApiReply *rep, const char *why)
 {
@@ -75,12 +107,17 @@ static void call_finish(struct ha_call *k, int rc, Isergw__Ha__ApiReply *rep, co
 	if (k->fd >= 0)
 		close(k->fd);
 	list_del(&k->link);
+	if (k->waits)
+		list_del(&k->wlink);
+	else
+		h->nconns--;
 	ctl_frame_rx_reset(&k->rx);
 	free(k->tx);
 	k->cb(k->arg, rc, rep, why);
 	if (rep)
 		isergw__ha__api_reply__free_unpacked(rep, NULL);
 	free(k);
+	start_waiting(h);
 }
 
 static void call_fail(struct ha_call *k, int rc, const char *what)
@@ -197,7 +234,9 @@ static void call_start(void *arg)
 	reactor_timer_init(&k->deadline, call_timeout, k);
 	reactor_timer_init(&k->retry, call_connect, k);
 	reactor_timer_arm(h->r, &k->deadline, k->timeout_ms);
-	call_connect(k);
+	k->waits = true;
+	list_add_tail(&k->wlink, &h->waiting);
+	start_waiting(h);
 }
 
 int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
@@ -216,6 +255,7 @@ int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t ti
 	k->arg = arg;
 	ctl_frame_rx_init(&k->rx);
 	list_init(&k->link);
+	list_init(&k->wlink);
 	rc = ctl_frame_pack(&req->base, &k->tx, &k->txlen);
 	if (rc)
 		goto err_free;
@@ -238,6 +278,7 @@ static void shutdown_msg(void *arg)
 {
 	struct api_ha *h = arg;
 
+	h->starting = true; /* no call waiting for a connection gets one now */
 	while (!list_empty(&h->calls)) {
 		struct ha_call *k = list_first_entry(&h->calls, struct ha_call, link);
 
@@ -266,6 +307,7 @@ int api_ha_start(const char *path, struct api_ha **out)
 		return -ENOMEM;
 	snprintf(h->path, sizeof(h->path), "%s", path);
 	list_init(&h->calls);
+	list_init(&h->waiting);
 	pthread_mutex_init(&h->lock, NULL);
 	rc = reactor_create(0, &h->r);
 	if (rc)

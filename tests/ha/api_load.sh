@@ -13,8 +13,8 @@
 # 2. iscsi-perf alone: 4 KiB random reads, QD 16, through node 1 for N s
 #    (default 20);
 # 3. wrk, 64 connections, 2 threads, for N s, on GET /api/v1/cluster,
-#    /api/v1/targets, /api/v1/device-groups and /metrics in turn (a Lua
-#    script), with the same iscsi-perf run beside it;
+#    /api/v1/targets, /api/v1/device-groups, /api/v1/nodes and /metrics in
+#    turn (a Lua script), with the same iscsi-perf run beside it;
 # 4. fails on any wrk error (a socket error, a timeout or an answer that is
 #    not 2xx) or an iscsi-perf run that did not end well; prints wrk's
 #    requests per second and p99, and iscsi-perf's IOPS with and without the
@@ -77,7 +77,7 @@ bed_log "iscsi-perf alone: ${alone:-?} IOPS"
 # 3. beside wrk
 TOKEN=$(cat "$OUT/ro.tok")
 cat >"$OUT/paths.lua" <<EOF
-local paths = { "/api/v1/cluster", "/api/v1/targets", "/api/v1/device-groups", "/metrics" }
+local paths = { "/api/v1/cluster", "/api/v1/targets", "/api/v1/device-groups", "/api/v1/nodes", "/metrics" }
 local i = 0
 request = function()
 	i = i + 1
