@@ -114,17 +114,22 @@ int isergwctl_rest_exit(long status)
 
 /* ------------------------------------------------------------ pure: merge patch */
 
+/*
+ * One JSON value filling s[0..len) exactly, s[len] being '\0' (which ends a
+ * number at the end): json-c in strict mode (no single quotes, no NaN, no
+ * leading zeros, no trailing commas). NULL when it is not that.
+ */
 static json_object *parse_strict(const char *s, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new();
+	struct json_tokener *tok;
 	json_object *o;
 
-	if (!tok)
+	if (len > INT32_MAX - 1 || s[len] != '\0' || !(tok = json_tokener_new()))
 		return NULL;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	o = json_tokener_parse_ex(tok, s, (int)len);
+	o = json_tokener_parse_ex(tok, s, (int)len + 1);
 	if (o && (json_tokener_get_error(tok) != json_tokener_success ||
-		  json_tokener_get_parse_end(tok) != len)) {
+		  json_tokener_get_parse_end(tok) < len)) {
 		json_object_put(o);
 		o = NULL;
 	}
@@ -359,9 +364,13 @@ static int read_json_file(const char *path, json_object **out, char *err, size_t
 		len += n;
 	if (n > 0 || ferror(f)) {
 		rc = n > 0 ? -EFBIG : -EIO;
-		snprintf(err, errlen, n > 0 ? "%s: larger than %u bytes" : "%s: read error", path, FILE_MAX);
+		if (n > 0)
+			snprintf(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
+		else
+			snprintf(err, errlen, "%s: read error", path);
 		goto out_free;
 	}
+	buf[len] = '\0';
 	*out = parse_strict(buf, len);
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
 		json_object_put(*out);
@@ -779,10 +788,19 @@ static int kv_lines(FILE *f, json_object *o, const char *skip)
 	return table_print(&t, f);
 }
 
+/* The array of objects a table is made of (checked whole before a table is started). */
+static int objects(json_object *arr)
+{
+	for (size_t i = 0; i < json_object_array_length(arr); i++)
+		if (!json_object_is_type(json_object_array_get_idx(arr, i), json_type_object))
+			return -EBADMSG;
+	return 0;
+}
+
 static int items_of(json_object *doc, json_object **items)
 {
 	*items = member(doc, "items", json_type_array);
-	return *items ? 0 : -EBADMSG;
+	return *items ? objects(*items) : -EBADMSG;
 }
 
 static int targets_table(FILE *f, json_object *items)
@@ -803,8 +821,6 @@ static int targets_table(FILE *f, json_object *items)
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i), *luns, *chap, *acls;
 
-		if (!json_object_is_type(o, json_type_object))
-			return -EBADMSG;
 		luns = member(o, "luns", json_type_array);
 		chap = member(o, "chap", json_type_object);
 		acls = member(o, "acls", json_type_array);
@@ -839,8 +855,6 @@ static int luns_table(FILE *f, json_object *items)
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 
-		if (!json_object_is_type(o, json_type_object))
-			return -EBADMSG;
 		cell(&t, o, "lun");
 		cell(&t, o, "size");
 		cell(&t, o, "device_group");
@@ -870,8 +884,6 @@ static int nodes_table(FILE *f, json_object *items)
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 
-		if (!json_object_is_type(o, json_type_object))
-			return -EBADMSG;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			cell(&t, o, keys[k]);
 	}
@@ -961,7 +973,7 @@ static int cluster_view(FILE *f, json_object *doc)
 {
 	json_object *members = member(doc, "members", json_type_array);
 
-	if (!members)
+	if (!members || objects(members))
 		return -EBADMSG;
 	if (kv_lines(f, doc, "members"))
 		return -ENOMEM;
@@ -991,6 +1003,8 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		arr = member(doc, "luns", json_type_array);
 		if (!arr)
 			return 0;
+		if (objects(arr))
+			return -EBADMSG;
 		fprintf(f, "\n");
 		return luns_table(f, arr);
 	case ISERGWCTL_VIEW_DG:
