@@ -4,7 +4,9 @@
  * (docs/control.md). Human-readable tables by default, --json for scripts.
  *
  * Exit codes: 0 done, 1 refused by the daemon (the reason is printed),
- * 2 usage error, 3 cannot talk to the daemon.
+ * 2 usage error, 3 cannot talk to the daemon; the REST commands
+ * (isergwctl_rest.c: target, lun, node, device-group, config, api) also 4,
+ * 5 and 6 (isergwctl.h).
  */
 #include <errno.h>
 #include <getopt.h>
