@@ -116,6 +116,12 @@ int isergwctl_merge_patch_add(struct json_object *patch, const char *kv, char *e
  */
 char *isergwctl_problem_message(long status, const char *body, size_t len, const char *retry_after);
 
+/*
+ * Whether a token sent to url stays private: https://, or http:// to the
+ * loopback (127.0.0.1, localhost, [::1]). isergwctl warns otherwise.
+ */
+bool isergwctl_url_private(const char *url);
+
 /* An HTTP status as isergwctl's exit status. */
 int isergwctl_rest_exit(long status);
 

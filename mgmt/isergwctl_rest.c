@@ -196,6 +196,23 @@ int isergwctl_merge_patch_add(struct json_object *patch, const char *kv, char *e
 	return 0;
 }
 
+/* ------------------------------------------------------------ pure: the URL */
+
+bool isergwctl_url_private(const char *url)
+{
+	static const char *const loopback[] = { "http://127.0.0.1", "http://localhost", "http://[::1]" };
+
+	if (strncmp(url, "https://", 8) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+		size_t n = strlen(loopback[i]);
+
+		if (strncmp(url, loopback[i], n) == 0 && strchr(":/", url[n]))
+			return true;
+	}
+	return false;
+}
+
 /* ------------------------------------------------------------ pure: problem documents */
 
 char *isergwctl_problem_message(long status, const char *body, size_t len, const char *retry_after)
@@ -407,10 +424,9 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 	snprintf(r->path, sizeof(r->path), "/api/v1");
 	r->method = c->method;
 	r->view = c->view;
-	snprintf(r->what, sizeof(r->what), "%s %s", c->noun, nops ? ops[0] : "");
-	if (nops > 1 && strcmp(c->noun, "config") != 0 && !(strcmp(c->noun, "lun") == 0 &&
-							    strcmp(v, "create") == 0))
-		snprintf(r->what, sizeof(r->what), "%s %.*s %.*s", c->noun, 200, ops[0], 40, ops[1]);
+	snprintf(r->what, sizeof(r->what), "%s %.280s", c->noun, nops ? ops[0] : "");
+	if (strcmp(c->noun, "lun") == 0 && strcmp(v, "create") == 0)
+		snprintf(r->what, sizeof(r->what), "a LUN of %.280s", ops[0]);
 	if (strcmp(c->noun, "lun") == 0 && nops > 1 && strcmp(v, "create") != 0) {
 		if (isergwctl_parse_u32(ops[1], 16383, &lun)) {
 			snprintf(err, errlen, "lun %s: LUN wants a number 0..16383, not '%s'", v, ops[1]);
@@ -1490,6 +1506,9 @@ int isergwctl_rest(int argc, char **argv, const struct isergwctl_rest_opts *o)
 		isergwctl_rest_req_free(&r);
 		return rc;
 	}
+	if (cl.auth[0] && !isergwctl_url_private(cl.base))
+		fprintf(stderr, "isergwctl: warning: the token goes in clear text to %s (https:// "
+			"keeps it private)\n", cl.base);
 	cl.deadline = isergwctl_now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 30000);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "isergwctl: cannot start libcurl\n");

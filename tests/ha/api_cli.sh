@@ -27,7 +27,8 @@
 # 7. lun delete, target delete; target show then exits 1;
 # 8. tokens (this isergw-api takes none and ignores the header): a token
 #    file of mode 600 is sent and works, 644 and a missing named file exit
-#    4 before any request; the token never appears in any output;
+#    4 before any request; a token to plain http off the loopback warns;
+#    the token never appears in any output;
 # 9. node 3's isergwd frozen: a write through node 2 is accepted (202,
 #    the operation printed, exit 0); with --wait and --timeout 3: exit 6;
 #    with --wait while the isergwd is let go after 2 s: exit 0, done;
@@ -129,7 +130,7 @@ expect "target list --json" 0 2 --json target list &&
 	ha_check "--json parses, the target is there" json_is "[.items[].iqn] | index(\"$T\") != null"
 expect "target show" 0 1 target show "$T" && ha_check "its alias" grep -q '^alias  *cli-target' "$OUT/out"
 expect "lun create" 0 1 lun create "$T" --path "$BED_SHARED/cli0.img" --size 32M --device-group dg1 &&
-	ha_check "created at .../luns/0" out_has "at /api/v1/targets/$T/luns/0"
+	ha_check "a LUN created at .../luns/0" out_has "^a LUN of $T created at /api/v1/targets/$T/luns/0, ETag"
 expect "lun create --lun 5 --json" 0 1 --json lun create "$T" --lun 5 --path "$BED_SHARED/cli1.img" --size 4194304 \
 	--device-group dg2 && ha_check "--json: the LUN as created" json_is '.lun == 5 and .size == 4194304'
 expect "lun list" 0 2 lun list "$T" && ha_check "LUNs 0 and 5 in the table" bash -c \
@@ -170,7 +171,7 @@ ha_check "dg3 moved off n3" bed_poll 30 "dg3 off n3" dg_owner_not 2 dg3 n3
 expect "node undrain n3" 0 2 node undrain n3
 ha_check "n3 undrained" bed_poll 10 "n3 undrained" n3_drained_is false
 ha_check "dg3 back on n3" bed_poll 30 "dg3 on n3" dg_owner_is 1 dg3 n3
-expect "device-group move dg2 n1" 0 1 device-group move dg2 n1
+expect "device-group move dg2 n1" 0 1 device-group move dg2 n1 && ha_check "the line" out_has "^device-group dg2 changed, ETag"
 ha_check "dg2 owned by n1, seen through node 2" bed_poll 30 "dg2 on n1" dg_owner_is 2 dg2 n1
 expect "device-group show" 0 2 device-group show dg2 && ha_check "its owner line" grep -q '^owner  *n1' "$OUT/out"
 expect "a move to a node that does not exist" 1 1 device-group move dg2 n9 && ha_check "field owner" err_has "(field: owner)"
@@ -195,7 +196,10 @@ expect "the target is gone" 1 2 target show "$T"
 TOKEN=cli-token-$RANDOM$RANDOM
 printf '%s\nsecond line ignored\n' "$TOKEN" >"$OUT/token"
 chmod 600 "$OUT/token"
-expect "a token file of mode 600" 0 1 --token-file "$OUT/token" target list
+expect "a token file of mode 600" 0 1 --token-file "$OUT/token" target list &&
+	ha_check "no warning to the loopback" bash -c "! grep -q warning '$OUT/err'"
+expect "a token to a non-loopback http:// URL (nothing listens there)" 3 1 --token-file "$OUT/token" \
+	--api "http://$(bed_ring_addr 1):8080" api status && ha_check "a warning" err_has "the token goes in clear text"
 ISERGW_TOKEN_FILE=$OUT/token expect "\$ISERGW_TOKEN_FILE" 0 1 target list --json
 chmod 644 "$OUT/token"
 expect "a token file others can read" 4 1 --token-file "$OUT/token" target list &&

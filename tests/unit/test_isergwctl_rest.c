@@ -449,6 +449,19 @@ static void test_tables(void **state)
 	free(out);
 }
 
+static void test_url_private(void **state)
+{
+	(void)state;
+	assert_true(isergwctl_url_private("https://gw1.example:8443"));
+	assert_true(isergwctl_url_private("http://127.0.0.1:8080"));
+	assert_true(isergwctl_url_private("http://127.0.0.1"));
+	assert_true(isergwctl_url_private("http://localhost/"));
+	assert_true(isergwctl_url_private("http://[::1]:8080"));
+	assert_false(isergwctl_url_private("http://gw1.example:8080"));
+	assert_false(isergwctl_url_private("http://127.0.0.10:8080"));
+	assert_false(isergwctl_url_private("http://localhost.evil.example"));
+}
+
 static void test_nouns(void **state)
 {
 	static const char *const rest[] = { "target", "lun", "node", "device-group", "config", "api" };
@@ -474,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_problem_message),
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_tables),
+		cmocka_unit_test(test_url_private),
 		cmocka_unit_test(test_nouns),
 	};
 
