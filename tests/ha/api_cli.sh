@@ -57,7 +57,7 @@ done
 
 T=iqn.2026-11.org.isergw:cli
 OUT=$SCRATCH/cli
-mkdir -p "$OUT"
+mkdir -p "$OUT" && : >"$OUT/all"
 # the environment must not choose for the test
 unset ISERGW_API ISERGW_TOKEN_FILE
 
