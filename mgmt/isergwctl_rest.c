@@ -1480,8 +1480,11 @@ int isergwctl_rest(int argc, char **argv, const struct isergwctl_rest_opts *o)
 	size_t blen;
 	int rc;
 
-	if (isergwctl_rest_parse(argc, argv, &r, err, sizeof(err)))
-		return usage_err("%s", err);
+	if (isergwctl_rest_parse(argc, argv, &r, err, sizeof(err))) {
+		fprintf(stderr, "isergwctl: %s\nTry 'isergwctl %s --help'.\n", err,
+			argc > 0 ? argv[0] : "target");
+		return ISERGWCTL_EXIT_USAGE;
+	}
 	r.json = r.json || o->json;
 	if (r.help) {
 		isergwctl_rest_usage(stdout);
