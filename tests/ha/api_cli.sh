@@ -36,7 +36,8 @@
 #    node 1's stopped: exit 3 (cannot connect); usage errors exit 2;
 # 11. a canned HTTP server (python3) answers 401, 403, 503 with
 #    Retry-After, 504 and a garbled 200: exits 4, 4, 5 (retry after shown),
-#    3, 3;
+#    3, 3; behind a certificate of a private CA (openssl): exit 3 without
+#    --cacert, 0 with it, 3 with another CA, 0 with --insecure and a warning;
 # 12. nodes 3 and 2 killed: a write through node 1 without quorum exits 5,
 #    "retry after" shown.
 # Exit 77 when not root or corosync is missing.
@@ -255,6 +256,11 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
+if len(sys.argv) > 3:  # CERT KEY: https
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
 open(sys.argv[1], "w").write("%d\n" % s.server_address[1])
 s.serve_forever()
 EOF
@@ -268,6 +274,7 @@ canned() { # canned WANT ARGS...: isergwctl against the canned server must exit 
 	shift
 	"$BED_ISERGWCTL" --api "$CANNED" "$@" >"$OUT/out" 2>"$OUT/err"
 	rc=$?
+	cat "$OUT/out" "$OUT/err" >>"$OUT/all"
 	[ "$rc" = "$want" ] || { bed_log "$*: exit $rc, not $want: $(cat "$OUT/err")"; return 1; }
 }
 ha_check "401: exit 4" canned 4 node show 401
@@ -278,6 +285,39 @@ ha_check "409: exit 1" canned 1 node show 409
 ha_check "a garbled 200: exit 3" canned 3 api status && ha_check "said so" err_has "not a JSON object"
 kill "$canned"
 wait "$canned" 2>/dev/null
+
+# TLS, from the canned server behind a certificate of a private CA (made
+# here with openssl): refused without --cacert (exit 3, the TLS reason),
+# accepted with it, and with --insecure only after a warning
+if command -v openssl >/dev/null; then
+	if ! {
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=api-cli-test-ca \
+			-keyout "$OUT/ca.key" -out "$OUT/ca.pem" 2>/dev/null &&
+			openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$OUT/srv.key" \
+				-out "$OUT/srv.csr" 2>/dev/null &&
+			printf 'subjectAltName=IP:127.0.0.1\n' >"$OUT/srv.ext" &&
+			openssl x509 -req -in "$OUT/srv.csr" -CA "$OUT/ca.pem" -CAkey "$OUT/ca.key" \
+				-CAcreateserial -days 2 -extfile "$OUT/srv.ext" -out "$OUT/srv.pem" 2>/dev/null
+	}; then
+		bed_die "openssl could not make the test certificates"
+	fi
+	rm -f "$OUT/canned-tls.port"
+	python3 "$OUT/canned.py" "$OUT/canned-tls.port" "$OUT/srv.pem" "$OUT/srv.key" &
+	canned=$!
+	bed_poll 10 "the canned TLS server" test -s "$OUT/canned-tls.port"
+	CANNED=https://127.0.0.1:$(cat "$OUT/canned-tls.port")
+	ha_check "TLS verified by default: a private CA's certificate refused (exit 3)" canned 3 node show 200 &&
+		ha_check "the TLS reason and the hint" err_has "TLS: .*(--cacert FILE for a private CA)"
+	ha_check "--cacert: verified, exit 0" canned 0 --cacert "$OUT/ca.pem" node show 200 &&
+		ha_check "no warning" bash -c "! grep -q warning '$OUT/err'"
+	ha_check "--cacert with another CA: exit 3" canned 3 --cacert /etc/ssl/certs/ca-certificates.crt node show 200
+	ha_check "--insecure: exit 0" canned 0 --insecure node show 200 &&
+		ha_check "with a warning" err_has "warning: --insecure: the certificate of $CANNED is not verified"
+	kill "$canned"
+	wait "$canned" 2>/dev/null
+else
+	bed_log "openssl not installed: the TLS checks are skipped"
+fi
 
 # 12. no quorum: exit 5 with the retry
 api_start 1 || bed_die "isergw-api did not start again on node 1"
