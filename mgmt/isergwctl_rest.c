@@ -1446,7 +1446,7 @@ static int load_token(struct client *cl, const char *path)
 	}
 	buf[n] = '\0';
 	len = strcspn(buf, "\r\n");
-	if (len == 0 || len > TOKEN_MAX || (buf[len] == '\0' && (size_t)n > TOKEN_MAX)) {
+	if (len == 0 || len > TOKEN_MAX) {     /* read TOKEN_MAX + 1 bytes: too long is seen */
 		fprintf(stderr, "isergwctl: token file %s: no token on its first line (1..%u characters)\n",
 			path, TOKEN_MAX);
 		explicit_bzero(buf, sizeof(buf));
