@@ -489,6 +489,24 @@ void ha_api_tick(struct ha_api *api, uint64_t now)
 	}
 }
 
+/* The fencer confirmed a node fenced: announced to the group, answered at once. */
+static void op_fenced(struct api_client *c, const ApiRequest *req)
+{
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	char err[512] = "";
+	int rc;
+
+	GW_NOTICE(COMP, "%s: node %s fenced", c->name, req->node_fenced->node);
+	rc = ha_sm_submit_fenced(&c->api->a->sm, req->node_fenced->node, err, sizeof(err));
+	if (rc) {
+		GW_WARN(COMP, "%s: the fence of node %s not announced: %s", c->name,
+			req->node_fenced->node, err[0] ? err : strerror(-rc));
+		reply_err(c, rc, "%s", err[0] ? err : strerror(-rc));
+		return;
+	}
+	reply(c, &rep);
+}
+
 /* ------------------------------------------------------------ requests */
 
 static void handle(struct api_client *c, const uint8_t *buf, size_t len)
@@ -511,6 +529,9 @@ static void handle(struct api_client *c, const uint8_t *buf, size_t len)
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
 	case ISERGW__HA__API_REQUEST__OP_MOVE:
 		op_change(c, req);
+		break;
+	case ISERGW__HA__API_REQUEST__OP_NODE_FENCED:
+		op_fenced(c, req);
 		break;
 	case ISERGW__HA__API_REQUEST__OP__NOT_SET:
 		reply_err(c, -EOPNOTSUPP, "no operation in the request");

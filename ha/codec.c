@@ -174,6 +174,14 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		if (!m->heartbeat->seq)
 			rc = bad(err, errlen, -EINVAL, "heartbeat.seq: 0");
 		break;
+	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
+		if (m->version < 2)
+			rc = bad(err, errlen, -EINVAL, "fenced: in a protocol 1 message");
+		else if (!m->fenced->node[0])
+			rc = bad(err, errlen, -EINVAL, "fenced.node: empty");
+		else
+			rc = name_ok(m->fenced->node, "fenced.node", err, errlen);
+		break;
 	default:
 		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
 			 (int)m->body_case);
@@ -203,6 +211,7 @@ const char *ha_msg_kind(const HaMsg *m)
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE: return "change";
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED: return "applied";
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT: return "heartbeat";
+	case ISERGW__HA__GROUP_MSG__BODY_FENCED: return "fenced";
 	default: return "?";
 	}
 }

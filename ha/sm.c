@@ -235,7 +235,7 @@ static void send_sync(struct ha_sm *sm)
 		s.digest.len = HA_DIGEST_LEN;
 	}
 	s.protocol_min = HA_PROTO_MIN;
-	s.protocol_max = HA_PROTO_MAX;
+	s.protocol_max = sm->proto_max;
 	s.node_name = sm->name;
 	s.lease_ms = sm->lease_ms;
 	s.members = sm->view;
@@ -409,10 +409,11 @@ static const struct ha_member *sync_winner(struct ha_sm *sm)
 }
 
 static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until);
 
 static void sync_done(struct ha_sm *sm, uint64_t now)
 {
-	uint32_t proto = HA_PROTO_MAX;
+	uint32_t proto = sm->proto_max;
 
 	for (size_t i = 0; i < sm->nview; i++) {
 		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
@@ -679,9 +680,45 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 
 /* ------------------------------------------------------------ lease */
 
+/*
+ * The map this node would be leased on names as owner (or as the owner a
+ * planned move is leaving) a node that is not in the group. The leader hands
+ * that node's groups to others once its lease has certainly run out, and the
+ * members apply that placement one after the other: a lease given on the old
+ * map past that moment would let this isergwd report the lost node's group
+ * Active/Optimized while a member that applied the placement already reports
+ * its own. So the lease ends HA_LEASE_MARGIN_MS before the leader may move
+ * (the margin covers the members hearing the lost node last at slightly
+ * different times), and none is given once that moment has passed: the
+ * placement is on its way and renews it when applied. Returns that end, or
+ * 0 when the map names no lost node.
+ */
+static uint64_t lost_owner_cap(const struct ha_sm *sm, uint64_t now)
+{
+	const struct ha_doc *d = sm->doc;
+	uint64_t cap = 0;
+
+	for (size_t g = 0; g < d->ndgs; g++) {
+		int who[2] = { d->owner[g], d->moving_from[g] };
+
+		for (int i = 0; i < 2; i++) {
+			uint64_t end = 0;
+
+			if (who[i] < 0 || node_in_view(sm, who[i]))
+				continue;
+			if (lease_over(sm, who[i], now, &end))
+				return now; /* the move may be under way already */
+			end = end > HA_LEASE_MARGIN_MS ? end - HA_LEASE_MARGIN_MS : 0;
+			if (!cap || end < cap)
+				cap = end;
+		}
+	}
+	return cap;
+}
+
 static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 {
-	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires;
+	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires, cap;
 
 	if (seq + HA_HB_RING <= sm->hb_seq || !sent)
 		return; /* too old to know when it left */
@@ -692,6 +729,9 @@ static void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 	if (!majority_agrees(sm))
 		return;
 	expires = sent + sm->lease_ms;
+	cap = lost_owner_cap(sm, now);
+	if (cap && cap < expires)
+		expires = cap;
 	if (expires <= now)
 		return;
 	if (!sm->lease_given)
@@ -716,7 +756,7 @@ static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *un
 	uint64_t lease = m && m->lease_ms > sm->lease_ms ? m->lease_ms : sm->lease_ms;
 	uint64_t end = heard + lease + sm->heartbeat_ms + HA_LEASE_MARGIN_MS;
 
-	if (now >= end)
+	if (now >= end || (m && m->fenced))
 		return true;
 	if (until && (!*until || end < *until))
 		*until = end;
@@ -879,6 +919,70 @@ out:
 	free(livep);
 }
 
+/* ------------------------------------------------------------ fencing */
+
+/*
+ * Why a Fenced for node cannot be taken (NULL: it can): a node in the
+ * corosync membership or with its agent in the group is not dead, whatever
+ * the message says (a stale one, from before the node came back).
+ */
+static const char *fenced_refusal(const struct ha_sm *sm, const char *node,
+				  const struct ha_member **mp)
+{
+	const struct ha_member *m = ha_sm_member_by_name(sm, node);
+
+	*mp = m;
+	if (ha_doc_find_node(sm->doc, node) < 0)
+		return "it is not a node of the cluster configuration";
+	if (!m)
+		return "corosync names no node so";
+	if (m->in_view)
+		return "its agent is in the group";
+	if (m->in_ring)
+		return "it is in the corosync membership";
+	return NULL;
+}
+
+static void on_fenced(struct ha_sm *sm, uint32_t from, const char *node)
+{
+	const struct ha_member *cm;
+	const char *why = fenced_refusal(sm, node, &cm);
+
+	if (why) {
+		GW_WARN(COMP, "node %u says node '%s' was fenced: ignored, %s", from, node, why);
+		return;
+	}
+	if (cm->fenced)
+		return;
+	((struct ha_member *)(uintptr_t)cm)->fenced = true;
+	GW_NOTICE(COMP, "node '%s' was fenced (told by node %u): its device groups need not "
+		  "wait for its lease", node, from);
+	sm->replace = true;
+}
+
+int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t errlen)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Fenced f = ISERGW__HA__FENCED__INIT;
+	const struct ha_member *cm;
+	const char *why;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (sm->proto < 2)
+		return errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u "
+			    "(an agent older than this one is in the group): the fence is not "
+			    "announced, node '%s''s device groups wait for its lease", sm->proto, node);
+	why = fenced_refusal(sm, node, &cm);
+	if (why)
+		return errf(err, errlen, ha_doc_find_node(sm->doc, node) < 0 || !cm ? -ENOENT : -EBUSY,
+			    "node '%s': %s", node, why);
+	f.node = (char *)(uintptr_t)node;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
+	m.fenced = &f;
+	return send_msg(sm, &m);
+}
+
 /* ------------------------------------------------------------ inputs */
 
 int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_sm_ops *ops,
@@ -892,6 +996,9 @@ int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_s
 	copy_name(sm->cluster, p->cluster);
 	sm->lease_ms = p->lease_ms;
 	sm->heartbeat_ms = p->heartbeat_ms;
+	sm->proto_max = p->proto_max && p->proto_max < HA_PROTO_MAX ? p->proto_max : HA_PROTO_MAX;
+	if (sm->proto_max < HA_PROTO_MIN)
+		sm->proto_max = HA_PROTO_MIN;
 	sm->start_ms = now;
 	sm->doc = doc;
 	sm->proto = HA_PROTO_MIN;
@@ -963,6 +1070,7 @@ void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t no
 
 		if (m) {
 			m->in_view = true;
+			m->fenced = false;
 			if (!m->last_heard_ms)
 				m->last_heard_ms = now;
 		}
@@ -1046,6 +1154,7 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		goto out;
 	}
 	from->last_heard_ms = now;
+	from->fenced = false;
 	switch (m->body_case) {
 	case ISERGW__HA__GROUP_MSG__BODY_SYNC:
 		on_sync(sm, from, m->sync, now);
@@ -1076,6 +1185,9 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 				from->applied_gen = m->applied->generation;
 			sm->ops->applied(sm->ctx);
 		}
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
+		on_fenced(sm, nodeid, m->fenced->node);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:
 		if (m->heartbeat->applied_generation > from->applied_gen) {

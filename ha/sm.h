@@ -30,7 +30,7 @@
 #include "isergw_ha.pb-c.h"
 
 #define HA_PROTO_MIN 1u
-#define HA_PROTO_MAX 1u
+#define HA_PROTO_MAX 2u            /* 2: Fenced */
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
@@ -57,6 +57,7 @@ struct ha_member {
 	uint64_t applied_gen;   /* the newest generation its isergwd took */
 	bool gw_down;           /* it has no isergwd, and its lease there is over */
 	bool foreign;           /* its agent is of another cluster name (this view) */
+	bool fenced;            /* the fencer confirmed it fenced since it was last heard of */
 	bool used;
 };
 
@@ -87,6 +88,8 @@ struct ha_sm_params {
 	const char *cluster;            /* totem.cluster_name */
 	uint64_t lease_ms;              /* isergwd's lease */
 	uint64_t heartbeat_ms;
+	uint32_t proto_max;             /* the newest protocol it speaks (0: HA_PROTO_MAX);
+					   lower only to act as an older agent (tests) */
 };
 
 struct ha_sm_move {                     /* a move asked of the leader */
@@ -130,6 +133,7 @@ struct ha_sm {
 	struct ha_doc *doc;
 	enum ha_phase phase;
 	uint32_t proto;                 /* the version the group speaks */
+	uint32_t proto_max;             /* the newest version this agent speaks */
 
 	/* corosync */
 	uint64_t ring_seq;              /* CPG's totem ring */
@@ -233,6 +237,15 @@ int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, ch
 #define HA_HOST_MOVE_SETTLE_MS 5000u
 int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *node, uint64_t now,
 			       char *err, size_t errlen);
+
+/*
+ * The fencer confirmed NODE fenced: multicast Fenced, so that its groups move
+ * without waiting for its lease. 0 once sent, or a negative errno with the
+ * reason in err: -ENOLCK/-EAGAIN (as the changes), -EPROTONOSUPPORT (a member
+ * speaks protocol 1), -ENOENT (no such node), -EBUSY (it is in the corosync
+ * membership or its agent in the group: not dead).
+ */
+int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t errlen);
 
 /* Queries. */
 bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen);

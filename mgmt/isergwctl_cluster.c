@@ -91,6 +91,12 @@ static void usage(FILE *f)
 "                         let NODE own device groups again\n"
 "  move DEVICE_GROUP NODE [--wait-ms MS]\n"
 "                         make NODE the owner of DEVICE_GROUP\n"
+"  fenced NODE            the fencer confirmed NODE fenced (powered off): its\n"
+"                         device groups move without waiting for its lease.\n"
+"                         For pacemaker's fencing alert (docs/ha.md); refused\n"
+"                         while NODE is a corosync member or its agent in the\n"
+"                         group. Never say it of a node that may be running\n"
+"                         (it may still write)\n"
 "  help                   this help\n"
 "\n"
 "Options (anywhere after 'cluster'):\n"
@@ -1078,6 +1084,33 @@ static int cmd_move(struct cl *c, char **args)
 	return run_change(c, &req);
 }
 
+/* The fencer confirmed NODE fenced (pacemaker's fencing alert calls this). */
+static int cmd_fenced(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__NodeFenced f = ISERGW__HA__NODE_FENCED__INIT;
+	ApiReply *rep;
+	int rc;
+
+	f.node = args[0];
+	req.op_case = ISERGW__HA__API_REQUEST__OP_NODE_FENCED;
+	req.node_fenced = &f;
+	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD__NOT_SET, false, &rep);
+	if (rc)
+		return rc;
+	if (c->json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "node", json_object_new_string(args[0]));
+		json_object_object_add(o, "announced", json_object_new_boolean(1));
+		isergwctl_print_json(o);
+	} else {
+		printf("node %s: fence announced to the group\n", args[0]);
+	}
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return ISERGWCTL_EXIT_OK;
+}
+
 static const struct cl_cmd cmds[] = {
 	{ "status", NULL, 0, "", 0, false, cmd_status },
 	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
@@ -1085,6 +1118,7 @@ static const struct cl_cmd cmds[] = {
 	{ "drain", NULL, 1, "NODE", OPT_WAIT, true, cmd_drain },
 	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
 	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
+	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced },
 };
 
 static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms" };

@@ -15,6 +15,8 @@
  *               configuration, change it, apply it) ending in an answer
  *   rest.c      the resources' JSON, routing, checks (pure; unit-tested)
  *   metrics.c   the rendering of /metrics (pure; unit-tested)
+ *   auth.c      tokens, the token file, the access policy (pure; unit-tested)
+ *   token_cli.c isergw-api token add|list|remove
  */
 #ifndef ISERGW_API_H
 #define ISERGW_API_H
@@ -25,6 +27,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "ctl_wire.h"
 #include "isergw_ha.pb-c.h"
 #include "metrics.h"
@@ -51,6 +54,11 @@ struct api_opts {
 	char log_level[16];
 	char *dgs[API_DG_MAX];          /* --device-group, besides the default one */
 	size_t ndgs;
+	/* ---- security (docs/api.md, Security) */
+	char token_file[4096];          /* "": no tokens, only the probes and /metrics open */
+	bool metrics_open;              /* /metrics without a token */
+	char tls_cert[4096];            /* both or neither: HTTPS */
+	char tls_key[4096];
 };
 
 struct api_http;
@@ -62,11 +70,19 @@ struct api {
 	struct api_ha *ha;
 	pthread_mutex_t stats_lock;     /* the server's threads record, /metrics reads */
 	struct api_stats stats;
+	/* ---- the tokens: read by the server's threads, replaced on SIGHUP */
+	pthread_rwlock_t tokens_lock;
+	struct api_tokens tokens;
 };
 
 /* ---- http.c */
 int api_http_start(struct api *a);
 void api_http_stop(struct api *a);
+
+/* ---- main.c: (re)read --token-file; the old tokens stay on an error. 0 or -errno */
+int api_tokens_reload(struct api *a);
+/* ---- token_cli.c: isergw-api token ... (argv[0] "token"); the exit status */
+int api_token_cli(int argc, char **argv);
 
 /* ---- gwclient.c: isergwd's answers for one scrape */
 struct api_gw_snapshot {

@@ -8,7 +8,7 @@
  * with Allow).
  *
  * An /api/v1 request that needs the HA agent never waits on this thread: its
- * body is read (at most REST_BODY_MAX, body_take), checked, then the
+ * body is read (body_take, under the guard's cap), checked, then the
  * connection is suspended (MHD_suspend_connection) and the operation handed
  * to the HA client's thread (haclient.c); its answer comes back through
  * v1_done, which resumes the connection, and the next call of on_request
@@ -16,6 +16,9 @@
  * Requests libmicrohttpd refuses itself (a request line it cannot parse,
  * headers above the connection's memory) get its 4xx and a warn line from
  * its error log.
+ *
+ * Before any route runs, api_guard() (the security section below) answers
+ * 401, 403 and 413 (docs/api.md, Security): the policy is auth.c's.
  *
  * This file is the one place that turns libmicrohttpd's results into
  * negative errnos (mhd_rc).
@@ -25,6 +28,7 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +46,14 @@
 
 struct api_http {
 	struct MHD_Daemon *d;
+	char *tls_cert;                 /* --tls-cert, --tls-key: PEM, kept while d runs */
+	char *tls_key;
+	size_t tls_key_len;
 };
+
+/* TLS 1.2 and 1.3 only (GnuTLS priority string) */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define TLS_FILE_MAX (1024u * 1024u)
 
 /* One TCP connection: its peer, and whether a request on it reached a route. */
 struct api_conn {
@@ -56,6 +67,10 @@ struct api_req {
 	enum api_route route;
 	unsigned int code;
 	char method[8];
+	/* ---- security: api_guard() */
+	char who[API_TOKEN_NAME_MAX + 1];       /* the token's name, "" without one */
+	char path[128];                         /* printable, for the write log line */
+	uint64_t body_len;                      /* request body bytes seen so far */
 	/* /api/v1 */
 	struct rest_match m;            /* m.op: the operation (REST_NONE otherwise) */
 	char *body;                     /* what was uploaded (NUL-terminated) */
@@ -243,32 +258,19 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 /* ------------------------------------------------------------ /api/v1 */
 
 /*
- * Request bodies, the one place they are taken: at most REST_BODY_MAX bytes.
- * A Content-Length above it is answered 413 before anything is read
- * (body_announced_too_large); a chunked body that grows past it ends the
- * connection (libmicrohttpd cannot queue an answer in the middle of a
- * body). Returns 0 or -EMSGSIZE.
+ * The bytes of an /api/v1 write's body, kept for v1_request. The cap is the
+ * guard's (api_guard: a Content-Length above API_BODY_MAX is 413 before the
+ * body is read; api_guard_body/api_guard_complete: a chunked body past it is
+ * dropped and answered 413), so that request bodies are limited in one place.
  */
-static bool body_announced_too_large(struct MHD_Connection *c)
-{
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_CONTENT_LENGTH);
-	char *end;
-	unsigned long long n;
-
-	if (!cl)
-		return false;
-	errno = 0;
-	n = strtoull(cl, &end, 10);
-	return errno || end == cl || n > REST_BODY_MAX;
-}
+_Static_assert(REST_BODY_MAX == API_BODY_MAX, "rest.c parses what the guard lets through");
 
 static int body_take(struct api_req *r, const char *data, size_t len)
 {
 	char *b;
 
-	if (len > REST_BODY_MAX - r->blen)
-		return -EMSGSIZE;
+	if (len > API_BODY_MAX - r->blen)
+		return -EMSGSIZE;       /* the guard said 0: never */
 	b = realloc(r->body, r->blen + len + 1);
 	if (!b)
 		return -ENOMEM;
@@ -407,6 +409,165 @@ static bool is_token(const char *s)
 	return true;
 }
 
+/* ------------------------------------------------------------ security */
+/*
+ * The guard (docs/api.md, Security): on a request's first call, before any
+ * route, what the request needs (auth.c's api_access_of) against its bearer
+ * token (api_authorize), then a Content-Length over API_BODY_MAX; on every
+ * piece of body, the bytes so far against API_BODY_MAX. A refusal is a
+ * problem document and closes the connection. Neither the token nor the
+ * Authorization header is ever logged or answered; the token's name is.
+ */
+
+#define WWW_AUTH "Bearer realm=\"" API_REALM "\""
+#define WWW_AUTH_INVALID WWW_AUTH ", error=\"invalid_token\""
+
+/* Queue a refusal of the guard. 1 when queued, or a negative errno. */
+static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+			const char *www_auth, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+			const char *www_auth, const char *fmt, ...)
+{
+	struct MHD_Response *resp;
+	char detail[256];
+	char *body;
+	size_t len;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
+	if (!body)
+		return -ENOMEM;
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return -ENOMEM;
+	}
+	rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, API_PROBLEM_TYPE));
+	if (!rc)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
+	if (!rc && www_auth)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, www_auth));
+	if (!rc)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"));
+	if (!rc)
+		rc = mhd_rc(MHD_queue_response(c, code, resp));
+	MHD_destroy_response(resp);
+	if (rc)
+		return rc;
+	r->code = code;
+	return 1;
+}
+
+/* 0: the request may go on; 1: refused (answered); or a negative errno. */
+static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
+		     const char *method, struct api_req *r)
+{
+	const struct api_token *who;
+	const char *authz, *cl;
+	enum api_access need;
+	enum api_authz v;
+	char peer[64];
+	size_t i;
+
+	for (i = 0; url[i] && i + 1 < sizeof(r->path); i++)
+		r->path[i] = url[i] > ' ' && url[i] < 0x7f ? url[i] : '?';
+	r->path[i] = '\0';
+	need = api_access_of(method, url, a->opts.token_file[0] != '\0', a->opts.metrics_open);
+	authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	pthread_rwlock_rdlock(&a->tokens_lock);
+	v = api_authorize(&a->tokens, authz, need, &who);
+	if (who)
+		snprintf(r->who, sizeof(r->who), "%s", who->name);
+	pthread_rwlock_unlock(&a->tokens_lock);
+	switch (v) {
+	case API_AUTHZ_OK:
+		break;
+	case API_AUTHZ_NO_TOKEN:
+		if (!a->opts.token_file[0])
+			return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH,
+					    "no tokens are configured (isergw-api --token-file): "
+					    "%s cannot be reached", r->path);
+		return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH,
+				    "a bearer token is needed (Authorization: Bearer TOKEN)");
+	case API_AUTHZ_BAD_TOKEN:
+		peer_of(c, peer, sizeof(peer));
+		GW_WARN(COMP, "refused %s %s from %s: the bearer token is not valid", r->method,
+			r->path, peer);
+		return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH_INVALID,
+				    "the bearer token is not valid");
+	case API_AUTHZ_FORBIDDEN:
+		peer_of(c, peer, sizeof(peer));
+		GW_WARN(COMP, "refused %s %s from %s: token %s is read-only", r->method, r->path,
+			peer, r->who);
+		return guard_refuse(c, r, MHD_HTTP_FORBIDDEN, NULL,
+				    "token %s is read-only: %s needs an admin token", r->who,
+				    r->method);
+	}
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		char *end;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(cl, &end, 10);
+		if (errno || end == cl || n > API_BODY_MAX)
+			return guard_refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+					    "the request body (Content-Length %.24s) is over the "
+					    "limit of %u bytes", cl, API_BODY_MAX);
+	}
+	return 0;
+}
+
+/*
+ * n more body bytes (a chunked one, or one the route reads). libmicrohttpd
+ * 0.9.75 cannot queue an answer while a body is arriving, so past
+ * API_BODY_MAX the rest is read and dropped, and api_guard_complete()
+ * answers 413 once the body ends; a body still going at BODY_DRAIN_MAX
+ * closes the connection without an answer. Returns 0 (a route may keep the
+ * bytes), 1 (past API_BODY_MAX: drop them) or -EFBIG (close).
+ */
+#define BODY_DRAIN_MAX (4ull * API_BODY_MAX)
+
+static int api_guard_body(struct MHD_Connection *c, struct api_req *r, size_t n)
+{
+	char peer[64];
+
+	r->body_len += n;
+	if (r->body_len <= API_BODY_MAX)
+		return 0;
+	if (r->body_len <= BODY_DRAIN_MAX)
+		return 1;
+	peer_of(c, peer, sizeof(peer));
+	GW_WARN(COMP, "%s %s from %s: a request body over %llu bytes, connection closed",
+		r->method, r->path, peer, BODY_DRAIN_MAX);
+	return -EFBIG;
+}
+
+/* The request is complete: 413 when its body passed API_BODY_MAX. 0, 1 (answered) or -errno. */
+static int api_guard_complete(struct MHD_Connection *c, struct api_req *r)
+{
+	if (r->body_len <= API_BODY_MAX)
+		return 0;
+	return guard_refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
+			    "the request body (%llu bytes) is over the limit of %u bytes",
+			    (unsigned long long)r->body_len, API_BODY_MAX);
+}
+
+/* Every write that passed the guard: the token's name, never its secret. */
+static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCode toe)
+{
+	if (!r->who[0] || api_method_is_read(r->method) || r->code == MHD_HTTP_FORBIDDEN)
+		return;
+	GW_NOTICE(COMP, "write by token %s: %s %s %u%s", r->who, r->method, r->path, r->code,
+		  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (not completed)");
+}
+
 typedef int (*route_fn)(struct api *a, struct MHD_Connection *c, struct api_req *r);
 
 static const route_fn routes[API_ROUTE_N] = {
@@ -450,6 +611,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				peer);
 			rc = problem(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 				     "the request method is not an HTTP token (RFC 9110 9.1)");
+		} else if ((rc = api_guard(a, c, url, method, r)) != 0) {
+			/* 401, 403 or 413 answered (1), or an error */
+			rc = rc > 0 ? 0 : rc;
 		} else if (r->route == API_ROUTE_V1) {
 			rc = rest_route(method, url, &r->m);
 			if (rc == -ENOENT)
@@ -459,9 +623,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				rc = problem(c, r, MHD_HTTP_METHOD_NOT_ALLOWED, r->m.allow,
 					     "%.16s is not allowed on %.200s (%s)", method, url,
 					     r->m.allow);
-			else if (rest_op_has_body(r->m.op) && body_announced_too_large(c))
-				rc = problem(c, r, MHD_HTTP_CONTENT_TOO_LARGE, NULL,
-					     "the body is larger than %u bytes", REST_BODY_MAX);
 			else
 				return MHD_YES;
 		} else if (r->route == API_ROUTE_OTHER)
@@ -475,17 +636,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return rc ? MHD_NO : MHD_YES;
 	}
 	if (*upload_data_size) {
-		/* only writes of /api/v1 take a body; elsewhere it is read and dropped */
-		if (rest_op_has_body(r->m.op) && body_take(r, upload_data, *upload_data_size)) {
-			char peer[64];
-
-			peer_of(c, peer, sizeof(peer));
-			GW_WARN(COMP, "%s: a body above %u bytes from %s: connection closed",
-				api_route_name(r->route), REST_BODY_MAX, peer);
-			return MHD_NO;
-		}
+		/*
+		 * Counted by the guard (its cap); a write of /api/v1 keeps the
+		 * bytes below it, everything else is read and dropped
+		 */
+		rc = api_guard_body(c, r, *upload_data_size);
+		if (!rc && rest_op_has_body(r->m.op))
+			rc = body_take(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
-		return MHD_YES;
+		return rc < 0 ? MHD_NO : MHD_YES;
 	}
 	if (r->code)
 		return MHD_YES;
@@ -496,6 +655,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->suspended)
 		return MHD_YES;
+	rc = api_guard_complete(c, r);
+	if (rc)
+		return rc > 0 ? MHD_YES : MHD_NO;
 	rc = routes[r->route](a, c, r);
 	if (rc && !r->code)
 		rc = problem(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", strerror(-rc));
@@ -513,6 +675,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		return;
 	*req_cls = NULL;
 	secs = elapsed_s(&r->start);
+	api_log_write(r, toe);
 	if (r->code) {
 		pthread_mutex_lock(&a->stats_lock);
 		api_stats_record(&a->stats, r->route, r->code, secs);
@@ -563,6 +726,37 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
  * libmicrohttpd's own messages: a request it refused, a socket error. Its
  * refusals carry an HTML page; the line keeps the status and the page's title.
  */
+/* Both PEM files into h, or -errno with a line naming the path. */
+static int tls_load(struct api *a, struct api_http *h)
+{
+	size_t len;
+	int rc;
+
+	if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		GW_ERR(COMP, "--tls-cert: this libmicrohttpd is built without TLS");
+		return -ENOTSUP;
+	}
+	rc = api_read_file(a->opts.tls_cert, TLS_FILE_MAX, &h->tls_cert, &len);
+	if (rc) {
+		GW_ERR(COMP, "--tls-cert %s: %s", a->opts.tls_cert, strerror(-rc));
+		return rc;
+	}
+	rc = api_read_file(a->opts.tls_key, TLS_FILE_MAX, &h->tls_key, &h->tls_key_len);
+	if (rc) {
+		GW_ERR(COMP, "--tls-key %s: %s", a->opts.tls_key, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+static void tls_free(struct api_http *h)
+{
+	if (h->tls_key)
+		OPENSSL_cleanse(h->tls_key, h->tls_key_len);
+	free(h->tls_key);
+	free(h->tls_cert);
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
@@ -592,16 +786,28 @@ int api_http_start(struct api *a)
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 			     MHD_ALLOW_SUSPEND_RESUME;
 	/* a pool of one is no pool (libmicrohttpd warns): the option only from two up */
-	struct MHD_OptionItem pool[] = {
-		{ a->opts.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-		  (intptr_t)a->opts.threads, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
+	struct MHD_OptionItem extra[5];
+	size_t n = 0;
+	int rc;
 
 	if (!h)
 		return -ENOMEM;
+	if (a->opts.threads > 1)
+		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
+						      (intptr_t)a->opts.threads, NULL };
 	if (a->opts.addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (a->opts.tls_cert[0]) {
+		rc = tls_load(a, h);
+		if (rc)
+			goto err_free;
+		flags |= MHD_USE_TLS;
+		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert };
+		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key };
+		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0,
+						      (void *)TLS_PRIORITIES };
+	}
+	extra[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
@@ -611,14 +817,18 @@ int api_http_start(struct api *a)
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
-				MHD_OPTION_ARRAY, pool,
+				MHD_OPTION_ARRAY, extra,
 				MHD_OPTION_END);
 	if (!h->d) {
-		free(h);
-		return -EADDRNOTAVAIL;
+		rc = -EADDRNOTAVAIL;
+		goto err_free;
 	}
 	a->http = h;
 	return 0;
+err_free:
+	tls_free(h);
+	free(h);
+	return rc;
 }
 
 void api_http_stop(struct api *a)
@@ -626,6 +836,7 @@ void api_http_stop(struct api *a)
 	if (!a->http)
 		return;
 	MHD_stop_daemon(a->http->d);
+	tls_free(a->http);
 	free(a->http);
 	a->http = NULL;
 }

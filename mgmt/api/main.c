@@ -54,21 +54,43 @@ static void usage(FILE *f)
 "                              1..3600)\n"
 "  --log-level LEVEL           err, warn, notice, info or debug (default notice;\n"
 "                              info logs every request)\n"
+"Security (docs/api.md, Security):\n"
+"  --token-file FILE           the bearer tokens (made by 'isergw-api token add');\n"
+"                              must be mode 0600 or stricter and owned by root or\n"
+"                              this user; re-read on SIGHUP. Without it only\n"
+"                              /healthz, /readyz and /metrics can be reached\n"
+"  --metrics-open              serve /metrics without a token even with\n"
+"                              --token-file (by default it then needs one)\n"
+"  --tls-cert FILE             serve HTTPS (TLS 1.2 and 1.3 only) with this PEM\n"
+"                              certificate (chain); needs --tls-key\n"
+"  --tls-key FILE              the PEM private key of --tls-cert\n"
 "  -h, --help                  this help\n"
 "  -V, --version               print the version\n"
 "\n"
 "Routes: GET /healthz (the process answers), GET /readyz (200 while isergwd\n"
 "answers on its control socket, else 503), GET /metrics (Prometheus text format\n"
 "0.0.4); /api/v1: cluster, nodes, device-groups, targets, targets/IQN/luns,\n"
-"config, operations (GET /api/v1/openapi.json describes them). Writes take\n"
-"If-Match with an ETag; request bodies at most 1 MiB. Errors are\n"
-"application/problem+json (RFC 9457).\n"
-"Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0).\n");
+"config, operations (GET /api/v1/openapi.json describes them); writes take\n"
+"If-Match with an ETag. Errors are application/problem+json (RFC 9457).\n"
+"/healthz and /readyz need no token; every other path (/api/v1/...) needs a\n"
+"read-only or admin token for GET and HEAD and an admin token for every other\n"
+"method (Authorization: Bearer TOKEN; /metrics too with --token-file, unless\n"
+"--metrics-open). Request bodies above 1 MiB are refused (413). Every write is\n"
+"logged with its token's name.\n"
+"Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0);\n"
+"SIGHUP re-reads --token-file.\n"
+"\n"
+"       isergw-api token add --token-file FILE --name NAME --role admin|read-only\n"
+"       isergw-api token list --token-file FILE\n"
+"       isergw-api token remove --token-file FILE --name NAME\n"
+"make a token (printed once), list the names and roles, remove a token\n"
+"('isergw-api token --help').\n");
 }
 
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN,
-	OPT_IDLE, OPT_LOG_LEVEL, OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT,
+	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
+	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +105,10 @@ static const struct option long_opts[] = {
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -234,10 +260,26 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			}
 			break;
 		}
+		case OPT_TOKEN_FILE:
+			rc = set_str(o->token_file, sizeof(o->token_file), optarg, "token-file");
+			break;
+		case OPT_METRICS_OPEN:
+			o->metrics_open = true;
+			break;
+		case OPT_TLS_CERT:
+			rc = set_str(o->tls_cert, sizeof(o->tls_cert), optarg, "tls-cert");
+			break;
+		case OPT_TLS_KEY:
+			rc = set_str(o->tls_key, sizeof(o->tls_key), optarg, "tls-key");
+			break;
 		default:
 			usage(stderr);
 			rc = -EINVAL;
 		}
+	}
+	if (!rc && !o->tls_cert[0] != !o->tls_key[0]) {
+		fprintf(stderr, "isergw-api: --tls-cert and --tls-key go together\n");
+		rc = -EINVAL;
 	}
 	if (!rc && optind < argc) {
 		fprintf(stderr, "isergw-api: unexpected argument '%s'\n", argv[optind]);
@@ -253,6 +295,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 /* ------------------------------------------------------------ loop */
 
 struct sigctx {
+	struct api *a;
 	struct reactor *r;
 	int fd;
 	struct reactor_fd h;
@@ -266,12 +309,41 @@ static void signal_cb(void *arg, uint32_t events)
 	(void)events;
 	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the options need a restart)");
+			if (!s->a->opts.token_file[0])
+				GW_NOTICE(COMP, "SIGHUP: no --token-file to re-read (the options "
+					  "need a restart)");
+			else
+				api_tokens_reload(s->a);
 			continue;
 		}
 		GW_NOTICE(COMP, "%s received: stopping", strsignal((int)si.ssi_signo));
 		reactor_stop(s->r);
 	}
+}
+
+int api_tokens_reload(struct api *a)
+{
+	struct api_tokens t, old;
+	char err[512] = "";
+	size_t nadmin = 0;
+	int rc;
+
+	rc = api_tokens_load(a->opts.token_file, &t, err, sizeof(err));
+	if (rc) {
+		GW_ERR(COMP, "token file: %s%s", err, a->tokens.n || a->http ?
+		       " (the tokens read before stay in use)" : "");
+		return rc;
+	}
+	for (size_t i = 0; i < t.n; i++)
+		nadmin += t.v[i].role == API_ROLE_ADMIN;
+	pthread_rwlock_wrlock(&a->tokens_lock);
+	old = a->tokens;
+	a->tokens = t;
+	pthread_rwlock_unlock(&a->tokens_lock);
+	api_tokens_free(&old);
+	GW_NOTICE(COMP, "token file %s: %zu tokens (%zu admin, %zu read-only)",
+		  a->opts.token_file, t.n, nadmin, t.n - nadmin);
+	return 0;
 }
 
 /* Whether isergwd answers now: a log line at start, nothing depends on it. */
@@ -300,12 +372,23 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int rc, status = 1;
 
+	if (argc > 1 && !strcmp(argv[1], "token"))
+		return api_token_cli(argc - 1, argv + 1);
 	if (parse_cli(argc, argv, &a->opts))
 		return 2;
 	gw_log_parse_level(a->opts.log_level, &lvl);
 	gw_log_set_level(lvl);
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
+	pthread_rwlock_init(&a->tokens_lock, NULL);
+	sig.a = a;
+	if (a->opts.token_file[0]) {
+		if (api_tokens_reload(a))
+			goto err_opts;
+	} else {
+		GW_NOTICE(COMP, "no --token-file: no tokens are configured, every path but /healthz, "
+			  "/readyz and /metrics answers 401");
+	}
 
 	/* every thread started from here on (libmicrohttpd's) inherits the mask */
 	sigemptyset(&mask);
@@ -336,9 +419,9 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
 		goto err_ha;
 	}
-	GW_NOTICE(COMP, "isergw-api %s serving http://%s (isergwd %s, HA agent %s, %u threads)",
-		  ISERGW_VERSION, a->opts.listen, a->opts.gw_socket, a->opts.ha_socket,
-		  a->opts.threads);
+	GW_NOTICE(COMP, "isergw-api %s serving %s://%s (isergwd %s, HA agent %s, %u threads)",
+		  ISERGW_VERSION, a->opts.tls_cert[0] ? "https" : "http", a->opts.listen,
+		  a->opts.gw_socket, a->opts.ha_socket, a->opts.threads);
 	probe_isergwd(a);
 
 	reactor_run(sig.r);
@@ -363,6 +446,8 @@ err_sigfd:
 	reactor_destroy(sig.r);
 err_opts:
 	opts_free(&a->opts);
+	api_tokens_free(&a->tokens);
+	pthread_rwlock_destroy(&a->tokens_lock);
 	pthread_mutex_destroy(&a->stats_lock);
 	GW_NOTICE(COMP, "stopped");
 	return status;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # the checks are called through ha_check and bed_poll
+# shellcheck disable=SC2016 # jq's $variables
 # SPDX-License-Identifier: Apache-2.0
 #
 # api.provision: the REST resources of isergw-api (docs/api.md) on the
@@ -21,8 +22,8 @@
 #    current ETag: 200, and INQUIRY through node 2 shows the new product;
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
-#    naming the field of the body), a body above 1 MiB (413; chunked: the
-#    connection ends), a path that
+#    naming the field of the body), a body above 1 MiB (413, chunked too),
+#    no token (401), a read-only token on a write (403), a path that
 #    is not a resource (404), a method a path does not take (405, Allow);
 # 6. PATCH /api/v1/nodes/n3 {"drained": true}: GET /api/v1/nodes through
 #    node 2 shows n3 drained, dg3 moved off it; undrained again; PATCH of a
@@ -63,6 +64,13 @@ V1=/api/v1
 OUT=$SCRATCH/api
 mkdir -p "$OUT"
 
+# an admin token for every request (docs/api.md, Security)
+TOKENS=$OUT/tokens
+rm -f "$TOKENS"
+"$API" token add --token-file "$TOKENS" --name provision --role admin >"$OUT/admin.tok" ||
+	bed_die "isergw-api token add failed"
+AUTH="Authorization: Bearer $(cat "$OUT/admin.tok")"
+
 # api_start K [ARGS...]: isergw-api in node K on 127.0.0.1:8080 of the node
 api_start() {
 	local k=$1 dir
@@ -70,7 +78,7 @@ api_start() {
 	dir=$SCRATCH/n$k
 	_bed_spawn "$k" api "$dir/api.log" "$API" --listen 127.0.0.1:8080 \
 		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock \
-		--log-level info "$@" || return 1
+		--token-file "$TOKENS" --log-level info "$@" || return 1
 	bed_poll 20 "isergw-api on node $k answers" bed_exec "$k" curl -sf -o /dev/null \
 		http://127.0.0.1:8080/healthz
 }
@@ -81,7 +89,7 @@ req() {
 	local k=$1 m=$2 p=$3 data=${4:-}
 	shift 3
 	[ $# -gt 0 ] && shift
-	local args=(-s -X "$m" -o "$OUT/body" -D "$OUT/headers" -w '%{http_code}')
+	local args=(-s -X "$m" -o "$OUT/body" -D "$OUT/headers" -w '%{http_code}' -H "$AUTH")
 	[ -n "$data" ] && args+=(-H 'Content-Type: application/json' --data-binary "$data")
 	bed_exec "$k" curl "${args[@]}" "$@" "http://127.0.0.1:8080$p"
 }
@@ -128,13 +136,18 @@ api_start 2 --change-wait-ms 1500 || bed_die "isergw-api did not start on node 2
 # 2. the cluster
 gen=$(ha_gen 1)
 for k in 1 2; do
-	expect "GET cluster through node $k" 200 "$k" GET $V1/cluster &&
+	expect "GET cluster through node $k" 200 "$k" GET "$V1/cluster" &&
 		ha_check "node $k: quorate, 3 members, generation $gen, ETag" \
 			jq -e --argjson g "$gen" '.quorate and (.members | length) == 3 and .generation == $g
 				and ([.members[] | select(.synced)] | length) == 3' "$OUT/body" >/dev/null &&
 		ha_check "node $k: ETag \"g$gen\"" [ "$(hdr ETag)" = "\"g$gen\"" ]
 done
-expect "GET openapi.json" 200 1 GET $V1/openapi.json &&
+head_ok() { # HEAD: the GET's status and ETag, no body
+	[ "$(bed_exec 1 curl -sI -H "$AUTH" -o /dev/null -D "$OUT/headers" -w '%{http_code} %{size_download}' \
+		"http://127.0.0.1:8080$V1/cluster")" = "200 0" ] && [ -n "$(hdr ETag)" ]
+}
+ha_check "HEAD /api/v1/cluster: 200 with an ETag and no body" head_ok
+expect "GET openapi.json" 200 1 GET "$V1/openapi.json" &&
 	ha_check "the OpenAPI document is 3.1 and names /targets" \
 		jq -e '(.openapi | startswith("3.1")) and .paths["/targets"] != null' "$OUT/body" >/dev/null
 
@@ -144,11 +157,11 @@ expect "GET openapi.json" 200 1 GET $V1/openapi.json &&
 # size 0 and leave the LUN out (isergwd's reload goes on without it, so the
 # generation counts as applied): a race of isergwd's file backend in a
 # cluster, not of the API; reported, not worked around in isergwd here.
-truncate -s 32M "$BED_SHARED/api0.img" && truncate -s 16M "$BED_SHARED/api5.img" &&
-	for i in 1 2 3 4; do truncate -s 4M "$BED_SHARED/c$i.img" || exit 1; done ||
-	bed_die "cannot make the LUN files in $BED_SHARED"
+for f in api0.img:32M api5.img:16M c1.img:4M c2.img:4M c3.img:4M c4.img:4M; do
+	truncate -s "${f#*:}" "$BED_SHARED/${f%%:*}" || bed_die "cannot make the LUN files in $BED_SHARED"
+done
 bed_mark "target created"
-expect "POST target" 201 1 POST $V1/targets \
+expect "POST target" 201 1 POST "$V1/targets" \
 	"{\"iqn\": \"$T\", \"chap\": {\"user\": \"apiuser\", \"secret\": \"api-secret-123\"}}"
 ha_check "Location of the target" [ "$(hdr Location)" = "$V1/targets/$T" ]
 ha_check "an ETag on 201" grep -q '^"g[0-9]*"$' <<<"$(hdr ETag)"
@@ -196,12 +209,12 @@ ha_check "INQUIRY through node 2 shows the new product" \
 g0=$(ha_gen 1)
 expect "unknown field" 422 1 POST "$V1/targets/$T/luns" "{\"path\": \"$BED_SHARED/x.img\", \"colour\": \"red\"}" &&
 	ha_check "422 names the unknown field" field_is colour
-expect "unknown nested field" 422 1 POST $V1/targets \
+expect "unknown nested field" 422 1 POST "$V1/targets" \
 	'{"iqn": "iqn.2026-11.org.isergw:x", "luns": [{"path": "/tmp/x", "size_mb": 4}]}' &&
 	ha_check "422 names luns[0].size_mb" field_is "luns[0].size_mb"
-expect "broken JSON" 400 1 POST $V1/targets '{"iqn": "iqn.2026-11.org.isergw:x",' &&
+expect "broken JSON" 400 1 POST "$V1/targets" '{"iqn": "iqn.2026-11.org.isergw:x",' &&
 	ha_check "400 is a problem document" is_problem 400
-expect "wrong type" 422 1 PATCH $V1/nodes/n3 '{"drained": "yes"}' && ha_check "422 names drained" field_is drained
+expect "wrong type" 422 1 PATCH "$V1/nodes/n3" '{"drained": "yes"}' && ha_check "422 names drained" field_is drained
 expect "isergwd's validator refuses block_size 1000" 422 2 POST "$V1/targets/$T/luns" \
 	"{\"path\": \"$BED_SHARED/bad.img\", \"size\": \"4M\", \"block_size\": 1000, \"device_group\": \"dg1\"}" &&
 	ha_check "422 names block_size (the agent's key path, as a field of the body)" field_is block_size
@@ -209,53 +222,65 @@ expect "a device group that does not exist" 422 2 POST "$V1/targets/$T/luns" \
 	"{\"path\": \"$BED_SHARED/bad.img\", \"size\": \"4M\", \"device_group\": \"nope\"}" &&
 	ha_check "422 names device_group" field_is device_group
 head -c $((1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$OUT/big.json"
-expect "a body above 1 MiB" 413 1 PUT $V1/config "@$OUT/big.json"
-code=$(req 1 PUT $V1/config "@$OUT/big.json" -H 'Transfer-Encoding: chunked')
-# (curl reports 100 when it had the interim 100 Continue, 000 when nothing)
-ha_check "a chunked body above 1 MiB ends the connection without an answer (got $code)" \
-	grep -qxE '000|100' <<<"$code"
-ha_check "the log names the peer" grep -q "a body above 1048576 bytes from 127.0.0.1" "$SCRATCH/n1/api.log"
+expect "a body above 1 MiB" 413 1 PUT "$V1/config" "@$OUT/big.json"
+code=$(req 1 PUT "$V1/config" "@$OUT/big.json" -H 'Transfer-Encoding: chunked')
+ha_check "a chunked body above 1 MiB: 413 once it ends (got $code)" [ "$code" = 413 ]
 ha_check "isergw-api still answers after it" bed_exec 1 curl -sf -o /dev/null http://127.0.0.1:8080/healthz
-expect "no such resource" 404 1 GET $V1/nothing
+"$API" token add --token-file "$TOKENS" --name reader --role read-only >"$OUT/reader.tok" ||
+	bed_die "isergw-api token add failed"
+for k in 1 2; do kill -HUP "$(bed_pid "$k" api)"; done
+reader_reads() {
+	[ "$(bed_exec 1 curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$OUT/reader.tok")" \
+		"http://127.0.0.1:8080$V1/cluster")" = 200 ]
+}
+ha_check "a read-only token reads, once SIGHUP re-read the token file" \
+	bed_poll 10 "the read-only token known" reader_reads
+code=$(bed_exec 1 curl -s -o "$OUT/body" -w '%{http_code}' "http://127.0.0.1:8080$V1/cluster")
+ha_check "no token: 401 (got $code)" [ "$code" = 401 ]
+code=$(bed_exec 1 curl -s -o "$OUT/body" -w '%{http_code}' -X DELETE \
+	-H "Authorization: Bearer $(cat "$OUT/reader.tok")" "http://127.0.0.1:8080$V1/targets/$T")
+ha_check "a read-only token on DELETE: 403 (got $code), the target still there" [ "$code" = 403 ]
+expect "the target is still there" 200 2 GET "$V1/targets/$T"
+expect "no such resource" 404 1 GET "$V1/nothing"
 expect "no such target" 404 1 GET "$V1/targets/iqn.2026-11.org.isergw:none"
-expect "a method the path does not take" 405 1 DELETE $V1/cluster &&
+expect "a method the path does not take" 405 1 DELETE "$V1/cluster" &&
 	ha_check "405 has Allow" [ "$(hdr Allow)" = "GET, HEAD" ]
 ha_check "no refusal changed the cluster" [ "$(ha_gen 1)" = "$g0" ]
 expect "GET LUNs after the refusals" 200 2 GET "$V1/targets/$T/luns" &&
 	ha_check "still LUNs 0 and 5" jq -e '[.items[].lun] == [0, 5]' "$OUT/body" >/dev/null
 
 # 6. drain, undrain, move
-n3_drained() { req 2 GET $V1/nodes >/dev/null && jq -e '.items[] | select(.name == "n3") | .drained' "$OUT/body" >/dev/null; }
-n3_undrained() { req 2 GET $V1/nodes/n3 >/dev/null && jq -e '.drained == false' "$OUT/body" >/dev/null; }
+n3_drained() { req 2 GET "$V1/nodes" >/dev/null && jq -e '.items[] | select(.name == "n3") | .drained' "$OUT/body" >/dev/null; }
+n3_undrained() { req 2 GET "$V1/nodes/n3" >/dev/null && jq -e '.drained == false' "$OUT/body" >/dev/null; }
 dg_owner_is() { req "$1" GET "$V1/device-groups/$2" >/dev/null && [ "$(body .owner)" = "$3" ]; }
 dg_owner_not() { req "$1" GET "$V1/device-groups/$2" >/dev/null && o=$(body .owner) && [ -n "$o" ] && [ "$o" != "$3" ]; }
-expect "drain n3" 200 1 PATCH $V1/nodes/n3 '{"drained": true}' &&
+expect "drain n3" 200 1 PATCH "$V1/nodes/n3" '{"drained": true}' &&
 	ha_check "the answer shows n3 drained" jq -e '.name == "n3" and .drained' "$OUT/body" >/dev/null
 ha_check "GET /nodes through node 2 shows n3 drained" n3_drained
 ha_check "dg3 moved off n3" bed_poll 30 "dg3 off n3" dg_owner_not 2 dg3 n3
-expect "GET device groups" 200 2 GET $V1/device-groups &&
+expect "GET device groups" 200 2 GET "$V1/device-groups" &&
 	ha_check "three device groups with their states per node" \
 		jq -e '(.items | length) == 3 and all(.items[]; (.states | length) == 3)' "$OUT/body" >/dev/null
-expect "undrain n3" 200 2 PATCH $V1/nodes/n3 '{"drained": false}'
+expect "undrain n3" 200 2 PATCH "$V1/nodes/n3" '{"drained": false}'
 ha_check "n3 undrained" bed_poll 10 "n3 undrained" n3_undrained
 ha_check "dg3 back on n3 (failback immediate)" bed_poll 30 "dg3 on n3" dg_owner_is 1 dg3 n3
-expect "move dg2 to n1" 200 1 PATCH $V1/device-groups/dg2 '{"owner": "n1"}'
+expect "move dg2 to n1" 200 1 PATCH "$V1/device-groups/dg2" '{"owner": "n1"}'
 ha_check "dg2 owned by n1, seen through node 2" bed_poll 30 "dg2 on n1" dg_owner_is 2 dg2 n1
-expect "move to a node that does not exist" 422 1 PATCH $V1/device-groups/dg2 '{"owner": "n9"}' &&
+expect "move to a node that does not exist" 422 1 PATCH "$V1/device-groups/dg2" '{"owner": "n9"}' &&
 	ha_check "422 names owner" field_is owner
-expect "drain a node that does not exist" 404 1 PATCH $V1/nodes/n9 '{"drained": true}'
+expect "drain a node that does not exist" 404 1 PATCH "$V1/nodes/n9" '{"drained": true}'
 
 # 7. export and import
-expect "export the configuration" 200 2 GET $V1/config
+expect "export the configuration" 200 2 GET "$V1/config"
 etag=$(hdr ETag)
 cp "$OUT/body" "$OUT/export.json"
 ha_check "the export holds no secret" jq -e '[.. | objects | select(has("secret"))] | length == 0' \
 	"$OUT/export.json" >/dev/null
-expect "import it again with its ETag" 200 1 PUT $V1/config "@$OUT/export.json" -H "If-Match: $etag"
+expect "import it again with its ETag" 200 1 PUT "$V1/config" "@$OUT/export.json" -H "If-Match: $etag"
 ha_check "the import changed nothing (same ETag)" [ "$(hdr ETag)" = "$etag" ]
 ha_check "the CHAP secret is still in every node's document" \
 	grep -q api-secret-123 "$SCRATCH"/n1/state/cluster.json "$SCRATCH"/n3/state/cluster.json
-expect "import with a stale ETag" 412 1 PUT $V1/config "@$OUT/export.json" -H 'If-Match: "g1"'
+expect "import with a stale ETag" 412 1 PUT "$V1/config" "@$OUT/export.json" -H 'If-Match: "g1"'
 
 # 8. delete
 expect "DELETE LUN 5" 204 2 DELETE "$V1/targets/$T/luns/5"
@@ -269,7 +294,7 @@ ha_check "the host no longer finds LUN 0 through node 1" \
 # 9. a change a live member does not apply in time: 202 and an operation
 S=iqn.2026-11.org.isergw:slow
 kill -STOP "$(bed_pid 3 isergwd)" || bed_die "cannot freeze node 3's isergwd"
-expect "a write node 3 cannot apply (its isergwd frozen)" 202 2 POST $V1/targets "{\"iqn\": \"$S\"}"
+expect "a write node 3 cannot apply (its isergwd frozen)" 202 2 POST "$V1/targets" "{\"iqn\": \"$S\"}"
 op=$(hdr Location)
 ha_check "202 names the operation" grep -q "^$V1/operations/g[0-9]*$" <<<"$op"
 ha_check "the operation waits for n3 only" jq -e '.done == false and .pending == ["n3"] and
@@ -287,7 +312,7 @@ ha_check "the operation is done once n3's isergwd runs again" bed_poll 30 "opera
 cargs=()
 for i in 1 2 3 4; do
 	[ "$i" -gt 1 ] && cargs+=(--next)
-	cargs+=(-s -o /dev/null -w '%{http_code}\n' -X POST -H 'Content-Type: application/json'
+	cargs+=(-s -o /dev/null -w '%{http_code}\n' -X POST -H "$AUTH" -H 'Content-Type: application/json'
 		--data-binary "{\"path\": \"$BED_SHARED/c$i.img\", \"size\": \"4M\", \"device_group\": \"dg1\"}"
 		"http://127.0.0.1:8080$V1/targets/$S/luns")
 done
@@ -304,22 +329,24 @@ bed_kill_node 3 || bed_die "node 3 could not be killed"
 # a client tries again, as it is told; nothing was made meanwhile
 degraded_write() {
 	local code
-	code=$(req 2 POST $V1/targets '{"iqn": "iqn.2026-11.org.isergw:degraded"}')
+	code=$(req 2 POST "$V1/targets" '{"iqn": "iqn.2026-11.org.isergw:degraded"}')
 	[ "$code" = 201 ] && return 0
-	[ "$code" = 503 ] && [ -n "$(hdr Retry-After)" ] || bed_log "a write with node 3 down: $code $(cat "$OUT/body")"
+	if [ "$code" != 503 ] || [ -z "$(hdr Retry-After)" ]; then
+		bed_log "a write with node 3 down: $code $(cat "$OUT/body")"
+	fi
 	return 1
 }
 ha_check "a write with node 3 down succeeds (201) once the survivors re-formed" \
 	bed_poll 30 "a write with node 3 down" degraded_write
 bed_kill_node 2 || bed_die "node 2 could not be killed"
 bed_wait_inquorate 1 1 || bed_die "node 1 never lost quorum"
-inq() { req 1 GET $V1/cluster >/dev/null && jq -e '.quorate == false' "$OUT/body" >/dev/null; }
+inq() { req 1 GET "$V1/cluster" >/dev/null && jq -e '.quorate == false' "$OUT/body" >/dev/null; }
 ha_check "node 1's API reports no quorum" bed_poll 20 "node 1's agent inquorate" inq
 g1=$(ha_gen 1)
-expect "a write without quorum" 503 1 POST $V1/targets '{"iqn": "iqn.2026-11.org.isergw:lost"}' &&
+expect "a write without quorum" 503 1 POST "$V1/targets" '{"iqn": "iqn.2026-11.org.isergw:lost"}' &&
 	ha_check "503 has Retry-After" [ -n "$(hdr Retry-After)" ]
 ha_check "without quorum nothing changed" [ "$(ha_gen 1)" = "$g1" ]
-expect "reads still answer without quorum" 200 1 GET $V1/targets &&
+expect "reads still answer without quorum" 200 1 GET "$V1/targets" &&
 	ha_check "the degraded write is there, the refused one is not" \
 		jq -e '[.items[].iqn] | index("iqn.2026-11.org.isergw:degraded") != null and
 			index("iqn.2026-11.org.isergw:lost") == null' "$OUT/body" >/dev/null

@@ -226,6 +226,8 @@ group_case sync-not-ascending sync-order "$G: sync\.members: not ascending"
 group_case sync-digest-7 sync-digest "$G: sync\.digest: 7 bytes"
 # no wording is fixed for this one yet: any warning naming the State
 group_case state-unknown-generation state-gen 'ignored.*[Ss]tate|[Ss]tate.*ignored'
+group_case fenced-alive-node fenced "node 2 says node 'n3' was fenced: ignored, its agent is in the group"
+group_case fenced-in-protocol-1 fenced-v1 "$G: fenced: in a protocol 1 message"
 group_case '1MiB+1' oversized "$G: 1048577 bytes \(at most 1048576\)" --size 1048577
 group_case 16MiB oversized "$G: 16777216 bytes \(at most 1048576\)" --size 16777216
 

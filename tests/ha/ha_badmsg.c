@@ -20,6 +20,8 @@
  *   sync-order      a Sync whose members are not ascending
  *   sync-digest     a Sync with a digest of 7 bytes
  *   state-gen       a State whose generation no member announced
+ *   fenced          a Fenced (protocol 2) saying NAME was fenced, while it lives
+ *   fenced-v1       the same in a protocol 1 message (Fenced is protocol 2)
  *   oversized       a State of --size bytes (default 1 MiB + 1, one above the
  *                   agent's limit; corosync 3 fragments big messages in
  *                   libcpg and took 64 MiB here; its CS_ERR_TOO_BIG would
@@ -311,6 +313,7 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 	Isergw__Ha__NodeDrain dr = ISERGW__HA__NODE_DRAIN__INIT;
 	Isergw__Ha__Sync sy = ISERGW__HA__SYNC__INIT;
 	Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
+	Isergw__Ha__Fenced fe = ISERGW__HA__FENCED__INIT;
 	uint32_t members[3] = { 3, 1, 2 };
 	uint8_t digest[32];
 	char other[256], *doc = NULL;
@@ -371,6 +374,14 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 		out->buf = pack(&m, &out->len);
 		snprintf(out->what, sizeof(out->what), "version %u: drain %s, base generation %llu",
 			 PROTO_FUTURE, node, (unsigned long long)g.generation);
+	} else if (!strcmp(c, "fenced") || !strcmp(c, "fenced-v1")) {
+		fe.node = (char *)(uintptr_t)node;
+		m.version = strcmp(c, "fenced") ? 1 : 2;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
+		m.fenced = &fe;
+		out->buf = pack(&m, &out->len);
+		snprintf(out->what, sizeof(out->what), "protocol %u: node %s was fenced (it is alive)",
+			 m.version, node);
 	} else if (!strcmp(c, "foreign")) {
 		snprintf(other, sizeof(other), "%s-other", cluster);
 		m.cluster = other;

@@ -191,6 +191,17 @@ ha_gw_status() { bed_isergwctl "$1" --timeout 5 --json status; }
 ha_gen() { ha_status "$1" 2>/dev/null | jq -e '.generation // 0'; }
 ha_gen_digest() { ha_status "$1" | jq -r '"\(.generation) \(.digest)"'; }
 
+# ha_rtpg_shows K LUN LINE...: REPORT TARGET PORT GROUPS through node K
+# (cluster_probe) shows every LINE at the start of one of its lines
+ha_rtpg_shows() {
+	local k=$1 lun=$2 out line
+	shift 2
+	out=$(bed_probe "$k" "$lun" 2>&1) || return 1
+	for line in "$@"; do
+		grep -q "^$line" <<<"$out" || return 1
+	done
+}
+
 ha_owner() {
 	ha_status "$1" 2>/dev/null | jq -r --arg dg "$2" '.device_groups[] | select(.name == $dg) | .owner'
 }

@@ -39,15 +39,6 @@ owners_are() {
 		[ "$(ha_owner "$k" "$1")" = "$2" ] || return 1
 	done
 }
-# rtpg_shows K LUN LINE...: REPORT TARGET PORT GROUPS through node K shows every LINE
-rtpg_shows() {
-	local k=$1 lun=$2 out
-	shift 2
-	out=$(bed_probe "$k" "$lun" 2>&1) || return 1
-	for line in "$@"; do
-		grep -q "^$line" <<<"$out" || return 1
-	done
-}
 not_owner() { # not_owner DG NODE: every agent reports an owner of DG that is not NODE
 	local k o
 	for k in 1 2 3; do
@@ -56,7 +47,7 @@ not_owner() { # not_owner DG NODE: every agent reports an owner of DG that is no
 	done
 }
 ha_cluster_up || bed_die "the cluster did not come up"
-bed_poll 60 "RTPG through node 3: group 1 AO" rtpg_shows 3 0 "group 1 state 0 pref 1" ||
+bed_poll 60 "RTPG through node 3: group 1 AO" ha_rtpg_shows 3 0 "group 1 state 0 pref 1" ||
 	bed_die "node 3 never served LUN 0"
 
 # 2. a host asks node 2's group through node 3
@@ -67,7 +58,7 @@ ha_check "STPG through node 3 ends GOOD" grep -qx "stpg good" <<<"$out"
 ha_check "dg1 moved to n2 on every agent" bed_poll 30 "dg1 owned by n2" owners_are dg1 n2
 for k in 1 2 3; do
 	ha_check "RTPG through node $k: group 2 AO with PREF, group 1 ANO" \
-		bed_poll 30 "RTPG through node $k" rtpg_shows "$k" 0 "group 1 state 1 pref 0" \
+		bed_poll 30 "RTPG through node $k" ha_rtpg_shows "$k" 0 "group 1 state 1 pref 0" \
 		"group 2 state 0 pref 1" "group 3 state 1 pref 0"
 done
 ha_check "dg2 stayed with n2" owners_are dg2 n2

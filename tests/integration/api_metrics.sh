@@ -11,7 +11,8 @@
 #     isergw_connections, and that scrape too is clean for promtool; an
 #     unknown --device-group is left out;
 #     isergw_api_requests_total counts the requests this script made;
-#   - HEAD /metrics 200 without a body; 404 and 405 (with Allow) as RFC 9457
+#   - HEAD /metrics 200 without a body; 401 (no --token-file: a path no route
+#     serves needs a token none has) and 405 (with Allow) as RFC 9457
 #     problem documents; a garbage request line 400, headers of 100 KiB 431,
 #     each with a log line; the API keeps answering;
 #   - isergwd frozen (SIGSTOP): /readyz 503 "no answer within the timeout",
@@ -170,10 +171,12 @@ _lib_forget "$HOLD_PID"
 # ---- HTTP: HEAD, 404, 405, malformed requests
 code=$(curl -sS -I -o "$SCRATCH/head.out" -w '%{http_code} %{size_download}' --max-time 10 "$API_URL/metrics")
 expect "HEAD /metrics: 200, no body" "$code" "200 0"
-expect "GET /nope" "$(http GET /nope "$SCRATCH/nf.out")" 404
-if grep -qi '^content-type: application/problem+json' "$SCRATCH/nf.out.hdr"; then ok "404 is application/problem+json"; else bad "404 content type: $(grep -i '^content-type' "$SCRATCH/nf.out.hdr")"; fi
-expect "404 problem" "$(jq -c '[.type, .title, .status]' "$SCRATCH/nf.out")" '["about:blank","Not Found",404]'
-expect "404 detail" "$(jq -r .detail "$SCRATCH/nf.out")" "no resource at /nope"
+# no --token-file: every path but the probes and /metrics needs a token none has
+# (the 404 of a path no route serves is checked with a token in api_security.sh)
+expect "GET /nope" "$(http GET /nope "$SCRATCH/nf.out")" 401
+if grep -qi '^content-type: application/problem+json' "$SCRATCH/nf.out.hdr"; then ok "401 is application/problem+json"; else bad "401 content type: $(grep -i '^content-type' "$SCRATCH/nf.out.hdr")"; fi
+expect "401 problem" "$(jq -c '[.type, .title, .status]' "$SCRATCH/nf.out")" '["about:blank","Unauthorized",401]'
+expect "401 detail" "$(jq -r .detail "$SCRATCH/nf.out")" "no tokens are configured (isergw-api --token-file): /nope cannot be reached"
 expect "POST /metrics" "$(http POST /metrics "$SCRATCH/na.out" --data x=1)" 405
 expect "405 Allow" "$(tr -d '\r' <"$SCRATCH/na.out.hdr" | awk -F': ' 'tolower($1) == "allow" { print $2 }')" "GET, HEAD"
 expect "405 problem" "$(jq -c '[.title, .status]' "$SCRATCH/na.out")" '["Method Not Allowed",405]'
@@ -212,7 +215,7 @@ expect "still serving after bad input" "$(http GET /healthz "$SCRATCH/h2.out")" 
 scrape "$SCRATCH/m3.txt"
 expect "requests counted: /healthz 200" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="/healthz",code="200"}')" 2
 expect "requests counted: /readyz 200" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="/readyz",code="200"}')" 1
-expect "requests counted: other 404" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="other",code="404"}')" 1
+expect "requests counted: other 401" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="other",code="401"}')" 1
 expect "requests counted: /metrics 405" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="/metrics",code="405"}')" 1
 expect "requests counted: other 400 (binary method)" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="other",code="400"}')" 1
 expect "requests counted: /healthz 405" "$(metric "$SCRATCH/m3.txt" 'isergw_api_requests_total{route="/healthz",code="405"}')" 1

@@ -10,6 +10,7 @@
  * codec's refusals and the version negotiation.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,12 +125,40 @@ static bool together(int a, int b)
 	return nodes[a].up && nodes[b].up && nodes[a].partitioned == nodes[b].partitioned;
 }
 
+/*
+ * With hold_placements set, the leader's placements are not delivered but
+ * kept in held[] (in order) until release_held(): a placement on its way.
+ */
+static bool hold_placements;
+static struct bmsg held[256];
+static size_t nheld;
+
+static bool is_placement(const struct bmsg *b)
+{
+	HaMsg *m;
+	char err[256];
+	bool yes;
+
+	if (ha_msg_decode(b->buf, b->len, &m, err, sizeof(err)))
+		return false;
+	yes = m->body_case == ISERGW__HA__GROUP_MSG__BODY_CHANGE &&
+	      m->change->kind_case == ISERGW__HA__CHANGE__KIND_PLACEMENT;
+	ha_msg_free(m);
+	return yes;
+}
+
 /* Deliver everything queued, in order, to every member that sees the sender. */
 static void pump(void)
 {
 	for (size_t i = 0; i < nbus; i++) {
 		int from = (int)bus[i].from - 1;
 
+		if (hold_placements && is_placement(&bus[i])) {
+			assert_true(nheld < sizeof(held) / sizeof(held[0]));
+			held[nheld++] = bus[i];
+			bus[i].buf = NULL;
+			continue;
+		}
 		for (int k = 0; k < N; k++)
 			if (together(from, k))
 				ha_sm_deliver(&nodes[k].sm, bus[i].from, bus[i].buf, bus[i].len, now_ms);
@@ -137,6 +166,17 @@ static void pump(void)
 	for (size_t i = 0; i < nbus; i++)
 		free(bus[i].buf);
 	nbus = 0;
+}
+
+/* The held placements go out now, in the order they were sent. */
+static void release_held(void)
+{
+	hold_placements = false;
+	for (size_t i = 0; i < nheld; i++) {
+		assert_true(nbus < sizeof(bus) / sizeof(bus[0]));
+		bus[nbus++] = held[i];
+	}
+	nheld = 0;
 }
 
 /* The saver of every up node without a slow disk catches up (with its newest document). */
@@ -253,11 +293,13 @@ static const char *config3_manual =
 	"{\"lun\":1,\"path\":\"/tmp/test-ha-sm-1.img\",\"device_group\":\"dg2\"},"
 	"{\"lun\":2,\"path\":\"/tmp/test-ha-sm-2.img\",\"device_group\":\"dg3\"}]}]}";
 
+static uint32_t start_proto_max; /* the protocol start_node's agent speaks (0: the newest) */
+
 static void start_node(int k, struct ha_doc *doc)
 {
 	struct ha_sm_params p = {
 		.nodeid = (uint32_t)k + 1, .name = names[k], .cluster = "test",
-		.lease_ms = LEASE, .heartbeat_ms = HB,
+		.lease_ms = LEASE, .heartbeat_ms = HB, .proto_max = start_proto_max,
 	};
 	struct node *n = &nodes[k];
 
@@ -286,6 +328,10 @@ static int teardown(void **state)
 	for (size_t i = 0; i < nbus; i++)
 		free(bus[i].buf);
 	nbus = 0;
+	for (size_t i = 0; i < nheld; i++)
+		free(held[i].buf);
+	nheld = 0;
+	hold_placements = false;
 	for (int k = 0; k < N; k++)
 		ha_sm_fini(&nodes[k].sm);
 	return 0;
@@ -475,6 +521,192 @@ static void test_failback_waits_for_the_new_owner(void **state)
 		assert_int_equal(state_of(k, "dg1", 0), ALUA_AO);
 	}
 	assert_one_ao();
+}
+
+/* The held placement is delivered: nodes 1 and 2 own dg3 between them, leased again at once. */
+static void placement_arrives(void)
+{
+	release_held();
+	settle();
+	gw_apply_all();
+	for (int k = 0; k < 2; k++) {
+		assert_true(owner_of(k, "dg3") == 0 || owner_of(k, "dg3") == 1);
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_one_ao();
+}
+
+/*
+ * A survivor's isergwd is never leased on a map that names as owner a node
+ * that left and whose lease is over: after a node death the leader's
+ * placement reaches the members one after the other, and a member leased on
+ * the old map meanwhile would report the dead node's group Active/Optimized
+ * while one that applied the placement reports its own (ha.failover once saw
+ * it: node 2 renewed at the barrier with the map from before the death).
+ */
+static void test_no_lease_on_a_map_naming_a_lost_owner(void **state)
+{
+	(void)state;
+	configure();
+	nodes[2].up = false;            /* node 3, dg3's owner, dies */
+	ha_sm_fini(&nodes[2].sm);
+	now_ms += 2200;                 /* corosync forms the new ring: nothing delivered */
+	hold_placements = true;         /* the leader's placement is on its way */
+	membership();
+	for (int t = 0; t < 5; t++)
+		tick_applying_but(-1);  /* heartbeats come back, isergwd holds the generation */
+	assert_true(nheld > 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(owner_of(k, "dg3"), 2);
+		if (nodes[k].lease > now_ms)
+			fail_msg("node %d leased until +%" PRIu64 " ms on a map naming dead node 3 "
+				 "dg3's owner", k + 1, nodes[k].lease - now_ms);
+	}
+	/* the placement arrives: dg3 elsewhere, leased again at once */
+	placement_arrives();
+}
+
+/*
+ * A lost owner whose lease still runs (its agent restarting): the others'
+ * leases go on as before, but none reaches past the moment the leader may
+ * hand its groups over, so that no member is still leased on the old map
+ * while another applies the new one.
+ */
+static void test_leases_end_before_a_lost_owner_moves(void **state)
+{
+	uint64_t moved = 0, gen;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	nodes[2].up = false;            /* node 3's agent leaves the group; its node stays */
+	ha_sm_fini(&nodes[2].sm);
+	hold_placements = true;
+	membership();
+	run_for(LEASE / 2);
+	/* nothing changes for hosts meanwhile */
+	assert_int_equal(nheld, 0);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	for (int k = 0; k < 2; k++)
+		assert_true(nodes[k].lease > now_ms);
+	for (uint64_t t = 0; t < 3 * LEASE && !moved; t += HB) {
+		now_ms += HB;
+		for (int k = 0; k < 2; k++)
+			ha_sm_tick(&nodes[k].sm, now_ms);
+		settle();
+		gw_apply_all();
+		if (nheld)
+			moved = now_ms;
+	}
+	assert_true(moved > 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(owner_of(k, "dg3"), 2);
+		if (nodes[k].lease > moved)
+			fail_msg("node %d leased until %" PRIu64 " ms after the leader moved dg3",
+				 k + 1, nodes[k].lease - moved);
+	}
+	placement_arrives();
+}
+
+/* A Fenced message from node `from` about `node`, delivered to every up member that sees it. */
+static void deliver_fenced(int from, const char *node, uint32_t version)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Fenced f = ISERGW__HA__FENCED__INIT;
+	uint8_t *buf;
+	size_t len;
+
+	f.node = (char *)(uintptr_t)node;
+	m.version = version;
+	m.cluster = (char *)(uintptr_t)"test";
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
+	m.fenced = &f;
+	assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+	for (int k = 0; k < N; k++)
+		if (together(from, k))
+			ha_sm_deliver(&nodes[k].sm, (uint32_t)from + 1, buf, len, now_ms);
+	free(buf);
+	settle();
+}
+
+/*
+ * The fencer confirmed a dead node fenced: its groups move at once instead
+ * of after its lease. Never for a node that is alive: in the group, or a
+ * corosync member; a Fenced that says so anyway changes nothing.
+ */
+static void test_fenced_node_moves_at_once(void **state)
+{
+	char err[256];
+	uint64_t gen, died;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n3", err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "in the group"));
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n9", err, sizeof(err)), -ENOENT);
+	/* a member that says node 3 was fenced while it is in the group: ignored */
+	deliver_fenced(1, "n3", HA_PROTO_MAX);
+	run_for(3 * HB);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	/* node 3 dies; the new ring forms at once (for the test): dg3 waits for its lease */
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	died = now_ms;
+	membership();
+	run_for(2 * HB);
+	assert_int_equal(owner_of(0, "dg3"), 2);
+	/* pacemaker fenced it: told through node 2 */
+	assert_int_equal(ha_sm_submit_fenced(&nodes[1].sm, "n3", err, sizeof(err)), 0);
+	settle();
+	gw_apply_all();
+	for (int k = 0; k < 2; k++) {
+		assert_true(owner_of(k, "dg3") == 0 || owner_of(k, "dg3") == 1);
+		assert_int_equal(state_of(k, "dg3", 2), ALUA_UNAVAIL);
+		assert_true(nodes[k].lease > now_ms);
+	}
+	assert_true(now_ms - died < LEASE / 2);
+	assert_one_ao();
+	/* node 3 back: heard of again, the fence forgotten; failback manual */
+	start_node(2, NULL);
+	membership();
+	run_for(1000);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
+}
+
+/* An agent of protocol 1 in the group: the fence is not announced (it would not understand). */
+static void test_fenced_needs_protocol_2(void **state)
+{
+	char err[256];
+
+	(void)state;
+	configure();
+	nodes[1].up = false;            /* node 2's agent restarts as an older one */
+	ha_sm_fini(&nodes[1].sm);
+	membership();
+	start_proto_max = 1;
+	start_node(1, NULL);
+	start_proto_max = 0;
+	membership();
+	run_for(500);
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.proto, 1);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	assert_int_equal(ha_sm_submit_fenced(&nodes[0].sm, "n3", err, sizeof(err)),
+			 -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "protocol 1"));
+	/* nor is a Fenced in a protocol 1 message taken */
+	deliver_fenced(1, "n3", 1);
+	assert_false(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
+	deliver_fenced(1, "", HA_PROTO_MAX);
+	/* a well-formed one is, also from an older agent's group (the codec decides) */
+	deliver_fenced(1, "n3", 2);
+	assert_true(ha_sm_member_by_name(&nodes[0].sm, "n3")->fenced);
 }
 
 static void test_lost_owner_waits_for_its_lease(void **state)
@@ -1075,6 +1307,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failback_waits_for_the_new_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fenced_node_moves_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fenced_needs_protocol_2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_lease_on_a_map_naming_a_lost_owner, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_leases_end_before_a_lost_owner_moves, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
