@@ -25,10 +25,12 @@
 # 6. config export > file, config import file --if-match: 0 and the
 #    generation unchanged; import with a stale --if-match: 1;
 # 7. lun delete, target delete; target show then exits 1;
-# 8. tokens (this isergw-api takes none and ignores the header): a token
-#    file of mode 600 is sent and works, 644 and a missing named file exit
-#    4 before any request; a token to plain http off the loopback warns;
-#    the token never appears in any output;
+# 8. tokens (isergw-api --token-file with an admin and a read-only token,
+#    docs/api.md "Security"; every command above used the admin one): the
+#    read-only token reads (0) and writes exit 4 (403, the reason); no token
+#    and a wrong one exit 4 (401); $ISERGW_TOKEN_FILE is read; a token file
+#    of mode 644 and a missing named file exit 4 before any request; a token
+#    to plain http off the loopback warns; no token appears in any output;
 # 9. node 3's isergwd frozen: a write through node 2 is accepted (202,
 #    the operation printed, exit 0); with --wait and --timeout 3: exit 6;
 #    with --wait while the isergwd is let go after 2 s: exit 0, done;
@@ -38,6 +40,8 @@
 #    Retry-After, 504 and a garbled 200: exits 4, 4, 5 (retry after shown),
 #    3, 3; behind a certificate of a private CA (openssl): exit 3 without
 #    --cacert, 0 with it, 3 with another CA, 0 with --insecure and a warning;
+#    isergw-api itself with --tls-cert and that certificate: 3 without
+#    --cacert, 0 with it;
 # 12. nodes 3 and 2 killed: a write through node 1 without quorum exits 5,
 #    "retry after" shown.
 # Exit 77 when not root or corosync is missing.
@@ -49,7 +53,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ha_lib.sh"
 
 API=
-ha_options 4,43 --api API -- "$@"
+ha_options 4,47 --api API -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
 for t in curl jq python3; do
@@ -62,13 +66,25 @@ mkdir -p "$OUT" && : >"$OUT/all"
 # the environment must not choose for the test
 unset ISERGW_API ISERGW_TOKEN_FILE
 
+# an admin token for every command, a read-only one for step 8 (docs/api.md,
+# Security); isergwctl wants its token files readable by their owner only
+TOKENS=$OUT/tokens
+rm -f "$TOKENS"
+(
+	umask 077
+	"$API" token add --token-file "$TOKENS" --name cli --role admin >"$OUT/admin.tok" &&
+		"$API" token add --token-file "$TOKENS" --name cli-reader --role read-only >"$OUT/reader.tok"
+) || bed_die "isergw-api token add failed"
+# ctl passes these before the command's own arguments (a later --token-file wins)
+CTL_AUTH=(--token-file "$OUT/admin.tok")
+
 api_start() {
 	local k=$1 dir
 	shift
 	dir=$SCRATCH/n$k
 	_bed_spawn "$k" api "$dir/api.log" "$API" --listen 127.0.0.1:8080 \
 		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock \
-		--log-level info "$@" || return 1
+		--token-file "$TOKENS" --log-level info "$@" || return 1
 	bed_poll 20 "isergw-api on node $k answers" bed_exec "$k" curl -sf -o /dev/null \
 		http://127.0.0.1:8080/healthz
 }
@@ -79,7 +95,7 @@ rc=0
 ctl() {
 	local k=$1
 	shift
-	bed_exec "$k" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 "$@" >"$OUT/out" 2>"$OUT/err"
+	bed_exec "$k" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 "${CTL_AUTH[@]}" "$@" >"$OUT/out" 2>"$OUT/err"
 	rc=$?
 	cat "$OUT/out" "$OUT/err" >>"$OUT/all"
 	return $rc
@@ -99,7 +115,7 @@ expect() {
 out_has() { grep -q -- "$1" "$OUT/out" || { bed_log "stdout lacks '$1': $(head -c 600 "$OUT/out")"; return 1; }; }
 err_has() { grep -q -- "$1" "$OUT/err" || { bed_log "stderr lacks '$1': $(head -c 600 "$OUT/err")"; return 1; }; }
 json_is() { jq -e "$1" "$OUT/out" >/dev/null || { bed_log "jq '$1' false on: $(head -c 600 "$OUT/out")"; return 1; }; }
-gen_of() { bed_exec "$1" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 --json api status | jq -e .generation; }
+gen_of() { bed_exec "$1" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 "${CTL_AUTH[@]}" --json api status | jq -e .generation; }
 
 # 1.
 ha_cluster_up || bed_die "the cluster did not come up"
@@ -193,21 +209,31 @@ expect "lun delete 0" 0 1 lun delete "$T" 0
 expect "target delete" 0 1 target delete "$T"
 expect "the target is gone" 1 2 target show "$T"
 
-# 8. tokens: this isergw-api takes none, the header is ignored; the client's side
-TOKEN=cli-token-$RANDOM$RANDOM
-printf '%s\nsecond line ignored\n' "$TOKEN" >"$OUT/token"
-chmod 600 "$OUT/token"
-expect "a token file of mode 600" 0 1 --token-file "$OUT/token" target list &&
-	ha_check "no warning to the loopback" bash -c "! grep -q warning '$OUT/err'"
-expect "a token to a non-loopback http:// URL (nothing listens there)" 3 1 --token-file "$OUT/token" \
+# 8. tokens
+expect "the read-only token reads" 0 1 --token-file "$OUT/reader.tok" target list
+expect "the read-only token writes" 4 2 --token-file "$OUT/reader.tok" target create iqn.2026-11.org.isergw:cli-ro &&
+	ha_check "403 and the reason" err_has "403 Forbidden: token cli-reader is read-only"
+expect "nothing was made by it" 1 1 target show iqn.2026-11.org.isergw:cli-ro
+CTL_AUTH=()
+expect "no token (no file named, no /etc/isergw/api-token)" 4 1 target list && ha_check "401" err_has "^isergwctl: 401 "
+ISERGW_TOKEN_FILE=$OUT/admin.tok expect "\$ISERGW_TOKEN_FILE" 0 1 target list --json
+# the admin token with its last character changed
+tok=$(head -n 1 "$OUT/admin.tok")
+if [ "${tok: -1}" = A ]; then tok=${tok%?}B; else tok=${tok%?}A; fi
+(umask 077 && printf '%s\n' "$tok" >"$OUT/wrong.tok")
+unset tok
+expect "a token that does not verify" 4 1 --token-file "$OUT/wrong.tok" target list &&
+	ha_check "401, not valid" err_has "401 .*not valid"
+expect "a token to a non-loopback http:// URL (nothing listens there)" 3 1 --token-file "$OUT/admin.tok" \
 	--api "http://$(bed_ring_addr 1):8080" api status && ha_check "a warning" err_has "the token goes in clear text"
-ISERGW_TOKEN_FILE=$OUT/token expect "\$ISERGW_TOKEN_FILE" 0 1 target list --json
-chmod 644 "$OUT/token"
-expect "a token file others can read" 4 1 --token-file "$OUT/token" target list &&
+cp "$OUT/reader.tok" "$OUT/open.tok" && chmod 644 "$OUT/open.tok"
+expect "a token file others can read" 4 1 --token-file "$OUT/open.tok" target list &&
 	ha_check "the reason names the mode" err_has "open to group or others (mode 0644)"
+ISERGW_TOKEN_FILE=$OUT/open.tok expect "\$ISERGW_TOKEN_FILE of mode 644" 4 1 target list
 expect "a token file named that is missing" 4 1 --token-file "$OUT/nothing" target list
-ha_check "the token never appears in any output" bash -c "! grep -q '$TOKEN' '$OUT/all'"
-ISERGW_TOKEN_FILE=$OUT/token expect "\$ISERGW_TOKEN_FILE of mode 644" 4 1 target list
+CTL_AUTH=(--token-file "$OUT/admin.tok")
+ha_check "no token appears in any output" bash -c \
+	"! grep -qFf <(head -n 1 -q '$OUT/admin.tok' '$OUT/reader.tok' '$OUT/wrong.tok') '$OUT/all'"
 
 # 9. 202, --wait
 S=iqn.2026-11.org.isergw:cli-slow
@@ -315,6 +341,18 @@ if command -v openssl >/dev/null; then
 		ha_check "with a warning" err_has "warning: --insecure: the certificate of $CANNED is not verified"
 	kill "$canned"
 	wait "$canned" 2>/dev/null
+	# and isergw-api itself serving TLS (--tls-cert) with that certificate, in node 1
+	_bed_spawn 1 apitls "$SCRATCH/n1/apitls.log" "$API" --listen 127.0.0.1:8443 \
+		--tls-cert "$OUT/srv.pem" --tls-key "$OUT/srv.key" --token-file "$TOKENS" \
+		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock ||
+		bed_die "isergw-api with TLS did not start"
+	bed_poll 20 "isergw-api with TLS answers" bed_exec 1 curl -sf -o /dev/null --cacert "$OUT/ca.pem" \
+		https://127.0.0.1:8443/healthz
+	expect "isergw-api over TLS, no --cacert" 3 1 --api https://127.0.0.1:8443 target list &&
+		ha_check "the TLS reason" err_has "TLS: "
+	expect "isergw-api over TLS with --cacert" 0 1 --api https://127.0.0.1:8443 --cacert "$OUT/ca.pem" target list &&
+		ha_check "no warning" bash -c "! grep -q warning '$OUT/err'"
+	ha_check "isergw-api with TLS stops with status 0" _bed_stop 1 apitls
 else
 	bed_log "openssl not installed: the TLS checks are skipped"
 fi
