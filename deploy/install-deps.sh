@@ -25,6 +25,8 @@ PACKAGES=(
 	# isergw-api: HTTP server (libmicrohttpd); its tests use curl, python3 (raw requests),
 	# promtool and a real Prometheus server (both in Debian's prometheus package)
 	libmicrohttpd-dev curl python3 prometheus wrk
+	# isergwctl's REST commands (target, lun, node, ...) talk to isergw-api with libcurl
+	libcurl4-openssl-dev
 	# debugging and measuring (perftest: the RDMA ceiling in tests/bench/iser_vm.sh)
 	valgrind linux-perf procps iproute2 perftest
 )

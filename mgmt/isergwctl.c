@@ -4,7 +4,9 @@
  * (docs/control.md). Human-readable tables by default, --json for scripts.
  *
  * Exit codes: 0 done, 1 refused by the daemon (the reason is printed),
- * 2 usage error, 3 cannot talk to the daemon.
+ * 2 usage error, 3 cannot talk to the daemon; the REST commands
+ * (isergwctl_rest.c: target, lun, node, device-group, config, api) also 4,
+ * 5 and 6 (isergwctl.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -80,6 +82,18 @@ static void usage(FILE *f)
 "                               the HA agent's cluster (its local API, default\n"
 "                               " ISERGWCTL_HA_SOCKET "); isergwctl cluster --help\n"
 "\n"
+"REST commands, over isergw-api (isergwctl target --help, docs/rest-cli.md):\n"
+"  [--api URL] [--token-file F] [--cacert FILE] [--insecure]\n"
+"  target list | show IQN | create IQN [--alias A] [--from-json FILE] | delete IQN\n"
+"  lun list IQN | show IQN LUN | create IQN --path P [--size S] [--lun N]\n"
+"      [--device-group DG] [--from-json FILE] | set IQN LUN KEY=VALUE... |\n"
+"      delete IQN LUN\n"
+"  node list | show NAME | drain NAME | undrain NAME\n"
+"  device-group list | show NAME | move NAME NODE\n"
+"  config export | import FILE\n"
+"  api status\n"
+"                               writes take --if-match ETAG and --wait\n"
+"\n"
 "Options:\n"
 "  -s, --socket PATH   control socket of the daemon\n"
 "  --json              machine-readable output (one JSON document)\n"
@@ -88,7 +102,9 @@ static void usage(FILE *f)
 "  -h, --help          this help\n"
 "\n"
 "Exit status: 0 done, 1 refused by the daemon (reason printed), 2 usage error,\n"
-"3 cannot connect to the daemon.\n");
+"3 cannot connect to the daemon; the REST commands also 4 not authorized,\n"
+"5 the cluster cannot take it now (503), 6 accepted but not done when --wait\n"
+"ran out (isergwctl target --help).\n");
 }
 
 /* "isergwctl: MESSAGE" and the hint on stderr; EXIT_USAGE. */
@@ -1457,9 +1473,15 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "api", required_argument, NULL, 'A' },
+		{ "token-file", required_argument, NULL, 'T' },
+		{ "cacert", required_argument, NULL, 'C' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctx x = { .socket = DEFAULT_SOCKET, .timeout_ms = 30000, .fd = -1 };
+	struct isergwctl_rest_opts ro = { 0 };
+	bool rest_opt = false;
 	const char *cmd;
 	uint32_t tmo;
 	int opt, rc;
@@ -1477,6 +1499,22 @@ int main(int argc, char **argv)
 				return usage_err("--timeout wants 1..86400 seconds, not '%s'", optarg);
 			x.timeout_ms = (int)tmo * 1000;
 			break;
+		case 'A':
+			ro.api = optarg;
+			rest_opt = true;
+			break;
+		case 'T':
+			ro.token_file = optarg;
+			rest_opt = true;
+			break;
+		case 'C':
+			ro.cacert = optarg;
+			rest_opt = true;
+			break;
+		case 'I':
+			ro.insecure = true;
+			rest_opt = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1492,6 +1530,14 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
+	if (isergwctl_rest_noun(cmd)) {
+		ro.json = x.json;
+		ro.timeout_ms = x.timeout_ms;
+		return isergwctl_rest(argc, argv, &ro);
+	}
+	if (rest_opt)
+		return usage_err("--api, --token-file, --cacert and --insecure go with the REST "
+				 "commands (target, lun, node, device-group, config, api), not '%s'", cmd);
 	if (strcmp(cmd, "status") == 0)
 		rc = cmd_status(&x, argc, argv);
 	else if (strcmp(cmd, "apply") == 0)
@@ -1516,7 +1562,10 @@ int main(int argc, char **argv)
 		rc = cmd_watch(&x, argc, argv);
 	else if (strcmp(cmd, "cluster") == 0)
 		rc = isergwctl_cluster(argc, argv, x.json, x.timeout_ms);
-	else if (strcmp(cmd, "help") == 0) {
+	else if (strcmp(cmd, "help") == 0 && argc > 1 && isergwctl_rest_noun(argv[1])) {
+		isergwctl_rest_usage(stdout);
+		rc = 0;
+	} else if (strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		rc = 0;
 	} else

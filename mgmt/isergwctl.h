@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct json_object;
 
@@ -17,6 +18,10 @@ struct json_object;
 #define ISERGWCTL_EXIT_REFUSED 1   /* refused by the daemon or the agent, the reason printed */
 #define ISERGWCTL_EXIT_USAGE   2
 #define ISERGWCTL_EXIT_CONNECT 3   /* cannot connect, no answer in time, or a garbled answer */
+/* the REST commands (isergwctl_rest.c) also: */
+#define ISERGWCTL_EXIT_AUTH        4   /* not authorized: 401, 403, an unusable token file */
+#define ISERGWCTL_EXIT_UNAVAILABLE 5   /* 503: the cluster cannot take it now (Retry-After shown) */
+#define ISERGWCTL_EXIT_PENDING     6   /* 202 and not done when --wait ran out */
 
 #define ISERGWCTL_HA_SOCKET "/run/isergw/ha.sock"   /* the HA agent's local API */
 
@@ -27,6 +32,101 @@ struct json_object;
  * for a change. Returns the exit status (ISERGWCTL_EXIT_*).
  */
 int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms);
+
+/* ------------------------------------------------------------ isergwctl_rest.c */
+
+#define ISERGWCTL_API_DEFAULT   "http://127.0.0.1:8080"
+#define ISERGWCTL_TOKEN_DEFAULT "/etc/isergw/api-token"
+
+/* The options given before the command (isergwctl.c's main). */
+struct isergwctl_rest_opts {
+	const char *api;          /* --api URL; NULL: $ISERGW_API, then ISERGWCTL_API_DEFAULT */
+	const char *token_file;   /* --token-file; NULL: $ISERGW_TOKEN_FILE, then the default */
+	const char *cacert;       /* --cacert FILE; NULL: the system's CAs */
+	bool insecure;            /* --insecure: no certificate check (a warning each time) */
+	bool json;
+	int timeout_ms;           /* the whole command; <= 0: 30 s */
+};
+
+/*
+ * isergwctl target | lun | node | device-group | config | api ...: the REST
+ * resources of isergw-api (docs/rest-cli.md). argv[0] is the noun. Returns
+ * the exit status (ISERGWCTL_EXIT_*).
+ */
+int isergwctl_rest(int argc, char **argv, const struct isergwctl_rest_opts *o);
+
+/* Whether word is one of the REST commands' nouns. */
+bool isergwctl_rest_noun(const char *word);
+
+/* The REST commands' --help. */
+void isergwctl_rest_usage(FILE *f);
+
+/* The pure half, for the unit test. How an answer is shown: */
+enum isergwctl_view {
+	ISERGWCTL_VIEW_CHANGE,      /* a write: a line with the ETag (--json: the answer) */
+	ISERGWCTL_VIEW_TARGETS,
+	ISERGWCTL_VIEW_TARGET,
+	ISERGWCTL_VIEW_LUNS,
+	ISERGWCTL_VIEW_LUN,
+	ISERGWCTL_VIEW_NODES,
+	ISERGWCTL_VIEW_NODE,
+	ISERGWCTL_VIEW_DGS,
+	ISERGWCTL_VIEW_DG,
+	ISERGWCTL_VIEW_CONFIG,      /* always JSON */
+	ISERGWCTL_VIEW_CLUSTER,
+};
+
+/* A command's own options, as parsed (operands are argv strings). */
+struct isergwctl_rest_args {
+	const char *alias, *from_json, *path, *size, *device_group;
+	bool lun;
+	uint32_t lun_n;
+};
+
+/* One command as an HTTP request. */
+struct isergwctl_rest_req {
+	const char *method;             /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+	char path[1024];                /* "/api/v1/targets/iqn...", segments percent-encoded */
+	struct json_object *body;       /* NULL: none; owned */
+	char if_match[128];             /* "" none */
+	bool wait, json, help;
+	enum isergwctl_view view;
+	char what[300];                 /* "target IQN", "LUN 3 of IQN": for the messages */
+};
+
+/*
+ * argv (argv[0] the noun) into *r: 0, or -errno with err set (a usage
+ * error; *r holds no body then). --from-json and 'config import' files are
+ * read here. isergwctl_rest_req_free() drops the body.
+ */
+int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, char *err, size_t errlen);
+void isergwctl_rest_req_free(struct isergwctl_rest_req *r);
+
+/*
+ * KEY=VALUE into the merge patch object: VALUE null, true, false, a JSON
+ * number, object, array or "string" as that JSON value, anything else as
+ * text. 0, or -EINVAL (no '=', an empty or odd key, a key twice) with err set.
+ */
+int isergwctl_merge_patch_add(struct json_object *patch, const char *kv, char *err, size_t errlen);
+
+/*
+ * The line for a refused request: "STATUS TITLE: DETAIL (field: F)
+ * (retry after N s)" from its problem document (body may be anything).
+ * malloc'd; NULL without memory.
+ */
+char *isergwctl_problem_message(long status, const char *body, size_t len, const char *retry_after);
+
+/*
+ * Whether a token sent to url stays private: https://, or http:// to the
+ * loopback (127.0.0.1, localhost, [::1]). isergwctl warns otherwise.
+ */
+bool isergwctl_url_private(const char *url);
+
+/* An HTTP status as isergwctl's exit status. */
+int isergwctl_rest_exit(long status);
+
+/* doc shown as view on f: 0, -EBADMSG when doc does not fit the view, -ENOMEM. */
+int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc);
 
 /* ------------------------------------------------------------ isergwctl_util.c */
 

@@ -1,0 +1,375 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2016 # checks called through ha_check and bed_poll; jq's \$variables
+# SPDX-License-Identifier: Apache-2.0
+#
+# api.cli: isergwctl's REST commands (docs/rest-cli.md) against isergw-api
+# on the three-node HA bed: what they do and their exit statuses.
+#
+#   api_cli.sh --isergwd PATH --isergwctl PATH --ha PATH --api PATH
+#              --prefix P --subnet S --scratch DIR
+#
+# 1. three nodes with corosync, isergwd and isergw-ha, the example cluster
+#    configuration; isergw-api in node 1 and node 2 (node 2's waits 1.5 s
+#    for every live member before it answers 202);
+# 2. api status: a table and --json (quorate, three members); every list
+#    command's --json parses with jq;
+# 3. target create (ETag printed), list, show; lun create (its file made
+#    first), list, show; lun set KEY=VALUE (a string, null, a number) seen
+#    by lun show --json through node 2;
+# 4. exit 1 with the server's reason: an unknown target (404, its detail),
+#    a value isergwd's validator refuses (422, the field), a LUN number
+#    taken (409), a stale --if-match (412, nothing changed); the current
+#    --if-match: 0;
+# 5. node drain / undrain (node show --json), device-group move (the owner
+#    seen through node 2);
+# 6. config export > file, config import file --if-match: 0 and the
+#    generation unchanged; import with a stale --if-match: 1;
+# 7. lun delete, target delete; target show then exits 1;
+# 8. tokens (isergw-api --token-file with an admin and a read-only token,
+#    docs/api.md "Security"; every command above used the admin one): the
+#    read-only token reads (0) and writes exit 4 (403, the reason); no token
+#    and a wrong one exit 4 (401); $ISERGW_TOKEN_FILE is read; a token file
+#    of mode 644 and a missing named file exit 4 before any request; a token
+#    to plain http off the loopback warns; no token appears in any output;
+# 9. node 3's isergwd frozen: a write through node 2 is accepted (202,
+#    the operation printed, exit 0); with --wait and --timeout 3: exit 6;
+#    with --wait while the isergwd is let go after 2 s: exit 0, done;
+# 10. node 2's isergw-api frozen: --timeout 2 exits 3 (no answer in time);
+#    node 1's stopped: exit 3 (cannot connect); usage errors exit 2;
+# 11. a canned HTTP server (python3) answers 401, 403, 503 with
+#    Retry-After, 504 and a garbled 200: exits 4, 4, 5 (retry after shown),
+#    3, 3; behind a certificate of a private CA (openssl): exit 3 without
+#    --cacert, 0 with it, 3 with another CA, 0 with --insecure and a warning;
+#    isergw-api itself with --tls-cert and that certificate: 3 without
+#    --cacert, 0 with it;
+# 12. nodes 3 and 2 killed: a write through node 1 without quorum exits 5,
+#    "retry after" shown.
+# Exit 77 when not root or corosync is missing.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/ha/bed.sh
+. "$here/bed.sh"
+# shellcheck source=tests/ha/ha_lib.sh
+. "$here/ha_lib.sh"
+
+API=
+ha_options 4,47 --api API -- "$@"
+ha_need --ha "$BED_HA" isergw-ha
+ha_need --api "$API" isergw-api
+for t in curl jq python3; do
+	command -v "$t" >/dev/null || bed_die "$t not found (deploy/install-deps.sh)"
+done
+
+T=iqn.2026-11.org.isergw:cli
+OUT=$SCRATCH/cli
+mkdir -p "$OUT" && : >"$OUT/all"
+# the environment must not choose for the test
+unset ISERGW_API ISERGW_TOKEN_FILE
+
+# an admin token for every command, a read-only one for step 8 (docs/api.md,
+# Security); isergwctl wants its token files readable by their owner only
+TOKENS=$OUT/tokens
+rm -f "$TOKENS"
+(
+	umask 077
+	"$API" token add --token-file "$TOKENS" --name cli --role admin >"$OUT/admin.tok" &&
+		"$API" token add --token-file "$TOKENS" --name cli-reader --role read-only >"$OUT/reader.tok"
+) || bed_die "isergw-api token add failed"
+# ctl passes these before the command's own arguments (a later --token-file wins)
+CTL_AUTH=(--token-file "$OUT/admin.tok")
+
+api_start() {
+	local k=$1 dir
+	shift
+	dir=$SCRATCH/n$k
+	_bed_spawn "$k" api "$dir/api.log" "$API" --listen 127.0.0.1:8080 \
+		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock \
+		--token-file "$TOKENS" --log-level info "$@" || return 1
+	bed_poll 20 "isergw-api on node $k answers" bed_exec "$k" curl -sf -o /dev/null \
+		http://127.0.0.1:8080/healthz
+}
+
+# ctl K ARGS...: isergwctl ARGS in node K against its isergw-api; stdout in
+# $OUT/out, stderr in $OUT/err, the exit status in $rc (and returned)
+rc=0
+ctl() {
+	local k=$1
+	shift
+	bed_exec "$k" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 "${CTL_AUTH[@]}" "$@" >"$OUT/out" 2>"$OUT/err"
+	rc=$?
+	cat "$OUT/out" "$OUT/err" >>"$OUT/all"
+	return $rc
+}
+# expect WHAT EXIT K ARGS...: ctl K ARGS must exit EXIT
+expect() {
+	local what=$1 want=$2
+	shift 2
+	ctl "$@"
+	if [ "$rc" != "$want" ]; then
+		bed_log "FAILED: $what: isergwctl ${*:2} exited $rc, not $want: $(head -c 400 "$OUT/err") $(head -c 400 "$OUT/out")"
+		fail=1
+		return 1
+	fi
+	bed_log "ok: $what (exit $rc)"
+}
+out_has() { grep -q -- "$1" "$OUT/out" || { bed_log "stdout lacks '$1': $(head -c 600 "$OUT/out")"; return 1; }; }
+err_has() { grep -q -- "$1" "$OUT/err" || { bed_log "stderr lacks '$1': $(head -c 600 "$OUT/err")"; return 1; }; }
+json_is() { jq -e "$1" "$OUT/out" >/dev/null || { bed_log "jq '$1' false on: $(head -c 600 "$OUT/out")"; return 1; }; }
+gen_of() { bed_exec "$1" "$BED_ISERGWCTL" --api http://127.0.0.1:8080 "${CTL_AUTH[@]}" --json api status | jq -e .generation; }
+
+# 1.
+ha_cluster_up || bed_die "the cluster did not come up"
+api_start 1 || bed_die "isergw-api did not start on node 1"
+api_start 2 --change-wait-ms 1500 || bed_die "isergw-api did not start on node 2"
+
+# 2. reads, tables and --json
+expect "api status" 0 1 api status &&
+	ha_check "the table shows quorate and the members" bash -c \
+		"grep -q '^quorate  *yes' '$OUT/out' && grep -q '^NODE  *ID' '$OUT/out' && grep -q '^n3 ' '$OUT/out'"
+expect "api status --json" 0 2 --json api status &&
+	ha_check "--json: quorate, three members" json_is '.quorate and (.members | length) == 3'
+expect "node list --json (after the noun)" 0 1 node list --json &&
+	ha_check "three nodes" json_is '[.items[].name] == ["n1", "n2", "n3"]'
+expect "device-group list --json" 0 1 --json device-group list &&
+	ha_check "three device groups" json_is '(.items | length) == 3'
+expect "node list" 0 1 node list && ha_check "a row per node" bash -c "[ \$(grep -c '^n[123] ' '$OUT/out') = 3 ]"
+expect "device-group list" 0 2 device-group list &&
+	ha_check "a column per node" grep -q '^DEVICE GROUP  *OWNER  *PREFERRED  *FAILBACK  *n1  *n2  *n3' "$OUT/out"
+
+# 3. a target and a LUN
+{ truncate -s 32M "$BED_SHARED/cli0.img" && truncate -s 4M "$BED_SHARED/cli1.img"; } ||
+	bed_die "cannot make the LUN files in $BED_SHARED"
+expect "target create" 0 1 target create "$T" --alias cli-target &&
+	ha_check "the line says created, where, and the ETag" out_has "target $T created at /api/v1/targets/$T, ETag \"g[0-9]*\""
+expect "target list" 0 2 target list && ha_check "the target in the table" bash -c \
+	"grep -q '^$T  *cli-target  *0 ' '$OUT/out'"
+expect "target list --json" 0 2 --json target list &&
+	ha_check "--json parses, the target is there" json_is "[.items[].iqn] | index(\"$T\") != null"
+expect "target show" 0 1 target show "$T" && ha_check "its alias" grep -q '^alias  *cli-target' "$OUT/out"
+expect "lun create" 0 1 lun create "$T" --path "$BED_SHARED/cli0.img" --size 32M --device-group dg1 &&
+	ha_check "a LUN created at .../luns/0" out_has "^a LUN of $T created at /api/v1/targets/$T/luns/0, ETag"
+expect "lun create --lun 5 --json" 0 1 --json lun create "$T" --lun 5 --path "$BED_SHARED/cli1.img" --size 4194304 \
+	--device-group dg2 && ha_check "--json: the LUN as created" json_is '.lun == 5 and .size == 4194304'
+expect "lun list" 0 2 lun list "$T" && ha_check "LUNs 0 and 5 in the table" bash -c \
+	"grep -q '^0  *32M  *dg1 ' '$OUT/out' && grep -q '^5  ' '$OUT/out'"
+expect "lun set a string and null" 0 1 lun set "$T" 0 "product=cli disk" write_cache=null &&
+	ha_check "lun set prints the ETag" out_has "LUN 0 of $T changed, ETag \"g[0-9]*\""
+expect "lun set a number and a boolean" 0 1 lun set "$T" 0 max_transfer=262144 readonly=false
+expect "lun show --json through node 2" 0 2 --json lun show "$T" 0 &&
+	ha_check "the patch is there: a string, a number, a boolean" \
+		json_is '.product == "cli disk" and .max_transfer == 262144 and .readonly == false'
+
+# 4. refusals: exit 1 with the server's reason
+g0=$(gen_of 1)
+expect "an unknown target" 1 1 target show iqn.2026-11.org.isergw:none &&
+	ha_check "the server's detail on stderr" err_has "404 Not Found: no target iqn.2026-11.org.isergw:none"
+printf '{"block_size": 1000}\n' >"$OUT/bad-lun.json"
+expect "a block size isergwd refuses (--from-json)" 1 2 lun create "$T" --path "$BED_SHARED/bad.img" --size 4M \
+	--device-group dg1 --from-json "$OUT/bad-lun.json" &&
+	ha_check "422 names the field" err_has "422 .*(field: block_size)"
+expect "a LUN number taken" 1 1 lun create "$T" --lun 0 --path "$BED_SHARED/cli1.img" &&
+	ha_check "409 on stderr" err_has "^isergwctl: 409 "
+g=$(gen_of 1)
+expect "a stale --if-match" 1 2 lun set "$T" 0 "product=stale" --if-match "\"g$((g - 1))\"" &&
+	ha_check "412 and the reason" err_has "412 Precondition Failed: If-Match"
+ha_check "the stale write changed nothing" [ "$(gen_of 1)" = "$g" ]
+expect "the current --if-match" 0 2 lun set "$T" 0 "product=fresh" --if-match "\"g$g\"" &&
+	ha_check "a new ETag" out_has "ETag \"g$((g + 1))\""
+ha_check "no refusal moved the generation past the one write" [ "$(gen_of 1)" = "$((g + 1))" ]
+bed_log "generation before the refusals $g0, after $((g + 1))"
+
+# 5. drain, undrain, move
+dg_owner_is() { ctl "$1" --json device-group show "$2" && [ "$(jq -r .owner "$OUT/out")" = "$3" ]; }
+n3_drained_is() { ctl 2 --json node show n3 && [ "$(jq -r .drained "$OUT/out")" = "$1" ]; }
+expect "node drain n3" 0 1 node drain n3 && ha_check "the line says changed" out_has "node n3 changed"
+ha_check "n3 drained, seen through node 2" n3_drained_is true
+dg_owner_not() { ctl "$1" --json device-group show "$2" && o=$(jq -r .owner "$OUT/out") && [ -n "$o" ] && [ "$o" != "$3" ]; }
+ha_check "dg3 moved off n3" bed_poll 30 "dg3 off n3" dg_owner_not 2 dg3 n3
+expect "node undrain n3" 0 2 node undrain n3
+ha_check "n3 undrained" bed_poll 10 "n3 undrained" n3_drained_is false
+ha_check "dg3 back on n3" bed_poll 30 "dg3 on n3" dg_owner_is 1 dg3 n3
+expect "device-group move dg2 n1" 0 1 device-group move dg2 n1 && ha_check "the line" out_has "^device-group dg2 changed, ETag"
+ha_check "dg2 owned by n1, seen through node 2" bed_poll 30 "dg2 on n1" dg_owner_is 2 dg2 n1
+expect "device-group show" 0 2 device-group show dg2 && ha_check "its owner line" grep -q '^owner  *n1' "$OUT/out"
+expect "a move to a node that does not exist" 1 1 device-group move dg2 n9 && ha_check "field owner" err_has "(field: owner)"
+
+# 6. export and import
+g=$(gen_of 1)
+expect "config export" 0 2 config export && cp "$OUT/out" "$OUT/export.json"
+ha_check "the export is the configuration (JSON with the target)" \
+	jq -e --arg t "$T" '[.targets[].iqn] | index($t) != null' "$OUT/export.json" >/dev/null
+expect "config import with --if-match" 0 1 config import "$OUT/export.json" --if-match "\"g$g\"" &&
+	ha_check "imported, the generation unchanged" out_has "imported, ETag \"g$g\""
+expect "config import from stdin with a stale --if-match" 1 1 config import - --if-match '"g1"' <"$OUT/export.json" &&
+	ha_check "412" err_has "412 "
+
+# 7. delete
+expect "lun delete 5" 0 2 lun delete "$T" 5 && ha_check "the line says deleted" out_has "LUN 5 of $T deleted"
+expect "lun delete 0" 0 1 lun delete "$T" 0
+expect "target delete" 0 1 target delete "$T"
+expect "the target is gone" 1 2 target show "$T"
+
+# 8. tokens
+expect "the read-only token reads" 0 1 --token-file "$OUT/reader.tok" target list
+expect "the read-only token writes" 4 2 --token-file "$OUT/reader.tok" target create iqn.2026-11.org.isergw:cli-ro &&
+	ha_check "403 and the reason" err_has "403 Forbidden: token cli-reader is read-only"
+expect "nothing was made by it" 1 1 target show iqn.2026-11.org.isergw:cli-ro
+CTL_AUTH=()
+expect "no token (no file named, no /etc/isergw/api-token)" 4 1 target list && ha_check "401" err_has "^isergwctl: 401 "
+ISERGW_TOKEN_FILE=$OUT/admin.tok expect "\$ISERGW_TOKEN_FILE" 0 1 target list --json
+# the admin token with its last character changed
+tok=$(head -n 1 "$OUT/admin.tok")
+if [ "${tok: -1}" = A ]; then tok=${tok%?}B; else tok=${tok%?}A; fi
+(umask 077 && printf '%s\n' "$tok" >"$OUT/wrong.tok")
+unset tok
+expect "a token that does not verify" 4 1 --token-file "$OUT/wrong.tok" target list &&
+	ha_check "401, not valid" err_has "401 .*not valid"
+expect "a token to a non-loopback http:// URL (nothing listens there)" 3 1 --token-file "$OUT/admin.tok" \
+	--api "http://$(bed_ring_addr 1):8080" api status && ha_check "a warning" err_has "the token goes in clear text"
+cp "$OUT/reader.tok" "$OUT/open.tok" && chmod 644 "$OUT/open.tok"
+expect "a token file others can read" 4 1 --token-file "$OUT/open.tok" target list &&
+	ha_check "the reason names the mode" err_has "open to group or others (mode 0644)"
+ISERGW_TOKEN_FILE=$OUT/open.tok expect "\$ISERGW_TOKEN_FILE of mode 644" 4 1 target list
+expect "a token file named that is missing" 4 1 --token-file "$OUT/nothing" target list
+CTL_AUTH=(--token-file "$OUT/admin.tok")
+ha_check "no token appears in any output" bash -c \
+	"! grep -qFf <(head -n 1 -q '$OUT/admin.tok' '$OUT/reader.tok' '$OUT/wrong.tok') '$OUT/all'"
+
+# 9. 202, --wait
+S=iqn.2026-11.org.isergw:cli-slow
+kill -STOP "$(bed_pid 3 isergwd)" || bed_die "cannot freeze node 3's isergwd"
+expect "a write node 3 cannot apply" 0 2 target create "$S" &&
+	ha_check "accepted, the operation and n3 pending" out_has "accepted, operation g[0-9]*: applied by .*; pending on n3"
+expect "--wait that runs out" 6 2 --timeout 4 target create "$S-2" --wait &&
+	ha_check "the operation and what is pending" err_has "not done when --wait ran out: pending on n3"
+( sleep 2; kill -CONT "$(bed_pid 3 isergwd)" ) &
+thaw=$!
+expect "--wait while n3's isergwd is let go" 0 2 --timeout 30 target create "$S-3" --wait &&
+	ha_check "done" out_has "operation g[0-9]* done: applied by"
+wait "$thaw"
+kill -CONT "$(bed_pid 3 isergwd)" 2>/dev/null
+
+# 10. no answer, no server, usage
+kill -STOP "$(bed_pid 2 api)" || bed_die "cannot freeze node 2's isergw-api"
+expect "isergw-api does not answer within --timeout" 3 2 --timeout 2 api status &&
+	ha_check "no answer in time" err_has "no answer in time"
+kill -CONT "$(bed_pid 2 api)"
+expect "node 2's isergw-api answers again" 0 2 api status
+ha_check "isergw-api on node 1 stops with status 0" _bed_stop 1 api
+expect "the API down" 3 1 api status && ha_check "cannot connect" err_has "Couldn't connect\|Failed to connect"
+expect "an unknown verb" 2 1 target frob
+expect "an option a command does not take" 2 1 target list --wait
+expect "a REST option before a control-socket command" 2 1 --api http://x status
+
+# 11. statuses isergw-api on this branch never sends, from a canned server
+# (outside the bed: python3 on a free port of this machine's loopback)
+cat >"$OUT/canned.py" <<'EOF'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        last = self.path.split("/")[-1]
+        code = int(last) if last.isdigit() else 200
+        body = b'{"type":"about:blank","title":"T","status":%d,"detail":"canned %d"}' % (code, code)
+        if last == "cluster":
+            body = b"this is not JSON"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/problem+json")
+        if code == 503:
+            self.send_header("Retry-After", "7")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+if len(sys.argv) > 3:  # CERT KEY: https
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
+open(sys.argv[1], "w").write("%d\n" % s.server_address[1])
+s.serve_forever()
+EOF
+rm -f "$OUT/canned.port"
+python3 "$OUT/canned.py" "$OUT/canned.port" &
+canned=$!
+bed_poll 10 "the canned server" test -s "$OUT/canned.port"
+CANNED=http://127.0.0.1:$(cat "$OUT/canned.port")
+canned() { # canned WANT ARGS...: isergwctl against the canned server must exit WANT
+	local want=$1
+	shift
+	"$BED_ISERGWCTL" --api "$CANNED" "$@" >"$OUT/out" 2>"$OUT/err"
+	rc=$?
+	cat "$OUT/out" "$OUT/err" >>"$OUT/all"
+	[ "$rc" = "$want" ] || { bed_log "$*: exit $rc, not $want: $(cat "$OUT/err")"; return 1; }
+}
+ha_check "401: exit 4" canned 4 node show 401
+ha_check "403: exit 4" canned 4 node show 403
+ha_check "503: exit 5" canned 5 node show 503 && ha_check "the retry shown" err_has "canned 503 (retry after 7 s)"
+ha_check "504: exit 3" canned 3 node show 504
+ha_check "409: exit 1" canned 1 node show 409
+ha_check "a garbled 200: exit 3" canned 3 api status && ha_check "said so" err_has "not a JSON object"
+kill "$canned"
+wait "$canned" 2>/dev/null
+
+# TLS, from the canned server behind a certificate of a private CA (made
+# here with openssl): refused without --cacert (exit 3, the TLS reason),
+# accepted with it, and with --insecure only after a warning
+if command -v openssl >/dev/null; then
+	if ! {
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=api-cli-test-ca \
+			-keyout "$OUT/ca.key" -out "$OUT/ca.pem" 2>/dev/null &&
+			openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$OUT/srv.key" \
+				-out "$OUT/srv.csr" 2>/dev/null &&
+			printf 'subjectAltName=IP:127.0.0.1\n' >"$OUT/srv.ext" &&
+			openssl x509 -req -in "$OUT/srv.csr" -CA "$OUT/ca.pem" -CAkey "$OUT/ca.key" \
+				-CAcreateserial -days 2 -extfile "$OUT/srv.ext" -out "$OUT/srv.pem" 2>/dev/null
+	}; then
+		bed_die "openssl could not make the test certificates"
+	fi
+	rm -f "$OUT/canned-tls.port"
+	python3 "$OUT/canned.py" "$OUT/canned-tls.port" "$OUT/srv.pem" "$OUT/srv.key" &
+	canned=$!
+	bed_poll 10 "the canned TLS server" test -s "$OUT/canned-tls.port"
+	CANNED=https://127.0.0.1:$(cat "$OUT/canned-tls.port")
+	ha_check "TLS verified by default: a private CA's certificate refused (exit 3)" canned 3 node show 200 &&
+		ha_check "the TLS reason and the hint" err_has "TLS: .*(--cacert FILE for a private CA)"
+	ha_check "--cacert: verified, exit 0" canned 0 --cacert "$OUT/ca.pem" node show 200 &&
+		ha_check "no warning" bash -c "! grep -q warning '$OUT/err'"
+	ha_check "--cacert with another CA: exit 3" canned 3 --cacert /etc/ssl/certs/ca-certificates.crt node show 200
+	ha_check "--insecure: exit 0" canned 0 --insecure node show 200 &&
+		ha_check "with a warning" err_has "warning: --insecure: the certificate of $CANNED is not verified"
+	kill "$canned"
+	wait "$canned" 2>/dev/null
+	# and isergw-api itself serving TLS (--tls-cert) with that certificate, in node 1
+	_bed_spawn 1 apitls "$SCRATCH/n1/apitls.log" "$API" --listen 127.0.0.1:8443 \
+		--tls-cert "$OUT/srv.pem" --tls-key "$OUT/srv.key" --token-file "$TOKENS" \
+		--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock ||
+		bed_die "isergw-api with TLS did not start"
+	bed_poll 20 "isergw-api with TLS answers" bed_exec 1 curl -sf -o /dev/null --cacert "$OUT/ca.pem" \
+		https://127.0.0.1:8443/healthz
+	expect "isergw-api over TLS, no --cacert" 3 1 --api https://127.0.0.1:8443 target list &&
+		ha_check "the TLS reason" err_has "TLS: "
+	expect "isergw-api over TLS with --cacert" 0 1 --api https://127.0.0.1:8443 --cacert "$OUT/ca.pem" target list &&
+		ha_check "no warning" bash -c "! grep -q warning '$OUT/err'"
+	ha_check "isergw-api with TLS stops with status 0" _bed_stop 1 apitls
+else
+	bed_log "openssl not installed: the TLS checks are skipped"
+fi
+
+# 12. no quorum: exit 5 with the retry
+api_start 1 || bed_die "isergw-api did not start again on node 1"
+bed_kill_node 3 || bed_die "node 3 could not be killed"
+bed_kill_node 2 || bed_die "node 2 could not be killed"
+bed_wait_inquorate 1 1 || bed_die "node 1 never lost quorum"
+inq() { ctl 1 --json api status && json_is '.quorate == false'; }
+ha_check "node 1 reports no quorum" bed_poll 20 "node 1 inquorate" inq
+expect "a write without quorum" 5 1 target create iqn.2026-11.org.isergw:cli-lost &&
+	ha_check "503 and the retry" err_has "503 .*(retry after [0-9]* s)"
+
+if [ "$fail" -ne 0 ]; then
+	bed_log "api.cli: FAILED"
+	exit 1
+fi
+bed_log "api.cli: isergwctl's REST commands and their exit statuses on the three-node bed"
+exit 0
