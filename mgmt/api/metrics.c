@@ -9,7 +9,7 @@
  * commands that took [2^i, 2^(i+1)) µs, the last one is open-ended, so the
  * cumulative bucket le=2^(i+1) µs is the sum of buckets 0..i and +Inf is the
  * total. isergwd keeps no sum of latencies, so those histograms have no
- * _sum (docs/api.md).
+ * _sum (docs/metrics.md).
  */
 #include "metrics.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * isergw-api's Prometheus metrics (docs/api.md, Metrics): the API's own
+ * isergw-api's Prometheus metrics (docs/metrics.md): the API's own
  * request accounting and the rendering of one scrape in the text exposition
  * format 0.0.4. Pure: no sockets, no clock, no locks; the caller gathers
  * what isergwd answered on its control socket and the API's statistics, and

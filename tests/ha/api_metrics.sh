@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # api.metrics: a real Prometheus server scrapes the isergw-api of all three
-# nodes of the HA bed (docs/api.md, Metrics).
+# nodes of the HA bed (docs/metrics.md).
 #
 #   api_metrics.sh --isergwd PATH --isergwctl PATH --ha PATH --api PATH
 #                  --prefix P --subnet S --scratch DIR
