@@ -711,6 +711,29 @@ int gw_parse_pr_key(const char *s, uint64_t *out)
 	return 0;
 }
 
+static bool fence_listed(const struct gw_config *c, uint64_t key)
+{
+	if (!c || !c->backend_fencing || !c->backend_pr_key)
+		return false;
+	for (size_t i = 0; i < c->nbackend_pr_fence; i++)
+		if (c->backend_pr_fence[i] == key)
+			return true;
+	return false;
+}
+
+size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *ncfg,
+			   uint64_t *out)
+{
+	size_t n = 0;
+
+	if (!ncfg || !ncfg->backend_fencing || !ncfg->backend_pr_key)
+		return 0;
+	for (size_t i = 0; i < ncfg->nbackend_pr_fence && i < GW_PR_FENCE_MAX; i++)
+		if (!fence_listed(old, ncfg->backend_pr_fence[i]))
+			out[n++] = ncfg->backend_pr_fence[i];
+	return n;
+}
+
 static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;

@@ -152,6 +152,13 @@ struct gw_config {
 uint64_t gw_backend_pr_key(uint16_t tpg_id);
 /* Parses "0x" followed by 1..16 hex digits, not zero. 0 or -EINVAL. */
 int gw_parse_pr_key(const char *s, uint64_t *out);
+/*
+ * The keys ncfg asks to fence that old did not (old NULL: all of them), into
+ * out (room for GW_PR_FENCE_MAX); none when ncfg has fencing off or no key of
+ * its own. Returns how many.
+ */
+size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *ncfg,
+			   uint64_t *out);
 
 /* Fill every field with its default (no portals, no targets). */
 void gw_config_defaults(struct gw_config *c);

@@ -964,6 +964,51 @@ static void test_fence_keys(void **state)
 	}
 }
 
+static struct gw_config *fence_cfg(const char *fencing, const char *key, const char *list)
+{
+	struct gw_config *c = NULL;
+	char json[512], err[512] = "";
+
+	snprintf(json, sizeof(json), "{\"alua_lease\":true,\"backend_fencing\":\"%s\"%s%s%s"
+		 ",\"backend_pr_fence\":[%s]}", fencing, key ? ",\"backend_pr_key\":\"" : "",
+		 key ? key : "", key ? "\"" : "", list);
+	if (gw_config_load_string(json, &c, err, sizeof(err)))
+		fail_msg("%s\n%s", err, json);
+	return c;
+}
+
+/* Which keys a new configuration newly asks to preempt. */
+static void test_fence_new(void **state)
+{
+	struct gw_config *none = fence_cfg("reservation", "0x6973677700000001", ""),
+			 *two = fence_cfg("reservation", "0x6973677700000001", "\"0x2\""),
+			 *two3 = fence_cfg("reservation", "0x6973677700000001", "\"0x3\",\"0x2\""),
+			 *off = fence_cfg("none", "0x6973677700000001", "\"0x2\",\"0x3\""),
+			 *nokey = fence_cfg("reservation", NULL, "\"0x2\"");
+	uint64_t k[GW_PR_FENCE_MAX];
+
+	(void)state;
+	assert_int_equal(gw_config_fence_new(NULL, two, k), 1);
+	assert_true(k[0] == 2);
+	assert_int_equal(gw_config_fence_new(none, two, k), 1);
+	assert_int_equal(gw_config_fence_new(two, two, k), 0);     /* already fenced */
+	assert_int_equal(gw_config_fence_new(two, two3, k), 1);
+	assert_true(k[0] == 3);
+	assert_int_equal(gw_config_fence_new(two3, two, k), 0);
+	assert_int_equal(gw_config_fence_new(two, none, k), 0);
+	/* switched off, or no key of its own (a node that is not live): nothing */
+	assert_int_equal(gw_config_fence_new(none, off, k), 0);
+	assert_int_equal(gw_config_fence_new(none, nokey, k), 0);
+	/* switched on again: its whole list is new */
+	assert_int_equal(gw_config_fence_new(off, two3, k), 2);
+	assert_int_equal(gw_config_fence_new(nokey, two, k), 1);
+	gw_config_free(none);
+	gw_config_free(two);
+	gw_config_free(two3);
+	gw_config_free(off);
+	gw_config_free(nokey);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -983,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_tpgt),
 		cmocka_unit_test(test_lease_keys),
 		cmocka_unit_test(test_fence_keys),
+		cmocka_unit_test(test_fence_new),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
