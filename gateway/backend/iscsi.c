@@ -382,6 +382,7 @@ struct ib_sess {
 	bool in_service;
 	bool ever_up;
 	bool registered;        /* our reservation key is registered through this session */
+	uint32_t reg_epoch;     /* ib->fence_epoch when it registered */
 	uint64_t connect_start_ms;
 	unsigned int attempt;   /* failed connects in a row */
 	uint64_t down_since_ms;
@@ -406,6 +407,7 @@ struct ib_rx {
 	struct reactor_timer tick;
 	struct ib_req *free_reqs;
 	unsigned int nwait;
+	bool lease_lost;                /* a tick found no valid lease while a session was registered */
 };
 
 enum ib_req_kind { RK_IO = 0, RK_PROBE, RK_CAW_CHECK };
@@ -890,6 +892,7 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 		return;
 	}
 	s->registered = true;
+	s->reg_epoch = atomic_load(&ib->fence_epoch);
 	if (atomic_exchange(&ib->fenced_seen, false))
 		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " again: this "
 			  "node holds a lease again after it was fenced", ib->bdev.name,
@@ -1602,11 +1605,109 @@ static uint64_t ib_login_limit_ms(const struct ib_bdev *ib)
 	return ms < 5000 ? 5000 : ms;
 }
 
+static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_req *q = priv;
+	struct ib_sess *s = q->sess;
+	struct ib_rx *rx = q->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct scsi_task *t = data ? data : q->task;
+	struct scsi_persistent_reserve_in_read_keys *rk;
+	uint64_t own = atomic_load(&g_pr_key);
+	bool found = false;
+
+	(void)ctx;
+	if (!s || !s->ctx)
+		return;         /* teardown in progress: it frees q */
+	list_del(&q->link);
+	s->ninflight--;
+	q->task = NULL;
+	req_free(q);
+	if (status != SCSI_STATUS_GOOD || !t) {
+		/* a unit attention or a hiccup: ask again at the next tick */
+		if (status == SCSI_STATUS_CHECK_CONDITION && t &&
+		    t->sense.key == SCSI_SENSE_UNIT_ATTENTION)
+			rx->lease_lost = true;
+		else
+			GW_INFO(IB_COMP, "%s: READ KEYS after the lease came back: status 0x%x",
+				ib->bdev.name, status);
+		if (t)
+			scsi_free_scsi_task(t);
+		return;
+	}
+	rk = scsi_datain_unmarshall(t);
+	for (int i = 0; rk && i < rk->num_keys; i++)
+		found |= rk->keys[i] == own;
+	scsi_free_scsi_task(t);
+	if (!rk || found)
+		return;
+	/*
+	 * Our key is gone: the others fenced this node while it had no lease,
+	 * and it has not written since. What it submitted before must never be
+	 * written now; its sessions register again (rx_tick).
+	 */
+	atomic_fetch_add(&ib->fence_epoch, 1);
+	atomic_store(&ib->fenced_seen, true);
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		rx->sess[i].registered = false;
+	GW_ERR(IB_COMP, "%s: this node's reservation key 0x%016" PRIx64 " was preempted while it "
+	       "had no lease (fenced by the other gateways): commands from before fail NOT READY "
+	       "04/0C, registering again", ib->bdev.name, own);
+}
+
+/*
+ * The lease is back after a time without it (a thawed or reconnected node,
+ * or only a membership change of the cluster): was this node fenced
+ * meanwhile? One READ KEYS on a registered session says whether our key is
+ * still there, before a host's write finds out the hard way.
+ */
+static void rx_check_keys(struct ib_rx *rx)
+{
+	struct ib_sess *s = NULL;
+	struct ib_req *q;
+	struct scsi_task *t;
+
+	for (unsigned int i = 0; i < rx->nsess && !s; i++)
+		if (rx->sess[i].state == S_UP && rx->sess[i].registered && !rx->sess[i].broken &&
+		    rx->sess[i].ctx)
+			s = &rx->sess[i];
+	if (!s || !(q = req_alloc(rx)))
+		return;
+	q->kind = RK_PROBE;
+	q->sess = s;
+	t = iscsi_persistent_reserve_in_task(s->ctx, (int)rx->ib->url.lun,
+					     SCSI_PERSISTENT_RESERVE_READ_KEYS, 4096, keys_cb, q);
+	if (!t) {
+		req_free(q);
+		return;
+	}
+	q->task = t;
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+	sess_kick(s);
+}
+
+static bool rx_registered(const struct ib_rx *rx)
+{
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		if (rx->sess[i].registered)
+			return true;
+	return false;
+}
+
 static void rx_tick(void *arg)
 {
 	struct ib_rx *rx = arg;
 	uint64_t now = gw_now_ms();
 
+	if (fence_key_set(rx->ib) && rx_registered(rx)) {
+		if (!fence_may_register()) {
+			rx->lease_lost = true;
+		} else if (rx->lease_lost) {
+			rx->lease_lost = false;
+			rx_check_keys(rx);
+		}
+	}
 	for (unsigned int i = 0; i < rx->nsess; i++) {
 		struct ib_sess *s = &rx->sess[i];
 		int rc;
@@ -1615,6 +1716,14 @@ static void rx_tick(void *arg)
 			continue;
 		if (s->state == S_CONNECTING && now - s->connect_start_ms > ib_login_limit_ms(rx->ib))
 			sess_mark_broken(s, "login timed out");
+		/*
+		 * This node found itself fenced (on any reactor) since this session
+		 * registered: a PREEMPT removes every registration of the key, so
+		 * this one is gone too.
+		 */
+		if (s->registered &&
+		    s->reg_epoch != atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed))
+			s->registered = false;
 		if (s->state == S_UP && !s->registered && !s->broken && fence_key_set(rx->ib)) {
 			if (fence_may_register())
 				sess_mark_broken(s, "a valid lease again: logging in to register "

@@ -28,6 +28,10 @@
 #    holds 0x0e, and node 1's isergwd logged the backend's RESERVATION
 #    CONFLICT; without it some blocks hold 0x0d (else the scenario makes no
 #    zombie writes and proves nothing: the test fails).
+# 7. (with fencing) node 1 rejoins and dg1 fails back to it: it registered
+#    its key again, and two connections writing tag 0x0f through it (both
+#    reactors of its isergwd) meet no RESERVATION CONFLICT; the backend holds
+#    0x0f everywhere.
 # Printed: blocks checked and stale blocks found in each run.
 # Exit 77 when not root or corosync is missing.
 set -uo pipefail
@@ -40,7 +44,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 ZIO=
 MIB=16
 ONLY=
-ha_options 4,31 --zio ZIO --mib MIB --only ONLY -- "$@"
+ha_options 4,35 --zio ZIO --mib MIB --only ONLY -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --zio "$ZIO" zombie_io
 command -v jq >/dev/null || bed_die "jq is required"
@@ -65,6 +69,33 @@ moved_off() { # moved_off DG NODE K...: every node K's agent names an owner of D
 }
 
 declare -A STALE=() CHECKED=() CONFLICT=()
+REJOINED=0
+
+# rejoin LOG: node 1 back in the cluster owns dg1 again; two connections (both
+# reactors of its isergwd) write tag 0x0f through it, every command GOOD, no
+# RESERVATION CONFLICT in LOG meanwhile, and the backend holds 0x0f
+rejoin() {
+	local log=$1 line out i
+	ha_wait_settled "node 1 back, dg1 failed back to it" --serving "$HA_OWNERS" 1 2 3 || return 1
+	line=$(wc -l <"$log")
+	for i in 1 2; do
+		out=$(bed_host "$ZIO" --write 0x0f --mib "$MIB" --timeout-s 60 "$(gw_url 1)") || {
+			bed_log "writing through node 1 after it rejoined: $out"
+			return 1
+		}
+		bed_log "tag 0x0f through node 1 after it rejoined ($i): $out"
+	done
+	out=$(bed_host "$ZIO" --check 0x0f --mib "$MIB" --initiator iqn.2026-11.org.isergw:zombie-check \
+		"$(bed_backend_url)")
+	bed_log "read from the backend: $out"
+	grep -q "registered reservation key .* again" "$log" || { bed_log "node 1 did not register again"; return 1; }
+	if tail -n +"$((line + 1))" "$log" | grep -q "RESERVATION CONFLICT"; then
+		bed_log "node 1 met a RESERVATION CONFLICT after it rejoined"
+		return 1
+	fi
+	[[ $out =~ tag\ 0x0f\ in\ ([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -eq $((MIB * 2048)) ] || return 1
+	REJOINED=1
+}
 
 # scenario MODE: one run; STALE[MODE], CHECKED[MODE], CONFLICT[MODE] (1: node 1 logged it)
 scenario() {
@@ -146,6 +177,11 @@ scenario() {
 		CONFLICT[$mode]=1
 	fi
 	tail -n +"$((line0 + 1))" "$log" | grep -E "bdev-iscsi|fenc" | head -20 >&2
+	if [ "$mode" = reservation ]; then
+		# 7. node 1 rejoins (dg1 fails back to it) and registers again:
+		# writes through it, on both reactors, meet no conflict
+		rejoin "$log" || return 1
+	fi
 	cp "$log" "$SCRATCH/isergwd-n1-$mode.log"
 	grep -hE "preempt|fencing|reservation key" "$SCRATCH"/n[23]/isergwd.log | head -10 >&2
 	ha_cluster_down --all
@@ -157,6 +193,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = reservation ]; then
 			[ "${STALE[reservation]}" -eq 0 ]
 		ha_check "with fencing: node 1's isergwd logged the backend's RESERVATION CONFLICT" \
 			[ "${CONFLICT[reservation]}" -eq 1 ]
+		ha_check "with fencing: node 1 rejoined, registered again and writes through it land" \
+			[ "$REJOINED" -eq 1 ]
 	else
 		ha_check "the run with fencing completed" false
 		bed_down
