@@ -427,7 +427,7 @@ struct ib_req {
 	uint64_t not_before_ms;
 	uint8_t *bounce;                /* CAW read-back */
 	uint8_t param[24];              /* UNMAP parameter list */
-	uint8_t pr_step;                /* probe: 0 READ CAPACITY, else the PR OUT service action */
+	uint8_t pr_step;                /* a registration step: its PR OUT service action */
 	uint32_t epoch;                 /* ib->fence_epoch when it was submitted */
 	struct ib_req *next_free;
 };
@@ -783,10 +783,11 @@ static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
 	q->pr_step = (uint8_t)sa;
 	q->ua_retries = ua_retries;
 	q->sess = s;
-	p.reservation_key = sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY
-			    ? 0 : atomic_load(&g_pr_key);
-	p.service_action_reservation_key = sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY
-					   ? atomic_load(&g_pr_key) : 0;
+	/* registering: the new key in SERVICE ACTION RESERVATION KEY; reserving: ours */
+	if (sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY)
+		p.service_action_reservation_key = atomic_load(&g_pr_key);
+	else
+		p.reservation_key = atomic_load(&g_pr_key);
 	t = iscsi_persistent_reserve_out_task(s->ctx, (int)rx->ib->url.lun, sa,
 					      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p, pr_cb, q);
 	if (!t) {
@@ -1347,16 +1348,19 @@ static void req_fail_fenced(struct ib_req *q)
 /*
  * The backend answered RESERVATION CONFLICT while we use a reservation key:
  * this node's key was preempted (it was fenced by the others), or the session
- * serves unregistered because the node had no lease. Everything submitted so
- * far fails (the epoch), and the session registers again only once the node
- * holds a lease again (rx_tick).
+ * serves unregistered because the node had no lease. When the session was
+ * registered, everything submitted so far fails (the epoch); an unregistered
+ * one came up without a lease, and its registration will advance the epoch
+ * (sess_register). Either way it registers again only once the node holds a
+ * lease again (rx_tick).
  */
 static void req_fenced(struct ib_req *q, struct ib_sess *s)
 {
 	struct ib_bdev *ib = q->rx->ib;
 
-	atomic_fetch_add(&ib->fence_epoch, 1);
 	if (s->registered) {
+		/* fenced: every registration of the key is gone, on every reactor */
+		atomic_fetch_add(&ib->fence_epoch, 1);
 		s->registered = false;
 		atomic_store(&ib->fenced_seen, true);
 		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "

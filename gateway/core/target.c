@@ -162,13 +162,6 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 }
 
 /*
- * ALUA: the port map (this node's portals, and the other nodes' ports from
- * port_groups) replaces the previous one, so a reload forgets removed ports;
- * then the device groups' defaults ("default" has no owner unless configured),
- * who owns the ALUA policy (alua_policy: what SET TARGET PORT GROUPS does),
- * and whether the states need a lease (alua_lease).
- */
-/*
  * Fencing at the backend: a backend session registers this node's key only
  * while the node may serve, i.e. holds a valid lease (or none is enforced).
  */
@@ -210,6 +203,7 @@ static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
 		for (uint32_t l = 0; t->bdevs && l < t->nluns; l++) {
 			struct bdev *b = t->bdevs[l];
 			uint64_t spent = gw_now_ms() - start;
+			uint32_t left;
 			int rc;
 
 			if (!b || !bdev_is_iscsi_url(b->name))
@@ -221,9 +215,8 @@ static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
 				       "guard", t->cfg->iqn, l, GW_FENCE_TOTAL_MS);
 				continue;
 			}
-			rc = bdev_iscsi_fence(b, keys, n, (uint32_t)(GW_FENCE_TOTAL_MS - spent) <
-					      GW_FENCE_LUN_MS ? (uint32_t)(GW_FENCE_TOTAL_MS - spent)
-					      : GW_FENCE_LUN_MS);
+			left = (uint32_t)(GW_FENCE_TOTAL_MS - spent);
+			rc = bdev_iscsi_fence(b, keys, n, left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
 			if (rc == 0)
 				done++;
 			else if (rc != -EOPNOTSUPP)
@@ -235,6 +228,13 @@ static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
 		  skipped, (unsigned long long)(gw_now_ms() - start));
 }
 
+/*
+ * ALUA: the port map (this node's portals, and the other nodes' ports from
+ * port_groups) replaces the previous one, so a reload forgets removed ports;
+ * then the device groups' defaults ("default" has no owner unless configured),
+ * who owns the ALUA policy (alua_policy: what SET TARGET PORT GROUPS does),
+ * and whether the states need a lease (alua_lease).
+ */
 static void alua_configure(const struct gw_config *cfg)
 {
 	size_t max = cfg->nportals + cfg->nport_groups * GW_PG_PORTS_MAX + 1, n = 0;
