@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # the checks are called through ha_check and bed_poll
 # SPDX-License-Identifier: Apache-2.0
 #
 # ha.zombie-fence: fencing at the backend (docs/ha.md, "Fencing at the
