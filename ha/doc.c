@@ -293,6 +293,37 @@ static unsigned int owner_tpg(const struct ha_doc *d, size_t g)
 	return d->nodes[o].tpg_id;
 }
 
+/*
+ * Fencing at the backend (docs/ha.md, "Fencing at the backend"): unless the
+ * gateway section says "backend_fencing": "none", a live node gets its own
+ * reservation key (from its tpg_id) and the keys of the nodes that are not
+ * live, which its isergwd preempts on every iscsi:// LUN before it answers.
+ * A node that is not live gets neither: it registers nothing and fences
+ * nobody (its isergwd would have no registered key to preempt with).
+ */
+bool ha_doc_backend_fencing(const struct ha_doc *d)
+{
+	return !(d->gateway_members && strstr(d->gateway_members, "\"backend_fencing\":\"none\""));
+}
+
+static void put_fence_keys(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
+{
+	bool first = true;
+
+	if (!ha_doc_backend_fencing(d) || !d->live || !d->live[k])
+		return;
+	ha_sb_printf(b, "\"backend_pr_key\":\"0x%016llx\",\"backend_pr_fence\":[",
+		     (unsigned long long)gw_backend_pr_key(d->nodes[k].tpg_id));
+	for (size_t n = 0; n < d->nnodes; n++) {
+		if (n == k || d->live[n])
+			continue;
+		ha_sb_printf(b, "%s\"0x%016llx\"", first ? "" : ",",
+			     (unsigned long long)gw_backend_pr_key(d->nodes[n].tpg_id));
+		first = false;
+	}
+	ha_sb_puts(b, "],");
+}
+
 static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		       const struct ha_render_opts *o)
 {
@@ -310,6 +341,7 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		ha_sb_printf(b, "\"alua_lease_unavailable_ms\":%u,", o->lease_unavailable_ms);
 	if (HA_RENDER_LEASE)
 		ha_sb_puts(b, "\"alua_lease\":true,");
+	put_fence_keys(b, d, k);
 	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");
 	for (size_t i = 0; i < self->nportals; i++) {
 		const struct ha_portal *p = &self->portals[i];

@@ -151,6 +151,8 @@ struct ha_render_opts {
 };
 char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_render_opts *o,
 			      char *err, size_t errlen);
+/* false when the cluster's gateway section sets "backend_fencing": "none". */
+bool ha_doc_backend_fencing(const struct ha_doc *d);
 void ha_doc_free(struct ha_doc *d);
 /*
  * Durable storage: DIR/cluster.json (mode 0600: it holds CHAP secrets)

@@ -458,6 +458,7 @@ static const struct gw_key gateway_keys[] = {
 	{ "alua_request_timeout_ms", 100, 600000 },
 	{ "reactors", 0, 1024 },
 	{ "alua_lease_unavailable_ms", 0, 600000 },
+	{ "backend_fencing", 0, 0 },    /* a string: reservation, none */
 };
 
 bool ha_gateway_key(const char *s, size_t len)
@@ -494,6 +495,12 @@ static int check_gateway(struct ha_vctx *c, struct json_object *gw)
 		rc = get_str(c, gw, k->key, false, 16, &s);
 		if (rc)
 			return rc;
+		if (s && strcmp(k->key, "backend_fencing") == 0) {
+			if (strcmp(s, "reservation") == 0 || strcmp(s, "none") == 0)
+				continue;
+			ha_vpath_key(c, k->key);
+			return ha_verr(c, "'%s' is not one of reservation, none", s);
+		}
 		if (s && gw_log_parse_level(s, &lvl)) {
 			ha_vpath_key(c, k->key);
 			return ha_verr(c, "'%s' is not one of err, warn, notice, info, debug", s);

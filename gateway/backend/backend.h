@@ -151,6 +151,26 @@ struct bdev_iscsi_stats {
 int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out);
 
 /*
+ * Fencing at the backend (docs/backend.md, "The gateways' reservation").
+ * key: this node's persistent reservation key on every iscsi:// LUN (0:
+ * none, no reservation is used). A backend session registers the key when
+ * it logs in, and reserves the LUN if nobody has, but only while may_register
+ * says so (the node holds a valid lease; NULL: always). Callable on any
+ * thread, at any time (start, reload).
+ */
+void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void));
+/*
+ * Preempts keys[0..n) on the iscsi bdev b: a short session of its own logs
+ * in, registers this node's key, makes sure the LUN is reserved and
+ * preempts each key (a key already gone counts as done). Blocks up to
+ * timeout_ms: call it on the control thread, never on a reactor. Returns 0,
+ * -EOPNOTSUPP (the backend has no persistent reservations, or no key is
+ * set), -ETIMEDOUT, -EINVAL (not an iscsi bdev) or another negative errno;
+ * every failure is logged.
+ */
+int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms);
+
+/*
  * The owner of the bdev (its logical unit) hears of geometry changes; fn NULL
  * = stop. fn is also called once from here (the geometry may have changed
  * since the owner read info): it must compare, not assume a change.

@@ -264,7 +264,60 @@ enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iov
 	return IB_CAW_MISCOMPARE;
 }
 
+#define IB_ST_RESV_CONFLICT 0x18
+#define IB_PR_OUT_RESERVE   1
+#define IB_PR_OUT_PREEMPT   4
+
+enum ib_pr_outcome bdev_iscsi_pr_outcome(int sa, int status, uint8_t key, uint8_t asc)
+{
+	(void)asc;
+	if (status == IB_ST_GOOD)
+		return IB_PR_OK;
+	if (status == IB_ST_RESV_CONFLICT) {
+		/*
+		 * PREEMPT: the key to preempt is registered nowhere (another
+		 * survivor was first). RESERVE: another registrant holds the
+		 * reservation. Anything else (REGISTER AND IGNORE EXISTING KEY
+		 * never conflicts) is a failure.
+		 */
+		return sa == IB_PR_OUT_PREEMPT || sa == IB_PR_OUT_RESERVE ? IB_PR_ALREADY
+									  : IB_PR_FAIL;
+	}
+	if (status != IB_ST_CHECK)
+		return IB_PR_FAIL;
+	if (key == 0x6)
+		return IB_PR_RETRY;
+	if (key == 0x5)         /* INVALID COMMAND OPERATION CODE, INVALID FIELD, ... */
+		return IB_PR_UNSUPPORTED;
+	return IB_PR_FAIL;
+}
+
+void bdev_iscsi_fenced_sense(uint8_t sense[IB_FENCED_SENSE_LEN])
+{
+	memset(sense, 0, IB_FENCED_SENSE_LEN);
+	sense[0] = 0x70;        /* current, fixed format */
+	sense[2] = 0x02;        /* NOT READY */
+	sense[7] = 10;
+	sense[12] = 0x04;       /* LOGICAL UNIT NOT ACCESSIBLE, */
+	sense[13] = 0x0c;       /* TARGET PORT IN UNAVAILABLE STATE */
+}
+
 #ifndef ISERGW_HAVE_LIBISCSI
+
+void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void))
+{
+	(void)key;
+	(void)may_register;
+}
+
+int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms)
+{
+	(void)b;
+	(void)keys;
+	(void)n;
+	(void)timeout_ms;
+	return -EINVAL;
+}
 
 int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 {
@@ -328,6 +381,8 @@ struct ib_sess {
 	bool kick;              /* commands queued since the last write */
 	bool in_service;
 	bool ever_up;
+	bool registered;        /* our reservation key is registered through this session */
+	uint32_t reg_epoch;     /* ib->fence_epoch when it registered */
 	uint64_t connect_start_ms;
 	unsigned int attempt;   /* failed connects in a row */
 	uint64_t down_since_ms;
@@ -352,6 +407,7 @@ struct ib_rx {
 	struct reactor_timer tick;
 	struct ib_req *free_reqs;
 	unsigned int nwait;
+	bool lease_lost;                /* a tick found no valid lease while a session was registered */
 };
 
 enum ib_req_kind { RK_IO = 0, RK_PROBE, RK_CAW_CHECK };
@@ -371,6 +427,8 @@ struct ib_req {
 	uint64_t not_before_ms;
 	uint8_t *bounce;                /* CAW read-back */
 	uint8_t param[24];              /* UNMAP parameter list */
+	uint8_t pr_step;                /* a registration step: its PR OUT service action */
+	uint32_t epoch;                 /* ib->fence_epoch when it was submitted */
 	struct ib_req *next_free;
 };
 
@@ -393,6 +451,12 @@ struct ib_bdev {
 	_Atomic uint32_t max_caw_blocks;  /* backend MAXIMUM COMPARE AND WRITE LENGTH */
 	atomic_bool no_ws;              /* the backend refused WRITE SAME */
 	atomic_bool offline_logged;
+	/* fencing at the backend (docs/backend.md, "The gateways' reservation") */
+	atomic_bool pr_unsupported;     /* the backend refused PERSISTENT RESERVE OUT: fencing off */
+	atomic_bool ever_registered;
+	atomic_bool gate_closed_seen;   /* a session found no valid lease since the last registration */
+	atomic_bool fenced_seen;        /* the backend refused us for a reservation conflict */
+	_Atomic uint32_t fence_epoch;   /* bumped when this node finds itself fenced */
 	_Atomic uint32_t odd_answer;    /* last backend answer logged by note_odd_answer */
 	pthread_mutex_t lock;
 	bdev_listener_fn listener;
@@ -409,6 +473,35 @@ struct ib_bdev {
 };
 
 static const struct bdev_ops iscsi_ops;
+
+/* This node's reservation key (0: no fencing) and when it may register it. */
+static _Atomic uint64_t g_pr_key;
+static bool (*_Atomic g_may_register)(void);
+
+void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void))
+{
+	uint64_t old = atomic_exchange(&g_pr_key, key);
+
+	atomic_store(&g_may_register, may_register);
+	if (old != key && key)
+		GW_NOTICE(IB_COMP, "backend reservation key 0x%016" PRIx64 ": iscsi:// LUNs are "
+			  "fenced by persistent reservation", key);
+	else if (old != key)
+		GW_NOTICE(IB_COMP, "no backend reservation key (was 0x%016" PRIx64 "): iscsi:// "
+			  "sessions register nothing from now on", old);
+}
+
+static bool fence_key_set(const struct ib_bdev *ib)
+{
+	return atomic_load(&g_pr_key) && !atomic_load(&ib->pr_unsupported);
+}
+
+static bool fence_may_register(void)
+{
+	bool (*fn)(void) = atomic_load(&g_may_register);
+
+	return !fn || fn();
+}
 
 /* Moves all of `from` (in order) to the front of `to`. */
 static void list_splice_head(struct list_head *from, struct list_head *to)
@@ -473,6 +566,7 @@ static struct ib_req *req_alloc(struct ib_rx *rx)
 		return NULL;
 	memset(q, 0, sizeof(*q));
 	q->rx = rx;
+	q->epoch = atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed);
 	list_init(&q->link);
 	return q;
 }
@@ -670,6 +764,147 @@ static void sess_teardown(struct ib_sess *s)
 
 static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
 static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs);
+static void sess_up(struct ib_sess *s);
+static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
+
+/* One PERSISTENT RESERVE OUT step of a session's registration (a probe request). */
+static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
+{
+	struct ib_rx *rx = s->rx;
+	struct ib_req *q = req_alloc(rx);
+	struct scsi_persistent_reserve_out_basic p = { 0 };
+	struct scsi_task *t;
+
+	if (!q) {
+		sess_mark_broken(s, "out of memory");
+		return;
+	}
+	q->kind = RK_PROBE;
+	q->pr_step = (uint8_t)sa;
+	q->ua_retries = ua_retries;
+	q->sess = s;
+	/* registering: the new key in SERVICE ACTION RESERVATION KEY; reserving: ours */
+	if (sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY)
+		p.service_action_reservation_key = atomic_load(&g_pr_key);
+	else
+		p.reservation_key = atomic_load(&g_pr_key);
+	t = iscsi_persistent_reserve_out_task(s->ctx, (int)rx->ib->url.lun, sa,
+					      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p, pr_cb, q);
+	if (!t) {
+		req_free(q);
+		sess_mark_broken(s, iscsi_get_error(s->ctx));
+		return;
+	}
+	q->task = t;
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+}
+
+/*
+ * After READ CAPACITY: register this node's key and reserve the LUN when a
+ * key is set and the node may (a valid lease); otherwise the session serves
+ * unregistered (on a reserved LUN its writes are refused, which is the
+ * point for a node without a lease).
+ */
+static void sess_register(struct ib_sess *s)
+{
+	struct ib_bdev *ib = s->rx->ib;
+
+	s->registered = false;
+	if (!fence_key_set(ib)) {
+		sess_up(s);
+		return;
+	}
+	if (!fence_may_register()) {
+		atomic_store(&ib->gate_closed_seen, true);
+		GW_INFO(IB_COMP, "%s: backend session %u on reactor %u: no valid lease, not "
+			"registering the reservation key", ib->bdev.name, s->idx,
+			reactor_index(s->rx->r));
+		sess_up(s);
+		return;
+	}
+	/*
+	 * The node was without a lease since it last registered: it may have
+	 * been fenced meanwhile without seeing it. Nothing submitted before
+	 * this registration may be written through it.
+	 */
+	if (atomic_load(&ib->ever_registered) && atomic_exchange(&ib->gate_closed_seen, false)) {
+		atomic_fetch_add(&ib->fence_epoch, 1);
+		GW_NOTICE(IB_COMP, "%s: registering again after a time without a lease: commands "
+			  "from before fail NOT READY 04/0C", ib->bdev.name);
+	}
+	sess_pr_out(s, SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0);
+}
+
+static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_req *q = priv;
+	struct ib_sess *s = q->sess;
+	struct ib_bdev *ib = q->rx->ib;
+	struct scsi_task *t = data ? data : q->task;
+	int sa = q->pr_step;
+	uint8_t key = 0, asc = 0, ascq = 0, ua = q->ua_retries;
+
+	(void)ctx;
+	if (!s || !s->ctx)
+		return;         /* teardown in progress: it frees q */
+	list_del(&q->link);
+	s->ninflight--;
+	q->task = NULL;
+	if (status == SCSI_STATUS_CHECK_CONDITION && t) {
+		key = (uint8_t)t->sense.key;
+		asc = (uint8_t)(t->sense.ascq >> 8);
+		ascq = (uint8_t)t->sense.ascq;
+	}
+	if (t)
+		scsi_free_scsi_task(t);
+	req_free(q);
+	if (status < 0) {
+		sess_mark_broken(s, "persistent reserve out: no answer");
+		return;
+	}
+	switch (bdev_iscsi_pr_outcome(sa, status, key, asc)) {
+	case IB_PR_RETRY:
+		if (ua < IB_MAX_UA_RETRIES) {
+			sess_pr_out(s, sa, (uint8_t)(ua + 1));
+			return;
+		}
+		/* fall through */
+	case IB_PR_FAIL:
+		GW_WARN(IB_COMP, "%s: backend refused PERSISTENT RESERVE OUT (service action %d): "
+			"status 0x%x sense %x/%02x/%02x: logging in again", ib->bdev.name, sa, status,
+			key, asc, ascq);
+		sess_mark_broken(s, "persistent reservation refused");
+		return;
+	case IB_PR_UNSUPPORTED:
+		if (!atomic_exchange(&ib->pr_unsupported, true))
+			GW_WARN(IB_COMP, "%s: the backend does not do persistent reservations (sense "
+				"%x/%02x/%02x to service action %d): no fencing at the backend for "
+				"this LUN, the lease is the only guard against a stale node's writes",
+				ib->bdev.name, key, asc, ascq, sa);
+		sess_up(s);
+		return;
+	case IB_PR_OK:
+	case IB_PR_ALREADY:
+		break;
+	}
+	if (sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY) {
+		sess_pr_out(s, SCSI_PERSISTENT_RESERVE_RESERVE, 0);
+		return;
+	}
+	s->registered = true;
+	s->reg_epoch = atomic_load(&ib->fence_epoch);
+	if (atomic_exchange(&ib->fenced_seen, false))
+		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " again: this "
+			  "node holds a lease again after it was fenced", ib->bdev.name,
+			  atomic_load(&g_pr_key));
+	if (!atomic_exchange(&ib->ever_registered, true))
+		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " with the "
+			  "backend (%s)", ib->bdev.name, atomic_load(&g_pr_key),
+			  status == SCSI_STATUS_GOOD ? "reserved it, WRITE EXCLUSIVE - REGISTRANTS ONLY"
+			  : "already reserved");
+	sess_up(s);
+}
 
 static void sess_probe(struct ib_sess *s)
 {
@@ -782,7 +1017,7 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 	}
 	scsi_free_scsi_task(t);
 	req_free(q);
-	sess_up(s);
+	sess_register(s);
 }
 
 static void login_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -845,6 +1080,7 @@ static void sess_connect(struct ib_sess *s)
 /* commands                                                                 */
 
 static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
+static void req_fail_fenced(struct ib_req *q);
 
 static void rx_defer(struct ib_rx *rx)
 {
@@ -972,6 +1208,13 @@ static void sess_issue(struct ib_sess *s, struct ib_req *q)
 	uint32_t xfer;
 	int cdb_len, iovcnt, dir;
 
+	if (q->kind != RK_PROBE &&
+	    q->epoch != atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed)) {
+		/* submitted before this node found itself fenced: never write it now */
+		req_fail_fenced(q);
+		req_defer_result(q, -EREMOTEIO);
+		return;
+	}
 	dir = build_cdb(q, cdb, &cdb_len, &xfer, &iov, &iovcnt);
 	if (dir < 0) {
 		req_defer_result(q, -EINVAL);
@@ -1093,6 +1336,46 @@ static void caw_resolve(struct ib_req *q)
 	req_finish(q, -EREMOTEIO);
 }
 
+/* A command this node may no longer have written: NOT READY 04/0C to the host. */
+static void req_fail_fenced(struct ib_req *q)
+{
+	uint8_t sense[IB_FENCED_SENSE_LEN];
+
+	bdev_iscsi_fenced_sense(sense);
+	req_set_answer(q->io, 0x02, sense, sizeof(sense));
+}
+
+/*
+ * The backend answered RESERVATION CONFLICT while we use a reservation key:
+ * this node's key was preempted (it was fenced by the others), or the session
+ * serves unregistered because the node had no lease. When the session was
+ * registered, everything submitted so far fails (the epoch); an unregistered
+ * one came up without a lease, and its registration will advance the epoch
+ * (sess_register). Either way it registers again only once the node holds a
+ * lease again (rx_tick).
+ */
+static void req_fenced(struct ib_req *q, struct ib_sess *s)
+{
+	struct ib_bdev *ib = q->rx->ib;
+
+	if (s->registered) {
+		/* fenced: every registration of the key is gone, on every reactor */
+		atomic_fetch_add(&ib->fence_epoch, 1);
+		s->registered = false;
+		atomic_store(&ib->fenced_seen, true);
+		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
+		       "CONFLICT: this node's reservation key was preempted (fenced by the other "
+		       "gateways); failing its commands NOT READY 04/0C, registering again only "
+		       "with a valid lease", ib->bdev.name, req_name(q), q->io->offset);
+	} else if (!atomic_exchange(&ib->fenced_seen, true)) {
+		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
+		       "CONFLICT: this node is not registered (no valid lease): failing its "
+		       "commands NOT READY 04/0C", ib->bdev.name, req_name(q), q->io->offset);
+	}
+	req_fail_fenced(q);
+	req_finish(q, -EREMOTEIO);
+}
+
 static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 {
 	struct ib_req *q = priv;
@@ -1123,6 +1406,11 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 		sess_mark_broken(s, status == SCSI_STATUS_TIMEOUT ? "command timed out"
 				    : iscsi_get_error(ctx));
 		req_requeue(q, 0);
+		return;
+	}
+	if (status == SCSI_STATUS_RESERVATION_CONFLICT && q->kind == RK_IO && fence_key_set(ib)) {
+		scsi_free_scsi_task(t);
+		req_fenced(q, s);
 		return;
 	}
 	lat = now_us() - q->issue_us;
@@ -1321,11 +1609,109 @@ static uint64_t ib_login_limit_ms(const struct ib_bdev *ib)
 	return ms < 5000 ? 5000 : ms;
 }
 
+static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+{
+	struct ib_req *q = priv;
+	struct ib_sess *s = q->sess;
+	struct ib_rx *rx = q->rx;
+	struct ib_bdev *ib = rx->ib;
+	struct scsi_task *t = data ? data : q->task;
+	struct scsi_persistent_reserve_in_read_keys *rk;
+	uint64_t own = atomic_load(&g_pr_key);
+	bool found = false;
+
+	(void)ctx;
+	if (!s || !s->ctx)
+		return;         /* teardown in progress: it frees q */
+	list_del(&q->link);
+	s->ninflight--;
+	q->task = NULL;
+	req_free(q);
+	if (status != SCSI_STATUS_GOOD || !t) {
+		/* a unit attention or a hiccup: ask again at the next tick */
+		if (status == SCSI_STATUS_CHECK_CONDITION && t &&
+		    t->sense.key == SCSI_SENSE_UNIT_ATTENTION)
+			rx->lease_lost = true;
+		else
+			GW_INFO(IB_COMP, "%s: READ KEYS after the lease came back: status 0x%x",
+				ib->bdev.name, status);
+		if (t)
+			scsi_free_scsi_task(t);
+		return;
+	}
+	rk = scsi_datain_unmarshall(t);
+	for (int i = 0; rk && i < rk->num_keys; i++)
+		found |= rk->keys[i] == own;
+	scsi_free_scsi_task(t);
+	if (!rk || found)
+		return;
+	/*
+	 * Our key is gone: the others fenced this node while it had no lease,
+	 * and it has not written since. What it submitted before must never be
+	 * written now; its sessions register again (rx_tick).
+	 */
+	atomic_fetch_add(&ib->fence_epoch, 1);
+	atomic_store(&ib->fenced_seen, true);
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		rx->sess[i].registered = false;
+	GW_ERR(IB_COMP, "%s: this node's reservation key 0x%016" PRIx64 " was preempted while it "
+	       "had no lease (fenced by the other gateways): commands from before fail NOT READY "
+	       "04/0C, registering again", ib->bdev.name, own);
+}
+
+/*
+ * The lease is back after a time without it (a thawed or reconnected node,
+ * or only a membership change of the cluster): was this node fenced
+ * meanwhile? One READ KEYS on a registered session says whether our key is
+ * still there, before a host's write finds out the hard way.
+ */
+static void rx_check_keys(struct ib_rx *rx)
+{
+	struct ib_sess *s = NULL;
+	struct ib_req *q;
+	struct scsi_task *t;
+
+	for (unsigned int i = 0; i < rx->nsess && !s; i++)
+		if (rx->sess[i].state == S_UP && rx->sess[i].registered && !rx->sess[i].broken &&
+		    rx->sess[i].ctx)
+			s = &rx->sess[i];
+	if (!s || !(q = req_alloc(rx)))
+		return;
+	q->kind = RK_PROBE;
+	q->sess = s;
+	t = iscsi_persistent_reserve_in_task(s->ctx, (int)rx->ib->url.lun,
+					     SCSI_PERSISTENT_RESERVE_READ_KEYS, 4096, keys_cb, q);
+	if (!t) {
+		req_free(q);
+		return;
+	}
+	q->task = t;
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+	sess_kick(s);
+}
+
+static bool rx_registered(const struct ib_rx *rx)
+{
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		if (rx->sess[i].registered)
+			return true;
+	return false;
+}
+
 static void rx_tick(void *arg)
 {
 	struct ib_rx *rx = arg;
 	uint64_t now = gw_now_ms();
 
+	if (fence_key_set(rx->ib) && rx_registered(rx)) {
+		if (!fence_may_register()) {
+			rx->lease_lost = true;
+		} else if (rx->lease_lost) {
+			rx->lease_lost = false;
+			rx_check_keys(rx);
+		}
+	}
 	for (unsigned int i = 0; i < rx->nsess; i++) {
 		struct ib_sess *s = &rx->sess[i];
 		int rc;
@@ -1334,6 +1720,21 @@ static void rx_tick(void *arg)
 			continue;
 		if (s->state == S_CONNECTING && now - s->connect_start_ms > ib_login_limit_ms(rx->ib))
 			sess_mark_broken(s, "login timed out");
+		/*
+		 * This node found itself fenced (on any reactor) since this session
+		 * registered: a PREEMPT removes every registration of the key, so
+		 * this one is gone too.
+		 */
+		if (s->registered &&
+		    s->reg_epoch != atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed))
+			s->registered = false;
+		if (s->state == S_UP && !s->registered && !s->broken && fence_key_set(rx->ib)) {
+			if (fence_may_register())
+				sess_mark_broken(s, "a valid lease again: logging in to register "
+						 "the reservation key");
+			else
+				atomic_store(&rx->ib->gate_closed_seen, true);
+		}
 		if (!s->broken) {
 			s->in_service = true;
 			rc = iscsi_service(s->ctx, 0);
@@ -1983,6 +2384,132 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 	}
 	rc = 0;
 out:
+	iscsi_destroy_context(ctx);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* fencing: preempting other nodes' keys (control thread, blocking)         */
+
+/* One PERSISTENT RESERVE OUT on a synchronous session, retried on unit attentions. */
+static enum ib_pr_outcome fence_pr_out(struct iscsi_context *ctx, struct ib_bdev *ib, int sa,
+				       uint64_t key, uint64_t sa_key, uint64_t deadline,
+				       char *why, size_t whylen)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		struct scsi_persistent_reserve_out_basic p = {
+			.reservation_key = key, .service_action_reservation_key = sa_key,
+		};
+		struct disc d = { 0 };
+		struct scsi_task *t;
+		enum ib_pr_outcome o;
+		uint8_t k = 0, asc = 0, ascq = 0;
+		int rc;
+
+		t = iscsi_persistent_reserve_out_task(ctx, (int)ib->url.lun, sa,
+						      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p,
+						      disc_cb, &d);
+		if (!t) {
+			snprintf(why, whylen, "cannot queue PERSISTENT RESERVE OUT: %s",
+				 iscsi_get_error(ctx));
+			return IB_PR_FAIL;
+		}
+		rc = disc_wait(ctx, ib, &d, deadline);
+		if (rc) {
+			snprintf(why, whylen, "PERSISTENT RESERVE OUT (service action %d): %s", sa,
+				 rc == -ETIMEDOUT ? "no answer in time" : strerror(-rc));
+			return IB_PR_FAIL;
+		}
+		if (d.status == SCSI_STATUS_CHECK_CONDITION) {
+			k = (uint8_t)t->sense.key;
+			asc = (uint8_t)(t->sense.ascq >> 8);
+			ascq = (uint8_t)t->sense.ascq;
+		}
+		scsi_free_scsi_task(t);
+		o = d.status < 0 ? IB_PR_FAIL : bdev_iscsi_pr_outcome(sa, d.status, k, asc);
+		if (o == IB_PR_RETRY)
+			continue;
+		if (o == IB_PR_FAIL || o == IB_PR_UNSUPPORTED)
+			snprintf(why, whylen, "PERSISTENT RESERVE OUT (service action %d): status 0x%x "
+				 "sense %x/%02x/%02x", sa, d.status, k, asc, ascq);
+		return o;
+	}
+	snprintf(why, whylen, "PERSISTENT RESERVE OUT (service action %d): unit attentions", sa);
+	return IB_PR_FAIL;
+}
+
+int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms)
+{
+	struct ib_bdev *ib;
+	uint64_t deadline = gw_now_ms() + timeout_ms, own = atomic_load(&g_pr_key);
+	struct iscsi_context *ctx;
+	struct disc d = { 0 };
+	enum ib_pr_outcome o;
+	char why[512] = "";
+	int rc;
+
+	if (!b || b->ops != &iscsi_ops)
+		return -EINVAL;
+	ib = to_ib(b);
+	if (!own || atomic_load(&ib->pr_unsupported))
+		return -EOPNOTSUPP;
+	if (n == 0)
+		return 0;
+	ctx = iscsi_create_context(ib->initiator);
+	if (!ctx)
+		return -ENOMEM;
+	iscsi_set_log_fn(ctx, ctx_log);
+	iscsi_set_targetname(ctx, ib->url.iqn);
+	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
+	iscsi_set_noautoreconnect(ctx, 1);
+	iscsi_set_timeout(ctx, (int)((timeout_ms + 999) / 1000));
+	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xfffeu);     /* a nexus of its own */
+	if (ib->url.user[0])
+		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, disc_cb, &d) != 0) {
+		snprintf(why, sizeof(why), "cannot connect: %s", iscsi_get_error(ctx));
+		rc = -ECONNREFUSED;
+		goto out;
+	}
+	rc = disc_wait(ctx, ib, &d, deadline);
+	if (rc || d.status != SCSI_STATUS_GOOD) {
+		snprintf(why, sizeof(why), "cannot log in: %s", rc == -ETIMEDOUT ? "timed out"
+			 : d.err[0] ? d.err : iscsi_get_error(ctx));
+		if (rc)
+			disc_drain(ctx, &d, 200);
+		rc = rc == -ETIMEDOUT ? rc : -ECONNREFUSED;
+		goto out;
+	}
+	/* our own key on this nexus, and a reservation that preempting leaves in place */
+	o = fence_pr_out(ctx, ib, SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0, own,
+			 deadline, why, sizeof(why));
+	if (o == IB_PR_OK)
+		o = fence_pr_out(ctx, ib, SCSI_PERSISTENT_RESERVE_RESERVE, own, 0, deadline, why,
+				 sizeof(why));
+	for (size_t i = 0; i < n && (o == IB_PR_OK || o == IB_PR_ALREADY); i++) {
+		o = fence_pr_out(ctx, ib, SCSI_PERSISTENT_RESERVE_PREEMPT, own, keys[i], deadline,
+				 why, sizeof(why));
+		if (o == IB_PR_OK)
+			GW_NOTICE(IB_COMP, "%s: preempted reservation key 0x%016" PRIx64 ": that node "
+				  "can no longer write to the backend LUN", ib->bdev.name, keys[i]);
+		else if (o == IB_PR_ALREADY)
+			GW_NOTICE(IB_COMP, "%s: reservation key 0x%016" PRIx64 " is not registered "
+				  "(already preempted): fenced", ib->bdev.name, keys[i]);
+	}
+	if (o == IB_PR_UNSUPPORTED) {
+		if (!atomic_exchange(&ib->pr_unsupported, true))
+			GW_WARN(IB_COMP, "%s: the backend does not do persistent reservations (%s): no "
+				"fencing at the backend for this LUN, the lease is the only guard "
+				"against a stale node's writes", ib->bdev.name, why);
+		rc = -EOPNOTSUPP;
+		goto out_quiet;
+	}
+	rc = o == IB_PR_OK || o == IB_PR_ALREADY ? 0 : -EIO;
+out:
+	if (rc)
+		GW_ERR(IB_COMP, "%s: fencing at the backend failed: %s", ib->bdev.name, why);
+out_quiet:
 	iscsi_destroy_context(ctx);
 	return rc;
 }

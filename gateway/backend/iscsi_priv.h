@@ -66,4 +66,27 @@ enum ib_caw_outcome bdev_iscsi_caw_outcome(const uint8_t *disk, const struct iov
 int bdev_iscsi_iov_slice(const struct iovec *iov, int iovcnt, uint64_t off, uint64_t len,
 			 struct iovec *out);
 
+/*
+ * Fencing at the backend. The reservation type: 5, WRITE EXCLUSIVE -
+ * REGISTRANTS ONLY (docs/backend.md says why not 7, ALL REGISTRANTS).
+ */
+#define IB_PR_TYPE 5
+enum ib_pr_outcome {
+	IB_PR_OK = 0,           /* done */
+	IB_PR_ALREADY,          /* nothing to do: the key to preempt is gone, or the LUN is reserved */
+	IB_PR_RETRY,            /* unit attention: issue it again */
+	IB_PR_UNSUPPORTED,      /* the backend has no persistent reservations */
+	IB_PR_FAIL,
+};
+/* What a backend answer to PERSISTENT RESERVE OUT service action sa means. */
+enum ib_pr_outcome bdev_iscsi_pr_outcome(int sa, int status, uint8_t key, uint8_t asc);
+/*
+ * The sense data a host gets for a command the backend refused because this
+ * node was fenced: NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN
+ * UNAVAILABLE STATE (02/04/0C), which makes multipath use another path.
+ * Fixed format, 18 bytes.
+ */
+#define IB_FENCED_SENSE_LEN 18
+void bdev_iscsi_fenced_sense(uint8_t sense[IB_FENCED_SENSE_LEN]);
+
 #endif

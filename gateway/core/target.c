@@ -162,6 +162,73 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 }
 
 /*
+ * Fencing at the backend: a backend session registers this node's key only
+ * while the node may serve, i.e. holds a valid lease (or none is enforced).
+ */
+static bool fence_may_register(void)
+{
+	struct scsi_lease l;
+	enum scsi_lease_phase ph;
+
+	scsi_alua_lease_get(&l);
+	ph = scsi_lease_phase(&l, gw_now_ms());
+	return ph == SCSI_LEASE_OFF || ph == SCSI_LEASE_VALID;
+}
+
+#define GW_FENCE_LUN_MS   3000u        /* one LUN's fencing session */
+#define GW_FENCE_TOTAL_MS 5000u        /* all LUNs of one configuration */
+
+/*
+ * Before a configuration is applied (and before the ALUA states it carries):
+ * preempt the keys it newly lists on every iscsi:// LUN open here, so the
+ * node it fences can no longer write when another node takes its device
+ * groups over. Bounded: a backend that does not answer is logged and the
+ * configuration goes on (the lease is then the only guard). Runs on the
+ * control thread (or the SIGHUP path), which may block; never holds a lock
+ * a reactor takes.
+ */
+static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
+{
+	uint64_t keys[GW_PR_FENCE_MAX];
+	size_t n = gw_config_fence_new(gw->cfg, ncfg, keys);
+	uint64_t start = gw_now_ms();
+	unsigned int done = 0, failed = 0, skipped = 0;
+
+	if (!n)
+		return;
+	bdev_iscsi_fence_setup(ncfg->backend_pr_key, fence_may_register);
+	for (size_t i = 0; i < gw->ntargets; i++) {
+		struct gw_target *t = gw->targets[i];
+
+		for (uint32_t l = 0; t->bdevs && l < t->nluns; l++) {
+			struct bdev *b = t->bdevs[l];
+			uint64_t spent = gw_now_ms() - start;
+			uint32_t left;
+			int rc;
+
+			if (!b || !bdev_is_iscsi_url(b->name))
+				continue;
+			if (spent >= GW_FENCE_TOTAL_MS) {
+				skipped++;
+				GW_ERR(COMP, "target %s LUN %u: not fenced at the backend, the fencing "
+				       "of this configuration took %u ms already: the lease is the only "
+				       "guard", t->cfg->iqn, l, GW_FENCE_TOTAL_MS);
+				continue;
+			}
+			left = (uint32_t)(GW_FENCE_TOTAL_MS - spent);
+			rc = bdev_iscsi_fence(b, keys, n, left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
+			if (rc == 0)
+				done++;
+			else if (rc != -EOPNOTSUPP)
+				failed++;
+		}
+	}
+	GW_NOTICE(COMP, "backend fencing of %zu key(s) (first 0x%016llx): %u LUN(s) fenced, %u "
+		  "failed, %u not tried, in %llu ms", n, (unsigned long long)keys[0], done, failed,
+		  skipped, (unsigned long long)(gw_now_ms() - start));
+}
+
+/*
  * ALUA: the port map (this node's portals, and the other nodes' ports from
  * port_groups) replaces the previous one, so a reload forgets removed ports;
  * then the device groups' defaults ("default" has no owner unless configured),
@@ -212,6 +279,7 @@ static void alua_configure(const struct gw_config *cfg)
 						       : SCSI_ALUA_POLICY_LOCAL,
 			     cfg->alua_request_timeout_ms);
 	scsi_alua_lease_configure(cfg->alua_lease, cfg->alua_lease_unavailable_ms);
+	bdev_iscsi_fence_setup(cfg->backend_fencing ? cfg->backend_pr_key : 0, fence_may_register);
 }
 
 /* Target ports: one per portal, named after the portal's TPGT. */
@@ -626,6 +694,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		gw_config_free(ncfg);
 		return -ENOMEM;
 	}
+	backend_fence(gw, ncfg);
 	pthread_mutex_lock(&gw->sess_lock);
 	/* the shared state directory is the cluster's: it changes only with a restart */
 	if (strcmp(ncfg->shared_state_dir, gw->cfg->shared_state_dir) != 0) {

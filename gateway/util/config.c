@@ -386,6 +386,7 @@ void gw_config_defaults(struct gw_config *c)
 	c->alua_request_timeout_ms = 10000;
 	c->alua_lease = false;
 	c->alua_lease_unavailable_ms = 2000;
+	c->backend_fencing = true;
 }
 
 void gw_config_free(struct gw_config *c)
@@ -686,6 +687,110 @@ static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
+uint64_t gw_backend_pr_key(uint16_t tpg_id)
+{
+	return GW_PR_KEY_BASE | tpg_id;
+}
+
+int gw_parse_pr_key(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t n;
+
+	if (!s || (strncmp(s, "0x", 2) != 0 && strncmp(s, "0X", 2) != 0))
+		return -EINVAL;
+	s += 2;
+	n = strlen(s);
+	if (n == 0 || n > 16 || !all_hex(s, n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		v = v << 4 | (uint64_t)hex_val(s[i]);
+	if (v == 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static bool fence_listed(const struct gw_config *c, uint64_t key)
+{
+	if (!c || !c->backend_fencing || !c->backend_pr_key)
+		return false;
+	for (size_t i = 0; i < c->nbackend_pr_fence; i++)
+		if (c->backend_pr_fence[i] == key)
+			return true;
+	return false;
+}
+
+size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *ncfg,
+			   uint64_t *out)
+{
+	size_t n = 0;
+
+	if (!ncfg || !ncfg->backend_fencing || !ncfg->backend_pr_key)
+		return 0;
+	for (size_t i = 0; i < ncfg->nbackend_pr_fence && i < GW_PR_FENCE_MAX; i++)
+		if (!fence_listed(old, ncfg->backend_pr_fence[i]))
+			out[n++] = ncfg->backend_pr_fence[i];
+	return n;
+}
+
+static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "reservation") == 0)
+		cfg->backend_fencing = true;
+	else if (strcmp(s, "none") == 0)
+		cfg->backend_fencing = false;
+	else
+		return perr(c, "\"%s\" is not one of reservation, none", s);
+	return 0;
+}
+
+static int pr_key_of(struct pctx *c, struct json_object *v, uint64_t *out)
+{
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	if (gw_parse_pr_key(json_object_get_string(v), out))
+		return perr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
+			    json_object_get_string(v));
+	return 0;
+}
+
+static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+
+	return pr_key_of(c, v, &cfg->backend_pr_key);
+}
+
+/* "backend_pr_fence": ["0x...", ...] */
+static int parse_backend_pr_fence(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_array))
+		return perr(c, "expected an array, got %s", jtype(v));
+	len = json_object_array_length(v);
+	if (len > GW_PR_FENCE_MAX)
+		return perr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
+	for (size_t i = 0; i < len; i++) {
+		size_t old = path_index(c, i);
+		int rc = pr_key_of(c, json_object_array_get_idx(v, i), &cfg->backend_pr_fence[i]);
+
+		if (rc)
+			return rc;
+		path_set_len(c, old);
+	}
+	cfg->nbackend_pr_fence = len;
+	return 0;
+}
+
 static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_portal_cfg *p = base, parsed;
@@ -963,6 +1068,9 @@ static const struct field config_fields[] = {
 	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
 	F_BOOL(struct gw_config, alua_lease),
 	F_UINT(struct gw_config, alua_lease_unavailable_ms, 0, 600000),
+	F_FN("backend_fencing", parse_backend_fencing, false),
+	F_FN("backend_pr_key", parse_backend_pr_key, false),
+	F_FN("backend_pr_fence", parse_backend_pr_fence, false),
 	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
 	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
@@ -1570,6 +1678,20 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	    strlen(c->ctl_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return set_err(err, errlen, "ctl_socket: must be 1..%zu bytes (a unix socket path)",
 			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	if (c->nbackend_pr_fence > GW_PR_FENCE_MAX)
+		return set_err(err, errlen, "backend_pr_fence: at most %u keys", GW_PR_FENCE_MAX);
+	for (size_t i = 0; i < c->nbackend_pr_fence; i++) {
+		if (!c->backend_pr_fence[i])
+			return set_err(err, errlen, "backend_pr_fence[%zu]: zero is not a key", i);
+		if (c->backend_pr_fence[i] == c->backend_pr_key)
+			return set_err(err, errlen, "backend_pr_fence[%zu]: 0x%016llx is this node's "
+				       "own backend_pr_key", i, (unsigned long long)c->backend_pr_key);
+		for (size_t j = 0; j < i; j++)
+			if (c->backend_pr_fence[j] == c->backend_pr_fence[i])
+				return set_err(err, errlen, "backend_pr_fence[%zu]: 0x%016llx already "
+					       "listed at [%zu]", i,
+					       (unsigned long long)c->backend_pr_fence[i], j);
+	}
 	/* room for "/lu-<32 hex digits>.state" */
 	if (!str_terminated(c->shared_state_dir, sizeof(c->shared_state_dir)) ||
 	    strlen(c->shared_state_dir) > sizeof(c->shared_state_dir) - 48)

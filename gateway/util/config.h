@@ -15,6 +15,7 @@
 #define GW_NAME_MAX   224   /* iSCSI names are at most 223 bytes + NUL */
 #define GW_DG_NAME_MAX 64   /* ALUA device group names, with the NUL */
 #define GW_PG_PORTS_MAX 64  /* relative ports per target port group */
+#define GW_PR_FENCE_MAX 64  /* backend_pr_fence entries */
 #define GW_SECRET_MAX 256
 
 enum gw_transport {
@@ -130,7 +131,34 @@ struct gw_config {
 	 */
 	bool alua_lease;
 	uint32_t alua_lease_unavailable_ms;     /* Transitioning this long after expiry, default 2000 */
+	/*
+	 * Fencing at the backend (docs/backend.md, "The gateways' reservation"):
+	 * this node's persistent reservation key on every iscsi:// backend LUN
+	 * (0: none, no reservation is used) and the keys of the nodes to fence
+	 * (preempt). backend_fencing false ("none") switches both off.
+	 */
+	bool backend_fencing;                   /* default true ("reservation") */
+	uint64_t backend_pr_key;
+	uint64_t backend_pr_fence[GW_PR_FENCE_MAX];
+	size_t nbackend_pr_fence;
 };
+
+/*
+ * The backend reservation key of the gateway node whose target port group
+ * is tpg_id: "isgw" in the upper 32 bits, tpg_id in the lower ones, so every
+ * node names every other node's key from the cluster configuration alone.
+ */
+#define GW_PR_KEY_BASE 0x6973677700000000ull
+uint64_t gw_backend_pr_key(uint16_t tpg_id);
+/* Parses "0x" followed by 1..16 hex digits, not zero. 0 or -EINVAL. */
+int gw_parse_pr_key(const char *s, uint64_t *out);
+/*
+ * The keys ncfg asks to fence that old did not (old NULL: all of them), into
+ * out (room for GW_PR_FENCE_MAX); none when ncfg has fencing off or no key of
+ * its own. Returns how many.
+ */
+size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *ncfg,
+			   uint64_t *out);
 
 /* Fill every field with its default (no portals, no targets). */
 void gw_config_defaults(struct gw_config *c);

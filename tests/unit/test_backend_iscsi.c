@@ -216,6 +216,76 @@ static void test_open_unreachable(void **state)
 	assert_int_equal(bdev_iscsi_open(&p, &b), -EINVAL);
 }
 
+/* What an answer to PERSISTENT RESERVE OUT means for the fencing. */
+static void test_pr_outcome(void **state)
+{
+	enum { REG = 0, RESV = 1, PREEMPT = 4, REG_IGNORE = 6 };
+
+	(void)state;
+	assert_int_equal(bdev_iscsi_pr_outcome(REG_IGNORE, 0x00, 0, 0), IB_PR_OK);
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x00, 0, 0), IB_PR_OK);
+	/* preempting a key nobody holds any more (another survivor was first) */
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x18, 0, 0), IB_PR_ALREADY);
+	/* reserving a LUN another registrant reserved */
+	assert_int_equal(bdev_iscsi_pr_outcome(RESV, 0x18, 0, 0), IB_PR_ALREADY);
+	/* a registration never conflicts: something is wrong */
+	assert_int_equal(bdev_iscsi_pr_outcome(REG_IGNORE, 0x18, 0, 0), IB_PR_FAIL);
+	assert_int_equal(bdev_iscsi_pr_outcome(REG, 0x18, 0, 0), IB_PR_FAIL);
+	/* the backend's unit attentions: again */
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x02, 0x6, 0x29), IB_PR_RETRY);
+	/* no persistent reservations: INVALID COMMAND OPERATION CODE, INVALID FIELD IN CDB */
+	assert_int_equal(bdev_iscsi_pr_outcome(REG_IGNORE, 0x02, 0x5, 0x20), IB_PR_UNSUPPORTED);
+	assert_int_equal(bdev_iscsi_pr_outcome(RESV, 0x02, 0x5, 0x24), IB_PR_UNSUPPORTED);
+	/* anything else fails: NOT READY, MEDIUM ERROR, BUSY, a transport error */
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x02, 0x2, 0x04), IB_PR_FAIL);
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x02, 0x3, 0x11), IB_PR_FAIL);
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, 0x08, 0, 0), IB_PR_FAIL);
+	assert_int_equal(bdev_iscsi_pr_outcome(PREEMPT, -1, 0, 0), IB_PR_FAIL);
+	/* the type: WRITE EXCLUSIVE - REGISTRANTS ONLY */
+	assert_int_equal(IB_PR_TYPE, 5);
+}
+
+/* The host's answer for a command of a fenced node: NOT READY 04/0C, fixed format. */
+static void test_fenced_sense(void **state)
+{
+	uint8_t s[IB_FENCED_SENSE_LEN];
+
+	(void)state;
+	memset(s, 0xee, sizeof(s));
+	bdev_iscsi_fenced_sense(s);
+	assert_int_equal(s[0], 0x70);
+	assert_int_equal(s[2], 0x02);
+	assert_int_equal(s[7], 10);
+	assert_int_equal(s[12], 0x04);
+	assert_int_equal(s[13], 0x0c);
+	for (size_t i = 0; i < sizeof(s); i++)
+		if (i != 0 && i != 2 && i != 7 && i != 12 && i != 13)
+			assert_int_equal(s[i], 0);
+}
+
+/* Without a key, or for another backstore, nothing is fenced. */
+static void test_fence_refused(void **state)
+{
+	struct bdev_iscsi_params p = {
+		.url = "iscsi://127.0.0.1:13499/iqn.2026-11.org.isergw:nobody/0",
+		.open_timeout_ms = 500, .size_bytes = 1u << 20, .block_size = 512,
+	};
+	uint64_t k = 0x6973677700000002ull;
+	struct bdev *b = NULL;
+
+	(void)state;
+	assert_int_equal(bdev_iscsi_fence(NULL, &k, 1, 100), -EINVAL);
+	assert_int_equal(bdev_iscsi_open(&p, &b), 0);
+	bdev_iscsi_fence_setup(0, NULL);
+	assert_int_equal(bdev_iscsi_fence(b, &k, 1, 100), -EOPNOTSUPP);
+	/* a key but nobody at the backend: the bounded attempt fails, logged */
+	bdev_iscsi_fence_setup(0x6973677700000001ull, NULL);
+	assert_int_equal(bdev_iscsi_fence(b, &k, 0, 100), 0);
+	assert_true(bdev_iscsi_fence(b, &k, 1, 300) < 0);
+	bdev_iscsi_fence_setup(0, NULL);
+	bdev_close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +296,9 @@ int main(void)
 		cmocka_unit_test(test_caw_outcome),
 		cmocka_unit_test(test_iov_slice),
 		cmocka_unit_test(test_open_unreachable),
+		cmocka_unit_test(test_pr_outcome),
+		cmocka_unit_test(test_fenced_sense),
+		cmocka_unit_test(test_fence_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

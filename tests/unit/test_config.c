@@ -886,6 +886,129 @@ static void test_lease_keys(void **state)
 	}
 }
 
+/* backend_fencing, backend_pr_key, backend_pr_fence and the key of a tpg_id. */
+static void test_fence_keys(void **state)
+{
+	static const struct { const char *json, *expect; } bad[] = {
+		{ "{\"alua_lease\":true,\"backend_fencing\":\"off\"}",
+		  "backend_fencing: \"off\" is not one of reservation, none" },
+		{ "{\"alua_lease\":true,\"backend_fencing\":false}",
+		  "backend_fencing: expected a string, got boolean" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":\"0x0\"}",
+		  "backend_pr_key: \"0x0\" is not a reservation key" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":\"6973677700000001\"}",
+		  "backend_pr_key: \"6973677700000001\" is not a reservation key" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":\"0x16973677700000001\"}",
+		  "backend_pr_key: \"0x16973677700000001\" is not a reservation key" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":\"0x69g3\"}",
+		  "backend_pr_key: \"0x69g3\" is not a reservation key" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":7}",
+		  "backend_pr_key: expected a string, got int" },
+		{ "{\"alua_lease\":true,\"backend_pr_fence\":\"0x1\"}",
+		  "backend_pr_fence: expected an array, got string" },
+		{ "{\"alua_lease\":true,\"backend_pr_fence\":[\"0x1\",\"x\"]}",
+		  "backend_pr_fence[1]: \"x\" is not a reservation key" },
+		{ "{\"alua_lease\":true,\"backend_pr_fence\":[\"0x1\",\"0x01\"]}",
+		  "backend_pr_fence[1]: 0x0000000000000001 already listed at [0]" },
+		{ "{\"alua_lease\":true,\"backend_pr_key\":\"0x6973677700000002\","
+		  "\"backend_pr_fence\":[\"0x6973677700000002\"]}",
+		  "backend_pr_fence[0]: 0x6973677700000002 is this node's own backend_pr_key" },
+	};
+	struct gw_config *c = NULL;
+	char err[512] = "";
+	uint64_t k = 0;
+
+	(void)state;
+	assert_true(gw_backend_pr_key(1) == 0x6973677700000001ull);
+	assert_true(gw_backend_pr_key(65535) == 0x697367770000ffffull);
+	assert_int_equal(gw_parse_pr_key("0X6973677700000003", &k), 0);
+	assert_true(k == gw_backend_pr_key(3));
+	assert_int_equal(gw_parse_pr_key("0xffffffffffffffff", &k), 0);
+	assert_true(k == UINT64_MAX);
+	assert_int_equal(gw_parse_pr_key("0x", &k), -EINVAL);
+	assert_int_equal(gw_parse_pr_key(NULL, &k), -EINVAL);
+	/* standalone: fencing on, but no key, so nothing is reserved */
+	assert_int_equal(gw_config_load_string("{" CL_PORTAL CL_TARGET(""), &c, err, sizeof(err)), 0);
+	assert_true(c->backend_fencing);
+	assert_true(c->backend_pr_key == 0);
+	assert_int_equal(c->nbackend_pr_fence, 0);
+	gw_config_free(c);
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true,\"backend_fencing\":\"none\","
+					       "\"backend_pr_key\":\"0x6973677700000001\","
+					       "\"backend_pr_fence\":[\"0x6973677700000002\","
+					       "\"0x6973677700000003\"]}", &c, err, sizeof(err)), 0);
+	assert_false(c->backend_fencing);
+	assert_true(c->backend_pr_key == 0x6973677700000001ull);
+	assert_int_equal(c->nbackend_pr_fence, 2);
+	assert_true(c->backend_pr_fence[0] == gw_backend_pr_key(2));
+	assert_true(c->backend_pr_fence[1] == gw_backend_pr_key(3));
+	gw_config_free(c);
+	c = NULL;
+	assert_int_equal(gw_config_load_string("{\"alua_lease\":true,\"backend_pr_fence\":[]}",
+					       &c, err, sizeof(err)), 0);
+	assert_int_equal(c->nbackend_pr_fence, 0);
+	gw_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		c = NULL;
+		err[0] = '\0';
+		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
+static struct gw_config *fence_cfg(const char *fencing, const char *key, const char *list)
+{
+	struct gw_config *c = NULL;
+	char json[512], err[512] = "";
+
+	snprintf(json, sizeof(json), "{\"alua_lease\":true,\"backend_fencing\":\"%s\"%s%s%s"
+		 ",\"backend_pr_fence\":[%s]}", fencing, key ? ",\"backend_pr_key\":\"" : "",
+		 key ? key : "", key ? "\"" : "", list);
+	if (gw_config_load_string(json, &c, err, sizeof(err)))
+		fail_msg("%s\n%s", err, json);
+	return c;
+}
+
+/* Which keys a new configuration newly asks to preempt. */
+static void test_fence_new(void **state)
+{
+	struct gw_config *none = fence_cfg("reservation", "0x6973677700000001", ""),
+			 *two = fence_cfg("reservation", "0x6973677700000001", "\"0x2\""),
+			 *two3 = fence_cfg("reservation", "0x6973677700000001", "\"0x3\",\"0x2\""),
+			 *off = fence_cfg("none", "0x6973677700000001", "\"0x2\",\"0x3\""),
+			 *nokey = fence_cfg("reservation", NULL, "\"0x2\"");
+	uint64_t k[GW_PR_FENCE_MAX];
+
+	(void)state;
+	assert_int_equal(gw_config_fence_new(NULL, two, k), 1);
+	assert_true(k[0] == 2);
+	assert_int_equal(gw_config_fence_new(none, two, k), 1);
+	assert_int_equal(gw_config_fence_new(two, two, k), 0);     /* already fenced */
+	assert_int_equal(gw_config_fence_new(two, two3, k), 1);
+	assert_true(k[0] == 3);
+	assert_int_equal(gw_config_fence_new(two3, two, k), 0);
+	assert_int_equal(gw_config_fence_new(two, none, k), 0);
+	/* switched off, or no key of its own (a node that is not live): nothing */
+	assert_int_equal(gw_config_fence_new(none, off, k), 0);
+	assert_int_equal(gw_config_fence_new(none, nokey, k), 0);
+	/* switched on again: its whole list is new */
+	assert_int_equal(gw_config_fence_new(off, two3, k), 2);
+	assert_int_equal(gw_config_fence_new(nokey, two, k), 1);
+	gw_config_free(none);
+	gw_config_free(two);
+	gw_config_free(two3);
+	gw_config_free(off);
+	gw_config_free(nokey);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -904,6 +1027,8 @@ int main(void)
 		cmocka_unit_test(test_cluster_keys),
 		cmocka_unit_test(test_tpgt),
 		cmocka_unit_test(test_lease_keys),
+		cmocka_unit_test(test_fence_keys),
+		cmocka_unit_test(test_fence_new),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -621,6 +621,91 @@ static const struct gw_port_group_cfg *find_pg(const struct gw_config *c, uint16
 	return NULL;
 }
 
+/* isergwd's configuration of node k as it loads it (fails the test if it does not). */
+static struct gw_config *load_rendered(const struct ha_doc *d, int k)
+{
+	struct gw_config *c = NULL;
+	char err[512] = "";
+	char *text = ha_doc_render_node(d, k, err, sizeof(err));
+
+	assert_non_null(text);
+	if (gw_config_load_string(text, &c, err, sizeof(err)))
+		fail_msg("%s\n%s", err, text);
+	free(text);
+	return c;
+}
+
+/* Backend fencing: a live node's own key and the keys of the nodes not live. */
+static void test_render_fence_keys(void **state)
+{
+	static const char on[] = CFG(NODES3, DGS3, TARGETS, "");
+	static const char off[] = CFG(NODES3, DGS3, TARGETS,
+				      ",\"gateway\":{\"backend_fencing\":\"none\"}");
+	static const char bad[] = CFG(NODES3, DGS3, TARGETS,
+				      ",\"gateway\":{\"backend_fencing\":\"off\"}");
+	int owner[3] = { 1, 1, 2 }, moving[3] = { -1, -1, -1 };
+	bool all[3] = { true, true, true }, lost1[3] = { false, true, true };
+	struct ha_doc *a, *b, *x = NULL;
+	struct gw_config *c;
+	char err[512] = "";
+
+	(void)state;
+	a = doc_from(on);
+	assert_true(ha_doc_backend_fencing(a));
+	/* nobody live yet (a new cluster before its first placement): no keys at all */
+	for (int k = 0; k < 3; k++) {
+		c = load_rendered(a, k);
+		assert_true(c->backend_fencing);
+		assert_true(c->backend_pr_key == 0);
+		assert_int_equal(c->nbackend_pr_fence, 0);
+		gw_config_free(c);
+	}
+	/* everybody live: each its own key (from its tpg_id), nobody to fence */
+	assert_int_equal(ha_doc_with_runtime(a, owner, moving, all, &b), 0);
+	for (int k = 0; k < 3; k++) {
+		c = load_rendered(b, k);
+		assert_true(c->backend_pr_key == gw_backend_pr_key(b->nodes[k].tpg_id));
+		assert_int_equal(c->nbackend_pr_fence, 0);
+		gw_config_free(c);
+	}
+	ha_doc_free(b);
+	/* n1 lost: n2 and n3 fence n1's key; n1 itself gets no key and fences nobody */
+	assert_int_equal(ha_doc_with_runtime(a, owner, moving, lost1, &b), 0);
+	c = load_rendered(b, 0);
+	assert_true(c->backend_pr_key == 0);
+	assert_int_equal(c->nbackend_pr_fence, 0);
+	gw_config_free(c);
+	for (int k = 1; k < 3; k++) {
+		c = load_rendered(b, k);
+		assert_true(c->backend_pr_key == gw_backend_pr_key(b->nodes[k].tpg_id));
+		assert_int_equal(c->nbackend_pr_fence, 1);
+		assert_true(c->backend_pr_fence[0] == gw_backend_pr_key(b->nodes[0].tpg_id));
+		assert_true(c->backend_pr_fence[0] == 0x6973677700000000ull + b->nodes[0].tpg_id);
+		gw_config_free(c);
+	}
+	ha_doc_free(b);
+	ha_doc_free(a);
+	/* "none": no key, no fence list, and isergwd is told so too */
+	a = doc_from(off);
+	assert_false(ha_doc_backend_fencing(a));
+	assert_int_equal(ha_doc_with_runtime(a, owner, moving, lost1, &b), 0);
+	for (int k = 0; k < 3; k++) {
+		c = load_rendered(b, k);
+		assert_false(c->backend_fencing);
+		assert_true(c->backend_pr_key == 0);
+		assert_int_equal(c->nbackend_pr_fence, 0);
+		gw_config_free(c);
+	}
+	ha_doc_free(b);
+	ha_doc_free(a);
+	/* any other value is refused with its path */
+	assert_int_equal(ha_doc_empty(&a), 0);
+	assert_int_equal(ha_doc_with_config(a, bad, &x, err, sizeof(err)), -EINVAL);
+	assert_null(x);
+	assert_non_null(strstr(err, "gateway.backend_fencing: 'off' is not one of reservation, none"));
+	ha_doc_free(a);
+}
+
 static void test_render(void **state)
 {
 	struct ha_doc *a, *b;
@@ -1051,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_with_owners_drain),
 		cmocka_unit_test(test_with_runtime),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_fence_keys),
 #if HA_RENDER_LEASE
 		cmocka_unit_test(test_render_lease),
 		cmocka_unit_test(test_render_unavailable_default),
