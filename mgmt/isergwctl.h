@@ -154,4 +154,21 @@ void isergwctl_print_json(struct json_object *o);
 /* "isergwctl: refused: ERROR (strerror(-status))" on stderr. */
 void isergwctl_print_refusal(int status, const char *error);
 
+/* ------------------------------------------------------------ tables (isergwctl_util.c) */
+
+/* Aligned columns for people: cells row by row, ncols a row. */
+#define ISERGWCTL_TABLE_COLS_MAX 260u
+struct isergwctl_table {
+	size_t ncols, ncells, cap;
+	char **cells;
+	int width[ISERGWCTL_TABLE_COLS_MAX];
+	bool failed;                    /* out of memory: nothing will be printed */
+};
+
+void isergwctl_table_init(struct isergwctl_table *t, size_t ncols);
+void isergwctl_table_cell(struct isergwctl_table *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Print the table on f and free it: 0, or -ENOMEM (nothing printed). */
+int isergwctl_table_print(struct isergwctl_table *t, FILE *f);
+
 #endif

@@ -634,71 +634,11 @@ static json_object *msg_json(const ProtobufCMessage *m)
 
 /* ------------------------------------------------------------ tables */
 
-#define TABLE_COLS_MAX (4 + NODES_MAX)
-
-/* Rows of cells, printed with every column as wide as its widest cell. */
-struct table {
-	size_t ncols, ncells, cap;
-	char **cells;
-	int width[TABLE_COLS_MAX];
-	bool failed;
-};
-
-static void table_init(struct table *t, size_t ncols)
+/* Print and free the table: 0, or -ENOMEM (nothing printed, said on stderr). */
+static int table_print(struct isergwctl_table *t)
 {
-	memset(t, 0, sizeof(*t));
-	t->ncols = ncols;
-}
+	int rc = isergwctl_table_print(t, stdout);
 
-static void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void table_cell(struct table *t, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	if (t->failed)
-		return;
-	if (t->ncells == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		char **cells = realloc(t->cells, cap * sizeof(*cells));
-
-		if (!cells) {
-			t->failed = true;
-			return;
-		}
-		t->cells = cells;
-		t->cap = cap;
-	}
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		t->failed = true;
-		return;
-	}
-	if (n > t->width[t->ncells % t->ncols])
-		t->width[t->ncells % t->ncols] = n;
-	t->cells[t->ncells++] = s;
-}
-
-/* Print and free the table: 0, or -ENOMEM (nothing printed). */
-static int table_print(struct table *t)
-{
-	int rc = t->failed ? -ENOMEM : 0;
-
-	for (size_t i = 0; !rc && i < t->ncells; i++) {
-		size_t col = i % t->ncols;
-
-		if (col + 1 == t->ncols || i + 1 == t->ncells)
-			printf("%s\n", t->cells[i]);
-		else
-			printf("%-*s  ", t->width[col], t->cells[i]);
-	}
-	for (size_t i = 0; i < t->ncells; i++)
-		free(t->cells[i]);
-	free(t->cells);
 	if (rc)
 		fprintf(stderr, "isergwctl: out of memory\n");
 	return rc;
@@ -732,43 +672,43 @@ static const char *state_abbrev(const char *state)
 
 static int members_table(const Isergw__Ha__ClusterStatus *s)
 {
-	struct table t;
+	struct isergwctl_table t;
 
 	if (s->n_members == 0) {
 		printf("no members\n");
 		return 0;
 	}
-	table_init(&t, 9);
-	table_cell(&t, "NODE");
-	table_cell(&t, "ID");
-	table_cell(&t, "COROSYNC");
-	table_cell(&t, "AGENT");
-	table_cell(&t, "SYNCED");
-	table_cell(&t, "DRAINED");
-	table_cell(&t, "APPLIED GEN");
-	table_cell(&t, "HEARD (ms ago)");
-	table_cell(&t, "TPG");
+	isergwctl_table_init(&t, 9);
+	isergwctl_table_cell(&t, "NODE");
+	isergwctl_table_cell(&t, "ID");
+	isergwctl_table_cell(&t, "COROSYNC");
+	isergwctl_table_cell(&t, "AGENT");
+	isergwctl_table_cell(&t, "SYNCED");
+	isergwctl_table_cell(&t, "DRAINED");
+	isergwctl_table_cell(&t, "APPLIED GEN");
+	isergwctl_table_cell(&t, "HEARD (ms ago)");
+	isergwctl_table_cell(&t, "TPG");
 	for (size_t i = 0; i < s->n_members; i++) {
 		const Isergw__Ha__MemberStatus *m = s->members[i];
 
-		table_cell(&t, "%s", m->name);
+		isergwctl_table_cell(&t, "%s", m->name);
 		if (m->nodeid)
-			table_cell(&t, "%u", m->nodeid);
+			isergwctl_table_cell(&t, "%u", m->nodeid);
 		else
-			table_cell(&t, "-");
-		table_cell(&t, "%s", yes_no(m->corosync_member));
-		table_cell(&t, "%s", yes_no(m->agent));
-		table_cell(&t, "%s", yes_no(m->synced));
-		table_cell(&t, "%s", yes_no(m->drained));
-		table_cell(&t, "%llu", (unsigned long long)m->applied_generation);
+			isergwctl_table_cell(&t, "-");
+		isergwctl_table_cell(&t, "%s", yes_no(m->corosync_member));
+		isergwctl_table_cell(&t, "%s", yes_no(m->agent));
+		isergwctl_table_cell(&t, "%s", yes_no(m->synced));
+		isergwctl_table_cell(&t, "%s", yes_no(m->drained));
+		isergwctl_table_cell(&t, "%llu", (unsigned long long)m->applied_generation);
 		if (m->last_heard_ms)
-			table_cell(&t, "%u", m->last_heard_ms);
+			isergwctl_table_cell(&t, "%u", m->last_heard_ms);
 		else
-			table_cell(&t, "-");
+			isergwctl_table_cell(&t, "-");
 		if (m->tpg_id)
-			table_cell(&t, "%u", m->tpg_id);
+			isergwctl_table_cell(&t, "%u", m->tpg_id);
 		else
-			table_cell(&t, "-");
+			isergwctl_table_cell(&t, "-");
 	}
 	return table_print(&t);
 }
@@ -778,27 +718,27 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 {
 	const char *cols[NODES_MAX];
 	size_t ncols;
-	struct table t;
+	struct isergwctl_table t;
 
 	if (s->n_device_groups == 0) {
 		printf("no device groups\n");
 		return 0;
 	}
 	(void)node_columns(s, cols, &ncols);      /* at most NODES_MAX: check_status */
-	table_init(&t, 4 + ncols);
-	table_cell(&t, "DEVICE GROUP");
-	table_cell(&t, "OWNER");
-	table_cell(&t, "PREFERRED");
-	table_cell(&t, "FAILBACK");
+	isergwctl_table_init(&t, 4 + ncols);
+	isergwctl_table_cell(&t, "DEVICE GROUP");
+	isergwctl_table_cell(&t, "OWNER");
+	isergwctl_table_cell(&t, "PREFERRED");
+	isergwctl_table_cell(&t, "FAILBACK");
 	for (size_t i = 0; i < ncols; i++)
-		table_cell(&t, "%s", cols[i]);
+		isergwctl_table_cell(&t, "%s", cols[i]);
 	for (size_t g = 0; g < s->n_device_groups; g++) {
 		const Isergw__Ha__DeviceGroupStatus *dg = s->device_groups[g];
 
-		table_cell(&t, "%s", dg->name);
-		table_cell(&t, "%s", or_dash(dg->owner));
-		table_cell(&t, "%s", or_dash(dg->preferred_owner));
-		table_cell(&t, "%s", or_dash(dg->failback));
+		isergwctl_table_cell(&t, "%s", dg->name);
+		isergwctl_table_cell(&t, "%s", or_dash(dg->owner));
+		isergwctl_table_cell(&t, "%s", or_dash(dg->preferred_owner));
+		isergwctl_table_cell(&t, "%s", or_dash(dg->failback));
 		for (size_t i = 0; i < ncols; i++) {
 			const Isergw__Ha__GroupNodeState *ns = NULL;
 
@@ -806,9 +746,9 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 				if (strcmp(dg->states[k]->node, cols[i]) == 0)
 					ns = dg->states[k];
 			if (ns)
-				table_cell(&t, "%s%s", state_abbrev(ns->state), ns->pref ? "*" : "");
+				isergwctl_table_cell(&t, "%s%s", state_abbrev(ns->state), ns->pref ? "*" : "");
 			else
-				table_cell(&t, "-");
+				isergwctl_table_cell(&t, "-");
 		}
 	}
 	return table_print(&t);

@@ -690,91 +690,24 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 
 /* ------------------------------------------------------------ pure: tables */
 
-#define TABLE_COLS_MAX 260u
-
-struct table {
-	size_t ncols, ncells, cap;
-	char **cells;
-	int width[TABLE_COLS_MAX];
-	bool failed;
-};
-
-static void table_init(struct table *t, size_t ncols)
-{
-	memset(t, 0, sizeof(*t));
-	t->ncols = ncols < TABLE_COLS_MAX ? ncols : TABLE_COLS_MAX;
-}
-
-static void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void table_cell(struct table *t, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-
-	if (t->failed)
-		return;
-	if (t->ncells == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		char **cells = realloc(t->cells, cap * sizeof(*cells));
-
-		if (!cells) {
-			t->failed = true;
-			return;
-		}
-		t->cells = cells;
-		t->cap = cap;
-	}
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		t->failed = true;
-		return;
-	}
-	if (n > t->width[t->ncells % t->ncols])
-		t->width[t->ncells % t->ncols] = n;
-	t->cells[t->ncells++] = s;
-}
-
-/* Print (each column as wide as its widest cell) and free: 0 or -ENOMEM (nothing printed). */
-static int table_print(struct table *t, FILE *f)
-{
-	int rc = t->failed ? -ENOMEM : 0;
-
-	for (size_t i = 0; !rc && i < t->ncells; i++) {
-		size_t col = i % t->ncols;
-
-		if (col + 1 == t->ncols || i + 1 == t->ncells)
-			fprintf(f, "%s\n", t->cells[i]);
-		else
-			fprintf(f, "%-*s  ", t->width[col], t->cells[i]);
-	}
-	for (size_t i = 0; i < t->ncells; i++)
-		free(t->cells[i]);
-	free(t->cells);
-	return rc;
-}
-
 /* A member as a cell: text as it is ("" '-'), yes/no, numbers, '-' when absent, else compact JSON. */
-static void cell(struct table *t, json_object *o, const char *key)
+static void cell(struct isergwctl_table *t, json_object *o, const char *key)
 {
 	json_object *v = NULL;
 
 	if (!json_object_object_get_ex(o, key, &v) || !v) {
-		table_cell(t, "-");
+		isergwctl_table_cell(t, "-");
 		return;
 	}
 	switch (json_object_get_type(v)) {
 	case json_type_string:
-		table_cell(t, "%s", json_object_get_string_len(v) ? json_object_get_string(v) : "-");
+		isergwctl_table_cell(t, "%s", json_object_get_string_len(v) ? json_object_get_string(v) : "-");
 		break;
 	case json_type_boolean:
-		table_cell(t, "%s", json_object_get_boolean(v) ? "yes" : "no");
+		isergwctl_table_cell(t, "%s", json_object_get_boolean(v) ? "yes" : "no");
 		break;
 	default:
-		table_cell(t, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+		isergwctl_table_cell(t, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
 								   JSON_C_TO_STRING_NOSLASHESCAPE));
 	}
 }
@@ -791,17 +724,17 @@ static json_object *member(json_object *o, const char *key, json_type type)
 /* KEY VALUE lines of an object's members (nested ones as compact JSON), skipping 'skip'. */
 static int kv_lines(FILE *f, json_object *o, const char *skip)
 {
-	struct table t;
+	struct isergwctl_table t;
 
-	table_init(&t, 2);
+	isergwctl_table_init(&t, 2);
 	json_object_object_foreach(o, k, v) {
 		(void)v;
 		if (skip && strcmp(k, skip) == 0)
 			continue;
-		table_cell(&t, "%s", k);
+		isergwctl_table_cell(&t, "%s", k);
 		cell(&t, o, k);
 	}
-	return table_print(&t, f);
+	return isergwctl_table_print(&t, f);
 }
 
 /* The array of objects a table is made of (checked whole before a table is started). */
@@ -821,19 +754,19 @@ static int items_of(json_object *doc, json_object **items)
 
 static int targets_table(FILE *f, json_object *items)
 {
-	struct table t;
+	struct isergwctl_table t;
 	size_t n = json_object_array_length(items);
 
 	if (n == 0) {
 		fprintf(f, "no targets\n");
 		return 0;
 	}
-	table_init(&t, 5);
-	table_cell(&t, "TARGET");
-	table_cell(&t, "ALIAS");
-	table_cell(&t, "LUNS");
-	table_cell(&t, "CHAP");
-	table_cell(&t, "ACLS");
+	isergwctl_table_init(&t, 5);
+	isergwctl_table_cell(&t, "TARGET");
+	isergwctl_table_cell(&t, "ALIAS");
+	isergwctl_table_cell(&t, "LUNS");
+	isergwctl_table_cell(&t, "CHAP");
+	isergwctl_table_cell(&t, "ACLS");
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i), *luns, *chap, *acls;
 
@@ -842,32 +775,32 @@ static int targets_table(FILE *f, json_object *items)
 		acls = member(o, "acls", json_type_array);
 		cell(&t, o, "iqn");
 		cell(&t, o, "alias");
-		table_cell(&t, "%zu", luns ? json_object_array_length(luns) : 0);
+		isergwctl_table_cell(&t, "%zu", luns ? json_object_array_length(luns) : 0);
 		if (chap)
 			cell(&t, chap, "user");
 		else
-			table_cell(&t, "-");
-		table_cell(&t, "%zu", acls ? json_object_array_length(acls) : 0);
+			isergwctl_table_cell(&t, "-");
+		isergwctl_table_cell(&t, "%zu", acls ? json_object_array_length(acls) : 0);
 	}
-	return table_print(&t, f);
+	return isergwctl_table_print(&t, f);
 }
 
 static int luns_table(FILE *f, json_object *items)
 {
-	struct table t;
+	struct isergwctl_table t;
 	size_t n = json_object_array_length(items);
 
 	if (n == 0) {
 		fprintf(f, "no LUNs\n");
 		return 0;
 	}
-	table_init(&t, 6);
-	table_cell(&t, "LUN");
-	table_cell(&t, "SIZE");
-	table_cell(&t, "DEVICE GROUP");
-	table_cell(&t, "READONLY");
-	table_cell(&t, "PRODUCT");
-	table_cell(&t, "PATH");
+	isergwctl_table_init(&t, 6);
+	isergwctl_table_cell(&t, "LUN");
+	isergwctl_table_cell(&t, "SIZE");
+	isergwctl_table_cell(&t, "DEVICE GROUP");
+	isergwctl_table_cell(&t, "READONLY");
+	isergwctl_table_cell(&t, "PRODUCT");
+	isergwctl_table_cell(&t, "PATH");
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 
@@ -878,7 +811,7 @@ static int luns_table(FILE *f, json_object *items)
 		cell(&t, o, "product");
 		cell(&t, o, "path");
 	}
-	return table_print(&t, f);
+	return isergwctl_table_print(&t, f);
 }
 
 static int nodes_table(FILE *f, json_object *items)
@@ -887,23 +820,23 @@ static int nodes_table(FILE *f, json_object *items)
 					    "synced", "drained", "applied_generation", "last_heard_ms" };
 	static const char *const heads[] = { "NODE", "ID", "TPG", "COROSYNC", "AGENT", "SYNCED",
 					     "DRAINED", "APPLIED GEN", "HEARD (ms ago)" };
-	struct table t;
+	struct isergwctl_table t;
 	size_t n = json_object_array_length(items);
 
 	if (n == 0) {
 		fprintf(f, "no nodes\n");
 		return 0;
 	}
-	table_init(&t, sizeof(keys) / sizeof(keys[0]));
+	isergwctl_table_init(&t, sizeof(keys) / sizeof(keys[0]));
 	for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++)
-		table_cell(&t, "%s", heads[k]);
+		isergwctl_table_cell(&t, "%s", heads[k]);
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			cell(&t, o, keys[k]);
 	}
-	return table_print(&t, f);
+	return isergwctl_table_print(&t, f);
 }
 
 /* An ALUA state as the device group table shows it ('*': the PREF bit). */
@@ -919,9 +852,9 @@ static const char *state_abbrev(const char *s)
 /* One row per device group, one column per node (in order of appearance) with its state. */
 static int groups_table(FILE *f, json_object *items)
 {
-	const char *cols[TABLE_COLS_MAX - 4];
+	const char *cols[ISERGWCTL_TABLE_COLS_MAX - 4];
 	size_t ncols = 0, n = json_object_array_length(items);
-	struct table t;
+	struct isergwctl_table t;
 
 	if (n == 0) {
 		fprintf(f, "no device groups\n");
@@ -948,13 +881,13 @@ static int groups_table(FILE *f, json_object *items)
 				cols[ncols++] = json_object_get_string(node);
 		}
 	}
-	table_init(&t, 4 + ncols);
-	table_cell(&t, "DEVICE GROUP");
-	table_cell(&t, "OWNER");
-	table_cell(&t, "PREFERRED");
-	table_cell(&t, "FAILBACK");
+	isergwctl_table_init(&t, 4 + ncols);
+	isergwctl_table_cell(&t, "DEVICE GROUP");
+	isergwctl_table_cell(&t, "OWNER");
+	isergwctl_table_cell(&t, "PREFERRED");
+	isergwctl_table_cell(&t, "FAILBACK");
 	for (size_t c = 0; c < ncols; c++)
-		table_cell(&t, "%s", cols[c]);
+		isergwctl_table_cell(&t, "%s", cols[c]);
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 		json_object *states = member(o, "states", json_type_array);
@@ -976,13 +909,13 @@ static int groups_table(FILE *f, json_object *items)
 			s = st ? member(st, "state", json_type_string) : NULL;
 			pref = st ? member(st, "preferred", json_type_boolean) : NULL;
 			if (s)
-				table_cell(&t, "%s%s", state_abbrev(json_object_get_string(s)),
+				isergwctl_table_cell(&t, "%s%s", state_abbrev(json_object_get_string(s)),
 					   pref && json_object_get_boolean(pref) ? "*" : "");
 			else
-				table_cell(&t, "-");
+				isergwctl_table_cell(&t, "-");
 		}
 	}
-	return table_print(&t, f);
+	return isergwctl_table_print(&t, f);
 }
 
 static int cluster_view(FILE *f, json_object *doc)

@@ -72,3 +72,60 @@ void isergwctl_print_refusal(int status, const char *error)
 	fprintf(stderr, "isergwctl: refused: %s (%s)\n", error[0] ? error : "no reason given",
 		strerror(-status));
 }
+
+/* ------------------------------------------------------------ tables */
+
+void isergwctl_table_init(struct isergwctl_table *t, size_t ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols < ISERGWCTL_TABLE_COLS_MAX ? ncols : ISERGWCTL_TABLE_COLS_MAX;
+}
+
+void isergwctl_table_cell(struct isergwctl_table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	if (t->failed)
+		return;
+	if (t->ncells == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		char **cells = realloc(t->cells, cap * sizeof(*cells));
+
+		if (!cells) {
+			t->failed = true;
+			return;
+		}
+		t->cells = cells;
+		t->cap = cap;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		t->failed = true;
+		return;
+	}
+	if (n > t->width[t->ncells % t->ncols])
+		t->width[t->ncells % t->ncols] = n;
+	t->cells[t->ncells++] = s;
+}
+
+int isergwctl_table_print(struct isergwctl_table *t, FILE *f)
+{
+	int rc = t->failed ? -ENOMEM : 0;
+
+	for (size_t i = 0; !rc && i < t->ncells; i++) {
+		size_t col = i % t->ncols;
+
+		if (col + 1 == t->ncols || i + 1 == t->ncells)
+			fprintf(f, "%s\n", t->cells[i]);
+		else
+			fprintf(f, "%-*s  ", t->width[col], t->cells[i]);
+	}
+	for (size_t i = 0; i < t->ncells; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	return rc;
+}
