@@ -634,6 +634,9 @@ static json_object *msg_json(const ProtobufCMessage *m)
 
 /* ------------------------------------------------------------ tables */
 
+_Static_assert(4 + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
+	       "the device group table has a column per node and four more");
+
 /* Print and free the table: 0, or -ENOMEM (nothing printed, said on stderr). */
 static int table_print(struct isergwctl_table *t)
 {
