@@ -767,11 +767,36 @@ static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_
 static void sess_up(struct ib_sess *s);
 static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
 
+/* A probe request of session s, or NULL (out of memory). */
+static struct ib_req *probe_req(struct ib_sess *s)
+{
+	struct ib_req *q = req_alloc(s->rx);
+
+	if (q) {
+		q->kind = RK_PROBE;
+		q->sess = s;
+	}
+	return q;
+}
+
+/* The probe's task t (NULL: not issued) in flight on s: true, or false with q freed. */
+static bool probe_track(struct ib_sess *s, struct ib_req *q, struct scsi_task *t)
+{
+	if (!t) {
+		req_free(q);
+		return false;
+	}
+	q->task = t;
+	list_add_tail(&q->link, &s->inflight);
+	s->ninflight++;
+	return true;
+}
+
 /* One PERSISTENT RESERVE OUT step of a session's registration (a probe request). */
 static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
 {
 	struct ib_rx *rx = s->rx;
-	struct ib_req *q = req_alloc(rx);
+	struct ib_req *q = probe_req(s);
 	struct scsi_persistent_reserve_out_basic p = { 0 };
 	struct scsi_task *t;
 
@@ -779,10 +804,8 @@ static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
 		sess_mark_broken(s, "out of memory");
 		return;
 	}
-	q->kind = RK_PROBE;
 	q->pr_step = (uint8_t)sa;
 	q->ua_retries = ua_retries;
-	q->sess = s;
 	/* registering: the new key in SERVICE ACTION RESERVATION KEY; reserving: ours */
 	if (sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY)
 		p.service_action_reservation_key = atomic_load(&g_pr_key);
@@ -790,14 +813,8 @@ static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
 		p.reservation_key = atomic_load(&g_pr_key);
 	t = iscsi_persistent_reserve_out_task(s->ctx, (int)rx->ib->url.lun, sa,
 					      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p, pr_cb, q);
-	if (!t) {
-		req_free(q);
+	if (!probe_track(s, q, t))
 		sess_mark_broken(s, iscsi_get_error(s->ctx));
-		return;
-	}
-	q->task = t;
-	list_add_tail(&q->link, &s->inflight);
-	s->ninflight++;
 }
 
 /*
@@ -908,25 +925,15 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 
 static void sess_probe(struct ib_sess *s)
 {
-	struct ib_rx *rx = s->rx;
-	struct ib_req *q = req_alloc(rx);
-	struct scsi_task *t;
+	struct ib_req *q = probe_req(s);
 
 	if (!q) {
 		sess_mark_broken(s, "out of memory");
 		return;
 	}
-	q->kind = RK_PROBE;
-	q->sess = s;
-	t = iscsi_readcapacity16_task(s->ctx, (int)rx->ib->url.lun, probe_cb, q);
-	if (!t) {
-		req_free(q);
+	if (!probe_track(s, q, iscsi_readcapacity16_task(s->ctx, (int)s->rx->ib->url.lun,
+							 probe_cb, q)))
 		sess_mark_broken(s, iscsi_get_error(s->ctx));
-		return;
-	}
-	q->task = t;
-	list_add_tail(&q->link, &s->inflight);
-	s->ninflight++;
 }
 
 static void sess_up(struct ib_sess *s)
@@ -1675,20 +1682,12 @@ static void rx_check_keys(struct ib_rx *rx)
 		if (rx->sess[i].state == S_UP && rx->sess[i].registered && !rx->sess[i].broken &&
 		    rx->sess[i].ctx)
 			s = &rx->sess[i];
-	if (!s || !(q = req_alloc(rx)))
+	if (!s || !(q = probe_req(s)))
 		return;
-	q->kind = RK_PROBE;
-	q->sess = s;
 	t = iscsi_persistent_reserve_in_task(s->ctx, (int)rx->ib->url.lun,
 					     SCSI_PERSISTENT_RESERVE_READ_KEYS, 4096, keys_cb, q);
-	if (!t) {
-		req_free(q);
-		return;
-	}
-	q->task = t;
-	list_add_tail(&q->link, &s->inflight);
-	s->ninflight++;
-	sess_kick(s);
+	if (probe_track(s, q, t))
+		sess_kick(s);
 }
 
 static bool rx_registered(const struct ib_rx *rx)
