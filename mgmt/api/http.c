@@ -109,28 +109,47 @@ static void peer_of(struct MHD_Connection *c, char *out, size_t len)
 }
 
 /* Queue body (malloc'd, taken over) with a content type and optional Allow. */
-static int respond(struct MHD_Connection *c, struct api_req *r, unsigned int code,
-		   const char *type, char *body, size_t len, const char *allow)
+/*
+ * Queue an answer (body taken; NULL: none) with Content-Type (type NULL:
+ * none), Cache-Control: no-store and the extra headers hdrs (name, value
+ * pairs, NULL-terminated; a NULL value skips its header).
+ */
+static int respond_hdrs(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+			const char *type, char *body, size_t len, const char *const *hdrs)
 {
 	struct MHD_Response *resp;
-	int rc;
+	int rc = 0;
 
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (body)
+		resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	else
+		resp = MHD_create_response_from_buffer(0, (void *)(uintptr_t)"",
+						       MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		free(body);
 		return -ENOMEM;
 	}
-	rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type));
+	if (type)
+		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type));
 	if (!rc)
 		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
-	if (!rc && allow)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow));
+	for (size_t i = 0; !rc && hdrs && hdrs[i]; i += 2)
+		if (hdrs[i + 1])
+			rc = mhd_rc(MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]));
 	if (!rc)
 		rc = mhd_rc(MHD_queue_response(c, code, resp));
 	MHD_destroy_response(resp);
 	if (!rc)
 		r->code = code;
 	return rc;
+}
+
+static int respond(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		   const char *type, char *body, size_t len, const char *allow)
+{
+	const char *hdrs[] = { MHD_HTTP_HEADER_ALLOW, allow, NULL };
+
+	return respond_hdrs(c, r, code, type, body, len, hdrs);
 }
 
 static int respond_json(struct MHD_Connection *c, struct api_req *r, unsigned int code,
@@ -343,38 +362,18 @@ static int body_take(struct api_req *r, const char *data, size_t len)
 /* Queue an answer of v1.c (its body taken over). */
 static int respond_answer(struct MHD_Connection *c, struct api_req *r, struct api_answer *ans)
 {
-	struct MHD_Response *resp;
 	char ra[16];
-	int rc = 0;
+	const char *hdrs[] = {
+		MHD_HTTP_HEADER_ETAG, ans->etag[0] ? ans->etag : NULL,
+		MHD_HTTP_HEADER_LOCATION, ans->location[0] ? ans->location : NULL,
+		MHD_HTTP_HEADER_RETRY_AFTER, ans->retry_after_s ? ra : NULL,
+		NULL,
+	};
+	char *body = ans->body;
 
-	if (ans->body)
-		resp = MHD_create_response_from_buffer(ans->len, ans->body, MHD_RESPMEM_MUST_FREE);
-	else
-		resp = MHD_create_response_from_buffer(0, (void *)(uintptr_t)"",
-						       MHD_RESPMEM_PERSISTENT);
-	if (!resp) {
-		api_answer_free(ans);
-		return -ENOMEM;
-	}
+	snprintf(ra, sizeof(ra), "%u", ans->retry_after_s);
 	ans->body = NULL;
-	if (ans->len && ans->type)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ans->type));
-	if (!rc)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
-	if (!rc && ans->etag[0])
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, ans->etag));
-	if (!rc && ans->location[0])
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, ans->location));
-	if (!rc && ans->retry_after_s) {
-		snprintf(ra, sizeof(ra), "%u", ans->retry_after_s);
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra));
-	}
-	if (!rc)
-		rc = mhd_rc(MHD_queue_response(c, ans->code, resp));
-	MHD_destroy_response(resp);
-	if (!rc)
-		r->code = ans->code;
-	return rc;
+	return respond_hdrs(c, r, ans->code, ans->len ? ans->type : NULL, body, ans->len, hdrs);
 }
 
 static int respond_err(struct MHD_Connection *c, struct api_req *r, const struct rest_err *e)
@@ -489,7 +488,8 @@ static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned in
 static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned int code,
 			const char *www_auth, const char *fmt, ...)
 {
-	struct MHD_Response *resp;
+	const char *hdrs[] = { MHD_HTTP_HEADER_WWW_AUTHENTICATE, www_auth,
+			       MHD_HTTP_HEADER_CONNECTION, "close", NULL };
 	char detail[256];
 	char *body;
 	size_t len;
@@ -502,25 +502,8 @@ static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned in
 	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
 	if (!body)
 		return -ENOMEM;
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(body);
-		return -ENOMEM;
-	}
-	rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, API_PROBLEM_TYPE));
-	if (!rc)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"));
-	if (!rc && www_auth)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, www_auth));
-	if (!rc)
-		rc = mhd_rc(MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"));
-	if (!rc)
-		rc = mhd_rc(MHD_queue_response(c, code, resp));
-	MHD_destroy_response(resp);
-	if (rc)
-		return rc;
-	r->code = code;
-	return 1;
+	rc = respond_hdrs(c, r, code, API_PROBLEM_TYPE, body, len, hdrs);
+	return rc ? rc : 1;
 }
 
 /* 0: the request may go on; 1: refused (answered); or a negative errno. */
