@@ -197,6 +197,26 @@ struct err_case {
 	const char *expect; /* the message must start with this */
 };
 
+/* Every case refused -EINVAL with a message starting with its expect, nothing loaded. */
+static void expect_refused(const struct err_case *bad, size_t n)
+{
+	char err[512];
+
+	for (size_t i = 0; i < n; i++) {
+		struct gw_config *c = NULL;
+		int rc;
+
+		err[0] = '\0';
+		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    bad[i].expect);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
 static const struct err_case err_cases[] = {
 	/* unknown keys */
 	{ "{\"portalz\":[]}", "portalz: unknown key" },
@@ -668,7 +688,7 @@ static void test_cluster_keys(void **state)
 		"                   \"non_owner_state\":\"standby\"},{\"name\":\"dg2\"}],"
 		"\"alua_policy\":\"external\",\"alua_request_timeout_ms\":2500"
 		CL_TARGET(",\"device_group\":\"dg1\"");
-	static const struct { const char *json, *expect; } bad[] = {
+	static const struct err_case bad[] = {
 		{ "{" CL_PORTAL ",\"port_groups\":[{\"tpg_id\":1,\"rel_port_ids\":[1]},"
 		  "{\"tpg_id\":1,\"rel_port_ids\":[2]}]" CL_TARGET(""),
 		  "port_groups[1].tpg_id: 1 already used by port_groups[0]" },
@@ -737,25 +757,13 @@ static void test_cluster_keys(void **state)
 	assert_false(c->alua_policy_external);          /* local */
 	assert_int_equal(c->alua_request_timeout_ms, 10000);
 	gw_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc;
-
-		c = NULL;
-		err[0] = '\0';
-		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
-		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
-			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
-				    bad[i].expect);
-			fail();
-		}
-		assert_null(c);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* TPGT: its relative port id by default; two relative ports never share one. */
 static void test_tpgt(void **state)
 {
-	static const struct { const char *json, *expect; } bad[] = {
+	static const struct err_case bad[] = {
 		{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\",\"tpgt\":5},"
 		  "{\"url\":\"tcp://1.2.3.5\",\"tpgt\":5}],\"targets\":[{" IQN "}]}",
 		  "portals[1].tpgt: 5 is already the TPGT of portals[0] (rel_port_id 1), but "
@@ -785,19 +793,7 @@ static void test_tpgt(void **state)
 	assert_int_equal(c->portals[2].tpgt, 7);
 	assert_int_equal(c->portals[3].tpgt, 3);
 	gw_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc;
-
-		c = NULL;
-		err[0] = '\0';
-		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
-		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
-			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
-				    bad[i].expect);
-			fail();
-		}
-		assert_null(c);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 	/* a configuration built in code: tpgt 0 means the rel_port_id, before finalize too */
 	gw_config_defaults(&b);
 	gw_portal_defaults(&portals[0]);
@@ -825,7 +821,7 @@ static void test_tpgt(void **state)
 /* alua_lease and alua_lease_unavailable_ms; with the lease, no portal and no target is fine. */
 static void test_lease_keys(void **state)
 {
-	static const struct { const char *json, *expect; } bad[] = {
+	static const struct err_case bad[] = {
 		{ "{\"alua_lease\":1}", "alua_lease: expected true or false, got int" },
 		{ "{\"alua_lease\":true,\"alua_lease_unavailable_ms\":600001}",
 		  "alua_lease_unavailable_ms: 600001 out of range (0..600000)" },
@@ -871,25 +867,13 @@ static void test_lease_keys(void **state)
 					       sizeof(err)), 0);
 	assert_int_equal(c->nportals, 1);
 	gw_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc;
-
-		c = NULL;
-		err[0] = '\0';
-		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
-		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
-			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
-				    bad[i].expect);
-			fail();
-		}
-		assert_null(c);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /* backend_fencing, backend_pr_key, backend_pr_fence and the key of a tpg_id. */
 static void test_fence_keys(void **state)
 {
-	static const struct { const char *json, *expect; } bad[] = {
+	static const struct err_case bad[] = {
 		{ "{\"alua_lease\":true,\"backend_fencing\":\"off\"}",
 		  "backend_fencing: \"off\" is not one of reservation, none" },
 		{ "{\"alua_lease\":true,\"backend_fencing\":false}",
@@ -949,19 +933,7 @@ static void test_fence_keys(void **state)
 					       &c, err, sizeof(err)), 0);
 	assert_int_equal(c->nbackend_pr_fence, 0);
 	gw_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc;
-
-		c = NULL;
-		err[0] = '\0';
-		rc = gw_config_load_string(bad[i].json, &c, err, sizeof(err));
-		if (rc != -EINVAL || strncmp(err, bad[i].expect, strlen(bad[i].expect)) != 0) {
-			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
-				    bad[i].expect);
-			fail();
-		}
-		assert_null(c);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 static struct gw_config *fence_cfg(const char *fencing, const char *key, const char *list)
