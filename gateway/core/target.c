@@ -2,6 +2,8 @@
 /* Daemon runtime: reactors, targets (backstores + logical units), portals,
  * start-up and clean shutdown. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,55 +179,109 @@ static bool fence_may_register(void)
 
 #define GW_FENCE_LUN_MS   3000u        /* one LUN's fencing session */
 #define GW_FENCE_TOTAL_MS 5000u        /* all LUNs of one configuration */
+#define GW_FENCE_THREADS  8u           /* LUNs fenced at once */
+
+/* One configuration's fencing: the LUNs, shared by the fencing threads. */
+struct fence_run {
+	struct bdev **bdevs;
+	const char **iqns;
+	uint32_t *luns;
+	size_t nbdevs;
+	const uint64_t *keys;
+	size_t nkeys;
+	uint64_t start;
+	atomic_size_t next;             /* the next LUN to take */
+	atomic_uint done, failed, skipped;
+};
+
+static void *fence_thread(void *arg)
+{
+	struct fence_run *r = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&r->next, 1)) < r->nbdevs) {
+		uint64_t spent = gw_now_ms() - r->start;
+		uint32_t left;
+		int rc;
+
+		if (spent >= GW_FENCE_TOTAL_MS) {
+			atomic_fetch_add(&r->skipped, 1);
+			GW_ERR(COMP, "target %s LUN %u: not fenced at the backend, the fencing of "
+			       "this configuration took %u ms already: the lease is the only guard",
+			       r->iqns[i], r->luns[i], GW_FENCE_TOTAL_MS);
+			continue;
+		}
+		left = (uint32_t)(GW_FENCE_TOTAL_MS - spent);
+		rc = bdev_iscsi_fence(r->bdevs[i], r->keys, r->nkeys,
+				      left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
+		if (rc == 0)
+			atomic_fetch_add(&r->done, 1);
+		else if (rc != -EOPNOTSUPP)
+			atomic_fetch_add(&r->failed, 1);
+	}
+	return NULL;
+}
 
 /*
  * Before a configuration is applied (and before the ALUA states it carries):
  * preempt the keys it newly lists on every iscsi:// LUN open here, so the
  * node it fences can no longer write when another node takes its device
- * groups over. Bounded: a backend that does not answer is logged and the
+ * groups over. Up to GW_FENCE_THREADS LUNs at once (each a short blocking
+ * session of its own), so that many LUNs cost about what the slowest few
+ * cost. Bounded: a backend that does not answer is logged and the
  * configuration goes on (the lease is then the only guard). Runs on the
- * control thread (or the SIGHUP path), which may block; never holds a lock
- * a reactor takes.
+ * control thread (or the SIGHUP path), which may block and waits here for its
+ * fencing threads; never holds a lock a reactor takes. Reloads are
+ * serialised, so the targets and their backstores stay put meanwhile.
  */
 static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
 {
 	uint64_t keys[GW_PR_FENCE_MAX];
-	size_t n = gw_config_fence_new(gw->cfg, ncfg, keys);
-	uint64_t start = gw_now_ms();
-	unsigned int done = 0, failed = 0, skipped = 0;
+	size_t n = gw_config_fence_new(gw->cfg, ncfg, keys), cap = 0, nthr = 0;
+	struct fence_run r = { .keys = keys, .nkeys = n, .start = gw_now_ms() };
+	pthread_t thr[GW_FENCE_THREADS];
 
 	if (!n)
 		return;
 	bdev_iscsi_fence_setup(ncfg->backend_pr_key, fence_may_register);
+	for (size_t i = 0; i < gw->ntargets; i++)
+		cap += gw->targets[i]->bdevs ? gw->targets[i]->nluns : 0;
+	r.bdevs = calloc(cap ? cap : 1, sizeof(*r.bdevs));
+	r.iqns = calloc(cap ? cap : 1, sizeof(*r.iqns));
+	r.luns = calloc(cap ? cap : 1, sizeof(*r.luns));
+	if (!r.bdevs || !r.iqns || !r.luns) {
+		GW_ERR(COMP, "backend fencing: out of memory: no LUN fenced, the lease is the only "
+		       "guard");
+		goto out;
+	}
 	for (size_t i = 0; i < gw->ntargets; i++) {
 		struct gw_target *t = gw->targets[i];
 
 		for (uint32_t l = 0; t->bdevs && l < t->nluns; l++) {
 			struct bdev *b = t->bdevs[l];
-			uint64_t spent = gw_now_ms() - start;
-			uint32_t left;
-			int rc;
 
 			if (!b || !bdev_is_iscsi_url(b->name))
 				continue;
-			if (spent >= GW_FENCE_TOTAL_MS) {
-				skipped++;
-				GW_ERR(COMP, "target %s LUN %u: not fenced at the backend, the fencing "
-				       "of this configuration took %u ms already: the lease is the only "
-				       "guard", t->cfg->iqn, l, GW_FENCE_TOTAL_MS);
-				continue;
-			}
-			left = (uint32_t)(GW_FENCE_TOTAL_MS - spent);
-			rc = bdev_iscsi_fence(b, keys, n, left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
-			if (rc == 0)
-				done++;
-			else if (rc != -EOPNOTSUPP)
-				failed++;
+			r.bdevs[r.nbdevs] = b;
+			r.iqns[r.nbdevs] = t->cfg->iqn;
+			r.luns[r.nbdevs++] = l;
 		}
 	}
+	/* this thread fences too: with one LUN (or no thread to be had) it fences alone */
+	for (; nthr + 1 < GW_FENCE_THREADS && nthr + 1 < r.nbdevs; nthr++)
+		if (pthread_create(&thr[nthr], NULL, fence_thread, &r))
+			break;
+	fence_thread(&r);
+	for (size_t i = 0; i < nthr; i++)
+		pthread_join(thr[i], NULL);
 	GW_NOTICE(COMP, "backend fencing of %zu key(s) (first 0x%016llx): %u LUN(s) fenced, %u "
-		  "failed, %u not tried, in %llu ms", n, (unsigned long long)keys[0], done, failed,
-		  skipped, (unsigned long long)(gw_now_ms() - start));
+		  "failed, %u not tried, in %llu ms", n, (unsigned long long)keys[0],
+		  atomic_load(&r.done), atomic_load(&r.failed), atomic_load(&r.skipped),
+		  (unsigned long long)(gw_now_ms() - r.start));
+out:
+	free(r.bdevs);
+	free(r.iqns);
+	free(r.luns);
 }
 
 /*
