@@ -9,8 +9,8 @@
  *         [--timeout-s N] [--limit-s N] [--pause-ms N] [--initiator NAME]
  *         URL [URL...]
  *
- *   The URLs (iscsi://HOST:PORT/IQN/LUN) are paths to the same LU through
- *   different nodes. It writes extents of 1..64 KiB at random places in the
+ *   The URLs (iscsi://[USER%SECRET@]HOST:PORT/IQN/LUN: with CHAP when a
+ *   user is given) are paths to the same LU through different nodes. It writes extents of 1..64 KiB at random places in the
  *   region, each a new "write number", and reads each back at once. Every
  *   logical block holds a header (magic, seed, LBA, write number) and a
  *   pattern that is a function of those (tests/common/blockpat.h), so a
@@ -84,6 +84,8 @@ struct path {
 	char url[512];
 	char portal[300];
 	char target[256];
+	char user[256];                 /* CHAP, from the URL's user%secret@ */
+	char secret[256];
 	int lun;
 	struct iscsi_context *iscsi;
 	int conn_done, conn_status; /* connect and login callbacks: live as long as the path */
@@ -195,6 +197,8 @@ static int path_parse(struct path *p, const char *url, const char *initiator)
 	snprintf(p->url, sizeof(p->url), "%s", url);
 	snprintf(p->portal, sizeof(p->portal), "%s", u->portal);
 	snprintf(p->target, sizeof(p->target), "%s", u->target);
+	snprintf(p->user, sizeof(p->user), "%s", u->user);
+	snprintf(p->secret, sizeof(p->secret), "%s", u->passwd);
 	p->lun = u->lun;
 	p->own_tpg = -1;
 	iscsi_destroy_url(u);
@@ -253,6 +257,10 @@ static int path_open(struct path *p, const char *initiator, double timeout_s, ch
 	iscsi_set_targetname(p->iscsi, p->target);
 	iscsi_set_noautoreconnect(p->iscsi, 1);
 	iscsi_set_timeout(p->iscsi, (int)(timeout_s + 0.999));
+	if (p->user[0] && iscsi_set_initiator_username_pwd(p->iscsi, p->user, p->secret) != 0) {
+		snprintf(why, wl, "CHAP: %s", iscsi_get_error(p->iscsi));
+		goto err_close;
+	}
 	p->conn_done = 0;
 	if (iscsi_connect_async(p->iscsi, p->portal, conn_cb, p) != 0) {
 		snprintf(why, wl, "connect: %s", iscsi_get_error(p->iscsi));
