@@ -57,6 +57,8 @@ void ha_doc_free(struct ha_doc *d)
 	free(d->gateway_members);
 	free(d->targets_text);
 	free(d->chap_text);
+	free(d->delta_target);
+	free(d->delta_lun_json);
 	free(d);
 }
 
@@ -575,6 +577,18 @@ int ha_doc_config_equal(const struct ha_doc *d, const char *config_json, char *e
 	rc = strcmp(canon, d->config_text) == 0;
 	free(canon);
 	return rc;
+}
+
+static int next_generation(const struct ha_doc *d, struct ha_doc **out);
+
+int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out)
+{
+	return next_generation(d, out);
+}
+
+int ha_doc_finish_priv(struct ha_doc *d)
+{
+	return doc_finish(d);
 }
 
 /* A copy of d of the next generation, before its change and doc_finish. */

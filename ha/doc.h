@@ -80,6 +80,14 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	char *gateway_members;          /* members of "gateway", without the braces ("" none) */
 	char *targets_text;             /* the "targets" array ("[]" when absent) */
 	char *chap_text;                /* the "discovery_chap" object (NULL when absent) */
+	/*
+	 * Set when the document was made from generation - 1 by one LUN
+	 * change (ha_doc_with_lun): what isergwd needs to take it without
+	 * the whole configuration (ChangeLun of the control protocol).
+	 */
+	char *delta_target;             /* the target's IQN (NULL: no such delta) */
+	uint32_t delta_lun;
+	char *delta_lun_json;           /* the LUN's canonical text; NULL: removed */
 };
 
 /*
@@ -115,6 +123,24 @@ int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_
  */
 int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *moving_from,
 			const bool *live, struct ha_doc **out);
+/*
+ * d with LUN lun of target iqn added (lun_json: a JSON object without "lun"
+ * or with "lun" = lun) or removed (lun_json NULL or ""), generation + 1,
+ * without going through the whole configuration: the target's "luns" in the
+ * canonical text gets the LUN's canonical text appended (or loses it), and
+ * the new document records the change (delta_*). The LUN is checked as in a
+ * whole configuration: a device group of the cluster, isergwd's validator
+ * (messages "targets[T].luns[L].KEY: why"). -ENOENT: no such target (or LUN
+ * to remove); -EEXIST: the number is in use; -EINVAL; -EMSGSIZE: the
+ * document would be larger than HA_DOC_MAX; -EOPNOTSUPP: a LUN of the target
+ * has no "lun" (numbered by its place: the caller sends the whole
+ * configuration).
+ */
+int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		    struct ha_doc **out, char *err, size_t errlen);
+/* The lowest LUN number not used in target iqn: 0, or -ENOENT / -ENOSPC with err. */
+int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
+		    size_t errlen);
 /*
  * Whether config_json is d's configuration (the same canonical text): 1 yes,
  * 0 no, a negative errno when it is not JSON (-EINVAL, reason in err) or too

@@ -55,6 +55,10 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err);
 int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
 		  size_t errlen);
 
+/* doc.c's copy of d at generation + 1 (its text not built), and the text and digest built. */
+int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out);
+int ha_doc_finish_priv(struct ha_doc *d);
+
 /* ------------------------------------------------------- validation paths */
 
 struct ha_vctx {

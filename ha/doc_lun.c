@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One LUN added to or removed from a target of the cluster document without
+ * going through the whole configuration (doc.h, ha_doc_with_lun): the
+ * document keeps its configuration as canonical text, so the change is made
+ * in that text, next to the target's other LUNs, and only the LUN itself is
+ * parsed and validated. Canonical text (docs/ha-config.md) has no
+ * whitespace, keys sorted bytewise, strings escaped only where JSON requires:
+ * a short walker over it finds a target's members and its LUNs' numbers.
+ * The result is the text that canonicalising the whole changed configuration
+ * would give (unit.test_ha_doc checks both ways).
+ */
+#include "doc_priv.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/config.h"
+
+#define LUN_MAX 16384u                  /* isergwd's LUN numbers: 0..16383 */
+
+/* ------------------------------------------------------------ the walker */
+
+/* Past the string starting at s[i] ('"'). */
+static size_t skip_str(const char *s, size_t i)
+{
+	for (i++; s[i] && s[i] != '"'; i++)
+		if (s[i] == '\\' && s[i + 1])
+			i++;
+	return s[i] ? i + 1 : i;
+}
+
+/* Past the value starting at s[i]. */
+static size_t skip_val(const char *s, size_t i)
+{
+	int depth = 0;
+
+	if (s[i] == '"')
+		return skip_str(s, i);
+	if (s[i] != '{' && s[i] != '[') {
+		while (s[i] && s[i] != ',' && s[i] != '}' && s[i] != ']')
+			i++;
+		return i;
+	}
+	do {
+		if (s[i] == '"') {
+			i = skip_str(s, i);
+			continue;
+		}
+		if (s[i] == '{' || s[i] == '[')
+			depth++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--;
+		i++;
+	} while (depth > 0 && s[i]);
+	return i;
+}
+
+struct member {
+	size_t key, key_end;                    /* the key's text, quotes included */
+	size_t val, val_end;
+};
+
+/*
+ * The next member of the object whose members start at *i; false at its end
+ * (*i then at the '}') or on text that is not canonical.
+ */
+static bool next_member(const char *s, size_t *i, struct member *m)
+{
+	if (s[*i] == ',')
+		(*i)++;
+	if (s[*i] != '"')
+		return false;
+	m->key = *i;
+	m->key_end = skip_str(s, *i);
+	if (s[m->key_end] != ':')
+		return false;
+	m->val = m->key_end + 1;
+	m->val_end = skip_val(s, m->val);
+	*i = m->val_end;
+	return true;
+}
+
+static bool key_is(const char *s, const struct member *m, const char *key)
+{
+	size_t n = strlen(key);
+
+	return m->key_end - m->key == n + 2 && !memcmp(s + m->key + 1, key, n);
+}
+
+/* Where target iqn is in the targets array text s. */
+struct tpos {
+	size_t index;                           /* in targets[] */
+	size_t obj, obj_end;                    /* the target object */
+	bool has_luns;
+	size_t luns, luns_end;                  /* its "luns" array */
+	size_t luns_at;                         /* without one: where "luns" goes */
+};
+
+static int find_target(const char *s, const char *iqn, struct tpos *t, char *err, size_t errlen)
+{
+	struct ha_sbuf want;
+	size_t i = 1, wl;
+	char *w;
+	int rc;
+
+	ha_sb_init(&want);
+	ha_sb_put_jstr(&want, iqn, strlen(iqn));
+	w = ha_sb_take(&want, &wl, &rc);
+	if (!w)
+		return ha_set_err(err, errlen, rc, "out of memory");
+	rc = ha_set_err(err, errlen, -ENOENT, "no target %s", iqn);
+	if (s[0] != '[')
+		goto out;
+	for (t->index = 0; s[i] == '{'; t->index++) {
+		struct member m;
+		size_t j = i + 1;
+		bool match = false;
+
+		t->obj = i;
+		t->has_luns = false;
+		t->luns_at = 0;
+		while (next_member(s, &j, &m)) {
+			if (key_is(s, &m, "iqn"))
+				match = m.val_end - m.val == wl && !memcmp(s + m.val, w, wl);
+			if (key_is(s, &m, "luns")) {
+				t->has_luns = true;
+				t->luns = m.val;
+				t->luns_end = m.val_end;
+			}
+			/* keys are sorted: "luns" goes before the first key after it */
+			if (!t->luns_at && strncmp(s + m.key + 1, "luns\"", 5) > 0 &&
+			    !key_is(s, &m, "luns"))
+				t->luns_at = m.key;
+		}
+		if (s[j] != '}') {
+			rc = ha_set_err(err, errlen, -EINVAL, "targets[%zu]: not canonical text",
+					t->index);
+			goto out;
+		}
+		if (!t->luns_at)
+			t->luns_at = j;
+		t->obj_end = j + 1;
+		if (match) {
+			rc = 0;
+			goto out;
+		}
+		i = j + 1;
+		if (s[i] == ',')
+			i++;
+	}
+out:
+	free(w);
+	return rc;
+}
+
+/* A LUN's place in the array text s[a..a_end): its index and span (lun found), the count. */
+struct lpos {
+	bool found;
+	size_t index, el, el_end;
+	size_t count;
+};
+
+static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const struct tpos *t,
+		    char *err, size_t errlen)
+{
+	size_t i = a + 1;
+
+	memset(l, 0, sizeof(*l));
+	for (; s[i] == '{'; l->count++) {
+		struct member m;
+		size_t j = i + 1;
+		bool numbered = false;
+
+		while (next_member(s, &j, &m)) {
+			char *end;
+			unsigned long v;
+
+			if (!key_is(s, &m, "lun"))
+				continue;
+			numbered = true;
+			v = strtoul(s + m.val, &end, 10);
+			if (end == s + m.val_end && v == lun && !l->found) {
+				l->found = true;
+				l->index = l->count;
+				l->el = i;
+				l->el_end = j + 1;
+			}
+		}
+		if (s[j] != '}')
+			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: not canonical "
+					  "text", t->index, l->count);
+		if (!numbered)
+			return ha_set_err(err, errlen, -EOPNOTSUPP, "targets[%zu].luns[%zu]: no \"lun\" "
+					  "(numbered by its place): change the whole configuration",
+					  t->index, l->count);
+		i = j + 1;
+		if (s[i] == ',')
+			i++;
+	}
+	if (s[i] != ']')
+		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns: not canonical text",
+				  t->index);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the LUN */
+
+/* The LUN object's canonical text with "lun" = lun, checked as a whole configuration would. */
+static char *lun_canon(const struct ha_doc *d, const char *iqn, const struct tpos *t, size_t li,
+		       uint32_t lun, const char *json, char *err, size_t errlen)
+{
+	struct json_object *obj, *v;
+	struct gw_lun_cfg *lc = NULL;
+	const char *dg = "default";
+	char *canon = NULL;
+	int rc;
+
+	rc = ha_json_parse(json, "lun", &obj, err, errlen);
+	if (rc)
+		return NULL;
+	if (!json_object_is_type(obj, json_type_object)) {
+		ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: expected an object, got %s",
+			   t->index, li, json_type_to_name(json_object_get_type(obj)));
+		goto out;
+	}
+	if (json_object_object_get_ex(obj, "lun", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) != (int64_t)lun) {
+			ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: must be %u",
+				   t->index, li, lun);
+			goto out;
+		}
+	} else if (json_object_object_add(obj, "lun", json_object_new_int64(lun))) {
+		ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (json_object_object_get_ex(obj, "device_group", &v)) {
+		if (!json_object_is_type(v, json_type_string)) {
+			ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: expected "
+				   "a string", t->index, li);
+			goto out;
+		}
+		dg = json_object_get_string(v);
+	}
+	if (ha_doc_find_dg(d, dg) < 0) {
+		ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: '%s' is not "
+			   "a device group of the cluster", t->index, li, dg);
+		goto out;
+	}
+	/* isergwd's own validator, on this LUN */
+	lc = malloc(sizeof(*lc));
+	if (!lc) {
+		ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (gw_lun_parse(obj, iqn, t->index, li, lc, err, errlen))
+		goto out;
+	canon = ha_json_canon(obj, NULL, &rc);
+	if (!canon)
+		ha_set_err(err, errlen, rc, rc == -EINVAL ? "targets[%zu].luns[%zu]: a number that "
+			   "is not an integer" : "out of memory", t->index, li);
+out:
+	free(lc);
+	json_object_put(obj);
+	return canon;
+}
+
+/* ------------------------------------------------------------ changes */
+
+int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
+		    size_t errlen)
+{
+	const char *s = d && d->targets_text ? d->targets_text : "[]";
+	struct tpos t;
+	struct lpos l;
+	uint32_t n;
+	int rc;
+
+	rc = find_target(s, iqn, &t, err, errlen);
+	if (rc)
+		return rc;
+	for (n = 0; n < LUN_MAX; n++) {
+		if (!t.has_luns)
+			break;
+		rc = find_lun(s, t.luns, n, &l, &t, err, errlen);
+		if (rc)
+			return rc;
+		if (!l.found)
+			break;
+	}
+	if (n == LUN_MAX)
+		return ha_set_err(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
+	*lun = n;
+	return 0;
+}
+
+int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		    struct ha_doc **out, char *err, size_t errlen)
+{
+	const char *s = d && d->targets_text ? d->targets_text : "[]";
+	size_t sl = strlen(s), cl, tl, cut = 0, cut_end = 0, at = 0;
+	bool add = lun_json && lun_json[0];
+	struct ha_sbuf nt, nc;
+	struct ha_doc *n = NULL;
+	char *canon = NULL;
+	struct tpos t;
+	struct lpos l = { .found = false };
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	*out = NULL;
+	if (!d || !d->config_text)
+		return ha_set_err(err, errlen, -EINVAL, "no document");
+	rc = find_target(s, iqn, &t, err, errlen);
+	if (rc)
+		return rc;
+	if (t.has_luns) {
+		rc = find_lun(s, t.luns, lun, &l, &t, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (!add && !l.found)
+		return ha_set_err(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
+	if (add && l.found)
+		return ha_set_err(err, errlen, -EEXIST, "targets[%zu].luns[%zu].lun: LUN %u of %s "
+				  "exists already", t.index, l.index, lun, iqn);
+	if (add && lun >= LUN_MAX)
+		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range "
+				  "(0..%u)", t.index, l.count, lun, LUN_MAX - 1);
+	if (add) {
+		canon = lun_canon(d, iqn, &t, l.count, lun, lun_json, err, errlen);
+		if (!canon)
+			return err && err[0] == '\0' ? -ENOMEM : -EINVAL;
+	}
+	/* the configuration's text ends with its "targets" (the last key): ...,"targets":[...]} */
+	cl = strlen(d->config_text);
+	tl = sl;
+	if (cl < tl + 1 || memcmp(d->config_text + cl - tl - 1, s, tl) ||
+	    d->config_text[cl - 1] != '}') {
+		free(canon);
+		return ha_set_err(err, errlen, -EINVAL, "config: the targets are not its last key");
+	}
+
+	ha_sb_init(&nt);
+	if (add && t.has_luns) {
+		at = t.luns_end - 1;    /* the ']' */
+		ha_sb_putn(&nt, s, at);
+		if (l.count)
+			ha_sb_puts(&nt, ",");
+		ha_sb_puts(&nt, canon);
+		ha_sb_puts(&nt, s + at);
+	} else if (add) {
+		at = t.luns_at;
+		ha_sb_putn(&nt, s, at);
+		if (s[at] == '}' && at > t.obj + 1)
+			ha_sb_puts(&nt, ",");
+		ha_sb_puts(&nt, "\"luns\":[");
+		ha_sb_puts(&nt, canon);
+		ha_sb_puts(&nt, "]");
+		if (s[at] != '}')
+			ha_sb_puts(&nt, ",");
+		ha_sb_puts(&nt, s + at);
+	} else {
+		cut = l.el;
+		cut_end = l.el_end;
+		if (s[cut_end] == ',')
+			cut_end++;
+		else if (s[cut - 1] == ',')
+			cut--;
+		ha_sb_putn(&nt, s, cut);
+		ha_sb_puts(&nt, s + cut_end);
+	}
+	ha_sb_init(&nc);
+	ha_sb_putn(&nc, d->config_text, cl - tl - 1);
+	ha_sb_putn(&nc, nt.s ? nt.s : "", nt.len);
+	ha_sb_puts(&nc, "}");
+
+	rc = nt.err ? nt.err : nc.err;
+	if (!rc)
+		rc = ha_doc_next_priv(d, &n);
+	if (rc) {
+		ha_set_err(err, errlen, rc, "out of memory");
+		goto err_free;
+	}
+	free(n->targets_text);
+	free(n->config_text);
+	n->targets_text = ha_sb_take(&nt, NULL, NULL);
+	n->config_text = ha_sb_take(&nc, NULL, NULL);
+	n->delta_target = strdup(iqn);
+	n->delta_lun = lun;
+	n->delta_lun_json = canon;
+	canon = NULL;
+	if (!n->targets_text || !n->config_text || !n->delta_target) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_free;
+	}
+	if (add && !n->delta_lun_json) {
+		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		goto err_free;
+	}
+	rc = ha_doc_finish_priv(n);
+	if (rc) {
+		ha_set_err(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
+			   "the document would be larger than 1 MiB" : "out of memory");
+		goto err_free;
+	}
+	*out = n;
+	return 0;
+
+err_free:
+	ha_sb_free(&nt);
+	ha_sb_free(&nc);
+	free(canon);
+	ha_doc_free(n);
+	return rc;
+}
