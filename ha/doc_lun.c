@@ -165,7 +165,7 @@ struct lpos {
 };
 
 static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const struct tpos *t,
-		    char *err, size_t errlen)
+		    bool *used, char *err, size_t errlen)
 {
 	size_t i = a + 1;
 
@@ -183,6 +183,8 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 				continue;
 			numbered = true;
 			v = strtoul(s + m.val, &end, 10);
+			if (used && end == s + m.val_end && v < LUN_MAX)
+				used[v] = true;
 			if (end == s + m.val_end && v == lun && !l->found) {
 				l->found = true;
 				l->index = l->count;
@@ -276,20 +278,23 @@ int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char
 	const char *s = d && d->targets_text ? d->targets_text : "[]";
 	struct tpos t;
 	struct lpos l;
-	uint32_t n;
+	bool *used;
+	uint32_t n = 0;
 	int rc;
 
 	rc = find_target(s, iqn, &t, err, errlen);
 	if (rc)
 		return rc;
-	for (n = 0; n < LUN_MAX; n++) {
-		if (!t.has_luns)
-			break;
-		rc = find_lun(s, t.luns, n, &l, &t, err, errlen);
+	if (t.has_luns) {
+		used = calloc(LUN_MAX, sizeof(*used));
+		if (!used)
+			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = find_lun(s, t.luns, LUN_MAX, &l, &t, used, err, errlen);
+		while (!rc && n < LUN_MAX && used[n])
+			n++;
+		free(used);
 		if (rc)
 			return rc;
-		if (!l.found)
-			break;
 	}
 	if (n == LUN_MAX)
 		return ha_set_err(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
@@ -319,7 +324,7 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	if (rc)
 		return rc;
 	if (t.has_luns) {
-		rc = find_lun(s, t.luns, lun, &l, &t, err, errlen);
+		rc = find_lun(s, t.luns, lun, &l, &t, NULL, err, errlen);
 		if (rc)
 			return rc;
 	}
