@@ -28,6 +28,7 @@
 #define HA_PORTALS_MAX 16              /* per node */
 #define HA_DGS_MAX 256
 #define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
+#define HA_JOURNAL_FILE "cluster.journal" /* LUN changes after cluster.json, one a line */
 
 /*
  * ha_doc_render_node() puts "alua_lease": true into isergwd's configuration
@@ -187,6 +188,23 @@ void ha_doc_free(struct ha_doc *d);
 int ha_doc_save(const struct ha_doc *d, const char *dir);
 /* The same for a document's text (a copy of d->text: the saver thread, store.c). */
 int ha_doc_save_text(const char *text, size_t len, const char *dir);
+/*
+ * The journal: the LUN changes made after the document in HA_DOC_FILE, one
+ * line each, so that a generation made by one LUN change is made durable by
+ * appending a short line (and an fdatasync) instead of writing the whole
+ * document. ha_doc_journal_line: d's line (malloc'd, with its newline), NULL
+ * when d was not made by a LUN change (or no memory):
+ *   {"generation":G,"lun":{...the LUN...} or null (removed),"number":N,"target":"IQN"}
+ * ha_doc_journal_append: the lines appended to DIR/HA_JOURNAL_FILE, then
+ * fdatasync (and an fsync of DIR when the file is new). ha_doc_save_text
+ * removes the journal once the whole document is in place (its lines are
+ * then older than the document). ha_doc_load replays the journal's lines
+ * that follow the stored generation one by one (ha_doc_with_lun); it stops
+ * at the first line that does not (a torn last line after a crash: never
+ * answered Applied), logging why.
+ */
+char *ha_doc_journal_line(const struct ha_doc *d);
+int ha_doc_journal_append(const char *lines, size_t len, const char *dir);
 /*
  * -ENOENT when there is none; a corrupt file (not a valid document, larger
  * than HA_DOC_MAX, a NUL byte): -EBADMSG with the reason (the caller logs and

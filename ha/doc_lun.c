@@ -13,6 +13,7 @@
 #include "doc_priv.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,4 +423,19 @@ err_free:
 	free(canon);
 	ha_doc_free(n);
 	return rc;
+}
+
+char *ha_doc_journal_line(const struct ha_doc *d)
+{
+	struct ha_sbuf b;
+
+	if (!d || !d->delta_target)
+		return NULL;
+	ha_sb_init(&b);
+	ha_sb_printf(&b, "{\"generation\":%" PRIu64 ",\"lun\":", d->generation);
+	ha_sb_puts(&b, d->delta_lun_json ? d->delta_lun_json : "null");
+	ha_sb_printf(&b, ",\"number\":%u,\"target\":", d->delta_lun);
+	ha_sb_put_jstr(&b, d->delta_target, strlen(d->delta_target));
+	ha_sb_puts(&b, "}\n");
+	return ha_sb_take(&b, NULL, NULL);
 }
