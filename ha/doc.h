@@ -139,6 +139,12 @@ int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *mov
  */
 int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
 		    struct ha_doc **out, char *err, size_t errlen);
+/*
+ * The checks of ha_doc_with_lun alone, without making the document: 0 and,
+ * for an add, the LUN's canonical text in *canon (malloc'd, "lun" = lun).
+ */
+int ha_doc_lun_check(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		     char **canon, char *err, size_t errlen);
 /* The lowest LUN number not used in target iqn: 0, or -ENOENT / -ENOSPC with err. */
 int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
 		    size_t errlen);

@@ -303,6 +303,53 @@ int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char
 	return 0;
 }
 
+/* Where the change goes, and the LUN's canonical text (add): what both the check and the change need. */
+static int lun_prepare(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		       struct tpos *t, struct lpos *l, char **canon, char *err, size_t errlen)
+{
+	const char *s = d && d->targets_text ? d->targets_text : "[]";
+	bool add = lun_json && lun_json[0];
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	*canon = NULL;
+	memset(l, 0, sizeof(*l));
+	if (!d || !d->config_text)
+		return ha_set_err(err, errlen, -EINVAL, "no document");
+	rc = find_target(s, iqn, t, err, errlen);
+	if (rc)
+		return rc;
+	if (t->has_luns) {
+		rc = find_lun(s, t->luns, lun, l, t, NULL, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (!add && !l->found)
+		return ha_set_err(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
+	if (add && l->found)
+		return ha_set_err(err, errlen, -EEXIST, "targets[%zu].luns[%zu].lun: LUN %u of %s "
+				  "exists already", t->index, l->index, lun, iqn);
+	if (add && lun >= LUN_MAX)
+		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range "
+				  "(0..%u)", t->index, l->count, lun, LUN_MAX - 1);
+	if (add) {
+		*canon = lun_canon(d, iqn, t, l->count, lun, lun_json, err, errlen);
+		if (!*canon)
+			return err && err[0] == '\0' ? -ENOMEM : -EINVAL;
+	}
+	return 0;
+}
+
+int ha_doc_lun_check(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		     char **canon, char *err, size_t errlen)
+{
+	struct tpos t;
+	struct lpos l;
+
+	return lun_prepare(d, iqn, lun, lun_json, &t, &l, canon, err, errlen);
+}
+
 int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
 		    struct ha_doc **out, char *err, size_t errlen)
 {
@@ -313,35 +360,13 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	struct ha_doc *n = NULL;
 	char *canon = NULL;
 	struct tpos t;
-	struct lpos l = { .found = false };
+	struct lpos l;
 	int rc;
 
-	if (err && errlen)
-		err[0] = '\0';
 	*out = NULL;
-	if (!d || !d->config_text)
-		return ha_set_err(err, errlen, -EINVAL, "no document");
-	rc = find_target(s, iqn, &t, err, errlen);
+	rc = lun_prepare(d, iqn, lun, lun_json, &t, &l, &canon, err, errlen);
 	if (rc)
 		return rc;
-	if (t.has_luns) {
-		rc = find_lun(s, t.luns, lun, &l, &t, NULL, err, errlen);
-		if (rc)
-			return rc;
-	}
-	if (!add && !l.found)
-		return ha_set_err(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
-	if (add && l.found)
-		return ha_set_err(err, errlen, -EEXIST, "targets[%zu].luns[%zu].lun: LUN %u of %s "
-				  "exists already", t.index, l.index, lun, iqn);
-	if (add && lun >= LUN_MAX)
-		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range "
-				  "(0..%u)", t.index, l.count, lun, LUN_MAX - 1);
-	if (add) {
-		canon = lun_canon(d, iqn, &t, l.count, lun, lun_json, err, errlen);
-		if (!canon)
-			return err && err[0] == '\0' ? -ENOMEM : -EINVAL;
-	}
 	/* the configuration's text ends with its "targets" (the last key): ...,"targets":[...]} */
 	cl = strlen(d->config_text);
 	tl = sl;

@@ -1385,6 +1385,7 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 	Isergw__Ha__LunChange lc = ISERGW__HA__LUN_CHANGE__INIT;
 	bool add = lun_json && lun_json[0];
 	struct ha_doc *d = NULL;
+	char *cfg;
 	int64_t id;
 	int rc;
 
@@ -1399,31 +1400,37 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 			return rc;
 	}
 	/* checked here as every member checks it on delivery: a refused one never leaves */
-	rc = ha_doc_with_lun(sm->doc, iqn, *lun, add ? lun_json : NULL, &d, err, errlen);
-	if (rc == -EOPNOTSUPP || (!rc && sm->proto < 3)) {
-		/* the whole configuration it makes: numbered by place, or an older group */
-		char *cfg = rc ? NULL : ha_doc_config_json(d);
+	if (sm->proto >= 3) {
+		char *canon = NULL;
 
-		ha_doc_free(d);
-		if (rc)
-			return errf(err, errlen, rc, "target %s has LUNs numbered by their place: "
-				    "change the whole configuration", iqn);
-		if (!cfg)
-			return errf(err, errlen, -ENOMEM, "out of memory");
-		id = ha_sm_submit_config(sm, cfg, base_gen, err, errlen);
-		free(cfg);
-		return id;
+		rc = ha_doc_lun_check(sm->doc, iqn, *lun, add ? lun_json : NULL, &canon, err, errlen);
+		if (!rc) {
+			lc.target = (char *)(uintptr_t)iqn;
+			lc.lun = *lun;
+			lc.lun_json = canon ? canon : (char *)(uintptr_t)"";
+			c.base_generation = sm->doc->generation;
+			c.kind_case = ISERGW__HA__CHANGE__KIND_LUN;
+			c.lun = &lc;
+			id = submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
+			free(canon);
+			return id;
+		}
+		if (rc != -EOPNOTSUPP)
+			return rc;
 	}
+	/* the whole configuration it makes: an older group, or LUNs numbered by their place */
+	rc = ha_doc_with_lun(sm->doc, iqn, *lun, add ? lun_json : NULL, &d, err, errlen);
+	if (rc == -EOPNOTSUPP)
+		return errf(err, errlen, rc, "target %s has LUNs numbered by their place: change "
+			    "the whole configuration", iqn);
 	if (rc)
 		return rc;
-	lc.target = (char *)(uintptr_t)iqn;
-	lc.lun = *lun;
-	lc.lun_json = d->delta_lun_json ? d->delta_lun_json : (char *)(uintptr_t)"";
-	c.base_generation = sm->doc->generation;
-	c.kind_case = ISERGW__HA__CHANGE__KIND_LUN;
-	c.lun = &lc;
-	id = submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
+	cfg = ha_doc_config_json(d);
 	ha_doc_free(d);
+	if (!cfg)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	id = ha_sm_submit_config(sm, cfg, base_gen, err, errlen);
+	free(cfg);
 	return id;
 }
 

@@ -713,12 +713,19 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
 		rc = -EEXIST;
 		goto out;
 	}
-	luns = realloc(tc->luns, (tc->nluns + 1) * sizeof(*luns));
-	if (!luns) {
-		rc = -ENOMEM;
-		goto out;
+	if (tc->nluns + 1 > (tc->luns_cap > tc->nluns ? tc->luns_cap : tc->nluns)) {
+		/* doubled: LUNs added one at a time do not copy the array each time */
+		size_t cap = tc->nluns < 8 ? 16 : 2 * tc->nluns;
+
+		luns = realloc(tc->luns, cap * sizeof(*luns));
+		if (!luns) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		tc->luns = luns;
+		tc->luns_cap = cap;
 	}
-	tc->luns = luns;
+	luns = tc->luns;
 	rc = lun_open(gw, tc, lc, &b, &lu);
 	if (rc)
 		goto out;

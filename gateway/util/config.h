@@ -84,6 +84,7 @@ struct gw_target_cfg {
 	char alias[256];
 	struct gw_lun_cfg *luns;
 	size_t nluns;
+	size_t luns_cap;                /* room in luns (gw_lun_add); below nluns: nluns */
 	struct gw_acl_cfg *acls;        /* none: any initiator may log in */
 	size_t nacls;
 	struct gw_chap_cfg chap;        /* incoming CHAP: initiator authenticates to us */

@@ -18,7 +18,8 @@
  *     the agent adds or removes that LUN, checked as a whole configuration
  *     would be, and sends the cluster that change, not the configuration);
  *     If-Match is its base_generation, a base that moved on is tried again
- *     as above
+ *     as above; a target whose LUNs are numbered by their place (no "lun")
+ *     goes the way of the other writes
  *   PATCH of a node or a device group: (GetClusterStatus for If-Match),
  *     Drain or Move, then GetClusterStatus for the answer
  * A change every live member has not applied within --change-wait-ms is
@@ -539,6 +540,13 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 		GW_INFO(COMP, "%s: the cluster moved on meanwhile (%s): again",
 			rest_op_name(j->m.op), rep->error);
 		fail_call(j, change_lun(j));
+		return;
+	}
+	if (j->step == S_LUN && rep->status == -EOPNOTSUPP) {
+		/* the target has LUNs numbered by their place: the whole configuration, then */
+		GW_INFO(COMP, "%s: %s: read, change and apply the configuration",
+			rest_op_name(j->m.op), rep->error);
+		fail_call(j, get_config(j));
 		return;
 	}
 	if (j->step == S_LUN && rep->status) {
