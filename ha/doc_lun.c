@@ -174,7 +174,7 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 	for (; s[i] == '{'; l->count++) {
 		struct member m;
 		size_t j = i + 1;
-		bool numbered = false;
+		bool numbered = false, here = false;
 
 		while (next_member(s, &j, &m)) {
 			char *end;
@@ -186,16 +186,18 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 			v = strtoul(s + m.val, &end, 10);
 			if (used && end == s + m.val_end && v < LUN_MAX)
 				used[v] = true;
-			if (end == s + m.val_end && v == lun && !l->found) {
-				l->found = true;
-				l->index = l->count;
-				l->el = i;
-				l->el_end = j + 1;
-			}
+			if (end == s + m.val_end && v == lun && !l->found)
+				here = true;
 		}
 		if (s[j] != '}')
 			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: not canonical "
 					  "text", t->index, l->count);
+		if (here) {
+			l->found = true;
+			l->index = l->count;
+			l->el = i;
+			l->el_end = j + 1;
+		}
 		if (!numbered)
 			return ha_set_err(err, errlen, -EOPNOTSUPP, "targets[%zu].luns[%zu]: no \"lun\" "
 					  "(numbered by its place): change the whole configuration",
