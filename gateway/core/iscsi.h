@@ -228,6 +228,8 @@ int gw_reload(struct gw *gw, struct gw_config *cfg);
  */
 int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc);
 int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun);
+/* Whether target iqn has LUN lun open (false for no such target). */
+bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun);
 /* Ask every session to log out, wait up to grace_ms, drop the rest, flush, stop. */
 void gw_shutdown(struct gw *gw, unsigned int grace_ms);
 void gw_destroy(struct gw *gw);

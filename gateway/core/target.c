@@ -688,6 +688,20 @@ static struct gw_target *target_by_iqn(struct gw *gw, const char *iqn)
 	return NULL;
 }
 
+bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun)
+{
+	struct gw_target *t;
+	bool yes;
+
+	if (lun >= GW_MAX_LUNS)
+		return false;
+	pthread_mutex_lock(&gw->sess_lock);
+	t = target_by_iqn(gw, iqn);
+	yes = t && t->luns[lun];
+	pthread_mutex_unlock(&gw->sess_lock);
+	return yes;
+}
+
 int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
 {
 	char logpath[PATH_MAX];
@@ -709,7 +723,8 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
 	}
 	/* the target's configuration is an element of gw->cfg, which this daemon owns */
 	tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
-	if (t->luns[lc->lun] || find_lun(tc, lc->lun)) {
+	/* an LU in the table: the configuration lists it (one that failed to open is not there) */
+	if (t->luns[lc->lun]) {
 		rc = -EEXIST;
 		goto out;
 	}

@@ -228,7 +228,12 @@ static int change_lun(struct gw_ctl *ctl, const Isergw__Ctl__ChangeLun *cl, bool
 		snprintf(why, len, "no target %s in the configuration", cl->target);
 		return -ENOENT;
 	}
-	li = doc_lun(luns, cl->lun);
+	/*
+	 * An add needs no walk over the LUNs: the gateway knows whether the
+	 * number is taken (its LU table), and the new LUN goes last. Only a
+	 * number in use (is it this epoch's own add?) and a removal look.
+	 */
+	li = add && !gw_lun_exists(ctl->gw, cl->target, cl->lun) ? -1 : doc_lun(luns, cl->lun);
 	if (li == -2) {
 		snprintf(why, len, "targets[%d].luns: a LUN without \"lun\" (numbered by its place): "
 			 "apply the whole configuration instead", ti);
