@@ -252,7 +252,7 @@ api_case config-block-size-1000 config "$R: .*targets\[0\]\.luns\[1\]\.block_siz
 api_case move-to-unknown-node move "$R: no node 'n9' in the cluster configuration" dg1 n9 "'n9'"
 api_case lun-garbled lun "$R: lun: line 1 column" "$BED_HA_IQN" '{"path": "/tmp/x.img", "size" 1M' 'lun: line 1'
 api_case lun-block-size-1000 lun "$R: targets\[0\]\.luns\[[0-9]+\]\.block_size: 1000" "$BED_HA_IQN" \
-	'{"path": "/tmp/x.img", "block_size": 1000}' 'block_size: 1000'
+	'{"path": "/tmp/x.img", "block_size": 1000, "device_group": "dg1"}' 'block_size: 1000'
 api_case drain-unknown-node drain "$R: no node 'n9' in the cluster configuration" n9 "'n9'"
 
 n=$(reader_fails "$START")
