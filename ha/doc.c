@@ -59,6 +59,7 @@ void ha_doc_free(struct ha_doc *d)
 	free(d->chap_text);
 	free(d->delta_target);
 	free(d->delta_lun_json);
+	ha_doc_lun_idx_free(d->lun_idx);
 	free(d);
 }
 

@@ -89,6 +89,7 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	char *delta_target;             /* the target's IQN (NULL: no such delta) */
 	uint32_t delta_lun;
 	char *delta_lun_json;           /* the LUN's canonical text; NULL: removed */
+	struct ha_lun_idx *lun_idx;     /* private (doc_lun.c): for the next LUN added */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,23 @@
 
 /* ------------------------------------------------------------ the walker */
 
-/* Past the string starting at s[i] ('"'). */
+/* Past the string starting at s[i] ('"'); strchr finds the quotes (most of the text is strings). */
 static size_t skip_str(const char *s, size_t i)
 {
-	for (i++; s[i] && s[i] != '"'; i++)
-		if (s[i] == '\\' && s[i + 1])
-			i++;
-	return s[i] ? i + 1 : i;
+	const char *q = s + i + 1;
+
+	for (;;) {
+		size_t bs = 0;
+
+		q = strchr(q, '"');
+		if (!q)
+			return i + 1 + strlen(s + i + 1);
+		while (q - bs > s + i + 1 && q[-(ptrdiff_t)bs - 1] == '\\')
+			bs++;
+		if (!(bs & 1))
+			return (size_t)(q - s) + 1;
+		q++;
+	}
 }
 
 /* Past the value starting at s[i]. */
@@ -46,18 +57,21 @@ static size_t skip_val(const char *s, size_t i)
 			i++;
 		return i;
 	}
-	do {
-		if (s[i] == '"') {
+	for (;;) {
+		char c = s[i];
+
+		if (!c)
+			return i;
+		if (c == '"') {
 			i = skip_str(s, i);
 			continue;
 		}
-		if (s[i] == '{' || s[i] == '[')
+		if (c == '{' || c == '[')
 			depth++;
-		else if (s[i] == '}' || s[i] == ']')
-			depth--;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return i + 1;
 		i++;
-	} while (depth > 0 && s[i]);
-	return i;
+	}
 }
 
 struct member {
@@ -172,37 +186,36 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 
 	memset(l, 0, sizeof(*l));
 	for (; s[i] == '{'; l->count++) {
-		struct member m;
-		size_t j = i + 1;
-		bool numbered = false, here = false;
+		/*
+		 * A LUN object is flat (isergwd refuses any other key), and in
+		 * canonical text a quote inside a string is escaped: "lun": is
+		 * its key, nothing else.
+		 */
+		size_t j = skip_val(s, i);
+		const char *k = memmem(s + i, j - i, "\"lun\":", 6);
+		char *end;
+		unsigned long v;
 
-		while (next_member(s, &j, &m)) {
-			char *end;
-			unsigned long v;
-
-			if (!key_is(s, &m, "lun"))
-				continue;
-			numbered = true;
-			v = strtoul(s + m.val, &end, 10);
-			if (used && end == s + m.val_end && v < LUN_MAX)
-				used[v] = true;
-			if (end == s + m.val_end && v == lun && !l->found)
-				here = true;
-		}
-		if (s[j] != '}')
+		if (j <= i + 1 || s[j - 1] != '}')
 			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: not canonical "
 					  "text", t->index, l->count);
-		if (here) {
-			l->found = true;
-			l->index = l->count;
-			l->el = i;
-			l->el_end = j + 1;
-		}
-		if (!numbered)
+		if (!k)
 			return ha_set_err(err, errlen, -EOPNOTSUPP, "targets[%zu].luns[%zu]: no \"lun\" "
 					  "(numbered by its place): change the whole configuration",
 					  t->index, l->count);
-		i = j + 1;
+		v = strtoul(k + 6, &end, 10);
+		if (end == k + 6 || (*end != ',' && *end != '}'))
+			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: not a "
+					  "number", t->index, l->count);
+		if (used && v < LUN_MAX)
+			used[v] = true;
+		if (v == lun && !l->found) {
+			l->found = true;
+			l->index = l->count;
+			l->el = i;
+			l->el_end = j;
+		}
+		i = j;
 		if (s[i] == ',')
 			i++;
 	}
@@ -306,26 +319,69 @@ int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char
 }
 
 /* Where the change goes, and the LUN's canonical text (add): what both the check and the change need. */
+/*
+ * What a LUN added to a target leaves for the next one (ha_doc's lun_idx):
+ * where its LUNs end and which numbers they use, so that LUNs added one
+ * after the other to one target do not walk over all of them each time.
+ */
+struct ha_lun_idx {
+	char *iqn;
+	size_t tindex;                          /* the target's index in targets[] */
+	size_t luns_end;                        /* just past its "luns" array's ']' */
+	size_t count;
+	uint8_t used[LUN_MAX / 8];
+};
+
+void ha_doc_lun_idx_free(struct ha_lun_idx *x)
+{
+	if (x)
+		free(x->iqn);
+	free(x);
+}
+
+static bool idx_used(const struct ha_lun_idx *x, uint32_t lun)
+{
+	return lun < LUN_MAX && (x->used[lun / 8] >> (lun % 8) & 1);
+}
+
+/*
+ * Where the change goes, and the LUN's canonical text (add): what both the
+ * check and the change need. *used (may be NULL): the numbers in use, when
+ * the LUNs were walked (not when d's index said it all).
+ */
 static int lun_prepare(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
-		       struct tpos *t, struct lpos *l, char **canon, char *err, size_t errlen)
+		       struct tpos *t, struct lpos *l, char **canon, bool *used, bool *walked,
+		       char *err, size_t errlen)
 {
 	const char *s = d && d->targets_text ? d->targets_text : "[]";
+	const struct ha_lun_idx *x = d ? d->lun_idx : NULL;
 	bool add = lun_json && lun_json[0];
 	int rc;
 
 	if (err && errlen)
 		err[0] = '\0';
 	*canon = NULL;
+	*walked = false;
 	memset(l, 0, sizeof(*l));
 	if (!d || !d->config_text)
 		return ha_set_err(err, errlen, -EINVAL, "no document");
-	rc = find_target(s, iqn, t, err, errlen);
-	if (rc)
-		return rc;
-	if (t->has_luns) {
-		rc = find_lun(s, t->luns, lun, l, t, NULL, err, errlen);
+	if (add && x && !strcmp(x->iqn, iqn) && !idx_used(x, lun) && lun < LUN_MAX) {
+		/* the LUN before this one went to the same target: its index says it all */
+		memset(t, 0, sizeof(*t));
+		t->index = x->tindex;
+		t->has_luns = true;
+		t->luns_end = x->luns_end;
+		l->count = x->count;
+	} else {
+		rc = find_target(s, iqn, t, err, errlen);
 		if (rc)
 			return rc;
+		if (t->has_luns) {
+			rc = find_lun(s, t->luns, lun, l, t, used, err, errlen);
+			if (rc)
+				return rc;
+		}
+		*walked = true;
 	}
 	if (!add && !l->found)
 		return ha_set_err(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
@@ -348,8 +404,9 @@ int ha_doc_lun_check(const struct ha_doc *d, const char *iqn, uint32_t lun, cons
 {
 	struct tpos t;
 	struct lpos l;
+	bool walked;
 
-	return lun_prepare(d, iqn, lun, lun_json, &t, &l, canon, err, errlen);
+	return lun_prepare(d, iqn, lun, lun_json, &t, &l, canon, NULL, &walked, err, errlen);
 }
 
 int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
@@ -365,10 +422,49 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	struct lpos l;
 	int rc;
 
+	bool *used = NULL, walked;
+	struct ha_lun_idx *x = NULL;
+
 	*out = NULL;
-	rc = lun_prepare(d, iqn, lun, lun_json, &t, &l, &canon, err, errlen);
-	if (rc)
+	if (add && !(d && d->lun_idx && !strcmp(d->lun_idx->iqn, iqn))) {
+		used = calloc(LUN_MAX, sizeof(*used));
+		if (!used)
+			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+	}
+	rc = lun_prepare(d, iqn, lun, lun_json, &t, &l, &canon, used, &walked, err, errlen);
+	if (rc) {
+		free(used);
 		return rc;
+	}
+	/* the index the next LUN added to this target starts from */
+	if (add) {
+		x = calloc(1, sizeof(*x));
+		if (x && walked && used) {
+			for (uint32_t k = 0; k < LUN_MAX; k++)
+				if (used[k])
+					x->used[k / 8] |= (uint8_t)(1u << (k % 8));
+		} else if (x && !walked) {
+			memcpy(x->used, d->lun_idx->used, sizeof(x->used));
+		} else if (x) {
+			/* walked without the numbers (should not happen): no index */
+			free(x);
+			x = NULL;
+		}
+		if (x) {
+			x->iqn = strdup(iqn);
+			x->tindex = t.index;
+			x->count = l.count + 1;
+			x->used[lun / 8] |= (uint8_t)(1u << (lun % 8));
+			x->luns_end = t.has_luns ? t.luns_end + (l.count ? 1 : 0) + strlen(canon) :
+				      t.luns_at + strlen("\"luns\":[") + strlen(canon) + 1 +
+				      (s[t.luns_at] == '}' && t.luns_at > t.obj + 1 ? 1 : 0);
+			if (!x->iqn) {
+				free(x);
+				x = NULL;
+			}
+		}
+	}
+	free(used);
 	/* the configuration's text ends with its "targets" (the last key): ...,"targets":[...]} */
 	cl = strlen(d->config_text);
 	tl = sl;
@@ -427,6 +523,8 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	n->delta_lun = lun;
 	n->delta_lun_json = canon;
 	canon = NULL;
+	n->lun_idx = x;
+	x = NULL;
 	if (!n->targets_text || !n->config_text || !n->delta_target) {
 		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
 		goto err_free;
@@ -448,6 +546,7 @@ err_free:
 	ha_sb_free(&nt);
 	ha_sb_free(&nc);
 	free(canon);
+	ha_doc_lun_idx_free(x);
 	ha_doc_free(n);
 	return rc;
 }

@@ -58,6 +58,8 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 /* doc.c's copy of d at generation + 1 (its text not built), and the text and digest built. */
 int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out);
 int ha_doc_finish_priv(struct ha_doc *d);
+/* doc_lun.c's index of a document made by a LUN added (NULL: none). */
+void ha_doc_lun_idx_free(struct ha_lun_idx *x);
 
 /* ------------------------------------------------------- validation paths */
 

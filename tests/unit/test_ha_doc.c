@@ -1184,6 +1184,36 @@ static void test_with_lun(void **state)
 	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/dev/z\"}", &n, err, sizeof(err)), 0);
 	check_lun_change(n, TQ, 0, "", CFG_LUNS(",\"luns\":[{\"lun\":1,\"path\":\"/dev/z\"}]"));
 	check_lun_change(n, TQ, 1, "", CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	/* one after the other (the second from the index the first left), then back to a walk */
+	{
+		struct ha_doc *a = NULL, *b = NULL, *c = NULL;
+
+		assert_int_equal(ha_doc_with_lun(e, "iqn.2026-11.org.example:z", 4,
+						 "{\"path\":\"/dev/4\"}", &a, err, sizeof(err)), 0);
+		assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 4,
+						 "{\"path\":\"/dev/4\"}", &b, err, sizeof(err)), -EEXIST);
+		check_lun_change(a, "iqn.2026-11.org.example:z", 2, "{\"path\":\"/dev/2\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\"},{\"iqn\":\"iqn.2026-11.org.example:z\",\"luns\":[{\"lun\":4,"
+				 "\"path\":\"/dev/4\"},{\"lun\":2,\"path\":\"/dev/2\"}]}]}");
+		assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 2,
+						 "{\"path\":\"/dev/2\"}", &b, err, sizeof(err)), 0);
+		assert_int_equal(ha_doc_with_lun(b, TQ, 9, "{\"path\":\"/dev/9\"}", &c, err,
+						 sizeof(err)), 0);
+		ha_doc_free(a);
+		check_lun_change(c, "iqn.2026-11.org.example:z", 3, "{\"path\":\"/dev/3\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\",\"luns\":[{\"lun\":9,\"path\":\"/dev/9\"}]},{\"iqn\":\"iqn.2026-11."
+				 "org.example:z\",\"luns\":[{\"lun\":4,\"path\":\"/dev/4\"},{\"lun\":2,"
+				 "\"path\":\"/dev/2\"},{\"lun\":3,\"path\":\"/dev/3\"}]}]}");
+		check_lun_change(c, TQ, 10, "{\"path\":\"/dev/10\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\",\"luns\":[{\"lun\":9,\"path\":\"/dev/9\"},{\"lun\":10,\"path\":"
+				 "\"/dev/10\"}]},{\"iqn\":\"iqn.2026-11.org.example:z\",\"luns\":[{\"lun\":4,"
+				 "\"path\":\"/dev/4\"},{\"lun\":2,\"path\":\"/dev/2\"}]}]}");
+		ha_doc_free(b);
+		ha_doc_free(c);
+	}
 	/* the lowest free number */
 	assert_int_equal(ha_doc_lun_free(n, TQ, &lun, err, sizeof(err)), 0);
 	assert_int_equal(lun, 2);
