@@ -288,35 +288,6 @@ out:
 
 /* ------------------------------------------------------------ changes */
 
-int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
-		    size_t errlen)
-{
-	const char *s = d && d->targets_text ? d->targets_text : "[]";
-	struct tpos t;
-	struct lpos l;
-	bool *used;
-	uint32_t n = 0;
-	int rc;
-
-	rc = find_target(s, iqn, &t, err, errlen);
-	if (rc)
-		return rc;
-	if (t.has_luns) {
-		used = calloc(LUN_MAX, sizeof(*used));
-		if (!used)
-			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
-		rc = find_lun(s, t.luns, LUN_MAX, &l, &t, used, err, errlen);
-		while (!rc && n < LUN_MAX && used[n])
-			n++;
-		free(used);
-		if (rc)
-			return rc;
-	}
-	if (n == LUN_MAX)
-		return ha_set_err(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
-	*lun = n;
-	return 0;
-}
 
 /* Where the change goes, and the LUN's canonical text (add): what both the check and the change need. */
 /*
@@ -396,6 +367,43 @@ static int lun_prepare(const struct ha_doc *d, const char *iqn, uint32_t lun, co
 		if (!*canon)
 			return err && err[0] == '\0' ? -ENOMEM : -EINVAL;
 	}
+	return 0;
+}
+
+int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
+		    size_t errlen)
+{
+	const char *s = d && d->targets_text ? d->targets_text : "[]";
+	struct tpos t;
+	struct lpos l;
+	bool *used;
+	uint32_t n = 0;
+	int rc;
+
+	if (d && d->lun_idx && !strcmp(d->lun_idx->iqn, iqn)) {
+		/* the index the last LUN added to this target left */
+		while (n < LUN_MAX && idx_used(d->lun_idx, n))
+			n++;
+		goto out;
+	}
+	rc = find_target(s, iqn, &t, err, errlen);
+	if (rc)
+		return rc;
+	if (t.has_luns) {
+		used = calloc(LUN_MAX, sizeof(*used));
+		if (!used)
+			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = find_lun(s, t.luns, LUN_MAX, &l, &t, used, err, errlen);
+		while (!rc && n < LUN_MAX && used[n])
+			n++;
+		free(used);
+		if (rc)
+			return rc;
+	}
+out:
+	if (n == LUN_MAX)
+		return ha_set_err(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
+	*lun = n;
 	return 0;
 }
 

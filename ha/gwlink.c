@@ -9,6 +9,11 @@
  * already right. Lease renewals and step-downs go on the same connection;
  * the hosts' SET TARGET PORT GROUPS come back as events and become moves.
  *
+ * A generation made by one LUN change from the one isergwd holds goes as
+ * that change alone (ChangeLun, epoch = generation: the LUN opened or
+ * closed, nothing reloaded, no ALUA map since the map did not change); any
+ * other, or a ChangeLun isergwd refuses, as the whole configuration.
+ *
  * Replies come in request order: a FIFO of what was sent says what each one
  * answers. Disconnected, the link tries again every 200 ms, and at once when
  * the socket file appears (inotify on its directory: a restarted isergwd is
