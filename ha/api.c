@@ -43,6 +43,7 @@ struct api_client {
 	uint64_t gen;
 	uint64_t deadline_ms;
 	uint32_t timeout_ms;
+	uint32_t lun;                   /* ChangeLun: the LUN added or removed */
 	char name[64];
 	struct list_head link;
 };
@@ -364,6 +365,7 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 	cr.pending = pend;
 	cr.n_pending = np;
 	cr.changed = changed;
+	cr.lun = c->lun;
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CHANGE;
 	rep.change = &cr;
 	if (timed_out && np) {
@@ -397,6 +399,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 	uint32_t timeout = 0;
 	int64_t id;
 
+	c->lun = 0;
 	switch (req->op_case) {
 	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
 		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", c->name,
@@ -405,6 +408,18 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 					 req->apply_config->base_generation, err, sizeof(err));
 		timeout = req->apply_config->timeout_ms;
 		break;
+	case ISERGW__HA__API_REQUEST__OP_CHANGE_LUN: {
+		const Isergw__Ha__ChangeLun *cl = req->change_lun;
+
+		c->lun = cl->lun;
+		GW_INFO(COMP, "%s: %s LUN %s%" PRIu32 " of %s", c->name,
+			cl->lun_json[0] ? "add" : "remove", cl->has_lun ? "" : "(the lowest free) ",
+			cl->has_lun ? cl->lun : 0, cl->target);
+		id = ha_sm_submit_lun(sm, cl->target, cl->has_lun || !cl->lun_json[0], &c->lun,
+				      cl->lun_json, cl->base_generation, err, sizeof(err));
+		timeout = cl->timeout_ms;
+		break;
+	}
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
 		GW_NOTICE(COMP, "%s: %s node %s", c->name, req->drain->undrain ? "undrain" : "drain",
 			  req->drain->node);
@@ -530,6 +545,7 @@ static void handle(struct api_client *c, const uint8_t *buf, size_t len)
 		op_config(c);
 		break;
 	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
+	case ISERGW__HA__API_REQUEST__OP_CHANGE_LUN:
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
 	case ISERGW__HA__API_REQUEST__OP_MOVE:
 		op_change(c, req);

@@ -123,6 +123,18 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 			if ((rc = name_ok(c->placement->live[i], "change.placement.live", err, errlen)))
 				return rc;
 		return 0;
+	case ISERGW__HA__CHANGE__KIND_LUN:
+		if (!c->lun->target[0] || strlen(c->lun->target) > 223)
+			return bad(err, errlen, -EINVAL, "change.lun.target: %zu bytes (1..223)",
+				   strlen(c->lun->target));
+		for (const char *p = c->lun->target; *p; p++)
+			if ((unsigned char)*p <= 0x20 || (unsigned char)*p > 0x7e)
+				return bad(err, errlen, -EINVAL, "change.lun.target: not an iSCSI name");
+		if (c->lun->lun >= 16384)
+			return bad(err, errlen, -EINVAL, "change.lun.lun: %u (0..16383)", c->lun->lun);
+		if (c->lun->lun_json[0] && c->lun->lun_json[0] != '{')
+			return bad(err, errlen, -EINVAL, "change.lun.lun_json: not a JSON object");
+		return 0;
 	default:
 		return bad(err, errlen, -EINVAL, "change: no kind (or an unknown one: %d)",
 			   (int)c->kind_case);
@@ -162,7 +174,11 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 			rc = bad(err, errlen, -EINVAL, "state: empty document or generation 0");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
-		rc = check_change(m->change, err, errlen);
+		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_LUN && m->version < 3)
+			rc = bad(err, errlen, -EINVAL, "change.lun: in a protocol %u message",
+				 m->version);
+		else
+			rc = check_change(m->change, err, errlen);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
 		if (m->applied->status > 0 || m->applied->status < -4095)

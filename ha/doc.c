@@ -57,6 +57,9 @@ void ha_doc_free(struct ha_doc *d)
 	free(d->gateway_members);
 	free(d->targets_text);
 	free(d->chap_text);
+	free(d->delta_target);
+	free(d->delta_lun_json);
+	ha_doc_lun_idx_free(d->lun_idx);
 	free(d);
 }
 
@@ -577,6 +580,18 @@ int ha_doc_config_equal(const struct ha_doc *d, const char *config_json, char *e
 	return rc;
 }
 
+static int next_generation(const struct ha_doc *d, struct ha_doc **out);
+
+int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out)
+{
+	return next_generation(d, out);
+}
+
+int ha_doc_finish_priv(struct ha_doc *d)
+{
+	return doc_finish(d);
+}
+
 /* A copy of d of the next generation, before its change and doc_finish. */
 static int next_generation(const struct ha_doc *d, struct ha_doc **out)
 {
@@ -922,6 +937,10 @@ int ha_doc_save_text(const char *text, size_t len, const char *dir)
 		rc = -errno;
 	if (rc)
 		goto err_unlink_tmp;
+	/* the journal's changes are in the document now: gone with the same directory sync */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", dir, HA_JOURNAL_FILE) < sizeof(tmp) &&
+	    unlink(tmp) < 0 && errno != ENOENT)
+		return -errno;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
@@ -999,6 +1018,109 @@ err_close:
 	return rc;
 }
 
+int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
+{
+	char path[4096];
+	bool created = false;
+	int fd, dfd, rc;
+
+	if (!lines || !dir)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		created = true;
+	}
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, lines, len);
+	if (!rc && fdatasync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc || !created)
+		return rc;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	rc = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return rc;
+}
+
+/* The journal's lines that follow d, applied in order (d replaced); the first that does not is logged. */
+static void journal_replay(const char *dir, struct ha_doc **d)
+{
+	char path[4096], why[ERR_MAX] = "";
+	char *text = NULL, *line, *next;
+	unsigned int applied = 0, line_no = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path))
+		return;
+	if (access(path, F_OK) < 0)
+		return;
+	if (read_doc_file(path, &text, why, sizeof(why))) {
+		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
+		return;
+	}
+	for (line = text; line && *line; line = next) {
+		struct json_object *o = NULL, *g, *l, *n, *t;
+		struct ha_doc *nd = NULL;
+		const char *lun_json = NULL;
+		int rc;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line_no++;
+		o = json_tokener_parse(line);
+		if (!o || !json_object_object_get_ex(o, "generation", &g) ||
+		    !json_object_object_get_ex(o, "lun", &l) ||
+		    !json_object_object_get_ex(o, "number", &n) ||
+		    !json_object_object_get_ex(o, "target", &t) ||
+		    !json_object_is_type(t, json_type_string) || !json_object_is_type(n, json_type_int)) {
+			snprintf(why, sizeof(why), "line %u: not a journal line", line_no);
+			json_object_put(o);
+			break;
+		}
+		if ((uint64_t)json_object_get_int64(g) <= (*d)->generation) {
+			json_object_put(o);
+			continue; /* in the document already */
+		}
+		if ((uint64_t)json_object_get_int64(g) != (*d)->generation + 1) {
+			snprintf(why, sizeof(why), "line %u: generation %" PRId64 " does not follow %"
+				 PRIu64, line_no, json_object_get_int64(g), (*d)->generation);
+			json_object_put(o);
+			break;
+		}
+		if (l && !json_object_is_type(l, json_type_null))
+			lun_json = json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN);
+		rc = ha_doc_with_lun(*d, json_object_get_string(t), (uint32_t)json_object_get_int64(n),
+				     lun_json, &nd, why, sizeof(why));
+		json_object_put(o);
+		if (rc) {
+			char line_why[ERR_MAX];
+
+			snprintf(line_why, sizeof(line_why), "line %u: %s", line_no, why);
+			snprintf(why, sizeof(why), "%s", line_why);
+			break;
+		}
+		ha_doc_free(*d);
+		*d = nd;
+		applied++;
+		why[0] = '\0';
+	}
+	if (why[0])
+		GW_WARN(HA_DOC_COMP, "%s: replay stopped at %s (generation %" PRIu64 " kept)", path, why,
+			(*d)->generation);
+	if (applied)
+		GW_NOTICE(HA_DOC_COMP, "%s: %u LUN change(s) replayed: generation %" PRIu64, path,
+			  applied, (*d)->generation);
+	free(text);
+}
+
 int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
 {
 	char path[4096], why[ERR_MAX];
@@ -1021,5 +1143,6 @@ int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
 		return ha_set_err(err, errlen, rc, "%s: out of memory", path);
 	if (rc)
 		return ha_set_err(err, errlen, -EBADMSG, "%s: %s", path, why);
+	journal_replay(dir, out);
 	return 0;
 }

@@ -28,6 +28,7 @@
 #define HA_PORTALS_MAX 16              /* per node */
 #define HA_DGS_MAX 256
 #define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
+#define HA_JOURNAL_FILE "cluster.journal" /* LUN changes after cluster.json, one a line */
 
 /*
  * ha_doc_render_node() puts "alua_lease": true into isergwd's configuration
@@ -80,6 +81,15 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	char *gateway_members;          /* members of "gateway", without the braces ("" none) */
 	char *targets_text;             /* the "targets" array ("[]" when absent) */
 	char *chap_text;                /* the "discovery_chap" object (NULL when absent) */
+	/*
+	 * Set when the document was made from generation - 1 by one LUN
+	 * change (ha_doc_with_lun): what isergwd needs to take it without
+	 * the whole configuration (ChangeLun of the control protocol).
+	 */
+	char *delta_target;             /* the target's IQN (NULL: no such delta) */
+	uint32_t delta_lun;
+	char *delta_lun_json;           /* the LUN's canonical text; NULL: removed */
+	struct ha_lun_idx *lun_idx;     /* private (doc_lun.c): for the next LUN added */
 };
 
 /*
@@ -115,6 +125,30 @@ int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_
  */
 int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *moving_from,
 			const bool *live, struct ha_doc **out);
+/*
+ * d with LUN lun of target iqn added (lun_json: a JSON object without "lun"
+ * or with "lun" = lun) or removed (lun_json NULL or ""), generation + 1,
+ * without going through the whole configuration: the target's "luns" in the
+ * canonical text gets the LUN's canonical text appended (or loses it), and
+ * the new document records the change (delta_*). The LUN is checked as in a
+ * whole configuration: a device group of the cluster, isergwd's validator
+ * (messages "targets[T].luns[L].KEY: why"). -ENOENT: no such target (or LUN
+ * to remove); -EEXIST: the number is in use; -EINVAL; -EMSGSIZE: the
+ * document would be larger than HA_DOC_MAX; -EOPNOTSUPP: a LUN of the target
+ * has no "lun" (numbered by its place: the caller sends the whole
+ * configuration).
+ */
+int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		    struct ha_doc **out, char *err, size_t errlen);
+/*
+ * The checks of ha_doc_with_lun alone, without making the document: 0 and,
+ * for an add, the LUN's canonical text in *canon (malloc'd, "lun" = lun).
+ */
+int ha_doc_lun_check(const struct ha_doc *d, const char *iqn, uint32_t lun, const char *lun_json,
+		     char **canon, char *err, size_t errlen);
+/* The lowest LUN number not used in target iqn: 0, or -ENOENT / -ENOSPC with err. */
+int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char *err,
+		    size_t errlen);
 /*
  * Whether config_json is d's configuration (the same canonical text): 1 yes,
  * 0 no, a negative errno when it is not JSON (-EINVAL, reason in err) or too
@@ -161,6 +195,23 @@ void ha_doc_free(struct ha_doc *d);
 int ha_doc_save(const struct ha_doc *d, const char *dir);
 /* The same for a document's text (a copy of d->text: the saver thread, store.c). */
 int ha_doc_save_text(const char *text, size_t len, const char *dir);
+/*
+ * The journal: the LUN changes made after the document in HA_DOC_FILE, one
+ * line each, so that a generation made by one LUN change is made durable by
+ * appending a short line (and an fdatasync) instead of writing the whole
+ * document. ha_doc_journal_line: d's line (malloc'd, with its newline), NULL
+ * when d was not made by a LUN change (or no memory):
+ *   {"generation":G,"lun":{...the LUN...} or null (removed),"number":N,"target":"IQN"}
+ * ha_doc_journal_append: the lines appended to DIR/HA_JOURNAL_FILE, then
+ * fdatasync (and an fsync of DIR when the file is new). ha_doc_save_text
+ * removes the journal once the whole document is in place (its lines are
+ * then older than the document). ha_doc_load replays the journal's lines
+ * that follow the stored generation one by one (ha_doc_with_lun); it stops
+ * at the first line that does not (a torn last line after a crash: never
+ * answered Applied), logging why.
+ */
+char *ha_doc_journal_line(const struct ha_doc *d);
+int ha_doc_journal_append(const char *lines, size_t len, const char *dir);
 /*
  * -ENOENT when there is none; a corrupt file (not a valid document, larger
  * than HA_DOC_MAX, a NUL byte): -EBADMSG with the reason (the caller logs and

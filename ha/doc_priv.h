@@ -55,6 +55,12 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err);
 int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
 		  size_t errlen);
 
+/* doc.c's copy of d at generation + 1 (its text not built), and the text and digest built. */
+int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out);
+int ha_doc_finish_priv(struct ha_doc *d);
+/* doc_lun.c's index of a document made by a LUN added (NULL: none). */
+void ha_doc_lun_idx_free(struct ha_lun_idx *x);
+
 /* ------------------------------------------------------- validation paths */
 
 struct ha_vctx {

@@ -9,6 +9,11 @@
  * already right. Lease renewals and step-downs go on the same connection;
  * the hosts' SET TARGET PORT GROUPS come back as events and become moves.
  *
+ * A generation made by one LUN change from the one isergwd holds goes as
+ * that change alone (ChangeLun, epoch = generation: the LUN opened or
+ * closed, nothing reloaded, no ALUA map since the map did not change); any
+ * other, or a ChangeLun isergwd refuses, as the whole configuration.
+ *
  * Replies come in request order: a FIFO of what was sent says what each one
  * answers. Disconnected, the link tries again every 200 ms, and at once when
  * the socket file appears (inotify on its directory: a restarted isergwd is
@@ -36,7 +41,7 @@
 #define RECONNECT_FAST_TRIES 50u
 #define SENT_MAX 256u
 
-enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE };
+enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE };
 
 struct txbuf {
 	struct list_head link;
@@ -207,6 +212,22 @@ static void push_next(struct ha_gwlink *g)
 			"): nothing to push", g->a->node_name, d->generation);
 		return;
 	}
+	if (d->delta_target && g->pushed_gen && g->pushed_gen + 1 == d->generation &&
+	    g->epoch == g->pushed_gen) {
+		/* isergwd holds the generation this one changes by a LUN: that LUN only */
+		Isergw__Ctl__ChangeLun cl = ISERGW__CTL__CHANGE_LUN__INIT;
+
+		cl.epoch = d->generation;
+		cl.target = d->delta_target;
+		cl.lun = d->delta_lun;
+		cl.lun_json = d->delta_lun_json ? d->delta_lun_json : (char *)(uintptr_t)"";
+		req.op_case = ISERGW__CTL__REQUEST__OP_CHANGE_LUN;
+		req.change_lun = &cl;
+		g->pushing_gen = d->generation;
+		if (gw_send(g, &req, S_LUN, d->generation))
+			g->pushing_gen = 0;
+		return;
+	}
 	json = ha_doc_render_node_opts(d, self, &g->a->render, err, sizeof(err));
 	if (!json) {
 		GW_ERR(COMP, "cannot render the configuration of generation %" PRIu64 ": %s",
@@ -344,6 +365,19 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			break;
 		}
 		push_alua(g, gen);
+		break;
+	case S_LUN:
+		if (rep->status) {
+			/* isergwd is not where this agent thought: the whole configuration, then */
+			GW_WARN(COMP, "isergwd refused the LUN change of generation %" PRIu64 " (%s): "
+				"sending the whole configuration", gen, rep->error);
+			g->pushing_gen = 0;
+			g->pushed_gen = 0;
+			g->want = true;
+			break;
+		}
+		g->epoch = gen;
+		push_done(g, gen, 0, NULL);
 		break;
 	case S_ALUA:
 		if (rep->status)

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,16 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int rc, status = 1;
 
+	/*
+	 * Every generation makes a few texts of the document's size (half a
+	 * megabyte at 4096 LUNs) and frees the previous ones. Above glibc's
+	 * mmap threshold each would be a fresh mapping, faulted in and zeroed
+	 * page by page, and unmapped again: most of what a LUN change cost.
+	 * Served from the heap (and not trimmed back each time) they reuse
+	 * the same pages. Within HA_DOC_MAX several times over.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 16 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_cli(argc, argv, &a->opts))
 		return 2;
 	gw_log_parse_level(a->opts.log_level, &lvl);

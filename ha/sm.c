@@ -665,6 +665,11 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		rc = ha_doc_with_config(sm->doc, c->config_json, &d, err, sizeof(err));
 		sm->replace = true;
 		break;
+	case ISERGW__HA__CHANGE__KIND_LUN:
+		/* the configuration's placement inputs (nodes, device groups) stay as they are */
+		rc = ha_doc_with_lun(sm->doc, c->lun->target, c->lun->lun, c->lun->lun_json, &d, err,
+				     sizeof(err));
+		break;
 	case ISERGW__HA__CHANGE__KIND_DRAIN:
 		n = ha_doc_find_node(sm->doc, c->drain->node);
 		if (n < 0) {
@@ -693,6 +698,8 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 	}
 	GW_NOTICE(COMP, "generation %" PRIu64 ": %s from node %u", d->generation,
 		  c->kind_case == ISERGW__HA__CHANGE__KIND_CONFIG_JSON ? "new configuration" :
+		  c->kind_case == ISERGW__HA__CHANGE__KIND_LUN ?
+		  (c->lun->lun_json[0] ? "LUN added" : "LUN removed") :
 		  c->kind_case == ISERGW__HA__CHANGE__KIND_DRAIN ?
 		  (c->drain->drained ? "node drained" : "node undrained") : "placement", c->origin);
 	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri))
@@ -1369,6 +1376,62 @@ int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t 
 	c.kind_case = ISERGW__HA__CHANGE__KIND_CONFIG_JSON;
 	c.config_json = (char *)(uintptr_t)config_json;
 	return submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
+}
+
+int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32_t *lun,
+			 const char *lun_json, uint64_t base_gen, char *err, size_t errlen)
+{
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__LunChange lc = ISERGW__HA__LUN_CHANGE__INIT;
+	bool add = lun_json && lun_json[0];
+	struct ha_doc *d = NULL;
+	char *cfg;
+	int64_t id;
+	int rc;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (base_gen && base_gen != sm->doc->generation)
+		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
+			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	if (add && !has_lun) {
+		rc = ha_doc_lun_free(sm->doc, iqn, lun, err, errlen);
+		if (rc)
+			return rc;
+	}
+	/* checked here as every member checks it on delivery: a refused one never leaves */
+	if (sm->proto >= 3) {
+		char *canon = NULL;
+
+		rc = ha_doc_lun_check(sm->doc, iqn, *lun, add ? lun_json : NULL, &canon, err, errlen);
+		if (!rc) {
+			lc.target = (char *)(uintptr_t)iqn;
+			lc.lun = *lun;
+			lc.lun_json = canon ? canon : (char *)(uintptr_t)"";
+			c.base_generation = sm->doc->generation;
+			c.kind_case = ISERGW__HA__CHANGE__KIND_LUN;
+			c.lun = &lc;
+			id = submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
+			free(canon);
+			return id;
+		}
+		if (rc != -EOPNOTSUPP)
+			return rc;
+	}
+	/* the whole configuration it makes: an older group, or LUNs numbered by their place */
+	rc = ha_doc_with_lun(sm->doc, iqn, *lun, add ? lun_json : NULL, &d, err, errlen);
+	if (rc == -EOPNOTSUPP)
+		return errf(err, errlen, rc, "target %s has LUNs numbered by their place: change "
+			    "the whole configuration", iqn);
+	if (rc)
+		return rc;
+	cfg = ha_doc_config_json(d);
+	ha_doc_free(d);
+	if (!cfg)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	id = ha_sm_submit_config(sm, cfg, base_gen, err, errlen);
+	free(cfg);
+	return id;
 }
 
 int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,

@@ -30,7 +30,7 @@
 #include "isergw_ha.pb-c.h"
 
 #define HA_PROTO_MIN 1u
-#define HA_PROTO_MAX 2u            /* 2: Fenced */
+#define HA_PROTO_MAX 3u            /* 2: Fenced; 3: LunChange */
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
@@ -224,6 +224,17 @@ void ha_sm_doc_stored(struct ha_sm *sm, uint64_t seq);
  */
 int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t base_gen,
 			    char *err, size_t errlen);
+/*
+ * One LUN added to (lun_json set: a JSON object) or removed from (lun_json
+ * NULL or "") target iqn, checked at once against the current document
+ * (ha_doc_with_lun); without has_lun an added LUN gets the lowest number
+ * free, returned in *lun. Multicast as a LunChange (protocol 3), or as the
+ * whole configuration it makes while the group speaks an older protocol or
+ * the target has LUNs numbered by their place. The request id, or a
+ * negative errno with err (-ENOENT, -EEXIST, -EINVAL, -ESTALE, ...).
+ */
+int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32_t *lun,
+			 const char *lun_json, uint64_t base_gen, char *err, size_t errlen);
 int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,
 			   size_t errlen);
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,

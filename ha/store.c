@@ -20,6 +20,7 @@ struct ha_store {
 	void (*done)(void *ctx, uint64_t seq);
 	void *ctx;
 	int (*save)(const char *text, size_t len, const char *dir);
+	bool journal;                   /* LUN changes as journal lines (the real writer only) */
 	pthread_t thread;
 	int efd;
 	struct reactor_fd h;
@@ -30,6 +31,11 @@ struct ha_store {
 	bool stop;
 	char *text;                     /* queued, not taken yet (NULL: none) */
 	size_t len;
+	char *jrnl;                     /* journal lines queued after text (NULL: none) */
+	size_t jlen;
+	uint64_t last_gen;              /* of the last document queued (0: none) */
+	unsigned int jcount;            /* journal lines queued since the last whole document */
+	uint64_t appends;               /* journal writes (or tries) */
 	uint64_t seq, gen;
 	uint64_t done_seq;              /* the newest document dealt with */
 	uint64_t saves;                 /* documents written (or tried) */
@@ -72,22 +78,36 @@ static void *saver(void *arg)
 		size_t len;
 		int rc;
 
-		while (!s->text && !s->stop)
+		char *jrnl;
+		size_t jlen;
+
+		while (!s->text && !s->jrnl && !s->stop)
 			pthread_cond_wait(&s->cv, &s->mu);
-		if (!s->text)
+		if (!s->text && !s->jrnl)
 			break;          /* stopping, and nothing left to write */
 		text = s->text;
 		len = s->len;
+		jrnl = s->jrnl;
+		jlen = s->jlen;
 		seq = s->seq;
 		gen = s->gen;
 		s->text = NULL;
+		s->jrnl = NULL;
+		s->jlen = 0;
 		pthread_mutex_unlock(&s->mu);
 
-		rc = s->save(text, len, s->dir);
+		/* the whole document first (it removes the old journal), then the lines after it */
+		rc = text ? s->save(text, len, s->dir) : 0;
+		if (!rc && jrnl)
+			rc = ha_doc_journal_append(jrnl, jlen, s->dir);
 		free(text);
+		free(jrnl);
 
 		pthread_mutex_lock(&s->mu);
-		s->saves++;
+		if (text)
+			s->saves++;
+		if (jrnl)
+			s->appends++;
 		finished(s, seq, gen, rc);
 		wake_loop(s);
 	}
@@ -125,8 +145,35 @@ static void store_cb(void *arg, uint32_t events)
 
 void ha_store_queue(struct ha_store *s, const struct ha_doc *d, uint64_t seq)
 {
-	char *copy = malloc(d->text_len + 1);
+	char *copy, *line = NULL;
 
+	/* one LUN change after the document queued last: a journal line, not the whole text */
+	if (s->journal && d->delta_target && s->last_gen && d->generation == s->last_gen + 1 &&
+	    s->jcount < HA_JOURNAL_MAX)
+		line = ha_doc_journal_line(d);
+	s->last_gen = d->generation;
+	if (line) {
+		size_t n = strlen(line);
+		char *j;
+
+		pthread_mutex_lock(&s->mu);
+		j = realloc(s->jrnl, s->jlen + n + 1);
+		if (j) {
+			memcpy(j + s->jlen, line, n + 1);
+			s->jrnl = j;
+			s->jlen += n;
+			s->jcount++;
+			s->seq = seq;
+			s->gen = d->generation;
+			pthread_cond_signal(&s->cv);
+			pthread_mutex_unlock(&s->mu);
+			free(line);
+			return;
+		}
+		pthread_mutex_unlock(&s->mu);
+		free(line);     /* no memory: the whole document, below */
+	}
+	copy = malloc(d->text_len + 1);
 	if (copy) {
 		memcpy(copy, d->text, d->text_len);
 		copy[d->text_len] = '\0';
@@ -136,11 +183,15 @@ void ha_store_queue(struct ha_store *s, const struct ha_doc *d, uint64_t seq)
 		finished(s, seq, d->generation, -ENOMEM);
 		wake_loop(s);
 	} else {
-		if (s->text) {
+		if (s->text || s->jrnl) {
 			/* not taken yet: the newer document covers it */
 			free(s->text);
+			free(s->jrnl);
+			s->jrnl = NULL;
+			s->jlen = 0;
 			s->dropped++;
 		}
+		s->jcount = 0;
 		s->text = copy;
 		s->len = d->text_len;
 		s->seq = seq;
@@ -171,6 +222,7 @@ int ha_store_start(struct reactor *r, const struct ha_store_params *p, struct ha
 	s->done = p->done;
 	s->ctx = p->ctx;
 	s->save = p->save ? p->save : ha_doc_save_text;
+	s->journal = !p->save || p->journal;
 	s->dir = strdup(p->dir);
 	if (!s->dir) {
 		rc = -ENOMEM;
@@ -218,13 +270,16 @@ void ha_store_stop(struct ha_store *s)
 	if (s->fail_rc)
 		GW_ERR(COMP, "cannot store generation %" PRIu64 " in %s: %s", s->fail_gen, s->dir,
 		       strerror(-s->fail_rc));
-	if (s->dropped)
-		GW_DEBUG(COMP, "%" PRIu64 " document(s) written, %" PRIu64 " replaced by a newer "
-			 "one before they were", s->saves, s->dropped);
+	if (s->dropped || s->appends)
+		GW_DEBUG(COMP, "%" PRIu64 " document(s) written, %" PRIu64 " journal append(s), %"
+			 PRIu64 " replaced by a newer one before they were", s->saves, s->appends,
+			 s->dropped);
 	reactor_del_fd(s->r, &s->h);
 	close(s->efd);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->dir);
+	free(s->text);
+	free(s->jrnl);
 	free(s);
 }

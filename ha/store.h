@@ -7,6 +7,13 @@
  * (ha_doc_save_text: temporary file, fsync, rename, fsync of the directory)
  * and tells the loop through an eventfd, which calls done() there.
  *
+ * A document made by one LUN change right after the one queued before it
+ * (ha_doc_with_lun) is written as a journal line instead (appended to
+ * HA_JOURNAL_FILE, then fdatasync; ha_doc_journal_line): a few hundred bytes
+ * instead of the whole document and a rename. After HA_JOURNAL_MAX lines,
+ * or any other document, the whole document is written again (which removes
+ * the journal). Lines waiting together are appended in one write.
+ *
  * Every queued document has a sequence number (increasing). Only the newest
  * one waiting is written: a queued text that a newer one replaces before the
  * thread took it is dropped, the newer save covers it. done(seq) means every
@@ -37,7 +44,12 @@ struct ha_store_params {
 	void *ctx;
 	/* the writer, ha_doc_save_text when NULL (unit tests put their own) */
 	int (*save)(const char *text, size_t len, const char *dir);
+	/* with a writer of their own: LUN changes as journal lines all the same */
+	bool journal;
 };
+
+/* Journal lines after a whole document at most: then the whole document again. */
+#define HA_JOURNAL_MAX 256u
 
 int ha_store_start(struct reactor *r, const struct ha_store_params *p, struct ha_store **out);
 /*

@@ -270,6 +270,16 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_LEASE:
 		return 0;
+	case ISERGW__CTL__REQUEST__OP_CHANGE_LUN:
+		if (!r->change_lun->epoch)
+			return set_err(err, errlen, -EINVAL, "change_lun: epoch must be >= 1");
+		if (!r->change_lun->target[0] || strlen(r->change_lun->target) > CTL_INITIATOR_MAX)
+			return set_err(err, errlen, -EINVAL, "change_lun: target must be 1..%u bytes",
+				       CTL_INITIATOR_MAX);
+		if (r->change_lun->lun >= CTL_LUN_MAX)
+			return set_err(err, errlen, -EINVAL, "change_lun: lun %u above %u",
+				       r->change_lun->lun, CTL_LUN_MAX - 1);
+		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES:
 		if (strlen(r->get_alua_states->device_group) > CTL_DG_NAME_MAX)
 			return set_err(err, errlen, -EINVAL,

@@ -19,7 +19,8 @@
 #define CTL_ALUA_MAX_GROUPS  64u
 #define CTL_TRANSITION_MAX_MS 600000u       /* 10 minutes */
 #define CTL_DG_NAME_MAX      63u
-#define CTL_INITIATOR_MAX    223u
+#define CTL_INITIATOR_MAX    223u           /* an iSCSI name (also ChangeLun's target) */
+#define CTL_LUN_MAX          16384u         /* ChangeLun: LUNs 0..16383 */
 #define CTL_LOGOUT_GRACE_DEFAULT_S 10u
 #define CTL_LOGOUT_GRACE_MAX_S     3600u
 #define CTL_REASON_MAX       255u           /* AluaRequestDone.reason */

@@ -218,6 +218,18 @@ int gw_start(struct gw_config *cfg, struct gw **out);
  * logins; LUNs are added and removed in place. Takes ownership of cfg.
  */
 int gw_reload(struct gw *gw, struct gw_config *cfg);
+/*
+ * One LUN added to (gw_lun_add: lc copied into the target's configuration)
+ * or removed from (gw_lun_remove) target iqn of the configuration in use,
+ * without a reload: no other LUN, portal or session is touched. The LU is
+ * opened (closed) and given to (taken from) the target's sessions as a
+ * reload would. -ENOENT: no such target (or LUN to remove); -EEXIST: the
+ * LUN number is in use; -errno when the backstore cannot be opened.
+ */
+int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc);
+int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun);
+/* Whether target iqn has LUN lun open (false for no such target). */
+bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun);
 /* Ask every session to log out, wait up to grace_ms, drop the rest, flush, stop. */
 void gw_shutdown(struct gw *gw, unsigned int grace_ms);
 void gw_destroy(struct gw *gw);

@@ -735,6 +735,131 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 	}
 }
 
+/* The target of iqn in use (not removed); caller holds sess_lock. */
+static struct gw_target *target_by_iqn(struct gw *gw, const char *iqn)
+{
+	for (size_t i = 0; i < gw->ntargets; i++)
+		if (!gw->targets[i]->removed && strcmp(gw->targets[i]->cfg->iqn, iqn) == 0)
+			return gw->targets[i];
+	return NULL;
+}
+
+bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun)
+{
+	struct gw_target *t;
+	bool yes;
+
+	if (lun >= GW_MAX_LUNS)
+		return false;
+	pthread_mutex_lock(&gw->sess_lock);
+	t = target_by_iqn(gw, iqn);
+	yes = t && t->luns[lun];
+	pthread_mutex_unlock(&gw->sess_lock);
+	return yes;
+}
+
+int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
+{
+	char logpath[PATH_MAX];
+	struct gw_target_cfg *tc;
+	struct gw_lun_cfg *luns;
+	struct gw_target *t;
+	struct list_head *pos;
+	struct scsi_lu *lu;
+	struct bdev *b;
+	int rc;
+
+	if (lc->lun >= GW_MAX_LUNS)
+		return -ERANGE;
+	pthread_mutex_lock(&gw->sess_lock);
+	t = target_by_iqn(gw, iqn);
+	if (!t) {
+		rc = -ENOENT;
+		goto out;
+	}
+	/* the target's configuration is an element of gw->cfg, which this daemon owns */
+	tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
+	/* an LU in the table: the configuration lists it (one that failed to open is not there) */
+	if (t->luns[lc->lun]) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (tc->nluns + 1 > (tc->luns_cap > tc->nluns ? tc->luns_cap : tc->nluns)) {
+		/* doubled: LUNs added one at a time do not copy the array each time */
+		size_t cap = tc->nluns < 8 ? 16 : 2 * tc->nluns;
+
+		luns = realloc(tc->luns, cap * sizeof(*luns));
+		if (!luns) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		tc->luns = luns;
+		tc->luns_cap = cap;
+	}
+	luns = tc->luns;
+	rc = lun_open(gw, tc, lc, &b, &lu);
+	if (rc)
+		goto out;
+	luns[tc->nluns++] = *lc;
+	list_for_each(pos, &gw->sessions) {
+		struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
+
+		if (s->target == t)
+			scsi_lu_itn_add(lu, &s->itn);
+	}
+	t->bdevs[lc->lun] = b;
+	__atomic_store_n(&t->luns[lc->lun], lu, __ATOMIC_RELEASE);
+	GW_NOTICE(COMP, "target %s LUN %u (%s) added", iqn, lc->lun,
+		  path_for_log(lc->path, logpath, sizeof(logpath)));
+out:
+	pthread_mutex_unlock(&gw->sess_lock);
+	return rc;
+}
+
+int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun)
+{
+	char logpath[PATH_MAX];
+	struct gw_target_cfg *tc;
+	struct gw_target *t;
+	struct list_head *pos;
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&gw->sess_lock);
+	t = target_by_iqn(gw, iqn);
+	if (!t) {
+		rc = -ENOENT;
+		goto out;
+	}
+	tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
+	for (i = 0; i < tc->nluns && tc->luns[i].lun != lun; i++)
+		;
+	if (i == tc->nluns) {
+		rc = -ENOENT;
+		goto out;
+	}
+	GW_NOTICE(COMP, "target %s LUN %u (%s) removed", iqn, lun,
+		  path_for_log(tc->luns[i].path, logpath, sizeof(logpath)));
+	if (lun < GW_MAX_LUNS && t->luns[lun]) {
+		list_for_each(pos, &gw->sessions) {
+			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
+
+			if (s->target == t)
+				scsi_lu_itn_remove(t->luns[lun], &s->itn);
+		}
+		/* commands in flight still use them: freed at exit, the LU before its backstore */
+		gw_retire(gw, retire_bdev, t->bdevs[lun]);
+		gw_retire(gw, retire_lu, t->luns[lun]);
+		__atomic_store_n(&t->luns[lun], NULL, __ATOMIC_RELEASE);
+		t->bdevs[lun] = NULL;
+	}
+	memmove(&tc->luns[i], &tc->luns[i + 1], (tc->nluns - i - 1) * sizeof(*tc->luns));
+	tc->nluns--;
+out:
+	pthread_mutex_unlock(&gw->sess_lock);
+	return rc;
+}
+
 int gw_reload(struct gw *gw, struct gw_config *ncfg)
 {
 	struct gw_portal **nportals;

@@ -385,6 +385,9 @@ static void handle_frame(struct ctl_client *c)
 	case ISERGW__CTL__REQUEST__OP_APPLY_CONFIG:
 		ctl_op_apply_config(c, req);
 		break;
+	case ISERGW__CTL__REQUEST__OP_CHANGE_LUN:
+		ctl_op_change_lun(c, req);
+		break;
 	case ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES:
 		ctl_op_set_alua(c, req);
 		break;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Control operations answered at once on the control thread: GetStatus,
- * ApplyConfig (with its epochs), Subscribe; and the arena replies are built
- * in (ctl_priv.h).
+ * ApplyConfig and ChangeLun (with their epochs), Subscribe; and the arena
+ * replies are built in (ctl_priv.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -152,6 +152,211 @@ void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
 	ctl->epoch = a->epoch;
 	res.changed = true;
 reply:
+	pthread_mutex_lock(&ctl->gw->sess_lock);
+	res.targets = (uint32_t)ctl->gw->ntargets;
+	res.portals = (uint32_t)ctl->gw->nportals;
+	pthread_mutex_unlock(&ctl->gw->sess_lock);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
+	rep.apply = &res;
+	ctl_client_send(c, &rep);
+}
+
+/* ---- ChangeLun: one LUN added or removed without a reload */
+
+/* Target iqn's index in the configuration document (-1: none), and its "luns" array (or NULL). */
+static int doc_target(json_object *doc, const char *iqn, json_object **target, json_object **luns)
+{
+	json_object *targets, *t, *v;
+
+	*target = *luns = NULL;
+	if (!json_object_object_get_ex(doc, "targets", &targets) ||
+	    !json_object_is_type(targets, json_type_array))
+		return -1;
+	for (size_t i = 0; i < json_object_array_length(targets); i++) {
+		t = json_object_array_get_idx(targets, i);
+		if (!json_object_object_get_ex(t, "iqn", &v) || !json_object_is_type(v, json_type_string) ||
+		    strcmp(json_object_get_string(v), iqn))
+			continue;
+		*target = t;
+		if (json_object_object_get_ex(t, "luns", &v) && json_object_is_type(v, json_type_array))
+			*luns = v;
+		return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * The index of LUN number lun in luns (-1: none); -2 when a LUN has no "lun"
+ * (its number is its index: removing one before it would renumber it).
+ */
+static int doc_lun(json_object *luns, uint32_t lun)
+{
+	json_object *v;
+	int found = -1;
+
+	for (size_t i = 0; luns && i < json_object_array_length(luns); i++) {
+		if (!json_object_object_get_ex(json_object_array_get_idx(luns, i), "lun", &v))
+			return -2;
+		if (json_object_get_int64(v) == (int64_t)lun)
+			found = (int)i;
+	}
+	return found;
+}
+
+static bool dg_known(const struct gw_config *cfg, const char *name)
+{
+	if (!name[0] || !strcmp(name, "default"))
+		return true;
+	for (size_t i = 0; i < cfg->ndevice_groups; i++)
+		if (!strcmp(cfg->device_groups[i].name, name))
+			return true;
+	return false;
+}
+
+static int change_lun(struct gw_ctl *ctl, const Isergw__Ctl__ChangeLun *cl, bool *changed,
+		      char *why, size_t len)
+{
+	enum json_tokener_error jerr = json_tokener_success;
+	json_object *target, *luns, *obj = NULL, *v;
+	struct gw_lun_cfg lc;
+	bool add = cl->lun_json[0] != '\0';
+	int ti, li, rc;
+
+	*changed = false;
+	ti = doc_target(ctl->config_doc, cl->target, &target, &luns);
+	if (ti < 0) {
+		snprintf(why, len, "no target %s in the configuration", cl->target);
+		return -ENOENT;
+	}
+	/*
+	 * An add needs no walk over the LUNs: the gateway knows whether the
+	 * number is taken (its LU table), and the new LUN goes last. Only a
+	 * number in use (is it this epoch's own add?) and a removal look.
+	 */
+	li = add && !gw_lun_exists(ctl->gw, cl->target, cl->lun) ? -1 : doc_lun(luns, cl->lun);
+	if (li == -2) {
+		snprintf(why, len, "targets[%d].luns: a LUN without \"lun\" (numbered by its place): "
+			 "apply the whole configuration instead", ti);
+		return -EOPNOTSUPP;
+	}
+	if (!add) {
+		if (li < 0 && cl->epoch == ctl->config_epoch)
+			return 0; /* this epoch removed it already */
+		if (li < 0) {
+			snprintf(why, len, "no LUN %u in target %s", cl->lun, cl->target);
+			return -ENOENT;
+		}
+		pthread_mutex_lock(&ctl->reload_lock);
+		rc = gw_lun_remove(ctl->gw, cl->target, cl->lun);
+		pthread_mutex_unlock(&ctl->reload_lock);
+		if (rc && rc != -ENOENT) {
+			snprintf(why, len, "LUN %u of %s not removed: %s", cl->lun, cl->target,
+				 strerror(-rc));
+			return rc;
+		}
+		json_object_array_del_idx(luns, (size_t)li, 1);
+		*changed = true;
+		return 0;
+	}
+	obj = json_tokener_parse_verbose(cl->lun_json, &jerr);
+	if (!obj || !json_object_is_type(obj, json_type_object)) {
+		snprintf(why, len, "targets[%d].luns: the LUN is not a JSON object%s%s", ti,
+			 obj ? "" : ": ", obj ? "" : json_tokener_error_desc(jerr));
+		json_object_put(obj);
+		return -EINVAL;
+	}
+	if (li >= 0) {
+		bool same = json_object_equal(obj, json_object_array_get_idx(luns, (size_t)li));
+
+		json_object_put(obj);
+		if (same && cl->epoch == ctl->config_epoch)
+			return 0; /* this epoch added it already */
+		snprintf(why, len, "targets[%d].luns[%d].lun: %u already used", ti, li, cl->lun);
+		return -EEXIST;
+	}
+	li = luns ? (int)json_object_array_length(luns) : 0;
+	if (!json_object_object_get_ex(obj, "lun", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) != (int64_t)cl->lun) {
+		snprintf(why, len, "targets[%d].luns[%d].lun: must be %u", ti, li, cl->lun);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = gw_lun_parse(obj, cl->target, (size_t)ti, (size_t)li, &lc, why, len);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&ctl->reload_lock);
+	if (!dg_known(ctl->gw->cfg, lc.device_group)) {
+		pthread_mutex_unlock(&ctl->reload_lock);
+		snprintf(why, len, "targets[%d].luns[%d].device_group: \"%s\" is not in device_groups",
+			 ti, li, lc.device_group);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = gw_lun_add(ctl->gw, cl->target, &lc);
+	pthread_mutex_unlock(&ctl->reload_lock);
+	if (rc) {
+		snprintf(why, len, "targets[%d].luns[%d]: LUN %u of %s not added: %s", ti, li, cl->lun,
+			 cl->target, strerror(-rc));
+		goto out;
+	}
+	if (!luns) {
+		luns = json_object_new_array();
+		if (!luns || json_object_object_add(target, "luns", luns)) {
+			json_object_put(luns);
+			snprintf(why, len, "out of memory");
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if (json_object_array_add(luns, obj)) {
+		snprintf(why, len, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	*changed = true;
+	return 0;
+out:
+	json_object_put(obj);
+	return rc;
+}
+
+void ctl_op_change_lun(struct ctl_client *c, const CtlRequest *req)
+{
+	const Isergw__Ctl__ChangeLun *cl = req->change_lun;
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
+	bool changed;
+	char why[600] = "";
+	int rc;
+
+	if (!cl->epoch) {
+		ctl_reply_refused(c, req, -EINVAL, "epoch: must be at least 1");
+		return;
+	}
+	if (cl->epoch < ctl->epoch || (cl->epoch == ctl->epoch && cl->epoch != ctl->config_epoch)) {
+		snprintf(why, sizeof(why), "epoch %llu is older than the current epoch %llu",
+			 (unsigned long long)cl->epoch, (unsigned long long)ctl->epoch);
+		ctl_reply_refused(c, req, -ESTALE, why);
+		return;
+	}
+	if (!ctl->config_doc) {
+		ctl_reply_refused(c, req, -ENOENT, "no configuration was applied yet (ApplyConfig)");
+		return;
+	}
+	rc = change_lun(ctl, cl, &changed, why, sizeof(why));
+	if (rc) {
+		ctl_reply_refused(c, req, rc, why);
+		return;
+	}
+	if (changed)
+		GW_NOTICE(COMP, "%s: epoch %llu: LUN %u of %s %s", c->name,
+			  (unsigned long long)cl->epoch, cl->lun, cl->target,
+			  cl->lun_json[0] ? "added" : "removed");
+	ctl->config_epoch = cl->epoch;
+	ctl->epoch = cl->epoch;
+	res.epoch = cl->epoch;
+	res.changed = changed;
 	pthread_mutex_lock(&ctl->gw->sess_lock);
 	res.targets = (uint32_t)ctl->gw->ntargets;
 	res.portals = (uint32_t)ctl->gw->nportals;

@@ -127,6 +127,7 @@ void ctl_arena_free(struct arena *a);
 /* ctl_ops.c */
 void ctl_op_get_status(struct ctl_client *c);
 void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_change_lun(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_subscribe(struct ctl_client *c);
 
 /* ctl_ops_alua.c */

@@ -1538,17 +1538,13 @@ static bool valid_backend_initiator(const char *n)
 	return true;
 }
 
-static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, char *err, size_t errlen)
+/* One LUN's own fields (not against the other LUNs). */
+static int validate_lun_one(const struct gw_lun_cfg *l, size_t ti, size_t li, char *err,
+			    size_t errlen)
 {
-	const struct gw_lun_cfg *l = &t->luns[li];
-
 	if (l->lun >= CFG_LUN_MAX)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u out of range (0..%u)", ti,
 			       li, l->lun, CFG_LUN_MAX - 1);
-	for (size_t j = 0; j < li; j++)
-		if (t->luns[j].lun == l->lun)
-			return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u already used by luns[%zu]",
-				       ti, li, l->lun, j);
 	if (!str_terminated(l->path, sizeof(l->path)) || !l->path[0])
 		return set_err(err, errlen, "targets[%zu].luns[%zu].path: missing", ti, li);
 	if (l->block_size != 512 && l->block_size != 4096)
@@ -1580,6 +1576,20 @@ static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, cha
 		return set_err(err, errlen,
 			       "targets[%zu].luns[%zu].backend_initiator: not an iqn./eui./naa. name",
 			       ti, li);
+	return 0;
+}
+
+static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, char *err, size_t errlen)
+{
+	const struct gw_lun_cfg *l = &t->luns[li];
+	int rc = validate_lun_one(l, ti, li, err, errlen);
+
+	if (rc)
+		return rc;
+	for (size_t j = 0; j < li; j++)
+		if (t->luns[j].lun == l->lun)
+			return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u already used by luns[%zu]",
+				       ti, li, l->lun, j);
 	return 0;
 }
 
@@ -1750,6 +1760,34 @@ static void lun_hashes(const char *iqn, uint32_t lun, uint64_t *h1, uint64_t *h2
 	*h2 = fnv1a64(h, "naa", 3);
 }
 
+/* A LUN's derived defaults: serial and NAA from the target's IQN and the LUN number. */
+static void lun_finalize(const char *iqn, struct gw_lun_cfg *l)
+{
+	uint64_t h1, h2, vs;
+
+	lun_hashes(iqn, l->lun, &h1, &h2);
+	if (!l->serial[0])
+		snprintf(l->serial, sizeof(l->serial), "%016llx", (unsigned long long)h1);
+	if (l->naa_set)
+		return;
+	/*
+	 * NAA 6: 4 bits NAA | 24 bits company ID | 36 bits vendor
+	 * specific (top of h2) | 64 bits extension (h1, the serial).
+	 */
+	vs = h2 >> 28;
+	l->naa[0] = (uint8_t)(0x60 | ((GW_NAA_DEFAULT_CID >> 20) & 0x0f));
+	l->naa[1] = (uint8_t)(GW_NAA_DEFAULT_CID >> 12);
+	l->naa[2] = (uint8_t)(GW_NAA_DEFAULT_CID >> 4);
+	l->naa[3] = (uint8_t)((GW_NAA_DEFAULT_CID & 0x0f) << 4 | (vs >> 32));
+	l->naa[4] = (uint8_t)(vs >> 24);
+	l->naa[5] = (uint8_t)(vs >> 16);
+	l->naa[6] = (uint8_t)(vs >> 8);
+	l->naa[7] = (uint8_t)vs;
+	for (int b = 0; b < 8; b++)
+		l->naa[8 + b] = (uint8_t)(h1 >> (56 - 8 * b));
+	l->naa_set = true;
+}
+
 void gw_config_finalize(struct gw_config *c)
 {
 	for (size_t i = 0; i < c->nportals; i++) {
@@ -1765,31 +1803,28 @@ void gw_config_finalize(struct gw_config *c)
 	for (size_t ti = 0; ti < c->ntargets; ti++) {
 		struct gw_target_cfg *t = &c->targets[ti];
 
-		for (size_t li = 0; li < t->nluns; li++) {
-			struct gw_lun_cfg *l = &t->luns[li];
-			uint64_t h1, h2, vs;
-
-			lun_hashes(t->iqn, l->lun, &h1, &h2);
-			if (!l->serial[0])
-				snprintf(l->serial, sizeof(l->serial), "%016llx", (unsigned long long)h1);
-			if (l->naa_set)
-				continue;
-			/*
-			 * NAA 6: 4 bits NAA | 24 bits company ID | 36 bits vendor
-			 * specific (top of h2) | 64 bits extension (h1, the serial).
-			 */
-			vs = h2 >> 28;
-			l->naa[0] = (uint8_t)(0x60 | ((GW_NAA_DEFAULT_CID >> 20) & 0x0f));
-			l->naa[1] = (uint8_t)(GW_NAA_DEFAULT_CID >> 12);
-			l->naa[2] = (uint8_t)(GW_NAA_DEFAULT_CID >> 4);
-			l->naa[3] = (uint8_t)((GW_NAA_DEFAULT_CID & 0x0f) << 4 | (vs >> 32));
-			l->naa[4] = (uint8_t)(vs >> 24);
-			l->naa[5] = (uint8_t)(vs >> 16);
-			l->naa[6] = (uint8_t)(vs >> 8);
-			l->naa[7] = (uint8_t)vs;
-			for (int b = 0; b < 8; b++)
-				l->naa[8 + b] = (uint8_t)(h1 >> (56 - 8 * b));
-			l->naa_set = true;
-		}
+		for (size_t li = 0; li < t->nluns; li++)
+			lun_finalize(t->iqn, &t->luns[li]);
 	}
+}
+
+int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
+		 struct gw_lun_cfg *out, char *err, size_t errlen)
+{
+	struct pctx ctx = { .err = err, .errlen = errlen };
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	lun_init(out, li);
+	path_set_len(&ctx, (size_t)snprintf(ctx.path, sizeof(ctx.path), "targets[%zu].luns[%zu]",
+					    ti, li));
+	rc = parse_object(&ctx, obj, &lun_table, out);
+	if (rc)
+		return rc;
+	rc = validate_lun_one(out, ti, li, err, errlen);
+	if (rc)
+		return rc;
+	lun_finalize(iqn, out);
+	return 0;
 }

@@ -84,6 +84,7 @@ struct gw_target_cfg {
 	char alias[256];
 	struct gw_lun_cfg *luns;
 	size_t nluns;
+	size_t luns_cap;                /* room in luns (gw_lun_add); below nluns: nluns */
 	struct gw_acl_cfg *acls;        /* none: any initiator may log in */
 	size_t nacls;
 	struct gw_chap_cfg chap;        /* incoming CHAP: initiator authenticates to us */
@@ -185,6 +186,16 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 int gw_config_validate(const struct gw_config *c, char *err, size_t errlen);
 /* Fill derived defaults: serial and NAA of LUNs from target iqn + lun number. */
 void gw_config_finalize(struct gw_config *c);
+/*
+ * One LUN object (a member of targets[ti].luns, at index li) of target iqn:
+ * its fields parsed and checked as gw_config_load_* does, its derived
+ * defaults filled in; messages name "targets[ti].luns[li].KEY". Not checked
+ * here (the caller's, against the LUNs and device groups it has): that the
+ * number is free, that device_group exists.
+ */
+struct json_object;
+int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
+		 struct gw_lun_cfg *out, char *err, size_t errlen);
 void gw_config_free(struct gw_config *c);
 
 /* Parse "tcp://ADDR[:PORT]" / "iser://ADDR[:PORT]" ("[v6]:port" too). */

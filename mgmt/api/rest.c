@@ -1023,6 +1023,64 @@ int rest_lun_delete(json_object *cfg, const char *iqn, uint32_t lun, struct rest
 	return 0;
 }
 
+static void key_path(const char *error, char *out, size_t len);
+
+int rest_lun_body(json_object *body, bool *has_lun, uint32_t *lun, struct rest_err *e)
+{
+	json_object *v;
+	int rc = check_obj(body, lun_f, "", e);
+
+	if (rc)
+		return rc;
+	*has_lun = json_object_object_get_ex(body, "lun", &v);
+	*lun = 0;
+	if (*has_lun) {
+		int64_t want = json_object_get_int64(v);
+
+		if (want < 0 || want > REST_LUN_MAX)
+			return fail(e, -EINVAL, 422, "lun", "lun: %" PRId64 " is out of range "
+				    "(0..%u)", want, REST_LUN_MAX);
+		*lun = (uint32_t)want;
+	}
+	return 0;
+}
+
+json_object *rest_lun_made(const char *iqn, json_object *body, uint32_t lun)
+{
+	json_object *cfg = json_object_new_object(), *targets = json_object_new_array();
+	json_object *t = json_object_new_object(), *luns = json_object_new_array(), *l = NULL;
+
+	if (!cfg || !targets || !t || !luns || json_object_deep_copy(body, &l, NULL))
+		goto err;
+	json_object_object_add(l, "lun", json_object_new_int64((int64_t)lun));
+	json_object_array_add(luns, l);
+	json_object_object_add(t, "iqn", json_object_new_string(iqn));
+	json_object_object_add(t, "luns", luns);
+	json_object_array_add(targets, t);
+	json_object_object_add(cfg, "targets", targets);
+	return cfg;
+err:
+	json_object_put(cfg);
+	json_object_put(targets);
+	json_object_put(t);
+	json_object_put(luns);
+	return NULL;
+}
+
+void rest_lun_error_prefix(const char *error, char *buf, size_t len)
+{
+	char path[256];
+	const char *l, *end;
+
+	buf[0] = '\0';
+	key_path(error ? error : "", path, sizeof(path));
+	if (strncmp(path, "targets[", 8) || !(l = strstr(path, "].luns[")) ||
+	    !(end = strchr(l + 7, ']')) || (size_t)(end + 1 - path) >= len)
+		return;
+	memcpy(buf, path, (size_t)(end + 1 - path));
+	buf[end + 1 - path] = '\0';
+}
+
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e)
 {
 	bool have = false;

@@ -146,6 +146,23 @@ int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32
 int rest_lun_patch(json_object *cfg, const char *iqn, uint32_t lun, json_object *patch,
 		   struct rest_err *e);
 int rest_lun_delete(json_object *cfg, const char *iqn, uint32_t lun, struct rest_err *e);
+/*
+ * The body of a LUN POST checked alone (fields, types, the lun range), for
+ * the agent's ChangeLun, which adds it without the configuration being read
+ * here: *has_lun and *lun from "lun".
+ */
+int rest_lun_body(json_object *body, bool *has_lun, uint32_t *lun, struct rest_err *e);
+/*
+ * The agent's answer to a LUN add or remove as the configuration it leaves
+ * for the answer: {"targets": [{"iqn": iqn, "luns": [body with "lun"]}]}
+ * (body borrowed; NULL when out of memory).
+ */
+json_object *rest_lun_made(const char *iqn, json_object *body, uint32_t lun);
+/*
+ * "targets[T].luns[L]" taken from the key path of an agent's refusal of a
+ * LUN change ("targets[0].luns[7].block_size: ..."), "" when it names none.
+ */
+void rest_lun_error_prefix(const char *error, char *buf, size_t len);
 /* PATCH of a node: {"drained": bool}. */
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e);
 /* PATCH of a device group: {"owner": "node"}. */

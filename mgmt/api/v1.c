@@ -14,6 +14,12 @@
  *     meanwhile: 412 too). Without If-Match a base that moved on is read
  *     again and the change made again, up to STALE_RETRIES times (then
  *     409): writers never lose each other's updates
+ *   POST and DELETE of a LUN: the agent's ChangeLun alone (no GetConfig:
+ *     the agent adds or removes that LUN, checked as a whole configuration
+ *     would be, and sends the cluster that change, not the configuration);
+ *     If-Match is its base_generation, a base that moved on is tried again
+ *     as above; a target whose LUNs are numbered by their place (no "lun")
+ *     goes the way of the other writes
  *   PATCH of a node or a device group: (GetClusterStatus for If-Match),
  *     Drain or Move, then GetClusterStatus for the answer
  * A change every live member has not applied within --change-wait-ms is
@@ -34,7 +40,7 @@
 #define COMP "v1"
 #define STALE_RETRIES 5
 
-enum step { S_STATUS, S_PRECHECK, S_CONFIG, S_APPLY, S_CHANGE };
+enum step { S_STATUS, S_PRECHECK, S_CONFIG, S_APPLY, S_CHANGE, S_LUN };
 
 struct job {
 	struct api *a;
@@ -227,6 +233,29 @@ static int change(struct job *j)
 		req.move = &mv;
 	}
 	return call(j, S_CHANGE, &req, change_timeout(j));
+}
+
+static int change_lun(struct job *j)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__ChangeLun cl = ISERGW__HA__CHANGE_LUN__INIT;
+	struct rest_err e;
+	bool has_lun = true;
+	uint32_t lun = j->m.lun;
+
+	if (j->m.op == REST_LUN_POST && rest_lun_body(j->body, &has_lun, &lun, &e))
+		return -EINVAL; /* api_v1_check answered it already */
+	cl.target = j->m.name;
+	cl.has_lun = has_lun;
+	cl.lun = lun;
+	cl.lun_json = (char *)(uintptr_t)(j->m.op == REST_LUN_POST ?
+		json_object_to_json_string_ext(j->body, JSON_C_TO_STRING_PLAIN |
+					       JSON_C_TO_STRING_NOSLASHESCAPE) : "");
+	cl.base_generation = j->if_match ? j->gen : 0;
+	cl.timeout_ms = j->a->opts.change_wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_LUN;
+	req.change_lun = &cl;
+	return call(j, S_LUN, &req, change_timeout(j));
 }
 
 /* ------------------------------------------------------------ answers */
@@ -442,6 +471,49 @@ static void applied(struct job *j, const Isergw__Ha__ChangeResult *cr)
 	finish(j, &ans);
 }
 
+static void lun_changed(struct job *j, const Isergw__Ha__ChangeResult *cr)
+{
+	struct api_answer ans;
+
+	if (j->m.op == REST_LUN_DELETE) {
+		memset(&ans, 0, sizeof(ans));
+		ans.code = 204;
+	} else {
+		j->lun = cr->lun;
+		json_object_put(j->cfg);
+		j->cfg = rest_lun_made(j->m.name, j->body, j->lun);
+		answer_json(&ans, 201, j->cfg ? rest_lun(j->cfg, j->m.name, j->lun) : NULL);
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/targets/%s/luns/%u",
+			 j->m.name, j->lun);
+	}
+	rest_etag(cr->generation, ans.etag, sizeof(ans.etag));
+	GW_INFO(COMP, "%s: generation %" PRIu64 " applied by every live node",
+		rest_op_name(j->m.op), cr->generation);
+	finish(j, &ans);
+}
+
+/* The agent refused a LUN change: told as the body's fields. */
+static void lun_refused(struct job *j, const Isergw__Ha__ApiReply *rep)
+{
+	struct rest_err e = { .code = 0 };
+	char prefix[64];
+
+	rest_lun_error_prefix(rep->error, prefix, sizeof(prefix));
+	rest_agent_refusal(rep->status, rep->error, prefix, &e);
+	if (rep->status == -EEXIST && j->m.op == REST_LUN_POST)
+		snprintf(e.field, sizeof(e.field), "lun");
+	if (rep->status == -ENOSPC) {
+		e.code = 409;
+		snprintf(e.field, sizeof(e.field), "lun");
+	}
+	if (rep->status == -ESTALE && !j->if_match) {
+		e.code = 409;
+		snprintf(e.detail, sizeof(e.detail), "the cluster changed %u times while this "
+			 "write was made (%s): try again", j->retries + 1, rep->error);
+	}
+	finish_err(j, &e);
+}
+
 static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
 {
 	struct job *j = arg;
@@ -450,7 +522,7 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 
 	if (rc) {
 		rest_agent_unreachable(rc, why, &e);
-		if (rc == -ETIMEDOUT && (j->step == S_APPLY || j->step == S_CHANGE))
+		if (rc == -ETIMEDOUT && (j->step == S_APPLY || j->step == S_CHANGE || j->step == S_LUN))
 			snprintf(e.detail + strlen(e.detail), sizeof(e.detail) - strlen(e.detail),
 				 " (the change may still be made: see GET /api/v1/cluster)");
 		finish_err(j, &e);
@@ -458,8 +530,27 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	}
 	/* a change not applied everywhere within the wait: made all the same */
 	if (rep->status == -ETIMEDOUT && rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_CHANGE &&
-	    (j->step == S_APPLY || j->step == S_CHANGE)) {
+	    (j->step == S_APPLY || j->step == S_CHANGE || j->step == S_LUN)) {
 		finish_accepted(j, rep->change);
+		return;
+	}
+	if (j->step == S_LUN && rep->status == -ESTALE && !j->if_match &&
+	    j->retries < STALE_RETRIES) {
+		j->retries++;
+		GW_INFO(COMP, "%s: the cluster moved on meanwhile (%s): again",
+			rest_op_name(j->m.op), rep->error);
+		fail_call(j, change_lun(j));
+		return;
+	}
+	if (j->step == S_LUN && rep->status == -EOPNOTSUPP) {
+		/* the target has LUNs numbered by their place: the whole configuration, then */
+		GW_INFO(COMP, "%s: %s: read, change and apply the configuration",
+			rest_op_name(j->m.op), rep->error);
+		fail_call(j, get_config(j));
+		return;
+	}
+	if (j->step == S_LUN && rep->status) {
+		lun_refused(j, rep);
 		return;
 	}
 	if (rep->status == -ESTALE && j->step == S_APPLY && !j->if_match &&
@@ -512,6 +603,11 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 			break;
 		applied(j, rep->change);
 		return;
+	case S_LUN:
+		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CHANGE)
+			break;
+		lun_changed(j, rep->change);
+		return;
 	case S_CHANGE:
 		/* made and applied by every live member: the answer is the object now */
 		fail_call(j, get_status(j, S_STATUS));
@@ -531,6 +627,12 @@ int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err 
 		return rest_node_patch(body, &drained, e);
 	if (m->op == REST_DG_PATCH)
 		return rest_dg_patch(body, owner, sizeof(owner), e);
+	if (m->op == REST_LUN_POST) {
+		bool has_lun;
+		uint32_t lun;
+
+		return rest_lun_body(body, &has_lun, &lun, e);
+	}
 	return 0;
 }
 
@@ -573,6 +675,10 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 			return -EINVAL;
 		}
 		rc = if_match && gen ? get_status(j, S_PRECHECK) : change(j);
+		break;
+	case REST_LUN_POST:
+	case REST_LUN_DELETE:
+		rc = change_lun(j);
 		break;
 	default:
 		rc = get_config(j);

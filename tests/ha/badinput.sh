@@ -228,6 +228,8 @@ group_case sync-digest-7 sync-digest "$G: sync\.digest: 7 bytes"
 group_case state-unknown-generation state-gen 'ignored.*[Ss]tate|[Ss]tate.*ignored'
 group_case fenced-alive-node fenced "node 2 says node 'n3' was fenced: ignored, its agent is in the group"
 group_case fenced-in-protocol-1 fenced-v1 "$G: fenced: in a protocol 1 message"
+group_case lun-garbled lun-garbled 'change [0-9]+ of node [0-9]+ refused: lun: line 1 column'
+group_case lun-in-protocol-2 lun-v2 "$G: change\.lun: in a protocol 2 message"
 group_case '1MiB+1' oversized "$G: 1048577 bytes \(at most 1048576\)" --size 1048577
 group_case 16MiB oversized "$G: 16777216 bytes \(at most 1048576\)" --size 16777216
 
@@ -248,6 +250,9 @@ api_case config-unknown-key config "$R: bogus_key: unknown key" "$SCRATCH/unknow
 api_case config-block-size-1000 config "$R: .*targets\[0\]\.luns\[1\]\.block_size: 1000" \
 	"$SCRATCH/block-size.json" 'targets[0].luns[1].block_size'
 api_case move-to-unknown-node move "$R: no node 'n9' in the cluster configuration" dg1 n9 "'n9'"
+api_case lun-garbled lun "$R: lun: line 1 column" "$BED_HA_IQN" '{"path": "/tmp/x.img", "size" 1M' 'lun: line 1'
+api_case lun-block-size-1000 lun "$R: targets\[0\]\.luns\[[0-9]+\]\.block_size: 1000" "$BED_HA_IQN" \
+	'{"path": "/tmp/x.img", "block_size": 1000, "device_group": "dg1"}' 'block_size: 1000'
 api_case drain-unknown-node drain "$R: no node 'n9' in the cluster configuration" n9 "'n9'"
 
 n=$(reader_fails "$START")

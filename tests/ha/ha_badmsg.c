@@ -22,6 +22,10 @@
  *   state-gen       a State whose generation no member announced
  *   fenced          a Fenced (protocol 2) saying NAME was fenced, while it lives
  *   fenced-v1       the same in a protocol 1 message (Fenced is protocol 2)
+ *   lun-garbled     a LunChange (protocol 3) adding LUN 99 to the bed's target
+ *                   whose LUN object is garbled JSON: decodes, refused by
+ *                   every agent on delivery
+ *   lun-v2          a well-formed LunChange in a protocol 2 message
  *   oversized       a State of --size bytes (default 1 MiB + 1, one above the
  *                   agent's limit; corosync 3 fragments big messages in
  *                   libcpg and took 64 MiB here; its CS_ERR_TOO_BIG would
@@ -48,6 +52,8 @@
  *                        an error containing TEXT
  *   move DG NODE TEXT    Move: refused (-ENOENT) with an error containing TEXT
  *   drain NODE TEXT      Drain: refused (-ENOENT), error containing TEXT
+ *   lun IQN JSON TEXT    ChangeLun adding JSON as LUN 99 of IQN: refused
+ *                        (-EINVAL) with an error containing TEXT
  *   status               GetClusterStatus: prints "generation N phase P"
  *
  * Prints one line per case, "ok CASE: ..." or "FAIL CASE: ..."; exits 1 when
@@ -78,6 +84,7 @@
 #define MEMBERS_MAX 64u
 #define AGENT_MSG_MAX (1u << 20)        /* the agent's largest group message */
 #define PROTO_FUTURE 99u
+#define BED_TARGET "iqn.2026-11.org.isergw:ha"  /* the bed's target (tests/ha/bed.sh) */
 
 typedef Isergw__Ha__GroupMsg GroupMsg;
 typedef Isergw__Ha__ApiRequest ApiRequest;
@@ -314,6 +321,7 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 	Isergw__Ha__Sync sy = ISERGW__HA__SYNC__INIT;
 	Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
 	Isergw__Ha__Fenced fe = ISERGW__HA__FENCED__INIT;
+	Isergw__Ha__LunChange lc = ISERGW__HA__LUN_CHANGE__INIT;
 	uint32_t members[3] = { 3, 1, 2 };
 	uint8_t digest[32];
 	char other[256], *doc = NULL;
@@ -382,6 +390,20 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 		out->buf = pack(&m, &out->len);
 		snprintf(out->what, sizeof(out->what), "protocol %u: node %s was fenced (it is alive)",
 			 m.version, node);
+	} else if (!strcmp(c, "lun-garbled") || !strcmp(c, "lun-v2")) {
+		lc.target = (char *)(uintptr_t)BED_TARGET;
+		lc.lun = 99;
+		lc.lun_json = (char *)(uintptr_t)(strcmp(c, "lun-v2") ?
+			"{\"path\": \"/tmp/x.img\", \"size\" 1M" :
+			"{\"lun\":99,\"path\":\"/tmp/isergw-badmsg-lun99.img\",\"size\":\"1M\"}");
+		ch.kind_case = ISERGW__HA__CHANGE__KIND_LUN;
+		ch.lun = &lc;
+		m.version = strcmp(c, "lun-v2") ? 3 : 2;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+		m.change = &ch;
+		out->buf = pack(&m, &out->len);
+		snprintf(out->what, sizeof(out->what), "protocol %u: LUN 99 of %s: %s", m.version,
+			 BED_TARGET, lc.lun_json);
 	} else if (!strcmp(c, "foreign")) {
 		snprintf(other, sizeof(other), "%s-other", cluster);
 		m.cluster = other;
@@ -864,6 +886,20 @@ static int api_case(const char *c, int argc, char **argv)
 			rc = verdict(false, c, "cannot send");
 		else if ((rc = expect_refusal(c, fd, -ENOENT, argv[2], got, sizeof(got))) == 0)
 			rc = verdict(true, c, "%s to %s: -ENOENT (%s)", argv[0], argv[1], got);
+	} else if (!strcmp(c, "lun") && argc == 3) {
+		ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+		Isergw__Ha__ChangeLun cl = ISERGW__HA__CHANGE_LUN__INIT;
+
+		cl.target = argv[0];
+		cl.has_lun = true;
+		cl.lun = 99;
+		cl.lun_json = argv[1];
+		req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_LUN;
+		req.change_lun = &cl;
+		if (!send_request(fd, &req))
+			rc = verdict(false, c, "cannot send");
+		else if ((rc = expect_refusal(c, fd, -EINVAL, argv[2], got, sizeof(got))) == 0)
+			rc = verdict(true, c, "%s: -EINVAL (%s)", argv[1], got);
 	} else if (!strcmp(c, "drain") && argc == 2) {
 		ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
 		Isergw__Ha__Drain dr = ISERGW__HA__DRAIN__INIT;

@@ -8,7 +8,7 @@
  * with an error reply carrying a reason (and, where the stream is out of
  * step, closes the connection), then that a well-formed GetStatus on a new
  * connection still works. Cases: truncated, truncated-header, oversized,
- * garbage, unknown-op, empty, bad-enum, bad-values, many-clients; "nonroot"
+ * garbage, unknown-op, empty, bad-enum, bad-values, change-lun, many-clients; "nonroot"
  * (not in the default set) expects the refusal of a client whose uid is
  * neither 0 nor the daemon's. Prints "PASS case" / "FAIL case: why"; exits 1
  * on any failure.
@@ -247,6 +247,26 @@ static void case_bad_values(void)
 	case_packed("logout-nobody", &req, -EINVAL);
 }
 
+/* ChangeLun: out of range, and one for a target the daemon does not have (garbled LUN). */
+static void case_change_lun(void)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ChangeLun cl = ISERGW__CTL__CHANGE_LUN__INIT;
+
+	req.op_case = ISERGW__CTL__REQUEST__OP_CHANGE_LUN;
+	req.change_lun = &cl;
+	cl.target = (char *)(uintptr_t)"iqn.2026-11.org.example:none";
+	cl.lun = 3;
+	cl.lun_json = (char *)(uintptr_t)"{\"lun\": 3, \"path\" garbled";
+	cl.epoch = 0;
+	case_packed("change-lun-epoch-0", &req, -EINVAL);
+	cl.epoch = 1000000;
+	cl.lun = 16384;
+	case_packed("change-lun-16384", &req, -EINVAL);
+	cl.lun = 3;
+	case_packed("change-lun-no-target", &req, -ENOENT);
+}
+
 static void case_many_clients(void)
 {
 	int fds[24], n = 0, fd;
@@ -325,6 +345,7 @@ int main(int argc, char **argv)
 	RUN("empty", case_frame("empty", NULL, 0, -EOPNOTSUPP));
 	RUN("bad-enum", case_bad_enum());
 	RUN("bad-values", case_bad_values());
+	RUN("change-lun", case_change_lun());
 	RUN("many-clients", case_many_clients());
 	return failures ? 1 : 0;
 }

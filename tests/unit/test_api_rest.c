@@ -690,10 +690,62 @@ static void test_refusals(void **state)
 	json_object_put(cfg);
 }
 
+/* A LUN POST or DELETE through the agent's ChangeLun: the body alone, the answer, the refusal's field. */
+static void test_lun_change(void **state)
+{
+	struct rest_err e;
+	json_object *b = J("{\"path\":\"/srv/a.img\",\"size\":\"1G\"}"), *cfg, *l;
+	char prefix[64];
+	bool has;
+	uint32_t lun = 9;
+
+	(void)state;
+	assert_int_equal(rest_lun_body(b, &has, &lun, &e), 0);
+	assert_false(has);
+	cfg = rest_lun_made("iqn.a", b, 4);
+	l = rest_lun(cfg, "iqn.a", 4);
+	assert_non_null(l);
+	assert_string_equal(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN),
+			    "{\"path\":\"\\/srv\\/a.img\",\"size\":\"1G\",\"lun\":4}");
+	json_object_put(l);
+	json_object_put(cfg);
+	json_object_put(b);
+	b = J("{\"lun\":3,\"path\":\"/a\"}");
+	assert_int_equal(rest_lun_body(b, &has, &lun, &e), 0);
+	assert_true(has);
+	assert_int_equal(lun, 3);
+	json_object_put(b);
+	b = J("{\"lun\":99999,\"path\":\"/a\"}");
+	assert_int_equal(rest_lun_body(b, &has, &lun, &e), -EINVAL);
+	assert_int_equal(e.code, 422);
+	assert_string_equal(e.field, "lun");
+	json_object_put(b);
+	b = J("{\"path\":\"/a\",\"colour\":\"red\"}");
+	assert_int_equal(rest_lun_body(b, &has, &lun, &e), -EINVAL);
+	assert_string_equal(e.field, "colour");
+	json_object_put(b);
+
+	rest_lun_error_prefix("targets[2].luns[17].block_size: 1000 is not 512 or 4096", prefix,
+			      sizeof(prefix));
+	assert_string_equal(prefix, "targets[2].luns[17]");
+	rest_agent_refusal(-EINVAL, "targets[2].luns[17].block_size: 1000 is not 512 or 4096",
+			   prefix, &e);
+	assert_int_equal(e.code, 422);
+	assert_string_equal(e.field, "block_size");
+	rest_lun_error_prefix("targets[0].luns[3]: expected an object, got array", prefix,
+			      sizeof(prefix));
+	assert_string_equal(prefix, "targets[0].luns[3]");
+	rest_lun_error_prefix("no target iqn.x", prefix, sizeof(prefix));
+	assert_string_equal(prefix, "");
+	rest_lun_error_prefix("lun: line 1 column 9: unexpected character", prefix, sizeof(prefix));
+	assert_string_equal(prefix, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routing),
+		cmocka_unit_test(test_lun_change),
 		cmocka_unit_test(test_openapi_matches_routes),
 		cmocka_unit_test(test_etag_if_match),
 		cmocka_unit_test(test_body),

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include <cmocka.h>
 
 #include "util/config.h"
@@ -981,10 +983,64 @@ static void test_fence_new(void **state)
 	gw_config_free(nokey);
 }
 
+/* One LUN object alone (isergwd's ChangeLun, the HA agent's check): fields, checks, defaults. */
+static void test_lun_parse(void **state)
+{
+	struct gw_lun_cfg l, whole;
+	struct gw_config *c = NULL;
+	json_object *o;
+	char err[256];
+
+	(void)state;
+	o = json_tokener_parse("{\"lun\":7,\"path\":\"/dev/x\",\"size\":\"1M\",\"device_group\":\"a\"}");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 2, 5, &l, err, sizeof(err)), 0);
+	json_object_put(o);
+	assert_int_equal(l.lun, 7);
+	assert_string_equal(l.path, "/dev/x");
+	assert_int_equal(l.size, 1u << 20);
+	assert_int_equal(l.block_size, 512);
+	assert_string_equal(l.device_group, "a");
+	assert_true(l.naa_set);
+	/* the same serial and NAA as the LUN in a whole configuration */
+	assert_int_equal(gw_config_load_string("{\"portals\":[{\"url\":\"tcp://127.0.0.1\"}],"
+			 "\"targets\":[{\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[{\"lun\":7,"
+			 "\"path\":\"/dev/x\"}]}]}", &c, err, sizeof(err)), 0);
+	whole = c->targets[0].luns[0];
+	assert_string_equal(l.serial, whole.serial);
+	assert_memory_equal(l.naa, whole.naa, sizeof(l.naa));
+	gw_config_free(c);
+
+	o = json_tokener_parse("{\"path\":\"/dev/x\",\"block_size\":1000}");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 2, 5, &l, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "targets[2].luns[5].block_size: 1000 is not 512 or 4096");
+	json_object_put(o);
+	o = json_tokener_parse("{\"path\":\"/dev/x\",\"colour\":1}");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 0, 0, &l, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "targets[0].luns[0].colour: unknown key");
+	json_object_put(o);
+	o = json_tokener_parse("{\"size\":\"1M\"}");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 0, 3, &l, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "targets[0].luns[3].path: missing");
+	json_object_put(o);
+	o = json_tokener_parse("[1]");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 0, 3, &l, err, sizeof(err)),
+			 -EINVAL);
+	json_object_put(o);
+	/* without "lun": its place */
+	o = json_tokener_parse("{\"path\":\"/dev/y\"}");
+	assert_int_equal(gw_lun_parse(o, "iqn.2026-11.org.example:t", 0, 3, &l, err, sizeof(err)), 0);
+	assert_int_equal(l.lun, 3);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_lun_parse),
 		cmocka_unit_test(test_minimal_defaults),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_secret_too_long),

@@ -750,10 +750,36 @@ static void alua_names(void **state)
 	assert_string_equal(ctl_alua_state_name(5), "?");
 }
 
+static void decode_change_lun(void **state)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ChangeLun cl = ISERGW__CTL__CHANGE_LUN__INIT;
+	char err[256];
+
+	(void)state;
+	req.op_case = ISERGW__CTL__REQUEST__OP_CHANGE_LUN;
+	req.change_lun = &cl;
+	cl.epoch = 5;
+	cl.target = (char *)(uintptr_t)"iqn.2026-11.org.example:t";
+	cl.lun = 16383;
+	cl.lun_json = (char *)(uintptr_t)"{\"lun\":16383,\"path\":\"/dev/x\"}";
+	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+	cl.lun = 16384;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "change_lun: lun 16384 above 16383");
+	cl.lun = 1;
+	cl.epoch = 0;
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+	cl.epoch = 5;
+	cl.target = (char *)(uintptr_t)"";
+	assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(frame_whole, setup, teardown),
+		cmocka_unit_test(decode_change_lun),
 		cmocka_unit_test_setup_teardown(frame_bytewise, setup, teardown),
 		cmocka_unit_test_setup_teardown(frame_truncated_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(frame_truncated_header, setup, teardown),

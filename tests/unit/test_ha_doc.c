@@ -1032,6 +1032,8 @@ static void remove_dir(const char *dir)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%s.tmp", dir, HA_DOC_FILE);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE);
+	unlink(path);
 	assert_int_equal(rmdir(dir), 0);
 }
 
@@ -1123,6 +1125,205 @@ static void test_save_load(void **state)
 	free(dir);
 }
 
+/* ------------------------------------------------------------ one LUN at a time */
+
+#define TQ "iqn.2026-11.org.example:cluster"
+
+/* d with LUN lun changed (ha_doc_with_lun) is what the whole changed configuration makes. */
+static void check_lun_change(const struct ha_doc *d, const char *iqn, uint32_t lun,
+			     const char *lun_json, const char *whole_config)
+{
+	struct ha_doc *a = NULL, *b = NULL;
+	char err[512] = "";
+	int rc;
+
+	rc = ha_doc_with_lun(d, iqn, lun, lun_json, &a, err, sizeof(err));
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(ha_doc_with_config(d, whole_config, &b, err, sizeof(err)), 0);
+	assert_int_equal(a->generation, d->generation + 1);
+	assert_string_equal(a->text, b->text);
+	assert_memory_equal(a->digest, b->digest, HA_DIGEST_LEN);
+	assert_string_equal(a->delta_target, iqn);
+	assert_int_equal(a->delta_lun, lun);
+	if (lun_json && lun_json[0])
+		assert_non_null(a->delta_lun_json);
+	else
+		assert_null(a->delta_lun_json);
+	/* the runtime is carried over */
+	assert_memory_equal(a->owner, d->owner, d->ndgs * sizeof(*d->owner));
+	ha_doc_free(a);
+	ha_doc_free(b);
+}
+
+#define CFG_LUNS(luns) "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\"" \
+	TQ "\"" luns "},{\"iqn\":\"iqn.2026-11.org.example:z\"}]}"
+
+static void test_with_lun(void **state)
+{
+	struct ha_doc *d = doc_from(CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	struct ha_doc *n = NULL, *e = doc_from(CFG_LUNS(""));
+	char err[512], *canon = NULL;
+	uint32_t lun = 77;
+
+	(void)state;
+	/* appended after LUN 0, keys in any order, "lun" optional */
+	check_lun_change(d, TQ, 5, "{\"path\":\"/dev/x\",\"device_group\":\"dg2\"}",
+			 CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") ","
+				  "{\"lun\":5,\"device_group\":\"dg2\",\"path\":\"/dev/x\"}]"));
+	/* a target without "luns" gets one, in its sorted place */
+	check_lun_change(e, TQ, 0, "{\"lun\":0,\"path\":\"/dev/y\"}",
+			 CFG_LUNS(",\"luns\":[{\"lun\":0,\"path\":\"/dev/y\"}]"));
+	check_lun_change(e, "iqn.2026-11.org.example:z", 3, "{\"path\":\"/dev/y\",\"readonly\":true}",
+			 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\"" TQ
+			 "\"},{\"iqn\":\"iqn.2026-11.org.example:z\",\"luns\":[{\"lun\":3,\"path\":"
+			 "\"/dev/y\",\"readonly\":true}]}]}");
+	/* removed: the only one, then one of two */
+	check_lun_change(d, TQ, 0, NULL, CFG_LUNS(",\"luns\":[]"));
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/dev/z\"}", &n, err, sizeof(err)), 0);
+	check_lun_change(n, TQ, 0, "", CFG_LUNS(",\"luns\":[{\"lun\":1,\"path\":\"/dev/z\"}]"));
+	check_lun_change(n, TQ, 1, "", CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	/* one after the other (the second from the index the first left), then back to a walk */
+	{
+		struct ha_doc *a = NULL, *b = NULL, *c = NULL;
+
+		assert_int_equal(ha_doc_with_lun(e, "iqn.2026-11.org.example:z", 4,
+						 "{\"path\":\"/dev/4\"}", &a, err, sizeof(err)), 0);
+		assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 4,
+						 "{\"path\":\"/dev/4\"}", &b, err, sizeof(err)), -EEXIST);
+		check_lun_change(a, "iqn.2026-11.org.example:z", 2, "{\"path\":\"/dev/2\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\"},{\"iqn\":\"iqn.2026-11.org.example:z\",\"luns\":[{\"lun\":4,"
+				 "\"path\":\"/dev/4\"},{\"lun\":2,\"path\":\"/dev/2\"}]}]}");
+		assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 2,
+						 "{\"path\":\"/dev/2\"}", &b, err, sizeof(err)), 0);
+		assert_int_equal(ha_doc_with_lun(b, TQ, 9, "{\"path\":\"/dev/9\"}", &c, err,
+						 sizeof(err)), 0);
+		ha_doc_free(a);
+		check_lun_change(c, "iqn.2026-11.org.example:z", 3, "{\"path\":\"/dev/3\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\",\"luns\":[{\"lun\":9,\"path\":\"/dev/9\"}]},{\"iqn\":\"iqn.2026-11."
+				 "org.example:z\",\"luns\":[{\"lun\":4,\"path\":\"/dev/4\"},{\"lun\":2,"
+				 "\"path\":\"/dev/2\"},{\"lun\":3,\"path\":\"/dev/3\"}]}]}");
+		check_lun_change(c, TQ, 10, "{\"path\":\"/dev/10\"}",
+				 "{\"nodes\":" NODES3 ",\"device_groups\":" DGS3 ",\"targets\":[{\"iqn\":\""
+				 TQ "\",\"luns\":[{\"lun\":9,\"path\":\"/dev/9\"},{\"lun\":10,\"path\":"
+				 "\"/dev/10\"}]},{\"iqn\":\"iqn.2026-11.org.example:z\",\"luns\":[{\"lun\":4,"
+				 "\"path\":\"/dev/4\"},{\"lun\":2,\"path\":\"/dev/2\"}]}]}");
+		ha_doc_free(b);
+		ha_doc_free(c);
+	}
+	/* the lowest free number */
+	assert_int_equal(ha_doc_lun_free(n, TQ, &lun, err, sizeof(err)), 0);
+	assert_int_equal(lun, 2);
+	assert_int_equal(ha_doc_lun_free(e, TQ, &lun, err, sizeof(err)), 0);
+	assert_int_equal(lun, 0);
+	assert_int_equal(ha_doc_lun_check(n, TQ, 2, "{\"path\":\"/dev/w\"}", &canon, err,
+					  sizeof(err)), 0);
+	assert_string_equal(canon, "{\"lun\":2,\"path\":\"/dev/w\"}");
+	free(canon);
+	ha_doc_free(n);
+	ha_doc_free(e);
+	ha_doc_free(d);
+}
+
+static void test_with_lun_errors(void **state)
+{
+	struct ha_doc *d = doc_from(CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	struct ha_doc *p = doc_from(CFG_LUNS(",\"luns\":[{\"path\":\"/dev/a\"}]"));
+	struct ha_doc *n = NULL;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(ha_doc_with_lun(d, "iqn.2026-11.org.example:none", 1, "{\"path\":\"/a\"}",
+					 &n, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "no target iqn.2026-11.org.example:none");
+	assert_int_equal(ha_doc_with_lun(d, TQ, 0, "{\"path\":\"/a\"}", &n, err, sizeof(err)),
+			 -EEXIST);
+	assert_string_equal(err, "targets[0].luns[0].lun: LUN 0 of " TQ " exists already");
+	assert_int_equal(ha_doc_with_lun(d, TQ, 4, NULL, &n, err, sizeof(err)), -ENOENT);
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/a\",\"block_size\":1000}", &n,
+					 err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].luns[1].block_size: 1000 is not 512 or 4096");
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/a\",\"colour\":1}", &n, err,
+					 sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].luns[1].colour: unknown key");
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/a\",\"device_group\":\"x\"}", &n,
+					 err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].luns[1].device_group: 'x' is not a device group of "
+			    "the cluster");
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"lun\":2,\"path\":\"/a\"}", &n, err,
+					 sizeof(err)), -EINVAL);
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\": \"/a\", garbled", &n, err,
+					 sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "lun: line 1 column"));
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "[1]", &n, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/a\",\"size\":1.5}", &n, err,
+					 sizeof(err)), -EINVAL);
+	assert_int_equal(ha_doc_with_lun(d, TQ, 16384, "{\"path\":\"/a\"}", &n, err, sizeof(err)),
+			 -EINVAL);
+	/* numbered by place: the caller sends the whole configuration */
+	assert_int_equal(ha_doc_with_lun(p, TQ, 5, "{\"path\":\"/b\"}", &n, err, sizeof(err)),
+			 -EOPNOTSUPP);
+	assert_null(n);
+	ha_doc_free(p);
+	ha_doc_free(d);
+}
+
+#define TORN "{\"generation\":2,\"lun\":{\"lun\":1,\"path\":\"/a\"},\"number\":1,\"target\":\"" \
+	TQ "\"}\n{\"generation\":3,\"lu"
+
+#define OLD_LINE "{\"generation\":2,\"lun\":null,\"number\":7,\"target\":\"x\"}\n"
+
+static void test_journal(void **state)
+{
+	char *dir = tmpdir(), err[512], path[512], *line;
+	struct ha_doc *d = doc_from(CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	struct ha_doc *a, *b, *c;
+
+	(void)state;
+	assert_null(ha_doc_journal_line(d));
+	assert_int_equal(ha_doc_save(d, dir), 0);
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/a\"}", &a, err, sizeof(err)), 0);
+	assert_int_equal(ha_doc_with_lun(a, TQ, 0, NULL, &b, err, sizeof(err)), 0);
+	line = ha_doc_journal_line(a);
+	assert_string_equal(line, "{\"generation\":2,\"lun\":{\"lun\":1,\"path\":\"/a\"},\"number\":1,"
+			    "\"target\":\"" TQ "\"}\n");
+	assert_int_equal(ha_doc_journal_append(line, strlen(line), dir), 0);
+	free(line);
+	line = ha_doc_journal_line(b);
+	assert_string_equal(line, "{\"generation\":3,\"lun\":null,\"number\":0,\"target\":\"" TQ
+			    "\"}\n");
+	assert_int_equal(ha_doc_journal_append(line, strlen(line), dir), 0);
+	free(line);
+	snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE);
+	assert_int_equal(access(path, F_OK), 0);
+	/* replayed on the stored document */
+	assert_int_equal(ha_doc_load(dir, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->generation, 3);
+	assert_string_equal(c->text, b->text);
+	ha_doc_free(c);
+	/* a torn last line stops the replay there */
+	write_file(dir, HA_JOURNAL_FILE, TORN, strlen(TORN));
+	assert_int_equal(ha_doc_load(dir, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->generation, 2);
+	assert_string_equal(c->text, a->text);
+	ha_doc_free(c);
+	/* lines older than the document are skipped; the whole document removes the journal */
+	assert_int_equal(ha_doc_save(b, dir), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	write_file(dir, HA_JOURNAL_FILE, OLD_LINE, strlen(OLD_LINE));
+	assert_int_equal(ha_doc_load(dir, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->generation, 3);
+	ha_doc_free(c);
+	ha_doc_free(a);
+	ha_doc_free(b);
+	ha_doc_free(d);
+	remove_dir(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1144,6 +1345,9 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_save_load),
+		cmocka_unit_test(test_with_lun),
+		cmocka_unit_test(test_with_lun_errors),
+		cmocka_unit_test(test_journal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

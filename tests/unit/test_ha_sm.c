@@ -1311,10 +1311,122 @@ static void test_restart_newest_generation_wins(void **state)
 	}
 }
 
+/* The kind of change the last message on the bus carries (-1: not a change). */
+static int last_change_kind(void)
+{
+	char err[256];
+	HaMsg *m = NULL;
+	int kind;
+
+	assert_true(nbus > 0);
+	assert_int_equal(ha_msg_decode(bus[nbus - 1].buf, bus[nbus - 1].len, &m, err, sizeof(err)),
+			 0);
+	kind = m->body_case == ISERGW__HA__GROUP_MSG__BODY_CHANGE ? (int)m->change->kind_case : -1;
+	isergw__ha__group_msg__free_unpacked(m, NULL);
+	return kind;
+}
+
+#define LUN3 "{\"path\":\"/tmp/test-ha-sm-3.img\",\"device_group\":\"dg1\"}"
+
+/* One LUN added, then removed: a LunChange each, applied alike by every member, nothing moved. */
+static void test_lun_change(void **state)
+{
+	const char *t = "iqn.2026-11.org.isergw:t";
+	char err[512] = "";
+	uint32_t lun = 99;
+	uint64_t g0;
+	int64_t id;
+
+	(void)state;
+	configure();
+	g0 = nodes[0].sm.doc->generation;
+	id = ha_sm_submit_lun(&nodes[1].sm, t, false, &lun, LUN3, 0, err, sizeof(err));
+	if (id < 0)
+		fail_msg("refused: %s", err);
+	assert_int_equal(lun, 3);       /* the lowest free number */
+	assert_int_equal(last_change_kind(), ISERGW__HA__CHANGE__KIND_LUN);
+	settle();
+	gw_apply_all();
+	assert_int_equal(nodes[1].done_id, (uint64_t)id);
+	assert_int_equal(nodes[1].done_status, 0);
+	for (int k = 0; k < N; k++) {
+		const struct ha_doc *d = nodes[k].sm.doc;
+
+		assert_int_equal(d->generation, g0 + 1);
+		assert_memory_equal(d->digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+		assert_non_null(strstr(d->config_text, "test-ha-sm-3.img"));
+		assert_string_equal(d->delta_target, t);
+		assert_int_equal(d->delta_lun, 3);
+		assert_int_equal(owner_of(k, "dg1"), 0);
+	}
+	/* refused before it is sent: a number in use, no such target, a bad LUN */
+	lun = 3;
+	assert_int_equal(ha_sm_submit_lun(&nodes[0].sm, t, true, &lun, LUN3, 0, err, sizeof(err)),
+			 -EEXIST);
+	assert_int_equal(ha_sm_submit_lun(&nodes[0].sm, "iqn.2026-11.org.isergw:none", true, &lun,
+					  LUN3, 0, err, sizeof(err)), -ENOENT);
+	lun = 4;
+	assert_int_equal(ha_sm_submit_lun(&nodes[0].sm, t, true, &lun, "{\"path\": garbled", 0,
+					  err, sizeof(err)), -EINVAL);
+	assert_int_equal(ha_sm_submit_lun(&nodes[0].sm, t, true, &lun, LUN3, g0, err,
+					  sizeof(err)), -ESTALE);
+	assert_int_equal(nbus, 0);
+	/* removed */
+	lun = 3;
+	id = ha_sm_submit_lun(&nodes[2].sm, t, true, &lun, NULL, 0, err, sizeof(err));
+	assert_true(id > 0);
+	assert_int_equal(last_change_kind(), ISERGW__HA__CHANGE__KIND_LUN);
+	settle();
+	gw_apply_all();
+	assert_int_equal(nodes[2].done_status, 0);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(nodes[k].sm.doc->generation, g0 + 2);
+		assert_null(strstr(nodes[k].sm.doc->config_text, "test-ha-sm-3.img"));
+		assert_null(nodes[k].sm.doc->delta_lun_json);
+	}
+	assert_one_ao();
+}
+
+/* An agent of protocol 2 in the group: a LUN change goes as the whole configuration it makes. */
+static void test_lun_change_protocol_2(void **state)
+{
+	char err[512] = "";
+	uint32_t lun = 7;
+	int64_t id;
+
+	(void)state;
+	configure();
+	nodes[1].up = false;            /* node 2's agent restarts as an older one */
+	ha_sm_fini(&nodes[1].sm);
+	membership();
+	start_proto_max = 2;
+	start_node(1, NULL);
+	start_proto_max = 0;
+	membership();
+	run_for(500);
+	gw_apply_all();
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.proto, 2);
+	id = ha_sm_submit_lun(&nodes[0].sm, "iqn.2026-11.org.isergw:t", true, &lun, LUN3, 0, err,
+			      sizeof(err));
+	if (id < 0)
+		fail_msg("refused: %s", err);
+	assert_int_equal(last_change_kind(), ISERGW__HA__CHANGE__KIND_CONFIG_JSON);
+	settle();
+	gw_apply_all();
+	assert_int_equal(nodes[0].done_status, 0);
+	for (int k = 0; k < N; k++) {
+		assert_non_null(strstr(nodes[k].sm.doc->config_text, "test-ha-sm-3.img"));
+		assert_memory_equal(nodes[k].sm.doc->digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_barrier_and_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lun_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lun_change_protocol_2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_from_heartbeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failback_waits_for_the_new_owner, setup, teardown),
