@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "problem.h"
@@ -47,8 +48,8 @@ struct job {
 	enum step step;
 	char owner[REST_NAME_MAX + 1];  /* DG PATCH */
 	bool drained;                   /* node PATCH */
-	char iqn[REST_NAME_MAX + 1];    /* of a target created */
-	uint32_t lun;                   /* of a LUN created */
+	char iqn[REST_NAME_MAX + 1];    /* of a target created, the initiator of an ACL created */
+	uint32_t lun;                   /* of a LUN created, the rel_port_id of a portal created */
 	api_v1_done done;
 	void *arg;
 };
@@ -295,6 +296,25 @@ static bool precondition_failed(struct job *j, uint64_t gen)
 	return true;
 }
 
+/* o, or 404 "no WHAT" when it is NULL */
+static void config_found(struct job *j, json_object *o, uint64_t gen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void config_found(struct job *j, json_object *o, uint64_t gen, const char *fmt, ...)
+{
+	char what[2 * REST_NAME_MAX + 64];
+	va_list ap;
+
+	if (o) {
+		finish_json(j, 200, o, gen);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	finish_code(j, 404, "no %s", what);
+}
+
 static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 {
 	switch (j->m.op) {
@@ -322,6 +342,27 @@ static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 			finish_json(j, 200, l, gen);
 		return;
 	}
+	case REST_ACLS_LIST:
+		config_found(j, rest_acls(cfg, j->m.name), gen, "target %s", j->m.name);
+		return;
+	case REST_ACL_GET:
+		config_found(j, rest_acl(cfg, j->m.name, j->m.sub), gen, "ACL for %s in %s",
+			     j->m.sub, j->m.name);
+		return;
+	case REST_DISCOVERY_CHAP_GET:
+		finish_json(j, 200, rest_discovery_chap(cfg), gen);
+		return;
+	case REST_PORTALS_LIST:
+		config_found(j, rest_portals(cfg, j->m.name), gen, "node %s in the configuration",
+			     j->m.name);
+		return;
+	case REST_PORTAL_GET:
+		config_found(j, rest_portal(cfg, j->m.name, j->m.num), gen, "portal %u on node %s",
+			     j->m.num, j->m.name);
+		return;
+	case REST_PORT_GROUPS_LIST:
+		finish_json(j, 200, rest_port_groups(cfg), gen);
+		return;
 	case REST_LUN_GET: {
 		json_object *l = rest_lun(cfg, j->m.name, j->m.lun);
 		char what[REST_NAME_MAX + 32];
@@ -355,6 +396,24 @@ static int config_write(struct job *j, json_object **cfg, struct rest_err *e)
 		return rest_lun_patch(*cfg, j->m.name, j->m.lun, j->body, e);
 	case REST_LUN_DELETE:
 		return rest_lun_delete(*cfg, j->m.name, j->m.lun, e);
+	case REST_TARGET_PATCH:
+		return rest_target_patch(*cfg, j->m.name, j->body, e);
+	case REST_ACL_POST:
+		return rest_acl_create(*cfg, j->m.name, j->body, j->iqn, sizeof(j->iqn), e);
+	case REST_ACL_PATCH:
+		return rest_acl_patch(*cfg, j->m.name, j->m.sub, j->body, e);
+	case REST_ACL_DELETE:
+		return rest_acl_delete(*cfg, j->m.name, j->m.sub, e);
+	case REST_DISCOVERY_CHAP_PUT:
+		return rest_discovery_chap_put(*cfg, j->body, e);
+	case REST_DISCOVERY_CHAP_DELETE:
+		return rest_discovery_chap_delete(*cfg, e);
+	case REST_PORTAL_POST:
+		return rest_portal_create(*cfg, j->m.name, j->body, &j->lun, e);
+	case REST_PORTAL_PATCH:
+		return rest_portal_patch(*cfg, j->m.name, j->m.num, j->body, e);
+	case REST_PORTAL_DELETE:
+		return rest_portal_delete(*cfg, j->m.name, j->m.num, e);
 	case REST_CONFIG_PUT:
 		if (json_object_deep_copy(j->body, &next, NULL)) {
 			e->code = 500;
@@ -431,6 +490,28 @@ static void applied(struct job *j, const Isergw__Ha__ChangeResult *cr)
 	case REST_CONFIG_PUT:
 		answer_json(&ans, 200, rest_redact(j->cfg));
 		break;
+	case REST_TARGET_PATCH:
+		answer_json(&ans, 200, rest_target(j->cfg, j->m.name));
+		break;
+	case REST_ACL_POST:
+		answer_json(&ans, 201, rest_acl(j->cfg, j->m.name, j->iqn));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/targets/%s/acls/%s",
+			 j->m.name, j->iqn);
+		break;
+	case REST_ACL_PATCH:
+		answer_json(&ans, 200, rest_acl(j->cfg, j->m.name, j->m.sub));
+		break;
+	case REST_DISCOVERY_CHAP_PUT:
+		answer_json(&ans, 200, rest_discovery_chap(j->cfg));
+		break;
+	case REST_PORTAL_POST:
+		answer_json(&ans, 201, rest_portal(j->cfg, j->m.name, j->lun));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/nodes/%s/portals/%u",
+			 j->m.name, j->lun);
+		break;
+	case REST_PORTAL_PATCH:
+		answer_json(&ans, 200, rest_portal(j->cfg, j->m.name, j->m.num));
+		break;
 	default:
 		memset(&ans, 0, sizeof(ans));
 		ans.code = 204;
@@ -442,11 +523,33 @@ static void applied(struct job *j, const Isergw__Ha__ChangeResult *cr)
 	finish(j, &ans);
 }
 
+/* where the write landed in the configuration sent (rest_write_prefix_sub) */
+static void write_prefix(struct job *j, char *buf, size_t len)
+{
+	switch (j->m.op) {
+	case REST_ACL_POST:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, j->iqn, 0, buf, len);
+		return;
+	case REST_ACL_PATCH:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, j->m.sub, 0, buf, len);
+		return;
+	case REST_PORTAL_POST:
+	case REST_PORTAL_PATCH:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, NULL,
+				      j->m.op == REST_PORTAL_POST ? j->lun : j->m.num, buf, len);
+		return;
+	default:
+		rest_write_prefix(j->cfg, j->m.op, j->m.op == REST_TARGET_POST ? j->iqn :
+				  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun, buf, len);
+		return;
+	}
+}
+
 static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
 {
 	struct job *j = arg;
 	struct rest_err e = { .code = 0 };
-	char prefix[64] = "";
+	char prefix[96] = "";
 
 	if (rc) {
 		rest_agent_unreachable(rc, why, &e);
@@ -472,9 +575,7 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	}
 	if (rep->status) {
 		if (j->step == S_APPLY)
-			rest_write_prefix(j->cfg, j->m.op, j->m.op == REST_TARGET_POST ? j->iqn :
-					  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun,
-					  prefix, sizeof(prefix));
+			write_prefix(j, prefix, sizeof(prefix));
 		rest_agent_refusal(rep->status, rep->error, prefix, &e);
 		/* no If-Match, and overtaken every time: a conflict, not a failed precondition */
 		if (rep->status == -ESTALE && !j->if_match) {
@@ -518,6 +619,107 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 		return;
 	}
 	finish_code(j, 500, "%s", "the agent's answer has no payload of the kind asked");
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static void local_err(struct api_answer *ans, unsigned int code, const char *field,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void local_err(struct api_answer *ans, unsigned int code, const char *field,
+		      const char *fmt, ...)
+{
+	struct rest_err e = { .code = code };
+	va_list ap;
+
+	snprintf(e.field, sizeof(e.field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(e.detail, sizeof(e.detail), fmt, ap);
+	va_end(ap);
+	api_answer_problem(ans, &e);
+}
+
+/* isergwd's refusal or silence as HTTP */
+static void local_failed(struct api_answer *ans, int rc, const CtlReply *rep, const char *err)
+{
+	if (rep && rep->status == -ENOENT)
+		local_err(ans, 404, NULL, "%s", rep->error && rep->error[0] ? rep->error :
+			  "no such session");
+	else if (rep)
+		local_err(ans, 500, NULL, "isergwd refused: %s", rep->error && rep->error[0] ?
+			  rep->error : strerror(-rep->status));
+	else if (rc == -ETIMEDOUT)
+		local_err(ans, 504, NULL, "isergwd: %s", err);
+	else
+		local_err(ans, 503, NULL, "isergwd cannot be reached: %s", err);
+}
+
+void api_v1_local(struct api *a, const struct rest_match *m, const char *grace,
+		  struct api_answer *ans)
+{
+	CtlRequest req;
+	CtlReply *rep = NULL;
+	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
+	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;
+	char err[256] = "", node[256] = "";
+	int rc;
+
+	isergw__ctl__request__init(&req);
+	if (gethostname(node, sizeof(node) - 1))
+		node[0] = '\0';
+	if (m->op == REST_SESSION_DELETE) {
+		lo.who_case = ISERGW__CTL__LOGOUT__WHO_TSIH;
+		lo.tsih = m->num;
+		lo.immediate = !grace;
+		if (grace) {
+			char *end;
+			unsigned long g;
+
+			errno = 0;
+			g = strtoul(grace, &end, 10);
+			if (errno || end == grace || *end || grace[0] == '-' || g > 3600) {
+				local_err(ans, 422, "grace_s", "grace_s: %.32s is not 0..3600 seconds",
+					  grace);
+				return;
+			}
+			lo.grace_s = (uint32_t)g;
+		}
+		req.op_case = ISERGW__CTL__REQUEST__OP_LOGOUT;
+		req.logout = &lo;
+	} else {
+		req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
+		req.list_sessions = &ls;
+	}
+	rc = api_gw_call(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (rc || rep->status) {
+		local_failed(ans, rc, rc ? NULL : rep, err);
+		goto out;
+	}
+	switch (m->op) {
+	case REST_SESSIONS_LIST:
+		answer_json(ans, 200, rest_sessions(rep->payload_case ==
+				 ISERGW__CTL__REPLY__PAYLOAD_SESSIONS ? rep->sessions : NULL, node));
+		break;
+	case REST_SESSION_GET: {
+		json_object *o = rest_session(rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_SESSIONS ?
+					      rep->sessions : NULL, node, m->num);
+
+		if (o)
+			answer_json(ans, 200, o);
+		else
+			local_err(ans, 404, NULL, "no session with TSIH %u on this node", m->num);
+		break;
+	}
+	default:
+		GW_NOTICE(COMP, "session %u: %s", m->num, grace ? "asked to log out" : "dropped");
+		memset(ans, 0, sizeof(*ans));
+		ans->code = 204;
+		break;
+	}
+out:
+	if (rep)
+		ctl_reply_free(rep);
 }
 
 /* ------------------------------------------------------------ start */
