@@ -48,6 +48,7 @@ struct api_opts {
 	char ha_socket[API_PATH_MAX];
 	uint32_t ha_timeout_ms;         /* the agent answers a read (or a write, after the wait) */
 	uint32_t change_wait_ms;        /* a write waits for every live member (then 202) */
+	char config_file[4096];         /* standalone: isergwd's configuration file ("": cluster) */
 	uint32_t threads;
 	uint32_t conn_limit;
 	uint32_t conn_limit_ip;         /* --max-connections-per-ip */

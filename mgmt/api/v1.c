@@ -20,12 +20,15 @@
  * answered 202 with the operation "gN" (GET /api/v1/operations/gN).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -722,6 +725,267 @@ out:
 		ctl_reply_free(rep);
 }
 
+/* ------------------------------------------------------------ standalone */
+
+/*
+ * Without an HA agent (--config FILE): the configuration is isergwd's own
+ * file, the durable copy. A read parses it; a write is a read-modify-write
+ * of it under one lock (the writers of this process one at a time): the
+ * change made to what was read, the result sent to isergwd (ApplyConfig, so
+ * that its validator has the last word and the running daemon takes it as
+ * a reload), then the file replaced atomically. The ETag "gN" is a digest of
+ * the file's bytes (FNV-1a 64), not a counter: it changes with every change,
+ * whoever made it (an editor, another isergw-api), and survives restarts.
+ */
+#define SA_FILE_MAX (16u << 20)
+
+static pthread_mutex_t sa_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t sa_digest(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static int sa_read(const char *path, char **text, size_t *len)
+{
+	struct stat st;
+	char *b;
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SA_FILE_MAX) {
+		rc = fstat(fd, &st) < 0 ? -errno : -EFBIG;
+		close(fd);
+		return rc;
+	}
+	b = malloc((size_t)st.st_size + 1);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size && (n = read(fd, b + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	b[got] = '\0';
+	*text = b;
+	*len = got;
+	return 0;
+}
+
+/* path replaced by text: a temporary file beside it, synced, renamed, the directory synced */
+static int sa_write(const char *path, const char *text, size_t len)
+{
+	char tmp[4096 + 32], dir[4096];
+	struct stat st;
+	const char *slash;
+	mode_t mode = 0600;
+	size_t off = 0;
+	int fd, rc = 0;
+
+	if (stat(path, &st) == 0)
+		mode = st.st_mode & 0777;
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+/* isergwd takes text (ApplyConfig on the epoch after its newest): 0, or e filled */
+static int sa_apply(struct job *j, const char *text, struct rest_err *e)
+{
+	CtlRequest req;
+	CtlReply *rep = NULL;
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
+	char err[256] = "", prefix[96] = "";
+	int rc;
+
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	rc = api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (!rc && (rep->status || rep->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO))
+		rc = rep->status ? rep->status : -EBADMSG;
+	if (rc) {
+		e->code = rc == -ETIMEDOUT ? 504 : 503;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd: %s", err[0] ? err : strerror(-rc));
+		goto out;
+	}
+	ac.epoch = rep->status_info->epoch + 1;
+	ac.config_json = (char *)(uintptr_t)text;
+	ctl_reply_free(rep);
+	rep = NULL;
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	rc = api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (rc) {
+		e->code = rc == -ETIMEDOUT ? 504 : 503;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd: %s (the file is unchanged)", err);
+		goto out;
+	}
+	if (rep->status) {
+		rc = rep->status;
+		write_prefix(j, prefix, sizeof(prefix));
+		rest_agent_refusal(rc == -ESTALE ? -EAGAIN : rc, rep->error, prefix, e);
+	}
+out:
+	if (rep)
+		ctl_reply_free(rep);
+	return rc;
+}
+
+static bool sa_cluster_only(enum rest_op op)
+{
+	switch (op) {
+	case REST_CLUSTER_GET:
+	case REST_NODES_LIST:
+	case REST_NODE_GET:
+	case REST_NODE_PATCH:
+	case REST_DGS_LIST:
+	case REST_DG_GET:
+	case REST_DG_PATCH:
+	case REST_OPERATION_GET:
+	case REST_PORTALS_LIST:
+	case REST_PORTAL_POST:
+	case REST_PORTAL_GET:
+	case REST_PORTAL_PATCH:
+	case REST_PORTAL_DELETE:
+	case REST_PORT_GROUPS_LIST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void sa_run(struct job *j)
+{
+	const char *path = j->a->opts.config_file;
+	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
+	struct rest_err e = { .code = 0 };
+	json_object *cfg = NULL;
+	char *text = NULL, *next;
+	const char *str;
+	size_t len = 0;
+	uint64_t gen;
+	int rc;
+
+	if (sa_cluster_only(j->m.op)) {
+		finish_code(j, 404, "%s: there is no cluster here (isergw-api --config: standalone); "
+			    "the portals are in the configuration (%s/config)", rest_op_name(j->m.op),
+			    REST_PREFIX);
+		return;
+	}
+	pthread_mutex_lock(&sa_lock);
+	rc = sa_read(path, &text, &len);
+	if (rc) {
+		pthread_mutex_unlock(&sa_lock);
+		finish_code(j, 503, "cannot read the configuration %s: %s", path, strerror(-rc));
+		return;
+	}
+	gen = sa_digest(text, len);
+	if (rest_config_parse(text, &cfg)) {
+		pthread_mutex_unlock(&sa_lock);
+		free(text);
+		finish_code(j, 500, "the configuration %s is not a JSON object", path);
+		return;
+	}
+	free(text);
+	if (!rest_op_writes(j->m.op)) {
+		pthread_mutex_unlock(&sa_lock);
+		config_read(j, cfg, gen);
+		json_object_put(cfg);
+		return;
+	}
+	if (precondition_failed(j, gen)) {
+		pthread_mutex_unlock(&sa_lock);
+		json_object_put(cfg);
+		return;
+	}
+	if (config_write(j, &cfg, &e)) {
+		pthread_mutex_unlock(&sa_lock);
+		json_object_put(cfg);
+		finish_err(j, &e);
+		return;
+	}
+	json_object_put(j->cfg);
+	j->cfg = cfg;
+	str = json_object_to_json_string_ext(cfg, JSON_C_TO_STRING_PRETTY |
+					     JSON_C_TO_STRING_SPACED |
+					     JSON_C_TO_STRING_NOSLASHESCAPE);
+	len = strlen(str);
+	next = malloc(len + 2);
+	if (!next) {
+		pthread_mutex_unlock(&sa_lock);
+		finish_code(j, 500, "out of memory");
+		return;
+	}
+	memcpy(next, str, len);
+	next[len++] = '\n';
+	next[len] = '\0';
+	if (sa_apply(j, next, &e)) {
+		pthread_mutex_unlock(&sa_lock);
+		free(next);
+		finish_err(j, &e);
+		return;
+	}
+	rc = sa_write(path, next, len);
+	if (rc) {
+		pthread_mutex_unlock(&sa_lock);
+		free(next);
+		GW_ERR(COMP, "%s: isergwd runs the new configuration but %s could not be replaced: "
+		       "%s", rest_op_name(j->m.op), path, strerror(-rc));
+		finish_code(j, 500, "isergwd runs the new configuration but %s could not be "
+			    "replaced: %s", path, strerror(-rc));
+		return;
+	}
+	pthread_mutex_unlock(&sa_lock);
+	cr.generation = sa_digest(next, len);
+	free(next);
+	cr.changed = true;
+	applied(j, &cr);
+}
+
 /* ------------------------------------------------------------ start */
 
 int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err *e)
@@ -754,6 +1018,11 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 	j->gen = gen;
 	j->done = done;
 	j->arg = arg;
+	if (a->opts.config_file[0]) {
+		/* on this thread: a local file and the local isergwd, both bounded */
+		sa_run(j);
+		return 0;
+	}
 	if (!a->ha) {
 		job_free(j);
 		return -ENOTCONN;
