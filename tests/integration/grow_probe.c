@@ -3,7 +3,7 @@
  * A LUN grown under a live session (docs/control.md, ApplyConfig; a reload
  * raising a LUN's size), as a host sees it (libiscsi, synchronous API):
  *
- *   grow_probe iscsi://HOST:PORT/IQN/LUN
+ *   grow_probe iscsi://[USER%SECRET@]HOST:PORT/IQN/LUN [INITIATOR]
  *
  * Logs in, clears the unit attentions of a fresh nexus with TEST UNIT READY,
  * prints "capacity N" (READ CAPACITY(16): the number of blocks) and "ready",
@@ -54,11 +54,12 @@ int main(int argc, char **argv)
 	char line[64];
 	int lun, i;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: grow_probe iscsi://HOST:PORT/IQN/LUN\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: grow_probe iscsi://[USER%%SECRET@]HOST:PORT/IQN/LUN "
+			"[INITIATOR]\n");
 		return 2;
 	}
-	iscsi = iscsi_create_context("iqn.2026-11.org.isergw:grow-probe");
+	iscsi = iscsi_create_context(argc == 3 ? argv[2] : "iqn.2026-11.org.isergw:grow-probe");
 	if (!iscsi)
 		return 1;
 	url = iscsi_parse_full_url(iscsi, argv[1]);
@@ -67,6 +68,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	iscsi_set_targetname(iscsi, url->target);
+	if (url->user[0] && iscsi_set_initiator_username_pwd(iscsi, url->user, url->passwd)) {
+		fprintf(stderr, "CHAP: %s\n", iscsi_get_error(iscsi));
+		return 1;
+	}
 	iscsi_set_session_type(iscsi, ISCSI_SESSION_NORMAL);
 	iscsi_set_header_digest(iscsi, ISCSI_HEADER_DIGEST_NONE);
 	lun = url->lun;
