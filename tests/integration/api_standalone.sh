@@ -220,6 +220,7 @@ grep -q "$S_HOST\|$S_TGT\|$S_DISC" "$SCRATCH/api.log" "$T_LOG" && bad "a secret 
 kill -TERM "$API_PID"
 wait "$API_PID" && pass "isergw-api: SIGTERM, exit 0" || bad "isergw-api did not exit 0"
 API_PID=''
+sanitizer_report "$SCRATCH/api.log" >&2 && bad "a sanitizer report in isergw-api's log"
 target_finish isergwd "$T_PID" "$T_LOG" && pass "isergwd: SIGTERM, exit 0" || bad "isergwd stop"
 if [ "$fail" -ne 0 ]; then
 	log "FAILED (logs in $SCRATCH)"
