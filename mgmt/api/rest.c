@@ -1650,16 +1650,20 @@ int rest_size_parse(json_object *v, uint64_t *bytes)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		shift = 10;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		shift = 20;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		shift = 30;
 		break;
-	case 't': case 'T':
+	case 't':
+	case 'T':
 		shift = 40;
 		break;
 	default:
