@@ -864,10 +864,18 @@ static int sa_apply(struct job *j, const char *text, struct rest_err *e)
 		snprintf(e->detail, sizeof(e->detail), "isergwd: %s (the file is unchanged)", err);
 		goto out;
 	}
-	if (rep->status) {
+	if (rep->status == -ESTALE) {
+		/* another client applied a newer epoch between the two calls */
+		rc = rep->status;
+		e->code = 503;
+		e->retry_after_s = 1;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd took another configuration meanwhile "
+			 "(%s): the file is unchanged, try again", rep->error);
+	} else if (rep->status) {
 		rc = rep->status;
 		write_prefix(j, prefix, sizeof(prefix));
-		rest_agent_refusal(rc == -ESTALE ? -EAGAIN : rc, rep->error, prefix, e);
+		rest_agent_refusal(rc, rep->error, prefix, e);
 	}
 out:
 	if (rep)
