@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -883,6 +884,32 @@ out:
 	return rc;
 }
 
+/*
+ * The configuration's directory locked (flock) against other isergw-api
+ * processes writing a file there, for at most timeout_ms: its fd, or -errno.
+ */
+static int sa_dir_lock(const char *path, uint32_t timeout_ms)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (uint32_t waited = 0; flock(fd, LOCK_EX | LOCK_NB); waited += 10) {
+		if (errno != EWOULDBLOCK || waited >= timeout_ms) {
+			int rc = errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+
+			close(fd);
+			return rc;
+		}
+		usleep(10000);
+	}
+	return fd;
+}
+
 static bool sa_cluster_only(enum rest_op op)
 {
 	switch (op) {
@@ -906,6 +933,12 @@ static bool sa_cluster_only(enum rest_op op)
 	}
 }
 
+static void sa_unlock(int lockfd)
+{
+	close(lockfd);          /* drops the flock */
+	pthread_mutex_unlock(&sa_lock);
+}
+
 static void sa_run(struct job *j)
 {
 	const char *path = j->a->opts.config_file;
@@ -916,7 +949,7 @@ static void sa_run(struct job *j)
 	const char *str;
 	size_t len = 0;
 	uint64_t gen;
-	int rc;
+	int rc, lockfd;
 
 	if (sa_cluster_only(j->m.op)) {
 		finish_code(j, 404, "%s: there is no cluster here (isergw-api --config: standalone); "
@@ -925,33 +958,39 @@ static void sa_run(struct job *j)
 		return;
 	}
 	pthread_mutex_lock(&sa_lock);
+	lockfd = sa_dir_lock(path, j->a->opts.gw_timeout_ms);
+	if (lockfd < 0) {
+		pthread_mutex_unlock(&sa_lock);
+		finish_code(j, 503, "cannot lock the directory of %s: %s", path, strerror(-lockfd));
+		return;
+	}
 	rc = sa_read(path, &text, &len);
 	if (rc) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		finish_code(j, 503, "cannot read the configuration %s: %s", path, strerror(-rc));
 		return;
 	}
 	gen = sa_digest(text, len);
 	if (rest_config_parse(text, &cfg)) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		free(text);
 		finish_code(j, 500, "the configuration %s is not a JSON object", path);
 		return;
 	}
 	free(text);
 	if (!rest_op_writes(j->m.op)) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		config_read(j, cfg, gen);
 		json_object_put(cfg);
 		return;
 	}
 	if (precondition_failed(j, gen)) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		json_object_put(cfg);
 		return;
 	}
 	if (config_write(j, &cfg, &e)) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		json_object_put(cfg);
 		finish_err(j, &e);
 		return;
@@ -964,7 +1003,7 @@ static void sa_run(struct job *j)
 	len = strlen(str);
 	next = malloc(len + 2);
 	if (!next) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		finish_code(j, 500, "out of memory");
 		return;
 	}
@@ -972,14 +1011,14 @@ static void sa_run(struct job *j)
 	next[len++] = '\n';
 	next[len] = '\0';
 	if (sa_apply(j, next, &e)) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		free(next);
 		finish_err(j, &e);
 		return;
 	}
 	rc = sa_write(path, next, len);
 	if (rc) {
-		pthread_mutex_unlock(&sa_lock);
+		sa_unlock(lockfd);
 		free(next);
 		GW_ERR(COMP, "%s: isergwd runs the new configuration but %s could not be replaced: "
 		       "%s", rest_op_name(j->m.op), path, strerror(-rc));
@@ -987,7 +1026,7 @@ static void sa_run(struct job *j)
 			    "replaced: %s", path, strerror(-rc));
 		return;
 	}
-	pthread_mutex_unlock(&sa_lock);
+	sa_unlock(lockfd);
 	cr.generation = sa_digest(next, len);
 	free(next);
 	cr.changed = true;

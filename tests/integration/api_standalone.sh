@@ -17,11 +17,13 @@
 #   4. a LUN grown by PATCH with a session open (grow_probe): the file
 #      extended, the session kept, 6/2A/09 on its next command; a smaller size
 #      422;
-#   5. sessions: listed, one shown, DELETE drops it (204), then 404;
+#   5. sessions: listed, one shown, DELETE drops it (204), then 404; a
+#      second isergw-api on the same file, ten ACLs POSTed at once through
+#      both: all 201, all ten in the file;
 #   6. deletes (ACL, discovery CHAP) 204; SIGTERM: both exit 0.
 #
 #   api_standalone.sh --api PATH --probe PATH [--daemon PATH] [--scratch DIR]
-#                     [--addr A] [--port P] [--http-port H]
+#                     [--addr A] [--port P] [--http-port H] [--http-port2 H2]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -32,6 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 ADDR=127.0.0.123
 PORT=13550
 HTTP_PORT=13551
+HTTP_PORT2=13552
 API=''
 PROBE=''
 lib_parse_common "$@"
@@ -40,10 +43,11 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--port) PORT=$2; shift 2 ;;
 	--http-port) HTTP_PORT=$2; shift 2 ;;
+	--http-port2) HTTP_PORT2=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--api) API=$2; shift 2 ;;
 	--probe) PROBE=$2; shift 2 ;;
-	-h|--help) sed -n '4,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,26p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -64,8 +68,9 @@ fail=0
 pass() { log "ok: $*"; }
 bad() { log "FAILED: $*"; fail=1; }
 API_PID=''
+API2_PID=''
 PROBE_PID=''
-trap '[ -n "$PROBE_PID" ] && kill "$PROBE_PID" 2>/dev/null; [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null; lib_cleanup 2>/dev/null' EXIT
+trap 'for p in "$PROBE_PID" "$API_PID" "$API2_PID"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; lib_cleanup 2>/dev/null' EXIT
 
 cat >"$CFG" <<JSON
 {
@@ -210,6 +215,31 @@ req 404 DELETE "/sessions/$tsih"
 echo go >"$SCRATCH/go"
 if wait "$PROBE_PID"; then bad "the dropped host's commands succeeded"; else pass "the host saw its session dropped"; fi
 PROBE_PID=''
+
+# ---- 5b. two isergw-api on the same file, ten ACLs POSTed at once through both: none lost
+"$API" --listen "$ADDR:$HTTP_PORT2" --isergwd-socket "$SCRATCH/state/ctl.sock" --config "$CFG" \
+	--token-file "$SCRATCH/tokens" >"$SCRATCH/api2.log" 2>&1 &
+API2_PID=$!
+for _ in $(seq 50); do curl -sf -o /dev/null "http://$ADDR:$HTTP_PORT2/healthz" && break; sleep 0.1; done
+posts=()
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	port=$HTTP_PORT
+	[ $((i % 2)) = 1 ] && port=$HTTP_PORT2
+	curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "$AUTH" -H 'Content-Type: application/json' \
+		--data-binary "{\"initiator\": \"$HOST-$i\"}" "http://$ADDR:$port/api/v1/targets/$T/acls" \
+		>"$SCRATCH/post.$i" &
+	posts+=($!)
+done
+wait "${posts[@]}"
+codes=$(cat "$SCRATCH"/post.* | sort | uniq -c | tr -s ' ' | paste -sd,)
+[ "$codes" = " 10 201" ] && pass "ten concurrent POSTs through two processes: all 201" ||
+	bad "ten concurrent POSTs: $codes"
+n=$(jq '[.targets[0].acls[]? | select(.initiator | startswith("'"$HOST"'-"))] | length' "$CFG")
+[ "$n" = 10 ] && pass "the file holds all ten ACLs" || bad "the file holds $n of the ten ACLs"
+kill -TERM "$API2_PID"
+wait "$API2_PID" || bad "the second isergw-api did not exit 0"
+API2_PID=''
+for i in 0 1 2 3 4 5 6 7 8 9; do req 204 DELETE "/targets/$T/acls/$HOST-$i" >/dev/null; done
 
 # ---- 6.
 req 204 DELETE "/targets/$T/acls/$HOST"
