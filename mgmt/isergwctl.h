@@ -74,13 +74,19 @@ enum isergwctl_view {
 	ISERGWCTL_VIEW_DG,
 	ISERGWCTL_VIEW_CONFIG,      /* always JSON */
 	ISERGWCTL_VIEW_CLUSTER,
+	ISERGWCTL_VIEW_ACLS,
+	ISERGWCTL_VIEW_PORTALS,
+	ISERGWCTL_VIEW_PORT_GROUPS,
+	ISERGWCTL_VIEW_SESSIONS,
+	ISERGWCTL_VIEW_SESSION,
+	ISERGWCTL_VIEW_OBJECT,      /* KEY VALUE lines */
 };
 
 /* A command's own options, as parsed (operands are argv strings). */
 struct isergwctl_rest_args {
-	const char *alias, *from_json, *path, *size, *device_group;
-	bool lun;
-	uint32_t lun_n;
+	const char *alias, *from_json, *path, *size, *device_group, *grace;
+	bool lun, rel;
+	uint32_t lun_n, rel_n;
 };
 
 /* One command as an HTTP request. */

@@ -66,6 +66,28 @@ void isergwctl_rest_usage(FILE *f)
 "  device-group list                 GET    /api/v1/device-groups\n"
 "  device-group show NAME            GET    /api/v1/device-groups/NAME\n"
 "  device-group move NAME NODE       PATCH  /api/v1/device-groups/NAME {\"owner\": NODE}\n"
+"  target set IQN KEY=VALUE...       PATCH  /api/v1/targets/IQN (alias, chap, mutual_chap,\n"
+"                                    limits: chap={\"user\":\"u\",\"secret\":\"s\"} or null)\n"
+"  acl list IQN                      GET    /api/v1/targets/IQN/acls\n"
+"  acl show IQN INITIATOR            GET    /api/v1/targets/IQN/acls/INITIATOR\n"
+"  acl create IQN INITIATOR [--from-json FILE]\n"
+"                                    POST   /api/v1/targets/IQN/acls (FILE: its chap)\n"
+"  acl set IQN INITIATOR KEY=VALUE...\n"
+"                                    PATCH  /api/v1/targets/IQN/acls/INITIATOR\n"
+"  acl delete IQN INITIATOR          DELETE /api/v1/targets/IQN/acls/INITIATOR\n"
+"  discovery-chap show               GET    /api/v1/discovery-chap\n"
+"  discovery-chap set FILE           PUT    /api/v1/discovery-chap ({\"user\", \"secret\"})\n"
+"  discovery-chap delete             DELETE /api/v1/discovery-chap\n"
+"  portal list NODE                  GET    /api/v1/nodes/NODE/portals\n"
+"  portal show NODE ID               GET    /api/v1/nodes/NODE/portals/ID\n"
+"  portal create NODE URL [--rel-port-id ID]\n"
+"                                    POST   /api/v1/nodes/NODE/portals\n"
+"  portal set NODE ID url=URL        PATCH  /api/v1/nodes/NODE/portals/ID\n"
+"  portal delete NODE ID             DELETE /api/v1/nodes/NODE/portals/ID\n"
+"  port-group list                   GET    /api/v1/port-groups\n"
+"  session list                      GET    /api/v1/sessions (the answering node's)\n"
+"  session show TSIH                 GET    /api/v1/sessions/TSIH\n"
+"  session logout TSIH [--grace S]   DELETE /api/v1/sessions/TSIH[?grace_s=S]\n"
 "  config export                     GET    /api/v1/config (JSON on stdout)\n"
 "  config import FILE                PUT    /api/v1/config (FILE '-': stdin)\n"
 "  api status                        GET    /api/v1/cluster\n"
@@ -260,9 +282,12 @@ enum {
 	OPT_SIZE = 1u << 5,
 	OPT_LUN = 1u << 6,
 	OPT_DG = 1u << 7,
+	OPT_REL = 1u << 8,
+	OPT_GRACE = 1u << 9,
 };
 static const char *const opt_names[] = {
 	"--if-match", "--wait", "--alias", "--from-json", "--path", "--size", "--lun", "--device-group",
+	"--rel-port-id", "--grace",
 };
 #define WRITE_OPTS (OPT_IF_MATCH | OPT_WAIT)
 
@@ -299,6 +324,28 @@ static const struct rest_cmd cmds[] = {
 	{ "config", "export", 0, false, "", 0, "GET", ISERGWCTL_VIEW_CONFIG },
 	{ "config", "import", 1, false, "FILE", WRITE_OPTS, "PUT", ISERGWCTL_VIEW_CHANGE },
 	{ "api", "status", 0, false, "", 0, "GET", ISERGWCTL_VIEW_CLUSTER },
+	{ "target", "set", 2, true, "IQN KEY=VALUE...", WRITE_OPTS, "PATCH", ISERGWCTL_VIEW_CHANGE },
+	{ "acl", "list", 1, false, "IQN", 0, "GET", ISERGWCTL_VIEW_ACLS },
+	{ "acl", "show", 2, false, "IQN INITIATOR", 0, "GET", ISERGWCTL_VIEW_OBJECT },
+	{ "acl", "create", 2, false, "IQN INITIATOR", WRITE_OPTS | OPT_FROM_JSON, "POST",
+	  ISERGWCTL_VIEW_CHANGE },
+	{ "acl", "set", 3, true, "IQN INITIATOR KEY=VALUE...", WRITE_OPTS, "PATCH",
+	  ISERGWCTL_VIEW_CHANGE },
+	{ "acl", "delete", 2, false, "IQN INITIATOR", WRITE_OPTS, "DELETE", ISERGWCTL_VIEW_CHANGE },
+	{ "discovery-chap", "show", 0, false, "", 0, "GET", ISERGWCTL_VIEW_OBJECT },
+	{ "discovery-chap", "set", 1, false, "FILE", WRITE_OPTS, "PUT", ISERGWCTL_VIEW_CHANGE },
+	{ "discovery-chap", "delete", 0, false, "", WRITE_OPTS, "DELETE", ISERGWCTL_VIEW_CHANGE },
+	{ "portal", "list", 1, false, "NODE", 0, "GET", ISERGWCTL_VIEW_PORTALS },
+	{ "portal", "show", 2, false, "NODE ID", 0, "GET", ISERGWCTL_VIEW_OBJECT },
+	{ "portal", "create", 2, false, "NODE URL", WRITE_OPTS | OPT_REL, "POST",
+	  ISERGWCTL_VIEW_CHANGE },
+	{ "portal", "set", 3, true, "NODE ID KEY=VALUE...", WRITE_OPTS, "PATCH",
+	  ISERGWCTL_VIEW_CHANGE },
+	{ "portal", "delete", 2, false, "NODE ID", WRITE_OPTS, "DELETE", ISERGWCTL_VIEW_CHANGE },
+	{ "port-group", "list", 0, false, "", 0, "GET", ISERGWCTL_VIEW_PORT_GROUPS },
+	{ "session", "list", 0, false, "", 0, "GET", ISERGWCTL_VIEW_SESSIONS },
+	{ "session", "show", 1, false, "TSIH", 0, "GET", ISERGWCTL_VIEW_SESSION },
+	{ "session", "logout", 1, false, "TSIH", OPT_GRACE, "DELETE", ISERGWCTL_VIEW_CHANGE },
 };
 
 bool isergwctl_rest_noun(const char *word)
@@ -454,6 +501,62 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		rc = path_add(r, "device-groups", err, errlen);
 		if (!rc && nops)
 			rc = path_add(r, ops[0], err, errlen);
+	} else if (strcmp(c->noun, "acl") == 0) {
+		rc = path_add(r, "targets", err, errlen);
+		if (!rc)
+			rc = path_add(r, ops[0], err, errlen);
+		if (!rc)
+			rc = path_add(r, "acls", err, errlen);
+		if (!rc && nops > 1 && strcmp(v, "create") != 0)
+			rc = path_add(r, ops[1], err, errlen);
+		if (nops > 1)
+			snprintf(r->what, sizeof(r->what), "the ACL of %.120s in %.120s", ops[1], ops[0]);
+	} else if (strcmp(c->noun, "discovery-chap") == 0) {
+		rc = path_add(r, "discovery-chap", err, errlen);
+		snprintf(r->what, sizeof(r->what), "discovery CHAP");
+	} else if (strcmp(c->noun, "portal") == 0) {
+		uint32_t id;
+
+		rc = path_add(r, "nodes", err, errlen);
+		if (!rc)
+			rc = path_add(r, ops[0], err, errlen);
+		if (!rc)
+			rc = path_add(r, "portals", err, errlen);
+		if (!rc && nops > 1 && strcmp(v, "create") != 0) {
+			if (isergwctl_parse_u32(ops[1], 65535, &id) || id == 0) {
+				snprintf(err, errlen, "portal %s: ID wants a rel_port_id 1..65535, not '%s'",
+					 v, ops[1]);
+				return -EINVAL;
+			}
+			rc = path_add(r, ops[1], err, errlen);
+			snprintf(r->what, sizeof(r->what), "portal %u of %.200s", id, ops[0]);
+		}
+	} else if (strcmp(c->noun, "port-group") == 0) {
+		rc = path_add(r, "port-groups", err, errlen);
+	} else if (strcmp(c->noun, "session") == 0) {
+		uint32_t tsih;
+
+		rc = path_add(r, "sessions", err, errlen);
+		if (!rc && nops) {
+			if (isergwctl_parse_u32(ops[0], 65535, &tsih) || tsih == 0) {
+				snprintf(err, errlen, "session %s: TSIH wants a number 1..65535, not '%s'",
+					 v, ops[0]);
+				return -EINVAL;
+			}
+			rc = path_add(r, ops[0], err, errlen);
+			snprintf(r->what, sizeof(r->what), "session %u", tsih);
+			if (!rc && a->grace) {
+				uint32_t g;
+
+				if (isergwctl_parse_u32(a->grace, 3600, &g)) {
+					snprintf(err, errlen, "--grace wants 0..3600 seconds, not '%s'",
+						 a->grace);
+					return -EINVAL;
+				}
+				snprintf(r->path + strlen(r->path), sizeof(r->path) - strlen(r->path),
+					 "?grace_s=%u", g);
+			}
+		}
 	} else if (strcmp(c->noun, "config") == 0) {
 		rc = path_add(r, "config", err, errlen);
 		snprintf(r->what, sizeof(r->what), "the cluster configuration");
@@ -464,8 +567,9 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		return rc;
 
 	/* the bodies */
-	if (strcmp(v, "create") == 0 || strcmp(v, "import") == 0) {
-		const char *file = strcmp(v, "import") == 0 ? ops[0] : a->from_json;
+	if (strcmp(v, "create") == 0 || strcmp(v, "import") == 0 ||
+	    (strcmp(c->noun, "discovery-chap") == 0 && strcmp(v, "set") == 0)) {
+		const char *file = strcmp(v, "create") != 0 ? ops[0] : a->from_json;
 
 		if (file && (rc = read_json_file(file, &b, err, errlen)))
 			return rc;
@@ -506,10 +610,19 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 			rc = -EINVAL;
 			goto err_put;
 		}
+	} else if (strcmp(c->noun, "acl") == 0 && strcmp(v, "create") == 0) {
+		if (set_member(b, "initiator", json_object_new_string(ops[1])))
+			goto nomem;
+	} else if (strcmp(c->noun, "portal") == 0 && strcmp(v, "create") == 0) {
+		if (set_member(b, "url", json_object_new_string(ops[1])) ||
+		    (a->rel && set_member(b, "rel_port_id", json_object_new_int64(a->rel_n))))
+			goto nomem;
+	} else if (strcmp(c->noun, "discovery-chap") == 0) {
+		/* the file's object as it is */
 	} else if (strcmp(v, "set") == 0) {
 		if (!(b = json_object_new_object()))
 			goto nomem;
-		for (size_t i = 2; i < nops; i++)
+		for (size_t i = strcmp(c->noun, "target") == 0 ? 1 : 2; i < nops; i++)
 			if ((rc = isergwctl_merge_patch_add(b, ops[i], err, errlen)))
 				goto err_put;
 	} else if (strcmp(v, "drain") == 0 || strcmp(v, "undrain") == 0) {
@@ -544,6 +657,8 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 		{ "size", required_argument, NULL, 'z' },
 		{ "lun", required_argument, NULL, 'l' },
 		{ "device-group", required_argument, NULL, 'd' },
+		{ "rel-port-id", required_argument, NULL, 'r' },
+		{ "grace", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct isergwctl_rest_args a = { 0 };
@@ -616,6 +731,19 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 			}
 			a.lun = true;
 			given |= OPT_LUN;
+			break;
+		case 'r':
+			if (isergwctl_parse_u32(optarg, 65535, &a.rel_n) || a.rel_n == 0) {
+				snprintf(err, errlen, "--rel-port-id wants a number 1..65535, not '%s'",
+					 optarg);
+				return -EINVAL;
+			}
+			a.rel = true;
+			given |= OPT_REL;
+			break;
+		case 'g':
+			a.grace = optarg;
+			given |= OPT_GRACE;
 			break;
 		case 'd':
 			if (!name_ok(optarg)) {
@@ -930,6 +1058,93 @@ static int cluster_view(FILE *f, json_object *doc)
 	return nodes_table(f, members);
 }
 
+/* A table of the items' keys (headers in upper case, '_' as ' '); "none" when empty. */
+static int keys_table(FILE *f, json_object *items, const char *const *keys, size_t nkeys,
+		      const char *none)
+{
+	struct isergwctl_table t;
+	size_t n = json_object_array_length(items);
+
+	if (n == 0) {
+		fprintf(f, "%s\n", none);
+		return 0;
+	}
+	isergwctl_table_init(&t, nkeys);
+	for (size_t k = 0; k < nkeys; k++) {
+		char h[64];
+		size_t i;
+
+		for (i = 0; keys[k][i] && i < sizeof(h) - 1; i++)
+			h[i] = keys[k][i] == '_' ? ' ' : (char)(keys[k][i] >= 'a' && keys[k][i] <= 'z' ?
+							       keys[k][i] - 32 : keys[k][i]);
+		h[i] = '\0';
+		isergwctl_table_cell(&t, "%s", h);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < nkeys; k++)
+			cell(&t, json_object_array_get_idx(items, i), keys[k]);
+	return isergwctl_table_print(&t, f);
+}
+
+static int acls_table(FILE *f, json_object *items)
+{
+	struct isergwctl_table t;
+	size_t n = json_object_array_length(items);
+
+	if (n == 0) {
+		fprintf(f, "no ACLs (any initiator may log in)\n");
+		return 0;
+	}
+	isergwctl_table_init(&t, 2);
+	isergwctl_table_cell(&t, "INITIATOR");
+	isergwctl_table_cell(&t, "CHAP USER");
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(items, i), *chap;
+
+		chap = member(o, "chap", json_type_object);
+		cell(&t, o, "initiator");
+		if (chap)
+			cell(&t, chap, "user");
+		else
+			isergwctl_table_cell(&t, "(the target's)");
+	}
+	return isergwctl_table_print(&t, f);
+}
+
+static int sessions_table(FILE *f, json_object *items)
+{
+	struct isergwctl_table t;
+	size_t n = json_object_array_length(items);
+
+	if (n == 0) {
+		fprintf(f, "no sessions\n");
+		return 0;
+	}
+	isergwctl_table_init(&t, 8);
+	isergwctl_table_cell(&t, "TSIH");
+	isergwctl_table_cell(&t, "NODE");
+	isergwctl_table_cell(&t, "TYPE");
+	isergwctl_table_cell(&t, "TRANSPORT");
+	isergwctl_table_cell(&t, "INITIATOR");
+	isergwctl_table_cell(&t, "TARGET");
+	isergwctl_table_cell(&t, "PORTAL");
+	isergwctl_table_cell(&t, "CONNECTIONS");
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(items, i), *cs;
+
+		cs = member(o, "connections", json_type_array);
+		cell(&t, o, "tsih");
+		cell(&t, o, "node");
+		cell(&t, o, "type");
+		cell(&t, o, "transport");
+		cell(&t, o, "initiator");
+		cell(&t, o, "target");
+		cell(&t, o, "portal");
+		isergwctl_table_cell(&t, "%zu", cs ? json_object_array_length(cs) : 0);
+	}
+	return isergwctl_table_print(&t, f);
+}
+
 int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc)
 {
 	json_object *items, *arr;
@@ -968,6 +1183,33 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		return rc;
 	case ISERGWCTL_VIEW_CLUSTER:
 		return cluster_view(f, doc);
+	case ISERGWCTL_VIEW_ACLS:
+		return items_of(doc, &items) ?: acls_table(f, items);
+	case ISERGWCTL_VIEW_PORTALS: {
+		static const char *const keys[] = { "rel_port_id", "url" };
+
+		return items_of(doc, &items) ?: keys_table(f, items, keys, 2, "no portals");
+	}
+	case ISERGWCTL_VIEW_PORT_GROUPS: {
+		static const char *const keys[] = { "tpg_id", "node", "rel_port_ids" };
+
+		return items_of(doc, &items) ?: keys_table(f, items, keys, 3, "no port groups");
+	}
+	case ISERGWCTL_VIEW_SESSIONS:
+		return items_of(doc, &items) ?: sessions_table(f, items);
+	case ISERGWCTL_VIEW_SESSION:
+		if ((rc = kv_lines(f, doc, "connections")))
+			return rc;
+		arr = member(doc, "connections", json_type_array);
+		if (!arr || objects(arr))
+			return arr ? -EBADMSG : 0;
+		fprintf(f, "\n");
+		{
+			static const char *const keys[] = { "cid", "state", "peer", "local",
+							    "login_time" };
+
+			return keys_table(f, arr, keys, 5, "no connections");
+		}
 	case ISERGWCTL_VIEW_CONFIG:
 		fprintf(f, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_NOSLASHESCAPE));

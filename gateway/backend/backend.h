@@ -8,6 +8,7 @@
 #ifndef ISERGW_BACKEND_H
 #define ISERGW_BACKEND_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +88,8 @@ struct bdev_ops {
 	void (*close)(struct bdev *b);
 	/* optional: backstores whose geometry can change */
 	void (*set_listener)(struct bdev *b, bdev_listener_fn fn, void *arg);
+	/* optional: bdev_grow */
+	int (*grow)(struct bdev *b, uint64_t size, bool *grown);
 };
 
 struct bdev {
@@ -179,6 +182,21 @@ static inline void bdev_set_listener(struct bdev *b, bdev_listener_fn fn, void *
 {
 	if (b->ops->set_listener)
 		b->ops->set_listener(b, fn, arg);
+}
+
+/*
+ * Grow online to size bytes (a reload raised the LUN's size): a file is
+ * extended, a block device's size read again (it must have grown
+ * underneath); never shrinks. *grown: the size changed, and the listener was
+ * told (the LU raises CAPACITY DATA HAS CHANGED). -EOPNOTSUPP for backstores
+ * whose size is not ours to set (iscsi://: the backend's own size, followed
+ * when the backend reports CAPACITY DATA HAS CHANGED). Main or control
+ * thread: it may block on the file system.
+ */
+static inline int bdev_grow(struct bdev *b, uint64_t size, bool *grown)
+{
+	*grown = false;
+	return b->ops->grow ? b->ops->grow(b, size, grown) : -EOPNOTSUPP;
 }
 
 static inline bool bdev_offline(struct bdev *b)

@@ -60,6 +60,9 @@ struct file_bdev {
 	int fd;
 	bool is_blkdev;
 	atomic_bool no_zero_range;      /* FALLOC_FL_ZERO_RANGE unsupported: write zero buffers */
+	pthread_mutex_t lock;           /* the listener, a resize */
+	bdev_listener_fn listener;
+	void *listener_arg;
 };
 
 static const struct bdev_ops file_ops;
@@ -819,13 +822,87 @@ static void file_close(struct bdev *b)
 	struct file_bdev *f = to_file(b);
 
 	close(f->fd);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
+}
+
+static void file_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
+{
+	struct file_bdev *f = to_file(b);
+
+	pthread_mutex_lock(&f->lock);
+	f->listener = fn;
+	f->listener_arg = arg;
+	if (fn)
+		fn(arg, b);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * A larger size (the configuration's, on a reload): a regular file is
+ * extended (sparse) to it, never shortened; a block device's own size is read
+ * again (grown underneath, e.g. lvextend), the size asked is not used. The
+ * new size, rounded down to whole blocks, is announced to the listener when
+ * it grew; I/O goes on meanwhile (the submit path reads size_bytes once per
+ * command).
+ */
+static int file_grow(struct bdev *b, uint64_t size, bool *grown)
+{
+	struct file_bdev *f = to_file(b);
+	uint32_t bs = b->info.block_size;
+	uint64_t now, old;
+	struct stat st;
+	int rc = 0;
+
+	*grown = false;
+	pthread_mutex_lock(&f->lock);
+	old = b->info.size_bytes;
+	if (f->is_blkdev) {
+		if (ioctl(f->fd, BLKGETSIZE64, &now) < 0) {
+			rc = -errno;
+			goto out;
+		}
+	} else {
+		if (fstat(f->fd, &st) < 0) {
+			rc = -errno;
+			goto out;
+		}
+		now = (uint64_t)st.st_size;
+		if (size > now) {
+			if (b->info.readonly) {
+				rc = -EROFS;
+				goto out;
+			}
+			if (size > (uint64_t)INT64_MAX || ftruncate(f->fd, (off_t)size) < 0) {
+				rc = size > (uint64_t)INT64_MAX ? -EFBIG : -errno;
+				goto out;
+			}
+			now = size;
+		}
+	}
+	now -= now % bs;
+	if (now > old) {
+		__atomic_store_n(&b->info.size_bytes, now, __ATOMIC_RELEASE);
+		*grown = true;
+		GW_NOTICE(FILE_COMP, "%s: grown from %" PRIu64 " to %" PRIu64 " bytes", b->name, old,
+			  now);
+		if (f->listener)
+			f->listener(f->listener_arg, b);
+	}
+out:
+	pthread_mutex_unlock(&f->lock);
+	if (rc)
+		GW_ERR(FILE_COMP, "%s: cannot grow to %" PRIu64 " bytes: %s", b->name, size,
+		       strerror(-rc));
+	return rc;
 }
 
 static const struct bdev_ops file_ops = {
 	.name = "file",
 	.submit = file_submit,
 	.close = file_close,
+	.set_listener = file_set_listener,
+	.grow = file_grow,
 };
 
 /*
@@ -1033,6 +1110,7 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		goto err_close;
 	}
 	f->fd = fd;
+	pthread_mutex_init(&f->lock, NULL);
 	f->bdev.ops = &file_ops;
 	f->bdev.priv = f;
 	snprintf(f->bdev.name, sizeof(f->bdev.name), "%s", p->path);
@@ -1082,6 +1160,7 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 	return 0;
 
 err_free:
+	pthread_mutex_destroy(&f->lock);
 	free(f);
 err_close:
 	close(fd);

@@ -675,6 +675,40 @@ static void drop_removed(struct iscsi_conn *c, void *arg)
 		iscsi_conn_drop(c, "its portal or target was removed by a configuration reload");
 }
 
+/*
+ * A LUN that stays, with a size above its backstore's: grown online (the file
+ * extended, a block device's size read again), hosts get CAPACITY DATA HAS
+ * CHANGED on their next command (scsi_lu.c's listener); sessions stay.
+ * iscsi:// LUNs follow their backend's size.
+ */
+static void lun_grow(struct gw_target *t, const struct gw_lun_cfg *ol,
+		     const struct gw_lun_cfg *nl, const char *iqn)
+{
+	struct bdev *b = t->bdevs[nl->lun];
+	bool grown;
+	int rc;
+
+	if (!b || !nl->size || nl->size <= b->info.size_bytes)
+		return;
+	rc = bdev_grow(b, nl->size, &grown);
+	if (rc == -EOPNOTSUPP) {
+		if (nl->size != ol->size)
+			GW_NOTICE(COMP, "reload: target %s LUN %u: the size of a backend LUN is the "
+				  "backend's: grow it there (hosts are told once it reports the "
+				  "change)", iqn, nl->lun);
+	} else if (rc) {
+		GW_ERR(COMP, "reload: target %s LUN %u not grown to %llu bytes: %s", iqn, nl->lun,
+		       (unsigned long long)nl->size, strerror(-rc));
+	} else if (grown) {
+		GW_NOTICE(COMP, "reload: target %s LUN %u grown to %llu bytes", iqn, nl->lun,
+			  (unsigned long long)b->info.size_bytes);
+	} else if (nl->size != ol->size) {
+		GW_NOTICE(COMP, "reload: target %s LUN %u: the block device is still %llu bytes "
+			  "(grow the device itself, then reload)", iqn, nl->lun,
+			  (unsigned long long)b->info.size_bytes);
+	}
+}
+
 /* LUN changes of a target that stays; caller holds sess_lock. */
 static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
 {
@@ -687,6 +721,7 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 		const struct gw_lun_cfg *nl = find_lun(ncfg, ol->lun);
 
 		if (nl && lun_same(ol, nl)) {
+			lun_grow(t, ol, nl, ocfg->iqn);
 			/* another ALUA device group: the same LU, under other states */
 			if (strcmp(ol->device_group, nl->device_group) && t->luns[ol->lun] &&
 			    scsi_lu_set_device_group(t->luns[ol->lun], nl->device_group))

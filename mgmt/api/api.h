@@ -48,6 +48,7 @@ struct api_opts {
 	char ha_socket[API_PATH_MAX];
 	uint32_t ha_timeout_ms;         /* the agent answers a read (or a write, after the wait) */
 	uint32_t change_wait_ms;        /* a write waits for every live member (then 202) */
+	char config_file[4096];         /* standalone: isergwd's configuration file ("": cluster) */
 	uint32_t threads;
 	uint32_t conn_limit;
 	uint32_t conn_limit_ip;         /* --max-connections-per-ip */
@@ -104,6 +105,12 @@ struct api_gw_snapshot {
 int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const *dgs,
 		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen);
 void api_gw_snapshot_free(struct api_gw_snapshot *s);
+/*
+ * One control request, its reply (the caller frees it; it may be a refusal:
+ * (*rep)->status) within timeout_ms. 0, or a negative errno with why in err.
+ */
+int api_gw_call(const char *socket_path, int timeout_ms, const CtlRequest *req, CtlReply **rep,
+		char *err, size_t errlen);
 
 /* ---- haclient.c: the HA agent's socket, asynchronous */
 /*
@@ -146,6 +153,13 @@ int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err 
  */
 int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, bool if_match,
 		 uint64_t gen, api_v1_done done, void *arg);
+/*
+ * An operation of the node's own isergwd (rest_op_local: sessions), on the
+ * calling thread, within --isergwd-timeout-ms. grace: DELETE's ?grace_s=
+ * (NULL: the connections are dropped at once).
+ */
+void api_v1_local(struct api *a, const struct rest_match *m, const char *grace,
+		  struct api_answer *ans);
 void api_answer_problem(struct api_answer *ans, const struct rest_err *e);
 void api_answer_free(struct api_answer *ans);
 

@@ -195,3 +195,35 @@ void api_gw_snapshot_free(struct api_gw_snapshot *s)
 		ctl_reply_free(s->alua[i]);
 	memset(s, 0, sizeof(*s));
 }
+
+int api_gw_call(const char *socket_path, int timeout_ms, const CtlRequest *req, CtlReply **rep,
+		char *err, size_t errlen)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	int fd, rc, left;
+
+	*rep = NULL;
+	fd = gw_connect(socket_path, deadline);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", socket_path, strerror(-fd));
+		return fd;
+	}
+	rc = ctl_send_request(fd, req);
+	if (rc) {
+		snprintf(err, errlen, "cannot send to %s: %s", socket_path, strerror(-rc));
+		goto out;
+	}
+	left = left_ms(deadline);
+	rc = left ? ctl_recv_reply(fd, rep, left) : -ETIMEDOUT;
+	if (rc == 0 && ctl_reply_is_event(*rep)) {
+		ctl_reply_free(*rep);
+		*rep = NULL;
+		rc = -EBADMSG;
+	}
+	if (rc)
+		snprintf(err, errlen, "%s %s: %s", rc == -ETIMEDOUT ? "no answer within the timeout "
+			 "from" : "no answer from", socket_path, strerror(-rc));
+out:
+	close(fd);
+	return rc;
+}

@@ -413,6 +413,13 @@ static int v1_request(struct api *a, struct MHD_Connection *c, struct api_req *r
 		return respond(c, r, MHD_HTTP_OK, "application/json", doc, api_openapi_json_len,
 			       NULL);
 	}
+	if (rest_op_local(r->m.op)) {
+		api_v1_local(a, &r->m, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+								   "grace_s"), &r->ans);
+		if (!r->ans.body && r->ans.code != 204)
+			return -ENOMEM;
+		return respond_answer(c, r, &r->ans);
+	}
 	im = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MATCH);
 	if (!rest_op_writes(r->m.op))
 		im = NULL;      /* a read answers the current state, whatever the client holds */

@@ -42,6 +42,9 @@ static void usage(FILE *f)
 "  --change-wait-ms MS         how long a write waits for every live member to\n"
 "                              apply it before it is answered 202 with an\n"
 "                              operation (default 5000; 100..600000)\n"
+"  --config FILE               standalone, without an HA agent: /api/v1 reads and\n"
+"                              writes isergwd's configuration FILE (replaced\n"
+"                              atomically) and applies it over the control socket\n"
 "  --device-group NAME         also report the ALUA states of this device group (the\n"
 "                              default one is always reported); may be repeated, up\n"
 "                              to 64 times\n"
@@ -91,7 +94,7 @@ static void usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT,
+	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG,
 };
 
 static const struct option long_opts[] = {
@@ -101,6 +104,7 @@ static const struct option long_opts[] = {
 	{ "ha-socket", required_argument, NULL, OPT_HA_SOCKET },
 	{ "ha-timeout-ms", required_argument, NULL, OPT_HA_TIMEOUT },
 	{ "change-wait-ms", required_argument, NULL, OPT_CHANGE_WAIT },
+	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "device-group", required_argument, NULL, OPT_DG },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
@@ -227,6 +231,13 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_CHANGE_WAIT:
 			rc = set_u32(&o->change_wait_ms, optarg, 100, 600000, "change-wait-ms");
+			break;
+		case OPT_CONFIG:
+			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
+			if (!rc && optarg[0] != '/') {
+				fprintf(stderr, "isergw-api: config: an absolute path, please\n");
+				rc = -EINVAL;
+			}
 			break;
 		case OPT_DG:
 			if (o->ndgs == API_DG_MAX) {
@@ -425,9 +436,15 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
 		goto err_ha;
 	}
-	GW_NOTICE(COMP, "isergw-api %s serving %s://%s (isergwd %s, HA agent %s, %u threads)",
-		  ISERGW_VERSION, a->opts.tls_cert[0] ? "https" : "http", a->opts.listen,
-		  a->opts.gw_socket, a->opts.ha_socket, a->opts.threads);
+	if (a->opts.config_file[0])
+		GW_NOTICE(COMP, "isergw-api %s serving %s://%s standalone (isergwd %s, its "
+			  "configuration %s, %u threads)", ISERGW_VERSION,
+			  a->opts.tls_cert[0] ? "https" : "http", a->opts.listen, a->opts.gw_socket,
+			  a->opts.config_file, a->opts.threads);
+	else
+		GW_NOTICE(COMP, "isergw-api %s serving %s://%s (isergwd %s, HA agent %s, %u threads)",
+			  ISERGW_VERSION, a->opts.tls_cert[0] ? "https" : "http", a->opts.listen,
+			  a->opts.gw_socket, a->opts.ha_socket, a->opts.threads);
 	probe_isergwd(a);
 
 	reactor_run(sig.r);

@@ -45,12 +45,24 @@ static const struct route route_table[] = {
 	{ "device-groups", M_GET, REST_DGS_LIST, 0, 0, 0, 0 },
 	{ "device-groups/{}", M_GET ", PATCH", REST_DG_GET, 0, 0, REST_DG_PATCH, 0 },
 	{ "targets", M_GET ", POST", REST_TARGETS_LIST, REST_TARGET_POST, 0, 0, 0 },
-	{ "targets/{}", M_GET ", DELETE", REST_TARGET_GET, 0, 0, 0, REST_TARGET_DELETE },
+	{ "targets/{}", M_GET ", PATCH, DELETE", REST_TARGET_GET, 0, 0, REST_TARGET_PATCH,
+	  REST_TARGET_DELETE },
+	{ "targets/{}/acls", M_GET ", POST", REST_ACLS_LIST, REST_ACL_POST, 0, 0, 0 },
+	{ "targets/{}/acls/{}", M_GET ", PATCH, DELETE", REST_ACL_GET, 0, 0, REST_ACL_PATCH,
+	  REST_ACL_DELETE },
 	{ "targets/{}/luns", M_GET ", POST", REST_LUNS_LIST, REST_LUN_POST, 0, 0, 0 },
 	{ "targets/{}/luns/{#}", M_GET ", PATCH, DELETE", REST_LUN_GET, 0, 0, REST_LUN_PATCH,
 	  REST_LUN_DELETE },
 	{ "config", M_GET ", PUT", REST_CONFIG_GET, 0, REST_CONFIG_PUT, 0, 0 },
 	{ "operations/{}", M_GET, REST_OPERATION_GET, 0, 0, 0, 0 },
+	{ "discovery-chap", M_GET ", PUT, DELETE", REST_DISCOVERY_CHAP_GET, 0,
+	  REST_DISCOVERY_CHAP_PUT, 0, REST_DISCOVERY_CHAP_DELETE },
+	{ "nodes/{}/portals", M_GET ", POST", REST_PORTALS_LIST, REST_PORTAL_POST, 0, 0, 0 },
+	{ "nodes/{}/portals/{n}", M_GET ", PATCH, DELETE", REST_PORTAL_GET, 0, 0, REST_PORTAL_PATCH,
+	  REST_PORTAL_DELETE },
+	{ "port-groups", M_GET, REST_PORT_GROUPS_LIST, 0, 0, 0, 0 },
+	{ "sessions", M_GET, REST_SESSIONS_LIST, 0, 0, 0, 0 },
+	{ "sessions/{n}", M_GET ", DELETE", REST_SESSION_GET, 0, 0, 0, REST_SESSION_DELETE },
 };
 
 static const char *const op_names[REST_OP_N] = {
@@ -75,6 +87,24 @@ static const char *const op_names[REST_OP_N] = {
 	[REST_CONFIG_GET] = "export config",
 	[REST_CONFIG_PUT] = "import config",
 	[REST_OPERATION_GET] = "get operation",
+	[REST_TARGET_PATCH] = "patch target",
+	[REST_ACLS_LIST] = "list acls",
+	[REST_ACL_POST] = "create acl",
+	[REST_ACL_GET] = "get acl",
+	[REST_ACL_PATCH] = "patch acl",
+	[REST_ACL_DELETE] = "delete acl",
+	[REST_DISCOVERY_CHAP_GET] = "get discovery chap",
+	[REST_DISCOVERY_CHAP_PUT] = "set discovery chap",
+	[REST_DISCOVERY_CHAP_DELETE] = "delete discovery chap",
+	[REST_PORTALS_LIST] = "list portals",
+	[REST_PORTAL_POST] = "create portal",
+	[REST_PORTAL_GET] = "get portal",
+	[REST_PORTAL_PATCH] = "patch portal",
+	[REST_PORTAL_DELETE] = "delete portal",
+	[REST_PORT_GROUPS_LIST] = "list port groups",
+	[REST_SESSIONS_LIST] = "list sessions",
+	[REST_SESSION_GET] = "get session",
+	[REST_SESSION_DELETE] = "logout session",
 };
 
 int rest_route_at(size_t i, const char **pattern, const char **allow)
@@ -94,12 +124,21 @@ const char *rest_op_name(enum rest_op op)
 bool rest_op_has_body(enum rest_op op)
 {
 	return op == REST_NODE_PATCH || op == REST_DG_PATCH || op == REST_TARGET_POST ||
-	       op == REST_LUN_POST || op == REST_LUN_PATCH || op == REST_CONFIG_PUT;
+	       op == REST_LUN_POST || op == REST_LUN_PATCH || op == REST_CONFIG_PUT ||
+	       op == REST_TARGET_PATCH || op == REST_ACL_POST || op == REST_ACL_PATCH ||
+	       op == REST_DISCOVERY_CHAP_PUT || op == REST_PORTAL_POST || op == REST_PORTAL_PATCH;
 }
 
 bool rest_op_writes(enum rest_op op)
 {
-	return rest_op_has_body(op) || op == REST_TARGET_DELETE || op == REST_LUN_DELETE;
+	return rest_op_has_body(op) || op == REST_TARGET_DELETE || op == REST_LUN_DELETE ||
+	       op == REST_ACL_DELETE || op == REST_DISCOVERY_CHAP_DELETE ||
+	       op == REST_PORTAL_DELETE;
+}
+
+bool rest_op_local(enum rest_op op)
+{
+	return op == REST_SESSIONS_LIST || op == REST_SESSION_GET || op == REST_SESSION_DELETE;
 }
 
 /* LUN numbers in a path: decimal, no sign, no leading zeros, 0..REST_LUN_MAX */
@@ -120,9 +159,29 @@ static int parse_lun(const char *s, size_t n, uint32_t *lun)
 	return 0;
 }
 
+/* a number 1..65535 in a path: decimal, no sign, no leading zeros */
+static int parse_num(const char *s, size_t n, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	if (!n || n > 5 || s[0] == '0')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (uint32_t)(s[i] - '0');
+	}
+	if (v > 65535)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 /* path (below the prefix) against one pattern */
 static bool match(const char *pat, const char *path, struct rest_match *m)
 {
+	unsigned int names = 0;
+
 	while (*pat) {
 		const char *pend = strchr(pat, '/'), *send = strchr(path, '/');
 		size_t pl = pend ? (size_t)(pend - pat) : strlen(pat);
@@ -131,12 +190,17 @@ static bool match(const char *pat, const char *path, struct rest_match *m)
 		if (!sl)
 			return false;
 		if (pl == 2 && !memcmp(pat, "{}", 2)) {
+			char *to = names++ ? m->sub : m->name;
+
 			if (sl > REST_NAME_MAX)
 				return false;
-			memcpy(m->name, path, sl);
-			m->name[sl] = '\0';
+			memcpy(to, path, sl);
+			to[sl] = '\0';
 		} else if (pl == 3 && !memcmp(pat, "{#}", 3)) {
 			if (parse_lun(path, sl, &m->lun))
+				return false;
+		} else if (pl == 3 && !memcmp(pat, "{n}", 3)) {
+			if (parse_num(path, sl, &m->num))
 				return false;
 		} else if (pl != sl || memcmp(pat, path, sl)) {
 			return false;
@@ -165,6 +229,7 @@ int rest_route(const char *method, const char *path, struct rest_match *m)
 		const struct route *r = &route_table[i];
 		enum rest_op op = REST_NONE;
 
+		memset(m, 0, sizeof(*m));
 		if (!match(r->pattern, path, m))
 			continue;
 		m->allow = r->allow;
@@ -957,6 +1022,29 @@ int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32
 	return 0;
 }
 
+/*
+ * A LUN grows online (isergwd extends its file on the reload, hosts get
+ * CAPACITY DATA HAS CHANGED) but never shrinks: data past the new end would
+ * be lost under the hosts' file systems. 0 (size unset either side) counts
+ * as no size.
+ */
+static int lun_no_shrink(json_object *cur, json_object *next, struct rest_err *e)
+{
+	json_object *cv, *nv;
+	uint64_t cb, nb;
+
+	if (!json_object_object_get_ex(cur, "size", &cv) ||
+	    !json_object_object_get_ex(next, "size", &nv))
+		return 0;
+	if (rest_size_parse(nv, &nb))
+		return fail(e, -EINVAL, 422, "size", "size: not a size (bytes, or a number with "
+			    "K, M, G or T)");
+	if (rest_size_parse(cv, &cb) || !nb || nb >= cb)
+		return 0;
+	return fail(e, -EINVAL, 422, "size", "size: %" PRIu64 " bytes is less than %" PRIu64
+		    ": a LUN grows online but never shrinks", nb, cb);
+}
+
 int rest_lun_patch(json_object *cfg, const char *iqn, uint32_t lun, json_object *patch,
 		   struct rest_err *e)
 {
@@ -993,6 +1081,8 @@ int rest_lun_patch(json_object *cfg, const char *iqn, uint32_t lun, json_object 
 		}
 	}
 	rc = check_obj(merged, lun_f, "", e);
+	if (!rc)
+		rc = lun_no_shrink(l, merged, e);
 	if (rc) {
 		json_object_put(merged);
 		return rc;
@@ -1045,6 +1135,43 @@ int rest_lun_body(json_object *body, bool *has_lun, uint32_t *lun, struct rest_e
 	return 0;
 }
 
+/* ------------------------------------------------------------ merge patches */
+
+/*
+ * RFC 7396 on target (in place): objects merge recursively, null removes, any
+ * other value replaces. 0 or -ENOMEM.
+ */
+static int merge_patch(json_object *target, json_object *patch)
+{
+	json_object_object_foreach(patch, key, v) {
+		json_object *cur, *c = NULL;
+
+		if (!v) {
+			json_object_object_del(target, key);
+			continue;
+		}
+		if (json_object_is_type(v, json_type_object) &&
+		    json_object_object_get_ex(target, key, &cur) &&
+		    json_object_is_type(cur, json_type_object)) {
+			if (merge_patch(cur, v))
+				return -ENOMEM;
+			continue;
+		}
+		if (json_object_is_type(v, json_type_object)) {
+			/* a new object: its nulls drop out (RFC 7396 MergePatch({}, v)) */
+			c = json_object_new_object();
+			if (!c || merge_patch(c, v)) {
+				json_object_put(c);
+				return -ENOMEM;
+			}
+		} else if (json_object_deep_copy(v, &c, NULL)) {
+			return -ENOMEM;
+		}
+		json_object_object_add(target, key, c);
+	}
+	return 0;
+}
+
 json_object *rest_lun_made(const char *iqn, json_object *body, uint32_t lun)
 {
 	json_object *cfg = json_object_new_object(), *targets = json_object_new_array();
@@ -1079,6 +1206,533 @@ void rest_lun_error_prefix(const char *error, char *buf, size_t len)
 		return;
 	memcpy(buf, path, (size_t)(end + 1 - path));
 	buf[end + 1 - path] = '\0';
+}
+
+/* ------------------------------------------------------------ targets, ACLs */
+
+int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, struct rest_err *e)
+{
+	json_object *t = target_or_404(cfg, iqn, NULL, e), *merged = NULL, *v;
+	size_t idx;
+	int rc;
+
+	if (!t)
+		return -ENOENT;
+	find_by(arr_of(cfg, "targets"), "iqn", iqn, &idx);
+	if (json_object_object_get_ex(patch, "iqn", &v) &&
+	    !(json_object_is_type(v, json_type_string) && !strcmp(json_object_get_string(v), iqn)))
+		return fail(e, -EINVAL, 422, "iqn", "iqn: the name of a target cannot change "
+			    "(create another)");
+	if (json_object_object_get_ex(patch, "luns", NULL))
+		return fail(e, -EINVAL, 422, "luns", "luns: changed through %s/targets/%s/luns",
+			    REST_PREFIX, iqn);
+	if (json_object_object_get_ex(patch, "acls", NULL))
+		return fail(e, -EINVAL, 422, "acls", "acls: changed through %s/targets/%s/acls",
+			    REST_PREFIX, iqn);
+	/* the types of the patch first: its nulls are not values of the target */
+	json_object_object_foreach(patch, key, pv) {
+		const struct fdef *d;
+		char p[256];
+
+		for (d = target_f; d->key && strcmp(d->key, key); d++)
+			;
+		snprintf(p, sizeof(p), "%s", key);
+		if (!d->key)
+			return fail(e, -EINVAL, 422, p, "%s: unknown field", p);
+		if (pv && d->t == T_CHAP && json_object_is_type(pv, json_type_object)) {
+			/* a CHAP object of a patch may name a null (remove) */
+			json_object_object_foreach(pv, ck, cv) {
+				char cp[256];
+
+				snprintf(cp, sizeof(cp), "%s.%s", key, ck);
+				if (strcmp(ck, "user") && strcmp(ck, "secret"))
+					return fail(e, -EINVAL, 422, cp, "%s: unknown field", cp);
+				if (cv && !json_object_is_type(cv, json_type_string))
+					return fail(e, -EINVAL, 422, cp, "%s: expected a string, got "
+						    "%s", cp, tname(cv));
+			}
+		} else if (pv && (rc = check_field(pv, d, p, e))) {
+			return rc;
+		}
+	}
+	if (json_object_deep_copy(t, &merged, NULL) || merge_patch(merged, patch)) {
+		json_object_put(merged);
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	rc = check_obj(merged, target_f, "", e);
+	if (rc) {
+		json_object_put(merged);
+		return rc;
+	}
+	json_object_array_put_idx(arr_of(cfg, "targets"), idx, merged);
+	return 0;
+}
+
+json_object *rest_acls(json_object *cfg, const char *iqn)
+{
+	json_object *t = find_by(arr_of(cfg, "targets"), "iqn", iqn, NULL), *a;
+
+	if (!t)
+		return NULL;
+	a = arr_of(t, "acls");
+	return list_of(a ? rest_redact(a) : json_object_new_array());
+}
+
+json_object *rest_acl(json_object *cfg, const char *iqn, const char *initiator)
+{
+	json_object *t = find_by(arr_of(cfg, "targets"), "iqn", iqn, NULL);
+	json_object *acl = t ? find_by(arr_of(t, "acls"), "initiator", initiator, NULL) : NULL;
+
+	return acl ? rest_redact(acl) : NULL;
+}
+
+int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *ini,
+		    size_t inilen, struct rest_err *e)
+{
+	json_object *t = target_or_404(cfg, iqn, NULL, e), *a, *copy = NULL;
+	const char *name;
+	int rc;
+
+	if (!t)
+		return -ENOENT;
+	rc = check_obj(body, acl_f, "", e);
+	if (rc)
+		return rc;
+	name = str_of(body, "initiator");
+	if (!name[0] || strlen(name) >= inilen)
+		return fail(e, -EINVAL, 422, "initiator", "initiator: an iSCSI name of 1..%zu bytes",
+			    inilen - 1);
+	if (find_by(arr_of(t, "acls"), "initiator", name, NULL))
+		return fail(e, -EEXIST, 409, "initiator", "initiator: %s has an ACL in %s already",
+			    name, iqn);
+	a = arr_make(t, "acls");
+	if (!a || json_object_deep_copy(body, &copy, NULL) || json_object_array_add(a, copy)) {
+		json_object_put(copy);
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	snprintf(ini, inilen, "%s", name);
+	return 0;
+}
+
+static json_object *acl_or_404(json_object *cfg, const char *iqn, const char *initiator,
+			       json_object **t, size_t *idx, struct rest_err *e)
+{
+	json_object *acl;
+
+	*t = target_or_404(cfg, iqn, NULL, e);
+	if (!*t)
+		return NULL;
+	acl = find_by(arr_of(*t, "acls"), "initiator", initiator, idx);
+	if (!acl)
+		fail(e, -ENOENT, 404, NULL, "no ACL for %s in %s", initiator, iqn);
+	return acl;
+}
+
+int rest_acl_patch(json_object *cfg, const char *iqn, const char *initiator,
+		   json_object *patch, struct rest_err *e)
+{
+	json_object *t, *acl = NULL, *merged = NULL, *v;
+	size_t idx;
+	int rc;
+
+	acl = acl_or_404(cfg, iqn, initiator, &t, &idx, e);
+	if (!acl)
+		return -ENOENT;
+	if (json_object_object_get_ex(patch, "initiator", &v) &&
+	    !(json_object_is_type(v, json_type_string) &&
+	      !strcmp(json_object_get_string(v), initiator)))
+		return fail(e, -EINVAL, 422, "initiator", "initiator: the initiator of an ACL "
+			    "cannot change (delete it and create another)");
+	json_object_object_foreach(patch, key, pv) {
+		if (strcmp(key, "initiator") && strcmp(key, "chap"))
+			return fail(e, -EINVAL, 422, key, "%s: unknown field", key);
+		if (pv && !strcmp(key, "chap") && !json_object_is_type(pv, json_type_object))
+			return fail(e, -EINVAL, 422, key, "chap: expected an object, got %s",
+				    tname(pv));
+	}
+	if (json_object_deep_copy(acl, &merged, NULL) || merge_patch(merged, patch)) {
+		json_object_put(merged);
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	rc = check_obj(merged, acl_f, "", e);
+	if (rc) {
+		json_object_put(merged);
+		return rc;
+	}
+	json_object_array_put_idx(arr_of(t, "acls"), idx, merged);
+	return 0;
+}
+
+int rest_acl_delete(json_object *cfg, const char *iqn, const char *initiator,
+		    struct rest_err *e)
+{
+	json_object *t;
+	size_t idx;
+
+	if (!acl_or_404(cfg, iqn, initiator, &t, &idx, e))
+		return -ENOENT;
+	json_object_array_del_idx(arr_of(t, "acls"), idx, 1);
+	return 0;
+}
+
+/* ------------------------------------------------------------ discovery CHAP */
+
+json_object *rest_discovery_chap(json_object *cfg)
+{
+	json_object *c = obj_of(cfg, "discovery_chap");
+
+	return c ? rest_redact(c) : json_object_new_object();
+}
+
+int rest_discovery_chap_put(json_object *cfg, json_object *body, struct rest_err *e)
+{
+	json_object *cur = obj_of(cfg, "discovery_chap"), *copy = NULL, *s;
+	const char *u = str_of(body, "user"), *cu = str_of(cur, "user");
+	int rc;
+
+	rc = check_obj(body, chap_f, "", e);
+	if (rc)
+		return rc;
+	if (!u || !u[0])
+		return fail(e, -EINVAL, 422, "user", "user: required (DELETE removes discovery "
+			    "CHAP)");
+	if (json_object_deep_copy(body, &copy, NULL))
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	/* the same user without a secret: the stored secret stays */
+	if (!json_object_object_get_ex(copy, "secret", NULL)) {
+		if (!cu || strcmp(cu, u) || !json_object_object_get_ex(cur, "secret", &s)) {
+			json_object_put(copy);
+			return fail(e, -EINVAL, 422, "secret", "secret: required for a new user");
+		}
+		json_object_object_add(copy, "secret", json_object_get(s));
+	}
+	json_object_object_add(cfg, "discovery_chap", copy);
+	return 0;
+}
+
+int rest_discovery_chap_delete(json_object *cfg, struct rest_err *e)
+{
+	if (!obj_of(cfg, "discovery_chap"))
+		return fail(e, -ENOENT, 404, NULL, "discovery CHAP is not set");
+	json_object_object_del(cfg, "discovery_chap");
+	return 0;
+}
+
+/* ------------------------------------------------------------ portals, port groups */
+
+static const struct fdef portal_f[] = {
+	{ "url", T_STR, true }, { "rel_port_id", T_INT, false }, { NULL, 0, false },
+};
+
+static int64_t int_of(json_object *o, const char *key, int64_t dflt)
+{
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return dflt;
+	return json_object_get_int64(v);
+}
+
+static json_object *find_portal(json_object *node, uint32_t rel, size_t *idx)
+{
+	json_object *a = arr_of(node, "portals");
+
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *p = json_object_array_get_idx(a, i);
+
+		if (int_of(p, "rel_port_id", -1) == (int64_t)rel) {
+			if (idx)
+				*idx = i;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* the node (and its portal) that has rel_port_id rel anywhere in the cluster */
+static const char *rel_owner(json_object *cfg, uint32_t rel)
+{
+	json_object *ns = arr_of(cfg, "nodes");
+
+	for (size_t i = 0; ns && i < json_object_array_length(ns); i++) {
+		json_object *n = json_object_array_get_idx(ns, i);
+
+		if (find_portal(n, rel, NULL))
+			return str_of(n, "name") ? str_of(n, "name") : "?";
+	}
+	return NULL;
+}
+
+json_object *rest_portals(json_object *cfg, const char *node)
+{
+	json_object *n = find_by(arr_of(cfg, "nodes"), "name", node, NULL), *a;
+
+	if (!n)
+		return NULL;
+	a = arr_of(n, "portals");
+	return list_of(a ? rest_redact(a) : json_object_new_array());
+}
+
+json_object *rest_portal(json_object *cfg, const char *node, uint32_t rel)
+{
+	json_object *n = find_by(arr_of(cfg, "nodes"), "name", node, NULL);
+	json_object *p = n ? find_portal(n, rel, NULL) : NULL;
+
+	return p ? rest_redact(p) : NULL;
+}
+
+static json_object *node_or_404(json_object *cfg, const char *node, struct rest_err *e)
+{
+	json_object *n = find_by(arr_of(cfg, "nodes"), "name", node, NULL);
+
+	if (!n)
+		fail(e, -ENOENT, 404, NULL, "no node %s in the configuration", node);
+	return n;
+}
+
+int rest_portal_create(json_object *cfg, const char *node, json_object *body, uint32_t *rel,
+		       struct rest_err *e)
+{
+	json_object *n = node_or_404(cfg, node, e), *a, *copy = NULL, *v;
+	const char *who;
+	uint32_t r = 1;
+	int rc;
+
+	if (!n)
+		return -ENOENT;
+	rc = check_obj(body, portal_f, "", e);
+	if (rc)
+		return rc;
+	if (json_object_object_get_ex(body, "rel_port_id", &v)) {
+		int64_t want = json_object_get_int64(v);
+
+		if (want < 1 || want > 65535)
+			return fail(e, -EINVAL, 422, "rel_port_id", "rel_port_id: %" PRId64 " is out "
+				    "of range (1..65535)", want);
+		r = (uint32_t)want;
+		who = rel_owner(cfg, r);
+		if (who)
+			return fail(e, -EEXIST, 409, "rel_port_id", "rel_port_id: %u is a portal of "
+				    "node %s already (unique in the cluster)", r, who);
+	} else {
+		while (r <= 65535 && rel_owner(cfg, r))
+			r++;
+		if (r > 65535)
+			return fail(e, -ENOSPC, 409, "rel_port_id", "rel_port_id: none is free");
+	}
+	a = arr_make(n, "portals");
+	if (!a || json_object_deep_copy(body, &copy, NULL))
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	json_object_object_add(copy, "rel_port_id", json_object_new_int64(r));
+	if (json_object_array_add(a, copy)) {
+		json_object_put(copy);
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	*rel = r;
+	return 0;
+}
+
+static json_object *portal_or_404(json_object *cfg, const char *node, uint32_t rel,
+				  json_object **n, size_t *idx, struct rest_err *e)
+{
+	json_object *p;
+
+	*n = node_or_404(cfg, node, e);
+	if (!*n)
+		return NULL;
+	p = find_portal(*n, rel, idx);
+	if (!p)
+		fail(e, -ENOENT, 404, NULL, "no portal %u on node %s", rel, node);
+	return p;
+}
+
+int rest_portal_patch(json_object *cfg, const char *node, uint32_t rel, json_object *patch,
+		      struct rest_err *e)
+{
+	json_object *n, *p, *merged = NULL;
+	size_t idx;
+	int rc;
+
+	p = portal_or_404(cfg, node, rel, &n, &idx, e);
+	if (!p)
+		return -ENOENT;
+	json_object_object_foreach(patch, key, v) {
+		if (!strcmp(key, "rel_port_id")) {
+			if (!(json_object_is_type(v, json_type_int) &&
+			      json_object_get_int64(v) == (int64_t)rel))
+				return fail(e, -EINVAL, 422, key, "rel_port_id: the id of a portal "
+					    "cannot change (delete it and create another)");
+		} else if (strcmp(key, "url")) {
+			return fail(e, -EINVAL, 422, key, "%s: unknown field", key);
+		} else if (!v) {
+			return fail(e, -EINVAL, 422, key, "url: required (it cannot be removed)");
+		}
+	}
+	if (json_object_deep_copy(p, &merged, NULL) || merge_patch(merged, patch)) {
+		json_object_put(merged);
+		return fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	rc = check_obj(merged, portal_f, "", e);
+	if (rc) {
+		json_object_put(merged);
+		return rc;
+	}
+	json_object_array_put_idx(arr_of(n, "portals"), idx, merged);
+	return 0;
+}
+
+int rest_portal_delete(json_object *cfg, const char *node, uint32_t rel, struct rest_err *e)
+{
+	json_object *n;
+	size_t idx;
+
+	if (!portal_or_404(cfg, node, rel, &n, &idx, e))
+		return -ENOENT;
+	json_object_array_del_idx(arr_of(n, "portals"), idx, 1);
+	return 0;
+}
+
+json_object *rest_port_groups(json_object *cfg)
+{
+	json_object *ns = arr_of(cfg, "nodes"), *items = json_object_new_array();
+
+	for (size_t i = 0; items && ns && i < json_object_array_length(ns); i++) {
+		json_object *n = json_object_array_get_idx(ns, i), *ps = arr_of(n, "portals");
+		json_object *g, *ids;
+
+		if (!ps || !json_object_array_length(ps))
+			continue;
+		g = json_object_new_object();
+		ids = json_object_new_array();
+		if (!g || !ids) {
+			json_object_put(g);
+			json_object_put(ids);
+			continue;
+		}
+		add_u64(g, "tpg_id", (uint64_t)int_of(n, "tpg_id", 0));
+		add_str(g, "node", str_of(n, "name"));
+		for (size_t k = 0; k < json_object_array_length(ps); k++)
+			json_object_array_add(ids, json_object_new_int64(
+				int_of(json_object_array_get_idx(ps, k), "rel_port_id", 0)));
+		json_object_object_add(g, "rel_port_ids", ids);
+		json_object_array_add(items, g);
+	}
+	return list_of(items);
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static json_object *session(const Isergw__Ctl__Session *s, const char *node)
+{
+	json_object *o = json_object_new_object(), *cs = json_object_new_array();
+
+	if (!o || !cs) {
+		json_object_put(o);
+		json_object_put(cs);
+		return NULL;
+	}
+	add_u64(o, "tsih", s->tsih);
+	add_str(o, "node", node);
+	add_str(o, "type", s->type);
+	add_str(o, "target", s->target);
+	add_str(o, "initiator", s->initiator);
+	add_str(o, "isid", s->isid);
+	add_str(o, "portal", s->portal);
+	add_str(o, "transport", s->transport);
+	for (size_t i = 0; i < s->n_connections; i++) {
+		const Isergw__Ctl__Connection *c = s->connections[i];
+		json_object *co = json_object_new_object();
+
+		if (!co)
+			continue;
+		add_u64(co, "cid", c->cid);
+		add_str(co, "peer", c->peer);
+		add_str(co, "local", c->local);
+		add_str(co, "state", c->state);
+		add_u64(co, "login_time", c->login_time);
+		json_object_array_add(cs, co);
+	}
+	json_object_object_add(o, "connections", cs);
+	if (s->stats) {
+		add_u64(o, "reads", s->stats->cmds_read);
+		add_u64(o, "writes", s->stats->cmds_write);
+		add_u64(o, "bytes_read", s->stats->bytes_read);
+		add_u64(o, "bytes_written", s->stats->bytes_written);
+	}
+	return o;
+}
+
+json_object *rest_sessions(const Isergw__Ctl__SessionList *sl, const char *node)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; a && sl && i < sl->n_sessions; i++)
+		json_object_array_add(a, session(sl->sessions[i], node));
+	return list_of(a);
+}
+
+json_object *rest_session(const Isergw__Ctl__SessionList *sl, const char *node, uint32_t tsih)
+{
+	for (size_t i = 0; sl && i < sl->n_sessions; i++)
+		if (sl->sessions[i]->tsih == tsih)
+			return session(sl->sessions[i], node);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ LUN sizes */
+
+int rest_size_parse(json_object *v, uint64_t *bytes)
+{
+	const char *s;
+	char *end;
+	unsigned long long n;
+	unsigned int shift = 0;
+
+	if (json_object_is_type(v, json_type_int)) {
+		int64_t i = json_object_get_int64(v);
+
+		if (i < 0)
+			return -EINVAL;
+		*bytes = (uint64_t)i;
+		return 0;
+	}
+	if (!json_object_is_type(v, json_type_string))
+		return -EINVAL;
+	s = json_object_get_string(v);
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end && end[1])
+		return -EINVAL;
+	if (shift && n > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*bytes = (uint64_t)n << shift;
+	return 0;
 }
 
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e)
@@ -1142,8 +1796,43 @@ int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32
 			return -ENOENT;
 		snprintf(buf, len, "targets[%zu].luns[%zu]", ti, li);
 		return 0;
+	case REST_TARGET_PATCH:
+		if (!find_by(arr_of(cfg, "targets"), "iqn", iqn, &ti))
+			return -ENOENT;
+		snprintf(buf, len, "targets[%zu]", ti);
+		return 0;
+	case REST_DISCOVERY_CHAP_PUT:
+		snprintf(buf, len, "discovery_chap");
+		return 0;
 	default:
 		return 0;
+	}
+}
+
+int rest_write_prefix_sub(json_object *cfg, enum rest_op op, const char *name, const char *sub,
+			  uint32_t num, char *buf, size_t len)
+{
+	size_t ti, ai, ni, pi;
+	json_object *o;
+
+	buf[0] = '\0';
+	switch (op) {
+	case REST_ACL_POST:
+	case REST_ACL_PATCH:
+		o = find_by(arr_of(cfg, "targets"), "iqn", name, &ti);
+		if (!o || !find_by(arr_of(o, "acls"), "initiator", sub, &ai))
+			return -ENOENT;
+		snprintf(buf, len, "targets[%zu].acls[%zu]", ti, ai);
+		return 0;
+	case REST_PORTAL_POST:
+	case REST_PORTAL_PATCH:
+		o = find_by(arr_of(cfg, "nodes"), "name", name, &ni);
+		if (!o || !find_portal(o, num, &pi))
+			return -ENOENT;
+		snprintf(buf, len, "nodes[%zu].portals[%zu]", ni, pi);
+		return 0;
+	default:
+		return rest_write_prefix(cfg, op, name, num, buf, len);
 	}
 }
 

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isergw_ctl.pb-c.h"
 #include "isergw_ha.pb-c.h"
 
 #define REST_PREFIX "/api/v1"
@@ -49,13 +50,33 @@ enum rest_op {
 	REST_CONFIG_GET,
 	REST_CONFIG_PUT,
 	REST_OPERATION_GET,
+	REST_TARGET_PATCH,
+	REST_ACLS_LIST,
+	REST_ACL_POST,
+	REST_ACL_GET,
+	REST_ACL_PATCH,
+	REST_ACL_DELETE,
+	REST_DISCOVERY_CHAP_GET,
+	REST_DISCOVERY_CHAP_PUT,
+	REST_DISCOVERY_CHAP_DELETE,
+	REST_PORTALS_LIST,
+	REST_PORTAL_POST,
+	REST_PORTAL_GET,
+	REST_PORTAL_PATCH,
+	REST_PORTAL_DELETE,
+	REST_PORT_GROUPS_LIST,
+	REST_SESSIONS_LIST,
+	REST_SESSION_GET,
+	REST_SESSION_DELETE,
 	REST_OP_N,
 };
 
 struct rest_match {
 	enum rest_op op;
 	char name[REST_NAME_MAX + 1];   /* node, device group, target IQN or operation id */
+	char sub[REST_NAME_MAX + 1];    /* the second name: an ACL's initiator */
 	uint32_t lun;
+	uint32_t num;                   /* a portal's rel_port_id, a session's TSIH: 1..65535 */
 	const char *allow;              /* the methods of the path (405's Allow) */
 };
 
@@ -75,7 +96,8 @@ int rest_route(const char *method, const char *path, struct rest_match *m);
 const char *rest_op_name(enum rest_op op);
 /*
  * The i-th path of the route table (below REST_PREFIX: "targets/{}/luns/{#}",
- * "{}" a name, "{#}" a LUN number) and its methods; -ENOENT past the end.
+ * "{}" a name, "{#}" a LUN number, "{n}" a number 1..65535) and its methods;
+ * -ENOENT past the end.
  * For the test that keeps mgmt/openapi.json true.
  */
 int rest_route_at(size_t i, const char **pattern, const char **allow);
@@ -83,6 +105,8 @@ int rest_route_at(size_t i, const char **pattern, const char **allow);
 bool rest_op_has_body(enum rest_op op);
 /* The operation changes the cluster (the bodies' and DELETE): If-Match applies. */
 bool rest_op_writes(enum rest_op op);
+/* The operation is served by the node's own isergwd (sessions), not the cluster. */
+bool rest_op_local(enum rest_op op);
 
 /* ---- ETags: a strong tag per cluster generation, "\"g42\"" */
 void rest_etag(uint64_t generation, char *buf, size_t len);
@@ -163,6 +187,51 @@ json_object *rest_lun_made(const char *iqn, json_object *body, uint32_t lun);
  * LUN change ("targets[0].luns[7].block_size: ..."), "" when it names none.
  */
 void rest_lun_error_prefix(const char *error, char *buf, size_t len);
+/* RFC 7396 merge patch of a target: not "iqn", "luns" or "acls" (their own resources). */
+int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, struct rest_err *e);
+
+/* ---- ACLs of a target (targets[].acls[]), named by their initiator */
+json_object *rest_acls(json_object *cfg, const char *iqn);
+/* NULL: no such target or ACL */
+json_object *rest_acl(json_object *cfg, const char *iqn, const char *initiator);
+int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *ini,
+		    size_t inilen, struct rest_err *e);
+/* RFC 7396; "initiator" may not change */
+int rest_acl_patch(json_object *cfg, const char *iqn, const char *initiator,
+		   json_object *patch, struct rest_err *e);
+int rest_acl_delete(json_object *cfg, const char *iqn, const char *initiator,
+		    struct rest_err *e);
+
+/* ---- discovery CHAP: {"user": ...} ({} without one); PUT {"user", "secret"} */
+json_object *rest_discovery_chap(json_object *cfg);
+int rest_discovery_chap_put(json_object *cfg, json_object *body, struct rest_err *e);
+int rest_discovery_chap_delete(json_object *cfg, struct rest_err *e);
+
+/* ---- portals of a node (nodes[].portals[]), named by their rel_port_id */
+/* NULL: no such node */
+json_object *rest_portals(json_object *cfg, const char *node);
+json_object *rest_portal(json_object *cfg, const char *node, uint32_t rel);
+/* without "rel_port_id" the lowest free in the cluster (*rel) */
+int rest_portal_create(json_object *cfg, const char *node, json_object *body, uint32_t *rel,
+		       struct rest_err *e);
+/* RFC 7396; only "url" may change */
+int rest_portal_patch(json_object *cfg, const char *node, uint32_t rel, json_object *patch,
+		      struct rest_err *e);
+int rest_portal_delete(json_object *cfg, const char *node, uint32_t rel, struct rest_err *e);
+/* the target port groups: one per node with portals (its tpg_id, its rel_port_ids) */
+json_object *rest_port_groups(json_object *cfg);
+
+/* ---- sessions, from isergwd's ListSessions (node: who answers) */
+json_object *rest_sessions(const Isergw__Ctl__SessionList *sl, const char *node);
+/* NULL: no session with this TSIH */
+json_object *rest_session(const Isergw__Ctl__SessionList *sl, const char *node, uint32_t tsih);
+
+/*
+ * A LUN size as the configuration writes it (an integer, or a string with a
+ * K/M/G/T suffix): 0 and the bytes, -EINVAL for anything else.
+ */
+int rest_size_parse(json_object *v, uint64_t *bytes);
+
 /* PATCH of a node: {"drained": bool}. */
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e);
 /* PATCH of a device group: {"owner": "node"}. */
@@ -176,6 +245,15 @@ int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e
  */
 int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32_t lun,
 		      char *buf, size_t len);
+
+/*
+ * The same for the writes of sub-resources as well: an ACL (name the target,
+ * sub the initiator: "targets[T].acls[A]"), a portal (name the node, num its
+ * rel_port_id: "nodes[N].portals[P]"); other operations as rest_write_prefix
+ * (num the LUN).
+ */
+int rest_write_prefix_sub(json_object *cfg, enum rest_op op, const char *name, const char *sub,
+			  uint32_t num, char *buf, size_t len);
 
 /*
  * A refusal of the agent (ApiReply.status and .error) as HTTP: -ENOLCK no

@@ -26,12 +26,17 @@
  * answered 202 with the operation "gN" (GET /api/v1/operations/gN).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "problem.h"
@@ -53,8 +58,8 @@ struct job {
 	enum step step;
 	char owner[REST_NAME_MAX + 1];  /* DG PATCH */
 	bool drained;                   /* node PATCH */
-	char iqn[REST_NAME_MAX + 1];    /* of a target created */
-	uint32_t lun;                   /* of a LUN created */
+	char iqn[REST_NAME_MAX + 1];    /* of a target created, the initiator of an ACL created */
+	uint32_t lun;                   /* of a LUN created, the rel_port_id of a portal created */
 	api_v1_done done;
 	void *arg;
 };
@@ -324,6 +329,25 @@ static bool precondition_failed(struct job *j, uint64_t gen)
 	return true;
 }
 
+/* o, or 404 "no WHAT" when it is NULL */
+static void config_found(struct job *j, json_object *o, uint64_t gen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void config_found(struct job *j, json_object *o, uint64_t gen, const char *fmt, ...)
+{
+	char what[2 * REST_NAME_MAX + 64];
+	va_list ap;
+
+	if (o) {
+		finish_json(j, 200, o, gen);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	finish_code(j, 404, "no %s", what);
+}
+
 static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 {
 	switch (j->m.op) {
@@ -351,6 +375,27 @@ static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 			finish_json(j, 200, l, gen);
 		return;
 	}
+	case REST_ACLS_LIST:
+		config_found(j, rest_acls(cfg, j->m.name), gen, "target %s", j->m.name);
+		return;
+	case REST_ACL_GET:
+		config_found(j, rest_acl(cfg, j->m.name, j->m.sub), gen, "ACL for %s in %s",
+			     j->m.sub, j->m.name);
+		return;
+	case REST_DISCOVERY_CHAP_GET:
+		finish_json(j, 200, rest_discovery_chap(cfg), gen);
+		return;
+	case REST_PORTALS_LIST:
+		config_found(j, rest_portals(cfg, j->m.name), gen, "node %s in the configuration",
+			     j->m.name);
+		return;
+	case REST_PORTAL_GET:
+		config_found(j, rest_portal(cfg, j->m.name, j->m.num), gen, "portal %u on node %s",
+			     j->m.num, j->m.name);
+		return;
+	case REST_PORT_GROUPS_LIST:
+		finish_json(j, 200, rest_port_groups(cfg), gen);
+		return;
 	case REST_LUN_GET: {
 		json_object *l = rest_lun(cfg, j->m.name, j->m.lun);
 		char what[REST_NAME_MAX + 32];
@@ -384,6 +429,24 @@ static int config_write(struct job *j, json_object **cfg, struct rest_err *e)
 		return rest_lun_patch(*cfg, j->m.name, j->m.lun, j->body, e);
 	case REST_LUN_DELETE:
 		return rest_lun_delete(*cfg, j->m.name, j->m.lun, e);
+	case REST_TARGET_PATCH:
+		return rest_target_patch(*cfg, j->m.name, j->body, e);
+	case REST_ACL_POST:
+		return rest_acl_create(*cfg, j->m.name, j->body, j->iqn, sizeof(j->iqn), e);
+	case REST_ACL_PATCH:
+		return rest_acl_patch(*cfg, j->m.name, j->m.sub, j->body, e);
+	case REST_ACL_DELETE:
+		return rest_acl_delete(*cfg, j->m.name, j->m.sub, e);
+	case REST_DISCOVERY_CHAP_PUT:
+		return rest_discovery_chap_put(*cfg, j->body, e);
+	case REST_DISCOVERY_CHAP_DELETE:
+		return rest_discovery_chap_delete(*cfg, e);
+	case REST_PORTAL_POST:
+		return rest_portal_create(*cfg, j->m.name, j->body, &j->lun, e);
+	case REST_PORTAL_PATCH:
+		return rest_portal_patch(*cfg, j->m.name, j->m.num, j->body, e);
+	case REST_PORTAL_DELETE:
+		return rest_portal_delete(*cfg, j->m.name, j->m.num, e);
 	case REST_CONFIG_PUT:
 		if (json_object_deep_copy(j->body, &next, NULL)) {
 			e->code = 500;
@@ -460,6 +523,28 @@ static void applied(struct job *j, const Isergw__Ha__ChangeResult *cr)
 	case REST_CONFIG_PUT:
 		answer_json(&ans, 200, rest_redact(j->cfg));
 		break;
+	case REST_TARGET_PATCH:
+		answer_json(&ans, 200, rest_target(j->cfg, j->m.name));
+		break;
+	case REST_ACL_POST:
+		answer_json(&ans, 201, rest_acl(j->cfg, j->m.name, j->iqn));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/targets/%s/acls/%s",
+			 j->m.name, j->iqn);
+		break;
+	case REST_ACL_PATCH:
+		answer_json(&ans, 200, rest_acl(j->cfg, j->m.name, j->m.sub));
+		break;
+	case REST_DISCOVERY_CHAP_PUT:
+		answer_json(&ans, 200, rest_discovery_chap(j->cfg));
+		break;
+	case REST_PORTAL_POST:
+		answer_json(&ans, 201, rest_portal(j->cfg, j->m.name, j->lun));
+		snprintf(ans.location, sizeof(ans.location), REST_PREFIX "/nodes/%s/portals/%u",
+			 j->m.name, j->lun);
+		break;
+	case REST_PORTAL_PATCH:
+		answer_json(&ans, 200, rest_portal(j->cfg, j->m.name, j->m.num));
+		break;
 	default:
 		memset(&ans, 0, sizeof(ans));
 		ans.code = 204;
@@ -514,11 +599,33 @@ static void lun_refused(struct job *j, const Isergw__Ha__ApiReply *rep)
 	finish_err(j, &e);
 }
 
+/* where the write landed in the configuration sent (rest_write_prefix_sub) */
+static void write_prefix(struct job *j, char *buf, size_t len)
+{
+	switch (j->m.op) {
+	case REST_ACL_POST:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, j->iqn, 0, buf, len);
+		return;
+	case REST_ACL_PATCH:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, j->m.sub, 0, buf, len);
+		return;
+	case REST_PORTAL_POST:
+	case REST_PORTAL_PATCH:
+		rest_write_prefix_sub(j->cfg, j->m.op, j->m.name, NULL,
+				      j->m.op == REST_PORTAL_POST ? j->lun : j->m.num, buf, len);
+		return;
+	default:
+		rest_write_prefix(j->cfg, j->m.op, j->m.op == REST_TARGET_POST ? j->iqn :
+				  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun, buf, len);
+		return;
+	}
+}
+
 static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
 {
 	struct job *j = arg;
 	struct rest_err e = { .code = 0 };
-	char prefix[64] = "";
+	char prefix[96] = "";
 
 	if (rc) {
 		rest_agent_unreachable(rc, why, &e);
@@ -563,9 +670,7 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	}
 	if (rep->status) {
 		if (j->step == S_APPLY)
-			rest_write_prefix(j->cfg, j->m.op, j->m.op == REST_TARGET_POST ? j->iqn :
-					  j->m.name, j->m.op == REST_LUN_POST ? j->lun : j->m.lun,
-					  prefix, sizeof(prefix));
+			write_prefix(j, prefix, sizeof(prefix));
 		rest_agent_refusal(rep->status, rep->error, prefix, &e);
 		/* no If-Match, and overtaken every time: a conflict, not a failed precondition */
 		if (rep->status == -ESTALE && !j->if_match) {
@@ -616,6 +721,414 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	finish_code(j, 500, "%s", "the agent's answer has no payload of the kind asked");
 }
 
+/* ------------------------------------------------------------ sessions */
+
+static void local_err(struct api_answer *ans, unsigned int code, const char *field,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void local_err(struct api_answer *ans, unsigned int code, const char *field,
+		      const char *fmt, ...)
+{
+	struct rest_err e = { .code = code };
+	va_list ap;
+
+	snprintf(e.field, sizeof(e.field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(e.detail, sizeof(e.detail), fmt, ap);
+	va_end(ap);
+	api_answer_problem(ans, &e);
+}
+
+/* isergwd's refusal or silence as HTTP */
+static void local_failed(struct api_answer *ans, int rc, const CtlReply *rep, const char *err)
+{
+	if (rep && rep->status == -ENOENT)
+		local_err(ans, 404, NULL, "%s", rep->error && rep->error[0] ? rep->error :
+			  "no such session");
+	else if (rep)
+		local_err(ans, 500, NULL, "isergwd refused: %s", rep->error && rep->error[0] ?
+			  rep->error : strerror(-rep->status));
+	else if (rc == -ETIMEDOUT)
+		local_err(ans, 504, NULL, "isergwd: %s", err);
+	else
+		local_err(ans, 503, NULL, "isergwd cannot be reached: %s", err);
+}
+
+void api_v1_local(struct api *a, const struct rest_match *m, const char *grace,
+		  struct api_answer *ans)
+{
+	CtlRequest req;
+	CtlReply *rep = NULL;
+	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
+	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;
+	char err[256] = "", node[256] = "";
+	int rc;
+
+	isergw__ctl__request__init(&req);
+	if (gethostname(node, sizeof(node) - 1))
+		node[0] = '\0';
+	if (m->op == REST_SESSION_DELETE) {
+		lo.who_case = ISERGW__CTL__LOGOUT__WHO_TSIH;
+		lo.tsih = m->num;
+		lo.immediate = !grace;
+		if (grace) {
+			char *end;
+			unsigned long g;
+
+			errno = 0;
+			g = strtoul(grace, &end, 10);
+			if (errno || end == grace || *end || grace[0] == '-' || g > 3600) {
+				local_err(ans, 422, "grace_s", "grace_s: %.32s is not 0..3600 seconds",
+					  grace);
+				return;
+			}
+			lo.grace_s = (uint32_t)g;
+		}
+		req.op_case = ISERGW__CTL__REQUEST__OP_LOGOUT;
+		req.logout = &lo;
+	} else {
+		req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
+		req.list_sessions = &ls;
+	}
+	rc = api_gw_call(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (rc || rep->status) {
+		local_failed(ans, rc, rc ? NULL : rep, err);
+		goto out;
+	}
+	switch (m->op) {
+	case REST_SESSIONS_LIST:
+		answer_json(ans, 200, rest_sessions(rep->payload_case ==
+				 ISERGW__CTL__REPLY__PAYLOAD_SESSIONS ? rep->sessions : NULL, node));
+		break;
+	case REST_SESSION_GET: {
+		json_object *o = rest_session(rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_SESSIONS ?
+					      rep->sessions : NULL, node, m->num);
+
+		if (o)
+			answer_json(ans, 200, o);
+		else
+			local_err(ans, 404, NULL, "no session with TSIH %u on this node", m->num);
+		break;
+	}
+	default:
+		GW_NOTICE(COMP, "session %u: %s", m->num, grace ? "asked to log out" : "dropped");
+		memset(ans, 0, sizeof(*ans));
+		ans->code = 204;
+		break;
+	}
+out:
+	if (rep)
+		ctl_reply_free(rep);
+}
+
+/* ------------------------------------------------------------ standalone */
+
+/*
+ * Without an HA agent (--config FILE): the configuration is isergwd's own
+ * file, the durable copy. A read parses it; a write is a read-modify-write
+ * of it under one lock (the writers of this process one at a time): the
+ * change made to what was read, the result sent to isergwd (ApplyConfig, so
+ * that its validator has the last word and the running daemon takes it as
+ * a reload), then the file replaced atomically. The ETag "gN" is a digest of
+ * the file's bytes (FNV-1a 64), not a counter: it changes with every change,
+ * whoever made it (an editor, another isergw-api), and survives restarts.
+ */
+#define SA_FILE_MAX (16u << 20)
+
+static pthread_mutex_t sa_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t sa_digest(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static int sa_read(const char *path, char **text, size_t *len)
+{
+	struct stat st;
+	char *b;
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SA_FILE_MAX) {
+		rc = fstat(fd, &st) < 0 ? -errno : -EFBIG;
+		close(fd);
+		return rc;
+	}
+	b = malloc((size_t)st.st_size + 1);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size && (n = read(fd, b + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	b[got] = '\0';
+	*text = b;
+	*len = got;
+	return 0;
+}
+
+/* path replaced by text: a temporary file beside it, synced, renamed, the directory synced */
+static int sa_write(const char *path, const char *text, size_t len)
+{
+	char tmp[4096 + 32], dir[4096];
+	struct stat st;
+	const char *slash;
+	mode_t mode = 0600;
+	size_t off = 0;
+	int fd, rc = 0;
+
+	if (stat(path, &st) == 0)
+		mode = st.st_mode & 0777;
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+/* isergwd takes text (ApplyConfig on the epoch after its newest): 0, or e filled */
+static int sa_apply(struct job *j, const char *text, struct rest_err *e)
+{
+	CtlRequest req;
+	CtlReply *rep = NULL;
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
+	char err[256] = "", prefix[96] = "";
+	int rc;
+
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	rc = api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (!rc && (rep->status || rep->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO))
+		rc = rep->status ? rep->status : -EBADMSG;
+	if (rc) {
+		e->code = rc == -ETIMEDOUT ? 504 : 503;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd: %s", err[0] ? err : strerror(-rc));
+		goto out;
+	}
+	ac.epoch = rep->status_info->epoch + 1;
+	ac.config_json = (char *)(uintptr_t)text;
+	ctl_reply_free(rep);
+	rep = NULL;
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_APPLY_CONFIG;
+	req.apply_config = &ac;
+	rc = api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			 sizeof(err));
+	if (rc) {
+		e->code = rc == -ETIMEDOUT ? 504 : 503;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd: %s (the file is unchanged)", err);
+		goto out;
+	}
+	if (rep->status == -ESTALE) {
+		/* another client applied a newer epoch between the two calls */
+		rc = rep->status;
+		e->code = 503;
+		e->retry_after_s = 1;
+		e->field[0] = '\0';
+		snprintf(e->detail, sizeof(e->detail), "isergwd took another configuration meanwhile "
+			 "(%s): the file is unchanged, try again", rep->error);
+	} else if (rep->status) {
+		rc = rep->status;
+		write_prefix(j, prefix, sizeof(prefix));
+		rest_agent_refusal(rc, rep->error, prefix, e);
+	}
+out:
+	if (rep)
+		ctl_reply_free(rep);
+	return rc;
+}
+
+/*
+ * The configuration's directory locked (flock) against other isergw-api
+ * processes writing a file there, for at most timeout_ms: its fd, or -errno.
+ */
+static int sa_dir_lock(const char *path, uint32_t timeout_ms)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (uint32_t waited = 0; flock(fd, LOCK_EX | LOCK_NB); waited += 10) {
+		if (errno != EWOULDBLOCK || waited >= timeout_ms) {
+			int rc = errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+
+			close(fd);
+			return rc;
+		}
+		usleep(10000);
+	}
+	return fd;
+}
+
+static bool sa_cluster_only(enum rest_op op)
+{
+	switch (op) {
+	case REST_CLUSTER_GET:
+	case REST_NODES_LIST:
+	case REST_NODE_GET:
+	case REST_NODE_PATCH:
+	case REST_DGS_LIST:
+	case REST_DG_GET:
+	case REST_DG_PATCH:
+	case REST_OPERATION_GET:
+	case REST_PORTALS_LIST:
+	case REST_PORTAL_POST:
+	case REST_PORTAL_GET:
+	case REST_PORTAL_PATCH:
+	case REST_PORTAL_DELETE:
+	case REST_PORT_GROUPS_LIST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void sa_unlock(int lockfd)
+{
+	close(lockfd);          /* drops the flock */
+	pthread_mutex_unlock(&sa_lock);
+}
+
+static void sa_run(struct job *j)
+{
+	const char *path = j->a->opts.config_file;
+	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
+	struct rest_err e = { .code = 0 };
+	json_object *cfg = NULL;
+	char *text = NULL, *next;
+	const char *str;
+	size_t len = 0;
+	uint64_t gen;
+	int rc, lockfd;
+
+	if (sa_cluster_only(j->m.op)) {
+		finish_code(j, 404, "%s: there is no cluster here (isergw-api --config: standalone); "
+			    "the portals are in the configuration (%s/config)", rest_op_name(j->m.op),
+			    REST_PREFIX);
+		return;
+	}
+	pthread_mutex_lock(&sa_lock);
+	lockfd = sa_dir_lock(path, j->a->opts.gw_timeout_ms);
+	if (lockfd < 0) {
+		pthread_mutex_unlock(&sa_lock);
+		finish_code(j, 503, "cannot lock the directory of %s: %s", path, strerror(-lockfd));
+		return;
+	}
+	rc = sa_read(path, &text, &len);
+	if (rc) {
+		sa_unlock(lockfd);
+		finish_code(j, 503, "cannot read the configuration %s: %s", path, strerror(-rc));
+		return;
+	}
+	gen = sa_digest(text, len);
+	if (rest_config_parse(text, &cfg)) {
+		sa_unlock(lockfd);
+		free(text);
+		finish_code(j, 500, "the configuration %s is not a JSON object", path);
+		return;
+	}
+	free(text);
+	if (!rest_op_writes(j->m.op)) {
+		sa_unlock(lockfd);
+		config_read(j, cfg, gen);
+		json_object_put(cfg);
+		return;
+	}
+	if (precondition_failed(j, gen)) {
+		sa_unlock(lockfd);
+		json_object_put(cfg);
+		return;
+	}
+	if (config_write(j, &cfg, &e)) {
+		sa_unlock(lockfd);
+		json_object_put(cfg);
+		finish_err(j, &e);
+		return;
+	}
+	json_object_put(j->cfg);
+	j->cfg = cfg;
+	str = json_object_to_json_string_ext(cfg, JSON_C_TO_STRING_PRETTY |
+					     JSON_C_TO_STRING_SPACED |
+					     JSON_C_TO_STRING_NOSLASHESCAPE);
+	len = strlen(str);
+	next = malloc(len + 2);
+	if (!next) {
+		sa_unlock(lockfd);
+		finish_code(j, 500, "out of memory");
+		return;
+	}
+	memcpy(next, str, len);
+	next[len++] = '\n';
+	next[len] = '\0';
+	if (sa_apply(j, next, &e)) {
+		sa_unlock(lockfd);
+		free(next);
+		finish_err(j, &e);
+		return;
+	}
+	rc = sa_write(path, next, len);
+	if (rc) {
+		sa_unlock(lockfd);
+		free(next);
+		GW_ERR(COMP, "%s: isergwd runs the new configuration but %s could not be replaced: "
+		       "%s", rest_op_name(j->m.op), path, strerror(-rc));
+		finish_code(j, 500, "isergwd runs the new configuration but %s could not be "
+			    "replaced: %s", path, strerror(-rc));
+		return;
+	}
+	sa_unlock(lockfd);
+	cr.generation = sa_digest(next, len);
+	free(next);
+	cr.changed = true;
+	applied(j, &cr);
+}
+
 /* ------------------------------------------------------------ start */
 
 int api_v1_check(const struct rest_match *m, json_object *body, struct rest_err *e)
@@ -654,6 +1167,11 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 	j->gen = gen;
 	j->done = done;
 	j->arg = arg;
+	if (a->opts.config_file[0]) {
+		/* on this thread: a local file and the local isergwd, both bounded */
+		sa_run(j);
+		return 0;
+	}
 	if (!a->ha) {
 		job_free(j);
 		return -ENOTCONN;

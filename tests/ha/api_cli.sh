@@ -24,6 +24,10 @@
 #    seen through node 2);
 # 6. config export > file, config import file --if-match: 0 and the
 #    generation unchanged; import with a stale --if-match: 1;
+# 6b. target set (mutual CHAP), acl create --from-json / list / show / set /
+#    delete, discovery-chap set / show / delete, portal create / list / show
+#    / set / delete on n3, port-group list, session list, lun set size (grown;
+#    smaller: exit 1, 422); no secret in any output;
 # 7. lun delete, target delete; target show then exits 1;
 # 8. tokens (isergw-api --token-file with an admin and a read-only token,
 #    docs/api.md "Security"; every command above used the admin one): the
@@ -202,6 +206,40 @@ expect "config import with --if-match" 0 1 config import "$OUT/export.json" --if
 	ha_check "imported, the generation unchanged" out_has "imported, ETag \"g$g\""
 expect "config import from stdin with a stale --if-match" 1 1 config import - --if-match '"g1"' <"$OUT/export.json" &&
 	ha_check "412" err_has "412 "
+
+# 6b. ACLs, CHAP, portals, port groups, sessions
+H=iqn.2026-11.org.isergw:cli-host
+printf '{"chap": {"user": "clihost", "secret": "cli-host-secret-1"}}\n' >"$OUT/acl.json"
+printf '{"user": "clidisc", "secret": "cli-disc-secret-1"}\n' >"$OUT/dchap.json"
+expect "target set chap and mutual_chap" 0 1 target set "$T" \
+	'chap={"user":"cli","secret":"cli-target-secret-1"}' 'mutual_chap={"user":"clit","secret":"cli-mutual-secret-1"}' &&
+	ha_check "the line says changed" out_has "target $T changed"
+expect "acl create --from-json" 0 1 acl create "$T" "$H" --from-json "$OUT/acl.json" &&
+	ha_check "the line gives the Location" out_has "at /api/v1/targets/$T/acls/$H"
+expect "acl list" 0 2 acl list "$T" && ha_check "the ACL and its CHAP user" grep -q "^$H  *clihost" "$OUT/out"
+expect "acl show --json" 0 2 --json acl show "$T" "$H" && ha_check "no secret" json_is '.chap == {"user": "clihost"}'
+expect "acl set chap=null" 0 1 acl set "$T" "$H" chap=null
+expect "acl list after chap=null" 0 1 acl list "$T" && ha_check "the target's CHAP" out_has "(the target's)"
+expect "acl delete" 0 1 acl delete "$T" "$H"
+expect "acl list empty" 0 1 acl list "$T" && ha_check "no ACLs" out_has "no ACLs"
+expect "discovery-chap set" 0 1 discovery-chap set "$OUT/dchap.json"
+expect "discovery-chap show" 0 2 discovery-chap show && ha_check "its user" grep -q '^user  *clidisc' "$OUT/out"
+expect "discovery-chap delete" 0 1 discovery-chap delete
+n3a=$(bed_portal 3)
+expect "portal create" 0 1 portal create n3 "tcp://${n3a%:*}:3261" --rel-port-id 9 &&
+	ha_check "the line gives the Location" out_has "at /api/v1/nodes/n3/portals/9"
+expect "portal list" 0 2 portal list n3 && ha_check "portal 9 in the table" grep -q "^9  *tcp://${n3a%:*}:3261" "$OUT/out"
+expect "portal set" 0 1 portal set n3 9 "url=tcp://${n3a%:*}:3262"
+expect "portal show --json" 0 2 --json portal show n3 9 && ha_check "the new url" json_is ".url == \"tcp://${n3a%:*}:3262\""
+expect "port-group list" 0 1 port-group list && ha_check "n3's group has ports 3 and 9" grep -q "^3  *n3  *\[3,9\]" "$OUT/out"
+expect "portal delete" 0 1 portal delete n3 9
+expect "portal show of a deleted portal" 1 1 portal show n3 9
+expect "session list" 0 1 session list
+expect "session list --json" 0 1 --json session list && ha_check "items" json_is '.items | type == "array"'
+expect "session logout of none" 1 1 session logout 65535 && ha_check "404" err_has "404 "
+expect "lun set size grown" 0 1 lun set "$T" 0 size=48M
+expect "lun set size smaller" 1 1 lun set "$T" 0 size=16M && ha_check "422 size" err_has "size"
+ha_check "no secret in any output" bash -c "! grep -q 'cli-host-secret-1\|cli-disc-secret-1\|cli-mutual-secret-1\|cli-target-secret-1' '$OUT/all'"
 
 # 7. delete
 expect "lun delete 5" 0 2 lun delete "$T" 5 && ha_check "the line says deleted" out_has "LUN 5 of $T deleted"

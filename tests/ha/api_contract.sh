@@ -19,7 +19,11 @@
 #    back with the status expected and no violation: every GET resource,
 #    creations (201), a PATCH (200), a DELETE (204), refusals that the
 #    document allows as requests (404, 409, 412, 422 from the agent's
-#    validator) and a 202 with its operation;
+#    validator) and a 202 with its operation; ACLs, a target's CHAP and
+#    mutual CHAP, discovery CHAP, node portals, port groups, sessions (a
+#    libiscsi session through node 1, listed, shown and logged out);
+#    at the end every path and method of the document must have been sent
+#    at least once;
 # 4. a mutated copy of the document (Node requires a member "foo") behind
 #    a second Prism makes GET /nodes/n1 a violation: the check can fail.
 # Exit 77 when not root, corosync or npm is missing, or the tools cannot be
@@ -98,6 +102,7 @@ via() {
 	[ -n "$data" ] && args+=(-H 'Content-Type: application/json' --data-binary "$data")
 	got=$(bed_exec 1 curl "${args[@]}" "$@" "http://127.0.0.1:${PORT:-8090}$p")
 	viol=$(grep -i '^sl-violations:' "$OUT/headers" | tr -d '\r')
+	echo "$m ${p%%\?*}" >>"$OUT/exercised"
 	if [ "$got" != "$want" ] || [ -n "$viol" ]; then
 		bed_log "FAILED: $m $p: $got (want $want) ${viol:-} $(head -c 300 "$OUT/body")"
 		fail=1
@@ -108,6 +113,7 @@ via() {
 hdr() { grep -i "^$1:" "$OUT/headers" | head -n 1 | cut -d' ' -f2- | tr -d '\r'; }
 
 truncate -s 8M "$BED_SHARED/k0.img" || bed_die "cannot make a LUN file"
+: >"$OUT/exercised"
 via 200 GET /openapi.json
 via 200 GET /cluster
 via 200 GET /nodes
@@ -142,8 +148,67 @@ via 202 POST /targets '{"iqn": "iqn.2026-11.org.isergw:contract2"}'
 op=$(hdr Location)
 kill -CONT "$(bed_pid 3 isergwd)"
 via 200 GET "${op#/api/v1}"
+# ACLs, CHAP, discovery CHAP
+H=iqn.2026-11.org.isergw:contract-host
+via 200 PATCH "/targets/$T" '{"alias": "contract", "mutual_chap": {"user": "kt", "secret": "contract-mutual-1"}}'
+via 201 POST "/targets/$T/acls" "{\"initiator\": \"$H\", \"chap\": {\"user\": \"kh\", \"secret\": \"contract-host-1\"}}"
+via 200 GET "/targets/$T/acls"
+via 200 GET "/targets/$T/acls/$H"
+via 200 PATCH "/targets/$T/acls/$H" '{"chap": {"secret": "contract-host-2"}}'
+via 409 POST "/targets/$T/acls" "{\"initiator\": \"$H\"}"
+via 404 GET "/targets/$T/acls/iqn.2026-11.org.isergw:none"
+via 204 DELETE "/targets/$T/acls/$H"
+via 200 PUT /discovery-chap '{"user": "kd", "secret": "contract-disc-1"}'
+via 200 GET /discovery-chap
+via 204 DELETE /discovery-chap
+# portals and port groups: a second portal on node 3 (another port of its address)
+n3addr=$(bed_portal 3)
+n3addr=${n3addr%:*}
+via 200 GET /nodes/n3/portals
+via 201 POST /nodes/n3/portals "{\"url\": \"tcp://$n3addr:3261\"}"
+rel=$(jq -r .rel_port_id "$OUT/body")
+via 200 GET "/nodes/n3/portals/$rel"
+via 200 PATCH "/nodes/n3/portals/$rel" "{\"url\": \"tcp://$n3addr:3262\"}"
+via 200 GET /port-groups
+via 409 POST /nodes/n3/portals "{\"url\": \"tcp://$n3addr:3263\", \"rel_port_id\": 1}"
+via 204 DELETE "/nodes/n3/portals/$rel"
+# sessions: a libiscsi session through node 1 (isergw-api's own node)
+via 200 GET /sessions
+bed_host timeout 60 iscsi-perf -t 30 "iscsi://$(bed_portal 1)/$BED_HA_IQN/1" >"$OUT/perf.out" 2>&1 &
+hold=$!
+# sessions_up: isergw-api on node 1 lists a normal session
+sessions_up() {
+	bed_exec 1 curl -s -H "$AUTH" http://127.0.0.1:8080/api/v1/sessions |
+		jq -e '[.items[] | select(.type == "normal")] | length > 0' >/dev/null
+}
+bed_poll 20 "a session on node 1" sessions_up || bed_log "no session on node 1: $(cat "$OUT/perf.out")"
+via 200 GET /sessions
+tsih=$(jq -r '[.items[] | select(.type == "normal")][0].tsih' "$OUT/body")
+via 200 GET "/sessions/$tsih"
+via 204 DELETE "/sessions/$tsih"
+via 404 GET /sessions/65535
+via 404 DELETE "/sessions/65535?grace_s=5"
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
 via 204 DELETE "/targets/$T/luns/0"
 via 204 DELETE "/targets/$T"
+
+# every path and method of the document was sent
+missing=0
+while read -r m tpl; do
+	re="^$m $(printf '%s' "$tpl" | sed -e 's/[.]/\\./g' -e 's/{[^}]*}/[^\/]+/g')\$"
+	if ! grep -Eq "$re" "$OUT/exercised"; then
+		bed_log "FAILED: $m $tpl is in the document but was never sent"
+		missing=1
+	fi
+done < <(jq -r '.paths | to_entries[] | .key as $p | .value | keys[] |
+	select(. == "get" or . == "post" or . == "put" or . == "patch" or . == "delete") |
+	"\(ascii_upcase) \($p)"' "$OPENAPI")
+if [ "$missing" -ne 0 ]; then
+	fail=1
+else
+	bed_log "ok: every path and method of the document was exercised"
+fi
 
 # 4. the check can fail
 jq '.components.schemas.Node.required += ["foo"]' "$OPENAPI" >"$OUT/mutated.json"

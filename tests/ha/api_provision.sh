@@ -20,6 +20,14 @@
 #    node 2;
 # 4. PATCH of a LUN with a stale If-Match: 412, nothing changed; with the
 #    current ETag: 200, and INQUIRY through node 2 shows the new product;
+# 4b. an ACL for the host with its own CHAP (201, no secret shown), mutual
+#    CHAP on the target (PATCH), discovery CHAP (PUT): through each of the
+#    three nodes the host logs in with the ACL's CHAP and mutual CHAP, not
+#    with the target's CHAP any more, refuses a target proving a wrong
+#    secret, and discovers the target with the discovery CHAP; then all
+#    three removed again (204, PATCH null, 204); LUN 0 grown to 48 MiB by a
+#    PATCH (hosts read the new capacity through nodes 1 and 2), a smaller
+#    size 422 naming size;
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
 #    naming the field of the body), a body above 1 MiB (413, chunked too),
@@ -201,6 +209,55 @@ ha_check "INQUIRY through node 2 shows the new product" \
 	bed_poll 20 "product through node 2" product_is 2 0 "api disk"
 
 [ "${API_DEBUG_STOP:-}" = 4 ] && { bed_log "stopping after step 4 (API_DEBUG_STOP)"; exit 1; }
+# 4b. ACLs with CHAP and mutual CHAP, discovery CHAP; a LUN grown
+HOSTI=iqn.2026-11.org.isergw:host
+HOST_CHAP=hostuser%host-secret-1234@
+MUT="?target_user=apitarget&target_password=api-target-secret-1"
+expect "POST an ACL with CHAP" 201 1 POST "$V1/targets/$T/acls" \
+	"{\"initiator\": \"$HOSTI\", \"chap\": {\"user\": \"hostuser\", \"secret\": \"host-secret-1234\"}}"
+ha_check "Location of the ACL" [ "$(hdr Location)" = "$V1/targets/$T/acls/$HOSTI" ]
+ha_check "the ACL's secret is not returned" jq -e '.chap.user == "hostuser" and (.chap | has("secret") | not)' \
+	"$OUT/body" >/dev/null
+expect "PATCH the target: mutual CHAP" 200 2 PATCH "$V1/targets/$T" \
+	'{"mutual_chap": {"user": "apitarget", "secret": "api-target-secret-1"}}'
+ha_check "the mutual CHAP secret is not returned" jq -e '.mutual_chap.user == "apitarget" and
+	(.mutual_chap | has("secret") | not) and (.chap | has("secret") | not)' "$OUT/body" >/dev/null
+expect "PUT discovery CHAP" 200 2 PUT "$V1/discovery-chap" '{"user": "apidisc", "secret": "api-disc-secret-1"}'
+ha_check "discovery CHAP answers its user only" jq -e '. == {"user": "apidisc"}' "$OUT/body" >/dev/null
+expect "GET the ACLs through node 1" 200 1 GET "$V1/targets/$T/acls" &&
+	ha_check "one ACL, no secret" jq -e --arg h "$HOSTI" '.items == [{"initiator": $h, "chap": {"user": "hostuser"}}]' \
+		"$OUT/body" >/dev/null
+login_ok() { # login_ok K CREDENTIALS [URL-ARGUMENTS]: INQUIRY of LUN 0 through node K as the host
+	bed_host timeout 20 iscsi-inq -i "$HOSTI" "iscsi://$2$(bed_portal "$1")/$T/0${3:-}" >/dev/null 2>&1
+}
+login_fails() { ! login_ok "$@"; }
+discovers() { # discovers K: SendTargets through node K with the discovery CHAP lists $T
+	bed_host timeout 20 iscsi-ls -i "$HOSTI" "iscsi://apidisc%api-disc-secret-1@$(bed_portal "$1")" 2>/dev/null |
+		grep -q "^Target:$T "
+}
+for k in 1 2 3; do
+	ha_check "node $k: the host logs in with the ACL's CHAP and mutual CHAP" \
+		bed_poll 20 "CHAP and mutual CHAP through node $k" login_ok "$k" "$HOST_CHAP" "$MUT"
+	ha_check "node $k: the target's own CHAP no longer admits the host" login_fails "$k" "$CHAP_URL"
+	ha_check "node $k: a target proving another secret is refused" login_fails "$k" "$HOST_CHAP" \
+		"?target_user=apitarget&target_password=wrong-secret-123"
+	ha_check "node $k: discovery with the discovery CHAP lists the target" discovers "$k"
+done
+expect "PATCH the ACL: a new secret" 200 1 PATCH "$V1/targets/$T/acls/$HOSTI" '{"chap": {"secret": "host-secret-5678"}}'
+ha_check "node 3: the new ACL secret logs in" bed_poll 20 "the new secret through node 3" login_ok 3 \
+	"hostuser%host-secret-5678@" "$MUT"
+expect "DELETE the ACL" 204 1 DELETE "$V1/targets/$T/acls/$HOSTI"
+expect "PATCH the target: mutual CHAP removed" 200 1 PATCH "$V1/targets/$T" '{"mutual_chap": null}'
+expect "DELETE discovery CHAP" 204 2 DELETE "$V1/discovery-chap"
+ha_check "node 2: the target's CHAP admits the host again" bed_poll 20 "target CHAP through node 2" login_ok 2 "$CHAP_URL"
+expect "PATCH LUN 0 smaller" 422 1 PATCH "$V1/targets/$T/luns/0" '{"size": "16M"}' &&
+	ha_check "422 names size" field_is size
+expect "PATCH LUN 0 grown to 48M" 200 2 PATCH "$V1/targets/$T/luns/0" '{"size": "48M"}'
+for k in 1 2; do
+	ha_check "the host reads LUN 0 grown to 48 MiB through node $k" \
+		bed_poll 20 "LUN 0 grown through node $k" capacity_is "$k" 0 50331648
+done
+
 # 5. refusals
 g0=$(ha_gen 1)
 expect "unknown field" 422 1 POST "$V1/targets/$T/luns" "{\"path\": \"$BED_SHARED/x.img\", \"colour\": \"red\"}" &&

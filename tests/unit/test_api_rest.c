@@ -12,6 +12,7 @@
  * with its key paths as fields of the request body.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +79,39 @@ static void test_routing(void **state)
 	route_ok("DELETE", "/api/v1/targets/t/luns/7", REST_LUN_DELETE, "t", 7);
 	route_ok("PUT", "/api/v1/config", REST_CONFIG_PUT, "", 0);
 	route_ok("GET", "/api/v1/operations/g42", REST_OPERATION_GET, "g42", 0);
+	route_ok("PATCH", "/api/v1/targets/t", REST_TARGET_PATCH, "t", 0);
+	route_ok("GET", "/api/v1/targets/t/acls", REST_ACLS_LIST, "t", 0);
+	route_ok("POST", "/api/v1/targets/t/acls", REST_ACL_POST, "t", 0);
+	route_ok("GET", "/api/v1/discovery-chap", REST_DISCOVERY_CHAP_GET, "", 0);
+	route_ok("PUT", "/api/v1/discovery-chap", REST_DISCOVERY_CHAP_PUT, "", 0);
+	route_ok("DELETE", "/api/v1/discovery-chap", REST_DISCOVERY_CHAP_DELETE, "", 0);
+	route_ok("GET", "/api/v1/nodes/n1/portals", REST_PORTALS_LIST, "n1", 0);
+	route_ok("POST", "/api/v1/nodes/n1/portals", REST_PORTAL_POST, "n1", 0);
+	route_ok("GET", "/api/v1/port-groups", REST_PORT_GROUPS_LIST, "", 0);
+	route_ok("GET", "/api/v1/sessions", REST_SESSIONS_LIST, "", 0);
+	{
+		/* two names, a number */
+		assert_int_equal(rest_route("DELETE", "/api/v1/targets/iqn.x:t/acls/iqn.y:h", &m), 0);
+		assert_int_equal(m.op, REST_ACL_DELETE);
+		assert_string_equal(m.name, "iqn.x:t");
+		assert_string_equal(m.sub, "iqn.y:h");
+		assert_int_equal(rest_route("PATCH", "/api/v1/nodes/n2/portals/65535", &m), 0);
+		assert_int_equal(m.op, REST_PORTAL_PATCH);
+		assert_string_equal(m.name, "n2");
+		assert_int_equal(m.num, 65535);
+		assert_int_equal(rest_route("DELETE", "/api/v1/sessions/7", &m), 0);
+		assert_int_equal(m.op, REST_SESSION_DELETE);
+		assert_int_equal(m.num, 7);
+		assert_string_equal(m.sub, "");
+		assert_true(rest_op_local(REST_SESSION_DELETE));
+		assert_false(rest_op_writes(REST_SESSION_DELETE));
+		assert_true(rest_op_writes(REST_ACL_DELETE));
+		assert_true(rest_op_has_body(REST_TARGET_PATCH));
+		assert_true(rest_op_has_body(REST_DISCOVERY_CHAP_PUT));
+		assert_false(rest_op_has_body(REST_PORTAL_DELETE));
+		assert_int_equal(rest_route("POST", "/api/v1/sessions", &m), -EOPNOTSUPP);
+		assert_string_equal(m.allow, "GET, HEAD");
+	}
 
 	/* a path that exists, not with this method: 405 with the path's methods */
 	assert_int_equal(rest_route("DELETE", "/api/v1/cluster", &m), -EOPNOTSUPP);
@@ -93,7 +127,9 @@ static void test_routing(void **state)
 		"/api/v1/targets/t/luns/16384", "/api/v1/targets/t/luns/007",
 		"/api/v1/targets/t/luns/-1", "/api/v1/targets/t/luns/1x", "/api/v1/targets/t/luns/",
 		"/api/v1/targets/t/extra", "/api/v1/clusters", "/api/v2/cluster", "/api/v1/cluster/",
-		"/metrics", "/api/v1/nodes/a/b",
+		"/metrics", "/api/v1/nodes/a/b", "/api/v1/sessions/0", "/api/v1/sessions/65536",
+		"/api/v1/sessions/01", "/api/v1/nodes/n1/portals/0", "/api/v1/targets/t/acls/",
+		"/api/v1/targets/t/acls/i/x", "/api/v1/port-groups/1",
 	};
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
 		if (rest_route("GET", none[i], &m) != -ENOENT)
@@ -139,7 +175,8 @@ static void oa_path(const char *pattern, char *out, size_t len)
 	} names[] = {
 		{ "nodes/{}", "nodes/{name}" }, { "device-groups/{}", "device-groups/{name}" },
 		{ "targets/{}", "targets/{iqn}" }, { "luns/{#}", "luns/{lun}" },
-		{ "operations/{}", "operations/{id}" },
+		{ "operations/{}", "operations/{id}" }, { "acls/{}", "acls/{initiator}" },
+		{ "portals/{n}", "portals/{rel_port_id}" }, { "sessions/{n}", "sessions/{tsih}" },
 	};
 	char buf[256];
 
@@ -167,7 +204,8 @@ static void sample(const char *oapath, char *out, size_t len)
 			const char *end = strchr(p, '}');
 
 			o += (size_t)snprintf(out + o, len - o, "%s",
-					      !strncmp(p, "{lun}", 5) ? "3" : "x1");
+					      !strncmp(p, "{lun}", 5) || !strncmp(p, "{tsih}", 6) ||
+					      !strncmp(p, "{rel_port_id}", 13) ? "3" : "x1");
 			p = end;
 		} else {
 			out[o++] = *p;
@@ -741,6 +779,329 @@ static void test_lun_change(void **state)
 	assert_string_equal(prefix, "");
 }
 
+static void test_target_patch(void **state)
+{
+	json_object *cfg = J(CFG), *body, *o;
+	struct rest_err e;
+
+	(void)state;
+	body = J("{\"alias\":\"db\",\"chap\":{\"user\":\"u\",\"secret\":\"s3cret-123456\"},"
+		 "\"mutual_chap\":{\"user\":\"t\",\"secret\":\"m-s3cret-1234\"},\"queue_depth\":64}");
+	assert_int_equal(rest_target_patch(cfg, "iqn.a", body, &e), 0);
+	json_object_put(body);
+	/* a nested merge: the user changes, the secret stays; null removes */
+	body = J("{\"chap\":{\"user\":\"u2\"},\"mutual_chap\":null,\"queue_depth\":null,"
+		 "\"iqn\":\"iqn.a\"}");
+	assert_int_equal(rest_target_patch(cfg, "iqn.a", body, &e), 0);
+	json_object_put(body);
+	o = json_object_array_get_idx(json_object_object_get(cfg, "targets"), 0);
+	assert_json(json_object_object_get(o, "chap"), "{\"user\":\"u2\",\"secret\":\"s3cret-123456\"}");
+	o = rest_target(cfg, "iqn.a");
+	assert_json(o, "{\"iqn\":\"iqn.a\",\"alias\":\"db\",\"chap\":{\"user\":\"u2\"},"
+		    "\"luns\":[{\"path\":\"/a0\"},{\"path\":\"/a1\"},{\"path\":\"/a2\"}]}");
+	json_object_put(o);
+
+	static const struct {
+		const char *body, *field;
+		int rc;
+		unsigned int code;
+	} bad[] = {
+		{ "{\"iqn\":\"iqn.b\"}", "iqn", -EINVAL, 422 },
+		{ "{\"luns\":[]}", "luns", -EINVAL, 422 },
+		{ "{\"acls\":[]}", "acls", -EINVAL, 422 },
+		{ "{\"colour\":1}", "colour", -EINVAL, 422 },
+		{ "{\"queue_depth\":\"1\"}", "queue_depth", -EINVAL, 422 },
+		{ "{\"chap\":{\"pass\":\"x\"}}", "chap.pass", -EINVAL, 422 },
+		{ "{\"chap\":{\"user\":1}}", "chap.user", -EINVAL, 422 },
+		{ "{\"chap\":7}", "chap", -EINVAL, 422 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		body = J(bad[i].body);
+		refused(rest_target_patch(cfg, "iqn.a", body, &e), &e, bad[i].rc, bad[i].code,
+			bad[i].field);
+		json_object_put(body);
+	}
+	body = J("{\"alias\":\"x\"}");
+	refused(rest_target_patch(cfg, "iqn.x", body, &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	json_object_put(cfg);
+}
+
+static void test_acls(void **state)
+{
+	json_object *cfg = J(CFG), *body, *o;
+	struct rest_err e;
+	char ini[REST_NAME_MAX + 1];
+	char prefix[96];
+
+	(void)state;
+	o = rest_acls(cfg, "iqn.a");
+	assert_json(o, "{\"items\":[]}");
+	json_object_put(o);
+	assert_null(rest_acls(cfg, "iqn.x"));
+
+	body = J("{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\",\"secret\":\"h1-s3cret-123\"}}");
+	assert_int_equal(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), 0);
+	assert_string_equal(ini, "iqn.h1");
+	refused(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), &e, -EEXIST, 409,
+		"initiator");
+	refused(rest_acl_create(cfg, "iqn.x", body, ini, sizeof(ini), &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	body = J("{\"initiator\":\"iqn.h2\"}");
+	assert_int_equal(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), 0);
+	json_object_put(body);
+	assert_int_equal(rest_write_prefix_sub(cfg, REST_ACL_POST, "iqn.a", "iqn.h2", 0, prefix,
+					       sizeof(prefix)), 0);
+	assert_string_equal(prefix, "targets[0].acls[1]");
+
+	static const struct {
+		const char *body, *field;
+	} bad[] = {
+		{ "{}", "initiator" }, { "{\"initiator\":1}", "initiator" },
+		{ "{\"initiator\":\"iqn.h3\",\"mutual\":{}}", "mutual" },
+		{ "{\"initiator\":\"iqn.h3\",\"chap\":{\"user\":\"u\",\"x\":1}}", "chap.x" },
+		{ "{\"initiator\":\"\"}", "initiator" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		body = J(bad[i].body);
+		refused(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), &e, -EINVAL, 422,
+			bad[i].field);
+		json_object_put(body);
+	}
+
+	/* secrets never shown */
+	o = rest_acl(cfg, "iqn.a", "iqn.h1");
+	assert_json(o, "{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\"}}");
+	json_object_put(o);
+	assert_null(rest_acl(cfg, "iqn.a", "iqn.none"));
+
+	/* patch: a new secret, the user kept; the initiator cannot change */
+	body = J("{\"chap\":{\"secret\":\"new-s3cret-12\"}}");
+	assert_int_equal(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), 0);
+	json_object_put(body);
+	o = json_object_array_get_idx(json_object_object_get(json_object_array_get_idx(
+		json_object_object_get(cfg, "targets"), 0), "acls"), 0);
+	assert_json(o, "{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\","
+		    "\"secret\":\"new-s3cret-12\"}}");
+	body = J("{\"initiator\":\"iqn.h9\"}");
+	refused(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), &e, -EINVAL, 422, "initiator");
+	json_object_put(body);
+	body = J("{\"colour\":1}");
+	refused(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), &e, -EINVAL, 422, "colour");
+	json_object_put(body);
+	body = J("{\"chap\":null}");
+	refused(rest_acl_patch(cfg, "iqn.a", "iqn.none", body, &e), &e, -ENOENT, 404, "");
+	assert_int_equal(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), 0);
+	json_object_put(body);
+	o = rest_acls(cfg, "iqn.a");
+	assert_json(o, "{\"items\":[{\"initiator\":\"iqn.h1\"},{\"initiator\":\"iqn.h2\"}]}");
+	json_object_put(o);
+
+	assert_int_equal(rest_acl_delete(cfg, "iqn.a", "iqn.h1", &e), 0);
+	refused(rest_acl_delete(cfg, "iqn.a", "iqn.h1", &e), &e, -ENOENT, 404, "");
+	refused(rest_acl_delete(cfg, "iqn.x", "iqn.h2", &e), &e, -ENOENT, 404, "");
+	json_object_put(cfg);
+}
+
+static void test_discovery_chap(void **state)
+{
+	json_object *cfg = J(CFG), *body, *o;
+	struct rest_err e;
+
+	(void)state;
+	o = rest_discovery_chap(cfg);
+	assert_json(o, "{}");
+	json_object_put(o);
+	refused(rest_discovery_chap_delete(cfg, &e), &e, -ENOENT, 404, "");
+	body = J("{\"user\":\"d\"}");
+	refused(rest_discovery_chap_put(cfg, body, &e), &e, -EINVAL, 422, "secret");
+	json_object_put(body);
+	body = J("{\"secret\":\"d-s3cret-1234\"}");
+	refused(rest_discovery_chap_put(cfg, body, &e), &e, -EINVAL, 422, "user");
+	json_object_put(body);
+	body = J("{\"user\":\"d\",\"secret\":\"d-s3cret-1234\",\"x\":1}");
+	refused(rest_discovery_chap_put(cfg, body, &e), &e, -EINVAL, 422, "x");
+	json_object_put(body);
+	body = J("{\"user\":\"d\",\"secret\":\"d-s3cret-1234\"}");
+	assert_int_equal(rest_discovery_chap_put(cfg, body, &e), 0);
+	json_object_put(body);
+	/* the same user without a secret keeps it */
+	body = J("{\"user\":\"d\"}");
+	assert_int_equal(rest_discovery_chap_put(cfg, body, &e), 0);
+	json_object_put(body);
+	assert_json(json_object_object_get(cfg, "discovery_chap"),
+		    "{\"user\":\"d\",\"secret\":\"d-s3cret-1234\"}");
+	o = rest_discovery_chap(cfg);
+	assert_json(o, "{\"user\":\"d\"}");
+	json_object_put(o);
+	assert_int_equal(rest_discovery_chap_delete(cfg, &e), 0);
+	assert_json(cfg, CFG);
+	json_object_put(cfg);
+}
+
+static void test_portals(void **state)
+{
+	json_object *cfg = J("{\"nodes\":[{\"name\":\"n1\",\"tpg_id\":1,\"portals\":["
+			     "{\"url\":\"tcp://10.0.0.1\",\"rel_port_id\":1}]},"
+			     "{\"name\":\"n2\",\"tpg_id\":2}]}"), *body, *o;
+	struct rest_err e;
+	uint32_t rel = 0;
+	char prefix[96];
+
+	(void)state;
+	assert_null(rest_portals(cfg, "n9"));
+	o = rest_portals(cfg, "n2");
+	assert_json(o, "{\"items\":[]}");
+	json_object_put(o);
+	o = rest_port_groups(cfg);
+	assert_json(o, "{\"items\":[{\"tpg_id\":1,\"node\":\"n1\",\"rel_port_ids\":[1]}]}");
+	json_object_put(o);
+
+	/* the lowest rel_port_id free in the cluster */
+	body = J("{\"url\":\"tcp://10.0.0.2\"}");
+	assert_int_equal(rest_portal_create(cfg, "n2", body, &rel, &e), 0);
+	assert_int_equal(rel, 2);
+	refused(rest_portal_create(cfg, "n9", body, &rel, &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	body = J("{\"url\":\"iser://10.0.0.2\",\"rel_port_id\":1}");
+	refused(rest_portal_create(cfg, "n2", body, &rel, &e), &e, -EEXIST, 409, "rel_port_id");
+	json_object_put(body);
+	body = J("{\"url\":\"iser://10.0.0.2\",\"rel_port_id\":65536}");
+	refused(rest_portal_create(cfg, "n2", body, &rel, &e), &e, -EINVAL, 422, "rel_port_id");
+	json_object_put(body);
+	body = J("{\"url\":\"iser://10.0.0.2\",\"tpgt\":3}");
+	refused(rest_portal_create(cfg, "n2", body, &rel, &e), &e, -EINVAL, 422, "tpgt");
+	json_object_put(body);
+	body = J("{\"rel_port_id\":5}");
+	refused(rest_portal_create(cfg, "n2", body, &rel, &e), &e, -EINVAL, 422, "url");
+	json_object_put(body);
+	body = J("{\"url\":\"iser://10.0.0.2\",\"rel_port_id\":7}");
+	assert_int_equal(rest_portal_create(cfg, "n2", body, &rel, &e), 0);
+	assert_int_equal(rel, 7);
+	json_object_put(body);
+	assert_int_equal(rest_write_prefix_sub(cfg, REST_PORTAL_POST, "n2", NULL, 7, prefix,
+					       sizeof(prefix)), 0);
+	assert_string_equal(prefix, "nodes[1].portals[1]");
+	o = rest_port_groups(cfg);
+	assert_json(o, "{\"items\":[{\"tpg_id\":1,\"node\":\"n1\",\"rel_port_ids\":[1]},"
+		    "{\"tpg_id\":2,\"node\":\"n2\",\"rel_port_ids\":[2,7]}]}");
+	json_object_put(o);
+
+	body = J("{\"url\":\"tcp://10.0.0.3:3261\",\"rel_port_id\":7}");
+	assert_int_equal(rest_portal_patch(cfg, "n2", 7, body, &e), 0);
+	json_object_put(body);
+	o = rest_portal(cfg, "n2", 7);
+	assert_json(o, "{\"url\":\"tcp://10.0.0.3:3261\",\"rel_port_id\":7}");
+	json_object_put(o);
+	body = J("{\"rel_port_id\":8}");
+	refused(rest_portal_patch(cfg, "n2", 7, body, &e), &e, -EINVAL, 422, "rel_port_id");
+	json_object_put(body);
+	body = J("{\"url\":null}");
+	refused(rest_portal_patch(cfg, "n2", 7, body, &e), &e, -EINVAL, 422, "url");
+	json_object_put(body);
+	body = J("{\"url\":5}");
+	refused(rest_portal_patch(cfg, "n2", 7, body, &e), &e, -EINVAL, 422, "url");
+	refused(rest_portal_patch(cfg, "n2", 9, body, &e), &e, -ENOENT, 404, "");
+	json_object_put(body);
+	assert_null(rest_portal(cfg, "n2", 9));
+
+	assert_int_equal(rest_portal_delete(cfg, "n2", 7, &e), 0);
+	assert_int_equal(rest_portal_delete(cfg, "n2", 2, &e), 0);
+	refused(rest_portal_delete(cfg, "n2", 2, &e), &e, -ENOENT, 404, "");
+	assert_json(json_object_object_get(cfg, "nodes"),
+		    "[{\"name\":\"n1\",\"tpg_id\":1,\"portals\":[{\"url\":\"tcp://10.0.0.1\","
+		    "\"rel_port_id\":1}]},{\"name\":\"n2\",\"tpg_id\":2,\"portals\":[]}]");
+	json_object_put(cfg);
+}
+
+static void test_lun_grow(void **state)
+{
+	json_object *cfg = J("{\"targets\":[{\"iqn\":\"iqn.a\",\"luns\":[{\"lun\":0,"
+			     "\"path\":\"/a0\",\"size\":\"1G\"}]}]}"), *body, *v;
+	struct rest_err e;
+	uint64_t b;
+
+	(void)state;
+	static const struct {
+		const char *json;
+		int rc;
+		uint64_t bytes;
+	} sizes[] = {
+		{ "1073741824", 0, 1073741824ull }, { "\"1G\"", 0, 1ull << 30 },
+		{ "\"512m\"", 0, 512ull << 20 }, { "\"2T\"", 0, 2ull << 40 }, { "\"4k\"", 0, 4096 },
+		{ "\"7\"", 0, 7 }, { "\"1X\"", -EINVAL, 0 }, { "\"1GB\"", -EINVAL, 0 },
+		{ "\"-1\"", -EINVAL, 0 }, { "-1", -EINVAL, 0 }, { "true", -EINVAL, 0 },
+		{ "\"\"", -EINVAL, 0 }, { "\"99999999999T\"", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		v = J(sizes[i].json);
+		b = 0;
+		if (rest_size_parse(v, &b) != sizes[i].rc || b != sizes[i].bytes)
+			fail_msg("%s: %" PRIu64, sizes[i].json, b);
+		json_object_put(v);
+	}
+
+	/* growing is a change like another; shrinking is refused naming size */
+	body = J("{\"size\":\"2G\"}");
+	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 0, body, &e), 0);
+	json_object_put(body);
+	body = J("{\"size\":1073741824}");
+	refused(rest_lun_patch(cfg, "iqn.a", 0, body, &e), &e, -EINVAL, 422, "size");
+	assert_non_null(strstr(e.detail, "never shrinks"));
+	json_object_put(body);
+	body = J("{\"size\":\"2g\"}");
+	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 0, body, &e), 0);
+	json_object_put(body);
+	body = J("{\"size\":\"lots\"}");
+	refused(rest_lun_patch(cfg, "iqn.a", 0, body, &e), &e, -EINVAL, 422, "size");
+	json_object_put(body);
+	json_object_put(cfg);
+}
+
+static void test_sessions(void **state)
+{
+	Isergw__Ctl__SessionList sl = ISERGW__CTL__SESSION_LIST__INIT;
+	Isergw__Ctl__Session s = ISERGW__CTL__SESSION__INIT, *ss[1] = { &s };
+	Isergw__Ctl__Connection c = ISERGW__CTL__CONNECTION__INIT, *cs[1] = { &c };
+	Isergw__Ctl__IoStats st = ISERGW__CTL__IO_STATS__INIT;
+	json_object *o;
+
+	(void)state;
+	o = rest_sessions(&sl, "gw1");
+	assert_json(o, "{\"items\":[]}");
+	json_object_put(o);
+	s.target = (char *)"iqn.t";
+	s.initiator = (char *)"iqn.h";
+	s.isid = (char *)"400001370000";
+	s.tsih = 3;
+	s.portal = (char *)"127.0.0.1:3260";
+	s.transport = (char *)"tcp";
+	s.type = (char *)"normal";
+	s.n_connections = 1;
+	s.connections = cs;
+	s.stats = &st;
+	st.cmds_read = 5;
+	st.bytes_read = 20480;
+	c.cid = 1;
+	c.peer = (char *)"127.0.0.1:40000";
+	c.local = (char *)"127.0.0.1:3260";
+	c.state = (char *)"full-feature";
+	c.login_time = 1700000000;
+	sl.n_sessions = 1;
+	sl.sessions = ss;
+	o = rest_session(&sl, "gw1", 3);
+	assert_json(o, "{\"tsih\":3,\"node\":\"gw1\",\"type\":\"normal\",\"target\":\"iqn.t\","
+		    "\"initiator\":\"iqn.h\",\"isid\":\"400001370000\",\"portal\":\"127.0.0.1:3260\","
+		    "\"transport\":\"tcp\",\"connections\":[{\"cid\":1,\"peer\":\"127.0.0.1:40000\","
+		    "\"local\":\"127.0.0.1:3260\",\"state\":\"full-feature\",\"login_time\":1700000000}],"
+		    "\"reads\":5,\"writes\":0,\"bytes_read\":20480,\"bytes_written\":0}");
+	json_object_put(o);
+	assert_null(rest_session(&sl, "gw1", 4));
+	o = rest_sessions(&sl, "gw1");
+	assert_int_equal(json_object_array_length(json_object_object_get(o, "items")), 1);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -755,6 +1116,12 @@ int main(void)
 		cmocka_unit_test(test_node_dg_patch),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_target_patch),
+		cmocka_unit_test(test_acls),
+		cmocka_unit_test(test_discovery_chap),
+		cmocka_unit_test(test_portals),
+		cmocka_unit_test(test_lun_grow),
+		cmocka_unit_test(test_sessions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

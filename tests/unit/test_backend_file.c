@@ -807,6 +807,79 @@ static void test_create_race(void **state)
 			 failed, RACERS * RACE_ROUNDS);
 }
 
+struct grow_seen {
+	unsigned int calls;
+	uint64_t size;
+};
+
+static void grow_listener(void *arg, struct bdev *b)
+{
+	struct grow_seen *g = arg;
+
+	g->calls++;
+	g->size = b->info.size_bytes;
+}
+
+/* bdev_grow: the file extended online, never shrunk; the listener told */
+static void test_grow(void **state)
+{
+	struct harness *h = *state;
+	struct bdev *b = open_new(h, 4 * MiB);
+	struct grow_seen g = { 0 };
+	struct stat st;
+	bool grown = true;
+
+	bdev_set_listener(b, grow_listener, &g);
+	assert_int_equal(g.calls, 1);           /* told once at once: compare, not assume */
+	assert_int_equal(g.size, 4 * MiB);
+	/* writes past the end are refused before */
+	check_roundtrip(h, b, 0, 4096, 1);
+
+	assert_int_equal(bdev_grow(b, 8 * MiB, &grown), 0);
+	assert_true(grown);
+	assert_int_equal(b->info.size_bytes, 8 * MiB);
+	assert_int_equal(stat(h->path, &st), 0);
+	assert_int_equal(st.st_size, 8 * MiB);
+	assert_int_equal(g.calls, 2);
+	assert_int_equal(g.size, 8 * MiB);
+	check_roundtrip(h, b, 6 * MiB, 64 * 1024, 2);   /* beyond the old end */
+	check_roundtrip(h, b, 0, 4096, 1);              /* the old data stays */
+
+	/* the same size, a smaller one: nothing changes, nobody is told */
+	assert_int_equal(bdev_grow(b, 8 * MiB, &grown), 0);
+	assert_false(grown);
+	assert_int_equal(bdev_grow(b, MiB, &grown), 0);
+	assert_false(grown);
+	assert_int_equal(stat(h->path, &st), 0);
+	assert_int_equal(st.st_size, 8 * MiB);
+	assert_int_equal(b->info.size_bytes, 8 * MiB);
+	assert_int_equal(g.calls, 2);
+
+	/* a file grown by someone else (another node) counts in whole blocks */
+	assert_int_equal(truncate(h->path, 9 * MiB + 100), 0);
+	assert_int_equal(bdev_grow(b, 9 * MiB, &grown), 0);
+	assert_true(grown);
+	assert_int_equal(b->info.size_bytes, 9 * MiB);
+	assert_int_equal(g.calls, 3);
+
+	bdev_set_listener(b, NULL, NULL);
+	assert_int_equal(bdev_grow(b, 10 * MiB, &grown), 0);
+	assert_true(grown);
+	assert_int_equal(g.calls, 3);
+	bdev_close(b);
+
+	/* read-only: cannot be extended */
+	{
+		struct bdev_file_params p = { .path = h->path, .readonly = true };
+
+		assert_int_equal(bdev_file_open(&p, &b), 0);
+		assert_int_equal(bdev_grow(b, 16 * MiB, &grown), -EROFS);
+		assert_false(grown);
+		assert_int_equal(b->info.size_bytes, 10 * MiB);
+		bdev_close(b);
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -823,6 +896,7 @@ int main(void)
 		T(test_short_read),
 		T(test_many_concurrent),
 		T(test_readonly),
+		T(test_grow),
 		T(test_not_on_reactor),
 		T(test_block_device),
 		T(test_write_zeroes_tmpfs),

@@ -476,6 +476,99 @@ static void test_nouns(void **state)
 		assert_false(isergwctl_rest_noun(other[i]));
 }
 
+/* the resources of ACLs, CHAP, portals, port groups and sessions */
+static void test_requests_more(void **state)
+{
+	char path[64];
+	FILE *f;
+
+	(void)state;
+	expect_req("PATCH", "/api/v1/targets/iqn.2026-11.x:a",
+		   "{\"alias\":\"db\",\"mutual_chap\":null}", ISERGWCTL_VIEW_CHANGE, "target", "set",
+		   "iqn.2026-11.x:a", "alias=db", "mutual_chap=null", NULL);
+	expect_req("GET", "/api/v1/targets/iqn.2026-11.x:a/acls", NULL, ISERGWCTL_VIEW_ACLS, "acl",
+		   "list", "iqn.2026-11.x:a", NULL);
+	expect_req("GET", "/api/v1/targets/iqn.2026-11.x:a/acls/iqn.1994-05.com.redhat:h1", NULL,
+		   ISERGWCTL_VIEW_OBJECT, "acl", "show", "iqn.2026-11.x:a",
+		   "iqn.1994-05.com.redhat:h1", NULL);
+	expect_req("POST", "/api/v1/targets/iqn.2026-11.x:a/acls",
+		   "{\"initiator\":\"iqn.1994-05.com.redhat:h1\"}", ISERGWCTL_VIEW_CHANGE, "acl",
+		   "create", "iqn.2026-11.x:a", "iqn.1994-05.com.redhat:h1", NULL);
+	expect_req("PATCH", "/api/v1/targets/iqn.2026-11.x:a/acls/iqn.h", "{\"chap\":null}",
+		   ISERGWCTL_VIEW_CHANGE, "acl", "set", "iqn.2026-11.x:a", "iqn.h", "chap=null", NULL);
+	expect_req("DELETE", "/api/v1/targets/iqn.2026-11.x:a/acls/iqn.h", NULL, ISERGWCTL_VIEW_CHANGE,
+		   "acl", "delete", "iqn.2026-11.x:a", "iqn.h", NULL);
+	expect_req("GET", "/api/v1/discovery-chap", NULL, ISERGWCTL_VIEW_OBJECT, "discovery-chap",
+		   "show", NULL);
+	expect_req("DELETE", "/api/v1/discovery-chap", NULL, ISERGWCTL_VIEW_CHANGE, "discovery-chap",
+		   "delete", NULL);
+	expect_req("GET", "/api/v1/nodes/n1/portals", NULL, ISERGWCTL_VIEW_PORTALS, "portal", "list",
+		   "n1", NULL);
+	expect_req("GET", "/api/v1/nodes/n1/portals/4", NULL, ISERGWCTL_VIEW_OBJECT, "portal", "show",
+		   "n1", "4", NULL);
+	expect_req("POST", "/api/v1/nodes/n1/portals", "{\"url\":\"tcp://10.0.0.1:3261\"}",
+		   ISERGWCTL_VIEW_CHANGE, "portal", "create", "n1", "tcp://10.0.0.1:3261", NULL);
+	expect_req("POST", "/api/v1/nodes/n1/portals",
+		   "{\"url\":\"iser://10.0.0.1\",\"rel_port_id\":9}", ISERGWCTL_VIEW_CHANGE, "portal",
+		   "create", "n1", "iser://10.0.0.1", "--rel-port-id", "9", NULL);
+	expect_req("PATCH", "/api/v1/nodes/n1/portals/4", "{\"url\":\"tcp://10.0.0.9\"}",
+		   ISERGWCTL_VIEW_CHANGE, "portal", "set", "n1", "4", "url=tcp://10.0.0.9", NULL);
+	expect_req("DELETE", "/api/v1/nodes/n1/portals/4", NULL, ISERGWCTL_VIEW_CHANGE, "portal",
+		   "delete", "n1", "4", NULL);
+	expect_req("GET", "/api/v1/port-groups", NULL, ISERGWCTL_VIEW_PORT_GROUPS, "port-group", "list",
+		   NULL);
+	expect_req("GET", "/api/v1/sessions", NULL, ISERGWCTL_VIEW_SESSIONS, "session", "list", NULL);
+	expect_req("GET", "/api/v1/sessions/3", NULL, ISERGWCTL_VIEW_SESSION, "session", "show", "3",
+		   NULL);
+	expect_req("DELETE", "/api/v1/sessions/3", NULL, ISERGWCTL_VIEW_CHANGE, "session", "logout",
+		   "3", NULL);
+	expect_req("DELETE", "/api/v1/sessions/3?grace_s=5", NULL, ISERGWCTL_VIEW_CHANGE, "session",
+		   "logout", "3", "--grace", "5", NULL);
+
+	/* discovery-chap set FILE: the file's object */
+	snprintf(path, sizeof(path), "/tmp/test_isergwctl_dchap_%d.json", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"user\": \"d\", \"secret\": \"discovery-secret\"}\n", f);
+	fclose(f);
+	expect_req("PUT", "/api/v1/discovery-chap", "{\"user\":\"d\",\"secret\":\"discovery-secret\"}",
+		   ISERGWCTL_VIEW_CHANGE, "discovery-chap", "set", path, NULL);
+	unlink(path);
+
+	expect_usage("TSIH wants a number", "session", "show", "0", NULL);
+	expect_usage("TSIH wants a number", "session", "logout", "65536", NULL);
+	expect_usage("--grace wants 0..3600", "session", "logout", "3", "--grace", "4000", NULL);
+	expect_usage("session list does not take --grace", "session", "list", "--grace", "1", NULL);
+	expect_usage("ID wants a rel_port_id", "portal", "show", "n1", "0", NULL);
+	expect_usage("--rel-port-id wants a number", "portal", "create", "n1", "tcp://x",
+		     "--rel-port-id", "70000", NULL);
+	expect_usage("acl create needs IQN INITIATOR", "acl", "create", "iqn.x", NULL);
+	expect_usage("target set needs IQN KEY=VALUE...", "target", "set", "iqn.x", NULL);
+
+	expect_render(ISERGWCTL_VIEW_ACLS,
+		      "{\"items\": [{\"initiator\": \"iqn.h1\", \"chap\": {\"user\": \"h1\"}}, "
+		      "{\"initiator\": \"iqn.h2\"}]}",
+		      "INITIATOR  CHAP USER\n"
+		      "iqn.h1     h1\n"
+		      "iqn.h2     (the target's)\n");
+	expect_render(ISERGWCTL_VIEW_ACLS, "{\"items\": []}", "no ACLs (any initiator may log in)\n");
+	expect_render(ISERGWCTL_VIEW_PORTALS,
+		      "{\"items\": [{\"url\": \"tcp://10.0.0.1\", \"rel_port_id\": 1}]}",
+		      "REL PORT ID  URL\n"
+		      "1            tcp://10.0.0.1\n");
+	expect_render(ISERGWCTL_VIEW_PORT_GROUPS,
+		      "{\"items\": [{\"tpg_id\": 2, \"node\": \"n2\", \"rel_port_ids\": [2, 5]}]}",
+		      "TPG ID  NODE  REL PORT IDS\n"
+		      "2       n2    [2,5]\n");
+	expect_render(ISERGWCTL_VIEW_SESSIONS,
+		      "{\"items\": [{\"tsih\": 3, \"node\": \"gw1\", \"type\": \"normal\", \"transport\": "
+		      "\"tcp\", \"initiator\": \"iqn.h\", \"target\": \"iqn.t\", \"portal\": \"10.0.0.1:3260\", "
+		      "\"connections\": [{\"cid\": 0}], \"isid\": \"x\"}]}",
+		      "TSIH  NODE  TYPE    TRANSPORT  INITIATOR  TARGET  PORTAL         CONNECTIONS\n"
+		      "3     gw1   normal  tcp        iqn.h      iqn.t   10.0.0.1:3260  1\n");
+	expect_render(ISERGWCTL_VIEW_SESSIONS, "{\"items\": []}", "no sessions\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -489,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_url_private),
 		cmocka_unit_test(test_nouns),
+		cmocka_unit_test(test_requests_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
