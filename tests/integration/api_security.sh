@@ -346,6 +346,8 @@ chmod 600 "$T/srv.key"
 api_start api-tls "$ADDR:$TLS_PORT" "$SOCK" --token-file "$TF" --metrics-open \
 	--tls-cert "$T/srv.pem" --tls-key "$T/srv.key" || die "isergw-api (TLS) did not start"
 API_URL=https://$ADDR:$TLS_PORT
+# the line comes right after the port opens (api_start waits for the port)
+for _ in $(seq 50); do grep -q "serving https://$ADDR:$TLS_PORT" "$API_LOG" && break; sleep 0.1; done
 if grep -q "serving https://$ADDR:$TLS_PORT" "$API_LOG"; then ok "TLS: the start line says https"; else bad "TLS: start line"; fi
 expect "TLS 1.2, --cacert" "$(http GET /healthz "$SCRATCH/t0.out" --cacert "$T/ca.pem" --tlsv1.2 --tls-max 1.2)" 200
 expect "TLS 1.3, --cacert" "$(http GET /healthz "$SCRATCH/t1.out" --cacert "$T/ca.pem" --tlsv1.3)" 200
