@@ -143,7 +143,9 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.thin = lc->thin;
 	lp.max_xfer_bytes = (uint32_t)lc->max_transfer;
 	snprintf(lp.alua_dg, sizeof(lp.alua_dg), "%s", lc->device_group);
-	if (gw->cfg->shared_state_dir[0])
+	if (gw->cfg->lu_state_cluster)
+		lp.cluster_state = true;
+	else if (gw->cfg->shared_state_dir[0])
 		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
 	else
 		pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));

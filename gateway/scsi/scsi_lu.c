@@ -212,7 +212,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 		goto err_destroy_lock;
 	}
 	/* reservations: in the file shared with the other nodes, or our own */
-	rc = p->shared_path[0] ? lu_shared_open(lu) : pr_load(lu);
+	rc = p->shared_path[0] || p->cluster_state ? lu_shared_open(lu) : pr_load(lu);
 	if (rc < 0)
 		goto err_destroy_save_lock;
 	if (p->thin && !bdev->info.unmap_supported)
@@ -318,6 +318,7 @@ void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn)
 
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind)
 {
+	struct scsi_lu_proposal *prop = NULL;
 	uint16_t asc;
 
 	(void)from;
@@ -351,7 +352,11 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
 			lu->swp = false;
 		}
 		lu_shared_end(lu, true);
+		prop = lu_shared_take(lu);
 		pthread_mutex_unlock(&lu->lock);
+		/* the core aborted this node's tasks; the other nodes on delivery */
+		if (prop)
+			(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
 		goto out;
 	}
 	ua_add_all(lu, NULL, asc);
@@ -370,6 +375,7 @@ out:
 
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
 {
+	struct scsi_lu_proposal *prop = NULL;
 	const char *iport;
 	uint16_t rel;
 	struct scsi_nexus *self;
@@ -381,11 +387,32 @@ void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
 		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
 			     ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
 		lu_shared_end(lu, false);
+		prop = lu_shared_take(lu);
 	} else {
 		self = nexus_lookup(lu, iport, rel, false);
 		ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
 	}
 	pthread_mutex_unlock(&lu->lock);
+	if (prop)
+		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+}
+
+int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg)
+{
+	struct list_head *pos;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&all_lus_lock);
+	list_for_each(pos, &all_lus) {
+		struct scsi_lu *lu = list_entry(pos, struct scsi_lu, all_link);
+
+		if (memcmp(lu->params.naa, naa, sizeof(lu->params.naa)) == 0) {
+			rc = fn(lu, arg);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&all_lus_lock);
+	return rc;
 }
 
 void scsi_shared_poll(void)
