@@ -342,8 +342,7 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 	if (HA_RENDER_LEASE)
 		ha_sb_puts(b, "\"alua_lease\":true,");
 	/* the LU state is the agents' to carry, unless the operator says otherwise */
-	if (!(d->gateway_members && strstr(d->gateway_members, "\"lu_state\"")) &&
-	    !(d->gateway_members && strstr(d->gateway_members, "\"shared_state_dir\"")))
+	if (!(d->gateway_members && strstr(d->gateway_members, "\"lu_state\"")))
 		ha_sb_puts(b, "\"lu_state\":\"cluster\",");
 	put_fence_keys(b, d, k);
 	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");

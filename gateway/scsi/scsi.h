@@ -363,10 +363,21 @@ enum scsi_reset_kind {
  */
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind);
 /*
+ * The same, for a caller that answers only once the reset is in force on
+ * every node (the cluster store): true when done(arg) will be called later,
+ * on this reactor, once the cluster applied it (or failed to); false when it
+ * is in force already.
+ */
+typedef void (*scsi_reset_done_fn)(void *arg);
+bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+			enum scsi_reset_kind kind, scsi_reset_done_fn done, void *arg);
+/*
  * Tasks of other nexuses were aborted by `from` (CLEAR TASK SET, or
  * PREEMPT AND ABORT): establish COMMANDS CLEARED BY ANOTHER INITIATOR (2F/00).
  */
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from);
+bool scsi_lu_tasks_cleared_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+				scsi_reset_done_fn done, void *arg);
 
 /*
  * PREEMPT AND ABORT (SPC-4 5.13.11.2.5): the SCSI layer removes the preempted

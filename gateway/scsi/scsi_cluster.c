@@ -197,11 +197,11 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 	void *arg;
 	int rc;
 
-	if (cmd && !r) {
+	if ((cmd || finish) && !r) {
 		lu_proposal_free(p);
 		return -EINVAL;
 	}
-	if (cmd) {
+	if (cmd || finish) {
 		h = calloc(1, sizeof(*h));
 		if (!h) {
 			lu_proposal_free(p);
@@ -216,7 +216,7 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 		reactor_timer_init(&h->timer, held_timeout, h);
 		reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
 	}
-	p->wait = cmd != NULL;
+	p->wait = h != NULL;
 	pthread_mutex_lock(&cl.lock);
 	p->id = ++cl.next_id;
 	fn = cl.handler;

@@ -14,6 +14,7 @@
 
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
+#include "util/reactor.h"
 
 /* Every LU of the process, for unit attentions that are not the LU's own (ALUA). */
 static pthread_mutex_t all_lus_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -316,9 +317,55 @@ void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn)
 	pthread_mutex_unlock(&lu->lock);
 }
 
+/* A reset's proposal answered: the caller that waits for it goes on. */
+struct reset_wait {
+	scsi_reset_done_fn done;
+	void *arg;
+};
+
+static void reset_finish(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	struct reset_wait *w = ctx;
+
+	(void)cmd;
+	(void)status;   /* logged by the SCSI layer; the reset is answered either way */
+	w->done(w->arg);
+	free(w);
+}
+
+/* No lock held: hands a reset's proposal over; true when done(arg) comes later. */
+static bool reset_submit(struct scsi_lu *lu, struct scsi_lu_proposal *prop,
+			 scsi_reset_done_fn done, void *arg)
+{
+	struct reset_wait *w = NULL;
+
+	if (!prop)
+		return false;
+	if (done && reactor_self())
+		w = malloc(sizeof(*w));
+	if (!w) {
+		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		return false;
+	}
+	w->done = done;
+	w->arg = arg;
+	if (lu_cluster_submit(lu, prop, NULL, reset_finish, w)) {
+		free(w);
+		return false;
+	}
+	return true;
+}
+
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind)
 {
+	(void)scsi_lu_reset_wait(lu, from, kind, NULL, NULL);
+}
+
+bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+			enum scsi_reset_kind kind, scsi_reset_done_fn done, void *arg)
+{
 	struct scsi_lu_proposal *prop = NULL;
+	bool waits = false;
 	uint16_t asc;
 
 	(void)from;
@@ -355,8 +402,7 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
 		prop = lu_shared_take(lu);
 		pthread_mutex_unlock(&lu->lock);
 		/* the core aborted this node's tasks; the other nodes on delivery */
-		if (prop)
-			(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		waits = reset_submit(lu, prop, done, arg);
 		goto out;
 	}
 	ua_add_all(lu, NULL, asc);
@@ -371,9 +417,16 @@ out:
 	GW_NOTICE(SCSI_LOG, "lun %llu: %s reset", (unsigned long long)lu->params.lun,
 		  kind == SCSI_RESET_LU ? "logical unit" :
 		  kind == SCSI_RESET_TARGET_COLD ? "target cold" : "target warm");
+	return waits;
 }
 
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
+{
+	(void)scsi_lu_tasks_cleared_wait(lu, from, NULL, NULL);
+}
+
+bool scsi_lu_tasks_cleared_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+				scsi_reset_done_fn done, void *arg)
 {
 	struct scsi_lu_proposal *prop = NULL;
 	const char *iport;
@@ -393,8 +446,7 @@ void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
 		ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
 	}
 	pthread_mutex_unlock(&lu->lock);
-	if (prop)
-		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+	return reset_submit(lu, prop, done, arg);
 }
 
 int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg)
