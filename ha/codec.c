@@ -82,6 +82,13 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 	if (s->lease_ms > 600000)
 		return bad(err, errlen, -EINVAL, "sync.lease_ms: %llu (at most 600000)",
 			   (unsigned long long)s->lease_ms);
+	if (s->n_lu_locks > HA_LOCKS_MAX)
+		return bad(err, errlen, -EINVAL, "sync.lu_locks: %zu (at most %u)", s->n_lu_locks,
+			   HA_LOCKS_MAX);
+	for (size_t i = 0; i < s->n_lu_locks; i++)
+		if (s->lu_locks[i]->naa.len != 16 || !s->lu_locks[i]->blocks ||
+		    !s->lu_locks[i]->lock_id)
+			return bad(err, errlen, -EINVAL, "sync.lu_locks[%zu]: malformed", i);
 	if (s->n_lu_states > HA_LU_MAX)
 		return bad(err, errlen, -EINVAL, "sync.lu_states: %zu (at most %u)", s->n_lu_states,
 			   HA_LU_MAX);
@@ -221,6 +228,24 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 			rc = bad(err, errlen, -EINVAL, "lu_applied.status: %d", a->status);
 		break;
 	}
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: {
+		const Isergw__Ha__LuLock *k = m->lu_lock;
+
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_lock: in a protocol %u message", m->version);
+		else if (k->naa.len != 16 || (k->naa.data[0] >> 4) != 6)
+			rc = bad(err, errlen, -EINVAL, "lu_lock.naa: not an NAA type 6 designator");
+		else if (!k->lock_id || !k->origin || !k->blocks || k->lba + k->blocks < k->lba)
+			rc = bad(err, errlen, -EINVAL, "lu_lock: origin, lock_id and a range of "
+				 "blocks >= 1 must be set");
+		break;
+	}
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_unlock: in a protocol %u message", m->version);
+		else if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
+			rc = bad(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
+		break;
 	default:
 		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
 			 (int)m->body_case);
@@ -253,6 +278,8 @@ const char *ha_msg_kind(const HaMsg *m)
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED: return "fenced";
 	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE: return "lu-propose";
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: return "lu-applied";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: return "lu-lock";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK: return "lu-unlock";
 	default: return "?";
 	}
 }

@@ -426,6 +426,26 @@ out:
 	free(events);
 }
 
+/* A COMPARE AND WRITE or WRITE ATOMIC of isergwd's wants (or gives back) an LBA lock. */
+static void on_lu_lock(struct ha_gwlink *g, const Isergw__Ctl__LuLockRequest *r)
+{
+	char err[256] = "";
+	int rc = -EINVAL;
+
+	if (r->naa.len == 16 && r->lock_id)
+		rc = ha_sm_lu_lock(&g->a->sm, r->lock_id, r->naa.data, r->lba, r->blocks, r->release,
+				   err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "a lock request without an LU or an id");
+	if (rc && !r->release) {
+		GW_WARN(COMP, "LBA lock %" PRIu64 " of isergwd not asked: %s", r->lock_id, err);
+		ha_gwlink_lu_done(g, r->lock_id, rc, err);
+	} else if (rc) {
+		GW_WARN(COMP, "LBA lock %" PRIu64 " of isergwd: the release did not go out: %s",
+			r->lock_id, err);
+	}
+}
+
 /* ------------------------------------------------------------ receiving */
 
 static void on_reply(struct ha_gwlink *g, CtlReply *rep)
@@ -439,6 +459,8 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			on_alua_request(g, rep->event->alua_change_request);
 		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_LU_STATE_PROPOSAL)
 			on_lu_proposal(g, rep->event->lu_state_proposal);
+		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_LU_LOCK_REQUEST)
+			on_lu_lock(g, rep->event->lu_lock_request);
 		if (rep->event->dropped)
 			GW_WARN(COMP, "isergwd dropped %" PRIu64 " event(s) for the agent",
 				rep->event->dropped);

@@ -1228,6 +1228,8 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE:
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED:
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK:
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
 		ha_sm_lu_deliver(sm, nodeid, m);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:

@@ -117,9 +117,25 @@ struct ha_lu_wait {
 #define HA_LU_WAITS_MAX 256u
 #define HA_LU_MAX 4096u                 /* LUs in the table */
 
+/* A cluster-wide LBA lock (COMPARE AND WRITE, WRITE ATOMIC), queued or granted. */
+struct ha_lbalock {
+	uint32_t origin;
+	uint64_t id;
+	uint8_t naa[16];
+	uint64_t lba;
+	uint32_t blocks;
+	bool granted;
+};
+#define HA_LOCKS_MAX 4096u
+
 struct ha_lus {
 	struct ha_lu *v;
 	size_t n, cap;
+	struct ha_lbalock *locks;       /* in delivery order */
+	size_t nlocks, caplocks;
+	struct { uint32_t origin; uint64_t id; } released[64];  /* unlocked while the barrier ran */
+	size_t nreleased;
+	uint64_t granted_total;
 	bool synced;                    /* the barrier of this view merged every member's table */
 	struct ha_lu_wait waits[HA_LU_WAITS_MAX];
 	size_t nwaits;
@@ -303,6 +319,14 @@ int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t er
 int ha_sm_lu_propose(struct ha_sm *sm, uint64_t proposal_id, const uint8_t naa[16],
 		     uint64_t base_version, const uint8_t *state, size_t len,
 		     const uint8_t *events, size_t evlen, char *err, size_t errlen);
+/*
+ * A cluster-wide LBA lock for the local isergwd's lock_id (release: give it
+ * back). 0 once multicast (the grant comes as ops->lu_done(lock_id, 0), a
+ * refusal as lu_done(lock_id, -EAGAIN)), or a negative errno as
+ * ha_sm_lu_propose.
+ */
+int ha_sm_lu_lock(struct ha_sm *sm, uint64_t lock_id, const uint8_t naa[16], uint64_t lba,
+		  uint32_t blocks, bool release, char *err, size_t errlen);
 /* isergwd answered the LuStateApply of (origin, proposal_id) (origin 0: nobody waits). */
 void ha_sm_lu_gw_applied(struct ha_sm *sm, uint32_t origin, uint64_t proposal_id,
 			 const uint8_t naa[16], uint64_t version, int status);

@@ -102,6 +102,7 @@ void ha_sm_lu_fini(struct ha_sm *sm)
 	for (size_t i = 0; i < sm->lus.n; i++)
 		free(sm->lus.v[i].state);
 	free(sm->lus.v);
+	free(sm->lus.locks);
 	memset(&sm->lus, 0, sizeof(sm->lus));
 }
 
@@ -324,12 +325,187 @@ static void on_applied(struct ha_sm *sm, uint32_t from, const Isergw__Ha__LuAppl
 		"refused", hex, from, a->proposal_id);
 }
 
+/* ------------------------------------------------------------ LBA locks */
+
+static bool overlaps(const struct ha_lbalock *a, const struct ha_lbalock *b)
+{
+	return !memcmp(a->naa, b->naa, 16) && a->lba < b->lba + b->blocks &&
+	       b->lba < a->lba + a->blocks;
+}
+
+/* Grants, in order, every queued lock that no earlier one overlaps. */
+static void locks_grant(struct ha_sm *sm)
+{
+	struct ha_lus *l = &sm->lus;
+
+	for (size_t i = 0; i < l->nlocks; i++) {
+		struct ha_lbalock *k = &l->locks[i];
+		bool free_range = true;
+
+		if (k->granted)
+			continue;
+		for (size_t j = 0; j < i && free_range; j++)
+			free_range = !overlaps(&l->locks[j], k);
+		if (!free_range)
+			continue;
+		k->granted = true;
+		l->granted_total++;
+		if (k->origin == sm->nodeid)
+			lu_done(sm, k->id, 0, NULL);
+	}
+}
+
+static int lock_add(struct ha_lus *l, uint32_t origin, uint64_t id, const uint8_t naa[16],
+		    uint64_t lba, uint32_t blocks, bool granted)
+{
+	struct ha_lbalock *k;
+
+	if (l->nlocks == HA_LOCKS_MAX)
+		return -ENOSPC;
+	if (l->nlocks == l->caplocks) {
+		size_t cap = l->caplocks ? l->caplocks * 2 : 64;
+		struct ha_lbalock *v = realloc(l->locks, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->locks = v;
+		l->caplocks = cap;
+	}
+	k = &l->locks[l->nlocks++];
+	k->origin = origin;
+	k->id = id;
+	memcpy(k->naa, naa, 16);
+	k->lba = lba;
+	k->blocks = blocks;
+	k->granted = granted;
+	return 0;
+}
+
+static void lock_del(struct ha_lus *l, size_t i)
+{
+	memmove(&l->locks[i], &l->locks[i + 1], (l->nlocks - i - 1) * sizeof(l->locks[0]));
+	l->nlocks--;
+}
+
+int ha_sm_lu_lock(struct ha_sm *sm, uint64_t lock_id, const uint8_t naa[16], uint64_t lba,
+		  uint32_t blocks, bool release, char *err, size_t errlen)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__LuLock k = ISERGW__HA__LU_LOCK__INIT;
+	Isergw__Ha__LuUnlock u = ISERGW__HA__LU_UNLOCK__INIT;
+	char why[160];
+	int rc;
+
+	if (sm->proto < HA_PROTO_LU) {
+		snprintf(err, errlen, "the group speaks protocol %u: no cluster-wide locks",
+			 sm->proto);
+		return -EPROTONOSUPPORT;
+	}
+	if (release) {
+		u.origin = sm->nodeid;
+		u.lock_id = lock_id;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK;
+		m.lu_unlock = &u;
+	} else {
+		if (!ha_sm_can_change(sm, why, sizeof(why))) {
+			snprintf(err, errlen, "%s", why);
+			return sm->quorate ? -EAGAIN : -ENOLCK;
+		}
+		if (!sm->lus.synced) {
+			snprintf(err, errlen, "the locks of this membership are not merged yet");
+			return -EAGAIN;
+		}
+		if (!blocks) {
+			snprintf(err, errlen, "a lock of 0 blocks");
+			return -EINVAL;
+		}
+		k.origin = sm->nodeid;
+		k.lock_id = lock_id;
+		k.naa.data = (uint8_t *)(uintptr_t)naa;
+		k.naa.len = 16;
+		k.lba = lba;
+		k.blocks = blocks;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_LOCK;
+		m.lu_lock = &k;
+	}
+	rc = lu_send(sm, &m);
+	if (rc)
+		snprintf(err, errlen, "cannot multicast: %s", strerror(-rc));
+	return rc;
+}
+
+static void on_lock(struct ha_sm *sm, uint32_t from, const Isergw__Ha__LuLock *k)
+{
+	struct ha_lus *l = &sm->lus;
+	bool own = k->origin == sm->nodeid;
+	char hex[33];
+	int rc;
+
+	naa_hex(k->naa.data, hex);
+	if (k->origin != from) {
+		GW_WARN(COMP, "LU %s: lock from node %u claims origin %u: refused", hex, from,
+			k->origin);
+		return;
+	}
+	if (sm->phase != HA_PHASE_SYNCED || !l->synced) {
+		GW_INFO(COMP, "LU %s: lock %" PRIu64 " of node %u arrived while the membership's "
+			"barrier runs: refused", hex, k->lock_id, from);
+		if (own)
+			lu_done(sm, k->lock_id, -EAGAIN, "the membership changed");
+		return;
+	}
+	for (size_t i = 0; i < l->nlocks; i++) {
+		if (l->locks[i].origin == from && l->locks[i].id == k->lock_id) {
+			GW_WARN(COMP, "LU %s: lock %" PRIu64 " of node %u asked twice: refused", hex,
+				k->lock_id, from);
+			return;
+		}
+	}
+	rc = lock_add(l, from, k->lock_id, k->naa.data, k->lba, k->blocks, false);
+	if (rc) {
+		GW_ERR(COMP, "LU %s: lock %" PRIu64 " of node %u: %s: refused", hex, k->lock_id, from,
+		       strerror(-rc));
+		if (own)
+			lu_done(sm, k->lock_id, rc, "too many locks");
+		return;
+	}
+	locks_grant(sm);
+}
+
+static void on_unlock(struct ha_sm *sm, uint32_t from, const Isergw__Ha__LuUnlock *u)
+{
+	struct ha_lus *l = &sm->lus;
+
+	if (u->origin != from) {
+		GW_WARN(COMP, "unlock from node %u claims origin %u: refused", from, u->origin);
+		return;
+	}
+	for (size_t i = 0; i < l->nlocks; i++) {
+		if (l->locks[i].origin == from && l->locks[i].id == u->lock_id) {
+			lock_del(l, i);
+			locks_grant(sm);
+			return;
+		}
+	}
+	/* a lock refused, or granted in a Sync still to come (joiner): remembered */
+	if (!l->synced && l->nreleased < sizeof(l->released) / sizeof(l->released[0])) {
+		l->released[l->nreleased].origin = from;
+		l->released[l->nreleased].id = u->lock_id;
+		l->nreleased++;
+	}
+	GW_DEBUG(COMP, "unlock of lock %" PRIu64 " of node %u that is not held", u->lock_id, from);
+}
+
 void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m)
 {
 	if (m->body_case == ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE)
 		on_propose(sm, from, m->lu_propose);
 	else if (m->body_case == ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED)
 		on_applied(sm, from, m->lu_applied);
+	else if (m->body_case == ISERGW__HA__GROUP_MSG__BODY_LU_LOCK)
+		on_lock(sm, from, m->lu_lock);
+	else if (m->body_case == ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK)
+		on_unlock(sm, from, m->lu_unlock);
 }
 
 /* ------------------------------------------------------------ membership */
@@ -339,6 +515,19 @@ void ha_sm_lu_view(struct ha_sm *sm)
 	struct ha_lus *l = &sm->lus;
 
 	l->synced = false;
+	l->nreleased = 0;
+	/* locks: the granted ones of members still here stay; queued ones are refused */
+	for (size_t i = l->nlocks; i-- > 0;) {
+		struct ha_lbalock *k = &l->locks[i];
+		const struct ha_member *mb = ha_sm_member(sm, k->origin);
+		bool here = mb && mb->in_view;
+
+		if (here && k->granted)
+			continue;
+		if (!k->granted && k->origin == sm->nodeid)
+			lu_done(sm, k->id, -EAGAIN, "the membership changed");
+		lock_del(l, i);
+	}
 	/* members that left answer nothing any more */
 	for (size_t i = l->nwaits; i-- > 0;) {
 		struct ha_lu_wait *w = &l->waits[i];
@@ -353,11 +542,52 @@ void ha_sm_lu_view(struct ha_sm *sm)
 	}
 }
 
+static void fill_locks(struct ha_sm *sm, Isergw__Ha__Sync *s)
+{
+	struct ha_lus *l = &sm->lus;
+	Isergw__Ha__LuLock *k, **kp;
+	size_t n = 0;
+
+	s->lu_locks = NULL;
+	s->n_lu_locks = 0;
+	for (size_t i = 0; i < l->nlocks; i++)
+		n += l->locks[i].origin == sm->nodeid && l->locks[i].granted;
+	if (!n)
+		return;
+	k = calloc(n, sizeof(*k));
+	kp = calloc(n, sizeof(*kp));
+	if (!k || !kp) {
+		GW_ERR(COMP, "out of memory: the Sync carries no lock");
+		free(k);
+		free(kp);
+		return;
+	}
+	n = 0;
+	for (size_t i = 0; i < l->nlocks; i++) {
+		const struct ha_lbalock *e = &l->locks[i];
+
+		if (e->origin != sm->nodeid || !e->granted)
+			continue;
+		isergw__ha__lu_lock__init(&k[n]);
+		k[n].origin = e->origin;
+		k[n].lock_id = e->id;
+		k[n].naa.data = (uint8_t *)(uintptr_t)e->naa;
+		k[n].naa.len = 16;
+		k[n].lba = e->lba;
+		k[n].blocks = e->blocks;
+		kp[n] = &k[n];
+		n++;
+	}
+	s->lu_locks = kp;
+	s->n_lu_locks = n;
+}
+
 void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s)
 {
 	struct ha_lus *l = &sm->lus;
 	Isergw__Ha__LuBlob *b, **bp;
 
+	fill_locks(sm, s);
 	s->lu_states = NULL;
 	s->n_lu_states = 0;
 	if (!l->n)
@@ -385,6 +615,11 @@ void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s)
 
 void ha_sm_lu_free_sync(Isergw__Ha__Sync *s)
 {
+	if (s->n_lu_locks)
+		free(s->lu_locks[0]);
+	free(s->lu_locks);
+	s->lu_locks = NULL;
+	s->n_lu_locks = 0;
 	if (s->n_lu_states)
 		free(s->lu_states[0]);
 	free(s->lu_states);
@@ -425,6 +660,18 @@ void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last)
 		if (sm->ops->lu_apply)
 			sm->ops->lu_apply(sm->ctx, b->naa.data, b->version, b->state.data,
 					  b->state.len, NULL, 0, 0, 0);
+	}
+	/* the sender's granted locks (a joiner learns them here; the others hold them) */
+	for (size_t i = 0; !l->synced && i < s->n_lu_locks; i++) {
+		const Isergw__Ha__LuLock *k = s->lu_locks[i];
+		bool have = false;
+
+		for (size_t j = 0; j < l->nlocks && !have; j++)
+			have = l->locks[j].origin == k->origin && l->locks[j].id == k->lock_id;
+		for (size_t j = 0; j < l->nreleased && !have; j++)
+			have = l->released[j].origin == k->origin && l->released[j].id == k->lock_id;
+		if (!have && lock_add(l, k->origin, k->lock_id, k->naa.data, k->lba, k->blocks, true))
+			GW_ERR(COMP, "cannot keep a lock of node %u from its Sync", k->origin);
 	}
 	if (adopted) {
 		GW_NOTICE(COMP, "sync: %zu LU state(s) adopted from node %s", adopted, s->node_name);

@@ -482,6 +482,7 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	scsi_alua_set_request_handler(ctl_alua_request, ctl);
 	/* and the LU state changes of the cluster store */
 	scsi_cluster_set_handler(ctl_lu_propose, ctl);
+	scsi_cluster_set_lock_handler(ctl_lu_lock, ctl);
 	GW_NOTICE(COMP, "control socket %s", p->path);
 	*out = ctl;
 	return 0;
@@ -504,6 +505,7 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 	/* no more events: from here SET TARGET PORT GROUPS finds nobody listening */
 	scsi_alua_set_request_handler(NULL, NULL);
 	scsi_cluster_set_handler(NULL, NULL);
+	scsi_cluster_set_lock_handler(NULL, NULL);
 	/* requests out on the reactors come back to the control thread first */
 	for (unsigned int i = 0; i < 500 && atomic_load(&ctl->inflight); i++)
 		usleep(10 * 1000);

@@ -282,3 +282,71 @@ void ctl_op_lu_state_done(struct ctl_client *c, const CtlRequest *req)
 	/* -ENOENT: nothing held it (a reset's), or its command timed out or was aborted */
 	ctl_client_send(c, &rep);
 }
+
+/* ---- cluster-wide LBA locks: SCSI layer -> event */
+
+struct lu_lock_msg {
+	struct gw_ctl *ctl;
+	uint64_t id;
+	uint8_t naa[16];
+	uint64_t lba;
+	uint32_t blocks;
+	bool lock;
+};
+
+static void lu_lock_run(void *arg)
+{
+	struct lu_lock_msg *m = arg;
+	struct gw_ctl *ctl = m->ctl;
+	Isergw__Ctl__LuLockRequest r = ISERGW__CTL__LU_LOCK_REQUEST__INIT;
+	Isergw__Ctl__Event e = ISERGW__CTL__EVENT__INIT;
+	struct list_head *pos, *n;
+	unsigned int delivered = 0;
+
+	r.lock_id = m->id;
+	r.naa.data = m->naa;
+	r.naa.len = 16;
+	r.lba = m->lba;
+	r.blocks = m->blocks;
+	r.release = !m->lock;
+	e.seq = ++ctl->event_seq;
+	e.kind_case = ISERGW__CTL__EVENT__KIND_LU_LOCK_REQUEST;
+	e.lu_lock_request = &r;
+	list_for_each_safe(pos, n, &ctl->clients) {
+		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
+
+		delivered += ctl_client_push_event(c, &e);
+	}
+	if (!delivered && m->lock) {
+		GW_WARN(COMP, "LBA lock %llu: no subscriber took it", (unsigned long long)m->id);
+		(void)scsi_cluster_done(m->id, -ENOTCONN);
+	}
+	free(m);
+	atomic_fetch_sub(&ctl->inflight, 1);
+}
+
+int ctl_lu_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t blocks, bool lock,
+		void *arg)
+{
+	struct gw_ctl *ctl = arg;
+	struct lu_lock_msg *m;
+
+	if (atomic_load(&ctl->nsubscribers) == 0)
+		return -ENOTCONN;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->ctl = ctl;
+	m->id = id;
+	memcpy(m->naa, naa, 16);
+	m->lba = lba;
+	m->blocks = blocks;
+	m->lock = lock;
+	atomic_fetch_add(&ctl->inflight, 1);
+	if (reactor_send_msg(ctl->r, lu_lock_run, m)) {
+		atomic_fetch_sub(&ctl->inflight, 1);
+		free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -350,6 +350,11 @@ void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn);
  * with scsi_lu_itn_remove().
  */
 void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn);
+struct scsi_lu;
+typedef void (*scsi_reset_done_fn)(void *arg);
+/* The same; true when done(arg) comes later (the cluster applies the release first). */
+bool scsi_lu_itn_logout_wait(struct scsi_lu *lu, const struct scsi_itn *itn,
+			     scsi_reset_done_fn done, void *arg);
 
 enum scsi_reset_kind {
 	SCSI_RESET_LU,          /* LOGICAL UNIT RESET */
@@ -368,7 +373,6 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
  * on this reactor, once the cluster applied it (or failed to); false when it
  * is in force already.
  */
-typedef void (*scsi_reset_done_fn)(void *arg);
 bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
 			enum scsi_reset_kind kind, scsi_reset_done_fn done, void *arg);
 /*
@@ -453,6 +457,16 @@ int scsi_cluster_apply(const uint8_t naa[16], uint64_t version, const struct shs
 		       bool mode_valid, const struct shs_event *ev, size_t nev, bool own);
 /* The answer to proposal id (any thread): 0, -ENOENT (not held), -EALREADY. */
 int scsi_cluster_done(uint64_t id, int status);
+/*
+ * The cluster-wide lock of LBAs [lba, lba + blocks) of an LU, for one
+ * COMPARE AND WRITE or WRITE ATOMIC (lock), or its release (!lock). The
+ * grant is answered with scsi_cluster_done(id, 0) (or an error: the command
+ * ends NOT READY, and the lock is released). Called on the command's
+ * reactor, no SCSI lock held; copies and must not block.
+ */
+typedef int (*scsi_cluster_lock_fn)(uint64_t id, const uint8_t naa[16], uint64_t lba,
+				    uint32_t blocks, bool lock, void *arg);
+void scsi_cluster_set_lock_handler(scsi_cluster_lock_fn fn, void *arg);
 /* The version of the LU's state held here (0: never changed), -ENOENT. */
 int scsi_cluster_version(const uint8_t naa[16], uint64_t *version);
 unsigned int scsi_cluster_held(void);

@@ -53,6 +53,8 @@ static struct {
 	struct list_head held;
 	atomic_uint nheld;
 	uint64_t next_id;
+	scsi_cluster_lock_fn lock_fn;           /* under lock */
+	void *lock_arg;
 } cl = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.held = LIST_HEAD_INIT(cl.held),
@@ -390,4 +392,121 @@ static int version_one(struct scsi_lu *lu, void *arg)
 int scsi_cluster_version(const uint8_t naa[16], uint64_t *version)
 {
 	return lu_with_naa(naa, version_one, version);
+}
+
+/* ------------------------------------------------------------ LBA locks */
+
+void scsi_cluster_set_lock_handler(scsi_cluster_lock_fn fn, void *arg)
+{
+	pthread_mutex_lock(&cl.lock);
+	cl.lock_fn = fn;
+	cl.lock_arg = arg;
+	pthread_mutex_unlock(&cl.lock);
+}
+
+struct lock_wait {
+	void (*then)(struct scsi_cmd *cmd);
+	uint64_t id;
+	uint8_t naa[16];
+	uint64_t lba;
+	uint32_t n;
+};
+
+static void lock_release(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t n)
+{
+	scsi_cluster_lock_fn fn;
+	void *arg;
+
+	pthread_mutex_lock(&cl.lock);
+	fn = cl.lock_fn;
+	arg = cl.lock_arg;
+	pthread_mutex_unlock(&cl.lock);
+	if (fn && fn(id, naa, lba, n, false, arg))
+		GW_WARN(SCSI_LOG, "cluster lock %" PRIu64 ": the release did not go out (the agent "
+			"drops it when this node leaves the group)", id);
+}
+
+static void lock_granted(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	struct lock_wait *w = ctx;
+
+	if (cmd && status == 0) {
+		cmd_priv(cmd)->cl_lock = w->id;
+		w->then(cmd);
+	} else {
+		/* refused, timed out or aborted: a grant may still come, give it back */
+		lock_release(w->id, w->naa, w->lba, w->n);
+		if (cmd)
+			lu_cluster_fail(cmd, status);
+	}
+	free(w);
+}
+
+bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
+		     void (*then)(struct scsi_cmd *cmd))
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct reactor *r = reactor_self();
+	struct lock_wait *w;
+	struct cl_held *h;
+	scsi_cluster_lock_fn fn;
+	void *arg;
+	int rc;
+
+	if (!lu->sh || !lu->sh->cluster)
+		return false;
+	cmd_priv(cmd)->cl_lock = 0;
+	w = calloc(1, sizeof(*w));
+	h = calloc(1, sizeof(*h));
+	if (!w || !h || !r) {
+		free(w);
+		free(h);
+		lu_cluster_fail(cmd, -ENOMEM);
+		return true;
+	}
+	w->then = then;
+	memcpy(w->naa, lu->params.naa, 16);
+	w->lba = lba;
+	w->n = n;
+	h->cmd = cmd;
+	h->lun = (unsigned long long)lu->params.lun;
+	h->finish = lock_granted;
+	h->ctx = w;
+	h->reactor = r;
+	list_init(&h->link);
+	reactor_timer_init(&h->timer, held_timeout, h);
+	reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
+	pthread_mutex_lock(&cl.lock);
+	h->id = w->id = ++cl.next_id;
+	fn = cl.lock_fn;
+	arg = cl.lock_arg;
+	list_add_tail(&h->link, &cl.held);
+	atomic_fetch_add(&cl.nheld, 1);
+	pthread_mutex_unlock(&cl.lock);
+	rc = fn ? fn(w->id, w->naa, lba, n, true, arg) : -ENOTCONN;
+	if (rc) {
+		GW_WARN(SCSI_LOG, "lun %llu: the cluster-wide lock of LBA %" PRIu64 "+%u cannot be "
+			"asked (%s): NOT READY", h->lun, lba, n,
+			rc == -ENOTCONN ? "no HA agent is listening" : strerror(-rc));
+		pthread_mutex_lock(&cl.lock);
+		held_unlink(h);
+		pthread_mutex_unlock(&cl.lock);
+		free(h);
+		free(w);
+		lu_cluster_fail(cmd, rc);
+		return true;
+	}
+	reactor_timer_arm(r, &h->timer, SCSI_CLUSTER_TIMEOUT_MS);
+	return true;
+}
+
+void lu_cluster_unlock(struct scsi_cmd *cmd)
+{
+	struct scsi_priv *pv = cmd_priv(cmd);
+	uint64_t id = pv->cl_lock;
+
+	if (!id)
+		return;
+	pv->cl_lock = 0;
+	lock_release(id, cmd->lu->params.naa, pv->lba, pv->nblocks);
 }

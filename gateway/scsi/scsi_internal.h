@@ -188,6 +188,7 @@ struct scsi_lu {
 	uint64_t sh_origin;             /* this LU object's id in the events it posts */
 	bool sh_posted;                 /* an event was posted since lu_shared_begin */
 	struct scsi_lu_proposal *cl_prop; /* cluster store: the change being made (under lock) */
+	bool cl_force;                  /* propose even an unchanged state (a read barrier) */
 	struct list_head sh_aborts;     /* aborts asked by other nodes, for the core */
 };
 
@@ -223,6 +224,7 @@ struct scsi_priv {
 	uint8_t gate;                   /* enum scsi_gate */
 	uint8_t step;
 	bool fua;
+	uint64_t cl_lock;               /* cluster-wide LBA lock held (scsi_cluster.c), 0: none */
 };
 static_assert(sizeof(struct scsi_priv) <= sizeof(((struct scsi_cmd *)0)->priv_io),
 	      "scsi_priv must fit in scsi_cmd.priv_io");
@@ -386,6 +388,17 @@ void lu_cluster_fail(struct scsi_cmd *cmd, int status);
 /* -ESTALE: may cmd run again? (counts its reruns) */
 bool lu_cluster_rerun_ok(struct scsi_cmd *cmd);
 void cluster_cmd_abort(struct scsi_cmd *cmd);
+/*
+ * COMPARE AND WRITE / WRITE ATOMIC on an LU whose state the cluster carries:
+ * the cluster-wide lock of [lba, lba + n) first. Returns false when no lock
+ * is needed (then(cmd) is the caller's to run now); true when cmd is held
+ * until the lock is granted (then(cmd) runs on its reactor, pv->cl_lock set)
+ * or failed (cmd completed NOT READY). lu_cluster_unlock releases a held
+ * lock (no lock held: nothing).
+ */
+bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
+		     void (*then)(struct scsi_cmd *cmd));
+void lu_cluster_unlock(struct scsi_cmd *cmd);
 /* scsi_lu.c: under the LU list's lock, fn(lu) for the LU with this NAA; -ENOENT. */
 int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg);
 /* For scsi_shared_poll(): sync one LU, move its aborts to a list; run the list later. */
@@ -455,7 +468,8 @@ bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def);
 int pr_load(struct scsi_lu *lu);
 void pr_free(struct scsi_lu *lu);
 /* Called by scsi_lu.c with lu->lock held. */
-void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
+/* lu->lock held: the nexus is gone (its SCSI-2 reservation with it); a cluster proposal to submit. */
+struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
 void pr_reset(struct scsi_lu *lu);
 /* Shared state: replace the local copy (lu->lock held; 0 or -ENOMEM) / write it out. */
 int pr_import(struct scsi_lu *lu, const struct shs_state *st);

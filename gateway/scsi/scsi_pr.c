@@ -479,29 +479,27 @@ static bool r2_holder_is(const struct scsi_lu *lu, const char *iport, uint16_t r
 	return lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0;
 }
 
-void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
+struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
 {
 	bool changed = false;
 
 	/* only this node can have reserved through this nexus: the local copy knows */
 	if (!r2_holder_is(lu, iport, rel))
-		return;
+		return NULL;
 	if (lu->sh && lu_shared_begin(lu) < 0)
-		return;
+		return NULL;
 	if (r2_holder_is(lu, iport, rel)) {
 		lu->r2_held = false;
 		update_res_active(lu);
 		changed = true;
 	}
+	GW_INFO(SCSI_LOG, "lun %llu: the SCSI-2 reservation of %s (port %u) released: nexus gone",
+		(unsigned long long)lu->params.lun, iport, rel);
 	if (lu->sh) {
-		struct scsi_lu_proposal *prop;
-
 		lu_shared_end(lu, changed);
-		/* lu->lock is held, but the handler takes no SCSI lock */
-		prop = lu_shared_take(lu);
-		if (prop)
-			(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		return lu_shared_take(lu);      /* the caller submits it once unlocked */
 	}
+	return NULL;
 }
 
 void pr_reset(struct scsi_lu *lu)
@@ -598,6 +596,13 @@ void pr_reserve6(struct scsi_cmd *cmd)
 	} else if (lu->r2_held &&
 		   (lu->r2_rel_port != rel || strcmp(lu->r2_iport, iport) != 0)) {
 		conflict = true;
+		/*
+		 * held through another node, whose release (a lost nexus) may be on
+		 * its way: the answer after one round trip of the cluster's order
+		 */
+		if (lu->sh && lu->sh->cluster && !alua_port_is_local(lu->r2_rel_port) &&
+		    cmd->priv_u64[3] == 0)
+			lu->cl_force = true;
 	} else {
 		changed = !lu->r2_held;
 		lu->r2_held = true;
@@ -612,6 +617,10 @@ void pr_reserve6(struct scsi_cmd *cmd)
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
 		lu_shared_run_aborts(lu);
+	GW_INFO(SCSI_LOG, "lun %llu: RESERVE from %s (port %u): %s%s",
+		(unsigned long long)lu->params.lun, iport, rel,
+		conflict ? "conflict" : changed ? "done" : "nothing to do",
+		prop ? " (to the cluster)" : "");
 	if (r2_submit(cmd, prop, conflict, pr_reserve6))
 		return;
 	if (conflict)
@@ -654,6 +663,10 @@ void pr_release6(struct scsi_cmd *cmd)
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
 		lu_shared_run_aborts(lu);
+	GW_INFO(SCSI_LOG, "lun %llu: RELEASE from %s (port %u): %s%s",
+		(unsigned long long)lu->params.lun, iport, rel,
+		conflict ? "conflict" : changed ? "done" : "nothing to do",
+		prop ? " (to the cluster)" : "");
 	if (r2_submit(cmd, prop, conflict, pr_release6))
 		return;
 	if (conflict)

@@ -590,6 +590,10 @@ static void cluster_end(struct scsi_lu *lu, bool state_changed)
 
 	if (!p)
 		return;
+	if (lu->cl_force) {
+		lu->cl_force = false;
+		state_changed = true;   /* the same state, as the next version */
+	}
 	if (!state_changed && !p->nev) {
 		lu_proposal_free(p);
 		lu->cl_prop = NULL;
