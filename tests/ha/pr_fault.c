@@ -24,6 +24,12 @@
  *   its own is registered: its last GOOD one or one of its uncertain ones.
  *   Prints "pr-fault check: K keys, generation G, same through N nodes,
  *   S sessions as expected" and exits 0, or names each mismatch and exits 1.
+ *
+ *   pr_fault --latency N URL...
+ *
+ *   One session through each URL; N REGISTER AND IGNORE EXISTING KEY, one
+ *   at a time, through the URLs in turn; prints "latency median X p99 Y"
+ *   (ms). The sessions' registrations stay (logged out, not cleared).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -424,6 +430,63 @@ static int do_check(const char *file, char **urls, int nurls)
 	return bad ? 1 : 0;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int do_latency(int n, char **urls, int nurls)
+{
+	double *ms = calloc((size_t)n, sizeof(*ms));
+	int done = 0;
+
+	if (!ms)
+		return 2;
+	for (int u = 0; u < nurls && nsess < MAX_SESS; u++) {
+		struct sess *s = &sess[nsess];
+		char iname[128];
+
+		snprintf(iname, sizeof(iname), "iqn.2026-11.org.isergw:prl-%d", nsess);
+		s->idx = nsess;
+		s->ctx = login(urls[u], iname, &s->url);
+		if (!s->ctx)
+			return 2;
+		nsess++;
+	}
+	while (done < n) {
+		struct sess *s = &sess[done % nsess];
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		send_next(s);
+		while (s->busy && !s->broken) {
+			struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
+					    .events = (short)iscsi_which_events(s->ctx) };
+
+			if (poll(&p, 1, 100) < 0 && errno != EINTR)
+				return 2;
+			if (iscsi_service(s->ctx, p.revents) < 0)
+				s->broken = true;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (s->broken) {
+			fprintf(stderr, "pr_fault: session %d broke\n", s->idx);
+			return 1;
+		}
+		ms[done++] = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	}
+	qsort(ms, (size_t)n, sizeof(*ms), cmp_dbl);
+	printf("latency median %.2f p99 %.2f good %u not good %u\n", ms[n / 2],
+	       ms[(size_t)((double)n * 0.99) < (size_t)n ? (size_t)((double)n * 0.99) : (size_t)n - 1],
+	       total_good, total_bad);
+	for (int i = 0; i < nsess; i++)
+		iscsi_logout_sync(sess[i].ctx);
+	free(ms);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -431,9 +494,10 @@ int main(int argc, char **argv)
 		{ "check", required_argument, NULL, 'c' },
 		{ "per-url", required_argument, NULL, 'n' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "latency", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int seconds = 0, per_url = 2, o;
+	int seconds = 0, per_url = 2, latency = 0, o;
 	const char *check = NULL, *out = NULL;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -442,11 +506,15 @@ int main(int argc, char **argv)
 		case 'c': check = optarg; break;
 		case 'n': per_url = (int)strtol(optarg, NULL, 10); break;
 		case 'o': out = optarg; break;
+		case 'L': latency = (int)strtol(optarg, NULL, 10); break;
 		default: return 2;
 		}
 	}
+	if (optind < argc && latency > 0)
+		return do_latency(latency, &argv[optind], argc - optind);
 	if (optind >= argc || (!check && (!out || seconds <= 0)))  {
-		fprintf(stderr, "usage: pr_fault --run S --out FILE URL... | --check FILE URL...\n");
+		fprintf(stderr, "usage: pr_fault --run S --out FILE URL... | --check FILE URL... | "
+			"--latency N URL...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
