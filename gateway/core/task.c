@@ -729,6 +729,15 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 
 static void tmf_send(struct iscsi_tmf *tmf);
 
+/* TARGET COLD RESET: the target's sessions but the requester's. */
+struct cold_filter {
+	struct gw_target *target;
+	const struct iscsi_conn *except;        /* the requester: dropped once answered */
+};
+
+static void remote_abort_cold(struct iscsi_conn *c, void *arg);
+static void abort_filter_free(void *arg);
+
 static void tmf_task_gone(struct iscsi_tmf *tmf)
 {
 	if (tmf->waiting && --tmf->waiting == 0)
@@ -750,6 +759,21 @@ static void tmf_send(struct iscsi_tmf *tmf)
 
 	list_del(&tmf->link);
 	if (tmf->cold_reset) {
+		/*
+		 * every session of the target goes, once the reset is in force (on
+		 * every node when the cluster carries the LU state): a host that
+		 * logs in again finds it done
+		 */
+		struct cold_filter *f = malloc(sizeof(*f));
+
+		if (f && c->sess) {
+			f->target = c->sess->target;
+			f->except = c;
+			iscsi_sessions_foreach(c->gw, remote_abort_cold, f);
+			gw_free_after_reactors(c->gw, abort_filter_free, f);
+		} else {
+			free(f);
+		}
 		tmf->pdu->sent = cold_reset_sent;
 		tmf->pdu->ctx = c;
 	}
@@ -824,9 +848,9 @@ static void remote_abort(struct iscsi_conn *c, void *arg)
 
 static void remote_abort_cold(struct iscsi_conn *c, void *arg)
 {
-	struct gw_target *target = arg;
+	struct cold_filter *f = arg;
 
-	if (c->sess && c->sess->target == target)
+	if (c != f->except && c->sess && c->sess->target == f->target)
 		iscsi_conn_drop(c, "TARGET COLD RESET by another initiator");
 }
 
@@ -997,10 +1021,9 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 				tmf_lu_state(c, tmf, tg->luns[i],
 					     func == ISCSI_TMF_TARGET_COLD_RESET ?
 					     SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM, &waiting);
-		if (func == ISCSI_TMF_TARGET_COLD_RESET) {
+		/* the other sessions are dropped when it is answered (tmf_send) */
+		if (func == ISCSI_TMF_TARGET_COLD_RESET)
 			tmf->cold_reset = true;
-			iscsi_sessions_foreach(c->gw, remote_abort_cold, tg);
-		}
 		GW_NOTICE(COMP, "%s (%s): TARGET %s RESET", c->peer, s->initiator,
 			  func == ISCSI_TMF_TARGET_COLD_RESET ? "COLD" : "WARM");
 		break;
