@@ -601,6 +601,7 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 	g->pushing_gen = 0;
 	g->pushed_gen = 0;
 	ha_sm_gw_lost(&g->a->sm);
+	ha_sm_lu_gw_lost(&g->a->sm);
 	if (!g->a->stopping)
 		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
 }

@@ -330,6 +330,8 @@ int ha_sm_lu_lock(struct ha_sm *sm, uint64_t lock_id, const uint8_t naa[16], uin
 /* isergwd answered the LuStateApply of (origin, proposal_id) (origin 0: nobody waits). */
 void ha_sm_lu_gw_applied(struct ha_sm *sm, uint32_t origin, uint64_t proposal_id,
 			 const uint8_t naa[16], uint64_t version, int status);
+/* The local isergwd went away: its proposals' waits are dropped. */
+void ha_sm_lu_gw_lost(struct ha_sm *sm);
 /* The table loaded from disk at start (taken: states malloc'd). */
 void ha_sm_lu_load(struct ha_sm *sm, struct ha_lu *v, size_t n);
 const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);

@@ -683,3 +683,12 @@ void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last)
 		GW_INFO(COMP, "LU states of this membership merged: %zu LU(s)", l->n);
 	}
 }
+
+void ha_sm_lu_gw_lost(struct ha_sm *sm)
+{
+	/* the isergwd that asked is gone: a new one numbers its proposals from 1 again */
+	if (sm->lus.nwaits)
+		GW_NOTICE(COMP, "isergwd gone: %zu proposal(s) of it no longer answered",
+			  sm->lus.nwaits);
+	sm->lus.nwaits = 0;
+}
