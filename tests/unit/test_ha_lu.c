@@ -22,9 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "agent.h"
+#include "isergw_ctl.pb-c.h"
 #include "sm.h"
 
 #define N 3
@@ -491,6 +494,84 @@ static void test_older_group_carries_no_lu_state(void **state)
 	assert_non_null(strstr(err, "protocol 2"));
 }
 
+/* A packed isergw.ctl.LuState of LU naa with one registration. */
+static uint8_t *lu_state(const uint8_t naa[16], bool aptpl, size_t *len)
+{
+	Isergw__Ctl__LuState st = ISERGW__CTL__LU_STATE__INIT;
+	Isergw__Ctl__LuReg r = ISERGW__CTL__LU_REG__INIT, *rp = &r;
+	uint8_t *buf;
+
+	st.naa.data = (uint8_t *)(uintptr_t)naa;
+	st.naa.len = 16;
+	st.aptpl = aptpl;
+	st.pr_generation = 1;
+	st.pr_holder = -1;
+	r.key = 0xabc;
+	r.iport = (char *)(uintptr_t)"iqn.2026-11.org.example:h,i,0x1";
+	st.regs = &rp;
+	st.n_regs = 1;
+	*len = isergw__ctl__lu_state__get_packed_size(&st);
+	buf = malloc(*len);
+	assert_non_null(buf);
+	isergw__ctl__lu_state__pack(&st, buf);
+	return buf;
+}
+
+/* The table on disk: a restart keeps the APTPL states (power on drops the others). */
+static void test_aptpl_survives_a_restart(void **state)
+{
+	static const uint8_t naa2[16] = { 0x60, 2 };
+	char dir[] = "/tmp/test-ha-lu-XXXXXX", path[64];
+	uint8_t *a, *b;
+	size_t alen, blen;
+	const struct ha_lu *l;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	a = lu_state(naa1, true, &alen);
+	b = lu_state(naa2, false, &blen);
+	assert_int_equal(propose(0, 1, 0, "x"), 0);    /* naa1 version 1 ... */
+	settle();
+	{
+		char err[128];
+
+		assert_int_equal(ha_sm_lu_propose(&nodes[0].sm, 2, naa1, 1, a, alen, NULL, 0, err,
+						  sizeof(err)), 0);
+		assert_int_equal(ha_sm_lu_propose(&nodes[0].sm, 3, naa2, 0, b, blen, NULL, 0, err,
+						  sizeof(err)), 0);
+	}
+	settle();
+	assert_int_equal(ha_lu_save(&nodes[0].sm, dir), 0);
+	/* node 1's agent restarts alone, from its disk */
+	ha_sm_fini(&nodes[0].sm);
+	start_node(0);
+	assert_int_equal(ha_lu_load(&nodes[0].sm, dir), 0);
+	l = ha_sm_lu_find(&nodes[0].sm, naa1);
+	assert_non_null(l);
+	assert_int_equal(l->version, 2);
+	assert_int_equal(l->len, alen);
+	assert_memory_equal(l->state, a, alen);
+	assert_null(ha_sm_lu_find(&nodes[0].sm, naa2));
+	/* a garbled file is refused; nothing loaded */
+	snprintf(path, sizeof(path), "%s/lu-state.pb", dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs("\xff\xff\xff garbage", f);
+		fclose(f);
+	}
+	ha_sm_fini(&nodes[0].sm);
+	start_node(0);
+	assert_int_equal(ha_lu_load(&nodes[0].sm, dir), -EINVAL);
+	assert_null(ha_sm_lu_find(&nodes[0].sm, naa1));
+	unlink(path);
+	rmdir(dir);
+	free(a);
+	free(b);
+	nodes[0].up = false;    /* not in the view: teardown only */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +585,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_lu_messages_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_older_group_carries_no_lu_state, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_aptpl_survives_a_restart, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
