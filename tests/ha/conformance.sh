@@ -63,14 +63,14 @@ for lun in $LUNS; do
 	url1="iscsi://$(bed_portal 1)/$BED_HA_IQN/$lun"
 	url2="iscsi://$(bed_portal 2)/$BED_HA_IQN/$lun"
 	tlog=$SCRATCH/iscsi-test-cu-lun$lun.log
-	results=$SCRATCH/results-lun$lun.txt
+	res=$SCRATCH/results-lun$lun.txt
 	bed_log "iscsi-test-cu --dataloss -i $INIT1 -I $INIT2 -t $TESTS $url1 $url2"
 	start=$SECONDS
 	bed_host timeout --kill-after=10 "$SUITE_TIMEOUT" iscsi-test-cu --dataloss -i "$INIT1" \
 		-I "$INIT2" -t "$TESTS" "$url1" "$url2" </dev/null >"$tlog" 2>&1
 	rc=$?
-	TOTAL= PASSED=0 FAILED=0 SKIPPED=0
-	summary "$tlog" "$results"
+	TOTAL="" PASSED=0 FAILED=0 SKIPPED=0
+	summary "$tlog" "$res"
 	if [ -z "$TOTAL" ]; then
 		bed_log "LUN $lun: no CUnit Run Summary (iscsi-test-cu exit $rc); last lines:"
 		tail -n 20 "$tlog" >&2
@@ -81,7 +81,7 @@ for lun in $LUNS; do
 		"$lun" "$TOTAL" "$PASSED" "$((PASSED - SKIPPED))" "$FAILED" "$SKIPPED" "$((SECONDS - start))"
 	if [ "$FAILED" -gt 0 ]; then
 		echo "failing tests:"
-		sed -n 's/^FAILED /  /p' "$results"
+		sed -n 's/^FAILED /  /p' "$res"
 	fi
 	[ "$FAILED" -le "$ALLOW_FAIL" ] || fail=1
 done

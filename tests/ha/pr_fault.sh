@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2317 # the checks are called through ha_check and bed_poll
+# shellcheck disable=SC2317,SC2016 # checks called through ha_check and bed_poll; awk programs
 # SPDX-License-Identifier: Apache-2.0
 #
 # ha.pr-fault: a node dies (kill -9 of every process) while PERSISTENT
