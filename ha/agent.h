@@ -82,6 +82,15 @@ void ha_gwlink_step_down(struct ha_gwlink *g, const char *reason);
 bool ha_gwlink_connected(const struct ha_gwlink *g);
 uint64_t ha_gwlink_epoch(const struct ha_gwlink *g);
 void ha_gwlink_stop(struct ha_gwlink *g);
+/* The LU state (sm ops lu_apply / lu_done). */
+void ha_gwlink_lu_apply(struct ha_gwlink *g, const uint8_t naa[16], uint64_t version,
+			const uint8_t *state, size_t len, const uint8_t *events, size_t evlen,
+			uint32_t origin, uint64_t proposal_id);
+void ha_gwlink_lu_done(struct ha_gwlink *g, uint64_t proposal_id, int status, const char *why);
+
+/* lustore.c: the LU table on disk */
+int ha_lu_save(const struct ha_sm *sm, const char *dir);
+int ha_lu_load(struct ha_sm *sm, const char *dir);
 
 /* api.c */
 int ha_api_start(struct ha_agent *a, struct ha_api **out);

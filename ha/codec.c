@@ -82,6 +82,26 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 	if (s->lease_ms > 600000)
 		return bad(err, errlen, -EINVAL, "sync.lease_ms: %llu (at most 600000)",
 			   (unsigned long long)s->lease_ms);
+	if (s->n_lu_locks > HA_LOCKS_MAX)
+		return bad(err, errlen, -EINVAL, "sync.lu_locks: %zu (at most %u)", s->n_lu_locks,
+			   HA_LOCKS_MAX);
+	for (size_t i = 0; i < s->n_lu_locks; i++)
+		if (s->lu_locks[i]->naa.len != 16 || !s->lu_locks[i]->blocks ||
+		    !s->lu_locks[i]->lock_id)
+			return bad(err, errlen, -EINVAL, "sync.lu_locks[%zu]: malformed", i);
+	if (s->n_lu_states > HA_LU_MAX)
+		return bad(err, errlen, -EINVAL, "sync.lu_states: %zu (at most %u)", s->n_lu_states,
+			   HA_LU_MAX);
+	for (size_t i = 0; i < s->n_lu_states; i++) {
+		const Isergw__Ha__LuBlob *b = s->lu_states[i];
+
+		if (b->naa.len != 16 || !b->version || !b->state.len)
+			return bad(err, errlen, -EINVAL, "sync.lu_states[%zu]: a 16-byte naa, a "
+				   "version >= 1 and a state are required", i);
+		for (size_t k = 0; k < i; k++)
+			if (!memcmp(s->lu_states[k]->naa.data, b->naa.data, 16))
+				return bad(err, errlen, -EINVAL, "sync.lu_states: an LU listed twice");
+	}
 	return name_ok(s->node_name, "sync.node_name", err, errlen);
 }
 
@@ -198,6 +218,50 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		else
 			rc = name_ok(m->fenced->node, "fenced.node", err, errlen);
 		break;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE: {
+		const Isergw__Ha__LuPropose *p = m->lu_propose;
+
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_propose: in a protocol %u message", m->version);
+		else if (p->naa.len != 16 || (p->naa.data[0] >> 4) != 6)
+			rc = bad(err, errlen, -EINVAL, "lu_propose.naa: not an NAA type 6 designator "
+				 "of 16 bytes (%zu bytes)", p->naa.len);
+		else if (!p->proposal_id || !p->origin)
+			rc = bad(err, errlen, -EINVAL, "lu_propose: proposal_id and origin must be set");
+		else if (!p->state.len)
+			rc = bad(err, errlen, -EINVAL, "lu_propose.state: empty");
+		break;
+	}
+	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: {
+		const Isergw__Ha__LuApplied *a = m->lu_applied;
+
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_applied: in a protocol %u message", m->version);
+		else if (a->naa.len != 16 || !a->proposal_id || !a->origin || !a->version)
+			rc = bad(err, errlen, -EINVAL, "lu_applied: naa (16 bytes), origin, "
+				 "proposal_id and version must be set");
+		else if (a->status > 0 || a->status < -4095)
+			rc = bad(err, errlen, -EINVAL, "lu_applied.status: %d", a->status);
+		break;
+	}
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: {
+		const Isergw__Ha__LuLock *k = m->lu_lock;
+
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_lock: in a protocol %u message", m->version);
+		else if (k->naa.len != 16 || (k->naa.data[0] >> 4) != 6)
+			rc = bad(err, errlen, -EINVAL, "lu_lock.naa: not an NAA type 6 designator");
+		else if (!k->lock_id || !k->origin || !k->blocks || k->lba + k->blocks < k->lba)
+			rc = bad(err, errlen, -EINVAL, "lu_lock: origin, lock_id and a range of "
+				 "blocks >= 1 must be set");
+		break;
+	}
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
+		if (m->version < HA_PROTO_LU)
+			rc = bad(err, errlen, -EINVAL, "lu_unlock: in a protocol %u message", m->version);
+		else if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
+			rc = bad(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
+		break;
 	default:
 		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
 			 (int)m->body_case);
@@ -228,6 +292,10 @@ const char *ha_msg_kind(const HaMsg *m)
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED: return "applied";
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT: return "heartbeat";
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED: return "fenced";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE: return "lu-propose";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: return "lu-applied";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: return "lu-lock";
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK: return "lu-unlock";
 	default: return "?";
 	}
 }

@@ -344,6 +344,9 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		ha_sb_printf(b, "\"alua_lease_unavailable_ms\":%u,", o->lease_unavailable_ms);
 	if (HA_RENDER_LEASE)
 		ha_sb_puts(b, "\"alua_lease\":true,");
+	/* the LU state is the agents' to carry, unless the operator says otherwise */
+	if (!(d->gateway_members && strstr(d->gateway_members, "\"lu_state\"")))
+		ha_sb_puts(b, "\"lu_state\":\"cluster\",");
 	put_fence_keys(b, d, k);
 	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");
 	for (size_t i = 0; i < self->nportals; i++) {

@@ -459,6 +459,7 @@ static const struct gw_key gateway_keys[] = {
 	{ "reactors", 0, 1024 },
 	{ "alua_lease_unavailable_ms", 0, 600000 },
 	{ "backend_fencing", 0, 0 },    /* a string: reservation, none */
+	{ "lu_state", 0, 0 },           /* a string: cluster (default), local */
 };
 
 bool ha_gateway_key(const char *s, size_t len)
@@ -500,6 +501,12 @@ static int check_gateway(struct ha_vctx *c, struct json_object *gw)
 				continue;
 			ha_vpath_key(c, k->key);
 			return ha_verr(c, "'%s' is not one of reservation, none", s);
+		}
+		if (s && strcmp(k->key, "lu_state") == 0) {
+			if (strcmp(s, "cluster") == 0 || strcmp(s, "local") == 0)
+				continue;
+			ha_vpath_key(c, k->key);
+			return ha_verr(c, "'%s' is not one of cluster, local", s);
 		}
 		if (s && gw_log_parse_level(s, &lvl)) {
 			ha_vpath_key(c, k->key);

@@ -41,7 +41,16 @@
 #define RECONNECT_FAST_TRIES 50u
 #define SENT_MAX 256u
 
-enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE };
+enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE, S_LUAPPLY,
+		 S_LUDONE };
+
+/* A LuStateApply on its way: who waits for isergwd's answer. */
+struct lu_pend {
+	uint32_t origin;
+	uint64_t proposal_id;
+	uint8_t naa[16];
+	uint64_t version;
+};
 
 struct txbuf {
 	struct list_head link;
@@ -58,7 +67,7 @@ struct ha_gwlink {
 	struct list_head txq;
 	struct reactor_timer reconnect;
 	/* what was sent, in order */
-	struct { enum sent_kind kind; uint64_t gen; } sent[SENT_MAX];
+	struct { enum sent_kind kind; uint64_t gen; struct lu_pend lu; } sent[SENT_MAX];
 	size_t sent_head, nsent;
 	/* pushing */
 	uint64_t pushing_gen;           /* on its way (0: none) */
@@ -325,16 +334,154 @@ static void on_alua_request(struct ha_gwlink *g, const Isergw__Ctl__AluaChangeRe
 	/* otherwise the command completes when the states match (SetAluaMap) */
 }
 
+/* ------------------------------------------------------------ the LU state */
+
+void ha_gwlink_lu_done(struct ha_gwlink *g, uint64_t proposal_id, int status, const char *why)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__LuStateDone dn = ISERGW__CTL__LU_STATE_DONE__INIT;
+
+	dn.proposal_id = proposal_id;
+	dn.status = status;
+	dn.reason = (char *)(uintptr_t)(why ? why : "");
+	req.op_case = ISERGW__CTL__REQUEST__OP_LU_STATE_DONE;
+	req.lu_state_done = &dn;
+	gw_send(g, &req, S_LUDONE, 0);
+}
+
+void ha_gwlink_lu_apply(struct ha_gwlink *g, const uint8_t naa[16], uint64_t version,
+			const uint8_t *state, size_t len, const uint8_t *events, size_t evlen,
+			uint32_t origin, uint64_t proposal_id)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__LuStateApply ap = ISERGW__CTL__LU_STATE_APPLY__INIT;
+	Isergw__Ctl__LuStateApply *ev = NULL;
+	Isergw__Ctl__LuState *st = NULL;
+	struct lu_pend p = { .origin = origin, .proposal_id = proposal_id, .version = version };
+	int rc = -EINVAL;
+
+	memcpy(p.naa, naa, 16);
+	if (!g->connected) {
+		ha_sm_lu_gw_applied(&g->a->sm, origin, proposal_id, naa, version, -ENOTCONN);
+		return;
+	}
+	st = isergw__ctl__lu_state__unpack(NULL, len, state);
+	if (evlen)
+		ev = isergw__ctl__lu_state_apply__unpack(NULL, evlen, events);
+	if (!st || (evlen && !ev)) {
+		GW_ERR(COMP, "an LU state (version %" PRIu64 ") does not decode: not pushed", version);
+		goto out;
+	}
+	st->version = version;
+	if (st->naa.len != 16 || memcmp(st->naa.data, naa, 16)) {
+		GW_ERR(COMP, "an LU state (version %" PRIu64 ") names another LU: not pushed", version);
+		goto out;
+	}
+	ap.state = st;
+	if (ev) {
+		ap.events = ev->events;
+		ap.n_events = ev->n_events;
+	}
+	ap.own = origin && origin == g->a->sm.nodeid;
+	ap.initial = origin == 0;
+	req.op_case = ISERGW__CTL__REQUEST__OP_LU_STATE_APPLY;
+	req.lu_state_apply = &ap;
+	/* the slot gw_send fills: who waits for the answer */
+	if (g->nsent < SENT_MAX)
+		g->sent[(g->sent_head + g->nsent) % SENT_MAX].lu = p;
+	rc = gw_send(g, &req, S_LUAPPLY, 0);
+out:
+	if (st)
+		isergw__ctl__lu_state__free_unpacked(st, NULL);
+	if (ev)
+		isergw__ctl__lu_state_apply__free_unpacked(ev, NULL);
+	if (rc)
+		ha_sm_lu_gw_applied(&g->a->sm, origin, proposal_id, naa, version, rc);
+}
+
+/* Every LU state the agent holds, to an isergwd that just took a configuration. */
+static void push_lus(struct ha_gwlink *g)
+{
+	const struct ha_lus *l = &g->a->sm.lus;
+
+	for (size_t i = 0; i < l->n && g->connected; i++)
+		ha_gwlink_lu_apply(g, l->v[i].naa, l->v[i].version, l->v[i].state, l->v[i].len,
+				   NULL, 0, 0, 0);
+}
+
+/* A command of isergwd's changed an LU's state: to the group. */
+static void on_lu_proposal(struct ha_gwlink *g, const Isergw__Ctl__LuStateProposal *p)
+{
+	Isergw__Ctl__LuStateApply evs = ISERGW__CTL__LU_STATE_APPLY__INIT;
+	uint8_t *state = NULL, *events = NULL;
+	size_t len, evlen;
+	char err[256] = "";
+	int rc = -EINVAL;
+
+	if (!p->state || p->state->naa.len != 16) {
+		snprintf(err, sizeof(err), "a proposal without an LU");
+		goto out;
+	}
+	len = isergw__ctl__lu_state__get_packed_size(p->state);
+	state = malloc(len + 1);
+	evs.events = p->events;
+	evs.n_events = p->n_events;
+	evlen = isergw__ctl__lu_state_apply__get_packed_size(&evs);
+	events = malloc(evlen + 1);
+	if (!state || !events) {
+		rc = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	isergw__ctl__lu_state__pack(p->state, state);
+	isergw__ctl__lu_state_apply__pack(&evs, events);
+	rc = (int)ha_sm_lu_propose(&g->a->sm, p->proposal_id, p->state->naa.data,
+				   p->state->version, state, len, events, evlen, err, sizeof(err));
+out:
+	if (rc) {
+		GW_WARN(COMP, "LU state proposal %" PRIu64 " of isergwd not sent: %s", p->proposal_id,
+			err);
+		ha_gwlink_lu_done(g, p->proposal_id, rc, err);
+	}
+	free(state);
+	free(events);
+}
+
+/* A COMPARE AND WRITE or WRITE ATOMIC of isergwd's wants (or gives back) an LBA lock. */
+static void on_lu_lock(struct ha_gwlink *g, const Isergw__Ctl__LuLockRequest *r)
+{
+	char err[256] = "";
+	int rc = -EINVAL;
+
+	if (r->naa.len == 16 && r->lock_id)
+		rc = ha_sm_lu_lock(&g->a->sm, r->lock_id, r->naa.data, r->lba, r->blocks, r->release,
+				   err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "a lock request without an LU or an id");
+	if (rc && !r->release) {
+		GW_WARN(COMP, "LBA lock %" PRIu64 " of isergwd not asked: %s", r->lock_id, err);
+		ha_gwlink_lu_done(g, r->lock_id, rc, err);
+	} else if (rc) {
+		GW_WARN(COMP, "LBA lock %" PRIu64 " of isergwd: the release did not go out: %s",
+			r->lock_id, err);
+	}
+}
+
 /* ------------------------------------------------------------ receiving */
 
 static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 {
 	enum sent_kind kind;
+	struct lu_pend lp;
 	uint64_t gen;
 
 	if (ctl_reply_is_event(rep)) {
 		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST)
 			on_alua_request(g, rep->event->alua_change_request);
+		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_LU_STATE_PROPOSAL)
+			on_lu_proposal(g, rep->event->lu_state_proposal);
+		if (rep->event->kind_case == ISERGW__CTL__EVENT__KIND_LU_LOCK_REQUEST)
+			on_lu_lock(g, rep->event->lu_lock_request);
 		if (rep->event->dropped)
 			GW_WARN(COMP, "isergwd dropped %" PRIu64 " event(s) for the agent",
 				rep->event->dropped);
@@ -346,6 +493,7 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 	}
 	kind = g->sent[g->sent_head].kind;
 	gen = g->sent[g->sent_head].gen;
+	lp = g->sent[g->sent_head].lu;
 	g->sent_head = (g->sent_head + 1) % SENT_MAX;
 	g->nsent--;
 	switch (kind) {
@@ -359,6 +507,8 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		if (rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_APPLY && rep->apply->changed)
 			GW_NOTICE(COMP, "isergwd took the configuration of generation %" PRIu64, gen);
 		g->epoch = gen;
+		/* the LU states before the ALUA states and the lease: nothing served stale */
+		push_lus(g);
 		if (g->a->sm.doc->generation != gen || !g->a->sm.doc->ndgs) {
 			/* superseded meanwhile, or no device group: done with this one */
 			push_done(g, gen, 0, NULL);
@@ -388,6 +538,17 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 	case S_LEASE:
 		if (rep->status)
 			GW_WARN(COMP, "isergwd refused the lease: %s", rep->error);
+		break;
+	case S_LUAPPLY:
+		if (rep->status && rep->status != -ENOENT)
+			GW_WARN(COMP, "isergwd refused an LU state (version %" PRIu64 "): %s",
+				lp.version, rep->error);
+		ha_sm_lu_gw_applied(&g->a->sm, lp.origin, lp.proposal_id, lp.naa, lp.version,
+				    rep->status == -EALREADY ? 0 : rep->status);
+		break;
+	case S_LUDONE:
+		if (rep->status)
+			GW_WARN(COMP, "isergwd refused an LU state answer: %s", rep->error);
 		break;
 	case S_STEPDOWN:
 	case S_DONE:
@@ -462,10 +623,19 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 		free(t->buf);
 		free(t);
 	}
+	/* the LU states on their way: this node's isergwd gets them all again on connect */
+	for (size_t i = 0; i < g->nsent; i++) {
+		const struct lu_pend *p = &g->sent[(g->sent_head + i) % SENT_MAX].lu;
+
+		if (g->sent[(g->sent_head + i) % SENT_MAX].kind == S_LUAPPLY)
+			ha_sm_lu_gw_applied(&g->a->sm, p->origin, p->proposal_id, p->naa, p->version,
+					    -ENOTCONN);
+	}
 	g->nsent = 0;
 	g->pushing_gen = 0;
 	g->pushed_gen = 0;
 	ha_sm_gw_lost(&g->a->sm);
+	ha_sm_lu_gw_lost(&g->a->sm);
 	if (!g->a->stopping)
 		reactor_timer_arm(g->a->r, &g->reconnect, RECONNECT_MS);
 }

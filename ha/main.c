@@ -285,7 +285,38 @@ static void op_applied(void *ctx)
 	ha_api_applied(a->api);
 }
 
+static void op_lu_apply(void *ctx, const uint8_t naa[16], uint64_t version, const uint8_t *state,
+			size_t len, const uint8_t *events, size_t evlen, uint32_t origin,
+			uint64_t proposal_id)
+{
+	struct ha_agent *a = ctx;
+
+	if (a->gw)
+		ha_gwlink_lu_apply(a->gw, naa, version, state, len, events, evlen, origin,
+				   proposal_id);
+	else
+		ha_sm_lu_gw_applied(&a->sm, origin, proposal_id, naa, version, -ENOTCONN);
+}
+
+static void op_lu_done(void *ctx, uint64_t proposal_id, int status, const char *why)
+{
+	struct ha_agent *a = ctx;
+
+	if (a->gw)
+		ha_gwlink_lu_done(a->gw, proposal_id, status, why);
+}
+
+static void op_lu_store(void *ctx)
+{
+	struct ha_agent *a = ctx;
+
+	(void)ha_lu_save(&a->sm, a->opts.state_dir);
+}
+
 static const struct ha_sm_ops sm_ops = {
+	.lu_apply = op_lu_apply,
+	.lu_done = op_lu_done,
+	.lu_store = op_lu_store,
 	.send = op_send,
 	.doc_changed = op_doc_changed,
 	.lease = op_lease,
@@ -420,6 +451,7 @@ int main(int argc, char **argv)
 	p.lease_ms = a->opts.lease_ms;
 	p.heartbeat_ms = a->opts.heartbeat_ms;
 	ha_sm_init(&a->sm, &p, &sm_ops, a, doc, gw_now_ms());
+	(void)ha_lu_load(&a->sm, a->opts.state_dir);
 	a->sm_ready = true;
 
 	rc = ha_api_start(a, &a->api);

@@ -240,11 +240,13 @@ static void send_sync(struct ha_sm *sm)
 	s.lease_ms = sm->lease_ms;
 	s.members = sm->view;
 	s.n_members = sm->nview;
+	ha_sm_lu_fill_sync(sm, &s);
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
 	m.sync = &s;
 	/* a Sync is understood by every version: it is what negotiates them */
 	sm->proto = HA_PROTO_MIN;
 	send_msg(sm, &m);
+	ha_sm_lu_free_sync(&s);
 }
 
 static void send_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err)
@@ -518,6 +520,17 @@ static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__
 	memset(from->sync_digest, 0, HA_DIGEST_LEN);
 	if (s->digest.len == HA_DIGEST_LEN)
 		memcpy(from->sync_digest, s->digest.data, HA_DIGEST_LEN);
+	{
+		bool last = true;
+
+		for (size_t i = 0; i < sm->nview; i++) {
+			const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
+
+			if (m && !m->foreign && !m->sync_rcvd)
+				last = false;
+		}
+		ha_sm_lu_sync(sm, s, last);
+	}
 	sync_check(sm, now);
 }
 
@@ -1049,6 +1062,7 @@ void ha_sm_fini(struct ha_sm *sm)
 	sm->target = NULL;
 	free(sm->dg_moved_ms);
 	sm->dg_moved_ms = NULL;
+	ha_sm_lu_fini(sm);
 }
 
 void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const uint32_t *nodes,
@@ -1109,6 +1123,7 @@ void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t no
 	sm->state_sent = false;
 	sm->nmoves = 0;
 	sm->gw_down_sent = false;
+	ha_sm_lu_view(sm);
 	/* requests on their way may be lost with the old view: they end with it */
 	for (i = sm->nreqs; i-- > 0;)
 		if (!sm->reqs[i].sent_applied)
@@ -1217,6 +1232,12 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
 		on_fenced(sm, nodeid, m->fenced->node);
+		break;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE:
+	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED:
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK:
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
+		ha_sm_lu_deliver(sm, nodeid, m);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:
 		if (m->heartbeat->applied_generation > from->applied_gen) {

@@ -30,7 +30,9 @@
 #include "isergw_ha.pb-c.h"
 
 #define HA_PROTO_MIN 1u
-#define HA_PROTO_MAX 3u            /* 2: Fenced; 3: LunChange */
+#define HA_PROTO_MAX 3u            /* 2: Fenced; 3: LunChange, the LU state (LuPropose, LuApplied,
+                                      LuLock, LuUnlock, Sync.lu_states) */
+#define HA_PROTO_LU 3u             /* the first that carries the LU state */
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
@@ -80,6 +82,65 @@ struct ha_sm_ops {
 	void (*change_done)(void *ctx, uint64_t request_id, int status, const char *err, uint64_t gen);
 	/* Some member's applied generation advanced (waiting API requests look again). */
 	void (*applied)(void *ctx);
+	/*
+	 * The LU state (docs/ha.md, "The LU state"): version of LU naa was
+	 * applied here (state: a packed isergw.ctl.LuState; events: a packed
+	 * isergw.ctl.LuStateApply holding the events, may be empty). Push it
+	 * to isergwd; call ha_sm_lu_gw_applied(origin, proposal_id, ...) once
+	 * it answered (at once when there is no isergwd). origin 0: a state
+	 * adopted at the barrier (nobody waits). NULL: not used.
+	 */
+	void (*lu_apply)(void *ctx, const uint8_t naa[16], uint64_t version, const uint8_t *state,
+			 size_t len, const uint8_t *events, size_t evlen, uint32_t origin,
+			 uint64_t proposal_id);
+	/* The answer to isergwd's proposal_id (0, -ESTALE, or why it was not applied). */
+	void (*lu_done)(void *ctx, uint64_t proposal_id, int status, const char *why);
+	/* The LU table changed: store it (durably) before answering anything. */
+	void (*lu_store)(void *ctx);
+};
+
+/* One LU's state as the agents keep it. */
+struct ha_lu {
+	uint8_t naa[16];
+	uint64_t version;
+	uint8_t *state;                 /* packed isergw.ctl.LuState */
+	size_t len;
+};
+
+/* A proposal of this node's isergwd, applied, waiting for every member's Applied. */
+struct ha_lu_wait {
+	uint64_t proposal_id;
+	uint8_t naa[16];
+	uint64_t version;
+	uint32_t need[HA_MAX_MEMBERS];  /* nodeids still to answer */
+	size_t nneed;
+};
+#define HA_LU_WAITS_MAX 256u
+#define HA_LU_MAX 4096u                 /* LUs in the table */
+
+/* A cluster-wide LBA lock (COMPARE AND WRITE, WRITE ATOMIC), queued or granted. */
+struct ha_lbalock {
+	uint32_t origin;
+	uint64_t id;
+	uint8_t naa[16];
+	uint64_t lba;
+	uint32_t blocks;
+	bool granted;
+};
+#define HA_LOCKS_MAX 4096u
+
+struct ha_lus {
+	struct ha_lu *v;
+	size_t n, cap;
+	struct ha_lbalock *locks;       /* in delivery order */
+	size_t nlocks, caplocks;
+	struct { uint32_t origin; uint64_t id; } released[64];  /* unlocked while the barrier ran */
+	size_t nreleased;
+	uint64_t granted_total;
+	bool synced;                    /* the barrier of this view merged every member's table */
+	struct ha_lu_wait waits[HA_LU_WAITS_MAX];
+	size_t nwaits;
+	uint64_t proposed, accepted, stale, refused;   /* counters (status) */
 };
 
 struct ha_sm_params {
@@ -186,6 +247,8 @@ struct ha_sm {
 	size_t nreqs;
 	uint64_t next_request;          /* our request ids */
 	uint64_t rejected_msgs;         /* garbled, foreign or future messages ignored */
+
+	struct ha_lus lus;              /* the LU state (sm_lu.c) */
 };
 
 int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_sm_ops *ops,
@@ -259,6 +322,38 @@ int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *nod
  * membership or its agent in the group: not dead).
  */
 int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t errlen);
+
+/*
+ * The LU state (sm_lu.c). A proposal of the local isergwd: multicast, or a
+ * negative errno (the glue answers isergwd with it): -ENOLCK no quorum,
+ * -EAGAIN not synchronised, -EPROTONOSUPPORT the group speaks < 3.
+ */
+int ha_sm_lu_propose(struct ha_sm *sm, uint64_t proposal_id, const uint8_t naa[16],
+		     uint64_t base_version, const uint8_t *state, size_t len,
+		     const uint8_t *events, size_t evlen, char *err, size_t errlen);
+/*
+ * A cluster-wide LBA lock for the local isergwd's lock_id (release: give it
+ * back). 0 once multicast (the grant comes as ops->lu_done(lock_id, 0), a
+ * refusal as lu_done(lock_id, -EAGAIN)), or a negative errno as
+ * ha_sm_lu_propose.
+ */
+int ha_sm_lu_lock(struct ha_sm *sm, uint64_t lock_id, const uint8_t naa[16], uint64_t lba,
+		  uint32_t blocks, bool release, char *err, size_t errlen);
+/* isergwd answered the LuStateApply of (origin, proposal_id) (origin 0: nobody waits). */
+void ha_sm_lu_gw_applied(struct ha_sm *sm, uint32_t origin, uint64_t proposal_id,
+			 const uint8_t naa[16], uint64_t version, int status);
+/* The local isergwd went away: its proposals' waits are dropped. */
+void ha_sm_lu_gw_lost(struct ha_sm *sm);
+/* The table loaded from disk at start (taken: states malloc'd). */
+void ha_sm_lu_load(struct ha_sm *sm, struct ha_lu *v, size_t n);
+const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);
+/* sm.c's hooks */
+void ha_sm_lu_view(struct ha_sm *sm);
+void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last);
+void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s);   /* free with ha_sm_lu_free_sync */
+void ha_sm_lu_free_sync(Isergw__Ha__Sync *s);
+void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m);
+void ha_sm_lu_fini(struct ha_sm *sm);
 
 /* Queries. */
 bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen);

@@ -280,6 +280,20 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 			return set_err(err, errlen, -EINVAL, "change_lun: lun %u above %u",
 				       r->change_lun->lun, CTL_LUN_MAX - 1);
 		return 0;
+	case ISERGW__CTL__REQUEST__OP_LU_STATE_APPLY:
+		if (!r->lu_state_apply->state || r->lu_state_apply->state->naa.len != 16 ||
+		    !r->lu_state_apply->state->version)
+			return set_err(err, errlen, -EINVAL, "lu_state_apply: a state with a 16-byte "
+				       "naa and a version >= 1 is required");
+		return 0;
+	case ISERGW__CTL__REQUEST__OP_LU_STATE_DONE:
+		if (!r->lu_state_done->proposal_id || r->lu_state_done->status > 0)
+			return set_err(err, errlen, -EINVAL, "lu_state_done: proposal_id >= 1 and a "
+				       "status of 0 or a negative errno are required");
+		if (strlen(r->lu_state_done->reason) > CTL_REASON_MAX)
+			return set_err(err, errlen, -EINVAL, "lu_state_done: reason longer than %u "
+				       "bytes", CTL_REASON_MAX);
+		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES:
 		if (strlen(r->get_alua_states->device_group) > CTL_DG_NAME_MAX)
 			return set_err(err, errlen, -EINVAL,

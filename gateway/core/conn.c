@@ -483,12 +483,22 @@ static void logout_sent(struct iscsi_tx_pdu *pdu, int status)
 	conn_terminate(c);
 }
 
+/* A Logout Response waiting for the cluster to release the session's SCSI-2 reservations. */
+struct logout_wait {
+	struct iscsi_conn *c;
+	struct iscsi_tx_pdu *pdu;
+	unsigned int pending;
+};
+
+static void logout_wait_done(void *arg);
+
 static void conn_rx_logout(struct iscsi_conn *c, const struct iscsi_bhs *bhs)
 {
 	const struct iscsi_logout_req *req = (const struct iscsi_logout_req *)bhs;
 	uint8_t reason = req->flags & 0x7f;
 	struct iscsi_tx_pdu *pdu;
 	struct iscsi_logout_rsp *rsp;
+	struct logout_wait *w;
 
 	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
 		return;
@@ -514,18 +524,48 @@ static void conn_rx_logout(struct iscsi_conn *c, const struct iscsi_bhs *bhs)
 		GW_NOTICE(COMP, "%s: %s logging out (%s)", c->peer, c->sess->initiator,
 			  reason == ISCSI_LOGOUT_CLOSE_SESSION ? "close session" : "close connection");
 		c->state = CONN_STATE_LOGGED_OUT;
-		/* one connection per session: the session and its nexus end here */
-		pthread_mutex_lock(&c->gw->sess_lock);
-		for (uint32_t i = 0; c->sess->target && i < c->sess->target->nluns; i++)
-			if (c->sess->target->luns[i])
-				scsi_lu_itn_logout(c->sess->target->luns[i], &c->sess->itn);
-		pthread_mutex_unlock(&c->gw->sess_lock);
 		pdu->sent = logout_sent;
 		pdu->ctx = c;
+		rsp->time2wait = htobe16((uint16_t)c->sess->params.default_time2wait);
+		rsp->time2retain = htobe16((uint16_t)c->sess->params.default_time2retain);
+		/* one connection per session: the session and its nexus end here */
+		w = calloc(1, sizeof(*w));
+		if (w) {
+			w->c = c;
+			w->pdu = pdu;
+			w->pending = 1;
+			iscsi_conn_get(c);
+		}
+		pthread_mutex_lock(&c->gw->sess_lock);
+		for (uint32_t i = 0; c->sess->target && i < c->sess->target->nluns; i++)
+			if (c->sess->target->luns[i] &&
+			    scsi_lu_itn_logout_wait(c->sess->target->luns[i], &c->sess->itn,
+						    w ? logout_wait_done : NULL, w))
+				w->pending++;
+		pthread_mutex_unlock(&c->gw->sess_lock);
+		/* the answer once a SCSI-2 release is in force on every node (cluster) */
+		if (w) {
+			logout_wait_done(w);
+			return;
+		}
 	}
 	rsp->time2wait = htobe16((uint16_t)c->sess->params.default_time2wait);
 	rsp->time2retain = htobe16((uint16_t)c->sess->params.default_time2retain);
 	iscsi_conn_send(c, pdu, true);
+}
+
+static void logout_wait_done(void *arg)
+{
+	struct logout_wait *w = arg;
+
+	if (--w->pending)
+		return;
+	if (w->c->state == CONN_STATE_LOGGED_OUT)
+		iscsi_conn_send(w->c, w->pdu, true);
+	else
+		iscsi_tx_pdu_free(w->pdu);
+	iscsi_conn_put(w->c);
+	free(w);
 }
 
 static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,

@@ -66,6 +66,7 @@ struct gw_stats {
 };
 
 struct gw {
+	bool lu_state_cluster;              /* new LUs: the cluster carries their state (lu_state) */
 	struct gw_config *cfg;          /* current; replaced by reload under sess_lock */
 	struct gw_target **targets;     /* guarded by sess_lock */
 	size_t ntargets;

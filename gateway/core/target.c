@@ -145,7 +145,9 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	lp.thin = lc->thin;
 	lp.max_xfer_bytes = (uint32_t)lc->max_transfer;
 	snprintf(lp.alua_dg, sizeof(lp.alua_dg), "%s", lc->device_group);
-	if (gw->cfg->shared_state_dir[0])
+	if (gw->lu_state_cluster)
+		lp.cluster_state = true;
+	else if (gw->cfg->shared_state_dir[0])
 		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
 	else
 		pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
@@ -449,6 +451,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 	if (!gw)
 		return -ENOMEM;
 	gw->cfg = cfg;
+	gw->lu_state_cluster = cfg->lu_state_cluster;
 	list_init(&gw->sessions);
 	pthread_mutex_init(&gw->sess_lock, NULL);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -911,6 +914,10 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		return -ENOMEM;
 	}
 	backend_fence(gw, ncfg);
+	if (ncfg->lu_state_cluster != gw->lu_state_cluster)
+		GW_NOTICE(COMP, "reload: lu_state %s: for the logical units created from now on",
+			  ncfg->lu_state_cluster ? "cluster" : "local");
+	gw->lu_state_cluster = ncfg->lu_state_cluster;
 	pthread_mutex_lock(&gw->sess_lock);
 	/* the shared state directory is the cluster's: it changes only with a restart */
 	if (strcmp(ncfg->shared_state_dir, gw->cfg->shared_state_dir) != 0) {

@@ -729,6 +729,15 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 
 static void tmf_send(struct iscsi_tmf *tmf);
 
+/* TARGET COLD RESET: the target's sessions but the requester's. */
+struct cold_filter {
+	struct gw_target *target;
+	const struct iscsi_conn *except;        /* the requester: dropped once answered */
+};
+
+static void remote_abort_cold(struct iscsi_conn *c, void *arg);
+static void abort_filter_free(void *arg);
+
 static void tmf_task_gone(struct iscsi_tmf *tmf)
 {
 	if (tmf->waiting && --tmf->waiting == 0)
@@ -750,6 +759,21 @@ static void tmf_send(struct iscsi_tmf *tmf)
 
 	list_del(&tmf->link);
 	if (tmf->cold_reset) {
+		/*
+		 * every session of the target goes, once the reset is in force (on
+		 * every node when the cluster carries the LU state): a host that
+		 * logs in again finds it done
+		 */
+		struct cold_filter *f = malloc(sizeof(*f));
+
+		if (f && c->sess) {
+			f->target = c->sess->target;
+			f->except = c;
+			iscsi_sessions_foreach(c->gw, remote_abort_cold, f);
+			gw_free_after_reactors(c->gw, abort_filter_free, f);
+		} else {
+			free(f);
+		}
 		tmf->pdu->sent = cold_reset_sent;
 		tmf->pdu->ctx = c;
 	}
@@ -824,9 +848,9 @@ static void remote_abort(struct iscsi_conn *c, void *arg)
 
 static void remote_abort_cold(struct iscsi_conn *c, void *arg)
 {
-	struct gw_target *target = arg;
+	struct cold_filter *f = arg;
 
-	if (c->sess && c->sess->target == target)
+	if (c != f->except && c->sess && c->sess->target == f->target)
 		iscsi_conn_drop(c, "TARGET COLD RESET by another initiator");
 }
 
@@ -846,6 +870,64 @@ static void abort_other_sessions(struct iscsi_conn *c, struct scsi_lu *lu)
 	f->target = c->sess->target;
 	iscsi_sessions_foreach(c->gw, remote_abort, f);
 	gw_free_after_reactors(c->gw, abort_filter_free, f);
+}
+
+/*
+ * A reset or CLEAR TASK SET of an LU whose state the cluster carries: the
+ * answer waits until every node applied it (its unit attentions are then
+ * in place through every path). Holds a connection reference; the TMF may
+ * be gone by then (the connection torn down).
+ */
+struct tmf_cluster_wait {
+	struct iscsi_conn *c;
+	struct iscsi_tmf *tmf;
+};
+
+static void tmf_cluster_done(void *arg)
+{
+	struct tmf_cluster_wait *w = arg;
+	struct list_head *pos;
+
+	list_for_each(pos, &w->c->tmfs) {
+		if (list_entry(pos, struct iscsi_tmf, link) == w->tmf) {
+			tmf_task_gone(w->tmf);
+			break;
+		}
+	}
+	iscsi_conn_put(w->c);
+	free(w);
+}
+
+static struct tmf_cluster_wait *tmf_cluster_wait(struct iscsi_conn *c, struct iscsi_tmf *tmf)
+{
+	struct tmf_cluster_wait *w = malloc(sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->c = c;
+	w->tmf = tmf;
+	iscsi_conn_get(c);
+	return w;
+}
+
+/* Resets LU (or clears its task set, kind < 0) and counts in *waiting a cluster round trip. */
+static void tmf_lu_state(struct iscsi_conn *c, struct iscsi_tmf *tmf, struct scsi_lu *lu, int kind,
+			 uint32_t *waiting)
+{
+	struct tmf_cluster_wait *w = tmf_cluster_wait(c, tmf);
+	bool later;
+
+	if (kind < 0)
+		later = scsi_lu_tasks_cleared_wait(lu, &c->sess->itn, w ? tmf_cluster_done : NULL, w);
+	else
+		later = scsi_lu_reset_wait(lu, &c->sess->itn, (enum scsi_reset_kind)kind,
+					   w ? tmf_cluster_done : NULL, w);
+	if (later) {
+		(*waiting)++;
+	} else if (w) {
+		iscsi_conn_put(c);
+		free(w);
+	}
 }
 
 void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
@@ -912,7 +994,7 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		waiting = conn_abort_matching(c, &f, tmf, NULL);
 		if (func == ISCSI_TMF_CLEAR_TASK_SET) {
 			abort_other_sessions(c, lu);
-			scsi_lu_tasks_cleared(lu, &s->itn);
+			tmf_lu_state(c, tmf, lu, -1, &waiting);
 		}
 		GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
 			  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "ABORT TASK SET",
@@ -926,7 +1008,7 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		f.lu = lu;
 		waiting = conn_abort_matching(c, &f, tmf, NULL);
 		abort_other_sessions(c, lu);
-		scsi_lu_reset(lu, &s->itn, SCSI_RESET_LU);
+		tmf_lu_state(c, tmf, lu, SCSI_RESET_LU, &waiting);
 		GW_NOTICE(COMP, "%s (%s): LOGICAL UNIT RESET on LUN %llu", c->peer, s->initiator,
 			  (unsigned long long)lun);
 		break;
@@ -936,13 +1018,12 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		abort_other_sessions(c, NULL);
 		for (uint32_t i = 0; i < tg->nluns; i++)
 			if (tg->luns[i])
-				scsi_lu_reset(tg->luns[i], &s->itn,
-					      func == ISCSI_TMF_TARGET_COLD_RESET ?
-					      SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM);
-		if (func == ISCSI_TMF_TARGET_COLD_RESET) {
+				tmf_lu_state(c, tmf, tg->luns[i],
+					     func == ISCSI_TMF_TARGET_COLD_RESET ?
+					     SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM, &waiting);
+		/* the other sessions are dropped when it is answered (tmf_send) */
+		if (func == ISCSI_TMF_TARGET_COLD_RESET)
 			tmf->cold_reset = true;
-			iscsi_sessions_foreach(c->gw, remote_abort_cold, tg);
-		}
 		GW_NOTICE(COMP, "%s (%s): TARGET %s RESET", c->peer, s->initiator,
 			  func == ISCSI_TMF_TARGET_COLD_RESET ? "COLD" : "WARM");
 		break;

@@ -409,6 +409,12 @@ static void handle_frame(struct ctl_client *c)
 	case ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE:
 		ctl_op_alua_request_done(c, req);
 		break;
+	case ISERGW__CTL__REQUEST__OP_LU_STATE_APPLY:
+		ctl_op_lu_state_apply(c, req);
+		break;
+	case ISERGW__CTL__REQUEST__OP_LU_STATE_DONE:
+		ctl_op_lu_state_done(c, req);
+		break;
 	case ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP:
 		ctl_op_set_alua_map(c, req);
 		break;
@@ -477,6 +483,9 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 		goto err_reactor;
 	/* SET TARGET PORT GROUPS under the external ALUA policy comes here */
 	scsi_alua_set_request_handler(ctl_alua_request, ctl);
+	/* and the LU state changes of the cluster store */
+	scsi_cluster_set_handler(ctl_lu_propose, ctl);
+	scsi_cluster_set_lock_handler(ctl_lu_lock, ctl);
 	GW_NOTICE(COMP, "control socket %s", p->path);
 	*out = ctl;
 	return 0;
@@ -498,6 +507,8 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 		return;
 	/* no more events: from here SET TARGET PORT GROUPS finds nobody listening */
 	scsi_alua_set_request_handler(NULL, NULL);
+	scsi_cluster_set_handler(NULL, NULL);
+	scsi_cluster_set_lock_handler(NULL, NULL);
 	/* requests out on the reactors come back to the control thread first */
 	for (unsigned int i = 0; i < 500 && atomic_load(&ctl->inflight); i++)
 		usleep(10 * 1000);

@@ -137,6 +137,17 @@ void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req);
 void ctl_alua_free(struct gw_ctl *ctl);
 void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_alua_request_done(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_lu_state_apply(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_lu_state_done(struct ctl_client *c, const CtlRequest *req);
+int ctl_lu_propose(const struct scsi_lu_proposal *p, void *arg);
+int ctl_lu_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t blocks, bool lock,
+		void *arg);
+struct shs_state;
+void ctl_lu_state_to_pb(const struct shs_state *st, const uint8_t naa[16], uint64_t version,
+			Isergw__Ctl__LuState *out, Isergw__Ctl__LuReg *regs,
+			Isergw__Ctl__LuReg **regp);
+int ctl_lu_state_from_pb(const Isergw__Ctl__LuState *in, struct shs_state *st, char *why,
+			 size_t len);
 /* The timer of an ALUA transition (gw_ctl.transition_timer) expired: set the final states. */
 void ctl_alua_transition_end(void *arg);
 /*

@@ -321,6 +321,12 @@ struct scsi_lu_params {
 	 * when set, pr_path is not used.
 	 */
 	char shared_path[4096];
+	/*
+	 * The same state carried by the cluster instead (the HA agent over
+	 * corosync, see scsi_cluster_* below): kept in memory here, changed
+	 * only through proposals the cluster applies. Excludes shared_path.
+	 */
+	bool cluster_state;
 	char alua_dg[SCSI_ALUA_DG_NAME_MAX];   /* ALUA device group ("" = "default") */
 };
 
@@ -344,6 +350,11 @@ void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn);
  * with scsi_lu_itn_remove().
  */
 void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn);
+struct scsi_lu;
+typedef void (*scsi_reset_done_fn)(void *arg);
+/* The same; true when done(arg) comes later (the cluster applies the release first). */
+bool scsi_lu_itn_logout_wait(struct scsi_lu *lu, const struct scsi_itn *itn,
+			     scsi_reset_done_fn done, void *arg);
 
 enum scsi_reset_kind {
 	SCSI_RESET_LU,          /* LOGICAL UNIT RESET */
@@ -357,10 +368,20 @@ enum scsi_reset_kind {
  */
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind);
 /*
+ * The same, for a caller that answers only once the reset is in force on
+ * every node (the cluster store): true when done(arg) will be called later,
+ * on this reactor, once the cluster applied it (or failed to); false when it
+ * is in force already.
+ */
+bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+			enum scsi_reset_kind kind, scsi_reset_done_fn done, void *arg);
+/*
  * Tasks of other nexuses were aborted by `from` (CLEAR TASK SET, or
  * PREEMPT AND ABORT): establish COMMANDS CLEARED BY ANOTHER INITIATOR (2F/00).
  */
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from);
+bool scsi_lu_tasks_cleared_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+				scsi_reset_done_fn done, void *arg);
 
 /*
  * PREEMPT AND ABORT (SPC-4 5.13.11.2.5): the SCSI layer removes the preempted
@@ -389,6 +410,66 @@ void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg);
 struct reactor;
 void scsi_shared_poll(void);
 int scsi_shared_poller_start(struct reactor *r, unsigned int interval_ms);
+
+/*
+ * The LU state carried by the cluster (params.cluster_state, docs/scsi.md):
+ * a command that changes an LU's state (PERSISTENT RESERVE OUT, RESERVE,
+ * RELEASE, MODE SELECT) computes the new state and its events on the
+ * node's copy, restores the copy, and hands them to the proposal handler
+ * (the control socket, where the HA agent listens); the command is held,
+ * without blocking its reactor, until scsi_cluster_done() answers: 0 GOOD
+ * (or what the command computed), -ESTALE the command runs again on the
+ * newer state, anything else NOT READY, OPERATION IN PROGRESS (04h/07h, the
+ * host retries). Resets, CLEAR TASK SET and a lost SCSI-2 holder's nexus
+ * propose without holding anything. The state changes on every node only
+ * through scsi_cluster_apply().
+ */
+#define SCSI_LU_EVENTS_MAX  (128u + 16u)
+#define SCSI_CLUSTER_TIMEOUT_MS 10000u   /* a held command without an answer: NOT READY */
+#define SCSI_CLUSTER_RETRIES 32u         /* -ESTALE reruns before NOT READY */
+struct shs_state;
+struct shs_event;
+struct scsi_lu_proposal {
+	uint64_t id;                    /* >= 1, never reused while the process lives */
+	uint8_t naa[16];
+	uint64_t base_version;          /* the version the state was computed on */
+	bool wait;                      /* a command is held for the answer */
+	struct shs_state *st;           /* the new state */
+	size_t nev;
+	struct shs_event *ev;           /* SCSI_LU_EVENTS_MAX of them (kind, flags, asc, rel_port, iport) */
+};
+/*
+ * Called on the command's reactor (or the thread of a reset), with no SCSI
+ * lock held: copies what it needs and must not block. 0: on its way; a
+ * negative errno: nobody will answer (the command fails at once).
+ */
+typedef int (*scsi_cluster_propose_fn)(const struct scsi_lu_proposal *p, void *arg);
+void scsi_cluster_set_handler(scsi_cluster_propose_fn fn, void *arg);
+/*
+ * The cluster applied version `version` of the LU with this NAA (any
+ * thread): the state (mode_valid false: keep the LU's WCE/SWP), then the
+ * events to this node's nexuses, aborts included unless own (the proposal
+ * was this node's, which aborted its own tasks). A version not newer than
+ * the one held changes nothing (-EALREADY). -ENOENT: no such LU here;
+ * -EINVAL: the LU is not in cluster mode, or the state is malformed.
+ */
+int scsi_cluster_apply(const uint8_t naa[16], uint64_t version, const struct shs_state *st,
+		       bool mode_valid, const struct shs_event *ev, size_t nev, bool own);
+/* The answer to proposal id (any thread): 0, -ENOENT (not held), -EALREADY. */
+int scsi_cluster_done(uint64_t id, int status);
+/*
+ * The cluster-wide lock of LBAs [lba, lba + blocks) of an LU, for one
+ * COMPARE AND WRITE or WRITE ATOMIC (lock), or its release (!lock). The
+ * grant is answered with scsi_cluster_done(id, 0) (or an error: the command
+ * ends NOT READY, and the lock is released). Called on the command's
+ * reactor, no SCSI lock held; copies and must not block.
+ */
+typedef int (*scsi_cluster_lock_fn)(uint64_t id, const uint8_t naa[16], uint64_t lba,
+				    uint32_t blocks, bool lock, void *arg);
+void scsi_cluster_set_lock_handler(scsi_cluster_lock_fn fn, void *arg);
+/* The version of the LU's state held here (0: never changed), -ENOENT. */
+int scsi_cluster_version(const uint8_t naa[16], uint64_t *version);
+unsigned int scsi_cluster_held(void);
 
 struct scsi_cmd;
 typedef void (*scsi_done_cb)(struct scsi_cmd *cmd);

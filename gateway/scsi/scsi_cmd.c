@@ -314,8 +314,9 @@ static bool needs_no_medium(uint8_t op)
 
 void scsi_cmd_abort(struct scsi_cmd *cmd)
 {
-	/* the only commands that wait on nothing but an answer: held STPGs */
+	/* the only commands that wait on nothing but an answer: held STPGs, cluster changes */
 	alua_cmd_abort(cmd);
+	cluster_cmd_abort(cmd);
 }
 
 void scsi_cmd_submit(struct scsi_cmd *cmd)
@@ -328,6 +329,7 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	cmd->status = SCSI_STATUS_GOOD;
 	cmd->sense_len = 0;
 	cmd->xfer_len = 0;
+	cmd->priv_u64[3] = 0;   /* scsi_cluster.c: reruns */
 	memset(cmd->priv_io, 0, sizeof(struct scsi_priv));
 	cmd_priv(cmd)->cmd = cmd;
 

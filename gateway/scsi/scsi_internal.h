@@ -62,6 +62,7 @@
 #define ASC_PARAM_LIST_LENGTH   0x1a00
 #define ASC_INVALID_OPCODE      0x2000
 #define ASC_LU_BECOMING_READY   0x0401       /* NOT READY: backend unreachable */
+#define ASC_LU_NOT_READY_IN_PROGRESS 0x0407  /* NOT READY: operation in progress (cluster) */
 #define ASC_LBA_OUT_OF_RANGE    0x2100
 #define ASC_INVALID_FIELD_CDB   0x2400
 #define ASC_LU_NOT_SUPPORTED    0x2500
@@ -186,6 +187,8 @@ struct scsi_lu {
 	uint64_t sh_bad_gen;            /* state generation found corrupt (logged once) */
 	uint64_t sh_origin;             /* this LU object's id in the events it posts */
 	bool sh_posted;                 /* an event was posted since lu_shared_begin */
+	struct scsi_lu_proposal *cl_prop; /* cluster store: the change being made (under lock) */
+	bool cl_force;                  /* propose even an unchanged state (a read barrier) */
 	struct list_head sh_aborts;     /* aborts asked by other nodes, for the core */
 };
 
@@ -221,6 +224,7 @@ struct scsi_priv {
 	uint8_t gate;                   /* enum scsi_gate */
 	uint8_t step;
 	bool fua;
+	uint64_t cl_lock;               /* cluster-wide LBA lock held (scsi_cluster.c), 0: none */
 };
 static_assert(sizeof(struct scsi_priv) <= sizeof(((struct scsi_cmd *)0)->priv_io),
 	      "scsi_priv must fit in scsi_cmd.priv_io");
@@ -357,6 +361,46 @@ void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
 		  const char *iport, uint16_t rel_port);
 /* No lock held: hands the queued aborts to the core. */
 void lu_shared_run_aborts(struct scsi_lu *lu);
+
+/* ---- scsi_cluster.c: the cluster store's proposals (lu->sh->cluster) ---- */
+struct scsi_lu_proposal *lu_proposal_new(const struct scsi_lu *lu);
+void lu_proposal_free(struct scsi_lu_proposal *p);
+/* lu->lock held, after lu_shared_end: the proposal the change made (NULL: none). */
+static inline struct scsi_lu_proposal *lu_shared_take(struct scsi_lu *lu)
+{
+	struct scsi_lu_proposal *p = lu->cl_prop;
+
+	lu->cl_prop = NULL;
+	return p;
+}
+/*
+ * No lock held: hands proposal p (taken) to the cluster. cmd NULL: nothing
+ * waits (a reset). Otherwise cmd is held and finish(cmd, status, ctx) runs
+ * on its reactor with the answer (0, -ESTALE: run the command again, other:
+ * failed); returns 0 then, or a negative errno (nothing held: the caller
+ * fails cmd with lu_cluster_fail and frees ctx).
+ */
+typedef void (*lu_cluster_finish_fn)(struct scsi_cmd *cmd, int status, void *ctx);
+int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
+		      lu_cluster_finish_fn finish, void *ctx);
+/* The command's answer when the cluster did not apply its change. */
+void lu_cluster_fail(struct scsi_cmd *cmd, int status);
+/* -ESTALE: may cmd run again? (counts its reruns) */
+bool lu_cluster_rerun_ok(struct scsi_cmd *cmd);
+void cluster_cmd_abort(struct scsi_cmd *cmd);
+/*
+ * COMPARE AND WRITE / WRITE ATOMIC on an LU whose state the cluster carries:
+ * the cluster-wide lock of [lba, lba + n) first. Returns false when no lock
+ * is needed (then(cmd) is the caller's to run now); true when cmd is held
+ * until the lock is granted (then(cmd) runs on its reactor, pv->cl_lock set)
+ * or failed (cmd completed NOT READY). lu_cluster_unlock releases a held
+ * lock (no lock held: nothing).
+ */
+bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
+		     void (*then)(struct scsi_cmd *cmd));
+void lu_cluster_unlock(struct scsi_cmd *cmd);
+/* scsi_lu.c: under the LU list's lock, fn(lu) for the LU with this NAA; -ENOENT. */
+int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg);
 /* For scsi_shared_poll(): sync one LU, move its aborts to a list; run the list later. */
 void lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts);
 void lu_shared_run_abort_list(struct list_head *aborts);
@@ -424,7 +468,8 @@ bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def);
 int pr_load(struct scsi_lu *lu);
 void pr_free(struct scsi_lu *lu);
 /* Called by scsi_lu.c with lu->lock held. */
-void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
+/* lu->lock held: the nexus is gone (its SCSI-2 reservation with it); a cluster proposal to submit. */
+struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
 void pr_reset(struct scsi_lu *lu);
 /* Shared state: replace the local copy (lu->lock held; 0 or -ENOMEM) / write it out. */
 int pr_import(struct scsi_lu *lu, const struct shs_state *st);

@@ -14,6 +14,7 @@
 
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
+#include "util/reactor.h"
 
 /* Every LU of the process, for unit attentions that are not the LU's own (ALUA). */
 static pthread_mutex_t all_lus_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,7 +213,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 		goto err_destroy_lock;
 	}
 	/* reservations: in the file shared with the other nodes, or our own */
-	rc = p->shared_path[0] ? lu_shared_open(lu) : pr_load(lu);
+	rc = p->shared_path[0] || p->cluster_state ? lu_shared_open(lu) : pr_load(lu);
 	if (rc < 0)
 		goto err_destroy_save_lock;
 	if (p->thin && !bdev->info.unmap_supported)
@@ -285,8 +286,15 @@ void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn)
 	pthread_mutex_unlock(&lu->lock);
 }
 
+enum redo_kind { REDO_RESET, REDO_CLEARED, REDO_GONE };
+
+static bool reset_submit(struct scsi_lu *lu, struct scsi_lu_proposal *prop,
+			 scsi_reset_done_fn done, void *arg, enum redo_kind what,
+			 enum scsi_reset_kind kind, uint16_t asc, const char *iport, uint16_t rel);
+
 void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn)
 {
+	struct scsi_lu_proposal *prop = NULL;
 	const char *iport;
 	uint16_t rel;
 	struct scsi_nexus *nx;
@@ -298,26 +306,188 @@ void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn)
 		if (--nx->attached == 0) {
 			lu->ndetached++;
 			/* SPC-2: an I_T nexus loss releases its SCSI-2 reservation */
-			pr_nexus_gone(lu, iport, rel);
+			prop = pr_nexus_gone(lu, iport, rel);
 			nexus_free_if_idle(lu, nx);
 		}
 	}
 	pthread_mutex_unlock(&lu->lock);
+	(void)reset_submit(lu, prop, NULL, NULL, REDO_GONE, 0, 0, iport, rel);
 }
 
 void scsi_lu_itn_logout(struct scsi_lu *lu, const struct scsi_itn *itn)
 {
+	(void)scsi_lu_itn_logout_wait(lu, itn, NULL, NULL);
+}
+
+bool scsi_lu_itn_logout_wait(struct scsi_lu *lu, const struct scsi_itn *itn,
+			     scsi_reset_done_fn done, void *arg)
+{
+	struct scsi_lu_proposal *prop;
 	const char *iport;
 	uint16_t rel;
 
 	scsi_nexus_id(itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	pr_nexus_gone(lu, iport, rel);
+	prop = pr_nexus_gone(lu, iport, rel);
 	pthread_mutex_unlock(&lu->lock);
+	return reset_submit(lu, prop, done, arg, REDO_GONE, 0, 0, iport, rel);
+}
+
+/* A reset's proposal answered: the caller that waits for it goes on. */
+/*
+ * A change without a command (a reset, CLEAR TASK SET, a lost nexus's
+ * SCSI-2 release) on its way to the cluster: computed again and proposed
+ * again when another change came first (-ESTALE); done(arg), if any, once
+ * it is in force everywhere or failed.
+ */
+struct reset_wait {
+	scsi_reset_done_fn done;
+	void *arg;
+	struct scsi_lu *lu;
+	enum redo_kind what;
+	enum scsi_reset_kind kind;
+	uint16_t asc;
+	uint16_t rel;
+	char iport[256];
+	unsigned int tries;
+};
+
+static struct scsi_lu_proposal *reset_prop(struct scsi_lu *lu, enum scsi_reset_kind kind,
+					   uint16_t asc);
+static struct scsi_lu_proposal *cleared_prop(struct scsi_lu *lu, const char *iport, uint16_t rel);
+
+static struct scsi_lu_proposal *redo(struct reset_wait *w)
+{
+	struct scsi_lu_proposal *prop;
+
+	switch (w->what) {
+	case REDO_RESET:
+		return reset_prop(w->lu, w->kind, w->asc);
+	case REDO_CLEARED:
+		return cleared_prop(w->lu, w->iport, w->rel);
+	case REDO_GONE:
+	default:
+		pthread_mutex_lock(&w->lu->lock);
+		prop = pr_nexus_gone(w->lu, w->iport, w->rel);
+		pthread_mutex_unlock(&w->lu->lock);
+		return prop;
+	}
+}
+
+static void reset_finish(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	struct reset_wait *w = ctx;
+	struct scsi_lu_proposal *prop;
+
+	(void)cmd;
+	if (status == -ESTALE && ++w->tries <= SCSI_CLUSTER_RETRIES) {
+		prop = redo(w);
+		if (prop && lu_cluster_submit(w->lu, prop, NULL, reset_finish, w) == 0)
+			return;
+	} else if (status) {
+		GW_WARN(SCSI_LOG, "lun %llu: a reset or a lost nexus's release is not in force on "
+			"every node: %s", (unsigned long long)w->lu->params.lun, strerror(-status));
+	}
+	if (w->done)
+		w->done(w->arg);
+	free(w);
+}
+
+/* No lock held: hands the proposal over (w taken); true when w->done(arg) comes later. */
+static bool redo_submit(struct reset_wait *w, struct scsi_lu_proposal *prop)
+{
+	bool waits = w->done != NULL;
+
+	if (!prop) {
+		free(w);
+		return false;
+	}
+	if (!reactor_self()) {
+		struct scsi_lu *lu = w->lu;
+
+		free(w);
+		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		return false;
+	}
+	if (lu_cluster_submit(w->lu, prop, NULL, reset_finish, w)) {
+		free(w);
+		return false;
+	}
+	return waits;
+}
+
+static bool reset_submit(struct scsi_lu *lu, struct scsi_lu_proposal *prop,
+			 scsi_reset_done_fn done, void *arg, enum redo_kind what,
+			 enum scsi_reset_kind kind, uint16_t asc, const char *iport, uint16_t rel)
+{
+	struct reset_wait *w;
+
+	if (!prop)
+		return false;
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		return false;
+	}
+	w->done = done;
+	w->arg = arg;
+	w->lu = lu;
+	w->what = what;
+	w->kind = kind;
+	w->asc = asc;
+	w->rel = rel;
+	snprintf(w->iport, sizeof(w->iport), "%s", iport ? iport : "");
+	return redo_submit(w, prop);
 }
 
 void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_reset_kind kind)
 {
+	(void)scsi_lu_reset_wait(lu, from, kind, NULL, NULL);
+}
+
+/* A shared LU's reset, under the locks (the file store applies it; the cluster's: a proposal). */
+static struct scsi_lu_proposal *reset_prop(struct scsi_lu *lu, enum scsi_reset_kind kind,
+					   uint16_t asc)
+{
+	struct scsi_lu_proposal *prop = NULL;
+
+	pthread_mutex_lock(&lu->lock);
+	if (lu_shared_begin(lu) == 0) {
+		/* every node: the UA to each of its nexuses, and abort their tasks */
+		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_ABORT, asc, NULL, 0);
+		pr_reset(lu);
+		if (kind == SCSI_RESET_TARGET_COLD) {
+			lu->wce = lu->params.write_cache;
+			lu->swp = false;
+		}
+		lu_shared_end(lu, true);
+		prop = lu_shared_take(lu);
+	}
+	pthread_mutex_unlock(&lu->lock);
+	return prop;
+}
+
+static struct scsi_lu_proposal *cleared_prop(struct scsi_lu *lu, const char *iport, uint16_t rel)
+{
+	struct scsi_lu_proposal *prop = NULL;
+
+	pthread_mutex_lock(&lu->lock);
+	if (lu_shared_begin(lu) == 0) {
+		/* the task set is the LU's: other nodes abort theirs too */
+		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
+			     ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
+		lu_shared_end(lu, false);
+		prop = lu_shared_take(lu);
+	}
+	pthread_mutex_unlock(&lu->lock);
+	return prop;
+}
+
+bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+			enum scsi_reset_kind kind, scsi_reset_done_fn done, void *arg)
+{
+	struct scsi_lu_proposal *prop = NULL;
+	bool waits = false;
 	uint16_t asc;
 
 	(void)from;
@@ -341,19 +511,13 @@ void scsi_lu_reset(struct scsi_lu *lu, const struct scsi_itn *from, enum scsi_re
 		asc = ASC_POWER_ON_RESET;
 		break;
 	}
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && lu_shared_begin(lu) == 0) {
-		/* every node: the UA to each of its nexuses, and abort their tasks */
-		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_ABORT, asc, NULL, 0);
-		pr_reset(lu);
-		if (kind == SCSI_RESET_TARGET_COLD) {
-			lu->wce = lu->params.write_cache;
-			lu->swp = false;
-		}
-		lu_shared_end(lu, true);
-		pthread_mutex_unlock(&lu->lock);
+	if (lu->sh) {
+		prop = reset_prop(lu, kind, asc);
+		/* the core aborted this node's tasks; the other nodes on delivery */
+		waits = reset_submit(lu, prop, done, arg, REDO_RESET, kind, asc, NULL, 0);
 		goto out;
 	}
+	pthread_mutex_lock(&lu->lock);
 	ua_add_all(lu, NULL, asc);
 	pr_reset(lu);   /* clears SCSI-2 reservations; persistent ones survive */
 	if (kind == SCSI_RESET_TARGET_COLD) {
@@ -366,26 +530,50 @@ out:
 	GW_NOTICE(SCSI_LOG, "lun %llu: %s reset", (unsigned long long)lu->params.lun,
 		  kind == SCSI_RESET_LU ? "logical unit" :
 		  kind == SCSI_RESET_TARGET_COLD ? "target cold" : "target warm");
+	return waits;
 }
 
 void scsi_lu_tasks_cleared(struct scsi_lu *lu, const struct scsi_itn *from)
 {
+	(void)scsi_lu_tasks_cleared_wait(lu, from, NULL, NULL);
+}
+
+bool scsi_lu_tasks_cleared_wait(struct scsi_lu *lu, const struct scsi_itn *from,
+				scsi_reset_done_fn done, void *arg)
+{
+	struct scsi_lu_proposal *prop = NULL;
 	const char *iport;
 	uint16_t rel;
 	struct scsi_nexus *self;
 
 	scsi_nexus_id(from, &iport, &rel);
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && lu_shared_begin(lu) == 0) {
-		/* the task set is the LU's: other nodes abort theirs too */
-		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
-			     ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
-		lu_shared_end(lu, false);
-	} else {
-		self = nexus_lookup(lu, iport, rel, false);
-		ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
+	if (lu->sh) {
+		prop = cleared_prop(lu, iport, rel);
+		return reset_submit(lu, prop, done, arg, REDO_CLEARED, 0, 0, iport, rel);
 	}
+	pthread_mutex_lock(&lu->lock);
+	self = nexus_lookup(lu, iport, rel, false);
+	ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
 	pthread_mutex_unlock(&lu->lock);
+	return false;
+}
+
+int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg)
+{
+	struct list_head *pos;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&all_lus_lock);
+	list_for_each(pos, &all_lus) {
+		struct scsi_lu *lu = list_entry(pos, struct scsi_lu, all_link);
+
+		if (memcmp(lu->params.naa, naa, sizeof(lu->params.naa)) == 0) {
+			rc = fn(lu, arg);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&all_lus_lock);
+	return rc;
 }
 
 void scsi_shared_poll(void)

@@ -479,22 +479,27 @@ static bool r2_holder_is(const struct scsi_lu *lu, const char *iport, uint16_t r
 	return lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0;
 }
 
-void pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
+struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
 {
 	bool changed = false;
 
 	/* only this node can have reserved through this nexus: the local copy knows */
 	if (!r2_holder_is(lu, iport, rel))
-		return;
+		return NULL;
 	if (lu->sh && lu_shared_begin(lu) < 0)
-		return;
+		return NULL;
 	if (r2_holder_is(lu, iport, rel)) {
 		lu->r2_held = false;
 		update_res_active(lu);
 		changed = true;
 	}
-	if (lu->sh)
+	GW_INFO(SCSI_LOG, "lun %llu: the SCSI-2 reservation of %s (port %u) released: nexus gone",
+		(unsigned long long)lu->params.lun, iport, rel);
+	if (lu->sh) {
 		lu_shared_end(lu, changed);
+		return lu_shared_take(lu);      /* the caller submits it once unlocked */
+	}
+	return NULL;
 }
 
 void pr_reset(struct scsi_lu *lu)
@@ -505,12 +510,70 @@ void pr_reset(struct scsi_lu *lu)
 
 /* ------------------------------------------------------ RESERVE / RELEASE */
 
+/*
+ * Cluster store: a command whose change went to the cluster ends here, on
+ * its reactor, with the cluster's answer (see lu_cluster_submit). ctx holds
+ * what the command computed; rerun runs it again on the newer state.
+ */
+struct pr_after {
+	void (*rerun)(struct scsi_cmd *cmd);
+	int res;                        /* enum pr_result, or the conflict flag */
+	bool conflict;
+	size_t npreempted;
+	struct pr_preempted *preempted;
+	uint8_t sa, type;
+	char iport[256];
+};
+
+static void r2_finish(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	struct pr_after *a = ctx;
+
+	if (cmd && status == 0) {
+		if (a->conflict)
+			scsi_conflict(cmd);
+		else
+			scsi_good(cmd);
+	} else if (cmd && status == -ESTALE && lu_cluster_rerun_ok(cmd)) {
+		a->rerun(cmd);
+	} else if (cmd) {
+		lu_cluster_fail(cmd, status);
+	}
+	free(a);
+}
+
+/* No lock held: a change made, held until the cluster answers; false: none to wait for. */
+static bool r2_submit(struct scsi_cmd *cmd, struct scsi_lu_proposal *prop, bool conflict,
+		      void (*rerun)(struct scsi_cmd *cmd))
+{
+	struct pr_after *a;
+	int rc;
+
+	if (!prop)
+		return false;
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		lu_proposal_free(prop);
+		scsi_fail(cmd, SCSI_SK_ABORTED_COMMAND, ASC_INSUFFICIENT_RESOURCES);
+		return true;
+	}
+	a->conflict = conflict;
+	a->rerun = rerun;
+	rc = lu_cluster_submit(cmd->lu, prop, cmd, r2_finish, a);
+	if (rc) {
+		free(a);
+		lu_cluster_fail(cmd, rc);
+	}
+	return true;
+}
+
 void pr_reserve6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
 	uint16_t rel;
 	bool conflict = false, changed = false;
+	struct scsi_lu_proposal *prop = NULL;
 
 	if (cmd->cdb[0] == 0x56 && (cmd->cdb[1] & 0x12)) {     /* 3RDPTY, LONGID */
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -533,6 +596,13 @@ void pr_reserve6(struct scsi_cmd *cmd)
 	} else if (lu->r2_held &&
 		   (lu->r2_rel_port != rel || strcmp(lu->r2_iport, iport) != 0)) {
 		conflict = true;
+		/*
+		 * held through another node, whose release (a lost nexus) may be on
+		 * its way: the answer after one round trip of the cluster's order
+		 */
+		if (lu->sh && lu->sh->cluster && !alua_port_is_local(lu->r2_rel_port) &&
+		    cmd->priv_u64[3] == 0)
+			lu->cl_force = true;
 	} else {
 		changed = !lu->r2_held;
 		lu->r2_held = true;
@@ -540,11 +610,19 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		snprintf(lu->r2_iport, sizeof(lu->r2_iport), "%s", iport);
 		update_res_active(lu);
 	}
-	if (lu->sh)
+	if (lu->sh) {
 		lu_shared_end(lu, changed);
+		prop = lu_shared_take(lu);
+	}
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
 		lu_shared_run_aborts(lu);
+	GW_INFO(SCSI_LOG, "lun %llu: RESERVE from %s (port %u): %s%s",
+		(unsigned long long)lu->params.lun, iport, rel,
+		conflict ? "conflict" : changed ? "done" : "nothing to do",
+		prop ? " (to the cluster)" : "");
+	if (r2_submit(cmd, prop, conflict, pr_reserve6))
+		return;
 	if (conflict)
 		scsi_conflict(cmd);
 	else
@@ -557,6 +635,7 @@ void pr_release6(struct scsi_cmd *cmd)
 	const char *iport;
 	uint16_t rel;
 	bool conflict = false, changed = false;
+	struct scsi_lu_proposal *prop = NULL;
 
 	if (cmd->cdb[0] == 0x57 && (cmd->cdb[1] & 0x12)) {
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -577,11 +656,19 @@ void pr_release6(struct scsi_cmd *cmd)
 		changed = true;
 	}
 	/* releasing from a nexus that does not hold the reservation is a no-op */
-	if (lu->sh)
+	if (lu->sh) {
 		lu_shared_end(lu, changed);
+		prop = lu_shared_take(lu);
+	}
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
 		lu_shared_run_aborts(lu);
+	GW_INFO(SCSI_LOG, "lun %llu: RELEASE from %s (port %u): %s%s",
+		(unsigned long long)lu->params.lun, iport, rel,
+		conflict ? "conflict" : changed ? "done" : "nothing to do",
+		prop ? " (to the cluster)" : "");
+	if (r2_submit(cmd, prop, conflict, pr_release6))
+		return;
 	if (conflict)
 		scsi_conflict(cmd);
 	else
@@ -803,6 +890,11 @@ static enum pr_result pr_preempt(struct scsi_lu *lu, struct pr_reg *self, uint64
 	return PRR_GOOD;
 }
 
+static void pr_out_finish(struct scsi_cmd *cmd, int status, void *ctx);
+static void pr_out_complete(struct scsi_cmd *cmd, enum pr_result res, bool changed, uint8_t sa,
+			    uint8_t type, const char *iport, const struct pr_preempted *preempted,
+			    size_t npreempted);
+
 void pr_out(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -820,6 +912,7 @@ void pr_out(struct scsi_cmd *cmd)
 	uint64_t seq = 0;
 	struct pr_preempted *preempted = NULL;
 	size_t npreempted = 0;
+	struct scsi_lu_proposal *prop = NULL;
 
 	cmd->xfer_len = plen;
 	if (plen < 24 || cmd->buf_len < 24 || !p) {
@@ -932,6 +1025,7 @@ void pr_out(struct scsi_cmd *cmd)
 	}
 	if (lu->sh) {
 		lu_shared_end(lu, changed);
+		prop = lu_shared_take(lu);
 	} else if (changed && lu->params.pr_path[0]) {
 		snap = pr_serialize(lu);
 		seq = ++lu->pr_save_seq;
@@ -939,16 +1033,64 @@ void pr_out(struct scsi_cmd *cmd)
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
 		lu_shared_run_aborts(lu);
+	if (prop) {
+		struct pr_after *a = calloc(1, sizeof(*a));
+		int rc;
 
-	if (changed) {
+		if (!a) {
+			lu_proposal_free(prop);
+			free(preempted);
+			scsi_fail(cmd, SCSI_SK_ABORTED_COMMAND, ASC_INSUFFICIENT_RESOURCES);
+			return;
+		}
+		a->rerun = pr_out;
+		a->res = (int)res;
+		a->preempted = preempted;
+		a->npreempted = npreempted;
+		a->sa = sa;
+		a->type = type;
+		snprintf(a->iport, sizeof(a->iport), "%s", iport);
+		rc = lu_cluster_submit(lu, prop, cmd, pr_out_finish, a);
+		if (rc) {
+			free(a->preempted);
+			free(a);
+			lu_cluster_fail(cmd, rc);
+		}
+		return;
+	}
+	if (changed && !lu->sh && lu->params.pr_path[0])
+		pr_save(lu, snap, seq);
+	pr_out_complete(cmd, res, changed, sa, type, iport, preempted, npreempted);
+	free(preempted);
+}
+
+/* The cluster's answer to a PERSISTENT RESERVE OUT's change (its reactor). */
+static void pr_out_finish(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	struct pr_after *a = ctx;
+
+	if (cmd && status == 0)
+		pr_out_complete(cmd, (enum pr_result)a->res, true, a->sa, a->type, a->iport,
+				a->preempted, a->npreempted);
+	else if (cmd && status == -ESTALE && lu_cluster_rerun_ok(cmd))
+		pr_out(cmd);
+	else if (cmd)
+		lu_cluster_fail(cmd, status);
+	free(a->preempted);
+	free(a);
+}
+
+static void pr_out_complete(struct scsi_cmd *cmd, enum pr_result res, bool changed, uint8_t sa,
+			    uint8_t type, const char *iport, const struct pr_preempted *preempted,
+			    size_t npreempted)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	if (changed)
 		GW_INFO(SCSI_LOG, "lun %llu: PERSISTENT RESERVE OUT sa %u type %u from %s",
 			(unsigned long long)lu->params.lun, sa, type, iport);
-		if (!lu->sh && lu->params.pr_path[0])
-			pr_save(lu, snap, seq);
-	}
 	for (size_t i = 0; res == PRR_GOOD && g_abort_fn && i < npreempted; i++)
 		g_abort_fn(lu, preempted[i].iport, preempted[i].rel_port, g_abort_arg);
-	free(preempted);
 	switch (res) {
 	case PRR_GOOD:
 		scsi_good(cmd);

@@ -152,6 +152,9 @@ static void gate_exit(struct scsi_cmd *cmd)
 	uint8_t kind = pv->gate;
 	struct list_head run;
 
+	/* the cluster-wide lock goes with the local gate */
+	if (pv->cl_lock)
+		lu_cluster_unlock(cmd);
 	if (kind == GATE_NONE)
 		return;
 	pv->gate = GATE_NONE;
@@ -966,6 +969,13 @@ static void caw_emulated_start(struct scsi_cmd *cmd)
 	gated_read_start(cmd, caw_read_done);
 }
 
+/* Into the gate (after the cluster-wide lock, when the cluster carries the LU's state). */
+static void caw_gate(struct scsi_cmd *cmd)
+{
+	if (gate_enter(cmd, GATE_CAW, caw_start))
+		caw_start(cmd);
+}
+
 void sbc_compare_and_write(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -1008,8 +1018,10 @@ void sbc_compare_and_write(struct scsi_cmd *cmd)
 	pv->lba = lba;
 	pv->nblocks = n;
 	pv->fua = cmd->cdb[1] & 0x08;
-	if (gate_enter(cmd, GATE_CAW, caw_start))
-		caw_start(cmd);
+	/* a backend's own COMPARE AND WRITE is atomic for every gateway already */
+	if (!lu->bdev->info.native_caw && lu_cluster_lock(cmd, lba, n, caw_gate))
+		return;
+	caw_gate(cmd);
 }
 
 /* ---------------------------------------------------------------- ORWRITE */
@@ -1094,6 +1106,12 @@ void sbc_orwrite(struct scsi_cmd *cmd)
  * no atomic boundary. Data-out shorter than the transfer length is rejected
  * (a partial atomic write is not atomic): nothing is written.
  */
+static void atomic_gate(struct scsi_cmd *cmd)
+{
+	if (gate_enter(cmd, GATE_ATOMIC, write_start))
+		write_start(cmd);
+}
+
 void sbc_write_atomic(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -1128,8 +1146,9 @@ void sbc_write_atomic(struct scsi_cmd *cmd)
 	pv->lba = lba;
 	pv->nblocks = n;
 	pv->fua = cmd->cdb[1] & 0x08;
-	if (gate_enter(cmd, GATE_ATOMIC, write_start))
-		write_start(cmd);
+	if (lu_cluster_lock(cmd, lba, n, atomic_gate))
+		return;
+	atomic_gate(cmd);
 }
 
 /* ---------------------------------------------- SYNCHRONIZE CACHE, PRE-FETCH */

@@ -51,7 +51,14 @@ static int ofd_lock(int fd, short type, off_t start, bool wait)
 
 int shs_lock(struct shs *s, bool exclusive)
 {
-	int rc = ofd_lock(s->fd, exclusive ? F_WRLCK : F_RDLCK, SHS_LOCK_STATE, true);
+	int rc;
+
+	if (s->cluster) {
+		pthread_mutex_lock(&s->mu);
+		s->locked = true;
+		return 0;
+	}
+	rc = ofd_lock(s->fd, exclusive ? F_WRLCK : F_RDLCK, SHS_LOCK_STATE, true);
 
 	if (rc == 0)
 		s->locked = true;
@@ -62,8 +69,12 @@ void shs_unlock(struct shs *s)
 {
 	if (!s->locked)
 		return;
-	(void)ofd_lock(s->fd, F_UNLCK, SHS_LOCK_STATE, false);
 	s->locked = false;
+	if (s->cluster) {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	(void)ofd_lock(s->fd, F_UNLCK, SHS_LOCK_STATE, false);
 }
 
 static bool str_ok(const char *s, size_t cap)
@@ -78,7 +89,7 @@ static bool pr_type_ok(uint8_t t)
 }
 
 /* Checks the state part (also used on every import: another node wrote it). */
-static int state_validate(const struct shs_state *st, char *why, size_t len)
+int shs_state_validate(const struct shs_state *st, char *why, size_t len)
 {
 	uint32_t i;
 
@@ -137,7 +148,7 @@ int shs_validate(const struct shs_file *f, const uint8_t naa[16], char *why, siz
 		snprintf(why, len, "belongs to another logical unit (NAA differs)");
 		return -EINVAL;
 	}
-	return state_validate(&f->st, why, len);
+	return shs_state_validate(&f->st, why, len);
 }
 
 static bool all_zero(const void *p, size_t n)
@@ -285,11 +296,36 @@ err_free:
 	return rc;
 }
 
+int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out)
+{
+	struct shs *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->f = calloc(1, sizeof(*s->f));
+	if (!s->f) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->fd = -1;
+	s->cluster = true;
+	pthread_mutex_init(&s->mu, NULL);
+	file_init(s->f, naa, default_wce);
+	*out = s;
+	return 0;
+}
+
 void shs_close(struct shs *s)
 {
 	if (!s)
 		return;
 	shs_unlock(s);
+	if (s->cluster) {
+		pthread_mutex_destroy(&s->mu);
+		free(s->f);
+		free(s);
+		return;
+	}
 	munmap(s->f, sizeof(struct shs_file));
 	close(s->fd);   /* drops the liveness lock */
 	free(s);
@@ -440,7 +476,7 @@ static bool sync_locked(struct scsi_lu *lu)
 	if (f->state_gen != lu->sh_state_gen) {
 		char why[160];
 
-		if (state_validate(&f->st, why, sizeof(why)) < 0) {
+		if (shs_state_validate(&f->st, why, sizeof(why)) < 0) {
 			if (lu->sh_bad_gen != f->state_gen)
 				GW_ERR(SCSI_LOG, "lun %llu: shared state written by another node is "
 				       "corrupt (%s): keeping the previous state",
@@ -467,14 +503,18 @@ int lu_shared_open(struct scsi_lu *lu)
 	int rc;
 
 	list_init(&lu->sh_aborts);
-	rc = shs_open(lu->params.shared_path, lu->params.naa, lu->params.write_cache, &lu->sh, &pon);
+	if (lu->params.cluster_state)
+		rc = shs_open_cluster(lu->params.naa, lu->params.write_cache, &lu->sh);
+	else
+		rc = shs_open(lu->params.shared_path, lu->params.naa, lu->params.write_cache,
+			      &lu->sh, &pon);
 	if (rc)
 		return rc;
 	lu->sh_origin = new_origin();
 	rc = shs_lock(lu->sh, false);
 	if (rc) {
 		GW_ERR(SCSI_LOG, "lun %llu: %s: cannot lock: %s", (unsigned long long)lu->params.lun,
-		       lu->params.shared_path, strerror(-rc));
+		       lu->sh->cluster ? "cluster state" : lu->params.shared_path, strerror(-rc));
 		shs_close(lu->sh);
 		lu->sh = NULL;
 		return rc;
@@ -505,6 +545,8 @@ void lu_shared_close(struct scsi_lu *lu)
 		list_del(pos);
 		free(list_entry(pos, struct sh_abort, link));
 	}
+	lu_proposal_free(lu->cl_prop);
+	lu->cl_prop = NULL;
 	shs_close(lu->sh);
 	lu->sh = NULL;
 }
@@ -524,7 +566,50 @@ int lu_shared_begin(struct scsi_lu *lu)
 		shs_unlock(lu->sh);
 		return -EIO;
 	}
+	if (lu->sh->cluster) {
+		lu_proposal_free(lu->cl_prop);
+		lu->cl_prop = lu_proposal_new(lu);
+		if (!lu->cl_prop) {
+			shs_unlock(lu->sh);
+			return -ENOMEM;
+		}
+	}
 	return 0;
+}
+
+/*
+ * Cluster store, lu->lock and the store's lock held, at the end of a change:
+ * the new state and the events go into the proposal, and the local copy
+ * goes back to the state the cluster applied (it changes only when the
+ * cluster applies the proposal, on every node alike).
+ */
+static void cluster_end(struct scsi_lu *lu, bool state_changed)
+{
+	struct shs *s = lu->sh;
+	struct scsi_lu_proposal *p = lu->cl_prop;
+
+	if (!p)
+		return;
+	if (lu->cl_force) {
+		lu->cl_force = false;
+		state_changed = true;   /* the same state, as the next version */
+	}
+	if (!state_changed && !p->nev) {
+		lu_proposal_free(p);
+		lu->cl_prop = NULL;
+		return;
+	}
+	*p->st = s->f->st;
+	pr_export(lu, p->st);
+	p->st->wce = atomic_load(&lu->wce);
+	p->st->swp = atomic_load(&lu->swp);
+	p->base_version = s->version;
+	/* back to what the cluster holds */
+	if (state_changed) {
+		(void)pr_import(lu, &s->f->st);
+		atomic_store(&lu->wce, s->f->st.wce != 0);
+		atomic_store(&lu->swp, s->f->st.swp != 0);
+	}
 }
 
 void lu_shared_end(struct scsi_lu *lu, bool state_changed)
@@ -532,6 +617,11 @@ void lu_shared_end(struct scsi_lu *lu, bool state_changed)
 	struct shs *s = lu->sh;
 	bool aptpl;
 
+	if (s->cluster) {
+		cluster_end(lu, state_changed);
+		shs_unlock(s);
+		return;
+	}
 	if (state_changed) {
 		pr_export(lu, &s->f->st);
 		s->f->st.wce = atomic_load(&lu->wce);
@@ -557,6 +647,24 @@ void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
 {
 	struct shs_event ev;
 
+	if (lu->sh->cluster) {
+		struct scsi_lu_proposal *p = lu->cl_prop;
+
+		if (!p)
+			return;
+		if (p->nev == SCSI_LU_EVENTS_MAX) {
+			GW_WARN(SCSI_LOG, "lun %llu: more than %u unit attentions in one change: "
+				"some are lost", (unsigned long long)lu->params.lun, SCSI_LU_EVENTS_MAX);
+			return;
+		}
+		ev = (struct shs_event){ .kind = kind, .flags = flags, .asc = asc,
+					 .rel_port = rel_port };
+		if (iport)
+			snprintf(ev.iport, sizeof(ev.iport), "%s", iport);
+		p->ev[p->nev++] = ev;
+		lu->sh_posted = true;
+		return;
+	}
 	memset(&ev, 0, sizeof(ev));
 	ev.origin = lu->sh_origin;
 	ev.kind = kind;

@@ -30,6 +30,7 @@
 #define ISERGW_SCSI_SHARED_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -117,11 +118,18 @@ static_assert(sizeof(struct shs_file) == 192 + sizeof(struct shs_state) +
 	      SHS_RING * sizeof(struct shs_event), "shs_file layout");
 static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the change counter must be lock-free across processes");
 
-/* One node's handle on a state file. */
+/*
+ * One node's handle on a state file, or (cluster) on an in-memory copy of
+ * the same layout that only the cluster's applied versions change: the lock
+ * is then a mutex, and `version` the cluster's version of the state.
+ */
 struct shs {
-	int fd;
+	int fd;                         /* -1: cluster */
 	struct shs_file *f;
 	bool locked;
+	bool cluster;
+	pthread_mutex_t mu;             /* cluster: the lock */
+	uint64_t version;               /* cluster: version of f->st (0: never changed) */
 };
 
 /*
@@ -134,6 +142,10 @@ struct shs {
 int shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct shs **out,
 	     bool *power_on);
 void shs_close(struct shs *s);
+/* The cluster's in-memory store: the state of a powered-on LU, version 0. */
+int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out);
+/* Checks a state another node made; 0 or -EINVAL with the reason. */
+int shs_state_validate(const struct shs_state *st, char *why, size_t len);
 
 /* OFD lock on the state byte (exclusive: to change it). 0 or -errno. */
 int shs_lock(struct shs *s, bool exclusive);

@@ -4,6 +4,7 @@
  * MODE SENSE/SELECT, REPORT SUPPORTED OPERATION CODES / TASK MANAGEMENT
  * FUNCTIONS, TEST UNIT READY.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,9 +464,24 @@ void spc_mode_sense(struct scsi_cmd *cmd)
  * MODE SELECT: parse everything into a staged copy, validate every page
  * against the changeable mask, then commit at once.
  */
+/* The cluster's answer to a MODE SELECT's change (its reactor). */
+static void mode_select_finish(struct scsi_cmd *cmd, int status, void *ctx)
+{
+	(void)ctx;
+	if (!cmd)
+		return;
+	if (status == 0)
+		scsi_good(cmd);
+	else if (status == -ESTALE && lu_cluster_rerun_ok(cmd))
+		spc_mode_select(cmd);
+	else
+		lu_cluster_fail(cmd, status);
+}
+
 void spc_mode_select(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
+	struct scsi_lu_proposal *prop = NULL;
 	bool ten = cmd->cdb[0] == 0x55;
 	uint32_t plen = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
 	uint32_t hdr = ten ? 8 : 4, off, bdl;
@@ -573,12 +589,22 @@ void spc_mode_select(struct scsi_cmd *cmd)
 		else
 			ua_add_all(lu, nexus_lookup(lu, iport, rel, false), ASC_MODE_PARAMS_CHANGED);
 	}
-	if (lu->sh)
+	if (lu->sh) {
 		lu_shared_end(lu, changed);
+		prop = lu_shared_take(lu);
+	}
 	pthread_mutex_unlock(&lu->lock);
 	if (changed)
-		GW_INFO(SCSI_LOG, "lun %llu: mode select: WCE=%d SWP=%d",
-			(unsigned long long)lu->params.lun, new_wce, new_swp);
+		GW_INFO(SCSI_LOG, "lun %llu: mode select: WCE=%d SWP=%d%s",
+			(unsigned long long)lu->params.lun, new_wce, new_swp,
+			prop ? " (proposed to the cluster)" : "");
+	if (prop) {
+		int rc = lu_cluster_submit(lu, prop, cmd, mode_select_finish, NULL);
+
+		if (rc)
+			lu_cluster_fail(cmd, rc);
+		return;
+	}
 	scsi_good(cmd);
 	return;
 

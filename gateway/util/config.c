@@ -687,6 +687,23 @@ static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
+static int parse_lu_state(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return perr(c, "expected a string, got %s", jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "local") == 0)
+		cfg->lu_state_cluster = false;
+	else if (strcmp(s, "cluster") == 0)
+		cfg->lu_state_cluster = true;
+	else
+		return perr(c, "\"%s\" is not one of local, cluster", s);
+	return 0;
+}
+
 uint64_t gw_backend_pr_key(uint16_t tpg_id)
 {
 	return GW_PR_KEY_BASE | tpg_id;
@@ -1065,6 +1082,7 @@ static const struct field config_fields[] = {
 	F_FN("port_groups", parse_port_groups, false),
 	F_FN("device_groups", parse_device_groups, false),
 	F_FN("alua_policy", parse_alua_policy, false),
+	F_FN("lu_state", parse_lu_state, false),
 	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
 	F_BOOL(struct gw_config, alua_lease),
 	F_UINT(struct gw_config, alua_lease_unavailable_ms, 0, 600000),

@@ -124,6 +124,12 @@ struct gw_config {
 	 * subscribers and holds it until they answer or the timeout passes.
 	 */
 	bool alua_policy_external;
+	/*
+	 * lu_state "cluster": the LU state (reservations, mode bits, the UAs
+	 * for other nodes) is the HA agent's to carry (docs/scsi.md); "local"
+	 * (default): this node's, or shared_state_dir's when set.
+	 */
+	bool lu_state_cluster;
 	uint32_t alua_request_timeout_ms;       /* default 10000 */
 	/*
 	 * Serve ALUA-governed I/O only under a valid lease given over the

@@ -20,7 +20,10 @@
 #    empty, random bytes, a truncated Heartbeat, protocol version 99, another
 #    cluster's name, a Change whose origin is another node, Syncs with
 #    members out of order and with a 7-byte digest, a State of a generation
-#    nobody announced, messages of 1 MiB + 1 byte and 16 MiB.
+#    nobody announced, messages of 1 MiB + 1 byte and 16 MiB; LU state
+#    messages (protocol 3) from version 99, in a protocol 2 message, for an
+#    LU nobody knows and out of order, claiming another origin, and an LBA
+#    lock in a protocol 2 message.
 # 3. Local API of node 1: a 2 MiB frame header, a frame cut short, bytes
 #    that are no ApiRequest (the connection stays usable), an empty request,
 #    a client that hangs up before its reply, ApplyClusterConfig with broken
@@ -230,6 +233,14 @@ group_case fenced-alive-node fenced "node 2 says node 'n3' was fenced: ignored, 
 group_case fenced-in-protocol-1 fenced-v1 "$G: fenced: in a protocol 1 message"
 group_case lun-garbled lun-garbled 'change [0-9]+ of node [0-9]+ refused: lun: line 1 column'
 group_case lun-in-protocol-2 lun-v2 "$G: change\.lun: in a protocol 2 message"
+# the LU state (protocol 3): from a future version, in a version without it, for an
+# LU nobody knows and out of order (base version 7), claiming another origin
+group_case lu-state-version-99 lu-future "$G: protocol version 99 "
+group_case lu-state-in-protocol-2 lu-v2 "$G: lu_propose: in a protocol 2 message"
+group_case lu-state-unknown-out-of-order lu-unknown \
+	"LU 6099+: proposal 1 of node 2 is out of order \(base version 7, this node holds 0: an LU it does not know\): refused"
+group_case lu-state-wrong-origin lu-origin "LU 6099+: proposal from node 2 claims origin [0-9]+: refused"
+group_case lu-lock-in-protocol-2 lu-lock-v2 "$G: lu_lock: in a protocol 2 message"
 group_case '1MiB+1' oversized "$G: 1048577 bytes \(at most 1048576\)" --size 1048577
 group_case 16MiB oversized "$G: 16777216 bytes \(at most 1048576\)" --size 16777216
 

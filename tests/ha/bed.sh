@@ -122,7 +122,9 @@
 #   bed_backend_stop          stops it (tgtd: SIGKILL, isergwd: SIGTERM).
 #   bed_backend_url           iscsi://10.S.2.100:3260/iqn...:backend/1
 #   bed_cluster_config FILE   writes the example cluster configuration for
-#                             isergw-ha (format: docs/ha-config.md).
+#                             isergw-ha (format: docs/ha-config.md);
+#                             BED_GATEWAY_EXTRA (e.g. ', "lu_state": "local"')
+#                             is added to its gateway section.
 #   bed_probe K LUN [PROBE-ARGS...]  cluster_probe in the host namespace
 #                             through node K's portal, target BED_HA_IQN.
 #   bed_logfile K NAME        path of node K's log: corosync (corosync's own
@@ -1137,7 +1139,7 @@ bed_cluster_config() {
 	        { "lun": 2, "path": "$BED_SHARED/lun2.img", "size": "64M", "device_group": "dg3" }
 	      ] }
 	  ],
-	  "gateway": { "log_level": "info" }
+	  "gateway": { "log_level": "info"${BED_GATEWAY_EXTRA:-} }
 	}
 	EOF
 	jq -e . "$file" >/dev/null || { bed_log "bed_cluster_config: $file is not valid JSON"; return 1; }

@@ -322,6 +322,10 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 	Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
 	Isergw__Ha__Fenced fe = ISERGW__HA__FENCED__INIT;
 	Isergw__Ha__LunChange lc = ISERGW__HA__LUN_CHANGE__INIT;
+	Isergw__Ha__LuPropose lp = ISERGW__HA__LU_PROPOSE__INIT;
+	Isergw__Ha__LuLock lk = ISERGW__HA__LU_LOCK__INIT;
+	static uint8_t naa[16] = { 0x60, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99,
+				   0x99, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99 };
 	uint32_t members[3] = { 3, 1, 2 };
 	uint8_t digest[32];
 	char other[256], *doc = NULL;
@@ -404,6 +408,41 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 		out->buf = pack(&m, &out->len);
 		snprintf(out->what, sizeof(out->what), "protocol %u: LUN 99 of %s: %s", m.version,
 			 BED_TARGET, lc.lun_json);
+	} else if (!strncmp(c, "lu-", 3)) {
+		/* a reservation change for an LU nobody knows, on version 7 of it */
+		lp.origin = g.nodeid;
+		lp.proposal_id = 1;
+		lp.naa.data = naa;
+		lp.naa.len = sizeof(naa);
+		lp.base_version = 7;
+		lp.state.data = (uint8_t *)(uintptr_t)"junk";
+		lp.state.len = 4;
+		m.version = 3;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE;
+		m.lu_propose = &lp;
+		if (!strcmp(c, "lu-future")) {
+			m.version = PROTO_FUTURE;
+		} else if (!strcmp(c, "lu-v2")) {
+			m.version = 2;
+		} else if (!strcmp(c, "lu-origin")) {
+			lp.origin = g.nodeid + 100;
+		} else if (!strcmp(c, "lu-lock-v2")) {
+			lk.origin = g.nodeid;
+			lk.lock_id = 1;
+			lk.naa.data = naa;
+			lk.naa.len = sizeof(naa);
+			lk.blocks = 1;
+			m.version = 2;
+			m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_LOCK;
+			m.lu_lock = &lk;
+		} else if (strcmp(c, "lu-unknown")) {
+			fprintf(stderr, "unknown group case '%s'\n", c);
+			return -EINVAL;
+		}
+		out->buf = pack(&m, &out->len);
+		snprintf(out->what, sizeof(out->what), "protocol %u: %s for LU 6099...99 on version 7",
+			 m.version, m.body_case == ISERGW__HA__GROUP_MSG__BODY_LU_LOCK ? "an LBA lock" :
+			 "a reservation change");
 	} else if (!strcmp(c, "foreign")) {
 		snprintf(other, sizeof(other), "%s-other", cluster);
 		m.cluster = other;
