@@ -1659,6 +1659,7 @@ static void iser_listener_lost(struct iser_listener *l)
 	l->relisten_tries = 0;
 	GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed: not listening; trying again "
 	       "every %u ms", l->portal->cfg->addr, l->portal->cfg->port, ISER_RELISTEN_MS);
+	gw_portal_set_listening(l->portal, false, -ENODEV);
 	reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
 }
 
@@ -1679,6 +1680,7 @@ static void iser_relisten(void *arg)
 		return;
 	}
 	GW_NOTICE(COMP, "listening on iser://%s:%u", l->portal->cfg->addr, l->portal->cfg->port);
+	gw_portal_set_listening(l->portal, true, 0);
 }
 
 static int iser_listen(struct gw_portal *p)
@@ -1708,11 +1710,12 @@ static int iser_listen(struct gw_portal *p)
 	}
 	memcpy(&l->addr, res->ai_addr, res->ai_addrlen);
 	reactor_timer_init(&l->relisten, iser_relisten, l);
+	/* failures are the portal's to log: it waits for an RDMA device (core/portal.c) */
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
-		GW_ERR(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
-		       p->cfg->addr, p->cfg->port, strerror(errno));
+		GW_DEBUG(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
+			 p->cfg->addr, p->cfg->port, strerror(errno));
 		goto err_free;
 	}
 	if (set_nonblock(l->ch->fd)) {
@@ -1721,8 +1724,8 @@ static int iser_listen(struct gw_portal *p)
 	}
 	rc = iser_listener_bind(l);
 	if (rc) {
-		GW_ERR(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
-		       "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
+		GW_DEBUG(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
+			 "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
 		goto err_ch;
 	}
 	l->reactor = p->gw->reactors[0];
