@@ -47,6 +47,14 @@ check() { # check WHAT EXPECTED-RC CMD...
 	fi
 }
 
+NS=do-ocf
+if [ "$(id -u)" -ne 0 ] || ! command -v iptables >/dev/null; then
+	log "needs root (a network namespace for portblock) and iptables"; exit 77
+fi
+ip netns del "$NS" 2>/dev/null
+ip netns add "$NS" || { log "cannot create network namespace $NS"; exit 1; }
+trap 'ip netns del "$NS" 2>/dev/null' EXIT
+
 # ---------------------------------------------------------------- every agent
 agents=("$root"/deploy/ocf/*)
 [ -e "${agents[0]}" ] || { log "FAIL: no agent under deploy/ocf"; exit 1; }
@@ -54,9 +62,14 @@ for a in "${agents[@]}"; do
 	name=${a##*/}
 	"$a" meta-data >"$SCRATCH/$name.xml" 2>/dev/null
 	check "$name: meta-data valid against ra-api-1.dtd" 0 xmllint --noout --dtdvalid "$DTD" "$SCRATCH/$name.xml"
-	# the real isergwctl, an agent socket nobody answers: the tester's start/stop/monitor round
-	if ocf-tester -n "test-$name" -o isergwctl="$CTL" -o ha_socket="$SCRATCH/none.sock" "$a" \
-		>"$SCRATCH/ocf-tester-$name.log" 2>&1 &&
+	# the tester really starts and stops: gateway with the real isergwctl and an agent
+	# socket nobody answers; portblock in a network namespace of its own
+	case "$name" in
+	gateway) tester=(ocf-tester -n "test-$name" -o isergwctl="$CTL" -o ha_socket="$SCRATCH/none.sock") ;;
+	portblock) tester=(ip netns exec "$NS" ocf-tester -n "test-$name" -o ip=10.35.9.50 -o portno=3260,3261) ;;
+	*) tester=(ocf-tester -n "test-$name") ;;
+	esac
+	if "${tester[@]}" "$a" >"$SCRATCH/ocf-tester-$name.log" 2>&1 &&
 	   grep -q "passed all tests" "$SCRATCH/ocf-tester-$name.log"; then
 		log "ok: $name: ocf-tester passed all tests"
 	else
@@ -122,10 +135,13 @@ status true synced false 0
 check "monitor, isergwd not connected" 0 "$GW" monitor
 expect_attr "isergwd not connected" "-n isergw-ready -U 0"
 status true synced true 0
-check "monitor, no lease" 0 "$GW" monitor
+check "monitor, no lease, require_lease=true" 0 env OCF_RESKEY_require_lease=true "$GW" monitor
 expect_attr "no lease" "-n isergw-ready -U 0"
-check "monitor, no lease but require_lease=false" 0 env OCF_RESKEY_require_lease=false "$GW" monitor
+check "monitor, no lease (not required by default)" 0 "$GW" monitor
 expect_attr "lease not required" "-n isergw-ready -U 1"
+status true synced true 1200
+check "monitor, leased, require_lease=true" 0 env OCF_RESKEY_require_lease=true "$GW" monitor
+expect_attr "leased" "-n isergw-ready -U 1"
 rm -f "$SCRATCH/status.json"
 check "monitor, the HA agent not answering" 0 "$GW" monitor
 expect_attr "agent down" "-n isergw-ready -U 0"
@@ -136,6 +152,38 @@ check "stop" 0 "$GW" stop
 expect_attr "stop removes the attribute" "-n isergw-ready -D"
 check "stop again (idempotent)" 0 "$GW" stop
 check "monitor after stop -> OCF_NOT_RUNNING" 7 "$GW" monitor
+
+# ---------------------------------------------------------------- ocf:isergw:portblock
+PB=$root/deploy/ocf/portblock
+export OCF_RESOURCE_INSTANCE=fp-block OCF_RESKEY_ip=10.35.9.50 OCF_RESKEY_portno=3260
+nsx() { ip netns exec "$NS" "$@"; }
+blocked() { nsx iptables -C INPUT -p tcp -d 10.35.9.50 -m multiport --dports 3260 -j DROP 2>/dev/null; }
+expect_blocked() { # expect_blocked WHAT yes|no
+	local now=no
+	blocked && now=yes
+	if [ "$now" = "$2" ]; then log "ok: $1: blocked $now"; else log "FAIL: $1: blocked $now"; fail=1; fi
+}
+check "portblock: validate-all" 0 nsx "$PB" validate-all
+check "portblock: bad action -> OCF_ERR_CONFIGURED" 6 env OCF_RESKEY_action=close "$PB" validate-all
+check "portblock: bad ports -> OCF_ERR_CONFIGURED" 6 env OCF_RESKEY_portno=3260,,1 "$PB" validate-all
+check "portblock: bad address -> OCF_ERR_CONFIGURED" 6 env OCF_RESKEY_ip=10.35.9 "$PB" validate-all
+check "portblock: no iptables -> OCF_ERR_INSTALLED" 5 env OCF_RESKEY_iptables=/nonexistent "$PB" validate-all
+check "portblock block: monitor before start" 7 nsx "$PB" monitor
+check "portblock block: start" 0 nsx "$PB" start
+expect_blocked "block started" yes
+check "portblock block: start again" 0 nsx "$PB" start
+check "portblock block: monitor" 0 nsx "$PB" monitor
+# the unblock resource of the same address (the group's last member)
+check "portblock unblock: start" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" start
+expect_blocked "unblock started" no
+check "portblock unblock: monitor" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" monitor
+check "portblock unblock: stop" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" stop
+expect_blocked "unblock stopped" yes
+check "portblock unblock: monitor after stop" 7 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" monitor
+check "portblock block: stop" 0 nsx "$PB" stop
+expect_blocked "block stopped" no
+check "portblock block: stop again" 0 nsx "$PB" stop
+check "portblock block: monitor after stop" 7 nsx "$PB" monitor
 
 if [ "$fail" -ne 0 ]; then
 	log "FAIL"
