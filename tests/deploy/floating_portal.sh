@@ -127,9 +127,9 @@ done
 
 # the agents pacemaker must find in the nodes' mount namespaces
 mkdir -p "$OVL/ocf/isergw" "$OVL/sbin"
-cp "$root/deploy/ocf/gateway" "$OVL/ocf/isergw/gateway"
+cp "$root"/deploy/ocf/* "$OVL/ocf/isergw/"
 cp "$here/fence_isergw_test" "$OVL/sbin/fence_isergw_test"
-chmod 755 "$OVL/ocf/isergw/gateway" "$OVL/sbin/fence_isergw_test"
+chmod 755 "$OVL"/ocf/isergw/* "$OVL/sbin/fence_isergw_test"
 : >"$NODES_FILE"
 for k in 1 2 3; do
 	a=$(bed_pid "$k" anchor) || bed_die "no anchor for node $k"
@@ -203,7 +203,13 @@ t_io=$(first_io)
 sleep 5
 
 # ---------------------------------------------------------------- verdict
+# ha_io verifies the whole region at SIGTERM (through the floating address): bounded
 kill -TERM "$IO" 2>/dev/null
+for ((i = 0; i < 600; i++)); do kill -0 "$IO" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$IO" 2>/dev/null; then
+	bed_log "FAILED: ha_io did not finish its verification within 60 s"
+	kill -9 "$IO" 2>/dev/null
+fi
 wait "$IO"
 io_rc=$?
 summary=$(grep '^ha_io: writes' "$SCRATCH/io.log")
