@@ -44,8 +44,8 @@ set -eu
 usage() { sed -n '3,40p' "$0"; }
 die() { echo "isergw-pacemaker.sh: $*" >&2; exit 2; }
 
-print=0 crm=crm ctl= ports=3260 alert=/usr/lib/isergw/isergw-fence-alert fence_test=
-floating= ipmi=
+print=0 crm=crm ctl='' ports=3260 alert=/usr/lib/isergw/isergw-fence-alert fence_test=''
+floating='' ipmi=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--floating) [ $# -ge 2 ] || die "$1 wants ADDR/PREFIX@NIC"; floating="$floating $2"; shift 2 ;;
@@ -96,7 +96,7 @@ conf() {
 		addr=${spec%%/*} rest=${spec#*/}
 		prefix=${rest%%@*} nic=${rest#*@}
 		case "$spec" in */*@*) ;; *) die "--floating '$spec': ADDR/PREFIX@NIC" ;; esac
-		[ -n "$addr" ] && [ -n "$prefix" ] && [ -n "$nic" ] || die "--floating '$spec': ADDR/PREFIX@NIC"
+		if [ -z "$addr" ] || [ -z "$prefix" ] || [ -z "$nic" ]; then die "--floating '$spec': ADDR/PREFIX@NIC"; fi
 		fp=isergw-fp$i
 		echo "primitive $fp-block ocf:isergw:portblock params ip=$addr portno=$ports protocol=tcp action=block \\"
 		echo "    op monitor interval=10s timeout=20s"

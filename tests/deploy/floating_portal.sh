@@ -148,7 +148,7 @@ fi
 bed_poll 60 "isergw-ready=1 on every node" all_ready ||
 	{ bed_log "FAILED: isergw-ready not 1 everywhere"; fail=1; }
 bed_poll 60 "the address $VIP on a node" vip_holder || bed_die "pacemaker did not start the address"
-H=$(vip_holder)
+H=$(vip_holder) || bed_die "the address $VIP left its node again"
 bed_poll 10 "node $H's isergwd listening on $VIP" portal_is "$H" listening ||
 	bed_die "node $H holds $VIP but its isergwd does not listen on it"
 for k in $(others_of "$H"); do
@@ -169,9 +169,9 @@ kill -0 "$IO" 2>/dev/null || { cat "$SCRATCH/io.log" >&2; bed_die "ha_io exited 
 mapfile -t others < <(others_of "$H")
 dg_h=dg$H
 t0=$(bed_now_us)
-bed_partition "$H" ring && bed_partition "$H" stor || bed_die "cannot drop node $H's packets"
+if ! bed_partition "$H" ring || ! bed_partition "$H" stor; then bed_die "cannot drop node $H's packets"; fi
 bed_kill_node "$H" || bed_die "cannot kill node $H"
-t_vip= t_alua= t_fence=
+t_vip="" t_alua=""
 while [ -z "$t_vip" ] || [ -z "$t_alua" ]; do
 	if [ -z "$t_vip" ]; then
 		for j in "${others[@]}"; do vip_on "$j" && { t_vip=$(bed_secs_since "$t0"); NEW=$j; }; done

@@ -29,7 +29,7 @@ for t in ocf-tester xmllint; do
 done
 DTD=/usr/share/resource-agents/ra-api-1.dtd
 [ -f "$DTD" ] || { log "no $DTD (resource-agents)"; exit 77; }
-[ -n "$CTL" ] && [ -x "$CTL" ] || { log "--isergwctl PATH required"; exit 2; }
+if [ -z "$CTL" ] || [ ! -x "$CTL" ]; then log "--isergwctl PATH required"; exit 2; fi
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH/bin" "$SCRATCH/rsctmp"
 export HA_RSCTMP=$SCRATCH/rsctmp OCF_ROOT=/usr/lib/ocf
@@ -66,7 +66,7 @@ for a in "${agents[@]}"; do
 	# socket nobody answers; portblock in a network namespace of its own
 	case "$name" in
 	gateway) tester=(ocf-tester -n "test-$name" -o isergwctl="$CTL" -o ha_socket="$SCRATCH/none.sock") ;;
-	portblock) tester=(ip netns exec "$NS" ocf-tester -n "test-$name" -o ip=10.35.9.50 -o portno=3260,3261) ;;
+	portblock) tester=(ip netns exec "$NS" ocf-tester -n "test-$name" -o ip=10.35.9.50 -o "portno=3260,3261") ;;
 	*) tester=(ocf-tester -n "test-$name") ;;
 	esac
 	if "${tester[@]}" "$a" >"$SCRATCH/ocf-tester-$name.log" 2>&1 &&
