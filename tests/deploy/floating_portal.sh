@@ -221,6 +221,15 @@ else
 	grep -v '^ha_io: writes' "$SCRATCH/io.log" | tail -20 >&2
 	fail=1
 fi
+# the survivors' daemons stop cleanly (a sanitizer report or a crash makes the status non-zero)
+for k in "${others[@]}"; do
+	if bed_stop_ha "$k" && bed_stop_isergwd "$k"; then
+		results+=("PASS node $k: isergw-ha and isergwd stop with status 0")
+	else
+		results+=("FAIL node $k: a daemon did not stop cleanly")
+		fail=1
+	fi
+done
 [ "$fail" -eq 0 ] || results+=("FAIL see the lines above")
 printf '%s\n' "${results[@]}"
 echo "floating portal failover: node death -> first completed I/O through node $NEW ${t_io:-none} s" \
