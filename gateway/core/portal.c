@@ -11,9 +11,10 @@
  * sends no address event) and at once when rtnetlink reports an address
  * added. When its address is removed, the portal stops listening, drops the
  * sessions that came through it (their peer now reaches whichever node holds
- * the address) and waits again. The portal keeps its relative port id, TPGT
- * and target port group throughout: it is the same target port wherever it
- * is served.
+ * the address) and waits again (an iSER listener stays bound meanwhile:
+ * keep_listener_without_address in dm/iser.c says why). The portal keeps
+ * its relative port id, TPGT and target port group throughout: it is the
+ * same target port wherever it is served.
  *
  * Threads: once the reactors run, every listen and unlisten of a portal
  * happens on reactor 0 (retry timer, rtnetlink socket, close messages), so
@@ -245,18 +246,34 @@ static void drop_on_portal(struct iscsi_conn *c, void *arg)
 /* Reactor 0: the address of a listening portal went away. */
 static void portal_lost_address(struct gw_portal *p)
 {
-	if (!p->dm_priv || atomic_load(&p->closed))
+	if (!p->dm_priv || atomic_load(&p->closed) ||
+	    atomic_load(&p->state) != GW_PORTAL_LISTENING)
 		return;
 	GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address was removed: "
 		  "not listening, dropping its sessions, waiting for the address", portal_scheme(p),
 		  p->cfg->addr, p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id);
-	p->dm->unlisten(p);
 	atomic_store(&p->last_error, -EADDRNOTAVAIL);
 	atomic_store(&p->state, GW_PORTAL_WAITING);
-	p->tries = 1;
-	p->retry_ms = 0;
-	portal_arm(p);
+	if (!p->dm->keep_listener_without_address) {
+		p->dm->unlisten(p);
+		p->tries = 1;
+		p->retry_ms = 0;
+		portal_arm(p);
+	}
 	iscsi_sessions_foreach(p->gw, drop_on_portal, p);
+}
+
+/* Reactor 0: the address of a portal that kept its listener is back. */
+static void portal_got_address(struct gw_portal *p)
+{
+	if (!p->dm_priv || atomic_load(&p->closed) ||
+	    atomic_load(&p->state) == GW_PORTAL_LISTENING)
+		return;
+	atomic_store(&p->last_error, 0);
+	atomic_store(&p->state, GW_PORTAL_LISTENING);
+	GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address is back: "
+		  "serving", portal_scheme(p), p->cfg->addr, p->cfg->port, p->cfg->rel_port_id,
+		  p->cfg->tpg_id);
 }
 
 struct ifaddr_batch {
@@ -264,6 +281,7 @@ struct ifaddr_batch {
 	size_t n;
 	bool added;             /* some address was added: every waiting portal tries */
 	bool *lost;             /* per portal: its address was removed */
+	bool *back;             /* per portal: its address was added */
 };
 
 static void ifaddr_event(void *arg, enum gw_ifaddr_event ev, const struct sockaddr_storage *addr,
@@ -272,13 +290,15 @@ static void ifaddr_event(void *arg, enum gw_ifaddr_event ev, const struct sockad
 	struct ifaddr_batch *b = arg;
 
 	(void)ifindex;
-	if (ev == GW_IFADDR_NEW) {
+	if (ev == GW_IFADDR_NEW)
 		b->added = true;
-		return;
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->portals[i]->any || !gw_sockaddr_same_ip(&b->portals[i]->addr, addr))
+			continue;
+		/* the last event of the batch about an address wins */
+		b->lost[i] = ev == GW_IFADDR_DEL;
+		b->back[i] = ev == GW_IFADDR_NEW;
 	}
-	for (size_t i = 0; i < b->n; i++)
-		if (!b->portals[i]->any && gw_sockaddr_same_ip(&b->portals[i]->addr, addr))
-			b->lost[i] = true;
 }
 
 /* Every portal of the moment (they are never freed before exit). */
@@ -288,12 +308,14 @@ static int portals_snapshot(struct gw *gw, struct ifaddr_batch *b)
 	b->n = gw->nportals;
 	b->portals = calloc(b->n ? b->n : 1, sizeof(*b->portals));
 	b->lost = calloc(b->n ? b->n : 1, sizeof(*b->lost));
-	if (b->portals && b->lost)
+	b->back = calloc(b->n ? b->n : 1, sizeof(*b->back));
+	if (b->portals && b->lost && b->back)
 		memcpy(b->portals, gw->portals, b->n * sizeof(*b->portals));
 	pthread_mutex_unlock(&gw->sess_lock);
-	if (!b->portals || !b->lost) {
+	if (!b->portals || !b->lost || !b->back) {
 		free(b->portals);
 		free(b->lost);
+		free(b->back);
 		return -ENOMEM;
 	}
 	return 0;
@@ -336,11 +358,14 @@ static void ifaddr_readable(void *arg, uint32_t events)
 
 		if (b.lost[i])
 			portal_lost_address(p);
+		else if (b.back[i] && p->dm_priv)
+			portal_got_address(p);
 		else if (b.added && !p->dm_priv)
 			portal_try_msg(p);
 	}
 	free(b.portals);
 	free(b.lost);
+	free(b.back);
 }
 
 void gw_portal_watch_start(struct gw *gw)

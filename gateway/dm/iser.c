@@ -1710,7 +1710,11 @@ static int iser_listen(struct gw_portal *p)
 	}
 	memcpy(&l->addr, res->ai_addr, res->ai_addrlen);
 	reactor_timer_init(&l->relisten, iser_relisten, l);
-	/* failures are the portal's to log: it waits for an RDMA device (core/portal.c) */
+	/*
+	 * Failures are the portal's to log: it waits for an RDMA device and
+	 * tries again (core/portal.c). librdmacm finds a device that appeared
+	 * since its first use by itself when the bind lands on it.
+	 */
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
@@ -1796,6 +1800,15 @@ void iser_global_exit(void)
 struct gw_dm_ops gw_dm_iser_ops = {
 	.name = "iser",
 	.transport = GW_TRANSPORT_ISER,
+	/*
+	 * The listener's id holds librdmacm's reference on the device: with
+	 * none left, librdmacm may close the device's context at its next
+	 * device-list rescan (a device added), while our protection domain,
+	 * registered memory and completion channels made from it live on. A
+	 * listener bound to an address that went away hears nothing until it
+	 * is back, so it stays.
+	 */
+	.keep_listener_without_address = true,
 	.listen = iser_listen,
 	.unlisten = iser_unlisten,
 	.send_control = iser_send_control,
