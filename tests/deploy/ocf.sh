@@ -185,6 +185,34 @@ expect_blocked "block stopped" no
 check "portblock block: stop again" 0 nsx "$PB" stop
 check "portblock block: monitor after stop" 7 nsx "$PB" monitor
 
+# ---------------------------------------------------------------- the shipped crm script
+PCS=$root/deploy/pacemaker/isergw-pacemaker.sh
+check "isergw-pacemaker.sh without fencing -> usage error" 2 sh "$PCS" --print --floating 10.0.2.50/24@eth1
+check "isergw-pacemaker.sh with a bad --floating -> usage error" 2 sh "$PCS" --print --floating 10.0.2.50 \
+	--fence-ipmi gw1,10.9.0.1,admin,/etc/isergw/ipmi-gw1.pw
+check "isergw-pacemaker.sh with a bad --fence-ipmi -> usage error" 2 sh "$PCS" --print --floating 10.0.2.50/24@eth1 \
+	--fence-ipmi gw1,10.9.0.1
+sh "$PCS" --print --floating 10.0.2.50/24@eth1 --floating 10.0.3.50/24@eth2 --ports 3260,3261 \
+	--fence-ipmi gw1,10.9.0.1,admin,/etc/isergw/ipmi-gw1.pw --fence-ipmi gw2,10.9.0.2,admin,/etc/isergw/ipmi-gw2.pw \
+	>"$SCRATCH/crm.txt" 2>&1
+for want in 'property stonith-enabled=true no-quorum-policy=stop' \
+	'primitive isergw-fence-gw1 stonith:fence_ipmilan params ip=10.9.0.1 username=admin' \
+	'password_script="cat /etc/isergw/ipmi-gw1.pw" lanplus=1 pcmk_host_list=gw1' \
+	'location isergw-fence-gw2-elsewhere isergw-fence-gw2 -inf: gw2' \
+	'clone isergw-gw-clone isergw-gw meta interleave=true' \
+	'primitive isergw-fp2-block ocf:isergw:portblock params ip=10.0.3.50 portno=3260,3261 protocol=tcp action=block' \
+	'primitive isergw-fp2-ip ocf:heartbeat:IPaddr2 params ip=10.0.3.50 cidr_netmask=24 nic=eth2' \
+	'group isergw-fp1 isergw-fp1-block isergw-fp1-ip isergw-fp1-unblock' \
+	'location isergw-fp1-where-serving isergw-fp1 rule -inf: not_defined isergw-ready or isergw-ready ne 1' \
+	'alert isergw-fence "/usr/lib/isergw/isergw-fence-alert"'; do
+	if grep -qF -- "$want" "$SCRATCH/crm.txt"; then
+		log "ok: crm script prints: $want"
+	else
+		log "FAIL: crm script does not print: $want"; fail=1
+	fi
+done
+if grep -q fence_isergw_test "$SCRATCH/crm.txt"; then log "FAIL: the test fence agent in a production configuration"; fail=1; fi
+
 if [ "$fail" -ne 0 ]; then
 	log "FAIL"
 	exit 1
