@@ -22,6 +22,9 @@ PACKAGES=(
 	# corosync and pacemaker in network namespaces and drops packets with nftables
 	corosync libcpg-dev libvotequorum-dev libquorum-dev libcmap-dev libcorosync-common-dev
 	pacemaker pacemaker-cli-utils resource-agents nftables
+	# pacemaker side of the floating portals (tests/deploy): ocf-tester's meta-data check
+	# (xmllint), portblock (iptables), the shipped crm script (crmsh)
+	libxml2-utils iptables crmsh
 	# isergw-api: HTTP server (libmicrohttpd); its tests use curl, python3 (raw requests),
 	# promtool and a real Prometheus server (both in Debian's prometheus package)
 	libmicrohttpd-dev curl python3 prometheus wrk

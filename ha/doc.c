@@ -47,6 +47,7 @@ void ha_doc_free(struct ha_doc *d)
 	for (size_t k = 0; d->nodes && k < d->nnodes; k++)
 		free(d->nodes[k].portals);
 	free(d->nodes);
+	free(d->floating);
 	free(d->dgs);
 	free(d->owner);
 	free(d->drained);
@@ -117,6 +118,15 @@ static int doc_copy(const struct ha_doc *d, struct ha_doc **out)
 		}
 		if (n->nportals)
 			memcpy(c->nodes[k].portals, n->portals, n->nportals * sizeof(*n->portals));
+	}
+	if (d->nfloating) {
+		c->floating = malloc(d->nfloating * sizeof(*d->floating));
+		if (c->floating) {
+			memcpy(c->floating, d->floating, d->nfloating * sizeof(*d->floating));
+			c->nfloating = d->nfloating;
+		} else {
+			failed = true;
+		}
 	}
 	if (d->ndgs) {
 		memcpy(c->dgs, d->dgs, d->ndgs * sizeof(*d->dgs));
@@ -357,6 +367,15 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		ha_sb_printf(b, ",\"rel_port_id\":%u,\"tpgt\":%u,\"tpg_id\":%u}", p->rel_port_id,
 			     p->rel_port_id, self->tpg_id);
 	}
+	/* the floating portals, on every node: served where the address is */
+	for (size_t i = 0; i < d->nfloating; i++) {
+		const struct ha_floating *f = &d->floating[i];
+
+		ha_sb_puts(b, i || self->nportals ? ",{\"url\":" : "{\"url\":");
+		ha_sb_put_jstr(b, f->url, strlen(f->url));
+		ha_sb_printf(b, ",\"rel_port_id\":%u,\"tpgt\":%u,\"tpg_id\":%u}", f->rel_port_id,
+			     f->rel_port_id, f->tpg_id);
+	}
 	ha_sb_puts(b, "],\"port_groups\":[");
 	for (size_t n = 0; n < d->nnodes; n++) {
 		const struct ha_node *node = &d->nodes[n];
@@ -368,6 +387,24 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		for (size_t i = 0; i < node->nportals; i++)
 			ha_sb_printf(b, "%s%u", i ? "," : "", node->portals[i].rel_port_id);
 		ha_sb_puts(b, "]}");
+	}
+	{
+		uint16_t tpgs[HA_FLOATING_MAX];
+		size_t nt = ha_doc_floating_tpgs(d, tpgs);
+
+		for (size_t t = 0; t < nt; t++) {
+			bool any = false;
+
+			ha_sb_printf(b, "%s{\"tpg_id\":%u,\"rel_port_ids\":[", first ? "" : ",", tpgs[t]);
+			first = false;
+			for (size_t i = 0; i < d->nfloating; i++) {
+				if (d->floating[i].tpg_id != tpgs[t])
+					continue;
+				ha_sb_printf(b, "%s%u", any ? "," : "", d->floating[i].rel_port_id);
+				any = true;
+			}
+			ha_sb_puts(b, "]}");
+		}
 	}
 	ha_sb_puts(b, "],\"device_groups\":[");
 	for (size_t g = 0; g < d->ndgs; g++) {
@@ -386,6 +423,21 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 		ha_sb_puts(b, d->chap_text);
 	}
 	ha_sb_puts(b, "}");
+}
+
+size_t ha_doc_floating_tpgs(const struct ha_doc *d, uint16_t out[HA_FLOATING_MAX])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->nfloating && n < HA_FLOATING_MAX; i++) {
+		bool seen = false;
+
+		for (size_t t = 0; t < n; t++)
+			seen |= out[t] == d->floating[i].tpg_id;
+		if (!seen)
+			out[n++] = d->floating[i].tpg_id;
+	}
+	return n;
 }
 
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
@@ -430,7 +482,14 @@ static void translate(const struct ha_doc *d, size_t k, const char *prefix, cons
 	char after = msg[n];
 	bool path_end = after == '[' || after == '.' || after == ':';
 
-	if (path_end && n == 7 && strncmp(msg, "portals", n) == 0)
+	if (path_end && n == 7 && strncmp(msg, "portals", n) == 0 && after == '[' &&
+	    strtoul(msg + 8, NULL, 10) >= d->nodes[k].nportals) {
+		char *end;
+		unsigned long i = strtoul(msg + 8, &end, 10);
+
+		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sfloating_portals[%lu%s", prefix,
+			   k, name, prefix, i - d->nodes[k].nportals, end);
+	} else if (path_end && n == 7 && strncmp(msg, "portals", n) == 0)
 		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %snodes[%zu].%s", prefix, k, name,
 			   prefix, k, msg);
 	else if ((after == ':' || after == '.') && ha_gateway_key(msg, n))

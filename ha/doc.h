@@ -26,6 +26,7 @@
 #define HA_DOC_MAX (1u << 20)          /* a document or configuration text, bytes */
 #define HA_NODES_MAX 32
 #define HA_PORTALS_MAX 16              /* per node */
+#define HA_FLOATING_MAX 16             /* floating portals of the cluster */
 #define HA_DGS_MAX 256
 #define HA_DOC_FILE "cluster.json"     /* ha_doc_save/ha_doc_load, in their directory */
 #define HA_JOURNAL_FILE "cluster.journal" /* LUN changes after cluster.json, one a line */
@@ -51,6 +52,18 @@ struct ha_node {
 	size_t nportals;
 };
 
+/*
+ * A floating portal: an address pacemaker moves between the nodes (hosts
+ * without multipath, discovery). Every node's isergwd gets it, listens while
+ * the address is on that node and waits for it otherwise; it keeps its
+ * relative port id and its own target port group wherever it is served.
+ */
+struct ha_floating {
+	char url[128];
+	uint16_t rel_port_id;           /* unique in the cluster, with the nodes' portals */
+	uint16_t tpg_id;                /* its target port group: no node's tpg_id */
+};
+
 enum ha_failback {
 	HA_FAILBACK_IMMEDIATE = 0,
 	HA_FAILBACK_MANUAL,
@@ -69,6 +82,8 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	size_t nnodes;
 	struct ha_dg *dgs;              /* in config order */
 	size_t ndgs;
+	struct ha_floating *floating;   /* in config order */
+	size_t nfloating;
 	int *owner;                     /* per dg: node index or -1 */
 	bool *drained;                  /* per node */
 	bool *live;                     /* per node: serving (synchronised in the quorate ring) */
@@ -188,6 +203,12 @@ char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_
 /* false when the cluster's gateway section sets "backend_fencing": "none". */
 bool ha_doc_backend_fencing(const struct ha_doc *d);
 void ha_doc_free(struct ha_doc *d);
+/*
+ * The distinct target port groups of the floating portals, in config order
+ * (at most HA_FLOATING_MAX): every node reports them Active/Optimized, since
+ * whichever node holds a floating address serves every LUN itself.
+ */
+size_t ha_doc_floating_tpgs(const struct ha_doc *d, uint16_t out[HA_FLOATING_MAX]);
 /*
  * Durable storage: DIR/cluster.json (mode 0600: it holds CHAP secrets)
  * written to DIR/cluster.json.tmp, fsync, rename, fsync(DIR).

@@ -283,6 +283,96 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 	return 0;
 }
 
+/* -------------------------------------------------------- floating portals */
+
+static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
+			      size_t i)
+{
+	static const char *const keys[] = { "url", "rel_port_id", "tpg_id" };
+	struct ha_floating *f = &d->floating[i];
+	struct ha_portal p;
+	struct json_object *sub;
+	uint64_t tpg;
+	int rc;
+
+	rc = CHECK_KEYS(c, obj, keys);
+	if (rc)
+		return rc;
+	/* url and rel_port_id as a node's portal */
+	sub = json_object_new_object();
+	if (!sub)
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	json_object_object_foreach(obj, key, val) {
+		if (strcmp(key, "tpg_id"))
+			json_object_object_add(sub, key, json_object_get(val));
+	}
+	rc = parse_portal(c, sub, &p);
+	json_object_put(sub);
+	if (rc)
+		return rc;
+	memcpy(f->url, p.url, sizeof(f->url));
+	f->rel_port_id = p.rel_port_id;
+	for (size_t k = 0; k < d->nnodes; k++) {
+		for (size_t j = 0; j < d->nodes[k].nportals; j++) {
+			if (d->nodes[k].portals[j].rel_port_id == f->rel_port_id) {
+				ha_vpath_key(c, "rel_port_id");
+				return ha_verr(c, "%u already used by nodes[%zu].portals[%zu]",
+					       f->rel_port_id, k, j);
+			}
+		}
+	}
+	for (size_t j = 0; j < i; j++) {
+		if (d->floating[j].rel_port_id == f->rel_port_id) {
+			ha_vpath_key(c, "rel_port_id");
+			return ha_verr(c, "%u already used by floating_portals[%zu]", f->rel_port_id, j);
+		}
+		if (strcmp(d->floating[j].url, f->url) == 0) {
+			ha_vpath_key(c, "url");
+			return ha_verr(c, "'%s' already used by floating_portals[%zu]", f->url, j);
+		}
+	}
+	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
+	if (rc)
+		return rc;
+	f->tpg_id = (uint16_t)tpg;
+	for (size_t k = 0; k < d->nnodes; k++) {
+		if (d->nodes[k].tpg_id == f->tpg_id) {
+			ha_vpath_key(c, "tpg_id");
+			return ha_verr(c, "%u is the target port group of nodes[%zu]: a floating portal "
+				       "needs a group of its own", f->tpg_id, k);
+		}
+	}
+	return 0;
+}
+
+static int parse_floating(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+{
+	struct json_object *arr;
+	size_t old;
+	int rc;
+
+	rc = get_array(c, cfg, "floating_portals", false, 0, HA_FLOATING_MAX, &arr);
+	if (rc || !arr)
+		return rc;
+	d->nfloating = json_object_array_length(arr);
+	d->floating = calloc(d->nfloating ? d->nfloating : 1, sizeof(*d->floating));
+	if (!d->floating) {
+		d->nfloating = 0;
+		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+	}
+	old = ha_vpath_key(c, "floating_portals");
+	for (size_t i = 0; i < d->nfloating; i++) {
+		size_t at = ha_vpath_index(c, i);
+
+		rc = parse_floating_one(c, json_object_array_get_idx(arr, i), d, i);
+		if (rc)
+			return rc;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
 /* ----------------------------------------------------------- device groups */
 
 const char *ha_failback_name(enum ha_failback f)
@@ -581,7 +671,7 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 		    struct ha_doc *d)
 {
 	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
-					    "gateway" };
+					    "gateway", "floating_portals" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
 	int rc;
 
@@ -590,6 +680,9 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 		return rc;
 	if (!(allow_empty && json_object_object_length(cfg) == 0)) {
 		rc = parse_nodes(c, cfg, d);
+		if (rc)
+			return rc;
+		rc = parse_floating(c, cfg, d);
 		if (rc)
 			return rc;
 	}

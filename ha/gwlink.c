@@ -149,8 +149,11 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen)
 	Isergw__Ctl__SetAluaMap map = ISERGW__CTL__SET_ALUA_MAP__INIT;
 	Isergw__Ctl__DeviceGroupStates *dgs = calloc(d->ndgs + 1, sizeof(*dgs));
 	Isergw__Ctl__DeviceGroupStates **dgp = calloc(d->ndgs + 1, sizeof(*dgp));
-	Isergw__Ctl__AluaGroupState *gs = calloc(d->ndgs * d->nnodes + 1, sizeof(*gs));
-	Isergw__Ctl__AluaGroupState **gsp = calloc(d->ndgs * d->nnodes + 1, sizeof(*gsp));
+	uint16_t ftpg[HA_FLOATING_MAX];
+	size_t nf = ha_doc_floating_tpgs(d, ftpg);
+	size_t per = d->nnodes + nf;
+	Isergw__Ctl__AluaGroupState *gs = calloc(d->ndgs * per + 1, sizeof(*gs));
+	Isergw__Ctl__AluaGroupState **gsp = calloc(d->ndgs * per + 1, sizeof(*gsp));
 	struct ha_alua_entry *e = calloc(d->nnodes + 1, sizeof(*e));
 	size_t k = 0;
 
@@ -171,7 +174,14 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen)
 			gs[k].pref = e[n].pref;
 			gsp[k] = &gs[k];
 		}
-		dgs[i].n_groups = d->nnodes;
+		/* a floating portal's group: the node holding the address serves every LUN */
+		for (size_t f = 0; f < nf; f++, k++) {
+			isergw__ctl__alua_group_state__init(&gs[k]);
+			gs[k].tpg_id = ftpg[f];
+			gs[k].state = (Isergw__Ctl__AluaState)0; /* Active/Optimized */
+			gsp[k] = &gs[k];
+		}
+		dgs[i].n_groups = per;
 		dgp[i] = &dgs[i];
 	}
 	map.epoch = gen;

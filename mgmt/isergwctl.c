@@ -302,6 +302,23 @@ static void status_json(json_object *o, const struct shown *sh)
 	jset_u64(o, "reactors", s->reactors);
 	jset_str(o, "lease_state", s->lease_state);
 	jset_u64(o, "lease_remaining_ms", s->lease_remaining_ms);
+	{
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; i < s->n_portal_states; i++) {
+			const Isergw__Ctl__PortalStatus *p = s->portal_states[i];
+			json_object *po = json_object_new_object();
+
+			jset_str(po, "url", p->url);
+			jset_u64(po, "rel_port_id", p->rel_port_id);
+			jset_u64(po, "tpg_id", p->tpg_id);
+			jset_u64(po, "tpgt", p->tpgt);
+			jset_str(po, "state", p->state);
+			jset_str(po, "error", p->error);
+			json_object_array_add(arr, po);
+		}
+		json_object_object_add(o, "portal_states", arr);
+	}
 }
 
 static void status_table(const struct shown *sh)
@@ -324,6 +341,13 @@ static void status_table(const struct shown *sh)
 		printf("lease        valid, %u ms left\n", s->lease_remaining_ms);
 	else
 		printf("lease        %s\n", s->lease_state[0] ? s->lease_state : "?");
+	for (size_t i = 0; i < s->n_portal_states; i++) {
+		const Isergw__Ctl__PortalStatus *p = s->portal_states[i];
+
+		printf("portal       %s  port %u  group %u  %s%s%s%s\n", p->url, p->rel_port_id,
+		       p->tpg_id, p->state, p->error[0] ? " (" : "", p->error,
+		       p->error[0] ? ")" : "");
+	}
 }
 
 static const struct view status_view = {

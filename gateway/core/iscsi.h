@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "core/counters.h"
 #include "core/iscsi_spec.h"
@@ -44,6 +45,20 @@ struct gw_target {
 	bool removed;
 };
 
+/*
+ * A portal listens, or waits for its address (core/portal.c): an address
+ * that is not on this node yet (a floating address held by another node, an
+ * interface or RDMA device that comes up after the daemon) is retried with a
+ * backoff and at once when rtnetlink reports an address added; when the
+ * address is removed the portal stops listening, drops its connections and
+ * waits again. Listening and unlistening happen on reactor 0 once the
+ * reactors run; `state` and `last_error` are read by any thread.
+ */
+enum gw_portal_state {
+	GW_PORTAL_WAITING = 0,
+	GW_PORTAL_LISTENING = 1,
+};
+
 struct gw_portal {
 	struct gw *gw;
 	const struct gw_portal_cfg *cfg;
@@ -51,6 +66,14 @@ struct gw_portal {
 	const struct gw_dm_ops *dm;
 	void *dm_priv;
 	bool removed;
+	atomic_int state;               /* enum gw_portal_state */
+	atomic_int last_error;          /* -errno of the last failed listen, 0 once listening */
+	atomic_bool closed;             /* closed (reactor 0 did it): never listens again */
+	struct sockaddr_storage addr;   /* resolved when opened, port 0 */
+	bool any;                       /* 0.0.0.0 or [::]: never waits for an address */
+	struct reactor_timer retry;     /* reactor 0 */
+	uint32_t retry_ms;              /* the next backoff step */
+	uint32_t tries;                 /* failed attempts since it last listened */
 };
 
 /* Objects replaced by a reload, freed at exit (sessions may still point at them). */
@@ -84,6 +107,9 @@ struct gw {
 	uint64_t next_itn_id;
 	struct gw_stats stats;
 	bool nreactors_joined;
+	atomic_bool running;            /* reactor threads started */
+	int ifaddr_fd;                  /* rtnetlink address events (portal.c), -1 = none */
+	struct reactor_fd ifaddr_rfd;
 };
 
 enum iscsi_conn_state {
@@ -239,6 +265,28 @@ struct reactor *gw_pick_reactor(struct gw *gw);
 void gw_free_after_reactors(struct gw *gw, void (*fn)(void *), void *arg);
 /* Caller holds gw->sess_lock. */
 struct gw_target *gw_find_target(struct gw *gw, const char *iqn);
+
+/* ---- portals (core/portal.c) ---- */
+/*
+ * Open a portal: listen at once if its address is here, else wait for it
+ * (logged, retried). Fails only for what no retry can fix: an address that
+ * does not resolve, a transport this build lacks, no memory.
+ */
+int gw_portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
+		   struct gw_portal **out);
+/* Stop listening and waiting, from any thread (done on reactor 0 once the reactors run). */
+void gw_portal_close(struct gw_portal *p);
+/* The rtnetlink watch that makes waiting portals listen as soon as their address appears. */
+void gw_portal_watch_start(struct gw *gw);
+void gw_portal_watch_stop(struct gw *gw);
+/* Reactor 0: a datamover lost or regained its listener by itself (iSER device removal). */
+void gw_portal_set_listening(struct gw_portal *p, bool listening, int err);
+/* Pure helpers (unit tested): errors that make a portal wait, and the retry backoff. */
+bool gw_portal_error_waits(int err);
+uint32_t gw_portal_backoff_next(uint32_t ms);
+const char *gw_portal_state_name(int state);
+#define GW_PORTAL_RETRY_MIN_MS 100u
+#define GW_PORTAL_RETRY_MAX_MS 2000u
 
 /* ---- session table (core/session.c) ---- */
 int iscsi_session_bind(struct iscsi_conn *c);   /* after a successful leading login */

@@ -407,30 +407,13 @@ err_free:
 	return rc;
 }
 
-static int portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
-		       struct gw_portal **out)
+static size_t portals_waiting(struct gw *gw)
 {
-	struct gw_portal *p = calloc(1, sizeof(*p));
-	int rc;
+	size_t n = 0;
 
-	if (!p)
-		return -ENOMEM;
-	p->gw = gw;
-	p->cfg = pc;
-	p->index = index;
-	p->dm = gw_dm_for_transport(pc->transport);
-	if (!p->dm) {
-		GW_ERR(COMP, "portal %s:%u: transport not available in this build", pc->addr, pc->port);
-		free(p);
-		return -EPROTONOSUPPORT;
-	}
-	rc = p->dm->listen(p);
-	if (rc) {
-		free(p);
-		return rc;
-	}
-	*out = p;
-	return 0;
+	for (size_t i = 0; i < gw->nportals; i++)
+		n += atomic_load(&gw->portals[i]->state) != GW_PORTAL_LISTENING;
+	return n;
 }
 
 static void *reactor_thread(void *arg)
@@ -452,6 +435,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 		return -ENOMEM;
 	gw->cfg = cfg;
 	gw->lu_state_cluster = cfg->lu_state_cluster;
+	gw->ifaddr_fd = -1;
 	list_init(&gw->sessions);
 	pthread_mutex_init(&gw->sess_lock, NULL);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -492,11 +476,12 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 		goto err;
 	}
 	for (size_t i = 0; i < cfg->nportals; i++) {
-		rc = portal_open(gw, &cfg->portals[i], i, &gw->portals[i]);
+		rc = gw_portal_open(gw, &cfg->portals[i], i, &gw->portals[i]);
 		if (rc)
 			goto err;
 		gw->nportals++;
 	}
+	gw_portal_watch_start(gw);
 	alua_configure(cfg);
 	for (size_t i = 0; i < cfg->ntargets; i++) {
 		rc = target_open(gw, &cfg->targets[i], &gw->targets[i]);
@@ -504,6 +489,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 			goto err;
 		gw->ntargets++;
 	}
+	atomic_store(&gw->running, true);
 	for (unsigned int i = 0; i < gw->nreactors; i++) {
 		rc = -pthread_create(&gw->threads[i], NULL, reactor_thread, gw->reactors[i]);
 		if (rc) {
@@ -511,18 +497,19 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 				reactor_stop(gw->reactors[k]);
 				pthread_join(gw->threads[k], NULL);
 			}
+			atomic_store(&gw->running, false);
 			goto err;
 		}
 	}
 	iscsi_task_register_preempt_abort(gw);
-	GW_NOTICE(COMP, "ready: %zu target(s), %zu portal(s), %u reactor(s)", gw->ntargets,
-		  gw->nportals, gw->nreactors);
+	GW_NOTICE(COMP, "ready: %zu target(s), %zu portal(s) (%zu waiting for their address), "
+		  "%u reactor(s)", gw->ntargets, gw->nportals, portals_waiting(gw), gw->nreactors);
 	*out = gw;
 	return 0;
 
 err:
 	for (size_t i = 0; i < gw->nportals; i++)
-		gw->portals[i]->dm->unlisten(gw->portals[i]);
+		gw_portal_close(gw->portals[i]);
 	gw->cfg = NULL; /* the caller still owns cfg */
 	gw_destroy(gw);
 	return rc;
@@ -555,6 +542,17 @@ static void wait_until(struct gw *gw, unsigned int ms, bool (*done)(struct gw *)
 		usleep(20 * 1000);
 }
 
+static bool portals_closed(struct gw *gw)
+{
+	bool closed = true;
+
+	pthread_mutex_lock(&gw->sess_lock);
+	for (size_t i = 0; i < gw->nportals; i++)
+		closed &= atomic_load(&gw->portals[i]->closed);
+	pthread_mutex_unlock(&gw->sess_lock);
+	return closed;
+}
+
 static bool conns_gone(struct gw *gw)
 {
 	return atomic_load(&gw->stats.connections) == 0;
@@ -566,8 +564,10 @@ void gw_shutdown(struct gw *gw, unsigned int grace_ms)
 	GW_NOTICE(COMP, "shutting down: asking initiators to log out");
 	pthread_mutex_lock(&gw->sess_lock);
 	for (size_t i = 0; i < gw->nportals; i++)
-		gw->portals[i]->dm->unlisten(gw->portals[i]);
+		gw_portal_close(gw->portals[i]);
 	pthread_mutex_unlock(&gw->sess_lock);
+	/* reactor 0 closes them: done before it stops, so no listener is left behind */
+	wait_until(gw, 2000, portals_closed);
 	iscsi_sessions_foreach(gw, shutdown_logout, (void *)(uintptr_t)((grace_ms + 999) / 1000));
 	wait_until(gw, grace_ms, sessions_empty);
 	if (!sessions_empty(gw))
@@ -582,12 +582,14 @@ void gw_shutdown(struct gw *gw, unsigned int grace_ms)
 		reactor_stop(gw->reactors[i]);
 	for (unsigned int i = 0; i < gw->nreactors; i++)
 		pthread_join(gw->threads[i], NULL);
+	atomic_store(&gw->running, false);
 }
 
 void gw_destroy(struct gw *gw)
 {
 	if (!gw)
 		return;
+	gw_portal_watch_stop(gw);
 	for (size_t i = 0; i < gw->ntargets; i++)
 		target_free(gw->targets[i]);
 	free(gw->targets);
@@ -936,7 +938,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		if (!keep) {
 			GW_NOTICE(COMP, "reload: portal %s:%u removed", p->cfg->addr, p->cfg->port);
 			p->removed = true;
-			p->dm->unlisten(p);
+			gw_portal_close(p);
 			gw_retire(gw, free, p);
 			dropped = true;
 		}
@@ -950,7 +952,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		if (p) {
 			p->cfg = &ncfg->portals[j];
 			p->index = np;
-		} else if (portal_open(gw, &ncfg->portals[j], np, &p)) {
+		} else if (gw_portal_open(gw, &ncfg->portals[j], np, &p)) {
 			GW_ERR(COMP, "reload: portal %s:%u could not be opened", ncfg->portals[j].addr,
 			       ncfg->portals[j].port);
 			continue;

@@ -65,6 +65,7 @@ void ctl_op_get_status(struct ctl_client *c)
 	struct gw *gw = ctl->gw;
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
 	Isergw__Ctl__StatusInfo si = ISERGW__CTL__STATUS_INFO__INIT;
+	struct arena a = { 0 };
 	const char *lease_state;
 
 	si.version = ctl_str(ISERGW_VERSION);
@@ -81,10 +82,34 @@ void ctl_op_get_status(struct ctl_client *c)
 	pthread_mutex_lock(&gw->sess_lock);
 	si.targets = (uint32_t)gw->ntargets;
 	si.portals = (uint32_t)gw->nportals;
+	si.portal_states = ctl_arena_alloc(&a, gw->nportals * sizeof(*si.portal_states));
+	for (size_t i = 0; si.portal_states && i < gw->nportals; i++) {
+		const struct gw_portal *p = gw->portals[i];
+		Isergw__Ctl__PortalStatus *ps = ctl_arena_alloc(&a, sizeof(*ps));
+		int state = atomic_load(&p->state), err = atomic_load(&p->last_error);
+		char url[128];
+
+		if (!ps)
+			break;
+		isergw__ctl__portal_status__init(ps);
+		snprintf(url, sizeof(url), "%s://%s%s%s:%u",
+			 p->cfg->transport == GW_TRANSPORT_ISER ? "iser" : "tcp",
+			 strchr(p->cfg->addr, ':') ? "[" : "", p->cfg->addr,
+			 strchr(p->cfg->addr, ':') ? "]" : "", p->cfg->port);
+		ps->url = ctl_arena_strdup(&a, url);
+		ps->rel_port_id = p->cfg->rel_port_id;
+		ps->tpg_id = p->cfg->tpg_id;
+		ps->tpgt = p->cfg->tpgt ? p->cfg->tpgt : p->cfg->rel_port_id;
+		ps->state = ctl_str(gw_portal_state_name(state));
+		ps->error = state == GW_PORTAL_LISTENING || !err ? ctl_str("") :
+			    ctl_arena_strdup(&a, strerror(-err));
+		si.portal_states[si.n_portal_states++] = ps;
+	}
 	pthread_mutex_unlock(&gw->sess_lock);
 	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO;
 	rep.status_info = &si;
 	ctl_client_send(c, &rep);
+	ctl_arena_free(&a);
 }
 
 void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)

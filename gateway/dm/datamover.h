@@ -61,6 +61,12 @@ struct iscsi_tx_pdu {
 struct gw_dm_ops {
 	const char *name;
 	enum gw_transport transport;
+	/*
+	 * The portal's address was removed: true keeps the listener (it only
+	 * stops hearing from anyone until the address is back), false closes
+	 * it and the portal listens again when the address comes back.
+	 */
+	bool keep_listener_without_address;
 	/* start listening on a portal; new connections call iscsi_conn_create() */
 	int (*listen)(struct gw_portal *portal);
 	void (*unlisten)(struct gw_portal *portal);

@@ -1659,6 +1659,7 @@ static void iser_listener_lost(struct iser_listener *l)
 	l->relisten_tries = 0;
 	GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed: not listening; trying again "
 	       "every %u ms", l->portal->cfg->addr, l->portal->cfg->port, ISER_RELISTEN_MS);
+	gw_portal_set_listening(l->portal, false, -ENODEV);
 	reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
 }
 
@@ -1679,6 +1680,7 @@ static void iser_relisten(void *arg)
 		return;
 	}
 	GW_NOTICE(COMP, "listening on iser://%s:%u", l->portal->cfg->addr, l->portal->cfg->port);
+	gw_portal_set_listening(l->portal, true, 0);
 }
 
 static int iser_listen(struct gw_portal *p)
@@ -1708,11 +1710,16 @@ static int iser_listen(struct gw_portal *p)
 	}
 	memcpy(&l->addr, res->ai_addr, res->ai_addrlen);
 	reactor_timer_init(&l->relisten, iser_relisten, l);
+	/*
+	 * Failures are the portal's to log: it waits for an RDMA device and
+	 * tries again (core/portal.c). librdmacm finds a device that appeared
+	 * since its first use by itself when the bind lands on it.
+	 */
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
-		GW_ERR(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
-		       p->cfg->addr, p->cfg->port, strerror(errno));
+		GW_DEBUG(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
+			 p->cfg->addr, p->cfg->port, strerror(errno));
 		goto err_free;
 	}
 	if (set_nonblock(l->ch->fd)) {
@@ -1721,8 +1728,8 @@ static int iser_listen(struct gw_portal *p)
 	}
 	rc = iser_listener_bind(l);
 	if (rc) {
-		GW_ERR(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
-		       "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
+		GW_DEBUG(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
+			 "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
 		goto err_ch;
 	}
 	l->reactor = p->gw->reactors[0];
@@ -1793,6 +1800,15 @@ void iser_global_exit(void)
 struct gw_dm_ops gw_dm_iser_ops = {
 	.name = "iser",
 	.transport = GW_TRANSPORT_ISER,
+	/*
+	 * The listener's id holds librdmacm's reference on the device: with
+	 * none left, librdmacm may close the device's context at its next
+	 * device-list rescan (a device added), while our protection domain,
+	 * registered memory and completion channels made from it live on. A
+	 * listener bound to an address that went away hears nothing until it
+	 * is back, so it stays.
+	 */
+	.keep_listener_without_address = true,
 	.listen = iser_listen,
 	.unlisten = iser_unlisten,
 	.send_control = iser_send_control,

@@ -562,10 +562,9 @@ static int tcp_listen(struct gw_portal *p)
 		goto err_free_l;
 	}
 	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a failure is the portal's to log: it may only wait for its address (core/portal.c) */
 	if (bind(l->fd, res->ai_addr, res->ai_addrlen) < 0 || listen(l->fd, 256) < 0) {
 		rc = -errno;
-		GW_ERR(COMP, "portal tcp://%s:%u: cannot listen: %s", p->cfg->addr, p->cfg->port,
-		       strerror(errno));
 		goto err_close;
 	}
 	l->reactor = p->gw->reactors[0];

@@ -317,6 +317,27 @@ static void emit_lease_remaining(FILE *f, const struct family *fam, const struct
 	fprintf(f, "%s %" PRIu32 ".%03" PRIu32 "\n", fam->name, ms / 1000u, ms % 1000u);
 }
 
+static void emit_portal_listening(FILE *f, const struct family *fam,
+				  const struct metrics_input *in)
+{
+	const Isergw__Ctl__StatusInfo *s = in->status;
+
+	for (size_t i = 0; i < s->n_portal_states; i++) {
+		const Isergw__Ctl__PortalStatus *p = s->portal_states[i];
+		char num[16];
+
+		fprintf(f, "%s{", fam->name);
+		put_label(f, "portal", p->url);
+		fputc(',', f);
+		snprintf(num, sizeof(num), "%u", p->rel_port_id);
+		put_label(f, "rel_port_id", num);
+		fputc(',', f);
+		snprintf(num, sizeof(num), "%u", p->tpg_id);
+		put_label(f, "tpg_id", num);
+		fprintf(f, "} %d\n", p->state && !strcmp(p->state, "listening"));
+	}
+}
+
 static const char *const transports[] = { "tcp", "iser" };
 static const char *const session_types[] = { "normal", "discovery" };
 #define NTRANSPORTS (sizeof(transports) / sizeof(transports[0]))
@@ -554,6 +575,9 @@ static const struct family families[] = {
 	  emit_status_u64, 0, ST_PORTALS },
 	{ "isergw_reactors", "gauge", "Reactor threads of isergwd.", SRC_STATUS,
 	  emit_status_u64, 0, ST_REACTORS },
+	{ "isergw_portal_listening", "gauge", "1 while a portal listens, 0 while it waits for its "
+	  "address (not on this node: a floating address held elsewhere, or no RDMA device).",
+	  SRC_STATUS, emit_portal_listening, 0, 0 },
 	{ "isergw_alua_lease_state", "gauge", "State of isergwd's ALUA lease: 1 for the current "
 	  "state, 0 for the others (off: the node enforces no lease).", SRC_STATUS,
 	  emit_lease_state, 0, 0 },

@@ -808,6 +808,73 @@ static void test_render(void **state)
 	ha_doc_free(a);
 }
 
+/* Floating portals: on every node, in a target port group of their own. */
+#define FLOAT(url, rel, tpg) "{\"url\":\"" url "\",\"rel_port_id\":" #rel ",\"tpg_id\":" #tpg "}"
+
+static void test_render_floating(void **state)
+{
+	static const struct bad_case bad[] = {
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[" FLOAT("tcp://10.0.9.1", 1, 9) "]"),
+		  "floating_portals[0].rel_port_id: 1 already used by nodes[0].portals[0]" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[" FLOAT("tcp://10.0.9.1", 7, 2) "]"),
+		  "floating_portals[0].tpg_id: 2 is the target port group of nodes[1]: a floating portal "
+		  "needs a group of its own" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[" FLOAT("tcp://10.0.9.1", 7, 9) ","
+		      FLOAT("tcp://10.0.9.2", 7, 9) "]"),
+		  "floating_portals[1].rel_port_id: 7 already used by floating_portals[0]" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[{\"url\":\"tcp://10.0.9.1\",\"rel_port_id\":7}]"),
+		  "floating_portals[0].tpg_id: missing" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[{\"url\":\"x:y:z:1\",\"rel_port_id\":7,\"tpg_id\":9}]"),
+		  "floating_portals[0].url: 'x:y:z:1' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":[{\"url\":\"tcp://10.0.9.1\",\"rel_port_id\":7,\"tpg_id\":9,\"tpgt\":3}]"),
+		  "floating_portals[0].tpgt: unknown key" },
+	};
+	struct ha_doc *d;
+	struct gw_config *c = NULL;
+	const struct gw_port_group_cfg *pg;
+	uint16_t tpgs[HA_FLOATING_MAX];
+	char err[512] = "";
+	char *text;
+
+	(void)state;
+	check_bad(bad, sizeof(bad) / sizeof(bad[0]));
+	d = doc_from(CFG(NODES2, DGS2, TGT2(LUN1), ",\"floating_portals\":["
+			 FLOAT("tcp://10.0.9.1", 7, 9) "," FLOAT("iser://10.0.9.1", 8, 9) ","
+			 FLOAT("tcp://10.0.9.2", 10, 11) "]"));
+	assert_int_equal(d->nfloating, 3);
+	assert_int_equal(ha_doc_floating_tpgs(d, tpgs), 2);
+	assert_int_equal(tpgs[0], 9);
+	assert_int_equal(tpgs[1], 11);
+	for (int n = 0; n < 2; n++) {
+		text = ha_doc_render_node(d, n, err, sizeof(err));
+		assert_non_null(text);
+		assert_int_equal(gw_config_load_string(text, &c, err, sizeof(err)), 0);
+		free(text);
+		/* the node's own portal, then the floating ones with their own ids and group */
+		assert_int_equal(c->nportals, 4);
+		assert_int_equal(c->portals[0].rel_port_id, n + 1);
+		assert_int_equal(c->portals[1].rel_port_id, 7);
+		assert_int_equal(c->portals[1].tpgt, 7);
+		assert_int_equal(c->portals[1].tpg_id, 9);
+		assert_string_equal(c->portals[1].addr, "10.0.9.1");
+		assert_int_equal(c->portals[2].transport, GW_TRANSPORT_ISER);
+		assert_int_equal(c->portals[2].tpg_id, 9);
+		assert_int_equal(c->portals[3].tpg_id, 11);
+		assert_int_equal(c->nport_groups, 4);
+		pg = find_pg(c, 9);
+		assert_non_null(pg);
+		assert_int_equal(pg->nrel_port_ids, 2);
+		assert_int_equal(pg->rel_port_ids[0], 7);
+		assert_int_equal(pg->rel_port_ids[1], 8);
+		pg = find_pg(c, 11);
+		assert_non_null(pg);
+		assert_int_equal(pg->rel_port_ids[0], 10);
+		gw_config_free(c);
+		c = NULL;
+	}
+	ha_doc_free(d);
+}
+
 static void test_parse(void **state)
 {
 	struct ha_doc *a, *b, *e;
@@ -1337,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_with_owners_drain),
 		cmocka_unit_test(test_with_runtime),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_floating),
 		cmocka_unit_test(test_render_fence_keys),
 #if HA_RENDER_LEASE
 		cmocka_unit_test(test_render_lease),
