@@ -15,6 +15,7 @@
 #include "store.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define COMP "main"
 #define DEFAULT_CONFIG "/etc/isergw/ha.json"
@@ -430,8 +431,17 @@ int main(int argc, char **argv)
 		goto out_sig;
 	reactor_timer_init(&a->tick, tick_cb, a);
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
+	/*
+	 * Ready: connected to corosync, the CPG join sent, the local API
+	 * listening. Not "synchronised": a node alone in a cluster without quorum
+	 * never is, and its unit must still start; isergwctl cluster status and
+	 * the API's /metrics show the synchronisation (docs/packaging.md).
+	 */
+	gw_notify_ready("joined cluster %s as node %s (id %u); local API %s", a->cluster_name,
+			a->node_name, a->nodeid, a->opts.socket);
 
 	reactor_run(a->r);
+	gw_notify_stopping();
 	status = 0;
 
 	reactor_timer_cancel(a->r, &a->tick);
