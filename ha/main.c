@@ -432,13 +432,14 @@ int main(int argc, char **argv)
 	reactor_timer_init(&a->tick, tick_cb, a);
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
 	/*
-	 * Ready: connected to corosync, the CPG join sent, the local API
-	 * listening. Not "synchronised": a node alone in a cluster without quorum
-	 * never is, and its unit must still start; isergwctl cluster status and
-	 * the API's /metrics show the synchronisation (docs/packaging.md).
+	 * READY=1 comes once this agent is seen in the CPG group (cluster.c,
+	 * confchg_cb): connected to corosync, a member, the local API listening.
+	 * Not "synchronised": a node alone without quorum never is, and its unit
+	 * must still start; isergwctl cluster status and the API's /metrics show
+	 * the synchronisation (docs/packaging.md).
 	 */
-	gw_notify_ready("joined cluster %s as node %s (id %u); local API %s", a->cluster_name,
-			a->node_name, a->nodeid, a->opts.socket);
+	gw_notify_status("joining the group on cluster %s as node %s (id %u)", a->cluster_name,
+			 a->node_name, a->nodeid);
 
 	reactor_run(a->r);
 	gw_notify_stopping();
