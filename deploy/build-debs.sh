@@ -8,8 +8,9 @@
 #
 # The tree (tracked and untracked files, not build directories) is copied to
 # build/debs-src/ and built there with `dpkg-buildpackage -us -uc -b`, so the
-# source tree stays clean and nothing is written next to it. --lintian runs
-# lintian on the result (errors and warnings fail). DEB_BUILD_OPTIONS passes
+# source tree stays clean and nothing is written next to it. --lintian also
+# makes the source package (build/debs/source/) and runs lintian on it and on
+# the binary packages (errors and warnings fail). DEB_BUILD_OPTIONS passes
 # through (e.g. nocheck, parallel=2; default parallel=2).
 set -euo pipefail
 
@@ -20,7 +21,7 @@ lintian=0
 case "${1:-}" in
 --lintian) lintian=1 ;;
 "") ;;
--h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+-h|--help) sed -n '3,14p' "$0"; exit 0 ;;
 *) echo "build-debs.sh: unknown option $1" >&2; exit 2 ;;
 esac
 export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=2}
@@ -44,15 +45,24 @@ else
 		tar -xf - -C "$work/isergw"
 fi
 
+if [ $lintian -eq 1 ]; then
+	# the source package too, for lintian's checks of debian/ (made before
+	# the build, from the clean copy)
+	(cd "$work" && dpkg-source -b isergw >/dev/null)
+fi
 cd "$work/isergw"
 dpkg-buildpackage -us -uc -b
 cd "$work"
 if [ $lintian -eq 1 ]; then
-	# every package of the build (the .changes lists them), the overrides in
-	# debian/*.lintian-overrides, each with its reason
-	lintian --fail-on error,warning --info --display-info ./*.changes
+	# every package of the build (the .changes lists them) and the source;
+	# overrides would be in debian/*.lintian-overrides, each with its reason
+	lintian --fail-on error,warning --info --display-info ./*.changes ./*.dsc
 fi
-rm -rf "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo "$out"/dbgsym
+rm -rf "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo "$out"/dbgsym "$out"/source
+if [ $lintian -eq 1 ]; then
+	mkdir -p "$out"/source
+	mv ./*.dsc ./*.tar.* "$out"/source/
+fi
 # the debug symbols apart, so that `apt install ./build/debs/isergw*.deb` takes
 # the packages only
 mkdir -p "$out"/dbgsym
