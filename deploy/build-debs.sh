@@ -4,26 +4,32 @@
 # Build the Debian packages (debian/, docs/packaging.md) from this tree and
 # leave them in build/debs/:
 #
-#   deploy/build-debs.sh [--lintian]
+#   deploy/build-debs.sh [--lintian] [--version VERSION]
 #
 # The tree (tracked and untracked files, not build directories) is copied to
 # build/debs-src/ and built there with `dpkg-buildpackage -us -uc -b`, so the
 # source tree stays clean and nothing is written next to it. --lintian also
 # makes the source package (build/debs/source/) and runs lintian on it and on
 # the binary packages (errors and warnings fail). DEB_BUILD_OPTIONS passes
-# through (e.g. nocheck, parallel=2; default parallel=2).
+# through (e.g. nocheck, parallel=2; default parallel=2). --version builds
+# the packages as VERSION (a changelog entry in the copy only), e.g. two
+# builds to upgrade one to the other: --version 0.1.0+test2.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$src/build/debs
 work=$src/build/debs-src
 lintian=0
-case "${1:-}" in
---lintian) lintian=1 ;;
-"") ;;
--h|--help) sed -n '3,14p' "$0"; exit 0 ;;
-*) echo "build-debs.sh: unknown option $1" >&2; exit 2 ;;
-esac
+version=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--lintian) lintian=1; shift ;;
+	--version) [ $# -ge 2 ] || { echo "build-debs.sh: --version needs a value" >&2; exit 2; }
+		   version=$2; shift 2 ;;
+	-h|--help) sed -n '3,17p' "$0"; exit 0 ;;
+	*) echo "build-debs.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
 export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=2}
 
 for tool in dpkg-buildpackage dh; do
@@ -45,6 +51,16 @@ else
 		tar -xf - -C "$work/isergw"
 fi
 
+if [ -n "$version" ]; then
+	cl=$work/isergw/debian/changelog
+	{
+		printf 'isergw (%s) unstable; urgency=medium\n\n' "$version"
+		printf '  * Built from the tree as %s (deploy/build-debs.sh --version).\n\n' "$version"
+		printf ' -- %s  %s\n\n' "$(sed -n 's/^ -- \(.*>\)  .*/\1/p' "$cl" | head -1)" "$(date -R)"
+		cat "$cl"
+	} >"$cl.new"
+	mv "$cl.new" "$cl"
+fi
 if [ $lintian -eq 1 ]; then
 	# the source package too, for lintian's checks of debian/ (made before
 	# the build, from the clean copy)
