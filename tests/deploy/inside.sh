@@ -91,6 +91,13 @@ ready_after isergwd.service 'ready: .* portal' "$since" ||
 	fail "systemd reported isergwd started before it served (ready line after Started)"
 say "  INQUIRY answered at once; isergwd's 'ready:' logged before systemd's 'Started'"
 
+say "systemctl reload isergwd (SIGHUP: RELOADING=1 ... READY=1)"
+systemctl reload isergwd || fail "reload"
+st=$(systemctl show -p StatusText --value isergwd)
+[ "$st" = "/etc/isergw/isergwd.json reloaded" ] || fail "status after reload: $st"
+[ "$(systemctl is-active isergwd)" = active ] || fail "isergwd not active after reload"
+say "  $st"
+
 say "I/O through libiscsi: iscsi-test-cu --dataloss (write, read, verify)"
 before=$(du -k /var/lib/isergw/default-lun.img | cut -f1)
 for t in SCSI.Write16 SCSI.Read16 SCSI.Verify16 SCSI.WriteVerify16 SCSI.Write10 SCSI.Read10; do
