@@ -6,7 +6,8 @@
 # corosync, a clean stop, the units' hardening, purge.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive SYSTEMD_COLORS=0 SYSTEMD_PAGER=
-T0=${T0:-$SECONDS}
+# the host's start, as an offset to this shell's SECONDS (install.sh)
+T0=${T0:-0}
 IQN=iqn.2026-11.org.isergw:default
 URL=iscsi://127.0.0.1:3260/$IQN/0
 say() { printf '[%4ds]   %s\n' $((SECONDS - T0)) "$*"; }

@@ -50,6 +50,9 @@ download() {
 		sh -c "cd /debs && apt-get install -q -y --download-only ./isergw*.deb $EXTRA" \
 		>"$work/download.log" 2>&1
 }
+# one run at a time in the shared apt cache
+exec 8>"$apt_state/.lock"
+flock 8
 if ! download; then
 	# lists older than the mirror: refresh them once
 	"${NSPAWN[@]}" --pipe -D "$root" "${APT_BINDS[@]}" apt-get update -q >"$work/update.log" 2>&1 ||
@@ -57,6 +60,13 @@ if ! download; then
 	download || { cat "$work/download.log"; fail "cannot download the dependencies"; }
 fi
 say "  $(ls "$apt_state"/archives/*.deb 2>/dev/null | wc -l) packages in the apt cache"
+# the booted container gets this run's own copy (hard links where possible),
+# so that runs side by side do not share apt's locks
+for d in archives lists; do
+	cp -al "$apt_state/$d" "$work/$d" 2>/dev/null || { rm -rf "$work/$d"; cp -a "$apt_state/$d" "$work/$d"; }
+done
+flock -u 8
+APT_BINDS=(--bind="$work/archives":/var/cache/apt/archives --bind="$work/lists":/var/lib/apt/lists)
 
 say "booting the root with systemd (systemd-nspawn -b, private network)"
 mkdir -p "$work/out"
@@ -89,7 +99,7 @@ running|degraded) ;;
 esac
 
 rc=0
-nsenter -t "$leader" -a env ISERGW_TEST_BREAK="${ISERGW_TEST_BREAK:-}" T0=$T0 \
+nsenter -t "$leader" -a env ISERGW_TEST_BREAK="${ISERGW_TEST_BREAK:-}" T0=$((T0 - SECONDS)) \
 	bash /test/inside.sh || rc=$?
 
 say "powering the container off"
