@@ -88,9 +88,14 @@ systemctl start isergwd
 say "  started in $(( $(t_ms) - t )) ms; $(systemctl show -p StatusText --value isergwd)"
 # the moment start returns, isergwd serves: no retry
 iscsi-inq "$URL" >/tmp/inq.txt 2>&1 || { cat /tmp/inq.txt; fail "INQUIRY right after start"; }
-ready_after isergwd.service 'ready: .* portal' "$since" ||
-	fail "systemd reported isergwd started before it served (ready line after Started)"
-say "  INQUIRY answered at once; isergwd's 'ready:' logged before systemd's 'Started'"
+isergwctl status >/tmp/st.txt 2>&1 || { cat /tmp/st.txt; fail "control socket right after start"; }
+# and systemd logged the start as done only after the portals listened and
+# the control socket was up
+ready_after isergwd.service 'ready: .* portal' "$since" &&
+	ready_after isergwd.service 'control socket /run/isergw/isergwd.sock' "$since" ||
+	fail "systemd reported isergwd started before it served (its lines after Started)"
+say "  INQUIRY and the control socket answered at once; isergwd's 'ready:' and"
+say "  'control socket' lines logged before systemd's 'Started'"
 
 say "systemctl reload isergwd (SIGHUP: RELOADING=1 ... READY=1)"
 systemctl reload isergwd || fail "reload"
