@@ -12,6 +12,12 @@ PACKAGES=(
 	build-essential cmake pkg-config clang libclang-rt-14-dev
 	liburing-dev libjson-c-dev libisal-dev libssl-dev
 	libprotobuf-c-dev protobuf-c-compiler libibverbs-dev librdmacm-dev
+	# sd_notify for the systemd units (Type=notify)
+	libsystemd-dev
+	# Debian packages (deploy/build-debs.sh) and their tests (tests/deploy): lintian,
+	# hardening-check (devscripts), a clean Debian 12 root (debootstrap) booted with
+	# systemd-nspawn (systemd-container)
+	debhelper devscripts lintian help2man debootstrap systemd-container
 	# tests: unit (cmocka), integration (libiscsi client + tools, tgt reference target)
 	libcmocka-dev libiscsi-dev libiscsi-bin tgt jq
 	# RDMA tests in a qemu VM with Soft-RoCE (tests/vm): the host's userspace runs in

@@ -11,6 +11,7 @@
 #include "ctl/ctl.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define COMP "main"
 #define DEFAULT_IQN "iqn.2026-11.org.isergw:default"
@@ -484,6 +485,9 @@ int main(int argc, char **argv)
 		gw_destroy(gw);
 		return 1;
 	}
+	/* the portals listen (gw_start) and the control socket answers: serving */
+	gw_notify_ready("serving %zu portal(s), %zu target(s)%s", cfg->nportals, cfg->ntargets,
+			cli.managed ? " (managed: configured by isergw-ha)" : "");
 	for (;;) {
 		rc = sigwait(&sigs, &sig);
 		if (rc)
@@ -497,11 +501,15 @@ int main(int argc, char **argv)
 				continue;
 			}
 			GW_NOTICE(COMP, "SIGHUP: re-reading %s", cli.config);
+			gw_notify_reloading();
 			if (load_config(&cli, &ncfg)) {
 				GW_ERR(COMP, "reload failed: configuration kept as it was");
+				gw_notify_ready("reload of %s failed: configuration kept", cli.config);
 				continue;
 			}
-			gw_ctl_reload(ctl, gw, ncfg);
+			rc = gw_ctl_reload(ctl, gw, ncfg);
+			gw_notify_ready("%s %s", cli.config, rc ? "reload failed: configuration kept" :
+					"reloaded");
 			continue;
 		}
 		if (sig == SIGPIPE)
@@ -509,6 +517,7 @@ int main(int argc, char **argv)
 		GW_NOTICE(COMP, "%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		break;
 	}
+	gw_notify_stopping();
 	gw_ctl_stop(ctl);
 	gw_shutdown(gw, 3000);
 	gw_destroy(gw); /* frees the configuration it owns */

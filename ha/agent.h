@@ -63,6 +63,7 @@ struct ha_agent {
 	/* what this agent adds to isergwd's configuration (doc.h) */
 	struct ha_render_opts render;
 	bool stopping;
+	bool joined;                    /* this agent seen in the group: READY=1 sent */
 };
 
 /* cluster.c */

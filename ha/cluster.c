@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define COMP "corosync"
 #define RECONNECT_MS 1000u
@@ -229,6 +231,15 @@ static void confchg_cb(cpg_handle_t h, const struct cpg_name *group,
 		ids[n++] = members[i].nodeid;
 	}
 	ha_sm_view(&a->sm, ids, n, gw_now_ms());
+	for (size_t i = 0; i < nmembers && !a->joined; i++) {
+		if (members[i].nodeid != a->nodeid || members[i].pid != (uint32_t)getpid())
+			continue;
+		/* the service manager's readiness (docs/packaging.md) */
+		a->joined = true;
+		gw_notify_ready("member of group %s on cluster %s as node %s (id %u); local API %s",
+				HA_GROUP_NAME, a->cluster_name, a->node_name, a->nodeid,
+				a->opts.socket);
+	}
 }
 
 static void totem_cb(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const uint32_t *nodes)

@@ -16,6 +16,7 @@
 #include "store.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define COMP "main"
 #define DEFAULT_CONFIG "/etc/isergw/ha.json"
@@ -473,8 +474,18 @@ int main(int argc, char **argv)
 		goto out_sig;
 	reactor_timer_init(&a->tick, tick_cb, a);
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
+	/*
+	 * READY=1 comes once this agent is seen in the CPG group (cluster.c,
+	 * confchg_cb): connected to corosync, a member, the local API listening.
+	 * Not "synchronised": a node alone without quorum never is, and its unit
+	 * must still start; isergwctl cluster status and the API's /metrics show
+	 * the synchronisation (docs/packaging.md).
+	 */
+	gw_notify_status("joining the group on cluster %s as node %s (id %u)", a->cluster_name,
+			 a->node_name, a->nodeid);
 
 	reactor_run(a->r);
+	gw_notify_stopping();
 	status = 0;
 
 	reactor_timer_cancel(a->r, &a->tick);

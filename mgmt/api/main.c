@@ -13,6 +13,7 @@
 #include "api.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/notify.h"
 #include "util/reactor.h"
 
 #define COMP "main"
@@ -446,8 +447,11 @@ int main(int argc, char **argv)
 			  ISERGW_VERSION, a->opts.tls_cert[0] ? "https" : "http", a->opts.listen,
 			  a->opts.gw_socket, a->opts.ha_socket, a->opts.threads);
 	probe_isergwd(a);
+	/* HTTP listens: ready (whether isergwd answers is /readyz's business) */
+	gw_notify_ready("serving %s://%s", a->opts.tls_cert[0] ? "https" : "http", a->opts.listen);
 
 	reactor_run(sig.r);
+	gw_notify_stopping();
 	status = 0;
 
 	/*
