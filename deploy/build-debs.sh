@@ -4,7 +4,7 @@
 # Build the Debian packages (debian/, docs/packaging.md) from this tree and
 # leave them in build/debs/:
 #
-#   deploy/build-debs.sh [--lintian] [--version VERSION]
+#   deploy/build-debs.sh [--lintian] [--version VERSION] [--out DIR]
 #
 # The tree (tracked and untracked files, not build directories) is copied to
 # build/debs-src/ and built there with `dpkg-buildpackage -us -uc -b`, so the
@@ -13,7 +13,9 @@
 # the binary packages (errors and warnings fail). DEB_BUILD_OPTIONS passes
 # through (e.g. nocheck, parallel=2; default parallel=2). --version builds
 # the packages as VERSION (a changelog entry in the copy only), e.g. two
-# builds to upgrade one to the other: --version 0.1.0+test2.
+# builds to upgrade one to the other: --version 0.1.0+test2. --out DIR puts
+# the packages in DIR instead of build/debs/ (and builds in DIR-src/), so that
+# a second build does not replace the first.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +28,9 @@ while [ $# -gt 0 ]; do
 	--lintian) lintian=1; shift ;;
 	--version) [ $# -ge 2 ] || { echo "build-debs.sh: --version needs a value" >&2; exit 2; }
 		   version=$2; shift 2 ;;
-	-h|--help) sed -n '3,17p' "$0"; exit 0 ;;
+	--out) [ $# -ge 2 ] || { echo "build-debs.sh: --out needs a directory" >&2; exit 2; }
+	       mkdir -p "$2" && out=$(cd "$2" && pwd) && work=$out-src; shift 2 ;;
+	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
 	*) echo "build-debs.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
