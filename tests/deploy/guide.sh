@@ -38,7 +38,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 
-DEBS=
+# shellcheck source=tests/deploy/lib.sh
+. "$here/lib.sh"    # need_root, need_tools, skip (77 unless CI must not), DEBS
 IO=
 SCRATCH=/tmp/isergw-deploy-guide
 P=dg
@@ -59,23 +60,12 @@ done
 
 log() { printf 'guide: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-# 77 (skipped) when this machine lacks something, unless the run must not
-# skip (CI), as the other deploy tests
-skip() {
-	if [ "${CI:-}" = true ] || [ "${ISERGW_DEPLOY_REQUIRE:-0}" = 1 ]; then
-		die "$* (required: CI=true or ISERGW_DEPLOY_REQUIRE=1)"
-	fi
-	log "skipped: $*"
-	exit 77
-}
-[ "$(id -u)" -eq 0 ] || skip "root only"
+need_root
 [[ -n $IO && -x $IO ]] || die "--io PATH (ha_io) required"
-for t in systemd-nspawn debootstrap tgtd tgtadm ip nsenter jq; do
-	command -v "$t" >/dev/null || skip "$t not found (deploy/install-deps.sh installs it)"
-done
+need_tools systemd-nspawn debootstrap tgtd tgtadm ip nsenter jq
 ls "$DEBS"/isergw_*.deb >/dev/null 2>&1 || skip "no packages in $DEBS (deploy.packages makes them)"
 NODES=(1 2 3)
-fail=0
+bad=0
 
 # ---------------------------------------------------------------- the guide
 
@@ -141,7 +131,7 @@ netns_down() {
 
 IMG=$SCRATCH/image
 APT_CACHE=${ISERGW_TEST_CACHE:-/var/cache/isergw-test}/apt-archives
-declare -A NSPAWN=() # K -> the nspawn process
+declare -A NODE_PID=() # K -> its systemd-nspawn process
 
 # the image: the clean root with the guide's install block run in it
 image_up() {
@@ -189,9 +179,9 @@ boot() {
 		--network-namespace-path="/run/netns/$(node_ns "$k")" --capability=all \
 		--bind="$SCRATCH/fence:/run/isergw-test-fence" \
 		--console=pipe </dev/null >"$d/console.log" 2>&1 &
-	NSPAWN[$k]=$!
+	NODE_PID[$k]=$!
 }
-leader() { pgrep -P "${NSPAWN[$1]}" | head -n 1; }
+leader() { pgrep -P "${NODE_PID[$1]}" | head -n 1; }
 # on K CMD...: runs CMD in container gwK (as root, a login environment)
 on() {
 	local k=$1 pid
@@ -226,7 +216,7 @@ fence_watch() {
 			k=$(basename "$f" .req)
 			k=${k#gw}
 			log "fence device: powering gw$k off"
-			[ -n "${NSPAWN[$k]:-}" ] && kill -9 "$(leader "$k")" 2>/dev/null
+			[ -n "${NODE_PID[$k]:-}" ] && kill -9 "$(leader "$k")" 2>/dev/null
 			mv "$f" "${f%.req}.done"
 		done
 	done
@@ -239,11 +229,11 @@ cleanup() {
 	[ -z "${ISERGW_GUIDE_HOLD:-}" ] || { log "holding ${ISERGW_GUIDE_HOLD} s"; sleep "$ISERGW_GUIDE_HOLD"; }
 	for k in "${NODES[@]}"; do
 		d=$(node_dir "$k")
-		if [ -n "${NSPAWN[$k]:-}" ]; then
+		if [ -n "${NODE_PID[$k]:-}" ]; then
 			on "$k" journalctl --no-pager -o short-precise >"$d/journal.log" 2>&1
 			kill -9 "$(leader "$k")" 2>/dev/null
-			kill "${NSPAWN[$k]}" 2>/dev/null
-			wait "${NSPAWN[$k]}" 2>/dev/null
+			kill "${NODE_PID[$k]}" 2>/dev/null
+			wait "${NODE_PID[$k]}" 2>/dev/null
 		fi
 		mountpoint -q "$d/m" && umount -l "$d/m"
 	done
@@ -251,7 +241,7 @@ cleanup() {
 	[ -n "${TGT:-}" ] && { kill -9 "$TGT"; wait "$TGT"; } 2>/dev/null
 	mountpoint -q "$IMG/m" && umount -l "$IMG/m"
 	netns_down
-	[ "$KEEP" -eq 1 ] || [ "$fail" -ne 0 ] || rm -rf "$IMG" "$SCRATCH"/gw?/up "$SCRATCH"/gw?/work
+	[ "$KEEP" -eq 1 ] || [ "$bad" -ne 0 ] || rm -rf "$IMG" "$SCRATCH"/gw?/up "$SCRATCH"/gw?/work
 }
 trap cleanup EXIT
 
@@ -282,7 +272,7 @@ run_block() {
 check() {
 	local what=$1
 	shift
-	if "$@"; then log "ok: $what"; else log "FAILED: $what"; fail=1; fi
+	if "$@"; then log "ok: $what"; else log "FAILED: $what"; bad=1; fi
 }
 
 # ---------------------------------------------------------------- the run
@@ -342,7 +332,7 @@ for s in "${steps[@]}"; do
 		run_block "$s" "${TEST_FENCE[@]}" || ok=0 ;;
 	*) run_block "$s" || ok=0 ;;
 	esac
-	[ "$ok" -eq 1 ] || { fail=1; break; }
+	[ "$ok" -eq 1 ] || { bad=1; break; }
 done
 
 if [ "$ok" -eq 1 ]; then
@@ -375,5 +365,5 @@ if [ "$ok" -eq 1 ]; then
 fi
 
 echo "deploy.guide: $((SECONDS - t0)) s in all"
-[ "$fail" -eq 0 ] && echo "deploy.guide: OK" || echo "deploy.guide: FAILED (logs in $SCRATCH)"
-exit "$fail"
+[ "$bad" -eq 0 ] && echo "deploy.guide: OK" || echo "deploy.guide: FAILED (logs in $SCRATCH)"
+exit "$bad"

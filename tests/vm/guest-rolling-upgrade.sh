@@ -11,7 +11,7 @@
 # with different versions. The guest installs the --from build (dpkg -i: the
 # guest's root is an overlay of the host's, so nothing reaches the host), then
 # runs the HA bed of guest-ha-multipath.sh from the installed binaries
-# (/usr/sbin/isergwd, /usr/sbin/isergw-ha, /usr/bin/isergwctl): three nodes
+# (/usr/sbin/isergwd, /usr/sbin/isergw-ha, /usr/sbin/isergwctl): three nodes
 # with corosync, the kernel iSER initiator logged in to all three through
 # dm-multipath, fio writing and verifying LUN 0's map and stall_probe reading
 # it every 10 ms. Then, node by node, as docs/deploy.md's rolling upgrade
@@ -55,7 +55,7 @@ SCRATCH=/tmp/ha
 # the binaries come from the packages, not from a build tree
 BED_ISERGWD=/usr/sbin/isergwd
 BED_HA=/usr/sbin/isergw-ha
-BED_ISERGWCTL=/usr/bin/isergwctl
+BED_ISERGWCTL=/usr/sbin/isergwctl
 
 # ---------------------------------------------------------------- packages
 
