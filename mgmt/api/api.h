@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "cache.h"
 #include "ctl_wire.h"
 #include "isergw_ha.pb-c.h"
 #include "metrics.h"
@@ -38,6 +39,9 @@
 #define API_DEFAULT_HA_SOCKET "/run/isergw/ha.sock"
 #define API_DG_MAX 64u                  /* --device-group given at most this often */
 #define API_PATH_MAX 108u               /* sun_path */
+
+/* --nice: the management plane yields the CPU to the data plane */
+#define API_DEFAULT_NICE 10u
 
 struct api_opts {
 	char listen[128];
@@ -53,6 +57,7 @@ struct api_opts {
 	uint32_t conn_limit;
 	uint32_t conn_limit_ip;         /* --max-connections-per-ip */
 	uint32_t idle_timeout_s;
+	uint32_t nice;                  /* --nice: 0 leaves the priority alone */
 	char log_level[16];
 	char *dgs[API_DG_MAX];          /* --device-group, besides the default one */
 	size_t ndgs;
@@ -75,6 +80,8 @@ struct api {
 	/* ---- the tokens: read by the server's threads, replaced on SIGHUP */
 	pthread_rwlock_t tokens_lock;
 	struct api_tokens tokens;
+	/* ---- rendered configuration reads by generation (cache.h; cluster only) */
+	struct api_cache cache;
 };
 
 /* ---- http.c */

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -59,6 +61,10 @@ static void usage(FILE *f)
 "                              1..3600)\n"
 "  --log-level LEVEL           err, warn, notice, info or debug (default notice;\n"
 "                              info logs every request)\n"
+"  --nice N                    yield the CPU to the data path: run at nice N\n"
+"                              (default 10; 0..19) under SCHED_BATCH, set at\n"
+"                              start for every thread; 0 leaves the priority\n"
+"                              as started (docs/packaging.md, CPU priority)\n"
 "Security (docs/api.md, Security):\n"
 "  --token-file FILE           the bearer tokens (made by 'isergw-api token add');\n"
 "                              must be mode 0600 or stricter and owned by root or\n"
@@ -95,7 +101,7 @@ static void usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG,
+	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE,
 };
 
 static const struct option long_opts[] = {
@@ -112,6 +118,7 @@ static const struct option long_opts[] = {
 	{ "max-connections-per-ip", required_argument, NULL, OPT_MAX_CONN_IP },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "nice", required_argument, NULL, OPT_NICE },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
@@ -204,6 +211,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->conn_limit = 128;
 	o->conn_limit_ip = 32;
 	o->idle_timeout_s = 30;
+	o->nice = API_DEFAULT_NICE;
 	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
@@ -278,6 +286,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			}
 			break;
 		}
+		case OPT_NICE:
+			rc = set_u32(&o->nice, optarg, 0, 19, "nice");
+			break;
 		case OPT_TOKEN_FILE:
 			rc = set_str(o->token_file, sizeof(o->token_file), optarg, "token-file");
 			break;
@@ -381,6 +392,38 @@ static void probe_isergwd(const struct api *a)
 	api_gw_snapshot_free(&s);
 }
 
+/*
+ * The management plane yields to the data plane (docs/packaging.md, CPU
+ * priority): nice --nice and SCHED_BATCH, before any thread starts so that
+ * every thread inherits them (on Linux both are per thread). Only ever
+ * lowered: a service manager that started us lower already (the unit's
+ * Nice= and CPUSchedulingPolicy=) is left alone, and so are its system call
+ * filters, which refuse setpriority. A refusal is logged, not fatal.
+ */
+static void lower_priority(uint32_t nice_to)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	int cur, pol;
+
+	if (!nice_to)
+		return;
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		cur = 0;
+	if (cur < (int)nice_to && setpriority(PRIO_PROCESS, 0, (int)nice_to))
+		GW_NOTICE(COMP, "--nice %u: %s (running at nice %d)", nice_to, strerror(errno), cur);
+	pol = sched_getscheduler(0);
+	if (pol == SCHED_OTHER && sched_setscheduler(0, SCHED_BATCH, &sp))
+		GW_NOTICE(COMP, "SCHED_BATCH: %s (left as started)", strerror(errno));
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, 0);
+	pol = sched_getscheduler(0);
+	GW_NOTICE(COMP, "CPU priority: nice %d, %s", errno ? 0 : cur,
+		pol == SCHED_BATCH ? "SCHED_BATCH" : pol == SCHED_IDLE ? "SCHED_IDLE" :
+		pol == SCHED_OTHER ? "SCHED_OTHER" : "a real-time policy");
+}
+
 int main(int argc, char **argv)
 {
 	static struct api api;
@@ -396,6 +439,8 @@ int main(int argc, char **argv)
 		return 2;
 	gw_log_parse_level(a->opts.log_level, &lvl);
 	gw_log_set_level(lvl);
+	lower_priority(a->opts.nice);
+	api_cache_init(&a->cache);
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	pthread_rwlock_init(&a->tokens_lock, NULL);
@@ -476,6 +521,7 @@ err_opts:
 	api_tokens_free(&a->tokens);
 	pthread_rwlock_destroy(&a->tokens_lock);
 	pthread_mutex_destroy(&a->stats_lock);
+	api_cache_destroy(&a->cache);
 	GW_NOTICE(COMP, "stopped");
 	return status;
 }

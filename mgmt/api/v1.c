@@ -6,7 +6,12 @@
  * resumes the suspended connection with it.
  *
  *   reads of the cluster, nodes, device groups, operations: GetClusterStatus
- *   reads of targets, LUNs, the configuration: GetConfig
+ *   reads of targets, LUNs, the configuration: GetClusterStatus, and the
+ *     answer kept for that route from that document (generation and
+ *     digest, cache.h) when there is one; otherwise GetConfig, the answer
+ *     rendered and kept. An unchanged cluster costs one small status call
+ *     per read, not the whole configuration fetched, parsed and rendered
+ *     (hundreds of KiB with thousands of LUNs)
  *   writes of targets, LUNs, the configuration: GetConfig, the change made
  *     to the configuration read (rest.c), ApplyClusterConfig with
  *     base_generation = the generation read; If-Match must name that
@@ -45,7 +50,7 @@
 #define COMP "v1"
 #define STALE_RETRIES 5
 
-enum step { S_STATUS, S_PRECHECK, S_CONFIG, S_APPLY, S_CHANGE, S_LUN };
+enum step { S_STATUS, S_PRECHECK, S_CACHE, S_CONFIG, S_APPLY, S_CHANGE, S_LUN };
 
 struct job {
 	struct api *a;
@@ -60,6 +65,9 @@ struct job {
 	bool drained;                   /* node PATCH */
 	char iqn[REST_NAME_MAX + 1];    /* of a target created, the initiator of an ACL created */
 	uint32_t lun;                   /* of a LUN created, the rel_port_id of a portal created */
+	bool cacheable;                 /* a configuration read: its 200 answer is kept */
+	uint64_t doc_gen;               /* the document the agent named for it (S_CACHE) */
+	char doc_digest[API_CACHE_DIGEST_MAX];
 	api_v1_done done;
 	void *arg;
 };
@@ -145,13 +153,51 @@ static void finish_code(struct job *j, unsigned int code, const char *fmt, ...)
 	finish_err(j, &e);
 }
 
+static void fail_call(struct job *j, int rc);
+static int get_config(struct job *j);
+
+/* the cache's key of a read: its route and the names in it (never truncated) */
+_Static_assert(API_CACHE_KEY_MAX > 2 * REST_NAME_MAX + 64, "a cache key holds two names");
+
+static void cache_key(const struct job *j, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s\n%s\n%s\n%u\n%u", rest_op_name(j->m.op), j->m.name, j->m.sub,
+		 j->m.lun, j->m.num);
+}
+
 static void finish_json(struct job *j, unsigned int code, json_object *o, uint64_t gen)
 {
 	struct api_answer ans;
+	char key[API_CACHE_KEY_MAX];
 
 	answer_json(&ans, code, o);
 	if (gen && code < 300)
 		rest_etag(gen, ans.etag, sizeof(ans.etag));
+	/* rendered from the document the status named (not one that came after it) */
+	if (j->cacheable && code == 200 && gen && gen == j->doc_gen && ans.body) {
+		cache_key(j, key, sizeof(key));
+		api_cache_put(&j->a->cache, gen, j->doc_digest, key, ans.body, ans.len);
+	}
+	finish(j, &ans);
+}
+
+/*
+ * A configuration read, the agent naming its document (generation, digest):
+ * the answer kept from that document, or the configuration asked for
+ */
+static void cache_lookup(struct job *j, uint64_t gen, const char *digest)
+{
+	struct api_answer ans = { .code = 200, .type = "application/json" };
+	char key[API_CACHE_KEY_MAX];
+
+	j->doc_gen = gen;
+	snprintf(j->doc_digest, sizeof(j->doc_digest), "%s", digest ? digest : "");
+	cache_key(j, key, sizeof(key));
+	if (!api_cache_get(&j->a->cache, gen, j->doc_digest, key, &ans.body, &ans.len)) {
+		fail_call(j, get_config(j));
+		return;
+	}
+	rest_etag(gen, ans.etag, sizeof(ans.etag));
 	finish(j, &ans);
 }
 
@@ -698,6 +744,11 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 			fail_call(j, change(j));
 		}
 		return;
+	case S_CACHE:
+		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
+			break;
+		cache_lookup(j, rep->cluster_status->generation, rep->cluster_status->digest);
+		return;
 	case S_CONFIG:
 		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CONFIG)
 			break;
@@ -1199,7 +1250,8 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 		rc = change_lun(j);
 		break;
 	default:
-		rc = get_config(j);
+		j->cacheable = !rest_op_writes(m->op);
+		rc = j->cacheable ? get_status(j, S_CACHE) : get_config(j);
 		break;
 	}
 	if (rc)

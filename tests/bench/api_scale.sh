@@ -22,6 +22,8 @@
 #   list    GET /api/v1/targets/T/luns through node 1, 5 times: the median.
 #   load    wrk -c 64 for S s (default 20) on GET endpoints of node 1, beside
 #           iscsi-perf through node 1, and iscsi-perf alone: p99 and the ratio.
+#           wrk runs at nice 19 (it stands in for clients on other machines),
+#           isergw-api at its default --nice 10 under SCHED_BATCH.
 # Last line:
 #   api: N LUNs in X s; list Y ms; wrk p99 Z ms; iscsi-perf with/without API load: R
 # Logs under the scratch directory (default /tmp/isergw-bench-api-scale).
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$2; shift 2 ;;
 	--luns) LUNS=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
-	-h | --help) sed -n '3,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,29p' "$0"; exit 0 ;;
 	*) bed_die "unknown option $1" ;;
 	esac
 done
@@ -154,7 +156,7 @@ request = function()
 	return wrk.format("GET", paths[(i % #paths) + 1], { ["Authorization"] = "Bearer $TOKEN" })
 end
 EOF
-ip netns exec "${BED_PREFIX}host" wrk -t 2 -c 64 -d "${SECS}s" --timeout 10s --latency \
+ip netns exec "${BED_PREFIX}host" nice -n 19 wrk -t 2 -c 64 -d "${SECS}s" --timeout 10s --latency \
 	-s "$OUT/paths.lua" "$URL1" >"$OUT/wrk.log" 2>&1 &
 WRK=$!
 with=$(perf "$OUT/perf-with.log")

@@ -280,7 +280,9 @@ expect "a write node 3 cannot apply" 0 2 target create "$S" &&
 	ha_check "accepted, the operation and n3 pending" out_has "accepted, operation g[0-9]*: applied by .*; pending on n3"
 expect "--wait that runs out" 6 2 --timeout 4 target create "$S-2" --wait &&
 	ha_check "the operation and what is pending" err_has "not done when --wait ran out: pending on n3"
-( sleep 2; kill -CONT "$(bed_pid 3 isergwd)" ) &
+# thawed well after the 1.5 s wait made the write 202 (isergwctl's start and
+# the POST take most of a second on a busy machine), well within --timeout
+( sleep 4; kill -CONT "$(bed_pid 3 isergwd)" ) &
 thaw=$!
 expect "--wait while n3's isergwd is let go" 0 2 --timeout 30 target create "$S-3" --wait &&
 	ha_check "done" out_has "operation g[0-9]* done: applied by"

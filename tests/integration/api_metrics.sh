@@ -84,7 +84,7 @@ scrape() { # scrape FILE: GET /metrics, 200, then promtool
 # ---- the command line
 if "$API" --help >"$SCRATCH/help.out" 2>&1; then ok "--help exits 0"; else bad "--help exit status"; fi
 for o in --listen --isergwd-socket --isergwd-timeout-ms --device-group --threads --max-connections \
-	--idle-timeout --log-level --help --version; do
+	--idle-timeout --log-level --nice --help --version; do
 	grep -q -- "$o" "$SCRATCH/help.out" || bad "--help does not describe $o"
 done
 "$API" --no-such-option >/dev/null 2>&1

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cache of rendered configuration reads (cache.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+void api_cache_init(struct api_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+static void entry_drop(struct api_cache *c, struct api_cache_entry *x)
+{
+	if (!x->key)
+		return;
+	c->bytes -= x->len;
+	free(x->key);
+	free(x->body);
+	memset(x, 0, sizeof(*x));
+}
+
+static void drop_all(struct api_cache *c)
+{
+	for (size_t i = 0; i < API_CACHE_ENTRIES; i++)
+		entry_drop(c, &c->e[i]);
+}
+
+void api_cache_destroy(struct api_cache *c)
+{
+	drop_all(c);
+	pthread_mutex_destroy(&c->lock);
+}
+
+void api_cache_clear(struct api_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	drop_all(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static bool same_doc(const struct api_cache *c, uint64_t gen, const char *digest)
+{
+	return gen == c->gen && !strcmp(digest, c->digest);
+}
+
+/* under lock: the agent names another document; every entry is stale */
+static void see_doc(struct api_cache *c, uint64_t gen, const char *digest)
+{
+	if (same_doc(c, gen, digest))
+		return;
+	if (c->stamp)
+		c->invalidations++;
+	drop_all(c);
+	c->stamp = 0;
+	c->gen = gen;
+	snprintf(c->digest, sizeof(c->digest), "%s", digest);
+}
+
+static struct api_cache_entry *find(struct api_cache *c, const char *key)
+{
+	for (size_t i = 0; i < API_CACHE_ENTRIES; i++)
+		if (c->e[i].key && !strcmp(c->e[i].key, key))
+			return &c->e[i];
+	return NULL;
+}
+
+bool api_cache_get(struct api_cache *c, uint64_t gen, const char *digest, const char *key,
+		   char **body, size_t *len)
+{
+	struct api_cache_entry *x;
+	char *copy = NULL;
+
+	*body = NULL;
+	if (!gen || strlen(digest) >= API_CACHE_DIGEST_MAX)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	see_doc(c, gen, digest);
+	x = find(c, key);
+	if (x && (copy = malloc(x->len + 1))) {
+		memcpy(copy, x->body, x->len);
+		copy[x->len] = '\0';
+		*len = x->len;
+	}
+	if (copy)
+		c->hits++;
+	else
+		c->misses++;
+	pthread_mutex_unlock(&c->lock);
+	*body = copy;
+	return copy != NULL;
+}
+
+void api_cache_put(struct api_cache *c, uint64_t gen, const char *digest, const char *key,
+		   const char *body, size_t len)
+{
+	struct api_cache_entry *x, *old;
+	char *k, *b;
+
+	if (!gen || len > API_CACHE_BYTES || strlen(key) >= API_CACHE_KEY_MAX)
+		return;
+	k = strdup(key);
+	b = malloc(len + 1);
+	if (!k || !b)
+		goto err_free;
+	memcpy(b, body, len);
+	b[len] = '\0';
+	pthread_mutex_lock(&c->lock);
+	if (!same_doc(c, gen, digest)) {
+		pthread_mutex_unlock(&c->lock);
+		goto err_free; /* rendered from a document no longer the agent's */
+	}
+	x = find(c, key);
+	if (x)
+		entry_drop(c, x);
+	/* room: a free slot within the byte budget, the oldest entries going first */
+	for (;;) {
+		x = NULL;
+		old = NULL;
+		for (size_t i = 0; i < API_CACHE_ENTRIES; i++) {
+			if (!c->e[i].key)
+				x = x ? x : &c->e[i];
+			else if (!old || c->e[i].stamp < old->stamp)
+				old = &c->e[i];
+		}
+		if (x && c->bytes + len <= API_CACHE_BYTES)
+			break;
+		entry_drop(c, old);
+	}
+	x->key = k;
+	x->body = b;
+	x->len = len;
+	x->stamp = ++c->stamp;
+	c->bytes += len;
+	pthread_mutex_unlock(&c->lock);
+	return;
+
+err_free:
+	free(k);
+	free(b);
+}
