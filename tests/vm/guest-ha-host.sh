@@ -23,8 +23,34 @@
 #   wait_owner WHAT WANT K...   polls until dg1's owner is WANT on every K.
 #   record KIND WHAT T0 SECS    the event's longest stall into EVENTS.
 #   owner_node K, others_of K, now_s, probe_stall T0 T1, mp_groups.
+#   host_finish           the EXIT trap: the logs (every node's corosync,
+#                         isergwd and agent logs, the probe's, dmesg, and
+#                         the files named in HOST_LOGS) into VM_OUT, the map
+#                         told to stop queueing, the host's sessions, then
+#                         the bed down.
 
 PROBE_LOG=$SCRATCH/stall-probe.log
+HOST_LOGS=()   # more files for host_finish to keep
+
+# bed_init's trap takes the bed down; the host's sessions and multipathd go
+# first, the logs are kept
+host_finish() {
+	local k f
+	for ((k = 1; k <= BED_NODES; k++)); do
+		for f in corosync.log isergwd.log ha.log; do
+			[ -f "$SCRATCH/n$k/$f" ] && cp "$SCRATCH/n$k/$f" "$VM_OUT/n$k-$f"
+		done
+	done
+	[ -f "$PROBE_LOG" ] && cp "$PROBE_LOG" "$VM_OUT/stall-probe.log"
+	for f in "${HOST_LOGS[@]}"; do
+		[ -f "$f" ] && cp "$f" "$VM_OUT/"
+	done
+	dmesg >"$VM_OUT/dmesg.partial" 2>&1
+	# stop queueing I/O (no_path_retry) so that nothing waits on dead paths
+	[ -n "$MAP" ] && dmsetup message "$MAP" 0 fail_if_no_path >/dev/null 2>&1
+	vm_cleanup 2>/dev/null
+	bed_down
+}
 
 # ---------------------------------------------------------------- the host
 

@@ -69,30 +69,9 @@ ha_options 3,39 --stall-probe PROBE --kills KILLS --drains DRAINS -- \
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --stall-probe "$PROBE" stall_probe
 [[ $KILLS =~ ^[0-9]+$ && $DRAINS =~ ^[0-9]+$ ]] || bed_die "--kills and --drains want numbers"
-# bed_init's trap takes the bed down; the host's sessions and multipathd go
-# first, the logs are kept
-finish() {
-	collect_logs
-	# stop queueing I/O (no_path_retry) so that nothing waits on dead paths
-	[ -n "$MAP" ] && dmsetup message "$MAP" 0 fail_if_no_path >/dev/null 2>&1
-	vm_cleanup 2>/dev/null
-	bed_down
-}
-collect_logs() {
-	local k f
-	for ((k = 1; k <= BED_NODES; k++)); do
-		for f in corosync.log isergwd.log ha.log; do
-			[ -f "$SCRATCH/n$k/$f" ] && cp "$SCRATCH/n$k/$f" "$VM_OUT/n$k-$f"
-		done
-	done
-	[ -f "$PROBE_LOG" ] && cp "$PROBE_LOG" "$VM_OUT/stall-probe.log"
-	dmesg >"$VM_OUT/dmesg.partial" 2>&1
-	true
-}
-trap finish EXIT
-
 # shellcheck source=tests/vm/guest-ha-host.sh
 . "$here/guest-ha-host.sh"
+trap host_finish EXIT
 
 event_kill() {
 	local i=$1 k t0 cl survivors

@@ -111,27 +111,10 @@ ha_options 3,33 --from FROM --to TO --stall-probe PROBE -- \
 ha_need --stall-probe "$PROBE" stall_probe
 [[ -d $TO ]] || bed_die "--to DIR (the packages to upgrade to) required"
 
-finish() {
-	collect_logs
-	[ -n "$MAP" ] && dmsetup message "$MAP" 0 fail_if_no_path >/dev/null 2>&1
-	vm_cleanup 2>/dev/null
-	bed_down
-}
-collect_logs() {
-	local k f
-	for ((k = 1; k <= BED_NODES; k++)); do
-		for f in corosync.log isergwd.log ha.log; do
-			[ -f "$SCRATCH/n$k/$f" ] && cp "$SCRATCH/n$k/$f" "$VM_OUT/n$k-$f"
-		done
-	done
-	[ -f "$PROBE_LOG" ] && cp "$PROBE_LOG" "$VM_OUT/stall-probe.log"
-	[ -f "$SCRATCH/dpkg.log" ] && cp "$SCRATCH/dpkg.log" "$VM_OUT/dpkg.log"
-	true
-}
-trap finish EXIT
-
 # shellcheck source=tests/vm/guest-ha-host.sh
 . "$here/guest-ha-host.sh"
+HOST_LOGS=("$SCRATCH/dpkg.log")
+trap host_finish EXIT
 
 # ---------------------------------------------------------------- events
 
