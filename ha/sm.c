@@ -1376,17 +1376,26 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	return (int64_t)r->id;
 }
 
+/* A change may be submitted now, on top of generation base_gen (0: any). */
+static int change_check(struct ha_sm *sm, uint64_t base_gen, char *err, size_t errlen)
+{
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (base_gen && base_gen != sm->doc->generation)
+		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
+			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	return 0;
+}
+
 int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t base_gen,
 			    char *err, size_t errlen)
 {
 	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
 	int rc;
 
-	if (!ha_sm_can_change(sm, err, errlen))
-		return sm->quorate ? -EAGAIN : -ENOLCK;
-	if (base_gen && base_gen != sm->doc->generation)
-		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
-			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	rc = change_check(sm, base_gen, err, errlen);
+	if (rc)
+		return rc;
 	rc = ha_config_check(config_json, err, errlen);
 	if (rc)
 		return rc;
@@ -1410,11 +1419,9 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 	int64_t id;
 	int rc;
 
-	if (!ha_sm_can_change(sm, err, errlen))
-		return sm->quorate ? -EAGAIN : -ENOLCK;
-	if (base_gen && base_gen != sm->doc->generation)
-		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
-			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	rc = change_check(sm, base_gen, err, errlen);
+	if (rc)
+		return rc;
 	if (add && !has_lun) {
 		rc = ha_doc_lun_free(sm->doc, iqn, lun, err, errlen);
 		if (rc)
