@@ -129,6 +129,21 @@ ha_verdict() {
 	echo "${results[-1]}"
 }
 
+# ha_lu_state MODE: the gateways' lu_state ("local", "cluster"; empty: the default)
+ha_lu_state() { [ -z "$1" ] || BED_GATEWAY_EXTRA=", \"lu_state\": \"$1\""; }
+
+# ha_lun_url K: LUN 1 of the HA target through node K's portal
+ha_lun_url() { echo "iscsi://$(bed_portal "$1")/$BED_HA_IQN/1"; }
+
+# ha_check_daemons K...: node K's agent and isergwd still run
+ha_check_daemons() {
+	local k
+	for k in "$@"; do
+		ha_check "node $k's agent runs" bed_alive "$k" ha
+		ha_check "node $k's isergwd runs" bed_alive "$k" isergwd
+	done
+}
+
 # ---------------------------------------------------------------- the cluster
 
 # shellcheck disable=SC2120 # AGENT-ARGS are optional
