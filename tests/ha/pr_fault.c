@@ -153,6 +153,21 @@ static int send_next(struct sess *s)
 	return 0;
 }
 
+/* Serves s's connection until its command ends or the connection breaks; -errno of poll. */
+static int serve_until_done(struct sess *s)
+{
+	while (s->busy && !s->broken) {
+		struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
+				    .events = (short)iscsi_which_events(s->ctx) };
+
+		if (poll(&p, 1, 100) < 0 && errno != EINTR)
+			return -errno;
+		if (iscsi_service(s->ctx, p.revents) < 0)
+			s->broken = true;
+	}
+	return 0;
+}
+
 static int do_run(int seconds, int per_url, const char *out, char **urls, int nurls)
 {
 	struct pollfd pfd[MAX_SESS];
@@ -180,15 +195,8 @@ static int do_run(int seconds, int per_url, const char *out, char **urls, int nu
 
 		for (int tries = 0; tries < 50 && !s->good; tries++) {
 			send_next(s);
-			while (s->busy && !s->broken) {
-				struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
-						    .events = (short)iscsi_which_events(s->ctx) };
-
-				if (poll(&p, 1, 100) < 0 && errno != EINTR)
-					return 2;
-				if (iscsi_service(s->ctx, p.revents) < 0)
-					s->broken = true;
-			}
+			if (serve_until_done(s))
+				return 2;
 		}
 		if (!s->good) {
 			fprintf(stderr, "pr_fault: session %d never registered\n", i);
@@ -424,15 +432,8 @@ static int do_latency(int n, char **urls, int nurls)
 
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		send_next(s);
-		while (s->busy && !s->broken) {
-			struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
-					    .events = (short)iscsi_which_events(s->ctx) };
-
-			if (poll(&p, 1, 100) < 0 && errno != EINTR)
-				return 2;
-			if (iscsi_service(s->ctx, p.revents) < 0)
-				s->broken = true;
-		}
+		if (serve_until_done(s))
+			return 2;
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		if (s->broken) {
 			fprintf(stderr, "pr_fault: session %d broke\n", s->idx);
