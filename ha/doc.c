@@ -966,6 +966,19 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* A file created, renamed or unlinked in dir lasts once this returns 0. */
+static int fsync_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc;
+
+	if (dfd < 0)
+		return -errno;
+	rc = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return rc;
+}
+
 int ha_doc_save(const struct ha_doc *d, const char *dir)
 {
 	if (!d || !d->text)
@@ -976,7 +989,7 @@ int ha_doc_save(const struct ha_doc *d, const char *dir)
 int ha_doc_save_text(const char *text, size_t len, const char *dir)
 {
 	char path[4096], tmp[4096];
-	int fd, dfd, rc;
+	int fd, rc;
 
 	if (!text || !dir)
 		return -EINVAL;
@@ -1003,12 +1016,7 @@ int ha_doc_save_text(const char *text, size_t len, const char *dir)
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", dir, HA_JOURNAL_FILE) < sizeof(tmp) &&
 	    unlink(tmp) < 0 && errno != ENOENT)
 		return -errno;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	rc = fsync(dfd) < 0 ? -errno : 0;
-	close(dfd);
-	return rc;
+	return fsync_dir(dir);
 
 err_unlink_tmp:
 	unlink(tmp);
@@ -1084,7 +1092,7 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 {
 	char path[4096];
 	bool created = false;
-	int fd, dfd, rc;
+	int fd, rc;
 
 	if (!lines || !dir)
 		return -EINVAL;
@@ -1104,12 +1112,7 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 		rc = -errno;
 	if (rc || !created)
 		return rc;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	rc = fsync(dfd) < 0 ? -errno : 0;
-	close(dfd);
-	return rc;
+	return fsync_dir(dir);
 }
 
 /* The journal's lines that follow d, applied in order (d replaced); the first that does not is logged. */

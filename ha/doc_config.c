@@ -194,6 +194,28 @@ static int rel_port_reused(struct ha_vctx *c, const struct ha_doc *d, size_t k, 
 	return 0;
 }
 
+typedef int (*parse_one_fn)(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
+			    size_t i);
+
+/* one(c, element i, d, i) for the n elements of arr, the array at key (errors name key[i]). */
+static int parse_each(struct ha_vctx *c, const char *key, struct json_object *arr, size_t n,
+		      struct ha_doc *d, parse_one_fn one)
+{
+	size_t old = ha_vpath_key(c, key);
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t at = ha_vpath_index(c, i);
+
+		rc = one(c, json_object_array_get_idx(arr, i), d, i);
+		if (rc)
+			return rc;
+		ha_vpath_pop(c, at);
+	}
+	ha_vpath_pop(c, old);
+	return 0;
+}
+
 static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
 {
 	static const char *const keys[] = { "name", "tpg_id", "portals" };
@@ -258,7 +280,6 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *nodes;
-	size_t old;
 	int rc;
 
 	rc = get_array(c, cfg, "nodes", true, 1, HA_NODES_MAX, &nodes);
@@ -270,17 +291,7 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 		d->nnodes = 0;
 		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
-	old = ha_vpath_key(c, "nodes");
-	for (size_t k = 0; k < d->nnodes; k++) {
-		size_t at = ha_vpath_index(c, k);
-
-		rc = parse_node(c, json_object_array_get_idx(nodes, k), d, k);
-		if (rc)
-			return rc;
-		ha_vpath_pop(c, at);
-	}
-	ha_vpath_pop(c, old);
-	return 0;
+	return parse_each(c, "nodes", nodes, d->nnodes, d, parse_node);
 }
 
 /* -------------------------------------------------------- floating portals */
@@ -348,7 +359,6 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 static int parse_floating(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *arr;
-	size_t old;
 	int rc;
 
 	rc = get_array(c, cfg, "floating_portals", false, 0, HA_FLOATING_MAX, &arr);
@@ -360,17 +370,7 @@ static int parse_floating(struct ha_vctx *c, struct json_object *cfg, struct ha_
 		d->nfloating = 0;
 		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
-	old = ha_vpath_key(c, "floating_portals");
-	for (size_t i = 0; i < d->nfloating; i++) {
-		size_t at = ha_vpath_index(c, i);
-
-		rc = parse_floating_one(c, json_object_array_get_idx(arr, i), d, i);
-		if (rc)
-			return rc;
-		ha_vpath_pop(c, at);
-	}
-	ha_vpath_pop(c, old);
-	return 0;
+	return parse_each(c, "floating_portals", arr, d->nfloating, d, parse_floating_one);
 }
 
 /* ----------------------------------------------------------- device groups */
@@ -461,7 +461,6 @@ static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d
 static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *dgs;
-	size_t old;
 	int rc;
 
 	rc = get_array(c, cfg, "device_groups", false, 0, HA_DGS_MAX, &dgs);
@@ -473,17 +472,7 @@ static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *
 		d->ndgs = 0;
 		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
-	old = ha_vpath_key(c, "device_groups");
-	for (size_t g = 0; g < d->ndgs; g++) {
-		size_t at = ha_vpath_index(c, g);
-
-		rc = parse_dg(c, json_object_array_get_idx(dgs, g), d, g);
-		if (rc)
-			return rc;
-		ha_vpath_pop(c, at);
-	}
-	ha_vpath_pop(c, old);
-	return 0;
+	return parse_each(c, "device_groups", dgs, d->ndgs, d, parse_dg);
 }
 
 /* ----------------------------------------------------------------- targets */

@@ -210,7 +210,7 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 
 /* ------------------------------------------------------------ sending */
 
-static int send_msg(struct ha_sm *sm, HaMsg *m)
+int ha_sm_send(struct ha_sm *sm, HaMsg *m)
 {
 	int rc;
 
@@ -245,7 +245,7 @@ static void send_sync(struct ha_sm *sm)
 	m.sync = &s;
 	/* a Sync is understood by every version: it is what negotiates them */
 	sm->proto = HA_PROTO_MIN;
-	send_msg(sm, &m);
+	ha_sm_send(sm, &m);
 	ha_sm_lu_free_sync(&s);
 }
 
@@ -259,7 +259,7 @@ static void send_applied(struct ha_sm *sm, uint64_t gen, int status, const char 
 	a.error = (char *)(uintptr_t)(err ? err : "");
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_APPLIED;
 	m.applied = &a;
-	send_msg(sm, &m);
+	ha_sm_send(sm, &m);
 }
 
 static void send_heartbeat(struct ha_sm *sm, uint64_t now)
@@ -273,7 +273,7 @@ static void send_heartbeat(struct ha_sm *sm, uint64_t now)
 	sm->hb_last_ms = now;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT;
 	m.heartbeat = &h;
-	send_msg(sm, &m);
+	ha_sm_send(sm, &m);
 }
 
 /* ------------------------------------------------------------ the document */
@@ -495,7 +495,7 @@ static void sync_check(struct ha_sm *sm, uint64_t now)
 		sm->state_sent = true;
 		GW_INFO(COMP, "sync: sending generation %" PRIu64 " to the members that differ",
 			sm->doc->generation);
-		send_msg(sm, &m);
+		ha_sm_send(sm, &m);
 	}
 }
 
@@ -946,7 +946,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		c.placement = &p;
 		m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
 		m.change = &c;
-		if (!send_msg(sm, &m)) {
+		if (!ha_sm_send(sm, &m)) {
 			sm->inflight_base = d->generation;
 			sm->inflight_ms = now;
 		}
@@ -1022,7 +1022,7 @@ int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t er
 	f.node = (char *)(uintptr_t)node;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
 	m.fenced = &f;
-	return send_msg(sm, &m);
+	return ha_sm_send(sm, &m);
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -1364,7 +1364,7 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	c->base_generation = c->base_generation ? c->base_generation : sm->doc->generation;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
 	m.change = c;
-	rc = send_msg(sm, &m);
+	rc = ha_sm_send(sm, &m);
 	if (rc)
 		return errf(err, errlen, rc, "cannot multicast the change: %s", strerror(-rc));
 	r = &sm->reqs[sm->nreqs++];
@@ -1376,17 +1376,26 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	return (int64_t)r->id;
 }
 
+/* A change may be submitted now, on top of generation base_gen (0: any). */
+static int change_check(struct ha_sm *sm, uint64_t base_gen, char *err, size_t errlen)
+{
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (base_gen && base_gen != sm->doc->generation)
+		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
+			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	return 0;
+}
+
 int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t base_gen,
 			    char *err, size_t errlen)
 {
 	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
 	int rc;
 
-	if (!ha_sm_can_change(sm, err, errlen))
-		return sm->quorate ? -EAGAIN : -ENOLCK;
-	if (base_gen && base_gen != sm->doc->generation)
-		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
-			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	rc = change_check(sm, base_gen, err, errlen);
+	if (rc)
+		return rc;
 	rc = ha_config_check(config_json, err, errlen);
 	if (rc)
 		return rc;
@@ -1410,11 +1419,9 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 	int64_t id;
 	int rc;
 
-	if (!ha_sm_can_change(sm, err, errlen))
-		return sm->quorate ? -EAGAIN : -ENOLCK;
-	if (base_gen && base_gen != sm->doc->generation)
-		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
-			    ", not %" PRIu64, sm->doc->generation, base_gen);
+	rc = change_check(sm, base_gen, err, errlen);
+	if (rc)
+		return rc;
 	if (add && !has_lun) {
 		rc = ha_doc_lun_free(sm->doc, iqn, lun, err, errlen);
 		if (rc)

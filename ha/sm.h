@@ -354,6 +354,8 @@ void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s);   /* free with h
 void ha_sm_lu_free_sync(Isergw__Ha__Sync *s);
 void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m);
 void ha_sm_lu_fini(struct ha_sm *sm);
+/* sm_lu.c's: multicast m in the protocol version in use (a failure is logged). */
+int ha_sm_send(struct ha_sm *sm, HaMsg *m);
 
 /* Queries. */
 bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen);

@@ -106,18 +106,6 @@ void ha_sm_lu_fini(struct ha_sm *sm)
 	memset(&sm->lus, 0, sizeof(sm->lus));
 }
 
-static int lu_send(struct ha_sm *sm, HaMsg *m)
-{
-	int rc;
-
-	m->version = sm->proto;
-	m->cluster = sm->cluster;
-	rc = sm->ops->send(sm->ctx, m);
-	if (rc)
-		GW_WARN(COMP, "cannot multicast a %s message: %s", ha_msg_kind(m), strerror(-rc));
-	return rc;
-}
-
 static void lu_done(struct ha_sm *sm, uint64_t id, int status, const char *why)
 {
 	if (sm->ops->lu_done)
@@ -159,7 +147,7 @@ int ha_sm_lu_propose(struct ha_sm *sm, uint64_t proposal_id, const uint8_t naa[1
 	p.events.len = evlen;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE;
 	m.lu_propose = &p;
-	rc = lu_send(sm, &m);
+	rc = ha_sm_send(sm, &m);
 	if (rc) {
 		snprintf(err, errlen, "cannot multicast: %s", strerror(-rc));
 		return rc;
@@ -274,7 +262,7 @@ void ha_sm_lu_gw_applied(struct ha_sm *sm, uint32_t origin, uint64_t proposal_id
 	a.status = status;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED;
 	m.lu_applied = &a;
-	if (lu_send(sm, &m) && origin == sm->nodeid) {
+	if (ha_sm_send(sm, &m) && origin == sm->nodeid) {
 		/* our own: cross ourselves off here */
 		for (size_t i = 0; i < sm->lus.nwaits; i++) {
 			struct ha_lu_wait *w = &sm->lus.waits[i];
@@ -428,7 +416,7 @@ int ha_sm_lu_lock(struct ha_sm *sm, uint64_t lock_id, const uint8_t naa[16], uin
 		m.body_case = ISERGW__HA__GROUP_MSG__BODY_LU_LOCK;
 		m.lu_lock = &k;
 	}
-	rc = lu_send(sm, &m);
+	rc = ha_sm_send(sm, &m);
 	if (rc)
 		snprintf(err, errlen, "cannot multicast: %s", strerror(-rc));
 	return rc;

@@ -198,6 +198,36 @@ bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev)
 	return !c->dead;
 }
 
+/* On the control reactor: number ev as the next event and push it to every subscriber. */
+unsigned int ctl_publish(struct gw_ctl *ctl, Isergw__Ctl__Event *ev)
+{
+	struct list_head *pos, *n;
+	unsigned int delivered = 0;
+
+	ev->seq = ++ctl->event_seq;
+	list_for_each_safe(pos, n, &ctl->clients) {
+		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
+
+		delivered += ctl_client_push_event(c, ev);
+	}
+	return delivered;
+}
+
+/*
+ * From any thread: fn(m) runs on the control reactor and drops ctl->inflight
+ * when done. -ENOMEM (m freed) when the message cannot be sent.
+ */
+int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m)
+{
+	atomic_fetch_add(&ctl->inflight, 1);
+	if (reactor_send_msg(ctl->r, fn, m)) {
+		atomic_fetch_sub(&ctl->inflight, 1);
+		free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static void client_reply_err(struct ctl_client *c, int status, const char *why)
 {
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;

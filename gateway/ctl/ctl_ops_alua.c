@@ -478,8 +478,7 @@ static void alua_event_run(void *arg)
 	Isergw__Ctl__AluaGroupState *gp[SCSI_ALUA_REQUEST_GROUPS_MAX];
 	Isergw__Ctl__AluaChangeRequest a = ISERGW__CTL__ALUA_CHANGE_REQUEST__INIT;
 	Isergw__Ctl__Event ev = ISERGW__CTL__EVENT__INIT;
-	struct list_head *pos, *n;
-	unsigned int delivered = 0;
+	unsigned int delivered;
 
 	a.request_id = r->id;
 	a.device_group = ctl_str(r->dg);
@@ -496,14 +495,9 @@ static void alua_event_run(void *arg)
 		a.n_groups++;
 	}
 	a.groups = gp;
-	ev.seq = ++ctl->event_seq;
 	ev.kind_case = ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST;
 	ev.alua_change_request = &a;
-	list_for_each_safe(pos, n, &ctl->clients) {
-		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
-
-		delivered += ctl_client_push_event(c, &ev);
-	}
+	delivered = ctl_publish(ctl, &ev);
 	if (delivered) {
 		GW_INFO(COMP, "ALUA request %llu (device group %s) sent to %u subscriber(s) as event "
 			"%llu", (unsigned long long)r->id, r->dg, delivered,
@@ -530,11 +524,5 @@ int ctl_alua_request(const struct scsi_alua_request *req, void *arg)
 		return -ENOMEM;
 	m->ctl = ctl;
 	m->req = *req;
-	atomic_fetch_add(&ctl->inflight, 1);
-	if (reactor_send_msg(ctl->r, alua_event_run, m)) {
-		atomic_fetch_sub(&ctl->inflight, 1);
-		free(m);
-		return -ENOMEM;
-	}
-	return 0;
+	return ctl_post(ctl, alua_event_run, m);
 }

@@ -113,7 +113,6 @@ static void lu_prop_run(void *arg)
 	Isergw__Ctl__LuEvent *ev = calloc(m->nev + 1, sizeof(*ev));
 	Isergw__Ctl__LuEvent **evp = calloc(m->nev + 1, sizeof(*evp));
 	Isergw__Ctl__Event e = ISERGW__CTL__EVENT__INIT;
-	struct list_head *pos, *n;
 	unsigned int delivered = 0;
 
 	if (!regs || !regp || !ev || !evp) {
@@ -135,14 +134,9 @@ static void lu_prop_run(void *arg)
 	p.events = evp;
 	p.n_events = m->nev;
 	p.wait = m->wait;
-	e.seq = ++ctl->event_seq;
 	e.kind_case = ISERGW__CTL__EVENT__KIND_LU_STATE_PROPOSAL;
 	e.lu_state_proposal = &p;
-	list_for_each_safe(pos, n, &ctl->clients) {
-		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
-
-		delivered += ctl_client_push_event(c, &e);
-	}
+	delivered = ctl_publish(ctl, &e);
 	if (!delivered) {
 		GW_WARN(COMP, "LU state proposal %llu: no subscriber took it",
 			(unsigned long long)m->id);
@@ -181,13 +175,7 @@ int ctl_lu_propose(const struct scsi_lu_proposal *p, void *arg)
 	m->nev = p->nev;
 	m->st = *p->st;
 	memcpy(m->ev, p->ev, p->nev * sizeof(m->ev[0]));
-	atomic_fetch_add(&ctl->inflight, 1);
-	if (reactor_send_msg(ctl->r, lu_prop_run, m)) {
-		atomic_fetch_sub(&ctl->inflight, 1);
-		free(m);
-		return -ENOMEM;
-	}
-	return 0;
+	return ctl_post(ctl, lu_prop_run, m);
 }
 
 /* ---- requests */
@@ -300,8 +288,7 @@ static void lu_lock_run(void *arg)
 	struct gw_ctl *ctl = m->ctl;
 	Isergw__Ctl__LuLockRequest r = ISERGW__CTL__LU_LOCK_REQUEST__INIT;
 	Isergw__Ctl__Event e = ISERGW__CTL__EVENT__INIT;
-	struct list_head *pos, *n;
-	unsigned int delivered = 0;
+	unsigned int delivered;
 
 	r.lock_id = m->id;
 	r.naa.data = m->naa;
@@ -309,14 +296,9 @@ static void lu_lock_run(void *arg)
 	r.lba = m->lba;
 	r.blocks = m->blocks;
 	r.release = !m->lock;
-	e.seq = ++ctl->event_seq;
 	e.kind_case = ISERGW__CTL__EVENT__KIND_LU_LOCK_REQUEST;
 	e.lu_lock_request = &r;
-	list_for_each_safe(pos, n, &ctl->clients) {
-		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
-
-		delivered += ctl_client_push_event(c, &e);
-	}
+	delivered = ctl_publish(ctl, &e);
 	if (!delivered && m->lock) {
 		GW_WARN(COMP, "LBA lock %llu: no subscriber took it", (unsigned long long)m->id);
 		(void)scsi_cluster_done(m->id, -ENOTCONN);
@@ -342,11 +324,5 @@ int ctl_lu_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t block
 	m->lba = lba;
 	m->blocks = blocks;
 	m->lock = lock;
-	atomic_fetch_add(&ctl->inflight, 1);
-	if (reactor_send_msg(ctl->r, lu_lock_run, m)) {
-		atomic_fetch_sub(&ctl->inflight, 1);
-		free(m);
-		return -ENOMEM;
-	}
-	return 0;
+	return ctl_post(ctl, lu_lock_run, m);
 }

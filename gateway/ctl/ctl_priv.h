@@ -104,6 +104,10 @@ void ctl_client_send(struct ctl_client *c, CtlReply *rep);
 void ctl_client_done(struct ctl_client *c, CtlReply *rep);
 /* Push an event to a subscriber; false when its queue is full (dropped) or it is gone. */
 bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev);
+/* On the control reactor: ev numbered and pushed to every subscriber; how many took it. */
+unsigned int ctl_publish(struct gw_ctl *ctl, Isergw__Ctl__Event *ev);
+/* From any thread: run fn(m) on the control reactor, counted in inflight; -ENOMEM frees m. */
+int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m);
 /* Log the refusal and answer it with status rc and the reason why. */
 void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why);
 

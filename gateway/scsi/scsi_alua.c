@@ -34,15 +34,15 @@
  *
  * A held command (struct alua_held) is listed in alua.held under alua.lock
  * and finished on its own reactor by whoever unlinks it there: the timer,
- * the message that announces a decision (carrying the id, never the
- * pointer, so a late message finds nothing), or an abort. Other threads only
- * decide (held->decided, under the lock) and send that message.
+ * the message that announces a decision, or an abort (scsi_held.h). Other
+ * threads only decide (under the lock) and send that message.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "scsi/scsi_held.h"
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
 #include "util/reactor.h"
@@ -96,21 +96,15 @@ enum held_result {
 
 /* A SET TARGET PORT GROUPS waiting for the policy owner. */
 struct alua_held {
-	struct list_head link;          /* alua.held, under alua.lock */
-	uint64_t id;
+	struct scsi_held hd;            /* in alua.held */
 	size_t dg;                      /* device group index */
 	size_t n;
 	struct scsi_alua_update u[ALUA_MAX_TPG];
-	bool decided;                   /* under alua.lock */
 	uint8_t result;                 /* enum held_result, once decided */
-	struct scsi_cmd *cmd;
 	const struct scsi_lu *lu;
 	char iport[256];
 	uint16_t rel;
 	uint32_t timeout_ms;
-	struct reactor *reactor;        /* the command's; the rest is its thread's */
-	struct reactor_timer timer;
-	struct reactor_deferred finish_work;
 };
 
 /* A decision to announce to the held command's reactor (after the lock is dropped). */
@@ -118,6 +112,9 @@ struct held_note {
 	uint64_t id;
 	struct reactor *reactor;
 };
+
+static void held_outcome(struct scsi_held *hd, int status);
+static void held_finish_hd(struct scsi_held *hd);
 
 static struct {
 	pthread_mutex_t lock;
@@ -131,13 +128,12 @@ static struct {
 	atomic_uint timeout_ms;
 	scsi_alua_request_fn handler;   /* under lock */
 	void *handler_arg;
-	struct list_head held;          /* struct alua_held, under lock */
-	atomic_uint nheld;
+	struct scsi_held_list held;     /* struct alua_held */
 	uint64_t next_id;               /* under lock */
 } alua = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.timeout_ms = SCSI_ALUA_REQUEST_TIMEOUT_MS,
-	.held = LIST_HEAD_INIT(alua.held),
+	.held = SCSI_HELD_LIST_INIT(alua.held, &alua.lock, held_outcome, held_finish_hd),
 };
 
 /* The lease; written under alua.lock, the atomics read by the command path without it. */
@@ -634,55 +630,39 @@ static bool held_matches(struct alua_dg *d, const struct scsi_alua_update *u, si
 	return true;
 }
 
-/* alua.lock held. */
-static struct alua_held *held_find(uint64_t id)
-{
-	struct list_head *pos;
-
-	list_for_each(pos, &alua.held) {
-		struct alua_held *h = list_entry(pos, struct alua_held, link);
-
-		if (h->id == id)
-			return h;
-	}
-	return NULL;
-}
-
-/* alua.lock held. */
-static void held_unlink(struct alua_held *h)
-{
-	list_del(&h->link);
-	list_init(&h->link);
-	atomic_fetch_sub(&alua.nheld, 1);
-}
-
 /* alua.lock held: the first decision stands. */
 static bool held_decide(struct alua_held *h, enum held_result r)
 {
-	if (h->decided)
+	if (h->hd.decided)
 		return false;
-	h->decided = true;
+	h->hd.decided = true;
 	h->result = (uint8_t)r;
 	return true;
+}
+
+/* alua.lock held: the timer's or an abort's outcome. */
+static void held_outcome(struct scsi_held *hd, int status)
+{
+	container_of(hd, struct alua_held, hd)->result =
+		status == -ECANCELED ? HELD_ABORTED : HELD_TIMEOUT;
 }
 
 /* On the command's reactor, once unlinked: complete it and free the record. */
 static void held_finish(struct alua_held *h)
 {
-	struct scsi_cmd *cmd = h->cmd;
+	struct scsi_cmd *cmd = h->hd.cmd;
 	unsigned long long lun = (unsigned long long)h->lu->params.lun;
 
-	reactor_timer_cancel(h->reactor, &h->timer);
-	reactor_deferred_cancel(h->reactor, &h->finish_work);
+	scsi_held_cancel(&h->hd);
 	switch ((enum held_result)h->result) {
 	case HELD_GOOD:
 		GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: done",
-			lun, (unsigned long long)h->id, h->iport);
+			lun, (unsigned long long)h->hd.id, h->iport);
 		scsi_good(cmd);
 		break;
 	case HELD_REFUSED:
 		GW_NOTICE(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: refused "
-			  "by the ALUA policy owner", lun, (unsigned long long)h->id, h->iport);
+			  "by the ALUA policy owner", lun, (unsigned long long)h->hd.id, h->iport);
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_STPG_FAILED);
 		break;
 	case HELD_NOT_NOW:
@@ -690,7 +670,7 @@ static void held_finish(struct alua_held *h)
 	case HELD_TIMEOUT:
 		GW_WARN(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: %s; "
 			"answered NOT READY, asymmetric access state transition", lun,
-			(unsigned long long)h->id, h->iport,
+			(unsigned long long)h->hd.id, h->iport,
 			h->result == HELD_NOT_NOW ? "the ALUA policy owner asked to retry later" :
 			h->result == HELD_UNDELIVERED ? "no ALUA policy owner is listening" :
 			"no answer from the ALUA policy owner in time");
@@ -698,7 +678,7 @@ static void held_finish(struct alua_held *h)
 		break;
 	case HELD_ABORTED:
 		GW_INFO(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS request %llu from %s: aborted",
-			lun, (unsigned long long)h->id, h->iport);
+			lun, (unsigned long long)h->hd.id, h->iport);
 		cmd->status = SCSI_STATUS_TASK_ABORTED;
 		cmd->sense_len = 0;
 		scsi_complete(cmd);
@@ -707,41 +687,15 @@ static void held_finish(struct alua_held *h)
 	free(h);
 }
 
-/* The timer, on the command's reactor. */
-static void held_timeout(void *arg)
+static void held_finish_hd(struct scsi_held *hd)
 {
-	struct alua_held *h = arg;
-	bool mine;
-
-	pthread_mutex_lock(&alua.lock);
-	mine = !list_empty(&h->link);
-	if (mine) {
-		held_unlink(h);
-		held_decide(h, HELD_TIMEOUT);
-	}
-	pthread_mutex_unlock(&alua.lock);
-	if (mine)   /* otherwise an abort unlinked it and finishes it after this batch */
-		held_finish(h);
+	held_finish(container_of(hd, struct alua_held, hd));
 }
 
 /* A decision announced by another thread, on the command's reactor. */
 static void held_msg(void *arg)
 {
-	uint64_t id = (uint64_t)(uintptr_t)arg;
-	struct alua_held *h;
-
-	pthread_mutex_lock(&alua.lock);
-	h = held_find(id);
-	if (h)
-		held_unlink(h);
-	pthread_mutex_unlock(&alua.lock);
-	if (h)
-		held_finish(h);
-}
-
-static void held_finish_deferred(void *arg)
-{
-	held_finish(arg);
+	scsi_held_take(&alua.held, (uint64_t)(uintptr_t)arg);
 }
 
 /* No lock held: tell each decided command's reactor (the timer covers a lost message). */
@@ -769,10 +723,10 @@ static size_t held_settle(size_t di, struct held_note *notes, size_t cap,
 	size_t n = 0;
 
 	*except = NULL;
-	list_for_each(pos, &alua.held) {
-		struct alua_held *h = list_entry(pos, struct alua_held, link);
+	list_for_each(pos, &alua.held.held) {
+		struct alua_held *h = list_entry(pos, struct alua_held, hd.link);
 
-		if (h->dg != di || h->decided || !held_matches(d, h->u, h->n))
+		if (h->dg != di || h->hd.decided || !held_matches(d, h->u, h->n))
 			continue;
 		held_decide(h, HELD_GOOD);
 		for (size_t i = 0; i < h->n; i++) {
@@ -784,7 +738,7 @@ static size_t held_settle(size_t di, struct held_note *notes, size_t cap,
 		if (!*except)
 			*except = h;
 		if (n < cap)
-			notes[n++] = (struct held_note){ h->id, h->reactor };
+			notes[n++] = (struct held_note){ h->hd.id, h->hd.reactor };
 	}
 	return n;
 }
@@ -813,17 +767,19 @@ void scsi_alua_set_request_handler(scsi_alua_request_fn fn, void *arg)
 int scsi_alua_request_done(uint64_t id, int status)
 {
 	struct held_note note;
+	struct scsi_held *hd;
 	struct alua_held *h;
 	enum held_result r;
 
 	if (id == 0 || status > 0)
 		return -EINVAL;
 	pthread_mutex_lock(&alua.lock);
-	h = held_find(id);
-	if (!h) {
+	hd = scsi_held_find(&alua.held, id);
+	if (!hd) {
 		pthread_mutex_unlock(&alua.lock);
 		return -ENOENT;
 	}
+	h = container_of(hd, struct alua_held, hd);
 	if (status == 0)
 		r = h->dg < alua.ndg && held_matches(alua.dg[h->dg], h->u, h->n) ? HELD_GOOD
 										     : HELD_REFUSED;
@@ -837,7 +793,7 @@ int scsi_alua_request_done(uint64_t id, int status)
 		pthread_mutex_unlock(&alua.lock);
 		return -EALREADY;
 	}
-	note = (struct held_note){ h->id, h->reactor };
+	note = (struct held_note){ h->hd.id, h->hd.reactor };
 	pthread_mutex_unlock(&alua.lock);
 	held_post(&note, 1);
 	return 0;
@@ -845,34 +801,12 @@ int scsi_alua_request_done(uint64_t id, int status)
 
 unsigned int scsi_alua_requests_held(void)
 {
-	return atomic_load(&alua.nheld);
+	return atomic_load(&alua.held.nheld);
 }
 
 void alua_cmd_abort(struct scsi_cmd *cmd)
 {
-	struct alua_held *h = NULL;
-	struct list_head *pos;
-
-	if (atomic_load(&alua.nheld) == 0)
-		return;
-	pthread_mutex_lock(&alua.lock);
-	list_for_each(pos, &alua.held) {
-		struct alua_held *e = list_entry(pos, struct alua_held, link);
-
-		if (e->cmd == cmd) {
-			h = e;
-			break;
-		}
-	}
-	if (h) {
-		held_unlink(h);
-		h->decided = true;
-		h->result = HELD_ABORTED;
-	}
-	pthread_mutex_unlock(&alua.lock);
-	/* never complete inside the caller's abort loop */
-	if (h)
-		reactor_defer(h->reactor, &h->finish_work);
+	scsi_held_abort(&alua.held, cmd);
 }
 
 int alua_dg_ref(const char *name)
@@ -1386,15 +1320,11 @@ static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, si
 	}
 	h->n = n;
 	memcpy(h->u, u, n * sizeof(u[0]));
-	h->cmd = cmd;
+	scsi_held_init(&h->hd, &alua.held, cmd, r);
 	h->lu = cmd->lu;
 	snprintf(h->iport, sizeof(h->iport), "%s", iport);
 	h->rel = req.rel_port_id;
-	h->reactor = r;
 	h->timeout_ms = atomic_load(&alua.timeout_ms);
-	list_init(&h->link);
-	reactor_timer_init(&h->timer, held_timeout, h);
-	reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
 	for (size_t i = 0; i < n && off < sizeof(line) - 24; i++)
 		off += (size_t)snprintf(line + off, sizeof(line) - off, " %u=%s", u[i].tpg_id,
 					state_name(u[i].state));
@@ -1410,7 +1340,7 @@ static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, si
 		scsi_good(cmd);
 		return;
 	}
-	if (atomic_load(&alua.nheld) >= SCSI_ALUA_HELD_MAX) {
+	if (atomic_load(&alua.held.nheld) >= SCSI_ALUA_HELD_MAX) {
 		pthread_mutex_unlock(&alua.lock);
 		GW_WARN(SCSI_LOG, "lun %llu: SET TARGET PORT GROUPS from %s: already %u waiting; BUSY",
 			(unsigned long long)cmd->lu->params.lun, iport, SCSI_ALUA_HELD_MAX);
@@ -1420,12 +1350,10 @@ static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, si
 		scsi_complete(cmd);
 		return;
 	}
-	h->id = ++alua.next_id;
-	list_add_tail(&h->link, &alua.held);
-	atomic_fetch_add(&alua.nheld, 1);
-	reactor_timer_arm(r, &h->timer, h->timeout_ms);
+	scsi_held_add(&h->hd, ++alua.next_id);
+	reactor_timer_arm(r, &h->hd.timer, h->timeout_ms);
 
-	req.id = h->id;
+	req.id = h->hd.id;
 	snprintf(req.dg, sizeof(req.dg), "%s", h->dg < alua.ndg ? alua.dg[h->dg]->name
 								: SCSI_ALUA_DG_DEFAULT);
 	req.n = n;
@@ -1436,7 +1364,7 @@ static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, si
 	req.timeout_ms = h->timeout_ms;
 	rc = alua.handler ? alua.handler(&req, alua.handler_arg) : -ENOTCONN;
 	if (rc) {
-		held_unlink(h);
+		scsi_held_unlink(&h->hd);
 		held_decide(h, HELD_UNDELIVERED);
 	}
 	pthread_mutex_unlock(&alua.lock);

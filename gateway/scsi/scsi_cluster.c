@@ -15,10 +15,9 @@
  *   scsi_cluster_done   the proposal's answer: the held command completes
  *                       (or runs again on the newer state, -ESTALE)
  *
- * A held command (struct cl_held) is listed under cl.lock and finished on
- * its own reactor by whoever unlinks it there: the timer, the message that
- * announces the answer (carrying the id, never the pointer), or an abort;
- * as the held SET TARGET PORT GROUPS of scsi_alua.c.
+ * A held command (struct cl_held) is listed in cl.held under cl.lock and
+ * finished on its own reactor by whoever unlinks it there (scsi_held.h), as
+ * the held SET TARGET PORT GROUPS of scsi_alua.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scsi/scsi_held.h"
 #include "scsi/scsi_internal.h"
 #include "util/log.h"
 #include "util/reactor.h"
@@ -33,31 +33,27 @@
 #define RERUN_SLOT 3    /* cmd->priv_u64[] counting -ESTALE reruns */
 
 struct cl_held {
-	struct list_head link;          /* cl.held, under cl.lock */
-	uint64_t id;
-	bool decided;                   /* under cl.lock */
-	int status;
-	struct scsi_cmd *cmd;
+	struct scsi_held hd;            /* in cl.held */
+	int status;                     /* under cl.lock until unlinked */
 	unsigned long long lun;
 	lu_cluster_finish_fn finish;
 	void *ctx;
-	struct reactor *reactor;
-	struct reactor_timer timer;
-	struct reactor_deferred finish_work;
 };
+
+static void held_outcome(struct scsi_held *hd, int status);
+static void held_finish(struct scsi_held *hd);
 
 static struct {
 	pthread_mutex_t lock;
 	scsi_cluster_propose_fn handler;        /* under lock */
 	void *handler_arg;
-	struct list_head held;
-	atomic_uint nheld;
+	struct scsi_held_list held;
 	uint64_t next_id;
 	scsi_cluster_lock_fn lock_fn;           /* under lock */
 	void *lock_arg;
 } cl = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.held = LIST_HEAD_INIT(cl.held),
+	.held = SCSI_HELD_LIST_INIT(cl.held, &cl.lock, held_outcome, held_finish),
 };
 
 struct scsi_lu_proposal *lu_proposal_new(const struct scsi_lu *lu)
@@ -95,7 +91,7 @@ void scsi_cluster_set_handler(scsi_cluster_propose_fn fn, void *arg)
 
 unsigned int scsi_cluster_held(void)
 {
-	return atomic_load(&cl.nheld);
+	return atomic_load(&cl.held.nheld);
 }
 
 void lu_cluster_fail(struct scsi_cmd *cmd, int status)
@@ -109,85 +105,37 @@ bool lu_cluster_rerun_ok(struct scsi_cmd *cmd)
 	return ++cmd->priv_u64[RERUN_SLOT] <= SCSI_CLUSTER_RETRIES;
 }
 
-/* cl.lock held. */
-static struct cl_held *held_find(uint64_t id)
+/* cl.lock held: the timer's or an abort's outcome. */
+static void held_outcome(struct scsi_held *hd, int status)
 {
-	struct list_head *pos;
-
-	list_for_each(pos, &cl.held) {
-		struct cl_held *h = list_entry(pos, struct cl_held, link);
-
-		if (h->id == id)
-			return h;
-	}
-	return NULL;
-}
-
-/* cl.lock held. */
-static void held_unlink(struct cl_held *h)
-{
-	list_del(&h->link);
-	list_init(&h->link);
-	atomic_fetch_sub(&cl.nheld, 1);
+	container_of(hd, struct cl_held, hd)->status = status;
 }
 
 /* On the command's reactor, once unlinked. */
-static void held_finish(struct cl_held *h)
+static void held_finish(struct scsi_held *hd)
 {
-	reactor_timer_cancel(h->reactor, &h->timer);
-	reactor_deferred_cancel(h->reactor, &h->finish_work);
+	struct cl_held *h = container_of(hd, struct cl_held, hd);
+
+	scsi_held_cancel(hd);
 	if (h->status == -ECANCELED) {
 		GW_INFO(SCSI_LOG, "lun %llu: cluster change %" PRIu64 ": command aborted",
-			h->lun, h->id);
-		h->cmd->status = SCSI_STATUS_TASK_ABORTED;
-		h->cmd->sense_len = 0;
+			h->lun, hd->id);
+		hd->cmd->status = SCSI_STATUS_TASK_ABORTED;
+		hd->cmd->sense_len = 0;
 		h->finish(NULL, -ECANCELED, h->ctx);   /* frees ctx */
-		scsi_complete(h->cmd);
+		scsi_complete(hd->cmd);
 	} else {
 		if (h->status && h->status != -ESTALE)
 			GW_WARN(SCSI_LOG, "lun %llu: cluster change %" PRIu64 " not applied (%s): "
-				"NOT READY, the host retries", h->lun, h->id, strerror(-h->status));
-		h->finish(h->cmd, h->status, h->ctx);
+				"NOT READY, the host retries", h->lun, hd->id, strerror(-h->status));
+		h->finish(hd->cmd, h->status, h->ctx);
 	}
 	free(h);
 }
 
-static void held_timeout(void *arg)
-{
-	struct cl_held *h = arg;
-	bool mine;
-
-	pthread_mutex_lock(&cl.lock);
-	mine = !list_empty(&h->link);
-	if (mine) {
-		held_unlink(h);
-		if (!h->decided) {
-			h->decided = true;
-			h->status = -ETIMEDOUT;
-		}
-	}
-	pthread_mutex_unlock(&cl.lock);
-	if (mine)
-		held_finish(h);
-}
-
 static void held_msg(void *arg)
 {
-	uint64_t id = (uint64_t)(uintptr_t)arg;
-	struct cl_held *h;
-
-	pthread_mutex_lock(&cl.lock);
-	h = held_find(id);
-	if (h)
-		held_unlink(h);
-	pthread_mutex_unlock(&cl.lock);
-	if (h)
-		held_finish(h);
-}
-
-static void held_finish_deferred(void *arg)
-{
-	held_finish(arg);
+	scsi_held_take(&cl.held, (uint64_t)(uintptr_t)arg);
 }
 
 int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
@@ -209,25 +157,18 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 			lu_proposal_free(p);
 			return -ENOMEM;
 		}
-		h->cmd = cmd;
+		scsi_held_init(&h->hd, &cl.held, cmd, r);
 		h->lun = (unsigned long long)lu->params.lun;
 		h->finish = finish;
 		h->ctx = ctx;
-		h->reactor = r;
-		list_init(&h->link);
-		reactor_timer_init(&h->timer, held_timeout, h);
-		reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
 	}
 	p->wait = h != NULL;
 	pthread_mutex_lock(&cl.lock);
 	p->id = ++cl.next_id;
 	fn = cl.handler;
 	arg = cl.handler_arg;
-	if (h) {
-		h->id = p->id;
-		list_add_tail(&h->link, &cl.held);
-		atomic_fetch_add(&cl.nheld, 1);
-	}
+	if (h)
+		scsi_held_add(&h->hd, p->id);
 	pthread_mutex_unlock(&cl.lock);
 	/* the handler copies the proposal into an event: it runs without cl.lock */
 	rc = fn ? fn(p, arg) : -ENOTCONN;
@@ -238,12 +179,12 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 			cmd ? ", the command ends NOT READY" : "");
 		if (h) {
 			pthread_mutex_lock(&cl.lock);
-			held_unlink(h);
+			scsi_held_unlink(&h->hd);
 			pthread_mutex_unlock(&cl.lock);
 			free(h);
 		}
 	} else if (h) {
-		reactor_timer_arm(r, &h->timer, SCSI_CLUSTER_TIMEOUT_MS);
+		reactor_timer_arm(r, &h->hd.timer, SCSI_CLUSTER_TIMEOUT_MS);
 	}
 	lu_proposal_free(p);
 	return rc;
@@ -251,24 +192,24 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 
 int scsi_cluster_done(uint64_t id, int status)
 {
+	struct scsi_held *hd;
 	struct reactor *r;
-	struct cl_held *h;
 
 	if (!id || status > 0)
 		return -EINVAL;
 	pthread_mutex_lock(&cl.lock);
-	h = held_find(id);
-	if (!h) {
+	hd = scsi_held_find(&cl.held, id);
+	if (!hd) {
 		pthread_mutex_unlock(&cl.lock);
 		return -ENOENT;
 	}
-	if (h->decided) {
+	if (hd->decided) {
 		pthread_mutex_unlock(&cl.lock);
 		return -EALREADY;
 	}
-	h->decided = true;
-	h->status = status;
-	r = h->reactor;
+	hd->decided = true;
+	held_outcome(hd, status);
+	r = hd->reactor;
 	pthread_mutex_unlock(&cl.lock);
 	if (reactor_send_msg(r, held_msg, (void *)(uintptr_t)id))
 		GW_WARN(SCSI_LOG, "cluster change %" PRIu64 ": out of memory; the command "
@@ -278,28 +219,7 @@ int scsi_cluster_done(uint64_t id, int status)
 
 void cluster_cmd_abort(struct scsi_cmd *cmd)
 {
-	struct cl_held *h = NULL;
-	struct list_head *pos;
-
-	if (atomic_load(&cl.nheld) == 0)
-		return;
-	pthread_mutex_lock(&cl.lock);
-	list_for_each(pos, &cl.held) {
-		struct cl_held *e = list_entry(pos, struct cl_held, link);
-
-		if (e->cmd == cmd) {
-			h = e;
-			break;
-		}
-	}
-	if (h) {
-		held_unlink(h);
-		h->decided = true;
-		h->status = -ECANCELED;
-	}
-	pthread_mutex_unlock(&cl.lock);
-	if (h)
-		reactor_defer(h->reactor, &h->finish_work);
+	scsi_held_abort(&cl.held, cmd);
 }
 
 /* ------------------------------------------------------------ applying */
@@ -468,20 +388,15 @@ bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
 	memcpy(w->naa, lu->params.naa, 16);
 	w->lba = lba;
 	w->n = n;
-	h->cmd = cmd;
+	scsi_held_init(&h->hd, &cl.held, cmd, r);
 	h->lun = (unsigned long long)lu->params.lun;
 	h->finish = lock_granted;
 	h->ctx = w;
-	h->reactor = r;
-	list_init(&h->link);
-	reactor_timer_init(&h->timer, held_timeout, h);
-	reactor_deferred_init(&h->finish_work, held_finish_deferred, h);
 	pthread_mutex_lock(&cl.lock);
-	h->id = w->id = ++cl.next_id;
+	w->id = ++cl.next_id;
 	fn = cl.lock_fn;
 	arg = cl.lock_arg;
-	list_add_tail(&h->link, &cl.held);
-	atomic_fetch_add(&cl.nheld, 1);
+	scsi_held_add(&h->hd, w->id);
 	pthread_mutex_unlock(&cl.lock);
 	rc = fn ? fn(w->id, w->naa, lba, n, true, arg) : -ENOTCONN;
 	if (rc) {
@@ -489,14 +404,14 @@ bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
 			"asked (%s): NOT READY", h->lun, lba, n,
 			rc == -ENOTCONN ? "no HA agent is listening" : strerror(-rc));
 		pthread_mutex_lock(&cl.lock);
-		held_unlink(h);
+		scsi_held_unlink(&h->hd);
 		pthread_mutex_unlock(&cl.lock);
 		free(h);
 		free(w);
 		lu_cluster_fail(cmd, rc);
 		return true;
 	}
-	reactor_timer_arm(r, &h->timer, SCSI_CLUSTER_TIMEOUT_MS);
+	reactor_timer_arm(r, &h->hd.timer, SCSI_CLUSTER_TIMEOUT_MS);
 	return true;
 }
 

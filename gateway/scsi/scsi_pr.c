@@ -567,13 +567,41 @@ static bool r2_submit(struct scsi_cmd *cmd, struct scsi_lu_proposal *prop, bool 
 	return true;
 }
 
+/*
+ * lu->lock held, the change made: the lock dropped, a RESERVE(6) or
+ * RELEASE(6) (what) completes, or waits for the cluster (then rerun).
+ */
+static void r2_end(struct scsi_cmd *cmd, const char *what, const char *iport, uint16_t rel,
+		   bool conflict, bool changed, void (*rerun)(struct scsi_cmd *cmd))
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_lu_proposal *prop = NULL;
+
+	if (lu->sh) {
+		lu_shared_end(lu, changed);
+		prop = lu_shared_take(lu);
+	}
+	pthread_mutex_unlock(&lu->lock);
+	if (lu->sh)
+		lu_shared_run_aborts(lu);
+	GW_INFO(SCSI_LOG, "lun %llu: %s from %s (port %u): %s%s",
+		(unsigned long long)lu->params.lun, what, iport, rel,
+		conflict ? "conflict" : changed ? "done" : "nothing to do",
+		prop ? " (to the cluster)" : "");
+	if (r2_submit(cmd, prop, conflict, rerun))
+		return;
+	if (conflict)
+		scsi_conflict(cmd);
+	else
+		scsi_good(cmd);
+}
+
 void pr_reserve6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
 	uint16_t rel;
 	bool conflict = false, changed = false;
-	struct scsi_lu_proposal *prop = NULL;
 
 	if (cmd->cdb[0] == 0x56 && (cmd->cdb[1] & 0x12)) {     /* 3RDPTY, LONGID */
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -610,23 +638,7 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		snprintf(lu->r2_iport, sizeof(lu->r2_iport), "%s", iport);
 		update_res_active(lu);
 	}
-	if (lu->sh) {
-		lu_shared_end(lu, changed);
-		prop = lu_shared_take(lu);
-	}
-	pthread_mutex_unlock(&lu->lock);
-	if (lu->sh)
-		lu_shared_run_aborts(lu);
-	GW_INFO(SCSI_LOG, "lun %llu: RESERVE from %s (port %u): %s%s",
-		(unsigned long long)lu->params.lun, iport, rel,
-		conflict ? "conflict" : changed ? "done" : "nothing to do",
-		prop ? " (to the cluster)" : "");
-	if (r2_submit(cmd, prop, conflict, pr_reserve6))
-		return;
-	if (conflict)
-		scsi_conflict(cmd);
-	else
-		scsi_good(cmd);
+	r2_end(cmd, "RESERVE", iport, rel, conflict, changed, pr_reserve6);
 }
 
 void pr_release6(struct scsi_cmd *cmd)
@@ -635,7 +647,6 @@ void pr_release6(struct scsi_cmd *cmd)
 	const char *iport;
 	uint16_t rel;
 	bool conflict = false, changed = false;
-	struct scsi_lu_proposal *prop = NULL;
 
 	if (cmd->cdb[0] == 0x57 && (cmd->cdb[1] & 0x12)) {
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
@@ -656,23 +667,7 @@ void pr_release6(struct scsi_cmd *cmd)
 		changed = true;
 	}
 	/* releasing from a nexus that does not hold the reservation is a no-op */
-	if (lu->sh) {
-		lu_shared_end(lu, changed);
-		prop = lu_shared_take(lu);
-	}
-	pthread_mutex_unlock(&lu->lock);
-	if (lu->sh)
-		lu_shared_run_aborts(lu);
-	GW_INFO(SCSI_LOG, "lun %llu: RELEASE from %s (port %u): %s%s",
-		(unsigned long long)lu->params.lun, iport, rel,
-		conflict ? "conflict" : changed ? "done" : "nothing to do",
-		prop ? " (to the cluster)" : "");
-	if (r2_submit(cmd, prop, conflict, pr_release6))
-		return;
-	if (conflict)
-		scsi_conflict(cmd);
-	else
-		scsi_good(cmd);
+	r2_end(cmd, "RELEASE", iport, rel, conflict, changed, pr_release6);
 }
 
 /* ---------------------------------------------------- PERSISTENT RESERVE IN */

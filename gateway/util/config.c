@@ -670,38 +670,36 @@ static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
-static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+/* A string that is one of two words: *out is false for `no`, true for `yes`. */
+static int parse_two_words(struct pctx *c, struct json_object *v, const char *no,
+			   const char *yes, bool *out)
 {
-	struct gw_config *cfg = base;
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
 		return perr(c, "expected a string, got %s", jtype(v));
 	s = json_object_get_string(v);
-	if (strcmp(s, "local") == 0)
-		cfg->alua_policy_external = false;
-	else if (strcmp(s, "external") == 0)
-		cfg->alua_policy_external = true;
+	if (strcmp(s, no) == 0)
+		*out = false;
+	else if (strcmp(s, yes) == 0)
+		*out = true;
 	else
-		return perr(c, "\"%s\" is not one of local, external", s);
+		return perr(c, "\"%s\" is not one of %s, %s", s, no, yes);
 	return 0;
+}
+
+static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+
+	return parse_two_words(c, v, "local", "external", &cfg->alua_policy_external);
 }
 
 static int parse_lu_state(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
-	const char *s;
 
-	if (!json_object_is_type(v, json_type_string))
-		return perr(c, "expected a string, got %s", jtype(v));
-	s = json_object_get_string(v);
-	if (strcmp(s, "local") == 0)
-		cfg->lu_state_cluster = false;
-	else if (strcmp(s, "cluster") == 0)
-		cfg->lu_state_cluster = true;
-	else
-		return perr(c, "\"%s\" is not one of local, cluster", s);
-	return 0;
+	return parse_two_words(c, v, "local", "cluster", &cfg->lu_state_cluster);
 }
 
 uint64_t gw_backend_pr_key(uint16_t tpg_id)

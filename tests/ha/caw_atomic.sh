@@ -34,18 +34,17 @@ ha_options 4,22 --caw CAW --good GOOD --lu-state LU_STATE -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --caw "$CAW" caw_inc
 command -v jq >/dev/null || bed_die "jq is required"
-[ -n "$LU_STATE" ] && BED_GATEWAY_EXTRA=", \"lu_state\": \"$LU_STATE\""
+ha_lu_state "$LU_STATE"
 fail=0
 
 ha_cluster_up || bed_die "the cluster did not come up"
-url() { echo "iscsi://$(bed_portal "$1")/$BED_HA_IQN/1"; }
 
-ha_check "block 0 zeroed" bed_host "$CAW" --zero "$(url 1)" >/dev/null
+ha_check "block 0 zeroed" bed_host "$CAW" --zero "$(ha_lun_url 1)" >/dev/null
 start=$SECONDS
-bed_host "$CAW" --good "$GOOD" --initiator iqn.2026-11.org.isergw:caw-a "$(url 1)" \
+bed_host "$CAW" --good "$GOOD" --initiator iqn.2026-11.org.isergw:caw-a "$(ha_lun_url 1)" \
 	>"$SCRATCH/caw-1.log" 2>&1 &
 c1=$!
-bed_host "$CAW" --good "$GOOD" --initiator iqn.2026-11.org.isergw:caw-b "$(url 2)" \
+bed_host "$CAW" --good "$GOOD" --initiator iqn.2026-11.org.isergw:caw-b "$(ha_lun_url 2)" \
 	>"$SCRATCH/caw-2.log" 2>&1 &
 c2=$!
 wait "$c1"
@@ -61,17 +60,14 @@ m1=$(awk '/^caw: good/ { print $5 }' "$SCRATCH/caw-1.log")
 m2=$(awk '/^caw: good/ { print $5 }' "$SCRATCH/caw-2.log")
 total=$((${g1:-0} + ${g2:-0}))
 for k in 1 2; do
-	v=$(bed_host "$CAW" --read "$(url "$k")" | awk '/^value/ { print $2 }')
+	v=$(bed_host "$CAW" --read "$(ha_lun_url "$k")" | awk '/^value/ { print $2 }')
 	echo "caw-atomic: through node $k the counter is ${v:-?}; GOOD COMPARE AND WRITEs $total" \
 		"(miscompares $((${m1:-0} + ${m2:-0})), $((SECONDS - start)) s)"
 	ha_check "through node $k: the counter equals the GOOD COMPARE AND WRITEs" \
 		[ "${v:-x}" = "$total" ]
 done
 ha_check "at least 10000 COMPARE AND WRITEs ended GOOD" [ "$total" -ge 10000 ]
-for k in 1 2 3; do
-	ha_check "node $k's agent runs" bed_alive "$k" ha
-	ha_check "node $k's isergwd runs" bed_alive "$k" isergwd
-done
+ha_check_daemons 1 2 3
 ha_stop_daemons
 
 if [ "$fail" -ne 0 ]; then

@@ -26,6 +26,12 @@
 #                             sets fail=1 and returns 1.
 #   ha_verdict OK NAME        appends "PASS NAME" (OK = 1) or "FAIL NAME"
 #                             (else, and fail=1) to results, prints it.
+#   ha_lu_state MODE          lu_state MODE (local, cluster; empty: the
+#                             default) in the gateway section of the
+#                             configuration ha_cluster_start writes.
+#   ha_lun_url K              iscsi:// URL of LUN 1 of the HA target through
+#                             node K's portal.
+#   ha_check_daemons K...     ha_check that node K's agent and isergwd run.
 #   ha_cluster_start [AGENT-ARGS...]
 #                             bed_up; corosync on every node, quorate with
 #                             all; the tgt backend; isergwd and isergw-ha
@@ -127,6 +133,18 @@ ha_verdict() {
 		fail=1
 	fi
 	echo "${results[-1]}"
+}
+
+ha_lu_state() { [ -z "$1" ] || BED_GATEWAY_EXTRA=", \"lu_state\": \"$1\""; }
+
+ha_lun_url() { echo "iscsi://$(bed_portal "$1")/$BED_HA_IQN/1"; }
+
+ha_check_daemons() {
+	local k
+	for k in "$@"; do
+		ha_check "node $k's agent runs" bed_alive "$k" ha
+		ha_check "node $k's isergwd runs" bed_alive "$k" isergwd
+	done
 }
 
 # ---------------------------------------------------------------- the cluster

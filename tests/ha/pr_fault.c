@@ -45,6 +45,8 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "iscsi_wait.h"
+
 #define MAX_SESS 64
 #define MAX_UNC 64
 
@@ -66,50 +68,11 @@ static struct sess sess[MAX_SESS];
 static int nsess;
 static unsigned int total_good, total_bad;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-struct wait {
-	bool done;
-	int status;
-	struct scsi_task *task;
-};
-
-static void wait_cb(struct iscsi_context *c, int status, void *data, void *priv)
-{
-	struct wait *w = priv;
-
-	(void)c;
-	w->done = true;
-	w->status = status;
-	w->task = data;
-}
-
-static int run_one(struct iscsi_context *ctx, bool *flag, uint64_t deadline)
-{
-	while (!*flag) {
-		struct pollfd p = { .fd = iscsi_get_fd(ctx), .events = (short)iscsi_which_events(ctx) };
-
-		if (now_ms() >= deadline)
-			return -ETIMEDOUT;
-		if (poll(&p, 1, 100) < 0 && errno != EINTR)
-			return -errno;
-		if (iscsi_service(ctx, p.revents) < 0)
-			return -EIO;
-	}
-	return 0;
-}
-
 static struct iscsi_context *login(const char *url_s, const char *iname, struct iscsi_url **out)
 {
 	struct iscsi_context *ctx = iscsi_create_context(iname);
 	struct iscsi_url *url;
-	struct wait w = { 0 };
+	struct iscsi_wait w = { 0 };
 
 	if (!ctx)
 		return NULL;
@@ -124,8 +87,8 @@ static struct iscsi_context *login(const char *url_s, const char *iname, struct 
 	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
 	iscsi_set_noautoreconnect(ctx, 1);
 	iscsi_set_timeout(ctx, 15);
-	if (iscsi_full_connect_async(ctx, url->portal, url->lun, wait_cb, &w) ||
-	    run_one(ctx, &w.done, now_ms() + 10000) || w.status != SCSI_STATUS_GOOD) {
+	if (iscsi_full_connect_async(ctx, url->portal, url->lun, iscsi_wait_cb, &w) ||
+	    iscsi_wait_until(ctx, &w.done, iscsi_now_ms() + 10000) || w.status != SCSI_STATUS_GOOD) {
 		fprintf(stderr, "pr_fault: login to %s as %s failed: %s\n", url_s, iname,
 			iscsi_get_error(ctx));
 		iscsi_destroy_url(url);
@@ -134,11 +97,11 @@ static struct iscsi_context *login(const char *url_s, const char *iname, struct 
 	}
 	/* unit attentions of the new nexus out of the way */
 	for (int i = 0; i < 20; i++) {
-		struct wait t = { 0 };
+		struct iscsi_wait t = { 0 };
 		int st;
 
-		if (!iscsi_testunitready_task(ctx, url->lun, wait_cb, &t) ||
-		    run_one(ctx, &t.done, now_ms() + 10000))
+		if (!iscsi_testunitready_task(ctx, url->lun, iscsi_wait_cb, &t) ||
+		    iscsi_wait_until(ctx, &t.done, iscsi_now_ms() + 10000))
 			break;
 		st = t.status;
 		if (t.task)
@@ -190,6 +153,21 @@ static int send_next(struct sess *s)
 	return 0;
 }
 
+/* Serves s's connection until its command ends or the connection breaks; -errno of poll. */
+static int serve_until_done(struct sess *s)
+{
+	while (s->busy && !s->broken) {
+		struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
+				    .events = (short)iscsi_which_events(s->ctx) };
+
+		if (poll(&p, 1, 100) < 0 && errno != EINTR)
+			return -errno;
+		if (iscsi_service(s->ctx, p.revents) < 0)
+			s->broken = true;
+	}
+	return 0;
+}
+
 static int do_run(int seconds, int per_url, const char *out, char **urls, int nurls)
 {
 	struct pollfd pfd[MAX_SESS];
@@ -217,15 +195,8 @@ static int do_run(int seconds, int per_url, const char *out, char **urls, int nu
 
 		for (int tries = 0; tries < 50 && !s->good; tries++) {
 			send_next(s);
-			while (s->busy && !s->broken) {
-				struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
-						    .events = (short)iscsi_which_events(s->ctx) };
-
-				if (poll(&p, 1, 100) < 0 && errno != EINTR)
-					return 2;
-				if (iscsi_service(s->ctx, p.revents) < 0)
-					s->broken = true;
-			}
+			if (serve_until_done(s))
+				return 2;
 		}
 		if (!s->good) {
 			fprintf(stderr, "pr_fault: session %d never registered\n", i);
@@ -234,8 +205,8 @@ static int do_run(int seconds, int per_url, const char *out, char **urls, int nu
 	}
 	printf("pr-fault run: %d sessions registered\n", nsess);
 	fflush(stdout);
-	end = now_ms() + (uint64_t)seconds * 1000u;
-	while (now_ms() < end) {
+	end = iscsi_now_ms() + (uint64_t)seconds * 1000u;
+	while (iscsi_now_ms() < end) {
 		int n = 0;
 
 		for (int i = 0; i < nsess; i++) {
@@ -269,7 +240,7 @@ static int do_run(int seconds, int per_url, const char *out, char **urls, int nu
 		}
 	}
 	/* answers still on their way: wait a little for them (bounded) */
-	end = now_ms() + 15000;
+	end = iscsi_now_ms() + 15000;
 	for (;;) {
 		int n = 0;
 
@@ -281,7 +252,7 @@ static int do_run(int seconds, int per_url, const char *out, char **urls, int nu
 			pfd[i].revents = 0;
 			n += pfd[i].fd >= 0;
 		}
-		if (!n || now_ms() >= end)
+		if (!n || iscsi_now_ms() >= end)
 			break;
 		if (poll(pfd, (nfds_t)nsess, 50) < 0 && errno != EINTR)
 			return 2;
@@ -315,7 +286,7 @@ static int read_keys(const char *url_s, uint32_t *gen, uint64_t *keys, int *nkey
 	struct iscsi_url *url;
 	struct iscsi_context *ctx = login(url_s, "iqn.2026-11.org.isergw:prf-check", &url);
 	struct scsi_persistent_reserve_in_read_keys *rk;
-	struct wait w = { 0 };
+	struct iscsi_wait w = { 0 };
 	int rc = -EIO;
 
 	if (!ctx)
@@ -323,8 +294,8 @@ static int read_keys(const char *url_s, uint32_t *gen, uint64_t *keys, int *nkey
 	for (int tries = 0; tries < 20; tries++) {
 		memset(&w, 0, sizeof(w));
 		if (!iscsi_persistent_reserve_in_task(ctx, url->lun, SCSI_PERSISTENT_RESERVE_READ_KEYS,
-						      16384, wait_cb, &w) ||
-		    run_one(ctx, &w.done, now_ms() + 10000))
+						      16384, iscsi_wait_cb, &w) ||
+		    iscsi_wait_until(ctx, &w.done, iscsi_now_ms() + 10000))
 			break;
 		if (w.status == SCSI_STATUS_GOOD)
 			break;
@@ -461,15 +432,8 @@ static int do_latency(int n, char **urls, int nurls)
 
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		send_next(s);
-		while (s->busy && !s->broken) {
-			struct pollfd p = { .fd = iscsi_get_fd(s->ctx),
-					    .events = (short)iscsi_which_events(s->ctx) };
-
-			if (poll(&p, 1, 100) < 0 && errno != EINTR)
-				return 2;
-			if (iscsi_service(s->ctx, p.revents) < 0)
-				s->broken = true;
-		}
+		if (serve_until_done(s))
+			return 2;
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		if (s->broken) {
 			fprintf(stderr, "pr_fault: session %d broke\n", s->idx);

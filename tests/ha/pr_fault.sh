@@ -40,17 +40,16 @@ ha_options 4,28 --prf PRF --seconds SECONDS_RUN --lu-state LU_STATE -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --prf "$PRF" pr_fault
 command -v jq >/dev/null || bed_die "jq is required"
-[ -n "$LU_STATE" ] && BED_GATEWAY_EXTRA=", \"lu_state\": \"$LU_STATE\""
+ha_lu_state "$LU_STATE"
 fail=0
 
 ha_cluster_up || bed_die "the cluster did not come up"
-url() { echo "iscsi://$(bed_portal "$1")/$BED_HA_IQN/1"; }
 survivors_synced() { ha_synced 2 && ha_synced 3; }
 
 RUN=$SCRATCH/pr-fault-run.txt
 OUT=$SCRATCH/pr-fault-client.log
-bed_host "$PRF" --run "$SECONDS_RUN" --per-url 2 --out "$RUN" "$(url 1)" "$(url 2)" "$(url 3)" \
-	>"$OUT" 2>&1 &
+bed_host "$PRF" --run "$SECONDS_RUN" --per-url 2 --out "$RUN" \
+	"$(ha_lun_url 1)" "$(ha_lun_url 2)" "$(ha_lun_url 3)" >"$OUT" 2>&1 &
 client=$!
 bed_poll 60 "every session registered" grep -q "sessions registered" "$OUT" ||
 	{ cat "$OUT" >&2; bed_die "the client did not start"; }
@@ -65,7 +64,7 @@ ha_check "the client ran to the end" [ "$rc" -eq 0 ]
 ha_check "nodes 2 and 3 synchronised again" \
 	bed_poll 60 "nodes 2 and 3 synced" survivors_synced
 sed 's/^/  /' "$RUN" >&2
-chk=$(bed_host "$PRF" --check "$RUN" "$(url 2)" "$(url 3)" 2>&1)
+chk=$(bed_host "$PRF" --check "$RUN" "$(ha_lun_url 2)" "$(ha_lun_url 3)" 2>&1)
 echo "$chk"
 ha_check "the same registrations through nodes 2 and 3, every GOOD in force" \
 	grep -q "^pr-fault check: .* same through 2 nodes" <<<"$chk"
@@ -75,10 +74,7 @@ for u in 1 2; do
 	ha_check "commands through node $((u + 1)) ended GOOD" \
 		awk -v u="$u" '$4 == u && $6 > 1 { n++ } END { exit n ? 0 : 1 }' "$RUN"
 done
-for k in 2 3; do
-	ha_check "node $k's agent runs" bed_alive "$k" ha
-	ha_check "node $k's isergwd runs" bed_alive "$k" isergwd
-done
+ha_check_daemons 2 3
 grep -h "not applied\|out of order\|refused" "$SCRATCH"/n[23]/ha.log | head -n 5 >&2
 
 if [ "$fail" -ne 0 ]; then

@@ -39,6 +39,8 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "iscsi_wait.h"
+
 #define MAX_CMDS 4096
 
 struct cmd {
@@ -60,55 +62,15 @@ static struct cmd cmds[MAX_CMDS];
 static unsigned int ncmds, ndone, nbusy, retries, nfailed;
 static bool conn_broken, hold;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "zombie_io: %s: %s\n", what, ctx ? iscsi_get_error(ctx) : "");
 	exit(2);
 }
 
-/* Services ctx until *flag or the deadline. */
-static int run_until(bool *flag, uint64_t deadline)
-{
-	while (!*flag) {
-		struct pollfd p = { .fd = iscsi_get_fd(ctx), .events = (short)iscsi_which_events(ctx) };
-
-		if (now_ms() >= deadline)
-			return -ETIMEDOUT;
-		if (poll(&p, 1, 100) < 0 && errno != EINTR)
-			return -errno;
-		if (iscsi_service(ctx, p.revents) < 0)
-			return -EIO;
-	}
-	return 0;
-}
-
-struct sync_wait {
-	bool done;
-	int status;
-	struct scsi_task *task;
-};
-
-static void sync_cb(struct iscsi_context *c, int status, void *data, void *priv)
-{
-	struct sync_wait *w = priv;
-
-	(void)c;
-	w->done = true;
-	w->status = status;
-	w->task = data;
-}
-
 static void connect_ctx(uint64_t deadline)
 {
-	struct sync_wait w = { 0 };
+	struct iscsi_wait w = { 0 };
 
 	if (ctx)
 		iscsi_destroy_context(ctx);
@@ -121,15 +83,16 @@ static void connect_ctx(uint64_t deadline)
 	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
 	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
 	iscsi_set_noautoreconnect(ctx, 1);
-	if (iscsi_full_connect_async(ctx, url->portal, url->lun, sync_cb, &w) ||
-	    run_until(&w.done, deadline) || w.status != SCSI_STATUS_GOOD)
+	if (iscsi_full_connect_async(ctx, url->portal, url->lun, iscsi_wait_cb, &w) ||
+	    iscsi_wait_until(ctx, &w.done, deadline) || w.status != SCSI_STATUS_GOOD)
 		die("login");
 	/* clear unit attentions (power on, capacity) with TEST UNIT READY */
 	for (int i = 0; i < 20; i++) {
-		struct sync_wait t = { 0 };
+		struct iscsi_wait t = { 0 };
 		int st;
 
-		if (!iscsi_testunitready_task(ctx, url->lun, sync_cb, &t) || run_until(&t.done, deadline))
+		if (!iscsi_testunitready_task(ctx, url->lun, iscsi_wait_cb, &t) ||
+		    iscsi_wait_until(ctx, &t.done, deadline))
 			die("test unit ready");
 		st = t.status;
 		if (t.task)
@@ -162,7 +125,7 @@ static void write_cb(struct iscsi_context *c, int status, void *data, void *priv
 		ndone++;
 	} else if (again) {
 		retries++;
-		k->not_before_ms = now_ms() + 100;
+		k->not_before_ms = iscsi_now_ms() + 100;
 		if (status < 0 || status == SCSI_STATUS_ERROR || status == SCSI_STATUS_CANCELLED)
 			conn_broken = true;
 	} else {
@@ -240,7 +203,7 @@ int main(int argc, char **argv)
 		u.lun = pu->lun;
 		iscsi_destroy_url(pu);
 	}
-	deadline = now_ms() + timeout_s * 1000u;
+	deadline = iscsi_now_ms() + timeout_s * 1000u;
 	connect_ctx(deadline);
 	nblocks = (uint64_t)mib << 20 >> 9;
 	buf = malloc(nblocks * bs);
@@ -250,10 +213,10 @@ int main(int argc, char **argv)
 		uint64_t good = 0, nstale = 0, other = 0;
 
 		for (uint64_t lba = 0; lba < nblocks; lba += 512) {
-			struct sync_wait w = { 0 };
+			struct iscsi_wait w = { 0 };
 
-			if (!iscsi_read16_task(ctx, url->lun, lba, 512 * bs, bs, 0, 0, 0, 0, 0, sync_cb,
-					       &w) || run_until(&w.done, deadline) ||
+			if (!iscsi_read16_task(ctx, url->lun, lba, 512 * bs, bs, 0, 0, 0, 0, 0, iscsi_wait_cb,
+					       &w) || iscsi_wait_until(ctx, &w.done, deadline) ||
 			    w.status != SCSI_STATUS_GOOD)
 				die("read");
 			for (uint64_t b = 0; b < 512; b++) {
@@ -293,7 +256,7 @@ int main(int argc, char **argv)
 			if (issue(&cmds[i]))
 				die("write");
 		/* every PDU out of libiscsi (the gateway took all the data), then wait */
-		while (iscsi_out_queue_length(ctx) > 0 && now_ms() < deadline) {
+		while (iscsi_out_queue_length(ctx) > 0 && iscsi_now_ms() < deadline) {
 			struct pollfd p = { .fd = iscsi_get_fd(ctx),
 					    .events = (short)iscsi_which_events(ctx) };
 
@@ -304,12 +267,12 @@ int main(int argc, char **argv)
 		}
 		printf("all sent: %u commands of %lu KiB, %u completed\n", ncmds, chunk_kib, ndone);
 		fflush(stdout);
-		run_until(&never, deadline);
+		iscsi_wait_until(ctx, &never, deadline);
 		return 0;
 	}
 	while (ndone < ncmds) {
 		struct pollfd p;
-		uint64_t now = now_ms();
+		uint64_t now = iscsi_now_ms();
 
 		if (now >= deadline) {
 			fprintf(stderr, "zombie_io: %u of %u writes not done in %lu s\n", ncmds - ndone,

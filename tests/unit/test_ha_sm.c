@@ -398,6 +398,19 @@ static void configure(void)
 	run_for(500);
 }
 
+/* Node k's agent restarts as one that speaks protocols up to proto_max; 500 ms later. */
+static void restart_older(int k, uint32_t proto_max)
+{
+	nodes[k].up = false;
+	ha_sm_fini(&nodes[k].sm);
+	membership();
+	start_proto_max = proto_max;
+	start_node(k, NULL);
+	start_proto_max = 0;
+	membership();
+	run_for(500);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 static void test_barrier_and_config(void **state)
@@ -696,14 +709,7 @@ static void test_fenced_needs_protocol_2(void **state)
 
 	(void)state;
 	configure();
-	nodes[1].up = false;            /* node 2's agent restarts as an older one */
-	ha_sm_fini(&nodes[1].sm);
-	membership();
-	start_proto_max = 1;
-	start_node(1, NULL);
-	start_proto_max = 0;
-	membership();
-	run_for(500);
+	restart_older(1, 1);          /* node 2's agent restarts as an older one */
 	for (int k = 0; k < N; k++)
 		assert_int_equal(nodes[k].sm.proto, 1);
 	nodes[2].up = false;
@@ -1396,14 +1402,7 @@ static void test_lun_change_protocol_2(void **state)
 
 	(void)state;
 	configure();
-	nodes[1].up = false;            /* node 2's agent restarts as an older one */
-	ha_sm_fini(&nodes[1].sm);
-	membership();
-	start_proto_max = 2;
-	start_node(1, NULL);
-	start_proto_max = 0;
-	membership();
-	run_for(500);
+	restart_older(1, 2);          /* node 2's agent restarts as an older one */
 	gw_apply_all();
 	for (int k = 0; k < N; k++)
 		assert_int_equal(nodes[k].sm.proto, 2);

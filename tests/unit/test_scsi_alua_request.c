@@ -13,15 +13,11 @@
  * as before; past SCSI_ALUA_HELD_MAX held commands the next gets BUSY.
  * Waits are for completions only, never for a time.
  */
-#include <pthread.h>
 
 #include "test_scsi_harness.h"
-#include "util/reactor.h"
+#include "test_scsi_reactor.h"
 
 #define MB (1024ull * 1024)
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 /* What the mock policy owner saw. */
 static struct {
@@ -42,39 +38,12 @@ static int owner_handler(const struct scsi_alua_request *req, void *arg)
 	return owner.rc;
 }
 
-struct rcmd {
-	struct scsi_cmd c;
-	int ndone;
-	uint8_t pl[64];
-};
-
 struct rctx {
 	struct tctx x;
 	struct scsi_itn c;              /* through test_port2 (group 2) */
 	struct reactor *r;
 	pthread_t thread;
 };
-
-static void *reactor_thread(void *arg)
-{
-	reactor_run(arg);
-	return NULL;
-}
-
-static void rcmd_done(struct scsi_cmd *cmd)
-{
-	struct rcmd *t = (struct rcmd *)(void *)cmd;
-
-	pthread_mutex_lock(&mu);
-	t->ndone++;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
-static void submit_msg(void *arg)
-{
-	scsi_cmd_submit(arg);
-}
 
 /* STPG of (tpg, state) pairs through nexus itn, submitted on the reactor. */
 static void stpg_submit(struct rctx *rc, struct rcmd *t, const struct scsi_itn *itn,
@@ -107,25 +76,6 @@ static void stpg1(struct rctx *rc, struct rcmd *t, uint16_t tpg, uint8_t state)
 	stpg_submit(rc, t, &rc->c, &tpg, &state, 1);
 }
 
-static void wait_done(struct rcmd *t)
-{
-	pthread_mutex_lock(&mu);
-	while (t->ndone == 0)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
-	assert_int_equal(t->ndone, 1);
-}
-
-static int ndone(struct rcmd *t)
-{
-	int n;
-
-	pthread_mutex_lock(&mu);
-	n = t->ndone;
-	pthread_mutex_unlock(&mu);
-	return n;
-}
-
 /* Waits until the handler has seen n requests; returns the last. */
 static struct scsi_alua_request wait_requests(unsigned int n)
 {
@@ -137,30 +87,6 @@ static struct scsi_alua_request wait_requests(unsigned int n)
 	r = owner.last;
 	pthread_mutex_unlock(&mu);
 	return r;
-}
-
-/* Everything sent to the reactor before this has run when it returns. */
-static bool synced;
-
-static void sync_msg(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&mu);
-	synced = true;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
-static void reactor_sync(struct rctx *rc)
-{
-	pthread_mutex_lock(&mu);
-	synced = false;
-	pthread_mutex_unlock(&mu);
-	assert_int_equal(reactor_send_msg(rc->r, sync_msg, NULL), 0);
-	pthread_mutex_lock(&mu);
-	while (!synced)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
 }
 
 static void assert_status(struct rcmd *t, uint8_t status, uint8_t key, uint16_t asc)
@@ -270,7 +196,7 @@ static void test_match_completes(void **state)
 
 	/* states that do not match keep it waiting */
 	assert_int_equal(scsi_alua_set_states(NULL, &ano, 1), 0);
-	reactor_sync(rc);
+	reactor_sync(rc->r);
 	assert_int_equal(ndone(&t), 0);
 	assert_int_equal(scsi_alua_requests_held(), 1);
 	assert_int_equal(count_ua(rc, &rc->c, 0x2a06), 1);
@@ -407,7 +333,7 @@ static void test_abort_while_held(void **state)
 	memset(&other, 0, sizeof(other));
 	a.t = &other;
 	assert_int_equal(reactor_send_msg(rc->r, abort_msg, &a), 0);
-	reactor_sync(rc);
+	reactor_sync(rc->r);
 	assert_int_equal(scsi_alua_requests_held(), 1);
 
 	a.t = &t;
@@ -420,7 +346,7 @@ static void test_abort_while_held(void **state)
 	/* late answers and matching states find nothing to complete */
 	assert_int_equal(scsi_alua_request_done(r.id, 0), -ENOENT);
 	assert_int_equal(scsi_alua_set_states(NULL, &ao, 1), 0);
-	reactor_sync(rc);
+	reactor_sync(rc->r);
 	assert_int_equal(ndone(&t), 1);
 
 	/* decided (states set) and aborted in the same batch: completed once */
@@ -434,7 +360,7 @@ static void test_abort_while_held(void **state)
 	a.ndone_after = -1;
 	assert_int_equal(reactor_send_msg(rc->r, abort_msg, &a), 0);
 	wait_done(&t);
-	reactor_sync(rc);
+	reactor_sync(rc->r);
 	assert_int_equal(ndone(&t), 1);
 	assert_int_equal(scsi_alua_requests_held(), 0);
 }

@@ -14,16 +14,12 @@
  * change nothing. Waits are for completions only, never for a time.
  */
 #include <errno.h>
-#include <pthread.h>
 
 #include "test_scsi_harness.h"
+#include "test_scsi_reactor.h"
 #include "scsi/scsi_shared.h"
-#include "util/reactor.h"
 
 #define MB (1024ull * 1024)
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 /* What the mock agent saw. */
 static struct {
@@ -69,38 +65,11 @@ static void rec_abort(struct scsi_lu *lu, const char *iport, uint16_t rel, void 
 
 static uint8_t g_naa[16];
 
-struct rcmd {
-	struct scsi_cmd c;
-	int ndone;
-	uint8_t pl[24];
-};
-
 struct rctx {
 	struct tctx x;
 	struct reactor *r;
 	pthread_t thread;
 };
-
-static void *reactor_thread(void *arg)
-{
-	reactor_run(arg);
-	return NULL;
-}
-
-static void rcmd_done(struct scsi_cmd *cmd)
-{
-	struct rcmd *t = (struct rcmd *)(void *)cmd;
-
-	pthread_mutex_lock(&mu);
-	t->ndone++;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
-static void submit_msg(void *arg)
-{
-	scsi_cmd_submit(arg);
-}
 
 /* PERSISTENT RESERVE OUT through nexus a, on the reactor. */
 static void prout_submit(struct rctx *rc, struct rcmd *t, uint8_t sa, uint8_t type, uint64_t rk,
@@ -120,58 +89,16 @@ static void prout_submit(struct rctx *rc, struct rcmd *t, uint8_t sa, uint8_t ty
 	t->c.cdb_len = 10;
 	t->c.data_out = true;
 	t->c.buf = t->pl;
-	t->c.buf_len = sizeof(t->pl);
+	t->c.buf_len = 24;
 	t->c.done = rcmd_done;
 	t->c.attr = SCSI_ATTR_SIMPLE;
 	assert_int_equal(reactor_send_msg(rc->r, submit_msg, &t->c), 0);
-}
-
-static void wait_done(struct rcmd *t)
-{
-	pthread_mutex_lock(&mu);
-	while (t->ndone == 0)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
-	assert_int_equal(t->ndone, 1);
-}
-
-static int ndone(struct rcmd *t)
-{
-	int n;
-
-	pthread_mutex_lock(&mu);
-	n = t->ndone;
-	pthread_mutex_unlock(&mu);
-	return n;
 }
 
 static void wait_proposals(unsigned int n)
 {
 	pthread_mutex_lock(&mu);
 	while (ag.n < n)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
-}
-
-static bool synced;
-
-static void sync_msg(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&mu);
-	synced = true;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
-static void reactor_sync(struct rctx *rc)
-{
-	pthread_mutex_lock(&mu);
-	synced = false;
-	pthread_mutex_unlock(&mu);
-	assert_int_equal(reactor_send_msg(rc->r, sync_msg, NULL), 0);
-	pthread_mutex_lock(&mu);
-	while (!synced)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 }
@@ -259,7 +186,7 @@ static void t_register_held_until_applied(void **state)
 
 	prout_submit(rc, &t, 0x00, 0, 0, 0xabc);
 	wait_proposals(1);
-	reactor_sync(rc);
+	reactor_sync(rc->r);
 	assert_int_equal(ndone(&t), 0);
 	assert_true(ag.wait);
 	assert_int_equal(ag.base, 0);
