@@ -90,7 +90,8 @@ pcmk_online() { # pcmk_online K N: node K's crm_mon shows N nodes online and a D
 	grep -q 'Current DC: n' <<<"$out" && grep -Eq "Online: \[ (n[0-9] ){$2}\]" <<<"$out"
 }
 
-vip_on() { ip -n "$(bed_ns "$1")" -o addr show dev stor 2>/dev/null | grep -q " $VIP/"; }
+# (grep reads it all: with pipefail, grep -q quitting early would fail ip with SIGPIPE)
+vip_on() { ip -n "$(bed_ns "$1")" -o addr show dev stor 2>/dev/null | grep " $VIP/" >/dev/null; }
 vip_holder() {
 	local k
 	for k in 1 2 3; do vip_on "$k" && { echo "$k"; return 0; }; done
