@@ -64,22 +64,11 @@ for t in sg_persist sg_raw sg_turs; do
 	command -v "$t" >/dev/null || bed_die "$t not found (sg3-utils)"
 done
 
-finish() {
-	local k f
-	for ((k = 1; k <= BED_NODES; k++)); do
-		for f in corosync.log isergwd.log ha.log; do
-			[ -f "$SCRATCH/n$k/$f" ] && cp "$SCRATCH/n$k/$f" "$VM_OUT/n$k-$f"
-		done
-	done
-	dmesg >"$VM_OUT/dmesg.partial" 2>&1
-	vm_cleanup 2>/dev/null
-	bed_down
-}
-trap finish EXIT
 
 PROBE=/bin/true # guest-ha-host.sh wants one; no stall probe here
 # shellcheck source=tests/vm/guest-ha-host.sh
 . "$here/guest-ha-host.sh"
+trap host_finish EXIT
 
 PASSED=0
 FAILED=0
