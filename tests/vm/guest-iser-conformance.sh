@@ -20,7 +20,9 @@
 # SKIP ([SKIPPED]), FAIL (the test failed), CRASH (the initiator died: no
 # CUnit summary) or HANG (killed after --test-timeout).
 #
-# A test that passes (or skips) over TCP but not over iSER fails this script,
+# A test that passes (or skips) over TCP but not over iSER runs once more over
+# iSER (libiscsi's iSER initiator fails now and then on its own on a loaded
+# machine; both results are printed); if it fails again it fails this script,
 # unless it is on the list of initiator-side defects below AND, in the same
 # run, the same test does not pass against tgt 1.0.85's iSER target either
 # (the reference: one tgtd on port 3260 once isergwd has stopped, LUN 1).
@@ -93,7 +95,7 @@ DISK=/tmp/iser-conf.img
 PORT=3260
 PORT_TCP=3261
 DIR=$VM_OUT/conformance
-mkdir -p "$DIR/iser" "$DIR/tcp" "$DIR/tgt"
+mkdir -p "$DIR/iser" "$DIR/iser-retry" "$DIR/tcp" "$DIR/tgt"
 
 TPID=
 target_alive() { kill -0 "$TPID" 2>/dev/null; }
@@ -206,6 +208,25 @@ for suite in $suites; do
 	done
 done
 vm_log "TCP runs done ($(vm_since "$t_all") s)"
+# libiscsi 1.19's iSER initiator is fragile (docs/testing.md): on a loaded
+# machine it fails a command now and then on its own transport ("iscsi_service
+# failed"). A test that passes over TCP but not over iSER therefore runs once
+# more over iSER before it counts (unless it is on the initiator-side list,
+# which is checked against tgt below); both results are printed, and a second
+# failure counts as before (a target bug fails both times).
+retried=()
+for test in $tests; do
+	[ -z "$died" ] || break
+	[ -n "${R_ISER[$test]:-}" ] && [ -n "${R_TCP[$test]:-}" ] || continue
+	ok "${R_TCP[$test]}" && ! ok "${R_ISER[$test]}" || continue
+	# (the initiator-side list is checked against tgt below instead)
+	[[ " ${KNOWN_INITIATOR[*]} " != *" $test "* ]] || continue
+	a=$(run_one iser-retry "iser://$VM_ADDR/$IQN/0" "$test")
+	[ "$a" = DIED ] && { died="isergwd died during $test over iSER (run again)"; break; }
+	printf 'again %-45s iser %-5s then %s\n' "$test" "${R_ISER[$test]}" "$a"
+	retried+=("$test: ${R_ISER[$test]}, then $a")
+	R_ISER[$test]=$a
+done
 stopped=0
 if [ -z "$died" ]; then
 	vm_isergwd_stop "$TPID" && stopped=1
@@ -279,6 +300,7 @@ for test in $tests; do
 			"${R_TCP[$test]}" "${R_TGT[$test]:--}"
 	fi
 done
+[ ${#retried[@]} -eq 0 ] || printf '  run again over iSER: %s\n' "${retried[@]}"
 [ ${#accepted[@]} -eq 0 ] || printf '  initiator-side (verified against tgt): %s\n' "${accepted[@]}"
 [ ${#unused[@]} -eq 0 ] || printf '  note: on the initiator-side list but passing over iSER now: %s\n' "${unused[@]}"
 [ ${#bad[@]} -eq 0 ] || printf '  REGRESSION: %s\n' "${bad[@]}"
