@@ -137,7 +137,10 @@ upgrade() {
 	bed_cli 1 cluster drain "n$k" >/dev/null || { bed_log "drain n$k refused"; return 1; }
 	bed_poll "$BED_WAIT_LIMIT" "dg$k off node $k" _group_off "$k" "${HA_NODES[@]}" || return 1
 	cl=$(bed_secs_since "$BED_T0")
-	ready "$(owner_node 1)" || return 1
+	# the host on dg1's owner's path (not ready(): dgK is off its preferred node now)
+	j=$(owner_node 1) || return 1
+	bed_poll "$BED_WAIT_LIMIT" "the host on node $j's path, every path active" _mp_serving "$j" ||
+		{ multipath -ll "$MAP" >&2; return 1; }
 	record planned "drain node $k (dg$k moves away)" "$t0" "$cl"
 
 	t0=$(now_s)
