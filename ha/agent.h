@@ -88,6 +88,8 @@ void ha_gwlink_lu_apply(struct ha_gwlink *g, const uint8_t naa[16], uint64_t ver
 			const uint8_t *state, size_t len, const uint8_t *events, size_t evlen,
 			uint32_t origin, uint64_t proposal_id);
 void ha_gwlink_lu_done(struct ha_gwlink *g, uint64_t proposal_id, int status, const char *why);
+/* Hands the unit attentions parked for this node to isergwd, if it is there. */
+void ha_gwlink_lu_handover(struct ha_gwlink *g);
 
 /* lustore.c: the LU table on disk */
 int ha_lu_save(const struct ha_sm *sm, const char *dir);

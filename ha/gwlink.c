@@ -50,6 +50,7 @@ struct lu_pend {
 	uint64_t proposal_id;
 	uint8_t naa[16];
 	uint64_t version;
+	uint64_t parked_upto;   /* it carried this node's parked UAs up to this version (0: none) */
 };
 
 struct txbuf {
@@ -74,6 +75,7 @@ struct ha_gwlink {
 	uint64_t pushed_gen;            /* isergwd holds this one */
 	bool want;
 	uint64_t epoch;                 /* isergwd's, as last seen */
+	bool lus_pushed;                /* this connection's isergwd got the LU states */
 	bool logged_down;
 	/* the socket's directory watched: its file appearing means isergwd listens (soon) */
 	int ino_fd;                     /* -1: none */
@@ -372,6 +374,9 @@ void ha_gwlink_lu_apply(struct ha_gwlink *g, const uint8_t naa[16], uint64_t ver
 
 	memcpy(p.naa, naa, 16);
 	if (!g->connected) {
+		/* the UAs for this node's nexuses wait for the isergwd to come */
+		if (origin)
+			ha_sm_lu_park_own(&g->a->sm, naa, version, events, evlen);
 		ha_sm_lu_gw_applied(&g->a->sm, origin, proposal_id, naa, version, -ENOTCONN);
 		return;
 	}
@@ -409,14 +414,82 @@ out:
 		ha_sm_lu_gw_applied(&g->a->sm, origin, proposal_id, naa, version, rc);
 }
 
+#define HANDOVER_MAX 128u        /* parked UAs per LuStateApply (isergwd takes 144 events) */
+
+/*
+ * The i-th LU's state with the unit attentions parked for this node while
+ * it was away (away: isergwd queues them even when it holds this version).
+ * 1 when some were sent, 0 when there were none, or a negative errno.
+ */
+static int handover_one(struct ha_gwlink *g, size_t i)
+{
+	const struct ha_lu *lu = &g->a->sm.lus.v[i];
+	struct ha_lu_parked pk[HANDOVER_MAX];
+	Isergw__Ctl__LuEvent ev[HANDOVER_MAX], *evp[HANDOVER_MAX];
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__LuStateApply ap = ISERGW__CTL__LU_STATE_APPLY__INIT;
+	Isergw__Ctl__LuState *st;
+	struct lu_pend p = { .version = lu->version };
+	size_t n = ha_sm_lu_parked_for(&g->a->sm, i, pk, HANDOVER_MAX);
+	int rc;
+
+	if (!n)
+		return 0;
+	st = isergw__ctl__lu_state__unpack(NULL, lu->len, lu->state);
+	if (!st)
+		return -EINVAL;
+	st->version = lu->version;
+	memcpy(p.naa, lu->naa, 16);
+	for (size_t k = 0; k < n; k++) {
+		isergw__ctl__lu_event__init(&ev[k]);
+		ev[k].kind = 2;         /* one nexus */
+		ev[k].asc = pk[k].asc;
+		ev[k].rel_port = pk[k].rel_port;
+		ev[k].iport = pk[k].iport;
+		evp[k] = &ev[k];
+		if (pk[k].version > p.parked_upto)
+			p.parked_upto = pk[k].version;
+	}
+	ap.state = st;
+	ap.events = evp;
+	ap.n_events = n;
+	ap.away = true;
+	req.op_case = ISERGW__CTL__REQUEST__OP_LU_STATE_APPLY;
+	req.lu_state_apply = &ap;
+	if (g->nsent < SENT_MAX)
+		g->sent[(g->sent_head + g->nsent) % SENT_MAX].lu = p;
+	rc = gw_send(g, &req, S_LUAPPLY, 0);
+	isergw__ctl__lu_state__free_unpacked(st, NULL);
+	if (rc)
+		return rc;
+	GW_NOTICE(COMP, "%zu unit attention(s) raised while this node was away handed to isergwd "
+		  "(LU version %" PRIu64 ")", n, lu->version);
+	return 1;
+}
+
 /* Every LU state the agent holds, to an isergwd that just took a configuration. */
 static void push_lus(struct ha_gwlink *g)
 {
 	const struct ha_lus *l = &g->a->sm.lus;
 
-	for (size_t i = 0; i < l->n && g->connected; i++)
+	g->lus_pushed = true;
+	for (size_t i = 0; i < l->n && g->connected; i++) {
+		if (handover_one(g, i) > 0)
+			continue;
 		ha_gwlink_lu_apply(g, l->v[i].naa, l->v[i].version, l->v[i].state, l->v[i].len,
 				   NULL, 0, 0, 0);
+	}
+}
+
+void ha_gwlink_lu_handover(struct ha_gwlink *g)
+{
+	const struct ha_lus *l = &g->a->sm.lus;
+
+	/* before isergwd took a configuration, push_lus hands them over */
+	if (!g->connected || !g->lus_pushed)
+		return;
+	for (size_t i = 0; i < l->n && g->connected; i++)
+		(void)handover_one(g, i);
 }
 
 /* A command of isergwd's changed an LU's state: to the group. */
@@ -553,6 +626,8 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		if (rep->status && rep->status != -ENOENT)
 			GW_WARN(COMP, "isergwd refused an LU state (version %" PRIu64 "): %s",
 				lp.version, rep->error);
+		if (lp.parked_upto && (!rep->status || rep->status == -EALREADY))
+			ha_sm_lu_parked_taken(&g->a->sm, lp.naa, lp.parked_upto);
 		ha_sm_lu_gw_applied(&g->a->sm, lp.origin, lp.proposal_id, lp.naa, lp.version,
 				    rep->status == -EALREADY ? 0 : rep->status);
 		break;
@@ -625,6 +700,7 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 	close(g->fd);
 	g->fd = -1;
 	g->connected = false;
+	g->lus_pushed = false;
 	ctl_frame_rx_reset(&g->rx);
 	while (!list_empty(&g->txq)) {
 		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);

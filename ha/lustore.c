@@ -32,12 +32,15 @@ int ha_lu_save(const struct ha_sm *sm, const char *dir)
 	Isergw__Ha__LuStore st = ISERGW__HA__LU_STORE__INIT;
 	Isergw__Ha__LuBlob *b = calloc(sm->lus.n + 1, sizeof(*b));
 	Isergw__Ha__LuBlob **bp = calloc(sm->lus.n + 1, sizeof(*bp));
+	Isergw__Ha__LuParked *pk = calloc(sm->lus.nparked + 1, sizeof(*pk));
+	Isergw__Ha__LuParked **pkp = calloc(sm->lus.nparked + 1, sizeof(*pkp));
+	size_t npk = 0;
 	char path[PATH_MAX], tmp[PATH_MAX];
 	uint8_t *buf = NULL;
 	size_t len, off = 0;
 	int fd = -1, rc = 0;
 
-	if (!b || !bp) {
+	if (!b || !bp || !pk || !pkp) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -48,10 +51,30 @@ int ha_lu_save(const struct ha_sm *sm, const char *dir)
 		b[i].version = sm->lus.v[i].version;
 		b[i].state.data = sm->lus.v[i].state;
 		b[i].state.len = sm->lus.v[i].len;
+		b[i].handed = sm->lus.v[i].handed;
 		bp[i] = &b[i];
 	}
 	st.lu_states = bp;
 	st.n_lu_states = sm->lus.n;
+	/* this node's own parked UAs: the others' come back from the members */
+	for (size_t i = 0; i < sm->lus.nparked; i++) {
+		struct ha_lu_parked *e = &sm->lus.parked[i];
+
+		if (strcmp(e->node, sm->name))
+			continue;
+		isergw__ha__lu_parked__init(&pk[npk]);
+		pk[npk].naa.data = e->naa;
+		pk[npk].naa.len = 16;
+		pk[npk].version = e->version;
+		pk[npk].node = e->node;
+		pk[npk].iport = e->iport;
+		pk[npk].rel_port = e->rel_port;
+		pk[npk].asc = e->asc;
+		pkp[npk] = &pk[npk];
+		npk++;
+	}
+	st.lu_parked = pkp;
+	st.n_lu_parked = npk;
 	len = isergw__ha__lu_store__get_packed_size(&st);
 	buf = malloc(len + 1);
 	if (!buf) {
@@ -93,6 +116,8 @@ out:
 	free(buf);
 	free(b);
 	free(bp);
+	free(pk);
+	free(pkp);
 	return rc;
 }
 
@@ -124,6 +149,8 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 	char path[PATH_MAX];
 	Isergw__Ha__LuStore *st;
 	struct ha_lu *v;
+	struct ha_lu_parked *pk;
+	size_t npk = 0;
 	struct stat sb;
 	uint8_t *buf;
 	size_t n = 0, kept = 0;
@@ -167,14 +194,36 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 			continue;
 		memcpy(v[kept].naa, b->naa.data, 16);
 		v[kept].version = b->version;
+		v[kept].handed = b->handed;
 		v[kept].state = keep;
 		v[kept].len = len;
 		kept++;
 	}
+	pk = calloc(st->n_lu_parked + 1, sizeof(*pk));
+	for (size_t i = 0; pk && i < st->n_lu_parked; i++) {
+		const Isergw__Ha__LuParked *p = st->lu_parked[i];
+
+		if (p->naa.len != 16 || strcmp(p->node, sm->name) || strlen(p->iport) >= 256 ||
+		    !p->rel_port || p->rel_port > 0xffff || p->asc > 0xffff)
+			continue;
+		memcpy(pk[npk].naa, p->naa.data, 16);
+		pk[npk].version = p->version;
+		snprintf(pk[npk].node, sizeof(pk[npk].node), "%s", p->node);
+		snprintf(pk[npk].iport, sizeof(pk[npk].iport), "%s", p->iport);
+		pk[npk].rel_port = (uint16_t)p->rel_port;
+		pk[npk].asc = (uint16_t)p->asc;
+		npk++;
+	}
 	isergw__ha__lu_store__free_unpacked(st, NULL);
-	if (!v)
+	if (!v || !pk) {
+		free(v);
+		free(pk);
 		return -ENOMEM;
-	GW_NOTICE(COMP, "%s: %zu LU state(s), %zu with APTPL kept (power on)", path, n, kept);
+	}
+	GW_NOTICE(COMP, "%s: %zu LU state(s), %zu with APTPL kept (power on); %zu unit "
+		  "attention(s) for this node's isergwd", path, n, kept, npk);
 	ha_sm_lu_load(sm, v, kept);
+	ha_sm_lu_load_parked(sm, pk, npk);
+	free(pk);
 	return 0;
 }

@@ -292,11 +292,22 @@ static void op_lu_apply(void *ctx, const uint8_t naa[16], uint64_t version, cons
 {
 	struct ha_agent *a = ctx;
 
-	if (a->gw)
+	if (a->gw) {
 		ha_gwlink_lu_apply(a->gw, naa, version, state, len, events, evlen, origin,
 				   proposal_id);
-	else
-		ha_sm_lu_gw_applied(&a->sm, origin, proposal_id, naa, version, -ENOTCONN);
+		return;
+	}
+	if (origin)
+		ha_sm_lu_park_own(&a->sm, naa, version, events, evlen);
+	ha_sm_lu_gw_applied(&a->sm, origin, proposal_id, naa, version, -ENOTCONN);
+}
+
+static void op_lu_handover(void *ctx)
+{
+	struct ha_agent *a = ctx;
+
+	if (a->gw)
+		ha_gwlink_lu_handover(a->gw);
 }
 
 static void op_lu_done(void *ctx, uint64_t proposal_id, int status, const char *why)
@@ -318,6 +329,7 @@ static const struct ha_sm_ops sm_ops = {
 	.lu_apply = op_lu_apply,
 	.lu_done = op_lu_done,
 	.lu_store = op_lu_store,
+	.lu_handover = op_lu_handover,
 	.send = op_send,
 	.doc_changed = op_doc_changed,
 	.lease = op_lease,

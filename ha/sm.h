@@ -97,6 +97,12 @@ struct ha_sm_ops {
 	void (*lu_done)(void *ctx, uint64_t proposal_id, int status, const char *why);
 	/* The LU table changed: store it (durably) before answering anything. */
 	void (*lu_store)(void *ctx);
+	/*
+	 * Unit attentions parked for this node while it was away are in
+	 * lus.parked: hand them to isergwd (ha_sm_lu_parked_for) if it is
+	 * there, otherwise when it comes. NULL: not used.
+	 */
+	void (*lu_handover)(void *ctx);
 };
 
 /* One LU's state as the agents keep it. */
@@ -105,7 +111,23 @@ struct ha_lu {
 	uint64_t version;
 	uint8_t *state;                 /* packed isergw.ctl.LuState */
 	size_t len;
+	uint64_t handed;                /* this node's isergwd took the parked UAs up to this version */
 };
+
+/*
+ * A unit attention for a nexus through a node that was away (not in the
+ * view) when the change raising it was applied: kept alike by every member,
+ * handed to the node when it returns.
+ */
+struct ha_lu_parked {
+	uint8_t naa[16];
+	uint64_t version;               /* the LU version that raised it */
+	char node[HA_NAME_MAX];
+	char iport[256];
+	uint16_t rel_port;
+	uint16_t asc;
+};
+#define HA_PARKED_MAX 4096u
 
 /* A proposal of this node's isergwd, applied, waiting for every member's Applied. */
 struct ha_lu_wait {
@@ -141,6 +163,9 @@ struct ha_lus {
 	struct ha_lu_wait waits[HA_LU_WAITS_MAX];
 	size_t nwaits;
 	uint64_t proposed, accepted, stale, refused;   /* counters (status) */
+	struct ha_lu_parked *parked;    /* oldest first */
+	size_t nparked, capparked;
+	uint64_t parked_total, handed_total, parked_dropped;
 };
 
 struct ha_sm_params {
@@ -346,6 +371,25 @@ void ha_sm_lu_gw_applied(struct ha_sm *sm, uint32_t origin, uint64_t proposal_id
 void ha_sm_lu_gw_lost(struct ha_sm *sm);
 /* The table loaded from disk at start (taken: states malloc'd). */
 void ha_sm_lu_load(struct ha_sm *sm, struct ha_lu *v, size_t n);
+/* Unit attentions for this node, loaded from its store (not yet handed over). */
+void ha_sm_lu_load_parked(struct ha_sm *sm, const struct ha_lu_parked *p, size_t n);
+/*
+ * Events (a packed isergw.ctl.LuStateApply) of version `version` of LU naa
+ * that this node's isergwd could not take (it is not connected): the ones
+ * for nexuses through this node's portals are parked for it.
+ */
+void ha_sm_lu_park_own(struct ha_sm *sm, const uint8_t naa[16], uint64_t version,
+		       const uint8_t *events, size_t evlen);
+/*
+ * Copies the unit attentions parked for this node of the i-th LU of the
+ * table into out (at most max): the number copied. Once isergwd took them,
+ * ha_sm_lu_parked_taken(naa, the highest version among them) drops them
+ * (and stores the table); until then they stay, and go again on reconnect.
+ */
+size_t ha_sm_lu_parked_for(const struct ha_sm *sm, size_t i, struct ha_lu_parked *out,
+			   size_t max);
+void ha_sm_lu_parked_taken(struct ha_sm *sm, const uint8_t naa[16], uint64_t upto);
+size_t ha_sm_lu_parked_mine(const struct ha_sm *sm);
 const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);
 /* sm.c's hooks */
 void ha_sm_lu_view(struct ha_sm *sm);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isergw_ctl.pb-c.h"
 #include "sm.h"
 #include "util/log.h"
 
@@ -92,6 +93,8 @@ void ha_sm_lu_load(struct ha_sm *sm, struct ha_lu *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (lu_set(&sm->lus, v[i].naa, v[i].version, v[i].state, v[i].len))
 			GW_ERR(COMP, "out of memory loading the LU table");
+		else
+			lu_find(&sm->lus, v[i].naa)->handed = v[i].handed;
 		free(v[i].state);
 	}
 	free(v);
@@ -103,6 +106,7 @@ void ha_sm_lu_fini(struct ha_sm *sm)
 		free(sm->lus.v[i].state);
 	free(sm->lus.v);
 	free(sm->lus.locks);
+	free(sm->lus.parked);
 	memset(&sm->lus, 0, sizeof(sm->lus));
 }
 
@@ -110,6 +114,273 @@ static void lu_done(struct ha_sm *sm, uint64_t id, int status, const char *why)
 {
 	if (sm->ops->lu_done)
 		sm->ops->lu_done(sm->ctx, id, status, why);
+}
+
+
+/* ------------------------------------------------------------ parked UAs */
+
+/*
+ * Unit attentions for the nexuses through a node that is away (docs/ha.md,
+ * "Unit attentions for nodes that are away"). A change applied while a
+ * node's agent is not in the view raises its per-nexus UAs (PREEMPT,
+ * CLEAR, RELEASE of a registrant's reservation...) for nexuses nobody
+ * serves: every member parks them, alike (delivery order, the agreed
+ * document and view), sends them in its Sync, and drops them once their
+ * node is back in the view; that node takes them (union of the Syncs) and
+ * hands them to its isergwd, which queues them on the (detached) nexuses
+ * before it serves. An LU's `handed` version keeps a copy that comes back
+ * late (a member that was cut off) from being handed twice. Events for
+ * every nexus (resets, mode changes) are not parked: a node that was away
+ * lost its nexuses, and the host logs in anew.
+ */
+
+static bool node_away(const struct ha_sm *sm, const char *name)
+{
+	const struct ha_member *m = ha_sm_member_by_name(sm, name);
+
+	return !m || !m->in_view || m->foreign;
+}
+
+static int park(struct ha_lus *l, const uint8_t naa[16], uint64_t version, const char *node,
+		const char *iport, uint16_t rel, uint16_t asc)
+{
+	struct ha_lu_parked *e;
+
+	for (size_t i = 0; i < l->nparked; i++) {
+		e = &l->parked[i];
+		if (e->rel_port == rel && e->asc == asc && !memcmp(e->naa, naa, 16) &&
+		    !strcmp(e->node, node) && !strcmp(e->iport, iport)) {
+			if (version > e->version)
+				e->version = version;
+			return 0;
+		}
+	}
+	if (l->nparked == HA_PARKED_MAX) {
+		/* bounded: the oldest goes (every member drops the same one) */
+		memmove(&l->parked[0], &l->parked[1], (l->nparked - 1) * sizeof(l->parked[0]));
+		l->nparked--;
+		if (!l->parked_dropped++)
+			GW_WARN(COMP, "more than %u unit attentions parked for nodes that are away: "
+				"the oldest are dropped", HA_PARKED_MAX);
+	}
+	if (l->nparked == l->capparked) {
+		size_t cap = l->capparked ? l->capparked * 2 : 16;
+		struct ha_lu_parked *v = realloc(l->parked, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->parked = v;
+		l->capparked = cap;
+	}
+	e = &l->parked[l->nparked++];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->naa, naa, 16);
+	e->version = version;
+	snprintf(e->node, sizeof(e->node), "%s", node);
+	snprintf(e->iport, sizeof(e->iport), "%s", iport);
+	e->rel_port = rel;
+	e->asc = asc;
+	l->parked_total++;
+	return 0;
+}
+
+#define EV_UA_NEXUS 2u          /* isergw.ctl.LuEvent kinds and flags (isergwd's) */
+#define EVF_ALL_PORTS 2u
+
+/*
+ * Parks the per-nexus events of version `version` of LU naa for the nodes
+ * that are away (mine: for this node only). The number parked.
+ */
+static size_t park_events(struct ha_sm *sm, const uint8_t naa[16], uint64_t version,
+			  const uint8_t *events, size_t evlen, bool mine)
+{
+	const struct ha_doc *d = sm->doc;
+	Isergw__Ctl__LuStateApply *ev;
+	size_t n = 0;
+
+	if (!evlen || !d)
+		return 0;
+	ev = isergw__ctl__lu_state_apply__unpack(NULL, evlen, events);
+	if (!ev)
+		return 0;       /* isergwd refuses it too; the origin logged it */
+	for (size_t k = 0; k < d->nnodes; k++) {
+		const struct ha_node *nd = &d->nodes[k];
+
+		if (mine ? strcmp(nd->name, sm->name) != 0 : !node_away(sm, nd->name))
+			continue;
+		for (size_t j = 0; j < ev->n_events; j++) {
+			const Isergw__Ctl__LuEvent *e = ev->events[j];
+
+			if (e->kind != EV_UA_NEXUS || e->asc > 0xffff || strlen(e->iport) >= 256)
+				continue;
+			for (size_t i = 0; i < nd->nportals; i++) {
+				uint16_t rel = nd->portals[i].rel_port_id;
+
+				if (!(e->flags & EVF_ALL_PORTS) && rel != e->rel_port)
+					continue;
+				if (park(&sm->lus, naa, version, nd->name, e->iport, rel,
+					 (uint16_t)e->asc) == 0)
+					n++;
+			}
+		}
+	}
+	isergw__ctl__lu_state_apply__free_unpacked(ev, NULL);
+	return n;
+}
+
+void ha_sm_lu_park_own(struct ha_sm *sm, const uint8_t naa[16], uint64_t version,
+		       const uint8_t *events, size_t evlen)
+{
+	size_t n = park_events(sm, naa, version, events, evlen, true);
+	char hex[33];
+
+	if (!n)
+		return;
+	naa_hex(naa, hex);
+	GW_NOTICE(COMP, "LU %s: %zu unit attention(s) of version %" PRIu64 " kept for this node's "
+		  "isergwd, which is not here", hex, n, version);
+	if (sm->ops->lu_store)
+		sm->ops->lu_store(sm->ctx);
+}
+
+void ha_sm_lu_load_parked(struct ha_sm *sm, const struct ha_lu_parked *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (park(&sm->lus, p[i].naa, p[i].version, p[i].node, p[i].iport, p[i].rel_port,
+			 p[i].asc))
+			GW_ERR(COMP, "out of memory loading the parked unit attentions");
+}
+
+size_t ha_sm_lu_parked_mine(const struct ha_sm *sm)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sm->lus.nparked; i++)
+		n += !strcmp(sm->lus.parked[i].node, sm->name);
+	return n;
+}
+
+size_t ha_sm_lu_parked_for(const struct ha_sm *sm, size_t lu, struct ha_lu_parked *out,
+			   size_t max)
+{
+	const struct ha_lus *l = &sm->lus;
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->nparked && n < max; i++) {
+		const struct ha_lu_parked *p = &l->parked[i];
+
+		if (!memcmp(p->naa, l->v[lu].naa, 16) && !strcmp(p->node, sm->name))
+			out[n++] = *p;
+	}
+	return n;
+}
+
+void ha_sm_lu_parked_taken(struct ha_sm *sm, const uint8_t naa[16], uint64_t upto)
+{
+	struct ha_lus *l = &sm->lus;
+	struct ha_lu *e = lu_find(l, naa);
+	size_t k = 0;
+
+	for (size_t i = 0; i < l->nparked; i++) {
+		const struct ha_lu_parked *p = &l->parked[i];
+
+		if (!memcmp(p->naa, naa, 16) && !strcmp(p->node, sm->name) && p->version <= upto) {
+			l->handed_total++;
+			continue;
+		}
+		l->parked[k++] = *p;
+	}
+	l->nparked = k;
+	if (e && upto > e->handed)
+		e->handed = upto;
+	if (sm->ops->lu_store)
+		sm->ops->lu_store(sm->ctx);
+}
+
+/* At the end of a view's barrier: parked UAs of nodes back in the view go. */
+static void parked_settle(struct ha_sm *sm)
+{
+	struct ha_lus *l = &sm->lus;
+	size_t k = 0, dropped = 0;
+
+	for (size_t i = 0; i < l->nparked; i++) {
+		const struct ha_lu_parked *p = &l->parked[i];
+		bool known = false;
+
+		for (size_t j = 0; sm->doc && j < sm->doc->nnodes && !known; j++)
+			known = !strcmp(sm->doc->nodes[j].name, p->node);
+		if (strcmp(p->node, sm->name) && (!known || !node_away(sm, p->node))) {
+			dropped++;
+			continue;       /* its node took it (or it is no node of the cluster) */
+		}
+		l->parked[k++] = *p;
+	}
+	l->nparked = k;
+	if (dropped)
+		GW_INFO(COMP, "%zu parked unit attention(s) went to nodes back in the group", dropped);
+}
+
+static void fill_parked(struct ha_sm *sm, Isergw__Ha__Sync *s)
+{
+	struct ha_lus *l = &sm->lus;
+	Isergw__Ha__LuParked *p, **pp;
+
+	s->lu_parked = NULL;
+	s->n_lu_parked = 0;
+	if (!l->nparked)
+		return;
+	p = calloc(l->nparked, sizeof(*p));
+	pp = calloc(l->nparked, sizeof(*pp));
+	if (!p || !pp) {
+		GW_ERR(COMP, "out of memory: the Sync carries no parked unit attention");
+		free(p);
+		free(pp);
+		return;
+	}
+	for (size_t i = 0; i < l->nparked; i++) {
+		struct ha_lu_parked *e = &l->parked[i];
+
+		isergw__ha__lu_parked__init(&p[i]);
+		p[i].naa.data = e->naa;
+		p[i].naa.len = 16;
+		p[i].version = e->version;
+		p[i].node = e->node;
+		p[i].iport = e->iport;
+		p[i].rel_port = e->rel_port;
+		p[i].asc = e->asc;
+		pp[i] = &p[i];
+	}
+	s->lu_parked = pp;
+	s->n_lu_parked = l->nparked;
+}
+
+/* A Sync's parked UAs, added to ours (the number added). */
+static size_t merge_parked(struct ha_sm *sm, const Isergw__Ha__Sync *s)
+{
+	struct ha_lus *l = &sm->lus;
+	size_t before = l->parked_total, bad = 0;
+
+	for (size_t i = 0; i < s->n_lu_parked; i++) {
+		const Isergw__Ha__LuParked *p = s->lu_parked[i];
+		const struct ha_lu *lu;
+
+		if (p->naa.len != 16 || !p->version || !p->node[0] ||
+		    strlen(p->node) >= HA_NAME_MAX || strlen(p->iport) >= 256 || !p->rel_port ||
+		    p->rel_port > 0xffff || p->asc > 0xffff) {
+			bad++;
+			continue;
+		}
+		lu = lu_find(l, p->naa.data);
+		if (!strcmp(p->node, sm->name) && lu && p->version <= lu->handed)
+			continue;       /* taken already (a late copy) */
+		if (park(l, p->naa.data, p->version, p->node, p->iport, (uint16_t)p->rel_port,
+			 (uint16_t)p->asc))
+			GW_ERR(COMP, "out of memory keeping a parked unit attention");
+	}
+	if (bad)
+		GW_WARN(COMP, "sync: %zu malformed parked unit attention(s) from node %s: ignored",
+			bad, s->node_name);
+	return (size_t)(l->parked_total - before);
 }
 
 /* ------------------------------------------------------------ proposals */
@@ -217,6 +488,14 @@ static void on_propose(struct ha_sm *sm, uint32_t from, const Isergw__Ha__LuProp
 	l->accepted++;
 	GW_INFO(COMP, "LU %s: version %" PRIu64 " (proposal %" PRIu64 " of node %u)", hex, have + 1,
 		p->proposal_id, from);
+	{
+		size_t np = park_events(sm, p->naa.data, have + 1, p->events.data, p->events.len,
+					false);
+
+		if (np)
+			GW_NOTICE(COMP, "LU %s: %zu unit attention(s) of version %" PRIu64 " parked for "
+				  "nodes that are away", hex, np, have + 1);
+	}
 	if (sm->ops->lu_store)
 		sm->ops->lu_store(sm->ctx);
 	if (own) {
@@ -576,6 +855,7 @@ void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s)
 	Isergw__Ha__LuBlob *b, **bp;
 
 	fill_locks(sm, s);
+	fill_parked(sm, s);
 	s->lu_states = NULL;
 	s->n_lu_states = 0;
 	if (!l->n)
@@ -608,6 +888,11 @@ void ha_sm_lu_free_sync(Isergw__Ha__Sync *s)
 	free(s->lu_locks);
 	s->lu_locks = NULL;
 	s->n_lu_locks = 0;
+	if (s->n_lu_parked)
+		free(s->lu_parked[0]);
+	free(s->lu_parked);
+	s->lu_parked = NULL;
+	s->n_lu_parked = 0;
 	if (s->n_lu_states)
 		free(s->lu_states[0]);
 	free(s->lu_states);
@@ -632,7 +917,7 @@ static bool blob_wins(const Isergw__Ha__LuBlob *b, const struct ha_lu *cur)
 void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last)
 {
 	struct ha_lus *l = &sm->lus;
-	size_t adopted = 0;
+	size_t adopted = 0, parked;
 
 	for (size_t i = 0; i < s->n_lu_states; i++) {
 		const Isergw__Ha__LuBlob *b = s->lu_states[i];
@@ -661,14 +946,23 @@ void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last)
 		if (!have && lock_add(l, k->origin, k->lock_id, k->naa.data, k->lba, k->blocks, true))
 			GW_ERR(COMP, "cannot keep a lock of node %u from its Sync", k->origin);
 	}
-	if (adopted) {
+	parked = merge_parked(sm, s);
+	if (adopted)
 		GW_NOTICE(COMP, "sync: %zu LU state(s) adopted from node %s", adopted, s->node_name);
+	if ((adopted || parked) && sm->ops->lu_store)
+		sm->ops->lu_store(sm->ctx);
+	if (last && !l->synced) {
+		size_t mine;
+
+		l->synced = true;
+		parked_settle(sm);
+		mine = ha_sm_lu_parked_mine(sm);
+		GW_INFO(COMP, "LU states of this membership merged: %zu LU(s), %zu unit attention(s) "
+			"parked for nodes away, %zu for this node", l->n, l->nparked - mine, mine);
 		if (sm->ops->lu_store)
 			sm->ops->lu_store(sm->ctx);
-	}
-	if (last && !l->synced) {
-		l->synced = true;
-		GW_INFO(COMP, "LU states of this membership merged: %zu LU(s)", l->n);
+		if (mine && sm->ops->lu_handover)
+			sm->ops->lu_handover(sm->ctx);
 	}
 }
 

@@ -231,7 +231,8 @@ void ctl_op_lu_state_apply(struct ctl_client *c, const CtlRequest *req)
 		st->swp = 0;
 	}
 	rc = scsi_cluster_apply(a->state->naa.data, a->state->version, st, a->state->mode_valid,
-				ev, a->n_events, a->own);
+				ev, a->n_events, (a->own ? SCSI_CLUSTER_OWN : 0) |
+				(a->away ? SCSI_CLUSTER_AWAY : 0));
 	if (rc && rc != -EALREADY) {
 		snprintf(why, sizeof(why), "%s", rc == -ENOENT ? "no such logical unit here" :
 			 rc == -EINVAL ? "the logical unit's state is not the cluster's "

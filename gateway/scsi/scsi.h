@@ -449,12 +449,17 @@ void scsi_cluster_set_handler(scsi_cluster_propose_fn fn, void *arg);
  * The cluster applied version `version` of the LU with this NAA (any
  * thread): the state (mode_valid false: keep the LU's WCE/SWP), then the
  * events to this node's nexuses, aborts included unless own (the proposal
- * was this node's, which aborted its own tasks). A version not newer than
- * the one held changes nothing (-EALREADY). -ENOENT: no such LU here;
- * -EINVAL: the LU is not in cluster mode, or the state is malformed.
+ * was this node's (SCSI_CLUSTER_OWN), which aborted its own tasks). A
+ * version not newer than the one held changes nothing (-EALREADY), unless
+ * SCSI_CLUSTER_AWAY: the events were raised while this node was away, and
+ * are queued whatever the version (the state only if it is newer; no
+ * aborts). -ENOENT: no such LU here; -EINVAL: the LU is not in cluster mode,
+ * or the state is malformed.
  */
+#define SCSI_CLUSTER_OWN  0x1u
+#define SCSI_CLUSTER_AWAY 0x2u
 int scsi_cluster_apply(const uint8_t naa[16], uint64_t version, const struct shs_state *st,
-		       bool mode_valid, const struct shs_event *ev, size_t nev, bool own);
+		       bool mode_valid, const struct shs_event *ev, size_t nev, unsigned int flags);
 /* The answer to proposal id (any thread): 0, -ENOENT (not held), -EALREADY. */
 int scsi_cluster_done(uint64_t id, int status);
 /*

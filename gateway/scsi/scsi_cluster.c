@@ -231,6 +231,7 @@ struct apply_arg {
 	const struct shs_event *ev;
 	size_t nev;
 	bool own;
+	bool away;
 	struct list_head aborts;
 	int rc;
 };
@@ -251,12 +252,12 @@ static int apply_one(struct scsi_lu *lu, void *argp)
 	}
 	pthread_mutex_lock(&lu->lock);
 	shs_lock(s, true);
-	if (a->version <= s->version) {
+	if (a->version <= s->version && !a->away) {
 		shs_unlock(s);
 		pthread_mutex_unlock(&lu->lock);
 		return -EALREADY;
 	}
-	{
+	if (a->version > s->version) {
 		struct shs_state keep = { .wce = s->f->st.wce, .swp = s->f->st.swp };
 
 		memcpy(&s->f->st, a->st, sizeof(s->f->st));
@@ -269,25 +270,33 @@ static int apply_one(struct scsi_lu *lu, void *argp)
 		struct shs_event ev = a->ev[i];
 
 		ev.origin = a->own ? lu->sh_origin : 0;
+		if (a->away)
+			ev.flags &= (uint8_t)~SHS_EVF_ABORT;     /* nothing of then runs here */
 		shs_post(s, &ev);
 	}
-	s->version = a->version;
+	if (a->version > s->version)
+		s->version = a->version;
 	shs_publish(s, true);
 	shs_unlock(s);
 	pthread_mutex_unlock(&lu->lock);
 	/* this node's nexuses get the UAs now, and the aborts run below */
 	lu_shared_poll_one(lu, &a->aborts);
-	GW_DEBUG(SCSI_LOG, "lun %llu: cluster state version %" PRIu64 " applied (%zu event(s))",
-		 (unsigned long long)lu->params.lun, a->version, a->nev);
+	if (a->away)
+		GW_INFO(SCSI_LOG, "lun %llu: %zu unit attention(s) raised while this node was away "
+			"queued (cluster state version %" PRIu64 ")", (unsigned long long)lu->params.lun,
+			a->nev, a->version);
+	else
+		GW_DEBUG(SCSI_LOG, "lun %llu: cluster state version %" PRIu64 " applied (%zu "
+			 "event(s))", (unsigned long long)lu->params.lun, a->version, a->nev);
 	return 0;
 }
 
 int scsi_cluster_apply(const uint8_t naa[16], uint64_t version, const struct shs_state *st,
-		       bool mode_valid, const struct shs_event *ev, size_t nev, bool own)
+		       bool mode_valid, const struct shs_event *ev, size_t nev, unsigned int flags)
 {
 	struct apply_arg a = {
 		.version = version, .st = st, .mode_valid = mode_valid, .ev = ev, .nev = nev,
-		.own = own,
+		.own = flags & SCSI_CLUSTER_OWN, .away = flags & SCSI_CLUSTER_AWAY,
 	};
 	int rc;
 

@@ -48,7 +48,7 @@ struct node {
 	size_t napplies;
 	uint64_t done_id;
 	int done_status;
-	unsigned int ndone, stores;
+	unsigned int ndone, stores, handovers;
 };
 
 struct bmsg {
@@ -151,6 +151,13 @@ static void op_lu_store(void *ctx)
 	n->stores++;
 }
 
+static void op_lu_handover(void *ctx)
+{
+	struct node *n = ctx;
+
+	n->handovers++;
+}
+
 static const struct ha_sm_ops ops = {
 	.send = op_send,
 	.doc_changed = op_doc_changed,
@@ -161,6 +168,7 @@ static const struct ha_sm_ops ops = {
 	.lu_apply = op_lu_apply,
 	.lu_done = op_lu_done,
 	.lu_store = op_lu_store,
+	.lu_handover = op_lu_handover,
 };
 
 static void settle(void)
@@ -572,6 +580,159 @@ static void test_aptpl_survives_a_restart(void **state)
 	nodes[0].up = false;    /* not in the view: teardown only */
 }
 
+static const char *config_nodes =
+	"{\"nodes\":["
+	"{\"name\":\"n1\",\"tpg_id\":1,\"portals\":[{\"url\":\"tcp://10.0.0.1:3260\",\"rel_port_id\":1}]},"
+	"{\"name\":\"n2\",\"tpg_id\":2,\"portals\":[{\"url\":\"tcp://10.0.0.2:3260\",\"rel_port_id\":2}]},"
+	"{\"name\":\"n3\",\"tpg_id\":3,\"portals\":[{\"url\":\"tcp://10.0.0.3:3260\",\"rel_port_id\":3},"
+	"{\"url\":\"tcp://10.0.1.3:3260\",\"rel_port_id\":13}]}],"
+	"\"device_groups\":[{\"name\":\"dg1\",\"preferred_owner\":\"n1\"}],"
+	"\"targets\":[{\"iqn\":\"iqn.2026-11.org.isergw:t\",\"luns\":["
+	"{\"lun\":0,\"path\":\"/tmp/test-ha-lu-0.img\",\"device_group\":\"dg1\"}]}]}";
+
+/* A packed isergw.ctl.LuStateApply holding these events. */
+static uint8_t *lu_events(const Isergw__Ctl__LuEvent *ev, size_t n, size_t *len)
+{
+	Isergw__Ctl__LuStateApply a = ISERGW__CTL__LU_STATE_APPLY__INIT;
+	Isergw__Ctl__LuEvent *evp[8];
+	uint8_t *buf;
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		evp[i] = (Isergw__Ctl__LuEvent *)(uintptr_t)&ev[i];
+	a.events = evp;
+	a.n_events = n;
+	*len = isergw__ctl__lu_state_apply__get_packed_size(&a);
+	buf = malloc(*len + 1);
+	assert_non_null(buf);
+	isergw__ctl__lu_state_apply__pack(&a, buf);
+	return buf;
+}
+
+static size_t parked_for(int k, const char *node)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nodes[k].sm.lus.nparked; i++)
+		n += !strcmp(nodes[k].sm.lus.parked[i].node, node);
+	return n;
+}
+
+/*
+ * A PREEMPT while the preempted nexus's node is away: its UA is parked by
+ * every member, handed to the node when it returns (and by nobody else
+ * after that), not twice when a late copy comes back, and kept when the
+ * node's own isergwd is not there.
+ */
+static void test_ua_for_a_node_away(void **state)
+{
+	static const char *h1 = "iqn.2026-11.org.example:h1,i,0x1";
+	static const char *h2 = "iqn.2026-11.org.example:h2,i,0x1";
+	Isergw__Ctl__LuEvent ev[4];
+	struct ha_lu_parked out[8];
+	char err[256] = "";
+	uint8_t *evb;
+	size_t evlen;
+
+	(void)state;
+	assert_true(ha_sm_submit_config(&nodes[0].sm, config_nodes, 0, err, sizeof(err)) > 0);
+	settle();
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.doc->nnodes, 3);
+	nodes[2].up = false;
+	view_change(true);
+	for (int i = 0; i < 4; i++)
+		isergw__ctl__lu_event__init(&ev[i]);
+	/* 2A/05 for h1's nexus through n3's first portal (away) */
+	ev[0].kind = 2;
+	ev[0].flags = 4;        /* ABORT */
+	ev[0].asc = 0x2a05;
+	ev[0].rel_port = 3;
+	ev[0].iport = (char *)(uintptr_t)h1;
+	/* 2A/05 for h2's nexus through n1 (here: its isergwd gets it now) */
+	ev[1].kind = 2;
+	ev[1].asc = 0x2a05;
+	ev[1].rel_port = 1;
+	ev[1].iport = (char *)(uintptr_t)h2;
+	/* 2A/03 for h2 on every port (all_tg_pt): n3's two portals */
+	ev[2].kind = 2;
+	ev[2].flags = 2;        /* ALL_PORTS */
+	ev[2].asc = 0x2a03;
+	ev[2].iport = (char *)(uintptr_t)h2;
+	/* a reset's UA for every nexus: n3's nexuses are lost with it, nothing parked */
+	ev[3].kind = 1;
+	ev[3].asc = 0x2903;
+	ev[3].iport = (char *)(uintptr_t)"";
+	evb = lu_events(ev, 4, &evlen);
+	assert_int_equal(ha_sm_lu_propose(&nodes[0].sm, 1, naa1, 0, (const uint8_t *)"v1", 2, evb,
+					  evlen, err, sizeof(err)), 0);
+	settle();
+	assert_int_equal(nodes[0].done_status, 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(nodes[k].sm.lus.nparked, 3);
+		assert_int_equal(parked_for(k, "n3"), 3);
+		assert_int_equal(nodes[k].handovers, 0);
+	}
+	/* n3 restarts with nothing on disk and joins */
+	ha_sm_fini(&nodes[2].sm);
+	start_node(2);
+	view_change(true);
+	assert_int_equal(nodes[0].sm.lus.nparked, 0);
+	assert_int_equal(nodes[1].sm.lus.nparked, 0);
+	assert_int_equal(parked_for(2, "n3"), 3);
+	assert_int_equal(nodes[2].handovers, 1);
+	assert_int_equal(ha_sm_lu_parked_mine(&nodes[2].sm), 3);
+	assert_int_equal(ha_sm_lu_parked_for(&nodes[2].sm, 0, out, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out[i].version, 1);
+		if (out[i].asc == 0x2a05) {
+			assert_string_equal(out[i].iport, h1);
+			assert_int_equal(out[i].rel_port, 3);
+		} else {
+			assert_int_equal(out[i].asc, 0x2a03);
+			assert_string_equal(out[i].iport, h2);
+			assert_true(out[i].rel_port == 3 || out[i].rel_port == 13);
+		}
+	}
+	/* isergwd took them */
+	ha_sm_lu_parked_taken(&nodes[2].sm, naa1, 1);
+	assert_int_equal(nodes[2].sm.lus.nparked, 0);
+	assert_int_equal(ha_sm_lu_find(&nodes[2].sm, naa1)->handed, 1);
+	/* a member that was cut off comes back with its old copy: not handed again */
+	ha_sm_lu_load_parked(&nodes[0].sm, out, 3);
+	view_change(true);
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.lus.nparked, 0);
+	assert_int_equal(nodes[2].handovers, 1);
+	/* every node here: nothing parked for a change */
+	assert_int_equal(ha_sm_lu_propose(&nodes[1].sm, 2, naa1, 1, (const uint8_t *)"v2", 2, evb,
+					  evlen, err, sizeof(err)), 0);
+	settle();
+	for (int k = 0; k < N; k++) {
+		assert_version(k, 2, "v2");
+		assert_int_equal(nodes[k].sm.lus.nparked, 0);
+	}
+	/* n3's isergwd is not there: its agent keeps the UAs for its own portals only */
+	ha_sm_lu_park_own(&nodes[2].sm, naa1, 2, evb, evlen);
+	assert_int_equal(parked_for(2, "n3"), 3);
+	assert_int_equal(nodes[2].sm.lus.nparked, 3);
+	/* ... through its store */
+	{
+		char dir[] = "/tmp/test-ha-lu-XXXXXX", path[64];
+
+		assert_non_null(mkdtemp(dir));
+		assert_int_equal(ha_lu_save(&nodes[2].sm, dir), 0);
+		ha_sm_fini(&nodes[2].sm);
+		start_node(2);
+		assert_int_equal(ha_lu_load(&nodes[2].sm, dir), 0);
+		assert_int_equal(ha_sm_lu_parked_mine(&nodes[2].sm), 3);
+		snprintf(path, sizeof(path), "%s/lu-state.pb", dir);
+		unlink(path);
+		rmdir(dir);
+	}
+	free(evb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +747,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_older_group_carries_no_lu_state, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_aptpl_survives_a_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ua_for_a_node_away, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

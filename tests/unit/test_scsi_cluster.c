@@ -173,7 +173,7 @@ static void apply_last(struct rctx *rc, uint64_t v)
 	nev = ag.nev;
 	memcpy(ev, ag.ev, nev * sizeof(ev[0]));
 	pthread_mutex_unlock(&mu);
-	assert_int_equal(scsi_cluster_apply(naa(rc), v, &st, true, ev, nev, true), 0);
+	assert_int_equal(scsi_cluster_apply(naa(rc), v, &st, true, ev, nev, SCSI_CLUSTER_OWN), 0);
 }
 
 static void t_register_held_until_applied(void **state)
@@ -229,7 +229,7 @@ static void t_stale_runs_again(void **state)
 	other.regs[0].rel_port = 2;
 	snprintf(other.regs[0].iport, sizeof(other.regs[0].iport), "%s",
 		 "iqn.2026-01.org.example:host-c,i,0x400001370002");
-	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &other, false, NULL, 0, false), 0);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &other, false, NULL, 0, 0), 0);
 	assert_int_equal(scsi_cluster_done(ag.id, -ESTALE), 0);
 	/* it runs again on version 1 */
 	wait_proposals(2);
@@ -299,18 +299,60 @@ static void t_other_nodes_events(void **state)
 	ev.kind = SHS_EV_UA_ALL;
 	ev.flags = SHS_EVF_ABORT;
 	ev.asc = 0x2903;
-	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, &ev, 1, false), 0);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, &ev, 1, 0), 0);
 	assert_int_equal(ab.n, 1);
 	assert_true(ab.every);
 	assert_int_equal(run_tur(&rc->x, &rc->x.a), SCSI_STATUS_CHECK_CONDITION);
 	assert_int_equal(sense_key(&rc->x), SCSI_SK_UNIT_ATTENTION);
 	assert_int_equal(sense_asc(&rc->x), 0x2903);
 	/* the same version again, an older one: nothing */
-	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, &ev, 1, false), -EALREADY);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, &ev, 1, 0), -EALREADY);
 	assert_int_equal(ab.n, 1);
 	/* this node's own reset: its tasks were aborted by the core already */
-	assert_int_equal(scsi_cluster_apply(naa(rc), 2, &st, false, &ev, 1, true), 0);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 2, &st, false, &ev, 1, SCSI_CLUSTER_OWN), 0);
 	assert_int_equal(ab.n, 1);
+}
+
+/*
+ * A change applied while this node was away: its agent hands over the UAs
+ * for this node's nexuses with the version this node already holds; they
+ * are queued all the same (and only for the nexus named).
+ */
+static void t_away_events_queued(void **state)
+{
+	struct rctx *rc = *state;
+	struct shs_state st;
+	struct shs_event ev;
+
+	memset(&st, 0, sizeof(st));
+	st.pr_holder = -1;
+	assert_int_equal(scsi_cluster_apply(naa(rc), 3, &st, false, NULL, 0, 0), 0);
+	assert_int_equal(run_tur(&rc->x, &rc->x.a), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&rc->x, &rc->x.b), SCSI_STATUS_GOOD);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = SHS_EV_UA_NEXUS;
+	ev.flags = SHS_EVF_ABORT;
+	ev.asc = 0x2a05;
+	ev.rel_port = rc->x.a.port->rel_port_id;
+	snprintf(ev.iport, sizeof(ev.iport), "%s", rc->x.a.initiator_port);
+	/* the version held, without the flag: nothing */
+	assert_int_equal(scsi_cluster_apply(naa(rc), 3, &st, false, &ev, 1, 0), -EALREADY);
+	assert_int_equal(run_tur(&rc->x, &rc->x.a), SCSI_STATUS_GOOD);
+	/* handed over (an older version even): queued, nothing aborted */
+	assert_int_equal(scsi_cluster_apply(naa(rc), 2, &st, false, &ev, 1, SCSI_CLUSTER_AWAY), 0);
+	assert_int_equal(ab.n, 0);
+	assert_int_equal(run_tur(&rc->x, &rc->x.b), SCSI_STATUS_GOOD);
+	assert_int_equal(run_tur(&rc->x, &rc->x.a), SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(sense_key(&rc->x), SCSI_SK_UNIT_ATTENTION);
+	assert_int_equal(sense_asc(&rc->x), 0x2a05);
+	assert_int_equal(run_tur(&rc->x, &rc->x.a), SCSI_STATUS_GOOD);
+	/* the state did not go back */
+	{
+		uint64_t v = 0;
+
+		assert_int_equal(scsi_cluster_version(naa(rc), &v), 0);
+		assert_int_equal(v, 3);
+	}
 }
 
 static void t_bad_applies_refused(void **state)
@@ -322,14 +364,14 @@ static void t_bad_applies_refused(void **state)
 
 	memset(&st, 0, sizeof(st));
 	st.pr_holder = -1;
-	assert_int_equal(scsi_cluster_apply(other, 1, &st, false, NULL, 0, false), -ENOENT);
+	assert_int_equal(scsi_cluster_apply(other, 1, &st, false, NULL, 0, 0), -ENOENT);
 	st.nregs = SHS_MAX_REGS + 1;
-	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, NULL, 0, false), -EINVAL);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, NULL, 0, 0), -EINVAL);
 	st.nregs = 0;
 	st.pr_held = 1;
 	st.pr_type = 1;
 	st.pr_holder = 3;   /* no such registration */
-	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, NULL, 0, false), -EINVAL);
+	assert_int_equal(scsi_cluster_apply(naa(rc), 1, &st, false, NULL, 0, 0), -EINVAL);
 	assert_int_equal(scsi_cluster_version(naa(rc), &v), 0);
 	assert_int_equal(v, 0);
 }
@@ -343,6 +385,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_refused_not_ready, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_conflict_needs_no_cluster, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_other_nodes_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_away_events_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_applies_refused, setup, teardown),
 	};
 
