@@ -19,7 +19,8 @@
 #    the barrier its join starts, multicasts one bad message and leaves:
 #    empty, random bytes, a truncated Heartbeat, protocol version 99, another
 #    cluster's name, a Change whose origin is another node, Syncs with
-#    members out of order and with a 7-byte digest, a State of a generation
+#    members out of order, with a 7-byte digest and with a parked unit
+#    attention for relative port 0, a State of a generation
 #    nobody announced, messages of 1 MiB + 1 byte and 16 MiB; LU state
 #    messages (protocol 3) from version 99, in a protocol 2 message, for an
 #    LU nobody knows and out of order, claiming another origin, and an LBA
@@ -227,6 +228,7 @@ group_case other-cluster foreign "$G: it is of cluster '$BED_CLUSTER_NAME-other'
 group_case wrong-origin origin 'change from node 2 claims origin [0-9]+: ignored'
 group_case sync-not-ascending sync-order "$G: sync\.members: not ascending"
 group_case sync-digest-7 sync-digest "$G: sync\.digest: 7 bytes"
+group_case sync-parked-port-0 sync-parked "$G: sync\.lu_parked\[0\]: malformed"
 # no wording is fixed for this one yet: any warning naming the State
 group_case state-unknown-generation state-gen 'ignored.*[Ss]tate|[Ss]tate.*ignored'
 group_case fenced-alive-node fenced "node 2 says node 'n3' was fenced: ignored, its agent is in the group"

@@ -19,6 +19,7 @@
  *   origin          a Change draining NAME whose origin is another member
  *   sync-order      a Sync whose members are not ascending
  *   sync-digest     a Sync with a digest of 7 bytes
+ *   sync-parked     a Sync carrying a parked unit attention for relative port 0
  *   state-gen       a State whose generation no member announced
  *   fenced          a Fenced (protocol 2) saying NAME was fenced, while it lives
  *   fenced-v1       the same in a protocol 1 message (Fenced is protocol 2)
@@ -479,6 +480,26 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 		m.sync = &sy;
 		out->buf = pack(&m, &out->len);
 		snprintf(out->what, sizeof(out->what), "a Sync with a digest of 7 bytes");
+	} else if (!strcmp(c, "sync-parked")) {
+		static Isergw__Ha__LuParked pk = ISERGW__HA__LU_PARKED__INIT, *pkp = &pk;
+
+		members[0] = 1;
+		members[1] = 2;
+		members[2] = 3;
+		pk.naa.data = naa;
+		pk.naa.len = 16;
+		pk.version = 1;
+		pk.node = (char *)(uintptr_t)node;
+		pk.iport = (char *)(uintptr_t)"iqn.2026-11.org.example:h,i,0x1";
+		pk.rel_port = 0;        /* no such port */
+		pk.asc = 0x2a05;
+		sy.lu_parked = &pkp;
+		sy.n_lu_parked = 1;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
+		m.sync = &sy;
+		out->buf = pack(&m, &out->len);
+		snprintf(out->what, sizeof(out->what), "a Sync with a parked unit attention for "
+			 "relative port 0");
 	} else if (!strcmp(c, "state-gen")) {
 		st.ring_seq = g.ring_seq;
 		st.generation = g.generation + 1000;
