@@ -64,6 +64,7 @@ struct api_opts {
 	/* ---- security (docs/api.md, Security) */
 	char token_file[4096];          /* "": no tokens, only the probes and /metrics open */
 	bool metrics_open;              /* /metrics without a token */
+	uint32_t metrics_cache_ms;      /* scrapes this close to the last render get it (0: off) */
 	char tls_cert[4096];            /* both or neither: HTTPS */
 	char tls_key[4096];
 };
@@ -82,6 +83,8 @@ struct api {
 	struct api_tokens tokens;
 	/* ---- rendered configuration reads by generation (cache.h; cluster only) */
 	struct api_cache cache;
+	/* ---- the last /metrics render (cache.h) */
+	struct api_scrape scrape;
 };
 
 /* ---- http.c */

@@ -141,3 +141,70 @@ err_free:
 	free(k);
 	free(b);
 }
+
+/* ------------------------------------------------------------ /metrics */
+
+void api_scrape_init(struct api_scrape *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cv, NULL);
+}
+
+void api_scrape_destroy(struct api_scrape *s)
+{
+	free(s->body);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->lock);
+}
+
+bool api_scrape_get(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, char **body,
+		    size_t *len)
+{
+	bool hit = false;
+
+	if (!max_age_ms)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	while (s->busy)
+		pthread_cond_wait(&s->cv, &s->lock);
+	if (s->body && now_ms >= s->at_ms && now_ms - s->at_ms < max_age_ms) {
+		*body = malloc(s->len + 1);
+		if (*body) {
+			memcpy(*body, s->body, s->len);
+			(*body)[s->len] = '\0';
+			*len = s->len;
+			s->hits++;
+			hit = true;
+		}
+	}
+	if (!hit)
+		s->busy = true;         /* this caller renders; the others wait for it */
+	pthread_mutex_unlock(&s->lock);
+	return hit;
+}
+
+void api_scrape_put(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, const char *body,
+		    size_t len)
+{
+	char *copy = NULL;
+
+	if (!max_age_ms)
+		return;
+	if (body) {
+		copy = malloc(len + 1);
+		if (copy)
+			memcpy(copy, body, len);
+	}
+	pthread_mutex_lock(&s->lock);
+	if (copy) {
+		free(s->body);
+		s->body = copy;
+		s->len = len;
+		s->at_ms = now_ms;
+		s->renders++;
+	}
+	s->busy = false;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->lock);
+}

@@ -66,4 +66,34 @@ void api_cache_put(struct api_cache *c, uint64_t gen, const char *digest, const 
 /* Drop every entry (the generation seen stays). */
 void api_cache_clear(struct api_cache *c);
 
+/*
+ * The last /metrics scrape (docs/metrics.md, "Scrapes close together"):
+ * rendering one asks isergwd for every LU's counters and the agent for its
+ * status, so scrapes within max_age_ms of the last render get its text, and
+ * scrapes that arrive while one renders wait for it (one render at a time)
+ * instead of each doing the work beside the data path.
+ */
+struct api_scrape {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	char *body;                     /* the last render (NULL: none) */
+	size_t len;
+	uint64_t at_ms;                 /* monotonic, when it was rendered */
+	bool busy;                      /* a thread renders */
+	uint64_t hits, renders;
+};
+
+void api_scrape_init(struct api_scrape *s);
+void api_scrape_destroy(struct api_scrape *s);
+/*
+ * true: *body is a malloc'd copy of the render made within max_age_ms of
+ * now (waiting for one in progress first). false: the caller renders and
+ * then calls api_scrape_put (or api_scrape_put(NULL) when it failed).
+ * max_age_ms 0: always false, and renders run side by side.
+ */
+bool api_scrape_get(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, char **body,
+		    size_t *len);
+void api_scrape_put(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, const char *body,
+		    size_t len);
+
 #endif

@@ -271,7 +271,7 @@ static void on_ha_scrape(void *arg, int rc, Isergw__Ha__ApiReply *rep, const cha
 	pthread_mutex_unlock(&w->mu);
 }
 
-static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *r)
+static int render_metrics(struct api *a, char **text, size_t *len)
 {
 	struct ha_scrape hw = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	Isergw__Ha__ApiRequest hreq = ISERGW__HA__API_REQUEST__INIT;
@@ -284,8 +284,6 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	struct api_stats stats;
 	struct timespec now;
 	char err[256] = "";
-	char *text;
-	size_t len;
 	int rc;
 
 	hreq.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
@@ -323,13 +321,36 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	}
 	in.cluster_up = cluster != NULL;
 	in.cluster = cluster;
-	rc = metrics_render(&in, &text, &len);
+	rc = metrics_render(&in, text, len);
 	if (cluster)
 		isergw__ha__cluster_status__free_unpacked(cluster, NULL);
 	if (in.up)
 		api_gw_snapshot_free(&s);
-	if (rc)
-		return rc;
+	return rc;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A scrape: the last render if it is recent enough (--metrics-cache-ms), else a new one. */
+static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	uint64_t max_age = a->opts.metrics_cache_ms;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!api_scrape_get(&a->scrape, mono_ms(), max_age, &text, &len)) {
+		rc = render_metrics(a, &text, &len);
+		api_scrape_put(&a->scrape, mono_ms(), max_age, rc ? NULL : text, len);
+		if (rc)
+			return rc;
+	}
 	return respond(c, r, MHD_HTTP_OK, METRICS_CONTENT_TYPE, text, len, NULL);
 }
 

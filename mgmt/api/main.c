@@ -72,6 +72,10 @@ static void usage(FILE *f)
 "                              /healthz, /readyz and /metrics can be reached\n"
 "  --metrics-open              serve /metrics without a token even with\n"
 "                              --token-file (by default it then needs one)\n"
+"  --metrics-cache-ms MS       a scrape within MS of the last one gets its text,\n"
+"                              and scrapes that come while one is rendered wait\n"
+"                              for it (default 250; 0..60000, 0: every scrape\n"
+"                              renders): scrapers cannot load the data path\n"
 "  --tls-cert FILE             serve HTTPS (TLS 1.2 and 1.3 only) with this PEM\n"
 "                              certificate (chain); needs --tls-key\n"
 "  --tls-key FILE              the PEM private key of --tls-cert\n"
@@ -101,7 +105,7 @@ static void usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE,
+	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE, OPT_METRICS_CACHE,
 };
 
 static const struct option long_opts[] = {
@@ -121,6 +125,7 @@ static const struct option long_opts[] = {
 	{ "nice", required_argument, NULL, OPT_NICE },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
+	{ "metrics-cache-ms", required_argument, NULL, OPT_METRICS_CACHE },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "help", no_argument, NULL, 'h' },
@@ -207,6 +212,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	snprintf(o->ha_socket, sizeof(o->ha_socket), "%s", API_DEFAULT_HA_SOCKET);
 	o->ha_timeout_ms = 2000;
 	o->change_wait_ms = 5000;
+	o->metrics_cache_ms = 250;
 	o->threads = 2;
 	o->conn_limit = 128;
 	o->conn_limit_ip = 32;
@@ -240,6 +246,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_CHANGE_WAIT:
 			rc = set_u32(&o->change_wait_ms, optarg, 100, 600000, "change-wait-ms");
+			break;
+		case OPT_METRICS_CACHE:
+			rc = set_u32(&o->metrics_cache_ms, optarg, 0, 60000, "metrics-cache-ms");
 			break;
 		case OPT_CONFIG:
 			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
@@ -441,6 +450,7 @@ int main(int argc, char **argv)
 	gw_log_set_level(lvl);
 	lower_priority(a->opts.nice);
 	api_cache_init(&a->cache);
+	api_scrape_init(&a->scrape);
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	pthread_rwlock_init(&a->tokens_lock, NULL);
@@ -522,6 +532,7 @@ err_opts:
 	pthread_rwlock_destroy(&a->tokens_lock);
 	pthread_mutex_destroy(&a->stats_lock);
 	api_cache_destroy(&a->cache);
+	api_scrape_destroy(&a->scrape);
 	GW_NOTICE(COMP, "stopped");
 	return status;
 }

@@ -84,7 +84,7 @@ scrape() { # scrape FILE: GET /metrics, 200, then promtool
 # ---- the command line
 if "$API" --help >"$SCRATCH/help.out" 2>&1; then ok "--help exits 0"; else bad "--help exit status"; fi
 for o in --listen --isergwd-socket --isergwd-timeout-ms --device-group --threads --max-connections \
-	--idle-timeout --log-level --nice --help --version; do
+	--idle-timeout --log-level --nice --metrics-cache-ms --help --version; do
 	grep -q -- "$o" "$SCRATCH/help.out" || bad "--help does not describe $o"
 done
 "$API" --no-such-option >/dev/null 2>&1
@@ -99,7 +99,7 @@ GW_PID=$T_PID
 GW_LOG=$T_LOG
 SOCK=$SCRATCH/state/ctl.sock
 # a device group isergwd does not know is left out of the scrape, not an error
-api_start api "$ADDR:$HTTP_PORT" "$SOCK" --device-group nosuch || die "isergw-api did not start"
+api_start api "$ADDR:$HTTP_PORT" "$SOCK" --device-group nosuch --metrics-cache-ms 0 || die "isergw-api did not start"
 
 # ---- probes
 expect "GET /healthz" "$(http GET /healthz "$SCRATCH/h.out")" 200

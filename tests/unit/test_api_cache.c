@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "rest.h"
@@ -235,6 +237,89 @@ static void test_no_secrets_kept(void **state)
 	json_object_put(cfg);
 }
 
+/* --metrics-cache-ms: a scrape close to the last render gets its text; later ones render. */
+static void test_scrape_reuse(void **state)
+{
+	struct api_scrape s;
+	char *body = NULL;
+	size_t len = 0;
+
+	(void)state;
+	api_scrape_init(&s);
+	/* nothing rendered yet: the caller renders (and is the one that does) */
+	assert_false(api_scrape_get(&s, 1000, 250, &body, &len));
+	assert_true(s.busy);
+	api_scrape_put(&s, 1000, 250, "isergw_up 1\n", 12);
+	assert_false(s.busy);
+	/* 249 ms later: the same text, a copy */
+	assert_true(api_scrape_get(&s, 1249, 250, &body, &len));
+	assert_int_equal(len, 12);
+	assert_memory_equal(body, "isergw_up 1\n", 12);
+	assert_ptr_not_equal(body, s.body);
+	free(body);
+	/* 250 ms later: rendered again */
+	assert_false(api_scrape_get(&s, 1250, 250, &body, &len));
+	/* a failed render keeps the old text but lets the next caller try */
+	api_scrape_put(&s, 1250, 250, NULL, 0);
+	assert_false(s.busy);
+	assert_false(api_scrape_get(&s, 1251, 250, &body, &len));
+	api_scrape_put(&s, 1300, 250, "isergw_up 0\n", 12);
+	assert_true(api_scrape_get(&s, 1301, 250, &body, &len));
+	assert_memory_equal(body, "isergw_up 0\n", 12);
+	free(body);
+	assert_int_equal(s.hits, 2);
+	assert_int_equal(s.renders, 2);
+	/* 0: off, every scrape renders, nothing kept */
+	assert_false(api_scrape_get(&s, 1302, 0, &body, &len));
+	assert_false(s.busy);
+	api_scrape_destroy(&s);
+}
+
+struct waiter {
+	struct api_scrape *s;
+	bool hit;
+	char *body;
+	size_t len;
+};
+
+static void *wait_scrape(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->hit = api_scrape_get(w->s, 2000, 250, &w->body, &w->len);
+	return NULL;
+}
+
+/* Scrapes that come while one renders wait for it and get its text. */
+static void test_scrape_single_flight(void **state)
+{
+	struct api_scrape s;
+	struct waiter w[4];
+	pthread_t t[4];
+	char *body;
+	size_t len;
+
+	(void)state;
+	api_scrape_init(&s);
+	assert_false(api_scrape_get(&s, 2000, 250, &body, &len));
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct waiter){ .s = &s };
+		assert_int_equal(pthread_create(&t[i], NULL, wait_scrape, &w[i]), 0);
+	}
+	usleep(50000);          /* they wait: nothing rendered yet */
+	for (int i = 0; i < 4; i++)
+		assert_null(w[i].body);
+	api_scrape_put(&s, 2000, 250, "x 1\n", 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_true(w[i].hit);
+		assert_int_equal(w[i].len, 4);
+		free(w[i].body);
+	}
+	assert_int_equal(s.renders, 1);
+	api_scrape_destroy(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_invalidation),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_no_secrets_kept),
+		cmocka_unit_test(test_scrape_reuse),
+		cmocka_unit_test(test_scrape_single_flight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
