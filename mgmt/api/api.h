@@ -29,6 +29,7 @@
 
 #include "auth.h"
 #include "cache.h"
+#include "pace.h"
 #include "ctl_wire.h"
 #include "isergw_ha.pb-c.h"
 #include "metrics.h"
@@ -65,6 +66,9 @@ struct api_opts {
 	char token_file[4096];          /* "": no tokens, only the probes and /metrics open */
 	bool metrics_open;              /* /metrics without a token */
 	uint32_t metrics_cache_ms;      /* scrapes this close to the last render get it (0: off) */
+	uint32_t status_cache_ms;       /* the agent's status this recent is answered again (0: off) */
+	uint32_t max_request_rate;      /* requests a second past the probes (0: unpaced) */
+	uint32_t request_burst;         /* of those, at once */
 	char tls_cert[4096];            /* both or neither: HTTPS */
 	char tls_key[4096];
 };
@@ -85,6 +89,8 @@ struct api {
 	struct api_cache cache;
 	/* ---- the last /metrics render (cache.h) */
 	struct api_scrape scrape;
+	/* ---- request pacing (pace.h) */
+	struct api_pace pace;
 };
 
 /* ---- http.c */
@@ -137,9 +143,18 @@ int api_ha_start(const char *path, struct api_ha **out);
  */
 void api_ha_stop(struct api_ha *h);
 void api_ha_free(struct api_ha *h);
+/*
+ * A GetClusterStatus the agent answered within ms is answered again from
+ * the client (0: never; the default); any change ending drops it.
+ */
+int api_ha_set_status_cache(struct api_ha *h, uint32_t ms);
+uint64_t api_ha_status_hits(const struct api_ha *h);   /* tests */
 /* Any thread. 0: cb will be called exactly once; -ESHUTDOWN, -ENOMEM, -EMSGSIZE: it will not. */
 int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
 		api_ha_cb cb, void *arg);
+/* The same; fresh: a GetClusterStatus goes to the agent whatever is kept. */
+int api_ha_call_ex(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
+		   bool fresh, api_ha_cb cb, void *arg);
 
 /* ---- v1.c: the /api/v1 operations */
 struct api_answer {

@@ -20,6 +20,13 @@
  * runs on this thread; the HTTP side resumes its connection from there
  * (MHD_resume_connection is thread-safe). A callback may start the next call
  * of a chain (read the configuration, then apply a changed one).
+ *
+ * The agent's status (GetClusterStatus) is what every read asks first (the
+ * cache of rendered reads is keyed by the document it names): a status the
+ * agent gave within --status-cache-ms is answered again from here, on this
+ * thread, without a connection. Any other call but GetConfig (a change)
+ * drops it when it ends, so a read after a write through this API sees the
+ * write; a change made through another node shows here within the window.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -56,6 +64,12 @@ struct api_ha {
 	struct list_head waiting;       /* of those, waiting for a connection, in order */
 	unsigned int nconns;            /* calls holding a connection (<= HA_CONNS_MAX) */
 	bool starting;                  /* in start_waiting (a call may end inside it) */
+	/* the last status (this thread only) */
+	uint32_t status_ms;             /* how long it is answered again (0: never) */
+	uint8_t *st_buf;                /* the packed ApiReply, NULL: none */
+	size_t st_len;
+	uint64_t st_at;                 /* monotonic ms */
+	uint64_t st_hits;
 };
 
 struct ha_call {
@@ -75,7 +89,56 @@ struct ha_call {
 	struct list_head link;
 	struct list_head wlink;         /* in h->waiting */
 	bool waits;                     /* in h->waiting, no connection yet */
+	int op;                         /* the request's op_case */
+	bool fresh;                     /* not from the kept status */
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void status_drop(struct api_ha *h)
+{
+	free(h->st_buf);
+	h->st_buf = NULL;
+	h->st_len = 0;
+}
+
+/* A call ended with rep: the status kept, or dropped by a change. */
+static void status_note(struct api_ha *h, int op, const Isergw__Ha__ApiReply *rep)
+{
+	if (op == ISERGW__HA__API_REQUEST__OP_GET_CONFIG)
+		return;
+	if (op != ISERGW__HA__API_REQUEST__OP_GET_STATUS) {
+		status_drop(h);
+		return;
+	}
+	if (!h->status_ms || !rep || rep->status ||
+	    rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
+		return;
+	status_drop(h);
+	h->st_len = isergw__ha__api_reply__get_packed_size(rep);
+	h->st_buf = malloc(h->st_len ? h->st_len : 1);
+	if (!h->st_buf)
+		return;
+	isergw__ha__api_reply__pack(rep, h->st_buf);
+	h->st_at = mono_ms();
+}
+
+/* The kept status, unpacked anew for one more caller (NULL: none, or too old). */
+static Isergw__Ha__ApiReply *status_kept(struct api_ha *h)
+{
+	uint64_t now = mono_ms();
+
+	if (!h->st_buf || now - h->st_at >= h->status_ms)
+		return NULL;
+	h->st_hits++;
+	return isergw__ha__api_reply__unpack(NULL, h->st_len, h->st_buf);
+}
 
 static void call_connect(void *arg);
 
@@ -113,6 +176,11 @@ static void call_finish(struct ha_call *k, int rc, Isergw__Ha__ApiReply *rep, co
 		h->nconns--;
 	ctl_frame_rx_reset(&k->rx);
 	free(k->tx);
+	if (!rc)
+		status_note(h, k->op, rep);
+	else if (k->op != ISERGW__HA__API_REQUEST__OP_GET_STATUS &&
+		 k->op != ISERGW__HA__API_REQUEST__OP_GET_CONFIG)
+		status_drop(h);         /* a change that may have been made */
 	k->cb(k->arg, rc, rep, why);
 	if (rep)
 		isergw__ha__api_reply__free_unpacked(rep, NULL);
@@ -230,6 +298,17 @@ static void call_start(void *arg)
 	struct ha_call *k = arg;
 	struct api_ha *h = k->h;
 
+	if (k->op == ISERGW__HA__API_REQUEST__OP_GET_STATUS && h->status_ms && !k->fresh) {
+		Isergw__Ha__ApiReply *rep = status_kept(h);
+
+		if (rep) {
+			free(k->tx);
+			k->cb(k->arg, 0, rep, "");
+			isergw__ha__api_reply__free_unpacked(rep, NULL);
+			free(k);
+			return;
+		}
+	}
 	list_add_tail(&k->link, &h->calls);
 	reactor_timer_init(&k->deadline, call_timeout, k);
 	reactor_timer_init(&k->retry, call_connect, k);
@@ -242,6 +321,12 @@ static void call_start(void *arg)
 int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
 		api_ha_cb cb, void *arg)
 {
+	return api_ha_call_ex(h, req, timeout_ms, false, cb, arg);
+}
+
+int api_ha_call_ex(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
+		   bool fresh, api_ha_cb cb, void *arg)
+{
 	struct ha_call *k = calloc(1, sizeof(*k));
 	bool closing;
 	int rc;
@@ -253,6 +338,8 @@ int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t ti
 	k->timeout_ms = timeout_ms;
 	k->cb = cb;
 	k->arg = arg;
+	k->op = (int)req->op_case;
+	k->fresh = fresh;
 	ctl_frame_rx_init(&k->rx);
 	list_init(&k->link);
 	list_init(&k->wlink);
@@ -343,10 +430,42 @@ void api_ha_stop(struct api_ha *h)
 	pthread_join(h->thr, NULL);
 }
 
+static void set_status_ms(void *arg)
+{
+	struct ha_call *k = arg;        /* only its timeout_ms is used */
+
+	k->h->status_ms = k->timeout_ms;
+	status_drop(k->h);
+	free(k);
+}
+
+int api_ha_set_status_cache(struct api_ha *h, uint32_t ms)
+{
+	struct ha_call *k = calloc(1, sizeof(*k));
+	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	k->h = h;
+	k->timeout_ms = ms;
+	pthread_mutex_lock(&h->lock);
+	rc = h->closing ? -ESHUTDOWN : reactor_send_msg(h->r, set_status_ms, k);
+	pthread_mutex_unlock(&h->lock);
+	if (rc)
+		free(k);
+	return rc;
+}
+
+uint64_t api_ha_status_hits(const struct api_ha *h)
+{
+	return h->st_hits;
+}
+
 void api_ha_free(struct api_ha *h)
 {
 	if (!h)
 		return;
+	status_drop(h);
 	reactor_destroy(h->r);
 	pthread_mutex_destroy(&h->lock);
 	free(h);

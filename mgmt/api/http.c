@@ -75,6 +75,8 @@ struct api_req {
 	char *body;                     /* what was uploaded (NUL-terminated) */
 	size_t blen;
 	bool suspended;                 /* handed to v1.c, waiting for its answer */
+	bool paced;                     /* past the pacer (--max-request-rate) */
+	struct api_pace_wait pw;        /* waiting for its token */
 	bool ready;                     /* ans is the answer */
 	struct api_answer ans;
 	struct MHD_Connection *c;
@@ -647,6 +649,17 @@ static const route_fn routes[API_ROUTE_N] = {
 	[API_ROUTE_V1] = v1_request,
 };
 
+/* The pacer: suspended under its lock, resumed from its thread (MHD allows either). */
+static void pace_suspend(void *arg)
+{
+	MHD_suspend_connection(arg);
+}
+
+static void pace_go(void *arg)
+{
+	MHD_resume_connection(arg);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -725,6 +738,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->suspended)
 		return MHD_YES;
+	/* every request but the probes waits for its token (--max-request-rate) */
+	if (!r->paced && r->route != API_ROUTE_HEALTHZ && r->route != API_ROUTE_READYZ) {
+		r->paced = true;
+		r->c = c;
+		r->pw.go = pace_go;
+		r->pw.arg = c;
+		if (!api_pace_take(&a->pace, &r->pw, pace_suspend, c))
+			return MHD_YES; /* suspended: called again once its token came */
+	}
 	rc = api_guard_complete(c, r);
 	if (rc)
 		return rc > 0 ? MHD_YES : MHD_NO;
@@ -878,6 +900,11 @@ int api_http_start(struct api *a)
 						      (void *)TLS_PRIORITIES };
 	}
 	extra[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	rc = api_pace_init(&a->pace, a->opts.max_request_rate,
+			   a->opts.request_burst ? a->opts.request_burst :
+			   a->opts.max_request_rate / 20 + 1);
+	if (rc)
+		goto err_free;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
@@ -890,6 +917,7 @@ int api_http_start(struct api *a)
 				MHD_OPTION_ARRAY, extra,
 				MHD_OPTION_END);
 	if (!h->d) {
+		api_pace_destroy(&a->pace);
 		rc = -EADDRNOTAVAIL;
 		goto err_free;
 	}
@@ -905,7 +933,9 @@ void api_http_stop(struct api *a)
 {
 	if (!a->http)
 		return;
+	api_pace_stop(&a->pace);        /* the requests waiting go first */
 	MHD_stop_daemon(a->http->d);
+	api_pace_destroy(&a->pace);
 	tls_free(a->http);
 	free(a->http);
 	a->http = NULL;

@@ -72,6 +72,17 @@ static void usage(FILE *f)
 "                              /healthz, /readyz and /metrics can be reached\n"
 "  --metrics-open              serve /metrics without a token even with\n"
 "                              --token-file (by default it then needs one)\n"
+"  --max-request-rate N        answer at most N requests a second (the probes\n"
+"                              /healthz and /readyz aside); the others wait\n"
+"                              their turn, none is refused, so that clients\n"
+"                              cannot take the data path's CPUs (default 1000;\n"
+"                              0..1000000, 0: no limit)\n"
+"  --request-burst N           of those, at once after a quiet spell (default\n"
+"                              the rate / 20 + 1)\n"
+"  --status-cache-ms MS        reads within MS of the agent's last status answer\n"
+"                              from it instead of asking the agent again; a\n"
+"                              change through this API drops it (default 100;\n"
+"                              0..10000, 0: every read asks)\n"
 "  --metrics-cache-ms MS       a scrape within MS of the last one gets its text,\n"
 "                              and scrapes that come while one is rendered wait\n"
 "                              for it (default 250; 0..60000, 0: every scrape\n"
@@ -106,6 +117,7 @@ enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE, OPT_METRICS_CACHE,
+	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST,
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +138,9 @@ static const struct option long_opts[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
 	{ "metrics-cache-ms", required_argument, NULL, OPT_METRICS_CACHE },
+	{ "status-cache-ms", required_argument, NULL, OPT_STATUS_CACHE },
+	{ "max-request-rate", required_argument, NULL, OPT_MAX_RATE },
+	{ "request-burst", required_argument, NULL, OPT_BURST },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "help", no_argument, NULL, 'h' },
@@ -213,6 +228,8 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->ha_timeout_ms = 2000;
 	o->change_wait_ms = 5000;
 	o->metrics_cache_ms = 250;
+	o->status_cache_ms = 100;
+	o->max_request_rate = 1000;
 	o->threads = 2;
 	o->conn_limit = 128;
 	o->conn_limit_ip = 32;
@@ -249,6 +266,15 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_METRICS_CACHE:
 			rc = set_u32(&o->metrics_cache_ms, optarg, 0, 60000, "metrics-cache-ms");
+			break;
+		case OPT_STATUS_CACHE:
+			rc = set_u32(&o->status_cache_ms, optarg, 0, 10000, "status-cache-ms");
+			break;
+		case OPT_MAX_RATE:
+			rc = set_u32(&o->max_request_rate, optarg, 0, 1000000, "max-request-rate");
+			break;
+		case OPT_BURST:
+			rc = set_u32(&o->request_burst, optarg, 1, 1000000, "request-burst");
 			break;
 		case OPT_CONFIG:
 			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
@@ -487,6 +513,8 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "the HA agent's client: %s", strerror(-rc));
 		goto err_sig;
 	}
+	if (api_ha_set_status_cache(a->ha, a->opts.status_cache_ms))
+		GW_WARN(COMP, "--status-cache-ms: not set: every read asks the agent");
 	rc = api_http_start(a);
 	if (rc) {
 		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);

@@ -246,6 +246,11 @@ static int get_status(struct job *j, enum step step)
 
 	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
 	req.get_status = &gs;
+	if (step == S_PRECHECK) {
+		/* If-Match is checked against what the agent holds now */
+		j->step = step;
+		return api_ha_call_ex(j->a->ha, &req, j->a->opts.ha_timeout_ms, true, on_reply, j);
+	}
 	return call(j, step, &req, j->a->opts.ha_timeout_ms);
 }
 

@@ -9,7 +9,8 @@
  * more than 8 connections (the agent serves 32 clients in all and refuses
  * the others: isergw-api under 64 concurrent HTTP requests once opened 64).
  * Also: a call that cannot get a connection before its deadline ends
- * -ETIMEDOUT, and an agent that is not there -ENOENT.
+ * -ETIMEDOUT, and an agent that is not there -ENOENT; the status kept
+ * (--status-cache-ms) is given again, dropped by a change.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -133,10 +134,11 @@ static void *fake_main(void *arg)
 				}
 			}
 			if (!done && c->got_ms && now - c->got_ms >= f->delay_ms) {
-				answer(c);
+				/* counted first: a caller that has its answer sees it counted */
 				pthread_mutex_lock(&f->mu);
 				f->answered++;
 				pthread_mutex_unlock(&f->mu);
+				answer(c);
 				done = true;
 			}
 			if (done) {
@@ -232,6 +234,84 @@ static void call_many(struct api_ha *h, unsigned int n, uint32_t timeout_ms, str
 	assert_int_equal(r->done, n);
 }
 
+/* One call of op (fresh: past the kept status), waited for. */
+static void call_op(struct api_ha *h, int op, bool fresh, struct results *r)
+{
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetClusterStatus gs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
+	Isergw__Ha__GetConfig gc = ISERGW__HA__GET_CONFIG__INIT;
+	Isergw__Ha__ChangeLun cl = ISERGW__HA__CHANGE_LUN__INIT;
+	unsigned int before = r->done;
+
+	req.op_case = (Isergw__Ha__ApiRequest__OpCase)op;
+	if (op == ISERGW__HA__API_REQUEST__OP_GET_STATUS)
+		req.get_status = &gs;
+	else if (op == ISERGW__HA__API_REQUEST__OP_GET_CONFIG)
+		req.get_config = &gc;
+	else
+		req.change_lun = &cl;
+	assert_int_equal(api_ha_call_ex(h, &req, 5000, fresh, on_done, r), 0);
+	pthread_mutex_lock(&r->mu);
+	while (r->done == before)
+		pthread_cond_wait(&r->cv, &r->mu);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static unsigned int answered(struct fake *f)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&f->mu);
+	n = f->answered;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+/*
+ * --status-cache-ms: a status the agent just gave is given again without a
+ * call; a read of the configuration keeps it, a change drops it, a fresh
+ * call (If-Match) goes to the agent.
+ */
+static void test_status_kept(void **state)
+{
+	struct fake f;
+	struct api_ha *h;
+	struct results r = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	const int st = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
+
+	(void)state;
+	fake_start(&f, 0);
+	assert_int_equal(api_ha_start(f.path, &h), 0);
+	assert_int_equal(api_ha_set_status_cache(h, 60000), 0);
+	call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 1);
+	for (int i = 0; i < 10; i++)
+		call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 1);
+	assert_int_equal(r.ok, 11);
+	call_op(h, ISERGW__HA__API_REQUEST__OP_GET_CONFIG, false, &r);
+	assert_int_equal(answered(&f), 2);
+	call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 2);
+	call_op(h, st, true, &r);
+	assert_int_equal(answered(&f), 3);
+	call_op(h, ISERGW__HA__API_REQUEST__OP_CHANGE_LUN, false, &r);
+	assert_int_equal(answered(&f), 4);
+	call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 5);
+	call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 5);
+	assert_int_equal(r.other, 0);
+	/* 0: every status is asked */
+	assert_int_equal(api_ha_set_status_cache(h, 0), 0);
+	call_op(h, st, false, &r);
+	call_op(h, st, false, &r);
+	assert_int_equal(answered(&f), 7);
+	api_ha_stop(h);
+	api_ha_free(h);
+	fake_stop(&f);
+}
+
 static void test_connections_bounded(void **state)
 {
 	struct fake f;
@@ -291,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_connections_bounded),
 		cmocka_unit_test(test_deadline_while_waiting),
 		cmocka_unit_test(test_no_agent),
+		cmocka_unit_test(test_status_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
