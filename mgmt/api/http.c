@@ -76,6 +76,7 @@ struct api_req {
 	size_t blen;
 	bool suspended;                 /* handed to v1.c, waiting for its answer */
 	bool paced;                     /* past the pacer (--max-request-rate) */
+	struct api_pace *pace;          /* its answer's bytes are charged to it */
 	struct api_pace_wait pw;        /* waiting for its token */
 	bool ready;                     /* ans is the answer */
 	struct api_answer ans;
@@ -122,6 +123,8 @@ static int respond_hdrs(struct MHD_Connection *c, struct api_req *r, unsigned in
 	struct MHD_Response *resp;
 	int rc = 0;
 
+	if (body && r->pace)
+		api_pace_charge(r->pace, len);
 	if (body)
 		resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	else
@@ -741,6 +744,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	/* every request but the probes waits for its token (--max-request-rate) */
 	if (!r->paced && r->route != API_ROUTE_HEALTHZ && r->route != API_ROUTE_READYZ) {
 		r->paced = true;
+		r->pace = &a->pace;
 		r->c = c;
 		r->pw.go = pace_go;
 		r->pw.arg = c;

@@ -134,3 +134,13 @@ bool api_pace_take(struct api_pace *p, struct api_pace_wait *w, void (*before_wa
 	pthread_mutex_unlock(&p->mu);
 	return false;
 }
+
+void api_pace_charge(struct api_pace *p, size_t len)
+{
+	if (!p->started || len < API_PACE_BYTES)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->tokens -= (double)len / API_PACE_BYTES;
+	p->charged += len;
+	pthread_mutex_unlock(&p->mu);
+}

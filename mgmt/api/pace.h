@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/list.h"
@@ -33,6 +34,7 @@ struct api_pace {
 	struct list_head waits;
 	uint64_t now_ns_override;       /* tests: a clock of their own (0: the real one) */
 	uint64_t waited, passed;        /* requests that waited, that did not */
+	uint64_t charged;               /* answer bytes charged */
 };
 
 /* rate 0: off (api_pace_take always passes). 0 or -errno (the thread). */
@@ -51,5 +53,14 @@ void api_pace_destroy(struct api_pace *p);
  */
 bool api_pace_take(struct api_pace *p, struct api_pace_wait *w, void (*before_wait)(void *),
 		   void *arg);
+
+/*
+ * A paced request's answer of len bytes costs len / API_PACE_BYTES tokens
+ * more (the bucket may go below zero: the next requests wait longer), so a
+ * client that asks for big answers (thousands of LUNs, /metrics of them)
+ * gets fewer a second.
+ */
+#define API_PACE_BYTES 65536u
+void api_pace_charge(struct api_pace *p, size_t len);
 
 #endif

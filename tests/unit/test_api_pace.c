@@ -2,8 +2,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * isergw-api's request pacer (mgmt/api/pace.c): a burst passes at once, the
- * requests past it wait in order and go at the rate, none is refused, and
- * stopping lets every waiting request go.
+ * requests past it wait in order and go at the rate, none is refused, big
+ * answers cost more, and stopping lets every waiting request go.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -110,6 +110,26 @@ static void test_stop_lets_all_go(void **state)
 	api_pace_destroy(&p);
 }
 
+/* Big answers cost more: the next request waits for the bytes to be paid. */
+static void test_bytes_charged(void **state)
+{
+	struct api_pace p;
+	struct api_pace_wait w = { .go = go, .arg = (void *)(intptr_t)7 };
+
+	(void)state;
+	nwent = 0;
+	assert_int_equal(api_pace_init(&p, 100, 5), 0);
+	assert_true(api_pace_take(&p, &w, NULL, NULL));
+	api_pace_charge(&p, 1000);                      /* small: free */
+	assert_true(api_pace_take(&p, &w, NULL, NULL));
+	api_pace_charge(&p, 20 * API_PACE_BYTES);       /* 20 requests' worth */
+	assert_false(api_pace_take(&p, &w, NULL, NULL));
+	assert_int_equal(p.charged, 20 * API_PACE_BYTES);
+	api_pace_stop(&p);                              /* lets it go */
+	assert_int_equal(went(), 1);
+	api_pace_destroy(&p);
+}
+
 static void test_off(void **state)
 {
 	struct api_pace p;
@@ -127,6 +147,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_burst_then_rate),
 		cmocka_unit_test(test_stop_lets_all_go),
+		cmocka_unit_test(test_bytes_charged),
 		cmocka_unit_test(test_off),
 	};
 
