@@ -75,7 +75,7 @@ static void usage(FILE *f)
 "  --max-request-rate N        answer at most N requests a second (the probes\n"
 "                              /healthz and /readyz aside); the others wait\n"
 "                              their turn, none is refused, so that clients\n"
-"                              cannot take the data path's CPUs (default 1000;\n"
+"                              cannot take the data path's CPUs (default 250;\n"
 "                              0..1000000, 0: no limit)\n"
 "  --request-burst N           of those, at once after a quiet spell (default\n"
 "                              the rate / 20 + 1)\n"
@@ -229,7 +229,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->change_wait_ms = 5000;
 	o->metrics_cache_ms = 250;
 	o->status_cache_ms = 100;
-	o->max_request_rate = 1000;
+	o->max_request_rate = 250;
 	o->threads = 2;
 	o->conn_limit = 128;
 	o->conn_limit_ip = 32;

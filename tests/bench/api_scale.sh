@@ -20,8 +20,9 @@
 #   visible every node's agent holds the last generation; GET of the LUNs
 #           through node 2 lists N.
 #   list    GET /api/v1/targets/T/luns through node 1, 5 times: the median.
-#   load    wrk -c 64 for S s (default 20) on GET endpoints of node 1, beside
-#           iscsi-perf through node 1, and iscsi-perf alone: p99 and the ratio.
+#   load    wrk -c 64 for S s (default 30) on GET endpoints of node 1, beside
+#           iscsi-perf through node 1, and iscsi-perf alone for S/2 s before
+#           and after (their mean: drift falls out): p99 and the ratio.
 #           wrk runs at nice 19 (it stands in for clients on other machines),
 #           isergw-api at its default --nice 10 under SCHED_BATCH.
 # Last line:
@@ -36,7 +37,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 BUILD=build
 LUNS=4096
-SECS=20
+SECS=30
 BED_PREFIX=bs
 BED_SUBNET=25
 SCRATCH=/tmp/isergw-bench-api-scale
@@ -143,11 +144,12 @@ bed_log "list of $LUNS LUNs: ${lists[*]} s (median $list_ms ms)"
 
 # ---------------------------------------------------------------- load
 LUN0="iscsi://$(bed_portal 1)/$BED_HA_IQN/0"
-perf() {
-	ip netns exec "${BED_PREFIX}host" iscsi-perf -t "$SECS" -m 16 -b 8 -r "$LUN0" >"$1" 2>&1 || return 1
+perf() { # perf FILE SECONDS
+	ip netns exec "${BED_PREFIX}host" iscsi-perf -t "$2" -m 16 -b 8 -r "$LUN0" >"$1" 2>&1 || return 1
 	tr '\r' '\n' <"$1" | sed -n 's/.*iops average \([0-9]*\).*/\1/p' | tail -n 1
 }
-alone=$(perf "$OUT/perf-alone.log")
+HALF=$(((SECS + 1) / 2))
+alone1=$(perf "$OUT/perf-alone-1.log" "$HALF")
 cat >"$OUT/paths.lua" <<EOF
 local paths = { "/api/v1/cluster", "/api/v1/targets", "/api/v1/device-groups", "/metrics" }
 local i = 0
@@ -159,11 +161,13 @@ EOF
 ip netns exec "${BED_PREFIX}host" nice -n 19 wrk -t 2 -c 64 -d "${SECS}s" --timeout 10s --latency \
 	-s "$OUT/paths.lua" "$URL1" >"$OUT/wrk.log" 2>&1 &
 WRK=$!
-with=$(perf "$OUT/perf-with.log")
+with=$(perf "$OUT/perf-with.log" "$SECS")
 wait "$WRK"
+alone2=$(perf "$OUT/perf-alone-2.log" "$HALF")
+alone=$(awk -v a="${alone1:-0}" -v b="${alone2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%d", (a + b) / 2 }')
 p99=$(awk '$1 == "99%" { v = $2; if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } print v }' "$OUT/wrk.log")
 grep -E 'Requests/sec|Non-2xx|Socket errors' "$OUT/wrk.log" | sed 's/^/    wrk: /' >&2
 ratio=$(awk -v a="${alone:-0}" -v w="${with:-0}" 'BEGIN { if (a > 0) printf "%.3f", w / a; else print "?" }')
-bed_log "iscsi-perf: alone ${alone:-?} IOPS, beside wrk ${with:-?} IOPS"
+bed_log "iscsi-perf: alone ${alone1:-?} IOPS before and ${alone2:-?} after (mean ${alone:-?}), beside wrk ${with:-?} IOPS"
 ha_stop_daemons >/dev/null 2>&1
 echo "api: $LUNS LUNs in ${create_s} s; list ${list_ms} ms; wrk p99 ${p99:-?} ms; iscsi-perf with/without API load: $ratio"

@@ -10,8 +10,8 @@
 # 1. three nodes with the example configuration; isergw-api in node 1 on its
 #    storage address, a read-only token, --max-connections-per-ip 128 (wrk
 #    opens all its connections from one address);
-# 2. iscsi-perf alone: 4 KiB random reads, QD 16, through node 1 for N s
-#    (default 20);
+# 2. iscsi-perf alone: 4 KiB random reads, QD 16, through node 1 for N/2 s
+#    (N default 30);
 # 3. wrk, 64 connections, 2 threads, for N s, on GET /api/v1/cluster,
 #    /api/v1/targets, /api/v1/device-groups, /api/v1/nodes and /metrics in
 #    turn (a Lua script), with the same iscsi-perf run beside it; wrk runs
@@ -19,11 +19,15 @@
 #    no API client shares the gateway's CPUs), and isergw-api as in
 #    production at its default --nice 10 under SCHED_BATCH (docs/api.md,
 #    Under load); nothing else is pinned or reprioritised;
+# 3b. iscsi-perf alone again for N/2 s: "alone" is the mean of the runs
+#    before and after (the machine's own drift falls out of the ratio);
 # 4. fails on any wrk error (a socket error, a timeout or an answer that is
 #    not 2xx) or an iscsi-perf run that did not end well; prints wrk's
 #    requests per second and p99, and iscsi-perf's IOPS with and without the
 #    API's load and their ratio (the goal, at most 5 % lost, is printed, never
 #    asserted: this machine is shared).
+# API_LOAD_API_ARGS in the environment: more isergw-api options (to compare
+# settings, e.g. "--max-request-rate 500"; word-split).
 # Exit 77 when not root, or without corosync, wrk or iscsi-perf (unless
 # CI=true).
 set -uo pipefail
@@ -34,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/ha_lib.sh"
 
 API=
-SECONDS_RUN=20
+SECONDS_RUN=30
 ha_options 4,24 --api API --seconds SECONDS_RUN -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
@@ -61,22 +65,24 @@ ha_cluster_up || bed_die "the cluster did not come up"
 URL=http://$(bed_stor_addr 1):$PORT
 _bed_spawn 1 api "$SCRATCH/n1/api.log" "$API" --listen "$(bed_stor_addr 1):$PORT" \
 	--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock \
-	--token-file "$OUT/tokens" --max-connections-per-ip 128 --max-connections 256 ||
+	--token-file "$OUT/tokens" --max-connections-per-ip 128 --max-connections 256 \
+	${API_LOAD_API_ARGS:-} ||
 	bed_die "isergw-api did not start on node 1"
 bed_poll 20 "isergw-api on node 1 answers" bed_host curl -sf -o /dev/null "$URL/healthz" ||
 	bed_die "isergw-api on node 1 does not answer"
 
-# perf FILE: iscsi-perf through node 1 for SECONDS_RUN s; its average IOPS on stdout
+# perf FILE S: iscsi-perf through node 1 for S s; its average IOPS on stdout
 LUN0="iscsi://$(bed_portal 1)/$BED_HA_IQN/0"
 perf() {
-	ip netns exec "${BED_PREFIX}host" iscsi-perf -t "$SECONDS_RUN" -m 16 -b 8 -r "$LUN0" >"$1" 2>&1 ||
+	ip netns exec "${BED_PREFIX}host" iscsi-perf -t "$2" -m 16 -b 8 -r "$LUN0" >"$1" 2>&1 ||
 		{ bed_log "iscsi-perf failed: $(tr '\r' '\n' <"$1" | tail -n 2)"; return 1; }
 	tr '\r' '\n' <"$1" | sed -n 's/.*iops average \([0-9]*\).*/\1/p' | tail -n 1
 }
+HALF=$(((SECONDS_RUN + 1) / 2))
 
-# 2. alone
-alone=$(perf "$OUT/perf-alone.log") || fail=1
-bed_log "iscsi-perf alone: ${alone:-?} IOPS"
+# 2. alone, before
+alone1=$(perf "$OUT/perf-alone-1.log" "$HALF") || fail=1
+bed_log "iscsi-perf alone (before): ${alone1:-?} IOPS"
 
 # 3. beside wrk
 TOKEN=$(cat "$OUT/ro.tok")
@@ -100,9 +106,13 @@ EOF
 ip netns exec "${BED_PREFIX}host" nice -n 19 wrk -t 2 -c 64 -d "${SECONDS_RUN}s" --timeout 10s --latency \
 	-s "$OUT/paths.lua" "$URL" >"$OUT/wrk.log" 2>&1 &
 WRK_PID=$!
-with=$(perf "$OUT/perf-with.log") || fail=1
+with=$(perf "$OUT/perf-with.log" "$SECONDS_RUN") || fail=1
 wait "$WRK_PID"
 ha_check "wrk ran" [ $? -eq 0 ]
+# 3b. alone, after
+alone2=$(perf "$OUT/perf-alone-2.log" "$HALF") || fail=1
+bed_log "iscsi-perf alone (after): ${alone2:-?} IOPS; beside wrk: ${with:-?} IOPS"
+alone=$(awk -v a="${alone1:-0}" -v b="${alone2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%d", (a + b) / 2 }')
 sum=$(grep '^wrk-summary' "$OUT/wrk.log")
 bed_log "$sum"
 grep -E 'Requests/sec|99%' "$OUT/wrk.log" | sed 's/^/    wrk: /' >&2
