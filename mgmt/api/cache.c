@@ -168,6 +168,8 @@ bool api_scrape_get(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, 
 	pthread_mutex_lock(&s->lock);
 	while (s->busy)
 		pthread_cond_wait(&s->cv, &s->lock);
+	if (s->render_ms * API_SCRAPE_COST > max_age_ms)
+		max_age_ms = s->render_ms * API_SCRAPE_COST;
 	if (s->body && now_ms >= s->at_ms && now_ms - s->at_ms < max_age_ms) {
 		*body = malloc(s->len + 1);
 		if (*body) {
@@ -185,7 +187,7 @@ bool api_scrape_get(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, 
 }
 
 void api_scrape_put(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, const char *body,
-		    size_t len)
+		    size_t len, uint64_t render_ms)
 {
 	char *copy = NULL;
 
@@ -202,6 +204,7 @@ void api_scrape_put(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, 
 		s->body = copy;
 		s->len = len;
 		s->at_ms = now_ms;
+		s->render_ms = render_ms;
 		s->renders++;
 	}
 	s->busy = false;

@@ -79,6 +79,7 @@ struct api_scrape {
 	char *body;                     /* the last render (NULL: none) */
 	size_t len;
 	uint64_t at_ms;                 /* monotonic, when it was rendered */
+	uint64_t render_ms;             /* how long that took */
 	bool busy;                      /* a thread renders */
 	uint64_t hits, renders;
 };
@@ -87,13 +88,16 @@ void api_scrape_init(struct api_scrape *s);
 void api_scrape_destroy(struct api_scrape *s);
 /*
  * true: *body is a malloc'd copy of the render made within max_age_ms of
- * now (waiting for one in progress first). false: the caller renders and
- * then calls api_scrape_put (or api_scrape_put(NULL) when it failed).
+ * now, or within API_SCRAPE_COST times as long as that render took if that
+ * is longer (rendering takes at most 1/API_SCRAPE_COST of the time however
+ * large the configuration), waiting for one in progress first. false: the
+ * caller renders and then calls api_scrape_put (NULL body when it failed).
  * max_age_ms 0: always false, and renders run side by side.
  */
+#define API_SCRAPE_COST 10u
 bool api_scrape_get(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, char **body,
 		    size_t *len);
 void api_scrape_put(struct api_scrape *s, uint64_t now_ms, uint64_t max_age_ms, const char *body,
-		    size_t len);
+		    size_t len, uint64_t render_ms);
 
 #endif

@@ -351,8 +351,11 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	int rc;
 
 	if (!api_scrape_get(&a->scrape, mono_ms(), max_age, &text, &len)) {
+		uint64_t t0 = mono_ms(), t1;
+
 		rc = render_metrics(a, &text, &len);
-		api_scrape_put(&a->scrape, mono_ms(), max_age, rc ? NULL : text, len);
+		t1 = mono_ms();
+		api_scrape_put(&a->scrape, t1, max_age, rc ? NULL : text, len, t1 - t0);
 		if (rc)
 			return rc;
 	}

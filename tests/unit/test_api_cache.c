@@ -249,7 +249,7 @@ static void test_scrape_reuse(void **state)
 	/* nothing rendered yet: the caller renders (and is the one that does) */
 	assert_false(api_scrape_get(&s, 1000, 250, &body, &len));
 	assert_true(s.busy);
-	api_scrape_put(&s, 1000, 250, "isergw_up 1\n", 12);
+	api_scrape_put(&s, 1000, 250, "isergw_up 1\n", 12, 5);
 	assert_false(s.busy);
 	/* 249 ms later: the same text, a copy */
 	assert_true(api_scrape_get(&s, 1249, 250, &body, &len));
@@ -260,15 +260,22 @@ static void test_scrape_reuse(void **state)
 	/* 250 ms later: rendered again */
 	assert_false(api_scrape_get(&s, 1250, 250, &body, &len));
 	/* a failed render keeps the old text but lets the next caller try */
-	api_scrape_put(&s, 1250, 250, NULL, 0);
+	api_scrape_put(&s, 1250, 250, NULL, 0, 5);
 	assert_false(s.busy);
 	assert_false(api_scrape_get(&s, 1251, 250, &body, &len));
-	api_scrape_put(&s, 1300, 250, "isergw_up 0\n", 12);
+	api_scrape_put(&s, 1300, 250, "isergw_up 0\n", 12, 5);
 	assert_true(api_scrape_get(&s, 1301, 250, &body, &len));
 	assert_memory_equal(body, "isergw_up 0\n", 12);
 	free(body);
 	assert_int_equal(s.hits, 2);
 	assert_int_equal(s.renders, 2);
+	/* a render that took 100 ms is kept 10 times as long: 1 s, not 250 ms */
+	assert_false(api_scrape_get(&s, 5000, 250, &body, &len));
+	api_scrape_put(&s, 5100, 250, "slow 1\n", 7, 100);
+	assert_true(api_scrape_get(&s, 6099, 250, &body, &len));
+	free(body);
+	assert_false(api_scrape_get(&s, 6100, 250, &body, &len));
+	api_scrape_put(&s, 6100, 250, NULL, 0, 0);
 	/* 0: off, every scrape renders, nothing kept */
 	assert_false(api_scrape_get(&s, 1302, 0, &body, &len));
 	assert_false(s.busy);
@@ -309,7 +316,7 @@ static void test_scrape_single_flight(void **state)
 	usleep(50000);          /* they wait: nothing rendered yet */
 	for (int i = 0; i < 4; i++)
 		assert_null(w[i].body);
-	api_scrape_put(&s, 2000, 250, "x 1\n", 4);
+	api_scrape_put(&s, 2000, 250, "x 1\n", 4, 1);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 		assert_true(w[i].hit);
