@@ -80,14 +80,32 @@ struct iser_dev {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
+	char name[IBV_SYSFS_NAME_MAX];  /* the device's name (verbs may be gone: see stale) */
 	uint32_t nrdevs;                /* reactors' iser_rdev on it */
 	bool dead;                      /* removed: freed with its last iser_rdev */
+	/*
+	 * The RDMA CM library gave the same device on another context: it
+	 * closed the one we had (its last id on it was destroyed, e.g. a
+	 * floating address left), and with it, in the kernel, our protection
+	 * domain, registrations and completion channels on it. Those are not
+	 * freed again through libibverbs (their handles point into the closed
+	 * context); only our own memory is.
+	 */
+	bool stale;
+	/*
+	 * An id of our own bound on the device for as long as we hold
+	 * resources on it: the RDMA CM library closes a device's context
+	 * when its last id there goes (a floating address leaving takes the
+	 * last listener), and our protection domain and registrations with it.
+	 */
+	struct rdma_cm_id *anchor;
 	struct iser_dev *next;
 };
 
 static pthread_mutex_t g_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iser_dev *g_devs;
 static uint32_t g_dead_devs;            /* removed devices still held (g_dev_lock) */
+static struct ibv_context *g_stale_verbs;       /* a stale context the reactors are told of */
 
 /* One reactor's view of one device: completion channel and task memory. */
 struct iser_rdev {
@@ -216,7 +234,37 @@ static void iser_maybe_closed(struct iser_conn *ic);
 
 static uint32_t iser_spin_us;
 
-static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
+/* An id bound to local's address (any port) on verbs' device, or NULL (logged). */
+static struct rdma_cm_id *iser_anchor(struct ibv_context *verbs, const struct sockaddr *local)
+{
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *id = NULL;
+	socklen_t len;
+
+	if (!local || (local->sa_family != AF_INET && local->sa_family != AF_INET6))
+		return NULL;
+	len = local->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	memcpy(&ss, local, len);
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+		GW_WARN(COMP, "device %s: no anchor id: %s", ibv_get_device_name(verbs->device),
+			strerror(errno));
+		return NULL;
+	}
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss) || id->verbs != verbs) {
+		GW_WARN(COMP, "device %s: the anchor id did not bind to it: %s",
+			ibv_get_device_name(verbs->device), id->verbs ? "another context" :
+			strerror(errno));
+		rdma_destroy_id(id);
+		return NULL;
+	}
+	return id;
+}
+
+static struct iser_dev *iser_dev_get(struct ibv_context *verbs, const struct sockaddr *local)
 {
 	struct iser_dev *d;
 
@@ -231,10 +279,23 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 	for (d = g_devs; d; d = d->next)
 		if (d->verbs == verbs && !d->dead)
 			goto found;
+	/* the same device on a new context: the old one was closed under us */
+	for (d = g_devs; d; d = d->next) {
+		if (d->dead || strcmp(d->name, ibv_get_device_name(verbs->device)))
+			continue;
+		GW_WARN(COMP, "device %s: the RDMA CM library opened it anew (its previous context "
+			"was closed when its last listener went): the resources on that context are "
+			"dropped, new ones are made", d->name);
+		d->dead = true;
+		d->stale = true;
+		g_dead_devs++;
+		g_stale_verbs = d->verbs;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		goto out;
 	d->verbs = verbs;
+	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(verbs->device));
 	if (ibv_query_device(verbs, &d->attr)) {
 		GW_ERR(COMP, "%s: cannot query device", ibv_get_device_name(verbs->device));
 		free(d);
@@ -249,6 +310,7 @@ static struct iser_dev *iser_dev_get(struct ibv_context *verbs)
 		d = NULL;
 		goto out;
 	}
+	d->anchor = iser_anchor(verbs, local);
 	d->next = g_devs;
 	g_devs = d;
 	GW_INFO(COMP, "device %s: max_qp_wr %d, max_sge %d, max_qp_rd_atom %d, max_mr_size %llu; "
@@ -272,7 +334,10 @@ static void iser_dev_free_locked(struct iser_dev *d)
 	}
 	if (d->dead)
 		g_dead_devs--;
-	ibv_dealloc_pd(d->pd);
+	if (!d->stale)
+		ibv_dealloc_pd(d->pd);
+	if (d->anchor)
+		rdma_destroy_id(d->anchor);
 	free(d);
 }
 
@@ -281,7 +346,7 @@ static void iser_dev_put(struct iser_dev *d)
 {
 	pthread_mutex_lock(&g_dev_lock);
 	if (!--d->nrdevs && d->dead) {
-		GW_INFO(COMP, "device %s: all resources released", ibv_get_device_name(d->verbs->device));
+		GW_INFO(COMP, "device %s: all resources released", d->name);
 		iser_dev_free_locked(d);
 	}
 	pthread_mutex_unlock(&g_dev_lock);
@@ -332,20 +397,29 @@ static int set_nonblock(int fd)
 
 static void iser_cq_event(void *arg, uint32_t events);
 static void iser_pool_wake(void *arg);
+static void iser_rdev_maybe_free(struct iser_rdev *rd);
 
-static struct iser_rdev *iser_rdev_get(struct ibv_context *verbs)
+static struct iser_rdev *iser_rdev_get(struct ibv_context *verbs, const struct sockaddr *local)
 {
 	struct reactor *r = reactor_self();
 	struct iser_rdev *rd;
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 
-	for (rd = tl_rdevs; rd; rd = rd->next)
-		if (rd->dev->verbs == verbs && !rd->dead)
-			return rd;
+	for (struct iser_rdev *next, *it = tl_rdevs; it; it = next) {
+		next = it->next;
+		if (it->dev->stale && !it->dead) {
+			/* its context was closed: freed once idle, never used again */
+			it->dead = true;
+			iser_rdev_maybe_free(it);
+			continue;
+		}
+		if (it->dev->verbs == verbs && !it->dead)
+			return it;
+	}
 	rd = calloc(1, sizeof(*rd));
 	if (!rd)
 		return NULL;
-	rd->dev = iser_dev_get(verbs);
+	rd->dev = iser_dev_get(verbs, local);
 	if (!rd->dev)
 		goto err_free;
 	rd->reactor = r;
@@ -402,9 +476,14 @@ static void iser_rdev_free(struct iser_rdev *rd)
 	}
 	reactor_del_fd(rd->reactor, &rd->rfd);
 	reactor_deferred_cancel(rd->reactor, &rd->wake);
-	ibv_dereg_mr(rd->pool_mr);
+	if (rd->dev->stale) {
+		/* the context is closed: the kernel freed the registration with it */
+		close(rd->chan->fd);
+	} else {
+		ibv_dereg_mr(rd->pool_mr);
+		ibv_destroy_comp_channel(rd->chan);
+	}
 	munmap(rd->pool, rd->pool_len);
-	ibv_destroy_comp_channel(rd->chan);
 	iser_dev_put(rd->dev);
 	free(rd);
 }
@@ -416,7 +495,7 @@ static void iser_rdev_maybe_free(struct iser_rdev *rd)
 	    !list_empty(&rd->waiters))
 		return;
 	GW_INFO(COMP, "reactor %u: task memory on removed device %s released",
-		reactor_index(rd->reactor), ibv_get_device_name(rd->dev->verbs->device));
+		reactor_index(rd->reactor), rd->dev->name);
 	iser_rdev_free(rd);
 }
 
@@ -1502,7 +1581,7 @@ static void iser_accept_on_reactor(void *arg)
 	gw_fmt_sockaddr(rdma_get_peer_addr(id), ic->peer, sizeof(ic->peer));
 	gw_fmt_sockaddr(rdma_get_local_addr(id), ic->local, sizeof(ic->local));
 	ic->send_inv = m->req_valid && !(m->req.flags & ISER_CM_SEND_W_INV_NOT_SUP);
-	ic->rd = iser_rdev_get(id->verbs);
+	ic->rd = iser_rdev_get(id->verbs, rdma_get_local_addr(id));
 	if (!ic->rd)
 		goto err_reject;
 	ic->rd->nconns++;
