@@ -106,11 +106,9 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 		return bad(err, errlen, -EINVAL, "sync.lu_parked: %zu (at most %u)", s->n_lu_parked,
 			   HA_PARKED_MAX);
 	for (size_t i = 0; i < s->n_lu_parked; i++) {
-		const Isergw__Ha__LuParked *p = s->lu_parked[i];
+		struct ha_lu_parked pk;
 
-		if (p->naa.len != 16 || !p->version || !p->node[0] || strlen(p->node) >= HA_NAME_MAX ||
-		    strlen(p->iport) >= 256 || !p->iport[0] || !p->rel_port || p->rel_port > 0xffff ||
-		    p->asc > 0xffff)
+		if (ha_lu_parked_from_pb(s->lu_parked[i], &pk))
 			return bad(err, errlen, -EINVAL, "sync.lu_parked[%zu]: malformed (a 16-byte "
 				   "naa, a version, a node, an initiator port, a relative port "
 				   "1..65535 and an ASC/ASCQ)", i);

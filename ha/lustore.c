@@ -62,14 +62,7 @@ int ha_lu_save(const struct ha_sm *sm, const char *dir)
 
 		if (strcmp(e->node, sm->name))
 			continue;
-		isergw__ha__lu_parked__init(&pk[npk]);
-		pk[npk].naa.data = e->naa;
-		pk[npk].naa.len = 16;
-		pk[npk].version = e->version;
-		pk[npk].node = e->node;
-		pk[npk].iport = e->iport;
-		pk[npk].rel_port = e->rel_port;
-		pk[npk].asc = e->asc;
+		ha_lu_parked_to_pb(e, &pk[npk]);
 		pkp[npk] = &pk[npk];
 		npk++;
 	}
@@ -200,20 +193,10 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 		kept++;
 	}
 	pk = calloc(st->n_lu_parked + 1, sizeof(*pk));
-	for (size_t i = 0; pk && i < st->n_lu_parked; i++) {
-		const Isergw__Ha__LuParked *p = st->lu_parked[i];
-
-		if (p->naa.len != 16 || strcmp(p->node, sm->name) || strlen(p->iport) >= 256 ||
-		    !p->rel_port || p->rel_port > 0xffff || p->asc > 0xffff)
-			continue;
-		memcpy(pk[npk].naa, p->naa.data, 16);
-		pk[npk].version = p->version;
-		snprintf(pk[npk].node, sizeof(pk[npk].node), "%s", p->node);
-		snprintf(pk[npk].iport, sizeof(pk[npk].iport), "%s", p->iport);
-		pk[npk].rel_port = (uint16_t)p->rel_port;
-		pk[npk].asc = (uint16_t)p->asc;
-		npk++;
-	}
+	for (size_t i = 0; pk && i < st->n_lu_parked; i++)
+		if (!ha_lu_parked_from_pb(st->lu_parked[i], &pk[npk]) &&
+		    !strcmp(pk[npk].node, sm->name))
+			npk++;
 	isergw__ha__lu_store__free_unpacked(st, NULL);
 	if (!v || !pk) {
 		free(v);

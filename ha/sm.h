@@ -165,7 +165,7 @@ struct ha_lus {
 	uint64_t proposed, accepted, stale, refused;   /* counters (status) */
 	struct ha_lu_parked *parked;    /* oldest first */
 	size_t nparked, capparked;
-	uint64_t parked_total, handed_total, parked_dropped;
+	uint64_t parked_dropped;        /* past HA_PARKED_MAX (warned once) */
 };
 
 struct ha_sm_params {
@@ -390,6 +390,10 @@ size_t ha_sm_lu_parked_for(const struct ha_sm *sm, size_t i, struct ha_lu_parked
 			   size_t max);
 void ha_sm_lu_parked_taken(struct ha_sm *sm, const uint8_t naa[16], uint64_t upto);
 size_t ha_sm_lu_parked_mine(const struct ha_sm *sm);
+/* A parked UA as carried (Sync, LuStore): out points into e. */
+void ha_lu_parked_to_pb(const struct ha_lu_parked *e, Isergw__Ha__LuParked *out);
+/* And back: 0, or -EINVAL when malformed (the codec's and the store's check). */
+int ha_lu_parked_from_pb(const Isergw__Ha__LuParked *p, struct ha_lu_parked *out);
 const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);
 /* sm.c's hooks */
 void ha_sm_lu_view(struct ha_sm *sm);

@@ -141,18 +141,19 @@ static bool node_away(const struct ha_sm *sm, const char *name)
 	return !m || !m->in_view || m->foreign;
 }
 
-static int park(struct ha_lus *l, const uint8_t naa[16], uint64_t version, const char *node,
-		const char *iport, uint16_t rel, uint16_t asc)
+/* Keeps p (once: a repeat only raises its version). 1: the table changed, 0: not, or -ENOMEM. */
+static int park(struct ha_lus *l, const struct ha_lu_parked *p)
 {
 	struct ha_lu_parked *e;
 
 	for (size_t i = 0; i < l->nparked; i++) {
 		e = &l->parked[i];
-		if (e->rel_port == rel && e->asc == asc && !memcmp(e->naa, naa, 16) &&
-		    !strcmp(e->node, node) && !strcmp(e->iport, iport)) {
-			if (version > e->version)
-				e->version = version;
-			return 0;
+		if (e->rel_port == p->rel_port && e->asc == p->asc && !memcmp(e->naa, p->naa, 16) &&
+		    !strcmp(e->node, p->node) && !strcmp(e->iport, p->iport)) {
+			if (p->version <= e->version)
+				return 0;
+			e->version = p->version;
+			return 1;
 		}
 	}
 	if (l->nparked == HA_PARKED_MAX) {
@@ -172,15 +173,35 @@ static int park(struct ha_lus *l, const uint8_t naa[16], uint64_t version, const
 		l->parked = v;
 		l->capparked = cap;
 	}
-	e = &l->parked[l->nparked++];
-	memset(e, 0, sizeof(*e));
-	memcpy(e->naa, naa, 16);
-	e->version = version;
-	snprintf(e->node, sizeof(e->node), "%s", node);
-	snprintf(e->iport, sizeof(e->iport), "%s", iport);
-	e->rel_port = rel;
-	e->asc = asc;
-	l->parked_total++;
+	l->parked[l->nparked++] = *p;
+	return 1;
+}
+
+void ha_lu_parked_to_pb(const struct ha_lu_parked *e, Isergw__Ha__LuParked *out)
+{
+	isergw__ha__lu_parked__init(out);
+	out->naa.data = (uint8_t *)(uintptr_t)e->naa;
+	out->naa.len = 16;
+	out->version = e->version;
+	out->node = (char *)(uintptr_t)e->node;
+	out->iport = (char *)(uintptr_t)e->iport;
+	out->rel_port = e->rel_port;
+	out->asc = e->asc;
+}
+
+int ha_lu_parked_from_pb(const Isergw__Ha__LuParked *p, struct ha_lu_parked *out)
+{
+	if (p->naa.len != 16 || !p->version || !p->node[0] || strlen(p->node) >= HA_NAME_MAX ||
+	    !p->iport[0] || strlen(p->iport) >= sizeof(out->iport) || !p->rel_port ||
+	    p->rel_port > 0xffff || p->asc > 0xffff)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->naa, p->naa.data, 16);
+	out->version = p->version;
+	snprintf(out->node, sizeof(out->node), "%s", p->node);
+	snprintf(out->iport, sizeof(out->iport), "%s", p->iport);
+	out->rel_port = (uint16_t)p->rel_port;
+	out->asc = (uint16_t)p->asc;
 	return 0;
 }
 
@@ -210,16 +231,20 @@ static size_t park_events(struct ha_sm *sm, const uint8_t naa[16], uint64_t vers
 			continue;
 		for (size_t j = 0; j < ev->n_events; j++) {
 			const Isergw__Ctl__LuEvent *e = ev->events[j];
+			struct ha_lu_parked pk = { .version = version };
 
-			if (e->kind != EV_UA_NEXUS || e->asc > 0xffff || strlen(e->iport) >= 256)
+			if (e->kind != EV_UA_NEXUS || e->asc > 0xffff ||
+			    strlen(e->iport) >= sizeof(pk.iport))
 				continue;
+			memcpy(pk.naa, naa, 16);
+			snprintf(pk.node, sizeof(pk.node), "%s", nd->name);
+			snprintf(pk.iport, sizeof(pk.iport), "%s", e->iport);
+			pk.asc = (uint16_t)e->asc;
 			for (size_t i = 0; i < nd->nportals; i++) {
-				uint16_t rel = nd->portals[i].rel_port_id;
-
-				if (!(e->flags & EVF_ALL_PORTS) && rel != e->rel_port)
+				pk.rel_port = nd->portals[i].rel_port_id;
+				if (!(e->flags & EVF_ALL_PORTS) && pk.rel_port != e->rel_port)
 					continue;
-				if (park(&sm->lus, naa, version, nd->name, e->iport, rel,
-					 (uint16_t)e->asc) == 0)
+				if (park(&sm->lus, &pk) >= 0)
 					n++;
 			}
 		}
@@ -246,8 +271,7 @@ void ha_sm_lu_park_own(struct ha_sm *sm, const uint8_t naa[16], uint64_t version
 void ha_sm_lu_load_parked(struct ha_sm *sm, const struct ha_lu_parked *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (park(&sm->lus, p[i].naa, p[i].version, p[i].node, p[i].iport, p[i].rel_port,
-			 p[i].asc))
+		if (park(&sm->lus, &p[i]) < 0)
 			GW_ERR(COMP, "out of memory loading the parked unit attentions");
 }
 
@@ -284,10 +308,8 @@ void ha_sm_lu_parked_taken(struct ha_sm *sm, const uint8_t naa[16], uint64_t upt
 	for (size_t i = 0; i < l->nparked; i++) {
 		const struct ha_lu_parked *p = &l->parked[i];
 
-		if (!memcmp(p->naa, naa, 16) && !strcmp(p->node, sm->name) && p->version <= upto) {
-			l->handed_total++;
+		if (!memcmp(p->naa, naa, 16) && !strcmp(p->node, sm->name) && p->version <= upto)
 			continue;
-		}
 		l->parked[k++] = *p;
 	}
 	l->nparked = k;
@@ -338,49 +360,39 @@ static void fill_parked(struct ha_sm *sm, Isergw__Ha__Sync *s)
 		return;
 	}
 	for (size_t i = 0; i < l->nparked; i++) {
-		struct ha_lu_parked *e = &l->parked[i];
-
-		isergw__ha__lu_parked__init(&p[i]);
-		p[i].naa.data = e->naa;
-		p[i].naa.len = 16;
-		p[i].version = e->version;
-		p[i].node = e->node;
-		p[i].iport = e->iport;
-		p[i].rel_port = e->rel_port;
-		p[i].asc = e->asc;
+		ha_lu_parked_to_pb(&l->parked[i], &p[i]);
 		pp[i] = &p[i];
 	}
 	s->lu_parked = pp;
 	s->n_lu_parked = l->nparked;
 }
 
-/* A Sync's parked UAs, added to ours (the number added). */
+/*
+ * A Sync's parked UAs, added to ours (the number that changed the table).
+ * The codec refused a Sync with a malformed one (ha_lu_parked_from_pb).
+ */
 static size_t merge_parked(struct ha_sm *sm, const Isergw__Ha__Sync *s)
 {
 	struct ha_lus *l = &sm->lus;
-	size_t before = l->parked_total, bad = 0;
+	size_t changed = 0;
 
 	for (size_t i = 0; i < s->n_lu_parked; i++) {
-		const Isergw__Ha__LuParked *p = s->lu_parked[i];
+		struct ha_lu_parked pk;
 		const struct ha_lu *lu;
+		int rc;
 
-		if (p->naa.len != 16 || !p->version || !p->node[0] ||
-		    strlen(p->node) >= HA_NAME_MAX || strlen(p->iport) >= 256 || !p->rel_port ||
-		    p->rel_port > 0xffff || p->asc > 0xffff) {
-			bad++;
+		if (ha_lu_parked_from_pb(s->lu_parked[i], &pk))
 			continue;
-		}
-		lu = lu_find(l, p->naa.data);
-		if (!strcmp(p->node, sm->name) && lu && p->version <= lu->handed)
+		lu = lu_find(l, pk.naa);
+		if (!strcmp(pk.node, sm->name) && lu && pk.version <= lu->handed)
 			continue;       /* taken already (a late copy) */
-		if (park(l, p->naa.data, p->version, p->node, p->iport, (uint16_t)p->rel_port,
-			 (uint16_t)p->asc))
+		rc = park(l, &pk);
+		if (rc < 0)
 			GW_ERR(COMP, "out of memory keeping a parked unit attention");
+		else
+			changed += (size_t)rc;
 	}
-	if (bad)
-		GW_WARN(COMP, "sync: %zu malformed parked unit attention(s) from node %s: ignored",
-			bad, s->node_name);
-	return (size_t)(l->parked_total - before);
+	return changed;
 }
 
 /* ------------------------------------------------------------ proposals */
