@@ -233,7 +233,9 @@ static size_t park_events(struct ha_sm *sm, const uint8_t naa[16], uint64_t vers
 			const Isergw__Ctl__LuEvent *e = ev->events[j];
 			struct ha_lu_parked pk = { .version = version };
 
-			if (e->kind != EV_UA_NEXUS || e->asc > 0xffff ||
+			/* only what a Sync may carry (ha_lu_parked_from_pb): one that the
+			 * codec refuses would make every Sync of this member refused */
+			if (e->kind != EV_UA_NEXUS || e->asc > 0xffff || !e->iport[0] ||
 			    strlen(e->iport) >= sizeof(pk.iport))
 				continue;
 			memcpy(pk.naa, naa, 16);

@@ -733,6 +733,44 @@ static void test_ua_for_a_node_away(void **state)
 	free(evb);
 }
 
+/*
+ * A per-nexus event without an initiator port (isergwd never sends one) is
+ * not parked: a Sync carrying it would be refused by every member, and the
+ * returning node's barrier would never end.
+ */
+static void test_malformed_event_not_parked(void **state)
+{
+	Isergw__Ctl__LuEvent ev;
+	char err[256] = "";
+	uint8_t *evb;
+	size_t evlen;
+
+	(void)state;
+	assert_true(ha_sm_submit_config(&nodes[0].sm, config_nodes, 0, err, sizeof(err)) > 0);
+	settle();
+	nodes[2].up = false;
+	view_change(true);
+	isergw__ctl__lu_event__init(&ev);
+	ev.kind = 2;
+	ev.asc = 0x2a05;
+	ev.rel_port = 3;
+	ev.iport = (char *)(uintptr_t)"";
+	evb = lu_events(&ev, 1, &evlen);
+	assert_int_equal(ha_sm_lu_propose(&nodes[0].sm, 1, naa1, 0, (const uint8_t *)"v1", 2, evb,
+					  evlen, err, sizeof(err)), 0);
+	settle();
+	assert_int_equal(nodes[0].sm.lus.nparked, 0);
+	assert_int_equal(nodes[1].sm.lus.nparked, 0);
+	ha_sm_fini(&nodes[2].sm);
+	start_node(2);
+	view_change(true);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(nodes[k].sm.phase, HA_PHASE_SYNCED);
+		assert_true(nodes[k].sm.lus.synced);
+	}
+	free(evb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -748,6 +786,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_aptpl_survives_a_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ua_for_a_node_away, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_event_not_parked, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
