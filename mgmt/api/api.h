@@ -147,8 +147,7 @@ void api_ha_free(struct api_ha *h);
  * A GetClusterStatus the agent answered within ms is answered again from
  * the client (0: never; the default); any change ending drops it.
  */
-int api_ha_set_status_cache(struct api_ha *h, uint32_t ms);
-uint64_t api_ha_status_hits(const struct api_ha *h);   /* tests */
+void api_ha_set_status_cache(struct api_ha *h, uint32_t ms);
 /* Any thread. 0: cb will be called exactly once; -ESHUTDOWN, -ENOMEM, -EMSGSIZE: it will not. */
 int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
 		api_ha_cb cb, void *arg);

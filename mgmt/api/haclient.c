@@ -36,7 +36,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -65,11 +64,10 @@ struct api_ha {
 	unsigned int nconns;            /* calls holding a connection (<= HA_CONNS_MAX) */
 	bool starting;                  /* in start_waiting (a call may end inside it) */
 	/* the last status (this thread only) */
-	uint32_t status_ms;             /* how long it is answered again (0: never) */
+	_Atomic uint32_t status_ms;     /* how long it is answered again (0: never); any thread sets it */
 	uint8_t *st_buf;                /* the packed ApiReply, NULL: none */
 	size_t st_len;
 	uint64_t st_at;                 /* monotonic ms */
-	uint64_t st_hits;
 };
 
 struct ha_call {
@@ -93,14 +91,6 @@ struct ha_call {
 	bool fresh;                     /* not from the kept status */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void status_drop(struct api_ha *h)
 {
 	free(h->st_buf);
@@ -117,7 +107,7 @@ static void status_note(struct api_ha *h, int op, const Isergw__Ha__ApiReply *re
 		status_drop(h);
 		return;
 	}
-	if (!h->status_ms || !rep || rep->status ||
+	if (!atomic_load_explicit(&h->status_ms, memory_order_relaxed) || !rep || rep->status ||
 	    rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
 		return;
 	status_drop(h);
@@ -126,17 +116,15 @@ static void status_note(struct api_ha *h, int op, const Isergw__Ha__ApiReply *re
 	if (!h->st_buf)
 		return;
 	isergw__ha__api_reply__pack(rep, h->st_buf);
-	h->st_at = mono_ms();
+	h->st_at = gw_now_ms();
 }
 
 /* The kept status, unpacked anew for one more caller (NULL: none, or too old). */
 static Isergw__Ha__ApiReply *status_kept(struct api_ha *h)
 {
-	uint64_t now = mono_ms();
-
-	if (!h->st_buf || now - h->st_at >= h->status_ms)
+	if (!h->st_buf ||
+	    gw_now_ms() - h->st_at >= atomic_load_explicit(&h->status_ms, memory_order_relaxed))
 		return NULL;
-	h->st_hits++;
 	return isergw__ha__api_reply__unpack(NULL, h->st_len, h->st_buf);
 }
 
@@ -298,7 +286,7 @@ static void call_start(void *arg)
 	struct ha_call *k = arg;
 	struct api_ha *h = k->h;
 
-	if (k->op == ISERGW__HA__API_REQUEST__OP_GET_STATUS && h->status_ms && !k->fresh) {
+	if (k->op == ISERGW__HA__API_REQUEST__OP_GET_STATUS && !k->fresh) {
 		Isergw__Ha__ApiReply *rep = status_kept(h);
 
 		if (rep) {
@@ -430,35 +418,9 @@ void api_ha_stop(struct api_ha *h)
 	pthread_join(h->thr, NULL);
 }
 
-static void set_status_ms(void *arg)
+void api_ha_set_status_cache(struct api_ha *h, uint32_t ms)
 {
-	struct ha_call *k = arg;        /* only its timeout_ms is used */
-
-	k->h->status_ms = k->timeout_ms;
-	status_drop(k->h);
-	free(k);
-}
-
-int api_ha_set_status_cache(struct api_ha *h, uint32_t ms)
-{
-	struct ha_call *k = calloc(1, sizeof(*k));
-	int rc;
-
-	if (!k)
-		return -ENOMEM;
-	k->h = h;
-	k->timeout_ms = ms;
-	pthread_mutex_lock(&h->lock);
-	rc = h->closing ? -ESHUTDOWN : reactor_send_msg(h->r, set_status_ms, k);
-	pthread_mutex_unlock(&h->lock);
-	if (rc)
-		free(k);
-	return rc;
-}
-
-uint64_t api_ha_status_hits(const struct api_ha *h)
-{
-	return h->st_hits;
+	atomic_store_explicit(&h->status_ms, ms, memory_order_relaxed);
 }
 
 void api_ha_free(struct api_ha *h)

@@ -39,6 +39,7 @@
 #include "problem.h"
 #include "util/log.h"
 #include "util/netaddr.h"
+#include "util/reactor.h"
 
 #define COMP "http"
 #define CONN_MEMORY_LIMIT (32u * 1024u)    /* request line + headers of one connection */
@@ -334,14 +335,6 @@ static int render_metrics(struct api *a, char **text, size_t *len)
 	return rc;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* A scrape: the last render if it is recent enough (--metrics-cache-ms), else a new one. */
 static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *r)
 {
@@ -350,11 +343,11 @@ static int get_metrics(struct api *a, struct MHD_Connection *c, struct api_req *
 	size_t len = 0;
 	int rc;
 
-	if (!api_scrape_get(&a->scrape, mono_ms(), max_age, &text, &len)) {
-		uint64_t t0 = mono_ms(), t1;
+	if (!api_scrape_get(&a->scrape, gw_now_ms(), max_age, &text, &len)) {
+		uint64_t t0 = gw_now_ms(), t1;
 
 		rc = render_metrics(a, &text, &len);
-		t1 = mono_ms();
+		t1 = gw_now_ms();
 		api_scrape_put(&a->scrape, t1, max_age, rc ? NULL : text, len, t1 - t0);
 		if (rc)
 			return rc;

@@ -513,8 +513,7 @@ int main(int argc, char **argv)
 		GW_ERR(COMP, "the HA agent's client: %s", strerror(-rc));
 		goto err_sig;
 	}
-	if (api_ha_set_status_cache(a->ha, a->opts.status_cache_ms))
-		GW_WARN(COMP, "--status-cache-ms: not set: every read asks the agent");
+	api_ha_set_status_cache(a->ha, a->opts.status_cache_ms);
 	rc = api_http_start(a);
 	if (rc) {
 		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
