@@ -6,12 +6,10 @@
 
 #include "pace.h"
 
-static uint64_t now_ns(const struct api_pace *p)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	if (p->now_ns_override)
-		return p->now_ns_override;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -19,7 +17,7 @@ static uint64_t now_ns(const struct api_pace *p)
 /* under mu */
 static void refill(struct api_pace *p)
 {
-	uint64_t t = now_ns(p);
+	uint64_t t = now_ns();
 
 	if (t > p->last_ns) {
 		p->tokens += (double)(t - p->last_ns) * p->rate / 1e9;
@@ -80,7 +78,7 @@ int api_pace_init(struct api_pace *p, uint32_t rate, uint32_t burst)
 	p->rate = rate;
 	p->burst = burst ? burst : 1;
 	p->tokens = p->burst;
-	p->last_ns = now_ns(p);
+	p->last_ns = now_ns();
 	if (!rate)
 		return 0;
 	rc = pthread_create(&p->thr, NULL, pace_main, p);

@@ -32,7 +32,6 @@ struct api_pace {
 	double rate, burst, tokens;     /* rate 0: no pacing */
 	uint64_t last_ns;               /* monotonic, of the last refill */
 	struct list_head waits;
-	uint64_t now_ns_override;       /* tests: a clock of their own (0: the real one) */
 	uint64_t waited, passed;        /* requests that waited, that did not */
 	uint64_t charged;               /* answer bytes charged */
 };
