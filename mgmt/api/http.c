@@ -76,8 +76,8 @@ struct api_req {
 	char *body;                     /* what was uploaded (NUL-terminated) */
 	size_t blen;
 	bool suspended;                 /* handed to v1.c, waiting for its answer */
-	bool paced;                     /* past the pacer (--max-request-rate) */
-	struct api_pace *pace;          /* its answer's bytes are charged to it */
+	struct api_pace *pace;          /* past the pacer (--max-request-rate), which its
+					   answer's bytes are charged to; NULL: not paced (yet) */
 	struct api_pace_wait pw;        /* waiting for its token */
 	bool ready;                     /* ans is the answer */
 	struct api_answer ans;
@@ -738,8 +738,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (r->suspended)
 		return MHD_YES;
 	/* every request but the probes waits for its token (--max-request-rate) */
-	if (!r->paced && r->route != API_ROUTE_HEALTHZ && r->route != API_ROUTE_READYZ) {
-		r->paced = true;
+	if (!r->pace && r->route != API_ROUTE_HEALTHZ && r->route != API_ROUTE_READYZ) {
 		r->pace = &a->pace;
 		r->c = c;
 		r->pw.go = pace_go;
