@@ -609,6 +609,19 @@ static uint8_t *lu_events(const Isergw__Ctl__LuEvent *ev, size_t n, size_t *len)
 	return buf;
 }
 
+/* The three nodes' portals configured, then n3 out of the view. */
+static void n3_away(void)
+{
+	char err[256] = "";
+
+	assert_true(ha_sm_submit_config(&nodes[0].sm, config_nodes, 0, err, sizeof(err)) > 0);
+	settle();
+	for (int k = 0; k < N; k++)
+		assert_int_equal(nodes[k].sm.doc->nnodes, 3);
+	nodes[2].up = false;
+	view_change(true);
+}
+
 static size_t parked_for(int k, const char *node)
 {
 	size_t n = 0;
@@ -635,12 +648,7 @@ static void test_ua_for_a_node_away(void **state)
 	size_t evlen;
 
 	(void)state;
-	assert_true(ha_sm_submit_config(&nodes[0].sm, config_nodes, 0, err, sizeof(err)) > 0);
-	settle();
-	for (int k = 0; k < N; k++)
-		assert_int_equal(nodes[k].sm.doc->nnodes, 3);
-	nodes[2].up = false;
-	view_change(true);
+	n3_away();
 	for (int i = 0; i < 4; i++)
 		isergw__ctl__lu_event__init(&ev[i]);
 	/* 2A/05 for h1's nexus through n3's first portal (away) */
@@ -746,10 +754,7 @@ static void test_malformed_event_not_parked(void **state)
 	size_t evlen;
 
 	(void)state;
-	assert_true(ha_sm_submit_config(&nodes[0].sm, config_nodes, 0, err, sizeof(err)) > 0);
-	settle();
-	nodes[2].up = false;
-	view_change(true);
+	n3_away();
 	isergw__ctl__lu_event__init(&ev);
 	ev.kind = 2;
 	ev.asc = 0x2a05;
