@@ -71,6 +71,16 @@ run_tree() {
 	line=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)
 	[ -n "$line" ] || line=$(grep -E 'No tests were found' "$log" | tail -n 1)
 	[ -n "$line" ] || line="ctest exit status $rc"
+	# time per label (the test name's prefix: unit., integration., ha., ...),
+	# summed over its tests (with -j they overlap, so the sums exceed the wall time)
+	awk -v tree="$name" '
+		/ Test +#[0-9]+: / {
+			for (i = 1; i <= NF; i++) if ($i ~ /^#[0-9]+:$/) { t = $(i + 1); break }
+			for (i = NF; i > 0; i--) if ($i == "sec") { s = $(i - 1); break }
+			split(t, p, "."); n[p[1]]++; sum[p[1]] += s
+		}
+		END { for (l in sum) printf "run-all: %s: label %-12s %3d tests %7.0f s\n", tree, l, n[l], sum[l] }' \
+		"$log" | sort >>"$root/.run-all-labels.$$"
 	if [ "$rc" -ne 0 ]; then
 		status=1
 		local failed
@@ -89,6 +99,10 @@ if [ "$asan" -eq 1 ]; then
 		-L '^(unit|integration)$' "${labels[@]}"
 fi
 
+echo
+echo "=== time per label (sum of its tests' times) ==="
+cat "$root/.run-all-labels.$$" 2>/dev/null
+rm -f "$root/.run-all-labels.$$"
 echo
 echo "=== summary ($((SECONDS - t_start)) s) ==="
 for s in "${summary[@]}"; do
