@@ -78,6 +78,8 @@ io_pid=$!
 sleep 2
 
 secs=()
+per_kind=()
+seen=0
 for kind in heal agent corosync freeze; do
 	since=$(bed_now_us)
 	watch_wait "$since" "$kind: group 1 Active/Optimized for LUN 0 everywhere" 0 ao 1 1 2 3 \
@@ -101,6 +103,9 @@ for kind in heal agent corosync freeze; do
 	# the host writes through node 1 for a while before the stretch ends
 	sleep 3
 	kill -USR2 "$io_pid"
+	n=$(grep -c 'failed (watched)' "$IO_LOG")
+	per_kind+=("$kind $((n - seen))")
+	seen=$n
 	ha_check "$kind: node 1's daemons alive" eval "bed_alive 1 isergwd && bed_alive 1 ha"
 done
 
@@ -124,8 +129,10 @@ ha_check "the client wrote through node 1 ($per_path)" \
 	[ "$(awk '{ print $5 }' <<<"$per_path")" -gt 0 ]
 ha_stop_daemons
 
-for s in "${secs[@]}"; do
-	echo "ha.failback: ${s% *}: node 1 back -> group 1 Active/Optimized everywhere after ${s#* } s"
+for i in "${!secs[@]}"; do
+	s=${secs[$i]} k=${per_kind[$i]:-"? ?"}
+	echo "ha.failback: ${s% *}: node 1 back -> group 1 Active/Optimized everywhere after ${s#* } s;" \
+		"failed commands while it came back: ${k#* }"
 done
 echo "ha.failback: $watched"
 [ "${#secs[@]}" -eq 4 ] || fail=1
