@@ -435,6 +435,7 @@ struct ib_rx {
 	/* fencing: its share of ib->n_up_unreg and ib->n_reg (rx_recount) */
 	unsigned int c_up_unreg, c_reg;
 	bool keys_pending;              /* a READ KEYS of rx_check_keys is out */
+	uint8_t keys_ua;                /* unit attentions to it in a row */
 	uint32_t keys_gen, keys_seq;    /* g_lease_gen and ib->reg_seq when it was sent */
 };
 
@@ -1725,10 +1726,11 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 				ib->bdev.name, status);
 		if (t)
 			scsi_free_scsi_task(t);
-		if (ua)
+		if (ua && rx->keys_ua++ < IB_MAX_UA_RETRIES)
 			rx_check_keys(rx);
 		return;
 	}
+	rx->keys_ua = 0;
 	rk = scsi_datain_unmarshall(t);
 	for (int i = 0; rk && i < rk->num_keys; i++)
 		found |= rk->keys[i] == own;
