@@ -90,6 +90,8 @@ struct bdev_ops {
 	void (*set_listener)(struct bdev *b, bdev_listener_fn fn, void *arg);
 	/* optional: bdev_grow */
 	int (*grow)(struct bdev *b, uint64_t size, bool *grown);
+	/* optional: bdev_awaits_registration (any thread, never blocks) */
+	bool (*awaits_registration)(struct bdev *b);
 };
 
 struct bdev {
@@ -163,6 +165,19 @@ int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out);
  */
 void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void));
 /*
+ * The node holds a lease again after a time without one (the HA agent
+ * renewed it after it ran out, or after a step down): it may have been
+ * fenced meanwhile. Call bdev_iscsi_lease_regaining() before the lease is
+ * valid again and bdev_iscsi_lease_regained() after: from the first call
+ * every iscsi:// LUN that has a registered backend session awaits its
+ * registration (bdev_awaits_registration) until one READ KEYS found this
+ * node's key still there, or its sessions registered again; the second
+ * starts that at once on every reactor instead of at their next tick.
+ * Control thread.
+ */
+void bdev_iscsi_lease_regaining(void);
+void bdev_iscsi_lease_regained(void);
+/*
  * Preempts keys[0..n) on the iscsi bdev b: a short session of its own logs
  * in, registers this node's key, makes sure the LUN is reserved and
  * preempts each key (a key already gone counts as done). Blocks up to
@@ -182,6 +197,20 @@ static inline void bdev_set_listener(struct bdev *b, bdev_listener_fn fn, void *
 {
 	if (b->ops->set_listener)
 		b->ops->set_listener(b, fn, arg);
+}
+
+/*
+ * True while this node's writes through b would be refused by the backend
+ * until it registers its reservation key again: an iscsi:// LUN whose key is
+ * not registered through some backend session that serves, or not known to
+ * be since the node was last without a lease (it may have been fenced
+ * meanwhile). The SCSI layer reports this node's target port groups
+ * Transitioning for the LU meanwhile (docs/ha.md, "Failback"). Always false
+ * for backstores without fencing. Any thread: a few atomic loads.
+ */
+static inline bool bdev_awaits_registration(struct bdev *b)
+{
+	return b && b->ops->awaits_registration && b->ops->awaits_registration(b);
 }
 
 /*

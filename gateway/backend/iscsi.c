@@ -26,6 +26,13 @@
  *    (bdev_iscsi_caw_outcome). Commands wait at most hold_ms in all; then
  *    they fail with -ENOTCONN and the bdev is offline (the SCSI layer answers
  *    NOT READY) until a session logs in again.
+ *  - Fencing (docs/backend.md, "The gateways' reservation"): sessions
+ *    register this node's key while it holds a lease. When the lease comes
+ *    back after a gap, or a session finds the key preempted, every reactor
+ *    is told at once (ib_poke) and checks its sessions (READ KEYS, or a new
+ *    login that registers); until the key is known to be there the bdev
+ *    awaits its registration (bdev_awaits_registration, from counters the
+ *    reactors keep: rx_recount) and the SCSI layer answers Transitioning.
  */
 #include "backend/backend.h"
 #include "backend/iscsi_priv.h"
@@ -302,7 +309,24 @@ void bdev_iscsi_fenced_sense(uint8_t sense[IB_FENCED_SENSE_LEN])
 	sense[13] = 0x0c;       /* TARGET PORT IN UNAVAILABLE STATE */
 }
 
+bool bdev_iscsi_awaits_registration(bool fencing, unsigned int up_unregistered,
+				    unsigned int registered, uint32_t confirmed_gen,
+				    uint32_t lease_gen)
+{
+	if (!fencing)
+		return false;
+	return up_unregistered > 0 || (registered > 0 && confirmed_gen != lease_gen);
+}
+
 #ifndef ISERGW_HAVE_LIBISCSI
+
+void bdev_iscsi_lease_regaining(void)
+{
+}
+
+void bdev_iscsi_lease_regained(void)
+{
+}
 
 void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void))
 {
@@ -383,6 +407,7 @@ struct ib_sess {
 	bool ever_up;
 	bool registered;        /* our reservation key is registered through this session */
 	uint32_t reg_epoch;     /* ib->fence_epoch when it registered */
+	uint32_t reg_gen;       /* g_lease_gen when it began to register */
 	uint64_t connect_start_ms;
 	unsigned int attempt;   /* failed connects in a row */
 	uint64_t down_since_ms;
@@ -407,7 +432,11 @@ struct ib_rx {
 	struct reactor_timer tick;
 	struct ib_req *free_reqs;
 	unsigned int nwait;
-	bool lease_lost;                /* a tick found no valid lease while a session was registered */
+	/* fencing: its share of ib->n_up_unreg and ib->n_reg (rx_recount) */
+	unsigned int c_up_unreg, c_reg;
+	bool keys_pending;              /* a READ KEYS of rx_check_keys is out */
+	uint8_t keys_ua;                /* unit attentions to it in a row */
+	uint32_t keys_gen, keys_seq;    /* g_lease_gen and ib->reg_seq when it was sent */
 };
 
 enum ib_req_kind { RK_IO = 0, RK_PROBE, RK_CAW_CHECK };
@@ -457,6 +486,16 @@ struct ib_bdev {
 	atomic_bool gate_closed_seen;   /* a session found no valid lease since the last registration */
 	atomic_bool fenced_seen;        /* the backend refused us for a reservation conflict */
 	_Atomic uint32_t fence_epoch;   /* bumped when this node finds itself fenced */
+	/*
+	 * What bdev_awaits_registration() reads: sessions up but not
+	 * registered (in this fence_epoch), sessions registered, the
+	 * g_lease_gen in which the key was last known registered, and a count
+	 * of registrations (a READ KEYS that saw one happen proves nothing).
+	 */
+	atomic_uint n_up_unreg, n_reg;
+	_Atomic uint32_t ok_gen;
+	_Atomic uint32_t reg_seq;
+	struct list_head all_link;      /* g_ibs */
 	_Atomic uint32_t odd_answer;    /* last backend answer logged by note_odd_answer */
 	pthread_mutex_t lock;
 	bdev_listener_fn listener;
@@ -477,6 +516,11 @@ static const struct bdev_ops iscsi_ops;
 /* This node's reservation key (0: no fencing) and when it may register it. */
 static _Atomic uint64_t g_pr_key;
 static bool (*_Atomic g_may_register)(void);
+/* Bumped each time the node holds a lease again after a time without one. */
+static _Atomic uint32_t g_lease_gen = 1;
+/* Every open iscsi bdev, for bdev_iscsi_lease_regained(). */
+static pthread_mutex_t g_ibs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list_head g_ibs = { &g_ibs, &g_ibs };
 
 void bdev_iscsi_fence_setup(uint64_t key, bool (*may_register)(void))
 {
@@ -623,6 +667,9 @@ static void req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *se
 /* sessions                                                                 */
 
 static void rx_pump(struct ib_rx *rx);
+static void rx_recount(struct ib_rx *rx);
+static void rx_check_keys(struct ib_rx *rx);
+static void ib_poke(struct ib_bdev *ib);
 static void sess_connect(struct ib_sess *s);
 static void sess_teardown(struct ib_sess *s);
 static void rx_arm_tick(struct ib_rx *rx);
@@ -759,6 +806,8 @@ static void sess_teardown(struct ib_sess *s)
 		s->attempt++;
 	}
 	reactor_timer_arm(rx->r, &s->reconnect, was_up ? 0 : bdev_iscsi_backoff_ms(s->attempt - 1));
+	rx->keys_pending = false;       /* its READ KEYS, if any, was dropped with it */
+	rx_recount(rx);
 	rx_arm_tick(rx);
 }
 
@@ -828,6 +877,7 @@ static void sess_register(struct ib_sess *s)
 	struct ib_bdev *ib = s->rx->ib;
 
 	s->registered = false;
+	s->reg_gen = atomic_load(&g_lease_gen);
 	if (!fence_key_set(ib)) {
 		sess_up(s);
 		return;
@@ -847,8 +897,10 @@ static void sess_register(struct ib_sess *s)
 	 */
 	if (atomic_load(&ib->ever_registered) && atomic_exchange(&ib->gate_closed_seen, false)) {
 		atomic_fetch_add(&ib->fence_epoch, 1);
+		atomic_store(&ib->ok_gen, 0);
 		GW_NOTICE(IB_COMP, "%s: registering again after a time without a lease: commands "
 			  "from before fail NOT READY 04/0C", ib->bdev.name);
+		ib_poke(ib);    /* the other sessions' registrations are of the old epoch */
 	}
 	sess_pr_out(s, SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0);
 }
@@ -911,6 +963,10 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 	}
 	s->registered = true;
 	s->reg_epoch = atomic_load(&ib->fence_epoch);
+	atomic_fetch_add(&ib->reg_seq, 1);
+	/* the first registration proves the key is there; with others, READ KEYS does */
+	if (atomic_load(&ib->n_reg) == 0)
+		atomic_store(&ib->ok_gen, s->reg_gen);
 	if (atomic_exchange(&ib->fenced_seen, false))
 		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " again: this "
 			  "node holds a lease again after it was fenced", ib->bdev.name,
@@ -958,6 +1014,8 @@ static void sess_up(struct ib_sess *s)
 	if (atomic_exchange(&ib->bdev.offline, false))
 		GW_NOTICE(IB_COMP, "%s: backend reachable again: LUN online", ib->bdev.name);
 	atomic_store(&ib->offline_logged, false);
+	rx_recount(rx);
+	rx_check_keys(rx);      /* registered beside sessions not yet known to be */
 	rx_pump(rx);
 }
 
@@ -1368,12 +1426,15 @@ static void req_fenced(struct ib_req *q, struct ib_sess *s)
 	if (s->registered) {
 		/* fenced: every registration of the key is gone, on every reactor */
 		atomic_fetch_add(&ib->fence_epoch, 1);
+		atomic_store(&ib->ok_gen, 0);
 		s->registered = false;
 		atomic_store(&ib->fenced_seen, true);
 		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
 		       "CONFLICT: this node's reservation key was preempted (fenced by the other "
 		       "gateways); failing its commands NOT READY 04/0C, registering again only "
 		       "with a valid lease", ib->bdev.name, req_name(q), q->io->offset);
+		rx_recount(q->rx);
+		ib_poke(ib);    /* every session registers again now, not at its next tick */
 	} else if (!atomic_exchange(&ib->fenced_seen, true)) {
 		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
 		       "CONFLICT: this node is not registered (no valid lease): failing its "
@@ -1616,6 +1677,24 @@ static uint64_t ib_login_limit_ms(const struct ib_bdev *ib)
 	return ms < 5000 ? 5000 : ms;
 }
 
+/*
+ * This node's key may be gone (READ KEYS did not find it, or could not tell):
+ * what it submitted before must never be written now, and every session of
+ * every reactor registers again at once.
+ */
+static void ib_refenced(struct ib_rx *rx)
+{
+	struct ib_bdev *ib = rx->ib;
+
+	atomic_fetch_add(&ib->fence_epoch, 1);
+	atomic_store(&ib->ok_gen, 0);
+	atomic_store(&ib->fenced_seen, true);
+	for (unsigned int i = 0; i < rx->nsess; i++)
+		rx->sess[i].registered = false;
+	rx_recount(rx);
+	ib_poke(ib);
+}
+
 static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 {
 	struct ib_req *q = priv;
@@ -1625,9 +1704,10 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 	struct scsi_task *t = data ? data : q->task;
 	struct scsi_persistent_reserve_in_read_keys *rk;
 	uint64_t own = atomic_load(&g_pr_key);
-	bool found = false;
+	bool found = false, ua;
 
 	(void)ctx;
+	rx->keys_pending = false;
 	if (!s || !s->ctx)
 		return;         /* teardown in progress: it frees q */
 	list_del(&q->link);
@@ -1635,67 +1715,108 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 	q->task = NULL;
 	req_free(q);
 	if (status != SCSI_STATUS_GOOD || !t) {
-		/* a unit attention or a hiccup: ask again at the next tick */
-		if (status == SCSI_STATUS_CHECK_CONDITION && t &&
-		    t->sense.key == SCSI_SENSE_UNIT_ATTENTION)
-			rx->lease_lost = true;
-		else
+		/*
+		 * A unit attention (a preempt raises REGISTRATIONS PREEMPTED on
+		 * our nexus): ask again at once; a hiccup: at the next tick.
+		 */
+		ua = status == SCSI_STATUS_CHECK_CONDITION && t &&
+		     t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+		if (!ua)
 			GW_INFO(IB_COMP, "%s: READ KEYS after the lease came back: status 0x%x",
 				ib->bdev.name, status);
 		if (t)
 			scsi_free_scsi_task(t);
+		if (ua && rx->keys_ua++ < IB_MAX_UA_RETRIES)
+			rx_check_keys(rx);
 		return;
 	}
+	rx->keys_ua = 0;
 	rk = scsi_datain_unmarshall(t);
 	for (int i = 0; rk && i < rk->num_keys; i++)
 		found |= rk->keys[i] == own;
 	scsi_free_scsi_task(t);
-	if (!rk || found)
+	if (!rk)
 		return;
-	/*
-	 * Our key is gone: the others fenced this node while it had no lease,
-	 * and it has not written since. What it submitted before must never be
-	 * written now; its sessions register again (rx_tick).
-	 */
-	atomic_fetch_add(&ib->fence_epoch, 1);
-	atomic_store(&ib->fenced_seen, true);
-	for (unsigned int i = 0; i < rx->nsess; i++)
-		rx->sess[i].registered = false;
-	GW_ERR(IB_COMP, "%s: this node's reservation key 0x%016" PRIx64 " was preempted while it "
-	       "had no lease (fenced by the other gateways): commands from before fail NOT READY "
-	       "04/0C, registering again", ib->bdev.name, own);
+	if (found && atomic_load(&ib->reg_seq) == rx->keys_seq) {
+		/* still registered: writes go on (bdev_awaits_registration) */
+		atomic_store(&ib->ok_gen, rx->keys_gen);
+		return;
+	}
+	if (found) {
+		/* a session registered meanwhile: that key may be its own, not the others' */
+		GW_NOTICE(IB_COMP, "%s: a backend session registered while READ KEYS was out: "
+			  "every session registers again", ib->bdev.name);
+	} else {
+		/*
+		 * Our key is gone: the others fenced this node while it had no
+		 * lease, and it has not written since.
+		 */
+		GW_ERR(IB_COMP, "%s: this node's reservation key 0x%016" PRIx64 " was preempted "
+		       "while it had no lease (fenced by the other gateways): commands from before "
+		       "fail NOT READY 04/0C, registering again", ib->bdev.name, own);
+	}
+	ib_refenced(rx);
 }
 
 /*
  * The lease is back after a time without it (a thawed or reconnected node,
  * or only a membership change of the cluster): was this node fenced
  * meanwhile? One READ KEYS on a registered session says whether our key is
- * still there, before a host's write finds out the hard way.
+ * still there; until it answers, the LUN awaits its registration
+ * (bdev_awaits_registration: hosts are told Transitioning, not refused).
  */
 static void rx_check_keys(struct ib_rx *rx)
 {
+	struct ib_bdev *ib = rx->ib;
+	uint32_t ep = atomic_load(&ib->fence_epoch);
 	struct ib_sess *s = NULL;
 	struct ib_req *q;
 	struct scsi_task *t;
 
+	if (rx->keys_pending || !rx->c_reg || !fence_key_set(ib) || !fence_may_register() ||
+	    atomic_load(&ib->ok_gen) == atomic_load(&g_lease_gen))
+		return;
 	for (unsigned int i = 0; i < rx->nsess && !s; i++)
-		if (rx->sess[i].state == S_UP && rx->sess[i].registered && !rx->sess[i].broken &&
-		    rx->sess[i].ctx)
+		if (rx->sess[i].state == S_UP && rx->sess[i].registered &&
+		    rx->sess[i].reg_epoch == ep && !rx->sess[i].broken && rx->sess[i].ctx)
 			s = &rx->sess[i];
 	if (!s || !(q = probe_req(s)))
 		return;
-	t = iscsi_persistent_reserve_in_task(s->ctx, (int)rx->ib->url.lun,
+	rx->keys_gen = atomic_load(&g_lease_gen);
+	rx->keys_seq = atomic_load(&ib->reg_seq);
+	t = iscsi_persistent_reserve_in_task(s->ctx, (int)ib->url.lun,
 					     SCSI_PERSISTENT_RESERVE_READ_KEYS, 4096, keys_cb, q);
-	if (probe_track(s, q, t))
+	if (probe_track(s, q, t)) {
+		rx->keys_pending = true;
 		sess_kick(s);
+	}
 }
 
-static bool rx_registered(const struct ib_rx *rx)
+/*
+ * Recounts rx's sessions that are up into its bdev's counters
+ * (bdev_awaits_registration): registered in this fence epoch, or not. On
+ * rx's reactor, after anything that changes a session's state.
+ */
+static void rx_recount(struct ib_rx *rx)
 {
-	for (unsigned int i = 0; i < rx->nsess; i++)
-		if (rx->sess[i].registered)
-			return true;
-	return false;
+	struct ib_bdev *ib = rx->ib;
+	uint32_t ep = atomic_load(&ib->fence_epoch);
+	unsigned int unreg = 0, reg = 0;
+
+	for (unsigned int i = 0; i < rx->nsess; i++) {
+		const struct ib_sess *s = &rx->sess[i];
+
+		if (s->state != S_UP)
+			continue;
+		if (s->registered && s->reg_epoch == ep)
+			reg++;
+		else
+			unreg++;
+	}
+	atomic_fetch_add(&ib->n_up_unreg, unreg - rx->c_up_unreg);
+	atomic_fetch_add(&ib->n_reg, reg - rx->c_reg);
+	rx->c_up_unreg = unreg;
+	rx->c_reg = reg;
 }
 
 static void rx_tick(void *arg)
@@ -1703,14 +1824,6 @@ static void rx_tick(void *arg)
 	struct ib_rx *rx = arg;
 	uint64_t now = gw_now_ms();
 
-	if (fence_key_set(rx->ib) && rx_registered(rx)) {
-		if (!fence_may_register()) {
-			rx->lease_lost = true;
-		} else if (rx->lease_lost) {
-			rx->lease_lost = false;
-			rx_check_keys(rx);
-		}
-	}
 	for (unsigned int i = 0; i < rx->nsess; i++) {
 		struct ib_sess *s = &rx->sess[i];
 		int rc;
@@ -1743,9 +1856,52 @@ static void rx_tick(void *arg)
 		}
 		sess_after_service(s, rc);
 	}
+	rx_recount(rx);
+	rx_check_keys(rx);
 	rx_expire(rx);
 	rx_pump(rx);
 	rx_arm_tick(rx);
+}
+
+static void rx_poke_msg(void *arg)
+{
+	rx_tick(arg);
+}
+
+/* Every reactor of ib looks at its sessions now, not at its next tick. Any thread. */
+static void ib_poke(struct ib_bdev *ib)
+{
+	for (unsigned int i = 0; i < IB_MAX_REACTORS; i++) {
+		struct ib_rx *rx = atomic_load(&ib->rx[i]);
+
+		if (rx && reactor_send_msg(rx->r, rx_poke_msg, rx))
+			GW_WARN(IB_COMP, "%s: out of memory: reactor %u registers at its next tick",
+				ib->bdev.name, i);
+	}
+}
+
+void bdev_iscsi_lease_regaining(void)
+{
+	atomic_fetch_add(&g_lease_gen, 1);
+}
+
+void bdev_iscsi_lease_regained(void)
+{
+	struct list_head *pos;
+
+	pthread_mutex_lock(&g_ibs_lock);
+	list_for_each(pos, &g_ibs)
+		ib_poke(list_entry(pos, struct ib_bdev, all_link));
+	pthread_mutex_unlock(&g_ibs_lock);
+}
+
+static bool iscsi_awaits_registration(struct bdev *b)
+{
+	struct ib_bdev *ib = to_ib(b);
+
+	return bdev_iscsi_awaits_registration(fence_key_set(ib), atomic_load(&ib->n_up_unreg),
+					      atomic_load(&ib->n_reg), atomic_load(&ib->ok_gen),
+					      atomic_load(&g_lease_gen));
 }
 
 static struct ib_rx *rx_get(struct ib_bdev *ib)
@@ -2102,6 +2258,9 @@ static void iscsi_close(struct bdev *b)
 	struct ib_bdev *ib = to_ib(b);
 	struct bdev_iscsi_stats st;
 
+	pthread_mutex_lock(&g_ibs_lock);
+	list_del(&ib->all_link);
+	pthread_mutex_unlock(&g_ibs_lock);
 	if (bdev_iscsi_get_stats(b, &st) == 0)
 		GW_NOTICE(IB_COMP, "%s: closing: %" PRIu64 " backend commands, %" PRIu64 " retries, %"
 			  PRIu64 " reconnects, %" PRIu64 " failed logins, %" PRIu64
@@ -2136,6 +2295,7 @@ static const struct bdev_ops iscsi_ops = {
 	.submit = iscsi_submit,
 	.close = iscsi_close,
 	.set_listener = iscsi_set_listener,
+	.awaits_registration = iscsi_awaits_registration,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -2742,6 +2902,9 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	GW_INFO(IB_COMP, "%s: %u session(s) per reactor, hold %u ms, reads in pieces of %u bytes%s",
 		ib->bdev.name, ib->sessions, ib->hold_ms, ib->read_chunk,
 		p->readonly ? ", read-only" : "");
+	pthread_mutex_lock(&g_ibs_lock);
+	list_add_tail(&ib->all_link, &g_ibs);
+	pthread_mutex_unlock(&g_ibs_lock);
 	*out = &ib->bdev;
 	return 0;
 

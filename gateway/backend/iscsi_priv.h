@@ -71,6 +71,18 @@ int bdev_iscsi_iov_slice(const struct iovec *iov, int iovcnt, uint64_t off, uint
  * REGISTRANTS ONLY (docs/backend.md says why not 7, ALL REGISTRANTS).
  */
 #define IB_PR_TYPE 5
+
+/*
+ * Whether writes through an iscsi:// LUN must wait for this node's key to be
+ * registered (bdev_awaits_registration): with fencing on, some backend
+ * session serves unregistered (it came up without a lease, or found the key
+ * preempted), or some session is registered but the key was last seen
+ * registered (registration or READ KEYS, confirmed_gen) before the node was
+ * last without a lease (lease_gen).
+ */
+bool bdev_iscsi_awaits_registration(bool fencing, unsigned int up_unregistered,
+				    unsigned int registered, uint32_t confirmed_gen,
+				    uint32_t lease_gen);
 enum ib_pr_outcome {
 	IB_PR_OK = 0,           /* done */
 	IB_PR_ALREADY,          /* nothing to do: the key to preempt is gone, or the LUN is reserved */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "ctl_priv.h"
 #include "util/log.h"
 
@@ -151,7 +152,17 @@ void ctl_op_renew_lease(struct ctl_client *c, const CtlRequest *req)
 	}
 	before = scsi_lease_phase(&l, now);
 	lost = scsi_lease_lost_since(&l, now);
+	/*
+	 * Back after a time without a lease: the node may have been fenced at
+	 * the backend meanwhile. Its iscsi:// LUNs await their registration
+	 * (Transitioning) from before the lease is valid until the key is
+	 * known to be there, which every reactor checks now.
+	 */
+	if (before != SCSI_LEASE_VALID)
+		bdev_iscsi_lease_regaining();
 	rc = scsi_alua_lease_renew(exp);
+	if (before != SCSI_LEASE_VALID)
+		bdev_iscsi_lease_regained();
 	if (rc) {
 		snprintf(why, sizeof(why), "lease not renewed: %s", strerror(-rc));
 		ctl_reply_refused(c, req, rc, why);

@@ -223,6 +223,14 @@ uint64_t scsi_lease_next_change(const struct scsi_lease *l, uint64_t now_ms);
 uint64_t scsi_lease_lost_since(const struct scsi_lease *l, uint64_t now_ms);
 /* "off", "none", "valid", "expired", "stepped-down". */
 const char *scsi_lease_phase_name(enum scsi_lease_phase ph);
+/*
+ * The state this node's group serves in, for an LU whose backend awaits this
+ * node's reservation key (bdev_awaits_registration: it was fenced, or has
+ * just been without a lease): Transitioning instead of an active state; any
+ * other state, or no wait, unchanged. Under a valid lease only (the lease's
+ * own override comes first).
+ */
+uint8_t scsi_alua_gated_state(uint8_t state, bool awaits_registration);
 
 /*
  * Enforce the lease or not (a reload may change it); switching enforcement

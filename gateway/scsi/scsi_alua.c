@@ -32,6 +32,13 @@
  * While it overrides the states, a change underneath reports nothing new and
  * raises no unit attention: the sync that ends the override does.
  *
+ * Under a valid lease, an LU forwarded to a backend (iscsi://) whose
+ * reservation key this node has not registered again since it was fenced or
+ * without a lease (bdev_awaits_registration) reports this node's groups
+ * Transitioning instead of Active/Optimized or Active/Non-optimized, and
+ * enforces it: its writes would be refused by the backend (docs/ha.md,
+ * "Failback"). Hosts retry; the states apply again once the key is there.
+ *
  * A held command (struct alua_held) is listed in alua.held under alua.lock
  * and finished on its own reactor by whoever unlinks it there: the timer,
  * the message that announces a decision, or an abort (scsi_held.h). Other
@@ -115,6 +122,7 @@ struct held_note {
 
 static void held_outcome(struct scsi_held *hd, int status);
 static void held_finish_hd(struct scsi_held *hd);
+static bool state_restricts(uint8_t state);
 
 static struct {
 	pthread_mutex_t lock;
@@ -373,6 +381,20 @@ static uint8_t lease_override_now(void)
 	return scsi_lease_override(scsi_lease_phase(&l, lease_clock()));
 }
 
+uint8_t scsi_alua_gated_state(uint8_t state, bool awaits_registration)
+{
+	return awaits_registration && !state_restricts(state) ? SCSI_ALUA_TRANSITIONING : state;
+}
+
+/* A port of this node is in group g. */
+static bool tpg_is_local(const struct alua_tpg *g)
+{
+	for (size_t k = 0; k < g->nports; k++)
+		if (alua_port_is_local(g->ports[k]))
+			return true;
+	return false;
+}
+
 /* What REPORT TARGET PORT GROUPS says of group tpg of d under the lease override ov. */
 static struct alua_state dg_reported(struct alua_dg *d, uint16_t tpg, uint8_t ov)
 {
@@ -560,12 +582,15 @@ bool alua_check(struct scsi_cmd *cmd)
 	/* the lease first: it overrides every group, whatever the clock of the control thread */
 	state = lease_override_now();
 	if (state == SCSI_LEASE_NO_OVERRIDE) {
-		if (atomic_load_explicit(&alua.restricted, memory_order_acquire) == 0)
+		bool gate = bdev_awaits_registration(cmd->lu->bdev);
+
+		if (!gate && atomic_load_explicit(&alua.restricted, memory_order_acquire) == 0)
 			return false;
 		pthread_mutex_lock(&alua.lock);
 		state = dg_effective(cmd->lu->alua_dg < alua.ndg ? alua.dg[cmd->lu->alua_dg] : NULL,
 				     cmd->itn->port->tpg_id).state;
 		pthread_mutex_unlock(&alua.lock);
+		state = scsi_alua_gated_state(state, gate);
 	}
 
 	switch (state) {
@@ -1243,6 +1268,7 @@ void alua_rtpg(struct scsi_cmd *cmd)
 	struct alua_dg *d;
 	uint32_t len, off;
 	uint8_t ov;
+	bool gate;
 	uint8_t *d8;
 	size_t i, k;
 
@@ -1257,6 +1283,7 @@ void alua_rtpg(struct scsi_cmd *cmd)
 	}
 	off = fmt ? 8 : 4;
 	ov = lease_override_now();
+	gate = ov == SCSI_LEASE_NO_OVERRIDE && bdev_awaits_registration(cmd->lu->bdev);
 	pthread_mutex_lock(&alua.lock);
 	d = cmd->lu->alua_dg < alua.ndg ? alua.dg[cmd->lu->alua_dg] : NULL;
 	for (i = 0; i < alua.ntpg; i++) {
@@ -1267,6 +1294,10 @@ void alua_rtpg(struct scsi_cmd *cmd)
 		if (!g->nports)
 			continue;       /* its ports were removed */
 		s = dg_reported(d, g->id, ov);
+		if (gate && tpg_is_local(g) && !state_restricts(s.state)) {
+			s.state = SCSI_ALUA_TRANSITIONING;
+			s.status = ALUA_STATUS_IMPLICIT;
+		}
 		p[0] = (uint8_t)((s.pref ? 0x80 : 0) | (s.state & 0x0f));
 		p[1] = ALUA_SUPPORTED_STATES;
 		put_be16(&p[2], g->id);

@@ -7,7 +7,7 @@
  *
  *   ha_io [--seed N] [--region-mib N] [--offset-mib N] [--seconds N]
  *         [--timeout-s N] [--limit-s N] [--pause-ms N] [--initiator NAME]
- *         URL [URL...]
+ *         [--follow-ao MS] URL [URL...]
  *
  *   The URLs (iscsi://[USER%SECRET@]HOST:PORT/IQN/LUN: with CHAP when a
  *   user is given) are paths to the same LU through different nodes. It writes extents of 1..64 KiB at random places in the
@@ -28,6 +28,20 @@
  *   longest time between two completed commands.) Every stall over 1 s is
  *   logged on stderr when it ends, with the reasons of its retries. Exit 1
  *   on a mismatch or a command that could not be completed.
+ *
+ *   --follow-ao MS: a host on dm-multipath with the ALUA handler instead.
+ *   At most every MS ms, and after every answer that is not GOOD, it asks
+ *   each path for its own target port group's state (REPORT TARGET PORT
+ *   GROUPS through that path, the group from VPD 83h) and sends every
+ *   command down the path that says Active/Optimized (else
+ *   Active/Non-optimized, else any). NOT READY 04/0A (ALUA transitioning)
+ *   and unit attentions are retried and counted apart; every other answer
+ *   (another NOT READY, RESERVATION CONFLICT, a transport error, ...) is a
+ *   failed command, counted, logged ("ha_io: failed ...") and retried.
+ *   SIGUSR1 starts a watched stretch, SIGUSR2 ends it; at the end:
+ *     ha_io: watched: writes W, failed writes F, not ready other than
+ *       transitioning N, transitioning T, unit attentions U
+ *     ha_io: writes per path: P0 P1 ...
  *
  * Sampler: REPORT TARGET PORT GROUPS through one node, every MS ms.
  *
@@ -90,7 +104,14 @@ struct path {
 	struct iscsi_context *iscsi;
 	int conn_done, conn_status; /* connect and login callbacks: live as long as the path */
 	double hold_until;          /* monotonic seconds: left alone until then */
-	int own_tpg;                /* sampler: from VPD 83h, -1 unknown */
+	int own_tpg;                /* sampler, --follow-ao: from VPD 83h, -1 unknown */
+	int own_state;              /* --follow-ao: its own group's state, -1 unknown */
+	uint64_t writes;            /* write commands completed GOOD through it */
+};
+
+/* --follow-ao: what the answers were, all told and within the watched stretches */
+struct tally {
+	uint64_t writes, failed_writes, not_ready_other, transitioning, unit_attentions;
 };
 
 struct cmd {
@@ -112,14 +133,21 @@ struct io {
 	double last_done, longest_stall;
 	unsigned stall_retries;
 	char last_why[160];
+	unsigned follow_ms;         /* --follow-ao: 0 off */
+	double states_at;           /* when the paths' states were last read */
+	struct tally all, watched;
 };
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, watching;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_flag = 1;
+	if (sig == SIGUSR1)
+		watching = 1;
+	else if (sig == SIGUSR2)
+		watching = 0;
+	else
+		stop_flag = 1;
 }
 
 static double mono(void)
@@ -201,6 +229,7 @@ static int path_parse(struct path *p, const char *url, const char *initiator)
 	snprintf(p->secret, sizeof(p->secret), "%s", u->passwd);
 	p->lun = u->lun;
 	p->own_tpg = -1;
+	p->own_state = -1;
 	iscsi_destroy_url(u);
 	iscsi_destroy_context(tmp);
 	return 0;
@@ -213,6 +242,7 @@ static void path_close(struct path *p)
 		p->iscsi = NULL;
 	}
 	p->own_tpg = -1;
+	p->own_state = -1;
 }
 
 /* Serves p's connection until *done or the deadline: 0, -ETIMEDOUT or -EIO. */
@@ -412,6 +442,128 @@ static void completed(struct io *io)
 	io->last_done = now;
 }
 
+/* ------------------------------------------------------------ --follow-ao */
+
+static int own_tpg(const struct scsi_task *t);
+
+/* The state RTPG data gives group tpg, -1 when it is not listed. */
+static int rtpg_state_of(const struct scsi_task *t, int tpg)
+{
+	const unsigned char *d = t->datain.data, *g;
+	uint32_t n = rtpg_len(d, t->datain.size), off = 8;
+
+	while (n && rtpg_next(d, n, &off, &g) > 0)
+		if (be16(&g[2]) == tpg)
+			return g[0] & 0x0f;
+	return -1;
+}
+
+/* Asks every path not left alone for its own group's state (a path checker's pass). */
+static void follow_refresh(struct io *io)
+{
+	double now = mono();
+
+	for (int i = 0; i < io->npaths; i++) {
+		struct path *p = &io->paths[i];
+		struct scsi_task *t = NULL;
+		char why[160];
+		enum res r = RES_OK;
+
+		if (p->hold_until > now) {
+			p->own_state = -1;
+			continue;
+		}
+		/* opened here with the commands' timeout: libiscsi keeps it for the connection */
+		if (!p->iscsi && path_open(p, io->initiator, io->timeout_s, why, sizeof(why)) != 0) {
+			p->own_state = -1;
+			p->hold_until = mono() + PATH_HOLD_S;
+			continue;
+		}
+		for (int tries = 0; p->own_tpg < 0 && tries < 3; tries++) {
+			r = execute(io->initiator, p, 1.0, OP_VPD83, 0, 0, 512, NULL, &t, why, sizeof(why));
+			if (r == RES_OK) {
+				p->own_tpg = own_tpg(t);
+				scsi_free_scsi_task(t);
+			} else if (r != RES_RETRY) {
+				break;
+			}
+		}
+		if (r == RES_OK) {
+			for (int tries = 0; tries < 3; tries++) {
+				r = execute(io->initiator, p, 1.0, OP_RTPG, 0, 0, 512, NULL, &t, why,
+					    sizeof(why));
+				if (r != RES_RETRY || strncmp(why, "sense 6/", 8) != 0)
+					break;
+			}
+		}
+		p->own_state = -1;
+		if (r == RES_OK) {
+			p->own_state = rtpg_state_of(t, p->own_tpg);
+			scsi_free_scsi_task(t);
+		} else if (r == RES_TRANSPORT) {
+			p->hold_until = mono() + PATH_HOLD_S;
+		}
+	}
+	io->states_at = mono();
+}
+
+/* How much a path in this state is wanted: 0 best. */
+static int follow_rank(int state)
+{
+	switch (state) {
+	case 0: return 0;       /* Active/Optimized */
+	case 1: return 1;       /* Active/Non-optimized */
+	case -1: return 2;      /* not known */
+	case 15: return 3;      /* Transitioning */
+	default: return 4;      /* Standby, Unavailable, Offline */
+	}
+}
+
+static struct path *follow_pick(struct io *io)
+{
+	double now = mono();
+	int best = -1;
+
+	if (now - io->states_at >= io->follow_ms / 1000.0)
+		follow_refresh(io);
+	for (int i = 0; i < io->npaths; i++) {
+		struct path *p = &io->paths[i];
+
+		if (p->hold_until > now)
+			continue;
+		if (best < 0 || follow_rank(p->own_state) < follow_rank(io->paths[best].own_state))
+			best = i;
+	}
+	if (best >= 0)
+		io->cur = best;
+	return &io->paths[io->cur];
+}
+
+/* Counts an answer that was not GOOD; true when it is a failed command. */
+static bool follow_count(struct io *io, enum op op, enum res r, const char *why,
+			 const struct path *p, int state, uint64_t lba, uint32_t nb)
+{
+	bool tr = strncmp(why, "sense 2/04/0a", 13) == 0, ua = strncmp(why, "sense 6/", 8) == 0;
+	bool nr = strncmp(why, "sense 2/", 8) == 0 && !tr;
+	struct tally *ts[2] = { &io->all, watching ? &io->watched : NULL };
+	uint64_t t = real_us();
+
+	for (int i = 0; i < 2 && ts[i]; i++) {
+		ts[i]->transitioning += tr;
+		ts[i]->unit_attentions += ua;
+		ts[i]->not_ready_other += nr;
+		ts[i]->failed_writes += op == OP_WRITE && !tr && !ua;
+	}
+	if (tr || ua)
+		return false;
+	fprintf(stderr, "ha_io: %" PRIu64 ".%06" PRIu64 " failed%s: %s lba %" PRIu64 " +%u through %s"
+		" (its group's state %d): %s%s\n", t / 1000000, t % 1000000,
+		watching ? " (watched)" : "", op == OP_WRITE ? "WRITE" : op == OP_READ ? "READ" :
+		"command", lba, nb, p->url, state, r == RES_TRANSPORT ? "transport: " : "",
+		why);
+	return true;
+}
+
 /* One command, on whichever path works. */
 static int io_cmd(struct io *io, enum op op, uint64_t lba, uint32_t nb, unsigned char *data,
 		  struct scsi_task **out)
@@ -420,14 +572,42 @@ static int io_cmd(struct io *io, enum op op, uint64_t lba, uint32_t nb, unsigned
 	int failed = 0;
 
 	for (;;) {
-		struct path *p = pick(io);
+		struct path *p = io->follow_ms ? follow_pick(io) : pick(io);
+		int state = p->own_state;
 		char why[160] = "";
 		enum res r = execute(io->initiator, p, io->timeout_s, op, lba, nb, io->bs, data, out,
 				     why, sizeof(why));
 
 		if (r == RES_OK) {
+			if (op == OP_WRITE) {
+				p->writes++;
+				io->all.writes++;
+				io->watched.writes += watching;
+			}
 			completed(io);
 			return 0;
+		}
+		if (io->follow_ms) {
+			/* a host's multipath: read the states again, use the best path */
+			follow_count(io, op, r, why, p, state, lba, nb);
+			if (r == RES_FATAL && strcmp(why, "status 0x18") != 0) {
+				fprintf(stderr, "ha_io: giving up on this answer\n");
+				return -EIO;
+			}
+			if (r == RES_TRANSPORT)
+				p->hold_until = mono() + PATH_HOLD_S;
+			io->retries++;
+			io->stall_retries++;
+			snprintf(io->last_why, sizeof(io->last_why), "%s", why);
+			if (strncmp(why, "sense 6/", 8) != 0)
+				sleep_ms(10);
+			io->states_at = 0;
+			if (mono() > limit) {
+				fprintf(stderr, "ha_io: no path completed a command within %.0f s\n",
+					io->limit_s);
+				return -ETIMEDOUT;
+			}
+			continue;
 		}
 		if (r == RES_FATAL) {
 			fprintf(stderr, "ha_io: %s lba %" PRIu64 " +%u through %s: %s\n",
@@ -593,6 +773,22 @@ out:
 	printf("ha_io: writes %" PRIu64 ", verified %" PRIu64 ", mismatches %" PRIu64
 	       ", longest stall %.3f s, retries %" PRIu64 "\n",
 	       io->writes, io->verified, io->mismatches, io->longest_stall, io->retries);
+	if (io->follow_ms) {
+		const struct tally *wt = &io->watched, *a = &io->all;
+
+		printf("ha_io: watched: writes %" PRIu64 ", failed writes %" PRIu64 ", not ready other "
+		       "than transitioning %" PRIu64 ", transitioning %" PRIu64 ", unit attentions %"
+		       PRIu64 "\n", wt->writes, wt->failed_writes, wt->not_ready_other, wt->transitioning,
+		       wt->unit_attentions);
+		printf("ha_io: all: writes %" PRIu64 ", failed writes %" PRIu64 ", not ready other "
+		       "than transitioning %" PRIu64 ", transitioning %" PRIu64 ", unit attentions %"
+		       PRIu64 "\n", a->writes, a->failed_writes, a->not_ready_other, a->transitioning,
+		       a->unit_attentions);
+		printf("ha_io: writes per path:");
+		for (int i = 0; i < io->npaths; i++)
+			printf(" %" PRIu64, io->paths[i].writes);
+		printf("\n");
+	}
 	fflush(stdout);
 	free(io->acked);
 	free(buf);
@@ -769,7 +965,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: ha_io [--seed N] [--region-mib N] [--offset-mib N] [--seconds N] [--timeout-s N]\n"
-		"             [--limit-s N] [--pause-ms N] [--initiator NAME] URL [URL...]\n"
+		"             [--limit-s N] [--pause-ms N] [--initiator NAME] [--follow-ao MS]\n"
+		"             URL [URL...]\n"
 		"       ha_io --sample-ms MS --luns L[,L...] [--label NAME] URL\n"
 		"       ha_io --write-once LBA URL\n");
 }
@@ -789,6 +986,7 @@ int main(int argc, char **argv)
 		{ "luns", required_argument, NULL, 'L' },
 		{ "label", required_argument, NULL, 'b' },
 		{ "write-once", required_argument, NULL, 'w' },
+		{ "follow-ao", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -817,6 +1015,7 @@ int main(int argc, char **argv)
 		case 'i': io.initiator = optarg; break;
 		case 'm': bad = parse_u64(optarg, 60000, &sample_ms) || sample_ms == 0; break;
 		case 'b': label = optarg; break;
+		case 'f': bad = parse_u64(optarg, 60000, &v) || v == 0; io.follow_ms = (unsigned)v; break;
 		case 'w': bad = parse_u64(optarg, UINT64_MAX, &wlba); once = 1; break;
 		case 'L': {
 			char buf[256], *save = NULL;
@@ -851,6 +1050,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	io.timeout_s = (double)timeout_s;
 	io.limit_s = (double)limit_s;

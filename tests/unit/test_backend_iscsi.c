@@ -7,6 +7,7 @@
  * command's iovecs. An unreachable backend at open
  * (nothing listens on the port) opens offline, with the configured geometry
  * or with an unknown one, and closes while it keeps being unreachable.
+ * When writes must wait for this node's reservation key (fencing).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -217,6 +218,25 @@ static void test_open_unreachable(void **state)
 }
 
 /* What an answer to PERSISTENT RESERVE OUT means for the fencing. */
+/* Writes wait for the key (Transitioning) only with fencing on, and only while needed. */
+static void test_awaits_registration(void **state)
+{
+	(void)state;
+	/* no fencing (no key, or a backend without persistent reservations): never */
+	assert_false(bdev_iscsi_awaits_registration(false, 2, 2, 1, 5));
+	/* no session up yet: its login registers before it serves */
+	assert_false(bdev_iscsi_awaits_registration(true, 0, 0, 0, 5));
+	/* registered, the key seen there since the last lease gap */
+	assert_false(bdev_iscsi_awaits_registration(true, 0, 3, 5, 5));
+	/* a session serves unregistered (came up without a lease, or found itself fenced) */
+	assert_true(bdev_iscsi_awaits_registration(true, 1, 0, 5, 5));
+	assert_true(bdev_iscsi_awaits_registration(true, 1, 3, 5, 5));
+	/* back after a time without a lease: the key may have been preempted meanwhile */
+	assert_true(bdev_iscsi_awaits_registration(true, 0, 1, 4, 5));
+	/* fenced found on another reactor: the key is known gone (0) */
+	assert_true(bdev_iscsi_awaits_registration(true, 0, 2, 0, 5));
+}
+
 static void test_pr_outcome(void **state)
 {
 	enum { REG = 0, RESV = 1, PREEMPT = 4, REG_IGNORE = 6 };
@@ -297,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_iov_slice),
 		cmocka_unit_test(test_open_unreachable),
 		cmocka_unit_test(test_pr_outcome),
+		cmocka_unit_test(test_awaits_registration),
 		cmocka_unit_test(test_fenced_sense),
 		cmocka_unit_test(test_fence_refused),
 	};

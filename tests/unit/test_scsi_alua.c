@@ -10,7 +10,9 @@
  * functions, then none -> valid -> expired -> stepped-down -> valid, step
  * down, states set underneath, the command path refusing at once when the
  * clock passes the expiry before any sync); several device groups at once
- * (scsi_alua_set_map: all checked before any changes).
+ * (scsi_alua_set_map: all checked before any changes); an LU whose backend
+ * awaits this node's reservation key reports and enforces Transitioning for
+ * this node's groups instead of an active state.
  */
 #include "test_scsi_harness.h"
 
@@ -1037,6 +1039,94 @@ static void test_set_map(void **state)
 	dg_lu_free(a, &y);
 }
 
+/* ------------------------------------------------- backend registration */
+
+static bool gate_on;
+
+static bool fake_awaits_registration(struct bdev *b)
+{
+	(void)b;
+	return gate_on;
+}
+
+/* The state RTPG through x->a reports for group tpg (low nibble), 0xff if absent. */
+static uint8_t rtpg_state(struct tctx *x, uint16_t tpg)
+{
+	uint8_t c[16], buf[256];
+	uint32_t len, off = 4;
+
+	rtpg_cdb(c, 0, sizeof(buf));
+	run_cdb(x, &x->a, c, 12, buf, sizeof(buf));
+	assert_good(x);
+	len = 4 + be32(buf);
+	while (off + 8 <= len) {
+		if (be16(&buf[off + 2]) == tpg)
+			return buf[off] & 0x0f;
+		off += 8 + 4u * buf[off + 7];
+	}
+	return 0xff;
+}
+
+static void test_backend_awaits_registration(void **state)
+{
+	struct actx *a = *state;
+	struct tctx *x = &a->x;
+	struct bdev_ops ops = *x->mem->b.ops;
+	const struct bdev_ops *saved = x->mem->b.ops;
+	uint8_t rd[16] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0 }, wr[16] = { 0x2a };
+	uint8_t inq[16] = { 0x12, 0, 0, 0, 96, 0 }, buf[512];
+
+	/* the pure rule: only the active states turn Transitioning */
+	assert_int_equal(scsi_alua_gated_state(SCSI_ALUA_ACTIVE_OPTIMIZED, true), SCSI_ALUA_TRANSITIONING);
+	assert_int_equal(scsi_alua_gated_state(SCSI_ALUA_ACTIVE_NON_OPTIMIZED, true),
+			 SCSI_ALUA_TRANSITIONING);
+	assert_int_equal(scsi_alua_gated_state(SCSI_ALUA_STANDBY, true), SCSI_ALUA_STANDBY);
+	assert_int_equal(scsi_alua_gated_state(SCSI_ALUA_UNAVAILABLE, true), SCSI_ALUA_UNAVAILABLE);
+	assert_int_equal(scsi_alua_gated_state(SCSI_ALUA_ACTIVE_OPTIMIZED, false),
+			 SCSI_ALUA_ACTIVE_OPTIMIZED);
+
+	ops.awaits_registration = fake_awaits_registration;
+	x->mem->b.ops = &ops;
+	wr[8] = 1;
+	drain(x, &x->a, 0);
+	gate_on = false;
+	run_cdb(x, &x->a, rd, 10, buf, 512);
+	assert_good(x);
+	assert_int_equal(rtpg_state(x, 1), SCSI_ALUA_ACTIVE_OPTIMIZED);
+
+	/* the key is not registered again yet: this node's groups are Transitioning */
+	gate_on = true;
+	tcmd_init(&x->t, &x->a, x->lu, wr, 10, buf, 512);
+	x->t.c.data_out = true;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040a);
+	run_cdb(x, &x->a, rd, 10, buf, 512);
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040a);
+	run_cdb(x, &a->c, rd, 10, buf, 512);   /* through group 2, Active/Optimized too */
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040a);
+	run_cdb(x, &x->a, inq, 6, buf, 96);
+	assert_good(x);
+	assert_int_equal(rtpg_state(x, 1), SCSI_ALUA_TRANSITIONING);
+	assert_int_equal(rtpg_state(x, 2), SCSI_ALUA_TRANSITIONING);
+
+	/* a state that serves nothing is reported and enforced as it is */
+	set_state(1, SCSI_ALUA_STANDBY, false);
+	drain(x, &x->a, 0x2a06);
+	run_cdb(x, &x->a, rd, 10, buf, 512);
+	assert_sense(x, SCSI_SK_NOT_READY, 0x040b);
+	assert_int_equal(rtpg_state(x, 1), SCSI_ALUA_STANDBY);
+
+	/* registered again: the states apply as they are */
+	set_state(1, SCSI_ALUA_ACTIVE_OPTIMIZED, true);
+	drain(x, &x->a, 0x2a06);
+	gate_on = false;
+	run_cdb(x, &x->a, rd, 10, buf, 512);
+	assert_good(x);
+	assert_int_equal(rtpg_state(x, 1), SCSI_ALUA_ACTIVE_OPTIMIZED);
+	x->mem->b.ops = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1055,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_lease_phases),
 		cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_map, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_awaits_registration, setup, teardown),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);
