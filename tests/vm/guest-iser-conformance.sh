@@ -7,18 +7,23 @@
 # tests/vm/run-vm.sh; ctest vm.isergw-iser-conformance).
 #
 #   run-vm.sh tests/vm/guest-iser-conformance.sh --daemon PATH/isergwd
-#             [--tests REGEX] [--tgt-all] [--tcp-per-test] [--test-timeout S]
+#             [--tests REGEX] [--tgt-all] [--tcp-per-test] [--iser-per-test]
+#             [--test-timeout S]
 #             [--size 256M]
 #
-# Every test of family ALL (iscsi-test-cu --list) runs in its own
-# iscsi-test-cu --dataloss process over iser://10.0.2.15/IQN/0, so that a
-# crash of libiscsi 1.19's fragile iSER initiator costs one test; over
-# iscsi://10.0.2.15:3261/IQN/0 (isergwd serves the LUN on both portals) one
-# process runs a whole suite, and the suite's log gives each test's result
-# (--tcp-per-test: one process per test there too; a TCP suite run that
-# does not reach its summary is run again test by test). Each test is PASS,
-# SKIP ([SKIPPED]), FAIL (the test failed), CRASH (the initiator died: no
-# CUnit summary) or HANG (killed after --test-timeout).
+# Over iser://10.0.2.15/IQN/0 one iscsi-test-cu --dataloss process runs the
+# tests of a suite that are not on the initiator-side list below (-t takes a
+# comma-separated list); every test that does not PASS or SKIP there, every
+# test the process did not reach (libiscsi 1.19's fragile iSER initiator
+# crashed or hung) and every test on that list runs again in a process of its
+# own, and that result counts (--iser-per-test: one process per test for every
+# test, as before: about 3x slower under TCG). Over iscsi://10.0.2.15:3261/
+# IQN/0 (isergwd serves the LUN on both portals) one process runs a whole
+# suite, and the suite's log gives each test's result (--tcp-per-test: one
+# process per test there too; a TCP suite run that does not reach its
+# summary is run again test by test). Each test is PASS, SKIP ([SKIPPED]),
+# FAIL (the test failed), CRASH (the initiator died: no CUnit summary) or
+# HANG (killed after --test-timeout seconds without output).
 #
 # A test that passes (or skips) over TCP but not over iSER runs once more over
 # iSER (libiscsi's iSER initiator fails now and then on its own on a loaded
@@ -39,6 +44,7 @@ DAEMON=
 TESTS=
 TGT_ALL=0
 TCP_PER_TEST=0
+ISER_PER_TEST=0
 TEST_TIMEOUT=120
 SIZE=256M
 while [ $# -gt 0 ]; do
@@ -47,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--tests) TESTS=$2; shift 2 ;;
 	--tgt-all) TGT_ALL=1; shift ;;
 	--tcp-per-test) TCP_PER_TEST=1; shift ;;
+	--iser-per-test) ISER_PER_TEST=1; shift ;;
 	--test-timeout) TEST_TIMEOUT=$2; shift 2 ;;
 	--size) SIZE=$2; shift 2 ;;
 	-h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2' "$0"; exit 0 ;;
@@ -104,17 +111,33 @@ target_alive() { kill -0 "$TPID" 2>/dev/null; }
 # the target went away); the log is $DIR/KIND/TEST.log.
 # run_cu LOG SECONDS URL SPEC: iscsi-test-cu -t SPEC on URL into LOG, killed
 # at once should the target die; returns its exit status.
+# run_cu LOG IDLE-S URL SPEC: one iscsi-test-cu process; killed (status 124)
+# when its log has not grown for IDLE-S seconds (a hung test), or when the
+# target died
 run_cu() {
-	local logf=$1 secs=$2 url=$3 spec=$4 cu
-	timeout --kill-after=10 "$secs" iscsi-test-cu --dataloss \
+	local logf=$1 secs=$2 url=$3 spec=$4 cu size=-1 now last rc
+	iscsi-test-cu --dataloss \
 		-i "$VM_LIBISCSI_INITIATOR" -I "$VM_LIBISCSI_INITIATOR2" -t "$spec" "$url" \
 		</dev/null >"$logf" 2>&1 &
 	cu=$!
+	last=$SECONDS
 	while kill -0 "$cu" 2>/dev/null; do
 		target_alive || { kill -KILL "$cu" 2>/dev/null; break; }
+		now=$(stat -c %s "$logf" 2>/dev/null || echo 0)
+		if [ "$now" != "$size" ]; then
+			size=$now last=$SECONDS
+		elif [ $((SECONDS - last)) -ge "$secs" ]; then
+			kill -TERM "$cu" 2>/dev/null
+			sleep 2
+			kill -KILL "$cu" 2>/dev/null
+			wait "$cu" 2>/dev/null
+			return 124
+		fi
 		sleep 0.2
 	done
 	wait "$cu" 2>/dev/null
+	rc=$?
+	return "$rc"
 }
 
 run_one() {
@@ -142,11 +165,16 @@ ok() { [ "$1" = PASS ] || [ "$1" = SKIP ]; }
 # run_suite URL SUITE: one iscsi-test-cu process for the suite (over TCP);
 # prints "TEST RESULT" per test from its log ($DIR/tcp/SUITE.suite.log), or
 # nothing when the run did not reach its summary (or DIED).
-run_suite() {
-	local url=$1 suite=$2 logf=$DIR/tcp/$2.suite.log
-	run_cu "$logf" $((TEST_TIMEOUT * 10)) "$url" "ALL.$suite"
+run_suite() { # run_suite URL SUITE [KIND [SPEC]]
+	local url=$1 suite=$2 kind=${3:-tcp} spec=${4:-ALL.$2}
+	local logf=$DIR/$kind/$suite.suite.log
+	run_cu "$logf" "$TEST_TIMEOUT" "$url" "$spec"
 	target_alive || { echo DIED; return; }
-	grep -qE '^ +tests +[0-9]+' "$logf" || return 0
+	# over TCP a suite run that did not reach its summary is run again test
+	# by test; over iSER each test CUnit saw pass counts (a batch of several
+	# specs ends without its summary: the initiator dies at its cleanup),
+	# and the last one, not followed by another, runs again alone
+	[ "$kind" = iser ] || grep -qE '^ +tests +[0-9]+' "$logf" || return 0
 	# "  Test: NAME ..." opens a test; its output runs to the next one and
 	# holds CUnit's verdict, "passed" or "FAILED" (after any messages)
 	awk 'function flush() { if (t != "") print t, (f ? "FAIL" : (k ? "SKIP" : (p ? "PASS" : "CRASH"))) }
@@ -172,17 +200,57 @@ vm_isergwd_start "$DAEMON" "$IQN" "$DISK" "$SIZE" "iser://$VM_ADDR:$PORT" "tcp:/
 	vm_die "isergwd did not start"
 TPID=$VM_ISERGWD_PID
 died=
+ISER_URL=iser://$VM_ADDR/$IQN/0
+known() {
+	local e
+	for e in "${KNOWN_INITIATOR[@]}"; do [ "$e" = "$1" ] && return 0; done
+	return 1
+}
+# the suite batches: every test of a suite but those on the initiator-side
+# list in one process; what it did not pass runs alone below
+declare -A BATCH
+batches=0 batch_redo=0
+if [ "$ISER_PER_TEST" -eq 0 ]; then
+	for suite in $(cut -d. -f1 <<<"$tests" | uniq); do
+		spec= all=1
+		for test in $(grep "^$suite\." <<<"$tests"); do
+			if known "$test"; then all=0; else spec+=${spec:+,}ALL.$test; fi
+		done
+		[ -n "$spec" ] || continue
+		[ "$all" -eq 0 ] || [ -n "$TESTS" ] || spec=ALL.$suite
+		t0=$(vm_now)
+		out=$(run_suite "$ISER_URL" "$suite" iser "$spec")
+		[ "$out" = DIED ] && { died="isergwd died during suite $suite over iSER"; break; }
+		batches=$((batches + 1))
+		n=0
+		while read -r name res; do
+			[ -n "$name" ] && grep -qxF "$suite.$name" <<<"$tests" || continue
+			BATCH[$suite.$name]=$res
+			ok "$res" && n=$((n + 1))
+		done <<<"$out"
+		printf '%-28s iser batch: %3d passed or skipped %5s s\n' "$suite" "$n" "$(vm_since "$t0")"
+	done
+fi
 i=0
 for test in $tests; do
+	[ -z "$died" ] || break
 	i=$((i + 1))
+	if [ -n "${BATCH[$test]:-}" ] && ok "${BATCH[$test]}"; then
+		R_ISER[$test]=${BATCH[$test]}
+		count iser "${R_ISER[$test]}"
+		continue
+	fi
+	[ "$ISER_PER_TEST" -eq 1 ] || known "$test" || batch_redo=$((batch_redo + 1))
 	t0=$(vm_now)
-	a=$(run_one iser "iser://$VM_ADDR/$IQN/0" "$test")
+	a=$(run_one iser "$ISER_URL" "$test")
 	[ "$a" = DIED ] && { died="isergwd died during $test over iSER"; break; }
 	R_ISER[$test]=$a
 	count iser "$a"
-	printf '%3d/%d %-45s iser %-5s %5s s\n' "$i" "$ntests" "$test" "$a" "$(vm_since "$t0")"
+	printf '%3d/%d %-45s iser %-5s %5s s%s\n' "$i" "$ntests" "$test" "$a" "$(vm_since "$t0")" \
+		"${BATCH[$test]:+ (in the suite run: ${BATCH[$test]})}"
 done
-vm_log "iSER runs done ($(vm_since "$t_all") s)"
+vm_log "iSER runs done ($(vm_since "$t_all") s; $batches suite processes," \
+	"$batch_redo of their tests run again alone)"
 # TCP: per suite (or per test), the same tests
 TCP_URL=iscsi://$VM_ADDR:$PORT_TCP/$IQN/0
 suites=$(cut -d. -f1 <<<"$tests" | uniq)
@@ -221,7 +289,7 @@ for test in $tests; do
 	ok "${R_TCP[$test]}" && ! ok "${R_ISER[$test]}" || continue
 	# (the initiator-side list is checked against tgt below instead)
 	[[ " ${KNOWN_INITIATOR[*]} " != *" $test "* ]] || continue
-	a=$(run_one iser-retry "iser://$VM_ADDR/$IQN/0" "$test")
+	a=$(run_one iser-retry "$ISER_URL" "$test")
 	[ "$a" = DIED ] && { died="isergwd died during $test over iSER (run again)"; break; }
 	printf 'again %-45s iser %-5s then %s\n' "$test" "${R_ISER[$test]}" "$a"
 	retried+=("$test: ${R_ISER[$test]}, then $a")
@@ -261,11 +329,6 @@ if [ ${#tgt_tests[@]} -gt 0 ] && [ -z "$died" ]; then
 	fi
 fi
 
-known() {
-	local e
-	for e in "${KNOWN_INITIATOR[@]}"; do [ "$e" = "$1" ] && return 0; done
-	return 1
-}
 bad=() accepted=()
 for test in "${regress[@]}"; do
 	what="$test: iser ${R_ISER[$test]}, tcp ${R_TCP[$test]}, tgt iser ${R_TGT[$test]:-not run}"
@@ -289,7 +352,7 @@ summary() { # summary KIND
 		"${COUNT[$1.CRASH]:-0}" "${COUNT[$1.HANG]:-0}"
 }
 echo
-echo "conformance, one process per test ($ntests tests; logs: $DIR/{iser,tcp,tgt}/):"
+echo "conformance ($ntests tests; logs: $DIR/{iser,tcp,tgt}/):"
 summary iser
 summary tcp
 [ ${#tgt_tests[@]} -eq 0 ] || summary tgt
