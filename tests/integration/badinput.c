@@ -1610,6 +1610,397 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* task attributes (SAM-5): several commands in one TCP write */
+
+#define ATTR_SIMPLE  1
+#define ATTR_ORDERED 2
+#define ATTR_HOQ     3
+#define ATTR_ACA     4
+
+/* One command of a batch, and what came back for it. */
+struct bcmd {
+	uint8_t attr;           /* task attribute (ATTR field, 0-7) */
+	uint8_t op;             /* 0x28 READ(10), 0x2a WRITE(10), 0x00 TEST UNIT READY */
+	uint32_t lba;
+	uint16_t blocks;
+	const uint8_t *wdata;   /* WRITE: all of it immediate */
+	uint8_t *rbuf;          /* READ: blocks * 512 bytes */
+	uint32_t itt;
+	int status;             /* -1 until its status arrived */
+	uint8_t sk, asc, ascq;  /* sense of a CHECK CONDITION */
+	unsigned order;         /* 1, 2, ...: when its status arrived within the batch */
+	bool may_abort;         /* a TMF of the batch may abort it (no answer then) */
+};
+
+/* Append BHS + data + padding (no digests: the batch sessions use none). */
+static void batch_put(uint8_t *buf, size_t *len, uint8_t *bhs, const void *data, uint32_t dlen)
+{
+	be24put(bhs + 5, dlen);
+	memcpy(buf + *len, bhs, ISCSI_BHS_LEN);
+	*len += ISCSI_BHS_LEN;
+	if (dlen)
+		memcpy(buf + *len, data, dlen);
+	*len += dlen;
+	while (*len & 3)
+		buf[(*len)++] = 0;
+}
+
+/* The SCSI Command PDU of bc (CmdSN advanced) appended to buf. */
+static void batch_cmd(struct conn *c, uint8_t *buf, size_t *len, struct bcmd *bc)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[16];
+	uint32_t bytes = bc->op ? bc->blocks * 512u : 0;
+	uint8_t dir = bc->op == 0x2a ? ISCSI_CMD_WRITE : bc->op == 0x28 ? ISCSI_CMD_READ : 0;
+
+	if (bc->op)
+		cdb10(cdb, bc->op, bc->lba, bc->blocks);
+	else
+		memset(cdb, 0, sizeof(cdb));
+	bc->itt = ++c->itt;
+	bc->status = -1;
+	build_cmd(c, b, bc->itt, dir, bytes, cdb);
+	b[1] = (uint8_t)((b[1] & ~ISCSI_CMD_ATTR_MASK) | bc->attr);
+	c->cmd_sn++;
+	batch_put(buf, len, b, bc->wdata, bc->op == 0x2a ? bytes : 0);
+}
+
+/* A TMF Request (immediate) appended to buf; returns its ITT. */
+static uint32_t batch_tmf(struct conn *c, uint8_t *buf, size_t *len, uint8_t func,
+			  const struct bcmd *ref)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	uint32_t itt = ++c->itt;
+
+	b[0] = ISCSI_OP_TASK_MGMT_REQ | ISCSI_OP_IMMEDIATE;
+	b[1] = 0x80 | func;
+	put_lun(b, cfg.lun);
+	be32put(b + 16, itt);
+	be32put(b + 20, ref ? ref->itt : ISCSI_RSVD_TAG);
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	if (ref)
+		be32put(b + 32, c->cmd_sn - 1);
+	batch_put(buf, len, b, NULL, 0);
+	return itt;
+}
+
+static struct bcmd *batch_find(struct bcmd *v, size_t n, uint32_t itt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].itt == itt)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * Receive until every command of v has its status (those that may_abort
+ * excepted) and, with tmf_itt, the TMF Response has come (*tmf_rsp); the
+ * commands a TMF aborted never answer. Every PDU within 5 s. Returns 0, or
+ * a negative errno with the note told.
+ */
+static int batch_collect(struct conn *c, struct bcmd *v, size_t n, uint32_t tmf_itt, int *tmf_rsp)
+{
+	unsigned got = 0;
+
+	if (tmf_rsp)
+		*tmf_rsp = -1;
+	for (;;) {
+		size_t open = 0;
+		struct pdu p;
+
+		for (size_t i = 0; i < n; i++)
+			open += v[i].status < 0 && !v[i].may_abort;
+		if (!open && (!tmf_itt || *tmf_rsp >= 0))
+			return 0;
+		int rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc) {
+			notef("%zu of %zu commands%s unanswered:", open, n,
+			      tmf_itt && *tmf_rsp < 0 ? " and the TMF" : "");
+			describe_err(rc);
+			return rc;
+		}
+		uint8_t op = pdu_op(&p);
+		struct bcmd *bc = batch_find(v, n, be32get(p.bhs + 16));
+		if (op == ISCSI_OP_TASK_MGMT_RSP && tmf_itt && be32get(p.bhs + 16) == tmf_itt) {
+			*tmf_rsp = p.bhs[2];
+		} else if (op == ISCSI_OP_DATA_IN && bc && bc->status < 0) {
+			uint32_t off = be32get(p.bhs + 40), len = bc->blocks * 512u;
+			if (bc->rbuf && off <= len && p.dlen <= len - off)
+				memcpy(bc->rbuf + off, p.data, p.dlen);
+			if (p.bhs[1] & ISCSI_DATAIN_STATUS) {
+				bc->status = p.bhs[3];
+				bc->order = ++got;
+			}
+		} else if (op == ISCSI_OP_SCSI_RSP && bc && bc->status < 0) {
+			bc->status = p.bhs[2] ? 0x100 | p.bhs[2] : p.bhs[3];
+			bc->order = ++got;
+			if (p.dlen >= 2 + 14) {
+				bc->sk = p.data[2 + 2] & 0x0f;
+				bc->asc = p.data[2 + 12];
+				bc->ascq = p.data[2 + 13];
+			}
+		} else {
+			notef("unexpected");
+			describe(&p);
+			pdu_free(&p);
+			return -EPROTO;
+		}
+		pdu_free(&p);
+	}
+}
+
+/* Nothing more within QUIET_MS: true; otherwise the PDU is told. */
+static bool batch_quiet(struct conn *c)
+{
+	struct pdu p;
+	int rc = recv_pdu(c, &p, QUIET_MS);
+	if (rc == -ETIMEDOUT)
+		return true;
+	notef("then");
+	if (rc == 0) {
+		describe(&p);
+		pdu_free(&p);
+	} else
+		describe_err(rc);
+	return false;
+}
+
+static bool batch_send(struct conn *c, const uint8_t *buf, size_t len)
+{
+	int rc = send_all(c, buf, len);
+	if (rc)
+		describe_err(rc);
+	return rc == 0;
+}
+
+/*
+ * The hang of a reactor: READ(10) of 2048 blocks ORDERED, then two READ(10)
+ * SIMPLE, in one TCP write. All three answered GOOD, the SIMPLE ones after
+ * the ORDERED one completed; the connection still answers.
+ */
+static bool case_attr_ordered(struct conn *c)
+{
+	static uint8_t buf[4 * ISCSI_BHS_LEN], big[2048 * 512], r1[4096], r2[4096];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 8, .rbuf = r1 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 16, .blocks = 8, .rbuf = r2 },
+	};
+	size_t len = 0;
+	bool ok;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (buf[1] != 0xc2) {
+		notef("(the ORDERED READ has flags 0x%02x, want 0xc2)", buf[1]);
+		return false;
+	}
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 3, 0, NULL))
+		return false;
+	notef("ORDERED READ(10) 2048 blocks status %d, SIMPLE READ(10)s %d and %d", v[0].status,
+	      v[1].status, v[2].status);
+	ok = v[0].status == 0 && v[1].status == 0 && v[2].status == 0;
+	if (ok)
+		ping_check(c, &ok);
+	return ok;
+}
+
+static bool same_block(const uint8_t *got, const uint8_t *want, const char *what)
+{
+	if (memcmp(got, want, 512) == 0)
+		return true;
+	notef("%s does not return the data of the WRITE ahead of it", what);
+	return false;
+}
+
+/*
+ * Every attribute mixed, several held at once: an ORDERED WRITE is seen by
+ * the SIMPLE READ behind it, a second ORDERED WRITE by the next READ, HEAD
+ * OF QUEUE runs, ACA (no ACA condition can exist) is refused with
+ * ILLEGAL REQUEST / INVALID MESSAGE ERROR, and everything else is GOOD.
+ */
+static bool case_attr_mix(struct conn *c)
+{
+	static uint8_t buf[16 * (ISCSI_BHS_LEN + 512)], big[2048 * 512];
+	static uint8_t a[512], b2[512], ra[512], rb[512], r3[512], r4[512];
+	const uint32_t lba = 4000;
+	pattern(a, sizeof(a), 51);
+	pattern(b2, sizeof(b2), 52);
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r3 },
+		{ .attr = ATTR_ORDERED, .op = 0x2a, .lba = lba, .blocks = 1, .wdata = a },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = lba, .blocks = 1, .rbuf = ra },
+		{ .attr = ATTR_HOQ, .op = 0x00 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r4 },
+		{ .attr = ATTR_ORDERED, .op = 0x2a, .lba = lba, .blocks = 1, .wdata = b2 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = lba, .blocks = 1, .rbuf = rb },
+		{ .attr = ATTR_ACA, .op = 0x00 },
+		{ .attr = 0 /* untagged */, .op = 0x00 },
+		{ .attr = ATTR_ORDERED, .op = 0x00 },
+		{ .attr = ATTR_ORDERED, .op = 0x00 },
+	};
+	const size_t n = sizeof(v) / sizeof(v[0]);
+	size_t len = 0;
+	bool ok = true;
+
+	if (!c->immediate_data) {
+		notef("target refused ImmediateData");
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (!batch_send(c, buf, len) || batch_collect(c, v, n, 0, NULL))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool aca = v[i].attr == ATTR_ACA;
+		bool want = aca ? v[i].status == 2 && v[i].sk == 5 && v[i].asc == 0x49 &&
+				  v[i].ascq == 0 : v[i].status == 0;
+		if (!want) {
+			notef("command %zu (attribute %u): status 0x%x sense %x/%02x/%02x%s", i,
+			      v[i].attr, (unsigned)v[i].status, v[i].sk, v[i].asc, v[i].ascq,
+			      aca ? " (want CHECK CONDITION 5/49/00)" : "");
+			ok = false;
+		}
+	}
+	if (ok)
+		notef("%zu commands answered as expected (ACA: 5/49/00)", n);
+	ok = same_block(ra, a, "the READ behind the first ORDERED WRITE") && ok;
+	ok = same_block(rb, b2, "the READ behind the second ORDERED WRITE") && ok;
+	if (v[3].order < v[2].order || v[7].order < v[6].order) {
+		notef("a SIMPLE READ completed before the ORDERED WRITE ahead of it");
+		ok = false;
+	}
+	if (ok)
+		ping_check(c, &ok);
+	return ok;
+}
+
+/*
+ * TMFs while tasks are held behind an ORDERED READ: ABORT TASK of a held
+ * SIMPLE READ, then ABORT TASK SET of the rest; the session goes on.
+ */
+static bool case_attr_abort(struct conn *c)
+{
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[4][512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0], .may_abort = true },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1] },
+	};
+	size_t len = 0;
+	int tmf, rc;
+	bool ok = true;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	uint32_t titt = batch_tmf(c, buf, &len, ISCSI_TMF_ABORT_TASK, &v[1]);
+	be32put(buf + len - ISCSI_BHS_LEN + 32, c->cmd_sn - 2); /* RefCmdSN: the SIMPLE READ's */
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 3, titt, &tmf))
+		return false;
+	notef("ABORT TASK of a SIMPLE READ held behind an ORDERED one: response %d (%s); ORDERED "
+	      "status %d, the other SIMPLE %d", tmf, v[1].status < 0 ? "not answered" : "answered",
+	      v[0].status, v[2].status);
+	/* aborted and never answered, or answered first and then "no such task" */
+	if (!(tmf == ISCSI_TMF_RSP_COMPLETE && v[1].status < 0) &&
+	    !(tmf == ISCSI_TMF_RSP_NO_TASK && v[1].status >= 0))
+		ok = false;
+	if (v[0].status != 0 || v[2].status != 0 || !batch_quiet(c))
+		ok = false;
+	/* ABORT TASK SET with an ORDERED READ running and others held */
+	struct bcmd w[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big, .may_abort = true },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[2], .may_abort = true },
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[3], .may_abort = true },
+		{ .attr = ATTR_HOQ, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[3], .may_abort = true },
+	};
+	len = 0;
+	for (size_t i = 0; i < 4; i++)
+		batch_cmd(c, buf, &len, &w[i]);
+	titt = batch_tmf(c, buf, &len, ISCSI_TMF_ABORT_TASK_SET, NULL);
+	if (!batch_send(c, buf, len) || batch_collect(c, w, 4, titt, &tmf))
+		return false;
+	notef("ABORT TASK SET: response %d", tmf);
+	if (tmf != ISCSI_TMF_RSP_COMPLETE || !batch_quiet(c))
+		ok = false;
+	if (ok)
+		ping_check(c, &ok);
+	if (ok) {
+		uint8_t cdb[16], one[512];
+		cdb10(cdb, 0x28, 0, 1);
+		rc = scsi_exec(c, cdb, false, one, sizeof(one));
+		notef("READ(10) afterwards: %d", rc);
+		ok = rc == 0;
+	}
+	return ok;
+}
+
+/*
+ * The connection goes (a Logout, or closed) with tasks held: then a new
+ * session on the same reactor logs in and READs.
+ */
+static bool attr_then_leave(struct conn *c, bool logout)
+{
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[2][512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0] },
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1] },
+	};
+	size_t len = 0;
+	bool ok = true;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (logout) {
+		uint8_t b[ISCSI_BHS_LEN] = { 0 };
+		b[0] = ISCSI_OP_LOGOUT_REQ | ISCSI_OP_IMMEDIATE;
+		b[1] = 0x80; /* close the session */
+		be32put(b + 16, ++c->itt);
+		be32put(b + 24, c->cmd_sn);
+		be32put(b + 28, c->exp_stat_sn);
+		batch_put(buf, &len, b, NULL, 0);
+	}
+	if (!batch_send(c, buf, len))
+		return false;
+	if (logout) {
+		/* whatever comes, then the Logout Response and the close */
+		bool answered = false;
+		for (;;) {
+			struct pdu p;
+			int rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+			if (rc == -ECONNRESET)
+				break;
+			if (rc) {
+				notef("after the Logout:");
+				describe_err(rc);
+				ok = false;
+				break;
+			}
+			answered |= pdu_op(&p) == ISCSI_OP_LOGOUT_RSP;
+			pdu_free(&p);
+		}
+		notef("Logout with tasks held: %s, connection closed",
+		      answered ? "Logout Response" : "no Logout Response");
+		ok = ok && answered;
+	} else {
+		notef("connection closed with tasks held");
+	}
+	conn_close(c);
+	return serves_fresh_session() && ok;
+}
+
+static bool case_attr_logout(struct conn *c)
+{
+	return attr_then_leave(c, true);
+}
+
+static bool case_attr_drop(struct conn *c)
+{
+	return attr_then_leave(c, false);
+}
+
+/* ---------------------------------------------------------------------- */
 /* NOP-In pings (the target set up with nop_interval_s 1, nop_timeout_s 3) */
 
 #define NOP_ANSWER_MS 6000
@@ -1740,6 +2131,11 @@ static const struct {
 	  .by_default = true },
 	{ "digest-header-only", .on_session = case_digest_header_only, .hd = true, .mrdsl = 16384,
 	  .by_default = true },
+	{ "attr-ordered", .on_session = case_attr_ordered },
+	{ "attr-mix", .on_session = case_attr_mix },
+	{ "attr-abort", .on_session = case_attr_abort },
+	{ "attr-logout", .on_session = case_attr_logout },
+	{ "attr-drop", .on_session = case_attr_drop },
 	{ "nop-answered", .on_session = case_nop_answered },
 	{ "nop-silent", .on_session = case_nop_silent },
 	{ "chap-wrong-secret", .fn = case_chap },
