@@ -899,7 +899,9 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 		st->received += dlen;
 		st->exp_data_sn++;
 	}
-	memcpy(t->buf + offset, data, dlen);
+	/* RFC 7143 11.7.7: a Data-Out may carry no data (data is NULL then) */
+	if (dlen)
+		memcpy(t->buf + offset, data, dlen);
 	t->received += dlen;
 	if (st && st->received == st->len) {
 		st->active = false;

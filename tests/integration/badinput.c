@@ -24,6 +24,10 @@
  *   right secret works), acl-forbidden (needs --acl-allowed),
  *   nop-answered, nop-silent (need a target that pings every second and
  *   gives up after a few seconds; --nop-limit bounds the wait for the drop).
+ * and on request (tests/integration/taskattr.sh): attr-ordered, attr-mix,
+ *   attr-abort, attr-logout, attr-drop (SAM-5 task attributes, several
+ *   commands in one TCP write), dataout-zero-solicited,
+ *   dataout-zero-unsolicited (Data-Out with DataSegmentLength 0).
  *
  * Digests: the client has its own bitwise CRC32C (RFC 3720 appendix B.4,
  * checked against the RFC's vectors at start-up). On a session that
@@ -73,6 +77,8 @@ static struct {
 };
 
 static int nop_limit = 15; /* nop-silent: seconds to wait for the drop */
+/* the next login offers InitialR2T=No (unsolicited Data-Out), set per case */
+static bool login_unsolicited;
 
 /* ---------------------------------------------------------------------- */
 /* CRC32C (Castagnoli), bitwise, reflected: RFC 3720 appendix B.4 */
@@ -616,7 +622,7 @@ static int login_full(struct conn *c, const char *initiator, const char *user, c
 	key_addf(&k, "HeaderDigest=%s", c->want_hd ? "CRC32C" : "None");
 	key_addf(&k, "DataDigest=%s", c->want_dd ? "CRC32C" : "None");
 	key_addf(&k, "MaxRecvDataSegmentLength=%u", c->my_mrdsl);
-	key_add(&k, "InitialR2T=Yes");
+	key_addf(&k, "InitialR2T=%s", login_unsolicited ? "No" : "Yes");
 	key_add(&k, "ImmediateData=Yes");
 	key_add(&k, "FirstBurstLength=65536");
 	key_add(&k, "MaxBurstLength=262144");
@@ -2000,6 +2006,97 @@ static bool case_attr_drop(struct conn *c)
 	return attr_then_leave(c, false);
 }
 
+/* A Data-Out for itt: TTT ttt, DataSN dsn, offset off, F when final. */
+static int send_dataout(struct conn *c, uint32_t itt, uint32_t ttt, uint32_t dsn, uint32_t off,
+			bool final, const uint8_t *data, uint32_t dlen)
+{
+	uint8_t d[ISCSI_BHS_LEN] = { 0 };
+	d[0] = ISCSI_OP_DATA_OUT;
+	d[1] = final ? ISCSI_FLAG_FINAL : 0;
+	put_lun(d, cfg.lun);
+	be32put(d + 16, itt);
+	be32put(d + 20, ttt);
+	be32put(d + 28, c->exp_stat_sn);
+	be32put(d + 36, dsn);
+	be32put(d + 40, off);
+	return send_pdu(c, d, data, dlen, false);
+}
+
+/*
+ * WRITE(10) of one block without immediate data, then a Data-Out with
+ * DataSegmentLength 0 (answering the R2T, or unsolicited), then the block:
+ * GOOD, and the block reads back.
+ */
+static bool dataout_zero(struct conn *c, bool solicited)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[16], data[512], got[512];
+	const uint32_t lba = 5000 + (solicited ? 0 : 1);
+	uint32_t itt = ++c->itt, ttt = ISCSI_RSVD_TAG;
+	struct pdu p;
+	int rc;
+
+	pattern(data, sizeof(data), solicited ? 61 : 62);
+	cdb10(cdb, 0x2a, lba, 1);
+	build_cmd(c, b, itt, ISCSI_CMD_WRITE, sizeof(data), cdb);
+	if (!solicited) {
+		if (c->initial_r2t) {
+			notef("target insisted on InitialR2T=Yes");
+			return false;
+		}
+		b[1] &= (uint8_t)~ISCSI_FLAG_FINAL; /* unsolicited Data-Out follows */
+	}
+	c->cmd_sn++;
+	rc = send_pdu(c, b, NULL, 0, false);
+	if (rc == 0 && solicited) {
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc == 0) {
+			if (pdu_op(&p) != ISCSI_OP_R2T || be32get(p.bhs + 16) != itt) {
+				describe(&p);
+				pdu_free(&p);
+				return false;
+			}
+			ttt = be32get(p.bhs + 20);
+			pdu_free(&p);
+		}
+	}
+	if (rc == 0)
+		rc = send_dataout(c, itt, ttt, 0, 0, false, NULL, 0);
+	if (rc == 0)
+		rc = send_dataout(c, itt, ttt, 1, 0, true, data, sizeof(data));
+	if (rc == 0)
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+	if (rc) {
+		describe_err(rc);
+		return false;
+	}
+	bool ok = pdu_op(&p) == ISCSI_OP_SCSI_RSP && be32get(p.bhs + 16) == itt && !p.bhs[2] &&
+		  !p.bhs[3];
+	notef("%s Data-Out of 0 bytes, then the block:", solicited ? "solicited" : "unsolicited");
+	describe(&p);
+	pdu_free(&p);
+	if (!ok)
+		return false;
+	cdb10(cdb, 0x28, lba, 1);
+	rc = scsi_exec(c, cdb, false, got, sizeof(got));
+	if (rc != 0 || memcmp(got, data, sizeof(got)) != 0) {
+		notef("READ(10) afterwards: %s", rc ? "failed" : "other data");
+		return false;
+	}
+	notef("the block reads back");
+	ping_check(c, &ok);
+	return ok;
+}
+
+static bool case_dataout_zero_solicited(struct conn *c)
+{
+	return dataout_zero(c, true);
+}
+
+static bool case_dataout_zero_unsolicited(struct conn *c)
+{
+	return dataout_zero(c, false);
+}
+
 /* ---------------------------------------------------------------------- */
 /* NOP-In pings (the target set up with nop_interval_s 1, nop_timeout_s 3) */
 
@@ -2107,6 +2204,7 @@ static const struct {
 	bool (*on_session)(struct conn *c);
 	bool hd, dd;
 	uint32_t mrdsl;
+	bool unsol;             /* log in with InitialR2T=No */
 	bool by_default;
 } cases[] = {
 	{ "unknown-opcode", .on_session = case_unknown_opcode, .by_default = true },
@@ -2136,6 +2234,8 @@ static const struct {
 	{ "attr-abort", .on_session = case_attr_abort },
 	{ "attr-logout", .on_session = case_attr_logout },
 	{ "attr-drop", .on_session = case_attr_drop },
+	{ "dataout-zero-solicited", .on_session = case_dataout_zero_solicited },
+	{ "dataout-zero-unsolicited", .on_session = case_dataout_zero_unsolicited, .unsol = true },
 	{ "nop-answered", .on_session = case_nop_answered },
 	{ "nop-silent", .on_session = case_nop_silent },
 	{ "chap-wrong-secret", .fn = case_chap },
@@ -2157,6 +2257,7 @@ static void run_case(size_t i)
 		cases[i].fn(cases[i].name);
 		return;
 	}
+	login_unsolicited = cases[i].unsol;
 	if (session_open_ex(&c, cases[i].hd, cases[i].dd, cases[i].mrdsl ? cases[i].mrdsl : MY_MRDSL) == 0) {
 		ok = cases[i].on_session(&c);
 		conn_close(&c);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# SAM-5 task attributes over raw TCP (tests/integration/badinput.c, the
-# attr-* cases): ORDERED, SIMPLE, HEAD OF QUEUE and ACA commands several at
-# a time in one TCP write, with held tasks aborted by TMFs or left by a Logout or a
-# dropped connection. isergwd runs one reactor, so every new login lands
-# on the reactor those tasks were held on: a spinning or stuck reactor
-# fails the next case (each PDU is awaited 5 s at most) and SIGTERM must
-# still stop the daemon (target_stop: exit 0 within 30 s, no sanitizer
-# report).
+# SAM-5 task attributes and zero-length Data-Out over raw TCP
+# (tests/integration/badinput.c, the attr-* and dataout-zero-* cases):
+# ORDERED, SIMPLE, HEAD OF QUEUE and ACA commands several at a time in one
+# TCP write, with held tasks aborted by TMFs or left by a Logout or a
+# dropped connection; a WRITE whose Data-Out (solicited or unsolicited)
+# carries no data before the block. isergwd runs one reactor, so every
+# new login lands on the reactor those tasks were held on: a spinning or
+# stuck reactor fails the next case (each PDU is awaited 5 s at most) and
+# SIGTERM must still stop the daemon (target_stop: exit 0 within 30 s, no
+# sanitizer report: the ASan tree runs this too).
 #
 #   taskattr.sh --client PATH --daemon PATH [--scratch DIR] [--addr A] [--port P]
 set -uo pipefail
@@ -26,7 +28,7 @@ while [ $# -gt 0 ]; do
 	--client) CLIENT=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,15p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -34,7 +36,8 @@ done
 [ "$TARGET_KIND" = isergw ] || { log "isergwd only (--reactors 1)"; exit 77; }
 
 IQN=iqn.2026-11.org.isergw:taskattr
-CASES=attr-ordered,attr-mix,attr-abort,attr-logout,attr-drop,final-login
+CASES=attr-ordered,attr-mix,attr-abort,attr-logout,attr-drop
+CASES=$CASES,dataout-zero-solicited,dataout-zero-unsolicited,final-login
 fail=0
 
 rm -f "$SCRATCH/taskattr.img"
@@ -54,4 +57,4 @@ if [ "$fail" -ne 0 ]; then
 	log "FAILED (logs in $SCRATCH)"
 	exit 1
 fi
-log "task attributes: all cases passed"
+log "task attributes and zero-length Data-Out: all cases passed"
