@@ -903,6 +903,17 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 	if (dlen)
 		memcpy(t->buf + offset, data, dlen);
 	t->received += dlen;
+	if ((hdr->flags & ISCSI_FLAG_FINAL) &&
+	    (st ? st->received < st->len : t->unsol_received < t->unsol_end)) {
+		/* F ends the sequence early: the rest would never come */
+		GW_WARN(COMP, "%s (%s): %s Data-Out ITT 0x%08x with F ends its sequence %u bytes "
+			"short: failing the command", c->peer, c->sess->initiator,
+			st ? "solicited" : "unsolicited", t->itt,
+			st ? st->len - st->received : t->unsol_end - t->unsol_received);
+		/* DATA PHASE ERROR; WRITE ERROR - NOT ENOUGH UNSOLICITED DATA */
+		task_data_error(t, st ? 0x4b00 : 0x0c0d);
+		return;
+	}
 	if (st && st->received == st->len) {
 		st->active = false;
 		t->r2t_outstanding--;

@@ -27,7 +27,8 @@
  * and on request (tests/integration/taskattr.sh): attr-ordered, attr-mix,
  *   attr-abort, attr-logout, attr-drop (SAM-5 task attributes, several
  *   commands in one TCP write), dataout-zero-solicited,
- *   dataout-zero-unsolicited (Data-Out with DataSegmentLength 0).
+ *   dataout-zero-unsolicited, dataout-zero-final, dataout-zero-unsol-final
+ *   (Data-Out with DataSegmentLength 0; with F, ending its sequence short).
  *
  * Digests: the client has its own bitwise CRC32C (RFC 3720 appendix B.4,
  * checked against the RFC's vectors at start-up). On a session that
@@ -2025,12 +2026,15 @@ static int send_dataout(struct conn *c, uint32_t itt, uint32_t ttt, uint32_t dsn
 /*
  * WRITE(10) of one block without immediate data, then a Data-Out with
  * DataSegmentLength 0 (answering the R2T, or unsolicited), then the block:
- * GOOD, and the block reads back.
+ * GOOD, and the block reads back. With final, the empty Data-Out has F (its
+ * sequence ends short, the block never follows): CHECK CONDITION, ABORTED
+ * COMMAND, 4B/00 DATA PHASE ERROR (solicited) or 0C/0D NOT ENOUGH
+ * UNSOLICITED DATA, and the session goes on.
  */
-static bool dataout_zero(struct conn *c, bool solicited)
+static bool dataout_zero(struct conn *c, bool solicited, bool final)
 {
 	uint8_t b[ISCSI_BHS_LEN], cdb[16], data[512], got[512];
-	const uint32_t lba = 5000 + (solicited ? 0 : 1);
+	const uint32_t lba = 5000 + (solicited ? 0 : 1) + (final ? 2 : 0);
 	uint32_t itt = ++c->itt, ttt = ISCSI_RSVD_TAG;
 	struct pdu p;
 	int rc;
@@ -2060,41 +2064,63 @@ static bool dataout_zero(struct conn *c, bool solicited)
 		}
 	}
 	if (rc == 0)
-		rc = send_dataout(c, itt, ttt, 0, 0, false, NULL, 0);
-	if (rc == 0)
+		rc = send_dataout(c, itt, ttt, 0, 0, final, NULL, 0);
+	if (rc == 0 && !final)
 		rc = send_dataout(c, itt, ttt, 1, 0, true, data, sizeof(data));
 	if (rc == 0)
 		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+	notef("%s Data-Out of 0 bytes%s:", solicited ? "solicited" : "unsolicited",
+	      final ? " with F" : ", then the block");
 	if (rc) {
 		describe_err(rc);
 		return false;
 	}
-	bool ok = pdu_op(&p) == ISCSI_OP_SCSI_RSP && be32get(p.bhs + 16) == itt && !p.bhs[2] &&
-		  !p.bhs[3];
-	notef("%s Data-Out of 0 bytes, then the block:", solicited ? "solicited" : "unsolicited");
+	bool ok = pdu_op(&p) == ISCSI_OP_SCSI_RSP && be32get(p.bhs + 16) == itt && !p.bhs[2];
 	describe(&p);
+	if (ok && final) {
+		uint8_t want = solicited ? 0x4b : 0x0c, wantq = solicited ? 0 : 0x0d;
+		ok = p.bhs[3] == 2 && p.dlen >= 2 + 14 && (p.data[2 + 2] & 0x0f) == 0x0b &&
+		     p.data[2 + 12] == want && p.data[2 + 13] == wantq;
+		if (p.dlen >= 2 + 14)
+			notef("sense %x/%02x/%02x (want b/%02x/%02x)", p.data[2 + 2] & 0x0f,
+			      p.data[2 + 12], p.data[2 + 13], want, wantq);
+	} else if (ok) {
+		ok = p.bhs[3] == 0;
+	}
 	pdu_free(&p);
 	if (!ok)
 		return false;
-	cdb10(cdb, 0x28, lba, 1);
-	rc = scsi_exec(c, cdb, false, got, sizeof(got));
-	if (rc != 0 || memcmp(got, data, sizeof(got)) != 0) {
-		notef("READ(10) afterwards: %s", rc ? "failed" : "other data");
-		return false;
+	if (!final) {
+		cdb10(cdb, 0x28, lba, 1);
+		rc = scsi_exec(c, cdb, false, got, sizeof(got));
+		if (rc != 0 || memcmp(got, data, sizeof(got)) != 0) {
+			notef("READ(10) afterwards: %s", rc ? "failed" : "other data");
+			return false;
+		}
+		notef("the block reads back");
 	}
-	notef("the block reads back");
 	ping_check(c, &ok);
 	return ok;
 }
 
 static bool case_dataout_zero_solicited(struct conn *c)
 {
-	return dataout_zero(c, true);
+	return dataout_zero(c, true, false);
 }
 
 static bool case_dataout_zero_unsolicited(struct conn *c)
 {
-	return dataout_zero(c, false);
+	return dataout_zero(c, false, false);
+}
+
+static bool case_dataout_zero_final(struct conn *c)
+{
+	return dataout_zero(c, true, true);
+}
+
+static bool case_dataout_zero_unsol_final(struct conn *c)
+{
+	return dataout_zero(c, false, true);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2236,6 +2262,8 @@ static const struct {
 	{ "attr-drop", .on_session = case_attr_drop },
 	{ "dataout-zero-solicited", .on_session = case_dataout_zero_solicited },
 	{ "dataout-zero-unsolicited", .on_session = case_dataout_zero_unsolicited, .unsol = true },
+	{ "dataout-zero-final", .on_session = case_dataout_zero_final },
+	{ "dataout-zero-unsol-final", .on_session = case_dataout_zero_unsol_final, .unsol = true },
 	{ "nop-answered", .on_session = case_nop_answered },
 	{ "nop-silent", .on_session = case_nop_silent },
 	{ "chap-wrong-secret", .fn = case_chap },

@@ -37,7 +37,8 @@ done
 
 IQN=iqn.2026-11.org.isergw:taskattr
 CASES=attr-ordered,attr-mix,attr-abort,attr-logout,attr-drop
-CASES=$CASES,dataout-zero-solicited,dataout-zero-unsolicited,final-login
+CASES=$CASES,dataout-zero-solicited,dataout-zero-unsolicited,dataout-zero-final
+CASES=$CASES,dataout-zero-unsol-final,final-login
 fail=0
 
 rm -f "$SCRATCH/taskattr.img"
