@@ -25,7 +25,7 @@
  *   nop-answered, nop-silent (need a target that pings every second and
  *   gives up after a few seconds; --nop-limit bounds the wait for the drop).
  * and on request (tests/integration/taskattr.sh): attr-ordered, attr-mix,
- *   attr-abort, attr-logout, attr-drop (SAM-5 task attributes, several
+ *   attr-abort, attr-reset, attr-logout, attr-drop (SAM-5 task attributes, several
  *   commands in one TCP write), dataout-zero-solicited,
  *   dataout-zero-unsolicited, dataout-zero-final, dataout-zero-unsol-final
  *   (Data-Out with DataSegmentLength 0; with F, ending its sequence short).
@@ -1943,6 +1943,58 @@ static bool case_attr_abort(struct conn *c)
 }
 
 /*
+ * LOGICAL UNIT RESET, CLEAR TASK SET and TARGET WARM RESET, each in the
+ * same TCP write as an ORDERED READ and the tasks held behind it: answered
+ * FUNCTION COMPLETE, nothing after it; the unit attention the reset leaves
+ * is taken with TEST UNIT READY and a READ works again.
+ */
+static bool case_attr_reset(struct conn *c)
+{
+	static const uint8_t funcs[] = { ISCSI_TMF_LOGICAL_UNIT_RESET, ISCSI_TMF_CLEAR_TASK_SET,
+					 ISCSI_TMF_TARGET_WARM_RESET };
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[2][512];
+	bool ok = true;
+
+	for (size_t f = 0; f < sizeof(funcs) && ok; f++) {
+		struct bcmd v[] = {
+			{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big,
+			  .may_abort = true },
+			{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0],
+			  .may_abort = true },
+			{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1],
+			  .may_abort = true },
+		};
+		size_t len = 0;
+		int tmf, rc = 0;
+		uint8_t tur[16] = { 0 }, cdb[16], one[512];
+
+		for (size_t i = 0; i < 3; i++)
+			batch_cmd(c, buf, &len, &v[i]);
+		uint32_t titt = batch_tmf(c, buf, &len, funcs[f], NULL);
+		if (!batch_send(c, buf, len) || batch_collect(c, v, 3, titt, &tmf))
+			return false;
+		notef("TMF function %u with tasks held: response %d", funcs[f], tmf);
+		if (tmf != ISCSI_TMF_RSP_COMPLETE || !batch_quiet(c))
+			return false;
+		for (int i = 0; i < 4; i++) {
+			rc = scsi_exec(c, tur, false, NULL, 0);
+			if (rc <= 0)
+				break;
+		}
+		cdb10(cdb, 0x28, 0, 1);
+		if (rc == 0)
+			rc = scsi_exec(c, cdb, false, one, sizeof(one));
+		if (rc != 0) {
+			notef("TEST UNIT READY / READ(10) afterwards: %d", rc);
+			ok = false;
+		}
+	}
+	if (ok)
+		notef("a READ works after each");
+	return ok;
+}
+
+/*
  * The connection goes (a Logout, or closed) with tasks held: then a new
  * session on the same reactor logs in and READs.
  */
@@ -2258,6 +2310,7 @@ static const struct {
 	{ "attr-ordered", .on_session = case_attr_ordered },
 	{ "attr-mix", .on_session = case_attr_mix },
 	{ "attr-abort", .on_session = case_attr_abort },
+	{ "attr-reset", .on_session = case_attr_reset },
 	{ "attr-logout", .on_session = case_attr_logout },
 	{ "attr-drop", .on_session = case_attr_drop },
 	{ "dataout-zero-solicited", .on_session = case_dataout_zero_solicited },
