@@ -452,6 +452,11 @@ static void task_exec(struct iscsi_task *t)
 		task_fail_now(t, SCSI_SK_ABORTED_COMMAND, t->data_err >> 8, t->data_err & 0xff);
 		return;
 	}
+	if (t->data_out && (t->hdr.flags & ISCSI_CMD_READ)) {
+		/* bidirectional commands are not supported; reached in CmdSN order */
+		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
+		return;
+	}
 	if (task_class(t) == TASK_ACA) {
 		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x with the ACA task attribute and "
 			"no ACA condition: INVALID MESSAGE ERROR", c->peer, c->sess->initiator,
@@ -685,13 +690,8 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		if (t->state != TASK_STATE_WAIT_CMDSN)
 			t->state = TASK_STATE_DATA_OUT;
 	}
-	if (rbit && wbit) {
-		/* bidirectional commands are not supported */
-		if (t->received >= t->edtl)
-			task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
-		else
-			t->data_in = false; /* collect the data, then fail */
-	}
+	if (rbit && wbit)
+		t->data_in = false; /* bidirectional: collect the data, then fail (task_exec) */
 	if (wbit && !t->buf_wait && t->received < t->edtl && t->r2t_next < t->edtl) {
 		if (c->dm->get_data(c, t)) {
 			iscsi_conn_drop(c, "could not request Data-Out");
@@ -700,7 +700,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	}
 	if (!queue)
 		iscsi_session_run_pending(s);
-	if (t->state != TASK_STATE_WAIT_CMDSN && !(rbit && wbit))
+	if (t->state != TASK_STATE_WAIT_CMDSN)
 		task_maybe_exec(t);
 	return 0;
 
@@ -791,11 +791,6 @@ void iscsi_task_data_ready(struct iscsi_task *t)
 {
 	if (t->aborted)
 		return;
-	if (t->data_out && t->data_in == false && (t->hdr.flags & ISCSI_CMD_READ)) {
-		/* bidirectional: all data collected, now fail it */
-		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
-		return;
-	}
 	task_maybe_exec(t);
 }
 

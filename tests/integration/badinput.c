@@ -25,10 +25,11 @@
  *   nop-answered, nop-silent (need a target that pings every second and
  *   gives up after a few seconds; --nop-limit bounds the wait for the drop).
  * and on request (tests/integration/taskattr.sh): attr-ordered, attr-mix,
- *   attr-abort, attr-reset, attr-logout, attr-drop (SAM-5 task attributes, several
- *   commands in one TCP write), dataout-zero-solicited,
- *   dataout-zero-unsolicited, dataout-zero-final, dataout-zero-unsol-final
- *   (Data-Out with DataSegmentLength 0; with F, ending its sequence short).
+ *   attr-abort, attr-reset, attr-logout, attr-drop (SAM-5 task attributes,
+ *   several commands in one TCP write), bidi-out-of-order,
+ *   dataout-zero-solicited, dataout-zero-unsolicited, dataout-zero-final,
+ *   dataout-zero-unsol-final (Data-Out with DataSegmentLength 0; with F,
+ *   ending its sequence short).
  *
  * Digests: the client has its own bitwise CRC32C (RFC 3720 appendix B.4,
  * checked against the RFC's vectors at start-up). On a session that
@@ -1995,6 +1996,45 @@ static bool case_attr_reset(struct conn *c)
 }
 
 /*
+ * A bidirectional WRITE (not supported) with all its data, sent ahead of
+ * the CmdSN gap before it, then the command filling the gap, in one TCP
+ * write: the READ is GOOD, the bidirectional one CHECK CONDITION 05/24/00,
+ * and the session goes on (its CmdSN was consumed in order).
+ */
+static bool case_bidi_out_of_order(struct conn *c)
+{
+	static uint8_t buf[4 * ISCSI_BHS_LEN + 512], w[512], r[512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_SIMPLE, .op = 0x2a, .lba = 6000, .blocks = 1, .wdata = w },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 6000, .blocks = 1, .rbuf = r },
+	};
+	size_t len = 0;
+	uint8_t tur[16] = { 0 };
+	uint32_t sn = c->cmd_sn;
+	int rc;
+
+	if (!c->immediate_data) {
+		notef("target refused ImmediateData");
+		return false;
+	}
+	/* the bidirectional one takes CmdSN sn + 1, the READ sn, the READ goes second */
+	c->cmd_sn = sn + 1;
+	batch_cmd(c, buf, &len, &v[0]);
+	buf[1] |= ISCSI_CMD_READ;
+	c->cmd_sn = sn;
+	batch_cmd(c, buf, &len, &v[1]);
+	c->cmd_sn = sn + 2;
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 2, 0, NULL))
+		return false;
+	notef("bidirectional WRITE (CmdSN ahead): status 0x%x sense %x/%02x/%02x; READ filling "
+	      "the gap: %d", (unsigned)v[0].status, v[0].sk, v[0].asc, v[0].ascq, v[1].status);
+	bool ok = v[0].status == 2 && v[0].sk == 5 && v[0].asc == 0x24 && v[1].status == 0;
+	rc = scsi_exec(c, tur, false, NULL, 0);
+	notef("TEST UNIT READY afterwards: %d", rc);
+	return ok && rc == 0;
+}
+
+/*
  * The connection goes (a Logout, or closed) with tasks held: then a new
  * session on the same reactor logs in and READs.
  */
@@ -2311,6 +2351,7 @@ static const struct {
 	{ "attr-mix", .on_session = case_attr_mix },
 	{ "attr-abort", .on_session = case_attr_abort },
 	{ "attr-reset", .on_session = case_attr_reset },
+	{ "bidi-out-of-order", .on_session = case_bidi_out_of_order },
 	{ "attr-logout", .on_session = case_attr_logout },
 	{ "attr-drop", .on_session = case_attr_drop },
 	{ "dataout-zero-solicited", .on_session = case_dataout_zero_solicited },

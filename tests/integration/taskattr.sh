@@ -36,7 +36,7 @@ done
 [ "$TARGET_KIND" = isergw ] || { log "isergwd only (--reactors 1)"; exit 77; }
 
 IQN=iqn.2026-11.org.isergw:taskattr
-CASES=attr-ordered,attr-mix,attr-abort,attr-reset,attr-logout,attr-drop
+CASES=attr-ordered,attr-mix,attr-abort,attr-reset,attr-logout,attr-drop,bidi-out-of-order
 CASES=$CASES,dataout-zero-solicited,dataout-zero-unsolicited,dataout-zero-final
 CASES=$CASES,dataout-zero-unsol-final,final-login
 fail=0

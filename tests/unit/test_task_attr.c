@@ -809,6 +809,43 @@ static void test_immediate(void **state)
 	finish(i);
 }
 
+/*
+ * A bidirectional command (refused: 05/24/00) whose CmdSN is ahead of a gap
+ * is refused when its CmdSN comes up, not before: its CmdSN is consumed in
+ * order and the commands after it run.
+ */
+static void test_bidi_out_of_order(void **state)
+{
+	struct iscsi_scsi_cmd h;
+	uint8_t data[512];
+	uint32_t bidi = next_itt++, first, after;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	memset(data, 0, sizeof(data));
+	h.opcode = ISCSI_OP_SCSI_CMD;
+	h.flags = ISCSI_FLAG_FINAL | ISCSI_CMD_READ | ISCSI_CMD_WRITE | SIMPLE;
+	h.itt = htobe32(bidi);
+	h.exp_xfer_len = htobe32(512);
+	h.cmd_sn = htobe32(2);
+	h.cdb[0] = 0x2a;
+	assert_int_equal(iscsi_task_scsi_cmd(conn, (struct iscsi_bhs *)&h, NULL, 0, data, 512), 0);
+	after = cmd_sn(SIMPLE, 0, READ, 3, false);
+	assert_false(ran(after));
+	first = cmd_sn(SIMPLE, 0, READ, 1, false);
+	next_sn = 4;
+	assert_true(running(first));
+	assert_non_null(response(bidi));
+	assert_int_equal(response(bidi)->status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(response(bidi)->asc, 0x24);
+	assert_false(ran(bidi));
+	assert_true(running(after));
+	assert_int_equal(sess->exp_cmd_sn, 4);
+	assert_int_equal(sess->npending, 0);
+	finish(first);
+	finish(after);
+}
+
 /* ---------------- task management ---------------- */
 
 static void test_abort_held_task(void **state)
@@ -1017,6 +1054,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ordered_write_then_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cmdsn_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_immediate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bidi_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_held_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_blocker_collecting_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_held_ordered, setup, teardown),
