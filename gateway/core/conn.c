@@ -55,6 +55,8 @@ static void conn_free_now(void *arg)
 	reactor_timer_cancel(c->reactor, &c->logout_timer);
 	iscsi_login_destroy(c->login);
 	iscsi_text_destroy(c->text);
+	if (c->sess)
+		iscsi_task_sets_fini(c->sess);
 	free(c->sess);
 	atomic_fetch_sub(&c->gw->stats.connections, 1);
 	free(c);

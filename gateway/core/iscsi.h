@@ -28,6 +28,7 @@
 
 struct bdev;
 struct gw;
+struct iscsi_task_set;
 
 #define GW_MAX_LUNS 16384
 
@@ -134,10 +135,17 @@ struct iscsi_session {
 	struct scsi_itn itn;
 	struct list_head pending;       /* commands waiting for a CmdSN gap to fill */
 	uint32_t npending;
-	/* SAM-5 task attributes: ORDERED waits for older tasks, later ones wait for it */
-	struct list_head blocked;       /* tasks held back by an ORDERED task, in order */
-	uint32_t in_flight;             /* tasks handed to the SCSI layer, not yet done */
-	bool ordered_running;
+	/*
+	 * SAM-5 task attributes (core/task.c): one task set per LUN with tasks,
+	 * made with the first, freed with the last. Held tasks run from
+	 * sched_work, never inside another task's completion.
+	 */
+	struct list_head task_sets;     /* struct iscsi_task_set.link */
+	struct list_head sets_to_run;   /* sets whose held tasks may run now */
+	struct reactor_deferred sched_work;
+	struct iscsi_task_set *spare_set;
+	uint64_t next_task_seq;         /* age of a task in its set */
+	bool attr_warned;               /* a reserved task attribute was logged */
 	struct list_head link;          /* gw->sessions */
 	bool registered;
 	struct gw_io_counters stats;    /* commands of this session (its reactor only) */
@@ -179,7 +187,7 @@ enum iscsi_task_state {
 	TASK_STATE_NEW = 0,
 	TASK_STATE_WAIT_CMDSN,          /* in session->pending */
 	TASK_STATE_DATA_OUT,            /* collecting write data */
-	TASK_STATE_WAIT_ORDER,          /* in session->blocked (task attributes) */
+	TASK_STATE_WAIT_ORDER,          /* held in its task set (task attributes) */
 	TASK_STATE_EXEC,                /* in the SCSI layer / backend */
 	TASK_STATE_DATA_IN,             /* datamover moving read data */
 	TASK_STATE_RESPONSE,            /* status queued, waiting for it to leave */
@@ -201,7 +209,12 @@ struct iscsi_task {
 	struct iscsi_conn *conn;
 	enum iscsi_task_state state;
 	struct list_head link;          /* conn->tasks */
-	struct list_head pend_link;     /* session->pending */
+	struct list_head pend_link;     /* session->pending, or its set's held tasks */
+	struct iscsi_task_set *set;     /* the task set of its LUN */
+	struct list_head set_link;      /* set->tasks while in the task set */
+	struct list_head barrier_link;  /* set->barriers (ORDERED, HEAD OF QUEUE) */
+	uint64_t seq;                   /* age in the set */
+	bool in_set;                    /* entered (CmdSN order), not yet left */
 	struct iscsi_scsi_cmd hdr;
 	uint32_t itt;
 	uint32_t cmd_sn;
@@ -212,7 +225,6 @@ struct iscsi_task {
 	uint16_t data_err;              /* ASC/ASCQ of a Data-Out sequence error, 0 = none */
 	bool data_in;
 	bool data_out;
-	bool in_flight;                 /* counted in session->in_flight */
 	bool buf_wait;                  /* waiting for the datamover's buffer */
 	uint8_t *staging;               /* unsolicited data received while waiting */
 	uint8_t *buf;
@@ -339,6 +351,9 @@ void iscsi_task_send_response(struct iscsi_task *t);
 int iscsi_task_send_r2ts(struct iscsi_task *t);
 /* Session CmdSN window: run commands now in order. */
 void iscsi_session_run_pending(struct iscsi_session *s);
+/* A session's task sets: set up at bind, released with the session (its tasks all gone). */
+void iscsi_task_sets_init(struct iscsi_session *s);
+void iscsi_task_sets_fini(struct iscsi_session *s);
 /* Connection teardown: abort everything, free what is idle. */
 void iscsi_conn_abort_tasks(struct iscsi_conn *c);
 /* Route the SCSI layer's PREEMPT AND ABORT requests to the sessions. */

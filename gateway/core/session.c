@@ -61,7 +61,7 @@ int iscsi_session_bind(struct iscsi_conn *c)
 	s->reactor = c->reactor;
 	s->conn = c;
 	list_init(&s->pending);
-	list_init(&s->blocked);
+	iscsi_task_sets_init(s);
 	list_init(&s->link);
 	pthread_mutex_lock(&gw->sess_lock);
 	if (s->type == ISCSI_SESSION_NORMAL) {

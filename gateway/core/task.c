@@ -26,6 +26,8 @@ struct iscsi_tmf {
 
 static void task_exec(struct iscsi_task *t);
 static void tmf_task_gone(struct iscsi_tmf *tmf);
+static void task_set_leave(struct iscsi_task *t);
+static void task_set_put(struct iscsi_session *s, struct iscsi_task_set *set);
 
 static struct iscsi_task *task_alloc(struct iscsi_conn *c)
 {
@@ -35,6 +37,8 @@ static struct iscsi_task *task_alloc(struct iscsi_conn *c)
 		return NULL;
 	t->conn = c;
 	list_init(&t->pend_link);
+	list_init(&t->set_link);
+	list_init(&t->barrier_link);
 	list_add_tail(&t->link, &c->tasks);
 	c->ntasks++;
 	iscsi_conn_get(c);
@@ -48,8 +52,11 @@ static void task_free(struct iscsi_task *t)
 	if (t->tmf)
 		tmf_task_gone(t->tmf);
 	list_del(&t->link);
-	if (!list_empty(&t->pend_link))
-		list_del(&t->pend_link);
+	list_del(&t->pend_link);
+	if (t->set) {
+		task_set_leave(t);
+		task_set_put(c->sess, t->set);
+	}
 	c->ntasks--;
 	c->dm->release_task(c, t);
 	if (t->edtl)
@@ -184,8 +191,6 @@ void iscsi_task_send_response(struct iscsi_task *t)
 	iscsi_conn_send(t->conn, pdu, true);
 }
 
-static void task_attr_done(struct iscsi_task *t);
-
 /* I/O counters of the session, the LUN and the target port (core/counters.h). */
 static void task_count(const struct iscsi_task *t, bool aborted)
 {
@@ -212,8 +217,7 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 	uint32_t len;
 
 	task_count(t, t->aborted || c->state == CONN_STATE_CLOSING);
-	if (c->state != CONN_STATE_CLOSING)
-		task_attr_done(t);
+	task_set_leave(t);
 	if (t->aborted || c->state == CONN_STATE_CLOSING) {
 		task_free(t);
 		return;
@@ -236,64 +240,244 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 static void task_fail_now(struct iscsi_task *t, uint8_t key, uint8_t asc, uint8_t ascq);
 
 /*
- * SAM-5 task attributes within the session's task set: HEAD OF QUEUE runs at
- * once; ORDERED runs when nothing older is in flight; SIMPLE runs unless an
- * ORDERED task is running or waiting ahead of it.
+ * SAM-5 task attributes. Each LUN a session uses has a task set (the
+ * Control mode page says TST 001b: one task set per I_T nexus), its tasks in
+ * the order they were received (CmdSN order, an immediate command when it
+ * arrives). A task ready to run (its write data in) is enabled when
+ *   SIMPLE (and untagged): no older ORDERED or HEAD OF QUEUE task is in the set;
+ *   ORDERED (and the reserved values 5-7): no older task is in the set;
+ *   HEAD OF QUEUE: at once;
+ *   ACA: never: no ACA condition can exist (NACA is refused), so it ends with
+ *   CHECK CONDITION, ILLEGAL REQUEST, INVALID MESSAGE ERROR.
+ * Otherwise it is held in the set's held list (oldest first). A task leaves
+ * the set when the SCSI layer completes it or it is freed (aborted, its
+ * connection gone). When a set with held tasks loses a task, the session's
+ * sched_work runs the held tasks that may run now, oldest first, stopping at
+ * the first that may not: every later one is blocked by it or by what blocks
+ * it. Each test is O(1); nothing runs inside another task's completion.
  */
-static bool task_attr_may_run(const struct iscsi_session *s, const struct iscsi_task *t,
-			      bool others_waiting)
+struct iscsi_task_set {
+	struct list_head link;          /* session->task_sets */
+	struct list_head run_link;      /* session->sets_to_run */
+	uint64_t lun;
+	uint32_t refs;                  /* tasks of this LUN (in the set or on their way) */
+	struct list_head tasks;         /* in the set, oldest first */
+	struct list_head barriers;      /* ORDERED and HEAD OF QUEUE tasks in the set, oldest first */
+	struct list_head held;          /* ready but not enabled, oldest first */
+};
+
+enum task_class { TASK_SIMPLE, TASK_ORDERED, TASK_HEAD_OF_QUEUE, TASK_ACA };
+
+static enum task_class task_class(const struct iscsi_task *t)
 {
 	switch (t->hdr.flags & ISCSI_CMD_ATTR_MASK) {
+	case SCSI_ATTR_UNTAGGED:
+	case SCSI_ATTR_SIMPLE:
+		return TASK_SIMPLE;
 	case SCSI_ATTR_HEAD_OF_QUEUE:
-		return true;
-	case SCSI_ATTR_ORDERED:
-		return !others_waiting && s->in_flight == 0;
+		return TASK_HEAD_OF_QUEUE;
+	case SCSI_ATTR_ACA:
+		return TASK_ACA;
 	default:
-		return !others_waiting && !s->ordered_running;
+		return TASK_ORDERED;
 	}
 }
 
-/* A task left the task set: let held-back tasks go, in order. */
-static void task_attr_done(struct iscsi_task *t)
+static void task_sets_run(void *arg);
+
+void iscsi_task_sets_init(struct iscsi_session *s)
+{
+	list_init(&s->task_sets);
+	list_init(&s->sets_to_run);
+	reactor_deferred_init(&s->sched_work, task_sets_run, s);
+}
+
+void iscsi_task_sets_fini(struct iscsi_session *s)
+{
+	reactor_deferred_cancel(s->reactor, &s->sched_work);
+	/* every task is gone, so is every set but the spare */
+	free(s->spare_set);
+	s->spare_set = NULL;
+}
+
+/* The task set of lun, made if it has none; one more reference. NULL: no memory. */
+static struct iscsi_task_set *task_set_get(struct iscsi_session *s, uint64_t lun)
+{
+	struct iscsi_task_set *set;
+	struct list_head *pos;
+
+	list_for_each(pos, &s->task_sets) {
+		set = list_entry(pos, struct iscsi_task_set, link);
+		if (set->lun == lun) {
+			set->refs++;
+			return set;
+		}
+	}
+	set = s->spare_set;
+	s->spare_set = NULL;
+	if (!set)
+		set = malloc(sizeof(*set));
+	if (!set)
+		return NULL;
+	set->lun = lun;
+	set->refs = 1;
+	list_init(&set->run_link);
+	list_init(&set->tasks);
+	list_init(&set->barriers);
+	list_init(&set->held);
+	list_add(&set->link, &s->task_sets);
+	return set;
+}
+
+static void task_set_put(struct iscsi_session *s, struct iscsi_task_set *set)
+{
+	if (--set->refs)
+		return;
+	list_del(&set->link);
+	list_del(&set->run_link);
+	if (!s->spare_set)
+		s->spare_set = set; /* one kept: a LUN at queue depth 1 makes no malloc per command */
+	else
+		free(set);
+}
+
+/* The task arrived in order: it enters its set, the youngest. */
+static void task_set_enter(struct iscsi_task *t)
 {
 	struct iscsi_session *s = t->conn->sess;
+	enum task_class cl = task_class(t);
 
-	if (!t->in_flight || !s)
+	if (t->in_set)
 		return;
-	t->in_flight = false;
-	s->in_flight--;
-	if ((t->hdr.flags & ISCSI_CMD_ATTR_MASK) == SCSI_ATTR_ORDERED)
-		s->ordered_running = false;
-	while (!list_empty(&s->blocked)) {
-		struct iscsi_task *n = list_first_entry(&s->blocked, struct iscsi_task, pend_link);
-
-		if (!task_attr_may_run(s, n, false))
-			break;
-		list_del(&n->pend_link);
-		task_exec(n);
+	t->in_set = true;
+	t->seq = s->next_task_seq++;
+	list_add_tail(&t->set_link, &t->set->tasks);
+	if (cl == TASK_ORDERED || cl == TASK_HEAD_OF_QUEUE)
+		list_add_tail(&t->barrier_link, &t->set->barriers);
+	if (cl == TASK_ORDERED && (t->hdr.flags & ISCSI_CMD_ATTR_MASK) != SCSI_ATTR_ORDERED &&
+	    !s->attr_warned) {
+		s->attr_warned = true;
+		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x with reserved task attribute %u: "
+			"run as ORDERED (logged once per session)", t->conn->peer, s->initiator,
+			t->itt, t->hdr.flags & ISCSI_CMD_ATTR_MASK);
 	}
+}
+
+/* May t, ready, be enabled now? */
+static bool task_may_run(const struct iscsi_task *t)
+{
+	const struct iscsi_task_set *set = t->set;
+	const struct iscsi_task *b;
+
+	switch (task_class(t)) {
+	case TASK_HEAD_OF_QUEUE:
+	case TASK_ACA:
+		return true;
+	case TASK_ORDERED:
+		return list_first_entry(&set->tasks, struct iscsi_task, set_link) == t;
+	default:
+		if (list_empty(&set->barriers))
+			return true;
+		b = list_first_entry(&set->barriers, struct iscsi_task, barrier_link);
+		return b->seq > t->seq;
+	}
+}
+
+/* Hold t in its set's held list, in age order. */
+static void task_hold(struct iscsi_task *t)
+{
+	struct list_head *pos = t->set->held.prev;
+
+	while (pos != &t->set->held &&
+	       list_entry(pos, struct iscsi_task, pend_link)->seq > t->seq)
+		pos = pos->prev;
+	list_add(&t->pend_link, pos);
+	t->state = TASK_STATE_WAIT_ORDER;
+}
+
+/* t leaves its set (completed or freed); held tasks may run after this batch. */
+static void task_set_leave(struct iscsi_task *t)
+{
+	struct iscsi_session *s = t->conn->sess;
+	struct iscsi_task_set *set = t->set;
+
+	if (!t->in_set)
+		return;
+	t->in_set = false;
+	list_del(&t->set_link);
+	list_del(&t->barrier_link);
+	if (t->state == TASK_STATE_WAIT_ORDER)
+		list_del(&t->pend_link);
+	if (!list_empty(&set->held) && list_empty(&set->run_link)) {
+		list_add_tail(&set->run_link, &s->sets_to_run);
+		reactor_defer(s->reactor, &s->sched_work);
+	}
+}
+
+static void task_run(struct iscsi_task *t);
+
+/* sched_work: enable the held tasks that may run, oldest first in each set. */
+static void task_sets_run(void *arg)
+{
+	struct iscsi_session *s = arg;
+	struct iscsi_conn *c = s->conn;
+
+	iscsi_conn_get(c);
+	while (!list_empty(&s->sets_to_run) && c->state != CONN_STATE_CLOSING) {
+		struct iscsi_task_set *set =
+			list_first_entry(&s->sets_to_run, struct iscsi_task_set, run_link);
+
+		list_del(&set->run_link);
+		set->refs++; /* its tasks may complete and go while it runs */
+		while (!list_empty(&set->held) && c->state != CONN_STATE_CLOSING) {
+			struct iscsi_task *t =
+				list_first_entry(&set->held, struct iscsi_task, pend_link);
+
+			if (!task_may_run(t))
+				break;
+			list_del(&t->pend_link);
+			task_run(t);
+		}
+		task_set_put(s, set);
+	}
+	iscsi_conn_put(c);
 }
 
 static void task_exec(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
-	struct iscsi_session *s = c->sess;
-	struct scsi_cmd *cmd = &t->scsi;
 
 	if (t->data_err) {
 		/* the write data did not arrive intact: nothing reaches the medium */
 		task_fail_now(t, SCSI_SK_ABORTED_COMMAND, t->data_err >> 8, t->data_err & 0xff);
 		return;
 	}
-	if (!task_attr_may_run(s, t, !list_empty(&s->blocked))) {
-		t->state = TASK_STATE_WAIT_ORDER;
-		list_add_tail(&t->pend_link, &s->blocked);
+	if (t->data_out && (t->hdr.flags & ISCSI_CMD_READ)) {
+		/* bidirectional commands are not supported; reached in CmdSN order */
+		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
 		return;
 	}
-	t->in_flight = true;
-	s->in_flight++;
-	if ((t->hdr.flags & ISCSI_CMD_ATTR_MASK) == SCSI_ATTR_ORDERED)
-		s->ordered_running = true;
+	if (task_class(t) == TASK_ACA) {
+		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x with the ACA task attribute and "
+			"no ACA condition: INVALID MESSAGE ERROR", c->peer, c->sess->initiator,
+			t->itt);
+		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x49, 0x00);
+		return;
+	}
+	if (!task_may_run(t)) {
+		task_hold(t);
+		return;
+	}
+	task_run(t);
+}
+
+/* Hand t to the SCSI layer. */
+static void task_run(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	struct iscsi_session *s = c->sess;
+	struct scsi_cmd *cmd = &t->scsi;
+
 	t->state = TASK_STATE_EXEC;
 	cmd->itn = &s->itn;
 	cmd->lun = t->lun;
@@ -347,6 +531,7 @@ void iscsi_session_run_pending(struct iscsi_session *s)
 				task_free(t);
 				continue;
 			}
+			task_set_enter(t);
 			t->state = t->data_out && t->received < t->edtl ? TASK_STATE_DATA_OUT
 									   : TASK_STATE_NEW;
 			task_maybe_exec(t);
@@ -448,6 +633,12 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	t->data_in = rbit;
 	t->data_out = wbit;
 	t->state = TASK_STATE_NEW;
+	t->set = task_set_get(s, t->lun);
+	if (!t->set) {
+		task_free(t);
+		iscsi_conn_reject(c, bhs, ISCSI_REJECT_OUT_OF_RESOURCES);
+		goto out_advance;
+	}
 	if (wbit) {
 		if (hdr->flags & ISCSI_FLAG_FINAL || sp->initial_r2t)
 			t->unsol_end = dlen;
@@ -484,8 +675,10 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		t->state = TASK_STATE_WAIT_CMDSN;
 		list_add_tail(&t->pend_link, &s->pending);
 		s->npending++;
-	} else if (!immediate) {
-		s->exp_cmd_sn++;
+	} else {
+		task_set_enter(t);
+		if (!immediate)
+			s->exp_cmd_sn++;
 	}
 
 	if (wbit) {
@@ -497,13 +690,8 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		if (t->state != TASK_STATE_WAIT_CMDSN)
 			t->state = TASK_STATE_DATA_OUT;
 	}
-	if (rbit && wbit) {
-		/* bidirectional commands are not supported */
-		if (t->received >= t->edtl)
-			task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
-		else
-			t->data_in = false; /* collect the data, then fail */
-	}
+	if (rbit && wbit)
+		t->data_in = false; /* bidirectional: collect the data, then fail (task_exec) */
 	if (wbit && !t->buf_wait && t->received < t->edtl && t->r2t_next < t->edtl) {
 		if (c->dm->get_data(c, t)) {
 			iscsi_conn_drop(c, "could not request Data-Out");
@@ -512,7 +700,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	}
 	if (!queue)
 		iscsi_session_run_pending(s);
-	if (t->state != TASK_STATE_WAIT_CMDSN && !(rbit && wbit))
+	if (t->state != TASK_STATE_WAIT_CMDSN)
 		task_maybe_exec(t);
 	return 0;
 
@@ -603,11 +791,6 @@ void iscsi_task_data_ready(struct iscsi_task *t)
 {
 	if (t->aborted)
 		return;
-	if (t->data_out && t->data_in == false && (t->hdr.flags & ISCSI_CMD_READ)) {
-		/* bidirectional: all data collected, now fail it */
-		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x24, 0x00);
-		return;
-	}
 	task_maybe_exec(t);
 }
 
@@ -711,8 +894,21 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 		st->received += dlen;
 		st->exp_data_sn++;
 	}
-	memcpy(t->buf + offset, data, dlen);
+	/* RFC 7143 11.7.7: a Data-Out may carry no data (data is NULL then) */
+	if (dlen)
+		memcpy(t->buf + offset, data, dlen);
 	t->received += dlen;
+	if ((hdr->flags & ISCSI_FLAG_FINAL) &&
+	    (st ? st->received < st->len : t->unsol_received < t->unsol_end)) {
+		/* F ends the sequence early: the rest would never come */
+		GW_WARN(COMP, "%s (%s): %s Data-Out ITT 0x%08x with F ends its sequence %u bytes "
+			"short: failing the command", c->peer, c->sess->initiator,
+			st ? "solicited" : "unsolicited", t->itt,
+			st ? st->len - st->received : t->unsol_end - t->unsol_received);
+		/* DATA PHASE ERROR; WRITE ERROR - NOT ENOUGH UNSOLICITED DATA */
+		task_data_error(t, st ? 0x4b00 : 0x0c0d);
+		return;
+	}
 	if (st && st->received == st->len) {
 		st->active = false;
 		t->r2t_outstanding--;
@@ -792,7 +988,7 @@ static bool task_abort(struct iscsi_task *t, struct iscsi_tmf *tmf)
 	case TASK_STATE_DATA_OUT:
 	case TASK_STATE_WAIT_ORDER:
 		t->aborted = true;
-		task_free(t); /* also unlinks it from session->blocked */
+		task_free(t); /* also takes it out of its task set */
 		return false;
 	case TASK_STATE_EXEC:
 		if (t->aborted)

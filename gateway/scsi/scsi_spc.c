@@ -370,6 +370,8 @@ static uint32_t mode_page(const struct scsi_lu *lu, uint8_t page, int pc, uint8_
 			p[4] = 0x08;                    /* SWP */
 			return 12;
 		}
+		/* TST 001b: a task set per I_T nexus, as the core orders tasks (core/task.c) */
+		p[2] = 0x20;
 		p[3] = 0x10;                            /* QUEUE ALGORITHM MODIFIER 1 */
 		if (pc != PC_DEFAULT && lu->swp)
 			p[4] = 0x08;

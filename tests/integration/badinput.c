@@ -24,6 +24,12 @@
  *   right secret works), acl-forbidden (needs --acl-allowed),
  *   nop-answered, nop-silent (need a target that pings every second and
  *   gives up after a few seconds; --nop-limit bounds the wait for the drop).
+ * and on request (tests/integration/taskattr.sh): attr-ordered, attr-mix,
+ *   attr-abort, attr-reset, attr-logout, attr-drop (SAM-5 task attributes,
+ *   several commands in one TCP write), bidi-out-of-order,
+ *   dataout-zero-solicited, dataout-zero-unsolicited, dataout-zero-final,
+ *   dataout-zero-unsol-final (Data-Out with DataSegmentLength 0; with F,
+ *   ending its sequence short).
  *
  * Digests: the client has its own bitwise CRC32C (RFC 3720 appendix B.4,
  * checked against the RFC's vectors at start-up). On a session that
@@ -73,6 +79,8 @@ static struct {
 };
 
 static int nop_limit = 15; /* nop-silent: seconds to wait for the drop */
+/* the next login offers InitialR2T=No (unsolicited Data-Out), set per case */
+static bool login_unsolicited;
 
 /* ---------------------------------------------------------------------- */
 /* CRC32C (Castagnoli), bitwise, reflected: RFC 3720 appendix B.4 */
@@ -616,7 +624,7 @@ static int login_full(struct conn *c, const char *initiator, const char *user, c
 	key_addf(&k, "HeaderDigest=%s", c->want_hd ? "CRC32C" : "None");
 	key_addf(&k, "DataDigest=%s", c->want_dd ? "CRC32C" : "None");
 	key_addf(&k, "MaxRecvDataSegmentLength=%u", c->my_mrdsl);
-	key_add(&k, "InitialR2T=Yes");
+	key_addf(&k, "InitialR2T=%s", login_unsolicited ? "No" : "Yes");
 	key_add(&k, "ImmediateData=Yes");
 	key_add(&k, "FirstBurstLength=65536");
 	key_add(&k, "MaxBurstLength=262144");
@@ -1610,6 +1618,604 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* task attributes (SAM-5): several commands in one TCP write */
+
+#define ATTR_SIMPLE  1
+#define ATTR_ORDERED 2
+#define ATTR_HOQ     3
+#define ATTR_ACA     4
+
+/* One command of a batch, and what came back for it. */
+struct bcmd {
+	uint8_t attr;           /* task attribute (ATTR field, 0-7) */
+	uint8_t op;             /* 0x28 READ(10), 0x2a WRITE(10), 0x00 TEST UNIT READY */
+	uint32_t lba;
+	uint16_t blocks;
+	const uint8_t *wdata;   /* WRITE: all of it immediate */
+	uint8_t *rbuf;          /* READ: blocks * 512 bytes */
+	uint32_t itt;
+	int status;             /* -1 until its status arrived */
+	uint8_t sk, asc, ascq;  /* sense of a CHECK CONDITION */
+	unsigned order;         /* 1, 2, ...: when its status arrived within the batch */
+	bool may_abort;         /* a TMF of the batch may abort it (no answer then) */
+};
+
+/* Append BHS + data + padding (no digests: the batch sessions use none). */
+static void batch_put(uint8_t *buf, size_t *len, uint8_t *bhs, const void *data, uint32_t dlen)
+{
+	be24put(bhs + 5, dlen);
+	memcpy(buf + *len, bhs, ISCSI_BHS_LEN);
+	*len += ISCSI_BHS_LEN;
+	if (dlen)
+		memcpy(buf + *len, data, dlen);
+	*len += dlen;
+	while (*len & 3)
+		buf[(*len)++] = 0;
+}
+
+/* The SCSI Command PDU of bc (CmdSN advanced) appended to buf. */
+static void batch_cmd(struct conn *c, uint8_t *buf, size_t *len, struct bcmd *bc)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[16];
+	uint32_t bytes = bc->op ? bc->blocks * 512u : 0;
+	uint8_t dir = bc->op == 0x2a ? ISCSI_CMD_WRITE : bc->op == 0x28 ? ISCSI_CMD_READ : 0;
+
+	if (bc->op)
+		cdb10(cdb, bc->op, bc->lba, bc->blocks);
+	else
+		memset(cdb, 0, sizeof(cdb));
+	bc->itt = ++c->itt;
+	bc->status = -1;
+	build_cmd(c, b, bc->itt, dir, bytes, cdb);
+	b[1] = (uint8_t)((b[1] & ~ISCSI_CMD_ATTR_MASK) | bc->attr);
+	c->cmd_sn++;
+	batch_put(buf, len, b, bc->wdata, bc->op == 0x2a ? bytes : 0);
+}
+
+/* A TMF Request (immediate) appended to buf; returns its ITT. */
+static uint32_t batch_tmf(struct conn *c, uint8_t *buf, size_t *len, uint8_t func,
+			  const struct bcmd *ref)
+{
+	uint8_t b[ISCSI_BHS_LEN] = { 0 };
+	uint32_t itt = ++c->itt;
+
+	b[0] = ISCSI_OP_TASK_MGMT_REQ | ISCSI_OP_IMMEDIATE;
+	b[1] = 0x80 | func;
+	put_lun(b, cfg.lun);
+	be32put(b + 16, itt);
+	be32put(b + 20, ref ? ref->itt : ISCSI_RSVD_TAG);
+	be32put(b + 24, c->cmd_sn);
+	be32put(b + 28, c->exp_stat_sn);
+	if (ref)
+		be32put(b + 32, c->cmd_sn - 1);
+	batch_put(buf, len, b, NULL, 0);
+	return itt;
+}
+
+static struct bcmd *batch_find(struct bcmd *v, size_t n, uint32_t itt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].itt == itt)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * Receive until every command of v has its status (those that may_abort
+ * excepted) and, with tmf_itt, the TMF Response has come (*tmf_rsp); the
+ * commands a TMF aborted never answer. Every PDU within 5 s. Returns 0, or
+ * a negative errno with the note told.
+ */
+static int batch_collect(struct conn *c, struct bcmd *v, size_t n, uint32_t tmf_itt, int *tmf_rsp)
+{
+	unsigned got = 0;
+
+	if (tmf_rsp)
+		*tmf_rsp = -1;
+	for (;;) {
+		size_t open = 0;
+		struct pdu p;
+
+		for (size_t i = 0; i < n; i++)
+			open += v[i].status < 0 && !v[i].may_abort;
+		if (!open && (!tmf_itt || *tmf_rsp >= 0))
+			return 0;
+		int rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc) {
+			notef("%zu of %zu commands%s unanswered:", open, n,
+			      tmf_itt && *tmf_rsp < 0 ? " and the TMF" : "");
+			describe_err(rc);
+			return rc;
+		}
+		uint8_t op = pdu_op(&p);
+		struct bcmd *bc = batch_find(v, n, be32get(p.bhs + 16));
+		if (op == ISCSI_OP_TASK_MGMT_RSP && tmf_itt && be32get(p.bhs + 16) == tmf_itt) {
+			*tmf_rsp = p.bhs[2];
+		} else if (op == ISCSI_OP_DATA_IN && bc && bc->status < 0) {
+			uint32_t off = be32get(p.bhs + 40), len = bc->blocks * 512u;
+			if (bc->rbuf && off <= len && p.dlen <= len - off)
+				memcpy(bc->rbuf + off, p.data, p.dlen);
+			if (p.bhs[1] & ISCSI_DATAIN_STATUS) {
+				bc->status = p.bhs[3];
+				bc->order = ++got;
+			}
+		} else if (op == ISCSI_OP_SCSI_RSP && bc && bc->status < 0) {
+			bc->status = p.bhs[2] ? 0x100 | p.bhs[2] : p.bhs[3];
+			bc->order = ++got;
+			if (p.dlen >= 2 + 14) {
+				bc->sk = p.data[2 + 2] & 0x0f;
+				bc->asc = p.data[2 + 12];
+				bc->ascq = p.data[2 + 13];
+			}
+		} else {
+			notef("unexpected");
+			describe(&p);
+			pdu_free(&p);
+			return -EPROTO;
+		}
+		pdu_free(&p);
+	}
+}
+
+/* Nothing more within QUIET_MS: true; otherwise the PDU is told. */
+static bool batch_quiet(struct conn *c)
+{
+	struct pdu p;
+	int rc = recv_pdu(c, &p, QUIET_MS);
+	if (rc == -ETIMEDOUT)
+		return true;
+	notef("then");
+	if (rc == 0) {
+		describe(&p);
+		pdu_free(&p);
+	} else
+		describe_err(rc);
+	return false;
+}
+
+static bool batch_send(struct conn *c, const uint8_t *buf, size_t len)
+{
+	int rc = send_all(c, buf, len);
+	if (rc)
+		describe_err(rc);
+	return rc == 0;
+}
+
+/*
+ * The hang of a reactor: READ(10) of 2048 blocks ORDERED, then two READ(10)
+ * SIMPLE, in one TCP write. All three answered GOOD, the SIMPLE ones after
+ * the ORDERED one completed; the connection still answers.
+ */
+static bool case_attr_ordered(struct conn *c)
+{
+	static uint8_t buf[4 * ISCSI_BHS_LEN], big[2048 * 512], r1[4096], r2[4096];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 8, .rbuf = r1 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 16, .blocks = 8, .rbuf = r2 },
+	};
+	size_t len = 0;
+	bool ok;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (buf[1] != 0xc2) {
+		notef("(the ORDERED READ has flags 0x%02x, want 0xc2)", buf[1]);
+		return false;
+	}
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 3, 0, NULL))
+		return false;
+	notef("ORDERED READ(10) 2048 blocks status %d, SIMPLE READ(10)s %d and %d", v[0].status,
+	      v[1].status, v[2].status);
+	ok = v[0].status == 0 && v[1].status == 0 && v[2].status == 0;
+	if (ok)
+		ping_check(c, &ok);
+	return ok;
+}
+
+static bool same_block(const uint8_t *got, const uint8_t *want, const char *what)
+{
+	if (memcmp(got, want, 512) == 0)
+		return true;
+	notef("%s does not return the data of the WRITE ahead of it", what);
+	return false;
+}
+
+/*
+ * Every attribute mixed, several held at once: an ORDERED WRITE is seen by
+ * the SIMPLE READ behind it, a second ORDERED WRITE by the next READ, HEAD
+ * OF QUEUE runs, ACA (no ACA condition can exist) is refused with
+ * ILLEGAL REQUEST / INVALID MESSAGE ERROR, and everything else is GOOD.
+ */
+static bool case_attr_mix(struct conn *c)
+{
+	static uint8_t buf[16 * (ISCSI_BHS_LEN + 512)], big[2048 * 512];
+	static uint8_t a[512], b2[512], ra[512], rb[512], r3[512], r4[512];
+	const uint32_t lba = 4000;
+	pattern(a, sizeof(a), 51);
+	pattern(b2, sizeof(b2), 52);
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r3 },
+		{ .attr = ATTR_ORDERED, .op = 0x2a, .lba = lba, .blocks = 1, .wdata = a },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = lba, .blocks = 1, .rbuf = ra },
+		{ .attr = ATTR_HOQ, .op = 0x00 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r4 },
+		{ .attr = ATTR_ORDERED, .op = 0x2a, .lba = lba, .blocks = 1, .wdata = b2 },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = lba, .blocks = 1, .rbuf = rb },
+		{ .attr = ATTR_ACA, .op = 0x00 },
+		{ .attr = 0 /* untagged */, .op = 0x00 },
+		{ .attr = ATTR_ORDERED, .op = 0x00 },
+		{ .attr = ATTR_ORDERED, .op = 0x00 },
+	};
+	const size_t n = sizeof(v) / sizeof(v[0]);
+	size_t len = 0;
+	bool ok = true;
+
+	if (!c->immediate_data) {
+		notef("target refused ImmediateData");
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (!batch_send(c, buf, len) || batch_collect(c, v, n, 0, NULL))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		bool aca = v[i].attr == ATTR_ACA;
+		bool want = aca ? v[i].status == 2 && v[i].sk == 5 && v[i].asc == 0x49 &&
+				  v[i].ascq == 0 : v[i].status == 0;
+		if (!want) {
+			notef("command %zu (attribute %u): status 0x%x sense %x/%02x/%02x%s", i,
+			      v[i].attr, (unsigned)v[i].status, v[i].sk, v[i].asc, v[i].ascq,
+			      aca ? " (want CHECK CONDITION 5/49/00)" : "");
+			ok = false;
+		}
+	}
+	if (ok)
+		notef("%zu commands answered as expected (ACA: 5/49/00)", n);
+	ok = same_block(ra, a, "the READ behind the first ORDERED WRITE") && ok;
+	ok = same_block(rb, b2, "the READ behind the second ORDERED WRITE") && ok;
+	if (v[3].order < v[2].order || v[7].order < v[6].order) {
+		notef("a SIMPLE READ completed before the ORDERED WRITE ahead of it");
+		ok = false;
+	}
+	if (ok)
+		ping_check(c, &ok);
+	return ok;
+}
+
+/*
+ * TMFs while tasks are held behind an ORDERED READ: ABORT TASK of a held
+ * SIMPLE READ, then ABORT TASK SET of the rest; the session goes on.
+ */
+static bool case_attr_abort(struct conn *c)
+{
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[4][512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0], .may_abort = true },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1] },
+	};
+	size_t len = 0;
+	int tmf, rc;
+	bool ok = true;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	uint32_t titt = batch_tmf(c, buf, &len, ISCSI_TMF_ABORT_TASK, &v[1]);
+	be32put(buf + len - ISCSI_BHS_LEN + 32, c->cmd_sn - 2); /* RefCmdSN: the SIMPLE READ's */
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 3, titt, &tmf))
+		return false;
+	notef("ABORT TASK of a SIMPLE READ held behind an ORDERED one: response %d (%s); ORDERED "
+	      "status %d, the other SIMPLE %d", tmf, v[1].status < 0 ? "not answered" : "answered",
+	      v[0].status, v[2].status);
+	/* aborted and never answered, or answered first and then "no such task" */
+	if (!(tmf == ISCSI_TMF_RSP_COMPLETE && v[1].status < 0) &&
+	    !(tmf == ISCSI_TMF_RSP_NO_TASK && v[1].status >= 0))
+		ok = false;
+	if (v[0].status != 0 || v[2].status != 0 || !batch_quiet(c))
+		ok = false;
+	/* ABORT TASK SET with an ORDERED READ running and others held */
+	struct bcmd w[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big, .may_abort = true },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[2], .may_abort = true },
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[3], .may_abort = true },
+		{ .attr = ATTR_HOQ, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[3], .may_abort = true },
+	};
+	len = 0;
+	for (size_t i = 0; i < 4; i++)
+		batch_cmd(c, buf, &len, &w[i]);
+	titt = batch_tmf(c, buf, &len, ISCSI_TMF_ABORT_TASK_SET, NULL);
+	if (!batch_send(c, buf, len) || batch_collect(c, w, 4, titt, &tmf))
+		return false;
+	notef("ABORT TASK SET: response %d", tmf);
+	if (tmf != ISCSI_TMF_RSP_COMPLETE || !batch_quiet(c))
+		ok = false;
+	if (ok)
+		ping_check(c, &ok);
+	if (ok) {
+		uint8_t cdb[16], one[512];
+		cdb10(cdb, 0x28, 0, 1);
+		rc = scsi_exec(c, cdb, false, one, sizeof(one));
+		notef("READ(10) afterwards: %d", rc);
+		ok = rc == 0;
+	}
+	return ok;
+}
+
+/*
+ * LOGICAL UNIT RESET, CLEAR TASK SET and TARGET WARM RESET, each in the
+ * same TCP write as an ORDERED READ and the tasks held behind it: answered
+ * FUNCTION COMPLETE, nothing after it; the unit attention the reset leaves
+ * is taken with TEST UNIT READY and a READ works again.
+ */
+static bool case_attr_reset(struct conn *c)
+{
+	static const uint8_t funcs[] = { ISCSI_TMF_LOGICAL_UNIT_RESET, ISCSI_TMF_CLEAR_TASK_SET,
+					 ISCSI_TMF_TARGET_WARM_RESET };
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[2][512];
+	bool ok = true;
+
+	for (size_t f = 0; f < sizeof(funcs) && ok; f++) {
+		struct bcmd v[] = {
+			{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big,
+			  .may_abort = true },
+			{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0],
+			  .may_abort = true },
+			{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1],
+			  .may_abort = true },
+		};
+		size_t len = 0;
+		int tmf, rc = 0;
+		uint8_t tur[16] = { 0 }, cdb[16], one[512];
+
+		for (size_t i = 0; i < 3; i++)
+			batch_cmd(c, buf, &len, &v[i]);
+		uint32_t titt = batch_tmf(c, buf, &len, funcs[f], NULL);
+		if (!batch_send(c, buf, len) || batch_collect(c, v, 3, titt, &tmf))
+			return false;
+		notef("TMF function %u with tasks held: response %d", funcs[f], tmf);
+		if (tmf != ISCSI_TMF_RSP_COMPLETE || !batch_quiet(c))
+			return false;
+		for (int i = 0; i < 4; i++) {
+			rc = scsi_exec(c, tur, false, NULL, 0);
+			if (rc <= 0)
+				break;
+		}
+		cdb10(cdb, 0x28, 0, 1);
+		if (rc == 0)
+			rc = scsi_exec(c, cdb, false, one, sizeof(one));
+		if (rc != 0) {
+			notef("TEST UNIT READY / READ(10) afterwards: %d", rc);
+			ok = false;
+		}
+	}
+	if (ok)
+		notef("a READ works after each");
+	return ok;
+}
+
+/*
+ * A bidirectional WRITE (not supported) with all its data, sent ahead of
+ * the CmdSN gap before it, then the command filling the gap, in one TCP
+ * write: the READ is GOOD, the bidirectional one CHECK CONDITION 05/24/00,
+ * and the session goes on (its CmdSN was consumed in order).
+ */
+static bool case_bidi_out_of_order(struct conn *c)
+{
+	static uint8_t buf[4 * ISCSI_BHS_LEN + 512], w[512], r[512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_SIMPLE, .op = 0x2a, .lba = 6000, .blocks = 1, .wdata = w },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 6000, .blocks = 1, .rbuf = r },
+	};
+	size_t len = 0;
+	uint8_t tur[16] = { 0 };
+	uint32_t sn = c->cmd_sn;
+	int rc;
+
+	if (!c->immediate_data) {
+		notef("target refused ImmediateData");
+		return false;
+	}
+	/* the bidirectional one takes CmdSN sn + 1, the READ sn, the READ goes second */
+	c->cmd_sn = sn + 1;
+	batch_cmd(c, buf, &len, &v[0]);
+	buf[1] |= ISCSI_CMD_READ;
+	c->cmd_sn = sn;
+	batch_cmd(c, buf, &len, &v[1]);
+	c->cmd_sn = sn + 2;
+	if (!batch_send(c, buf, len) || batch_collect(c, v, 2, 0, NULL))
+		return false;
+	notef("bidirectional WRITE (CmdSN ahead): status 0x%x sense %x/%02x/%02x; READ filling "
+	      "the gap: %d", (unsigned)v[0].status, v[0].sk, v[0].asc, v[0].ascq, v[1].status);
+	bool ok = v[0].status == 2 && v[0].sk == 5 && v[0].asc == 0x24 && v[1].status == 0;
+	rc = scsi_exec(c, tur, false, NULL, 0);
+	notef("TEST UNIT READY afterwards: %d", rc);
+	return ok && rc == 0;
+}
+
+/*
+ * The connection goes (a Logout, or closed) with tasks held: then a new
+ * session on the same reactor logs in and READs.
+ */
+static bool attr_then_leave(struct conn *c, bool logout)
+{
+	static uint8_t buf[8 * ISCSI_BHS_LEN], big[2048 * 512], r[2][512];
+	struct bcmd v[] = {
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 0, .blocks = 2048, .rbuf = big },
+		{ .attr = ATTR_SIMPLE, .op = 0x28, .lba = 8, .blocks = 1, .rbuf = r[0] },
+		{ .attr = ATTR_ORDERED, .op = 0x28, .lba = 9, .blocks = 1, .rbuf = r[1] },
+	};
+	size_t len = 0;
+	bool ok = true;
+
+	for (size_t i = 0; i < 3; i++)
+		batch_cmd(c, buf, &len, &v[i]);
+	if (logout) {
+		uint8_t b[ISCSI_BHS_LEN] = { 0 };
+		b[0] = ISCSI_OP_LOGOUT_REQ | ISCSI_OP_IMMEDIATE;
+		b[1] = 0x80; /* close the session */
+		be32put(b + 16, ++c->itt);
+		be32put(b + 24, c->cmd_sn);
+		be32put(b + 28, c->exp_stat_sn);
+		batch_put(buf, &len, b, NULL, 0);
+	}
+	if (!batch_send(c, buf, len))
+		return false;
+	if (logout) {
+		/* whatever comes, then the Logout Response and the close */
+		bool answered = false;
+		for (;;) {
+			struct pdu p;
+			int rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+			if (rc == -ECONNRESET)
+				break;
+			if (rc) {
+				notef("after the Logout:");
+				describe_err(rc);
+				ok = false;
+				break;
+			}
+			answered |= pdu_op(&p) == ISCSI_OP_LOGOUT_RSP;
+			pdu_free(&p);
+		}
+		notef("Logout with tasks held: %s, connection closed",
+		      answered ? "Logout Response" : "no Logout Response");
+		ok = ok && answered;
+	} else {
+		notef("connection closed with tasks held");
+	}
+	conn_close(c);
+	return serves_fresh_session() && ok;
+}
+
+static bool case_attr_logout(struct conn *c)
+{
+	return attr_then_leave(c, true);
+}
+
+static bool case_attr_drop(struct conn *c)
+{
+	return attr_then_leave(c, false);
+}
+
+/* A Data-Out for itt: TTT ttt, DataSN dsn, offset off, F when final. */
+static int send_dataout(struct conn *c, uint32_t itt, uint32_t ttt, uint32_t dsn, uint32_t off,
+			bool final, const uint8_t *data, uint32_t dlen)
+{
+	uint8_t d[ISCSI_BHS_LEN] = { 0 };
+	d[0] = ISCSI_OP_DATA_OUT;
+	d[1] = final ? ISCSI_FLAG_FINAL : 0;
+	put_lun(d, cfg.lun);
+	be32put(d + 16, itt);
+	be32put(d + 20, ttt);
+	be32put(d + 28, c->exp_stat_sn);
+	be32put(d + 36, dsn);
+	be32put(d + 40, off);
+	return send_pdu(c, d, data, dlen, false);
+}
+
+/*
+ * WRITE(10) of one block without immediate data, then a Data-Out with
+ * DataSegmentLength 0 (answering the R2T, or unsolicited), then the block:
+ * GOOD, and the block reads back. With final, the empty Data-Out has F (its
+ * sequence ends short, the block never follows): CHECK CONDITION, ABORTED
+ * COMMAND, 4B/00 DATA PHASE ERROR (solicited) or 0C/0D NOT ENOUGH
+ * UNSOLICITED DATA, and the session goes on.
+ */
+static bool dataout_zero(struct conn *c, bool solicited, bool final)
+{
+	uint8_t b[ISCSI_BHS_LEN], cdb[16], data[512], got[512];
+	const uint32_t lba = 5000 + (solicited ? 0 : 1) + (final ? 2 : 0);
+	uint32_t itt = ++c->itt, ttt = ISCSI_RSVD_TAG;
+	struct pdu p;
+	int rc;
+
+	pattern(data, sizeof(data), solicited ? 61 : 62);
+	cdb10(cdb, 0x2a, lba, 1);
+	build_cmd(c, b, itt, ISCSI_CMD_WRITE, sizeof(data), cdb);
+	if (!solicited) {
+		if (c->initial_r2t) {
+			notef("target insisted on InitialR2T=Yes");
+			return false;
+		}
+		b[1] &= (uint8_t)~ISCSI_FLAG_FINAL; /* unsolicited Data-Out follows */
+	}
+	c->cmd_sn++;
+	rc = send_pdu(c, b, NULL, 0, false);
+	if (rc == 0 && solicited) {
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+		if (rc == 0) {
+			if (pdu_op(&p) != ISCSI_OP_R2T || be32get(p.bhs + 16) != itt) {
+				describe(&p);
+				pdu_free(&p);
+				return false;
+			}
+			ttt = be32get(p.bhs + 20);
+			pdu_free(&p);
+		}
+	}
+	if (rc == 0)
+		rc = send_dataout(c, itt, ttt, 0, 0, final, NULL, 0);
+	if (rc == 0 && !final)
+		rc = send_dataout(c, itt, ttt, 1, 0, true, data, sizeof(data));
+	if (rc == 0)
+		rc = recv_pdu(c, &p, PDU_TIMEOUT_MS);
+	notef("%s Data-Out of 0 bytes%s:", solicited ? "solicited" : "unsolicited",
+	      final ? " with F" : ", then the block");
+	if (rc) {
+		describe_err(rc);
+		return false;
+	}
+	bool ok = pdu_op(&p) == ISCSI_OP_SCSI_RSP && be32get(p.bhs + 16) == itt && !p.bhs[2];
+	describe(&p);
+	if (ok && final) {
+		uint8_t want = solicited ? 0x4b : 0x0c, wantq = solicited ? 0 : 0x0d;
+		ok = p.bhs[3] == 2 && p.dlen >= 2 + 14 && (p.data[2 + 2] & 0x0f) == 0x0b &&
+		     p.data[2 + 12] == want && p.data[2 + 13] == wantq;
+		if (p.dlen >= 2 + 14)
+			notef("sense %x/%02x/%02x (want b/%02x/%02x)", p.data[2 + 2] & 0x0f,
+			      p.data[2 + 12], p.data[2 + 13], want, wantq);
+	} else if (ok) {
+		ok = p.bhs[3] == 0;
+	}
+	pdu_free(&p);
+	if (!ok)
+		return false;
+	if (!final) {
+		cdb10(cdb, 0x28, lba, 1);
+		rc = scsi_exec(c, cdb, false, got, sizeof(got));
+		if (rc != 0 || memcmp(got, data, sizeof(got)) != 0) {
+			notef("READ(10) afterwards: %s", rc ? "failed" : "other data");
+			return false;
+		}
+		notef("the block reads back");
+	}
+	ping_check(c, &ok);
+	return ok;
+}
+
+static bool case_dataout_zero_solicited(struct conn *c)
+{
+	return dataout_zero(c, true, false);
+}
+
+static bool case_dataout_zero_unsolicited(struct conn *c)
+{
+	return dataout_zero(c, false, false);
+}
+
+static bool case_dataout_zero_final(struct conn *c)
+{
+	return dataout_zero(c, true, true);
+}
+
+static bool case_dataout_zero_unsol_final(struct conn *c)
+{
+	return dataout_zero(c, false, true);
+}
+
+/* ---------------------------------------------------------------------- */
 /* NOP-In pings (the target set up with nop_interval_s 1, nop_timeout_s 3) */
 
 #define NOP_ANSWER_MS 6000
@@ -1716,6 +2322,7 @@ static const struct {
 	bool (*on_session)(struct conn *c);
 	bool hd, dd;
 	uint32_t mrdsl;
+	bool unsol;             /* log in with InitialR2T=No */
 	bool by_default;
 } cases[] = {
 	{ "unknown-opcode", .on_session = case_unknown_opcode, .by_default = true },
@@ -1740,6 +2347,17 @@ static const struct {
 	  .by_default = true },
 	{ "digest-header-only", .on_session = case_digest_header_only, .hd = true, .mrdsl = 16384,
 	  .by_default = true },
+	{ "attr-ordered", .on_session = case_attr_ordered },
+	{ "attr-mix", .on_session = case_attr_mix },
+	{ "attr-abort", .on_session = case_attr_abort },
+	{ "attr-reset", .on_session = case_attr_reset },
+	{ "bidi-out-of-order", .on_session = case_bidi_out_of_order },
+	{ "attr-logout", .on_session = case_attr_logout },
+	{ "attr-drop", .on_session = case_attr_drop },
+	{ "dataout-zero-solicited", .on_session = case_dataout_zero_solicited },
+	{ "dataout-zero-unsolicited", .on_session = case_dataout_zero_unsolicited, .unsol = true },
+	{ "dataout-zero-final", .on_session = case_dataout_zero_final },
+	{ "dataout-zero-unsol-final", .on_session = case_dataout_zero_unsol_final, .unsol = true },
 	{ "nop-answered", .on_session = case_nop_answered },
 	{ "nop-silent", .on_session = case_nop_silent },
 	{ "chap-wrong-secret", .fn = case_chap },
@@ -1761,6 +2379,7 @@ static void run_case(size_t i)
 		cases[i].fn(cases[i].name);
 		return;
 	}
+	login_unsolicited = cases[i].unsol;
 	if (session_open_ex(&c, cases[i].hd, cases[i].dd, cases[i].mrdsl ? cases[i].mrdsl : MY_MRDSL) == 0) {
 		ok = cases[i].on_session(&c);
 		conn_close(&c);

@@ -459,7 +459,9 @@ static void test_mode_sense(void **state)
 	assert_non_null(pg);
 	assert_int_equal(pg[1], 0x12);
 	assert_int_equal(pg[2] & 0x04, 0x04);   /* WCE from params */
-	assert_non_null(find_page6(buf, n, 0x0a));
+	pg = find_page6(buf, n, 0x0a);
+	assert_non_null(pg);
+	assert_int_equal(pg[2] >> 5, 1);        /* TST: a task set per I_T nexus */
 	assert_non_null(find_page6(buf, n, 0x1c));
 
 	/* DBD, changeable values */
