@@ -1772,6 +1772,15 @@ int rest_node_patch(json_object *body, bool *drained, struct rest_err *e)
 	return 0;
 }
 
+int rest_force_param(const char *v, bool *force, struct rest_err *e)
+{
+	*force = v && !strcmp(v, "true");
+	if (!v || *force || !strcmp(v, "false"))
+		return 0;
+	return fail(e, -EINVAL, 422, "force", "force: %s is not true or false",
+		    gw_utf8_valid(v, strnlen(v, 32), NULL) ? v : "the value");
+}
+
 int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e)
 {
 	bool have = false;

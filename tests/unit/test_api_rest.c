@@ -586,6 +586,16 @@ static void test_node_dg_patch(void **state)
 	b = J("{\"drained\":false,\"name\":\"n2\"}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "name");
 	json_object_put(b);
+	/* ?force= of a drain */
+	assert_int_equal(rest_force_param(NULL, &d, &e), 0);
+	assert_false(d);
+	assert_int_equal(rest_force_param("true", &d, &e), 0);
+	assert_true(d);
+	assert_int_equal(rest_force_param("false", &d, &e), 0);
+	assert_false(d);
+	refused(rest_force_param("yes", &d, &e), &e, -EINVAL, 422, "force");
+	refused(rest_force_param("\xff", &d, &e), &e, -EINVAL, 422, "force");
+	assert_null(strchr(e.detail, '\xff'));
 	b = J("{}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
 	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");

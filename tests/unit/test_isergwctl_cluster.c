@@ -762,10 +762,22 @@ static void drain_refused(void **state)
 	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_DRAIN);
 	assert_string_equal(req->drain->node, "n2");
 	assert_false(req->drain->undrain);
+	assert_false(req->drain->force);
 	assert_int_equal(req->drain->timeout_ms, 0);
 	assert_int_equal(r.rc, ISERGWCTL_EXIT_REFUSED);
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, "isergwctl: refused: no quorum (No locks available)\n");
+	run_free(&r);
+	/* the last node that can own groups: refused naming them, unless --force */
+	refusal_reply(a, -EBUSY, "draining node 'n2' would leave device group dg1 without an owner");
+	r = run(a, "drain", "n2", "--force", NULL);
+	req = agent_done(a);
+	assert_true(req->drain->force);
+	assert_false(req->drain->undrain);
+	run_free(&r);
+	r = run(a, "undrain", "n2", "--force", NULL);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_USAGE);
+	assert_non_null(strstr(r.err, "undrain does not take --force"));
 	run_free(&r);
 }
 
@@ -1143,7 +1155,7 @@ static void help(void **state)
 		assert_non_null(strstr(r.out, "  config get [--runtime]"));
 		assert_non_null(strstr(r.out,
 				       "  config apply [--base-generation N] [--wait-ms MS] FILE\n"));
-		assert_non_null(strstr(r.out, "  drain NODE [--wait-ms MS]\n"));
+		assert_non_null(strstr(r.out, "  drain NODE [--wait-ms MS] [--force]\n"));
 		assert_non_null(strstr(r.out, "  undrain NODE [--wait-ms MS]\n"));
 		assert_non_null(strstr(r.out, "  move DEVICE_GROUP NODE [--wait-ms MS]\n"));
 		assert_non_null(strstr(r.out, "--ha-socket PATH"));
