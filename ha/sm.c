@@ -1465,7 +1465,8 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 /*
  * The device groups that have an owner now and would have none with node n
  * drained (no other node eligible, as placement sees it), their names into
- * list ("dg1, dg2"). Returns how many, or -ENOMEM.
+ * list ("dg1, dg2", cut short when it does not fit). Returns how many, or
+ * -ENOMEM, -EINVAL (placement refused its inputs).
  */
 static int drain_orphans(const struct ha_sm *sm, int n, char *list, size_t listlen)
 {
@@ -1522,7 +1523,8 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, boo
 			    drained ? "drained" : "not drained");
 	count = drained ? drain_orphans(sm, n, orphans, sizeof(orphans)) : 0;
 	if (count < 0)
-		return errf(err, errlen, count, "out of memory");
+		return errf(err, errlen, count, "cannot work out where the device groups would go: %s",
+			    strerror(-count));
 	if (count && !force)
 		return errf(err, errlen, -EBUSY, "draining node '%s' would leave %s %s without an "
 			    "owner (no other node can serve %s): force the drain (isergwctl --force, "
