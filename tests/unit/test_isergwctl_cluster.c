@@ -768,16 +768,27 @@ static void drain_refused(void **state)
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, "isergwctl: refused: no quorum (No locks available)\n");
 	run_free(&r);
-	/* the last node that can own groups: refused naming them, unless --force */
-	refusal_reply(a, -EBUSY, "draining node 'n2' would leave device group dg1 without an owner");
-	r = run(a, "drain", "n2", "--force", NULL);
-	req = agent_done(a);
-	assert_true(req->drain->force);
-	assert_false(req->drain->undrain);
-	run_free(&r);
+}
+
+/* The last node that can own groups: the agent refuses it unless --force, which undrain does not take. */
+static void drain_forced(void **state)
+{
+	struct agent *a = *state;
+	const ApiRequest *req;
+	struct run r;
+
 	r = run(a, "undrain", "n2", "--force", NULL);
 	assert_int_equal(r.rc, ISERGWCTL_EXIT_USAGE);
 	assert_non_null(strstr(r.err, "undrain does not take --force"));
+	assert_no_connection(a);
+	run_free(&r);
+	change_reply(a, 0, "", 7, "n1 n2 n3", "", true);
+	r = run(a, "drain", "n2", "--force", NULL);
+	req = agent_done(a);
+	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_DRAIN);
+	assert_true(req->drain->force);
+	assert_false(req->drain->undrain);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
 	run_free(&r);
 }
 
@@ -1182,6 +1193,7 @@ int main(void)
 		T(config_apply_too_big_stdin),
 		T(config_apply_empty),
 		T(drain_refused),
+		T(drain_forced),
 		T(undrain_timeout_pending),
 		T(timeout_pending_json),
 		T(timeout_no_result),
