@@ -421,9 +421,10 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		break;
 	}
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
-		GW_NOTICE(COMP, "%s: %s node %s", c->name, req->drain->undrain ? "undrain" : "drain",
-			  req->drain->node);
-		id = ha_sm_submit_drain(sm, req->drain->node, !req->drain->undrain, err, sizeof(err));
+		GW_NOTICE(COMP, "%s: %s node %s%s", c->name, req->drain->undrain ? "undrain" : "drain",
+			  req->drain->node, req->drain->force ? " (forced)" : "");
+		id = ha_sm_submit_drain(sm, req->drain->node, !req->drain->undrain, req->drain->force,
+					err, sizeof(err));
 		timeout = req->drain->timeout_ms;
 		break;
 	case ISERGW__HA__API_REQUEST__OP_MOVE:

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sm.h"
+#include "util/names.h"
 
 #define HA_OWNERS_MAX 256u
 
@@ -118,6 +119,7 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 
 static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 {
+	char msg[384];
 	int rc;
 
 	if (!c->request_id && c->kind_case != ISERGW__HA__CHANGE__KIND_PLACEMENT)
@@ -155,12 +157,10 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 				return rc;
 		return 0;
 	case ISERGW__HA__CHANGE__KIND_LUN:
-		if (!c->lun->target[0] || strlen(c->lun->target) > 223)
-			return bad(err, errlen, -EINVAL, "change.lun.target: %zu bytes (1..223)",
-				   strlen(c->lun->target));
-		for (const char *p = c->lun->target; *p; p++)
-			if ((unsigned char)*p <= 0x20 || (unsigned char)*p > 0x7e)
-				return bad(err, errlen, -EINVAL, "change.lun.target: not an iSCSI name");
+		/* the check the target passed when it was made (names.h), not a stricter one */
+		if (gw_name_check(GW_NAME_ISCSI, c->lun->target, strlen(c->lun->target), msg,
+				  sizeof(msg)))
+			return bad(err, errlen, -EINVAL, "change.lun.target: %s", msg);
 		if (c->lun->lun >= 16384)
 			return bad(err, errlen, -EINVAL, "change.lun.lun: %u (0..16383)", c->lun->lun);
 		if (c->lun->lun_json[0] && c->lun->lun_json[0] != '{')

@@ -16,6 +16,7 @@
 
 #include "util/config.h"
 #include "util/log.h"
+#include "util/names.h"
 
 static const char *jtype(struct json_object *v)
 {
@@ -478,9 +479,55 @@ static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *
 /* ----------------------------------------------------------------- targets */
 
 /*
+ * The name of kind (util/names.h) at key of obj, when it is a string: the
+ * check isergwd's parser and the REST layer make, in their words (its type
+ * and presence are isergwd's to check).
+ */
+static int check_name(struct ha_vctx *c, struct json_object *obj, const char *key,
+		      enum gw_name_kind kind)
+{
+	struct json_object *v;
+	char msg[384];
+
+	if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+		return 0;
+	if (!gw_name_check(kind, json_object_get_string(v), (size_t)json_object_get_string_len(v),
+			   msg, sizeof(msg)))
+		return 0;
+	ha_vpath_key(c, key);
+	return ha_verr(c, "%s", msg);
+}
+
+/* The target's name, alias and ACLs' initiator names. */
+static int check_target_names(struct ha_vctx *c, struct json_object *tgt)
+{
+	struct json_object *acls;
+	int rc;
+
+	rc = check_name(c, tgt, "iqn", GW_NAME_ISCSI);
+	rc = rc ? rc : check_name(c, tgt, "alias", GW_NAME_ALIAS);
+	if (rc || !json_object_object_get_ex(tgt, "acls", &acls) ||
+	    !json_object_is_type(acls, json_type_array))
+		return rc;
+	for (size_t a = 0; a < json_object_array_length(acls); a++) {
+		struct json_object *acl = json_object_array_get_idx(acls, a);
+		size_t at = ha_vpath_key(c, "acls");
+
+		ha_vpath_index(c, a);
+		if (json_object_is_type(acl, json_type_object)) {
+			rc = check_name(c, acl, "initiator", GW_NAME_ISCSI);
+			if (rc)
+				return rc;
+		}
+		ha_vpath_pop(c, at);
+	}
+	return 0;
+}
+
+/*
  * The shape the device group check walks through (targets[] objects, luns[]
- * objects, device_group a string naming a device group of the cluster); the
- * rest of each target is isergwd's to check.
+ * objects, device_group a string naming a device group of the cluster), and
+ * the names (util/names.h); the rest of each target is isergwd's to check.
  */
 static int check_targets(struct ha_vctx *c, struct json_object *targets, const struct ha_doc *d)
 {
@@ -493,6 +540,9 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 
 		if (!json_object_is_type(tgt, json_type_object))
 			return ha_verr(c, "expected an object, got %s", jtype(tgt));
+		rc = check_target_names(c, tgt);
+		if (rc)
+			return rc;
 		rc = get_array(c, tgt, "luns", false, 0, SIZE_MAX, &luns);
 		if (rc)
 			return rc;
@@ -504,6 +554,9 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 			ha_vpath_index(c, l);
 			if (!json_object_is_type(lun, json_type_object))
 				return ha_verr(c, "expected an object, got %s", jtype(lun));
+			rc = check_name(c, lun, "path", GW_NAME_PATH);
+			if (rc)
+				return rc;
 			rc = get_str(c, lun, "device_group", false, HA_NAME_MAX, &dg);
 			if (rc)
 				return rc;
@@ -662,8 +715,15 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
 					    "gateway", "floating_portals" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
+	char path[512], why[64];
 	int rc;
 
+	/* every string UTF-8 without NUL: the document is rendered as JSON everywhere */
+	if (gw_json_strings_check(cfg, "", path, sizeof(path), why, sizeof(why))) {
+		if (path[0])
+			ha_vpath_key(c, path);
+		return ha_verr(c, "%s", why);
+	}
 	rc = CHECK_KEYS(c, cfg, keys);
 	if (rc)
 		return rc;

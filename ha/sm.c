@@ -329,7 +329,7 @@ static void reqs_check(struct ha_sm *sm)
 			n = ha_doc_find_node(d, r->node);
 			done = true;
 			for (size_t k = 0; n >= 0 && k < d->ndgs; k++)
-				if (d->owner[k] == n || d->moving_from[k] == n)
+				if (d->owner[k] == n || (d->moving_from[k] == n && !r->orphans))
 					done = false;
 			break;
 		}
@@ -1462,12 +1462,56 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 	return id;
 }
 
-int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,
-			   size_t errlen)
+/*
+ * The device groups that have an owner now and would have none with node n
+ * drained (no other node eligible, as placement sees it), their names into
+ * list ("dg1, dg2", cut short when it does not fit). Returns how many, or
+ * -ENOMEM, -EINVAL (placement refused its inputs).
+ */
+static int drain_orphans(const struct ha_sm *sm, int n, char *list, size_t listlen)
+{
+	const struct ha_doc *d = sm->doc;
+	size_t nd = d->ndgs, used = 0;
+	bool *elig = calloc(d->nnodes + 1, sizeof(*elig));
+	int *cur = calloc(nd + 1, sizeof(*cur)), *out = calloc(nd + 1, sizeof(*out));
+	int count = 0;
+
+	if (!elig || !cur || !out) {
+		count = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < d->nnodes; k++)
+		elig[k] = (int)k != n && node_in_view(sm, (int)k) && !d->drained[k];
+	for (size_t g = 0; g < nd; g++)
+		cur[g] = d->owner[g] >= 0 ? d->owner[g] : d->moving_from[g];
+	if (ha_place(d, elig, cur, out) < 0) {
+		count = -EINVAL;
+		goto out;
+	}
+	list[0] = '\0';
+	for (size_t g = 0; g < nd; g++) {
+		if (cur[g] < 0 || out[g] >= 0)
+			continue;
+		if (used < listlen)
+			used += (size_t)snprintf(list + used, listlen - used, "%s%s", count ? ", " : "",
+						 d->dgs[g].name);
+		count++;
+	}
+out:
+	free(elig);
+	free(cur);
+	free(out);
+	return count;
+}
+
+int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, bool force,
+			   char *err, size_t errlen)
 {
 	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
 	Isergw__Ha__NodeDrain dr = ISERGW__HA__NODE_DRAIN__INIT;
-	int n;
+	char orphans[512];
+	int64_t id;
+	int n, count;
 
 	if (!ha_sm_can_change(sm, err, errlen))
 		return sm->quorate ? -EAGAIN : -ENOLCK;
@@ -1477,12 +1521,28 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, cha
 	if (sm->doc->drained[n] == drained)
 		return errf(err, errlen, -EALREADY, "node '%s' is %s already", node,
 			    drained ? "drained" : "not drained");
+	count = drained ? drain_orphans(sm, n, orphans, sizeof(orphans)) : 0;
+	if (count < 0)
+		return errf(err, errlen, count, "cannot work out where the device groups would go: %s",
+			    strerror(-count));
+	if (count && !force)
+		return errf(err, errlen, -EBUSY, "draining node '%s' would leave %s %s without an "
+			    "owner (no other node can serve %s): force the drain (isergwctl --force, "
+			    "REST ?force=true) to do it anyway",
+			    node, count > 1 ? "device groups" : "device group", orphans,
+			    count > 1 ? "them" : "it");
 	dr.node = (char *)(uintptr_t)node;
 	dr.drained = drained;
 	c.base_generation = sm->doc->generation;
 	c.kind_case = ISERGW__HA__CHANGE__KIND_DRAIN;
 	c.drain = &dr;
-	return submit(sm, &c, drained ? HA_REQ_DRAIN : HA_REQ_UNDRAIN, "", node, err, errlen);
+	id = submit(sm, &c, drained ? HA_REQ_DRAIN : HA_REQ_UNDRAIN, "", node, err, errlen);
+	if (id > 0 && count) {
+		GW_WARN(COMP, "node %s drained by force: device group(s) %s left without an owner",
+			node, orphans);
+		req_find(sm, (uint64_t)id, NULL)->orphans = true;
+	}
+	return id;
 }
 
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,

@@ -204,6 +204,8 @@ struct ha_sm_req {                      /* a change of ours on its way */
 	char dg[HA_NAME_MAX];
 	char node[HA_NAME_MAX];
 	bool sent_applied;              /* its own change was applied; waiting for its effect */
+	bool orphans;                   /* a drain by force: its groups get no owner (done once
+					 * the node owns none, though they stay moving from it) */
 };
 #define HA_SM_REQS_MAX 64u
 
@@ -323,8 +325,8 @@ int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t 
  */
 int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32_t *lun,
 			 const char *lun_json, uint64_t base_gen, char *err, size_t errlen);
-int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, char *err,
-			   size_t errlen);
+int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, bool force,
+			   char *err, size_t errlen);
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,
 			  size_t errlen);
 /*

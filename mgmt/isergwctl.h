@@ -85,7 +85,7 @@ enum isergwctl_view {
 /* A command's own options, as parsed (operands are argv strings). */
 struct isergwctl_rest_args {
 	const char *alias, *from_json, *path, *size, *device_group, *grace;
-	bool lun, rel;
+	bool lun, rel, force;
 	uint32_t lun_n, rel_n;
 };
 

@@ -44,6 +44,7 @@ enum {
 	OPT_RUNTIME = 1u << 0,
 	OPT_BASE_GEN = 1u << 1,
 	OPT_WAIT = 1u << 2,
+	OPT_FORCE = 1u << 3,
 };
 
 struct cl {
@@ -85,8 +86,11 @@ static void usage(FILE *f)
 "                         apply a whole new cluster configuration (FILE '-':\n"
 "                         stdin; at most 1 MiB); --base-generation N: only if\n"
 "                         the cluster is at generation N (0: no check)\n"
-"  drain NODE [--wait-ms MS]\n"
-"                         move every device group off NODE and keep them off\n"
+"  drain NODE [--wait-ms MS] [--force]\n"
+"                         move every device group off NODE and keep them off;\n"
+"                         refused when no other node could own them (the\n"
+"                         groups named) unless --force: they then have no\n"
+"                         owner, no node serves their LUNs\n"
 "  undrain NODE [--wait-ms MS]\n"
 "                         let NODE own device groups again\n"
 "  move DEVICE_GROUP NODE [--wait-ms MS]\n"
@@ -998,6 +1002,7 @@ static int drain(struct cl *c, const char *node, bool undrain)
 
 	d.node = ctl_str(node);
 	d.undrain = undrain;
+	d.force = c->given & OPT_FORCE;
 	d.timeout_ms = c->wait_ms;
 	req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
 	req.drain = &d;
@@ -1058,13 +1063,14 @@ static const struct cl_cmd cmds[] = {
 	{ "status", NULL, 0, "", 0, false, cmd_status },
 	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
 	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply },
-	{ "drain", NULL, 1, "NODE", OPT_WAIT, true, cmd_drain },
+	{ "drain", NULL, 1, "NODE", OPT_WAIT | OPT_FORCE, true, cmd_drain },
 	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
 	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
 	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced },
 };
 
-static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms" };
+static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms",
+					 "--force" };
 
 /* ------------------------------------------------------------ entry */
 
@@ -1078,6 +1084,7 @@ static int parse_args(struct cl *c, int argc, char **argv)
 		{ "runtime", no_argument, NULL, 'r' },
 		{ "base-generation", required_argument, NULL, 'b' },
 		{ "wait-ms", required_argument, NULL, 'w' },
+		{ "force", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -1103,6 +1110,9 @@ static int parse_args(struct cl *c, int argc, char **argv)
 			break;
 		case 'r':
 			c->given |= OPT_RUNTIME;
+			break;
+		case 'f':
+			c->given |= OPT_FORCE;
 			break;
 		case 'b':
 			if (isergwctl_parse_u64(optarg, &c->base_gen))

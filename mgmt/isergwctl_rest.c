@@ -61,7 +61,9 @@ void isergwctl_rest_usage(FILE *f)
 "  lun delete IQN LUN                DELETE /api/v1/targets/IQN/luns/LUN\n"
 "  node list                         GET    /api/v1/nodes\n"
 "  node show NAME                    GET    /api/v1/nodes/NAME\n"
-"  node drain NAME                   PATCH  /api/v1/nodes/NAME {\"drained\": true}\n"
+"  node drain NAME [--force]         PATCH  /api/v1/nodes/NAME[?force=true] {\"drained\": true}\n"
+"                                    (refused, 409, when no other node could own\n"
+"                                    its device groups, unless --force)\n"
 "  node undrain NAME                 PATCH  /api/v1/nodes/NAME {\"drained\": false}\n"
 "  device-group list                 GET    /api/v1/device-groups\n"
 "  device-group show NAME            GET    /api/v1/device-groups/NAME\n"
@@ -284,10 +286,11 @@ enum {
 	OPT_DG = 1u << 7,
 	OPT_REL = 1u << 8,
 	OPT_GRACE = 1u << 9,
+	OPT_FORCE = 1u << 10,
 };
 static const char *const opt_names[] = {
 	"--if-match", "--wait", "--alias", "--from-json", "--path", "--size", "--lun", "--device-group",
-	"--rel-port-id", "--grace",
+	"--rel-port-id", "--grace", "--force",
 };
 #define WRITE_OPTS (OPT_IF_MATCH | OPT_WAIT)
 
@@ -316,7 +319,7 @@ static const struct rest_cmd cmds[] = {
 	{ "lun", "delete", 2, false, "IQN LUN", WRITE_OPTS, "DELETE", ISERGWCTL_VIEW_CHANGE },
 	{ "node", "list", 0, false, "", 0, "GET", ISERGWCTL_VIEW_NODES },
 	{ "node", "show", 1, false, "NAME", 0, "GET", ISERGWCTL_VIEW_NODE },
-	{ "node", "drain", 1, false, "NAME", WRITE_OPTS, "PATCH", ISERGWCTL_VIEW_CHANGE },
+	{ "node", "drain", 1, false, "NAME", WRITE_OPTS | OPT_FORCE, "PATCH", ISERGWCTL_VIEW_CHANGE },
 	{ "node", "undrain", 1, false, "NAME", WRITE_OPTS, "PATCH", ISERGWCTL_VIEW_CHANGE },
 	{ "device-group", "list", 0, false, "", 0, "GET", ISERGWCTL_VIEW_DGS },
 	{ "device-group", "show", 1, false, "NAME", 0, "GET", ISERGWCTL_VIEW_DG },
@@ -497,6 +500,9 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		rc = path_add(r, "nodes", err, errlen);
 		if (!rc && nops)
 			rc = path_add(r, ops[0], err, errlen);
+		if (!rc && a->force)
+			snprintf(r->path + strlen(r->path), sizeof(r->path) - strlen(r->path),
+				 "?force=true");
 	} else if (strcmp(c->noun, "device-group") == 0) {
 		rc = path_add(r, "device-groups", err, errlen);
 		if (!rc && nops)
@@ -659,6 +665,7 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 		{ "device-group", required_argument, NULL, 'd' },
 		{ "rel-port-id", required_argument, NULL, 'r' },
 		{ "grace", required_argument, NULL, 'g' },
+		{ "force", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct isergwctl_rest_args a = { 0 };
@@ -744,6 +751,10 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 		case 'g':
 			a.grace = optarg;
 			given |= OPT_GRACE;
+			break;
+		case 'F':
+			a.force = true;
+			given |= OPT_FORCE;
 			break;
 		case 'd':
 			if (!name_ok(optarg)) {

@@ -18,6 +18,7 @@
 #include "core/params.h"
 #include "core/pdu.h"
 #include "util/log.h"
+#include "util/names.h"
 
 #define COMP "login"
 #define MAX_UNKNOWN_KEYS 128u
@@ -223,7 +224,7 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 	const struct gw_acl_cfg *acl = NULL;
 	const struct gw_target_cfg *t = NULL;
 	struct iscsi_kv kv;
-	size_t off = 0;
+	size_t off = 0, bad;
 	char why[160];
 	int rc;
 
@@ -245,6 +246,10 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 	if (strlen(iname) >= sizeof(l->initiator_name))
 		return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
 				"InitiatorName longer than %u bytes", GW_NAME_MAX - 1);
+	/* text values are UTF-8 (RFC 7143 6.1); the name is shown in logs and the REST API */
+	if (!gw_utf8_valid(iname, strlen(iname), &bad))
+		return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
+				"InitiatorName is not UTF-8 (byte %zu)", bad);
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
 
 	if (!stype || strcmp(stype, "Normal") == 0)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/names.h"
 
 #define CFG_COMP "config"
 
@@ -1119,6 +1120,16 @@ int gw_config_load_string(const char *json, struct gw_config **out, char *err, s
 	return gw_config_load_string_base(json, NULL, out, err, errlen);
 }
 
+/* Every string of o valid UTF-8 without NUL (names.h), the key path from prefix in the message. */
+static int strings_check(struct json_object *o, const char *prefix, char *err, size_t errlen)
+{
+	char path[CFG_PATH_MAX], why[64];
+
+	if (!gw_json_strings_check(o, prefix, path, sizeof(path), why, sizeof(why)))
+		return 0;
+	return set_err(err, errlen, "%s: %s", path[0] ? path : "config", why);
+}
+
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			       struct gw_config **out, char *err, size_t errlen)
 {
@@ -1161,6 +1172,10 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			goto err_put_root;
 		}
 	}
+
+	rc = strings_check(root, "", err, errlen);
+	if (rc)
+		goto err_put_root;
 
 	cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
@@ -1286,86 +1301,16 @@ err_close:
 /* ------------------------------------------------------------------------ */
 /* validation                                                               */
 
-/*
- * RFC 3720 3.2.6 / RFC 3722, loosely: "iqn.YYYY-MM.reversed.domain[:anything]"
- * in lowercase ASCII letters, digits, '-', '.', ':' (and UTF-8 beyond ASCII),
- * "eui." + 16 hex digits, "naa." + 16 or 32 hex digits. At most 223 bytes.
- */
-static bool name_char_ok(unsigned char ch)
+/* A name of kind (names.h) at path: the shared check and its words. */
+static int check_name(char *err, size_t errlen, const char *path, enum gw_name_kind kind,
+		      const char *n, size_t sz)
 {
-	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
-	       ch == ':' || ch >= 0x80;
-}
-
-static bool valid_iscsi_name(const char *n, const char **why)
-{
-	size_t len = strlen(n);
-
-	if (len == 0) {
-		*why = "empty";
-		return false;
-	}
-	if (len > GW_NAME_MAX - 1) {
-		*why = "longer than 223 bytes";
-		return false;
-	}
-	if (strncmp(n, "eui.", 4) == 0) {
-		if (len != 4 + 16 || !all_hex(n + 4, 16)) {
-			*why = "eui. names have exactly 16 hex digits";
-			return false;
-		}
-		return true;
-	}
-	if (strncmp(n, "naa.", 4) == 0) {
-		if ((len != 4 + 16 && len != 4 + 32) || !all_hex(n + 4, len - 4)) {
-			*why = "naa. names have 16 or 32 hex digits";
-			return false;
-		}
-		return true;
-	}
-	if (strncmp(n, "iqn.", 4) != 0) {
-		*why = "must start with iqn., eui. or naa.";
-		return false;
-	}
-	/* iqn.YYYY-MM.authority[:unique] */
-	if (len < 4 + 7 + 2 || !is_digit(n[4]) || !is_digit(n[5]) || !is_digit(n[6]) ||
-	    !is_digit(n[7]) || n[8] != '-' || !is_digit(n[9]) || !is_digit(n[10]) || n[11] != '.') {
-		*why = "iqn. must be followed by a date YYYY-MM and a dot";
-		return false;
-	}
-	{
-		int month = (n[9] - '0') * 10 + (n[10] - '0');
-
-		if (month < 1 || month > 12) {
-			*why = "month of the iqn. date must be 01..12";
-			return false;
-		}
-	}
-	if (n[12] == ':' || n[12] == '.' || n[12] == '-' || n[12] == '\0') {
-		*why = "iqn. needs a reversed domain name after the date";
-		return false;
-	}
-	for (const char *p = n + 12; *p; p++) {
-		if (*p >= 'A' && *p <= 'Z') {
-			*why = "must be lowercase";
-			return false;
-		}
-		if (!name_char_ok((unsigned char)*p)) {
-			*why = "allowed characters are a-z 0-9 - . :";
-			return false;
-		}
-	}
-	return true;
-}
-
-static int check_name(char *err, size_t errlen, const char *path, const char *n, size_t sz)
-{
-	const char *why = NULL;
+	char msg[384];
 
 	if (!str_terminated(n, sz))
 		return set_err(err, errlen, "%s: not terminated", path);
-	if (!valid_iscsi_name(n, &why))
-		return set_err(err, errlen, "%s: \"%s\" is not a valid iSCSI name: %s", path, n, why);
+	if (gw_name_check(kind, n, strlen(n), msg, sizeof(msg)))
+		return set_err(err, errlen, "%s: %s", path, msg);
 	return 0;
 }
 
@@ -1544,25 +1489,22 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-static bool valid_backend_initiator(const char *n)
-{
-	if (strncmp(n, "iqn.", 4) && strncmp(n, "eui.", 4) && strncmp(n, "naa.", 4))
-		return false;
-	for (; *n; n++)
-		if (*n <= ' ' || *n > '~')
-			return false;
-	return true;
-}
-
 /* One LUN's own fields (not against the other LUNs). */
 static int validate_lun_one(const struct gw_lun_cfg *l, size_t ti, size_t li, char *err,
 			    size_t errlen)
 {
+	char path[96];
+	int rc;
+
 	if (l->lun >= CFG_LUN_MAX)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u out of range (0..%u)", ti,
 			       li, l->lun, CFG_LUN_MAX - 1);
 	if (!str_terminated(l->path, sizeof(l->path)) || !l->path[0])
 		return set_err(err, errlen, "targets[%zu].luns[%zu].path: missing", ti, li);
+	snprintf(path, sizeof(path), "targets[%zu].luns[%zu].path", ti, li);
+	rc = check_name(err, errlen, path, GW_NAME_PATH, l->path, sizeof(l->path));
+	if (rc)
+		return rc;
 	if (l->block_size != 512 && l->block_size != 4096)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].block_size: %u is not 512 or 4096",
 			       ti, li, l->block_size);
@@ -1588,10 +1530,11 @@ static int validate_lun_one(const struct gw_lun_cfg *l, size_t ti, size_t li, ch
 			       (unsigned long long)l->max_transfer, l->block_size);
 	if (l->naa_set && (l->naa[0] >> 4) != 6)
 		return set_err(err, errlen, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
-	if (l->backend_initiator[0] && !valid_backend_initiator(l->backend_initiator))
-		return set_err(err, errlen,
-			       "targets[%zu].luns[%zu].backend_initiator: not an iqn./eui./naa. name",
-			       ti, li);
+	if (l->backend_initiator[0]) {
+		snprintf(path, sizeof(path), "targets[%zu].luns[%zu].backend_initiator", ti, li);
+		return check_name(err, errlen, path, GW_NAME_ISCSI, l->backend_initiator,
+				  sizeof(l->backend_initiator));
+	}
 	return 0;
 }
 
@@ -1616,15 +1559,17 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 	int rc;
 
 	snprintf(path, sizeof(path), "targets[%zu].iqn", ti);
-	rc = check_name(err, errlen, path, t->iqn, sizeof(t->iqn));
+	rc = check_name(err, errlen, path, GW_NAME_ISCSI, t->iqn, sizeof(t->iqn));
 	if (rc)
 		return rc;
 	for (size_t j = 0; j < ti; j++)
 		if (strcmp(c->targets[j].iqn, t->iqn) == 0)
 			return set_err(err, errlen, "targets[%zu].iqn: \"%s\" already used by targets[%zu]",
 				       ti, t->iqn, j);
-	if (!str_terminated(t->alias, sizeof(t->alias)))
-		return set_err(err, errlen, "targets[%zu].alias: too long", ti);
+	snprintf(path, sizeof(path), "targets[%zu].alias", ti);
+	rc = check_name(err, errlen, path, GW_NAME_ALIAS, t->alias, sizeof(t->alias));
+	if (rc)
+		return rc;
 
 	snprintf(path, sizeof(path), "targets[%zu].chap", ti);
 	rc = check_chap(err, errlen, path, &t->chap);
@@ -1662,7 +1607,7 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 		const struct gw_acl_cfg *a = &t->acls[ai];
 
 		snprintf(path, sizeof(path), "targets[%zu].acls[%zu].initiator", ti, ai);
-		rc = check_name(err, errlen, path, a->initiator, sizeof(a->initiator));
+		rc = check_name(err, errlen, path, GW_NAME_ISCSI, a->initiator, sizeof(a->initiator));
 		if (rc)
 			return rc;
 		for (size_t j = 0; j < ai; j++)
@@ -1835,6 +1780,9 @@ int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
 	lun_init(out, li);
 	path_set_len(&ctx, (size_t)snprintf(ctx.path, sizeof(ctx.path), "targets[%zu].luns[%zu]",
 					    ti, li));
+	rc = strings_check(obj, ctx.path, err, errlen);
+	if (rc)
+		return rc;
 	rc = parse_object(&ctx, obj, &lun_table, out);
 	if (rc)
 		return rc;

@@ -451,6 +451,10 @@ static int v1_request(struct api *a, struct MHD_Connection *c, struct api_req *r
 			 "API (one strong tag \"gN\" as in an ETag, or *)", im);
 		return respond_err(c, r, &e);
 	}
+	if (r->m.op == REST_NODE_PATCH &&
+	    rest_force_param(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "force"),
+			     &r->m.force, &e))
+		return respond_err(c, r, &e);
 	if (rest_op_has_body(r->m.op)) {
 		rc = rest_parse_body(r->body, r->blen, &body, &e);
 		if (!rc)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/names.h"
+
 static int fail(struct rest_err *e, int rc, unsigned int code, const char *field,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -299,6 +301,7 @@ int rest_parse_body(const char *body, size_t len, json_object **out, struct rest
 	enum json_tokener_error jerr;
 	json_object *o;
 	size_t end, line = 1, col = 1;
+	char path[sizeof(e->field)], why[64];
 
 	*out = NULL;
 	if (len > REST_BODY_MAX)
@@ -338,13 +341,19 @@ int rest_parse_body(const char *body, size_t len, json_object **out, struct rest
 		json_object_put(o);
 		return fail(e, -EINVAL, 422, "", "the body must be a JSON object");
 	}
+	/* what is stored is rendered again: every string UTF-8, no NUL */
+	if (gw_json_strings_check(o, "", path, sizeof(path), why, sizeof(why))) {
+		json_object_put(o);
+		return fail(e, -EINVAL, 422, path, "%s: %s", path[0] ? path : "the body", why);
+	}
 	*out = o;
 	return 0;
 }
 
 /* ------------------------------------------------------------ schemas */
 
-enum ftype { T_STR, T_INT, T_BOOL, T_SIZE, T_CHAP, T_ACLS, T_LUNS };
+/* T_IQN, T_ALIAS, T_PATH: strings that are names (util/names.h), checked as isergwd checks them */
+enum ftype { T_STR, T_INT, T_BOOL, T_SIZE, T_CHAP, T_ACLS, T_LUNS, T_IQN, T_ALIAS, T_PATH };
 
 struct fdef {
 	const char *key;
@@ -356,20 +365,20 @@ static const struct fdef chap_f[] = {
 	{ "user", T_STR, false }, { "secret", T_STR, false }, { NULL, 0, false },
 };
 static const struct fdef acl_f[] = {
-	{ "initiator", T_STR, true }, { "chap", T_CHAP, false }, { NULL, 0, false },
+	{ "initiator", T_IQN, true }, { "chap", T_CHAP, false }, { NULL, 0, false },
 };
 static const struct fdef lun_f[] = {
-	{ "lun", T_INT, false }, { "path", T_STR, true }, { "size", T_SIZE, false },
+	{ "lun", T_INT, false }, { "path", T_PATH, true }, { "size", T_SIZE, false },
 	{ "block_size", T_INT, false }, { "serial", T_STR, false }, { "naa", T_STR, false },
 	{ "readonly", T_BOOL, false }, { "write_cache", T_BOOL, false },
 	{ "thin", T_BOOL, false }, { "vendor", T_STR, false }, { "product", T_STR, false },
 	{ "max_transfer", T_SIZE, false }, { "backend_sessions", T_INT, false },
 	{ "backend_hold_s", T_INT, false }, { "backend_timeout_s", T_INT, false },
-	{ "backend_read_chunk", T_SIZE, false }, { "backend_initiator", T_STR, false },
+	{ "backend_read_chunk", T_SIZE, false }, { "backend_initiator", T_IQN, false },
 	{ "device_group", T_STR, false }, { NULL, 0, false },
 };
 static const struct fdef target_f[] = {
-	{ "iqn", T_STR, true }, { "alias", T_STR, false }, { "chap", T_CHAP, false },
+	{ "iqn", T_IQN, true }, { "alias", T_ALIAS, false }, { "chap", T_CHAP, false },
 	{ "mutual_chap", T_CHAP, false }, { "acls", T_ACLS, false },
 	{ "max_recv_dsl", T_INT, false }, { "max_burst", T_INT, false },
 	{ "first_burst", T_INT, false }, { "max_outstanding_r2t", T_INT, false },
@@ -413,12 +422,20 @@ static int check_field(json_object *v, const struct fdef *d, const char *p, stru
 	static const char *const want[] = {
 		[T_STR] = "a string", [T_INT] = "an integer", [T_BOOL] = "a boolean",
 		[T_SIZE] = "an integer or a string", [T_CHAP] = "an object",
-		[T_ACLS] = "an array", [T_LUNS] = "an array",
+		[T_ACLS] = "an array", [T_LUNS] = "an array", [T_IQN] = "a string",
+		[T_ALIAS] = "a string", [T_PATH] = "a string",
 	};
+	static const enum gw_name_kind kinds[] = {
+		[T_IQN] = GW_NAME_ISCSI, [T_ALIAS] = GW_NAME_ALIAS, [T_PATH] = GW_NAME_PATH,
+	};
+	char msg[384];
 	bool ok;
 
 	switch (d->t) {
 	case T_STR:
+	case T_IQN:
+	case T_ALIAS:
+	case T_PATH:
 		ok = json_object_is_type(v, json_type_string);
 		break;
 	case T_INT:
@@ -439,6 +456,10 @@ static int check_field(json_object *v, const struct fdef *d, const char *p, stru
 	}
 	if (!ok)
 		return fail(e, -EINVAL, 422, p, "%s: expected %s, got %s", p, want[d->t], tname(v));
+	if ((d->t == T_IQN || d->t == T_ALIAS || d->t == T_PATH) &&
+	    gw_name_check(kinds[d->t], json_object_get_string(v),
+			  (size_t)json_object_get_string_len(v), msg, sizeof(msg)))
+		return fail(e, -EINVAL, 422, p, "%s: %s", p, msg);
 	if (d->t == T_CHAP)
 		return check_obj(v, chap_f, p, e);
 	if (d->t == T_ACLS)
@@ -1299,9 +1320,6 @@ int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *
 	if (rc)
 		return rc;
 	name = str_of(body, "initiator");
-	if (!name[0] || strlen(name) >= inilen)
-		return fail(e, -EINVAL, 422, "initiator", "initiator: an iSCSI name of 1..%zu bytes",
-			    inilen - 1);
 	if (find_by(arr_of(t, "acls"), "initiator", name, NULL))
 		return fail(e, -EEXIST, 409, "initiator", "initiator: %s has an ACL in %s already",
 			    name, iqn);
@@ -1752,6 +1770,15 @@ int rest_node_patch(json_object *body, bool *drained, struct rest_err *e)
 	if (!have)
 		return fail(e, -EINVAL, 422, "drained", "drained: required");
 	return 0;
+}
+
+int rest_force_param(const char *v, bool *force, struct rest_err *e)
+{
+	*force = v && !strcmp(v, "true");
+	if (!v || *force || !strcmp(v, "false"))
+		return 0;
+	return fail(e, -EINVAL, 422, "force", "force: %s is not true or false",
+		    gw_utf8_valid(v, strnlen(v, 32), NULL) ? v : "the value");
 }
 
 int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e)

@@ -78,6 +78,7 @@ struct rest_match {
 	uint32_t lun;
 	uint32_t num;                   /* a portal's rel_port_id, a session's TSIH: 1..65535 */
 	const char *allow;              /* the methods of the path (405's Allow) */
+	bool force;                     /* PATCH of a node: ?force=true (rest_force_param) */
 };
 
 struct rest_err {
@@ -234,6 +235,12 @@ int rest_size_parse(json_object *v, uint64_t *bytes);
 
 /* PATCH of a node: {"drained": bool}. */
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e);
+/*
+ * The query parameter force of a PATCH of a node (v NULL: absent): "true"
+ * drains even a node whose drain would leave device groups without an owner
+ * (the agent refuses that otherwise, 409). 0, or 422 naming force.
+ */
+int rest_force_param(const char *v, bool *force, struct rest_err *e);
 /* PATCH of a device group: {"owner": "node"}. */
 int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e);
 

@@ -278,6 +278,7 @@ static int change(struct job *j)
 	if (j->m.op == REST_NODE_PATCH) {
 		dr.node = j->m.name;
 		dr.undrain = !j->drained;
+		dr.force = j->m.force;
 		dr.timeout_ms = j->a->opts.change_wait_ms;
 		req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
 		req.drain = &dr;

@@ -33,9 +33,19 @@
 #    naming the field of the body), a body above 1 MiB (413, chunked too),
 #    no token (401), a read-only token on a write (403), a path that
 #    is not a resource (404), a method a path does not take (405, Allow);
+# 5b. a target name, an ACL initiator and an alias that are not UTF-8: 422
+#    naming the field, GET /targets and /config still valid UTF-8 JSON; the
+#    same name through isergwctl cluster config apply refused in the same
+#    words (one validator, util/names.c);
 # 6. PATCH /api/v1/nodes/n3 {"drained": true}: GET /api/v1/nodes through
 #    node 2 shows n3 drained, dg3 moved off it; undrained again; PATCH of a
 #    device group's owner moves it;
+# 6b. a target named in UTF-8 beyond ASCII (201) and a LUN in it (201, not
+#    the 504 of a change the agents dropped), then deleted;
+# 6c. n2 and n3 drained: draining n1 too is refused 409 naming dg1, dg2 and
+#    dg3 (through isergwctl cluster drain as well), nothing changed; with
+#    ?force=true it is done (200) and no group has an owner; all undrained,
+#    each group back on its preferred owner;
 # 7. GET /api/v1/config and PUT of it with its ETag as If-Match: accepted,
 #    nothing changed, the CHAP secret still in the stored document;
 # 8. DELETE of the LUNs and the target (204), then 404 and the LUN gone for
@@ -63,7 +73,7 @@ API=
 ha_options 4,46 --api API -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --api "$API" isergw-api
-for t in curl jq iscsi-inq iscsi-readcapacity16; do
+for t in curl jq python3 iscsi-inq iscsi-readcapacity16; do
 	command -v "$t" >/dev/null || bed_die "$t not found (deploy/install-deps.sh)"
 done
 
@@ -298,6 +308,38 @@ expect "no such resource" 404 1 GET "$V1/nothing"
 expect "no such target" 404 1 GET "$V1/targets/iqn.2026-11.org.isergw:none"
 expect "a method the path does not take" 405 1 DELETE "$V1/cluster" &&
 	ha_check "405 has Allow" [ "$(hdr Allow)" = "GET, HEAD" ]
+# names: one validator (util/names.c) for isergw-api, the agents and isergwd;
+# a body that is not UTF-8 is refused naming the field, and renders stay JSON
+utf8_json() { # strict UTF-8 JSON (python3 decodes, no replacement characters)
+	python3 -c 'import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$1"
+}
+printf '{"iqn":"iqn.2026-11.org.x:\xff\xfe"}' >"$OUT/bad-utf8.json"
+expect "a target name that is not UTF-8" 422 1 POST "$V1/targets" "@$OUT/bad-utf8.json" &&
+	ha_check "422 names iqn" field_is iqn &&
+	ha_check "the 422 says why: $(body .detail)" [ "$(body .detail)" = "iqn: not valid UTF-8 (byte 18)" ]
+bad_detail=$(body .detail)
+printf '{"initiator":"iqn.2026-11.org.x:h\xfe"}' >"$OUT/bad-utf8.json"
+expect "an ACL initiator that is not UTF-8" 422 2 POST "$V1/targets/$T/acls" "@$OUT/bad-utf8.json" &&
+	ha_check "422 names initiator" field_is initiator
+printf '{"alias":"db\xed\xa0\x80"}' >"$OUT/bad-utf8.json"
+expect "an alias that is not UTF-8 (a surrogate)" 422 1 PATCH "$V1/targets/$T" "@$OUT/bad-utf8.json" &&
+	ha_check "422 names alias" field_is alias
+for p in targets config; do
+	expect "GET /$p after them" 200 2 GET "$V1/$p" &&
+		ha_check "GET /$p is valid UTF-8 JSON" utf8_json "$OUT/body"
+done
+# the same name through isergwctl cluster config apply: the agent's words
+if ! bed_cli 1 cluster config get >"$OUT/cfg.json"; then
+	ha_check "isergwctl cluster config get" false
+elif ! jq '.targets += [{"iqn": "BADNAME"}]' "$OUT/cfg.json" |
+	sed 's/"BADNAME"/"iqn.2026-11.org.x:\xff\xfe"/' >"$OUT/bad-cfg.json"; then
+	ha_check "the configuration read is JSON" false
+elif bed_cli 1 cluster config apply "$OUT/bad-cfg.json" >"$OUT/apply.out" 2>&1; then
+	ha_check "isergwctl cluster config apply refuses the name" false
+else
+	ha_check "isergwctl cluster config apply: '$(tail -n 1 "$OUT/apply.out")' has the API's words" \
+		grep -qF "].iqn: ${bad_detail#iqn: }" "$OUT/apply.out"
+fi
 ha_check "no refusal changed the cluster" [ "$(ha_gen 1)" = "$g0" ]
 expect "GET LUNs after the refusals" 200 2 GET "$V1/targets/$T/luns" &&
 	ha_check "still LUNs 0 and 5" jq -e '[.items[].lun] == [0, 5]' "$OUT/body" >/dev/null
@@ -340,6 +382,46 @@ expect "GET /metrics" 200 1 GET /metrics &&
 			ha_check "promtool check metrics" promtool check metrics <"$OUT/body"
 		fi
 	}
+
+# 6b. a name valid but beyond ASCII: the target, then a LUN in it (the
+# agents once dropped that LUN change: 504 after 5 s)
+O=iqn.2026-11.org.isergw:disk-$'\xc3\xa9'
+printf '{"iqn":"%s","alias":"Datenbank \xc3\xa4\xc3\xb6\xc3\xbc"}' "$O" >"$OUT/odd.json"
+expect "a target named in UTF-8 beyond ASCII" 201 1 POST "$V1/targets" "@$OUT/odd.json"
+expect "a LUN in it" 201 2 POST "$V1/targets/iqn.2026-11.org.isergw:disk-%C3%A9/luns" \
+	"{\"path\": \"$BED_SHARED/odd.img\", \"size\": \"4M\", \"device_group\": \"dg1\"}"
+expect "GET it through node 2" 200 2 GET "$V1/targets/iqn.2026-11.org.isergw:disk-%C3%A9" &&
+	ha_check "its name, alias and LUN, valid UTF-8 JSON" jq -e --arg o "$O" '.iqn == $o and
+		.alias == "Datenbank äöü" and [.luns[].lun] == [0]' "$OUT/body" >/dev/null &&
+	ha_check "valid UTF-8" utf8_json "$OUT/body"
+expect "DELETE its LUN" 204 1 DELETE "$V1/targets/iqn.2026-11.org.isergw:disk-%C3%A9/luns/0"
+expect "DELETE it" 204 1 DELETE "$V1/targets/iqn.2026-11.org.isergw:disk-%C3%A9"
+
+# 6c. the last node that could own device groups: its drain refused (409)
+# naming them, unless forced; through isergwctl too
+expect "drain n2" 200 1 PATCH "$V1/nodes/n2" '{"drained": true}'
+expect "drain n3" 200 1 PATCH "$V1/nodes/n3" '{"drained": true}'
+g1=$(ha_gen 1)
+expect "drain n1, the last serving node" 409 2 PATCH "$V1/nodes/n1" '{"drained": true}' &&
+	ha_check "409 names the groups: $(body .detail)" \
+		grep -q "would leave device groups dg1, dg2, dg3 without an owner" "$OUT/body"
+if bed_cli 2 cluster drain n1 >"$OUT/drain.out" 2>&1; then
+	ha_check "isergwctl cluster drain n1 (the last) is refused" false
+else
+	ha_check "isergwctl cluster drain n1 is refused naming the groups" \
+		grep -q "would leave device groups dg1, dg2, dg3 without an owner" "$OUT/drain.out"
+fi
+ha_check "the refused drains changed nothing" [ "$(ha_gen 1)" = "$g1" ]
+expect "a force that is not a boolean" 422 1 PATCH "$V1/nodes/n1?force=yes" '{"drained": true}' &&
+	ha_check "422 names force" field_is force
+expect "drain n1 by force" 200 1 PATCH "$V1/nodes/n1?force=true" '{"drained": true}' &&
+	ha_check "the answer shows n1 drained" jq -e '.name == "n1" and .drained' "$OUT/body" >/dev/null
+no_owner() { req 2 GET "$V1/device-groups" >/dev/null && jq -e 'all(.items[]; .owner == "")' "$OUT/body" >/dev/null; }
+ha_check "no device group has an owner" no_owner
+for n in n1 n2 n3; do expect "undrain $n" 200 2 PATCH "$V1/nodes/$n" '{"drained": false}'; done
+for k in 1 2 3; do
+	ha_check "dg$k back on n$k" bed_poll 30 "dg$k on n$k" dg_owner_is 1 "dg$k" "n$k"
+done
 
 # 7. export and import
 expect "export the configuration" 200 2 GET "$V1/config"

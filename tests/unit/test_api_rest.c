@@ -91,10 +91,10 @@ static void test_routing(void **state)
 	route_ok("GET", "/api/v1/sessions", REST_SESSIONS_LIST, "", 0);
 	{
 		/* two names, a number */
-		assert_int_equal(rest_route("DELETE", "/api/v1/targets/iqn.x:t/acls/iqn.y:h", &m), 0);
+		assert_int_equal(rest_route("DELETE", "/api/v1/targets/iqn.2026-11.t:x:t/acls/iqn.2026-11.t:y:h", &m), 0);
 		assert_int_equal(m.op, REST_ACL_DELETE);
-		assert_string_equal(m.name, "iqn.x:t");
-		assert_string_equal(m.sub, "iqn.y:h");
+		assert_string_equal(m.name, "iqn.2026-11.t:x:t");
+		assert_string_equal(m.sub, "iqn.2026-11.t:y:h");
 		assert_int_equal(rest_route("PATCH", "/api/v1/nodes/n2/portals/65535", &m), 0);
 		assert_int_equal(m.op, REST_PORTAL_PATCH);
 		assert_string_equal(m.name, "n2");
@@ -418,7 +418,7 @@ static void test_cluster_resources(void **state)
 /* ------------------------------------------------------------ writes */
 
 #define CFG "{\"nodes\":[{\"name\":\"n1\",\"tpg_id\":1}],\"targets\":[" \
-	"{\"iqn\":\"iqn.a\",\"luns\":[{\"path\":\"/a0\"},{\"path\":\"/a1\"},{\"path\":\"/a2\"}]}]}"
+	"{\"iqn\":\"iqn.2026-11.t:a\",\"luns\":[{\"path\":\"/a0\"},{\"path\":\"/a1\"},{\"path\":\"/a2\"}]}]}"
 
 static void refused(int rc, const struct rest_err *e, int want_rc, unsigned int code,
 		    const char *field)
@@ -433,20 +433,20 @@ static void test_target_create(void **state)
 	static const struct {
 		const char *body, *field;
 	} bad[] = {
-		{ "{\"iqn\":\"iqn.b\",\"colour\":\"red\"}", "colour" },
-		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"path\":\"/x\",\"size_mb\":4}]}", "luns[0].size_mb" },
-		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"path\":\"/x\"},{\"lun\":\"1\",\"path\":\"/y\"}]}",
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"colour\":\"red\"}", "colour" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"luns\":[{\"path\":\"/x\",\"size_mb\":4}]}", "luns[0].size_mb" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"luns\":[{\"path\":\"/x\"},{\"lun\":\"1\",\"path\":\"/y\"}]}",
 		  "luns[1].lun" },
-		{ "{\"iqn\":\"iqn.b\",\"luns\":[{\"size\":\"4M\"}]}", "luns[0].path" },
-		{ "{\"iqn\":\"iqn.b\",\"luns\":[7]}", "luns[0]" },
-		{ "{\"iqn\":\"iqn.b\",\"luns\":{}}", "luns" },
-		{ "{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\",\"password\":\"p\"}}", "chap.password" },
-		{ "{\"iqn\":\"iqn.b\",\"acls\":[{\"initiator\":\"i\",\"chap\":{\"user\":1}}]}",
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"luns\":[{\"size\":\"4M\"}]}", "luns[0].path" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"luns\":[7]}", "luns[0]" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"luns\":{}}", "luns" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"chap\":{\"user\":\"u\",\"password\":\"p\"}}", "chap.password" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"acls\":[{\"initiator\":\"iqn.2026-11.t:i\",\"chap\":{\"user\":1}}]}",
 		  "acls[0].chap.user" },
-		{ "{\"iqn\":\"iqn.b\",\"acls\":[{}]}", "acls[0].initiator" },
-		{ "{\"iqn\":\"iqn.b\",\"queue_depth\":\"64\"}", "queue_depth" },
-		{ "{\"iqn\":\"iqn.b\",\"queue_depth\":6.5}", "queue_depth" },
-		{ "{\"iqn\":\"iqn.b\",\"initial_r2t\":null}", "initial_r2t" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"acls\":[{}]}", "acls[0].initiator" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"queue_depth\":\"64\"}", "queue_depth" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"queue_depth\":6.5}", "queue_depth" },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\",\"initial_r2t\":null}", "initial_r2t" },
 		{ "{\"iqn\":7}", "iqn" },
 		{ "{\"alias\":\"x\"}", "iqn" },
 	};
@@ -464,26 +464,26 @@ static void test_target_create(void **state)
 	}
 	assert_json(cfg, CFG);          /* nothing refused changed it */
 
-	body = J("{\"iqn\":\"iqn.a\"}");
+	body = J("{\"iqn\":\"iqn.2026-11.t:a\"}");
 	refused(rest_target_create(cfg, body, iqn, sizeof(iqn), &e), &e, -EEXIST, 409, "iqn");
 	json_object_put(body);
 
-	body = J("{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\",\"secret\":\"s3cret-123456\"},"
+	body = J("{\"iqn\":\"iqn.2026-11.t:b\",\"chap\":{\"user\":\"u\",\"secret\":\"s3cret-123456\"},"
 		 "\"luns\":[{\"path\":\"/b0\",\"size\":\"1G\",\"readonly\":true}]}");
 	assert_int_equal(rest_target_create(cfg, body, iqn, sizeof(iqn), &e), 0);
-	assert_string_equal(iqn, "iqn.b");
+	assert_string_equal(iqn, "iqn.2026-11.t:b");
 	json_object_put(body);
-	body = rest_target(cfg, "iqn.b");
-	assert_json(body, "{\"iqn\":\"iqn.b\",\"chap\":{\"user\":\"u\"},"
+	body = rest_target(cfg, "iqn.2026-11.t:b");
+	assert_json(body, "{\"iqn\":\"iqn.2026-11.t:b\",\"chap\":{\"user\":\"u\"},"
 		    "\"luns\":[{\"path\":\"/b0\",\"size\":\"1G\",\"readonly\":true}]}");
 	json_object_put(body);
 	body = rest_targets(cfg);
 	assert_int_equal(json_object_array_length(json_object_object_get(body, "items")), 2);
 	json_object_put(body);
-	assert_null(rest_target(cfg, "iqn.c"));
+	assert_null(rest_target(cfg, "iqn.2026-11.t:c"));
 
-	refused(rest_target_delete(cfg, "iqn.c", &e), &e, -ENOENT, 404, "");
-	assert_int_equal(rest_target_delete(cfg, "iqn.b", &e), 0);
+	refused(rest_target_delete(cfg, "iqn.2026-11.t:c", &e), &e, -ENOENT, 404, "");
+	assert_int_equal(rest_target_delete(cfg, "iqn.2026-11.t:b", &e), 0);
 	assert_json(cfg, CFG);
 	json_object_put(cfg);
 }
@@ -496,22 +496,22 @@ static void test_luns(void **state)
 
 	(void)state;
 	/* LUNs without "lun" are numbered by their index; the list says so */
-	o = rest_luns(cfg, "iqn.a");
+	o = rest_luns(cfg, "iqn.2026-11.t:a");
 	assert_json(o, "{\"items\":[{\"path\":\"/a0\",\"lun\":0},{\"path\":\"/a1\",\"lun\":1},"
 		    "{\"path\":\"/a2\",\"lun\":2}]}");
 	json_object_put(o);
-	assert_null(rest_luns(cfg, "iqn.x"));
+	assert_null(rest_luns(cfg, "iqn.2026-11.t:x"));
 
 	/* deleting LUN 1 keeps LUN 2's number */
-	assert_int_equal(rest_lun_delete(cfg, "iqn.a", 1, &e), 0);
-	refused(rest_lun_delete(cfg, "iqn.a", 1, &e), &e, -ENOENT, 404, "");
-	o = rest_lun(cfg, "iqn.a", 2);
+	assert_int_equal(rest_lun_delete(cfg, "iqn.2026-11.t:a", 1, &e), 0);
+	refused(rest_lun_delete(cfg, "iqn.2026-11.t:a", 1, &e), &e, -ENOENT, 404, "");
+	o = rest_lun(cfg, "iqn.2026-11.t:a", 2);
 	assert_json(o, "{\"path\":\"/a2\",\"lun\":2}");
 	json_object_put(o);
 
 	/* a new LUN gets the lowest free number (1), every number written down */
 	body = J("{\"path\":\"/n\",\"size\":4194304}");
-	assert_int_equal(rest_lun_create(cfg, "iqn.a", body, &lun, &e), 0);
+	assert_int_equal(rest_lun_create(cfg, "iqn.2026-11.t:a", body, &lun, &e), 0);
 	assert_int_equal(lun, 1);
 	json_object_put(body);
 	assert_json(json_object_object_get(json_object_array_get_idx(
@@ -520,51 +520,51 @@ static void test_luns(void **state)
 		    "{\"path\":\"/n\",\"size\":4194304,\"lun\":1}]");
 
 	body = J("{\"lun\":2,\"path\":\"/d\"}");
-	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EEXIST, 409, "lun");
+	refused(rest_lun_create(cfg, "iqn.2026-11.t:a", body, &lun, &e), &e, -EEXIST, 409, "lun");
 	json_object_put(body);
 	body = J("{\"lun\":16384,\"path\":\"/d\"}");
-	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EINVAL, 422, "lun");
+	refused(rest_lun_create(cfg, "iqn.2026-11.t:a", body, &lun, &e), &e, -EINVAL, 422, "lun");
 	json_object_put(body);
 	body = J("{\"path\":\"/d\",\"colour\":\"red\"}");
-	refused(rest_lun_create(cfg, "iqn.a", body, &lun, &e), &e, -EINVAL, 422, "colour");
+	refused(rest_lun_create(cfg, "iqn.2026-11.t:a", body, &lun, &e), &e, -EINVAL, 422, "colour");
 	json_object_put(body);
 	body = J("{\"path\":\"/d\"}");
-	refused(rest_lun_create(cfg, "iqn.x", body, &lun, &e), &e, -ENOENT, 404, "");
+	refused(rest_lun_create(cfg, "iqn.2026-11.t:x", body, &lun, &e), &e, -ENOENT, 404, "");
 	json_object_put(body);
 	body = J("{\"lun\":9,\"path\":\"/d\"}");
-	assert_int_equal(rest_lun_create(cfg, "iqn.a", body, &lun, &e), 0);
+	assert_int_equal(rest_lun_create(cfg, "iqn.2026-11.t:a", body, &lun, &e), 0);
 	assert_int_equal(lun, 9);
 	json_object_put(body);
 
 	/* merge patch: set, remove with null; the number, unknown fields, a required one */
 	body = J("{\"product\":\"p\",\"readonly\":true}");
-	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 9, body, &e), 0);
+	assert_int_equal(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), 0);
 	json_object_put(body);
 	body = J("{\"readonly\":null,\"lun\":9}");
-	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 9, body, &e), 0);
+	assert_int_equal(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), 0);
 	json_object_put(body);
-	o = rest_lun(cfg, "iqn.a", 9);
+	o = rest_lun(cfg, "iqn.2026-11.t:a", 9);
 	assert_json(o, "{\"lun\":9,\"path\":\"/d\",\"product\":\"p\"}");
 	json_object_put(o);
 	body = J("{\"lun\":10}");
-	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "lun");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), &e, -EINVAL, 422, "lun");
 	json_object_put(body);
 	body = J("{\"path\":null}");
-	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "path");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), &e, -EINVAL, 422, "path");
 	json_object_put(body);
 	body = J("{\"thin\":\"no\"}");
-	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "thin");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), &e, -EINVAL, 422, "thin");
 	json_object_put(body);
 	body = J("{\"speed\":1}");
-	refused(rest_lun_patch(cfg, "iqn.a", 9, body, &e), &e, -EINVAL, 422, "speed");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 9, body, &e), &e, -EINVAL, 422, "speed");
 	json_object_put(body);
 	body = J("{\"thin\":false}");
-	refused(rest_lun_patch(cfg, "iqn.a", 8, body, &e), &e, -ENOENT, 404, "");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 8, body, &e), &e, -ENOENT, 404, "");
 	json_object_put(body);
-	o = rest_lun(cfg, "iqn.a", 9);          /* the refusals changed nothing */
+	o = rest_lun(cfg, "iqn.2026-11.t:a", 9);          /* the refusals changed nothing */
 	assert_json(o, "{\"lun\":9,\"path\":\"/d\",\"product\":\"p\"}");
 	json_object_put(o);
-	assert_null(rest_lun(cfg, "iqn.a", 8));
+	assert_null(rest_lun(cfg, "iqn.2026-11.t:a", 8));
 	json_object_put(cfg);
 }
 
@@ -586,6 +586,16 @@ static void test_node_dg_patch(void **state)
 	b = J("{\"drained\":false,\"name\":\"n2\"}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "name");
 	json_object_put(b);
+	/* ?force= of a drain */
+	assert_int_equal(rest_force_param(NULL, &d, &e), 0);
+	assert_false(d);
+	assert_int_equal(rest_force_param("true", &d, &e), 0);
+	assert_true(d);
+	assert_int_equal(rest_force_param("false", &d, &e), 0);
+	assert_false(d);
+	refused(rest_force_param("yes", &d, &e), &e, -EINVAL, 422, "force");
+	refused(rest_force_param("\xff", &d, &e), &e, -EINVAL, 422, "force");
+	assert_null(strchr(e.detail, '\xff'));
 	b = J("{}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
 	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
@@ -605,11 +615,11 @@ static void test_node_dg_patch(void **state)
 /* ------------------------------------------------------------ secrets */
 
 #define SECRETS "{\"discovery_chap\":{\"user\":\"d\",\"secret\":\"dsecret\"},\"targets\":[" \
-	"{\"iqn\":\"iqn.a\",\"chap\":{\"user\":\"u\",\"secret\":\"usecret\"}," \
+	"{\"iqn\":\"iqn.2026-11.t:a\",\"chap\":{\"user\":\"u\",\"secret\":\"usecret\"}," \
 	"\"mutual_chap\":{\"user\":\"m\",\"secret\":\"msecret\"}," \
 	"\"acls\":[{\"initiator\":\"i1\",\"chap\":{\"user\":\"iu\",\"secret\":\"isecret\"}}]," \
-	"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu%bsecret@10.0.0.1:3260/iqn.be/1\"}," \
-	"{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}"
+	"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu%bsecret@10.0.0.1:3260/iqn.2026-11.t:be/1\"}," \
+	"{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.2026-11.t:be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}"
 
 static void test_secrets(void **state)
 {
@@ -622,18 +632,18 @@ static void test_secrets(void **state)
 	assert_null(strstr(s, "secret\""));
 	assert_null(strstr(s, "bsecret"));
 	assert_json(red, "{\"discovery_chap\":{\"user\":\"d\"},\"targets\":["
-		    "{\"iqn\":\"iqn.a\",\"chap\":{\"user\":\"u\"},\"mutual_chap\":{\"user\":\"m\"},"
+		    "{\"iqn\":\"iqn.2026-11.t:a\",\"chap\":{\"user\":\"u\"},\"mutual_chap\":{\"user\":\"m\"},"
 		    "\"acls\":[{\"initiator\":\"i1\",\"chap\":{\"user\":\"iu\"}}],"
-		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.be/1\"},"
-		    "{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}");
+		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.2026-11.t:be/1\"},"
+		    "{\"lun\":4,\"path\":\"iscsi://10.0.0.1/iqn.2026-11.t:be/2\"},{\"lun\":5,\"path\":\"/f%x@y\"}]}]}");
 	o = J(SECRETS);
 	assert_true(json_object_equal(cur, o)); /* the original keeps its secrets */
 	json_object_put(o);
-	o = rest_target(cur, "iqn.a");
+	o = rest_target(cur, "iqn.2026-11.t:a");
 	assert_null(strstr(json_object_to_json_string(o), "secret\""));
 	json_object_put(o);
-	o = rest_lun(cur, "iqn.a", 3);
-	assert_json(o, "{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.be/1\"}");
+	o = rest_lun(cur, "iqn.2026-11.t:a", 3);
+	assert_json(o, "{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.1:3260/iqn.2026-11.t:be/1\"}");
 	json_object_put(o);
 
 	/* the export imported again is the configuration, secrets and all */
@@ -642,13 +652,13 @@ static void test_secrets(void **state)
 	json_object_put(red);
 
 	/* a secret is kept only for the same user; one given is taken */
-	red = J("{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.a\","
+	red = J("{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.2026-11.t:a\","
 		"\"chap\":{\"user\":\"u\",\"secret\":\"new-secret\"},"
-		"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.be/1\"}]}]}");
+		"\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.2026-11.t:be/1\"}]}]}");
 	rest_keep_secrets(cur, red);
-	assert_json(red, "{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.a\","
+	assert_json(red, "{\"discovery_chap\":{\"user\":\"other\"},\"targets\":[{\"iqn\":\"iqn.2026-11.t:a\","
 		    "\"chap\":{\"user\":\"u\",\"secret\":\"new-secret\"},"
-		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.be/1\"}]}]}");
+		    "\"luns\":[{\"lun\":3,\"path\":\"iscsi://bu@10.0.0.2/iqn.2026-11.t:be/1\"}]}]}");
 	json_object_put(red);
 	json_object_put(cur);
 }
@@ -673,7 +683,7 @@ static void test_refusals(void **state)
 	assert_int_equal(e.retry_after_s, 0);
 
 	/* isergwd's validator, through the agent: the path below the written LUN */
-	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.a", 2, prefix,
+	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.2026-11.t:a", 2, prefix,
 					   sizeof(prefix)), 0);
 	assert_string_equal(prefix, "targets[0].luns[2]");
 	rest_agent_refusal(-EINVAL, "nodes[0] (n1): targets[0].luns[2].block_size: 1000 is not "
@@ -689,7 +699,7 @@ static void test_refusals(void **state)
 	/* outside the object written: the whole path; luns[20] is not luns[2] */
 	rest_agent_refusal(-EINVAL, "targets[0].luns[20].size: too big", prefix, &e);
 	assert_string_equal(e.field, "targets[0].luns[20].size");
-	assert_int_equal(rest_write_prefix(cfg, REST_TARGET_POST, "iqn.a", 0, prefix,
+	assert_int_equal(rest_write_prefix(cfg, REST_TARGET_POST, "iqn.2026-11.t:a", 0, prefix,
 					   sizeof(prefix)), 0);
 	assert_string_equal(prefix, "targets[0]");
 	rest_agent_refusal(-EINVAL, "targets[0].luns[1].size: 3 is not a multiple of 512", prefix,
@@ -703,7 +713,7 @@ static void test_refusals(void **state)
 	assert_string_equal(e.field, "config");
 	rest_agent_refusal(-EINVAL, "no key path here", "", &e);
 	assert_string_equal(e.field, "");
-	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.a", 7, prefix,
+	assert_int_equal(rest_write_prefix(cfg, REST_LUN_PATCH, "iqn.2026-11.t:a", 7, prefix,
 					   sizeof(prefix)), -ENOENT);
 
 	rest_agent_refusal(-ENOENT, "no node 'n9' in the cluster configuration", "", &e);
@@ -740,8 +750,8 @@ static void test_lun_change(void **state)
 	(void)state;
 	assert_int_equal(rest_lun_body(b, &has, &lun, &e), 0);
 	assert_false(has);
-	cfg = rest_lun_made("iqn.a", b, 4);
-	l = rest_lun(cfg, "iqn.a", 4);
+	cfg = rest_lun_made("iqn.2026-11.t:a", b, 4);
+	l = rest_lun(cfg, "iqn.2026-11.t:a", 4);
 	assert_non_null(l);
 	assert_string_equal(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN),
 			    "{\"path\":\"\\/srv\\/a.img\",\"size\":\"1G\",\"lun\":4}");
@@ -773,7 +783,7 @@ static void test_lun_change(void **state)
 	rest_lun_error_prefix("targets[0].luns[3]: expected an object, got array", prefix,
 			      sizeof(prefix));
 	assert_string_equal(prefix, "targets[0].luns[3]");
-	rest_lun_error_prefix("no target iqn.x", prefix, sizeof(prefix));
+	rest_lun_error_prefix("no target iqn.2026-11.t:x", prefix, sizeof(prefix));
 	assert_string_equal(prefix, "");
 	rest_lun_error_prefix("lun: line 1 column 9: unexpected character", prefix, sizeof(prefix));
 	assert_string_equal(prefix, "");
@@ -787,17 +797,17 @@ static void test_target_patch(void **state)
 	(void)state;
 	body = J("{\"alias\":\"db\",\"chap\":{\"user\":\"u\",\"secret\":\"s3cret-123456\"},"
 		 "\"mutual_chap\":{\"user\":\"t\",\"secret\":\"m-s3cret-1234\"},\"queue_depth\":64}");
-	assert_int_equal(rest_target_patch(cfg, "iqn.a", body, &e), 0);
+	assert_int_equal(rest_target_patch(cfg, "iqn.2026-11.t:a", body, &e), 0);
 	json_object_put(body);
 	/* a nested merge: the user changes, the secret stays; null removes */
 	body = J("{\"chap\":{\"user\":\"u2\"},\"mutual_chap\":null,\"queue_depth\":null,"
-		 "\"iqn\":\"iqn.a\"}");
-	assert_int_equal(rest_target_patch(cfg, "iqn.a", body, &e), 0);
+		 "\"iqn\":\"iqn.2026-11.t:a\"}");
+	assert_int_equal(rest_target_patch(cfg, "iqn.2026-11.t:a", body, &e), 0);
 	json_object_put(body);
 	o = json_object_array_get_idx(json_object_object_get(cfg, "targets"), 0);
 	assert_json(json_object_object_get(o, "chap"), "{\"user\":\"u2\",\"secret\":\"s3cret-123456\"}");
-	o = rest_target(cfg, "iqn.a");
-	assert_json(o, "{\"iqn\":\"iqn.a\",\"alias\":\"db\",\"chap\":{\"user\":\"u2\"},"
+	o = rest_target(cfg, "iqn.2026-11.t:a");
+	assert_json(o, "{\"iqn\":\"iqn.2026-11.t:a\",\"alias\":\"db\",\"chap\":{\"user\":\"u2\"},"
 		    "\"luns\":[{\"path\":\"/a0\"},{\"path\":\"/a1\"},{\"path\":\"/a2\"}]}");
 	json_object_put(o);
 
@@ -806,7 +816,7 @@ static void test_target_patch(void **state)
 		int rc;
 		unsigned int code;
 	} bad[] = {
-		{ "{\"iqn\":\"iqn.b\"}", "iqn", -EINVAL, 422 },
+		{ "{\"iqn\":\"iqn.2026-11.t:b\"}", "iqn", -EINVAL, 422 },
 		{ "{\"luns\":[]}", "luns", -EINVAL, 422 },
 		{ "{\"acls\":[]}", "acls", -EINVAL, 422 },
 		{ "{\"colour\":1}", "colour", -EINVAL, 422 },
@@ -817,12 +827,12 @@ static void test_target_patch(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		body = J(bad[i].body);
-		refused(rest_target_patch(cfg, "iqn.a", body, &e), &e, bad[i].rc, bad[i].code,
+		refused(rest_target_patch(cfg, "iqn.2026-11.t:a", body, &e), &e, bad[i].rc, bad[i].code,
 			bad[i].field);
 		json_object_put(body);
 	}
 	body = J("{\"alias\":\"x\"}");
-	refused(rest_target_patch(cfg, "iqn.x", body, &e), &e, -ENOENT, 404, "");
+	refused(rest_target_patch(cfg, "iqn.2026-11.t:x", body, &e), &e, -ENOENT, 404, "");
 	json_object_put(body);
 	json_object_put(cfg);
 }
@@ -835,22 +845,22 @@ static void test_acls(void **state)
 	char prefix[96];
 
 	(void)state;
-	o = rest_acls(cfg, "iqn.a");
+	o = rest_acls(cfg, "iqn.2026-11.t:a");
 	assert_json(o, "{\"items\":[]}");
 	json_object_put(o);
-	assert_null(rest_acls(cfg, "iqn.x"));
+	assert_null(rest_acls(cfg, "iqn.2026-11.t:x"));
 
-	body = J("{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\",\"secret\":\"h1-s3cret-123\"}}");
-	assert_int_equal(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), 0);
-	assert_string_equal(ini, "iqn.h1");
-	refused(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), &e, -EEXIST, 409,
+	body = J("{\"initiator\":\"iqn.2026-11.t:h1\",\"chap\":{\"user\":\"h1\",\"secret\":\"h1-s3cret-123\"}}");
+	assert_int_equal(rest_acl_create(cfg, "iqn.2026-11.t:a", body, ini, sizeof(ini), &e), 0);
+	assert_string_equal(ini, "iqn.2026-11.t:h1");
+	refused(rest_acl_create(cfg, "iqn.2026-11.t:a", body, ini, sizeof(ini), &e), &e, -EEXIST, 409,
 		"initiator");
-	refused(rest_acl_create(cfg, "iqn.x", body, ini, sizeof(ini), &e), &e, -ENOENT, 404, "");
+	refused(rest_acl_create(cfg, "iqn.2026-11.t:x", body, ini, sizeof(ini), &e), &e, -ENOENT, 404, "");
 	json_object_put(body);
-	body = J("{\"initiator\":\"iqn.h2\"}");
-	assert_int_equal(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), 0);
+	body = J("{\"initiator\":\"iqn.2026-11.t:h2\"}");
+	assert_int_equal(rest_acl_create(cfg, "iqn.2026-11.t:a", body, ini, sizeof(ini), &e), 0);
 	json_object_put(body);
-	assert_int_equal(rest_write_prefix_sub(cfg, REST_ACL_POST, "iqn.a", "iqn.h2", 0, prefix,
+	assert_int_equal(rest_write_prefix_sub(cfg, REST_ACL_POST, "iqn.2026-11.t:a", "iqn.2026-11.t:h2", 0, prefix,
 					       sizeof(prefix)), 0);
 	assert_string_equal(prefix, "targets[0].acls[1]");
 
@@ -858,48 +868,48 @@ static void test_acls(void **state)
 		const char *body, *field;
 	} bad[] = {
 		{ "{}", "initiator" }, { "{\"initiator\":1}", "initiator" },
-		{ "{\"initiator\":\"iqn.h3\",\"mutual\":{}}", "mutual" },
-		{ "{\"initiator\":\"iqn.h3\",\"chap\":{\"user\":\"u\",\"x\":1}}", "chap.x" },
+		{ "{\"initiator\":\"iqn.2026-11.t:h3\",\"mutual\":{}}", "mutual" },
+		{ "{\"initiator\":\"iqn.2026-11.t:h3\",\"chap\":{\"user\":\"u\",\"x\":1}}", "chap.x" },
 		{ "{\"initiator\":\"\"}", "initiator" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		body = J(bad[i].body);
-		refused(rest_acl_create(cfg, "iqn.a", body, ini, sizeof(ini), &e), &e, -EINVAL, 422,
+		refused(rest_acl_create(cfg, "iqn.2026-11.t:a", body, ini, sizeof(ini), &e), &e, -EINVAL, 422,
 			bad[i].field);
 		json_object_put(body);
 	}
 
 	/* secrets never shown */
-	o = rest_acl(cfg, "iqn.a", "iqn.h1");
-	assert_json(o, "{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\"}}");
+	o = rest_acl(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1");
+	assert_json(o, "{\"initiator\":\"iqn.2026-11.t:h1\",\"chap\":{\"user\":\"h1\"}}");
 	json_object_put(o);
-	assert_null(rest_acl(cfg, "iqn.a", "iqn.none"));
+	assert_null(rest_acl(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:none"));
 
 	/* patch: a new secret, the user kept; the initiator cannot change */
 	body = J("{\"chap\":{\"secret\":\"new-s3cret-12\"}}");
-	assert_int_equal(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), 0);
+	assert_int_equal(rest_acl_patch(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", body, &e), 0);
 	json_object_put(body);
 	o = json_object_array_get_idx(json_object_object_get(json_object_array_get_idx(
 		json_object_object_get(cfg, "targets"), 0), "acls"), 0);
-	assert_json(o, "{\"initiator\":\"iqn.h1\",\"chap\":{\"user\":\"h1\","
+	assert_json(o, "{\"initiator\":\"iqn.2026-11.t:h1\",\"chap\":{\"user\":\"h1\","
 		    "\"secret\":\"new-s3cret-12\"}}");
-	body = J("{\"initiator\":\"iqn.h9\"}");
-	refused(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), &e, -EINVAL, 422, "initiator");
+	body = J("{\"initiator\":\"iqn.2026-11.t:h9\"}");
+	refused(rest_acl_patch(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", body, &e), &e, -EINVAL, 422, "initiator");
 	json_object_put(body);
 	body = J("{\"colour\":1}");
-	refused(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), &e, -EINVAL, 422, "colour");
+	refused(rest_acl_patch(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", body, &e), &e, -EINVAL, 422, "colour");
 	json_object_put(body);
 	body = J("{\"chap\":null}");
-	refused(rest_acl_patch(cfg, "iqn.a", "iqn.none", body, &e), &e, -ENOENT, 404, "");
-	assert_int_equal(rest_acl_patch(cfg, "iqn.a", "iqn.h1", body, &e), 0);
+	refused(rest_acl_patch(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:none", body, &e), &e, -ENOENT, 404, "");
+	assert_int_equal(rest_acl_patch(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", body, &e), 0);
 	json_object_put(body);
-	o = rest_acls(cfg, "iqn.a");
-	assert_json(o, "{\"items\":[{\"initiator\":\"iqn.h1\"},{\"initiator\":\"iqn.h2\"}]}");
+	o = rest_acls(cfg, "iqn.2026-11.t:a");
+	assert_json(o, "{\"items\":[{\"initiator\":\"iqn.2026-11.t:h1\"},{\"initiator\":\"iqn.2026-11.t:h2\"}]}");
 	json_object_put(o);
 
-	assert_int_equal(rest_acl_delete(cfg, "iqn.a", "iqn.h1", &e), 0);
-	refused(rest_acl_delete(cfg, "iqn.a", "iqn.h1", &e), &e, -ENOENT, 404, "");
-	refused(rest_acl_delete(cfg, "iqn.x", "iqn.h2", &e), &e, -ENOENT, 404, "");
+	assert_int_equal(rest_acl_delete(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", &e), 0);
+	refused(rest_acl_delete(cfg, "iqn.2026-11.t:a", "iqn.2026-11.t:h1", &e), &e, -ENOENT, 404, "");
+	refused(rest_acl_delete(cfg, "iqn.2026-11.t:x", "iqn.2026-11.t:h2", &e), &e, -ENOENT, 404, "");
 	json_object_put(cfg);
 }
 
@@ -1016,7 +1026,7 @@ static void test_portals(void **state)
 
 static void test_lun_grow(void **state)
 {
-	json_object *cfg = J("{\"targets\":[{\"iqn\":\"iqn.a\",\"luns\":[{\"lun\":0,"
+	json_object *cfg = J("{\"targets\":[{\"iqn\":\"iqn.2026-11.t:a\",\"luns\":[{\"lun\":0,"
 			     "\"path\":\"/a0\",\"size\":\"1G\"}]}]}"), *body, *v;
 	struct rest_err e;
 	uint64_t b;
@@ -1043,17 +1053,17 @@ static void test_lun_grow(void **state)
 
 	/* growing is a change like another; shrinking is refused naming size */
 	body = J("{\"size\":\"2G\"}");
-	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 0, body, &e), 0);
+	assert_int_equal(rest_lun_patch(cfg, "iqn.2026-11.t:a", 0, body, &e), 0);
 	json_object_put(body);
 	body = J("{\"size\":1073741824}");
-	refused(rest_lun_patch(cfg, "iqn.a", 0, body, &e), &e, -EINVAL, 422, "size");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 0, body, &e), &e, -EINVAL, 422, "size");
 	assert_non_null(strstr(e.detail, "never shrinks"));
 	json_object_put(body);
 	body = J("{\"size\":\"2g\"}");
-	assert_int_equal(rest_lun_patch(cfg, "iqn.a", 0, body, &e), 0);
+	assert_int_equal(rest_lun_patch(cfg, "iqn.2026-11.t:a", 0, body, &e), 0);
 	json_object_put(body);
 	body = J("{\"size\":\"lots\"}");
-	refused(rest_lun_patch(cfg, "iqn.a", 0, body, &e), &e, -EINVAL, 422, "size");
+	refused(rest_lun_patch(cfg, "iqn.2026-11.t:a", 0, body, &e), &e, -EINVAL, 422, "size");
 	json_object_put(body);
 	json_object_put(cfg);
 }
@@ -1070,8 +1080,8 @@ static void test_sessions(void **state)
 	o = rest_sessions(&sl, "gw1");
 	assert_json(o, "{\"items\":[]}");
 	json_object_put(o);
-	s.target = (char *)"iqn.t";
-	s.initiator = (char *)"iqn.h";
+	s.target = (char *)"iqn.2026-11.t:t";
+	s.initiator = (char *)"iqn.2026-11.t:h";
 	s.isid = (char *)"400001370000";
 	s.tsih = 3;
 	s.portal = (char *)"127.0.0.1:3260";
@@ -1090,8 +1100,8 @@ static void test_sessions(void **state)
 	sl.n_sessions = 1;
 	sl.sessions = ss;
 	o = rest_session(&sl, "gw1", 3);
-	assert_json(o, "{\"tsih\":3,\"node\":\"gw1\",\"type\":\"normal\",\"target\":\"iqn.t\","
-		    "\"initiator\":\"iqn.h\",\"isid\":\"400001370000\",\"portal\":\"127.0.0.1:3260\","
+	assert_json(o, "{\"tsih\":3,\"node\":\"gw1\",\"type\":\"normal\",\"target\":\"iqn.2026-11.t:t\","
+		    "\"initiator\":\"iqn.2026-11.t:h\",\"isid\":\"400001370000\",\"portal\":\"127.0.0.1:3260\","
 		    "\"transport\":\"tcp\",\"connections\":[{\"cid\":1,\"peer\":\"127.0.0.1:40000\","
 		    "\"local\":\"127.0.0.1:3260\",\"state\":\"full-feature\",\"login_time\":1700000000}],"
 		    "\"reads\":5,\"writes\":0,\"bytes_read\":20480,\"bytes_written\":0}");

@@ -230,7 +230,8 @@ static void test_canonical(void **state)
 
 	/* exact text of a small configuration; strings escaped as JSON needs, UTF-8 raw */
 	a = doc_from("{ \"targets\": [ { \"luns\": [ {\"path\": \"/dev/a\", \"device_group\": \"g\"} ],"
-		     "  \"alias\": \"a \\\"q\\\" \\\\ \\n \\u00e9 \\/\", \"iqn\": \"iqn.2026-11.org.example:t\" } ],"
+		     "  \"alias\": \"a \\\"q\\\" \\\\ \\u00e9 \\/\", \"iqn\": \"iqn.2026-11.org.example:t\","
+		     "  \"chap\": { \"user\": \"u\\n\", \"secret\": \"0123456789abcdef\" } } ],"
 		     "  \"device_groups\": [ { \"name\": \"g\" } ],"
 		     "  \"nodes\": [ { \"tpg_id\": 9, \"name\": \"a.b_c-1\","
 		     "    \"portals\": [ { \"url\": \"tcp://127.0.0.1:3260\", \"rel_port_id\": 65535 } ] } ] }");
@@ -239,8 +240,8 @@ static void test_canonical(void **state)
 		"{\"device_groups\":[{\"name\":\"g\"}],"
 		"\"nodes\":[{\"name\":\"a.b_c-1\",\"portals\":[{\"rel_port_id\":65535,"
 		"\"url\":\"tcp://127.0.0.1:3260\"}],\"tpg_id\":9}],"
-		"\"targets\":[{\"alias\":\"a \\\"q\\\" \\\\ \\n \xc3\xa9 /\","
-		"\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[{\"device_group\":\"g\",\"path\":\"/dev/a\"}]}]}");
+		"\"targets\":[{\"alias\":\"a \\\"q\\\" \\\\ \xc3\xa9 /\","
+		"\"chap\":{\"secret\":\"0123456789abcdef\",\"user\":\"u\\n\"},\"iqn\":\"iqn.2026-11.org.example:t\",\"luns\":[{\"device_group\":\"g\",\"path\":\"/dev/a\"}]}]}");
 	free(ca);
 	ha_doc_free(a);
 }
@@ -412,7 +413,7 @@ static void test_errors(void **state)
 		{ CFG(NODES2, DGS2, "[{\"iqn\":\"iqn.2026-11.org.example:t\",\"queue_depth\":1.5}]", ""),
 		  "targets[0].queue_depth: expected an integer, got double" },
 		{ CFG(NODES2, DGS2, "[{\"iqn\":\"IQN.x\"}]", ""),
-		  "nodes[0] (n1): targets[0].iqn: \"IQN.x\" is not a valid iSCSI name" },
+		  "targets[0].iqn: \"IQN.x\" is not a valid iSCSI name: must start with iqn., eui. or naa." },
 		{ CFG(NODES2, DGS2, TGT2("{\"lun\":0,\"path\":\"/dev/b\",\"device_group\":\"dg2\"}"), ""),
 		  "nodes[0] (n1): targets[0].luns[1].lun: 0 already used by luns[0]" },
 		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"discovery_chap\":{\"user\":\"u\"}"),

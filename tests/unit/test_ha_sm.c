@@ -878,11 +878,11 @@ static void test_partition(void **state)
 	run_for(1000);
 	assert_int_equal(nodes[2].lease, 0);
 	/* changes refused there */
-	assert_int_equal(ha_sm_submit_drain(&nodes[2].sm, "n1", true, err, sizeof(err)), -ENOLCK);
+	assert_int_equal(ha_sm_submit_drain(&nodes[2].sm, "n1", true, false, err, sizeof(err)), -ENOLCK);
 	assert_non_null(strstr(err, "quorum"));
 	/* the majority took dg3 over and changes things */
 	assert_true(owner_of(0, "dg3") == 0 || owner_of(0, "dg3") == 1);
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)) > 0);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, false, err, sizeof(err)) > 0);
 	settle();
 	run_for(1000);
 	assert_int_equal(owner_of(0, "dg2"), 0);
@@ -971,11 +971,11 @@ static void test_host_moves_wait_for_a_settled_group(void **state)
 	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n2", now_ms, err, sizeof(err)),
 			 -EALREADY);
 	/* a drained node's group is refused for good, settled or not */
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", true, err, sizeof(err)) > 0);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", true, false, err, sizeof(err)) > 0);
 	settle();
 	assert_int_equal(ha_sm_submit_host_move(&nodes[2].sm, "dg1", "n3", now_ms, err, sizeof(err)),
 			 -EPERM);
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", false, err, sizeof(err)) > 0);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", false, false, err, sizeof(err)) > 0);
 	settle();
 	/* settled: a move again */
 	run_for(HA_HOST_MOVE_SETTLE_MS + 1000); /* the undrain may have moved dg1 home */
@@ -1038,7 +1038,7 @@ static void test_drain_undrain(void **state)
 
 	(void)state;
 	configure();
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)) > 0);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, false, err, sizeof(err)) > 0);
 	settle();
 	run_for(1000);
 	for (int k = 0; k < N; k++) {
@@ -1046,11 +1046,59 @@ static void test_drain_undrain(void **state)
 		assert_int_equal(state_of(k, "dg2", 1), ALUA_ANO);
 	}
 	assert_int_equal(nodes[0].done_status, 0);
-	assert_int_equal(ha_sm_submit_drain(&nodes[0].sm, "n2", true, err, sizeof(err)), -EALREADY);
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", false, err, sizeof(err)) > 0);
+	assert_int_equal(ha_sm_submit_drain(&nodes[0].sm, "n2", true, false, err, sizeof(err)), -EALREADY);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", false, false, err, sizeof(err)) > 0);
 	settle();
 	run_for(1000);
 	assert_int_equal(owner_of(0, "dg2"), 1);   /* failback immediate */
+	assert_one_ao();
+}
+
+/* The last node that can own groups: its drain refused naming them, unless forced. */
+static void test_drain_of_the_last_serving_node(void **state)
+{
+	char err[256];
+	int64_t id;
+
+	(void)state;
+	configure();
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", true, false, err, sizeof(err)) > 0);
+	settle();
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n3", true, false, err, sizeof(err)) > 0);
+	settle();
+	run_for(1000);
+	for (int g = 1; g <= 3; g++) {
+		char dg[8];
+
+		snprintf(dg, sizeof(dg), "dg%d", g);
+		assert_int_equal(owner_of(1, dg), 0);
+	}
+	/* n1 is the last: refused naming every group, nothing sent, the groups still owned */
+	assert_int_equal(nbus, 0);
+	assert_int_equal(ha_sm_submit_drain(&nodes[1].sm, "n1", true, false, err, sizeof(err)),
+			 -EBUSY);
+	assert_non_null(strstr(err, "would leave device groups dg1, dg2, dg3 without an owner"));
+	assert_int_equal(nbus, 0);
+	run_for(1000);
+	assert_int_equal(owner_of(1, "dg1"), 0);
+	assert_one_ao();
+	/* forced: every group without an owner, and the request answered as done */
+	id = ha_sm_submit_drain(&nodes[1].sm, "n1", true, true, err, sizeof(err));
+	assert_true(id > 0);
+	settle();
+	run_for(1000);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(owner_of(k, "dg1"), -1);
+		assert_int_equal(owner_of(k, "dg2"), -1);
+		assert_int_equal(owner_of(k, "dg3"), -1);
+	}
+	assert_int_equal(nodes[1].done_id, (uint64_t)id);
+	assert_int_equal(nodes[1].done_status, 0);
+	/* one node undrained: it owns them again */
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n2", false, false, err, sizeof(err)) > 0);
+	settle();
+	run_for(1000);
+	assert_int_equal(owner_of(0, "dg2"), 1);
 	assert_one_ao();
 }
 
@@ -1193,7 +1241,7 @@ static void test_applied_waits_for_the_disk(void **state)
 	m2 = ha_sm_member(&nodes[0].sm, 2);
 	assert_int_equal(m2->applied_gen, g0);
 	nodes[1].slow_disk = true;
-	id = ha_sm_submit_drain(&nodes[0].sm, "n3", true, err, sizeof(err));
+	id = ha_sm_submit_drain(&nodes[0].sm, "n3", true, false, err, sizeof(err));
 	assert_true(id > 0);
 	run_for(500);
 	/*
@@ -1295,7 +1343,7 @@ static void test_restart_newest_generation_wins(void **state)
 	ha_sm_fini(&nodes[2].sm);
 	membership();
 	run_for(3000);
-	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n1", true, err, sizeof(err)) > 0);
+	assert_true(ha_sm_submit_drain(&nodes[0].sm, "n1", true, false, err, sizeof(err)) > 0);
 	settle();
 	run_for(500);
 	newest = nodes[0].sm.doc->generation;
@@ -1446,6 +1494,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_move_without_an_isergwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_config_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_of_the_last_serving_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_base_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_config_refused_before_sending, setup,
 						teardown),

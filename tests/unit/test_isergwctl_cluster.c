@@ -762,10 +762,33 @@ static void drain_refused(void **state)
 	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_DRAIN);
 	assert_string_equal(req->drain->node, "n2");
 	assert_false(req->drain->undrain);
+	assert_false(req->drain->force);
 	assert_int_equal(req->drain->timeout_ms, 0);
 	assert_int_equal(r.rc, ISERGWCTL_EXIT_REFUSED);
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, "isergwctl: refused: no quorum (No locks available)\n");
+	run_free(&r);
+}
+
+/* The last node that can own groups: the agent refuses it unless --force, which undrain does not take. */
+static void drain_forced(void **state)
+{
+	struct agent *a = *state;
+	const ApiRequest *req;
+	struct run r;
+
+	r = run(a, "undrain", "n2", "--force", NULL);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_USAGE);
+	assert_non_null(strstr(r.err, "undrain does not take --force"));
+	assert_no_connection(a);
+	run_free(&r);
+	change_reply(a, 0, "", 7, "n1 n2 n3", "", true);
+	r = run(a, "drain", "n2", "--force", NULL);
+	req = agent_done(a);
+	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_DRAIN);
+	assert_true(req->drain->force);
+	assert_false(req->drain->undrain);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
 	run_free(&r);
 }
 
@@ -1143,7 +1166,7 @@ static void help(void **state)
 		assert_non_null(strstr(r.out, "  config get [--runtime]"));
 		assert_non_null(strstr(r.out,
 				       "  config apply [--base-generation N] [--wait-ms MS] FILE\n"));
-		assert_non_null(strstr(r.out, "  drain NODE [--wait-ms MS]\n"));
+		assert_non_null(strstr(r.out, "  drain NODE [--wait-ms MS] [--force]\n"));
 		assert_non_null(strstr(r.out, "  undrain NODE [--wait-ms MS]\n"));
 		assert_non_null(strstr(r.out, "  move DEVICE_GROUP NODE [--wait-ms MS]\n"));
 		assert_non_null(strstr(r.out, "--ha-socket PATH"));
@@ -1170,6 +1193,7 @@ int main(void)
 		T(config_apply_too_big_stdin),
 		T(config_apply_empty),
 		T(drain_refused),
+		T(drain_forced),
 		T(undrain_timeout_pending),
 		T(timeout_pending_json),
 		T(timeout_no_result),

@@ -128,6 +128,11 @@ static void test_write_options(void **state)
 	assert_string_equal(r.if_match, "\"g42\"");
 	assert_true(r.wait);
 	assert_true(r.json);
+	assert_string_equal(r.path, "/api/v1/nodes/n1");
+	isergwctl_rest_req_free(&r);
+	/* a drain that would leave groups without an owner, forced */
+	assert_int_equal(parse(&r, err, sizeof(err), "node", "drain", "n1", "--force", NULL), 0);
+	assert_string_equal(r.path, "/api/v1/nodes/n1?force=true");
 	isergwctl_rest_req_free(&r);
 	assert_int_equal(parse(&r, err, sizeof(err), "target", "list", NULL), 0);
 	assert_string_equal(r.if_match, "");
@@ -223,6 +228,7 @@ static void test_usage_errors(void **state)
 	expect_usage("--lun wants a number", "lun", "create", "iqn.x", "--path", "/a", "--lun", "-1", NULL);
 	expect_usage("target list does not take --wait", "target", "list", "--wait", NULL);
 	expect_usage("node drain does not take --alias", "node", "drain", "n1", "--alias", "x", NULL);
+	expect_usage("node undrain does not take --force", "node", "undrain", "n1", "--force", NULL);
 	expect_usage("target create does not take --path", "target", "create", "iqn.x", "--path", "/a",
 		     NULL);
 	expect_usage("unknown option '--colour'", "node", "list", "--colour", NULL);

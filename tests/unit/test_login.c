@@ -891,6 +891,13 @@ static void test_identity_failures(void **state)
 	assert_fail(&t, r, ISCSI_LOGIN_DETAIL_MISSING_PARAM);
 	lt_end(&t);
 
+	/* a name that is not UTF-8 (RFC 7143 6.1): never shown in a session list */
+	lt_start(&t, GW_TRANSPORT_TCP);
+	r = SEND(&t, FL(1, 0, 1, 3), "InitiatorName=iqn.2026-11.org.x:\xff\xfe", "TargetName=" T0);
+	assert_fail(&t, r, ISCSI_LOGIN_DETAIL_INIT_ERR);
+	assert_true(log_has("InitiatorName is not UTF-8 (byte 18)"));
+	lt_end(&t);
+
 	lt_start(&t, GW_TRANSPORT_TCP);
 	r = SEND(&t, FL(1, 0, 1, 3), "InitiatorName=" INAME, "SessionType=Boot");
 	assert_fail(&t, r, ISCSI_LOGIN_DETAIL_SESSION_TYPE);
