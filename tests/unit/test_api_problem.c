@@ -4,7 +4,8 @@
  * isergw-api's RFC 9457 problem documents (mgmt/api/problem.c): the four
  * members with their types, one line ending in a newline, a detail with
  * quotes, backslashes, control characters and non-ASCII bytes kept exactly
- * through JSON escaping, slashes not escaped.
+ * through JSON escaping, slashes not escaped; bytes that are not UTF-8 as
+ * \xHH, so that the document is always valid UTF-8.
  */
 #include <json-c/json.h>
 #include <setjmp.h>
@@ -79,6 +80,47 @@ static void test_escaping(void **state)
 	free(doc);
 }
 
+/*
+ * Bytes that are not UTF-8 (a percent-decoded path, a header) become \xHH:
+ * the document is valid UTF-8 JSON; UTF-8 around them is kept.
+ */
+static void test_not_utf8(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "no resource at /api/v1/targets/\xff\xfe",
+		  "no resource at /api/v1/targets/\\xff\\xfe" },
+		{ "cut caf\xc3", "cut caf\\xc3" },                       /* a sequence cut short */
+		{ "over \xc0\xaf long", "over \\xc0\\xaf long" },       /* overlong '/' */
+		{ "half \xed\xa0\x80", "half \\xed\\xa0\\x80" },    /* a UTF-16 surrogate */
+		{ "big \xf4\x90\x80\x80", "big \\xf4\\x90\\x80\\x80" },  /* past U+10FFFF */
+		{ "ok caf\xc3\xa9 \xf0\x9f\x92\xbe\x80", "ok caf\xc3\xa9 \xf0\x9f\x92\xbe\\x80" },
+	};
+	json_tokener *tok = json_tokener_new();
+
+	(void)state;
+	assert_non_null(tok);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = 0;
+		char *doc = api_problem_json_field(422, "Unprocessable Content", cases[i].in,
+						   cases[i].in, &len);
+		json_object *o;
+
+		assert_non_null(doc);
+		json_tokener_reset(tok);
+		o = json_tokener_parse_ex(tok, doc, (int)len);
+		assert_int_equal(json_tokener_get_error(tok), json_tokener_success);
+		assert_non_null(o);
+		assert_string_equal(member(o, "detail", json_type_string), cases[i].out);
+		assert_string_equal(member(o, "field", json_type_string), cases[i].out);
+		json_object_put(o);
+		free(doc);
+	}
+	json_tokener_free(tok);
+}
+
 static void test_null_strings(void **state)
 {
 	size_t len = 0;
@@ -99,6 +141,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_members),
 		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_not_utf8),
 		cmocka_unit_test(test_null_strings),
 	};
 
