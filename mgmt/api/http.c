@@ -820,6 +820,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* Both PEM files into h, or -errno with a line naming the path. */
 static int tls_load(struct api *a, struct api_http *h)
 {
+	char err[512];
 	size_t len;
 	int rc;
 
@@ -827,14 +828,17 @@ static int tls_load(struct api *a, struct api_http *h)
 		GW_ERR(COMP, "--tls-cert: this libmicrohttpd is built without TLS");
 		return -ENOTSUP;
 	}
-	rc = api_read_file(a->opts.tls_cert, TLS_FILE_MAX, &h->tls_cert, &len);
+	rc = api_read_file(a->opts.tls_cert, TLS_FILE_MAX, false, &h->tls_cert, &len, err,
+			   sizeof(err));
 	if (rc) {
-		GW_ERR(COMP, "--tls-cert %s: %s", a->opts.tls_cert, strerror(-rc));
+		GW_ERR(COMP, "--tls-cert %s", err);
 		return rc;
 	}
-	rc = api_read_file(a->opts.tls_key, TLS_FILE_MAX, &h->tls_key, &h->tls_key_len);
+	/* the private key: as private as the token file (a symbolic link to one is fine) */
+	rc = api_read_file(a->opts.tls_key, TLS_FILE_MAX, true, &h->tls_key, &h->tls_key_len, err,
+			   sizeof(err));
 	if (rc) {
-		GW_ERR(COMP, "--tls-key %s: %s", a->opts.tls_key, strerror(-rc));
+		GW_ERR(COMP, "--tls-key %s", err);
 		return rc;
 	}
 	return 0;
