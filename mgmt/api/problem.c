@@ -90,7 +90,8 @@ char *api_problem_json_field(unsigned int code, const char *title, const char *d
 	    json_object_object_add(o, "status", json_object_new_int((int)code)) ||
 	    json_object_object_add(o, "detail", json_text(detail ? detail : "")))
 		goto out_put;
-	if (field && field[0] &&
+	/* a 422 always names its field: "" is the body as a whole */
+	if (field && (field[0] || code == 422) &&
 	    json_object_object_add(o, "field", json_text(field)))
 		goto out_put;
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

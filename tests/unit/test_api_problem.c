@@ -121,6 +121,34 @@ static void test_not_utf8(void **state)
 	json_tokener_free(tok);
 }
 
+/* A 422 always carries field, "" for the body as a whole; another status only a named one. */
+static void test_field(void **state)
+{
+	size_t len = 0;
+	char *doc = api_problem_json_field(422, "Unprocessable Content",
+					   "the body must be a JSON object", "", &len);
+	json_object *o;
+
+	(void)state;
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_string_equal(member(o, "field", json_type_string), "");
+	json_object_put(o);
+	free(doc);
+	doc = api_problem_json_field(404, "Not Found", "no target x", "", &len);
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_false(json_object_object_get_ex(o, "field", NULL));
+	json_object_put(o);
+	free(doc);
+	doc = api_problem_json_field(409, "Conflict", "lun: LUN 2 exists", "lun", &len);
+	assert_non_null(doc);
+	o = parse(doc, len);
+	assert_string_equal(member(o, "field", json_type_string), "lun");
+	json_object_put(o);
+	free(doc);
+}
+
 static void test_null_strings(void **state)
 {
 	size_t len = 0;
@@ -142,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_members),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_not_utf8),
+		cmocka_unit_test(test_field),
 		cmocka_unit_test(test_null_strings),
 	};
 
