@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "api.h"
@@ -535,6 +536,31 @@ static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned in
 	return rc ? rc : 1;
 }
 
+struct hdr_count {
+	const char *name;
+	unsigned int n;
+};
+
+static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct hdr_count *h = cls;
+
+	(void)kind;
+	(void)value;
+	h->n += !strcasecmp(key, h->name);
+	return MHD_YES;
+}
+
+/* How many times the request carries header name. */
+static unsigned int header_count(struct MHD_Connection *c, const char *name)
+{
+	struct hdr_count h = { .name = name };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_hdr, &h);
+	return h.n;
+}
+
 /* 0: the request may go on; 1: refused (answered); or a negative errno. */
 static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 		     const char *method, struct api_req *r)
@@ -550,6 +576,17 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 		r->path[i] = url[i] > ' ' && url[i] < 0x7f ? url[i] : '?';
 	r->path[i] = '\0';
 	need = api_access_of(method, url, a->opts.token_file[0] != '\0', a->opts.metrics_open);
+	/*
+	 * Which of two would count is a guess a proxy in front may make
+	 * otherwise (RFC 9110 5.3: Authorization is not a list): refused
+	 */
+	if (header_count(c, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+		peer_of(c, peer, sizeof(peer));
+		GW_WARN(COMP, "refused %s %s from %s: more than one Authorization header",
+			r->method, r->path, peer);
+		return guard_refuse(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+				    "more than one Authorization header: send one");
+	}
 	authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	pthread_rwlock_rdlock(&a->tokens_lock);
 	v = api_authorize(&a->tokens, authz, need, &who);
