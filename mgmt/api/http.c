@@ -821,7 +821,7 @@ static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, sockle
 		gw_fmt_sockaddr(addr, peer, sizeof(peer));
 		GW_WARN(COMP, "the connection table is full (--max-connections %u and %u for "
 			"the probes): %" PRIu64 " idle connections closed to make room, %" PRIu64
-			" refused (none idle) since the last such line; the latest from %s",
+			" refused (none idle) since the last such line; the last new one from %s",
 			t->limit, API_PROBE_RESERVE, t->evicted, t->refused, peer);
 		t->evicted = t->refused = 0;
 		t->log_ms = now;
