@@ -11,7 +11,11 @@ MODE:
                 sending side (half-close); the probe must be answered, and
                 the server must close every one of them (it saw the end).
   held N        N connections send part of a request and stay open, filling
-                the connection table; the probe must be answered.
+                the connection table; the probe must be answered. With
+                --token, the first of them is a client's keep-alive
+                connection that made a request with the token: it is idle
+                longest, yet it must still be served after the probe (the
+                connections without a token go first).
   busy N PATH   N connections send a whole GET PATH (with --token) that the
                 server cannot answer yet; the probe must be answered, and
                 another GET PATH on a new connection gets 503.
@@ -124,11 +128,55 @@ def mode_halfclose(args, n):
     return ok
 
 
+def get(s, path, token):
+    """GET path on the open connection s: the status code, or None."""
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+               % (path, token)).encode())
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v)
+        while len(body) < length:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None
+            body += chunk
+        return int(head.split(b" ", 2)[1])
+    except OSError:
+        return None
+
+
 def mode_held(args, n):
+    ok = True
+    keep = None
+    if args.token:
+        keep = connect(args.server, args.server[0])
+        code = get(keep, "/api/v1/targets", args.token)
+        if code != 200:
+            print("FAILED: the keep-alive client's first request: %s" % code)
+            ok = False
+        n -= 1
     socks = open_many(args, n, PARTIAL, False)
     time.sleep(0.2)     # every one accepted and read (not a bound: the probe waits)
-    ok = check_probe(args, "%d held partial requests" % n)
+    ok = check_probe(args, "%d held partial requests" % n) and ok
     ok = check_probe(args, "again") and ok
+    if keep:
+        code = get(keep, "/api/v1/targets", args.token)
+        print("the keep-alive client with a token, idle longest: %s" % code)
+        if code != 200:
+            print("FAILED: the idle connection of a client with a token was closed "
+                  "before those without one")
+            ok = False
+        keep.close()
     for s in socks:
         s.close()
     return ok

@@ -7,9 +7,11 @@
 #   1. 128 connections that send part of a request and half-close: the
 #      server closes every one (it sees the end), and a probe meanwhile is
 #      answered within 1 s (a functional bound; its latency is printed);
-#   2. 128 connections holding part of a request (4 addresses x 32, the
-#      default limits: the table is full): a probe is answered within 1 s,
-#      idle connections making room;
+#   2. a client's keep-alive connection with a token, then 127 connections
+#      holding part of a request (4 addresses, the default limits: the table
+#      is full): a probe is answered within 1 s, idle connections making
+#      room, those without a token first (the client's connection, idle
+#      longest, still answers);
 #   3. 16 requests being answered (a second isergw-api, --max-connections 16,
 #      whose HA agent accepts and never answers): a probe is answered on a
 #      place kept for the probes; another request there gets 503;
@@ -106,7 +108,7 @@ step_1() {
 
 # ---- 2. the table full of idle partial requests
 step_2() {
-	if "${CLIENT[@]}" --server "$HTTP" held 128; then ok "a full table of idle connections"
+	if "${CLIENT[@]}" --server "$HTTP" --token "$TOKEN" held 128; then ok "a full table of idle connections"
 	else bad "a full table of idle connections"; fi
 }
 
