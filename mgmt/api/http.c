@@ -30,6 +30,7 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,6 +67,7 @@ enum conn_state {
 struct api_conn {
 	struct list_head link;          /* conns.all */
 	char peer[64];
+	struct sockaddr_storage addr;   /* the peer's */
 	int fd;                         /* libmicrohttpd's: valid while linked */
 	unsigned int requests;          /* that reached a route */
 	enum conn_state state;
@@ -80,6 +82,7 @@ struct api_conns {
 	pthread_mutex_t mu;
 	struct list_head all;
 	uint32_t limit;                 /* --max-connections */
+	uint32_t limit_ip;              /* --max-connections-per-ip */
 	uint32_t n, nres;               /* counted: within limit, in the reserve */
 	uint64_t evicted, refused;      /* since the last log line */
 	uint64_t log_ms;                /* of that line */
@@ -747,14 +750,17 @@ static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCo
 /* ------------------------------------------------------------ connections */
 /*
  * libmicrohttpd holds at most --max-connections + API_PROBE_RESERVE
- * connections by our count: conn_admit (its accept policy, on the thread
- * that accepted) decides, on_connection counts. When the table is full a
- * new connection makes room by closing the idle connection that has been
- * so longest, one that never carried a valid token first (no request yet,
- * a request head or body still arriving without a token, or idle between
- * requests), then an idle one that did; a connection whose request is being
- * answered, or whose token was valid while its body arrives, is never
- * closed for another. With none to close, the new connection takes one of
+ * connections by our count, --max-connections-per-ip from one address:
+ * conn_admit (its accept policy, on the thread that accepted) decides,
+ * on_connection counts. A new connection from an address at its limit
+ * makes room among that address's own connections (refused when none may
+ * go); then, when the table is full, among all. Room is made by closing
+ * the idle connection that has been so longest, one that never carried a
+ * valid token first (no request yet, a request head or body still arriving
+ * without a token, or idle between requests), then an idle one that did; a
+ * connection whose request is being answered, or whose token was valid
+ * while its body arrives, is never closed for another. With none to close
+ * in a full table, the new connection takes one of
  * API_PROBE_RESERVE places that answer /healthz and /readyz only (503
  * otherwise); with those taken too it is closed at once, so that the listen
  * backlog never holds connections nobody will accept.
@@ -767,10 +773,17 @@ static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCo
  */
 #define CONN_LOG_MS 10000u              /* at most one line this often */
 
+/*
+ * The connection conn_admit let in on this thread, until on_connection
+ * (STARTED), which libmicrohttpd calls next on the same thread, takes it;
+ * one still here at the next conn_admit never started.
+ */
+static _Thread_local struct api_conn *conn_pending;
+
 /* 0: the one to close first; 1: then; -1: never */
 static int conn_rank(const struct api_conn *k)
 {
-	if (k->evicted)
+	if (k->evicted || k->fd < 0)
 		return -1;
 	if (k->state == CONN_IDLE)
 		return k->authed ? 1 : 0;
@@ -779,50 +792,129 @@ static int conn_rank(const struct api_conn *k)
 	return -1;
 }
 
+/* Whether k's peer is host a (the port aside). */
+static bool conn_from(const struct api_conn *k, const struct sockaddr *a)
+{
+	if (k->addr.ss_family != a->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)&k->addr)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)a)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)&k->addr)->sin6_addr,
+			       &((const struct sockaddr_in6 *)a)->sin6_addr, sizeof(struct in6_addr));
+	return false;
+}
+
+/*
+ * The connection to close first among those from host (NULL: any), under
+ * t->mu; NULL when none may be closed. *n: how many are from host.
+ */
+static struct api_conn *conn_victim(struct api_conns *t, const struct sockaddr *host,
+				    uint32_t *n)
+{
+	struct api_conn *k, *victim = NULL;
+	struct list_head *pos;
+	int best = 2, rank;
+
+	*n = 0;
+	list_for_each(pos, &t->all) {
+		k = list_entry(pos, struct api_conn, link);
+		if (k->evicted || (host && !conn_from(k, host)))
+			continue;
+		++*n;
+		rank = conn_rank(k);
+		if (rank < 0 || rank > best || (rank == best && k->since_ms >= victim->since_ms))
+			continue;
+		victim = k;
+		best = rank;
+	}
+	return victim;
+}
+
+/* Close k for a new connection, under t->mu. */
+static void conn_evict(struct api_conns *t, struct api_conn *k, uint64_t now)
+{
+	shutdown(k->fd, SHUT_RDWR);
+	k->evicted = true;
+	if (k->reserve)
+		t->nres--;
+	else
+		t->n--;
+	t->evicted++;
+	GW_DEBUG(COMP, "closed %s's connection, idle for %" PRIu64 " ms, for a new one", k->peer,
+		 now - k->since_ms);
+}
+
+/* k leaves the table (its count too, unless it was closed for another), under t->mu. */
+static void conn_drop(struct api_conns *t, struct api_conn *k)
+{
+	list_del(&k->link);
+	if (k->evicted)
+		return;
+	if (k->reserve)
+		t->nres--;
+	else
+		t->n--;
+}
+
 static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct api *a = cls;
 	struct api_conns *t = &a->http->conns;
-	struct api_conn *k, *victim = NULL;
-	struct list_head *pos;
+	struct api_conn *victim;
 	enum MHD_Result ok = MHD_YES;
-	int best = 2, rank;
 	uint64_t now = gw_now_ms();
-	char peer[64];
+	uint32_t nhost;
+	struct api_conn *k;
 
 	(void)addrlen;
 	pthread_mutex_lock(&t->mu);
-	if (t->n >= t->limit) {
-		list_for_each(pos, &t->all) {
-			k = list_entry(pos, struct api_conn, link);
-			rank = conn_rank(k);
-			if (rank < 0 || rank > best ||
-			    (rank == best && k->since_ms >= victim->since_ms))
-				continue;
-			victim = k;
-			best = rank;
-		}
-		if (victim) {
-			shutdown(victim->fd, SHUT_RDWR);
-			victim->evicted = true;
-			if (victim->reserve)
-				t->nres--;
-			else
-				t->n--;
-			t->evicted++;
-			GW_DEBUG(COMP, "connection table full: closed %s's connection, idle for "
-				 "%" PRIu64 " ms", victim->peer, now - victim->since_ms);
-		} else if (t->nres >= API_PROBE_RESERVE) {
-			t->refused++;
-			ok = MHD_NO;
-		}
+	if (conn_pending) {
+		conn_drop(t, conn_pending);
+		free(conn_pending);
+		conn_pending = NULL;
 	}
+	/* the address's own connections first: its limit is the same whoever it is */
+	victim = conn_victim(t, addr, &nhost);
+	if (nhost >= t->limit_ip) {
+		if (victim)
+			conn_evict(t, victim, now);
+		else
+			ok = MHD_NO;
+	}
+	if (ok == MHD_YES && t->n >= t->limit) {
+		victim = conn_victim(t, NULL, &nhost);
+		if (victim)
+			conn_evict(t, victim, now);
+		else if (t->nres >= API_PROBE_RESERVE)
+			ok = MHD_NO;
+	}
+	/* counted now: another thread may take the next connection before this one starts */
+	k = ok == MHD_YES ? calloc(1, sizeof(*k)) : NULL;
+	if (k) {
+		gw_fmt_sockaddr(addr, k->peer, sizeof(k->peer));
+		memcpy(&k->addr, addr, addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+		       sizeof(struct sockaddr_in));
+		k->fd = -1;
+		k->since_ms = now;
+		k->reserve = t->n >= t->limit;
+		if (k->reserve)
+			t->nres++;
+		else
+			t->n++;
+		list_add_tail(&k->link, &t->all);
+		conn_pending = k;
+	} else {
+		ok = MHD_NO;
+	}
+	t->refused += ok == MHD_NO;
 	if ((t->evicted || t->refused) && now - t->log_ms >= CONN_LOG_MS) {
-		gw_fmt_sockaddr(addr, peer, sizeof(peer));
 		GW_WARN(COMP, "the connection table is full (--max-connections %u and %u for "
-			"the probes): %" PRIu64 " idle connections closed to make room, %" PRIu64
-			" refused (none idle) since the last such line; the last new one from %s",
-			t->limit, API_PROBE_RESERVE, t->evicted, t->refused, peer);
+			"the probes, --max-connections-per-ip %u): %" PRIu64 " idle connections "
+			"closed to make room, %" PRIu64 " refused (none idle) since the last such "
+			"line; the last new one from %s", t->limit, API_PROBE_RESERVE, t->limit_ip,
+			t->evicted, t->refused, k ? k->peer : "(refused)");
 		t->evicted = t->refused = 0;
 		t->log_ms = now;
 	}
@@ -873,21 +965,16 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		k = calloc(1, sizeof(*k));
-		if (!k || !ci) {
-			free(k);        /* not in the table: never closed for another */
-			return;
-		}
-		peer_of(c, k->peer, sizeof(k->peer));
-		k->fd = ci->connect_fd;
-		k->since_ms = gw_now_ms();
 		pthread_mutex_lock(&t->mu);
-		k->reserve = t->n >= t->limit;
-		if (k->reserve)
-			t->nres++;
-		else
-			t->n++;
-		list_add_tail(&k->link, &t->all);
+		k = conn_pending;
+		conn_pending = NULL;
+		if (k && ci) {
+			k->fd = ci->connect_fd;
+		} else if (k) {         /* no socket to close: not in the table */
+			conn_drop(t, k);
+			free(k);
+			k = NULL;
+		}
 		pthread_mutex_unlock(&t->mu);
 		*socket_context = k;
 		return;
@@ -895,13 +982,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	if (!k)
 		return;
 	pthread_mutex_lock(&t->mu);
-	list_del(&k->link);
-	if (!k->evicted) {
-		if (k->reserve)
-			t->nres--;
-		else
-			t->n--;
-	}
+	conn_drop(t, k);
 	pthread_mutex_unlock(&t->mu);
 	if (!k->requests && !k->evicted)
 		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
@@ -1159,6 +1240,7 @@ int api_http_start(struct api *a)
 	pthread_mutex_init(&h->conns.mu, NULL);
 	list_init(&h->conns.all);
 	h->conns.limit = a->opts.conn_limit;
+	h->conns.limit_ip = a->opts.conn_limit_ip;
 	a->http = h;            /* the callbacks find the table there */
 	if (a->opts.threads > 1)
 		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
@@ -1186,7 +1268,6 @@ int api_http_start(struct api *a)
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
 				MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit_ip,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)a->opts.idle_timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
@@ -1214,6 +1295,13 @@ void api_http_stop(struct api *a)
 	api_pace_stop(&a->pace);        /* the requests waiting go first */
 	MHD_stop_daemon(a->http->d);
 	api_pace_destroy(&a->pace);
+	/* what was let in but never started */
+	while (!list_empty(&a->http->conns.all)) {
+		struct api_conn *k = list_first_entry(&a->http->conns.all, struct api_conn, link);
+
+		list_del(&k->link);
+		free(k);
+	}
 	pthread_mutex_destroy(&a->http->conns.mu);
 	tls_free(a->http);
 	free(a->http);

@@ -15,7 +15,9 @@ MODE:
                 --token, the first of them is a client's keep-alive
                 connection that made a request with the token: it is idle
                 longest, yet it must still be served after the probe (the
-                connections without a token go first).
+                connections without a token go first). A probe from the
+                first address, which holds 32 of them (the limit of one
+                address), must be answered too.
   busy N PATH   N connections send a whole GET PATH (with --token) that the
                 server cannot answer yet; the probe must be answered, and
                 another GET PATH on a new connection gets 503.
@@ -44,11 +46,11 @@ def connect(server, src, timeout=5.0):
     return s
 
 
-def probe(server, timeout):
+def probe(server, timeout, src=None):
     """(status code or None, seconds, why)"""
     t0 = time.monotonic()
     try:
-        s = connect(server, server[0], timeout)
+        s = connect(server, src or server[0], timeout)
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         data = b""
         while b"\r\n" not in data:
@@ -70,8 +72,8 @@ def probe(server, timeout):
         return None, dt, "not HTTP: %r" % data[:40]
 
 
-def check_probe(args, what):
-    code, dt, why = probe(args.server, args.probe_timeout)
+def check_probe(args, what, src=None):
+    code, dt, why = probe(args.server, args.probe_timeout, src)
     print("%s: probe GET /healthz -> %s in %.1f ms" % (what, code, dt * 1000))
     if code != 200:
         print("FAILED: %s: the probe was not answered 200 within %.0f s (%s)"
@@ -169,6 +171,8 @@ def mode_held(args, n):
     time.sleep(0.2)     # every one accepted and read (not a bound: the probe waits)
     ok = check_probe(args, "%d held partial requests" % n) and ok
     ok = check_probe(args, "again") and ok
+    # from an address with --max-connections-per-ip (32) held: its own make room
+    ok = check_probe(args, "from %s, which holds 32" % args.sources[0], args.sources[0]) and ok
     if keep:
         code = get(keep, "/api/v1/targets", args.token)
         print("the keep-alive client with a token, idle longest: %s" % code)
