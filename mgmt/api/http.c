@@ -910,7 +910,7 @@ static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, sockle
 	}
 	t->refused += ok == MHD_NO;
 	if ((t->evicted || t->refused) && now - t->log_ms >= CONN_LOG_MS) {
-		GW_WARN(COMP, "the connection table is full (--max-connections %u and %u for "
+		GW_WARN(COMP, "connection limits reached (--max-connections %u and %u for "
 			"the probes, --max-connections-per-ip %u): %" PRIu64 " idle connections "
 			"closed to make room, %" PRIu64 " refused (none idle) since the last such "
 			"line; the last new one from %s", t->limit, API_PROBE_RESERVE, t->limit_ip,

@@ -280,10 +280,10 @@ done
 api_stop || bad "isergw-api: SIGTERM"
 if ! step 2; then
 	:
-elif grep -q "the connection table is full" "$MAIN_LOG"; then
-	ok "log: $(grep -m1 "the connection table is full" "$MAIN_LOG" | cut -c1-200)"
+elif grep -q "connection limits reached" "$MAIN_LOG"; then
+	ok "log: $(grep -m1 "connection limits reached" "$MAIN_LOG" | cut -c1-200)"
 else
-	bad "no line says the connection table was full"
+	bad "no line says the connection limits were reached"
 fi
 [ "$fail" = 0 ] || { log "FAILED (logs in $SCRATCH)"; exit 1; }
 log "PASS"
