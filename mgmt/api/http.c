@@ -86,6 +86,10 @@ struct api_conns {
 	uint32_t n, nres;               /* counted: within limit, in the reserve */
 	uint64_t evicted, refused;      /* since the last log line */
 	uint64_t log_ms;                /* of that line */
+	/* connections closed without a request: one line each, CONN_NOREQ_LINES a window */
+	uint64_t noreq_ms;              /* the window's start */
+	uint32_t noreq_n;               /* logged in it */
+	uint64_t noreq_quiet;           /* not logged in it */
 };
 
 struct api_http {
@@ -772,6 +776,7 @@ static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCo
  * was closed and reused.
  */
 #define CONN_LOG_MS 10000u              /* at most one line this often */
+#define CONN_NOREQ_LINES 20u            /* "closed without a request" lines per CONN_LOG_MS */
 
 /*
  * The connection conn_admit let in on this thread, until on_connection
@@ -950,6 +955,32 @@ static int reserve_refuse(struct api *a, struct MHD_Connection *c, struct api_re
 }
 
 /*
+ * k closed before any request on it could be answered: a line naming its
+ * peer, CONN_NOREQ_LINES in CONN_LOG_MS at most (a client opening and
+ * dropping thousands of connections would fill the journal), then one
+ * counting the rest. Under t->mu.
+ */
+static void conn_log_noreq(struct api_conns *t, const struct api_conn *k)
+{
+	uint64_t now = gw_now_ms();
+
+	if (now - t->noreq_ms >= CONN_LOG_MS) {
+		if (t->noreq_quiet)
+			GW_NOTICE(COMP, "%" PRIu64 " more connections closed without a request "
+				  "that could be answered in %u s (not logged one by one)",
+				  t->noreq_quiet, CONN_LOG_MS / 1000);
+		t->noreq_ms = now;
+		t->noreq_n = 0;
+		t->noreq_quiet = 0;
+	}
+	if (t->noreq_n++ < CONN_NOREQ_LINES)
+		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
+			  "answered (malformed, too large, or none sent)", k->peer);
+	else
+		t->noreq_quiet++;
+}
+
+/*
  * A connection starts (counted) or ends. One that closes before any request
  * on it reached a route: what libmicrohttpd refused (its own warn line says
  * why) or a client that sent nothing, or too little to be a request. One
@@ -983,10 +1014,9 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return;
 	pthread_mutex_lock(&t->mu);
 	conn_drop(t, k);
-	pthread_mutex_unlock(&t->mu);
 	if (!k->requests && !k->evicted)
-		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
-			  "answered (malformed, too large, or none sent)", k->peer);
+		conn_log_noreq(t, k);
+	pthread_mutex_unlock(&t->mu);
 	free(k);
 	*socket_context = NULL;
 }

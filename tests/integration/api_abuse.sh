@@ -16,7 +16,8 @@
 #      whose HA agent accepts and never answers): a probe is answered on a
 #      place kept for the probes; another request there gets 503;
 #   4. 10,000 connections opened and dropped (nothing, part of a request, a
-#      reset) from 8 threads: a probe answered within 1 s afterwards;
+#      reset) from 8 threads: a probe answered within 1 s afterwards; the
+#      log names at most 20 of them every 10 s and counts the others;
 #   5. a FIFO as --token-file: the start refused at once (exit 1, err line);
 #      replaced by a FIFO and SIGHUP: err line, the old tokens kept, SIGTERM
 #      still stops it (exit 0);
@@ -143,8 +144,14 @@ while True:
 
 # ---- 4. 10,000 connections opened and dropped
 step_4() {
+	local lines
 	if "${CLIENT[@]}" --server "$HTTP" flood 10000; then ok "10,000 dropped connections"
 	else bad "10,000 dropped connections"; fi
+	# not one line each: 20 every 10 s, then a line counting the others
+	lines=$(grep -c "closed without a request that could be answered (" "$MAIN_LOG")
+	if [ "$lines" -lt 1000 ] && grep -q "more connections closed without a request" "$MAIN_LOG"
+	then ok "the dropped connections logged in $lines lines, the rest counted"
+	else bad "the dropped connections: $lines lines of their own, $(grep -c "more connections closed" "$MAIN_LOG") counting"; fi
 }
 
 # ---- 5. a FIFO as the token file
