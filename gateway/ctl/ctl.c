@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl_priv.h"
@@ -477,6 +478,7 @@ static void *ctl_thread(void *arg)
 int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
 {
 	struct gw_ctl *ctl;
+	struct timespec now;
 	int rc;
 
 	if (strlen(p->path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -489,6 +491,8 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	ctl->load_arg = p->load_arg;
 	ctl->lfd = -1;
 	ctl->start_ms = gw_now_ms();
+	clock_gettime(CLOCK_REALTIME, &now);
+	ctl->start_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", p->path);
 	pthread_mutex_init(&ctl->reload_lock, NULL);
 	list_init(&ctl->clients);

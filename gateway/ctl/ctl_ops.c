@@ -74,6 +74,7 @@ void ctl_op_get_status(struct ctl_client *c)
 	si.config_epoch = ctl->config_epoch;
 	si.alua_epoch = ctl->alua_epoch;
 	si.uptime_ms = gw_now_ms() - ctl->start_ms;
+	si.start_time_ms = ctl->start_unix_ms;
 	si.sessions = (uint32_t)atomic_load(&gw->stats.sessions);
 	si.connections = (uint32_t)atomic_load(&gw->stats.connections);
 	si.reactors = gw->nreactors;

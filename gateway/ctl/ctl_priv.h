@@ -76,7 +76,8 @@ struct gw_ctl {
 	pthread_mutex_t reload_lock;    /* gw_reload from here or from SIGHUP */
 	atomic_uint inflight;           /* requests out on the reactors, events on their way here */
 	atomic_uint nsubscribers;       /* clients subscribed to events */
-	uint64_t start_ms;
+	uint64_t start_ms;              /* monotonic */
+	uint64_t start_unix_ms;         /* the same instant, wall clock (StatusInfo.start_time_ms) */
 	int lfd;
 	struct reactor_fd lh;
 	/* ---- control thread only ---- */

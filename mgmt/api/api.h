@@ -4,8 +4,8 @@
  *
  *   main.c      options, signals, start and stop; the main thread runs a
  *               reactor that only waits for SIGTERM/SIGINT
- *   http.c      the HTTP/1.1 server (libmicrohttpd, its internal epoll
- *               threads): routing, problem documents, request accounting
+ *   http.c      the HTTP/1.1 server (libmicrohttpd, its internal poll()
+ *               threads): the connection table, routing, problem documents, request accounting
  *   gwclient.c  isergwd's control socket, one short connection per request,
  *               every call bounded by a deadline
  *   haclient.c  the HA agent's local socket, asynchronous: a thread of its
@@ -40,6 +40,14 @@
 #define API_DEFAULT_HA_SOCKET "/run/isergw/ha.sock"
 #define API_DG_MAX 64u                  /* --device-group given at most this often */
 #define API_PATH_MAX 108u               /* sun_path */
+
+/*
+ * Connections past --max-connections that answer /healthz and /readyz only,
+ * for when every other one is busy answering (docs/api.md, Limits); the
+ * listen backlog is --max-connections, at least API_BACKLOG_MIN
+ */
+#define API_PROBE_RESERVE 8u
+#define API_BACKLOG_MIN 64u
 
 /* --nice: the management plane yields the CPU to the data plane */
 #define API_DEFAULT_NICE 10u

@@ -348,28 +348,26 @@ static int read_fd(int fd, size_t max, char **buf, size_t *len)
 	return 0;
 }
 
-int api_read_file(const char *path, size_t max, char **buf, size_t *len)
+/* What a file that is not a regular one is, for a log line. */
+static const char *file_kind(mode_t m)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int rc;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st))
-		rc = -errno;
-	else if (!S_ISREG(st.st_mode))
-		rc = -EINVAL;
-	else if ((uintmax_t)st.st_size > max)
-		rc = -EFBIG;
-	else
-		rc = read_fd(fd, max, buf, len);
-	close(fd);
-	return rc;
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "a device";
+	return "not a regular file";
 }
 
-/* Whether fd may hold secrets: a regular file, 0600 or less, ours or root's. */
-static int check_private(int fd, const char *path, char *err, size_t errlen)
+/*
+ * Whether fd may be read: a regular file (a FIFO or a device would block
+ * the reader, or never end), and, with secret, one that only its owner can
+ * read, ours or root's.
+ */
+static int check_file(int fd, const char *path, bool secret, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -378,9 +376,11 @@ static int check_private(int fd, const char *path, char *err, size_t errlen)
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
+		snprintf(err, errlen, "%s: %s, not a regular file", path, file_kind(st.st_mode));
 		return -EPERM;
 	}
+	if (!secret)
+		return 0;
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		snprintf(err, errlen, "%s: mode %04o lets others read or write it (chmod 600 %s)",
 			 path, (unsigned int)(st.st_mode & 07777), path);
@@ -394,31 +394,52 @@ static int check_private(int fd, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* The private file's text (NULL and 0 when missing and missing_ok). */
-static int read_private(const char *path, bool missing_ok, char **buf, size_t *len, char *err,
-			size_t errlen)
+/*
+ * path's text, at most max bytes. O_NONBLOCK: opening a FIFO (or a device)
+ * does not wait for a writer; check_file then refuses it. nofollow: a
+ * symbolic link is refused (ELOOP).
+ */
+static int read_checked(const char *path, int flags, bool secret, size_t max, char **buf,
+			size_t *len, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
 	int rc;
 
 	*buf = NULL;
 	*len = 0;
 	if (fd < 0) {
 		rc = -errno;
-		if (rc == -ENOENT && missing_ok)
-			return 0;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
-	rc = check_private(fd, path, err, errlen);
+	rc = check_file(fd, path, secret, err, errlen);
 	if (!rc) {
-		rc = read_fd(fd, API_TOKEN_FILE_MAX, buf, len);
+		rc = read_fd(fd, max, buf, len);
 		if (rc == -EFBIG)
-			snprintf(err, errlen, "%s: larger than %u bytes", path, API_TOKEN_FILE_MAX);
+			snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
 		else if (rc)
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 	}
 	close(fd);
+	return rc;
+}
+
+int api_read_file(const char *path, size_t max, bool secret, char **buf, size_t *len, char *err,
+		  size_t errlen)
+{
+	return read_checked(path, 0, secret, max, buf, len, err, errlen);
+}
+
+/* The private file's text (NULL and 0 when missing and missing_ok). */
+static int read_private(const char *path, bool missing_ok, char **buf, size_t *len, char *err,
+			size_t errlen)
+{
+	int rc = read_checked(path, O_NOFOLLOW, true, API_TOKEN_FILE_MAX, buf, len, err, errlen);
+
+	if (rc == -ENOENT && missing_ok) {
+		err[0] = '\0';
+		return 0;
+	}
 	return rc;
 }
 

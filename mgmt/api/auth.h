@@ -129,7 +129,13 @@ int api_token_file_add(const char *path, const char *name, enum api_role role, c
 		       size_t toklen, char *err, size_t errlen);
 int api_token_file_remove(const char *path, const char *name, char *err, size_t errlen);
 
-/* Read a whole file of at most max bytes (malloc'd, NUL-terminated). 0 or -errno. */
-int api_read_file(const char *path, size_t max, char **buf, size_t *len);
+/*
+ * Read a whole regular file of at most max bytes (malloc'd, NUL-terminated),
+ * never waiting on a FIFO or a device; secret: only its owner, root or this
+ * process's user, may read or write it (mode 0600 or stricter), as the token
+ * file. 0 or -errno with the reason and the path in err.
+ */
+int api_read_file(const char *path, size_t max, bool secret, char **buf, size_t *len, char *err,
+		  size_t errlen);
 
 #endif

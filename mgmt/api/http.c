@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP/1.1 server of isergw-api on libmicrohttpd: its internal epoll
+ * The HTTP/1.1 server of isergw-api on libmicrohttpd: its internal poll()
  * thread (or a pool of them, --threads), so that the main thread only waits
  * for signals. Routes: GET/HEAD /healthz, /readyz, /metrics, and the REST
  * resources under /api/v1 (rest.c routes them, v1.c carries them out);
@@ -18,7 +18,9 @@
  * its error log.
  *
  * Before any route runs, api_guard() (the security section below) answers
- * 401, 403 and 413 (docs/api.md, Security): the policy is auth.c's.
+ * 401, 403 and 413 (docs/api.md, Security): the policy is auth.c's. Before
+ * a connection is taken, conn_admit (the connections section) makes room in
+ * a full table (docs/api.md, Limits).
  *
  * This file is the one place that turns libmicrohttpd's results into
  * negative errnos (mhd_rc).
@@ -28,15 +30,19 @@
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "api.h"
 #include "problem.h"
+#include "util/list.h"
 #include "util/log.h"
 #include "util/netaddr.h"
 #include "util/reactor.h"
@@ -44,8 +50,51 @@
 #define COMP "http"
 #define CONN_MEMORY_LIMIT (32u * 1024u)    /* request line + headers of one connection */
 
+/*
+ * The connection table (docs/api.md, Limits): every connection libmicrohttpd
+ * holds, with what it is doing, so that a full table makes room for a new
+ * connection by closing an idle one (conn_admit) instead of leaving it in
+ * the listen backlog, and keeps API_PROBE_RESERVE connections past
+ * --max-connections for the probes.
+ */
+enum conn_state {
+	CONN_IDLE,              /* no request yet, or between two (keep-alive) */
+	CONN_RECEIVING,         /* a request's head arrived, its body is arriving */
+	CONN_ANSWERING,         /* a whole request: routed, paced, at the agent, answered */
+};
+
+/* One TCP connection: its peer, and what it does now. */
+struct api_conn {
+	struct list_head link;          /* conns.all */
+	char peer[64];
+	struct sockaddr_storage addr;   /* the peer's */
+	int fd;                         /* libmicrohttpd's: valid while linked */
+	unsigned int requests;          /* that reached a route */
+	enum conn_state state;
+	uint64_t since_ms;              /* the last change of state */
+	bool authed;                    /* a request on it carried a valid token */
+	bool req_authed;                /* the request being received does */
+	bool reserve;                   /* past --max-connections: the probes only */
+	bool evicted;                   /* closed by conn_admit, not counted any more */
+};
+
+struct api_conns {
+	pthread_mutex_t mu;
+	struct list_head all;
+	uint32_t limit;                 /* --max-connections */
+	uint32_t limit_ip;              /* --max-connections-per-ip */
+	uint32_t n, nres;               /* counted: within limit, in the reserve */
+	uint64_t evicted, refused;      /* since the last log line */
+	uint64_t log_ms;                /* of that line */
+	/* connections closed without a request: one line each, CONN_NOREQ_LINES a window */
+	uint64_t noreq_ms;              /* the window's start */
+	uint32_t noreq_n;               /* logged in it */
+	uint64_t noreq_quiet;           /* not logged in it */
+};
+
 struct api_http {
 	struct MHD_Daemon *d;
+	struct api_conns conns;
 	char *tls_cert;                 /* --tls-cert, --tls-key: PEM, kept while d runs */
 	char *tls_key;
 	size_t tls_key_len;
@@ -54,12 +103,6 @@ struct api_http {
 /* TLS 1.2 and 1.3 only (GnuTLS priority string) */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define TLS_FILE_MAX (1024u * 1024u)
-
-/* One TCP connection: its peer, and whether a request on it reached a route. */
-struct api_conn {
-	char peer[64];
-	unsigned int requests;
-};
 
 /* One request, from its first call to its completion. */
 struct api_req {
@@ -82,6 +125,7 @@ struct api_req {
 	bool ready;                     /* ans is the answer */
 	struct api_answer ans;
 	struct MHD_Connection *c;
+	bool complete;                  /* the whole request arrived */
 };
 
 /* The OpenAPI document, embedded at build time (mgmt/openapi.json). */
@@ -479,13 +523,43 @@ static int v1_request(struct api *a, struct MHD_Connection *c, struct api_req *r
 	return 0;
 }
 
-static void conn_requested(struct MHD_Connection *c)
+static struct api_conn *conn_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
-	if (ci && ci->socket_context)
-		((struct api_conn *)ci->socket_context)->requests++;
+	return ci ? ci->socket_context : NULL;
+}
+
+/* The connection's request moves on (conn_admit reads the state). */
+static void conn_set(struct api *a, struct MHD_Connection *c, enum conn_state st)
+{
+	struct api_conns *t = &a->http->conns;
+	struct api_conn *k = conn_of(c);
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&t->mu);
+	if (st == CONN_RECEIVING) {
+		k->requests++;
+		k->req_authed = false;
+	}
+	k->state = st;
+	k->since_ms = gw_now_ms();
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* The request being received carries a valid token. */
+static void conn_authed(struct api *a, struct MHD_Connection *c)
+{
+	struct api_conns *t = &a->http->conns;
+	struct api_conn *k = conn_of(c);
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&t->mu);
+	k->authed = k->req_authed = true;
+	pthread_mutex_unlock(&t->mu);
 }
 
 /* RFC 9110 5.6.2: a method is a token. */
@@ -539,6 +613,31 @@ static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned in
 	return rc ? rc : 1;
 }
 
+struct hdr_count {
+	const char *name;
+	unsigned int n;
+};
+
+static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct hdr_count *h = cls;
+
+	(void)kind;
+	(void)value;
+	h->n += !strcasecmp(key, h->name);
+	return MHD_YES;
+}
+
+/* How many times the request carries header name. */
+static unsigned int header_count(struct MHD_Connection *c, const char *name)
+{
+	struct hdr_count h = { .name = name };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_hdr, &h);
+	return h.n;
+}
+
 /* 0: the request may go on; 1: refused (answered); or a negative errno. */
 static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 		     const char *method, struct api_req *r)
@@ -554,6 +653,17 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 		r->path[i] = url[i] > ' ' && url[i] < 0x7f ? url[i] : '?';
 	r->path[i] = '\0';
 	need = api_access_of(method, url, a->opts.token_file[0] != '\0', a->opts.metrics_open);
+	/*
+	 * Which of two would count is a guess a proxy in front may make
+	 * otherwise (RFC 9110 5.3: Authorization is not a list): refused
+	 */
+	if (header_count(c, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+		peer_of(c, peer, sizeof(peer));
+		GW_WARN(COMP, "refused %s %s from %s: more than one Authorization header",
+			r->method, r->path, peer);
+		return guard_refuse(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+				    "more than one Authorization header: send one");
+	}
 	authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	pthread_rwlock_rdlock(&a->tokens_lock);
 	v = api_authorize(&a->tokens, authz, need, &who);
@@ -562,6 +672,8 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 	pthread_rwlock_unlock(&a->tokens_lock);
 	switch (v) {
 	case API_AUTHZ_OK:
+		if (r->who[0])
+			conn_authed(a, c);
 		break;
 	case API_AUTHZ_NO_TOKEN:
 		if (!a->opts.token_file[0])
@@ -643,6 +755,276 @@ static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCo
 		  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (not completed)");
 }
 
+/* ------------------------------------------------------------ connections */
+/*
+ * libmicrohttpd holds at most --max-connections + API_PROBE_RESERVE
+ * connections by our count, --max-connections-per-ip from one address:
+ * conn_admit (its accept policy, on the thread that accepted) decides,
+ * on_connection counts. A new connection from an address at its limit
+ * makes room among that address's own connections (refused when none may
+ * go); then, when the table is full, among all. Room is made by closing
+ * the idle connection that has been so longest, one that never carried a
+ * valid token first (no request yet, a request head or body still arriving
+ * without a token, or idle between requests), then an idle one that did; a
+ * connection whose request is being answered, or whose token was valid
+ * while its body arrives, is never closed for another. With none to close
+ * in a full table, the new connection takes one of
+ * API_PROBE_RESERVE places that answer /healthz and /readyz only (503
+ * otherwise); with those taken too it is closed at once, so that the listen
+ * backlog never holds connections nobody will accept.
+ *
+ * A connection is closed by shutdown(2) of its socket: its thread sees the
+ * end of it in its next poll() and libmicrohttpd closes it. The socket is
+ * libmicrohttpd's and stays open until on_connection(CLOSED) returns, which
+ * takes the table's lock first: a socket in the table is never one that
+ * was closed and reused.
+ */
+#define CONN_LOG_MS 10000u              /* at most one line this often */
+#define CONN_NOREQ_LINES 20u            /* "closed without a request" lines per CONN_LOG_MS */
+
+/*
+ * The connection conn_admit let in on this thread, until on_connection
+ * (STARTED), which libmicrohttpd calls next on the same thread, takes it;
+ * one still here at the next conn_admit never started.
+ */
+static _Thread_local struct api_conn *conn_pending;
+
+/* 0: the one to close first; 1: then; -1: never */
+static int conn_rank(const struct api_conn *k)
+{
+	if (k->evicted || k->fd < 0)
+		return -1;
+	if (k->state == CONN_IDLE)
+		return k->authed ? 1 : 0;
+	if (k->state == CONN_RECEIVING && !k->req_authed)
+		return 0;
+	return -1;
+}
+
+/* Whether k's peer is host a (the port aside). */
+static bool conn_from(const struct api_conn *k, const struct sockaddr *a)
+{
+	if (k->addr.ss_family != a->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)&k->addr)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)a)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)&k->addr)->sin6_addr,
+			       &((const struct sockaddr_in6 *)a)->sin6_addr, sizeof(struct in6_addr));
+	return false;
+}
+
+/*
+ * The connection to close first among those from host (NULL: any), under
+ * t->mu; NULL when none may be closed. *n: how many are from host.
+ */
+static struct api_conn *conn_victim(struct api_conns *t, const struct sockaddr *host,
+				    uint32_t *n)
+{
+	struct api_conn *k, *victim = NULL;
+	struct list_head *pos;
+	int best = 2, rank;
+
+	*n = 0;
+	list_for_each(pos, &t->all) {
+		k = list_entry(pos, struct api_conn, link);
+		if (k->evicted || (host && !conn_from(k, host)))
+			continue;
+		++*n;
+		rank = conn_rank(k);
+		if (rank < 0 || rank > best || (rank == best && k->since_ms >= victim->since_ms))
+			continue;
+		victim = k;
+		best = rank;
+	}
+	return victim;
+}
+
+/* Close k for a new connection, under t->mu. */
+static void conn_evict(struct api_conns *t, struct api_conn *k, uint64_t now)
+{
+	shutdown(k->fd, SHUT_RDWR);
+	k->evicted = true;
+	if (k->reserve)
+		t->nres--;
+	else
+		t->n--;
+	t->evicted++;
+	GW_DEBUG(COMP, "closed %s's connection, idle for %" PRIu64 " ms, for a new one", k->peer,
+		 now - k->since_ms);
+}
+
+/* k leaves the table (its count too, unless it was closed for another), under t->mu. */
+static void conn_drop(struct api_conns *t, struct api_conn *k)
+{
+	list_del(&k->link);
+	if (k->evicted)
+		return;
+	if (k->reserve)
+		t->nres--;
+	else
+		t->n--;
+}
+
+static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct api *a = cls;
+	struct api_conns *t = &a->http->conns;
+	struct api_conn *victim;
+	enum MHD_Result ok = MHD_YES;
+	uint64_t now = gw_now_ms();
+	uint32_t nhost;
+	struct api_conn *k;
+
+	(void)addrlen;
+	pthread_mutex_lock(&t->mu);
+	if (conn_pending) {
+		conn_drop(t, conn_pending);
+		free(conn_pending);
+		conn_pending = NULL;
+	}
+	/* the address's own connections first: its limit is the same whoever it is */
+	victim = conn_victim(t, addr, &nhost);
+	if (nhost >= t->limit_ip) {
+		if (victim)
+			conn_evict(t, victim, now);
+		else
+			ok = MHD_NO;
+	}
+	if (ok == MHD_YES && t->n >= t->limit) {
+		victim = conn_victim(t, NULL, &nhost);
+		if (victim)
+			conn_evict(t, victim, now);
+		else if (t->nres >= API_PROBE_RESERVE)
+			ok = MHD_NO;
+	}
+	/* counted now: another thread may take the next connection before this one starts */
+	k = ok == MHD_YES ? calloc(1, sizeof(*k)) : NULL;
+	if (k) {
+		gw_fmt_sockaddr(addr, k->peer, sizeof(k->peer));
+		memcpy(&k->addr, addr, addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+		       sizeof(struct sockaddr_in));
+		k->fd = -1;
+		k->since_ms = now;
+		k->reserve = t->n >= t->limit;
+		if (k->reserve)
+			t->nres++;
+		else
+			t->n++;
+		list_add_tail(&k->link, &t->all);
+		conn_pending = k;
+	} else {
+		ok = MHD_NO;
+	}
+	t->refused += ok == MHD_NO;
+	if ((t->evicted || t->refused) && now - t->log_ms >= CONN_LOG_MS) {
+		GW_WARN(COMP, "connection limits reached (--max-connections %u and %u for "
+			"the probes, --max-connections-per-ip %u): %" PRIu64 " idle connections "
+			"closed to make room, %" PRIu64 " refused (none idle) since the last such "
+			"line; the last new one from %s", t->limit, API_PROBE_RESERVE, t->limit_ip,
+			t->evicted, t->refused, k ? k->peer : "(refused)");
+		t->evicted = t->refused = 0;
+		t->log_ms = now;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return ok;
+}
+
+/* Whether c holds one of the probes' places (on its own thread). */
+static bool conn_reserved(struct MHD_Connection *c)
+{
+	struct api_conn *k = conn_of(c);
+
+	return k && k->reserve;         /* set before its first request, never changed */
+}
+
+/* A request other than a probe on a probe's place: 503, closed. 0 or -errno. */
+static int reserve_refuse(struct api *a, struct MHD_Connection *c, struct api_req *r)
+{
+	const char *hdrs[] = { MHD_HTTP_HEADER_RETRY_AFTER, "1",
+			       MHD_HTTP_HEADER_CONNECTION, "close", NULL };
+	char detail[200];
+	char *body;
+	size_t len;
+
+	snprintf(detail, sizeof(detail), "every connection (--max-connections %u) is busy "
+		 "answering; this one is kept for /healthz and /readyz", a->opts.conn_limit);
+	body = api_problem_json(MHD_HTTP_SERVICE_UNAVAILABLE,
+				MHD_get_reason_phrase_for(MHD_HTTP_SERVICE_UNAVAILABLE), detail,
+				&len);
+	if (!body)
+		return -ENOMEM;
+	return respond_hdrs(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, API_PROBLEM_TYPE, body, len, hdrs);
+}
+
+/*
+ * k closed before any request on it could be answered: a line naming its
+ * peer, CONN_NOREQ_LINES in CONN_LOG_MS at most (a client opening and
+ * dropping thousands of connections would fill the journal), then one
+ * counting the rest. Under t->mu.
+ */
+static void conn_log_noreq(struct api_conns *t, const struct api_conn *k)
+{
+	uint64_t now = gw_now_ms();
+
+	if (now - t->noreq_ms >= CONN_LOG_MS) {
+		if (t->noreq_quiet)
+			GW_NOTICE(COMP, "%" PRIu64 " more connections closed without a request "
+				  "that could be answered in %u s (not logged one by one)",
+				  t->noreq_quiet, CONN_LOG_MS / 1000);
+		t->noreq_ms = now;
+		t->noreq_n = 0;
+		t->noreq_quiet = 0;
+	}
+	if (t->noreq_n++ < CONN_NOREQ_LINES)
+		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
+			  "answered (malformed, too large, or none sent)", k->peer);
+	else
+		t->noreq_quiet++;
+}
+
+/*
+ * A connection starts (counted) or ends. One that closes before any request
+ * on it reached a route: what libmicrohttpd refused (its own warn line says
+ * why) or a client that sent nothing, or too little to be a request. One
+ * line naming the peer.
+ */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct api *a = cls;
+	struct api_conns *t = &a->http->conns;
+	struct api_conn *k = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		pthread_mutex_lock(&t->mu);
+		k = conn_pending;
+		conn_pending = NULL;
+		if (k && ci) {
+			k->fd = ci->connect_fd;
+		} else if (k) {         /* no socket to close: not in the table */
+			conn_drop(t, k);
+			free(k);
+			k = NULL;
+		}
+		pthread_mutex_unlock(&t->mu);
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&t->mu);
+	conn_drop(t, k);
+	if (!k->requests && !k->evicted)
+		conn_log_noreq(t, k);
+	pthread_mutex_unlock(&t->mu);
+	free(k);
+	*socket_context = NULL;
+}
+
 typedef int (*route_fn)(struct api *a, struct MHD_Connection *c, struct api_req *r);
 
 static const route_fn routes[API_ROUTE_N] = {
@@ -682,7 +1064,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		/* only a token goes into a log line */
 		snprintf(r->method, sizeof(r->method), "%s", is_token(method) ? method : "-");
 		*req_cls = r;
-		conn_requested(c);
+		conn_set(a, c, CONN_RECEIVING);
 		/*
 		 * Refusals are answered at once, before any body is read (the
 		 * connection is closed after them); a route answers on the
@@ -697,6 +1079,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				peer);
 			rc = problem(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 				     "the request method is not an HTTP token (RFC 9110 9.1)");
+		} else if (conn_reserved(c) && r->route != API_ROUTE_HEALTHZ &&
+			   r->route != API_ROUTE_READYZ) {
+			rc = reserve_refuse(a, c, r);
 		} else if ((rc = api_guard(a, c, url, method, r)) != 0) {
 			/* 401, 403 or 413 answered (1), or an error */
 			rc = rc > 0 ? 0 : rc;
@@ -731,6 +1116,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			rc = body_take(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return rc < 0 ? MHD_NO : MHD_YES;
+	}
+	if (!r->complete) {
+		r->complete = true;
+		conn_set(a, c, CONN_ANSWERING);
 	}
 	if (r->code)
 		return MHD_YES;
@@ -769,6 +1158,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (!r)
 		return;
 	*req_cls = NULL;
+	conn_set(a, c, CONN_IDLE);
 	secs = elapsed_s(&r->start);
 	api_log_write(r, toe);
 	if (r->code) {
@@ -791,39 +1181,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 }
 
 /*
- * A connection that closes before any request on it reached a route: what
- * libmicrohttpd refused (its own warn line says why) or a client that sent
- * nothing, or too little to be a request. One line naming the peer.
- */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	struct api_conn *k = *socket_context;
-
-	(void)cls;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		k = calloc(1, sizeof(*k));
-		if (k)
-			peer_of(c, k->peer, sizeof(k->peer));
-		*socket_context = k;
-		return;
-	}
-	if (!k)
-		return;
-	if (!k->requests)
-		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
-			  "answered (malformed, too large, or none sent)", k->peer);
-	free(k);
-	*socket_context = NULL;
-}
-
-/*
  * libmicrohttpd's own messages: a request it refused, a socket error. Its
  * refusals carry an HTML page; the line keeps the status and the page's title.
  */
 /* Both PEM files into h, or -errno with a line naming the path. */
 static int tls_load(struct api *a, struct api_http *h)
 {
+	char err[512];
 	size_t len;
 	int rc;
 
@@ -831,14 +1195,17 @@ static int tls_load(struct api *a, struct api_http *h)
 		GW_ERR(COMP, "--tls-cert: this libmicrohttpd is built without TLS");
 		return -ENOTSUP;
 	}
-	rc = api_read_file(a->opts.tls_cert, TLS_FILE_MAX, &h->tls_cert, &len);
+	rc = api_read_file(a->opts.tls_cert, TLS_FILE_MAX, false, &h->tls_cert, &len, err,
+			   sizeof(err));
 	if (rc) {
-		GW_ERR(COMP, "--tls-cert %s: %s", a->opts.tls_cert, strerror(-rc));
+		GW_ERR(COMP, "--tls-cert %s", err);
 		return rc;
 	}
-	rc = api_read_file(a->opts.tls_key, TLS_FILE_MAX, &h->tls_key, &h->tls_key_len);
+	/* the private key: as private as the token file (a symbolic link to one is fine) */
+	rc = api_read_file(a->opts.tls_key, TLS_FILE_MAX, true, &h->tls_key, &h->tls_key_len, err,
+			   sizeof(err));
 	if (rc) {
-		GW_ERR(COMP, "--tls-key %s: %s", a->opts.tls_key, strerror(-rc));
+		GW_ERR(COMP, "--tls-key %s", err);
 		return rc;
 	}
 	return 0;
@@ -878,8 +1245,25 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int api_http_start(struct api *a)
 {
 	struct api_http *h = calloc(1, sizeof(*h));
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	/*
+	 * poll(), not epoll: libmicrohttpd 0.9.75's edge-triggered epoll loses
+	 * the end of a connection that came with the last bytes of a request
+	 * (a partial request and a FIN in one segment): it reads the bytes,
+	 * never reads again and keeps the connection until the idle timeout.
+	 * poll() is level-triggered, so the end is seen at once. A thread's
+	 * poll() covers its share of at most --max-connections + the probes'.
+	 */
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
 			     MHD_ALLOW_SUSPEND_RESUME;
+	/*
+	 * libmicrohttpd's own limit (each thread of the pool gets its share)
+	 * stays above ours, with room for connections closed but not yet
+	 * reaped, so that conn_admit decides; the listen backlog holds no more
+	 * than a table's worth of connections waiting for accept()
+	 */
+	unsigned int mhd_limit = (a->opts.conn_limit + API_PROBE_RESERVE) * 2 * a->opts.threads;
+	unsigned int backlog = a->opts.conn_limit > API_BACKLOG_MIN ? a->opts.conn_limit :
+			       API_BACKLOG_MIN;
 	/* a pool of one is no pool (libmicrohttpd warns): the option only from two up */
 	struct MHD_OptionItem extra[5];
 	size_t n = 0;
@@ -887,6 +1271,11 @@ int api_http_start(struct api *a)
 
 	if (!h)
 		return -ENOMEM;
+	pthread_mutex_init(&h->conns.mu, NULL);
+	list_init(&h->conns.all);
+	h->conns.limit = a->opts.conn_limit;
+	h->conns.limit_ip = a->opts.conn_limit_ip;
+	a->http = h;            /* the callbacks find the table there */
 	if (a->opts.threads > 1)
 		extra[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
 						      (intptr_t)a->opts.threads, NULL };
@@ -908,11 +1297,11 @@ int api_http_start(struct api *a)
 			   a->opts.max_request_rate / 20 + 1);
 	if (rc)
 		goto err_free;
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
+	h->d = MHD_start_daemon(flags, 0, conn_admit, a, on_request, a,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->opts.addr,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)a->opts.conn_limit_ip,
+				MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)a->opts.idle_timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
@@ -924,9 +1313,10 @@ int api_http_start(struct api *a)
 		rc = -EADDRNOTAVAIL;
 		goto err_free;
 	}
-	a->http = h;
 	return 0;
 err_free:
+	a->http = NULL;
+	pthread_mutex_destroy(&h->conns.mu);
 	tls_free(h);
 	free(h);
 	return rc;
@@ -939,6 +1329,14 @@ void api_http_stop(struct api *a)
 	api_pace_stop(&a->pace);        /* the requests waiting go first */
 	MHD_stop_daemon(a->http->d);
 	api_pace_destroy(&a->pace);
+	/* what was let in but never started */
+	while (!list_empty(&a->http->conns.all)) {
+		struct api_conn *k = list_first_entry(&a->http->conns.all, struct api_conn, link);
+
+		list_del(&k->link);
+		free(k);
+	}
+	pthread_mutex_destroy(&a->http->conns.mu);
 	tls_free(a->http);
 	free(a->http);
 	a->http = NULL;

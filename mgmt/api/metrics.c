@@ -277,7 +277,9 @@ static void emit_up(FILE *f, const struct family *fam, const struct metrics_inpu
 
 static void emit_start_time(FILE *f, const struct family *fam, const struct metrics_input *in)
 {
-	double start = in->now_s - (double)in->status->uptime_ms / 1000.0;
+	/* isergwd's own, constant for its life (now - uptime moved at every scrape) */
+	double start = in->status->start_time_ms ? (double)in->status->start_time_ms / 1000.0 :
+		       in->now_s - (double)in->status->uptime_ms / 1000.0;
 
 	fprintf(f, "%s %.3f\n", fam->name, start > 0 ? start : 0);
 }

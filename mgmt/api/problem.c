@@ -2,8 +2,73 @@
 #include "problem.h"
 
 #include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The length of the UTF-8 sequence (RFC 3629) at s, or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1fu;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0fu;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07u;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)      /* the NUL too */
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * A JSON string of s: what the request carried (a percent-decoded path, a
+ * header) may be any bytes, and JSON is UTF-8, so each byte that is not part
+ * of a UTF-8 sequence is written as the four characters \xHH.
+ */
+static json_object *json_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	json_object *o;
+	size_t i, n, out = 0;
+	char *buf;
+
+	for (i = 0; p[i]; i += n)
+		out += (n = utf8_len(p + i)) ? n : (n = 1, 4);
+	if (out == i)
+		return json_object_new_string(s);
+	buf = malloc(out + 1);
+	if (!buf)
+		return NULL;
+	for (i = 0, out = 0; p[i]; i += n) {
+		n = utf8_len(p + i);
+		if (n) {
+			memcpy(buf + out, p + i, n);
+			out += n;
+		} else {
+			n = 1;
+			snprintf(buf + out, 5, "\\x%02x", p[i]);
+			out += 4;
+		}
+	}
+	buf[out] = '\0';
+	o = json_object_new_string(buf);
+	free(buf);
+	return o;
+}
 
 char *api_problem_json(unsigned int code, const char *title, const char *detail, size_t *len)
 {
@@ -23,10 +88,11 @@ char *api_problem_json_field(unsigned int code, const char *title, const char *d
 	if (json_object_object_add(o, "type", json_object_new_string("about:blank")) ||
 	    json_object_object_add(o, "title", json_object_new_string(title ? title : "")) ||
 	    json_object_object_add(o, "status", json_object_new_int((int)code)) ||
-	    json_object_object_add(o, "detail", json_object_new_string(detail ? detail : "")))
+	    json_object_object_add(o, "detail", json_text(detail ? detail : "")))
 		goto out_put;
-	if (field && field[0] &&
-	    json_object_object_add(o, "field", json_object_new_string(field)))
+	/* a 422 always names its field: "" is the body as a whole */
+	if (field && (field[0] || code == 422) &&
+	    json_object_object_add(o, "field", json_text(field)))
 		goto out_put;
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 					   JSON_C_TO_STRING_NOSLASHESCAPE);

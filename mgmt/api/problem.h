@@ -18,7 +18,9 @@
 char *api_problem_json(unsigned int code, const char *title, const char *detail, size_t *len);
 /*
  * The same with the extension member "field" (the request body's field at
- * fault, e.g. "luns[0].block_size") when field is neither NULL nor "".
+ * fault, e.g. "luns[0].block_size") when field is neither NULL nor "", and
+ * for a 422 whenever it is not NULL ("": the body as a whole, e.g. not an
+ * object).
  */
 char *api_problem_json_field(unsigned int code, const char *title, const char *detail,
 			     const char *field, size_t *len);

@@ -417,6 +417,35 @@ static int check_arr(json_object *v, const struct fdef *f, const char *path, str
 	return 0;
 }
 
+/*
+ * A JSON integer as it was sent. json-c keeps an int64 or a uint64 and
+ * saturates past their ends without a word, so 2^64 reads as 2^64 - 1: at
+ * the ends the text says "or more" / "or less".
+ */
+static const char *int_text(json_object *v, char *buf, size_t len)
+{
+	int64_t i = json_object_get_int64(v);
+	uint64_t u;
+
+	if (i == INT64_MIN) {
+		snprintf(buf, len, "%" PRId64 " or less", i);
+	} else if (i == INT64_MAX) {
+		u = json_object_get_uint64(v);
+		snprintf(buf, len, "%" PRIu64 "%s", u, u == UINT64_MAX ? " or more" : "");
+	} else {
+		snprintf(buf, len, "%" PRId64, i);
+	}
+	return buf;
+}
+
+/* Whether json-c saturated v: no field takes a number at either end of 64 bits. */
+static bool int_saturated(json_object *v)
+{
+	int64_t i = json_object_get_int64(v);
+
+	return i == INT64_MIN || (i == INT64_MAX && json_object_get_uint64(v) == UINT64_MAX);
+}
+
 static int check_field(json_object *v, const struct fdef *d, const char *p, struct rest_err *e)
 {
 	static const char *const want[] = {
@@ -456,6 +485,12 @@ static int check_field(json_object *v, const struct fdef *d, const char *p, stru
 	}
 	if (!ok)
 		return fail(e, -EINVAL, 422, p, "%s: expected %s, got %s", p, want[d->t], tname(v));
+	if (json_object_is_type(v, json_type_int) && int_saturated(v)) {
+		char n[48];
+
+		return fail(e, -ERANGE, 422, p, "%s: %s is out of range (not a 64-bit integer)", p,
+			    int_text(v, n, sizeof(n)));
+	}
 	if ((d->t == T_IQN || d->t == T_ALIAS || d->t == T_PATH) &&
 	    gw_name_check(kinds[d->t], json_object_get_string(v),
 			  (size_t)json_object_get_string_len(v), msg, sizeof(msg)))
@@ -1006,10 +1041,11 @@ int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32
 		return rc;
 	if (json_object_object_get_ex(body, "lun", &v)) {
 		int64_t want = json_object_get_int64(v);
+		char nb[48];
 
 		if (want < 0 || want > REST_LUN_MAX)
-			return fail(e, -EINVAL, 422, "lun", "lun: %" PRId64 " is out of range "
-				    "(0..%u)", want, REST_LUN_MAX);
+			return fail(e, -EINVAL, 422, "lun", "lun: %s is out of range (0..%u)",
+				    int_text(v, nb, sizeof(nb)), REST_LUN_MAX);
 		n = (uint32_t)want;
 		if (find_lun(t, n, NULL))
 			return fail(e, -EEXIST, 409, "lun", "lun: LUN %u of %s exists already", n,
@@ -1147,10 +1183,11 @@ int rest_lun_body(json_object *body, bool *has_lun, uint32_t *lun, struct rest_e
 	*lun = 0;
 	if (*has_lun) {
 		int64_t want = json_object_get_int64(v);
+		char nb[48];
 
 		if (want < 0 || want > REST_LUN_MAX)
-			return fail(e, -EINVAL, 422, "lun", "lun: %" PRId64 " is out of range "
-				    "(0..%u)", want, REST_LUN_MAX);
+			return fail(e, -EINVAL, 422, "lun", "lun: %s is out of range (0..%u)",
+				    int_text(v, nb, sizeof(nb)), REST_LUN_MAX);
 		*lun = (uint32_t)want;
 	}
 	return 0;
@@ -1523,10 +1560,11 @@ int rest_portal_create(json_object *cfg, const char *node, json_object *body, ui
 		return rc;
 	if (json_object_object_get_ex(body, "rel_port_id", &v)) {
 		int64_t want = json_object_get_int64(v);
+		char nb[48];
 
 		if (want < 1 || want > 65535)
-			return fail(e, -EINVAL, 422, "rel_port_id", "rel_port_id: %" PRId64 " is out "
-				    "of range (1..65535)", want);
+			return fail(e, -EINVAL, 422, "rel_port_id", "rel_port_id: %s is out of range "
+				    "(1..65535)", int_text(v, nb, sizeof(nb)));
 		r = (uint32_t)want;
 		who = rel_owner(cfg, r);
 		if (who)

@@ -398,7 +398,7 @@ static void test_file_add_remove(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	/* appended, comments kept */
-	assert_int_equal(api_read_file(path, 1 << 20, &text, &len), 0);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)), 0);
 	free(text);
 	{
 		FILE *f = fopen(path, "a");
@@ -422,7 +422,7 @@ static void test_file_add_remove(void **state)
 	assert_int_equal(authz(&t, hdr, API_ACCESS_ADMIN, &who), API_AUTHZ_FORBIDDEN);
 	api_tokens_free(&t);
 	/* the secrets are nowhere in the file */
-	assert_int_equal(api_read_file(path, 1 << 20, &text, &len), 0);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)), 0);
 	assert_null(strstr(text, tok1 + 11));
 	assert_null(strstr(text, tok2 + 12));
 	assert_non_null(strstr(text, "# a comment\n"));
@@ -437,7 +437,7 @@ static void test_file_add_remove(void **state)
 	assert_int_equal(t.n, 1);
 	assert_string_equal(t.v[0].name, "prom");
 	api_tokens_free(&t);
-	assert_int_equal(api_read_file(path, 1 << 20, &text, &len), 0);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)), 0);
 	assert_non_null(strstr(text, "# a comment\n"));
 	free(text);
 	/* a file others can read is neither added to nor removed from */
@@ -445,6 +445,55 @@ static void test_file_add_remove(void **state)
 	assert_int_equal(api_token_file_add(path, "x", API_ROLE_ADMIN, tok1, sizeof(tok1), err,
 					    sizeof(err)), -EPERM);
 	assert_int_equal(api_token_file_remove(path, "prom", err, sizeof(err)), -EPERM);
+}
+
+/*
+ * A FIFO as the token file or a TLS file is refused at once (opening it
+ * waited for a writer for ever: the start hung, and so did SIGHUP, with
+ * SIGTERM unanswered); a private key others can read is refused like the
+ * token file.
+ */
+static void test_not_regular_or_open(void **state)
+{
+	char path[128], err[512];
+	struct api_tokens t;
+	char *text;
+	size_t len;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(10);                      /* a hang is a failure, not a stuck run */
+	assert_int_equal(api_tokens_load(path, &t, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "a FIFO, not a regular file"));
+	assert_int_equal(api_read_file(path, 1 << 20, false, &text, &len, err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)),
+			 -EPERM);
+	alarm(0);
+	unlink(path);
+	/* a directory */
+	assert_int_equal(api_read_file(dir, 1 << 20, false, &text, &len, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "a directory"));
+	/* a key file of mode 0644: the certificate may be read, the key may not */
+	snprintf(path, sizeof(path), "%s/key.pem", dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs("-----BEGIN PRIVATE KEY-----\n", f);
+		fclose(f);
+	}
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(api_read_file(path, 1 << 20, false, &text, &len, err, sizeof(err)), 0);
+	free(text);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "mode 0644 lets others read or write it"));
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(api_read_file(path, 1 << 20, true, &text, &len, err, sizeof(err)), 0);
+	free(text);
+	unlink(path);
 }
 
 int main(void)
@@ -457,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_file_add_remove),
+		cmocka_unit_test(test_not_regular_or_open),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -246,7 +246,15 @@ static void test_status_and_sessions(void **state)
 	render(f);
 	has_line(f, "isergw_build_info{version=\"0.1.0\"} 1");
 	has_line(f, "isergw_up 1");
-	has_line(f, "isergw_start_time_seconds 989.500");
+	has_line(f, "isergw_start_time_seconds 989.500");   /* now - uptime: an older isergwd */
+	/* isergwd's own start time wins: a later scrape shows the same value */
+	f->st.start_time_ms = 989123;
+	f->in.now_s = 1000.004;
+	render(f);
+	has_line(f, "isergw_start_time_seconds 989.123");
+	f->in.now_s = 1000.0;
+	f->st.start_time_ms = 0;
+	render(f);
 	has_line(f, "isergw_config_epoch 7");
 	has_line(f, "isergw_alua_epoch 9");
 	has_line(f, "isergw_targets 2");

@@ -768,6 +768,31 @@ static void test_lun_change(void **state)
 	assert_int_equal(e.code, 422);
 	assert_string_equal(e.field, "lun");
 	json_object_put(b);
+	/*
+	 * Numbers past what json-c holds are told as sent, not as the
+	 * saturated 9223372036854775807 (2^63 reads as 2^63: a uint64)
+	 */
+	b = J("{\"lun\":9223372036854775808,\"path\":\"/a\"}");
+	assert_int_equal(rest_lun_body(b, &has, &lun, &e), -EINVAL);
+	assert_string_equal(e.field, "lun");
+	assert_string_equal(e.detail, "lun: 9223372036854775808 is out of range (0..16383)");
+	json_object_put(b);
+	b = J("{\"lun\":18446744073709551616,\"path\":\"/a\"}");
+	assert_int_not_equal(rest_lun_body(b, &has, &lun, &e), 0);
+	assert_int_equal(e.code, 422);
+	assert_string_equal(e.field, "lun");
+	assert_string_equal(e.detail, "lun: 18446744073709551615 or more is out of range (not a "
+			    "64-bit integer)");
+	json_object_put(b);
+	b = J("{\"lun\":-9223372036854775809,\"path\":\"/a\"}");
+	assert_int_not_equal(rest_lun_body(b, &has, &lun, &e), 0);
+	assert_string_equal(e.field, "lun");
+	assert_non_null(strstr(e.detail, "-9223372036854775808 or less"));
+	json_object_put(b);
+	b = J("{\"path\":\"/a\",\"size\":99999999999999999999999}");
+	assert_int_not_equal(rest_lun_body(b, &has, &lun, &e), 0);
+	assert_string_equal(e.field, "size");
+	json_object_put(b);
 	b = J("{\"path\":\"/a\",\"colour\":\"red\"}");
 	assert_int_equal(rest_lun_body(b, &has, &lun, &e), -EINVAL);
 	assert_string_equal(e.field, "colour");
