@@ -14,7 +14,7 @@
  * The code point at s[i] into *cp: the length of its sequence, 0 when the
  * bytes there are not strict UTF-8 (RFC 3629 section 4).
  */
-static size_t utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp)
+size_t gw_utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp)
 {
 	unsigned char c = s[i], lo = 0x80, hi = 0xbf;
 	size_t n;
@@ -61,7 +61,7 @@ bool gw_utf8_valid(const char *s, size_t len, size_t *bad)
 	uint32_t cp;
 
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_next(u, len, i, &cp);
+		size_t n = gw_utf8_next(u, len, i, &cp);
 
 		if (!n) {
 			if (bad)
@@ -85,7 +85,7 @@ static bool showable(const char *s, size_t len)
 	uint32_t cp;
 
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_next(u, len, i, &cp);
+		size_t n = gw_utf8_next(u, len, i, &cp);
 
 		if (!n || is_control(cp))
 			return false;
@@ -163,7 +163,7 @@ static const char *iscsi_why(const char *n, size_t len, char *buf, size_t buflen
 	if (n[12] == ':' || n[12] == '.' || n[12] == '-')
 		return "iqn. needs a reversed domain name after the date";
 	for (size_t i = 12; i < len;) {
-		size_t k = utf8_next(u, len, i, &cp);
+		size_t k = gw_utf8_next(u, len, i, &cp);
 
 		if (cp >= 'A' && cp <= 'Z')
 			return "must be lowercase";
@@ -194,7 +194,7 @@ static const char *text_why(const char *s, size_t len, size_t max, bool empty_ok
 		return buf;
 	}
 	for (size_t i = 0; i < len;) {
-		size_t k = utf8_next(u, len, i, &cp);
+		size_t k = gw_utf8_next(u, len, i, &cp);
 
 		if (is_control(cp)) {
 			snprintf(buf, buflen, "control character U+%04X at byte %zu", (unsigned int)cp, i);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum gw_name_kind {
 	/*
@@ -48,6 +49,12 @@ int gw_name_check(enum gw_name_kind kind, const char *s, size_t len, char *msg, 
  * offset of the first byte that is not.
  */
 bool gw_utf8_valid(const char *s, size_t len, size_t *bad);
+
+/*
+ * The length of the strict UTF-8 sequence at s[i] (i < len), its code point
+ * in *cp; 0 when the bytes there are not one.
+ */
+size_t gw_utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp);
 
 /*
  * Every member name and string value of o (recursively) valid UTF-8 without

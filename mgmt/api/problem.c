@@ -1,38 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "problem.h"
 
+#include "util/names.h"
+
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The length of the UTF-8 sequence (RFC 3629) at s, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s)
-{
-	uint32_t cp;
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, cp = s[0] & 0x1fu;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, cp = s[0] & 0x0fu;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, cp = s[0] & 0x07u;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)      /* the NUL too */
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3fu);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 /*
  * A JSON string of s: what the request carried (a percent-decoded path, a
@@ -42,19 +17,20 @@ static size_t utf8_len(const unsigned char *s)
 static json_object *json_text(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	size_t i, n, out = 0, len = strlen(s);
 	json_object *o;
-	size_t i, n, out = 0;
+	uint32_t cp;
 	char *buf;
 
 	for (i = 0; p[i]; i += n)
-		out += (n = utf8_len(p + i)) ? n : (n = 1, 4);
+		out += (n = gw_utf8_next(p, len, i, &cp)) ? n : (n = 1, 4);
 	if (out == i)
 		return json_object_new_string(s);
 	buf = malloc(out + 1);
 	if (!buf)
 		return NULL;
 	for (i = 0, out = 0; p[i]; i += n) {
-		n = utf8_len(p + i);
+		n = gw_utf8_next(p, len, i, &cp);
 		if (n) {
 			memcpy(buf + out, p + i, n);
 			out += n;
