@@ -660,13 +660,19 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 		    struct ha_doc *d)
 {
 	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
-					    "gateway", "floating_portals" };
+					    "gateway", "floating_portals", "dataplane_grace_ms" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
+	uint64_t grace = 0;
 	int rc;
 
 	rc = CHECK_KEYS(c, cfg, keys);
 	if (rc)
 		return rc;
+	rc = get_uint(c, cfg, "dataplane_grace_ms", false, HA_DP_GRACE_MIN_MS, HA_DP_GRACE_MAX_MS,
+		      &grace);
+	if (rc)
+		return rc;
+	d->dataplane_grace_ms = (uint32_t)grace;
 	if (!(allow_empty && json_object_object_length(cfg) == 0)) {
 		rc = parse_nodes(c, cfg, d);
 		if (rc)
