@@ -67,6 +67,7 @@ struct job {
 	uint32_t lun;                   /* of a LUN created, the rel_port_id of a portal created */
 	bool cacheable;                 /* a configuration read: its 200 answer is kept */
 	uint64_t doc_gen;               /* the document the agent named for it (S_CACHE) */
+	json_object *lun_status;        /* a LUN read: its state on the nodes (S_CACHE) */
 	char doc_digest[API_CACHE_DIGEST_MAX];
 	api_v1_done done;
 	void *arg;
@@ -118,6 +119,7 @@ static void job_free(struct job *j)
 {
 	json_object_put(j->body);
 	json_object_put(j->cfg);
+	json_object_put(j->lun_status);
 	free(j);
 }
 
@@ -193,7 +195,8 @@ static void cache_lookup(struct job *j, uint64_t gen, const char *digest)
 	j->doc_gen = gen;
 	snprintf(j->doc_digest, sizeof(j->doc_digest), "%s", digest ? digest : "");
 	cache_key(j, key, sizeof(key));
-	if (!api_cache_get(&j->a->cache, gen, j->doc_digest, key, &ans.body, &ans.len)) {
+	if (!j->cacheable || !api_cache_get(&j->a->cache, gen, j->doc_digest, key, &ans.body,
+					    &ans.len)) {
 		fail_call(j, get_config(j));
 		return;
 	}
@@ -452,10 +455,13 @@ static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 		char what[REST_NAME_MAX + 32];
 
 		snprintf(what, sizeof(what), "%u in %s", j->m.lun, j->m.name);
-		if (!l)
+		if (!l) {
 			finish_code(j, 404, "no LUN %s", what);
-		else
-			finish_json(j, 200, l, gen);
+			return;
+		}
+		if (j->lun_status)
+			json_object_object_add(l, "status", json_object_get(j->lun_status));
+		finish_json(j, 200, l, gen);
 		return;
 	}
 	default:
@@ -752,6 +758,8 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	case S_CACHE:
 		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
 			break;
+		if (j->m.op == REST_LUN_GET)
+			j->lun_status = rest_lun_status(rep->cluster_status, j->m.name, j->m.lun);
 		cache_lookup(j, rep->cluster_status->generation, rep->cluster_status->digest);
 		return;
 	case S_CONFIG:
@@ -1255,8 +1263,9 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 		rc = change_lun(j);
 		break;
 	default:
-		j->cacheable = !rest_op_writes(m->op);
-		rc = j->cacheable ? get_status(j, S_CACHE) : get_config(j);
+		/* a LUN's answer carries its state on the nodes, which is not the document's */
+		j->cacheable = !rest_op_writes(m->op) && m->op != REST_LUN_GET;
+		rc = j->cacheable || m->op == REST_LUN_GET ? get_status(j, S_CACHE) : get_config(j);
 		break;
 	}
 	if (rc)
