@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1093,6 +1094,62 @@ static bool sa_cluster_only(enum rest_op op)
 	}
 }
 
+/*
+ * A LUN's status from the local isergwd (standalone: the only node, named
+ * after the host); NULL when isergwd does not answer.
+ */
+static json_object *sa_lun_status(struct job *j)
+{
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
+	Isergw__Ha__MemberStatus m = ISERGW__HA__MEMBER_STATUS__INIT, *mp = &m;
+	Isergw__Ha__LunFault *f = NULL, **fp = NULL;
+	const Isergw__Ctl__StatusInfo *si;
+	json_object *o = NULL;
+	CtlReply *rep = NULL;
+	char err[256], host[HOST_NAME_MAX + 1] = "";
+	CtlRequest req;
+
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	if (api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			sizeof(err)) || rep->status ||
+	    rep->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO)
+		goto out;
+	si = rep->status_info;
+	f = calloc(si->n_lun_faults + 1, sizeof(*f));
+	fp = calloc(si->n_lun_faults + 1, sizeof(*fp));
+	if (!f || !fp)
+		goto out;
+	for (size_t i = 0; i < si->n_lun_faults; i++) {
+		isergw__ha__lun_fault__init(&f[i]);
+		f[i].target = si->lun_faults[i]->target;
+		f[i].lun = si->lun_faults[i]->lun;
+		f[i].device_group = si->lun_faults[i]->device_group;
+		f[i].state = si->lun_faults[i]->state;
+		f[i].reason = si->lun_faults[i]->reason;
+		fp[i] = &f[i];
+	}
+	gethostname(host, sizeof(host) - 1);
+	m.name = host;
+	m.agent = m.synced = true;
+	m.dataplane = (char *)(uintptr_t)"healthy";
+	m.luns_online = si->luns_online;
+	m.luns_failed = si->lun_faults_total;
+	m.luns = fp;
+	m.n_luns = si->n_lun_faults;
+	st.members = &mp;
+	st.n_members = 1;
+	o = rest_lun_status(&st, j->m.name, j->m.lun);
+out:
+	free(f);
+	free(fp);
+	if (rep)
+		ctl_reply_free(rep);
+	return o;
+}
+
 static void sa_unlock(int lockfd)
 {
 	close(lockfd);          /* drops the flock */
@@ -1140,6 +1197,8 @@ static void sa_run(struct job *j)
 	free(text);
 	if (!rest_op_writes(j->m.op)) {
 		sa_unlock(lockfd);
+		if (j->m.op == REST_LUN_GET)
+			j->lun_status = sa_lun_status(j);
 		config_read(j, cfg, gen);
 		json_object_put(cfg);
 		return;
