@@ -168,9 +168,21 @@ static void send_dataplane(struct ha_sm *sm)
 	ha_sm_dp_free_pb(&dp);
 }
 
+/*
+ * isergwd serves: it holds a generation. Before the cluster has a
+ * configuration, or while this node is not in it, there is nothing to hold
+ * (the agent pushes nothing) and nothing to judge.
+ */
+static bool dp_serving(const struct ha_sm *sm)
+{
+	if (!sm->doc->generation || ha_doc_find_node(sm->doc, sm->name) < 0)
+		return true;
+	return !sm->gw_lost && sm->gw_applied_any;
+}
+
 void ha_sm_dp_tick(struct ha_sm *sm, uint64_t now)
 {
-	bool serving = !sm->gw_lost && sm->gw_applied_any;
+	bool serving = dp_serving(sm);
 	uint64_t grace = ha_sm_dp_grace(sm);
 	size_t before = sm->ndp_dgs;
 

@@ -1649,6 +1649,32 @@ static void test_dp_hysteresis(void **state)
 	assert_int_equal(agreed_owner("dg2"), 1);
 }
 
+/*
+ * Before the cluster has a configuration the agents push nothing to their
+ * isergwd: nothing to judge, no node fails, and the first configuration is
+ * placed once, without moves after it.
+ */
+static void test_dp_no_configuration_yet(void **state)
+{
+	uint64_t gen;
+
+	(void)state;
+	for (int k = 0; k < N; k++)
+		gw_dies(k);
+	run_for(2 * LEASE);
+	for (int k = 0; k < N; k++)
+		assert_string_equal(dp_state(0, k), "healthy");
+	for (int k = 0; k < N; k++)
+		gw_returns(k);
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	run_for(2 * LEASE);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 2);
+}
+
 /* An agent of protocol 3 says nothing of its data plane: taken as healthy. */
 static void test_dp_older_agent(void **state)
 {
@@ -1703,6 +1729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dp_no_healthy_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dp_hysteresis, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dp_older_agent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_no_configuration_yet, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
