@@ -122,6 +122,10 @@ ha_check "LUN 3: status failed, Ready False, the reason" jq -e '.status.state ==
 api GET "$V1/targets/$LUN0" >/dev/null
 ha_check "LUN 0 online on every node" jq -e '.status.state == "online"' "$OUT/body" >/dev/null
 ha_check "dg3 stays with n3 (its LUN fails everywhere)" owned_by dg3 n3 1 2 3
+ha_check "isergwctl status --json on node 2: LUN 3 not served" eval \
+	'ha_gw_status 2 | jq -e ".lun_faults_total == 1 and .lun_faults[0].lun == 3 and .luns_online == 3" >/dev/null'
+ha_check "isergwctl status on node 2: LUN 3 failed, with the reason" eval \
+	'bed_isergwctl 2 status | grep -q "^lun .*LUN 3  failed: .*missing.img"'
 
 # 3. isergwd on node 1, dg1's owner, killed and kept down
 bed_kill 1 isergwd
