@@ -866,7 +866,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 {
 	const struct ha_doc *d = sm->doc;
 	size_t nd = d->ndgs, nn = d->nnodes;
-	bool *live = NULL, *base = NULL, *elig = NULL, changed = false, all_applied, dp_changed;
+	bool *live = NULL, *base = NULL, *elig = NULL, changed = false, all_applied, dp_changed, full;
 	int *owner = NULL, *moving = NULL;
 	Isergw__Ha__DgOwner *own = NULL, **ownp = NULL;
 	char **livep = NULL;
@@ -914,7 +914,9 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	}
 	dp_changed = sm->dp_elig && sm->dp_elig_n == nd * nn &&
 		     memcmp(sm->dp_elig, elig, nd * nn * sizeof(*elig));
-	if (sm->replace || dp_changed || (sm->hold_until_ms && now >= sm->hold_until_ms)) {
+	/* every group placed again, or (the data plane changed) those it concerns */
+	full = sm->replace || (sm->hold_until_ms && now >= sm->hold_until_ms);
+	if (full || dp_changed) {
 		int *cur = calloc(nd + 1, sizeof(int)), *placed = calloc(nd + 1, sizeof(int));
 
 		if (!cur || !placed) {
@@ -933,7 +935,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 			    !lease_over(sm, d->owner[g], now, &sm->hold_until_ms))
 				placed[g] = d->owner[g];
 		for (size_t g = 0; g < nd; g++)
-			if (sm->replace || dp_moves(sm, elig, (int)g))
+			if (full || dp_moves(sm, elig, (int)g))
 				sm->target[g] = placed[g];
 		free(cur);
 		free(placed);
