@@ -81,6 +81,8 @@ void ha_gwlink_doc(struct ha_gwlink *g, const struct ha_doc *d);
 void ha_gwlink_lease(struct ha_gwlink *g, uint64_t expires_ms);
 void ha_gwlink_step_down(struct ha_gwlink *g, const char *reason);
 bool ha_gwlink_connected(const struct ha_gwlink *g);
+/* Every tick: asks isergwd for its LUNs' states now and then (the data plane's health). */
+void ha_gwlink_poll(struct ha_gwlink *g, uint64_t now);
 uint64_t ha_gwlink_epoch(const struct ha_gwlink *g);
 void ha_gwlink_stop(struct ha_gwlink *g);
 /* The LU state (sm ops lu_apply / lu_done). */

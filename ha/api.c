@@ -188,6 +188,38 @@ static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
 
 /* ------------------------------------------------------------ status */
 
+/* A node's data plane as it reported it (pointing into dp: valid while the reply is built). */
+static void dp_status(struct arena *ar, const struct ha_dp *dp, Isergw__Ha__MemberStatus *ms)
+{
+	static const struct ha_dp unknown;
+
+	if (!dp)
+		dp = &unknown;
+	ms->dataplane = (char *)(uintptr_t)ha_dp_state_name(dp);
+	ms->luns_online = dp->luns_online;
+	ms->luns_failed = dp->luns_failed;
+	ms->failed_groups = arena_alloc(ar, (dp->nfailed + 1) * sizeof(char *));
+	ms->luns = arena_alloc(ar, (dp->nluns + 1) * sizeof(*ms->luns));
+	if (!ms->failed_groups || !ms->luns)
+		return;
+	for (size_t i = 0; i < dp->nfailed; i++)
+		ms->failed_groups[ms->n_failed_groups++] = (char *)(uintptr_t)dp->failed[i];
+	for (size_t i = 0; i < dp->nluns; i++) {
+		const struct ha_lun_fault *f = &dp->luns[i];
+		Isergw__Ha__LunFault *p = arena_alloc(ar, sizeof(*p));
+
+		if (!p)
+			return;
+		isergw__ha__lun_fault__init(p);
+		p->target = (char *)(uintptr_t)f->target;
+		p->lun = f->lun;
+		p->device_group = (char *)(uintptr_t)f->dg;
+		p->state = (char *)(uintptr_t)f->state;
+		p->reason = (char *)(uintptr_t)f->reason;
+		ms->luns[ms->n_luns++] = p;
+	}
+}
+
 static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__ClusterStatus *st)
 {
 	struct ha_sm *sm = &a->sm;
@@ -251,6 +283,9 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 			ms->last_heard_ms = m->last_heard_ms && now >= m->last_heard_ms ?
 					    (uint32_t)(now - m->last_heard_ms) : 0;
 		}
+		/* this node's own until the group delivered it */
+		dp_status(ar, m && (m->dp.known || m->nodeid != sm->nodeid) ? &m->dp :
+			  m ? &sm->dp : NULL, ms);
 		st->members[nm++] = ms;
 	}
 	st->n_members = nm;

@@ -59,8 +59,37 @@ static int name_ok(const char *s, const char *what, char *err, size_t errlen)
 	return 0;
 }
 
+static int check_dataplane(const Isergw__Ha__DataPlane *d, char *err, size_t errlen)
+{
+	int rc;
+
+	if (d->n_failed_groups > HA_DGS_MAX)
+		return bad(err, errlen, -EINVAL, "dataplane.failed_groups: %zu (at most %u)",
+			   d->n_failed_groups, HA_DGS_MAX);
+	for (size_t i = 0; i < d->n_failed_groups; i++)
+		if ((rc = name_ok(d->failed_groups[i], "dataplane.failed_groups", err, errlen)))
+			return rc;
+	if (d->n_luns > HA_DP_LUNS_MAX || d->n_luns > d->luns_failed)
+		return bad(err, errlen, -EINVAL, "dataplane.luns: %zu (at most %u, and at most "
+			   "luns_failed %u)", d->n_luns, HA_DP_LUNS_MAX, d->luns_failed);
+	for (size_t i = 0; i < d->n_luns; i++) {
+		const Isergw__Ha__LunFault *f = d->luns[i];
+
+		if (strlen(f->target) >= sizeof(((struct ha_lun_fault *)0)->target) ||
+		    strlen(f->reason) >= sizeof(((struct ha_lun_fault *)0)->reason) ||
+		    (strcmp(f->state, "failed") && strcmp(f->state, "offline")))
+			return bad(err, errlen, -EINVAL, "dataplane.luns[%zu]: a target, a state "
+				   "(failed, offline) and a reason of bounded length are required", i);
+		if ((rc = name_ok(f->device_group, "dataplane.luns.device_group", err, errlen)))
+			return rc;
+	}
+	return 0;
+}
+
 static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 {
+	int rc;
+
 	if (s->digest.len != 0 && s->digest.len != HA_DIGEST_LEN)
 		return bad(err, errlen, -EINVAL, "sync.digest: %zu bytes (want 0 or %u)",
 			   s->digest.len, HA_DIGEST_LEN);
@@ -114,6 +143,8 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 				   "naa, a version, a node, an initiator port, a relative port "
 				   "1..65535 and an ASC/ASCQ)", i);
 	}
+	if (s->dataplane && (rc = check_dataplane(s->dataplane, err, errlen)))
+		return rc;
 	return name_ok(s->node_name, "sync.node_name", err, errlen);
 }
 
@@ -273,6 +304,12 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		else if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
 			rc = bad(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
 		break;
+	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
+		if (m->version < HA_PROTO_DP)
+			rc = bad(err, errlen, -EINVAL, "dataplane: in a protocol %u message", m->version);
+		else
+			rc = check_dataplane(m->dataplane, err, errlen);
+		break;
 	default:
 		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
 			 (int)m->body_case);
@@ -307,6 +344,7 @@ const char *ha_msg_kind(const HaMsg *m)
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: return "lu-applied";
 	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: return "lu-lock";
 	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK: return "lu-unlock";
+	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE: return "dataplane";
 	default: return "?";
 	}
 }

@@ -102,6 +102,7 @@ static int doc_copy(const struct ha_doc *d, struct ha_doc **out)
 	c->generation = d->generation;
 	c->nnodes = d->nnodes;
 	c->ndgs = d->ndgs;
+	c->dataplane_grace_ms = d->dataplane_grace_ms;
 	c->nodes = calloc(d->nnodes ? d->nnodes : 1, sizeof(*c->nodes));
 	c->dgs = calloc(d->ndgs ? d->ndgs : 1, sizeof(*c->dgs));
 	if (!c->nodes || !c->dgs || alloc_runtime(c))

@@ -22,6 +22,8 @@
 #include <stdint.h>
 
 #define HA_NAME_MAX 64                 /* node and device group names, with the NUL */
+#define HA_DP_GRACE_MIN_MS 200u        /* "dataplane_grace_ms" */
+#define HA_DP_GRACE_MAX_MS 600000u
 #define HA_DIGEST_LEN 32
 #define HA_DOC_MAX (1u << 20)          /* a document or configuration text, bytes */
 #define HA_NODES_MAX 32
@@ -88,6 +90,7 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	bool *drained;                  /* per node */
 	bool *live;                     /* per node: serving (synchronised in the quorate ring) */
 	int *moving_from;               /* per dg: the previous owner of a planned move, or -1 */
+	uint32_t dataplane_grace_ms;    /* "dataplane_grace_ms" (0: absent, each agent's lease) */
 	char *text;                     /* canonical text of the whole document */
 	size_t text_len;
 	uint8_t digest[HA_DIGEST_LEN];  /* SHA-256 of text */

@@ -713,9 +713,10 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 		    struct ha_doc *d)
 {
 	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
-					    "gateway", "floating_portals" };
+					    "gateway", "floating_portals", "dataplane_grace_ms" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
 	char path[512], why[64];
+	uint64_t grace = 0;
 	int rc;
 
 	/* every string UTF-8 without NUL: the document is rendered as JSON everywhere */
@@ -727,6 +728,11 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 	rc = CHECK_KEYS(c, cfg, keys);
 	if (rc)
 		return rc;
+	rc = get_uint(c, cfg, "dataplane_grace_ms", false, HA_DP_GRACE_MIN_MS, HA_DP_GRACE_MAX_MS,
+		      &grace);
+	if (rc)
+		return rc;
+	d->dataplane_grace_ms = (uint32_t)grace;
 	if (!(allow_empty && json_object_object_length(cfg) == 0)) {
 		rc = parse_nodes(c, cfg, d);
 		if (rc)

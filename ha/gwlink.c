@@ -42,7 +42,8 @@
 #define SENT_MAX 256u
 
 enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE, S_LUAPPLY,
-		 S_LUDONE };
+		 S_LUDONE, S_STATUS };
+#define LUN_POLL_MS 500u        /* isergwd's LUN states asked this often */
 
 /* A LuStateApply on its way: who waits for isergwd's answer. */
 struct lu_pend {
@@ -82,6 +83,8 @@ struct ha_gwlink {
 	struct reactor_fd ino_h;
 	char sock_name[HA_SOCK_PATH_MAX]; /* the file's name in its directory */
 	unsigned int fast_tries;        /* left at RECONNECT_FAST_MS */
+	uint64_t polled_ms;             /* the LUN states last asked for (GetStatus) */
+	bool polling;                   /* the answer is on its way */
 };
 
 static void gw_disconnect(struct ha_gwlink *g, const char *why);
@@ -552,6 +555,45 @@ static void on_lu_lock(struct ha_gwlink *g, const Isergw__Ctl__LuLockRequest *r)
 
 /* ------------------------------------------------------------ receiving */
 
+/*
+ * isergwd's LUNs that serve and those that do not (GetStatus), for the data
+ * plane's health (ha_sm_gw_luns): every LUN_POLL_MS while connected.
+ */
+void ha_gwlink_poll(struct ha_gwlink *g, uint64_t now)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+
+	if (!g || !g->connected || g->polling || !g->epoch || now - g->polled_ms < LUN_POLL_MS)
+		return;
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	if (!gw_send(g, &req, S_STATUS, 0)) {
+		g->polling = true;
+		g->polled_ms = now;
+	}
+}
+
+static void on_status(struct ha_gwlink *g, const Isergw__Ctl__StatusInfo *si)
+{
+	struct ha_lun_fault *f = calloc(si->n_lun_faults + 1, sizeof(*f));
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < si->n_lun_faults; i++) {
+		const Isergw__Ctl__LunFault *p = si->lun_faults[i];
+
+		snprintf(f[i].target, sizeof(f[i].target), "%s", p->target);
+		f[i].lun = p->lun;
+		snprintf(f[i].dg, sizeof(f[i].dg), "%s", p->device_group);
+		snprintf(f[i].state, sizeof(f[i].state), "%s", p->state);
+		snprintf(f[i].reason, sizeof(f[i].reason), "%s", p->reason);
+	}
+	ha_sm_gw_luns(&g->a->sm, si->luns_online, si->lun_faults_total, f, si->n_lun_faults,
+		      gw_now_ms());
+	free(f);
+}
+
 static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 {
 	enum sent_kind kind;
@@ -634,6 +676,11 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 	case S_LUDONE:
 		if (rep->status)
 			GW_WARN(COMP, "isergwd refused an LU state answer: %s", rep->error);
+		break;
+	case S_STATUS:
+		g->polling = false;
+		if (!rep->status && rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO)
+			on_status(g, rep->status_info);
 		break;
 	case S_STEPDOWN:
 	case S_DONE:
@@ -718,6 +765,7 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 					    -ENOTCONN);
 	}
 	g->nsent = 0;
+	g->polling = false;
 	g->pushing_gen = 0;
 	g->pushed_gen = 0;
 	ha_sm_gw_lost(&g->a->sm);

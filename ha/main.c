@@ -345,6 +345,7 @@ static void tick_cb(void *arg)
 	struct ha_agent *a = arg;
 	uint64_t now = gw_now_ms();
 
+	ha_gwlink_poll(a->gw, now);
 	ha_sm_tick(&a->sm, now);
 	ha_api_tick(a->api, now);
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);

@@ -10,6 +10,8 @@
 #include "placement.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ORPHAN (-2)
 
@@ -24,9 +26,10 @@ static bool is_eligible(const struct ha_doc *d, const bool *eligible, int n)
 }
 
 /* Rules 1-3 for device group g: its owner, or ORPHAN. */
-static int settled_owner(const struct ha_doc *d, const bool *eligible, size_t g, int cur)
+static int settled_owner(const struct ha_doc *d, const bool *elig, size_t g, int cur)
 {
 	const struct ha_dg *dg = &d->dgs[g];
+	const bool *eligible = elig + g * d->nnodes;
 
 	if (dg->failback == HA_FAILBACK_IMMEDIATE && is_eligible(d, eligible, dg->preferred))
 		return dg->preferred;
@@ -40,6 +43,7 @@ static int settled_owner(const struct ha_doc *d, const bool *eligible, size_t g,
 /* The least loaded eligible node, the lowest index among equals; -1 when none. */
 static int least_loaded(const struct ha_doc *d, const bool *eligible, const unsigned int *load)
 {
+	/* eligible: the device group's row */
 	int best = -1;
 
 	for (size_t n = 0; n < d->nnodes; n++)
@@ -49,6 +53,24 @@ static int least_loaded(const struct ha_doc *d, const bool *eligible, const unsi
 }
 
 int ha_place(const struct ha_doc *d, const bool *eligible, const int *owner_in, int *owner_out)
+{
+	bool *elig;
+	int rc;
+
+	if (!d || (d->nnodes && !eligible))
+		return -EINVAL;
+	elig = calloc(d->ndgs * d->nnodes + 1, sizeof(*elig));
+	if (!elig)
+		return -ENOMEM;
+	for (size_t g = 0; g < d->ndgs; g++)
+		memcpy(elig + g * d->nnodes, eligible, d->nnodes * sizeof(*elig));
+	rc = ha_place_each(d, elig, owner_in, owner_out);
+	free(elig);
+	return rc;
+}
+
+int ha_place_each(const struct ha_doc *d, const bool *eligible, const int *owner_in,
+		  int *owner_out)
 {
 	unsigned int load[HA_NODES_MAX] = { 0 };
 	int orig[HA_DGS_MAX];
@@ -67,7 +89,7 @@ int ha_place(const struct ha_doc *d, const bool *eligible, const int *owner_in, 
 	}
 	for (size_t g = 0; g < d->ndgs; g++) {
 		if (owner_out[g] == ORPHAN) {
-			owner_out[g] = least_loaded(d, eligible, load);
+			owner_out[g] = least_loaded(d, eligible + g * d->nnodes, load);
 			if (owner_out[g] >= 0)
 				load[owner_out[g]]++;
 		}

@@ -29,6 +29,12 @@
  *   5. no eligible node: -1 (none).
  */
 int ha_place(const struct ha_doc *d, const bool *eligible, const int *owner_in, int *owner_out);
+/*
+ * The same with eligibility per device group: eligible[g * nnodes + n] says
+ * whether node n may own device group g (the data plane's health, docs/ha.md).
+ */
+int ha_place_each(const struct ha_doc *d, const bool *eligible, const int *owner_in,
+		  int *owner_out);
 
 /* The number of device groups that owner[] (per dg) gives to node. */
 int ha_place_load(const struct ha_doc *d, const int *owner, int node);

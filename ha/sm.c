@@ -226,6 +226,7 @@ static void send_sync(struct ha_sm *sm)
 {
 	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
 	Isergw__Ha__Sync s = ISERGW__HA__SYNC__INIT;
+	Isergw__Ha__DataPlane dp;
 
 	s.ring_seq = sm->ring_seq;
 	s.ring_node = sm->ring_node;
@@ -241,12 +242,18 @@ static void send_sync(struct ha_sm *sm)
 	s.members = sm->view;
 	s.n_members = sm->nview;
 	ha_sm_lu_fill_sync(sm, &s);
+	if (sm->proto_max >= HA_PROTO_DP && !ha_sm_dp_fill(sm, &dp)) {
+		s.dataplane = &dp;
+		sm->dp_dirty = false;
+	}
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
 	m.sync = &s;
 	/* a Sync is understood by every version: it is what negotiates them */
 	sm->proto = HA_PROTO_MIN;
 	ha_sm_send(sm, &m);
 	ha_sm_lu_free_sync(&s);
+	if (s.dataplane)
+		ha_sm_dp_free_pb(&dp);
 }
 
 static void send_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err)
@@ -516,6 +523,7 @@ static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__
 	from->proto_max = s->protocol_max;
 	from->lease_ms = s->lease_ms ? s->lease_ms : sm->lease_ms;
 	from->sync_rcvd = true;
+	ha_sm_dp_deliver(sm, from, s->dataplane);
 	from->sync_gen = s->generation;
 	memset(from->sync_digest, 0, HA_DIGEST_LEN);
 	if (s->digest.len == HA_DIGEST_LEN)
@@ -813,11 +821,52 @@ static void add_owner(Isergw__Ha__DgOwner *o, const struct ha_doc *d, int g, int
 	o->moving_from = (char *)(uintptr_t)(moving >= 0 ? d->nodes[moving].name : "");
 }
 
+/*
+ * Per device group g, the nodes eligible for it (elig[g * nnodes + n]): of
+ * the nodes in the group and not drained (base), the ones that serve g best
+ * (ha_sm_dp_tier): where its LUNs serve; failing that, where the data plane
+ * serves; failing that, any (a group keeps an owner while there is a node).
+ */
+static void dp_eligible(const struct ha_sm *sm, const bool *base, bool *elig)
+{
+	const struct ha_doc *d = sm->doc;
+
+	for (size_t g = 0; g < d->ndgs; g++) {
+		int tier[HA_NODES_MAX], best = 3;
+
+		for (size_t n = 0; n < d->nnodes; n++) {
+			tier[n] = ha_sm_dp_tier(sm, (int)n, (int)g, base[n]);
+			if (tier[n] < best)
+				best = tier[n];
+		}
+		for (size_t n = 0; n < d->nnodes; n++)
+			elig[g * d->nnodes + n] = best < 3 && tier[n] == best;
+	}
+}
+
+/*
+ * The data plane's health changed who may own device group g: its planned
+ * owner may no longer (the group moves to the best node left), or its
+ * preferred owner, failback immediate, may again (failback). A group moved
+ * by hand to a node that is still eligible stays where it is.
+ */
+static bool dp_moves(const struct ha_sm *sm, const bool *elig, int g)
+{
+	const struct ha_doc *d = sm->doc;
+	int t = sm->target[g], p = d->dgs[g].preferred;
+	size_t row = (size_t)g * d->nnodes;
+
+	if (t < 0 || !elig[row + t])
+		return true;
+	return p >= 0 && d->dgs[g].failback == HA_FAILBACK_IMMEDIATE && elig[row + p] &&
+	       !sm->dp_elig[row + p];
+}
+
 static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 {
 	const struct ha_doc *d = sm->doc;
 	size_t nd = d->ndgs, nn = d->nnodes;
-	bool *live = NULL, *elig = NULL, changed = false, all_applied;
+	bool *live = NULL, *base = NULL, *elig = NULL, changed = false, all_applied, dp_changed, full;
 	int *owner = NULL, *moving = NULL;
 	Isergw__Ha__DgOwner *own = NULL, **ownp = NULL;
 	char **livep = NULL;
@@ -832,13 +881,14 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		sm->inflight_base = 0;
 	}
 	live = calloc(nn, sizeof(*live));
-	elig = calloc(nn, sizeof(*elig));
+	base = calloc(nn, sizeof(*base));
+	elig = calloc(nn * (nd + 1), sizeof(*elig));
 	owner = calloc(nd + 1, sizeof(*owner));
 	moving = calloc(nd + 1, sizeof(*moving));
 	own = calloc(nd + 1, sizeof(*own));
 	ownp = calloc(nd + 1, sizeof(*ownp));
 	livep = calloc(nn, sizeof(*livep));
-	if (!live || !elig || !owner || !moving || !own || !ownp || !livep)
+	if (!live || !base || !elig || !owner || !moving || !own || !ownp || !livep)
 		goto out;
 	for (size_t n = 0; n < nn; n++) {
 		bool in = node_in_view(sm, (int)n);
@@ -849,10 +899,11 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		 * stays live (nothing changes for hosts) until then.
 		 */
 		live[n] = in || (d->live[n] && !lease_over(sm, (int)n, now, &hold));
-		elig[n] = in && !d->drained[n];
+		base[n] = in && !d->drained[n];
 		if (live[n] != d->live[n])
 			changed = true;
 	}
+	dp_eligible(sm, base, elig);
 	if (!sm->target || sm->ntarget != nd) {
 		free(sm->target);
 		sm->target = calloc(nd + 1, sizeof(int));
@@ -861,26 +912,44 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		sm->ntarget = nd;
 		sm->replace = true;
 	}
-	if (sm->replace || (sm->hold_until_ms && now >= sm->hold_until_ms)) {
-		int *cur = calloc(nd + 1, sizeof(int));
+	dp_changed = sm->dp_elig && sm->dp_elig_n == nd * nn &&
+		     memcmp(sm->dp_elig, elig, nd * nn * sizeof(*elig));
+	/* every group placed again, or (the data plane changed) those it concerns */
+	full = sm->replace || (sm->hold_until_ms && now >= sm->hold_until_ms);
+	if (full || dp_changed) {
+		int *cur = calloc(nd + 1, sizeof(int)), *placed = calloc(nd + 1, sizeof(int));
 
-		if (!cur)
+		if (!cur || !placed) {
+			free(cur);
+			free(placed);
 			goto out;
+		}
 		/* a group being moved counts as its old owner's until the move ends */
 		for (size_t g = 0; g < nd; g++)
 			cur[g] = d->owner[g] >= 0 ? d->owner[g] : d->moving_from[g];
-		ha_place(d, elig, cur, sm->target);
+		ha_place_each(d, elig, cur, placed);
 		sm->hold_until_ms = 0;
 		/* a lost owner keeps its groups until its lease has certainly run out */
 		for (size_t g = 0; g < nd; g++)
 			if (d->owner[g] >= 0 && !live[d->owner[g]] &&
 			    !lease_over(sm, d->owner[g], now, &sm->hold_until_ms))
-				sm->target[g] = d->owner[g];
+				placed[g] = d->owner[g];
+		for (size_t g = 0; g < nd; g++)
+			if (full || dp_moves(sm, elig, (int)g))
+				sm->target[g] = placed[g];
 		free(cur);
+		free(placed);
 		sm->replace = false;
 	}
+	if (!sm->dp_elig || sm->dp_elig_n != nd * nn) {
+		free(sm->dp_elig);
+		sm->dp_elig = malloc(nd * nn * sizeof(*elig) + 1);
+		sm->dp_elig_n = sm->dp_elig ? nd * nn : 0;
+	}
+	if (sm->dp_elig)
+		memcpy(sm->dp_elig, elig, nd * nn * sizeof(*elig));
 	for (size_t i = 0; i < sm->nmoves; i++)
-		if ((size_t)sm->moves[i].dg < nd && elig[sm->moves[i].node])
+		if ((size_t)sm->moves[i].dg < nd && base[sm->moves[i].node])
 			sm->target[sm->moves[i].dg] = sm->moves[i].node;
 	sm->nmoves = 0;
 
@@ -953,6 +1022,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	}
 out:
 	free(live);
+	free(base);
 	free(elig);
 	free(owner);
 	free(moving);
@@ -1049,6 +1119,7 @@ int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_s
 	sm->gw_lost = true;
 	sm->lease_expires_ms = now + p->lease_ms;
 	ha_sm_set_name(sm, p->nodeid, p->name);
+	ha_sm_dp_init(sm, now);
 	return 0;
 }
 
@@ -1060,9 +1131,12 @@ void ha_sm_fini(struct ha_sm *sm)
 	sm->doc = NULL;
 	free(sm->target);
 	sm->target = NULL;
+	free(sm->dp_elig);
+	sm->dp_elig = NULL;
 	free(sm->dg_moved_ms);
 	sm->dg_moved_ms = NULL;
 	ha_sm_lu_fini(sm);
+	ha_sm_dp_fini(sm);
 }
 
 void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const uint32_t *nodes,
@@ -1233,6 +1307,9 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
 		on_fenced(sm, nodeid, m->fenced->node);
 		break;
+	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
+		ha_sm_dp_deliver(sm, from, m->dataplane);
+		break;
 	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE:
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED:
 	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK:
@@ -1268,6 +1345,7 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 		sm->gw_down_sent = true;
 		send_applied(sm, sm->doc->generation, -ENOTCONN, "no isergwd");
 	}
+	ha_sm_dp_tick(sm, now);
 	leader_reconcile(sm, now);
 }
 

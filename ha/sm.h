@@ -30,14 +30,42 @@
 #include "isergw_ha.pb-c.h"
 
 #define HA_PROTO_MIN 1u
-#define HA_PROTO_MAX 3u            /* 2: Fenced; 3: LunChange, the LU state (LuPropose, LuApplied,
-                                      LuLock, LuUnlock, Sync.lu_states) */
+#define HA_PROTO_MAX 4u            /* 2: Fenced; 3: LunChange, the LU state (LuPropose, LuApplied,
+                                      LuLock, LuUnlock, Sync.lu_states); 4: DataPlane */
 #define HA_PROTO_LU 3u             /* the first that carries the LU state */
+#define HA_PROTO_DP 4u             /* the first that carries the data plane's health */
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
 
 typedef Isergw__Ha__GroupMsg HaMsg;
+
+/* A LUN that serves no I/O on a node (isergwd's LunFault, DataPlane.luns). */
+struct ha_lun_fault {
+	char target[224];
+	uint32_t lun;
+	char dg[HA_NAME_MAX];
+	char state[16];                 /* "failed" or "offline" */
+	char reason[256];
+};
+#define HA_DP_LUNS_MAX 64u              /* LUN faults a DataPlane carries */
+
+/* A node's data plane as its agent reports it (DataPlane, docs/ha.md "Data plane health"). */
+struct ha_dp {
+	bool known;                     /* reported (an agent of protocol 4 and up) */
+	bool serving;                   /* its isergwd is connected and holds a generation */
+	bool healthy;                   /* false: it has not served for the grace */
+	char (*failed)[HA_NAME_MAX];    /* device groups with a LUN that serves no I/O there */
+	size_t nfailed;
+	uint32_t luns_online, luns_failed;
+	struct ha_lun_fault *luns;      /* at most HA_DP_LUNS_MAX */
+	size_t nluns;
+};
+
+/* "healthy", "down", "failed", "recovering" or "unknown" (ClusterStatus). */
+const char *ha_dp_state_name(const struct ha_dp *dp);
+/* Device group dg is among dp's failed ones. */
+bool ha_dp_dg_failed(const struct ha_dp *dp, const char *dg);
 
 enum ha_phase {
 	HA_PHASE_START = 0,     /* not in the group yet */
@@ -60,6 +88,7 @@ struct ha_member {
 	bool gw_down;           /* it has no isergwd, and its lease there is over */
 	bool foreign;           /* its agent is of another cluster name (this view) */
 	bool fenced;            /* the fencer confirmed it fenced since it was last heard of */
+	struct ha_dp dp;        /* its data plane, as its last Sync or DataPlane said */
 	bool used;
 };
 
@@ -261,6 +290,8 @@ struct ha_sm {
 	bool replace;                   /* rerun the placement at the next chance */
 	int *target;                    /* per device group: node index or -1 */
 	size_t ntarget;
+	bool *dp_elig;                  /* who was eligible for what (dg x node) when last looked at */
+	size_t dp_elig_n;
 	uint64_t inflight_base;         /* base generation of our Placement on its way (0: none) */
 	uint64_t inflight_ms;
 	struct ha_sm_move moves[16];
@@ -276,6 +307,16 @@ struct ha_sm {
 	uint64_t rejected_msgs;         /* garbled, foreign or future messages ignored */
 
 	struct ha_lus lus;              /* the LU state (sm_lu.c) */
+
+	/* this node's data plane (docs/ha.md, "Data plane health") */
+	struct ha_dp dp;                /* what it reports (DataPlane, Sync) */
+	bool dp_dirty;                  /* changed since it was last multicast */
+	uint64_t dp_since_ms;           /* dp.serving has been what it is since */
+	struct ha_dp_dg {               /* device groups with a LUN failed here */
+		char name[HA_NAME_MAX];
+		uint64_t ok_since;      /* served again since (0: failing now) */
+	} *dp_dgs;
+	size_t ndp_dgs;
 };
 
 int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_sm_ops *ops,
@@ -301,6 +342,20 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now);
 void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now);
 /* isergwd went away: it holds nothing any more. */
 void ha_sm_gw_lost(struct ha_sm *sm);
+/*
+ * isergwd's LUNs (GetStatus): online of them serve, failed do not (faults
+ * lists them, n of them, possibly fewer than failed). A device group with
+ * a LUN that does not serve is reported failed at once, and served again
+ * once all its LUNs have served for the grace.
+ */
+void ha_sm_gw_luns(struct ha_sm *sm, uint32_t online, uint32_t failed,
+		   const struct ha_lun_fault *faults, size_t n, uint64_t now);
+/*
+ * How long isergwd may not serve before the node gives its device groups
+ * up (and serve again before it takes them back): the cluster's
+ * dataplane_grace_ms, or this agent's lease.
+ */
+uint64_t ha_sm_dp_grace(const struct ha_sm *sm);
 /*
  * Every document up to seq (ops->doc_changed) is durable here (or its save
  * failed and was logged): the Applied messages waiting for it go out.
@@ -404,6 +459,22 @@ void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s);   /* free with h
 void ha_sm_lu_free_sync(Isergw__Ha__Sync *s);
 void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m);
 void ha_sm_lu_fini(struct ha_sm *sm);
+/* The data plane's health (sm_dp.c); sm.c's hooks. */
+void ha_sm_dp_init(struct ha_sm *sm, uint64_t now);
+void ha_sm_dp_tick(struct ha_sm *sm, uint64_t now);
+/* This node's DataPlane (pointing into sm; free with ha_sm_dp_free_pb): 0 or -ENOMEM. */
+int ha_sm_dp_fill(const struct ha_sm *sm, Isergw__Ha__DataPlane *out);
+void ha_sm_dp_free_pb(Isergw__Ha__DataPlane *dp);
+/* A member's DataPlane (or its Sync without one: p NULL) delivered. */
+void ha_sm_dp_deliver(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__DataPlane *p);
+/*
+ * How well node n of the document can serve device group g (lower is
+ * better): 0 its LUNs of g serve there (or it does not report), 1 a LUN of g
+ * does not serve there, 2 its data plane failed, 3 not at all (!base: its
+ * agent is not in the group, or it is drained).
+ */
+int ha_sm_dp_tier(const struct ha_sm *sm, int n, int g, bool base);
+void ha_sm_dp_fini(struct ha_sm *sm);
 /* sm_lu.c's: multicast m in the protocol version in use (a failure is logged). */
 int ha_sm_send(struct ha_sm *sm, HaMsg *m);
 

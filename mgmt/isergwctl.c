@@ -319,6 +319,24 @@ static void status_json(json_object *o, const struct shown *sh)
 		}
 		json_object_object_add(o, "portal_states", arr);
 	}
+	jset_u64(o, "luns_online", s->luns_online);
+	jset_u64(o, "lun_faults_total", s->lun_faults_total);
+	{
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; i < s->n_lun_faults; i++) {
+			const Isergw__Ctl__LunFault *f = s->lun_faults[i];
+			json_object *fo = json_object_new_object();
+
+			jset_str(fo, "target", f->target);
+			jset_u64(fo, "lun", f->lun);
+			jset_str(fo, "device_group", f->device_group);
+			jset_str(fo, "state", f->state);
+			jset_str(fo, "reason", f->reason);
+			json_object_array_add(arr, fo);
+		}
+		json_object_object_add(o, "lun_faults", arr);
+	}
 }
 
 static void status_table(const struct shown *sh)
@@ -347,6 +365,12 @@ static void status_table(const struct shown *sh)
 		printf("portal       %s  port %u  group %u  %s%s%s%s\n", p->url, p->rel_port_id,
 		       p->tpg_id, p->state, p->error[0] ? " (" : "", p->error,
 		       p->error[0] ? ")" : "");
+	}
+	printf("luns         %u online, %u not served\n", s->luns_online, s->lun_faults_total);
+	for (size_t i = 0; i < s->n_lun_faults; i++) {
+		const Isergw__Ctl__LunFault *f = s->lun_faults[i];
+
+		printf("lun          %s LUN %u  %s: %s\n", f->target, f->lun, f->state, f->reason);
 	}
 }
 

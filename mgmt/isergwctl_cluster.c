@@ -685,7 +685,7 @@ static int members_table(const Isergw__Ha__ClusterStatus *s)
 		printf("no members\n");
 		return 0;
 	}
-	isergwctl_table_init(&t, 9);
+	isergwctl_table_init(&t, 11);
 	isergwctl_table_cell(&t, "NODE");
 	isergwctl_table_cell(&t, "ID");
 	isergwctl_table_cell(&t, "COROSYNC");
@@ -695,8 +695,12 @@ static int members_table(const Isergw__Ha__ClusterStatus *s)
 	isergwctl_table_cell(&t, "APPLIED GEN");
 	isergwctl_table_cell(&t, "HEARD (ms ago)");
 	isergwctl_table_cell(&t, "TPG");
+	isergwctl_table_cell(&t, "DATA PLANE");
+	isergwctl_table_cell(&t, "LUNS FAILED");
 	for (size_t i = 0; i < s->n_members; i++) {
 		const Isergw__Ha__MemberStatus *m = s->members[i];
+		char groups[256] = "";
+		size_t used = 0;
 
 		isergwctl_table_cell(&t, "%s", m->name);
 		if (m->nodeid)
@@ -714,6 +718,16 @@ static int members_table(const Isergw__Ha__ClusterStatus *s)
 			isergwctl_table_cell(&t, "-");
 		if (m->tpg_id)
 			isergwctl_table_cell(&t, "%u", m->tpg_id);
+		else
+			isergwctl_table_cell(&t, "-");
+		isergwctl_table_cell(&t, "%s", or_dash(m->dataplane));
+		/* how many, and the device groups they cost the node */
+		for (size_t k = 0; k < m->n_failed_groups && used < sizeof(groups); k++)
+			used += (size_t)snprintf(groups + used, sizeof(groups) - used, "%s%s",
+						 k ? "," : " (", m->failed_groups[k]);
+		if (m->luns_failed)
+			isergwctl_table_cell(&t, "%u%s%s", m->luns_failed, groups,
+					     m->n_failed_groups ? ")" : "");
 		else
 			isergwctl_table_cell(&t, "-");
 	}

@@ -958,7 +958,7 @@ static int nodes_table(FILE *f, json_object *items)
 	static const char *const keys[] = { "name", "nodeid", "tpg_id", "corosync_member", "agent",
 					    "synced", "drained", "applied_generation", "last_heard_ms" };
 	static const char *const heads[] = { "NODE", "ID", "TPG", "COROSYNC", "AGENT", "SYNCED",
-					     "DRAINED", "APPLIED GEN", "HEARD (ms ago)" };
+					     "DRAINED", "APPLIED GEN", "HEARD (ms ago)", "DATA PLANE" };
 	struct isergwctl_table t;
 	size_t n = json_object_array_length(items);
 
@@ -966,14 +966,19 @@ static int nodes_table(FILE *f, json_object *items)
 		fprintf(f, "no nodes\n");
 		return 0;
 	}
-	isergwctl_table_init(&t, sizeof(keys) / sizeof(keys[0]));
+	isergwctl_table_init(&t, sizeof(heads) / sizeof(heads[0]));
 	for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++)
 		isergwctl_table_cell(&t, "%s", heads[k]);
 	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i);
+		json_object *o = json_object_array_get_idx(items, i), *dp = NULL;
 
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			cell(&t, o, keys[k]);
+		if (!json_object_object_get_ex(o, "dataplane", &dp) ||
+		    !json_object_is_type(dp, json_type_object))
+			isergwctl_table_cell(&t, "-");
+		else
+			cell(&t, dp, "state");
 	}
 	return isergwctl_table_print(&t, f);
 }

@@ -110,9 +110,14 @@ struct bdev_file_params {
 	uint64_t create_size;   /* if the file is missing: create it sparse with this size (0 = fail) */
 	uint32_t block_size;    /* 0 = 512 */
 	bool readonly;
+	char *err;              /* set: why an open fails goes here, not to the log (the caller's) */
+	size_t errlen;
 };
 
-/* Opens a regular file or block device. Returns 0 or -errno; logs why on error. */
+/*
+ * Opens a regular file or block device. Returns 0 or -errno; says why on
+ * error (in p->err when set, otherwise logged).
+ */
 int bdev_file_open(const struct bdev_file_params *p, struct bdev **out);
 
 /*

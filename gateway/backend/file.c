@@ -30,6 +30,7 @@
 #include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1065,6 +1066,24 @@ static int open_or_create(const struct bdev_file_params *p, int flags, bool *cre
 	return create_whole(p, flags, created);
 }
 
+/* Why an open failed: into the caller's buffer when it has one, otherwise logged. */
+static void open_fail(const struct bdev_file_params *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void open_fail(const struct bdev_file_params *p, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->err && p->errlen)
+		snprintf(p->err, p->errlen, "%s", msg);
+	else
+		GW_ERR(FILE_COMP, "%s", msg);
+}
+
 int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 {
 	struct file_bdev *f;
@@ -1078,11 +1097,11 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 	*out = NULL;
 	bs = p->block_size ? p->block_size : 512;
 	if (bs < 512 || (bs & (bs - 1))) {
-		GW_ERR(FILE_COMP, "%s: block size %u is not a power of two >= 512", p->path, bs);
+		open_fail(p, "%s: block size %u is not a power of two >= 512", p->path, bs);
 		return -EINVAL;
 	}
 	if (p->create_size % bs) {
-		GW_ERR(FILE_COMP, "%s: size %" PRIu64 " to create is not a multiple of block size %u",
+		open_fail(p, "%s: size %" PRIu64 " to create is not a multiple of block size %u",
 		       p->path, p->create_size, bs);
 		return -EINVAL;
 	}
@@ -1090,14 +1109,14 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 	fd = open_or_create(p, (p->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC, &created);
 	if (fd < 0) {
 		rc = fd;
-		GW_ERR(FILE_COMP, "%s: cannot open%s: %s", p->path,
+		open_fail(p, "%s: cannot open%s: %s", p->path,
 		       rc == -ENOENT && !p->create_size ? " (no size given to create it)" : "",
 		       strerror(-rc));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		GW_ERR(FILE_COMP, "%s: fstat: %s", p->path, strerror(-rc));
+		open_fail(p, "%s: fstat: %s", p->path, strerror(-rc));
 		goto err_close;
 	}
 	if (created)
@@ -1123,7 +1142,7 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		f->is_blkdev = true;
 		if (ioctl(fd, BLKGETSIZE64, &bytes) < 0 || ioctl(fd, BLKSSZGET, &ssz) < 0) {
 			rc = -errno;
-			GW_ERR(FILE_COMP, "%s: block device size: %s", p->path, strerror(-rc));
+			open_fail(p, "%s: block device size: %s", p->path, strerror(-rc));
 			goto err_free;
 		}
 		if (p->block_size && (uint32_t)ssz != p->block_size)
@@ -1142,13 +1161,13 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		f->bdev.info.unmap_supported = !p->readonly && probe_punch_hole(fd, (uint64_t)st.st_size, bs);
 	} else {
 		rc = -EINVAL;
-		GW_ERR(FILE_COMP, "%s: not a regular file or block device", p->path);
+		open_fail(p, "%s: not a regular file or block device", p->path);
 		goto err_free;
 	}
 	f->bdev.info.block_size = bs;
 	if (f->bdev.info.size_bytes == 0 || f->bdev.info.size_bytes % bs) {
 		rc = -EINVAL;
-		GW_ERR(FILE_COMP, "%s: size %" PRIu64 " is not a non-zero multiple of block size %u",
+		open_fail(p, "%s: size %" PRIu64 " is not a non-zero multiple of block size %u",
 		       p->path, f->bdev.info.size_bytes, bs);
 		goto err_free;
 	}

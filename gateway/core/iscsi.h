@@ -44,7 +44,24 @@ struct gw_target {
 	uint32_t nluns;                 /* = GW_MAX_LUNS */
 	struct scsi_port *ports;        /* one per portal, same index as gw->portals */
 	bool removed;
+	/* LUNs of cfg that could not be opened, why (logged once per change); under sess_lock */
+	struct gw_lun_fault *faults;
+	size_t nfaults;
 };
+
+struct gw_lun_fault {
+	uint32_t lun;
+	int rc;
+	char why[256];
+};
+
+/*
+ * Whether LUN lc of target t serves I/O here: 0 (online), or 1 with
+ * *state ("failed": not open; "offline": a backend that does not answer)
+ * and why. Caller holds sess_lock.
+ */
+int gw_lun_fault(const struct gw_target *t, const struct gw_lun_cfg *lc, const char **state,
+		 const char **why);
 
 /*
  * A portal listens, or waits for its address (core/portal.c): an address

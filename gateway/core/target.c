@@ -103,12 +103,88 @@ static void shared_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, ch
 		 gw->cfg->shared_state_dir, hex);
 }
 
-static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struct gw_lun_cfg *lc,
-		    struct bdev **bout, struct scsi_lu **lout)
+/* A LUN path for log lines: the user and secret of an iscsi:// URL left out. */
+static const char *path_for_log(const char *path, char *buf, size_t len)
 {
+	const char *at, *slash;
+
+	if (strncmp(path, "iscsi://", 8) != 0)
+		return path;
+	at = strchr(path + 8, '@');
+	slash = strchr(path + 8, '/');
+	if (!at || (slash && slash < at))
+		return path;
+	snprintf(buf, len, "iscsi://***@%s", at + 1);
+	return buf;
+}
+
+static struct gw_lun_fault *fault_find(const struct gw_target *t, uint32_t lun)
+{
+	for (size_t i = 0; i < t->nfaults; i++)
+		if (t->faults[i].lun == lun)
+			return &t->faults[i];
+	return NULL;
+}
+
+static void fault_drop(struct gw_target *t, uint32_t lun)
+{
+	struct gw_lun_fault *f = fault_find(t, lun);
+
+	if (f)
+		*f = t->faults[--t->nfaults];
+}
+
+/*
+ * LUN lun of t could not be opened (rc, why): logged at err when that is new
+ * (the first failure, or another reason than the last one), at debug when a
+ * reload finds it as it was, so that a LUN that stays broken costs one line.
+ */
+static void fault_set(struct gw_target *t, const char *iqn, uint32_t lun, int rc, const char *why)
+{
+	struct gw_lun_fault *f = fault_find(t, lun), *nf;
+
+	if (f && f->rc == rc && !strcmp(f->why, why)) {
+		GW_DEBUG(COMP, "target %s LUN %u: still not served: %s", iqn, lun, why);
+		return;
+	}
+	GW_ERR(COMP, "target %s LUN %u: not served: %s", iqn, lun, why);
+	if (!f) {
+		nf = realloc(t->faults, (t->nfaults + 1) * sizeof(*nf));
+		if (!nf)
+			return;
+		t->faults = nf;
+		f = &t->faults[t->nfaults++];
+	}
+	f->lun = lun;
+	f->rc = rc;
+	snprintf(f->why, sizeof(f->why), "%s", why);
+}
+
+int gw_lun_fault(const struct gw_target *t, const struct gw_lun_cfg *lc, const char **state,
+		 const char **why)
+{
+	const struct gw_lun_fault *f;
+
+	if (lc->lun < t->nluns && t->luns[lc->lun]) {
+		if (!t->bdevs[lc->lun] || !bdev_offline(t->bdevs[lc->lun]))
+			return 0;
+		*state = "offline";
+		*why = "its iscsi:// backend does not answer";
+		return 1;
+	}
+	f = fault_find(t, lc->lun);
+	*state = "failed";
+	*why = f ? f->why : "not opened";
+	return 1;
+}
+
+static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *tcfg,
+		    const struct gw_lun_cfg *lc, struct bdev **bout, struct scsi_lu **lout)
+{
+	char why[256] = "", logpath[PATH_MAX];
 	struct bdev_file_params bp = {
 		.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
-		.readonly = lc->readonly,
+		.readonly = lc->readonly, .err = why, .errlen = sizeof(why),
 	};
 	struct scsi_lu_params lp;
 	struct bdev *b;
@@ -129,8 +205,10 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 		rc = bdev_file_open(&bp, &b);
 	}
 	if (rc) {
-		GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun,
-		       bdev_is_iscsi_url(lc->path) ? "its iscsi:// backend" : lc->path, strerror(-rc));
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s: cannot open: %s",
+				 path_for_log(lc->path, logpath, sizeof(logpath)), strerror(-rc));
+		fault_set(t, tcfg->iqn, lc->lun, rc, why);
 		return rc;
 	}
 	memset(&lp, 0, sizeof(lp));
@@ -153,12 +231,16 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 		pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
 	rc = scsi_lu_create(&lp, b, lout);
 	if (rc) {
-		GW_ERR(COMP, "target %s LUN %u: cannot create logical unit: %s", tcfg->iqn, lc->lun,
-		       strerror(-rc));
+		snprintf(why, sizeof(why), "cannot create the logical unit: %s", strerror(-rc));
+		fault_set(t, tcfg->iqn, lc->lun, rc, why);
 		bdev_close(b);
 		return rc;
 	}
 	*bout = b;
+	if (fault_find(t, lc->lun)) {
+		GW_NOTICE(COMP, "target %s LUN %u: served again", tcfg->iqn, lc->lun);
+		fault_drop(t, lc->lun);
+	}
 	GW_INFO(COMP, "target %s LUN %u: %s, %llu bytes, block size %u%s", tcfg->iqn, lc->lun,
 		b->name, (unsigned long long)b->info.size_bytes, b->info.block_size,
 		lc->readonly ? ", read-only" : "");
@@ -372,10 +454,17 @@ static void target_free(void *arg)
 	free(t->luns);
 	free(t->bdevs);
 	free(t->ports);
+	free(t->faults);
 	free(t);
 }
 
-static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, struct gw_target **out)
+/*
+ * At start a LUN that cannot be opened fails the start; added by a reload
+ * (tolerant), the target is served without it, the LUN reported failed
+ * (gw_lun_fault) and opened again by the next reload.
+ */
+static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, bool tolerant,
+		       struct gw_target **out)
 {
 	struct gw_target *t = calloc(1, sizeof(*t));
 	int rc;
@@ -395,8 +484,8 @@ static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, struct gw
 	for (size_t i = 0; i < cfg->nluns; i++) {
 		const struct gw_lun_cfg *lc = &cfg->luns[i];
 
-		rc = lun_open(gw, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun]);
-		if (rc)
+		rc = lun_open(gw, t, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun]);
+		if (rc && !tolerant)
 			goto err_free;
 	}
 	*out = t;
@@ -484,7 +573,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 	gw_portal_watch_start(gw);
 	alua_configure(cfg);
 	for (size_t i = 0; i < cfg->ntargets; i++) {
-		rc = target_open(gw, &cfg->targets[i], &gw->targets[i]);
+		rc = target_open(gw, &cfg->targets[i], false, &gw->targets[i]);
 		if (rc)
 			goto err;
 		gw->ntargets++;
@@ -633,21 +722,6 @@ static bool lun_same(const struct gw_lun_cfg *a, const struct gw_lun_cfg *b)
 	       strcmp(a->backend_initiator, b->backend_initiator) == 0;
 }
 
-/* A LUN path for log lines: the user and secret of an iscsi:// URL left out. */
-static const char *path_for_log(const char *path, char *buf, size_t len)
-{
-	const char *at, *slash;
-
-	if (strncmp(path, "iscsi://", 8) != 0)
-		return path;
-	at = strchr(path + 8, '@');
-	slash = strchr(path + 8, '/');
-	if (!at || (slash && slash < at))
-		return path;
-	snprintf(buf, len, "iscsi://***@%s", at + 1);
-	return buf;
-}
-
 static const struct gw_lun_cfg *find_lun(const struct gw_target_cfg *t, uint32_t lun)
 {
 	for (size_t i = 0; i < t->nluns; i++)
@@ -751,6 +825,9 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 		__atomic_store_n(&t->luns[ol->lun], NULL, __ATOMIC_RELEASE);
 		t->bdevs[ol->lun] = NULL;
 	}
+	for (size_t i = t->nfaults; i-- > 0;)
+		if (!find_lun(ncfg, t->faults[i].lun))
+			fault_drop(t, t->faults[i].lun);
 	for (size_t i = 0; i < ncfg->nluns; i++) {
 		const struct gw_lun_cfg *nl = &ncfg->luns[i];
 		struct scsi_lu *lu;
@@ -758,10 +835,8 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 
 		if (t->luns[nl->lun])
 			continue;
-		if (lun_open(gw, ncfg, nl, &b, &lu)) {
-			GW_ERR(COMP, "reload: target %s LUN %u not added", ncfg->iqn, nl->lun);
-			continue;
-		}
+		if (lun_open(gw, t, ncfg, nl, &b, &lu))
+			continue;       /* logged once per change of its reason */
 		list_for_each(pos, &gw->sessions) {
 			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
 
@@ -837,7 +912,7 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
 		tc->luns_cap = cap;
 	}
 	luns = tc->luns;
-	rc = lun_open(gw, tc, lc, &b, &lu);
+	rc = lun_open(gw, t, tc, lc, &b, &lu);
 	if (rc)
 		goto out;
 	luns[tc->nluns++] = *lc;
@@ -895,6 +970,7 @@ int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun)
 	}
 	memmove(&tc->luns[i], &tc->luns[i + 1], (tc->nluns - i - 1) * sizeof(*tc->luns));
 	tc->nluns--;
+	fault_drop(t, lun);
 out:
 	pthread_mutex_unlock(&gw->sess_lock);
 	return rc;
@@ -996,7 +1072,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 				t->ports = ports;
 			}
 			t->cfg = tc;
-		} else if (target_open(gw, tc, &t)) {
+		} else if (target_open(gw, tc, true, &t)) {
 			GW_ERR(COMP, "reload: target %s could not be created", tc->iqn);
 			continue;
 		} else {

@@ -59,6 +59,42 @@ void ctl_arena_free(struct arena *a)
 
 /* ------------------------------------------------------------ requests */
 
+#define LUN_FAULTS_MAX 1024u
+
+/* The LUNs that serve and the ones that do not (why); caller holds sess_lock. */
+static void lun_faults(struct gw *gw, Isergw__Ctl__StatusInfo *si, struct arena *a)
+{
+	for (size_t i = 0; i < gw->ntargets; i++) {
+		const struct gw_target *t = gw->targets[i];
+
+		for (size_t k = 0; !t->removed && k < t->cfg->nluns; k++) {
+			const struct gw_lun_cfg *lc = &t->cfg->luns[k];
+			Isergw__Ctl__LunFault *f;
+			const char *state, *why;
+
+			if (!gw_lun_fault(t, lc, &state, &why)) {
+				si->luns_online++;
+				continue;
+			}
+			si->lun_faults_total++;
+			if (si->n_lun_faults == LUN_FAULTS_MAX)
+				continue;
+			if (!si->lun_faults)
+				si->lun_faults = ctl_arena_alloc(a, LUN_FAULTS_MAX * sizeof(*si->lun_faults));
+			f = ctl_arena_alloc(a, sizeof(*f));
+			if (!si->lun_faults || !f)
+				continue;
+			isergw__ctl__lun_fault__init(f);
+			f->target = ctl_arena_strdup(a, t->cfg->iqn);
+			f->lun = lc->lun;
+			f->device_group = ctl_arena_strdup(a, lc->device_group);
+			f->state = ctl_str(state);
+			f->reason = ctl_arena_strdup(a, why);
+			si->lun_faults[si->n_lun_faults++] = f;
+		}
+	}
+}
+
 void ctl_op_get_status(struct ctl_client *c)
 {
 	struct gw_ctl *ctl = c->ctl;
@@ -106,6 +142,7 @@ void ctl_op_get_status(struct ctl_client *c)
 			    ctl_arena_strdup(&a, strerror(-err));
 		si.portal_states[si.n_portal_states++] = ps;
 	}
+	lun_faults(gw, &si, &a);
 	pthread_mutex_unlock(&gw->sess_lock);
 	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO;
 	rep.status_info = &si;

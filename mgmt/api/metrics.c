@@ -191,7 +191,8 @@ enum source { SRC_ALWAYS, SRC_STATUS, SRC_SESSIONS, SRC_COUNTERS, SRC_ALUA, SRC_
 enum iokind { IO_NONE, IO_COMMANDS, IO_READ_BYTES, IO_WRITTEN_BYTES, IO_ERRORS, IO_ABORTED,
 	      IO_LATENCY };
 /* What a status family shows of StatusInfo. */
-enum stkind { ST_CONFIG_EPOCH, ST_ALUA_EPOCH, ST_TARGETS, ST_PORTALS, ST_REACTORS };
+enum stkind { ST_CONFIG_EPOCH, ST_ALUA_EPOCH, ST_TARGETS, ST_PORTALS, ST_REACTORS, ST_LUNS_ONLINE,
+	      ST_LUNS_FAILED };
 
 struct family;
 typedef void (*emit_fn)(FILE *f, const struct family *fam, const struct metrics_input *in);
@@ -295,6 +296,8 @@ static void emit_status_u64(FILE *f, const struct family *fam, const struct metr
 	case ST_TARGETS: v = s->targets; break;
 	case ST_PORTALS: v = s->portals; break;
 	case ST_REACTORS: v = s->reactors; break;
+	case ST_LUNS_ONLINE: v = s->luns_online; break;
+	case ST_LUNS_FAILED: v = s->lun_faults_total; break;
 	}
 	fprintf(f, "%s %" PRIu64 "\n", fam->name, v);
 }
@@ -558,6 +561,45 @@ static void emit_cluster_applied(FILE *f, const struct family *fam, const struct
 	}
 }
 
+static const char *const dp_states[] = { "healthy", "down", "failed", "recovering", "unknown" };
+
+static void emit_cluster_dataplane(FILE *f, const struct family *fam,
+				   const struct metrics_input *in)
+{
+	const Isergw__Ha__ClusterStatus *c = in->cluster;
+
+	for (size_t i = 0; i < c->n_members; i++) {
+		const Isergw__Ha__MemberStatus *m = c->members[i];
+		const char *cur = m->dataplane && m->dataplane[0] ? m->dataplane : "unknown";
+
+		if (!m->name || !m->name[0])
+			continue;
+		for (size_t k = 0; k < sizeof(dp_states) / sizeof(dp_states[0]); k++) {
+			fprintf(f, "%s{", fam->name);
+			put_label(f, "node", m->name);
+			fputc(',', f);
+			put_label(f, "state", dp_states[k]);
+			fprintf(f, "} %d\n", !strcmp(cur, dp_states[k]));
+		}
+	}
+}
+
+static void emit_cluster_luns_failed(FILE *f, const struct family *fam,
+				     const struct metrics_input *in)
+{
+	const Isergw__Ha__ClusterStatus *c = in->cluster;
+
+	for (size_t i = 0; i < c->n_members; i++) {
+		const Isergw__Ha__MemberStatus *m = c->members[i];
+
+		if (!m->name || !m->name[0])
+			continue;
+		fprintf(f, "%s{", fam->name);
+		put_label(f, "node", m->name);
+		fprintf(f, "} %zu\n", fam->arg ? m->n_failed_groups : (size_t)m->luns_failed);
+	}
+}
+
 #define IOFAM(n, t, h, sc, k) { n, t, h, SRC_COUNTERS, emit_io, sc, k }
 
 static const struct family families[] = {
@@ -577,6 +619,11 @@ static const struct family families[] = {
 	  emit_status_u64, 0, ST_PORTALS },
 	{ "isergw_reactors", "gauge", "Reactor threads of isergwd.", SRC_STATUS,
 	  emit_status_u64, 0, ST_REACTORS },
+	{ "isergw_luns_online", "gauge", "LUNs of isergwd's configuration that are open and "
+	  "answer.", SRC_STATUS, emit_status_u64, 0, ST_LUNS_ONLINE },
+	{ "isergw_luns_failed", "gauge", "LUNs of isergwd's configuration that serve no I/O: not "
+	  "opened (a missing file, ...) or a backend that does not answer.", SRC_STATUS,
+	  emit_status_u64, 0, ST_LUNS_FAILED },
 	{ "isergw_portal_listening", "gauge", "1 while a portal listens, 0 while it waits for its "
 	  "address (not on this node: a floating address held elsewhere, or no RDMA device).",
 	  SRC_STATUS, emit_portal_listening, 0, 0 },
@@ -638,6 +685,16 @@ static const struct family families[] = {
 	{ "isergw_cluster_node_applied_generation", "gauge", "Newest generation each node's "
 	  "isergwd applied, as this node's agent last heard.", SRC_CLUSTER, emit_cluster_applied,
 	  0, 0 },
+	{ "isergw_cluster_node_dataplane_state", "gauge", "Each node's data plane as its agent "
+	  "reports it: 1 for the current state (healthy, down: isergwd not serving within the "
+	  "grace, failed: past it, the node gives its device groups up, recovering, unknown), 0 "
+	  "for the others.", SRC_CLUSTER, emit_cluster_dataplane, 0, 0 },
+	{ "isergw_cluster_node_luns_failed", "gauge", "LUNs that serve no I/O on each node "
+	  "(not opened, or a backend that does not answer), as its agent reports them.",
+	  SRC_CLUSTER, emit_cluster_luns_failed, 0, 0 },
+	{ "isergw_cluster_node_failed_device_groups", "gauge", "Device groups with a LUN that "
+	  "serves no I/O on each node (such a node gives them up to one where they serve).",
+	  SRC_CLUSTER, emit_cluster_luns_failed, 0, 1 },
 	{ "isergw_cluster_failovers_total", "counter", "Device groups whose owner was lost and "
 	  "replaced, in the generations this node's agent applied since it started.", SRC_CLUSTER,
 	  emit_cluster_u64, 0, 1 },

@@ -548,6 +548,44 @@ static void add_bool(json_object *o, const char *k, bool v)
 	json_object_object_add(o, k, json_object_new_boolean(v));
 }
 
+static json_object *lun_fault(const Isergw__Ha__LunFault *f)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	add_str(o, "target", f->target);
+	add_u64(o, "lun", f->lun);
+	add_str(o, "device_group", f->device_group);
+	add_str(o, "state", f->state);
+	add_str(o, "reason", f->reason);
+	return o;
+}
+
+/* A node's data plane as its agent reported it (docs/api.md, Nodes). */
+static json_object *dataplane(const Isergw__Ha__MemberStatus *m)
+{
+	json_object *o = json_object_new_object(), *g = json_object_new_array(),
+		    *l = json_object_new_array();
+
+	if (!o || !g || !l) {
+		json_object_put(o);
+		json_object_put(g);
+		json_object_put(l);
+		return NULL;
+	}
+	add_str(o, "state", m->dataplane[0] ? m->dataplane : "unknown");
+	add_u64(o, "luns_online", m->luns_online);
+	add_u64(o, "luns_failed", m->luns_failed);
+	for (size_t i = 0; i < m->n_failed_groups; i++)
+		json_object_array_add(g, json_object_new_string(m->failed_groups[i]));
+	for (size_t i = 0; i < m->n_luns; i++)
+		json_object_array_add(l, lun_fault(m->luns[i]));
+	json_object_object_add(o, "failed_device_groups", g);
+	json_object_object_add(o, "failed_luns", l);
+	return o;
+}
+
 static json_object *member(const Isergw__Ha__MemberStatus *m)
 {
 	json_object *o = json_object_new_object();
@@ -563,6 +601,88 @@ static json_object *member(const Isergw__Ha__MemberStatus *m)
 	add_bool(o, "drained", m->drained);
 	add_u64(o, "applied_generation", m->applied_generation);
 	add_u64(o, "last_heard_ms", m->last_heard_ms);
+	json_object_object_add(o, "dataplane", dataplane(m));
+	return o;
+}
+
+/* Node m's word on LUN lun of target iqn: its state, and why when it does not serve. */
+static const char *lun_state_on(const Isergw__Ha__MemberStatus *m, const char *iqn, uint32_t lun,
+				const char **why)
+{
+	*why = "";
+	if (!m->agent || !m->synced) {
+		*why = "its agent is not in the cluster";
+		return "unknown";
+	}
+	if (!strcmp(m->dataplane, "down") || !strcmp(m->dataplane, "failed")) {
+		*why = "its isergwd does not serve";
+		return "failed";
+	}
+	if (!m->dataplane[0] || !strcmp(m->dataplane, "unknown")) {
+		*why = "the node does not report its LUNs (an older agent)";
+		return "unknown";
+	}
+	for (size_t i = 0; i < m->n_luns; i++)
+		if (m->luns[i]->lun == lun && !strcmp(m->luns[i]->target, iqn)) {
+			*why = m->luns[i]->reason;
+			return m->luns[i]->state;
+		}
+	if (m->luns_failed > m->n_luns) {
+		*why = "more LUNs fail on the node than it reports one by one";
+		return "unknown";
+	}
+	return "online";
+}
+
+json_object *rest_lun_status(const Isergw__Ha__ClusterStatus *st, const char *iqn, uint32_t lun)
+{
+	json_object *o = json_object_new_object(), *nodes = json_object_new_array(),
+		    *conds = json_object_new_array(), *ready = json_object_new_object();
+	size_t online = 0, bad = 0, known = 0;
+	char msg[1024] = "";
+	size_t used = 0;
+
+	if (!o || !nodes || !conds || !ready) {
+		json_object_put(o);
+		json_object_put(nodes);
+		json_object_put(conds);
+		json_object_put(ready);
+		return NULL;
+	}
+	for (size_t i = 0; i < st->n_members; i++) {
+		const Isergw__Ha__MemberStatus *m = st->members[i];
+		json_object *n = json_object_new_object();
+		const char *why, *state = lun_state_on(m, iqn, lun, &why);
+
+		if (!n)
+			continue;
+		add_str(n, "node", m->name);
+		add_str(n, "state", state);
+		if (why[0])
+			add_str(n, "reason", why);
+		json_object_array_add(nodes, n);
+		if (strcmp(state, "unknown"))
+			known++;
+		if (!strcmp(state, "online")) {
+			online++;
+		} else if (strcmp(state, "unknown")) {
+			bad++;
+			if (used < sizeof(msg))
+				used += (size_t)snprintf(msg + used, sizeof(msg) - used, "%s%s: %s",
+							 used ? "; " : "", m->name, why);
+		}
+	}
+	/* online: every node that reports serves it; failed: none does; degraded: some do */
+	add_str(o, "state", !known ? "unknown" : !bad ? "online" : online ? "degraded" : "failed");
+	json_object_object_add(o, "nodes", nodes);
+	add_str(ready, "type", "Ready");
+	add_str(ready, "status", !known ? "Unknown" : online ? "True" : "False");
+	add_str(ready, "reason", !known ? "NotReported" : !bad ? "Online" :
+		online ? "FailedOnSomeNodes" : "FailedOnAllNodes");
+	add_str(ready, "message", bad ? msg : !known ? "no node reports its LUNs" :
+		"served by every node that reports");
+	json_object_array_add(conds, ready);
+	json_object_object_add(o, "conditions", conds);
 	return o;
 }
 

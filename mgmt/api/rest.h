@@ -128,6 +128,12 @@ json_object *rest_nodes(const Isergw__Ha__ClusterStatus *st);
 /* NULL when the node is not there (or without memory) */
 json_object *rest_node(const Isergw__Ha__ClusterStatus *st, const char *name);
 json_object *rest_dgs(const Isergw__Ha__ClusterStatus *st);
+/*
+ * A LUN's "status" (docs/api.md, LUNs): its state on every node as the nodes
+ * report it, the overall state (online, degraded, failed, unknown) and a
+ * Kubernetes-style "Ready" condition.
+ */
+json_object *rest_lun_status(const Isergw__Ha__ClusterStatus *st, const char *iqn, uint32_t lun);
 json_object *rest_dg(const Isergw__Ha__ClusterStatus *st, const char *name);
 /*
  * The operation "gN": whether every live member (synced agent) applied

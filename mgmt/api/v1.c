@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -67,6 +68,7 @@ struct job {
 	uint32_t lun;                   /* of a LUN created, the rel_port_id of a portal created */
 	bool cacheable;                 /* a configuration read: its 200 answer is kept */
 	uint64_t doc_gen;               /* the document the agent named for it (S_CACHE) */
+	json_object *lun_status;        /* a LUN read: its state on the nodes (S_CACHE) */
 	char doc_digest[API_CACHE_DIGEST_MAX];
 	api_v1_done done;
 	void *arg;
@@ -118,6 +120,7 @@ static void job_free(struct job *j)
 {
 	json_object_put(j->body);
 	json_object_put(j->cfg);
+	json_object_put(j->lun_status);
 	free(j);
 }
 
@@ -193,7 +196,8 @@ static void cache_lookup(struct job *j, uint64_t gen, const char *digest)
 	j->doc_gen = gen;
 	snprintf(j->doc_digest, sizeof(j->doc_digest), "%s", digest ? digest : "");
 	cache_key(j, key, sizeof(key));
-	if (!api_cache_get(&j->a->cache, gen, j->doc_digest, key, &ans.body, &ans.len)) {
+	if (!j->cacheable || !api_cache_get(&j->a->cache, gen, j->doc_digest, key, &ans.body,
+					    &ans.len)) {
 		fail_call(j, get_config(j));
 		return;
 	}
@@ -453,10 +457,13 @@ static void config_read(struct job *j, json_object *cfg, uint64_t gen)
 		char what[REST_NAME_MAX + 32];
 
 		snprintf(what, sizeof(what), "%u in %s", j->m.lun, j->m.name);
-		if (!l)
+		if (!l) {
 			finish_code(j, 404, "no LUN %s", what);
-		else
-			finish_json(j, 200, l, gen);
+			return;
+		}
+		if (j->lun_status)
+			json_object_object_add(l, "status", json_object_get(j->lun_status));
+		finish_json(j, 200, l, gen);
 		return;
 	}
 	default:
@@ -753,6 +760,8 @@ static void on_reply(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *w
 	case S_CACHE:
 		if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS)
 			break;
+		if (j->m.op == REST_LUN_GET)
+			j->lun_status = rest_lun_status(rep->cluster_status, j->m.name, j->m.lun);
 		cache_lookup(j, rep->cluster_status->generation, rep->cluster_status->digest);
 		return;
 	case S_CONFIG:
@@ -1086,6 +1095,62 @@ static bool sa_cluster_only(enum rest_op op)
 	}
 }
 
+/*
+ * A LUN's status from the local isergwd (standalone: the only node, named
+ * after the host); NULL when isergwd does not answer.
+ */
+static json_object *sa_lun_status(struct job *j)
+{
+	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
+	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
+	Isergw__Ha__MemberStatus m = ISERGW__HA__MEMBER_STATUS__INIT, *mp = &m;
+	Isergw__Ha__LunFault *f = NULL, **fp = NULL;
+	const Isergw__Ctl__StatusInfo *si;
+	json_object *o = NULL;
+	CtlReply *rep = NULL;
+	char err[256], host[HOST_NAME_MAX + 1] = "";
+	CtlRequest req;
+
+	isergw__ctl__request__init(&req);
+	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
+	req.get_status = &gs;
+	if (api_gw_call(j->a->opts.gw_socket, (int)j->a->opts.gw_timeout_ms, &req, &rep, err,
+			sizeof(err)) || rep->status ||
+	    rep->payload_case != ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO)
+		goto out;
+	si = rep->status_info;
+	f = calloc(si->n_lun_faults + 1, sizeof(*f));
+	fp = calloc(si->n_lun_faults + 1, sizeof(*fp));
+	if (!f || !fp)
+		goto out;
+	for (size_t i = 0; i < si->n_lun_faults; i++) {
+		isergw__ha__lun_fault__init(&f[i]);
+		f[i].target = si->lun_faults[i]->target;
+		f[i].lun = si->lun_faults[i]->lun;
+		f[i].device_group = si->lun_faults[i]->device_group;
+		f[i].state = si->lun_faults[i]->state;
+		f[i].reason = si->lun_faults[i]->reason;
+		fp[i] = &f[i];
+	}
+	gethostname(host, sizeof(host) - 1);
+	m.name = host;
+	m.agent = m.synced = true;
+	m.dataplane = (char *)(uintptr_t)"healthy";
+	m.luns_online = si->luns_online;
+	m.luns_failed = si->lun_faults_total;
+	m.luns = fp;
+	m.n_luns = si->n_lun_faults;
+	st.members = &mp;
+	st.n_members = 1;
+	o = rest_lun_status(&st, j->m.name, j->m.lun);
+out:
+	free(f);
+	free(fp);
+	if (rep)
+		ctl_reply_free(rep);
+	return o;
+}
+
 static void sa_unlock(int lockfd)
 {
 	close(lockfd);          /* drops the flock */
@@ -1133,6 +1198,8 @@ static void sa_run(struct job *j)
 	free(text);
 	if (!rest_op_writes(j->m.op)) {
 		sa_unlock(lockfd);
+		if (j->m.op == REST_LUN_GET)
+			j->lun_status = sa_lun_status(j);
 		config_read(j, cfg, gen);
 		json_object_put(cfg);
 		return;
@@ -1256,8 +1323,9 @@ int api_v1_start(struct api *a, const struct rest_match *m, json_object *body, b
 		rc = change_lun(j);
 		break;
 	default:
-		j->cacheable = !rest_op_writes(m->op);
-		rc = j->cacheable ? get_status(j, S_CACHE) : get_config(j);
+		/* a LUN's answer carries its state on the nodes, which is not the document's */
+		j->cacheable = !rest_op_writes(m->op) && m->op != REST_LUN_GET;
+		rc = j->cacheable || m->op == REST_LUN_GET ? get_status(j, S_CACHE) : get_config(j);
 		break;
 	}
 	if (rc)

@@ -21,6 +21,9 @@
 #      second isergw-api on the same file, ten ACLs POSTed at once through
 #      both: all 201, all ten in the file;
 #   6. deletes (ACL, discovery CHAP) 204; SIGTERM: both exit 0.
+#   7. a LUN whose file does not exist: 201, its GET shows status failed
+#      with the reason, the LUN 0 beside it online; isergwd logs the failure
+#      once although two more writes reload its configuration; DELETE 204.
 #
 #   api_standalone.sh --api PATH --probe PATH [--daemon PATH] [--scratch DIR]
 #                     [--addr A] [--port P] [--http-port H] [--http-port2 H2]
@@ -240,6 +243,23 @@ kill -TERM "$API2_PID"
 wait "$API2_PID" || bad "the second isergw-api did not exit 0"
 API2_PID=''
 for i in 0 1 2 3 4 5 6 7 8 9; do req 204 DELETE "/targets/$T/acls/$HOST-$i" >/dev/null; done
+
+# ---- 7. a LUN that cannot be opened: reported, logged once
+req 201 POST "/targets/$T/luns" "{\"lun\": 7, \"path\": \"$SCRATCH/missing.img\"}"
+req 200 GET "/targets/$T/luns/7"
+jq -e '.status.state == "failed" and .status.conditions[0].status == "False" and
+	(.status.nodes[0].reason | test("missing.img: cannot open.*No such file"))' "$SCRATCH/body" \
+	>/dev/null && pass "LUN 7: status failed, with the reason" ||
+	bad "LUN 7's status: $(jq -c .status "$SCRATCH/body")"
+req 200 GET "/targets/$T/luns/0"
+jq -e '.status.state == "online"' "$SCRATCH/body" >/dev/null && pass "LUN 0: status online" ||
+	bad "LUN 0's status: $(jq -c .status "$SCRATCH/body")"
+req 200 PATCH "/targets/$T" '{"alias": "reload one"}' >/dev/null
+req 200 PATCH "/targets/$T" '{"alias": "reload two"}' >/dev/null
+n=$(grep -c ' err .*missing\.img' "$T_LOG")
+[ "$n" -eq 1 ] && pass "the missing file logged once across three reloads" ||
+	bad "the missing file logged $n times at err"
+req 204 DELETE "/targets/$T/luns/7"
 
 # ---- 6.
 req 204 DELETE "/targets/$T/acls/$HOST"

@@ -350,9 +350,17 @@ static void test_cluster_resources(void **state)
 	Isergw__Ha__DeviceGroupStatus dg = ISERGW__HA__DEVICE_GROUP_STATUS__INIT;
 	Isergw__Ha__DeviceGroupStatus *dgp[1] = { &dg };
 	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
+	Isergw__Ha__LunFault lf = ISERGW__HA__LUN_FAULT__INIT;
+	Isergw__Ha__LunFault *lfp[1] = { &lf };
+	char *fg[1] = { (char *)(uintptr_t)"dg1" };
 	json_object *o;
 
 	(void)state;
+	lf.target = "iqn.2026-11.org.x:t"; lf.lun = 3; lf.device_group = "dg1"; lf.state = "failed";
+	lf.reason = "/srv/x.img: cannot open: No such file or directory";
+	m[0].dataplane = "healthy"; m[0].luns_online = 4;
+	m[1].dataplane = "healthy"; m[1].luns_online = 3; m[1].luns_failed = 1;
+	m[1].failed_groups = fg; m[1].n_failed_groups = 1; m[1].luns = lfp; m[1].n_luns = 1;
 	m[0].name = "n1"; m[0].nodeid = 1; m[0].tpg_id = 1; m[0].agent = true; m[0].synced = true;
 	m[0].corosync_member = true; m[0].applied_generation = 7; m[0].last_heard_ms = 12;
 	m[1].name = "n2"; m[1].nodeid = 2; m[1].tpg_id = 2; m[1].agent = true; m[1].synced = true;
@@ -374,11 +382,34 @@ static void test_cluster_resources(void **state)
 		    "\"expected_votes\":3,\"total_votes\":2,\"isergwd_connected\":true,"
 		    "\"isergwd_epoch\":7,\"lease_remaining_ms\":900,\"members\":["
 		    "{\"name\":\"n1\",\"nodeid\":1,\"tpg_id\":1,\"corosync_member\":true,\"agent\":true,"
-		    "\"synced\":true,\"drained\":false,\"applied_generation\":7,\"last_heard_ms\":12},"
+		    "\"synced\":true,\"drained\":false,\"applied_generation\":7,\"last_heard_ms\":12,"
+		    "\"dataplane\":{\"state\":\"healthy\",\"luns_online\":4,\"luns_failed\":0,"
+		    "\"failed_device_groups\":[],\"failed_luns\":[]}},"
 		    "{\"name\":\"n2\",\"nodeid\":2,\"tpg_id\":2,\"corosync_member\":true,\"agent\":true,"
-		    "\"synced\":true,\"drained\":true,\"applied_generation\":6,\"last_heard_ms\":0},"
+		    "\"synced\":true,\"drained\":true,\"applied_generation\":6,\"last_heard_ms\":0,"
+		    "\"dataplane\":{\"state\":\"healthy\",\"luns_online\":3,\"luns_failed\":1,"
+		    "\"failed_device_groups\":[\"dg1\"],\"failed_luns\":[{\"target\":"
+		    "\"iqn.2026-11.org.x:t\",\"lun\":3,\"device_group\":\"dg1\",\"state\":\"failed\","
+		    "\"reason\":\"/srv/x.img: cannot open: No such file or directory\"}]}},"
 		    "{\"name\":\"n3\",\"nodeid\":3,\"tpg_id\":3,\"corosync_member\":false,\"agent\":false,"
-		    "\"synced\":false,\"drained\":false,\"applied_generation\":0,\"last_heard_ms\":0}]}");
+		    "\"synced\":false,\"drained\":false,\"applied_generation\":0,\"last_heard_ms\":0,"
+		    "\"dataplane\":{\"state\":\"unknown\",\"luns_online\":0,\"luns_failed\":0,"
+		    "\"failed_device_groups\":[],\"failed_luns\":[]}}]}");
+	json_object_put(o);
+
+	/* a LUN's state on each node: failed on n2 with the reason, unknown on n3 (away) */
+	o = rest_lun_status(&st, "iqn.2026-11.org.x:t", 3);
+	assert_json(o, "{\"state\":\"degraded\",\"nodes\":["
+		    "{\"node\":\"n1\",\"state\":\"online\"},"
+		    "{\"node\":\"n2\",\"state\":\"failed\",\"reason\":"
+		    "\"/srv/x.img: cannot open: No such file or directory\"},"
+		    "{\"node\":\"n3\",\"state\":\"unknown\",\"reason\":\"its agent is not in the cluster\"}],"
+		    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":"
+		    "\"FailedOnSomeNodes\",\"message\":\"n2: /srv/x.img: cannot open: No such file or "
+		    "directory\"}]}");
+	json_object_put(o);
+	o = rest_lun_status(&st, "iqn.2026-11.org.x:t", 2);
+	assert_string_equal(json_object_get_string(json_object_object_get(o, "state")), "online");
 	json_object_put(o);
 
 	o = rest_nodes(&st);

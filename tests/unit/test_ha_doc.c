@@ -809,6 +809,36 @@ static void test_render(void **state)
 	ha_doc_free(a);
 }
 
+/* dataplane_grace_ms: checked, kept through derived documents, not rendered for isergwd. */
+static void test_dataplane_grace(void **state)
+{
+	static const struct bad_case bad[] = {
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"dataplane_grace_ms\":5"),
+		  "dataplane_grace_ms: 5 out of range (200..600000)" },
+		{ CFG(NODES2, DGS2, TGT2(LUN1), ",\"dataplane_grace_ms\":\"1s\""),
+		  "dataplane_grace_ms: expected an integer, got string" },
+	};
+	struct ha_doc *d, *e;
+	char err[512] = "";
+	char *text;
+
+	(void)state;
+	check_bad(bad, sizeof(bad) / sizeof(bad[0]));
+	d = doc_from(CFG(NODES2, DGS2, TGT2(LUN1), ",\"dataplane_grace_ms\":3000"));
+	assert_int_equal(d->dataplane_grace_ms, 3000);
+	assert_int_equal(ha_doc_with_drain(d, 1, true, &e), 0);
+	assert_int_equal(e->dataplane_grace_ms, 3000);
+	text = ha_doc_render_node(e, 0, err, sizeof(err));
+	assert_non_null(text);
+	assert_null(strstr(text, "dataplane_grace_ms"));
+	free(text);
+	ha_doc_free(e);
+	ha_doc_free(d);
+	d = doc_from(CFG(NODES2, DGS2, TGT2(LUN1), ""));
+	assert_int_equal(d->dataplane_grace_ms, 0);
+	ha_doc_free(d);
+}
+
 /* Floating portals: on every node, in a target port group of their own. */
 #define FLOAT(url, rel, tpg) "{\"url\":\"" url "\",\"rel_port_id\":" #rel ",\"tpg_id\":" #tpg "}"
 
@@ -1406,6 +1436,7 @@ int main(void)
 		cmocka_unit_test(test_with_runtime),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_render_floating),
+		cmocka_unit_test(test_dataplane_grace),
 		cmocka_unit_test(test_render_fence_keys),
 #if HA_RENDER_LEASE
 		cmocka_unit_test(test_render_lease),

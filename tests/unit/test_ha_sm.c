@@ -39,6 +39,7 @@ struct node {
 	unsigned int leases, stepdowns, docs;
 	uint64_t doc_seq;               /* the newest document handed over to be stored */
 	bool slow_disk;                 /* its saves do not finish until cleared */
+	bool gw_dead;                   /* its isergwd is gone and takes nothing */
 	uint64_t done_id;
 	int done_status;
 	uint64_t done_gen;
@@ -211,7 +212,7 @@ static void tick_applying_but(int skip)
 			ha_sm_tick(&nodes[k].sm, now_ms);
 	settle();
 	for (int k = 0; k < N; k++)
-		if (nodes[k].up && k != skip)
+		if (nodes[k].up && k != skip && !nodes[k].gw_dead)
 			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
 	settle();
 }
@@ -221,7 +222,7 @@ static void gw_apply_all(void)
 {
 	store_all();
 	for (int k = 0; k < N; k++)
-		if (nodes[k].up)
+		if (nodes[k].up && !nodes[k].gw_dead)
 			ha_sm_gw_applied(&nodes[k].sm, nodes[k].sm.doc->generation, 0, NULL, now_ms);
 	settle();
 }
@@ -1468,6 +1469,271 @@ static void test_lun_change_protocol_2(void **state)
 	}
 }
 
+
+/* ---------------------------------------------------------------- the data plane's health */
+
+/* Node k's isergwd dies and stays away (dead), or comes back (alive). */
+static void gw_dies(int k)
+{
+	nodes[k].gw_dead = true;
+	ha_sm_gw_lost(&nodes[k].sm);
+}
+
+static void gw_returns(int k)
+{
+	nodes[k].gw_dead = false;
+}
+
+/* Node k's isergwd reports a LUN of device group dg (NULL: none) serving no I/O. */
+static void luns_failed(int k, const char *dg)
+{
+	struct ha_lun_fault f;
+
+	memset(&f, 0, sizeof(f));
+	snprintf(f.target, sizeof(f.target), "iqn.2026-11.org.isergw:t");
+	f.lun = 0;
+	snprintf(f.dg, sizeof(f.dg), "%s", dg ? dg : "");
+	snprintf(f.state, sizeof(f.state), "offline");
+	snprintf(f.reason, sizeof(f.reason), "its iscsi:// backend does not answer");
+	ha_sm_gw_luns(&nodes[k].sm, dg ? 2 : 3, dg ? 1 : 0, &f, dg ? 1 : 0, now_ms);
+}
+
+/* Every up node agrees on dg's owner, which is Active/Optimized: that owner. */
+static int agreed_owner(const char *dg)
+{
+	int o = -1;
+
+	for (int k = 0; k < N; k++) {
+		if (!nodes[k].up)
+			continue;
+		if (o < 0)
+			o = owner_of(k, dg);
+		assert_int_equal(owner_of(k, dg), o);
+	}
+	if (o >= 0)
+		assert_int_equal(state_of(o == 0 ? 1 : 0, dg, o), ALUA_AO);
+	return o;
+}
+
+/* How node k's data plane looks to node `seen_by`. */
+static const char *dp_state(int seen_by, int k)
+{
+	const struct ha_member *m = ha_sm_member_by_name(&nodes[seen_by].sm, names[k]);
+
+	assert_non_null(m);
+	return ha_dp_state_name(&m->dp);
+}
+
+/*
+ * isergwd dead on dg1's owner and kept down: the node keeps its groups
+ * through the grace (a restart within it changes nothing), loses those
+ * another node can serve once it is past, and gets dg1 back (failback
+ * immediate) only once isergwd has served again for the grace.
+ */
+static void test_dp_dead_past_grace(void **state)
+{
+	int o;
+
+	(void)state;
+	configure();
+	assert_string_equal(dp_state(1, 0), "healthy");
+	gw_dies(0);
+	run_for(LEASE - 3 * HB);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_string_equal(dp_state(1, 0), "down");
+	run_for(6 * HB);
+	assert_string_equal(dp_state(2, 0), "failed");
+	o = agreed_owner("dg1");
+	assert_true(o == 1 || o == 2);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 2);
+	assert_one_ao();
+	/* back, but not for the grace yet: dg1 stays away */
+	gw_returns(0);
+	run_for(LEASE / 2);
+	assert_string_equal(dp_state(1, 0), "recovering");
+	assert_int_equal(agreed_owner("dg1"), o);
+	run_for(LEASE);
+	assert_string_equal(dp_state(1, 0), "healthy");
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_one_ao();
+}
+
+/* isergwd restarted within the grace: nothing moves. */
+static void test_dp_restart_within_grace(void **state)
+{
+	uint64_t gen;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	gw_dies(0);
+	run_for(LEASE / 2);
+	gw_returns(0);
+	run_for(2 * LEASE);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_int_equal(nodes[1].sm.doc->generation, gen);
+}
+
+/*
+ * dg1's LUNs fail on its owner only (its backend unreachable from there):
+ * dg1 moves to a node where they serve, the other groups stay; back once
+ * they have served again on node 1 for the grace.
+ */
+static void test_dp_backend_failed_on_one_node(void **state)
+{
+	int o;
+
+	(void)state;
+	configure();
+	luns_failed(0, "dg1");
+	run_for(3 * HB);
+	o = agreed_owner("dg1");
+	assert_true(o == 1 || o == 2);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 2);
+	assert_string_equal(dp_state(1, 0), "healthy");
+	assert_one_ao();
+	/* the new owner's LUNs of dg1 fail too, the third node's serve: there */
+	luns_failed(o, "dg1");
+	run_for(3 * HB);
+	assert_int_equal(agreed_owner("dg1"), 3 - o);
+	/* they serve again on node 1: back there once they have for the grace */
+	luns_failed(0, NULL);
+	run_for(LEASE / 2);
+	assert_int_equal(agreed_owner("dg1"), 3 - o);
+	run_for(LEASE);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_one_ao();
+}
+
+/* dg1's LUNs fail everywhere: nobody can do better, dg1 stays where it is. */
+static void test_dp_backend_failed_everywhere(void **state)
+{
+	uint64_t gen;
+
+	(void)state;
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	for (int k = N - 1; k >= 0; k--) {
+		luns_failed(k, "dg1");
+		run_for(2 * HB);
+	}
+	run_for(2 * LEASE);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+}
+
+/*
+ * No healthy node at all (every isergwd dead past the grace): every group
+ * keeps an owner, the one it had. Then one node serves again: the groups
+ * another node could not serve go there once it has for the grace.
+ */
+static void test_dp_no_healthy_node(void **state)
+{
+	(void)state;
+	configure();
+	for (int k = 0; k < N; k++)
+		gw_dies(k);
+	run_for(2 * LEASE);
+	for (int k = 0; k < N; k++)
+		assert_string_equal(dp_state(0, k), "failed");
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 2);
+	gw_returns(1);
+	run_for(LEASE + 3 * HB);
+	assert_int_equal(agreed_owner("dg1"), 1);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 1);
+}
+
+/*
+ * Hysteresis: an isergwd in a crash loop (down past the grace, then up and
+ * down in turns shorter than the grace) costs its groups once; they do not
+ * come back and go again with every turn. The same for LUNs that fail and
+ * serve in turns.
+ */
+static void test_dp_hysteresis(void **state)
+{
+	uint64_t gen;
+	int o;
+
+	(void)state;
+	configure();
+	gw_dies(0);
+	run_for(LEASE + 3 * HB);
+	o = agreed_owner("dg1");
+	assert_true(o == 1 || o == 2);
+	gen = nodes[1].sm.doc->generation;
+	for (int i = 0; i < 6; i++) {
+		gw_returns(0);
+		run_for(LEASE / 2);
+		gw_dies(0);
+		run_for(LEASE / 3);
+		assert_int_equal(agreed_owner("dg1"), o);
+	}
+	assert_int_equal(nodes[1].sm.doc->generation, gen);
+	gw_returns(0);
+	run_for(LEASE + 3 * HB);
+	assert_int_equal(agreed_owner("dg1"), 0);
+
+	/* LUNs of dg2 failing and serving in turns on its owner: one move, no more */
+	luns_failed(1, "dg2");
+	run_for(3 * HB);
+	o = agreed_owner("dg2");
+	assert_true(o == 0 || o == 2);
+	gen = nodes[1].sm.doc->generation;
+	for (int i = 0; i < 6; i++) {
+		luns_failed(1, NULL);
+		run_for(LEASE / 2);
+		luns_failed(1, "dg2");
+		run_for(2 * HB);
+		assert_int_equal(agreed_owner("dg2"), o);
+	}
+	assert_int_equal(nodes[1].sm.doc->generation, gen);
+	luns_failed(1, NULL);
+	run_for(LEASE + 3 * HB);
+	assert_int_equal(agreed_owner("dg2"), 1);
+}
+
+/*
+ * Before the cluster has a configuration the agents push nothing to their
+ * isergwd: nothing to judge, no node fails, and the first configuration is
+ * placed once, without moves after it.
+ */
+static void test_dp_no_configuration_yet(void **state)
+{
+	uint64_t gen;
+
+	(void)state;
+	for (int k = 0; k < N; k++)
+		gw_dies(k);
+	run_for(2 * LEASE);
+	for (int k = 0; k < N; k++)
+		assert_string_equal(dp_state(0, k), "healthy");
+	for (int k = 0; k < N; k++)
+		gw_returns(k);
+	configure();
+	gen = nodes[0].sm.doc->generation;
+	run_for(2 * LEASE);
+	assert_int_equal(nodes[0].sm.doc->generation, gen);
+	assert_int_equal(agreed_owner("dg1"), 0);
+	assert_int_equal(agreed_owner("dg2"), 1);
+	assert_int_equal(agreed_owner("dg3"), 2);
+}
+
+/* An agent of protocol 3 says nothing of its data plane: taken as healthy. */
+static void test_dp_older_agent(void **state)
+{
+	(void)state;
+	configure();
+	restart_older(2, 3);
+	assert_int_equal(nodes[0].sm.proto, 3);
+	assert_string_equal(dp_state(0, 2), "unknown");
+	assert_int_equal(agreed_owner("dg3"), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1505,6 +1771,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_applied_waits_for_the_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_applied_in_order_of_saves, setup, teardown),
 		cmocka_unit_test(test_codec_checks),
+		cmocka_unit_test_setup_teardown(test_dp_dead_past_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_restart_within_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_backend_failed_on_one_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_backend_failed_everywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_no_healthy_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_hysteresis, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_older_agent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dp_no_configuration_yet, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -286,6 +286,7 @@ struct status_fixture {
 	Isergw__Ha__DeviceGroupStatus *dgp[2];
 	Isergw__Ha__GroupNodeState ns[2][3];
 	Isergw__Ha__GroupNodeState *nsp[2][3];
+	char *fg[1];
 	ApiReply rep;
 };
 
@@ -324,10 +325,16 @@ static void status_fixture(struct status_fixture *f)
 		f->m[i].applied_generation = i < 2 ? 7 : 6;
 		f->m[i].last_heard_ms = i == 0 ? 12 : i == 1 ? 95 : 0;
 		f->m[i].tpg_id = (uint32_t)i + 1;
+		f->m[i].dataplane = (char *)(uintptr_t)(i == 0 ? "healthy" : i == 1 ? "failed" : "");
 		f->mp[i] = &f->m[i];
 	}
 	f->st.members = f->mp;
 	f->st.n_members = 3;
+	/* node 1: two LUNs of dg1 serve no I/O there */
+	f->m[0].luns_failed = 2;
+	f->m[0].failed_groups = f->fg;
+	f->m[0].n_failed_groups = 1;
+	f->fg[0] = (char *)(uintptr_t)"dg1";
 	for (int g = 0; g < 2; g++) {
 		isergw__ha__device_group_status__init(&f->dg[g]);
 		f->dg[g].name = (char *)(uintptr_t)(g ? "dg2" : "dg1");
@@ -375,10 +382,14 @@ static void status_table(void **state)
 		"isergwd     connected, epoch 42\n"
 		"lease       1350 ms remaining\n"
 		"\n"
-		"NODE  ID  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)  TPG\n"
-		"n1    1   yes       yes    yes     no       7            12              1\n"
-		"n2    2   yes       yes    yes     yes      7            95              2\n"
-		"n3    3   no        no     no      no       6            -               3\n"
+		"NODE  ID  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)  TPG  "
+		"DATA PLANE  LUNS FAILED\n"
+		"n1    1   yes       yes    yes     no       7            12              1    "
+		"healthy     2 (dg1)\n"
+		"n2    2   yes       yes    yes     yes      7            95              2    "
+		"failed      -\n"
+		"n3    3   no        no     no      no       6            -               3    "
+		"-           -\n"
 		"\n"
 		"DEVICE GROUP  OWNER  PREFERRED  FAILBACK   n1       n2     n3\n"
 		"dg1           n1     n1         immediate  ao*      ano    unavail\n"

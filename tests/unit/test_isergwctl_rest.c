@@ -397,9 +397,11 @@ static void test_tables(void **state)
 	expect_render(ISERGWCTL_VIEW_NODES,
 		      "{\"items\": [{\"name\": \"n1\", \"nodeid\": 1, \"tpg_id\": 1, \"corosync_member\": true, "
 		      "\"agent\": true, \"synced\": true, \"drained\": false, \"applied_generation\": 42, "
-		      "\"last_heard_ms\": 120}]}",
-		      "NODE  ID  TPG  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)\n"
-		      "n1    1   1    yes       yes    yes     no       42           120\n");
+		      "\"last_heard_ms\": 120, \"dataplane\": {\"state\": \"failed\"}}]}",
+		      "NODE  ID  TPG  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)  "
+		      "DATA PLANE\n"
+		      "n1    1   1    yes       yes    yes     no       42           120             "
+		      "failed\n");
 	expect_render(ISERGWCTL_VIEW_DGS,
 		      "{\"items\": [{\"name\": \"dg1\", \"owner\": \"n1\", \"preferred_owner\": \"n1\", "
 		      "\"failback\": \"immediate\", \"states\": [{\"node\": \"n1\", \"tpg_id\": 1, \"state\": \"ao\", "
@@ -426,8 +428,10 @@ static void test_tables(void **state)
 		      "quorate     yes\n"
 		      "generation  7\n"
 		      "\n"
-		      "NODE  ID  TPG  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)\n"
-		      "n1    -   -    -         -      -       -        -            -\n");
+		      "NODE  ID  TPG  COROSYNC  AGENT  SYNCED  DRAINED  APPLIED GEN  HEARD (ms ago)  "
+		      "DATA PLANE\n"
+		      "n1    -   -    -         -      -       -        -            -               "
+		      "-\n");
 	expect_render(ISERGWCTL_VIEW_CONFIG, "{\"targets\": []}", "{\n  \"targets\":[\n  ]\n}\n");
 
 	/* answers that do not fit their view */
