@@ -362,7 +362,12 @@ static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from
 		managed_settings(cfg);
 	gw_config_finalize(cfg);
 	rc = gw_config_validate(cfg, verr, sizeof(verr));
-	if (rc)
+	/* links and devices: what this node's file system says */
+	if (!rc)
+		rc = gw_config_check_files(cfg, verr, sizeof(verr));
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (rc)
 		snprintf(err, errlen, "invalid configuration: %s", verr);
 	return rc;
 }

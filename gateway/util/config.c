@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -1849,8 +1850,9 @@ static bool ref_before(const struct store_ref *x, const struct store_ref *y)
 int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
 		      const char *other_iqn, uint32_t other_lun, const char *key)
 {
-	return set_err(err, errlen, "%s: LUN %u of %s and LUN %u of %s name one backing store "
-		       "(%s): a store belongs to one LUN", what, lun, iqn, other_lun, other_iqn, key);
+	return set_err(err, errlen, "%s%sLUN %u of %s and LUN %u of %s name one backing store "
+		       "(%s): a store belongs to one LUN", what ? what : "", what ? ": " : "", lun,
+		       iqn, other_lun, other_iqn, key);
 }
 
 static void ref_key(const struct gw_config *c, const struct store_ref *r, char *out)
@@ -1923,6 +1925,96 @@ static int validate_stores(const struct gw_config *c, char *err, size_t errlen)
 	}
 out:
 	free(k1);
+	free(refs);
+	return rc;
+}
+
+/* What a LUN's path is in the file system: device + inode, a block device's number. */
+static bool file_ident(const char *path, uint64_t id[2], bool *blk)
+{
+	struct stat st;
+
+	if (strncmp(path, "iscsi://", 8) == 0 || stat(path, &st) != 0)
+		return false;
+	*blk = S_ISBLK(st.st_mode);
+	id[0] = *blk ? (uint64_t)st.st_rdev : (uint64_t)st.st_dev;
+	id[1] = *blk ? 0 : (uint64_t)st.st_ino;
+	return true;
+}
+
+int gw_config_check_files(const struct gw_config *c, char *err, size_t errlen)
+{
+	const struct store_ref *hit = NULL, *first = NULL;
+	struct store_ref *refs = NULL;
+	size_t n = 0, total = 0;
+	char what[96], *desc = NULL;
+	int rc = 0;
+
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		total += c->targets[ti].nluns;
+	if (total < 2)
+		return 0;
+	refs = calloc(total, sizeof(*refs));
+	if (!refs)
+		return -ENOMEM;
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
+			uint64_t id[2];
+			bool blk;
+
+			/* missing ones are created (or refused) when opened */
+			if (!file_ident(c->targets[ti].luns[li].path, id, &blk))
+				continue;
+			refs[n].hash = fnv1a64(fnv1a64(FNV64_OFFSET, id, sizeof(id)), &blk, 1);
+			refs[n].ti = ti;
+			refs[n++].li = li;
+		}
+	qsort(refs, n, sizeof(*refs), store_ref_cmp);
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && refs[b].hash == refs[a].hash; b++)
+			;
+		for (size_t j = a + 1; j < b && !(hit && !ref_before(&refs[j], hit)); j++) {
+			uint64_t idj[2], idi[2];
+			bool blkj, blki;
+
+			if (!file_ident(c->targets[refs[j].ti].luns[refs[j].li].path, idj, &blkj))
+				continue;
+			for (size_t i = a; i < j && hit != &refs[j]; i++)
+				if (file_ident(c->targets[refs[i].ti].luns[refs[i].li].path, idi, &blki) &&
+				    blki == blkj && idi[0] == idj[0] && idi[1] == idj[1]) {
+					hit = &refs[j];
+					first = &refs[i];
+				}
+			if (hit == &refs[j])
+				break;
+		}
+	}
+	if (hit) {
+		const struct gw_target_cfg *t = &c->targets[hit->ti], *o = &c->targets[first->ti];
+		const char *p1 = o->luns[first->li].path, *p2 = t->luns[hit->li].path;
+		size_t dl = strlen(p1) + strlen(p2) + 96;
+		uint64_t id[2];
+		bool blk;
+
+		desc = malloc(dl);
+		if (!desc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (!file_ident(p2, id, &blk))
+			id[0] = id[1] = 0, blk = false;
+		if (blk)
+			snprintf(desc, dl, "%s and %s are one block device, %u:%u", p1, p2,
+				 major((dev_t)id[0]), minor((dev_t)id[0]));
+		else
+			snprintf(desc, dl, "%s and %s are one file, device %u:%u inode %llu", p1, p2,
+				 major((dev_t)id[0]), minor((dev_t)id[0]), (unsigned long long)id[1]);
+		snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit->ti, hit->li);
+		rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit->li].lun, o->iqn,
+				       o->luns[first->li].lun, desc);
+	}
+out:
+	free(desc);
 	free(refs);
 	return rc;
 }

@@ -220,10 +220,19 @@ int gw_store_key(const char *path, char *out, size_t len);
 /*
  * The message refusing a second LUN on one store, into err:
  * "WHAT: LUN lun of iqn and LUN other_lun of other_iqn name one backing
- * store (KEY): a store belongs to one LUN". Returns -EINVAL.
+ * store (KEY): a store belongs to one LUN" (what NULL: without "WHAT: ").
+ * Returns -EINVAL.
  */
 int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
 		      const char *other_iqn, uint32_t other_lun, const char *key);
+/*
+ * What the text cannot tell, asked of this node's file system (stat, links
+ * followed): two LUNs on one file (device + inode: hard links, symlinks,
+ * relative and absolute paths) or one block device (its device number)
+ * are refused with gw_store_conflict's message. Paths that do not exist
+ * (yet) and iscsi:// LUNs are left to the open. 0, -EINVAL or -ENOMEM.
+ */
+int gw_config_check_files(const struct gw_config *c, char *err, size_t errlen);
 
 /* Parse "tcp://ADDR[:PORT]" / "iser://ADDR[:PORT]" ("[v6]:port" too). */
 int gw_portal_parse(const char *url, struct gw_portal_cfg *out);
