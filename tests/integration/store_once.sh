@@ -103,7 +103,7 @@ refused() {
 	local name=$1 want=$2 luns=$3 dir=${4:-$S} out rc n
 	out=$S/$name.log
 	config "$luns" >"$S/$name.json"
-	(cd "$dir" && exec timeout --kill-after=5 30 "$ISERGWD" --config "$S/$name.json") >"$out" 2>&1
+	(cd "$dir" && exec timeout --kill-after=5 15 "$ISERGWD" --config "$S/$name.json") >"$out" 2>&1
 	rc=$?
 	n=$(count_log "$out" "$want")
 	if [ "$rc" = 1 ] && [ "$n" = 1 ]; then
