@@ -362,8 +362,13 @@ static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from
 		managed_settings(cfg);
 	gw_config_finalize(cfg);
 	rc = gw_config_validate(cfg, verr, sizeof(verr));
-	/* links and devices: what this node's file system says */
-	if (!rc)
+	/*
+	 * Links and devices: what this node's file system says. Not on a
+	 * managed node: the cluster's configuration refused as a whole would
+	 * leave this node on an old generation, serving nothing; the LUN on a
+	 * store another LUN has is left out when it is opened (target.c).
+	 */
+	if (!rc && !cli->managed)
 		rc = gw_config_check_files(cfg, verr, sizeof(verr));
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
