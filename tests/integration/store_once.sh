@@ -20,7 +20,8 @@
 #      backend LUN by its second portal leaves that LUN out (err log line,
 #      once), the other LUNs served, one of a second tgtd among them (its
 #      LU has the same locally assigned NAA, target id 1 and LUN 1, under
-#      another target name: another store);
+#      another target name: another store); a store moved in one apply from
+#      a LUN of one target to a new target listed before it is opened there;
 #   3. isergw-api standalone (--config): POST of a LUN on a hard link of
 #      LUN 0 is 422, field "path", the detail naming both LUNs; the file is
 #      unchanged.
@@ -208,6 +209,25 @@ wait_log "$GLOG" "$want" 20 && [ "$(count_log "$GLOG" "$want")" = 1 ] &&
 grep -E "$want" "$GLOG" | grep -q ' err ' && pass "at err" || bad "not at err: $(grep -E "$want" "$GLOG")"
 [ "$(luns_served)" = 4 ] && pass "LUNs 0, 1, 3 and 5 (the second tgtd) served, not 2" ||
 	bad "not 4 LUNs served: $(luns_served)"
+
+# a store moved from a LUN of T to a new target listed before T, in one apply: not refused
+cat >"$S/move.json" <<JSON
+{
+  "log_level": "info",
+  "state_dir": "$S/state",
+  "ctl_socket": "$S/state/ctl.sock",
+  "portals": [ { "url": "tcp://$ADDR:$PORT" } ],
+  "targets": [ { "iqn": "$T-2", "luns": [ $(lun 0 "$S/d/y.img") ] },
+               { "iqn": "$T", "luns": [ $(lun 0 "$S/d/x.img") ] } ]
+}
+JSON
+epoch=$("$CTL" -s "$S/state/ctl.sock" --json status | jq -r '.epoch')
+"$CTL" -s "$S/state/ctl.sock" apply --epoch $((epoch + 1)) "$S/move.json" >"$S/apply.out" 2>&1 ||
+	bad "isergwctl apply (a store moved to another target): $(cat "$S/apply.out")"
+n2=$(timeout --kill-after=5 20 iscsi-ls -s "iscsi://$ADDR:$PORT" </dev/null 2>/dev/null | grep -c "$T-2")
+[ "$n2" -ge 1 ] && ! grep -q "LUN 0 not opened" "$GLOG" &&
+	pass "a store moved to a target listed first in one apply: opened there" ||
+	bad "a store moved to another target: $(grep 'not opened' "$GLOG" | tail -n 1)"
 
 # ---- 3. isergw-api standalone
 if [ -x "$API" ]; then
