@@ -30,7 +30,8 @@
 #    size 422 naming size;
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
-#    naming the field of the body), a body above 1 MiB (413, chunked too),
+#    naming the field of the body), a LUN on another LUN's file by another
+#    spelling (422 naming path, the detail both LUNs), a body above 1 MiB (413, chunked too),
 #    no token (401), a read-only token on a write (403), a path that
 #    is not a resource (404), a method a path does not take (405, Allow);
 # 6. PATCH /api/v1/nodes/n3 {"drained": true}: GET /api/v1/nodes through
@@ -274,6 +275,12 @@ expect "isergwd's validator refuses block_size 1000" 422 2 POST "$V1/targets/$T/
 expect "a device group that does not exist" 422 2 POST "$V1/targets/$T/luns" \
 	"{\"path\": \"$BED_SHARED/bad.img\", \"size\": \"4M\", \"device_group\": \"nope\"}" &&
 	ha_check "422 names device_group" field_is device_group
+expect "a LUN on LUN 0's file by another spelling" 422 2 POST "$V1/targets/$T/luns" \
+	"{\"lun\": 7, \"path\": \"/$BED_SHARED/./api0.img\", \"device_group\": \"dg1\"}" &&
+	ha_check "422 names path" field_is path &&
+	ha_check "the detail names LUN 7 and LUN 0 (one store)" \
+		grep -qF "LUN 7 of $T and LUN 0 of $T name one backing store ($BED_SHARED/api0.img)" \
+		<<<"$(body .detail)"
 head -c $((1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$OUT/big.json"
 expect "a body above 1 MiB" 413 1 PUT "$V1/config" "@$OUT/big.json"
 code=$(req 1 PUT "$V1/config" "@$OUT/big.json" -H 'Transfer-Encoding: chunked')
