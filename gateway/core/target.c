@@ -214,8 +214,13 @@ static void store_forget_target(struct gw *gw, const struct gw_target *t)
 		store_forget(gw, t->bdevs[i]);
 }
 
+/*
+ * Opens LUN lc of target tcfg: its backstore, then its logical unit. A store
+ * another LUN has open: -EADDRINUSE, the reason in why, logged at err unless
+ * quiet (the caller hands the reason on).
+ */
 static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struct gw_lun_cfg *lc,
-		    struct bdev **bout, struct scsi_lu **lout, char *why, size_t whylen)
+		    struct bdev **bout, struct scsi_lu **lout, char *why, size_t whylen, bool quiet)
 {
 	struct bdev_file_params bp = {
 		.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
@@ -246,7 +251,7 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	}
 	rc = store_claim(gw, tcfg->iqn, lc, b, why, whylen);
 	if (rc) {
-		if (rc == -EADDRINUSE)
+		if (rc == -EADDRINUSE && !quiet)
 			GW_ERR(COMP, "target %s LUN %u not opened: %s", tcfg->iqn, lc->lun, why);
 		bdev_close(b);
 		return rc;
@@ -515,7 +520,8 @@ static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, struct gw
 		const struct gw_lun_cfg *lc = &cfg->luns[i];
 		char why[512];
 
-		rc = lun_open(gw, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun], why, sizeof(why));
+		rc = lun_open(gw, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun], why, sizeof(why),
+			      false);
 		if (rc)
 			goto err_free;
 	}
@@ -895,8 +901,9 @@ static void reload_luns_add(struct gw *gw, struct gw_target *t, const struct gw_
 
 		if (t->luns[nl->lun])
 			continue;
-		if (lun_open(gw, ncfg, nl, &b, &lu, why, sizeof(why))) {
-			GW_ERR(COMP, "reload: target %s LUN %u not added", ncfg->iqn, nl->lun);
+		if (lun_open(gw, ncfg, nl, &b, &lu, why, sizeof(why), false)) {
+			/* why it failed is logged at err already */
+			GW_NOTICE(COMP, "reload: target %s LUN %u not added", ncfg->iqn, nl->lun);
 			continue;
 		}
 		list_for_each(pos, &gw->sessions) {
@@ -976,8 +983,9 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc, char
 		tc->luns_cap = cap;
 	}
 	luns = tc->luns;
+	/* a store in use: the caller (ChangeLun) answers with why, and logs it */
 	rc = lun_open(gw, tc, lc, &b, &lu, why && whylen ? why : buf,
-		      why && whylen ? whylen : sizeof(buf));
+		      why && whylen ? whylen : sizeof(buf), why && whylen);
 	if (rc)
 		goto out;
 	luns[tc->nluns++] = *lc;
