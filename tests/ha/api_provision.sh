@@ -31,9 +31,13 @@
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
 #    naming the field of the body), a LUN on another LUN's file by another
-#    spelling (422 naming path, the detail both LUNs), a body above 1 MiB (413, chunked too),
-#    no token (401), a read-only token on a write (403), a path that
-#    is not a resource (404), a method a path does not take (405, Allow);
+#    spelling (422 naming path, the detail both LUNs), a body above 1 MiB
+#    (413, chunked too), no token (401), a read-only token on a write (403),
+#    a path that is not a resource (404), a method a path does not take
+#    (405, Allow);
+# 5b. a LUN on a hard link of LUN 0's file, which only the file system
+#    tells: every node's isergwd leaves it out, naming both LUNs at err
+#    once; deleted again;
 # 6. PATCH /api/v1/nodes/n3 {"drained": true}: GET /api/v1/nodes through
 #    node 2 shows n3 drained, dg3 moved off it; undrained again; PATCH of a
 #    device group's owner moves it;
@@ -308,6 +312,27 @@ expect "a method the path does not take" 405 1 DELETE "$V1/cluster" &&
 ha_check "no refusal changed the cluster" [ "$(ha_gen 1)" = "$g0" ]
 expect "GET LUNs after the refusals" 200 2 GET "$V1/targets/$T/luns" &&
 	ha_check "still LUNs 0 and 5" jq -e '[.items[].lun] == [0, 5]' "$OUT/body" >/dev/null
+
+# 5b. a LUN on a hard link of LUN 0's file: only the file system tells, which the agent does
+# not ask (a hung mount must not stall it); every node's isergwd leaves it out, at err
+ln -f "$BED_SHARED/api0.img" "$BED_SHARED/api0-link.img" || bed_die "ln"
+code=$(req 1 POST "$V1/targets/$T/luns" \
+	"{\"lun\": 8, \"path\": \"$BED_SHARED/api0-link.img\", \"device_group\": \"dg1\"}")
+echo "  POST of LUN 8 on a hard link of LUN 0's file: $code $(head -c 300 "$OUT/body")"
+left_out() {
+	grep -qE " err +gateway: target $T LUN 8 not opened: LUN 8 of $T and LUN 0 of $T name one backing store \(one file: " \
+		"$(bed_logfile "$1" isergwd)"
+}
+for k in 1 2 3; do
+	ha_check "node $k's isergwd leaves LUN 8 out, at err, naming LUNs 8 and 0" \
+		bed_poll 20 "node $k left LUN 8 out" left_out "$k"
+done
+[ "$code" = 201 ] && expect "DELETE LUN 8" 204 1 DELETE "$V1/targets/$T/luns/8"
+rm -f "$BED_SHARED/api0-link.img"
+for k in 1 2 3; do
+	n=$(grep -E " err +gateway: target $T LUN 8 " "$(bed_logfile "$k" isergwd)" | grep -c 'one backing store')
+	ha_check "node $k's isergwd said it at err once (got $n)" [ "$n" = 1 ]
+done
 
 # 6. drain, undrain, move
 n3_drained() { req 2 GET "$V1/nodes" >/dev/null && jq -e '.items[] | select(.name == "n3") | .drained' "$OUT/body" >/dev/null; }
