@@ -188,9 +188,13 @@ static int store_claim(struct gw *gw, const char *iqn, const struct gw_lun_cfg *
 		gw->stores = st;
 		gw->stores_cap = cap;
 	}
-	st = &gw->stores[gw->nstores++];
+	st = &gw->stores[gw->nstores];
+	st->key = strdup(key);  /* as long as it is, not GW_STORE_KEY_MAX per LUN */
+	free(key);
+	if (!st->key)
+		return -ENOMEM;
+	gw->nstores++;
 	st->b = b;
-	st->key = key;
 	st->lun = lc->lun;
 	snprintf(st->iqn, sizeof(st->iqn), "%s", iqn);
 	return 0;
@@ -253,6 +257,9 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 	if (rc) {
 		if (rc == -EADDRINUSE && !quiet)
 			GW_ERR(COMP, "target %s LUN %u not opened: %s", tcfg->iqn, lc->lun, why);
+		else if (rc != -EADDRINUSE)
+			GW_ERR(COMP, "target %s LUN %u not opened: %s", tcfg->iqn, lc->lun,
+			       strerror(-rc));
 		bdev_close(b);
 		return rc;
 	}
