@@ -1862,11 +1862,11 @@ static void ref_key(const struct gw_config *c, const struct store_ref *r, char *
 }
 
 /*
- * No two LUNs on one backing store, by its key (gw_store_key): the keys
- * hashed and sorted, those of one hash compared. Names the first LUN (in
- * the order of the file) whose store an earlier LUN has, and that LUN.
+ * By the keys (gw_store_key) hashed and sorted, those of one hash compared:
+ * names the first LUN (in the order of the file) whose store an earlier LUN
+ * has, and that LUN.
  */
-static int validate_stores(const struct gw_config *c, char *err, size_t errlen)
+int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
 {
 	const struct store_ref *hit = NULL, *first = NULL;
 	struct store_ref *refs = NULL;
@@ -2077,7 +2077,7 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 		if (rc)
 			return rc;
 	}
-	return validate_stores(c, err, errlen);
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -210,7 +210,7 @@ void gw_config_free(struct gw_config *c);
  * (the user%secret@ part dropped, host and IQN in lower case, the default
  * port 3260 written out, leading zeros and empty parts dropped); a file or
  * device path with "//", "/./", "DIR/.." and a trailing slash folded away.
- * LUNs with one key name one store (gw_config_validate refuses them); what
+ * LUNs with one key name one store (gw_config_check_stores); what
  * only the file system knows (links, devices, relative paths) and backend
  * LUNs reached by other addresses are found where isergwd opens the stores.
  * Returns 0 or -ENAMETOOLONG.
@@ -225,6 +225,15 @@ int gw_store_key(const char *path, char *out, size_t len);
  */
 int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
 		      const char *other_iqn, uint32_t other_lun, const char *key);
+/*
+ * No two LUNs on one backing store, by their keys (gw_store_key): 0, or
+ * -EINVAL with gw_store_conflict's message, or -ENOMEM. Apart from
+ * gw_config_validate so that a configuration made before the check can
+ * still be read: every entry point of a new configuration calls it
+ * (isergwd's file, SIGHUP and ApplyConfig, the HA agent's checks of a new
+ * configuration, which isergw-api's writes go through).
+ */
+int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen);
 /*
  * What the text cannot tell, asked of this node's file system (stat, links
  * followed): two LUNs on one file (device + inode: hard links, symlinks,

@@ -1119,11 +1119,26 @@ static void test_store_twice(void **state)
 	char err[512];
 
 	(void)state;
-	expect_refused(twice, sizeof(twice) / sizeof(twice[0]));
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+		struct gw_config *c = NULL;
+		int rc;
+
+		/* a valid configuration otherwise (one made before the check still loads) */
+		assert_int_equal(gw_config_load_string(twice[i].json, &c, err, sizeof(err)), 0);
+		err[0] = '\0';
+		rc = gw_config_check_stores(c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, twice[i].expect, strlen(twice[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    twice[i].expect);
+			fail();
+		}
+		gw_config_free(c);
+	}
 	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
 		struct gw_config *c = NULL;
 
-		if (gw_config_load_string(fine[i], &c, err, sizeof(err))) {
+		if (gw_config_load_string(fine[i], &c, err, sizeof(err)) ||
+		    gw_config_check_stores(c, err, sizeof(err))) {
 			print_error("case %zu: %s\n", i, err);
 			fail();
 		}
@@ -1161,8 +1176,9 @@ static void test_store_twice_many(void **state)
 	}
 	gw_config_finalize(c);
 	assert_int_equal(gw_config_validate(c, err, sizeof(err)), 0);
+	assert_int_equal(gw_config_check_stores(c, err, sizeof(err)), 0);
 	snprintf(c->targets[T - 1].luns[L - 1].path, PATH_MAX, "/srv/t3/../t3/l17.img");
-	assert_int_equal(gw_config_validate(c, err, sizeof(err)), -EINVAL);
+	assert_int_equal(gw_config_check_stores(c, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "targets[7].luns[1999].path: LUN 1999 of "
 			    "iqn.2026-11.org.example:t7 and LUN 17 of iqn.2026-11.org.example:t3 "
 			    "name one backing store (/srv/t3/l17.img): a store belongs to one LUN");

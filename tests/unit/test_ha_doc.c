@@ -1382,6 +1382,27 @@ static void test_store_twice(void **state)
 	assert_non_null(strstr(err, "targets[0].luns[1].path: LUN 1 of " TQ " and LUN 0 of " TQ
 			       " name one backing store (/dev/mapper/shared-0)"));
 	assert_null(n);
+	/* a document made before the check (stored, or from the cluster) still loads */
+	{
+		struct ha_doc *old = NULL, *next = NULL;
+		char *text, *at;
+
+		assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/dev/mapper/shared-X\"}",
+						 &n, err, sizeof(err)), 0);
+		text = strdup(n->text);
+		assert_non_null(text);
+		assert_non_null(at = strstr(text, "shared-X"));
+		at[7] = '0';
+		assert_int_equal(ha_doc_parse(text, &old, err, sizeof(err)), 0);
+		/* a new configuration keeping them is refused */
+		assert_int_equal(ha_doc_with_config(old, CFG_LUNS(",\"luns\":[" LUN(0, "") ","
+						    "{\"lun\":1,\"path\":\"/dev/mapper/shared-0\"}]"), &next,
+						    err, sizeof(err)), -EINVAL);
+		assert_null(next);
+		ha_doc_free(old);
+		ha_doc_free(n);
+		free(text);
+	}
 	ha_doc_free(a);
 	ha_doc_free(d);
 }
