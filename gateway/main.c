@@ -362,7 +362,20 @@ static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from
 		managed_settings(cfg);
 	gw_config_finalize(cfg);
 	rc = gw_config_validate(cfg, verr, sizeof(verr));
-	if (rc)
+	/*
+	 * One store, one LUN, by the text and by what this node's file system
+	 * says. Not on a managed node: the HA agent refuses new configurations
+	 * with two LUNs on one store, and one it keeps (made before the check)
+	 * refused as a whole here would leave this node on an old generation,
+	 * serving nothing; the second LUN is left out when it is opened.
+	 */
+	if (!rc && !cli->managed)
+		rc = gw_config_check_stores(cfg, verr, sizeof(verr));
+	if (!rc && !cli->managed)
+		rc = gw_config_check_files(cfg, verr, sizeof(verr));
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (rc)
 		snprintf(err, errlen, "invalid configuration: %s", verr);
 	return rc;
 }

@@ -505,7 +505,12 @@ static void translate(const struct ha_doc *d, size_t k, const char *prefix, cons
 		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s", prefix, k, name, msg);
 }
 
-/* isergwd's own validator on every node's rendering. */
+/*
+ * isergwd's own validator on every node's rendering. A document read
+ * (prefix "config.": stored, or taken from the cluster) may be older than
+ * the check that a store belongs to one LUN: it is kept, with a warning
+ * (each isergwd leaves the second LUN out); a new configuration is refused.
+ */
 static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err, size_t errlen)
 {
 	for (size_t k = 0; k < d->nnodes; k++) {
@@ -524,7 +529,18 @@ static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err,
 			translate(d, k, prefix, msg, err, errlen);
 			return -EINVAL;
 		}
+		/* the targets are every node's: their stores once */
+		rc = k ? 0 : gw_config_check_stores(cfg, msg, sizeof(msg));
 		gw_config_free(cfg);
+		if (rc == -ENOMEM)
+			return ha_set_err(err, errlen, rc, "out of memory");
+		if (rc && prefix[0]) {
+			GW_WARN(HA_DOC_COMP, "generation %" PRIu64 " kept although %s; isergwd opens "
+				"one of them: change the configuration", d->generation, msg);
+		} else if (rc) {
+			translate(d, k, prefix, msg, err, errlen);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

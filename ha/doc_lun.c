@@ -225,6 +225,118 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 	return 0;
 }
 
+/*
+ * The JSON string s[i..end) of canonical text (escapes only where JSON
+ * requires them, \u00XX for control bytes) into out; false if it does not
+ * fit or is not such a string.
+ */
+static bool jstr_decode(const char *s, size_t i, size_t end, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (end < i + 2 || s[i] != '"' || s[end - 1] != '"')
+		return false;
+	for (i++, end--; i < end; i++) {
+		char ch = s[i];
+
+		if (ch == '\\' && ++i < end) {
+			switch (s[i]) {
+			case 'b': ch = '\b'; break;
+			case 'f': ch = '\f'; break;
+			case 'n': ch = '\n'; break;
+			case 'r': ch = '\r'; break;
+			case 't': ch = '\t'; break;
+			case 'u': {
+				char hex[5] = "";
+				char *hend;
+				unsigned long v;
+
+				if (i + 4 >= end)
+					return false;
+				memcpy(hex, s + i + 1, 4);
+				v = strtoul(hex, &hend, 16);
+				if (*hend || v > 0xff)
+					return false;
+				ch = (char)v;
+				i += 4;
+				break;
+			}
+			default: ch = s[i]; break;
+			}
+		}
+		if (o + 1 >= len)
+			return false;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/*
+ * A LUN added (the path of LUN lun of iqn, targets[t->index].luns[li]) on the
+ * backing store of a LUN in the targets array text s: refused naming both,
+ * by util/config.c's key and message, as isergwd's validator refuses it in a
+ * whole configuration.
+ */
+static int store_taken(const char *s, const struct tpos *t, size_t li, const char *iqn,
+		       uint32_t lun, const char *path, char *err, size_t errlen)
+{
+	char *key = malloc(3 * GW_STORE_KEY_MAX), *other, *name;
+	char what[96];
+	size_t i = 1;
+	int rc = 0;
+
+	if (!key)
+		return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+	other = key + GW_STORE_KEY_MAX;
+	name = other + GW_STORE_KEY_MAX;
+	if (gw_store_key(path, key, GW_STORE_KEY_MAX) || s[0] != '[')
+		goto out;
+	while (!rc && s[i] == '{') {
+		struct member m;
+		size_t j = i + 1, luns = 0, tiqn = 0, tiqn_end = 0;
+
+		while (next_member(s, &j, &m)) {
+			if (key_is(s, &m, "iqn")) {
+				tiqn = m.val;
+				tiqn_end = m.val_end;
+			} else if (key_is(s, &m, "luns") && s[m.val] == '[') {
+				luns = m.val + 1;
+			}
+		}
+		for (size_t a = luns; luns && !rc && s[a] == '{'; ) {
+			size_t k = a + 1, b = skip_val(s, a);
+			unsigned long n = 0;
+			bool same = false;
+
+			while (next_member(s, &k, &m)) {
+				if (key_is(s, &m, "lun"))
+					n = strtoul(s + m.val, NULL, 10);
+				else if (key_is(s, &m, "path"))
+					same = jstr_decode(s, m.val, m.val_end, name, GW_STORE_KEY_MAX) &&
+					       !gw_store_key(name, other, GW_STORE_KEY_MAX) &&
+					       !strcmp(key, other);
+			}
+			if (same) {
+				snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", t->index, li);
+				if (!jstr_decode(s, tiqn, tiqn_end, name, GW_STORE_KEY_MAX))
+					snprintf(name, GW_STORE_KEY_MAX, "?");
+				rc = gw_store_conflict(err, errlen, what, iqn, lun, name, (uint32_t)n,
+						       key);
+			}
+			a = b;
+			if (s[a] == ',')
+				a++;
+		}
+		i = j + 1;
+		if (s[i] == ',')
+			i++;
+	}
+out:
+	free(key);
+	return rc;
+}
+
 /* ------------------------------------------------------------ the LUN */
 
 /* The LUN object's canonical text with "lun" = lun, checked as a whole configuration would. */
@@ -274,7 +386,9 @@ static char *lun_canon(const struct ha_doc *d, const char *iqn, const struct tpo
 		ha_set_err(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (gw_lun_parse(obj, iqn, t->index, li, lc, err, errlen))
+	if (gw_lun_parse(obj, iqn, t->index, li, lc, err, errlen) ||
+	    store_taken(d->targets_text ? d->targets_text : "[]", t, li, iqn, lun, lc->path, err,
+			errlen))
 		goto out;
 	canon = ha_json_canon(obj, NULL, &rc);
 	if (!canon)

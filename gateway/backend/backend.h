@@ -94,10 +94,36 @@ struct bdev_ops {
 	bool (*awaits_registration)(struct bdev *b);
 };
 
+/*
+ * What the backing store is, set at open and not changed after, so that a
+ * second LUN on it is refused (core/target.c): a file's device and inode, a
+ * block device's device number, a backend LUN's designator from its VPD
+ * page 0x83 (type, code set, identifier; followed by a NUL and the target's
+ * name when the designator is unique within its target only, as tgt's
+ * locally assigned NAA made of target id and LUN; BDEV_ID_NONE when the
+ * backend could not be reached at open: then only its URL tells). Messages
+ * show bytes[0..shown).
+ */
+enum bdev_id_kind {
+	BDEV_ID_NONE = 0,
+	BDEV_ID_FILE,           /* bytes: st_dev, st_ino (two uint64_t) */
+	BDEV_ID_BLOCK,          /* bytes: st_rdev (uint64_t) */
+	BDEV_ID_DESIGNATOR,     /* bytes: designator type, code set, identifier[, NUL, IQN] */
+};
+#define BDEV_ID_MAX 512u
+
+struct bdev_id {
+	enum bdev_id_kind kind;
+	uint16_t len;
+	uint16_t shown;
+	uint8_t bytes[BDEV_ID_MAX];
+};
+
 struct bdev {
 	const struct bdev_ops *ops;
 	struct bdev_info info;
 	char name[256];
+	struct bdev_id id;
 	void *priv;
 	/* Set by the backstore while its backing store is unreachable (I/O then
 	 * fails with -ENOTCONN); zero for backstores that are always there.

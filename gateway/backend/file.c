@@ -1165,6 +1165,19 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		goto err_free;
 	}
 	f->bdev.info.block_size = bs;
+	if (f->is_blkdev) {
+		uint64_t rdev = (uint64_t)st.st_rdev;
+
+		f->bdev.id.kind = BDEV_ID_BLOCK;
+		f->bdev.id.len = sizeof(rdev);
+		memcpy(f->bdev.id.bytes, &rdev, sizeof(rdev));
+	} else {
+		uint64_t ident[2] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino };
+
+		f->bdev.id.kind = BDEV_ID_FILE;
+		f->bdev.id.len = sizeof(ident);
+		memcpy(f->bdev.id.bytes, ident, sizeof(ident));
+	}
 	if (f->bdev.info.size_bytes == 0 || f->bdev.info.size_bytes % bs) {
 		rc = -EINVAL;
 		open_fail(p, "%s: size %" PRIu64 " is not a non-zero multiple of block size %u",

@@ -37,6 +37,7 @@
 #include "backend/backend.h"
 #include "backend/iscsi_priv.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -152,6 +153,65 @@ int bdev_iscsi_parse_url(const char *url, struct bdev_iscsi_url *out, char *err,
 	else
 		snprintf(out->portal, sizeof(out->portal), "%s:%u", out->host, out->port);
 	return 0;
+}
+
+/* Preference of a designator type naming a logical unit; 0: not one that does. */
+static int desig_rank(uint8_t type)
+{
+	switch (type) {
+	case 3: return 4;       /* NAA */
+	case 2: return 3;       /* EUI-64 */
+	case 8: return 2;       /* SCSI name string */
+	case 1: return 1;       /* T10 vendor ID */
+	default: return 0;      /* relative port, port group, LU group, MD5, UUID, ... */
+	}
+}
+
+size_t bdev_iscsi_lu_designator(const uint8_t *page, size_t len, uint8_t *out, size_t outlen)
+{
+	size_t end, best_at = 0, best_len = 0;
+	int best = 0;
+
+	if (len < 4 || page[1] != 0x83)
+		return 0;
+	end = 4 + ((size_t)page[2] << 8 | page[3]);
+	if (end > len)
+		end = len;     /* truncated: what arrived */
+	for (size_t i = 4; i + 4 <= end; i += 4 + (size_t)page[i + 3]) {
+		uint8_t assoc = (page[i + 1] >> 4) & 3, type = page[i + 1] & 0xf;
+		size_t dl = page[i + 3];
+
+		/* association 0: the logical unit (1: its target port, 2: the target device) */
+		if (i + 4 + dl > end || assoc != 0 || dl == 0 || desig_rank(type) <= best)
+			continue;
+		best = desig_rank(type);
+		best_at = i;
+		best_len = dl;
+	}
+	if (!best || 2 + best_len > outlen)
+		return 0;
+	out[0] = page[best_at + 1] & 0xf;
+	out[1] = page[best_at] & 0xf;
+	memcpy(out + 2, page + best_at + 4, best_len);
+	return 2 + best_len;
+}
+
+bool bdev_iscsi_designator_global(const uint8_t *d, size_t len)
+{
+	if (len < 3)
+		return false;
+	switch (d[0]) {
+	case 2:         /* EUI-64 */
+	case 8:         /* SCSI name string */
+		return true;
+	case 3: {       /* NAA: its type in the first nibble */
+		uint8_t naa = d[2] >> 4;
+
+		return naa == 2 || naa == 5 || naa == 6;
+	}
+	default:
+		return false;
+	}
 }
 
 uint32_t bdev_iscsi_backoff_ms(unsigned int attempt)
@@ -2318,6 +2378,8 @@ struct ib_found {
 	uint32_t max_xfer_blocks;
 	uint32_t opt_xfer_blocks;
 	uint32_t max_caw_blocks;
+	uint8_t desig[BDEV_ID_MAX];     /* VPD page 0x83: the LU's designator (bdev_iscsi_lu_designator) */
+	size_t desig_len;
 };
 
 static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -2385,7 +2447,8 @@ static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uin
 		if (page < 0)
 			t = iscsi_readcapacity16_task(ctx, (int)ib->url.lun, disc_cb, &d);
 		else
-			t = iscsi_inquiry_task(ctx, (int)ib->url.lun, 1, page, 255, disc_cb, &d);
+			t = iscsi_inquiry_task(ctx, (int)ib->url.lun, 1, page, page == 0x83 ? 1024 : 255,
+					       disc_cb, &d);
 		if (!t)
 			return -ENOMEM;
 		rc = disc_wait(ctx, ib, &d, deadline);
@@ -2454,7 +2517,7 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 
 /*
  * One short session: login, READ CAPACITY(16), the COMPARE AND WRITE probe,
- * VPD B0h and B2h. Returns 0, or -errno with the reason in why (no secret).
+ * VPD B0h, 83h and B2h. Returns 0, or -errno with the reason in why (no secret).
  */
 static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f, char *why,
 		    size_t whylen)
@@ -2532,6 +2595,12 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 			max_unmap = bl->max_unmap;
 			max_unmap_desc = bl->max_unmap_bdc;
 		}
+		scsi_free_scsi_task(t);
+	}
+	/* what names the LU, so that two URLs reaching it are found out (core/target.c) */
+	if (disc_cmd(ctx, ib, 0x83, deadline, &t) == 0) {
+		f->desig_len = bdev_iscsi_lu_designator(t->datain.data, (size_t)t->datain.size,
+							f->desig, sizeof(f->desig));
 		scsi_free_scsi_task(t);
 	}
 	if (lbpme && disc_cmd(ctx, ib, 0xb2, deadline, &t) == 0) {
@@ -2821,6 +2890,25 @@ err_mutex:
 	return -rc;
 }
 
+/* The LU's identity (bdev.id) from its designator, scoped to the target when not global. */
+static void ib_set_id(struct ib_bdev *ib, const struct ib_found *f)
+{
+	struct bdev_id *id = &ib->bdev.id;
+	size_t n = f->desig_len, il = strlen(ib->url.iqn);
+
+	memcpy(id->bytes, f->desig, n);
+	if (!bdev_iscsi_designator_global(f->desig, n)) {
+		if (n + 1 + il > sizeof(id->bytes))
+			return;
+		id->bytes[n++] = 0;
+		for (size_t i = 0; i < il; i++)
+			id->bytes[n++] = (uint8_t)tolower((unsigned char)ib->url.iqn[i]);
+	}
+	id->kind = BDEV_ID_DESIGNATOR;
+	id->len = (uint16_t)n;
+	id->shown = (uint16_t)f->desig_len;
+}
+
 int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 {
 	struct ib_bdev *ib;
@@ -2872,6 +2960,8 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &f, why, sizeof(why));
 	if (rc == 0) {
 		ib_apply_locked(ib, &f);        /* nobody else sees ib yet */
+		if (f.desig_len)
+			ib_set_id(ib, &f);
 		ib_log_found(ib, &f, "backend LUN");
 	} else {
 		GW_ERR(IB_COMP, "%s: %s", ib->bdev.name, why);

@@ -29,6 +29,22 @@ struct bdev_iscsi_url {
  */
 int bdev_iscsi_parse_url(const char *url, struct bdev_iscsi_url *out, char *err, size_t errlen);
 
+/*
+ * The designator naming the logical unit in VPD page 0x83 data (page, len
+ * bytes as returned): of those associated with the LU (not with a target
+ * port or the target device), the first NAA, else EUI-64, else SCSI name
+ * string, else T10 vendor ID; into out as designator type, code set and the
+ * identifier. Its length, or 0 when there is none (or it does not fit).
+ */
+size_t bdev_iscsi_lu_designator(const uint8_t *page, size_t len, uint8_t *out, size_t outlen);
+/*
+ * Whether that designator (d: type, code set, identifier) is unique beyond
+ * its target: EUI-64, SCSI name string, NAA IEEE Extended / Registered /
+ * Registered Extended. Not: NAA locally assigned (tgt: target id and LUN),
+ * T10 vendor ID (the vendor's own numbering).
+ */
+bool bdev_iscsi_designator_global(const uint8_t *d, size_t len);
+
 /* Reconnect delay before attempt number `attempt` (0 = the first retry). */
 #define IB_BACKOFF_BASE_MS 50u
 #define IB_BACKOFF_MAX_MS  2000u

@@ -106,6 +106,8 @@ struct gw_stats {
 	atomic_uint_fast64_t commands, read_bytes, write_bytes, rejects, conn_drops;
 };
 
+struct gw_store;
+
 struct gw {
 	bool lu_state_cluster;              /* new LUs: the cluster carries their state (lu_state) */
 	struct gw_config *cfg;          /* current; replaced by reload under sess_lock */
@@ -128,6 +130,9 @@ struct gw {
 	atomic_bool running;            /* reactor threads started */
 	int ifaddr_fd;                  /* rtnetlink address events (portal.c), -1 = none */
 	struct reactor_fd ifaddr_rfd;
+	/* the backing stores open, one per LUN (target.c); guarded by sess_lock */
+	struct gw_store *stores;
+	size_t nstores, stores_cap;
 };
 
 enum iscsi_conn_state {
@@ -280,9 +285,11 @@ int gw_reload(struct gw *gw, struct gw_config *cfg);
  * without a reload: no other LUN, portal or session is touched. The LU is
  * opened (closed) and given to (taken from) the target's sessions as a
  * reload would. -ENOENT: no such target (or LUN to remove); -EEXIST: the
- * LUN number is in use; -errno when the backstore cannot be opened.
+ * LUN number is in use; -EADDRINUSE: its backing store is another LUN's
+ * (why says which, when given); -errno when the backstore cannot be opened.
  */
-int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc);
+int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc, char *why,
+	       size_t whylen);
 int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun);
 /* Whether target iqn has LUN lun open (false for no such target). */
 bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -118,6 +119,120 @@ static const char *path_for_log(const char *path, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The backing stores open, one per LUN: a LUN whose store is another LUN's
+ * is refused (two logical units on one store would have other serials, and
+ * reservations and CAW locks covering one of them only). One store: the
+ * same key (gw_store_key, the text of the path or URL) or the same identity
+ * the backstore found at open (bdev.id: device + inode of a file, the
+ * device number of a block device, the VPD 0x83 designator of a backend
+ * LU reached by another address).
+ */
+struct gw_store {
+	const struct bdev *b;
+	char *key;
+	char iqn[GW_NAME_MAX];
+	uint32_t lun;
+};
+
+static bool id_same(const struct bdev_id *a, const struct bdev_id *b)
+{
+	return a->kind != BDEV_ID_NONE && a->kind == b->kind && a->len == b->len &&
+	       memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+static void id_describe(const struct bdev_id *id, char *buf, size_t len)
+{
+	uint64_t v[2] = { 0, 0 };
+	size_t n;
+
+	memcpy(v, id->bytes, id->len < sizeof(v) ? id->len : sizeof(v));
+	switch (id->kind) {
+	case BDEV_ID_FILE:
+		snprintf(buf, len, "one file: device %u:%u inode %llu", major((dev_t)v[0]),
+			 minor((dev_t)v[0]), (unsigned long long)v[1]);
+		return;
+	case BDEV_ID_BLOCK:
+		snprintf(buf, len, "one block device: %u:%u", major((dev_t)v[0]), minor((dev_t)v[0]));
+		return;
+	case BDEV_ID_DESIGNATOR:
+		n = (size_t)snprintf(buf, len, "one backend logical unit: VPD 0x83 designator type %u ",
+				     id->bytes[0]);
+		for (size_t i = 2; i < id->shown && i < 34 && n + 3 < len; i++, n += 2)
+			snprintf(buf + n, len - n, "%02x", id->bytes[i]);
+		return;
+	default:
+		snprintf(buf, len, "one store");
+		return;
+	}
+}
+
+/* Caller holds sess_lock (or the daemon is starting). 0, -EADDRINUSE (why filled), -ENOMEM. */
+static int store_claim(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc,
+		       const struct bdev *b, char *why, size_t whylen)
+{
+	char *key = malloc(GW_STORE_KEY_MAX), desc[160];
+	struct gw_store *st;
+
+	if (!key)
+		return -ENOMEM;
+	if (gw_store_key(lc->path, key, GW_STORE_KEY_MAX))
+		key[0] = '\0';
+	for (size_t i = 0; i < gw->nstores; i++) {
+		const struct gw_store *o = &gw->stores[i];
+		bool by_key = key[0] && strcmp(o->key, key) == 0;
+
+		if (!by_key && !id_same(&o->b->id, &b->id))
+			continue;
+		if (by_key)
+			snprintf(desc, sizeof(desc), "%.150s", key);
+		else
+			id_describe(&b->id, desc, sizeof(desc));
+		gw_store_conflict(why, whylen, NULL, iqn, lc->lun, o->iqn, o->lun, desc);
+		free(key);
+		return -EADDRINUSE;
+	}
+	if (gw->nstores == gw->stores_cap) {
+		size_t cap = gw->stores_cap ? 2 * gw->stores_cap : 16;
+
+		st = realloc(gw->stores, cap * sizeof(*st));
+		if (!st) {
+			free(key);
+			return -ENOMEM;
+		}
+		gw->stores = st;
+		gw->stores_cap = cap;
+	}
+	st = &gw->stores[gw->nstores];
+	st->key = strdup(key);  /* as long as it is, not GW_STORE_KEY_MAX per LUN */
+	free(key);
+	if (!st->key)
+		return -ENOMEM;
+	gw->nstores++;
+	st->b = b;
+	st->lun = lc->lun;
+	snprintf(st->iqn, sizeof(st->iqn), "%s", iqn);
+	return 0;
+}
+
+/* The store of a LUN closed or removed is free again. Caller holds sess_lock. */
+static void store_forget(struct gw *gw, const struct bdev *b)
+{
+	for (size_t i = 0; b && i < gw->nstores; i++) {
+		if (gw->stores[i].b != b)
+			continue;
+		free(gw->stores[i].key);
+		gw->stores[i] = gw->stores[--gw->nstores];
+		return;
+	}
+}
+
+static void store_forget_target(struct gw *gw, const struct gw_target *t)
+{
+	for (uint32_t i = 0; t->bdevs && i < t->nluns; i++)
+		store_forget(gw, t->bdevs[i]);
+}
+
 static struct gw_lun_fault *fault_find(const struct gw_target *t, uint32_t lun)
 {
 	for (size_t i = 0; i < t->nfaults; i++)
@@ -178,10 +293,18 @@ int gw_lun_fault(const struct gw_target *t, const struct gw_lun_cfg *lc, const c
 	return 1;
 }
 
+/*
+ * Opens LUN lc of target tcfg: its backstore, then its logical unit. A LUN
+ * that cannot be opened is recorded (fault_set: logged at err once per
+ * change of its reason). A store another LUN has open: -EADDRINUSE, the
+ * reason in why_out; recorded and logged the same way unless quiet (the
+ * caller, ChangeLun, answers with the reason and logs it).
+ */
 static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *tcfg,
-		    const struct gw_lun_cfg *lc, struct bdev **bout, struct scsi_lu **lout)
+		    const struct gw_lun_cfg *lc, struct bdev **bout, struct scsi_lu **lout,
+		    char *why_out, size_t why_outlen, bool quiet)
 {
-	char why[256] = "", logpath[PATH_MAX];
+	char why[512] = "", logpath[PATH_MAX];
 	struct bdev_file_params bp = {
 		.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
 		.readonly = lc->readonly, .err = why, .errlen = sizeof(why),
@@ -211,6 +334,17 @@ static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_c
 		fault_set(t, tcfg->iqn, lc->lun, rc, why);
 		return rc;
 	}
+	rc = store_claim(gw, tcfg->iqn, lc, b, why, sizeof(why));
+	if (rc) {
+		if (rc != -EADDRINUSE)
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		if (why_out && why_outlen)
+			snprintf(why_out, why_outlen, "%s", why);
+		if (!quiet)
+			fault_set(t, tcfg->iqn, lc->lun, rc, why);
+		bdev_close(b);
+		return rc;
+	}
 	memset(&lp, 0, sizeof(lp));
 	lp.lun = lc->lun;
 	snprintf(lp.vendor, sizeof(lp.vendor), "%s", lc->vendor);
@@ -233,6 +367,7 @@ static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_c
 	if (rc) {
 		snprintf(why, sizeof(why), "cannot create the logical unit: %s", strerror(-rc));
 		fault_set(t, tcfg->iqn, lc->lun, rc, why);
+		store_forget(gw, b);
 		bdev_close(b);
 		return rc;
 	}
@@ -484,7 +619,8 @@ static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, bool tole
 	for (size_t i = 0; i < cfg->nluns; i++) {
 		const struct gw_lun_cfg *lc = &cfg->luns[i];
 
-		rc = lun_open(gw, t, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun]);
+		rc = lun_open(gw, t, cfg, lc, &t->bdevs[lc->lun], &t->luns[lc->lun], NULL, 0,
+			      false);
 		if (rc && !tolerant)
 			goto err_free;
 	}
@@ -492,6 +628,7 @@ static int target_open(struct gw *gw, const struct gw_target_cfg *cfg, bool tole
 	return 0;
 
 err_free:
+	store_forget_target(gw, t);
 	target_free(t);
 	return rc;
 }
@@ -682,6 +819,9 @@ void gw_destroy(struct gw *gw)
 	for (size_t i = 0; i < gw->ntargets; i++)
 		target_free(gw->targets[i]);
 	free(gw->targets);
+	for (size_t i = 0; i < gw->nstores; i++)
+		free(gw->stores[i].key);
+	free(gw->stores);
 	for (size_t i = 0; i < gw->nportals; i++)
 		free(gw->portals[i]);
 	free(gw->portals);
@@ -788,8 +928,13 @@ static void lun_grow(struct gw_target *t, const struct gw_lun_cfg *ol,
 	}
 }
 
-/* LUN changes of a target that stays; caller holds sess_lock. */
-static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
+/*
+ * LUN changes of a target that stays, in two steps: the LUNs removed or
+ * changed go first, from every target (their stores are free again for the
+ * LUNs added after, in any target), then the new ones are opened. Caller
+ * holds sess_lock.
+ */
+static void reload_luns_drop(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
 {
 	char logpath[PATH_MAX];
 	const struct gw_target_cfg *ocfg = t->cfg;
@@ -820,6 +965,7 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 		}
 		/* commands in flight still use them: freed at exit */
 		/* retired objects are freed last in, first out: the LU before its backstore */
+		store_forget(gw, t->bdevs[ol->lun]);
 		gw_retire(gw, retire_bdev, t->bdevs[ol->lun]);
 		gw_retire(gw, retire_lu, t->luns[ol->lun]);
 		__atomic_store_n(&t->luns[ol->lun], NULL, __ATOMIC_RELEASE);
@@ -828,6 +974,13 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 	for (size_t i = t->nfaults; i-- > 0;)
 		if (!find_lun(ncfg, t->faults[i].lun))
 			fault_drop(t, t->faults[i].lun);
+}
+
+static void reload_luns_add(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
+{
+	char logpath[PATH_MAX];
+	struct list_head *pos;
+
 	for (size_t i = 0; i < ncfg->nluns; i++) {
 		const struct gw_lun_cfg *nl = &ncfg->luns[i];
 		struct scsi_lu *lu;
@@ -835,7 +988,7 @@ static void reload_luns(struct gw *gw, struct gw_target *t, const struct gw_targ
 
 		if (t->luns[nl->lun])
 			continue;
-		if (lun_open(gw, t, ncfg, nl, &b, &lu))
+		if (lun_open(gw, t, ncfg, nl, &b, &lu, NULL, 0, false))
 			continue;       /* logged once per change of its reason */
 		list_for_each(pos, &gw->sessions) {
 			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
@@ -873,7 +1026,8 @@ bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun)
 	return yes;
 }
 
-int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
+int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc, char *why,
+	       size_t whylen)
 {
 	char logpath[PATH_MAX];
 	struct gw_target_cfg *tc;
@@ -912,7 +1066,8 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc)
 		tc->luns_cap = cap;
 	}
 	luns = tc->luns;
-	rc = lun_open(gw, t, tc, lc, &b, &lu);
+	/* a store in use: the caller (ChangeLun) answers with why, and logs it */
+	rc = lun_open(gw, t, tc, lc, &b, &lu, why, whylen, why && whylen);
 	if (rc)
 		goto out;
 	luns[tc->nluns++] = *lc;
@@ -963,6 +1118,7 @@ int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun)
 				scsi_lu_itn_remove(t->luns[lun], &s->itn);
 		}
 		/* commands in flight still use them: freed at exit, the LU before its backstore */
+		store_forget(gw, t->bdevs[lun]);
 		gw_retire(gw, retire_bdev, t->bdevs[lun]);
 		gw_retire(gw, retire_lu, t->luns[lun]);
 		__atomic_store_n(&t->luns[lun], NULL, __ATOMIC_RELEASE);
@@ -1052,10 +1208,17 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 		if (!keep) {
 			GW_NOTICE(COMP, "reload: target %s removed", t->cfg->iqn);
 			t->removed = true;
+			store_forget_target(gw, t);
 			gw_retire(gw, target_free, t);
 			dropped = true;
 		}
 	}
+	/* the LUNs that go first, so that their stores are free for the ones added */
+	for (size_t j = 0; j < ncfg->ntargets; j++)
+		for (size_t i = 0; i < gw->ntargets; i++)
+			if (!gw->targets[i]->removed &&
+			    strcmp(gw->targets[i]->cfg->iqn, ncfg->targets[j].iqn) == 0)
+				reload_luns_drop(gw, gw->targets[i], &ncfg->targets[j]);
 	for (size_t j = 0; j < ncfg->ntargets; j++) {
 		const struct gw_target_cfg *tc = &ncfg->targets[j];
 		struct gw_target *t = NULL;
@@ -1065,7 +1228,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 			if (!gw->targets[i]->removed && strcmp(gw->targets[i]->cfg->iqn, tc->iqn) == 0)
 				t = gw->targets[i];
 		if (t) {
-			reload_luns(gw, t, tc);
+			reload_luns_add(gw, t, tc);
 			ports = ports_build(gw, tc);
 			if (ports) {
 				gw_retire(gw, free, t->ports);

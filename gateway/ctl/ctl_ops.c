@@ -282,6 +282,7 @@ static int change_lun(struct gw_ctl *ctl, const Isergw__Ctl__ChangeLun *cl, bool
 	enum json_tokener_error jerr = json_tokener_success;
 	json_object *target, *luns, *obj = NULL, *v;
 	struct gw_lun_cfg lc;
+	char store[512];
 	bool add = cl->lun_json[0] != '\0';
 	int ti, li, rc;
 
@@ -355,8 +356,12 @@ static int change_lun(struct gw_ctl *ctl, const Isergw__Ctl__ChangeLun *cl, bool
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = gw_lun_add(ctl->gw, cl->target, &lc);
+	rc = gw_lun_add(ctl->gw, cl->target, &lc, store, sizeof(store));
 	pthread_mutex_unlock(&ctl->reload_lock);
+	if (rc == -EADDRINUSE) {
+		snprintf(why, len, "targets[%d].luns[%d].path: %s", ti, li, store);
+		goto out;
+	}
 	if (rc) {
 		snprintf(why, len, "targets[%d].luns[%d]: LUN %u of %s not added: %s", ti, li, cl->lun,
 			 cl->target, strerror(-rc));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -1628,6 +1629,341 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* one store, one LUN                                                       */
+
+static uint64_t fnv1a64(uint64_t h, const void *data, size_t len);
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+
+static char lower(char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+}
+
+/* Appends n bytes of s to out[*o..len), lower-cased if asked. */
+static int key_put(char *out, size_t len, size_t *o, const char *s, size_t n, bool fold)
+{
+	if (*o + n >= len)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < n; i++)
+		out[(*o)++] = fold ? lower(s[i]) : s[i];
+	out[*o] = '\0';
+	return 0;
+}
+
+/*
+ * iscsi://[user%secret@]HOST[:PORT]/IQN/LUN -> iscsi://host:port/iqn/lun.
+ * Lenient: what is not a URL isergwd can open still gets a key (opening it
+ * fails later, with its own message).
+ */
+static int url_key(const char *url, char *out, size_t len)
+{
+	const char *p = url + 8, *slash = strchr(p, '/'), *hend, *port = "3260", *pend;
+	const char *iqn, *iend, *lun;
+	size_t o = 0, plen = 4;
+	int rc;
+
+	if (!slash)
+		slash = p + strlen(p);
+	for (const char *q = p; q < slash; q++)
+		if (*q == '@')
+			p = q + 1;  /* the credentials are not part of the store */
+	if (*p == '[') {
+		hend = memchr(p, ']', (size_t)(slash - p));
+		hend = hend ? hend + 1 : slash;
+	} else {
+		hend = memchr(p, ':', (size_t)(slash - p));
+		if (!hend)
+			hend = slash;
+	}
+	if (*hend == ':' && hend + 1 < slash) {
+		port = hend + 1;
+		while (*port == '0' && port + 1 < slash)
+			port++;
+		plen = (size_t)(slash - port);
+	}
+	/* IQN and LUN: no empty parts, no trailing slash */
+	iqn = slash;
+	while (*iqn == '/')
+		iqn++;
+	iend = iqn + strcspn(iqn, "/");
+	lun = iend;
+	while (*lun == '/')
+		lun++;
+	pend = lun + strcspn(lun, "/");
+	while (*lun == '0' && lun + 1 < pend)
+		lun++;
+	if ((rc = key_put(out, len, &o, "iscsi://", 8, false)) ||
+	    (rc = key_put(out, len, &o, p, (size_t)(hend - p), true)) ||
+	    (rc = key_put(out, len, &o, ":", 1, false)) ||
+	    (rc = key_put(out, len, &o, port, plen, false)) ||
+	    (rc = key_put(out, len, &o, "/", 1, false)) ||
+	    (rc = key_put(out, len, &o, iqn, (size_t)(iend - iqn), true)) ||
+	    (rc = key_put(out, len, &o, "/", 1, false)) ||
+	    (rc = key_put(out, len, &o, lun, (size_t)(pend - lun), false)))
+		return rc;
+	/* anything after the LUN but slashes stays: another (bad) URL */
+	while (*pend == '/')
+		pend++;
+	return key_put(out, len, &o, pend, strlen(pend), false);
+}
+
+/* A path with "//", "/./", "DIR/.." and a trailing slash folded away. */
+static int file_key(const char *path, char *out, size_t len)
+{
+	bool abs = path[0] == '/';
+	size_t o = 0, keep = 0;  /* keep: out[0..keep) is ".." parts that stay */
+	const char *p = path;
+	int rc;
+
+	if (abs && (rc = key_put(out, len, &o, "/", 1, false)))
+		return rc;
+	keep = o;
+	out[o] = '\0';
+	while (*p) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (n == 0)
+			break;
+		if (n == 1 && p[0] == '.') {
+			p += n;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			p += n;
+			if (o > keep) {
+				/* drop the last part */
+				while (o > keep && out[o - 1] != '/')
+					o--;
+				if (o > keep && !(abs && o == 1))
+					o--;
+				out[o] = '\0';
+				continue;
+			}
+			if (abs)
+				continue;  /* "/.." is "/" */
+			if ((o && (rc = key_put(out, len, &o, "/", 1, false))) ||
+			    (rc = key_put(out, len, &o, "..", 2, false)))
+				return rc;
+			keep = o;
+			continue;
+		}
+		if (o && out[o - 1] != '/' && (rc = key_put(out, len, &o, "/", 1, false)))
+			return rc;
+		if ((rc = key_put(out, len, &o, p, n, false)))
+			return rc;
+		p += n;
+	}
+	if (!o)
+		return key_put(out, len, &o, ".", 1, false);
+	return 0;
+}
+
+int gw_store_key(const char *path, char *out, size_t len)
+{
+	if (!len)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	return strncmp(path, "iscsi://", 8) == 0 ? url_key(path, out, len) :
+	       file_key(path, out, len);
+}
+
+struct store_ref {
+	uint64_t hash;
+	size_t ti, li;
+};
+
+static int store_ref_cmp(const void *a, const void *b)
+{
+	const struct store_ref *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->ti != y->ti)
+		return x->ti < y->ti ? -1 : 1;
+	return x->li < y->li ? -1 : x->li > y->li;
+}
+
+static bool ref_before(const struct store_ref *x, const struct store_ref *y)
+{
+	return x->ti < y->ti || (x->ti == y->ti && x->li < y->li);
+}
+
+int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
+		      const char *other_iqn, uint32_t other_lun, const char *key)
+{
+	return set_err(err, errlen, "%s%sLUN %u of %s and LUN %u of %s name one backing store "
+		       "(%s): a store belongs to one LUN", what ? what : "", what ? ": " : "", lun,
+		       iqn, other_lun, other_iqn, key);
+}
+
+static void ref_key(const struct gw_config *c, const struct store_ref *r, char *out)
+{
+	if (gw_store_key(c->targets[r->ti].luns[r->li].path, out, GW_STORE_KEY_MAX))
+		out[0] = '\0';
+}
+
+/*
+ * By the keys (gw_store_key) hashed and sorted, those of one hash compared:
+ * names the first LUN (in the order of the file) whose store an earlier LUN
+ * has, and that LUN.
+ */
+int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
+{
+	const struct store_ref *hit = NULL, *first = NULL;
+	struct store_ref *refs = NULL;
+	size_t n = 0, total = 0;
+	char *k1 = NULL, *k2, what[96];
+	int rc = 0;
+
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		total += c->targets[ti].nluns;
+	if (total < 2)
+		return 0;
+	refs = calloc(total, sizeof(*refs));
+	k1 = malloc(2 * GW_STORE_KEY_MAX);
+	if (!refs || !k1) {
+		set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	k2 = k1 + GW_STORE_KEY_MAX;
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
+			if (gw_store_key(c->targets[ti].luns[li].path, k1, GW_STORE_KEY_MAX))
+				continue;  /* too long to be opened anyway */
+			refs[n].hash = fnv1a64(FNV64_OFFSET, k1, strlen(k1));
+			refs[n].ti = ti;
+			refs[n++].li = li;
+		}
+	qsort(refs, n, sizeof(*refs), store_ref_cmp);
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && refs[b].hash == refs[a].hash; b++)
+			;
+		/* one hash, in the order of the file: the first earlier LUN with the same key */
+		for (size_t j = a + 1; j < b; j++) {
+			if (hit && !ref_before(&refs[j], hit))
+				break;
+			ref_key(c, &refs[j], k1);
+			for (size_t i = a; i < j; i++) {
+				ref_key(c, &refs[i], k2);
+				if (!strcmp(k1, k2)) {
+					hit = &refs[j];
+					first = &refs[i];
+					break;
+				}
+			}
+			if (hit == &refs[j])
+				break;
+		}
+	}
+	if (hit) {
+		const struct gw_target_cfg *t = &c->targets[hit->ti], *o = &c->targets[first->ti];
+
+		ref_key(c, hit, k1);
+		snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit->ti, hit->li);
+		rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit->li].lun, o->iqn,
+				       o->luns[first->li].lun, k1);
+	}
+out:
+	free(k1);
+	free(refs);
+	return rc;
+}
+
+/* What a LUN's path is in the file system: device + inode, a block device's number. */
+static bool file_ident(const char *path, uint64_t id[2], bool *blk)
+{
+	struct stat st;
+
+	if (strncmp(path, "iscsi://", 8) == 0 || stat(path, &st) != 0)
+		return false;
+	*blk = S_ISBLK(st.st_mode);
+	id[0] = *blk ? (uint64_t)st.st_rdev : (uint64_t)st.st_dev;
+	id[1] = *blk ? 0 : (uint64_t)st.st_ino;
+	return true;
+}
+
+int gw_config_check_files(const struct gw_config *c, char *err, size_t errlen)
+{
+	const struct store_ref *hit = NULL, *first = NULL;
+	struct store_ref *refs = NULL;
+	size_t n = 0, total = 0;
+	char what[96], *desc = NULL;
+	int rc = 0;
+
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		total += c->targets[ti].nluns;
+	if (total < 2)
+		return 0;
+	refs = calloc(total, sizeof(*refs));
+	if (!refs)
+		return -ENOMEM;
+	for (size_t ti = 0; ti < c->ntargets; ti++)
+		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
+			uint64_t id[2];
+			bool blk;
+
+			/* missing ones are created (or refused) when opened */
+			if (!file_ident(c->targets[ti].luns[li].path, id, &blk))
+				continue;
+			refs[n].hash = fnv1a64(fnv1a64(FNV64_OFFSET, id, sizeof(id)), &blk, 1);
+			refs[n].ti = ti;
+			refs[n++].li = li;
+		}
+	qsort(refs, n, sizeof(*refs), store_ref_cmp);
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && refs[b].hash == refs[a].hash; b++)
+			;
+		for (size_t j = a + 1; j < b && !(hit && !ref_before(&refs[j], hit)); j++) {
+			uint64_t idj[2], idi[2];
+			bool blkj, blki;
+
+			if (!file_ident(c->targets[refs[j].ti].luns[refs[j].li].path, idj, &blkj))
+				continue;
+			for (size_t i = a; i < j && hit != &refs[j]; i++)
+				if (file_ident(c->targets[refs[i].ti].luns[refs[i].li].path, idi, &blki) &&
+				    blki == blkj && idi[0] == idj[0] && idi[1] == idj[1]) {
+					hit = &refs[j];
+					first = &refs[i];
+				}
+			if (hit == &refs[j])
+				break;
+		}
+	}
+	if (hit) {
+		const struct gw_target_cfg *t = &c->targets[hit->ti], *o = &c->targets[first->ti];
+		const char *p1 = o->luns[first->li].path, *p2 = t->luns[hit->li].path;
+		size_t dl = strlen(p1) + strlen(p2) + 96;
+		uint64_t id[2];
+		bool blk;
+
+		desc = malloc(dl);
+		if (!desc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (!file_ident(p2, id, &blk))
+			id[0] = id[1] = 0, blk = false;
+		if (blk)
+			snprintf(desc, dl, "%s and %s are one block device, %u:%u", p1, p2,
+				 major((dev_t)id[0]), minor((dev_t)id[0]));
+		else
+			snprintf(desc, dl, "%s and %s are one file, device %u:%u inode %llu", p1, p2,
+				 major((dev_t)id[0]), minor((dev_t)id[0]), (unsigned long long)id[1]);
+		snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit->ti, hit->li);
+		rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit->li].lun, o->iqn,
+				       o->luns[first->li].lun, desc);
+	}
+out:
+	free(desc);
+	free(refs);
+	return rc;
+}
+
 int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 {
 	enum gw_log_level lvl;
@@ -1692,7 +2028,6 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 /* ------------------------------------------------------------------------ */
 /* derived defaults                                                         */
 
-#define FNV64_OFFSET 0xcbf29ce484222325ull
 #define FNV64_PRIME  0x100000001b3ull
 
 static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)

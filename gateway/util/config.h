@@ -204,6 +204,45 @@ int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
 		 struct gw_lun_cfg *out, char *err, size_t errlen);
 void gw_config_free(struct gw_config *c);
 
+/*
+ * The textual identity of a LUN's backing store (its "path"), in out (room
+ * for GW_STORE_KEY_MAX): an iscsi:// URL as "iscsi://host:port/iqn/lun"
+ * (the user%secret@ part dropped, host and IQN in lower case, the default
+ * port 3260 written out, leading zeros and empty parts dropped); a file or
+ * device path with "//", "/./", "DIR/.." and a trailing slash folded away.
+ * LUNs with one key name one store (gw_config_check_stores); what
+ * only the file system knows (links, devices, relative paths) and backend
+ * LUNs reached by other addresses are found where isergwd opens the stores.
+ * Returns 0 or -ENAMETOOLONG.
+ */
+#define GW_STORE_KEY_MAX (PATH_MAX + 16)
+int gw_store_key(const char *path, char *out, size_t len);
+/*
+ * The message refusing a second LUN on one store, into err:
+ * "WHAT: LUN lun of iqn and LUN other_lun of other_iqn name one backing
+ * store (KEY): a store belongs to one LUN" (what NULL: without "WHAT: ").
+ * Returns -EINVAL.
+ */
+int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
+		      const char *other_iqn, uint32_t other_lun, const char *key);
+/*
+ * No two LUNs on one backing store, by their keys (gw_store_key): 0, or
+ * -EINVAL with gw_store_conflict's message, or -ENOMEM. Apart from
+ * gw_config_validate so that a configuration made before the check can
+ * still be read: every entry point of a new configuration calls it
+ * (isergwd's file, SIGHUP and ApplyConfig, the HA agent's checks of a new
+ * configuration, which isergw-api's writes go through).
+ */
+int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen);
+/*
+ * What the text cannot tell, asked of this node's file system (stat, links
+ * followed): two LUNs on one file (device + inode: hard links, symlinks,
+ * relative and absolute paths) or one block device (its device number)
+ * are refused with gw_store_conflict's message. Paths that do not exist
+ * (yet) and iscsi:// LUNs are left to the open. 0, -EINVAL or -ENOMEM.
+ */
+int gw_config_check_files(const struct gw_config *c, char *err, size_t errlen);
+
 /* Parse "tcp://ADDR[:PORT]" / "iser://ADDR[:PORT]" ("[v6]:port" too). */
 int gw_portal_parse(const char *url, struct gw_portal_cfg *out);
 /* Parse a size like "1G", "512M", "1073741824". */

@@ -1036,9 +1036,14 @@ static int sa_apply(struct job *j, const char *text, struct rest_err *e)
 		snprintf(e->detail, sizeof(e->detail), "isergwd took another configuration meanwhile "
 			 "(%s): the file is unchanged, try again", rep->error);
 	} else if (rep->status) {
+		const char *why = rep->error ? rep->error : "";
+
 		rc = rep->status;
+		/* isergwd's validator names the key after this: the field */
+		if (!strncmp(why, "invalid configuration: ", 23))
+			why += 23;
 		write_prefix(j, prefix, sizeof(prefix));
-		rest_agent_refusal(rc, rep->error, prefix, e);
+		rest_agent_refusal(rc, why, prefix, e);
 	}
 out:
 	if (rep)

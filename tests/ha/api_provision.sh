@@ -30,10 +30,15 @@
 #    size 422 naming size;
 # 5. refusals: an unknown field (422 naming it, nested too), broken JSON
 #    (400), a wrong type (422), a value isergwd's validator refuses (422
-#    naming the field of the body), a body above 1 MiB (413, chunked too),
-#    no token (401), a read-only token on a write (403), a path that
-#    is not a resource (404), a method a path does not take (405, Allow);
-# 5b. a target name, an ACL initiator and an alias that are not UTF-8: 422
+#    naming the field of the body), a LUN on another LUN's file by another
+#    spelling (422 naming path, the detail both LUNs), a body above 1 MiB
+#    (413, chunked too), no token (401), a read-only token on a write (403),
+#    a path that is not a resource (404), a method a path does not take
+#    (405, Allow);
+# 5b. a LUN on a hard link of LUN 0's file, which only the file system
+#    tells: every node's isergwd leaves it out, naming both LUNs at err
+#    once; deleted again;
+# 5c. a target name, an ACL initiator and an alias that are not UTF-8: 422
 #    naming the field, GET /targets and /config still valid UTF-8 JSON; the
 #    same name through isergwctl cluster config apply refused in the same
 #    words (one validator, util/names.c);
@@ -284,6 +289,12 @@ expect "isergwd's validator refuses block_size 1000" 422 2 POST "$V1/targets/$T/
 expect "a device group that does not exist" 422 2 POST "$V1/targets/$T/luns" \
 	"{\"path\": \"$BED_SHARED/bad.img\", \"size\": \"4M\", \"device_group\": \"nope\"}" &&
 	ha_check "422 names device_group" field_is device_group
+expect "a LUN on LUN 0's file by another spelling" 422 2 POST "$V1/targets/$T/luns" \
+	"{\"lun\": 7, \"path\": \"/$BED_SHARED/./api0.img\", \"device_group\": \"dg1\"}" &&
+	ha_check "422 names path" field_is path &&
+	ha_check "the detail names LUN 7 and LUN 0 (one store)" \
+		grep -qF "LUN 7 of $T and LUN 0 of $T name one backing store ($BED_SHARED/api0.img)" \
+		<<<"$(body .detail)"
 head -c $((1024 * 1024 + 10)) /dev/zero | tr '\0' ' ' >"$OUT/big.json"
 expect "a body above 1 MiB" 413 1 PUT "$V1/config" "@$OUT/big.json"
 code=$(req 1 PUT "$V1/config" "@$OUT/big.json" -H 'Transfer-Encoding: chunked')
@@ -343,6 +354,27 @@ fi
 ha_check "no refusal changed the cluster" [ "$(ha_gen 1)" = "$g0" ]
 expect "GET LUNs after the refusals" 200 2 GET "$V1/targets/$T/luns" &&
 	ha_check "still LUNs 0 and 5" jq -e '[.items[].lun] == [0, 5]' "$OUT/body" >/dev/null
+
+# 5b. a LUN on a hard link of LUN 0's file: only the file system tells, which the agent does
+# not ask (a hung mount must not stall it); every node's isergwd leaves it out, at err
+ln -f "$BED_SHARED/api0.img" "$BED_SHARED/api0-link.img" || bed_die "ln"
+code=$(req 1 POST "$V1/targets/$T/luns" \
+	"{\"lun\": 8, \"path\": \"$BED_SHARED/api0-link.img\", \"device_group\": \"dg1\"}")
+echo "  POST of LUN 8 on a hard link of LUN 0's file: $code $(head -c 300 "$OUT/body")"
+left_out() {
+	grep -qE " err +gateway: target $T LUN 8 not opened: LUN 8 of $T and LUN 0 of $T name one backing store \(one file: " \
+		"$(bed_logfile "$1" isergwd)"
+}
+for k in 1 2 3; do
+	ha_check "node $k's isergwd leaves LUN 8 out, at err, naming LUNs 8 and 0" \
+		bed_poll 20 "node $k left LUN 8 out" left_out "$k"
+done
+[ "$code" = 201 ] && expect "DELETE LUN 8" 204 1 DELETE "$V1/targets/$T/luns/8"
+rm -f "$BED_SHARED/api0-link.img"
+for k in 1 2 3; do
+	n=$(grep -E " err +gateway: target $T LUN 8 " "$(bed_logfile "$k" isergwd)" | grep -c 'one backing store')
+	ha_check "node $k's isergwd said it at err once (got $n)" [ "$n" = 1 ]
+done
 
 # 6. drain, undrain, move
 n3_drained() { req 2 GET "$V1/nodes" >/dev/null && jq -e '.items[] | select(.name == "n3") | .drained' "$OUT/body" >/dev/null; }

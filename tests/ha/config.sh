@@ -26,10 +26,13 @@
 #    through node 1 is refused (exit 1, the reason names the quorum).
 #    Healed: one generation and digest everywhere (node 1's is the
 #    majority's), no LUN 4 in any node's configuration nor through any node.
-# 5. Through node 1: a configuration with a LUN of block_size 1000, then one
-#    with an unknown key in a LUN, are refused (exit 1) with the key path
-#    (targets[0].luns[1].block_size, targets[0].luns[1].bogus_key); every
-#    node keeps its generation and digest, no agent logs a new generation.
+# 5. Through node 1: a configuration with a LUN of block_size 1000, one
+#    with an unknown key in a LUN, one whose LUN 1 names LUN 0's store by
+#    another spelling (user%secret@ and LUN 01 for a backend LUN), are
+#    refused (exit 1) with the key path (targets[0].luns[1].block_size,
+#    targets[0].luns[1].bogus_key, targets[0].luns[1].path, the last naming
+#    both LUNs); every node keeps its generation and digest, no agent logs a
+#    new generation.
 # Prints what it measured (how long node 3 took to serve again, how many
 # samples in each state). Exit 0 only if every check holds; 77 when not root
 # or corosync is missing.
@@ -42,7 +45,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ha/ha_lib.sh
 . "$here/ha_lib.sh"
 
-ha_options 3,37 -- "$@"
+ha_options 3,38 -- "$@"
 ha_need --ha "$BED_HA" isergw-ha
 ha_need --probe "$BED_PROBE" cluster_probe
 
@@ -278,21 +281,34 @@ ha_verdict "$ok" "refused without quorum, nothing of it anywhere after the heal"
 
 BS=$SCRATCH/block-size.json
 UK=$SCRATCH/unknown-key.json
+ST=$SCRATCH/store-twice.json
 jq '.targets[0].luns[1].block_size = 1000' "$DEL2" >"$BS" || bed_die "jq"
 jq '.targets[0].luns[1].bogus_key = 1' "$DEL2" >"$UK" || bed_die "jq"
+# LUN 1 on LUN 0's store by another spelling: "//DIR/./FILE", or for a backend LUN
+# "iscsi://user%secret@HOST:PORT/IQN/0N"
+jq '.targets[0].luns[0].path as $p | .targets[0].luns[1].path =
+	(if ($p | startswith("iscsi://"))
+	 then ($p | sub("^iscsi://"; "iscsi://user%secretsecret@") | sub("/(?<n>[0-9]+)$"; "/0\(.n)"))
+	 else ("/" + ($p | sub("/(?<f>[^/]*)$"; "/./\(.f)"))) end)' "$DEL2" >"$ST" || bed_die "jq"
+ST_WHY="LUN $(jq -r '.targets[0].luns[1].lun' "$ST") of $(jq -r '.targets[0].iqn' "$ST") and LUN 0 of $(jq -r '.targets[0].iqn' "$ST") name one backing store ($(jq -r '.targets[0].luns[0].path' "$ST"))"
 ok=1
 declare -A GEN=() HAPOS=()
 for k in "${NODES[@]}"; do
 	GEN[$k]=$(ha_gen_digest "$k")
 	HAPOS[$k]=$(bed_log_lines "$k" ha)
 done
-for c in "$BS:targets[0].luns[1].block_size" "$UK:targets[0].luns[1].bogus_key"; do
+for c in "$BS:targets[0].luns[1].block_size" "$UK:targets[0].luns[1].bogus_key" \
+	 "$ST:targets[0].luns[1].path"; do
 	f=${c%%:*} path=${c#*:}
 	out=$(bed_cli 1 --timeout 60 cluster config apply "$f" 2>&1)
 	rc=$?
 	echo "  apply $(basename "$f") through node 1 (exit $rc): $(paste -sd'|' <<<"$out")"
 	if [ "$rc" -ne 1 ] || ! grep -qF "$path" <<<"$out"; then
 		bed_log "FAILED: expected exit 1 and the key path $path"
+		ok=0
+	fi
+	if [ "$f" = "$ST" ] && ! grep -qF "$ST_WHY" <<<"$out"; then
+		bed_log "FAILED: the reason does not name both LUNs: $ST_WHY"
 		ok=0
 	fi
 done

@@ -4,7 +4,8 @@
  * Unit tests for the pure parts of backend/iscsi.c: backend URL parsing,
  * the reconnect backoff, the classification of backend answers, and how an
  * interrupted COMPARE AND WRITE is resolved, the slicing of a split
- * command's iovecs. An unreachable backend at open
+ * command's iovecs; the designator of VPD page 0x83 that names the LU. An
+ * unreachable backend at open
  * (nothing listens on the port) opens offline, with the configured geometry
  * or with an unknown one, and closes while it keeps being unreachable.
  * When writes must wait for this node's reservation key (fencing).
@@ -306,10 +307,58 @@ static void test_fence_refused(void **state)
 	bdev_close(b);
 }
 
+/* VPD page 0x83: the designator naming the LU, and whether it is unique beyond its target. */
+static void test_lu_designator(void **state)
+{
+	/* tgt's: T10 vendor ID, NAA locally assigned, then port designators */
+	static const uint8_t tgt[] = {
+		0x00, 0x83, 0x00, 0x28,
+		0x02, 0x01, 0x00, 0x08, 'I', 'E', 'T', ' ', ' ', ' ', ' ', ' ',
+		0x01, 0x03, 0x00, 0x08, 0x30, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+		0x01, 0x14, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01,        /* relative target port */
+		0x01, 0x15, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01,        /* target port group */
+	};
+	/* a NAA of the target port only, an EUI-64 and a NAA 6 of the LU */
+	static const uint8_t lio[] = {
+		0x00, 0x83, 0x00, 0x2c,
+		0x01, 0x13, 0x00, 0x08, 0x50, 1, 2, 3, 4, 5, 6, 7,     /* association 1: the port */
+		0x01, 0x02, 0x00, 0x08, 0xaa, 1, 2, 3, 4, 5, 6, 7,     /* EUI-64 */
+		0x01, 0x03, 0x00, 0x10, 0x60, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	};
+	uint8_t out[300];
+	size_t n;
+
+	(void)state;
+	n = bdev_iscsi_lu_designator(tgt, sizeof(tgt), out, sizeof(out));
+	assert_int_equal(n, 10);
+	assert_int_equal(out[0], 3);
+	assert_int_equal(out[1], 1);
+	assert_memory_equal(out + 2, tgt + 20, 8);
+	assert_false(bdev_iscsi_designator_global(out, n));
+	n = bdev_iscsi_lu_designator(lio, sizeof(lio), out, sizeof(out));
+	assert_int_equal(n, 18);
+	assert_int_equal(out[0], 3);
+	assert_memory_equal(out + 2, lio + 32, 16);
+	assert_true(bdev_iscsi_designator_global(out, n));
+	/* only T10 vendor ID: that one, not global */
+	n = bdev_iscsi_lu_designator(tgt, 16, out, sizeof(out));
+	assert_int_equal(n, 10);
+	assert_int_equal(out[0], 1);
+	assert_false(bdev_iscsi_designator_global(out, n));
+	/* truncated data: what arrived; not page 0x83, nothing, no room: none */
+	assert_int_equal(bdev_iscsi_lu_designator(lio, 20, out, sizeof(out)), 0);
+	assert_int_equal(bdev_iscsi_lu_designator(lio, 32, out, sizeof(out)), 10);
+	assert_true(bdev_iscsi_designator_global(out, 10));
+	assert_int_equal(bdev_iscsi_lu_designator(tgt + 1, sizeof(tgt) - 1, out, sizeof(out)), 0);
+	assert_int_equal(bdev_iscsi_lu_designator(tgt, 3, out, sizeof(out)), 0);
+	assert_int_equal(bdev_iscsi_lu_designator(lio, sizeof(lio), out, 17), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_basic),
+		cmocka_unit_test(test_lu_designator),
 		cmocka_unit_test(test_url_bad),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_classify),

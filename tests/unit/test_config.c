@@ -4,7 +4,8 @@
  * Unit tests for util/config.c: parsing, key-path errors, validation, derived
  * defaults; the TPGT of a portal (its rel_port_id by default, one per relative
  * port); the ALUA lease keys and the configurations without portals or
- * targets they allow.
+ * targets they allow; the key of a backing store and the refusal of two LUNs
+ * naming one store.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -292,7 +293,7 @@ static const struct err_case err_cases[] = {
 	  "targets[2].iqn: \"iqn.2026-11.org.example:a\" already used by targets[0]" },
 	{ CFG_T("", LUN0 ",{\"path\":\"/tmp/b.img\",\"lun\":2},{\"path\":\"/tmp/c.img\",\"lun\":2}"),
 	  "targets[0].luns[2].lun: 2 already used by luns[1]" },
-	{ CFG_T("", LUN0 "," LUN0), "targets[0].luns[1].lun: 1 " }, /* implicit lun = index: fine */
+	{ CFG_T("", LUN0 ",{\"path\":\"/tmp/b.img\"}"), "targets[0].luns[1].lun: 1 " }, /* implicit lun = index: fine */
 	{ "{\"portals\":[{\"url\":\"tcp://1.2.3.4\"},{\"url\":\"tcp://1.2.3.5\",\"rel_port_id\":1}],"
 	  "\"targets\":[{" IQN "}]}",
 	  "portals[1].rel_port_id: 1 already used by portals[0]" },
@@ -1036,6 +1037,154 @@ static void test_lun_parse(void **state)
 	json_object_put(o);
 }
 
+
+/* ---- one backing store, one LUN ---- */
+
+static void test_store_key(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "/a/x.img", "/a/x.img" },
+		{ "/a/../a/x.img", "/a/x.img" },
+		{ "//a//x.img", "/a/x.img" },
+		{ "/a/./x.img/", "/a/x.img" },
+		{ "/../a/x.img", "/a/x.img" },
+		{ "/a/b/c/../../x.img", "/a/x.img" },
+		{ "/", "/" },
+		{ "x.img", "x.img" },
+		{ "./x.img", "x.img" },
+		{ "a/../x.img", "x.img" },
+		{ "../x.img", "../x.img" },
+		{ "a/../../x.img", "../x.img" },
+		{ "../a/..", ".." },
+		{ ".", "." },
+		{ "/dev/loop0", "/dev/loop0" },
+		{ "iscsi://Host.Example/iqn.2003-01.org.X:t/0", "iscsi://host.example:3260/iqn.2003-01.org.x:t/0" },
+		{ "iscsi://host.example:3260/iqn.2003-01.org.x:t/0", "iscsi://host.example:3260/iqn.2003-01.org.x:t/0" },
+		{ "iscsi://u%se@cret@HOST.example:03260/iqn.2003-01.org.x:t/00/", "iscsi://host.example:3260/iqn.2003-01.org.x:t/0" },
+		{ "iscsi://host.example//iqn.2003-01.org.x:t//1", "iscsi://host.example:3260/iqn.2003-01.org.x:t/1" },
+		{ "iscsi://[FE80::1]:3261/iqn.2003-01.org.x:t/1", "iscsi://[fe80::1]:3261/iqn.2003-01.org.x:t/1" },
+		{ "iscsi://[fe80::1]/iqn.2003-01.org.x:t/1", "iscsi://[fe80::1]:3260/iqn.2003-01.org.x:t/1" },
+		{ "iscsi://10.0.0.1:3261/iqn.2003-01.org.x:t/1", "iscsi://10.0.0.1:3261/iqn.2003-01.org.x:t/1" },
+	};
+	char key[GW_STORE_KEY_MAX], small[8];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(gw_store_key(cases[i][0], key, sizeof(key)), 0);
+		if (strcmp(key, cases[i][1])) {
+			print_error("%s: got %s, expected %s\n", cases[i][0], key, cases[i][1]);
+			fail();
+		}
+	}
+	assert_int_equal(gw_store_key("/a/long/path.img", small, sizeof(small)), -ENAMETOOLONG);
+	assert_int_equal(gw_store_key("iscsi://host/iqn.x:t/0", small, sizeof(small)),
+			 -ENAMETOOLONG);
+}
+
+#define IQN_B "\"iqn\":\"iqn.2026-11.org.example:b\""
+/* target a with LUNs la, target b with LUNs lb */
+#define CFG_TT(la, lb) "{" PORTAL ",\"targets\":[{" IQN ",\"luns\":[" la "]},{" IQN_B \
+		       ",\"luns\":[" lb "]}]}"
+#define LP(path, n) "{\"path\":\"" path "\",\"lun\":" #n "}"
+
+static void test_store_twice(void **state)
+{
+	static const struct err_case twice[] = {
+		{ CFG_T("", LP("/tmp/x.img", 0) "," LP("/tmp/../tmp/x.img", 3)),
+		  "targets[0].luns[1].path: LUN 3 of iqn.2026-11.org.example:a and LUN 0 of "
+		  "iqn.2026-11.org.example:a name one backing store (/tmp/x.img): a store belongs "
+		  "to one LUN" },
+		{ CFG_TT(LP("/tmp/y.img", 1) "," LP("/tmp/x.img", 2), LP("/tmp/z.img", 0) ","
+			 LP("//tmp/./x.img/", 7)),
+		  "targets[1].luns[1].path: LUN 7 of iqn.2026-11.org.example:b and LUN 2 of "
+		  "iqn.2026-11.org.example:a name one backing store (/tmp/x.img)" },
+		/* the first LUN (in the file's order) whose store an earlier one has, against the first */
+		{ CFG_TT(LP("/tmp/q.img", 0) "," LP("/tmp/p.img", 1) "," LP("/tmp/q.img", 2),
+			 LP("/tmp/p.img", 0)),
+		  "targets[0].luns[2].path: LUN 2 of iqn.2026-11.org.example:a and LUN 0 of "
+		  "iqn.2026-11.org.example:a name one backing store (/tmp/q.img)" },
+		{ CFG_TT(LP("iscsi://Backend.example/iqn.2003-01.org.t:disk/1", 0),
+			 LP("iscsi://u%secretsecret@backend.example:3260/iqn.2003-01.org.t:disk/1/", 0)),
+		  "targets[1].luns[0].path: LUN 0 of iqn.2026-11.org.example:b and LUN 0 of "
+		  "iqn.2026-11.org.example:a name one backing store "
+		  "(iscsi://backend.example:3260/iqn.2003-01.org.t:disk/1)" },
+	};
+	static const char *const fine[] = {
+		/* other stores: other files, another LUN or port of one backend */
+		CFG_TT(LP("/tmp/x.img", 0) "," LP("/tmp/x.img2", 1), LP("/tmp/a/x.img", 0)),
+		CFG_TT(LP("iscsi://b.example/iqn.2003-01.org.t:disk/1", 0) ","
+		       LP("iscsi://b.example/iqn.2003-01.org.t:disk/2", 1),
+		       LP("iscsi://b.example:3261/iqn.2003-01.org.t:disk/1", 0)),
+	};
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+		struct gw_config *c = NULL;
+		int rc;
+
+		/* a valid configuration otherwise (one made before the check still loads) */
+		assert_int_equal(gw_config_load_string(twice[i].json, &c, err, sizeof(err)), 0);
+		err[0] = '\0';
+		rc = gw_config_check_stores(c, err, sizeof(err));
+		if (rc != -EINVAL || strncmp(err, twice[i].expect, strlen(twice[i].expect)) != 0) {
+			print_error("case %zu: rc %d\n  got:    %s\n  expect: %s...\n", i, rc, err,
+				    twice[i].expect);
+			fail();
+		}
+		gw_config_free(c);
+	}
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		struct gw_config *c = NULL;
+
+		if (gw_config_load_string(fine[i], &c, err, sizeof(err)) ||
+		    gw_config_check_stores(c, err, sizeof(err))) {
+			print_error("case %zu: %s\n", i, err);
+			fail();
+		}
+		gw_config_free(c);
+	}
+}
+
+/* Many LUNs: the check is not quadratic, and finds a pair among them. */
+static void test_store_twice_many(void **state)
+{
+	enum { T = 8, L = 2000 };
+	struct gw_config *c = calloc(1, sizeof(*c));
+	char err[512];
+
+	(void)state;
+	assert_non_null(c);
+	gw_config_defaults(c);
+	c->alua_lease = true;
+	c->targets = calloc(T, sizeof(*c->targets));
+	assert_non_null(c->targets);
+	c->ntargets = T;
+	for (size_t t = 0; t < T; t++) {
+		gw_target_defaults(&c->targets[t]);
+		snprintf(c->targets[t].iqn, sizeof(c->targets[t].iqn), "iqn.2026-11.org.example:t%zu", t);
+		c->targets[t].luns = calloc(L, sizeof(*c->targets[t].luns));
+		assert_non_null(c->targets[t].luns);
+		c->targets[t].nluns = L;
+		for (size_t l = 0; l < L; l++) {
+			struct gw_lun_cfg *lc = &c->targets[t].luns[l];
+
+			gw_lun_defaults(lc);
+			lc->lun = (uint32_t)l;
+			snprintf(lc->path, sizeof(lc->path), "/srv/t%zu/l%zu.img", t, l);
+		}
+	}
+	gw_config_finalize(c);
+	assert_int_equal(gw_config_validate(c, err, sizeof(err)), 0);
+	assert_int_equal(gw_config_check_stores(c, err, sizeof(err)), 0);
+	snprintf(c->targets[T - 1].luns[L - 1].path, PATH_MAX, "/srv/t3/../t3/l17.img");
+	assert_int_equal(gw_config_check_stores(c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[7].luns[1999].path: LUN 1999 of "
+			    "iqn.2026-11.org.example:t7 and LUN 17 of iqn.2026-11.org.example:t3 "
+			    "name one backing store (/srv/t3/l17.img): a store belongs to one LUN");
+	gw_config_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1057,6 +1206,9 @@ int main(void)
 		cmocka_unit_test(test_lease_keys),
 		cmocka_unit_test(test_fence_keys),
 		cmocka_unit_test(test_fence_new),
+		cmocka_unit_test(test_store_key),
+		cmocka_unit_test(test_store_twice),
+		cmocka_unit_test(test_store_twice_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1369,6 +1369,75 @@ static void test_with_lun_errors(void **state)
 	ha_doc_free(d);
 }
 
+/* A LUN on the backing store of another one: refused naming both, however it comes. */
+static void test_store_twice(void **state)
+{
+	struct ha_doc *d = doc_from(CFG_LUNS(",\"luns\":[" LUN(0, ",\"device_group\":\"dg1\"") "]"));
+	struct ha_doc *a = NULL, *n = NULL;
+	char err[512], *canon = NULL;
+
+	(void)state;
+	assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/dev/mapper/../mapper/shared-0\"}",
+					 &n, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[0].luns[1].path: LUN 1 of " TQ " and LUN 0 of " TQ
+			    " name one backing store (/dev/mapper/shared-0): a store belongs to one "
+			    "LUN");
+	assert_null(n);
+	assert_int_equal(ha_doc_lun_check(d, "iqn.2026-11.org.example:z", 3,
+					  "{\"path\":\"//dev/mapper/shared-0/\"}", &canon, err,
+					  sizeof(err)), -EINVAL);
+	assert_null(canon);
+	assert_string_equal(err, "targets[1].luns[0].path: LUN 3 of iqn.2026-11.org.example:z and "
+			    "LUN 0 of " TQ " name one backing store (/dev/mapper/shared-0): a store "
+			    "belongs to one LUN");
+	/* the second of two added one after the other (from the index the first left) */
+	assert_int_equal(ha_doc_with_lun(d, "iqn.2026-11.org.example:z", 4,
+					 "{\"path\":\"iscsi://u%secret@B.example/iqn.2003-01.org.t:d/1\"}",
+					 &a, err, sizeof(err)), 0);
+	assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 5,
+					 "{\"path\":\"iscsi://b.example:3260/iqn.2003-01.org.t:d/1\"}",
+					 &n, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "targets[1].luns[1].path: LUN 5 of iqn.2026-11.org.example:z and "
+			    "LUN 4 of iqn.2026-11.org.example:z name one backing store "
+			    "(iscsi://b.example:3260/iqn.2003-01.org.t:d/1): a store belongs to one LUN");
+	/* another LUN of the backend is another store */
+	assert_int_equal(ha_doc_with_lun(a, "iqn.2026-11.org.example:z", 5,
+					 "{\"path\":\"iscsi://b.example/iqn.2003-01.org.t:d/2\"}",
+					 &n, err, sizeof(err)), 0);
+	ha_doc_free(n);
+	/* the whole configuration (isergwctl cluster config apply, REST writes) */
+	n = NULL;
+	assert_int_equal(ha_doc_with_config(d, CFG_LUNS(",\"luns\":[" LUN(0, "") ","
+					    "{\"lun\":1,\"path\":\"/dev/mapper/./shared-0\"}]"), &n,
+					    err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "targets[0].luns[1].path: LUN 1 of " TQ " and LUN 0 of " TQ
+			       " name one backing store (/dev/mapper/shared-0)"));
+	assert_null(n);
+	/* a document made before the check (stored, or from the cluster) still loads */
+	{
+		struct ha_doc *old = NULL, *next = NULL;
+		char *text, *at;
+
+		assert_int_equal(ha_doc_with_lun(d, TQ, 1, "{\"path\":\"/dev/mapper/shared-X\"}",
+						 &n, err, sizeof(err)), 0);
+		text = strdup(n->text);
+		assert_non_null(text);
+		assert_non_null(at = strstr(text, "shared-X"));
+		at[7] = '0';
+		assert_int_equal(ha_doc_parse(text, &old, err, sizeof(err)), 0);
+		/* a new configuration keeping them is refused */
+		assert_int_equal(ha_doc_with_config(old, CFG_LUNS(",\"luns\":[" LUN(0, "") ","
+						    "{\"lun\":1,\"path\":\"/dev/mapper/shared-0\"}]"), &next,
+						    err, sizeof(err)), -EINVAL);
+		assert_null(next);
+		ha_doc_free(old);
+		ha_doc_free(n);
+		free(text);
+	}
+	ha_doc_free(a);
+	ha_doc_free(d);
+}
+
 #define TORN "{\"generation\":2,\"lun\":{\"lun\":1,\"path\":\"/a\"},\"number\":1,\"target\":\"" \
 	TQ "\"}\n{\"generation\":3,\"lu"
 
@@ -1447,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_save_load),
 		cmocka_unit_test(test_with_lun),
 		cmocka_unit_test(test_with_lun_errors),
+		cmocka_unit_test(test_store_twice),
 		cmocka_unit_test(test_journal),
 	};
 
