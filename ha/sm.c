@@ -508,7 +508,8 @@ static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__
 		return;
 	}
 	if (from->sync_rcvd) {
-		GW_WARN(COMP, "a second sync from node %u for this view ignored", from->nodeid);
+		/* harmless (the first one counts) and frequent on a busy ring: debug */
+		GW_DEBUG(COMP, "a second sync from node %u for this view ignored", from->nodeid);
 		return;
 	}
 	if (s->node_name[0])
