@@ -49,6 +49,8 @@ static void usage(FILE *f)
 "\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it: it leaves the\n"
 "group and isergwd keeps serving until its lease runs out.\n"
+"Exit status: 0 stopped, 78 (EX_CONFIG) the configuration is refused (logged at\n"
+"err; the unit does not restart), 1 another failure.\n"
 "isergwctl cluster --help lists what the local API offers.\n");
 }
 
@@ -106,7 +108,7 @@ static int set_opt(struct ha_opts *o, int id, const char *v)
 		enum gw_log_level l;
 
 		if (gw_log_parse_level(v, &l)) {
-			fprintf(stderr, "isergw-ha: log-level: '%s' is not err, warn, notice, info "
+			GW_CFGERR("isergw-ha: log-level: '%s' is not err, warn, notice, info "
 				"or debug\n", v);
 			return -EINVAL;
 		}
@@ -129,12 +131,12 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 	if (access(path, R_OK) < 0) {
 		if (!must_exist && errno == ENOENT)
 			return 0;
-		fprintf(stderr, "isergw-ha: %s: %s\n", path, strerror(errno));
+		GW_CFGERR("isergw-ha: %s: %s\n", path, strerror(errno));
 		return -errno;
 	}
 	root = json_object_from_file(path);
 	if (!root || !json_object_is_type(root, json_type_object)) {
-		fprintf(stderr, "isergw-ha: %s: not a JSON object (%s)\n", path,
+		GW_CFGERR("isergw-ha: %s: not a JSON object (%s)\n", path,
 			json_util_get_last_err() ? json_util_get_last_err() : "?");
 		json_object_put(root);
 		return -EINVAL;
@@ -152,7 +154,7 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 			if (lo->val >= 256 && !strcmp(lo->name, name))
 				id = lo->val;
 		if (!id) {
-			fprintf(stderr, "isergw-ha: %s: %s: unknown key\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: unknown key\n", path, key);
 			rc = -EINVAL;
 			break;
 		}
@@ -162,13 +164,13 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 		} else if (json_object_is_type(val, json_type_string)) {
 			v = json_object_get_string(val);
 		} else {
-			fprintf(stderr, "isergw-ha: %s: %s: must be a string or an integer\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: must be a string or an integer\n", path, key);
 			rc = -EINVAL;
 			break;
 		}
 		rc = set_opt(o, id, v);
 		if (rc) {
-			fprintf(stderr, "isergw-ha: (in %s)\n", path);
+			gw_log_plain(GW_LOG_NOTICE, "isergw-ha: (in %s)", path);
 			break;
 		}
 	}
@@ -182,6 +184,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 	int opt;
 
 	opts_defaults(o);
+	opterr = 0; /* getopt's own message would not reach the journal as an error */
 	/* the file first, then the options on top */
 	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1) {
 		if (opt == 'c')
@@ -194,12 +197,12 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 			       HA_PROTO_MAX);
 			exit(0);
 		} else if (opt == '?') {
-			usage(stderr);
+			gw_opt_refused("isergw-ha", argv, optind, optopt);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "isergw-ha: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergw-ha: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
 	if (load_file(o, config ? config : DEFAULT_CONFIG, config != NULL))
@@ -209,7 +212,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 		if (opt >= 256 && set_opt(o, opt, optarg))
 			return -EINVAL;
 	if (o->heartbeat_ms * 4 > o->lease_ms) {
-		fprintf(stderr, "isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)\n",
+		GW_CFGERR("isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)\n",
 			o->lease_ms, o->heartbeat_ms);
 		return -EINVAL;
 	}
@@ -417,7 +420,7 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_cli(argc, argv, &a->opts))
-		return 2;
+		return GW_EXIT_CONFIG;
 	gw_log_parse_level(a->opts.log_level, &lvl);
 	gw_log_set_level(lvl);
 	GW_NOTICE(COMP, "isergw-ha %s starting (protocol %u..%u, lease %u ms, heartbeat %u ms)",
@@ -434,7 +437,7 @@ int main(int argc, char **argv)
 
 	rc = reactor_create(0, &a->r);
 	if (rc) {
-		fprintf(stderr, "isergw-ha: reactor: %s\n", strerror(-rc));
+		GW_CFGERR("isergw-ha: reactor: %s\n", strerror(-rc));
 		return 1;
 	}
 	doc = load_doc(a->opts.state_dir);
