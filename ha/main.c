@@ -48,7 +48,8 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it: it leaves the\n"
-"group and isergwd keeps serving until its lease runs out.\n"
+"group and isergwd keeps serving until its lease runs out. Started before\n"
+"corosync, it waits for it (tried every second).\n"
 "Exit status: 0 stopped, 78 (EX_CONFIG) the configuration is refused (logged at\n"
 "err; the unit does not restart), 1 another failure.\n"
 "isergwctl cluster --help lists what the local API offers.\n");
@@ -453,10 +454,19 @@ int main(int argc, char **argv)
 		ha_doc_free(doc);
 		goto out_reactor;
 	}
-	rc = ha_cluster_start(a, &a->cl);
+	rc = ha_cluster_start(a, &mask, &a->cl);
+	if (rc == -EINTR) {
+		status = 0;     /* stopped before corosync came */
+		ha_doc_free(doc);
+		goto out_store;
+	}
 	if (rc) {
-		GW_ERR(COMP, "cannot connect to corosync: %s (is it running? the agent needs "
-		       "corosync's CPG, votequorum and cmap)", strerror(-rc));
+		/* -ENOENT: this node has no name in corosync's nodelist (logged) */
+		if (rc != -ENOENT)
+			GW_ERR(COMP, "cannot connect to corosync: %s (the agent needs corosync's "
+			       "CPG, votequorum and cmap)", strerror(-rc));
+		else
+			status = GW_EXIT_CONFIG;
 		ha_doc_free(doc);
 		goto out_store;
 	}
