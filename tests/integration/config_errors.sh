@@ -20,6 +20,8 @@
 #   3. isergw-ha: an unknown option, a broken --config file: exit 78, one err.
 #   4. isergw-api: an unknown option, a token file others can read, a missing
 #      TLS key file: exit 78, one err line.
+#   5. every program (isergwd, isergw-ha, isergw-api, isergwctl) answers
+#      --version (exit 0, its name and version) and --help (exit 0, usage).
 #
 #   config_errors.sh --daemon PATH --ctl PATH --units DIR [--ha PATH] [--api PATH]
 #                    [--scratch DIR] [--addr A] [--addr2 A2] [--port P]
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
 	--addr) ADDR=$2; shift 2 ;;
 	--addr2) ADDR2=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -64,7 +66,7 @@ NOTIFY_PID=
 stop_helpers() {
 	[ -n "$HOLDER_PID" ] && { kill "$HOLDER_PID"; wait "$HOLDER_PID"; } 2>/dev/null
 	[ -n "$NOTIFY_PID" ] && { kill "$NOTIFY_PID"; wait "$NOTIFY_PID"; } 2>/dev/null
-	HOLDER_PID= NOTIFY_PID=
+	HOLDER_PID='' NOTIFY_PID=''
 }
 trap 'stop_helpers; lib_cleanup 2>/dev/null' EXIT
 
@@ -84,7 +86,7 @@ EOF
 	for _ in $(seq 100); do [ -e "$SCRATCH/holder.ready" ] && return 0; sleep 0.1; done
 	die "could not hold $1:$2"
 }
-release_port() { { kill "$HOLDER_PID"; wait "$HOLDER_PID"; } 2>/dev/null; HOLDER_PID=; }
+release_port() { { kill "$HOLDER_PID"; wait "$HOLDER_PID"; } 2>/dev/null; HOLDER_PID=''; }
 
 # as_journal OUT CMD...: CMD with its stderr in OUT as the journal's stream;
 # prints the exit status.
@@ -170,6 +172,7 @@ for _ in $(seq 100); do [ -S "$SCRATCH/notify.sock" ] && break; sleep 0.1; done
 write_config "tcp://$ADDR:$PORT"
 DLOG=$SCRATCH/isergwd.log
 : >"$DLOG"
+# shellcheck disable=SC2094 # stat names the file that stderr appends to
 JOURNAL_STREAM=$(stat -c '%d:%i' "$DLOG") NOTIFY_SOCKET=$SCRATCH/notify.sock \
 	"$ISERGWD" --config "$CFG" 2>>"$DLOG" >/dev/null &
 pid=$!
@@ -188,6 +191,7 @@ exec_reload() {
 	read -ra argv <<<"$cmd"
 	[ "${argv[0]}" = /usr/sbin/isergwd ] && argv[0]=$ISERGWD
 	: >"$SCRATCH/reload.out"
+	# shellcheck disable=SC2094 # stat names the file that the output appends to
 	JOURNAL_STREAM=$(stat -c '%d:%i' "$SCRATCH/reload.out") \
 		timeout 60 "${argv[@]}" >>"$SCRATCH/reload.out" 2>&1
 }
@@ -289,6 +293,22 @@ if [ -n "$API" ]; then
 	refused "isergw-api, a TLS key file that is not there" "$SCRATCH/api-tls.out" "$rc" \
 		"no-such.key"
 fi
+
+# ---- 5. --version and --help everywhere
+for prog in "$ISERGWD" "$HA" "$API" "$CTL"; do
+	[ -n "$prog" ] || continue
+	name=${prog##*/}
+	if out=$("$prog" --version 2>&1) && grep -Eq "^$name [0-9]+\.[0-9]+" <<<"$out"; then
+		ok "$name --version: $out"
+	else
+		bad "$name --version: exit $?, '$out'"
+	fi
+	if "$prog" --help >"$SCRATCH/help.out" 2>&1 && grep -qi 'usage' "$SCRATCH/help.out"; then
+		ok "$name --help"
+	else
+		bad "$name --help: $(head -n 2 "$SCRATCH/help.out")"
+	fi
+done
 
 if [ "$fails" -ne 0 ]; then
 	log "$fails check(s) failed (logs in $SCRATCH)"
