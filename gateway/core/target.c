@@ -129,8 +129,10 @@ static int lun_open(struct gw *gw, const struct gw_target_cfg *tcfg, const struc
 		rc = bdev_file_open(&bp, &b);
 	}
 	if (rc) {
-		GW_ERR(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun,
-		       bdev_is_iscsi_url(lc->path) ? "its iscsi:// backend" : lc->path, strerror(-rc));
+		/* the backstore logged why at err: here which LUN it is, once */
+		GW_NOTICE(COMP, "target %s LUN %u: cannot open %s: %s", tcfg->iqn, lc->lun,
+			  bdev_is_iscsi_url(lc->path) ? "its iscsi:// backend" : lc->path,
+			  strerror(-rc));
 		return rc;
 	}
 	memset(&lp, 0, sizeof(lp));

@@ -6,8 +6,8 @@
 # ($JOURNAL_STREAM names the file's device and inode), so every line carries
 # its syslog priority ("<3>" for err) as journald would store it.
 #
-#   1. isergwd: a broken file, a missing file, an unknown option, a portal
-#      whose port another program holds: exit 78 (EX_CONFIG, the units'
+#   1. isergwd: a broken file, a missing file, an unknown option, a LUN file
+#      that is not there, a portal whose port another program holds: exit 78 (EX_CONFIG, the units'
 #      RestartPreventExitStatus=), the error once at err ("address in use",
 #      never "waiting for its address").
 #   2. the unit's ExecReload= command line, taken from deploy/systemd/
@@ -141,6 +141,10 @@ rc=$(as_journal "$SCRATCH/opt.out" "$ISERGWD" --no-such-option)
 refused "isergwd, an unknown option" "$SCRATCH/opt.out" "$rc" "--no-such-option"
 
 write_config "tcp://$ADDR:$PORT"
+sed 's|"path": "[^"]*", "size": "16M"|"path": "'"$SCRATCH"'/no-such-dir/lun.img"|' "$CFG" >"$SCRATCH/nolun.json"
+rc=$(as_journal "$SCRATCH/nolun.out" "$ISERGWD" --config "$SCRATCH/nolun.json")
+refused "isergwd, a LUN file that is not there (no size to create it)" "$SCRATCH/nolun.out" "$rc" \
+	"no-such-dir/lun.img"
 hold_port "$ADDR" "$PORT"
 rc=$(as_journal "$SCRATCH/inuse.out" "$ISERGWD" --config "$CFG")
 refused "isergwd, its portal's port held by another program" "$SCRATCH/inuse.out" "$rc" \
