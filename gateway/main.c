@@ -133,7 +133,7 @@ struct cli {
 static int copy_str(char *dst, size_t len, const char *src, const char *what)
 {
 	if (strlen(src) >= len) {
-		GW_CFGERR("isergwd: %s too long (max %zu bytes)\n", what, len - 1);
+		GW_CFGERR("isergwd: %s too long (max %zu bytes)", what, len - 1);
 		return -EINVAL;
 	}
 	memcpy(dst, src, strlen(src) + 1);
@@ -143,7 +143,7 @@ static int copy_str(char *dst, size_t len, const char *src, const char *what)
 static int add_item(const char **arr, size_t *n, const char *v, const char *what)
 {
 	if (*n >= MAX_CLI_ITEMS) {
-		GW_CFGERR("isergwd: too many %s (max %d)\n", what, MAX_CLI_ITEMS);
+		GW_CFGERR("isergwd: too many %s (max %d)", what, MAX_CLI_ITEMS);
 		return -EINVAL;
 	}
 	arr[(*n)++] = v;
@@ -169,7 +169,7 @@ static int build_quick_config(const struct cli *cli, struct gw_config *cfg)
 		rc = gw_portal_parse(url, &cfg->portals[i]);
 		if (rc) {
 			GW_CFGERR("isergwd: bad --portal '%s' (want tcp://ADDR[:PORT] or "
-				"iser://ADDR[:PORT])\n", url);
+				"iser://ADDR[:PORT])", url);
 			return rc;
 		}
 		cfg->portals[i].rel_port_id = (uint16_t)(i + 1);
@@ -272,7 +272,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			rc = gw_parse_size(optarg, &cli->size);
 			cli->size_set = true;
 			if (rc)
-				GW_CFGERR("isergwd: bad --size '%s'\n", optarg);
+				GW_CFGERR("isergwd: bad --size '%s'", optarg);
 			break;
 		case OPT_BLOCK_SIZE:
 			rc = gw_parse_u32(optarg, &cli->block_size);
@@ -311,7 +311,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			return rc;
 	}
 	if (optind < argc) {
-		GW_CFGERR("isergwd: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergwd: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (cli->config && (cli->nportals || cli->nluns || cli->target || cli->nacls ||
@@ -323,7 +323,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			     cli->nacls || cli->chap_user || cli->mutual_user || cli->size_set ||
 			     cli->block_size)) {
 		GW_CFGERR("isergwd: --managed takes its configuration from the control socket: "
-			"not with --config or quick-serve options\n");
+			"not with --config or quick-serve options");
 		return -EINVAL;
 	}
 	return 0;

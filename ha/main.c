@@ -110,7 +110,7 @@ static int set_opt(struct ha_opts *o, int id, const char *v)
 
 		if (gw_log_parse_level(v, &l)) {
 			GW_CFGERR("isergw-ha: log-level: '%s' is not err, warn, notice, info "
-				"or debug\n", v);
+				"or debug", v);
 			return -EINVAL;
 		}
 		return set_str(o->log_level, sizeof(o->log_level), v, "log-level");
@@ -132,12 +132,12 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 	if (access(path, R_OK) < 0) {
 		if (!must_exist && errno == ENOENT)
 			return 0;
-		GW_CFGERR("isergw-ha: %s: %s\n", path, strerror(errno));
+		GW_CFGERR("isergw-ha: %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	root = json_object_from_file(path);
 	if (!root || !json_object_is_type(root, json_type_object)) {
-		GW_CFGERR("isergw-ha: %s: not a JSON object (%s)\n", path,
+		GW_CFGERR("isergw-ha: %s: not a JSON object (%s)", path,
 			json_util_get_last_err() ? json_util_get_last_err() : "?");
 		json_object_put(root);
 		return -EINVAL;
@@ -155,7 +155,7 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 			if (lo->val >= 256 && !strcmp(lo->name, name))
 				id = lo->val;
 		if (!id) {
-			GW_CFGERR("isergw-ha: %s: %s: unknown key\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: unknown key", path, key);
 			rc = -EINVAL;
 			break;
 		}
@@ -165,7 +165,7 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 		} else if (json_object_is_type(val, json_type_string)) {
 			v = json_object_get_string(val);
 		} else {
-			GW_CFGERR("isergw-ha: %s: %s: must be a string or an integer\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: must be a string or an integer", path, key);
 			rc = -EINVAL;
 			break;
 		}
@@ -203,7 +203,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 		}
 	}
 	if (optind < argc) {
-		GW_CFGERR("isergw-ha: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergw-ha: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (load_file(o, config ? config : DEFAULT_CONFIG, config != NULL))
@@ -213,7 +213,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 		if (opt >= 256 && set_opt(o, opt, optarg))
 			return -EINVAL;
 	if (o->heartbeat_ms * 4 > o->lease_ms) {
-		GW_CFGERR("isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)\n",
+		GW_CFGERR("isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)",
 			o->lease_ms, o->heartbeat_ms);
 		return -EINVAL;
 	}
@@ -438,7 +438,7 @@ int main(int argc, char **argv)
 
 	rc = reactor_create(0, &a->r);
 	if (rc) {
-		GW_CFGERR("isergw-ha: reactor: %s\n", strerror(-rc));
+		GW_CFGERR("isergw-ha: reactor: %s", strerror(-rc));
 		return 1;
 	}
 	doc = load_doc(a->opts.state_dir);

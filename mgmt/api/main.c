@@ -206,7 +206,7 @@ static int parse_listen(struct api_opts *o, const char *v)
 	return 0;
 bad:
 	GW_CFGERR("isergw-api: listen: '%s' is not ADDR:PORT (a numeric IPv4 address, or "
-		"an IPv6 address in brackets, and a port 1..65535)\n", v);
+		"an IPv6 address in brackets, and a port 1..65535)", v);
 	return -EINVAL;
 }
 
@@ -282,16 +282,16 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		case OPT_CONFIG:
 			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
 			if (!rc && optarg[0] != '/') {
-				GW_CFGERR("isergw-api: config: an absolute path, please\n");
+				GW_CFGERR("isergw-api: config: an absolute path, please");
 				rc = -EINVAL;
 			}
 			break;
 		case OPT_DG:
 			if (o->ndgs == API_DG_MAX) {
-				GW_CFGERR("isergw-api: device-group: at most %u\n", API_DG_MAX);
+				GW_CFGERR("isergw-api: device-group: at most %u", API_DG_MAX);
 				rc = -EINVAL;
 			} else if (!optarg[0] || strlen(optarg) > CTL_DG_NAME_MAX) {
-				GW_CFGERR("isergw-api: device-group: must be 1..%u bytes\n",
+				GW_CFGERR("isergw-api: device-group: must be 1..%u bytes",
 					CTL_DG_NAME_MAX);
 				rc = -EINVAL;
 			} else if (!(o->dgs[o->ndgs] = strdup(optarg))) {
@@ -317,7 +317,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 
 			if (gw_log_parse_level(optarg, &l)) {
 				GW_CFGERR("isergw-api: log-level: '%s' is not err, warn, notice, "
-					"info or debug\n", optarg);
+					"info or debug", optarg);
 				rc = -EINVAL;
 			} else {
 				rc = set_str(o->log_level, sizeof(o->log_level), optarg, "log-level");
@@ -345,11 +345,11 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		}
 	}
 	if (!rc && !o->tls_cert[0] != !o->tls_key[0]) {
-		GW_CFGERR("isergw-api: --tls-cert and --tls-key go together\n");
+		GW_CFGERR("isergw-api: --tls-cert and --tls-key go together");
 		rc = -EINVAL;
 	}
 	if (!rc && optind < argc) {
-		GW_CFGERR("isergw-api: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergw-api: unexpected argument '%s'", argv[optind]);
 		rc = -EINVAL;
 	}
 	if (!rc && !listen_set)
@@ -506,7 +506,7 @@ int main(int argc, char **argv)
 
 	rc = reactor_create(0, &sig.r);
 	if (rc) {
-		GW_CFGERR("isergw-api: reactor: %s\n", strerror(-rc));
+		GW_CFGERR("isergw-api: reactor: %s", strerror(-rc));
 		goto err_opts;
 	}
 	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
