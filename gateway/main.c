@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/iscsi.h"
 #include "ctl/ctl.h"
+#include "ctl_wire.h"
 #include "util/config.h"
+#include "util/fsutil.h"
 #include "util/log.h"
 #include "util/notify.h"
 
@@ -58,17 +61,25 @@ static void usage(FILE *f)
 "  --ctl-socket PATH     control socket (default /run/isergw/isergwd.sock)\n"
 "  --login-timeout S     seconds a login may take (default 15)\n"
 "  --check-config        validate the configuration, print it and exit\n"
+"  --reload              check --config, then ask the isergwd running on its\n"
+"                        ctl_socket (or --ctl-socket) to re-read it, as SIGHUP\n"
+"                        does, and wait: exit 0 once applied, 1 when refused (the\n"
+"                        configuration running stays); the unit's ExecReload=\n"
 "  -h, --help            this help\n"
 "  -V, --version         print the version\n"
 "\n"
 "Signals: SIGTERM/SIGINT shut down cleanly (initiators are asked to log out,\n"
-"data is flushed); SIGHUP re-reads the configuration file.\n");
+"data is flushed); SIGHUP re-reads the configuration file.\n"
+"\n"
+"Exit status: 0 stopped cleanly, 78 (EX_CONFIG) the configuration is refused (an\n"
+"option, the file, a LUN path, a portal's port in use by another program: logged\n"
+"at err; the unit does not restart), 1 another failure.\n");
 }
 
 enum {
 	OPT_PORTAL = 256, OPT_TARGET, OPT_LUN, OPT_SIZE, OPT_BLOCK_SIZE, OPT_ACL, OPT_CHAP_USER,
 	OPT_CHAP_SECRET, OPT_MUTUAL_USER, OPT_MUTUAL_SECRET, OPT_REACTORS, OPT_LOG_LEVEL,
-	OPT_STATE_DIR, OPT_CTL_SOCKET, OPT_LOGIN_TIMEOUT, OPT_CHECK, OPT_MANAGED,
+	OPT_STATE_DIR, OPT_CTL_SOCKET, OPT_LOGIN_TIMEOUT, OPT_CHECK, OPT_MANAGED, OPT_RELOAD,
 };
 
 static const struct option long_opts[] = {
@@ -90,6 +101,7 @@ static const struct option long_opts[] = {
 	{ "login-timeout", required_argument, NULL, OPT_LOGIN_TIMEOUT },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
 	{ "managed", no_argument, NULL, OPT_MANAGED },
+	{ "reload", no_argument, NULL, OPT_RELOAD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -115,12 +127,13 @@ struct cli {
 	bool login_timeout_set;
 	bool check;
 	bool managed;           /* the HA agent's node: configured over the control socket */
+	bool reload;            /* --reload: ask the running daemon to re-read its file */
 };
 
 static int copy_str(char *dst, size_t len, const char *src, const char *what)
 {
 	if (strlen(src) >= len) {
-		fprintf(stderr, "isergwd: %s too long (max %zu bytes)\n", what, len - 1);
+		GW_CFGERR("isergwd: %s too long (max %zu bytes)", what, len - 1);
 		return -EINVAL;
 	}
 	memcpy(dst, src, strlen(src) + 1);
@@ -130,7 +143,7 @@ static int copy_str(char *dst, size_t len, const char *src, const char *what)
 static int add_item(const char **arr, size_t *n, const char *v, const char *what)
 {
 	if (*n >= MAX_CLI_ITEMS) {
-		fprintf(stderr, "isergwd: too many %s (max %d)\n", what, MAX_CLI_ITEMS);
+		GW_CFGERR("isergwd: too many %s (max %d)", what, MAX_CLI_ITEMS);
 		return -EINVAL;
 	}
 	arr[(*n)++] = v;
@@ -155,8 +168,8 @@ static int build_quick_config(const struct cli *cli, struct gw_config *cfg)
 		gw_portal_defaults(&cfg->portals[i]);
 		rc = gw_portal_parse(url, &cfg->portals[i]);
 		if (rc) {
-			fprintf(stderr, "isergwd: bad --portal '%s' (want tcp://ADDR[:PORT] or "
-				"iser://ADDR[:PORT])\n", url);
+			GW_CFGERR("isergwd: bad --portal '%s' (want tcp://ADDR[:PORT] or "
+				"iser://ADDR[:PORT])", url);
 			return rc;
 		}
 		cfg->portals[i].rel_port_id = (uint16_t)(i + 1);
@@ -205,11 +218,11 @@ static int build_quick_config(const struct cli *cli, struct gw_config *cfg)
 	}
 	if ((cli->chap_user != NULL) != (cli->chap_secret != NULL) ||
 	    (cli->mutual_user != NULL) != (cli->mutual_secret != NULL)) {
-		fprintf(stderr, "isergwd: CHAP needs both a user and a secret\n");
+		GW_CFGERR("isergwd: CHAP needs both a user and a secret");
 		return -EINVAL;
 	}
 	if (cli->mutual_user && !cli->chap_user) {
-		fprintf(stderr, "isergwd: mutual CHAP needs --chap-user/--chap-secret too\n");
+		GW_CFGERR("isergwd: mutual CHAP needs --chap-user/--chap-secret too");
 		return -EINVAL;
 	}
 	if (cli->chap_user) {
@@ -235,6 +248,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 	int opt;
 
 	memset(cli, 0, sizeof(*cli));
+	opterr = 0; /* getopt's own message would not reach the journal as an error */
 	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1) {
 		int rc = 0;
 
@@ -253,23 +267,24 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case OPT_CTL_SOCKET: cli->ctl_socket = optarg; break;
 		case OPT_CHECK: cli->check = true; break;
 		case OPT_MANAGED: cli->managed = true; break;
+		case OPT_RELOAD: cli->reload = true; break;
 		case OPT_SIZE:
 			rc = gw_parse_size(optarg, &cli->size);
 			cli->size_set = true;
 			if (rc)
-				fprintf(stderr, "isergwd: bad --size '%s'\n", optarg);
+				GW_CFGERR("isergwd: bad --size '%s'", optarg);
 			break;
 		case OPT_BLOCK_SIZE:
 			rc = gw_parse_u32(optarg, &cli->block_size);
 			if (rc || (cli->block_size != 512 && cli->block_size != 4096)) {
-				fprintf(stderr, "isergwd: --block-size must be 512 or 4096\n");
+				GW_CFGERR("isergwd: --block-size must be 512 or 4096");
 				rc = -EINVAL;
 			}
 			break;
 		case OPT_REACTORS:
 			rc = gw_parse_u32(optarg, &cli->reactors);
 			if (rc || cli->reactors == 0 || cli->reactors > 256) {
-				fprintf(stderr, "isergwd: --reactors must be 1..256\n");
+				GW_CFGERR("isergwd: --reactors must be 1..256");
 				rc = -EINVAL;
 			}
 			cli->reactors_set = true;
@@ -277,7 +292,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		case OPT_LOGIN_TIMEOUT:
 			rc = gw_parse_u32(optarg, &cli->login_timeout);
 			if (rc || cli->login_timeout == 0 || cli->login_timeout > 3600) {
-				fprintf(stderr, "isergwd: --login-timeout must be 1..3600 seconds\n");
+				GW_CFGERR("isergwd: --login-timeout must be 1..3600 seconds");
 				rc = -EINVAL;
 			}
 			cli->login_timeout_set = true;
@@ -289,26 +304,26 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			printf("isergwd %s\n", ISERGW_VERSION);
 			exit(0);
 		default:
-			usage(stderr);
+			gw_opt_refused("isergwd", argv, optind, optopt);
 			return -EINVAL;
 		}
 		if (rc)
 			return rc;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "isergwd: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergwd: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (cli->config && (cli->nportals || cli->nluns || cli->target || cli->nacls ||
 			    cli->chap_user || cli->mutual_user || cli->size_set)) {
-		fprintf(stderr, "isergwd: --config cannot be combined with quick-serve options\n");
+		GW_CFGERR("isergwd: --config cannot be combined with quick-serve options");
 		return -EINVAL;
 	}
 	if (cli->managed && (cli->config || cli->nportals || cli->nluns || cli->target ||
 			     cli->nacls || cli->chap_user || cli->mutual_user || cli->size_set ||
 			     cli->block_size)) {
-		fprintf(stderr, "isergwd: --managed takes its configuration from the control socket: "
-			"not with --config or quick-serve options\n");
+		GW_CFGERR("isergwd: --managed takes its configuration from the control socket: "
+			"not with --config or quick-serve options");
 		return -EINVAL;
 	}
 	return 0;
@@ -380,16 +395,22 @@ static int finish_config(const struct cli *cli, struct gw_config *cfg, bool from
 	return rc;
 }
 
-static int load_config(const struct cli *cli, struct gw_config **out)
+/*
+ * The configuration of the command line: the file's (--config) or the quick
+ * serve's. 0, or a negative errno with the reason in err (naming the file),
+ * or already printed when err stays empty (a quick-serve option).
+ */
+static int load_config(const struct cli *cli, struct gw_config **out, char *err, size_t errlen)
 {
-	char err[600] = "";
 	struct gw_config *cfg;
 	int rc;
 
+	err[0] = '\0';
 	if (cli->config) {
-		rc = gw_config_load_file(cli->config, &cfg, err, sizeof(err));
+		rc = gw_config_load_file(cli->config, &cfg, err, errlen);
 		if (rc) {
-			fprintf(stderr, "isergwd: %s\n", err); /* err names the file */
+			if (!err[0])
+				snprintf(err, errlen, "%s: %s", cli->config, strerror(-rc));
 			return rc;
 		}
 	} else {
@@ -405,17 +426,29 @@ static int load_config(const struct cli *cli, struct gw_config **out)
 		if (rc)
 			goto err_free;
 	}
-	rc = finish_config(cli, cfg, cli->config != NULL, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "isergwd: %s\n", err);
+	rc = finish_config(cli, cfg, cli->config != NULL, err, errlen);
+	if (rc)
 		goto err_free;
-	}
 	*out = cfg;
 	return 0;
 
 err_free:
 	gw_config_free(cfg);
 	return rc;
+}
+
+/* SIGHUP and ReloadConfig: the file again (-EOPNOTSUPP without one). */
+static int ctl_load_file(void *arg, struct gw_config **out, char *err, size_t errlen)
+{
+	const struct cli *cli = arg;
+
+	if (!cli->config) {
+		snprintf(err, errlen, "no configuration file to re-read (%s)", cli->managed ?
+			 "managed: isergw-ha applies the configuration" :
+			 "quick serve: changed options need a restart");
+		return -EOPNOTSUPP;
+	}
+	return load_config(cli, out, err, errlen);
 }
 
 /*
@@ -444,6 +477,88 @@ static int ctl_load(void *arg, const char *json, struct gw_config **out, char *e
 	return 0;
 }
 
+/* A failed start whose cause an administrator must change: no restart helps. */
+static bool start_error_is_config(int rc)
+{
+	switch (rc) {
+	case -EADDRINUSE:       /* a portal's port or the control socket held by another */
+	case -EINVAL:
+	case -ENOENT:           /* a LUN file without a size, a directory that is not there */
+	case -ENOTDIR:
+	case -EISDIR:
+	case -EACCES:
+	case -EPERM:
+	case -ENAMETOOLONG:
+	case -EPROTONOSUPPORT:  /* a transport this build lacks */
+	case -EEXIST:           /* the control socket's path is no socket */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * isergwd --reload: what the unit's ExecReload= runs. The daemon re-reads
+ * its file and answers once it is applied or refused; the exit status says
+ * which (0, or 1 with the reason; the daemon logged it at err). The control
+ * socket: --ctl-socket, else the file's ctl_socket. A file that cannot be
+ * read or is invalid is refused here already (at err, in the unit's log as
+ * the daemon's would be): the daemon is not asked and keeps what it runs.
+ */
+static int reload_client(const struct cli *cli)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ReloadConfig rl = ISERGW__CTL__RELOAD_CONFIG__INIT;
+	struct gw_config base, *cfg = NULL;
+	char path[sizeof(base.ctl_socket)], err[600] = "";
+	CtlReply *rep = NULL;
+	int fd, rc;
+
+	gw_config_defaults(&base);
+	snprintf(path, sizeof(path), "%s", base.ctl_socket);
+	if (cli->config) {
+		rc = load_config(cli, &cfg, err, sizeof(err));
+		if (rc) {
+			GW_CFGERR("isergwd: reload failed: configuration kept as it was: %s",
+				  err[0] ? err : strerror(-rc));
+			return 1;
+		}
+		snprintf(path, sizeof(path), "%s", cfg->ctl_socket);
+		gw_config_free(cfg);
+	}
+	if (cli->ctl_socket)
+		snprintf(path, sizeof(path), "%s", cli->ctl_socket);
+	fd = gw_unix_connect(path);
+	if (fd < 0) {
+		GW_CFGERR("isergwd: --reload: cannot connect to %s: %s (is isergwd running?)", path,
+			  strerror(-fd));
+		return 1;
+	}
+	req.op_case = ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG;
+	req.reload_config = &rl;
+	rc = ctl_send_request(fd, &req);
+	if (!rc)
+		rc = ctl_recv_reply(fd, &rep, 0);
+	close(fd);
+	if (rc) {
+		GW_CFGERR("isergwd: --reload: %s: %s", path, strerror(-rc));
+		return 1;
+	}
+	rc = rep->status;
+	if (rc == -EOPNOTSUPP) {
+		printf("isergwd: nothing to reload: %s\n", rep->error);
+		rc = 0;
+	} else if (rc) {
+		/* the daemon logged it at err: here a notice only, not the same error twice */
+		gw_log_plain(GW_LOG_NOTICE, "isergwd: reload failed: %s", rep->error);
+	} else if (rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_APPLY) {
+		printf("isergwd: configuration reloaded: %u portal(s), %u target(s)\n",
+		       rep->apply->portals, rep->apply->targets);
+	}
+	ctl_reply_free(rep);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gw_ctl_params ctl_params = { 0 };
@@ -451,18 +566,25 @@ int main(int argc, char **argv)
 	struct gw_ctl *ctl = NULL;
 	enum gw_log_level lvl;
 	struct gw *gw = NULL;
+	char err[600];
 	struct cli cli;
 	sigset_t sigs;
 	int rc, sig;
 
 	if (parse_cli(argc, argv, &cli))
-		return 2;
-	if (load_config(&cli, &cfg))
-		return 1;
+		return GW_EXIT_CONFIG;
+	if (cli.reload)
+		return reload_client(&cli);
+	rc = load_config(&cli, &cfg, err, sizeof(err));
+	if (rc) {
+		if (err[0])
+			GW_CFGERR("isergwd: %s", err);
+		return rc == -ENOMEM ? 1 : GW_EXIT_CONFIG;
+	}
 	if (gw_log_parse_level(cfg->log_level, &lvl)) {
-		fprintf(stderr, "isergwd: unknown log level '%s'\n", cfg->log_level);
+		GW_CFGERR("isergwd: unknown log level '%s'", cfg->log_level);
 		gw_config_free(cfg);
-		return 2;
+		return GW_EXIT_CONFIG;
 	}
 	gw_log_set_level(lvl);
 	if (cli.check) {
@@ -483,20 +605,30 @@ int main(int argc, char **argv)
 		  cli.managed ? " managed: waiting for the configuration on the control socket" : "");
 	rc = gw_start(cfg, &gw); /* on success gw owns cfg */
 	if (rc) {
-		GW_ERR(COMP, "start-up failed: %s", strerror(-rc));
 		gw_config_free(cfg);
+		if (start_error_is_config(rc)) {
+			/* the error itself was logged at err where it happened */
+			GW_NOTICE(COMP, "start-up failed (%s): the configuration must change; "
+				  "exit status %d", strerror(-rc), GW_EXIT_CONFIG);
+			return GW_EXIT_CONFIG;
+		}
+		GW_ERR(COMP, "start-up failed: %s", strerror(-rc));
 		return 1;
 	}
 	ctl_params.path = cfg->ctl_socket;
 	ctl_params.load = ctl_load;
+	ctl_params.load_file = ctl_load_file;
+	ctl_params.config_path = cli.config;
 	ctl_params.load_arg = &cli;
 	rc = gw_ctl_start(gw, &ctl_params, &ctl);
 	if (rc) {
-		GW_ERR(COMP, "start-up failed: control socket %s: %s", cfg->ctl_socket,
-		       strerror(-rc));
+		bool config = start_error_is_config(rc);
+
+		gw_log(config ? GW_LOG_NOTICE : GW_LOG_ERR, COMP, "start-up failed: control socket "
+		       "%s: %s", cfg->ctl_socket, strerror(-rc));
 		gw_shutdown(gw, 0);
 		gw_destroy(gw);
-		return 1;
+		return config ? GW_EXIT_CONFIG : 1;
 	}
 	/* the portals listen (gw_start) and the control socket answers: serving */
 	gw_notify_ready("serving %zu portal(s), %zu target(s)%s", cfg->nportals, cfg->ntargets,
@@ -506,23 +638,8 @@ int main(int argc, char **argv)
 		if (rc)
 			continue;
 		if (sig == SIGHUP) {
-			struct gw_config *ncfg;
-
-			if (!cli.config) {
-				GW_NOTICE(COMP, "SIGHUP: no configuration file to re-read (%s)",
-					  cli.managed ? "managed" : "quick-serve");
-				continue;
-			}
-			GW_NOTICE(COMP, "SIGHUP: re-reading %s", cli.config);
-			gw_notify_reloading();
-			if (load_config(&cli, &ncfg)) {
-				GW_ERR(COMP, "reload failed: configuration kept as it was");
-				gw_notify_ready("reload of %s failed: configuration kept", cli.config);
-				continue;
-			}
-			rc = gw_ctl_reload(ctl, gw, ncfg);
-			gw_notify_ready("%s %s", cli.config, rc ? "reload failed: configuration kept" :
-					"reloaded");
+			/* logged and told to the service manager there */
+			(void)gw_ctl_reload_file(ctl, err, sizeof(err));
 			continue;
 		}
 		if (sig == SIGPIPE)

@@ -18,6 +18,7 @@
 #define ISERGW_HA_AGENT_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/un.h>
@@ -67,8 +68,12 @@ struct ha_agent {
 };
 
 /* cluster.c */
-/* Connect to corosync (cmap: our nodeid, name, cluster name, node names; votequorum; CPG). */
-int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out);
+/*
+ * Connect to corosync (cmap: our nodeid, name, cluster name, node names;
+ * votequorum; CPG). While corosync is not running, tried again every second
+ * until it is, or until a signal of stop (SIGHUP ignored) arrives: -EINTR.
+ */
+int ha_cluster_start(struct ha_agent *a, const sigset_t *stop, struct ha_cluster **out);
 /* Join the group (after the state machine exists). */
 int ha_cluster_join(struct ha_cluster *cl);
 int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m);

@@ -231,7 +231,9 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	st->cluster_name = a->cluster_name;
 	st->node_name = a->node_name;
 	st->nodeid = a->nodeid;
-	st->quorate = sm->quorate;
+	/* after a stall, what the agent knows may be old: not told as quorate */
+	ha_sm_clock(sm, now);
+	st->quorate = sm->quorate && !sm->stale;
 	st->phase = (char *)(uintptr_t)ha_sm_phase_name(sm);
 	st->generation = d->generation;
 	ha_digest_hex(d->digest, hex);

@@ -16,6 +16,7 @@
 #include <corosync/votequorum.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ struct ha_cluster {
 	uint32_t q_ring_node;
 	bool quorate;
 	bool tx_blocked_logged;
+	bool down_logged;       /* corosync's absence was logged: the next attempts quietly */
 };
 
 static int cs_errno(cs_error_t e)
@@ -392,7 +394,7 @@ static int connect_corosync(struct ha_cluster *cl)
 	e = votequorum_initialize(&cl->vq, &vq_callbacks);
 	if (e != CS_OK) {
 		rc = cs_errno(e);
-		GW_WARN(COMP, "votequorum_initialize: %s (is corosync running, with "
+		gw_log(cl->down_logged ? GW_LOG_DEBUG : GW_LOG_WARN, COMP, "votequorum_initialize: %s (is corosync running, with "
 			"quorum { provider: corosync_votequorum }?)", cs_str(e));
 		return rc;
 	}
@@ -400,14 +402,14 @@ static int connect_corosync(struct ha_cluster *cl)
 	e = cpg_model_initialize(&cl->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&model, NULL);
 	if (e != CS_OK) {
 		rc = cs_errno(e);
-		GW_WARN(COMP, "cpg_model_initialize: %s", cs_str(e));
+		gw_log(cl->down_logged ? GW_LOG_DEBUG : GW_LOG_WARN, COMP, "cpg_model_initialize: %s", cs_str(e));
 		goto err;
 	}
 	cl->have_cpg = true;
 	e = cpg_local_get(cl->cpg, &nodeid);
 	if (e != CS_OK) {
 		rc = cs_errno(e);
-		GW_WARN(COMP, "cpg_local_get: %s", cs_str(e));
+		gw_log(cl->down_logged ? GW_LOG_DEBUG : GW_LOG_WARN, COMP, "cpg_local_get: %s", cs_str(e));
 		goto err;
 	}
 	if (a->nodeid && a->nodeid != nodeid) {
@@ -434,11 +436,12 @@ static int connect_corosync(struct ha_cluster *cl)
 	e = votequorum_trackstart(cl->vq, 0, CS_TRACK_CHANGES | CS_TRACK_CURRENT);
 	if (e != CS_OK) {
 		rc = cs_errno(e);
-		GW_WARN(COMP, "votequorum_trackstart: %s", cs_str(e));
+		gw_log(cl->down_logged ? GW_LOG_DEBUG : GW_LOG_WARN, COMP, "votequorum_trackstart: %s", cs_str(e));
 		goto err_fds;
 	}
 	GW_NOTICE(COMP, "connected to corosync: node %u (%s) of cluster '%s'", a->nodeid,
 		  a->node_name, a->cluster_name);
+	cl->down_logged = false;
 	return 0;
 
 err_fds:
@@ -480,6 +483,7 @@ static void reconnect_cb(void *arg)
 	struct ha_agent *a = cl->a;
 
 	if (connect_corosync(cl) || ha_cluster_join(cl)) {
+		cl->down_logged = true;         /* lost() said it: quietly from here */
 		disconnect(cl);
 		reactor_timer_arm(a->r, &cl->reconnect, RECONNECT_MS);
 	}
@@ -568,10 +572,19 @@ int ha_cluster_send(struct ha_cluster *cl, const HaMsg *m)
 	return 0;
 }
 
-int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out)
+/* What corosync answers while it is not (yet) running or still starting. */
+static bool corosync_not_up(int rc)
 {
+	return rc == -ENOTCONN || rc == -EAGAIN || rc == -ETIMEDOUT;
+}
+
+int ha_cluster_start(struct ha_agent *a, const sigset_t *stop, struct ha_cluster **out)
+{
+	struct timespec ts = { .tv_sec = RECONNECT_MS / 1000,
+			       .tv_nsec = (long)(RECONNECT_MS % 1000) * 1000000L };
 	struct ha_cluster *cl = calloc(1, sizeof(*cl));
-	int rc;
+	unsigned int tries = 0;
+	int rc, sig;
 
 	if (!cl)
 		return -ENOMEM;
@@ -580,12 +593,37 @@ int ha_cluster_start(struct ha_agent *a, struct ha_cluster **out)
 	reactor_timer_init(&cl->reconnect, reconnect_cb, cl);
 	reactor_timer_init(&cl->retry, retry_cb, cl);
 	the_cluster = cl;
-	rc = connect_corosync(cl);
+	/*
+	 * Started before corosync (or with it: `corosync -f & isergw-ha &`), the
+	 * agent waits for it as it does when corosync dies later: tried every
+	 * RECONNECT_MS, the absence logged once. Nothing else runs yet (no
+	 * lease is given before the agent is in the group), so a plain wait.
+	 */
+	while ((rc = connect_corosync(cl)) && corosync_not_up(rc)) {
+		if (!cl->down_logged) {
+			GW_WARN(COMP, "corosync is not running (yet): %s; trying again every %u ms",
+				strerror(-rc), RECONNECT_MS);
+			gw_notify_status("waiting for corosync");
+			cl->down_logged = true;
+		}
+		tries++;
+		sig = sigtimedwait(stop, NULL, &ts);
+		if (sig == SIGHUP)
+			GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the agent's settings need a "
+				  "restart)");
+		else if (sig >= 0) {
+			GW_NOTICE(COMP, "%s received while waiting for corosync", strsignal(sig));
+			rc = -EINTR;
+			break;
+		}
+	}
 	if (rc) {
 		the_cluster = NULL;
 		free(cl);
 		return rc;
 	}
+	if (tries)
+		GW_NOTICE(COMP, "corosync answered after %u attempt(s)", tries + 1);
 	*out = cl;
 	return 0;
 }

@@ -154,9 +154,15 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &sb) < 0 || sb.st_size <= 0 || (uint64_t)sb.st_size > LU_FILE_MAX) {
+	if (fstat(fd, &sb) == 0 && sb.st_size == 0) {
+		/* an empty table packs to no bytes: no LU state, nothing parked */
 		close(fd);
-		GW_ERR(COMP, "%s: empty, too large or unreadable: ignored", path);
+		GW_DEBUG(COMP, "%s: empty: no LU state stored", path);
+		return 0;
+	}
+	if (fstat(fd, &sb) < 0 || sb.st_size < 0 || (uint64_t)sb.st_size > LU_FILE_MAX) {
+		close(fd);
+		GW_ERR(COMP, "%s: too large or unreadable: ignored", path);
 		return -EINVAL;
 	}
 	buf = malloc((size_t)sb.st_size);

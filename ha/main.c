@@ -48,7 +48,10 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it: it leaves the\n"
-"group and isergwd keeps serving until its lease runs out.\n"
+"group and isergwd keeps serving until its lease runs out. Started before\n"
+"corosync, it waits for it (tried every second).\n"
+"Exit status: 0 stopped, 78 (EX_CONFIG) the configuration is refused (logged at\n"
+"err; the unit does not restart), 1 another failure.\n"
 "isergwctl cluster --help lists what the local API offers.\n");
 }
 
@@ -106,8 +109,8 @@ static int set_opt(struct ha_opts *o, int id, const char *v)
 		enum gw_log_level l;
 
 		if (gw_log_parse_level(v, &l)) {
-			fprintf(stderr, "isergw-ha: log-level: '%s' is not err, warn, notice, info "
-				"or debug\n", v);
+			GW_CFGERR("isergw-ha: log-level: '%s' is not err, warn, notice, info "
+				"or debug", v);
 			return -EINVAL;
 		}
 		return set_str(o->log_level, sizeof(o->log_level), v, "log-level");
@@ -129,12 +132,12 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 	if (access(path, R_OK) < 0) {
 		if (!must_exist && errno == ENOENT)
 			return 0;
-		fprintf(stderr, "isergw-ha: %s: %s\n", path, strerror(errno));
+		GW_CFGERR("isergw-ha: %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	root = json_object_from_file(path);
 	if (!root || !json_object_is_type(root, json_type_object)) {
-		fprintf(stderr, "isergw-ha: %s: not a JSON object (%s)\n", path,
+		GW_CFGERR("isergw-ha: %s: not a JSON object (%s)", path,
 			json_util_get_last_err() ? json_util_get_last_err() : "?");
 		json_object_put(root);
 		return -EINVAL;
@@ -152,7 +155,7 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 			if (lo->val >= 256 && !strcmp(lo->name, name))
 				id = lo->val;
 		if (!id) {
-			fprintf(stderr, "isergw-ha: %s: %s: unknown key\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: unknown key", path, key);
 			rc = -EINVAL;
 			break;
 		}
@@ -162,13 +165,13 @@ static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 		} else if (json_object_is_type(val, json_type_string)) {
 			v = json_object_get_string(val);
 		} else {
-			fprintf(stderr, "isergw-ha: %s: %s: must be a string or an integer\n", path, key);
+			GW_CFGERR("isergw-ha: %s: %s: must be a string or an integer", path, key);
 			rc = -EINVAL;
 			break;
 		}
 		rc = set_opt(o, id, v);
 		if (rc) {
-			fprintf(stderr, "isergw-ha: (in %s)\n", path);
+			gw_log_plain(GW_LOG_NOTICE, "isergw-ha: (in %s)", path);
 			break;
 		}
 	}
@@ -182,6 +185,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 	int opt;
 
 	opts_defaults(o);
+	opterr = 0; /* getopt's own message would not reach the journal as an error */
 	/* the file first, then the options on top */
 	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1) {
 		if (opt == 'c')
@@ -194,12 +198,12 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 			       HA_PROTO_MAX);
 			exit(0);
 		} else if (opt == '?') {
-			usage(stderr);
+			gw_opt_refused("isergw-ha", argv, optind, optopt);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "isergw-ha: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergw-ha: unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (load_file(o, config ? config : DEFAULT_CONFIG, config != NULL))
@@ -209,7 +213,7 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 		if (opt >= 256 && set_opt(o, opt, optarg))
 			return -EINVAL;
 	if (o->heartbeat_ms * 4 > o->lease_ms) {
-		fprintf(stderr, "isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)\n",
+		GW_CFGERR("isergw-ha: the lease (%u ms) must be at least 4 heartbeats (%u ms)",
 			o->lease_ms, o->heartbeat_ms);
 		return -EINVAL;
 	}
@@ -418,7 +422,7 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_cli(argc, argv, &a->opts))
-		return 2;
+		return GW_EXIT_CONFIG;
 	gw_log_parse_level(a->opts.log_level, &lvl);
 	gw_log_set_level(lvl);
 	GW_NOTICE(COMP, "isergw-ha %s starting (protocol %u..%u, lease %u ms, heartbeat %u ms)",
@@ -435,7 +439,7 @@ int main(int argc, char **argv)
 
 	rc = reactor_create(0, &a->r);
 	if (rc) {
-		fprintf(stderr, "isergw-ha: reactor: %s\n", strerror(-rc));
+		GW_CFGERR("isergw-ha: reactor: %s", strerror(-rc));
 		return 1;
 	}
 	doc = load_doc(a->opts.state_dir);
@@ -451,10 +455,19 @@ int main(int argc, char **argv)
 		ha_doc_free(doc);
 		goto out_reactor;
 	}
-	rc = ha_cluster_start(a, &a->cl);
+	rc = ha_cluster_start(a, &mask, &a->cl);
+	if (rc == -EINTR) {
+		status = 0;     /* stopped before corosync came */
+		ha_doc_free(doc);
+		goto out_store;
+	}
 	if (rc) {
-		GW_ERR(COMP, "cannot connect to corosync: %s (is it running? the agent needs "
-		       "corosync's CPG, votequorum and cmap)", strerror(-rc));
+		/* -ENOENT: this node has no name in corosync's nodelist (logged) */
+		if (rc != -ENOENT)
+			GW_ERR(COMP, "cannot connect to corosync: %s (the agent needs corosync's "
+			       "CPG, votequorum and cmap)", strerror(-rc));
+		else
+			status = GW_EXIT_CONFIG;
 		ha_doc_free(doc);
 		goto out_store;
 	}

@@ -153,6 +153,8 @@ const char *ha_sm_phase_name(const struct ha_sm *sm)
 {
 	if (sm->phase == HA_PHASE_START)
 		return "joining";
+	if (sm->stale)
+		return "stale";
 	if (!sm->quorate)
 		return sm->phase == HA_PHASE_SYNCED ? "inquorate" : "inquorate-syncing";
 	if (sm->phase == HA_PHASE_SYNCING)
@@ -169,7 +171,7 @@ bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen)
 		     sm->total_votes, sm->expected_votes);
 		return false;
 	}
-	if (sm->phase != HA_PHASE_SYNCED) {
+	if (sm->phase != HA_PHASE_SYNCED || sm->stale) {
 		errf(why, whylen, -EAGAIN, "this node is %s: try again once it is synchronised",
 		     ha_sm_phase_name(sm));
 		return false;
@@ -515,7 +517,8 @@ static void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__
 		return;
 	}
 	if (from->sync_rcvd) {
-		GW_WARN(COMP, "a second sync from node %u for this view ignored", from->nodeid);
+		/* harmless (the first one counts) and frequent on a busy ring: debug */
+		GW_DEBUG(COMP, "a second sync from node %u for this view ignored", from->nodeid);
 		return;
 	}
 	if (s->node_name[0])
@@ -1240,6 +1243,7 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 	HaMsg *m;
 	int rc;
 
+	ha_sm_clock(sm, now);
 	rc = ha_msg_decode(buf, len, &m, err, sizeof(err));
 	if (rc) {
 		sm->rejected_msgs++;
@@ -1322,6 +1326,10 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 			sm->ops->applied(sm->ctx);
 		}
 		if (nodeid == sm->nodeid) {
+			if (sm->stale && m->heartbeat->seq >= sm->stale_hb_seq) {
+				sm->stale = false;
+				GW_NOTICE(COMP, "heard the group again: the view is current");
+			}
 			sm->hb_back_seq = m->heartbeat->seq;
 			sm->hb_back_ring = sm->ring_seq;
 			lease_check(sm, m->heartbeat->seq, now);
@@ -1335,8 +1343,26 @@ out:
 	ha_msg_free(m);
 }
 
+void ha_sm_clock(struct ha_sm *sm, uint64_t now)
+{
+	uint64_t gap = sm->lease_ms / 2 > 3 * sm->heartbeat_ms ? sm->lease_ms / 2 :
+		       3 * sm->heartbeat_ms;
+	uint64_t last = sm->clock_last_ms;
+
+	sm->clock_last_ms = now;
+	if (!last || now <= last + gap || sm->phase == HA_PHASE_START)
+		return;
+	if (!sm->stale)
+		GW_NOTICE(COMP, "the agent did not run for %" PRIu64 " ms (the node frozen or the "
+			  "process stopped): its view of the group is stale until it hears the "
+			  "group again", now - last);
+	sm->stale = true;
+	sm->stale_hb_seq = sm->hb_seq + 1;      /* the next one sent from now */
+}
+
 void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 {
+	ha_sm_clock(sm, now);
 	if (sm->phase != HA_PHASE_START && now - sm->hb_last_ms >= sm->heartbeat_ms)
 		send_heartbeat(sm, now);
 	/* without isergwd, once the lease it was given is over, nobody need wait for us */

@@ -272,6 +272,15 @@ struct ha_sm {
 	uint64_t hb_last_ms;
 	uint64_t hb_back_seq;           /* our newest heartbeat delivered back (0: none yet) */
 	uint64_t hb_back_ring;          /* in this CPG ring */
+	/*
+	 * The agent's loop did not run for a while (the node was frozen, the
+	 * process stopped): what it knows of the group may be old until a
+	 * heartbeat it sends after that comes back through corosync (CPG's
+	 * agreed order delivers every change of the ring before it).
+	 */
+	uint64_t clock_last_ms;         /* the last ha_sm_clock (0: none yet) */
+	bool stale;
+	uint64_t stale_hb_seq;          /* the first heartbeat that ends it */
 	uint64_t lease_expires_ms;      /* the last renewal given to isergwd (0: none) */
 	bool lease_given;               /* by this agent, since it started */
 	uint64_t gw_applied_gen;        /* isergwd took this generation (config and ALUA) */
@@ -338,6 +347,13 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		   uint64_t now);
 /* Every heartbeat_ms (and after events): heartbeats, the leader's waits. */
 void ha_sm_tick(struct ha_sm *sm, uint64_t now);
+/*
+ * The loop's clock, at each tick, delivery and status query: a gap of more
+ * than half the lease (and 3 heartbeats) since the previous call makes the
+ * view stale (ha_sm_phase_name "stale", not quorate to the status) until
+ * the agent's next heartbeat is delivered back.
+ */
+void ha_sm_clock(struct ha_sm *sm, uint64_t now);
 /* The local isergwd took generation gen (status 0) or refused it. */
 void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *err, uint64_t now);
 /* isergwd went away: it holds nothing any more. */

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 "  status                       version, pid, epoch, uptime, sessions, the lease\n"
 "  apply --epoch N FILE.json    apply a full configuration (the configuration\n"
 "                               file's JSON) as epoch N; FILE '-' reads stdin\n"
+"  reload                       re-read isergwd's configuration file (as SIGHUP)\n"
+"                               and wait: 1 with the reason when it is refused\n"
 "  alua set [--epoch N] [--dg NAME] [--transition-ms MS] TPG=STATE[,pref] ...\n"
 "                               set the ALUA states of target port groups, all at\n"
 "                               once; STATE: ao, ano, standby, unavailable,\n"
@@ -100,6 +102,7 @@ static void usage(FILE *f)
 "  --timeout S         wait at most S seconds for an answer (default 30, plus\n"
 "                      the transition time of 'alua set')\n"
 "  -h, --help          this help\n"
+"  -V, --version       print the version\n"
 "\n"
 "Exit status: 0 done, 1 refused by the daemon (reason printed), 2 usage error,\n"
 "3 cannot connect to the daemon; the REST commands also 4 not authorized,\n"
@@ -502,6 +505,24 @@ static int cmd_apply(struct ctx *x, int argc, char **argv)
 	rc = run(x, &req, &apply_view, NULL, 0);
 	free(doc);
 	return rc;
+}
+
+/*
+ * reload: isergwd re-reads the configuration file it was started with, as
+ * SIGHUP does, and answers once it is applied or refused (exit 1, the reason
+ * printed; the configuration running stays).
+ */
+static int cmd_reload(struct ctx *x, int argc, char **argv)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__ReloadConfig rl = ISERGW__CTL__RELOAD_CONFIG__INIT;
+	int rc = json_only_args(x, "reload", argc, argv);
+
+	if (rc)
+		return rc;
+	req.op_case = ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG;
+	req.reload_config = &rl;
+	return run(x, &req, &apply_view, NULL, 0);
 }
 
 /* ------------------------------------------------------------ alua */
@@ -1521,6 +1542,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "api", required_argument, NULL, 'A' },
 		{ "token-file", required_argument, NULL, 'T' },
 		{ "cacert", required_argument, NULL, 'C' },
@@ -1534,7 +1556,7 @@ int main(int argc, char **argv)
 	uint32_t tmo;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			x.socket = optarg;
@@ -1566,6 +1588,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("isergwctl %s\n", ISERGW_VERSION);
+			return 0;
 		default:
 			usage(stderr);
 			return EXIT_USAGE;
@@ -1590,6 +1615,8 @@ int main(int argc, char **argv)
 		rc = cmd_status(&x, argc, argv);
 	else if (strcmp(cmd, "apply") == 0)
 		rc = cmd_apply(&x, argc, argv);
+	else if (strcmp(cmd, "reload") == 0)
+		rc = cmd_reload(&x, argc, argv);
 	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "set") == 0)
 		rc = cmd_alua_set(&x, argc - 1, argv + 1);
 	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "show") == 0)

@@ -246,6 +246,7 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 	case ISERGW__CTL__REQUEST__OP_LIST_SESSIONS:
 	case ISERGW__CTL__REQUEST__OP_GET_COUNTERS:
 	case ISERGW__CTL__REQUEST__OP_SUBSCRIBE:
+	case ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG:
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE:
 		return check_alua_done(r->alua_request_done, err, errlen);

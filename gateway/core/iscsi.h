@@ -306,7 +306,8 @@ struct gw_target *gw_find_target(struct gw *gw, const char *iqn);
 /*
  * Open a portal: listen at once if its address is here, else wait for it
  * (logged, retried). Fails only for what no retry can fix: an address that
- * does not resolve, a transport this build lacks, no memory.
+ * does not resolve, a transport this build lacks, no memory, and at start
+ * (the reactors not running yet) a port another program holds (-EADDRINUSE).
  */
 int gw_portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
 		   struct gw_portal **out);
@@ -321,6 +322,8 @@ void gw_portal_set_listening(struct gw_portal *p, bool listening, int err);
 bool gw_portal_error_waits(int err);
 uint32_t gw_portal_backoff_next(uint32_t ms);
 const char *gw_portal_state_name(int state);
+/* Portals waiting because another program holds their port (a reload's: degraded). */
+size_t gw_portals_port_in_use(struct gw *gw);
 #define GW_PORTAL_RETRY_MIN_MS 100u
 #define GW_PORTAL_RETRY_MAX_MS 2000u
 

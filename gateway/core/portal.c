@@ -16,6 +16,12 @@
  * its relative port id, TPGT and target port group throughout: it is the
  * same target port wherever it is served.
  *
+ * A port in use (EADDRINUSE) is not an address that has not arrived: another
+ * program holds it. At start it fails the start (the daemon exits with
+ * GW_EXIT_CONFIG); a portal added by a reload (SIGHUP, ApplyConfig: a managed
+ * node must not fail) waits, logged at err and reported degraded in the
+ * service manager's STATUS, as `waiting` with its error in GetStatus.
+ *
  * Threads: once the reactors run, every listen and unlisten of a portal
  * happens on reactor 0 (retry timer, rtnetlink socket, close messages), so
  * p->dm_priv is only touched there; before that (gw_start) on the caller's
@@ -32,6 +38,7 @@
 #include "core/iscsi.h"
 #include "util/ifaddr.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define COMP "portal"
 #define PORTAL_LOG_EVERY 60u    /* while waiting, one info line per this many tries */
@@ -40,7 +47,7 @@ bool gw_portal_error_waits(int err)
 {
 	switch (err) {
 	case -EADDRNOTAVAIL:    /* the address is not on this node (yet) */
-	case -EADDRINUSE:       /* another process (an old isergwd) still holds the port */
+	case -EADDRINUSE:       /* another program holds the port (a reload's portal; at start: fails) */
 	case -ENODEV:           /* iSER: no RDMA device (yet), or rdma_ucm not loaded */
 	case -ENOENT:
 	case -ENXIO:
@@ -65,6 +72,18 @@ const char *gw_portal_state_name(int state)
 	return state == GW_PORTAL_LISTENING ? "listening" : "waiting";
 }
 
+size_t gw_portals_port_in_use(struct gw *gw)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&gw->sess_lock);
+	for (size_t i = 0; i < gw->nportals; i++)
+		n += atomic_load(&gw->portals[i]->state) == GW_PORTAL_WAITING &&
+		     atomic_load(&gw->portals[i]->last_error) == -EADDRINUSE;
+	pthread_mutex_unlock(&gw->sess_lock);
+	return n;
+}
+
 static const char *portal_scheme(const struct gw_portal *p)
 {
 	return p->cfg->transport == GW_TRANSPORT_ISER ? "iser" : "tcp";
@@ -76,6 +95,26 @@ static bool on_reactor0(const struct gw *gw)
 }
 
 static void portal_try(struct gw_portal *p);
+
+/* The first failed attempt of a wait, logged once. */
+static void portal_log_wait(const struct gw_portal *p, int rc)
+{
+	const struct gw_portal_cfg *pc = p->cfg;
+
+	if (rc == -EADDRINUSE) {
+		GW_ERR(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen: address "
+		       "in use (another program holds the port); retried every %u ms at most",
+		       portal_scheme(p), pc->addr, pc->port, pc->rel_port_id, pc->tpg_id,
+		       GW_PORTAL_RETRY_MAX_MS);
+		gw_notify_status("degraded: portal %s://%s:%u not listening: address in use",
+				 portal_scheme(p), pc->addr, pc->port);
+		return;
+	}
+	GW_WARN(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen yet: %s; "
+		"waiting for its address (retried every %u ms at most, and at once when an "
+		"address is added)", portal_scheme(p), pc->addr, pc->port, pc->rel_port_id,
+		pc->tpg_id, strerror(-rc), GW_PORTAL_RETRY_MAX_MS);
+}
 
 static void portal_retry_timer(void *arg)
 {
@@ -97,10 +136,17 @@ static void portal_try(struct gw_portal *p)
 		return;
 	rc = p->dm->listen(p);
 	if (rc == 0) {
-		if (p->tries)
+		if (p->tries && atomic_load(&p->last_error) == -EADDRINUSE) {
+			GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its port is "
+				  "free: serving after %u attempt(s)", portal_scheme(p), p->cfg->addr,
+				  p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id, p->tries);
+			gw_notify_status("portal %s://%s:%u listening (its port was in use)",
+					 portal_scheme(p), p->cfg->addr, p->cfg->port);
+		} else if (p->tries) {
 			GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address is "
 				  "here: serving after %u attempt(s)", portal_scheme(p), p->cfg->addr,
 				  p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id, p->tries);
+		}
 		p->tries = 0;
 		p->retry_ms = 0;
 		atomic_store(&p->last_error, 0);
@@ -112,10 +158,7 @@ static void portal_try(struct gw_portal *p)
 	atomic_store(&p->last_error, rc);
 	atomic_store(&p->state, GW_PORTAL_WAITING);
 	if (p->tries++ == 0)
-		GW_WARN(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen yet: %s; "
-			"waiting for its address (retried every %u ms at most, and at once when an "
-			"address is added)", portal_scheme(p), p->cfg->addr, p->cfg->port,
-			p->cfg->rel_port_id, p->cfg->tpg_id, strerror(-rc), GW_PORTAL_RETRY_MAX_MS);
+		portal_log_wait(p, rc);
 	else if (p->tries % PORTAL_LOG_EVERY == 0)
 		GW_INFO(COMP, "portal %s://%s:%u: still waiting (%u attempts): %s", portal_scheme(p),
 			p->cfg->addr, p->cfg->port, p->tries, strerror(-rc));
@@ -184,13 +227,17 @@ int gw_portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
 	rc = p->dm->listen(p);
 	if (rc == 0) {
 		atomic_store(&p->state, GW_PORTAL_LISTENING);
+	} else if (rc == -EADDRINUSE && !atomic_load(&gw->running)) {
+		/* at start (the reactors do not run yet): the start fails */
+		GW_ERR(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen: address "
+		       "in use (another program holds the port)", portal_scheme(p), pc->addr,
+		       pc->port, pc->rel_port_id, pc->tpg_id);
+		free(p);
+		return rc;
 	} else if (gw_portal_error_waits(rc)) {
 		atomic_store(&p->last_error, rc);
 		p->tries = 1;
-		GW_WARN(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen yet: %s; "
-			"waiting for its address (retried every %u ms at most, and at once when an "
-			"address is added)", portal_scheme(p), pc->addr, pc->port, pc->rel_port_id,
-			pc->tpg_id, strerror(-rc), GW_PORTAL_RETRY_MAX_MS);
+		portal_log_wait(p, rc);
 		/* the backoff timer is reactor 0's: arm it there (queued until it runs) */
 		if (reactor_send_msg(gw->reactors[0], portal_try_msg, p))
 			GW_ERR(COMP, "portal %s:%u: out of memory: it will be retried only when an "

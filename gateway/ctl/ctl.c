@@ -26,6 +26,7 @@
 #include "ctl_priv.h"
 #include "util/fsutil.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 #define CTL_MAX_CLIENTS 32u
 
@@ -229,7 +230,7 @@ int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m)
 	return 0;
 }
 
-static void client_reply_err(struct ctl_client *c, int status, const char *why)
+void ctl_reply_err(struct ctl_client *c, int status, const char *why)
 {
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
 
@@ -290,7 +291,7 @@ static void client_read(struct ctl_client *c)
 		GW_WARN(COMP, "%s: %s: closing", c->name, why);
 		ctl_frame_rx_reset(&c->rx);
 		c->close_after_tx = true;
-		client_reply_err(c, rc, why);
+		ctl_reply_err(c, rc, why);
 		return;
 	}
 }
@@ -377,13 +378,13 @@ static void accept_cb(void *arg, uint32_t events)
 			 (unsigned int)cred.uid);
 		GW_WARN(COMP, "%s: %s", c->name, why);
 		c->close_after_tx = true;
-		client_reply_err(c, -EACCES, why);
+		ctl_reply_err(c, -EACCES, why);
 		return;
 	}
 	if (ctl->nclients > CTL_MAX_CLIENTS) {
 		GW_WARN(COMP, "%s: refused: already %u clients", c->name, CTL_MAX_CLIENTS);
 		c->close_after_tx = true;
-		client_reply_err(c, -EBUSY, "too many control clients");
+		ctl_reply_err(c, -EBUSY, "too many control clients");
 		return;
 	}
 	GW_DEBUG(COMP, "%s: connected", c->name);
@@ -394,7 +395,7 @@ static void accept_cb(void *arg, uint32_t events)
 void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why)
 {
 	GW_WARN(COMP, "%s: %s refused: %s", c->name, req ? ctl_op_name(req) : "request", why);
-	client_reply_err(c, rc, why);
+	ctl_reply_err(c, rc, why);
 }
 
 static void handle_frame(struct ctl_client *c)
@@ -415,6 +416,9 @@ static void handle_frame(struct ctl_client *c)
 		break;
 	case ISERGW__CTL__REQUEST__OP_APPLY_CONFIG:
 		ctl_op_apply_config(c, req);
+		break;
+	case ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG:
+		ctl_op_reload_config(c, req);
 		break;
 	case ISERGW__CTL__REQUEST__OP_CHANGE_LUN:
 		ctl_op_change_lun(c, req);
@@ -488,6 +492,8 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 		return -ENOMEM;
 	ctl->gw = gw;
 	ctl->load = p->load;
+	ctl->load_file = p->load_file;
+	ctl->config_path = p->config_path;
 	ctl->load_arg = p->load_arg;
 	ctl->lfd = -1;
 	ctl->start_ms = gw_now_ms();
@@ -590,4 +596,52 @@ int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg)
 	/* alua_lease and alua_lease_unavailable_ms may have changed */
 	ctl_lease_resync(ctl);
 	return rc;
+}
+
+int gw_ctl_reload_file(struct gw_ctl *ctl, char *err, size_t errlen)
+{
+	struct gw_config *cfg = NULL;
+	const char *path = ctl->config_path ? ctl->config_path : "the configuration";
+	char why[600] = "";
+	size_t inuse;
+	int rc;
+
+	err[0] = '\0';
+	if (!ctl->load_file)
+		return -EOPNOTSUPP;
+	gw_notify_reloading();
+	rc = ctl->load_file(ctl->load_arg, &cfg, why, sizeof(why));
+	if (rc == -EOPNOTSUPP) {
+		/* quick serve or managed: nothing to re-read, nothing wrong */
+		GW_NOTICE(COMP, "reload: %s", why);
+		snprintf(err, errlen, "%s", why);
+		gw_notify_ready("nothing to reload: %s", why);
+		return rc;
+	}
+	GW_NOTICE(COMP, "reload: re-reading %s", path);
+	if (rc) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		/* the error itself, once; the reason names the file */
+		GW_ERR(COMP, "reload failed: configuration kept as it was: %s", why);
+		snprintf(err, errlen, "%s", why);
+		gw_notify_ready("reload of %s failed: configuration kept", path);
+		return rc;
+	}
+	rc = gw_ctl_reload(ctl, ctl->gw, cfg);
+	if (rc) {
+		/* what failed was logged by gw_reload at err */
+		snprintf(err, errlen, "%s could not be applied: %s (configuration kept as it was)",
+			 path, strerror(-rc));
+		GW_WARN(COMP, "reload failed: %s", err);
+		gw_notify_ready("reload of %s failed: configuration kept", path);
+		return rc;
+	}
+	inuse = gw_portals_port_in_use(ctl->gw);
+	if (inuse)
+		gw_notify_ready("%s reloaded; degraded: %zu portal(s) not listening: address in use",
+				path, inuse);
+	else
+		gw_notify_ready("%s reloaded", path);
+	return 0;
 }

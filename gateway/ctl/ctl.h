@@ -23,6 +23,13 @@ struct gw_ctl_params {
 	 * overrides included). 0 or a negative errno with the reason in err.
 	 */
 	int (*load)(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen);
+	/*
+	 * Read the configuration file again (SIGHUP, ReloadConfig) into a
+	 * validated configuration, with the same overrides; -EOPNOTSUPP with the
+	 * reason in err when there is no file. Logs nothing: the caller does.
+	 */
+	int (*load_file)(void *arg, struct gw_config **out, char *err, size_t errlen);
+	const char *config_path;        /* the file load_file reads, for the messages */
 	void *load_arg;
 };
 
@@ -34,5 +41,13 @@ void gw_ctl_stop(struct gw_ctl *ctl);
  * the SIGHUP path calls this. Takes ownership of cfg; ctl may be NULL.
  */
 int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg);
+/*
+ * The configuration file read again and applied (SIGHUP, the ReloadConfig
+ * request): RELOADING=1 ... READY=1 to the service manager, a refused file
+ * logged once at err (the reason also in err); the configuration running
+ * stays on any failure. 0 or a negative errno (-EOPNOTSUPP: no file to
+ * re-read, logged at notice).
+ */
+int gw_ctl_reload_file(struct gw_ctl *ctl, char *err, size_t errlen);
 
 #endif

@@ -224,6 +224,34 @@ reply:
 	ctl_client_send(c, &rep);
 }
 
+/* ---- ReloadConfig: the configuration file again, answered once applied or refused */
+
+void ctl_op_reload_config(struct ctl_client *c, const CtlRequest *req)
+{
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
+	char why[640];
+	int rc;
+
+	GW_NOTICE(COMP, "%s: reload of the configuration file requested", c->name);
+	rc = gw_ctl_reload_file(ctl, why, sizeof(why));
+	if (rc) {
+		/* logged once by gw_ctl_reload_file: the answer only */
+		ctl_reply_err(c, rc, why);
+		return;
+	}
+	res.epoch = ctl->config_epoch;
+	res.changed = true;
+	pthread_mutex_lock(&ctl->gw->sess_lock);
+	res.targets = (uint32_t)ctl->gw->ntargets;
+	res.portals = (uint32_t)ctl->gw->nportals;
+	pthread_mutex_unlock(&ctl->gw->sess_lock);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
+	rep.apply = &res;
+	ctl_client_send(c, &rep);
+}
+
 /* ---- ChangeLun: one LUN added or removed without a reload */
 
 /* Target iqn's index in the configuration document (-1: none), and its "luns" array (or NULL). */

@@ -70,6 +70,8 @@ struct gw_ctl {
 	struct gw *gw;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int (*load)(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen);
+	int (*load_file)(void *arg, struct gw_config **out, char *err, size_t errlen);
+	const char *config_path;
 	void *load_arg;
 	struct reactor *r;
 	pthread_t thread;
@@ -111,6 +113,8 @@ unsigned int ctl_publish(struct gw_ctl *ctl, Isergw__Ctl__Event *ev);
 int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m);
 /* Log the refusal and answer it with status rc and the reason why. */
 void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why);
+/* The same answer without the log line (the caller logged the reason). */
+void ctl_reply_err(struct ctl_client *c, int status, const char *why);
 
 /* ------------------------------------------------------------ reply arena (ctl_ops.c) */
 
@@ -132,6 +136,7 @@ void ctl_arena_free(struct arena *a);
 /* ctl_ops.c */
 void ctl_op_get_status(struct ctl_client *c);
 void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req);
+void ctl_op_reload_config(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_change_lun(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_subscribe(struct ctl_client *c);
 

@@ -601,7 +601,8 @@ static void tcp_unlisten(struct gw_portal *p)
 	if (!l)
 		return;
 	p->dm_priv = NULL;
-	if (reactor_self() == l->reactor)
+	/* a start that failed: the reactors never ran, a message would never be read */
+	if (reactor_self() == l->reactor || !atomic_load(&p->gw->running))
 		tcp_unlisten_msg(l);
 	else
 		reactor_send_msg(l->reactor, tcp_unlisten_msg, l);

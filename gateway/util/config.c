@@ -152,7 +152,7 @@ int gw_parse_u32(const char *s, uint32_t *out)
 int gw_opt_str(const char *prog, char *dst, size_t len, const char *v, const char *what)
 {
 	if (!v[0] || strlen(v) >= len) {
-		fprintf(stderr, "%s: %s: must be 1..%zu bytes\n", prog, what, len - 1);
+		GW_CFGERR("%s: %s: must be 1..%zu bytes", prog, what, len - 1);
 		return -EINVAL;
 	}
 	memcpy(dst, v, strlen(v) + 1);
@@ -165,11 +165,21 @@ int gw_opt_u32(const char *prog, uint32_t *dst, const char *v, uint32_t min, uin
 	uint32_t x;
 
 	if (gw_parse_u32(v, &x) || x < min || x > max) {
-		fprintf(stderr, "%s: %s: '%s' is not %u..%u\n", prog, what, v, min, max);
+		GW_CFGERR("%s: %s: '%s' is not %u..%u", prog, what, v, min, max);
 		return -EINVAL;
 	}
 	*dst = x;
 	return 0;
+}
+
+void gw_opt_refused(const char *prog, char *const *argv, int optind_now, int opt)
+{
+	if (opt > 0 && opt < 256 && opt != '?' && opt != ':')
+		GW_CFGERR("%s: -%c: unknown option or missing argument (%s --help lists them)",
+			  prog, opt, prog);
+	else
+		GW_CFGERR("%s: %s: unknown option or missing argument (%s --help lists them)",
+			  prog, argv[optind_now - 1], prog);
 }
 
 int gw_parse_size(const char *s, uint64_t *out)

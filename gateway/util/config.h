@@ -256,6 +256,11 @@ int gw_parse_u32(const char *s, uint32_t *out);
  * -EINVAL.
  */
 int gw_opt_str(const char *prog, char *dst, size_t len, const char *v, const char *what);
+/*
+ * getopt_long (with opterr = 0) answered '?': one err line naming the option
+ * refused (optopt when a short one, otherwise argv[optind - 1]).
+ */
+void gw_opt_refused(const char *prog, char *const *argv, int optind_now, int opt);
 int gw_opt_u32(const char *prog, uint32_t *dst, const char *v, uint32_t min, uint32_t max,
 	       const char *what);
 

@@ -19,5 +19,7 @@ int gw_mkdir_parents(const char *path);
  * the fd, or a negative errno.
  */
 int gw_unix_listen(const char *path, const char *comp, const char *what, int backlog);
+/* A blocking, close-on-exec connection to the unix stream socket at path: the fd or -errno. */
+int gw_unix_connect(const char *path);
 
 #endif

@@ -2,14 +2,45 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static _Atomic int g_level = GW_LOG_NOTICE;
 static const char *const level_names[] = { "err", "warn", "notice", "info", "debug" };
+/* syslog(3) priorities of the levels: LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG */
+static const char *const journal_prefixes[] = { "<3>", "<4>", "<5>", "<6>", "<7>" };
+static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
+static bool to_journal;
+
+/*
+ * Whether stderr is a stream of the journal (systemd.exec(5), $JOURNAL_STREAM
+ * names its device and inode): then each line starts with its priority,
+ * "<3>" for err, which journald takes as the line's priority (without it
+ * every line would be info). A stderr redirected elsewhere gets no prefix.
+ */
+static void journal_detect(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	uintmax_t dev, ino;
+	struct stat st;
+
+	if (!v || sscanf(v, "%ju:%ju", &dev, &ino) != 2 || fstat(2, &st) < 0)
+		return;
+	to_journal = (uintmax_t)st.st_dev == dev && (uintmax_t)st.st_ino == ino;
+}
+
+static const char *journal_prefix(enum gw_log_level lvl)
+{
+	pthread_once(&journal_once, journal_detect);
+	return to_journal ? journal_prefixes[lvl] : "";
+}
 
 void gw_log_set_level(enum gw_log_level lvl)
 {
@@ -44,8 +75,8 @@ void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-6s %s: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	n = snprintf(line, sizeof(line), "%s%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-6s %s: ",
+		     journal_prefix(lvl), tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 		     tm.tm_sec, ts.tv_nsec / 1000000L, level_names[lvl], comp);
 	if (n < 0)
 		return;
@@ -56,5 +87,24 @@ void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 	size_t len = strnlen(line, sizeof(line) - 2);
 	line[len] = '\n';
 	line[len + 1] = '\0';
+	fputs(line, stderr);
+}
+
+void gw_log_plain(enum gw_log_level lvl, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	size_t len;
+	int n;
+
+	n = snprintf(line, sizeof(line), "%s", journal_prefix(lvl));
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	len = strnlen(line, sizeof(line) - 2);
+	if (len && line[len - 1] != '\n') {
+		line[len] = '\n';
+		line[len + 1] = '\0';
+	}
 	fputs(line, stderr);
 }

@@ -8,7 +8,9 @@
  *   NOTICE- normal but significant events (login, logout, reload, shutdown).
  *   INFO  - start-up details and configuration.
  *   DEBUG - per-PDU / per-command tracing, off by default.
- * Every line carries a component tag; protocol errors name the peer.
+ * Every line carries a component tag; protocol errors name the peer. When
+ * stderr is the journal ($JOURNAL_STREAM), every line starts with its syslog
+ * priority ("<3>" for ERR), so `journalctl -p err` shows the errors.
  */
 #ifndef ISERGW_LOG_H
 #define ISERGW_LOG_H
@@ -29,6 +31,15 @@ enum gw_log_level gw_log_get_level(void);
 int gw_log_parse_level(const char *s, enum gw_log_level *out);
 void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * One message as it is, without time stamp or component ("isergwd: bad
+ * --size 'x'"), for the person or the unit that started the program: what
+ * option parsing refuses, before the log is set up. A newline is added when
+ * missing. Printed whatever the log level; the journal gets its priority.
+ */
+void gw_log_plain(enum gw_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define GW_CFGERR(...) gw_log_plain(GW_LOG_ERR, __VA_ARGS__)
 
 #define GW_ERR(comp, ...)    gw_log(GW_LOG_ERR, comp, __VA_ARGS__)
 #define GW_WARN(comp, ...)   gw_log(GW_LOG_WARN, comp, __VA_ARGS__)

@@ -108,7 +108,9 @@ static void usage(FILE *f)
 "--metrics-open). Request bodies above 1 MiB are refused (413). Every write is\n"
 "logged with its token's name.\n"
 "Runs in the foreground, logs to stderr. SIGTERM/SIGINT stop it (exit 0);\n"
-"SIGHUP re-reads --token-file.\n"
+"SIGHUP re-reads --token-file. Exit status 78 (EX_CONFIG): the configuration is\n"
+"refused (an option, the token file, the TLS files, the listen address; logged\n"
+"at err, the unit does not restart); 1: another failure.\n"
 "\n"
 "       isergw-api token add --token-file FILE --name NAME --role admin|read-only\n"
 "       isergw-api token list --token-file FILE\n"
@@ -207,8 +209,8 @@ static int parse_listen(struct api_opts *o, const char *v)
 	freeaddrinfo(res);
 	return 0;
 bad:
-	fprintf(stderr, "isergw-api: listen: '%s' is not ADDR:PORT (a numeric IPv4 address, or "
-		"an IPv6 address in brackets, and a port 1..65535)\n", v);
+	GW_CFGERR("isergw-api: listen: '%s' is not ADDR:PORT (a numeric IPv4 address, or "
+		"an IPv6 address in brackets, and a port 1..65535)", v);
 	return -EINVAL;
 }
 
@@ -239,6 +241,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->conn_limit_ip = 32;
 	o->idle_timeout_s = 30;
 	o->nice = API_DEFAULT_NICE;
+	opterr = 0; /* getopt's own message would not reach the journal as an error */
 	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
@@ -283,16 +286,16 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		case OPT_CONFIG:
 			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
 			if (!rc && optarg[0] != '/') {
-				fprintf(stderr, "isergw-api: config: an absolute path, please\n");
+				GW_CFGERR("isergw-api: config: an absolute path, please");
 				rc = -EINVAL;
 			}
 			break;
 		case OPT_DG:
 			if (o->ndgs == API_DG_MAX) {
-				fprintf(stderr, "isergw-api: device-group: at most %u\n", API_DG_MAX);
+				GW_CFGERR("isergw-api: device-group: at most %u", API_DG_MAX);
 				rc = -EINVAL;
 			} else if (!optarg[0] || strlen(optarg) > CTL_DG_NAME_MAX) {
-				fprintf(stderr, "isergw-api: device-group: must be 1..%u bytes\n",
+				GW_CFGERR("isergw-api: device-group: must be 1..%u bytes",
 					CTL_DG_NAME_MAX);
 				rc = -EINVAL;
 			} else if (!(o->dgs[o->ndgs] = strdup(optarg))) {
@@ -317,8 +320,8 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			enum gw_log_level l;
 
 			if (gw_log_parse_level(optarg, &l)) {
-				fprintf(stderr, "isergw-api: log-level: '%s' is not err, warn, notice, "
-					"info or debug\n", optarg);
+				GW_CFGERR("isergw-api: log-level: '%s' is not err, warn, notice, "
+					"info or debug", optarg);
 				rc = -EINVAL;
 			} else {
 				rc = set_str(o->log_level, sizeof(o->log_level), optarg, "log-level");
@@ -341,16 +344,16 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			rc = set_str(o->tls_key, sizeof(o->tls_key), optarg, "tls-key");
 			break;
 		default:
-			usage(stderr);
+			gw_opt_refused("isergw-api", argv, optind, optopt);
 			rc = -EINVAL;
 		}
 	}
 	if (!rc && !o->tls_cert[0] != !o->tls_key[0]) {
-		fprintf(stderr, "isergw-api: --tls-cert and --tls-key go together\n");
+		GW_CFGERR("isergw-api: --tls-cert and --tls-key go together");
 		rc = -EINVAL;
 	}
 	if (!rc && optind < argc) {
-		fprintf(stderr, "isergw-api: unexpected argument '%s'\n", argv[optind]);
+		GW_CFGERR("isergw-api: unexpected argument '%s'", argv[optind]);
 		rc = -EINVAL;
 	}
 	if (!rc && !listen_set)
@@ -475,7 +478,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "token"))
 		return api_token_cli(argc - 1, argv + 1);
 	if (parse_cli(argc, argv, &a->opts))
-		return 2;
+		return GW_EXIT_CONFIG;
 	gw_log_parse_level(a->opts.log_level, &lvl);
 	gw_log_set_level(lvl);
 	lower_priority(a->opts.nice);
@@ -486,8 +489,11 @@ int main(int argc, char **argv)
 	pthread_rwlock_init(&a->tokens_lock, NULL);
 	sig.a = a;
 	if (a->opts.token_file[0]) {
-		if (api_tokens_reload(a))
+		rc = api_tokens_reload(a);      /* a refusal is logged there, at err */
+		if (rc) {
+			status = rc == -ENOMEM ? 1 : GW_EXIT_CONFIG;
 			goto err_opts;
+		}
 	} else {
 		GW_NOTICE(COMP, "no --token-file: no tokens are configured, every path but /healthz, "
 			  "/readyz and /metrics answers 401");
@@ -504,7 +510,7 @@ int main(int argc, char **argv)
 
 	rc = reactor_create(0, &sig.r);
 	if (rc) {
-		fprintf(stderr, "isergw-api: reactor: %s\n", strerror(-rc));
+		GW_CFGERR("isergw-api: reactor: %s", strerror(-rc));
 		goto err_opts;
 	}
 	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -520,7 +526,13 @@ int main(int argc, char **argv)
 	api_ha_set_status_cache(a->ha, a->opts.status_cache_ms);
 	rc = api_http_start(a);
 	if (rc) {
-		GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
+		/*
+		 * A TLS file refused is logged where it is read; libmicrohttpd's
+		 * own refusal (the address, the port, the key) at warn above.
+		 */
+		if (rc == -EADDRNOTAVAIL)
+			GW_ERR(COMP, "cannot serve HTTP on %s (see the line above)", a->opts.listen);
+		status = rc == -ENOMEM ? 1 : GW_EXIT_CONFIG;
 		goto err_ha;
 	}
 	if (a->opts.config_file[0])

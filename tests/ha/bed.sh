@@ -93,10 +93,13 @@
 #   bed_isergwctl K ARGS...   isergwctl -s /run/isergw/isergwd.sock ARGS in K.
 #   bed_cli K ARGS...         isergwctl ARGS in K, its default sockets (the
 #                             node's own /run/isergw/...).
-#   bed_start_ha K [ARGS...]  isergw-ha --state-dir $SCRATCH/nK/state --socket
+#   bed_start_ha K [--no-wait] [ARGS...]
+#                             isergw-ha --state-dir $SCRATCH/nK/state --socket
 #                             /run/isergw/ha.sock --isergwd-socket
 #                             /run/isergw/isergwd.sock --log-level info ARGS,
-#                             waits until ha.sock exists.
+#                             waits until ha.sock exists (--no-wait: not; an
+#                             agent started before corosync listens once
+#                             corosync answers).
 #   bed_stop_ha K             SIGTERM; fails unless it exits 0.
 #   bed_pid K NAME            the pid of corosync|isergwd|ha|anchor on node K.
 #   bed_alive K NAME          that process runs.
@@ -829,8 +832,12 @@ bed_cli() {
 }
 
 bed_start_ha() {
-	local k=$1 dir
+	local k=$1 dir wait=1
 	shift
+	if [ "${1:-}" = --no-wait ]; then
+		wait=0
+		shift
+	fi
 	dir=$(_bed_dir "$k")
 	[[ -n $BED_HA && -x $BED_HA ]] || { bed_log "no isergw-ha binary (--ha PATH)"; return 1; }
 	if bed_alive "$k" ha; then
@@ -842,6 +849,7 @@ bed_start_ha() {
 	_bed_spawn "$k" ha "$dir/ha.log" "$BED_HA" --state-dir "$dir/state" --socket /run/isergw/ha.sock \
 		--isergwd-socket /run/isergw/isergwd.sock --log-level info "$@" || return 1
 	_bed_service "$k" ha add
+	[ "$wait" = 1 ] || return 0
 	if ! bed_poll 30 "isergw-ha on node $k listening" _bed_ha_ready "$k" "$dir"; then
 		tail -n 20 "$dir/ha.log" >&2
 		return 1

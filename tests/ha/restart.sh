@@ -49,6 +49,10 @@
 #    lease: serving again); then its isergwd's configuration epoch is the
 #    cluster's generation, and every node's generation, digest and map are
 #    still the recorded ones.
+# 4. Node 3's agent and corosync stopped, then the agent started first and
+#    corosync after it (as `corosync -f & isergw-ha &` may race): the agent
+#    waits for corosync (logged once, at warn), is still running, and once
+#    corosync is up it joins with no restart; every node synced again.
 # Exit 0 only if every check holds; 77 when not root or corosync is missing.
 
 # shellcheck disable=SC2317 # the conditions are called through bed_poll
@@ -311,6 +315,38 @@ if line=$(tail -n +"$((HA2_POS + 1))" "$(bed_logfile 2 ha)" | grep -E -m1 'gener
 	ok=0
 fi
 ha_verdict "$ok" "isergwd of node 2 killed: pushed again, same generation (epoch $ce)"
+
+# ---------------------------------------------------------------- 4. the agent before corosync
+
+ok=1
+ha_check "stop node 3's agent" bed_stop_ha 3 || ok=0
+ha_check "stop node 3's corosync" bed_stop_corosync 3 || ok=0
+HA3_POS=$(bed_log_lines 3 ha)
+ha_check "start node 3's agent before its corosync" bed_start_ha 3 --no-wait --lease-ms "$LEASE_MS" || ok=0
+HA3_PID=$(bed_pid 3 ha)
+# n3_waits: its log says it waits for corosync
+n3_waits() { tail -n +"$((HA3_POS + 1))" "$(bed_logfile 3 ha)" | grep -q 'corosync is not running (yet)'; }
+if ha_check "node 3's agent waits for corosync" bed_poll 30 "node 3's agent waiting for corosync" n3_waits; then
+	ha_check "node 3's agent still runs without corosync" bed_alive 3 ha || ok=0
+else
+	tail -n 5 "$(bed_logfile 3 ha)" >&2
+	ok=0
+fi
+ha_check "start node 3's corosync" bed_start_corosync 3 || ok=0
+ha_check "every node synced" bed_poll "$BED_WAIT_LIMIT" "every node synced" ha_settled --serving "$HA_OWNERS" "${NODES[@]}" || ok=0
+if [ "$(bed_pid 3 ha 2>/dev/null)" != "$HA3_PID" ]; then
+	bed_log "FAILED: node 3's agent is not the one started before corosync (pid $HA3_PID)"
+	ok=0
+fi
+n=$(tail -n +"$((HA3_POS + 1))" "$(bed_logfile 3 ha)" | grep -c 'corosync is not running (yet)')
+if [ "$n" != 1 ]; then
+	bed_log "FAILED: node 3's agent logged the absence of corosync $n times (expected once)"
+	ok=0
+fi
+if line=$(tail -n +"$((HA3_POS + 1))" "$(bed_logfile 3 ha)" | grep -m1 'corosync answered after'); then
+	notes+=("node 3's agent started before corosync: ${line#* * }")
+fi
+ha_verdict "$ok" "node 3's agent started before corosync waits for it and joins"
 
 # ---------------------------------------------------------------- the end
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # isergw-api against a real isergwd (a 64 MiB LUN on a file):
-#   - --help names every option, bad options exit 2;
+#   - --help names every option, bad options exit 78 (EX_CONFIG);
 #   - /healthz 200, /readyz 200 naming isergwd's pid;
 #   - /metrics passes `promtool check metrics` (not one line of output), and
 #     exactly the READ(10)s and WRITE(10)s a libiscsi client sent move the
@@ -88,11 +88,11 @@ for o in --listen --isergwd-socket --isergwd-timeout-ms --device-group --threads
 	grep -q -- "$o" "$SCRATCH/help.out" || bad "--help does not describe $o"
 done
 "$API" --no-such-option >/dev/null 2>&1
-expect "an unknown option" "$?" 2
+expect "an unknown option" "$?" 78
 "$API" --listen 127.0.0.1 >/dev/null 2>&1
-expect "--listen without a port" "$?" 2
+expect "--listen without a port" "$?" 78
 "$API" --listen "$ADDR:$HTTP_PORT" --isergwd-timeout-ms 20 >/dev/null 2>&1
-expect "--isergwd-timeout-ms out of range" "$?" 2
+expect "--isergwd-timeout-ms out of range" "$?" 78
 
 target_start isergwd "$IQN" "$SCRATCH/lun.img" 64M "$PORT" "$ADDR" || die "isergwd did not start"
 GW_PID=$T_PID

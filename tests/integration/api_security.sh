@@ -4,9 +4,9 @@
 # isergw-api's security layer (docs/api.md, Security) against a real isergwd:
 #   - `isergw-api token add|list|remove`: a 0600 file, the secret printed once
 #     and stored nowhere; bad usage exits 2, a duplicate name 1;
-#   - start refused (exit 1, the reason named) for a token file others can
-#     read, one with a malformed line (its number), a missing TLS file (its
-#     path); --tls-cert without --tls-key exits 2;
+#   - start refused (exit 78, EX_CONFIG, the reason named) for a token file
+#     others can read, one with a malformed line (its number), a missing TLS
+#     file (its path); --tls-cert without --tls-key exits 78 too;
 #   - no token: 401 with WWW-Authenticate: Bearer realm="isergw"; a wrong
 #     token 401 with error="invalid_token"; /healthz and /readyz open;
 #     /metrics 401 without a token, 200 with the read-only one; other paths
@@ -124,20 +124,20 @@ WHOSE=("ops's token" "prom's token" "ops's secret" "prom's secret")    # what a 
 # ---- refusals at start
 cp "$TF" "$TF.open" && chmod 644 "$TF.open"
 "$API" --listen "$ADDR:$HTTP_PORT" --token-file "$TF.open" >"$SCRATCH/open.out" 2>&1
-expect "a token file others can read: exit" "$?" 1
+expect "a token file others can read: exit" "$?" 78
 if grep -q "mode 0644 lets others read or write it" "$SCRATCH/open.out"; then ok "its reason"; else bad "reason: $(cat "$SCRATCH/open.out")"; fi
 { echo "# ok"; echo "ops admin sha256:zz"; } >"$TF.bad" && chmod 600 "$TF.bad"
 "$API" --listen "$ADDR:$HTTP_PORT" --token-file "$TF.bad" >"$SCRATCH/bad.out" 2>&1
-expect "a malformed token file: exit" "$?" 1
+expect "a malformed token file: exit" "$?" 78
 if grep -q "$TF.bad: line 2: " "$SCRATCH/bad.out"; then ok "its line number"; else bad "reason: $(cat "$SCRATCH/bad.out")"; fi
 "$API" --listen "$ADDR:$HTTP_PORT" --token-file "$SCRATCH/nosuch" >"$SCRATCH/nf.out" 2>&1
-expect "a missing token file: exit" "$?" 1
+expect "a missing token file: exit" "$?" 78
 "$API" --listen "$ADDR:$HTTP_PORT" --tls-cert "$SCRATCH/nosuch.pem" --tls-key "$SCRATCH/nosuch.key" \
 	>"$SCRATCH/nocert.out" 2>&1
-expect "a missing --tls-cert: exit" "$?" 1
+expect "a missing --tls-cert: exit" "$?" 78
 if grep -q "$SCRATCH/nosuch.pem" "$SCRATCH/nocert.out"; then ok "its path"; else bad "reason: $(cat "$SCRATCH/nocert.out")"; fi
 "$API" --listen "$ADDR:$HTTP_PORT" --tls-cert "$SCRATCH/nosuch.pem" >/dev/null 2>&1
-expect "--tls-cert without --tls-key" "$?" 2
+expect "--tls-cert without --tls-key" "$?" 78
 
 target_start isergwd "$IQN" "$SCRATCH/lun.img" 16M "$PORT" "$ADDR" || die "isergwd did not start"
 SOCK=$SCRATCH/state/ctl.sock

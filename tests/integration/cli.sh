@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # isergwd's command line: --help (exit 0, every option mentioned), an unknown
-# option (exit 2 with a message), bad configuration files (non-zero exit, the
-# message names the offending key path), --check-config on a good one. isergwd only: with
+# option (exit 78, EX_CONFIG, with a message), bad configuration files (exit
+# 78, the message names the offending key path), --check-config on a good one. isergwd only: with
 # --target-kind tgt this test has nothing to check and passes.
 #
 #   cli.sh --daemon PATH [--scratch DIR]
@@ -44,10 +44,10 @@ else flunk "--help does not mention: ${missing[*]}"; fi
 
 # unknown option
 rc=$(run_daemon "$SCRATCH/unknown.out" --no-such-option)
-if [ "$rc" -eq 2 ] && [ -s "$SCRATCH/unknown.out" ]; then
-	pass "unknown option exits 2: $(head -n 1 "$SCRATCH/unknown.out")"
+if [ "$rc" -eq 78 ] && grep -q -- --no-such-option "$SCRATCH/unknown.out"; then
+	pass "unknown option exits 78: $(head -n 1 "$SCRATCH/unknown.out")"
 else
-	flunk "unknown option: exit $rc (expected 2) with message '$(head -n 1 "$SCRATCH/unknown.out")'"
+	flunk "unknown option: exit $rc (expected 78) with message '$(head -n 1 "$SCRATCH/unknown.out")'"
 fi
 
 # bad configuration files: each must fail and name its key path (or line/column)
@@ -58,8 +58,8 @@ bad_config() {
 	local rc
 	rc=$(run_daemon "$SCRATCH/$name.out" --config "$f" --state-dir "$SCRATCH/state" \
 		--ctl-socket "$SCRATCH/ctl.sock")
-	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		flunk "config $name: exit status $rc (expected a non-zero exit)"
+	if [ "$rc" -ne 78 ]; then
+		flunk "config $name: exit status $rc (expected 78, EX_CONFIG)"
 	elif grep -qF -- "$want" "$SCRATCH/$name.out"; then
 		pass "config $name: exit $rc, message names $want"
 	else
@@ -87,8 +87,13 @@ else flunk "a valid configuration fails --check-config (exit $rc): $(head -n 3 "
 
 # --config together with quick-serve options is refused
 rc=$(run_daemon "$SCRATCH/mixed.out" --config "$good" --lun "$img")
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "--config with --lun refused (exit $rc)"
-else flunk "--config with --lun: exit $rc (expected a refusal)"; fi
+if [ "$rc" -eq 78 ]; then pass "--config with --lun refused (exit $rc)"
+else flunk "--config with --lun: exit $rc (expected 78)"; fi
+# a file that is not there
+rc=$(run_daemon "$SCRATCH/missing.out" --config "$SCRATCH/no-such.json")
+if [ "$rc" -eq 78 ] && grep -qF "$SCRATCH/no-such.json" "$SCRATCH/missing.out"; then
+	pass "a missing configuration file: exit 78, named"
+else flunk "a missing configuration file: exit $rc (expected 78): $(head -n 2 "$SCRATCH/missing.out")"; fi
 
 if [ "$fail" -ne 0 ]; then
 	log "FAILED (outputs in $SCRATCH)"

@@ -312,7 +312,7 @@ MSOCK=$SCRATCH/state-m/ctl.sock
 if "$ISERGWD" --managed --config "$CFG" >/dev/null 2>&1; then
 	bad "--managed with --config accepted"
 else
-	[ $? = 2 ] && pass "--managed with --config refused (exit 2)" || bad "--managed --config: wrong exit status"
+	[ $? = 78 ] && pass "--managed with --config refused (exit 78)" || bad "--managed --config: wrong exit status"
 fi
 "$ISERGWD" --help | grep -q -- "--managed" && pass "--help describes --managed" || bad "--help lacks --managed"
 mlog=$SCRATCH/managed.log

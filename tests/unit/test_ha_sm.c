@@ -461,6 +461,44 @@ static void test_lease_from_heartbeat(void **state)
 	assert_true(nodes[1].lease > now_ms);
 }
 
+/*
+ * A node frozen past its lease and resumed: until a heartbeat it sends after
+ * resuming comes back, its status is "stale", not quorate, and it takes no
+ * change; messages queued before (delivered first) do not end it.
+ */
+static void test_stale_after_a_freeze(void **state)
+{
+	char why[256];
+
+	(void)state;
+	configure();
+	assert_string_equal(ha_sm_phase_name(&nodes[2].sm), "synced");
+	/* the others go on while node 3's loop does not run */
+	nodes[2].up = false;
+	run_for(LEASE / 2);
+	nodes[2].up = true;
+	now_ms += LEASE;
+	/* first thing after resuming: a message sent while it was frozen */
+	ha_sm_tick(&nodes[0].sm, now_ms);
+	for (size_t i = 0; i < nbus; i++)
+		ha_sm_deliver(&nodes[2].sm, bus[i].from, bus[i].buf, bus[i].len, now_ms);
+	assert_string_equal(ha_sm_phase_name(&nodes[2].sm), "stale");
+	assert_false(ha_sm_can_change(&nodes[2].sm, why, sizeof(why)));
+	assert_non_null(strstr(why, "stale"));
+	for (size_t i = 0; i < nbus; i++)
+		free(bus[i].buf);
+	nbus = 0;
+	/* its own next heartbeat delivered back: current again */
+	ha_sm_tick(&nodes[2].sm, now_ms);
+	assert_string_equal(ha_sm_phase_name(&nodes[2].sm), "stale");
+	settle();
+	assert_string_equal(ha_sm_phase_name(&nodes[2].sm), "synced");
+	assert_true(ha_sm_can_change(&nodes[2].sm, why, sizeof(why)));
+	/* a clock that runs on time never makes it stale */
+	run_for(LEASE * 2);
+	assert_string_equal(ha_sm_phase_name(&nodes[2].sm), "synced");
+}
+
 static void test_node_death(void **state)
 {
 	uint64_t died;
@@ -1741,6 +1779,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lun_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lun_change_protocol_2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_from_heartbeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_after_a_freeze, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failback_waits_for_the_new_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_owner_waits_for_its_lease, setup, teardown),

@@ -585,7 +585,7 @@ static void change_reply(struct agent *a, int status, const char *error, uint64_
 {
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
-	char abuf[64], pbuf[64], *ap[8], *pp[8];
+	char abuf[64] = "", pbuf[64] = "", *ap[8], *pp[8];
 
 	cr.n_applied = words(abuf, sizeof(abuf), applied, ap, 8);
 	cr.n_pending = words(pbuf, sizeof(pbuf), pending, pp, 8);
