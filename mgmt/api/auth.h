@@ -33,6 +33,8 @@
 /* "isergw_" NAME "_" SECRET and a NUL */
 #define API_TOKEN_STR_MAX (sizeof(API_TOKEN_PREFIX) + API_TOKEN_NAME_MAX + 1 + \
 			   API_TOKEN_SECRET_B64 + 1)
+/* "sha256:" SALTHEX ":" HASHHEX and a NUL */
+#define API_TOKEN_HASH_STR_MAX (7 + 2 * API_TOKEN_SALT_BYTES + 1 + 2 * API_TOKEN_HASH_BYTES + 1)
 #define API_TOKEN_FILE_MAX (1024u * 1024u)
 #define API_REALM "isergw"
 
@@ -123,6 +125,15 @@ enum api_authz api_authorize(const struct api_tokens *t, const char *authorizati
  */
 int api_token_new(const char *name, enum api_role role, char *token, size_t toklen,
 		  char *line, size_t linelen);
+
+/*
+ * A new token NAME: its string (API_TOKEN_STR_MAX bytes) and its hash
+ * "sha256:SALTHEX:HASHHEX" (API_TOKEN_HASH_STR_MAX bytes), what the token
+ * file and the cluster document keep. 0, -EINVAL (bad name) or -EIO.
+ */
+int api_token_make(const char *name, char *token, size_t toklen, char *hash, size_t hashlen);
+/* Whether s[0..n) is "sha256:SALTHEX:HASHHEX" (32 and 64 hex digits): 0 with both, or -EINVAL. */
+int api_token_hash_parse(const char *s, size_t n, uint8_t *salt, uint8_t *hash);
 
 /* Add/remove/list in a token file (the isergw-api token command). */
 int api_token_file_add(const char *path, const char *name, enum api_role role, char *token,
