@@ -579,6 +579,45 @@ int api_token_new(const char *name, enum api_role role, char *token, size_t tokl
 	return 0;
 }
 
+int api_token_from_fields(const char *name, const char *role, const char *hash,
+			  struct api_token *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!api_token_name_ok(name) || api_role_parse(role, &out->role) ||
+	    api_token_hash_parse(hash, strlen(hash), out->salt, out->hash))
+		return -EINVAL;
+	memcpy(out->name, name, strlen(name) + 1);
+	return 0;
+}
+
+int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
+		     struct api_tokens *out, size_t *shadowed)
+{
+	struct api_tokens m = { 0 };
+	size_t n = a->n + b->n;
+
+	*shadowed = 0;
+	if (n) {
+		m.v = calloc(n, sizeof(*m.v));
+		if (!m.v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		m.v[m.n++] = a->v[i];
+	for (size_t i = 0; i < b->n; i++) {
+		bool taken = false;
+
+		for (size_t k = 0; k < a->n && !taken; k++)
+			taken = !strcmp(a->v[k].name, b->v[i].name);
+		if (taken)
+			(*shadowed)++;
+		else
+			m.v[m.n++] = b->v[i];
+	}
+	*out = m;
+	return 0;
+}
+
 /* Replace path with text, mode 0600: a temporary file beside it, fsync, rename, fsync the dir. */
 static int write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {

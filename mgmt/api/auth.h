@@ -135,6 +135,20 @@ int api_token_make(const char *name, char *token, size_t toklen, char *hash, siz
 /* Whether s[0..n) is "sha256:SALTHEX:HASHHEX" (32 and 64 hex digits): 0 with both, or -EINVAL. */
 int api_token_hash_parse(const char *s, size_t n, uint8_t *salt, uint8_t *hash);
 
+/*
+ * A token of the cluster (the HA agent's GetTokens): name, role and
+ * "sha256:SALT:HASH" checked as a token file's line. 0 or -EINVAL.
+ */
+int api_token_from_fields(const char *name, const char *role, const char *hash,
+			  struct api_token *out);
+/*
+ * out = a's tokens, then b's whose names a has not (*shadowed: how many of
+ * b's were left out for that): the token file's first, then the cluster's.
+ * 0 or -ENOMEM (free out with api_tokens_free).
+ */
+int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
+		     struct api_tokens *out, size_t *shadowed);
+
 /* Add/remove/list in a token file (the isergw-api token command). */
 int api_token_file_add(const char *path, const char *name, enum api_role role, char *token,
 		       size_t toklen, char *err, size_t errlen);

@@ -400,29 +400,16 @@ static void signal_cb(void *arg, uint32_t events)
  */
 static int tokens_merge_locked(struct api *a)
 {
-	struct api_tokens m = { 0 };
-	size_t n = a->file_tokens.n + a->cluster_tokens.n;
+	struct api_tokens m;
+	size_t shadowed;
+	int rc;
 
-	if (n) {
-		m.v = calloc(n, sizeof(*m.v));
-		if (!m.v)
-			return -ENOMEM;
-	}
-	for (size_t i = 0; i < a->file_tokens.n; i++)
-		m.v[m.n++] = a->file_tokens.v[i];
-	for (size_t i = 0; i < a->cluster_tokens.n; i++) {
-		const struct api_token *t = &a->cluster_tokens.v[i];
-		bool shadowed = false;
-
-		for (size_t k = 0; k < a->file_tokens.n && !shadowed; k++)
-			shadowed = !strcmp(a->file_tokens.v[k].name, t->name);
-		if (shadowed) {
-			GW_WARN(COMP, "the cluster's token %s is not used on this node: the token "
-				"file has one of that name", t->name);
-			continue;
-		}
-		m.v[m.n++] = *t;
-	}
+	rc = api_tokens_merge(&a->file_tokens, &a->cluster_tokens, &m, &shadowed);
+	if (rc)
+		return rc;
+	if (shadowed)
+		GW_WARN(COMP, "%zu of the cluster's tokens not used on this node: the token file "
+			"has tokens of their names", shadowed);
 	api_tokens_free(&a->tokens);
 	a->tokens = m;
 	a->tokens_any = a->opts.token_file[0] || a->cluster_tokens.n;
@@ -463,16 +450,6 @@ int api_tokens_reload(struct api *a)
 	return 0;
 }
 
-/* One token of the agent's list, checked as a token file's line. */
-static int cluster_token_parse(const Isergw__Ha__ApiToken *in, struct api_token *out)
-{
-	if (!api_token_name_ok(in->name) || api_role_parse(in->role, &out->role) ||
-	    api_token_hash_parse(in->hash, strlen(in->hash), out->salt, out->hash))
-		return -EINVAL;
-	snprintf(out->name, sizeof(out->name), "%s", in->name);
-	return 0;
-}
-
 int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl)
 {
 	struct api_tokens t = { 0 }, old;
@@ -485,10 +462,10 @@ int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < tl->n_tokens; i++) {
+		const Isergw__Ha__ApiToken *in = tl->tokens[i];
 		struct api_token *x = &t.v[t.n];
 
-		memset(x, 0, sizeof(*x));
-		if (cluster_token_parse(tl->tokens[i], x)) {
+		if (api_token_from_fields(in->name, in->role, in->hash, x)) {
 			GW_ERR(COMP, "the cluster's token '%.64s' refused: not a valid name, role "
 			       "and sha256:SALT:HASH", tl->tokens[i]->name);
 			continue;

@@ -1157,14 +1157,12 @@ static void token_revoke(void **state)
 	run_free(&r);
 }
 
-/* token list: a table, and --json without a hash */
-static void token_list(void **state)
+/* The agent's answer to GetTokens: one token, prom. */
+static void tokens_reply(struct agent *a)
 {
-	struct agent *a = *state;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
 	Isergw__Ha__ApiToken t = ISERGW__HA__API_TOKEN__INIT, *tp[] = { &t };
-	struct run r;
 
 	t.name = (char *)(uintptr_t)"prom";
 	t.role = (char *)(uintptr_t)"read-only";
@@ -1176,6 +1174,15 @@ static void token_list(void **state)
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_TOKENS;
 	rep.tokens = &tl;
 	agent_reply(a, &rep);
+}
+
+/* token list: a table without a hash */
+static void token_list(void **state)
+{
+	struct agent *a = *state;
+	struct run r;
+
+	tokens_reply(a);
 	r = run(a, "token", "list", NULL);
 	assert_int_equal(agent_done(a)->op_case, ISERGW__HA__API_REQUEST__OP_GET_TOKENS);
 	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
@@ -1183,7 +1190,15 @@ static void token_list(void **state)
 	assert_non_null(strstr(r.out, "prom  read-only  2026-11-28T"));
 	assert_null(strstr(r.out, "sha256"));
 	run_free(&r);
-	agent_reply(a, &rep);
+}
+
+/* token list --json: names, roles, times, never a hash */
+static void token_list_json(void **state)
+{
+	struct agent *a = *state;
+	struct run r;
+
+	tokens_reply(a);
 	r = run_opts(a, true, 2000, "token", "list", NULL);
 	agent_done(a);
 	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
@@ -1309,6 +1324,7 @@ int main(void)
 		T(token_add_refused),
 		T(token_revoke),
 		T(token_list),
+		T(token_list_json),
 		T(usage_errors),
 		T(help),
 	};
