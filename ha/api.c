@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "auth.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 
@@ -44,6 +47,7 @@ struct api_client {
 	uint64_t deadline_ms;
 	uint32_t timeout_ms;
 	uint32_t lun;                   /* ChangeLun: the LUN added or removed */
+	char token[API_TOKEN_STR_MAX];  /* ChangeToken: the new token ("" none), until answered */
 	char name[64];
 	struct list_head link;
 };
@@ -369,6 +373,50 @@ static void op_config(struct api_client *c)
 	free(rt);
 }
 
+/* The cluster's API tokens: hashes only (isergw-api polls this). */
+static void op_tokens(struct api_client *c)
+{
+	const struct ha_doc *d = c->api->a->sm.doc;
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
+	Isergw__Ha__ApiToken *tv = NULL, **tp = NULL;
+	struct ha_token *t = NULL;
+	size_t n = 0;
+
+	if (ha_doc_tokens(d, &t, &n)) {
+		reply_err(c, -ENOMEM, "out of memory");
+		return;
+	}
+	if (n) {
+		tv = calloc(n, sizeof(*tv));
+		tp = calloc(n, sizeof(*tp));
+		if (!tv || !tp) {
+			free(tv);
+			free(tp);
+			free(t);
+			reply_err(c, -ENOMEM, "out of memory");
+			return;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		isergw__ha__api_token__init(&tv[i]);
+		tv[i].name = t[i].name;
+		tv[i].role = t[i].role;
+		tv[i].hash = t[i].hash;
+		tv[i].created = t[i].created;
+		tp[i] = &tv[i];
+	}
+	tl.generation = d->generation;
+	tl.tokens = tp;
+	tl.n_tokens = n;
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_TOKENS;
+	rep.tokens = &tl;
+	reply(c, &rep);
+	free(tp);
+	free(tv);
+	free(t);
+}
+
 /* ------------------------------------------------------------ changes */
 
 static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool timed_out)
@@ -379,6 +427,7 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
 	char pending[HA_MAX_MEMBERS][HA_NAME_MAX];
 	char *applied[HA_MAX_MEMBERS], *pend[HA_MAX_MEMBERS], why[512];
+	char token[API_TOKEN_STR_MAX];
 	size_t np = 0, off = 0;
 
 	ha_sm_all_applied(&a->sm, gen, pending, &np, HA_MAX_MEMBERS);
@@ -403,6 +452,10 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 	cr.n_pending = np;
 	cr.changed = changed;
 	cr.lun = c->lun;
+	/* the secret lives on only in the reply's frame (reply() may end c) */
+	memcpy(token, c->token, sizeof(token));
+	OPENSSL_cleanse(c->token, sizeof(c->token));
+	cr.token = token;
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CHANGE;
 	rep.change = &cr;
 	if (timed_out && np) {
@@ -417,6 +470,7 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", c->name, gen);
 	}
 	reply(c, &rep);
+	OPENSSL_cleanse(token, sizeof(token));
 }
 
 static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
@@ -429,6 +483,41 @@ static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
 	c->deadline_ms = gw_now_ms() + c->timeout_ms;
 }
 
+/*
+ * An API token made here (its secret kept in c->token for the answer, only
+ * its hash multicast) or revoked. The request id or a negative errno.
+ */
+static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken *ct, char *err,
+			    size_t errlen)
+{
+	struct ha_sm *sm = &c->api->a->sm;
+	char hash[API_TOKEN_HASH_STR_MAX];
+	enum api_role role;
+	int rc;
+
+	if (!api_token_name_ok(ct->name)) {
+		snprintf(err, errlen, "the token name is not 1..%u of A-Z a-z 0-9 . _ - "
+			 "(starting with a letter or digit)", API_TOKEN_NAME_MAX);
+		return -EINVAL;
+	}
+	if (ct->revoke) {
+		GW_NOTICE(COMP, "%s: revoke API token %s", c->name, ct->name);
+		return ha_sm_submit_token(sm, ct->name, NULL, NULL, 0, err, errlen);
+	}
+	if (api_role_parse(ct->role, &role)) {
+		snprintf(err, errlen, "the role is neither admin nor read-only");
+		return -EINVAL;
+	}
+	rc = api_token_make(ct->name, c->token, sizeof(c->token), hash, sizeof(hash));
+	if (rc) {
+		snprintf(err, errlen, "cannot make a token: %s", strerror(-rc));
+		return rc;
+	}
+	GW_NOTICE(COMP, "%s: add API token %s (%s)", c->name, ct->name, api_role_name(role));
+	return ha_sm_submit_token(sm, ct->name, api_role_name(role), hash, (uint64_t)time(NULL),
+				  err, errlen);
+}
+
 static void op_change(struct api_client *c, const ApiRequest *req)
 {
 	struct ha_sm *sm = &c->api->a->sm;
@@ -437,6 +526,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 	int64_t id;
 
 	c->lun = 0;
+	OPENSSL_cleanse(c->token, sizeof(c->token));
 	switch (req->op_case) {
 	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
 		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", c->name,
@@ -471,6 +561,10 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 				       sizeof(err));
 		timeout = req->move->timeout_ms;
 		break;
+	case ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN:
+		id = submit_token(c, req->change_token, err, sizeof(err));
+		timeout = req->change_token->timeout_ms;
+		break;
 	default:
 		id = -EOPNOTSUPP;
 		break;
@@ -481,6 +575,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		return;
 	}
 	if (id < 0) {
+		OPENSSL_cleanse(c->token, sizeof(c->token));
 		reply_err(c, (int)id, "%s", err[0] ? err : strerror((int)-id));
 		return;
 	}
@@ -586,7 +681,11 @@ static void handle(struct api_client *c, const uint8_t *buf, size_t len)
 	case ISERGW__HA__API_REQUEST__OP_CHANGE_LUN:
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
 	case ISERGW__HA__API_REQUEST__OP_MOVE:
+	case ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN:
 		op_change(c, req);
+		break;
+	case ISERGW__HA__API_REQUEST__OP_GET_TOKENS:
+		op_tokens(c);
 		break;
 	case ISERGW__HA__API_REQUEST__OP_NODE_FENCED:
 		op_fenced(c, req);

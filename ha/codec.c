@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "sm.h"
 #include "util/names.h"
 
@@ -197,6 +198,22 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 		if (c->lun->lun_json[0] && c->lun->lun_json[0] != '{')
 			return bad(err, errlen, -EINVAL, "change.lun.lun_json: not a JSON object");
 		return 0;
+	case ISERGW__HA__CHANGE__KIND_TOKEN: {
+		const Isergw__Ha__TokenChange *t = c->token;
+		char why[200];
+
+		if (!t->role[0]) {
+			if (t->hash[0] || t->created)
+				return bad(err, errlen, -EINVAL, "change.token: a revoke with a hash "
+					   "or a time");
+			if (!api_token_name_ok(t->name))
+				return bad(err, errlen, -EINVAL, "change.token.name: not a token name");
+			return 0;
+		}
+		if (ha_token_check(t->name, t->role, t->hash, why, sizeof(why)))
+			return bad(err, errlen, -EINVAL, "change.token: %s", why);
+		return 0;
+	}
 	default:
 		return bad(err, errlen, -EINVAL, "change: no kind (or an unknown one: %d)",
 			   (int)c->kind_case);
@@ -238,6 +255,10 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
 		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_LUN && m->version < 3)
 			rc = bad(err, errlen, -EINVAL, "change.lun: in a protocol %u message",
+				 m->version);
+		else if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN &&
+			 m->version < HA_PROTO_TOKENS)
+			rc = bad(err, errlen, -EINVAL, "change.token: in a protocol %u message",
 				 m->version);
 		else
 			rc = check_change(m->change, err, errlen);

@@ -58,6 +58,7 @@ void ha_doc_free(struct ha_doc *d)
 	free(d->gateway_members);
 	free(d->targets_text);
 	free(d->chap_text);
+	free(d->tokens_text);
 	free(d->delta_target);
 	free(d->delta_lun_json);
 	ha_doc_lun_idx_free(d->lun_idx);
@@ -142,6 +143,7 @@ static int doc_copy(const struct ha_doc *d, struct ha_doc **out)
 	c->gateway_members = dup_or_null(d->gateway_members, &failed);
 	c->targets_text = dup_or_null(d->targets_text, &failed);
 	c->chap_text = dup_or_null(d->chap_text, &failed);
+	c->tokens_text = dup_or_null(d->tokens_text, &failed);
 	if (failed)
 		goto err_free_copy;
 	*out = c;
@@ -264,7 +266,14 @@ static int doc_finish(struct ha_doc *d)
 	free(d->text);
 	d->text = NULL;
 	ha_sb_init(&b);
-	ha_sb_puts(&b, "{\"config\":");
+	/* the tokens' key only when there are tokens: a document without keeps its digest */
+	if (d->tokens_text) {
+		ha_sb_puts(&b, "{\"api_tokens\":");
+		ha_sb_puts(&b, d->tokens_text);
+		ha_sb_puts(&b, ",\"config\":");
+	} else {
+		ha_sb_puts(&b, "{\"config\":");
+	}
 	ha_sb_puts(&b, d->config_text);
 	ha_sb_printf(&b, ",\"generation\":%" PRIu64 ",\"runtime\":", d->generation);
 	put_runtime(&b, d);
@@ -592,6 +601,14 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 		d->drained[k] = old >= 0 && base->drained[old];
 		d->live[k] = old >= 0 && base->live[old];
 	}
+	/* the API tokens are no part of the configuration: they stay */
+	if (base && base->tokens_text) {
+		d->tokens_text = strdup(base->tokens_text);
+		if (!d->tokens_text) {
+			rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+			goto err_free_doc;
+		}
+	}
 	d->generation = gen;
 	rc = validate_nodes(d, "", err, errlen);
 	if (rc)
@@ -897,8 +914,8 @@ static int parse_generation(struct ha_vctx *c, struct json_object *root, struct 
 
 int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "generation", "config", "runtime" };
-	struct json_object *root, *cfg, *rt;
+	static const char *const keys[] = { "generation", "config", "runtime", "api_tokens" };
+	struct json_object *root, *cfg, *rt, *tok;
 	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
@@ -945,6 +962,11 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 	rc = parse_runtime(&c, rt, d);
 	if (rc)
 		goto err_free_doc;
+	if (json_object_object_get_ex(root, "api_tokens", &tok)) {
+		rc = ha_doc_tokens_parse(&c, tok, &d->tokens_text);
+		if (rc)
+			goto err_free_doc;
+	}
 	rc = validate_nodes(d, "config.", err, errlen);
 	if (rc)
 		goto err_free_doc;

@@ -100,6 +100,11 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	char *targets_text;             /* the "targets" array ("[]" when absent) */
 	char *chap_text;                /* the "discovery_chap" object (NULL when absent) */
 	/*
+	 * isergw-api's tokens (doc_tokens.c), no part of the configuration:
+	 * the canonical "api_tokens" object, NULL when there is none.
+	 */
+	char *tokens_text;
+	/*
 	 * Set when the document was made from generation - 1 by one LUN
 	 * change (ha_doc_with_lun): what isergwd needs to take it without
 	 * the whole configuration (ChangeLun of the control protocol).
@@ -242,6 +247,40 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir);
  * starts empty); other I/O errors as -errno with the reason.
  */
 int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen);
+/*
+ * isergw-api's tokens in the document (docs/api.md, Cluster tokens): the
+ * key "api_tokens", {"NAME":{"created":SECONDS,"hash":"sha256:SALT:HASH",
+ * "role":"admin"|"read-only"}}, absent when there is none. Only salted
+ * hashes, never a secret. No part of the configuration: a new configuration
+ * keeps them.
+ */
+#define HA_TOKENS_MAX 256u
+struct ha_token {
+	char name[65];
+	char role[16];
+	char hash[112];
+	uint64_t created;
+};
+/*
+ * A token as a peer or a client gives it: name as a token file's, role
+ * "admin" or "read-only", hash "sha256:SALTHEX:HASHHEX". 0 or -EINVAL with
+ * the reason in err.
+ */
+int ha_token_check(const char *name, const char *role, const char *hash, char *err,
+		   size_t errlen);
+/*
+ * d with token name added (role set: -EEXIST when the name is taken,
+ * -ENOSPC past HA_TOKENS_MAX) or revoked (role NULL or "": -ENOENT when
+ * there is none), generation + 1; -EINVAL as ha_token_check.
+ */
+int ha_doc_with_token(const struct ha_doc *d, const char *name, const char *role,
+		      const char *hash, uint64_t created, struct ha_doc **out, char *err,
+		      size_t errlen);
+/* d's tokens, by name (*out malloc'd, NULL when none): 0 or -ENOMEM. */
+int ha_doc_tokens(const struct ha_doc *d, struct ha_token **out, size_t *n);
+/* Whether d has a token named name. */
+bool ha_doc_has_token(const struct ha_doc *d, const char *name);
+
 /* Hex of the digest, 65 bytes with the NUL. */
 void ha_digest_hex(const uint8_t *digest, char out[2 * HA_DIGEST_LEN + 1]);
 

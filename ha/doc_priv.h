@@ -95,6 +95,11 @@ struct ha_doc *ha_doc_alloc(void);
  */
 int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
 		    struct ha_doc *d);
+/*
+ * doc_tokens.c: check the document's "api_tokens" object (at the path of c)
+ * and make its canonical text (*canon, malloc'd; NULL when it is empty).
+ */
+int ha_doc_tokens_parse(struct ha_vctx *c, struct json_object *obj, char **canon);
 /* Whether s[0..len) is one of the gateway keys (isergwd top-level keys of the cluster). */
 bool ha_gateway_key(const char *s, size_t len);
 

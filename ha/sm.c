@@ -704,6 +704,10 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		rc = ha_doc_with_drain(sm->doc, n, c->drain->drained, &d);
 		sm->replace = true;
 		break;
+	case ISERGW__HA__CHANGE__KIND_TOKEN:
+		rc = ha_doc_with_token(sm->doc, c->token->name, c->token->role, c->token->hash,
+				       c->token->created, &d, err, sizeof(err));
+		break;
 	case ISERGW__HA__CHANGE__KIND_PLACEMENT:
 		rc = apply_placement(sm, c->placement, &d);
 		if (sm->inflight_base == c->base_generation)
@@ -725,7 +729,10 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		  c->kind_case == ISERGW__HA__CHANGE__KIND_LUN ?
 		  (c->lun->lun_json[0] ? "LUN added" : "LUN removed") :
 		  c->kind_case == ISERGW__HA__CHANGE__KIND_DRAIN ?
-		  (c->drain->drained ? "node drained" : "node undrained") : "placement", c->origin);
+		  (c->drain->drained ? "node drained" : "node undrained") :
+		  c->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN ?
+		  (c->token->role[0] ? "API token added" : "API token revoked") : "placement",
+		  c->origin);
 	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri))
 		sm->reqs[ri].sent_applied = true;
 	doc_set(sm, d, now);
@@ -1647,6 +1654,35 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, boo
 		req_find(sm, (uint64_t)id, NULL)->orphans = true;
 	}
 	return id;
+}
+
+int64_t ha_sm_submit_token(struct ha_sm *sm, const char *name, const char *role,
+			   const char *hash, uint64_t created, char *err, size_t errlen)
+{
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__TokenChange tc = ISERGW__HA__TOKEN_CHANGE__INIT;
+	struct ha_doc *d = NULL;
+	int rc;
+
+	if (!ha_sm_can_change(sm, err, errlen))
+		return sm->quorate ? -EAGAIN : -ENOLCK;
+	if (sm->proto < HA_PROTO_TOKENS)
+		return errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u: cluster "
+			    "tokens need %u on every node (upgrade them)", sm->proto,
+			    HA_PROTO_TOKENS);
+	/* checked here as every member checks it on delivery: a refused one never leaves */
+	rc = ha_doc_with_token(sm->doc, name, role, hash, created, &d, err, errlen);
+	ha_doc_free(d);
+	if (rc)
+		return rc;
+	tc.name = (char *)(uintptr_t)name;
+	tc.role = (char *)(uintptr_t)(role ? role : "");
+	tc.hash = (char *)(uintptr_t)(role && hash ? hash : "");
+	tc.created = role ? created : 0;
+	c.base_generation = sm->doc->generation;
+	c.kind_case = ISERGW__HA__CHANGE__KIND_TOKEN;
+	c.token = &tc;
+	return submit(sm, &c, HA_REQ_CONFIG, "", "", err, errlen);
 }
 
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,

@@ -31,9 +31,11 @@
 
 #define HA_PROTO_MIN 1u
 #define HA_PROTO_MAX 4u            /* 2: Fenced; 3: LunChange, the LU state (LuPropose, LuApplied,
-                                      LuLock, LuUnlock, Sync.lu_states); 4: DataPlane */
+                                      LuLock, LuUnlock, Sync.lu_states); 4: DataPlane,
+                                      TokenChange */
 #define HA_PROTO_LU 3u             /* the first that carries the LU state */
 #define HA_PROTO_DP 4u             /* the first that carries the data plane's health */
+#define HA_PROTO_TOKENS 4u         /* the first with isergw-api's tokens (TokenChange) */
 #define HA_MAX_MEMBERS 32u
 #define HA_HB_RING 64u                  /* own heartbeats remembered (seq -> send time) */
 #define HA_MSG_MAX (1u << 20)           /* largest group message */
@@ -400,6 +402,14 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, boo
 			   char *err, size_t errlen);
 int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, char *err,
 			  size_t errlen);
+/*
+ * isergw-api's token name added (role set; hash its "sha256:SALT:HASH",
+ * created its time) or revoked (role NULL), as a TokenChange (docs/api.md,
+ * Cluster tokens). The request id, or -EPROTONOSUPPORT (a member speaks
+ * protocol 3 or older), -EEXIST, -ENOENT, -EINVAL with err.
+ */
+int64_t ha_sm_submit_token(struct ha_sm *sm, const char *name, const char *role,
+			   const char *hash, uint64_t created, char *err, size_t errlen);
 /*
  * A host's SET TARGET PORT GROUPS: a move, except while the device group is
  * moving or within HA_HOST_MOVE_SETTLE_MS of its last change of hands

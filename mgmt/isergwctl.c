@@ -80,7 +80,7 @@ static void usage(FILE *f)
 "                               SET TARGET PORT GROUPS) asks for, --refuse refuses\n"
 "                               them; --count: exit after N events\n"
 "  cluster status | config get | config apply FILE | drain NODE | undrain NODE |\n"
-"          move DEVICE_GROUP NODE\n"
+"          move DEVICE_GROUP NODE | token add|list|revoke\n"
 "                               the HA agent's cluster (its local API, default\n"
 "                               " ISERGWCTL_HA_SOCKET "); isergwctl cluster --help\n"
 "\n"

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl_wire.h"
@@ -45,6 +46,7 @@ enum {
 	OPT_BASE_GEN = 1u << 1,
 	OPT_WAIT = 1u << 2,
 	OPT_FORCE = 1u << 3,
+	OPT_ROLE = 1u << 4,
 };
 
 struct cl {
@@ -55,6 +57,7 @@ struct cl {
 	unsigned int given;     /* OPT_* seen */
 	uint64_t base_gen;
 	uint32_t wait_ms;
+	const char *role;       /* --role */
 	char *pos[POS_MAX];     /* command words, then operands */
 	size_t npos;
 };
@@ -101,17 +104,25 @@ static void usage(FILE *f)
 "                         while NODE is a corosync member or its agent in the\n"
 "                         group. Never say it of a node that may be running\n"
 "                         (it may still write)\n"
+"  token add NAME --role admin|read-only [--wait-ms MS]\n"
+"                         make an API token for isergw-api on every node\n"
+"                         (docs/api.md, Cluster tokens): printed once, on\n"
+"                         stdout; the cluster keeps only its salted hash\n"
+"  token list             the cluster's API tokens: name, role, created\n"
+"  token revoke NAME [--wait-ms MS]\n"
+"                         refuse token NAME on every node from now on\n"
 "  help                   this help\n"
 "\n"
 "Options (anywhere after 'cluster'):\n"
 "  --ha-socket PATH  the agent's socket (default " ISERGWCTL_HA_SOCKET ")\n"
 "  --json            one JSON document instead of tables\n"
+"  --role ROLE       token add: admin (every method) or read-only (GET, HEAD)\n"
 "  --wait-ms MS      how long the agent waits for every live node to apply the\n"
 "                    change before it answers with the nodes that have not\n"
 "                    (0..600000; 0 or none: the agent's change_timeout_ms)\n"
 "  -h, --help        this help\n"
 "\n"
-"A change (config apply, drain, undrain, move) is answered once every live node\n"
+"A change (config apply, drain, undrain, move, token add, token revoke) is answered once every live node\n"
 "applied it: 'generation N applied by NODE ...', or 'unchanged'. isergwctl waits\n"
 "for an answer at most --timeout (default 30 s) plus --wait-ms.\n"
 "\n"
@@ -1073,6 +1084,115 @@ static int cmd_fenced(struct cl *c, char **args)
 	return ISERGWCTL_EXIT_OK;
 }
 
+/* token add NAME --role ROLE: the token on stdout (only there), the result on stderr */
+static int cmd_token_add(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__ChangeToken ct = ISERGW__HA__CHANGE_TOKEN__INIT;
+	const Isergw__Ha__ChangeResult *r;
+	ApiReply *rep;
+	int rc;
+
+	if (!c->role || (strcmp(c->role, "admin") && strcmp(c->role, "read-only")))
+		return usage_err("token add needs --role admin or --role read-only");
+	ct.name = args[0];
+	ct.role = (char *)(uintptr_t)c->role;
+	ct.timeout_ms = c->wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN;
+	req.change_token = &ct;
+	rc = ha_request(c, &req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
+	if (rc)
+		return rc;
+	r = rep->change;
+	if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CHANGE || !r->token[0])
+		return change_show(c, rep);
+	if (c->json) {
+		isergwctl_print_json(msg_json(&r->base));
+	} else {
+		printf("%s\n", r->token);
+		fflush(stdout);
+		fprintf(stderr, "isergwctl: token %s (%s) added to the cluster in generation %llu; "
+			"its secret is printed above and nowhere else\n", args[0], c->role,
+			(unsigned long long)r->generation);
+		for (size_t i = 0; i < r->n_pending; i++)
+			fprintf(stderr, "isergwctl: pending on %s\n", r->pending[i]);
+	}
+	rc = ISERGWCTL_EXIT_OK;
+	if (rep->status) {
+		isergwctl_print_refusal(rep->status, rep->error);
+		rc = ISERGWCTL_EXIT_REFUSED;
+	}
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int cmd_token_revoke(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__ChangeToken ct = ISERGW__HA__CHANGE_TOKEN__INIT;
+
+	ct.name = args[0];
+	ct.revoke = true;
+	ct.timeout_ms = c->wait_ms;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN;
+	req.change_token = &ct;
+	return run_change(c, &req);
+}
+
+static int cmd_token_list(struct cl *c, char **args)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
+	struct isergwctl_table t;
+	ApiReply *rep;
+	int rc;
+
+	(void)args;
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_TOKENS;
+	req.get_tokens = &gt;
+	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_TOKENS, false, &rep);
+	if (rc)
+		return rc;
+	if (c->json) {
+		json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+		/* the names, roles and times: never a hash */
+		for (size_t i = 0; i < rep->tokens->n_tokens; i++) {
+			const Isergw__Ha__ApiToken *k = rep->tokens->tokens[i];
+			json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "name", json_object_new_string(k->name));
+			json_object_object_add(e, "role", json_object_new_string(k->role));
+			json_object_object_add(e, "created", json_object_new_int64((int64_t)k->created));
+			json_object_array_add(a, e);
+		}
+		json_object_object_add(o, "generation",
+				       json_object_new_int64((int64_t)rep->tokens->generation));
+		json_object_object_add(o, "tokens", a);
+		isergwctl_print_json(o);
+	} else {
+		isergwctl_table_init(&t, 3);
+		isergwctl_table_cell(&t, "NAME");
+		isergwctl_table_cell(&t, "ROLE");
+		isergwctl_table_cell(&t, "CREATED");
+		for (size_t i = 0; i < rep->tokens->n_tokens; i++) {
+			const Isergw__Ha__ApiToken *k = rep->tokens->tokens[i];
+			time_t when = (time_t)k->created;
+			struct tm tm;
+			char ts[32] = "?";
+
+			if (gmtime_r(&when, &tm))
+				strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			isergwctl_table_cell(&t, "%s", k->name);
+			isergwctl_table_cell(&t, "%s", k->role);
+			isergwctl_table_cell(&t, "%s", ts);
+		}
+		isergwctl_table_print(&t, stdout);
+	}
+	isergw__ha__api_reply__free_unpacked(rep, NULL);
+	return ISERGWCTL_EXIT_OK;
+}
+
 static const struct cl_cmd cmds[] = {
 	{ "status", NULL, 0, "", 0, false, cmd_status },
 	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
@@ -1081,10 +1201,13 @@ static const struct cl_cmd cmds[] = {
 	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
 	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
 	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced },
+	{ "token", "add", 1, "NAME", OPT_ROLE | OPT_WAIT, true, cmd_token_add },
+	{ "token", "list", 0, "", 0, false, cmd_token_list },
+	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_token_revoke },
 };
 
 static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms",
-					 "--force" };
+					 "--force", "--role" };
 
 /* ------------------------------------------------------------ entry */
 
@@ -1099,6 +1222,7 @@ static int parse_args(struct cl *c, int argc, char **argv)
 		{ "base-generation", required_argument, NULL, 'b' },
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "role", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -1139,6 +1263,10 @@ static int parse_args(struct cl *c, int argc, char **argv)
 				return usage_err("--wait-ms wants 0..%u milliseconds, not '%s'", WAIT_MAX_MS,
 						 optarg);
 			c->given |= OPT_WAIT;
+			break;
+		case 'R':
+			c->role = optarg;
+			c->given |= OPT_ROLE;
 			break;
 		case ':':
 			return usage_err("%s needs a value", argv[optind - 1]);
@@ -1183,6 +1311,8 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 			cmd = &cmds[i];
 	if (!cmd && strcmp(c.pos[0], "config") == 0)
 		return usage_err("config needs 'get' or 'apply'");
+	if (!cmd && strcmp(c.pos[0], "token") == 0)
+		return usage_err("token needs 'add', 'list' or 'revoke'");
 	if (!cmd)
 		return usage_err("unknown command '%s'", c.pos[0]);
 	words = cmd->word2 ? 2 : 1;

@@ -72,6 +72,7 @@ struct api_opts {
 	size_t ndgs;
 	/* ---- security (docs/api.md, Security) */
 	char token_file[4096];          /* "": no tokens, only the probes and /metrics open */
+	uint32_t token_poll_ms;         /* the cluster's tokens asked for this often (0: not) */
 	bool metrics_open;              /* /metrics without a token */
 	uint32_t metrics_cache_ms;      /* scrapes this close to the last render get it (0: off) */
 	uint32_t status_cache_ms;       /* the agent's status this recent is answered again (0: off) */
@@ -90,9 +91,20 @@ struct api {
 	struct api_ha *ha;
 	pthread_mutex_t stats_lock;     /* the server's threads record, /metrics reads */
 	struct api_stats stats;
-	/* ---- the tokens: read by the server's threads, replaced on SIGHUP */
+	/*
+	 * ---- the tokens: read by the server's threads, replaced on SIGHUP
+	 * (the file's) and when the cluster's change (the HA client's thread).
+	 * tokens = the file's, then the cluster's whose names the file has not.
+	 */
 	pthread_rwlock_t tokens_lock;
 	struct api_tokens tokens;
+	struct api_tokens file_tokens;
+	struct api_tokens cluster_tokens;
+	bool tokens_any;                /* a token file given, or the cluster has tokens */
+	/* the cluster's tokens (main.c, the HA client's thread only) */
+	uint64_t cluster_tokens_gen;
+	bool cluster_tokens_seen;       /* an answer came (the agent speaks GetTokens) */
+	bool cluster_tokens_failing;    /* the last poll failed (logged once) */
 	/* ---- rendered configuration reads by generation (cache.h; cluster only) */
 	struct api_cache cache;
 	/* ---- the last /metrics render (cache.h) */
@@ -107,6 +119,12 @@ void api_http_stop(struct api *a);
 
 /* ---- main.c: (re)read --token-file; the old tokens stay on an error. 0 or -errno */
 int api_tokens_reload(struct api *a);
+/*
+ * main.c: the cluster's tokens from a TokenList (each checked: a bad one is
+ * left out with an err line); in use at once if they differ from those held.
+ * Returns the number taken, or -ENOMEM.
+ */
+int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl);
 /* ---- token_cli.c: isergw-api token ... (argv[0] "token"); the exit status */
 int api_token_cli(int argc, char **argv);
 
@@ -156,6 +174,12 @@ void api_ha_free(struct api_ha *h);
  * the client (0: never; the default); any change ending drops it.
  */
 void api_ha_set_status_cache(struct api_ha *h, uint32_t ms);
+/*
+ * Ask the agent for the cluster's tokens (GetTokens) now and every
+ * period_ms after each answer, until api_ha_stop; cb gets each answer (or
+ * failure) on the client's thread. Call once, after api_ha_start.
+ */
+int api_ha_poll_tokens(struct api_ha *h, uint32_t period_ms, api_ha_cb cb, void *arg);
 /* Any thread. 0: cb will be called exactly once; -ESHUTDOWN, -ENOMEM, -EMSGSIZE: it will not. */
 int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t timeout_ms,
 		api_ha_cb cb, void *arg);

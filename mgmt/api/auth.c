@@ -199,7 +199,6 @@ static int parse_line(const char *s, const char *end, struct api_token *tok, con
 {
 	const char *f[4];
 	size_t n[4];
-	const char *h, *colon;
 
 	for (int i = 0; i < 4; i++)
 		n[i] = field(&s, end, &f[i]);
@@ -221,15 +220,11 @@ static int parse_line(const char *s, const char *end, struct api_token *tok, con
 		*what = "the role is neither admin nor read-only";
 		return -EINVAL;
 	}
-	h = f[2];
-	if (n[2] < strlen(HASH_PREFIX) || memcmp(h, HASH_PREFIX, strlen(HASH_PREFIX))) {
+	if (n[2] < strlen(HASH_PREFIX) || memcmp(f[2], HASH_PREFIX, strlen(HASH_PREFIX))) {
 		*what = "the hash does not start with sha256:";
 		return -EINVAL;
 	}
-	h += strlen(HASH_PREFIX);
-	colon = memchr(h, ':', (size_t)(f[2] + n[2] - h));
-	if (!colon || unhex(h, (size_t)(colon - h), tok->salt, API_TOKEN_SALT_BYTES) ||
-	    unhex(colon + 1, (size_t)(f[2] + n[2] - colon - 1), tok->hash, API_TOKEN_HASH_BYTES)) {
+	if (api_token_hash_parse(f[2], n[2], tok->salt, tok->hash)) {
 		*what = "the hash is not sha256:SALT:HASH with 32 and 64 hex digits";
 		return -EINVAL;
 	}
@@ -548,8 +543,22 @@ enum api_authz api_authorize(const struct api_tokens *t, const char *authorizati
 
 /* ------------------------------------------------------------ making tokens */
 
-int api_token_new(const char *name, enum api_role role, char *token, size_t toklen,
-		  char *line, size_t linelen)
+int api_token_hash_parse(const char *s, size_t n, uint8_t *salt, uint8_t *hash)
+{
+	const char *h = s, *colon;
+	size_t pre = strlen(HASH_PREFIX);
+
+	if (n < pre || memcmp(h, HASH_PREFIX, pre))
+		return -EINVAL;
+	h += pre;
+	colon = memchr(h, ':', (size_t)(s + n - h));
+	if (!colon || unhex(h, (size_t)(colon - h), salt, API_TOKEN_SALT_BYTES) ||
+	    unhex(colon + 1, (size_t)(s + n - colon - 1), hash, API_TOKEN_HASH_BYTES))
+		return -EINVAL;
+	return 0;
+}
+
+int api_token_make(const char *name, char *token, size_t toklen, char *hash, size_t hashlen)
 {
 	uint8_t secret[API_TOKEN_SECRET_BYTES], salt[API_TOKEN_SALT_BYTES];
 	uint8_t h[API_TOKEN_HASH_BYTES];
@@ -557,7 +566,8 @@ int api_token_new(const char *name, enum api_role role, char *token, size_t tokl
 	char salthex[2 * API_TOKEN_SALT_BYTES + 1], hashhex[2 * API_TOKEN_HASH_BYTES + 1];
 	int rc = 0;
 
-	if (!api_token_name_ok(name) || toklen < API_TOKEN_STR_MAX || linelen < 256)
+	if (!api_token_name_ok(name) || toklen < API_TOKEN_STR_MAX ||
+	    hashlen < API_TOKEN_HASH_STR_MAX)
 		return -EINVAL;
 	if (RAND_bytes(secret, sizeof(secret)) != 1 || RAND_bytes(salt, sizeof(salt)) != 1 ||
 	    hash_secret(salt, secret, h)) {
@@ -568,12 +578,65 @@ int api_token_new(const char *name, enum api_role role, char *token, size_t tokl
 	tohex(salt, sizeof(salt), salthex);
 	tohex(h, sizeof(h), hashhex);
 	snprintf(token, toklen, API_TOKEN_PREFIX "%s_%s", name, b64);
-	snprintf(line, linelen, "%s %s " HASH_PREFIX "%s:%s", name, api_role_name(role), salthex,
-		 hashhex);
+	snprintf(hash, hashlen, HASH_PREFIX "%s:%s", salthex, hashhex);
 out:
 	OPENSSL_cleanse(secret, sizeof(secret));
 	OPENSSL_cleanse(b64, sizeof(b64));
 	return rc;
+}
+
+int api_token_new(const char *name, enum api_role role, char *token, size_t toklen,
+		  char *line, size_t linelen)
+{
+	char hash[API_TOKEN_HASH_STR_MAX];
+	int rc;
+
+	if (linelen < 256)
+		return -EINVAL;
+	rc = api_token_make(name, token, toklen, hash, sizeof(hash));
+	if (rc)
+		return rc;
+	snprintf(line, linelen, "%s %s %s", name, api_role_name(role), hash);
+	return 0;
+}
+
+int api_token_from_fields(const char *name, const char *role, const char *hash,
+			  struct api_token *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!api_token_name_ok(name) || api_role_parse(role, &out->role) ||
+	    api_token_hash_parse(hash, strlen(hash), out->salt, out->hash))
+		return -EINVAL;
+	memcpy(out->name, name, strlen(name) + 1);
+	return 0;
+}
+
+int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
+		     struct api_tokens *out, size_t *shadowed)
+{
+	struct api_tokens m = { 0 };
+	size_t n = a->n + b->n;
+
+	*shadowed = 0;
+	if (n) {
+		m.v = calloc(n, sizeof(*m.v));
+		if (!m.v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		m.v[m.n++] = a->v[i];
+	for (size_t i = 0; i < b->n; i++) {
+		bool taken = false;
+
+		for (size_t k = 0; k < a->n && !taken; k++)
+			taken = !strcmp(a->v[k].name, b->v[i].name);
+		if (taken)
+			(*shadowed)++;
+		else
+			m.v[m.n++] = b->v[i];
+	}
+	*out = m;
+	return 0;
 }
 
 /* Replace path with text, mode 0600: a temporary file beside it, fsync, rename, fsync the dir. */

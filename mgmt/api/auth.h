@@ -33,6 +33,8 @@
 /* "isergw_" NAME "_" SECRET and a NUL */
 #define API_TOKEN_STR_MAX (sizeof(API_TOKEN_PREFIX) + API_TOKEN_NAME_MAX + 1 + \
 			   API_TOKEN_SECRET_B64 + 1)
+/* "sha256:" SALTHEX ":" HASHHEX and a NUL */
+#define API_TOKEN_HASH_STR_MAX (7 + 2 * API_TOKEN_SALT_BYTES + 1 + 2 * API_TOKEN_HASH_BYTES + 1)
 #define API_TOKEN_FILE_MAX (1024u * 1024u)
 #define API_REALM "isergw"
 
@@ -123,6 +125,29 @@ enum api_authz api_authorize(const struct api_tokens *t, const char *authorizati
  */
 int api_token_new(const char *name, enum api_role role, char *token, size_t toklen,
 		  char *line, size_t linelen);
+
+/*
+ * A new token NAME: its string (API_TOKEN_STR_MAX bytes) and its hash
+ * "sha256:SALTHEX:HASHHEX" (API_TOKEN_HASH_STR_MAX bytes), what the token
+ * file and the cluster document keep. 0, -EINVAL (bad name) or -EIO.
+ */
+int api_token_make(const char *name, char *token, size_t toklen, char *hash, size_t hashlen);
+/* Whether s[0..n) is "sha256:SALTHEX:HASHHEX" (32 and 64 hex digits): 0 with both, or -EINVAL. */
+int api_token_hash_parse(const char *s, size_t n, uint8_t *salt, uint8_t *hash);
+
+/*
+ * A token of the cluster (the HA agent's GetTokens): name, role and
+ * "sha256:SALT:HASH" checked as a token file's line. 0 or -EINVAL.
+ */
+int api_token_from_fields(const char *name, const char *role, const char *hash,
+			  struct api_token *out);
+/*
+ * out = a's tokens, then b's whose names a has not (*shadowed: how many of
+ * b's were left out for that): the token file's first, then the cluster's.
+ * 0 or -ENOMEM (free out with api_tokens_free).
+ */
+int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
+		     struct api_tokens *out, size_t *shadowed);
 
 /* Add/remove/list in a token file (the isergw-api token command). */
 int api_token_file_add(const char *path, const char *name, enum api_role role, char *token,

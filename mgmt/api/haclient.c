@@ -27,6 +27,11 @@
  * thread, without a connection. Any other call but GetConfig (a change)
  * drops it when it ends, so a read after a write through this API sees the
  * write; a change made through another node shows here within the window.
+ *
+ * The cluster's API tokens (docs/api.md, Cluster tokens) are asked for
+ * every --token-poll-ms with GetTokens, one call at a time, on this thread
+ * (api_ha_poll_tokens): a token added or revoked on any node counts here
+ * within that period and one round trip.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -68,6 +73,11 @@ struct api_ha {
 	uint8_t *st_buf;                /* the packed ApiReply, NULL: none */
 	size_t st_len;
 	uint64_t st_at;                 /* monotonic ms */
+	/* the cluster's tokens asked for every poll_ms (api_ha_poll_tokens; this thread only) */
+	struct reactor_timer poll;
+	uint32_t poll_ms;
+	api_ha_cb poll_cb;
+	void *poll_arg;
 };
 
 struct ha_call {
@@ -98,10 +108,19 @@ static void status_drop(struct api_ha *h)
 	h->st_len = 0;
 }
 
+/* Whether a request changes nothing (a read). */
+static bool op_is_read(int op)
+{
+	return op == ISERGW__HA__API_REQUEST__OP_GET_STATUS ||
+	       op == ISERGW__HA__API_REQUEST__OP_GET_CONFIG ||
+	       op == ISERGW__HA__API_REQUEST__OP_GET_TOKENS;
+}
+
 /* A call ended with rep: the status kept, or dropped by a change. */
 static void status_note(struct api_ha *h, int op, const Isergw__Ha__ApiReply *rep)
 {
-	if (op == ISERGW__HA__API_REQUEST__OP_GET_CONFIG)
+	if (op == ISERGW__HA__API_REQUEST__OP_GET_CONFIG ||
+	    op == ISERGW__HA__API_REQUEST__OP_GET_TOKENS)
 		return;
 	if (op != ISERGW__HA__API_REQUEST__OP_GET_STATUS) {
 		status_drop(h);
@@ -166,8 +185,7 @@ static void call_finish(struct ha_call *k, int rc, Isergw__Ha__ApiReply *rep, co
 	free(k->tx);
 	if (!rc)
 		status_note(h, k->op, rep);
-	else if (k->op != ISERGW__HA__API_REQUEST__OP_GET_STATUS &&
-		 k->op != ISERGW__HA__API_REQUEST__OP_GET_CONFIG)
+	else if (!op_is_read(k->op))
 		status_drop(h);         /* a change that may have been made */
 	k->cb(k->arg, rc, rep, why);
 	if (rep)
@@ -354,6 +372,7 @@ static void shutdown_msg(void *arg)
 	struct api_ha *h = arg;
 
 	h->starting = true; /* no call waiting for a connection gets one now */
+	reactor_timer_cancel(h->r, &h->poll);
 	while (!list_empty(&h->calls)) {
 		struct ha_call *k = list_first_entry(&h->calls, struct ha_call, link);
 
@@ -416,6 +435,58 @@ void api_ha_stop(struct api_ha *h)
 		reactor_stop(h->r);
 	pthread_mutex_unlock(&h->lock);
 	pthread_join(h->thr, NULL);
+}
+
+/* ------------------------------------------------------------ token poll */
+
+static void poll_fire(void *arg);
+
+/* on the client's thread: one GetTokens answered; the next one poll_ms later */
+static void poll_done(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
+{
+	struct api_ha *h = arg;
+	bool closing;
+
+	h->poll_cb(h->poll_arg, rc, rep, why);
+	pthread_mutex_lock(&h->lock);
+	closing = h->closing;
+	pthread_mutex_unlock(&h->lock);
+	if (!closing)
+		reactor_timer_arm(h->r, &h->poll, h->poll_ms);
+}
+
+static void poll_fire(void *arg)
+{
+	struct api_ha *h = arg;
+	Isergw__Ha__ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
+
+	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_TOKENS;
+	req.get_tokens = &gt;
+	/* the answer is due before the next poll would start: at most poll_ms, at least 100 ms */
+	if (api_ha_call(h, &req, h->poll_ms > 100 ? h->poll_ms : 100, poll_done, h))
+		reactor_timer_arm(h->r, &h->poll, h->poll_ms);   /* stopping, or no memory */
+}
+
+static void poll_start(void *arg)
+{
+	poll_fire(arg);
+}
+
+int api_ha_poll_tokens(struct api_ha *h, uint32_t period_ms, api_ha_cb cb, void *arg)
+{
+	int rc;
+
+	if (!period_ms || !cb)
+		return -EINVAL;
+	h->poll_ms = period_ms;
+	h->poll_cb = cb;
+	h->poll_arg = arg;
+	reactor_timer_init(&h->poll, poll_fire, h);
+	pthread_mutex_lock(&h->lock);
+	rc = h->closing ? -ESHUTDOWN : reactor_send_msg(h->r, poll_start, h);
+	pthread_mutex_unlock(&h->lock);
+	return rc;
 }
 
 void api_ha_set_status_cache(struct api_ha *h, uint32_t ms)

@@ -647,12 +647,12 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 	enum api_access need;
 	enum api_authz v;
 	char peer[64];
+	bool any;
 	size_t i;
 
 	for (i = 0; url[i] && i + 1 < sizeof(r->path); i++)
 		r->path[i] = url[i] > ' ' && url[i] < 0x7f ? url[i] : '?';
 	r->path[i] = '\0';
-	need = api_access_of(method, url, a->opts.token_file[0] != '\0', a->opts.metrics_open);
 	/*
 	 * Which of two would count is a guess a proxy in front may make
 	 * otherwise (RFC 9110 5.3: Authorization is not a list): refused
@@ -666,6 +666,8 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 	}
 	authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	pthread_rwlock_rdlock(&a->tokens_lock);
+	any = a->tokens_any;
+	need = api_access_of(method, url, any, a->opts.metrics_open);
 	v = api_authorize(&a->tokens, authz, need, &who);
 	if (who)
 		snprintf(r->who, sizeof(r->who), "%s", who->name);
@@ -676,7 +678,7 @@ static int api_guard(struct api *a, struct MHD_Connection *c, const char *url,
 			conn_authed(a, c);
 		break;
 	case API_AUTHZ_NO_TOKEN:
-		if (!a->opts.token_file[0])
+		if (!any)
 			return guard_refuse(c, r, MHD_HTTP_UNAUTHORIZED, WWW_AUTH,
 					    "no tokens are configured (isergw-api --token-file): "
 					    "%s cannot be reached", r->path);

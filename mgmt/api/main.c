@@ -2,6 +2,7 @@
 /* isergw-api: the management service of a gateway node (docs/api.md). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <sched.h>
 #include <signal.h>
@@ -74,7 +75,10 @@ static void usage(FILE *f)
 "                              this user; re-read on SIGHUP. Without it only\n"
 "                              /healthz, /readyz and /metrics can be reached\n"
 "  --metrics-open              serve /metrics without a token even with\n"
-"                              --token-file (by default it then needs one)\n"
+"                              tokens (by default it then needs one)\n"
+"  --token-poll-ms MS          in a cluster, ask the HA agent for the cluster's\n"
+"                              tokens (isergwctl cluster token) this often\n"
+"                              (default 250; 0..60000, 0: file tokens only)\n"
 "  --max-request-rate N        answer at most N requests a second (the probes\n"
 "                              /healthz and /readyz aside); the others wait\n"
 "                              their turn, none is refused, so that clients\n"
@@ -123,7 +127,7 @@ enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE, OPT_METRICS_CACHE,
-	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST,
+	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST, OPT_TOKEN_POLL,
 };
 
 static const struct option long_opts[] = {
@@ -142,6 +146,7 @@ static const struct option long_opts[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "nice", required_argument, NULL, OPT_NICE },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "token-poll-ms", required_argument, NULL, OPT_TOKEN_POLL },
 	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
 	{ "metrics-cache-ms", required_argument, NULL, OPT_METRICS_CACHE },
 	{ "status-cache-ms", required_argument, NULL, OPT_STATUS_CACHE },
@@ -235,6 +240,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	o->change_wait_ms = 5000;
 	o->metrics_cache_ms = 250;
 	o->status_cache_ms = 100;
+	o->token_poll_ms = 250;
 	o->max_request_rate = 250;
 	o->threads = 2;
 	o->conn_limit = 128;
@@ -337,6 +343,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		case OPT_METRICS_OPEN:
 			o->metrics_open = true;
 			break;
+		case OPT_TOKEN_POLL:
+			rc = set_u32(&o->token_poll_ms, optarg, 0, 60000, "token-poll-ms");
+			break;
 		case OPT_TLS_CERT:
 			rc = set_str(o->tls_cert, sizeof(o->tls_cert), optarg, "tls-cert");
 			break;
@@ -392,6 +401,28 @@ static void signal_cb(void *arg, uint32_t events)
 	}
 }
 
+/*
+ * a->tokens anew: the file's tokens, then the cluster's whose names the file
+ * has not (a file token is this node's own: it wins). Under the write lock.
+ */
+static int tokens_merge_locked(struct api *a)
+{
+	struct api_tokens m;
+	size_t shadowed;
+	int rc;
+
+	rc = api_tokens_merge(&a->file_tokens, &a->cluster_tokens, &m, &shadowed);
+	if (rc)
+		return rc;
+	if (shadowed)
+		GW_WARN(COMP, "%zu of the cluster's tokens not used on this node: the token file "
+			"has tokens of their names", shadowed);
+	api_tokens_free(&a->tokens);
+	a->tokens = m;
+	a->tokens_any = a->opts.token_file[0] || a->cluster_tokens.n;
+	return 0;
+}
+
 int api_tokens_reload(struct api *a)
 {
 	struct api_tokens t, old;
@@ -401,20 +432,106 @@ int api_tokens_reload(struct api *a)
 
 	rc = api_tokens_load(a->opts.token_file, &t, err, sizeof(err));
 	if (rc) {
-		GW_ERR(COMP, "token file: %s%s", err, a->tokens.n || a->http ?
+		GW_ERR(COMP, "token file: %s%s", err, a->file_tokens.n || a->http ?
 		       " (the tokens read before stay in use)" : "");
 		return rc;
 	}
 	for (size_t i = 0; i < t.n; i++)
 		nadmin += t.v[i].role == API_ROLE_ADMIN;
 	pthread_rwlock_wrlock(&a->tokens_lock);
-	old = a->tokens;
-	a->tokens = t;
+	old = a->file_tokens;
+	a->file_tokens = t;
+	rc = tokens_merge_locked(a);
+	if (rc) {
+		a->file_tokens = old;
+		old = t;
+	}
 	pthread_rwlock_unlock(&a->tokens_lock);
 	api_tokens_free(&old);
+	if (rc) {
+		GW_ERR(COMP, "token file: out of memory (the tokens read before stay in use)");
+		return rc;
+	}
 	GW_NOTICE(COMP, "token file %s: %zu tokens (%zu admin, %zu read-only)",
 		  a->opts.token_file, t.n, nadmin, t.n - nadmin);
 	return 0;
+}
+
+int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl)
+{
+	struct api_tokens t = { 0 }, old;
+	size_t nadmin = 0;
+	int rc;
+
+	if (tl->n_tokens) {
+		t.v = calloc(tl->n_tokens, sizeof(*t.v));
+		if (!t.v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < tl->n_tokens; i++) {
+		const Isergw__Ha__ApiToken *in = tl->tokens[i];
+		struct api_token *x = &t.v[t.n];
+
+		if (api_token_from_fields(in->name, in->role, in->hash, x)) {
+			GW_ERR(COMP, "the cluster's token '%.64s' refused: not a valid name, role "
+			       "and sha256:SALT:HASH", tl->tokens[i]->name);
+			continue;
+		}
+		nadmin += x->role == API_ROLE_ADMIN;
+		t.n++;
+	}
+	if (a->cluster_tokens_seen && t.n == a->cluster_tokens.n &&
+	    (!t.n || !memcmp(t.v, a->cluster_tokens.v, t.n * sizeof(*t.v)))) {
+		a->cluster_tokens_gen = tl->generation;
+		api_tokens_free(&t);
+		return (int)a->cluster_tokens.n;
+	}
+	pthread_rwlock_wrlock(&a->tokens_lock);
+	old = a->cluster_tokens;
+	a->cluster_tokens = t;
+	rc = tokens_merge_locked(a);
+	if (rc) {
+		a->cluster_tokens = old;
+		old = t;
+	}
+	pthread_rwlock_unlock(&a->tokens_lock);
+	api_tokens_free(&old);
+	if (rc) {
+		GW_ERR(COMP, "the cluster's tokens: out of memory (those read before stay in use)");
+		return rc;
+	}
+	a->cluster_tokens_seen = true;
+	a->cluster_tokens_gen = tl->generation;
+	GW_NOTICE(COMP, "the cluster's tokens (generation %" PRIu64 "): %zu (%zu admin, %zu "
+		  "read-only)", tl->generation, t.n, nadmin, t.n - nadmin);
+	return (int)t.n;
+}
+
+/* On the HA client's thread: the agent's answer to GetTokens. */
+static void cluster_tokens_cb(void *arg, int rc, Isergw__Ha__ApiReply *rep, const char *why)
+{
+	struct api *a = arg;
+	char buf[256];
+
+	if (rc == -ECANCELED)
+		return;         /* stopping */
+	if (!rc && !rep->status && rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_TOKENS) {
+		if (a->cluster_tokens_failing)
+			GW_NOTICE(COMP, "the cluster's tokens are read again from the HA agent");
+		a->cluster_tokens_failing = false;
+		api_cluster_tokens_set(a, rep->tokens);
+		return;
+	}
+	if (a->cluster_tokens_failing)
+		return;
+	a->cluster_tokens_failing = true;
+	if (!rc)
+		snprintf(buf, sizeof(buf), "%s", rep->error[0] ? rep->error :
+			 strerror(rep->status ? -rep->status : EBADMSG));
+	/* the tokens held stay in use: an agent restarting locks nobody out */
+	GW_WARN(COMP, "the cluster's tokens cannot be read from the HA agent (%s); the %zu "
+		"read before stay in use until it answers", rc ? why : buf,
+		a->cluster_tokens.n);
 }
 
 /* Whether isergwd answers now: a log line at start, nothing depends on it. */
@@ -524,6 +641,15 @@ int main(int argc, char **argv)
 		goto err_sig;
 	}
 	api_ha_set_status_cache(a->ha, a->opts.status_cache_ms);
+	/* in a cluster, the cluster's tokens too (docs/api.md, Cluster tokens) */
+	if (!a->opts.config_file[0] && a->opts.token_poll_ms) {
+		rc = api_ha_poll_tokens(a->ha, a->opts.token_poll_ms, cluster_tokens_cb, a);
+		if (rc) {
+			GW_ERR(COMP, "cannot ask the HA agent for the cluster's tokens: %s",
+			       strerror(-rc));
+			goto err_ha;
+		}
+	}
 	rc = api_http_start(a);
 	if (rc) {
 		/*
@@ -572,6 +698,8 @@ err_sigfd:
 err_opts:
 	opts_free(&a->opts);
 	api_tokens_free(&a->tokens);
+	api_tokens_free(&a->file_tokens);
+	api_tokens_free(&a->cluster_tokens);
 	pthread_rwlock_destroy(&a->tokens_lock);
 	pthread_mutex_destroy(&a->stats_lock);
 	api_cache_destroy(&a->cache);

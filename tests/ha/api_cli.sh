@@ -35,6 +35,15 @@
 #    and a wrong one exit 4 (401); $ISERGW_TOKEN_FILE is read; a token file
 #    of mode 644 and a missing named file exit 4 before any request; a token
 #    to plain http off the loopback warns; no token appears in any output;
+# 8b. cluster tokens (docs/api.md, "Cluster tokens"): isergw-api also in
+#    node 3, without a token file; `isergwctl cluster token add` on node 1
+#    prints a token (stdout only) that every node's API then takes (200; the
+#    time from the answer to each node taking it printed, within 10 s), a
+#    read-only one (a write: 403); `token list` on node 3 names it, without
+#    a hash; revoked through node 2 it gets 401 on every node (time
+#    printed); a bad name or role is refused (exit 1/2); a standalone
+#    isergw-api (--config) in node 3 keeps its token file: a cluster token
+#    gets 401 there, the file's token 200;
 # 9. node 3's isergwd frozen: a write through node 2 is accepted (202,
 #    the operation printed, exit 0); with --wait and --timeout 3: exit 6;
 #    with --wait while the isergwd is let go after 2 s: exit 0, done;
@@ -272,6 +281,97 @@ expect "a token file named that is missing" 4 1 --token-file "$OUT/nothing" targ
 CTL_AUTH=(--token-file "$OUT/admin.tok")
 ha_check "no token appears in any output" bash -c \
 	"! grep -qFf <(head -n 1 -q '$OUT/admin.tok' '$OUT/reader.tok' '$OUT/wrong.tok') '$OUT/all'"
+
+# 8b. cluster tokens: made on node 1, taken by every node's isergw-api
+# node 3's has no token file: the cluster's tokens only
+_bed_spawn 3 api "$SCRATCH/n3/api.log" "$API" --listen 127.0.0.1:8080 \
+	--ha-socket /run/isergw/ha.sock --isergwd-socket /run/isergw/isergwd.sock --log-level info
+bed_poll 20 "isergw-api on node 3 answers" bed_exec 3 curl -sf -o /dev/null http://127.0.0.1:8080/healthz ||
+	bed_die "isergw-api did not start on node 3 without a token file"
+# code_of K TOKENFILE [METHOD [PORT [PATH]]]: the HTTP status of /api/v1/cluster
+# (or PATH) through node K's API
+code_of() {
+	bed_exec "$1" curl -s -o /dev/null -w '%{http_code}' -X "${3:-GET}" \
+		-H "Authorization: Bearer $(head -n 1 "$2")" "http://127.0.0.1:${4:-8080}${5:-/api/v1/cluster}"
+}
+code_is() { [ "$(code_of "${@:2}")" = "$1" ]; }
+now_ms() { date +%s%3N; }
+# until_all WANT TOKENFILE T0 WHAT: every node's API answers WANT (10 s at most);
+# each node's time from T0 printed
+until_all() {
+	local want=$1 tf=$2 t0=$3 what=$4 k left=" 1 2 3 " got deadline=$(($(now_ms) + 10000))
+	while [ -n "${left// /}" ]; do
+		for k in $left; do
+			got=$(code_of "$k" "$tf")
+			if [ "$got" = "$want" ]; then
+				bed_log "measured: $what on node $k after $(($(now_ms) - t0)) ms"
+				left=${left/ $k / }
+			fi
+		done
+		if [ "$(now_ms)" -gt "$deadline" ]; then
+			bed_log "FAILED: $what: nodes$left do not answer $want within 10 s (last: $got)"
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+ha_check "node 3 without a token file refuses node 1's file token" code_is 401 3 "$OUT/admin.tok"
+(umask 077 && bed_exec 1 "$BED_ISERGWCTL" cluster token add prom --role read-only >"$OUT/prom.tok" 2>"$OUT/err")
+rc=$?
+t0=$(now_ms)
+if [ "$rc" = 0 ] && grep -q '^isergw_prom_' "$OUT/prom.tok" && [ "$(wc -l <"$OUT/prom.tok")" = 1 ]; then
+	bed_log "ok: cluster token add: one token on stdout; $(head -c 300 "$OUT/err")"
+else
+	bed_log "FAILED: cluster token add exited $rc: $(head -c 300 "$OUT/err")"
+	fail=1
+fi
+ha_check "the token made on node 1 works on every node" until_all 200 "$OUT/prom.tok" "$t0" "token prom taken"
+ha_check "the read-only cluster token writing: 403" code_is 403 3 "$OUT/prom.tok" POST
+bed_exec 3 "$BED_ISERGWCTL" --json cluster token list >"$OUT/out" 2>"$OUT/err"
+ha_check "token list on node 3 names it, read-only, no hash" bash -c \
+	"jq -e '[.tokens[] | select(.name == \"prom\" and .role == \"read-only\" and .created > 0)] | length == 1' '$OUT/out' >/dev/null && ! grep -q sha256 '$OUT/out'"
+# cl_refused EXIT WORD ARGS...: isergwctl cluster ARGS in node 3 exits EXIT, WORD on stderr
+cl_refused() {
+	local want=$1 word=$2
+	shift 2
+	bed_exec 3 "$BED_ISERGWCTL" cluster "$@" >"$OUT/out" 2>"$OUT/err"
+	rc=$?
+	if [ "$rc" != "$want" ] || ! grep -qi -- "$word" "$OUT/err"; then
+		bed_log "exit $rc: $(head -c 300 "$OUT/err")"
+		return 1
+	fi
+}
+ha_check "a second token prom: refused (exit 1)" cl_refused 1 exists token add prom --role admin
+ha_check "a name with a slash: refused (exit 1)" cl_refused 1 name token add 'a/b' --role admin
+ha_check "a bad role: usage error (exit 2)" cl_refused 2 role token add x --role root
+bed_exec 2 "$BED_ISERGWCTL" cluster token revoke prom >"$OUT/out" 2>"$OUT/err"
+rc=$?
+t0=$(now_ms)
+if [ "$rc" = 0 ]; then
+	bed_log "ok: cluster token revoke on node 2: $(head -c 200 "$OUT/out")"
+else
+	bed_log "FAILED: cluster token revoke exited $rc: $(head -c 300 "$OUT/err")"
+	fail=1
+fi
+ha_check "the token revoked on node 2 is refused on every node" until_all 401 "$OUT/prom.tok" "$t0" \
+	"token prom refused"
+# a standalone isergw-api (no agent) keeps its token file: the cluster's are not its
+(umask 077 && bed_exec 1 "$BED_ISERGWCTL" cluster token add prom2 --role admin >"$OUT/prom2.tok" 2>"$OUT/err") ||
+	{ bed_log "FAILED: cluster token add prom2: $(head -c 300 "$OUT/err")"; fail=1; }
+echo '{}' >"$OUT/standalone.json"
+_bed_spawn 3 apisa "$SCRATCH/n3/api-standalone.log" "$API" --listen 127.0.0.1:8081 \
+	--config "$OUT/standalone.json" --isergwd-socket /run/isergw/isergwd.sock \
+	--token-file "$TOKENS" --log-level info
+bed_poll 20 "the standalone isergw-api answers" bed_exec 3 curl -sf -o /dev/null http://127.0.0.1:8081/healthz ||
+	{ bed_log "FAILED: the standalone isergw-api did not start"; fail=1; }
+ha_check "the cluster's token prom2 works on node 3's cluster API" bed_poll 10 "prom2 on node 3" \
+	code_is 200 3 "$OUT/prom2.tok"
+ha_check "standalone: a cluster token gets 401" code_is 401 3 "$OUT/prom2.tok" GET 8081 /metrics
+ha_check "standalone: its file's token gets 200" code_is 200 3 "$OUT/admin.tok" GET 8081 /metrics
+ha_check "the standalone isergw-api stops with status 0" _bed_stop 3 apisa
+bed_exec 1 "$BED_ISERGWCTL" cluster token revoke prom2 >/dev/null 2>&1
+cat "$OUT/prom.tok" "$OUT/prom2.tok" >>"$OUT/secrets"
+ha_check "no cluster token in any isergwctl REST output" bash -c "! grep -qFf '$OUT/secrets' '$OUT/all'"
 
 # 9. 202, --wait
 S=iqn.2026-11.org.isergw:cli-slow

@@ -24,7 +24,8 @@
 #    nobody announced, messages of 1 MiB + 1 byte and 16 MiB; LU state
 #    messages (protocol 3) from version 99, in a protocol 2 message, for an
 #    LU nobody knows and out of order, claiming another origin, and an LBA
-#    lock in a protocol 2 message.
+#    lock in a protocol 2 message; API token changes (protocol 4) with a hash
+#    that is none and in a protocol 3 message.
 # 3. Local API of node 1: a 2 MiB frame header, a frame cut short, bytes
 #    that are no ApiRequest (the connection stays usable), an empty request,
 #    a client that hangs up before its reply, ApplyClusterConfig with broken
@@ -235,6 +236,9 @@ group_case fenced-alive-node fenced "node 2 says node 'n3' was fenced: ignored, 
 group_case fenced-in-protocol-1 fenced-v1 "$G: fenced: in a protocol 1 message"
 group_case lun-garbled lun-garbled 'change [0-9]+ of node [0-9]+ refused: lun: line 1 column'
 group_case lun-in-protocol-2 lun-v2 "$G: change\.lun: in a protocol 2 message"
+# isergw-api's tokens (protocol 4): a hash that is none, a token in a protocol 3 message
+group_case token-garbled token-garbled "$G: change\.token: token badmsg: hash: not sha256:SALT:HASH"
+group_case token-in-protocol-3 token-v3 "$G: change\.token: in a protocol 3 message"
 # the LU state (protocol 3): from a future version, in a version without it, for an
 # LU nobody knows and out of order (base version 7), claiming another origin
 group_case lu-state-version-99 lu-future "$G: protocol version 99 "

@@ -27,6 +27,9 @@
  *                   whose LUN object is garbled JSON: decodes, refused by
  *                   every agent on delivery
  *   lun-v2          a well-formed LunChange in a protocol 2 message
+ *   token-garbled   a TokenChange (protocol 4) adding an API token whose hash
+ *                   is not sha256:SALT:HASH: refused by every agent's codec
+ *   token-v3        a well-formed TokenChange in a protocol 3 message
  *   oversized       a State of --size bytes (default 1 MiB + 1, one above the
  *                   agent's limit; corosync 3 fragments big messages in
  *                   libcpg and took 64 MiB here; its CS_ERR_TOO_BIG would
@@ -323,6 +326,7 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 	Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
 	Isergw__Ha__Fenced fe = ISERGW__HA__FENCED__INIT;
 	Isergw__Ha__LunChange lc = ISERGW__HA__LUN_CHANGE__INIT;
+	Isergw__Ha__TokenChange tc = ISERGW__HA__TOKEN_CHANGE__INIT;
 	Isergw__Ha__LuPropose lp = ISERGW__HA__LU_PROPOSE__INIT;
 	Isergw__Ha__LuLock lk = ISERGW__HA__LU_LOCK__INIT;
 	static uint8_t naa[16] = { 0x60, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99, 0x99,
@@ -409,6 +413,21 @@ static int build(const char *c, const char *cluster, const char *node, size_t si
 		out->buf = pack(&m, &out->len);
 		snprintf(out->what, sizeof(out->what), "protocol %u: LUN 99 of %s: %s", m.version,
 			 BED_TARGET, lc.lun_json);
+	} else if (!strcmp(c, "token-garbled") || !strcmp(c, "token-v3")) {
+		tc.name = (char *)(uintptr_t)"badmsg";
+		tc.role = (char *)(uintptr_t)"admin";
+		tc.hash = (char *)(uintptr_t)(strcmp(c, "token-v3") ? "sha256:00:11" :
+			"sha256:00112233445566778899aabbccddeeff:"
+			"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+		tc.created = 1;
+		ch.kind_case = ISERGW__HA__CHANGE__KIND_TOKEN;
+		ch.token = &tc;
+		m.version = strcmp(c, "token-v3") ? 4 : 3;
+		m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+		m.change = &ch;
+		out->buf = pack(&m, &out->len);
+		snprintf(out->what, sizeof(out->what), "protocol %u: API token %s, hash %s", m.version,
+			 tc.name, tc.hash);
 	} else if (!strncmp(c, "lu-", 3)) {
 		/* a reservation change for an LU nobody knows, on version 7 of it */
 		lp.origin = g.nodeid;

@@ -6,7 +6,8 @@
  * bad hashes, duplicates, each named by its line number; the permission and
  * owner checks), tokens made by api_token_new verified (the right token,
  * a wrong secret, an unknown name, truncated, empty, other schemes), the
- * role decisions per method and route, and the token file's add/remove.
+ * role decisions per method and route, and the token file's add/remove;
+ * the cluster's tokens checked and merged after the file's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -496,6 +497,62 @@ static void test_not_regular_or_open(void **state)
 	unlink(path);
 }
 
+/*
+ * The cluster's tokens (docs/api.md, Cluster tokens): made by
+ * api_token_make, carried as name, role and hash, checked as a file line
+ * would be, and merged after the file's, a file token of the same name
+ * winning.
+ */
+static void test_cluster_tokens(void **state)
+{
+	char tok[API_TOKEN_STR_MAX], ftok[API_TOKEN_STR_MAX], hash[API_TOKEN_HASH_STR_MAX];
+	char hdr[256];
+	struct api_tokens file, cl = { 0 }, m;
+	struct api_token x;
+	const char *who;
+	size_t shadowed;
+
+	(void)state;
+	assert_int_equal(api_token_make("prom", tok, sizeof(tok), hash, sizeof(hash)), 0);
+	assert_int_equal(strncmp(hash, "sha256:", 7), 0);
+	assert_int_equal(strlen(hash) + 1, API_TOKEN_HASH_STR_MAX);
+	assert_null(strstr(hash, tok + strlen(tok) - API_TOKEN_SECRET_B64));
+	/* what a peer or an agent may send: refused unless it is a file line's */
+	assert_int_equal(api_token_from_fields("prom", "root", hash, &x), -EINVAL);
+	assert_int_equal(api_token_from_fields("prom", "admin", "sha256:" SALT ":00", &x), -EINVAL);
+	assert_int_equal(api_token_from_fields("prom", "admin", "md5:" SALT ":" HASH, &x), -EINVAL);
+	assert_int_equal(api_token_from_fields("", "admin", hash, &x), -EINVAL);
+	assert_int_equal(api_token_from_fields("a b", "admin", hash, &x), -EINVAL);
+	assert_int_equal(api_token_from_fields("prom", "read-only", hash, &x), 0);
+	cl.v = calloc(2, sizeof(*cl.v));
+	assert_non_null(cl.v);
+	cl.v[cl.n++] = x;
+	/* a cluster token named as the file's "ops" */
+	assert_int_equal(api_token_from_fields("ops", "admin", "sha256:" SALT ":" HASH, &cl.v[1]), 0);
+	cl.n++;
+	make("ops", API_ROLE_ADMIN, ftok, &file);
+	assert_int_equal(api_tokens_merge(&file, &cl, &m, &shadowed), 0);
+	assert_int_equal(m.n, 2);
+	assert_int_equal(shadowed, 1);
+	/* the cluster's token verifies with its role; the file's ops is the file's */
+	snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	assert_int_equal(authz(&m, hdr, API_ACCESS_READ, &who), API_AUTHZ_OK);
+	assert_string_equal(who, "prom");
+	assert_int_equal(authz(&m, hdr, API_ACCESS_ADMIN, &who), API_AUTHZ_FORBIDDEN);
+	snprintf(hdr, sizeof(hdr), "Bearer %s", ftok);
+	assert_int_equal(authz(&m, hdr, API_ACCESS_ADMIN, &who), API_AUTHZ_OK);
+	api_tokens_free(&m);
+	/* revoked: no longer in the cluster's list, refused */
+	cl.n = 1;
+	cl.v[0] = cl.v[1];
+	assert_int_equal(api_tokens_merge(&file, &cl, &m, &shadowed), 0);
+	snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	assert_int_equal(authz(&m, hdr, API_ACCESS_READ, &who), API_AUTHZ_BAD_TOKEN);
+	api_tokens_free(&m);
+	api_tokens_free(&file);
+	api_tokens_free(&cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_file_add_remove),
 		cmocka_unit_test(test_not_regular_or_open),
+		cmocka_unit_test(test_cluster_tokens),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -1491,6 +1491,100 @@ static void test_journal(void **state)
 	free(dir);
 }
 
+/* ------------------------------------------------------------ API tokens */
+
+#define TOK_HASH "sha256:00112233445566778899aabbccddeeff:" \
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+/*
+ * Tokens in the document: added and revoked by generation, kept across a new
+ * configuration, read back from the text, checked when read; a document
+ * without tokens keeps the text (and digest) it had before there were any.
+ */
+static void test_tokens(void **state)
+{
+	struct ha_doc *d = doc_from(GOOD2), *a = NULL, *b = NULL, *c = NULL, *p = NULL, *r = NULL;
+	char err[512] = "", *cfg, *bad;
+	struct ha_token *t;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(ha_doc_with_token(d, "prom", "read-only", TOK_HASH, 1700000000, &a, err,
+					   sizeof(err)), 0);
+	assert_int_equal(a->generation, d->generation + 1);
+	assert_non_null(strstr(a->text, "{\"api_tokens\":{\"prom\":{\"created\":1700000000,"
+			       "\"hash\":\"" TOK_HASH "\",\"role\":\"read-only\"}},\"config\":"));
+	assert_int_equal(ha_doc_with_token(a, "ops", "admin", TOK_HASH, 1, &b, err, sizeof(err)), 0);
+	assert_int_equal(ha_doc_tokens(b, &t, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(t[0].name, "ops");
+	assert_string_equal(t[0].role, "admin");
+	assert_string_equal(t[1].name, "prom");
+	free(t);
+	/* the text read back is the same document */
+	assert_int_equal(ha_doc_parse(b->text, &p, err, sizeof(err)), 0);
+	assert_string_equal(p->text, b->text);
+	assert_true(ha_doc_has_token(p, "ops"));
+	/* a new configuration keeps them */
+	cfg = ha_doc_config_json(b);
+	assert_int_equal(ha_doc_with_config(b, CFG(NODES2, DGS2, TGT2(LUN1), ",\"gateway\":"
+			 "{\"log_level\":\"debug\"}"), &c, err, sizeof(err)), 0);
+	assert_true(ha_doc_has_token(c, "ops") && ha_doc_has_token(c, "prom"));
+	free(cfg);
+	/* refused: the name taken, a revoke of none, bad fields */
+	assert_int_equal(ha_doc_with_token(b, "ops", "admin", TOK_HASH, 1, &r, err, sizeof(err)),
+			 -EEXIST);
+	assert_int_equal(ha_doc_with_token(b, "none", NULL, NULL, 0, &r, err, sizeof(err)), -ENOENT);
+	assert_int_equal(ha_doc_with_token(b, "x", "root", TOK_HASH, 1, &r, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(ha_doc_with_token(b, "x", "admin", "sha256:0:0", 1, &r, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(ha_doc_with_token(b, "x y", "admin", TOK_HASH, 1, &r, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(r);
+	/* both revoked: the text is the one without tokens, but for the generation */
+	ha_doc_free(r);
+	assert_int_equal(ha_doc_with_token(b, "ops", NULL, NULL, 0, &r, err, sizeof(err)), 0);
+	ha_doc_free(p);
+	assert_int_equal(ha_doc_with_token(r, "prom", "", NULL, 0, &p, err, sizeof(err)), 0);
+	assert_null(strstr(p->text, "api_tokens"));
+	assert_string_equal(strstr(p->text, "\"runtime\""), strstr(d->text, "\"runtime\""));
+	/* a stored or sent document with bad tokens is refused, naming the key path */
+	static const struct {
+		const char *from, *to, *why;
+	} bads[] = {
+		{ "\"role\":\"read-only\"", "\"role\":\"root\"", "api_tokens.prom" },
+		{ TOK_HASH, "sha256:00:11", "api_tokens.prom" },
+		{ "\"created\":1700000000", "\"created\":-1", "api_tokens.prom" },
+		{ "\"created\":1700000000", "\"created\":1,\"secret\":\"x\"", "secret" },
+		{ "{\"prom\":", "{\"a b\":", "api_tokens.a b" },
+	};
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		const char *at = strstr(a->text, bads[i].from);
+		struct ha_doc *x = NULL;
+		size_t pre;
+
+		assert_non_null(at);
+		pre = (size_t)(at - a->text);
+		bad = malloc(a->text_len + strlen(bads[i].to) + 1);
+		assert_non_null(bad);
+		memcpy(bad, a->text, pre);
+		strcpy(bad + pre, bads[i].to);
+		strcat(bad, at + strlen(bads[i].from));
+		err[0] = '\0';
+		assert_int_equal(ha_doc_parse(bad, &x, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, bads[i].why))
+			fail_msg("case %zu: %s", i, err);
+		free(bad);
+	}
+	ha_doc_free(d);
+	ha_doc_free(a);
+	ha_doc_free(b);
+	ha_doc_free(c);
+	ha_doc_free(p);
+	ha_doc_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1518,6 +1612,7 @@ int main(void)
 		cmocka_unit_test(test_with_lun_errors),
 		cmocka_unit_test(test_store_twice),
 		cmocka_unit_test(test_journal),
+		cmocka_unit_test(test_tokens),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1772,12 +1772,149 @@ static void test_dp_older_agent(void **state)
 	assert_int_equal(agreed_owner("dg3"), 2);
 }
 
+/* ------------------------------------------------------------ API tokens */
+
+#define TOKEN_HASH "sha256:00112233445566778899aabbccddeeff:" \
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+/*
+ * A token added through one node is in every node's document (its hash, the
+ * same digest), revoked through another it is gone from all; what a member
+ * would refuse never leaves.
+ */
+static void test_token_replicated(void **state)
+{
+	char err[512] = "";
+	struct ha_token *t;
+	size_t n;
+	int64_t id;
+
+	(void)state;
+	configure();
+	id = ha_sm_submit_token(&nodes[0].sm, "prom", "read-only", TOKEN_HASH, 1700000000, err,
+				sizeof(err));
+	if (id < 0)
+		fail_msg("refused: %s", err);
+	settle();
+	gw_apply_all();
+	assert_int_equal(nodes[0].done_status, 0);
+	for (int k = 0; k < N; k++) {
+		assert_true(ha_doc_has_token(nodes[k].sm.doc, "prom"));
+		assert_memory_equal(nodes[k].sm.doc->digest, nodes[0].sm.doc->digest, HA_DIGEST_LEN);
+		assert_int_equal(ha_doc_tokens(nodes[k].sm.doc, &t, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(t[0].name, "prom");
+		assert_string_equal(t[0].role, "read-only");
+		assert_string_equal(t[0].hash, TOKEN_HASH);
+		assert_int_equal(t[0].created, 1700000000);
+		free(t);
+	}
+	/* the same name again, a bad role, a bad hash, a bad name: refused before they leave */
+	nbus = 0;
+	assert_int_equal(ha_sm_submit_token(&nodes[1].sm, "prom", "admin", TOKEN_HASH, 1, err,
+					    sizeof(err)), -EEXIST);
+	assert_int_equal(ha_sm_submit_token(&nodes[1].sm, "x", "root", TOKEN_HASH, 1, err,
+					    sizeof(err)), -EINVAL);
+	assert_int_equal(ha_sm_submit_token(&nodes[1].sm, "x", "admin", "sha256:00:11", 1, err,
+					    sizeof(err)), -EINVAL);
+	assert_int_equal(ha_sm_submit_token(&nodes[1].sm, "-x", "admin", TOKEN_HASH, 1, err,
+					    sizeof(err)), -EINVAL);
+	assert_int_equal(ha_sm_submit_token(&nodes[1].sm, "nope", NULL, NULL, 0, err,
+					    sizeof(err)), -ENOENT);
+	assert_int_equal(nbus, 0);
+	/* revoked through another node: gone everywhere */
+	id = ha_sm_submit_token(&nodes[1].sm, "prom", NULL, NULL, 0, err, sizeof(err));
+	if (id < 0)
+		fail_msg("refused: %s", err);
+	settle();
+	gw_apply_all();
+	assert_int_equal(nodes[1].done_status, 0);
+	for (int k = 0; k < N; k++) {
+		assert_false(ha_doc_has_token(nodes[k].sm.doc, "prom"));
+		assert_null(strstr(nodes[k].sm.doc->text, "api_tokens"));
+	}
+}
+
+/* A group that has a member speaking protocol 3 takes no token. */
+static void test_token_protocol_3(void **state)
+{
+	char err[512] = "";
+
+	(void)state;
+	configure();
+	restart_older(1, 3);
+	gw_apply_all();
+	assert_int_equal(ha_sm_submit_token(&nodes[0].sm, "prom", "admin", TOKEN_HASH, 1, err,
+					    sizeof(err)), -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "protocol 3"));
+}
+
+/* A TokenChange from a peer is checked before the state machine sees it. */
+static void test_token_codec(void **state)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__TokenChange tc = ISERGW__HA__TOKEN_CHANGE__INIT;
+	static const struct {
+		const char *name, *role, *hash;
+		uint64_t created;
+		uint32_t version;
+		int rc;
+	} cases[] = {
+		{ "prom", "admin", TOKEN_HASH, 1, HA_PROTO_TOKENS, 0 },
+		{ "prom", "", "", 0, HA_PROTO_TOKENS, 0 },                      /* a revoke */
+		{ "prom", "admin", TOKEN_HASH, 1, 3, -EINVAL },                 /* too old a message */
+		{ "prom", "root", TOKEN_HASH, 1, HA_PROTO_TOKENS, -EINVAL },
+		{ "prom", "admin", "sha256:zz:zz", 1, HA_PROTO_TOKENS, -EINVAL },
+		{ "prom", "admin", "secret", 1, HA_PROTO_TOKENS, -EINVAL },
+		{ "", "admin", TOKEN_HASH, 1, HA_PROTO_TOKENS, -EINVAL },
+		{ "a b", "admin", TOKEN_HASH, 1, HA_PROTO_TOKENS, -EINVAL },
+		{ "prom", "", TOKEN_HASH, 0, HA_PROTO_TOKENS, -EINVAL },        /* a revoke with a hash */
+		{ "../x", "", "", 0, HA_PROTO_TOKENS, -EINVAL },
+	};
+	char err[256];
+
+	(void)state;
+	m.cluster = (char *)(uintptr_t)"c";
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+	m.change = &c;
+	c.origin = 1;
+	c.request_id = 1;
+	c.base_generation = 1;
+	c.kind_case = ISERGW__HA__CHANGE__KIND_TOKEN;
+	c.token = &tc;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t *buf;
+		size_t len;
+		HaMsg *out = NULL;
+		int rc;
+
+		m.version = cases[i].version;
+		tc.name = (char *)(uintptr_t)cases[i].name;
+		tc.role = (char *)(uintptr_t)cases[i].role;
+		tc.hash = (char *)(uintptr_t)cases[i].hash;
+		tc.created = cases[i].created;
+		assert_int_equal(ha_msg_pack(&m, &buf, &len), 0);
+		err[0] = '\0';
+		rc = ha_msg_decode(buf, len, &out, err, sizeof(err));
+		if (rc != cases[i].rc)
+			fail_msg("case %zu: %d (%s), expected %d", i, rc, err, cases[i].rc);
+		if (rc)
+			assert_non_null(strstr(err, "token"));
+		ha_msg_free(out);
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_barrier_and_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lun_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lun_change_protocol_2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_replicated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_protocol_3, setup, teardown),
+		cmocka_unit_test(test_token_codec),
 		cmocka_unit_test_setup_teardown(test_lease_from_heartbeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_after_a_freeze, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_death, setup, teardown),

@@ -12,7 +12,8 @@
  * garbled replies (not protobuf, a positive status, the wrong payload,
  * control characters or invalid UTF-8, a digest that is not hex, a frame
  * truncated or oversized, no answer, the connection closed, no agent); exit
- * 2 for usage errors, before any connection; files over 1 MiB refused; help.
+ * 2 for usage errors, before any connection; files over 1 MiB refused; help;
+ * token add (the token alone on stdout), list (no hash shown), revoke.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1123,6 +1124,125 @@ static void expect_usage(struct agent *a, const char *what, ...)
 	run_free(&r);
 }
 
+/* ------------------------------------------------------------ tokens */
+
+#define TOKEN "isergw_prom_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+/* token add: the request; the token alone on stdout, the result on stderr. */
+static void token_add(void **state)
+{
+	struct agent *a = *state;
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
+	char *applied[] = { (char *)(uintptr_t)"n1", (char *)(uintptr_t)"n2" };
+	const ApiRequest *req;
+	struct run r;
+
+	cr.generation = 12;
+	cr.changed = true;
+	cr.applied = applied;
+	cr.n_applied = 2;
+	cr.token = (char *)(uintptr_t)TOKEN;
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CHANGE;
+	rep.change = &cr;
+	agent_reply(a, &rep);
+	r = run(a, "token", "add", "prom", "--role", "read-only", "--wait-ms", "50", NULL);
+	req = agent_done(a);
+	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN);
+	assert_string_equal(req->change_token->name, "prom");
+	assert_string_equal(req->change_token->role, "read-only");
+	assert_false(req->change_token->revoke);
+	assert_int_equal(req->change_token->timeout_ms, 50);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
+	assert_string_equal(r.out, TOKEN "\n");
+	assert_non_null(strstr(r.err, "token prom (read-only) added to the cluster in generation 12"));
+	assert_null(strstr(r.err, TOKEN));
+	run_free(&r);
+}
+
+static void token_add_refused(void **state)
+{
+	struct agent *a = *state;
+	struct run r;
+
+	refusal_reply(a, -EEXIST, "a token named prom exists (revoke it first)");
+	r = run(a, "token", "add", "prom", "--role", "admin", NULL);
+	agent_done(a);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_REFUSED);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "a token named prom exists"));
+	run_free(&r);
+}
+
+static void token_revoke(void **state)
+{
+	struct agent *a = *state;
+	const ApiRequest *req;
+	struct run r;
+
+	change_reply(a, 0, "", 13, "n1 n2 n3", "", true);
+	r = run(a, "token", "revoke", "prom", NULL);
+	req = agent_done(a);
+	assert_int_equal(req->op_case, ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN);
+	assert_string_equal(req->change_token->name, "prom");
+	assert_true(req->change_token->revoke);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
+	assert_string_equal(r.out, "generation 13 applied by n1 n2 n3\n");
+	run_free(&r);
+}
+
+/* The agent's answer to GetTokens: one token, prom. */
+static void tokens_reply(struct agent *a)
+{
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
+	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
+	Isergw__Ha__ApiToken t = ISERGW__HA__API_TOKEN__INIT, *tp[] = { &t };
+
+	t.name = (char *)(uintptr_t)"prom";
+	t.role = (char *)(uintptr_t)"read-only";
+	t.hash = (char *)(uintptr_t)"sha256:00:11";
+	t.created = 1795830000;
+	tl.generation = 14;
+	tl.tokens = tp;
+	tl.n_tokens = 1;
+	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_TOKENS;
+	rep.tokens = &tl;
+	agent_reply(a, &rep);
+}
+
+/* token list: a table without a hash */
+static void token_list(void **state)
+{
+	struct agent *a = *state;
+	struct run r;
+
+	tokens_reply(a);
+	r = run(a, "token", "list", NULL);
+	assert_int_equal(agent_done(a)->op_case, ISERGW__HA__API_REQUEST__OP_GET_TOKENS);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
+	assert_non_null(strstr(r.out, "NAME"));
+	assert_non_null(strstr(r.out, "prom  read-only  2026-11-28T"));
+	assert_null(strstr(r.out, "sha256"));
+	run_free(&r);
+}
+
+/* token list --json: names, roles, times, never a hash */
+static void token_list_json(void **state)
+{
+	struct agent *a = *state;
+	struct run r;
+
+	tokens_reply(a);
+	r = run_opts(a, true, 2000, "token", "list", NULL);
+	agent_done(a);
+	assert_int_equal(r.rc, ISERGWCTL_EXIT_OK);
+	assert_non_null(strstr(r.out, "\"prom\""));
+	assert_non_null(strstr(r.out, "\"generation\""));
+	assert_non_null(strstr(r.out, "1795830000"));
+	assert_null(strstr(r.out, "sha256"));
+	run_free(&r);
+}
+
 static void usage_errors(void **state)
 {
 	struct agent *a = *state;
@@ -1155,6 +1275,14 @@ static void usage_errors(void **state)
 	expect_usage(a, "move: operand 2 is not a name", "move", "dg1", "n\x1b", NULL);
 	expect_usage(a, "--ha-socket: '' is not a socket path", "status", "--ha-socket", "",
 		     NULL);
+	expect_usage(a, "token needs 'add', 'list' or 'revoke'", "token", NULL);
+	expect_usage(a, "token add needs --role admin or --role read-only", "token", "add", "x",
+		     NULL);
+	expect_usage(a, "token add needs --role admin or --role read-only", "token", "add", "x",
+		     "--role", "root", NULL);
+	expect_usage(a, "token revoke does not take --role", "token", "revoke", "x", "--role",
+		     "admin", NULL);
+	expect_usage(a, "token add needs NAME", "token", "add", NULL);
 }
 
 static void help(void **state)
@@ -1227,6 +1355,11 @@ int main(void)
 		T(reply_none),
 		T(reply_late),
 		T(no_agent),
+		T(token_add),
+		T(token_add_refused),
+		T(token_revoke),
+		T(token_list),
+		T(token_list_json),
 		T(usage_errors),
 		T(help),
 	};
