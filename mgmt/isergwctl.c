@@ -1152,6 +1152,7 @@ static int cmd_counters(struct ctx *x, int argc, char **argv)
 	}
 	if ((rc = no_more_args("counters", argc, argv)))
 		return rc;
+	gc.lun_latency = true;          /* every number of every LUN */
 	req.op_case = ISERGW__CTL__REQUEST__OP_GET_COUNTERS;
 	req.get_counters = &gc;
 	return run(x, &req, &counters_view, &f, 0);
