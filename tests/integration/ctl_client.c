@@ -108,7 +108,7 @@ static int mode_count(struct iscsi_context *iscsi, int lun, unsigned int reads,
 static int mode_luns(struct iscsi_context *iscsi, unsigned int luns)
 {
 	for (unsigned int l = 0; l < luns; l++) {
-		/* libiscsi puts the number as it is into bytes 0-1: flat space addressing from 256 */
+		/* libiscsi puts the number as it is into bytes 0-1: flat space from 256 */
 		int wl = l < 256 ? (int)l : (int)(0x4000u | l);
 		struct scsi_task *t;
 
