@@ -71,8 +71,9 @@ done
 nofile=$((LUNS * 2 + 4096))
 hard=$(ulimit -Hn)
 [ "$hard" != unlimited ] && [ "$hard" -lt "$nofile" ] && nofile=$hard
-[ "$nofile" -ge $((LUNS + 1024)) ] && ulimit -n "$nofile" ||
+if [ "$nofile" -lt $((LUNS + 1024)) ] || ! ulimit -n "$nofile"; then
 	die "cannot raise the open files limit to $((LUNS + 1024)) (hard limit $hard)"
+fi
 mkdir -p "$SCRATCH/luns" || die "cannot create $SCRATCH"
 SCRATCH=$(cd "$SCRATCH" && pwd)
 IQN=iqn.2026-11.org.isergw:metrics-scale
