@@ -68,8 +68,9 @@ static void usage(FILE *f)
 "                               at MS on the monotonic clock (CLOCK_MONOTONIC, ms)\n"
 "  lease stepdown [--reason R]  drop the lease: every group Unavailable at once\n"
 "  sessions                     sessions, connections and their command counts\n"
-"  counters [--lun TARGET/LUN] [--ports]\n"
-"                               I/O counters per LUN (or per target port)\n"
+"  counters [--lun TARGET/LUN] [--ports] [--device-groups]\n"
+"                               I/O counters per LUN (or per target port, or\n"
+"                               per device group)\n"
 "  logout (--tsih N | --initiator IQN) [--now] [--grace S]\n"
 "                               ask the session(s) to log out within S seconds\n"
 "                               (default 10) then drop them; --now drops at once\n"
@@ -1085,9 +1086,10 @@ static void print_stats_head(const char *key)
 	       "WR_P99<");
 }
 
-/* What counters shows: the LUNs (all, or one) or the target ports. */
+/* What counters shows: the LUNs (all, or one), the target ports or the device groups. */
 struct counters_sel {
 	bool ports;
+	bool groups;
 	const char *target;     /* NULL: every LUN */
 	uint32_t lun;
 };
@@ -1113,6 +1115,17 @@ static void counters_json(json_object *o, const struct shown *sh)
 			json_object_array_add(arr, p);
 		}
 		json_object_object_add(o, "ports", arr);
+		return;
+	}
+	if (f->groups) {
+		for (size_t i = 0; i < co->n_groups; i++) {
+			json_object *p = json_object_new_object();
+
+			jset_str(p, "device_group", co->groups[i]->device_group);
+			json_object_object_add(p, "stats", iostats_json(co->groups[i]->stats));
+			json_object_array_add(arr, p);
+		}
+		json_object_object_add(o, "device_groups", arr);
 		return;
 	}
 	for (size_t i = 0; i < co->n_luns; i++) {
@@ -1146,6 +1159,12 @@ static void counters_table(const struct shown *sh)
 		}
 		return;
 	}
+	if (f->groups) {
+		print_stats_head("DEVICE GROUP");
+		for (size_t i = 0; i < co->n_groups; i++)
+			print_stats_row(co->groups[i]->device_group, co->groups[i]->stats);
+		return;
+	}
 	print_stats_head("TARGET/LUN");
 	for (size_t i = 0; i < co->n_luns; i++) {
 		const Isergw__Ctl__LunCounters *l = co->luns[i];
@@ -1167,6 +1186,7 @@ static int cmd_counters(struct ctx *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "lun", required_argument, NULL, 'l' },
 		{ "ports", no_argument, NULL, 'p' },
+		{ "device-groups", no_argument, NULL, 'g' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1191,12 +1211,18 @@ static int cmd_counters(struct ctx *x, int argc, char **argv)
 		case 'p':
 			f.ports = true;
 			break;
+		case 'g':
+			f.groups = true;
+			break;
 		default:
 			return usage_err("%s", "counters: bad option");
 		}
 	}
 	if ((rc = no_more_args("counters", argc, argv)))
 		return rc;
+	if (f.ports + f.groups + (f.target != NULL) > 1)
+		return usage_err("%s", "counters: one of --lun, --ports and --device-groups");
+	gc.lun_latency = true;          /* every number of every LUN */
 	req.op_case = ISERGW__CTL__REQUEST__OP_GET_COUNTERS;
 	req.get_counters = &gc;
 	return run(x, &req, &counters_view, &f, 0);

@@ -93,7 +93,8 @@ int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
 	size_t n = protobuf_c_message_get_packed_size(m);
 	uint8_t *buf;
 
-	if (n > CTL_FRAME_MAX)
+	if (n > (m->descriptor == &isergw__ctl__reply__descriptor ? CTL_REPLY_FRAME_MAX
+								     : CTL_FRAME_MAX))
 		return -EMSGSIZE;
 	buf = malloc(CTL_FRAME_HDR + n);
 	if (!buf)
@@ -518,7 +519,8 @@ static int recv_body(int fd, struct ctl_frame_rx *rx, int timeout_ms)
 			return -errno;
 		if (rc == 0)
 			return -ETIMEDOUT;
-		rc = ctl_frame_rx_read(rx, fd, CTL_FRAME_MAX);
+		/* the daemon's replies: up to CTL_REPLY_FRAME_MAX */
+		rc = ctl_frame_rx_read(rx, fd, CTL_REPLY_FRAME_MAX);
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}

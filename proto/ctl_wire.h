@@ -16,6 +16,8 @@
 
 #define CTL_FRAME_HDR        4u
 #define CTL_FRAME_MAX        (1u << 20)     /* largest frame body, either direction */
+/* but a Reply of the daemon may be this long (GetCounters with per-LUN histograms) */
+#define CTL_REPLY_FRAME_MAX  (16u << 20)
 #define CTL_ALUA_MAX_GROUPS  64u
 #define CTL_TRANSITION_MAX_MS 600000u       /* 10 minutes */
 #define CTL_DG_NAME_MAX      63u
@@ -67,7 +69,10 @@ void ctl_frame_rx_reset(struct ctl_frame_rx *rx);
  */
 int ctl_frame_rx_read(struct ctl_frame_rx *rx, int fd, uint32_t max);
 
-/* hdr + packed message in one malloc'd buffer; -EMSGSIZE above CTL_FRAME_MAX. */
+/*
+ * hdr + packed message in one malloc'd buffer; -EMSGSIZE above CTL_FRAME_MAX
+ * (CTL_REPLY_FRAME_MAX for a Reply).
+ */
 int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len);
 
 /*

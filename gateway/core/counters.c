@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Per-reactor I/O counters (core/counters.h). Each reactor thread owns one
- * small chained hash table, created on its first completion and freed when
- * the thread exits (a pthread key destructor). An entry is allocated the
- * first time a (target, LUN) or (port, group) completes a command on that
- * reactor and never moves, so accounting is two lookups and some additions.
+ * chained hash table, created on its first completion and freed when the
+ * thread exits (a pthread key destructor). An entry is allocated the first
+ * time a (target, LUN), (port, group) or device group completes a command on
+ * that reactor and never moves, so accounting is three lookups and some
+ * additions. The table doubles its buckets when it holds twice as many
+ * entries (thousands of LUNs), so a lookup stays a short chain.
  */
 #include "core/counters.h"
 
@@ -17,16 +19,19 @@
 #include "scsi/scsi.h"
 #include "util/log.h"
 
-#define CTR_BUCKETS 256u
+#define CTR_BUCKETS_MIN 256u
+#define CTR_BUCKETS_MAX (1u << 20)
 
 struct ctr_entry {
 	struct ctr_entry *next;
+	size_t hash;
 	struct gw_ctr_sample s;
 };
 
 struct ctr_table {
 	size_t n;
-	struct ctr_entry *bucket[CTR_BUCKETS];
+	size_t nbuckets;                /* a power of two */
+	struct ctr_entry **bucket;
 };
 
 static pthread_key_t ctr_key;
@@ -37,7 +42,7 @@ static void table_free(void *arg)
 {
 	struct ctr_table *t = arg;
 
-	for (size_t i = 0; i < CTR_BUCKETS; i++) {
+	for (size_t i = 0; i < t->nbuckets; i++) {
 		while (t->bucket[i]) {
 			struct ctr_entry *e = t->bucket[i];
 
@@ -45,6 +50,7 @@ static void table_free(void *arg)
 			free(e);
 		}
 	}
+	free(t->bucket);
 	free(t);
 }
 
@@ -60,7 +66,12 @@ static struct ctr_table *table_self(void)
 		return tl_table;
 	pthread_once(&ctr_once, ctr_key_init);
 	tl_table = calloc(1, sizeof(*tl_table));
-	if (tl_table && pthread_setspecific(ctr_key, tl_table)) {
+	if (!tl_table)
+		return NULL;
+	tl_table->nbuckets = CTR_BUCKETS_MIN;
+	tl_table->bucket = calloc(CTR_BUCKETS_MIN, sizeof(*tl_table->bucket));
+	if (!tl_table->bucket || pthread_setspecific(ctr_key, tl_table)) {
+		free(tl_table->bucket);
 		free(tl_table);
 		tl_table = NULL;
 	}
@@ -131,23 +142,54 @@ static void account(struct gw_io_counters *c, const struct gw_io_done *d, enum g
 		c->lat_write[bucket]++;
 }
 
+/* Twice the buckets, every entry moved (no allocation but the array); kept as is on ENOMEM. */
+static void table_grow(struct ctr_table *t)
+{
+	size_t nb = t->nbuckets * 2;
+	struct ctr_entry **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		while (t->bucket[i]) {
+			struct ctr_entry *e = t->bucket[i];
+
+			t->bucket[i] = e->next;
+			e->next = b[e->hash & (nb - 1)];
+			b[e->hash & (nb - 1)] = e;
+		}
+	}
+	free(t->bucket);
+	t->bucket = b;
+	t->nbuckets = nb;
+}
+
 static struct gw_io_counters *entry_get(struct ctr_table *t, enum gw_ctr_kind kind,
 					const void *target, uint32_t lun, uint16_t rel, uint16_t tpg)
 {
-	uintptr_t h = kind == GW_CTR_LUN ? ((uintptr_t)target >> 4) * 31u + lun
-					 : ((uintptr_t)rel << 16 | tpg) * 17u + 1u;
-	struct ctr_entry **head = &t->bucket[h % CTR_BUCKETS], *e;
+	size_t h = kind == GW_CTR_LUN ? ((uintptr_t)target >> 4) * 31u + lun * 2654435761u
+		 : kind == GW_CTR_PORT ? ((uintptr_t)rel << 16 | tpg) * 17u + 1u
+				       : (size_t)lun * 13u + 7u;
+	struct ctr_entry **head = &t->bucket[h & (t->nbuckets - 1)], *e;
 
 	for (e = *head; e; e = e->next) {
 		const struct gw_ctr_sample *s = &e->s;
 
-		if (s->kind == kind && (kind == GW_CTR_LUN ? s->target == target && s->lun == lun
-							   : s->rel_port_id == rel && s->tpg_id == tpg))
+		if (e->hash != h || s->kind != kind)
+			continue;
+		if (kind == GW_CTR_LUN ? s->target == target && s->lun == lun
+		    : kind == GW_CTR_PORT ? s->rel_port_id == rel && s->tpg_id == tpg
+					  : s->lun == lun)
 			return &e->s.c;
+	}
+	if (t->n >= 2 * t->nbuckets && t->nbuckets < CTR_BUCKETS_MAX) {
+		table_grow(t);
+		head = &t->bucket[h & (t->nbuckets - 1)];
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	e->hash = h;
 	e->s.kind = kind;
 	e->s.target = target;
 	e->s.lun = lun;
@@ -173,6 +215,8 @@ void gw_counters_done(struct gw_io_counters *sess, const struct gw_io_done *d)
 	if (d->target && (c = entry_get(t, GW_CTR_LUN, d->target, d->lun, 0, 0)))
 		account(c, d, cl, bucket);
 	if (d->rel_port_id && (c = entry_get(t, GW_CTR_PORT, NULL, 0, d->rel_port_id, d->tpg_id)))
+		account(c, d, cl, bucket);
+	if (d->dg && (c = entry_get(t, GW_CTR_DG, NULL, d->dg - 1u, 0, 0)))
 		account(c, d, cl, bucket);
 }
 
@@ -201,7 +245,7 @@ int gw_counters_snapshot(struct gw_ctr_sample **out, size_t *n)
 	s = malloc(t->n * sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 0; i < CTR_BUCKETS; i++)
+	for (size_t i = 0; i < t->nbuckets; i++)
 		for (const struct ctr_entry *e = t->bucket[i]; e; e = e->next)
 			s[k++] = e->s;
 	*out = s;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * I/O counters of the data path: per session, per LUN (target, LUN) and per
- * target port (relative port id, target port group). Counted on the reactor
+ * I/O counters of the data path: per session, per LUN (target, LUN), per
+ * target port (relative port id, target port group) and per ALUA device group
+ * (the one the LUN was in when the command completed). Counted on the reactor
  * that completes a command, in that reactor's own table: no atomics, no
  * locks. Readers ask every reactor for a copy of its table by message
  * (gw_counters_snapshot on each reactor) and add the copies up.
@@ -35,6 +36,7 @@ struct gw_io_done {
 	uint32_t lun;
 	uint16_t rel_port_id;           /* 0: no port entry */
 	uint16_t tpg_id;
+	uint16_t dg;                    /* 1 + the LU's ALUA device group index; 0: none */
 	uint8_t opcode;
 	uint8_t status;
 	bool aborted;
@@ -42,12 +44,12 @@ struct gw_io_done {
 	uint64_t start_us;
 };
 
-enum gw_ctr_kind { GW_CTR_LUN = 0, GW_CTR_PORT };
+enum gw_ctr_kind { GW_CTR_LUN = 0, GW_CTR_PORT, GW_CTR_DG };
 
 struct gw_ctr_sample {
 	enum gw_ctr_kind kind;
 	const void *target;             /* LUN: struct gw_target * */
-	uint32_t lun;
+	uint32_t lun;                   /* LUN; DG: the device group index (gw_io_done.dg - 1) */
 	uint16_t rel_port_id, tpg_id;   /* PORT */
 	struct gw_io_counters c;
 };

@@ -191,7 +191,7 @@ void iscsi_task_send_response(struct iscsi_task *t)
 	iscsi_conn_send(t->conn, pdu, true);
 }
 
-/* I/O counters of the session, the LUN and the target port (core/counters.h). */
+/* I/O counters of the session, LUN, target port and device group (core/counters.h). */
 static void task_count(const struct iscsi_task *t, bool aborted)
 {
 	struct iscsi_session *s = t->conn->sess;
@@ -199,6 +199,7 @@ static void task_count(const struct iscsi_task *t, bool aborted)
 	struct gw_io_done d = {
 		.target = t->scsi.lu ? s->target : NULL, .lun = (uint32_t)t->lun,
 		.rel_port_id = port ? port->rel_port_id : 0, .tpg_id = port ? port->tpg_id : 0,
+		.dg = t->scsi.lu ? (uint16_t)(scsi_lu_dg_index(t->scsi.lu) + 1) : 0,
 		.opcode = t->scsi.cdb[0], .status = t->scsi.status, .aborted = aborted,
 		.bytes_read = aborted ? 0 : iscsi_task_data_in_len(t),
 		/* data written: only by a command that completed GOOD */

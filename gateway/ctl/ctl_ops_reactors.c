@@ -27,6 +27,8 @@ struct gather {
 	/* logout */
 	bool immediate;
 	uint16_t grace_s;
+	/* counters */
+	bool lun_latency;
 };
 
 struct gather_msg {
@@ -98,12 +100,16 @@ static void gather_fail(struct ctl_client *c, const CtlRequest *req)
 	ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 }
 
-/* The IoStats message of s, in a; NULL when out of memory (a->failed tells it too). */
-static Isergw__Ctl__IoStats *iostats_new(struct arena *a, const struct gw_io_counters *s)
+/*
+ * The IoStats message of s, in a, with its latency buckets or without; NULL
+ * when out of memory (a->failed tells it too).
+ */
+static Isergw__Ctl__IoStats *iostats_new(struct arena *a, const struct gw_io_counters *s,
+					 bool latency)
 {
 	Isergw__Ctl__IoStats *o = ctl_arena_alloc(a, sizeof(*o));
-	uint64_t *lr = ctl_arena_alloc(a, sizeof(s->lat_read));
-	uint64_t *lw = ctl_arena_alloc(a, sizeof(s->lat_write));
+	uint64_t *lr = latency ? ctl_arena_alloc(a, sizeof(s->lat_read)) : NULL;
+	uint64_t *lw = latency ? ctl_arena_alloc(a, sizeof(s->lat_write)) : NULL;
 
 	if (!o)
 		return NULL;
@@ -219,7 +225,7 @@ static void sessions_finish(struct gather *g)
 		cn->state = ctl_str(conn_state_name(s->state));
 		cn->login_time = s->login_time;
 		o->connections = ctl_arena_alloc(&a, sizeof(*o->connections));
-		o->stats = iostats_new(&a, &s->stats);
+		o->stats = iostats_new(&a, &s->stats, true);
 		if (!o->connections || !o->stats)
 			break;
 		o->connections[0] = cn;
@@ -295,86 +301,118 @@ static void counters_snap_run(void *arg)
 	free(m);
 }
 
-struct lun_acc {
+/* A LUN's sample of one reactor, with the target's name copied under sess_lock. */
+struct lun_ref {
 	char target[GW_NAME_MAX];
 	uint32_t lun;
-	struct gw_io_counters c;
+	const struct gw_io_counters *c;
 };
 
-static int cmp_lun_acc(const void *a, const void *b)
+static int cmp_lun_ref(const void *a, const void *b)
 {
-	const struct lun_acc *x = a, *y = b;
+	const struct lun_ref *x = a, *y = b;
 	int r = strcmp(x->target, y->target);
 
 	return r ? r : (x->lun > y->lun) - (x->lun < y->lun);
 }
 
-struct port_acc {
-	uint16_t rel, tpg;
+/* A target port's or a device group's sum over the reactors (a few of them: a linear search). */
+struct key_acc {
+	uint32_t k1, k2;
 	struct gw_io_counters c;
 };
 
-static int cmp_port_acc(const void *a, const void *b)
+static struct key_acc *key_acc_get(struct key_acc *acc, size_t *n, uint32_t k1, uint32_t k2)
 {
-	const struct port_acc *x = a, *y = b;
+	size_t j;
 
-	if (x->rel != y->rel)
-		return (int)x->rel - (int)y->rel;
-	return (int)x->tpg - (int)y->tpg;
+	for (j = 0; j < *n; j++)
+		if (acc[j].k1 == k1 && acc[j].k2 == k2)
+			return &acc[j];
+	acc[j].k1 = k1;
+	acc[j].k2 = k2;
+	(*n)++;
+	return &acc[j];
 }
 
+static int cmp_key_acc(const void *a, const void *b)
+{
+	const struct key_acc *x = a, *y = b;
+
+	if (x->k1 != y->k1)
+		return (x->k1 > y->k1) - (x->k1 < y->k1);
+	return (x->k2 > y->k2) - (x->k2 < y->k2);
+}
+
+/* The LUNs' samples sorted by (target, LUN), each LUN's summed into one LunCounters. */
+static void counters_luns(struct arena *a, Isergw__Ctl__Counters *co, struct lun_ref *refs,
+			  size_t nrefs, bool latency)
+{
+	qsort(refs, nrefs, sizeof(*refs), cmp_lun_ref);
+	for (size_t i = 0; i < nrefs;) {
+		Isergw__Ctl__LunCounters *l = ctl_arena_alloc(a, sizeof(*l));
+		struct gw_io_counters sum = *refs[i].c;
+		size_t j;
+
+		for (j = i + 1; j < nrefs && !cmp_lun_ref(&refs[i], &refs[j]); j++)
+			gw_counters_add(&sum, refs[j].c);
+		if (!l)
+			return;
+		isergw__ctl__lun_counters__init(l);
+		l->target = ctl_arena_strdup(a, refs[i].target);
+		l->lun = refs[i].lun;
+		l->stats = iostats_new(a, &sum, latency);
+		co->luns[co->n_luns++] = l;
+		i = j;
+	}
+}
+
+/*
+ * Runs on the control thread once every reactor has copied its table: the
+ * LUNs sorted and summed (n log n: 10,000 LUNs on several reactors take
+ * milliseconds), the ports and device groups summed.
+ */
 static void counters_finish(struct gather *g)
 {
 	struct ctr_slot *slots = g->slots;
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
 	Isergw__Ctl__Counters *co;
-	struct lun_acc *luns = NULL;
-	struct port_acc *ports = NULL;
-	size_t total = 0, nl = 0, np = 0;
+	struct lun_ref *refs = NULL;
+	struct key_acc *ports = NULL, *dgs = NULL;
+	size_t total = 0, nl = 0, np = 0, nd = 0;
 	struct arena a = { 0 };
 	struct gw *gw = g->ctl->gw;
 
 	for (size_t i = 0; i < g->n; i++)
 		total += slots[i].n;
-	luns = calloc(total ? total : 1, sizeof(*luns));
+	refs = malloc((total ? total : 1) * sizeof(*refs));
 	ports = calloc(total ? total : 1, sizeof(*ports));
-	if (!luns || !ports)
+	dgs = calloc(total ? total : 1, sizeof(*dgs));
+	if (!refs || !ports || !dgs)
 		goto out_nomem;
 	/* targets outlive the daemon's reloads (retired, freed at exit): their names are safe to read */
 	pthread_mutex_lock(&gw->sess_lock);
 	for (size_t i = 0; i < g->n; i++) {
 		for (size_t k = 0; k < slots[i].n; k++) {
 			const struct gw_ctr_sample *s = &slots[i].s[k];
-			size_t j;
 
 			if (s->kind == GW_CTR_LUN) {
 				const char *iqn = ((const struct gw_target *)s->target)->cfg->iqn;
 
-				for (j = 0; j < nl; j++)
-					if (luns[j].lun == s->lun && !strcmp(luns[j].target, iqn))
-						break;
-				if (j == nl) {
-					snprintf(luns[j].target, sizeof(luns[j].target), "%s", iqn);
-					luns[j].lun = s->lun;
-					nl++;
-				}
-				gw_counters_add(&luns[j].c, &s->c);
+				snprintf(refs[nl].target, sizeof(refs[nl].target), "%s", iqn);
+				refs[nl].lun = s->lun;
+				refs[nl++].c = &s->c;
+			} else if (s->kind == GW_CTR_PORT) {
+				gw_counters_add(&key_acc_get(ports, &np, s->rel_port_id,
+							     s->tpg_id)->c, &s->c);
 			} else {
-				for (j = 0; j < np; j++)
-					if (ports[j].rel == s->rel_port_id && ports[j].tpg == s->tpg_id)
-						break;
-				if (j == np) {
-					ports[j].rel = s->rel_port_id;
-					ports[j].tpg = s->tpg_id;
-					np++;
-				}
-				gw_counters_add(&ports[j].c, &s->c);
+				gw_counters_add(&key_acc_get(dgs, &nd, s->lun, 0)->c, &s->c);
 			}
 		}
 	}
 	pthread_mutex_unlock(&gw->sess_lock);
-	qsort(luns, nl, sizeof(*luns), cmp_lun_acc);
-	qsort(ports, np, sizeof(*ports), cmp_port_acc);
+	qsort(ports, np, sizeof(*ports), cmp_key_acc);
+	qsort(dgs, nd, sizeof(*dgs), cmp_key_acc);
 
 	co = ctl_arena_alloc(&a, sizeof(*co));
 	if (!co)
@@ -382,29 +420,34 @@ static void counters_finish(struct gather *g)
 	isergw__ctl__counters__init(co);
 	co->luns = ctl_arena_alloc(&a, (nl ? nl : 1) * sizeof(*co->luns));
 	co->ports = ctl_arena_alloc(&a, (np ? np : 1) * sizeof(*co->ports));
-	if (!co->luns || !co->ports)
+	co->groups = ctl_arena_alloc(&a, (nd ? nd : 1) * sizeof(*co->groups));
+	if (!co->luns || !co->ports || !co->groups)
 		goto out_nomem;
-	for (size_t i = 0; i < nl; i++) {
-		Isergw__Ctl__LunCounters *l = ctl_arena_alloc(&a, sizeof(*l));
-
-		if (!l)
-			goto out_nomem;
-		isergw__ctl__lun_counters__init(l);
-		l->target = ctl_arena_strdup(&a, luns[i].target);
-		l->lun = luns[i].lun;
-		l->stats = iostats_new(&a, &luns[i].c);
-		co->luns[co->n_luns++] = l;
-	}
+	counters_luns(&a, co, refs, nl, g->lun_latency);
 	for (size_t i = 0; i < np; i++) {
 		Isergw__Ctl__PortCounters *p = ctl_arena_alloc(&a, sizeof(*p));
 
 		if (!p)
 			goto out_nomem;
 		isergw__ctl__port_counters__init(p);
-		p->rel_port_id = ports[i].rel;
-		p->tpg_id = ports[i].tpg;
-		p->stats = iostats_new(&a, &ports[i].c);
+		p->rel_port_id = ports[i].k1;
+		p->tpg_id = ports[i].k2;
+		p->stats = iostats_new(&a, &ports[i].c, true);
 		co->ports[co->n_ports++] = p;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		Isergw__Ctl__GroupCounters *d = ctl_arena_alloc(&a, sizeof(*d));
+		char name[SCSI_ALUA_DG_NAME_MAX];
+
+		if (!d)
+			goto out_nomem;
+		/* gone only after scsi_alua_reset (tests): those counts are left out */
+		if (scsi_alua_dg_name(dgs[i].k1, name, sizeof(name)))
+			continue;
+		isergw__ctl__group_counters__init(d);
+		d->device_group = ctl_arena_strdup(&a, name);
+		d->stats = iostats_new(&a, &dgs[i].c, true);
+		co->groups[co->n_groups++] = d;
 	}
 	if (a.failed)
 		goto out_nomem;
@@ -418,8 +461,9 @@ out_nomem:
 out:
 	ctl_client_done(g->client, &rep);
 	ctl_arena_free(&a);
-	free(luns);
+	free(refs);
 	free(ports);
+	free(dgs);
 	for (size_t i = 0; i < g->n; i++)
 		free(slots[i].s);
 }
@@ -433,6 +477,7 @@ void ctl_op_get_counters(struct ctl_client *c, const CtlRequest *req)
 		gather_fail(c, req);
 		return;
 	}
+	g->lun_latency = req->get_counters->lun_latency;
 	for (unsigned int i = 0; i < gw->nreactors; i++) {
 		struct ctr_msg *m = malloc(sizeof(*m));
 

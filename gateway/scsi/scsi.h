@@ -345,6 +345,13 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
  * group changed. 0 or -errno (-ENOSPC: too many device groups).
  */
 int scsi_lu_set_device_group(struct scsi_lu *lu, const char *dg);
+/*
+ * The index of the LU's device group, for the I/O counters (no lock: one
+ * atomic load); stable until scsi_alua_reset(). scsi_alua_dg_name() gives its
+ * name: 0, or -ENOENT for an index no device group has.
+ */
+size_t scsi_lu_dg_index(const struct scsi_lu *lu);
+int scsi_alua_dg_name(size_t idx, char *out, size_t len);
 void scsi_lu_destroy(struct scsi_lu *lu);
 const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu);
 

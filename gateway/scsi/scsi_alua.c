@@ -915,6 +915,24 @@ int scsi_lu_set_device_group(struct scsi_lu *lu, const char *name)
 	return 0;
 }
 
+size_t scsi_lu_dg_index(const struct scsi_lu *lu)
+{
+	return atomic_load_explicit(&lu->alua_dg, memory_order_relaxed);
+}
+
+int scsi_alua_dg_name(size_t idx, char *out, size_t len)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&alua.lock);
+	if (idx < alua.ndg) {
+		snprintf(out, len, "%s", alua.dg[idx]->name);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&alua.lock);
+	return rc;
+}
+
 /*
  * Applies n updates to device group `name`, all or none. keep_pref: leave
  * PREF alone (STPG has none). The UA goes to every nexus of the device

@@ -128,7 +128,7 @@ struct scsi_lu {
 	_Atomic uint32_t block_size;
 	_Atomic uint64_t nblocks;       /* 0: not known yet (NOT READY for medium access) */
 	uint8_t tpgs;           /* INQUIRY TPGS field: 3, implicit and explicit ALUA */
-	size_t alua_dg;         /* ALUA device group (index, scsi_alua.c) */
+	_Atomic size_t alua_dg; /* ALUA device group (index, scsi_alua.c) */
 	struct list_head all_link; /* every LU of the process (scsi_lu.c), for ALUA UAs */
 
 	pthread_mutex_t lock;

@@ -75,6 +75,7 @@ struct api_opts {
 	uint32_t token_poll_ms;         /* the cluster's tokens asked for this often (0: not) */
 	bool metrics_open;              /* /metrics without a token */
 	uint32_t metrics_cache_ms;      /* scrapes this close to the last render get it (0: off) */
+	bool per_lun_histograms;        /* /metrics: a latency histogram per LUN too */
 	uint32_t status_cache_ms;       /* the agent's status this recent is answered again (0: off) */
 	uint32_t max_request_rate;      /* requests a second past the probes (0: unpaced) */
 	uint32_t request_burst;         /* of those, at once */
@@ -138,13 +139,15 @@ struct api_gw_snapshot {
 };
 
 /*
- * Ask isergwd for its status (and, with full, its sessions, counters and the
+ * Ask isergwd for its status (and, with API_GW_FULL, its sessions, counters and the
  * ALUA states of the default device group and of dgs[]) within timeout_ms in
  * all. Returns 0, or a negative errno with the reason in err (-ETIMEDOUT,
  * -ECONNREFUSED, -ENOENT, a refusal's status). A device group isergwd does
  * not know is left out, not an error.
  */
-int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const *dgs,
+#define API_GW_FULL        1u   /* sessions, counters, ALUA states too */
+#define API_GW_LUN_LATENCY 2u   /* the counters with every LUN's latency buckets */
+int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, char *const *dgs,
 		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen);
 void api_gw_snapshot_free(struct api_gw_snapshot *s);
 /*

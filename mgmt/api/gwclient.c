@@ -74,9 +74,10 @@ static void init_req(CtlRequest *r)
 	isergw__ctl__request__init(r);
 }
 
-int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const *dgs,
+int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, char *const *dgs,
 		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen)
 {
+	bool full = what & API_GW_FULL;
 	int64_t deadline = mono_ms() + timeout_ms;
 	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
 	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
@@ -98,6 +99,7 @@ int api_gw_fetch(const char *socket_path, int timeout_ms, bool full, char *const
 		req[nreq].op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
 		req[nreq++].list_sessions = &ls;
 		init_req(&req[nreq]);
+		gc.lun_latency = what & API_GW_LUN_LATENCY;
 		req[nreq].op_case = ISERGW__CTL__REQUEST__OP_GET_COUNTERS;
 		req[nreq++].get_counters = &gc;
 		for (size_t i = 0; i <= ndgs; i++) {

@@ -340,7 +340,8 @@ static int render_metrics(struct api *a, char **text, size_t *len)
 	hreq.get_status = &gcs;
 	/* the callback comes exactly once, within the timeout: waited for below */
 	asked = a->ha && !api_ha_call(a->ha, &hreq, a->opts.gw_timeout_ms, on_ha_scrape, &hw);
-	rc = api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, true, a->opts.dgs,
+	rc = api_gw_fetch(a->opts.gw_socket, (int)a->opts.gw_timeout_ms, API_GW_FULL |
+			  (a->opts.per_lun_histograms ? API_GW_LUN_LATENCY : 0u), a->opts.dgs,
 			  a->opts.ndgs, &s, err, sizeof(err));
 	if (rc) {
 		GW_INFO(COMP, "metrics: isergwd not reached: %s", err);
@@ -349,6 +350,7 @@ static int render_metrics(struct api *a, char **text, size_t *len)
 		in.status = s.status->status_info;
 		in.sessions = s.sessions->sessions;
 		in.counters = s.counters->counters;
+		in.lun_histograms = a->opts.per_lun_histograms;
 		for (size_t i = 0; i < s.nalua; i++)
 			alua[i] = s.alua[i]->alua;
 		in.alua = alua;

@@ -94,6 +94,9 @@ static void usage(FILE *f)
 "                              and scrapes that come while one is rendered wait\n"
 "                              for it (default 250; 0..60000, 0: every scrape\n"
 "                              renders): scrapers cannot load the data path\n"
+"  --per-lun-histograms        also serve a latency histogram per LUN (50\n"
+"                              samples a LUN); by default latency is per target\n"
+"                              port and per device group (docs/metrics.md)\n"
 "  --tls-cert FILE             serve HTTPS (TLS 1.2 and 1.3 only) with this PEM\n"
 "                              certificate (chain); needs --tls-key\n"
 "  --tls-key FILE              the PEM private key of --tls-cert: mode 0600 or\n"
@@ -127,7 +130,7 @@ enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
 	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE, OPT_METRICS_CACHE,
-	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST, OPT_TOKEN_POLL,
+	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST, OPT_TOKEN_POLL, OPT_LUN_HIST,
 };
 
 static const struct option long_opts[] = {
@@ -149,6 +152,7 @@ static const struct option long_opts[] = {
 	{ "token-poll-ms", required_argument, NULL, OPT_TOKEN_POLL },
 	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
 	{ "metrics-cache-ms", required_argument, NULL, OPT_METRICS_CACHE },
+	{ "per-lun-histograms", no_argument, NULL, OPT_LUN_HIST },
 	{ "status-cache-ms", required_argument, NULL, OPT_STATUS_CACHE },
 	{ "max-request-rate", required_argument, NULL, OPT_MAX_RATE },
 	{ "request-burst", required_argument, NULL, OPT_BURST },
@@ -345,6 +349,9 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 			break;
 		case OPT_TOKEN_POLL:
 			rc = set_u32(&o->token_poll_ms, optarg, 0, 60000, "token-poll-ms");
+			break;
+		case OPT_LUN_HIST:
+			o->per_lun_histograms = true;
 			break;
 		case OPT_TLS_CERT:
 			rc = set_str(o->tls_cert, sizeof(o->tls_cert), optarg, "tls-cert");

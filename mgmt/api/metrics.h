@@ -65,6 +65,7 @@ struct metrics_input {
 	const Isergw__Ctl__StatusInfo *status;
 	const Isergw__Ctl__SessionList *sessions;
 	const Isergw__Ctl__Counters *counters;
+	bool lun_histograms;            /* isergw_lun_latency_seconds too (--per-lun-histograms) */
 	Isergw__Ctl__AluaStates *const *alua;   /* one per device group asked */
 	size_t nalua;
 	const struct api_stats *api;

@@ -6,7 +6,8 @@
 #   - /healthz 200, /readyz 200 naming isergwd's pid;
 #   - /metrics passes `promtool check metrics` (not one line of output), and
 #     exactly the READ(10)s and WRITE(10)s a libiscsi client sent move the
-#     LUN's and the target port's command, byte and latency-count samples;
+#     LUN's and the target port's command and byte samples and the port's
+#     and the device group's latency counts; no LUN histogram by default;
 #     a session held open (reading all along) shows in isergw_sessions and
 #     isergw_connections, and that scrape too is clean for promtool; an
 #     unknown --device-group is left out;
@@ -17,6 +18,9 @@
 #     each with a log line; the API keeps answering;
 #   - isergwd frozen (SIGSTOP): /readyz 503 "no answer within the timeout",
 #     isergw_up 0, /healthz 200; running again (SIGCONT): /readyz 200;
+#   - isergw-api restarted with --per-lun-histograms: the LUN's latency
+#     histogram, 24 cumulative buckets, its counts those of its device group,
+#     clean for promtool;
 #   - isergwd stopped: /readyz 503 (problem document), /metrics isergw_up 0
 #     and still clean for promtool;
 #   - SIGTERM: isergw-api exits 0 (in the ASan tree: no sanitizer report).
@@ -63,6 +67,7 @@ IQN=iqn.2026-11.org.isergw:api
 URL=iscsi://$ADDR:$PORT/$IQN/0
 L='target="'$IQN'",lun="0"'
 P='rel_port_id="1",tpg_id="1"'
+G='device_group="default"'
 rm -f "$SCRATCH"/*.img "$SCRATCH"/*.txt "$SCRATCH"/*.out "$SCRATCH"/*.hdr
 
 FAILS=0
@@ -84,7 +89,7 @@ scrape() { # scrape FILE: GET /metrics, 200, then promtool
 # ---- the command line
 if "$API" --help >"$SCRATCH/help.out" 2>&1; then ok "--help exits 0"; else bad "--help exit status"; fi
 for o in --listen --isergwd-socket --isergwd-timeout-ms --device-group --threads --max-connections \
-	--idle-timeout --log-level --nice --metrics-cache-ms --help --version; do
+	--idle-timeout --log-level --nice --metrics-cache-ms --per-lun-histograms --help --version; do
 	grep -q -- "$o" "$SCRATCH/help.out" || bad "--help does not describe $o"
 done
 "$API" --no-such-option >/dev/null 2>&1
@@ -118,7 +123,8 @@ w0=$(val "$SCRATCH/m0.txt" "isergw_lun_commands_total{$L,op=\"write\"}")
 rb0=$(val "$SCRATCH/m0.txt" "isergw_lun_read_bytes_total{$L}")
 wb0=$(val "$SCRATCH/m0.txt" "isergw_lun_written_bytes_total{$L}")
 pr0=$(val "$SCRATCH/m0.txt" "isergw_port_commands_total{$P,op=\"read\"}")
-lc0=$(val "$SCRATCH/m0.txt" "isergw_lun_latency_seconds_count{$L,op=\"write\"}")
+pl0=$(val "$SCRATCH/m0.txt" "isergw_port_latency_seconds_count{$P,op=\"write\"}")
+gl0=$(val "$SCRATCH/m0.txt" "isergw_device_group_latency_seconds_count{$G,op=\"write\"}")
 READS=37
 WRITES=23
 "$CLIENT" --url "$URL" --initiator iqn.2026-11.org.isergw:api-count --mode count \
@@ -130,17 +136,20 @@ expect "LUN writes moved by the WRITEs sent" "$(d "isergw_lun_commands_total{$L,
 expect "LUN read bytes" "$(d "isergw_lun_read_bytes_total{$L}" "$rb0")" $((READS * 4096))
 expect "LUN written bytes" "$(d "isergw_lun_written_bytes_total{$L}" "$wb0")" $((WRITES * 4096))
 expect "port 1 reads" "$(d "isergw_port_commands_total{$P,op=\"read\"}" "$pr0")" $READS
-expect "LUN write latency count" "$(d "isergw_lun_latency_seconds_count{$L,op=\"write\"}" "$lc0")" $WRITES
-expect "write latency +Inf bucket = count" \
-	"$(val "$SCRATCH/m1.txt" "isergw_lun_latency_seconds_bucket{$L,op=\"write\",le=\"+Inf\"}")" \
-	"$(val "$SCRATCH/m1.txt" "isergw_lun_latency_seconds_count{$L,op=\"write\"}")"
+expect "port write latency count" "$(d "isergw_port_latency_seconds_count{$P,op=\"write\"}" "$pl0")" $WRITES
+expect "device group write latency count" \
+	"$(d "isergw_device_group_latency_seconds_count{$G,op=\"write\"}" "$gl0")" $WRITES
+expect "device group write latency +Inf bucket = count" \
+	"$(val "$SCRATCH/m1.txt" "isergw_device_group_latency_seconds_bucket{$G,op=\"write\",le=\"+Inf\"}")" \
+	"$(val "$SCRATCH/m1.txt" "isergw_device_group_latency_seconds_count{$G,op=\"write\"}")"
 # the buckets are cumulative: never decreasing with le
-if awk -v p="isergw_lun_latency_seconds_bucket{$L,op=\"read\"," 'index($1, p) == 1 {
+if awk -v p="isergw_device_group_latency_seconds_bucket{$G,op=\"read\"," 'index($1, p) == 1 {
 	if (n++ && $2 < last) bad = 1; last = $2 } END { exit bad || n != 24 }' "$SCRATCH/m1.txt"; then
-	ok "read latency: 24 cumulative buckets"
+	ok "device group read latency: 24 cumulative buckets"
 else
-	bad "read latency buckets not 24 or not cumulative"
+	bad "device group read latency buckets not 24 or not cumulative"
 fi
+expect "no LUN latency histogram by default" "$(grep -c '^isergw_lun_latency_seconds' "$SCRATCH/m1.txt")" 0
 expect "no errors on the LUN" "$(val "$SCRATCH/m1.txt" "isergw_lun_errors_total{$L,status=\"check_condition\"}")" 0
 expect "an unknown --device-group left out" "$(grep -c 'device_group="nosuch"' "$SCRATCH/m1.txt")" 0
 expect "ALUA state of the default group" \
@@ -235,6 +244,30 @@ expect "isergw_up while isergwd hangs" "$(metric "$SCRATCH/mhang.txt" isergw_up)
 expect "GET /healthz while isergwd hangs" "$(http GET /healthz "$SCRATCH/hhang.out")" 200
 kill -CONT "$GW_PID"
 expect "GET /readyz once isergwd runs again" "$(http GET /readyz "$SCRATCH/rback.out")" 200
+
+# ---- --per-lun-histograms: the LUN's latency histogram too
+if api_stop; then ok "isergw-api: SIGTERM, exit 0"; else bad "isergw-api stop"; fi
+api_start api-lun "$ADDR:$HTTP_PORT" "$SOCK" --metrics-cache-ms 0 --per-lun-histograms ||
+	die "isergw-api --per-lun-histograms did not start"
+scrape "$SCRATCH/m5.txt"
+for op in read write; do
+	# the only LUN: its histogram is the device group's
+	expect "LUN $op latency count = the device group's" \
+		"$(val "$SCRATCH/m5.txt" "isergw_lun_latency_seconds_count{$L,op=\"$op\"}")" \
+		"$(val "$SCRATCH/m5.txt" "isergw_device_group_latency_seconds_count{$G,op=\"$op\"}")"
+	expect "LUN $op latency +Inf bucket = count" \
+		"$(val "$SCRATCH/m5.txt" "isergw_lun_latency_seconds_bucket{$L,op=\"$op\",le=\"+Inf\"}")" \
+		"$(val "$SCRATCH/m5.txt" "isergw_lun_latency_seconds_count{$L,op=\"$op\"}")"
+done
+if awk -v p="isergw_lun_latency_seconds_bucket{$L,op=\"read\"," 'index($1, p) == 1 {
+	if (n++ && $2 < last) bad = 1; last = $2 } END { exit bad || n != 24 }' "$SCRATCH/m5.txt"; then
+	ok "LUN read latency: 24 cumulative buckets"
+else
+	bad "LUN read latency buckets not 24 or not cumulative"
+fi
+expect "one LUN histogram family" "$(grep -c '^# TYPE isergw_lun_latency_seconds histogram$' "$SCRATCH/m5.txt")" 1
+expect "the device group histogram still there" \
+	"$(grep -c "^isergw_device_group_latency_seconds_count{$G,op=" "$SCRATCH/m5.txt")" 2
 
 # ---- isergwd stops: not ready, isergw_up 0
 if target_stop "$GW_PID" "$GW_LOG"; then ok "isergwd stopped with status 0"; else bad "isergwd stop"; fi

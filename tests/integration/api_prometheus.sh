@@ -144,7 +144,7 @@ until_value() {
 until_value 'up{job="isergw"}' 1
 until_value 'isergw_up{job="isergw"}' 1
 until_value "isergw_lun_commands_total{job=\"isergw\",target=\"$IQN\",lun=\"0\",op=\"read\"}" "$READ_NOW"
-p99=$(query "histogram_quantile(0.99, sum by (le) (isergw_lun_latency_seconds_bucket{target=\"$IQN\",op=\"read\"}))")
+p99=$(query "histogram_quantile(0.99, sum by (le) (isergw_device_group_latency_seconds_bucket{device_group=\"default\",op=\"read\"}))")
 if awk -v v="$p99" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 10) }' && [ "$p99" != NaN ]; then
 	ok "p99 read latency from the histogram: $p99 s"
 else

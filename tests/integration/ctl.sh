@@ -14,7 +14,8 @@
 #     reports Standby and a READ through that port gets NOT READY 04/0B,
 #     while the other port serves it; stale and conflicting epochs refused;
 #   - sessions lists a running libiscsi session by its initiator name;
-#   - counters of the LUN and of the target port rise by exactly the READs
+#   - counters of the LUN, of the target port and of the default device group
+#     (counters --device-groups) rise by exactly the READs
 #     and WRITEs a client sent;
 #   - bad input on the raw socket (ctl_badinput: truncated, oversized,
 #     garbage, unknown operation, bad enum, stalled clients; a non-root uid
@@ -241,10 +242,13 @@ fi
 # ---- counters: exact deltas on LUN 1 and target port 2
 lun_before=$(counters_json --lun "$IQN/1" | jq -c '.luns[0].stats // {}')
 port_before=$(counters_json --ports | jq -c '.ports[] | select(.rel_port_id==2) | .stats')
+dg_sel='.device_groups[] | select(.device_group=="default") | .stats'
+dg_before=$(counters_json --device-groups | jq -c "$dg_sel")
 "$CLIENT" --url "$URL2/1" --initiator "$COUNT" --mode count --reads 37 --writes 11 ||
 	bad "count client failed"
 lun_after=$(counters_json --lun "$IQN/1" | jq -c '.luns[0].stats')
 port_after=$(counters_json --ports | jq -c '.ports[] | select(.rel_port_id==2) | .stats')
+dg_after=$(counters_json --device-groups | jq -c "$dg_sel")
 delta() { echo $(( $(jq ".$1 // 0" <<<"$3") - $(jq ".$1 // 0" <<<"$2") )); }
 ok=1
 for what in lun port; do
@@ -260,7 +264,17 @@ for what in lun port; do
 		ok=0
 	fi
 done
-[ $ok = 1 ] && pass "counters of LUN 1 and port 2 rose by exactly 37 READs and 11 WRITEs" ||
+# the default device group: the session held open above reads too, nobody else writes
+r=$(delta cmds_read "$dg_before" "$dg_after") w=$(delta cmds_write "$dg_before" "$dg_after")
+bw=$(delta bytes_written "$dg_before" "$dg_after")
+hist=$(( $(jq '[.lat_write_us_log2[]] | add' <<<"$dg_after") - $(jq '[(.lat_write_us_log2 // [])[]] | add // 0' <<<"$dg_before") ))
+if [ "$r" -ge 37 ] && [ "$w" = 11 ] && [ "$bw" = $((11 * 4096)) ] && [ "$hist" = 11 ]; then
+	log "  device group default: +$r reads, +$w writes, +$bw bytes written, +$hist write latency samples"
+else
+	log "  device group default: reads +$r writes +$w bytes written +$bw write latency samples +$hist (want >= 37/11)"
+	ok=0
+fi
+[ $ok = 1 ] && pass "counters of LUN 1, port 2 and the default device group rose by exactly 37 READs and 11 WRITEs" ||
 	bad "counters"
 run_ctl 0 counters && grep -q "$IQN/1" <<<"$OUT" && run_ctl 0 counters --ports &&
 	pass "counters tables" || bad "counters tables: $OUT"

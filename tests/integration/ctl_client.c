@@ -3,7 +3,7 @@
  * A libiscsi initiator for the control socket test (ctl.sh).
  *
  *   ctl_client --url iscsi://HOST:PORT/IQN/LUN --initiator IQN --mode MODE
- *              [--reads N] [--writes N]
+ *              [--reads N] [--writes N] [--luns N]
  *
  * count: clears unit attentions with TEST UNIT READY, then sends exactly
  *        N READ(10) and M WRITE(10) of 4 KiB, each of which must end GOOD;
@@ -15,6 +15,9 @@
  * alua:  REPORT TARGET PORT GROUPS (prints "alua: tpg T state S" per group),
  *        then one READ(10), unit attentions skipped (prints "read: GOOD" or
  *        "read: CHECK CONDITION KEY/ASC/ASCQ" in hex).
+ * luns:  LUNs 0..N-1 of the target one after the other: unit attentions
+ *        cleared, then one READ(10) of a block that must end GOOD; prints
+ *        "luns: N read" (tests/bench/metrics_scale.sh: every LUN had I/O).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,8 +45,8 @@ static void usage(void) __attribute__((noreturn));
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ctl_client --url URL --initiator IQN --mode count|hold|alua "
-		"[--reads N] [--writes N]\n");
+	fprintf(stderr, "usage: ctl_client --url URL --initiator IQN --mode count|hold|alua|luns "
+		"[--reads N] [--writes N] [--luns N]\n");
 	exit(2);
 }
 
@@ -99,6 +102,32 @@ static int mode_count(struct iscsi_context *iscsi, int lun, unsigned int reads,
 		scsi_free_scsi_task(t);
 	}
 	printf("count: reads %u writes %u bytes %u\n", reads, writes, XFER);
+	return 0;
+}
+
+static int mode_luns(struct iscsi_context *iscsi, unsigned int luns)
+{
+	for (unsigned int l = 0; l < luns; l++) {
+		/* libiscsi puts the number as it is into bytes 0-1: flat space from 256 */
+		int wl = l < 256 ? (int)l : (int)(0x4000u | l);
+		struct scsi_task *t;
+
+		if (clear_ua(iscsi, wl)) {
+			fprintf(stderr, "luns: TEST UNIT READY of LUN %u failed: %s\n", l,
+				iscsi_get_error(iscsi));
+			return 1;
+		}
+		t = iscsi_read10_sync(iscsi, wl, 0, 512, 512, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD) {
+			fprintf(stderr, "luns: READ(10) of LUN %u failed: %s\n", l,
+				iscsi_get_error(iscsi));
+			if (t)
+				scsi_free_scsi_task(t);
+			return 1;
+		}
+		scsi_free_scsi_task(t);
+	}
+	printf("luns: %u read\n", luns);
 	return 0;
 }
 
@@ -190,10 +219,11 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "reads", required_argument, NULL, 'r' },
 		{ "writes", required_argument, NULL, 'w' },
+		{ "luns", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *url = NULL, *initiator = "iqn.2026-11.org.isergw:ctl-client", *mode = NULL;
-	unsigned int reads = 0, writes = 0;
+	unsigned int reads = 0, writes = 0, luns = 1;
 	struct iscsi_context *iscsi;
 	struct iscsi_url *iu;
 	struct sigaction sa;
@@ -206,6 +236,7 @@ int main(int argc, char **argv)
 		case 'm': mode = optarg; break;
 		case 'r': reads = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 'w': writes = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 'l': luns = (unsigned int)strtoul(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
@@ -240,6 +271,8 @@ int main(int argc, char **argv)
 		rc = mode_hold(iscsi, iu->lun);
 	else if (strcmp(mode, "alua") == 0)
 		rc = mode_alua(iscsi, iu->lun);
+	else if (strcmp(mode, "luns") == 0)
+		rc = mode_luns(iscsi, luns);
 	else
 		usage();
 	if (rc != 3)

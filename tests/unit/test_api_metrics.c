@@ -5,7 +5,8 @@
  * with HELP and TYPE, the log2 latency buckets of isergwd turned into
  * cumulative le buckets in seconds with +Inf equal to _count, label values
  * escaped, the families of isergwd left out when it did not answer, the
- * effective ALUA state under a lease, the API's own request statistics.
+ * effective ALUA state under a lease, the API's own request statistics;
+ * latency per device group always, per LUN only when asked.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -30,8 +31,9 @@ struct fixture {
 	Isergw__Ctl__Counters ctr;
 	Isergw__Ctl__LunCounters lun[2], *lunp[2];
 	Isergw__Ctl__PortCounters port[1], *portp[1];
-	Isergw__Ctl__IoStats io[3];
-	uint64_t lat[3][2][NB];
+	Isergw__Ctl__GroupCounters dg[2], *dgp[2];
+	Isergw__Ctl__IoStats io[4];
+	uint64_t lat[4][2][NB];
 	Isergw__Ctl__AluaStates alua[2], *aluap[2];
 	Isergw__Ctl__AluaGroupState grp[3], *grpp[3];
 	struct api_stats api;
@@ -78,7 +80,7 @@ static void fill(struct fixture *f)
 	f->sl.n_sessions = 3;
 
 	isergw__ctl__counters__init(&f->ctr);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		isergw__ctl__io_stats__init(&f->io[i]);
 		f->io[i].lat_read_us = f->lat[i][0];
 		f->io[i].n_lat_read_us = NB;
@@ -118,6 +120,19 @@ static void fill(struct fixture *f)
 	f->ctr.n_luns = 2;
 	f->ctr.ports = f->portp;
 	f->ctr.n_ports = 1;
+	/* device groups: "default" with LUN 0's numbers, dg1 with one slow write */
+	for (int i = 0; i < 2; i++) {
+		isergw__ctl__group_counters__init(&f->dg[i]);
+		f->dgp[i] = &f->dg[i];
+	}
+	f->dg[0].device_group = "default";
+	f->dg[0].stats = &f->io[0];
+	f->dg[1].device_group = "dg1";
+	f->dg[1].stats = &f->io[3];
+	f->io[3].cmds_write = 1;
+	f->lat[3][1][17] = 1;           /* [131072, 262144) µs */
+	f->ctr.groups = f->dgp;
+	f->ctr.n_groups = 2;
 
 	for (int i = 0; i < 3; i++) {
 		isergw__ctl__alua_group_state__init(&f->grp[i]);
@@ -294,6 +309,7 @@ static void test_latency_histogram(void **state)
 	struct fixture *f = *state;
 	const char *p = "isergw_lun_latency_seconds_bucket{target=\"iqn.2026-11.org.isergw:a\",lun=\"0\",op=\"read\",";
 
+	f->in.lun_histograms = true;
 	render(f);
 	char line[256];
 
@@ -315,6 +331,31 @@ static void test_latency_histogram(void **state)
 	no_text(f, "isergw_lun_latency_seconds_sum");
 	no_text(f, "isergw_port_latency_seconds_sum");
 	has_line(f, "isergw_port_latency_seconds_count{rel_port_id=\"3\",tpg_id=\"2\",op=\"read\"} 0");
+}
+
+/* By default: the LUNs' counters, no LUN histogram; a histogram per device group. */
+static void test_latency_by_default(void **state)
+{
+	struct fixture *f = *state;
+
+	render(f);
+	no_text(f, "isergw_lun_latency_seconds");
+	has_line(f, "isergw_lun_commands_total{target=\"iqn.2026-11.org.isergw:a\",lun=\"0\",op=\"read\"} 10");
+	has_line(f, "isergw_lun_read_bytes_total{target=\"iqn.2026-11.org.isergw:a\",lun=\"0\"} 40960");
+	assert_int_equal(count(f->text, "# TYPE isergw_device_group_latency_seconds histogram\n"), 1);
+	has_line(f, "isergw_device_group_latency_seconds_bucket{device_group=\"default\",op=\"read\",le=\"0.000128\"} 8");
+	has_line(f, "isergw_device_group_latency_seconds_bucket{device_group=\"default\",op=\"read\",le=\"+Inf\"} 10");
+	has_line(f, "isergw_device_group_latency_seconds_count{device_group=\"default\",op=\"read\"} 10");
+	has_line(f, "isergw_device_group_latency_seconds_bucket{device_group=\"dg1\",op=\"write\",le=\"0.131072\"} 0");
+	has_line(f, "isergw_device_group_latency_seconds_bucket{device_group=\"dg1\",op=\"write\",le=\"0.262144\"} 1");
+	has_line(f, "isergw_device_group_latency_seconds_count{device_group=\"dg1\",op=\"write\"} 1");
+	assert_int_equal(count(f->text, "isergw_device_group_latency_seconds_bucket{device_group=\"dg1\",op=\"read\","), NB);
+	no_text(f, "isergw_device_group_latency_seconds_sum");
+	/* a LUN: 9 samples (3 commands, 2 bytes, 3 errors, 1 aborted) */
+	assert_int_equal(count(f->text, "lun=\"0\""), 9);
+	f->in.lun_histograms = true;
+	render(f);
+	assert_int_equal(count(f->text, "lun=\"0\""), 9 + 2 * (NB + 1));
 }
 
 static void test_alua(void **state)
@@ -462,6 +503,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_status_and_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency_histogram, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency_by_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alua, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isergwd_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cluster, setup, teardown),

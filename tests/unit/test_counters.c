@@ -4,7 +4,8 @@
  * The data path's I/O counters (core/counters.c): classification of
  * opcodes, status and byte accounting, the log2 latency buckets, one table
  * per thread (a second thread's completions are not in the first one's
- * snapshot), entries keyed by (target, LUN) and (port, group).
+ * snapshot), entries keyed by (target, LUN), (port, group) and device group;
+ * a table of 10,000 LUNs (its buckets grown on the way) keeps every entry.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -143,6 +144,61 @@ static void accounting(void **state)
 	free(s);
 }
 
+#define MANY_LUNS 10000u
+
+/* On a thread of its own: a fresh table. */
+static void *many_luns_thread(void *arg)
+{
+	struct gw_ctr_sample *s;
+	size_t n, nlun = 0;
+	uint64_t dg_cmds[3] = { 0 };
+
+	(void)arg;
+	for (unsigned int round = 1; round <= 2; round++) {
+		for (uint32_t l = 0; l < MANY_LUNS; l++) {
+			struct gw_io_done d = done(&target_a, l, 1, 0x28, SCSI_STATUS_GOOD, 100);
+
+			d.dg = (uint16_t)(l % 3 + 1);
+			gw_counters_done(NULL, &d);
+		}
+		assert_int_equal(gw_counters_snapshot(&s, &n), 0);
+		/* every LUN once, one port, three device groups */
+		assert_int_equal(n, MANY_LUNS + 1 + 3);
+		nlun = 0;
+		memset(dg_cmds, 0, sizeof(dg_cmds));
+		for (size_t i = 0; i < n; i++) {
+			if (s[i].kind == GW_CTR_LUN) {
+				assert_true(s[i].target == &target_a && s[i].lun < MANY_LUNS);
+				assert_int_equal(s[i].c.cmds[GW_IO_READ], round);
+				assert_int_equal(bucket_sum(s[i].c.lat_read, 0, GW_LAT_BUCKETS), round);
+				nlun++;
+			} else if (s[i].kind == GW_CTR_DG) {
+				assert_true(s[i].lun < 3);
+				dg_cmds[s[i].lun] = s[i].c.cmds[GW_IO_READ];
+				assert_int_equal(bucket_sum(s[i].c.lat_read, 0, GW_LAT_BUCKETS),
+						 s[i].c.cmds[GW_IO_READ]);
+			} else {
+				assert_int_equal(s[i].c.cmds[GW_IO_READ], round * MANY_LUNS);
+			}
+		}
+		assert_int_equal(nlun, MANY_LUNS);
+		assert_int_equal(dg_cmds[0], round * 3334);
+		assert_int_equal(dg_cmds[1], round * 3333);
+		assert_int_equal(dg_cmds[2], round * 3333);
+		free(s);
+	}
+	return NULL;
+}
+
+static void many_luns_and_device_groups(void **state)
+{
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(pthread_create(&th, NULL, many_luns_thread, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 static void add(void **state)
 {
 	struct gw_io_counters a, b;
@@ -164,6 +220,7 @@ int main(void)
 		cmocka_unit_test(classify),
 		cmocka_unit_test(accounting),
 		cmocka_unit_test(add),
+		cmocka_unit_test(many_luns_and_device_groups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -250,6 +250,12 @@ const struct scsi_lu_params *scsi_lu_get_params(const struct scsi_lu *lu)
 	return &lu_params;
 }
 
+size_t scsi_lu_dg_index(const struct scsi_lu *lu)
+{
+	(void)lu;
+	return 0;
+}
+
 void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg)
 {
 	(void)fn;
