@@ -18,10 +18,10 @@
 #   4. 10,000 connections opened and dropped (nothing, part of a request, a
 #      reset) from 8 threads: a probe answered within 1 s afterwards; the
 #      log names at most 20 of them every 10 s and counts the others;
-#   5. a FIFO as --token-file: the start refused at once (exit 1, err line);
+#   5. a FIFO as --token-file: the start refused at once (exit 78, err line);
 #      replaced by a FIFO and SIGHUP: err line, the old tokens kept, SIGTERM
 #      still stops it (exit 0);
-#   6. a TLS key of mode 0644: the start refused (exit 1, its reason);
+#   6. a TLS key of mode 0644: the start refused (exit 78, its reason);
 #   7. two Authorization headers: 400;
 #   8. a LUN number of 2^64 (and 2^63): 422, field lun, the number as sent;
 #      every 422 carries field (not an object, an unknown field, a wrong
@@ -160,8 +160,8 @@ step_5() {
 	timeout 10 "$API" --listen "$ONCE" --isergwd-socket "$SCRATCH/state/ctl.sock" \
 		--token-file "$SCRATCH/fifo.tokens" >"$SCRATCH/fifo.out" 2>&1
 	rc=$?
-	if [ "$rc" = 1 ] && grep -q "err .*fifo.tokens: a FIFO, not a regular file" "$SCRATCH/fifo.out"; then
-		ok "a FIFO token file refused at start (exit 1)"
+	if [ "$rc" = 78 ] && grep -q "err .*fifo.tokens: a FIFO, not a regular file" "$SCRATCH/fifo.out"; then
+		ok "a FIFO token file refused at start (exit 78)"
 	else
 		bad "a FIFO token file at start: exit $rc (124: hung), $(tail -n 2 "$SCRATCH/fifo.out")"
 	fi
@@ -199,8 +199,8 @@ step_6() {
 	timeout 10 "$API" --listen "$ONCE" --isergwd-socket "$SCRATCH/state/ctl.sock" \
 		--tls-cert "$SCRATCH/api.pem" --tls-key "$SCRATCH/api.key" >"$SCRATCH/key.out" 2>&1
 	rc=$?
-	if [ "$rc" = 1 ] && grep -q "err .*api.key: mode 0644 lets others read or write it" "$SCRATCH/key.out"
-	then ok "a TLS key of mode 0644 refused (exit 1)"
+	if [ "$rc" = 78 ] && grep -q "err .*api.key: mode 0644 lets others read or write it" "$SCRATCH/key.out"
+	then ok "a TLS key of mode 0644 refused (exit 78)"
 	else bad "a TLS key of mode 0644: exit $rc (124: it served), $(tail -n 2 "$SCRATCH/key.out")"; fi
 }
 
