@@ -98,7 +98,7 @@ JSON
 }
 lun() { printf '{ "lun": %s, "path": "%s" }' "$1" "$2"; }
 
-# refused NAME WANT LUNS-JSON [DIR]: isergwd --config (run in DIR) exits 1,
+# refused NAME WANT LUNS-JSON [DIR]: isergwd --config (run in DIR) exits 78,
 # its output naming both LUNs (WANT, an ERE) once.
 refused() {
 	local name=$1 want=$2 luns=$3 dir=${4:-$S} out rc n
@@ -107,8 +107,8 @@ refused() {
 	(cd "$dir" && exec timeout --kill-after=5 15 "$ISERGWD" --config "$S/$name.json") >"$out" 2>&1
 	rc=$?
 	n=$(count_log "$out" "$want")
-	if [ "$rc" = 1 ] && [ "$n" = 1 ]; then
-		pass "$name: refused, exit 1: $(grep -E -m1 -- "$want" "$out")"
+	if [ "$rc" = 78 ] && [ "$n" = 1 ]; then
+		pass "$name: refused, exit 78: $(grep -E -m1 -- "$want" "$out")"
 	else
 		bad "$name: exit $rc, $n line(s) matching '$want'; $(tail -n 3 "$out")"
 	fi
