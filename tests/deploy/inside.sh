@@ -42,8 +42,8 @@ ready_after() {
 }
 
 cd /debs
-say "apt install ./isergw*.deb corosync"
-apt-get install -q -y ./isergw*.deb corosync >/tmp/apt.log 2>&1 ||
+say "apt install ./isergw_*.deb ./isergw-cli_*.deb corosync"
+apt-get install -q -y ./isergw_*.deb ./isergw-cli_*.deb corosync >/tmp/apt.log 2>&1 ||
 	{ cat /tmp/apt.log; fail "apt install"; }
 say "  $(grep -c '^Setting up' /tmp/apt.log) packages set up"
 grep -q 'isergw-api token add' /tmp/apt.log || fail "no message about the first API token"
@@ -157,7 +157,7 @@ grep -q 'notice main: stopped' <<<"$j" || fail "isergwd did not log its stop"
 [ ! -e /run/isergw/isergwd.sock ] || fail "isergwd left its socket"
 
 say "apt purge"
-apt-get purge -q -y isergw isergw-cli isergw-resource-agents >/tmp/purge.log 2>&1 ||
+apt-get purge -q -y isergw isergw-cli >/tmp/purge.log 2>&1 ||
 	{ cat /tmp/purge.log; fail "apt purge"; }
 left=$(dpkg -l 'isergw*' 2>/dev/null | awk '/^[a-z][a-z] /{print $1, $2}' | grep -v '^un\|^pn' || true)
 [ -z "$left" ] || fail "packages left: $left"

@@ -10,7 +10,10 @@
 #    there has it; stack clash protection is built in but hardening-check
 #    cannot tell it from a program without large stack frames);
 #  - systemd-analyze verify on the units, installed (dpkg -i) in the cached
-#    clean Debian 12 root (tests/deploy/mkroot.sh).
+#    clean Debian 12 root (tests/deploy/mkroot.sh);
+#  - the README's standalone install (`apt install ./build/debs/...`),
+#    simulated by apt in that root: the packages named, and no cluster stack
+#    (corosync, pacemaker, crmsh, fence-agents, resource agents).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -68,4 +71,20 @@ out=$("${NSPAWN[@]}" --pipe --private-network -D "$root" --bind-ro="$DEBS":/debs
 echo "$out" | sed 's/^/    /'
 grep -qx 'verify-status=0' <<<"$out" || fail "systemd-analyze verify failed"
 [ "$(grep -vc '^verify-status=' <<<"$out")" -eq 0 ] || fail "systemd-analyze verify printed messages"
+say "the README's standalone install (apt, simulated in the clean root)"
+readme=$(sed -n 's|^ *apt install \(\./build/debs/[^#]*\)#.*|\1|p' "$SRC/README.md" | head -n 1)
+[ -n "$readme" ] || fail "no 'apt install ./build/debs/...' command in README.md"
+say "  README.md: apt install $readme"
+args=$(sed 's|\./build/debs/|/debs/|g' <<<"$readme")
+sim=$("${NSPAWN[@]}" --pipe --private-network -D "$root" --machine="deploy-packages-$$" \
+	--bind-ro="$DEBS":/debs \
+	sh -c "apt-get install -s -q $args" 2>&1) || { echo "$sim"; fail "apt cannot install $readme"; }
+inst=$(sed -n 's/^Inst \([^ ]*\) .*/\1/p' <<<"$sim" | sort)
+say "  $(wc -l <<<"$inst") packages: $(tr '\n' ' ' <<<"$inst")"
+for p in isergw isergw-cli; do
+	grep -qx "$p" <<<"$inst" || fail "the standalone install does not install $p"
+done
+cluster=$(grep -xE 'corosync|pacemaker|pacemaker-cli-utils|crmsh|fence-agents|resource-agents|isergw-resource-agents' <<<"$inst" || true)
+[ -z "$cluster" ] || fail "the standalone install pulls in a cluster: $(tr '\n' ' ' <<<"$cluster")"
+say "  no corosync, pacemaker, crmsh, fence-agents or resource agents"
 say "PASS: deploy.packages in $((SECONDS - T0)) s"
