@@ -9,6 +9,8 @@
 #    bindnow (not CET: bookworm's start-up objects have none, so no program
 #    there has it; stack clash protection is built in but hardening-check
 #    cannot tell it from a program without large stack frames);
+#  - the .changes in build/debs/ lists only files that are there, with their
+#    checksums (the debug packages are moved to build/debs/dbgsym/);
 #  - systemd-analyze verify on the units, installed (dpkg -i) in the cached
 #    clean Debian 12 root (tests/deploy/mkroot.sh);
 #  - the README's standalone install (`apt install ./build/debs/...`),
@@ -33,6 +35,13 @@ say "built in $((SECONDS - T0)) s: $(cd "$DEBS" && echo ./*.deb)"
 say "lintian: $(grep -c '^[EW]: ' "$log/lintian.txt" || true) errors/warnings," \
     "$(grep -c '^I: ' "$log/lintian.txt" || true) info tags"
 sed 's/^/    /' "$log/lintian.txt"
+
+say ".changes: every file it lists is in $DEBS, with its checksum"
+changes=$(ls "$DEBS"/*.changes)
+listed=$(awk '/^Checksums-Sha256:/ { f = 1; next } /^[^ ]/ { f = 0 } f { print $1 "  " $3 }' "$changes")
+[ -n "$listed" ] || fail "$changes lists no file"
+(cd "$DEBS" && sha256sum -c --quiet) <<<"$listed" || fail "$changes lists files that are not in $DEBS"
+say "  $(wc -l <<<"$listed") files: $(awk '{ printf "%s ", $2 }' <<<"$listed")"
 
 say "hardening-check"
 x=$(mktemp -d)
