@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # deploy.install, inside the booted clean Debian 12 container (install.sh):
-# apt install, readiness, I/O through libiscsi, the API, the HA agent on
-# corosync, a clean stop, the units' hardening, purge.
+# apt install (isergwd started before isergw-api), readiness, I/O through
+# libiscsi, the API, the HA agent on corosync, an upgrade (what runs is
+# restarted, what the operator stopped stays stopped), a clean stop, the
+# units' hardening, purge.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive SYSTEMD_COLORS=0 SYSTEMD_PAGER=
 # the host's start, as an offset to this shell's SECONDS (install.sh)
@@ -56,9 +58,15 @@ for u in isergwd isergw-api; do
 	[ "$(systemctl is-active $u)" = active ] || fail "$u not started by the package"
 	[ "$(systemctl is-enabled $u)" = enabled ] || fail "$u not enabled by the package"
 done
+# isergw-api started once isergwd was ready (its After= ordering), not before
+d_ready=$(systemctl show -p ActiveEnterTimestampMonotonic --value isergwd)
+a_start=$(systemctl show -p ExecMainStartTimestampMonotonic --value isergw-api)
+[ "$a_start" -ge "$d_ready" ] ||
+	fail "isergw-api started (${a_start} us) before isergwd was ready (${d_ready} us)"
 [ "$(systemctl is-enabled isergw-ha)" = disabled ] || fail "isergw-ha enabled by the package"
 [ "$(systemctl is-active isergw-ha)" = inactive ] || fail "isergw-ha started by the package"
-say "  isergwd and isergw-api enabled and running, isergw-ha installed only"
+say "  isergwd and isergw-api enabled and running (the API started after isergwd was ready),"
+say "  isergw-ha installed only"
 
 say "units: verify, relaxations, systemd-analyze security"
 out=$(systemd-analyze verify --man=no /lib/systemd/system/isergw*.service 2>&1) ||
@@ -138,6 +146,19 @@ systemctl start isergw-ha || { journalctl -u isergw-ha --no-pager | tail -20; fa
 ready_after isergw-ha.service 'agent of node [0-9]* joined the group' "$since" || fail "isergw-ha ready too early"
 isergwctl cluster status >/tmp/cs.txt 2>&1 || { cat /tmp/cs.txt; fail "isergwctl cluster status"; }
 sed -n '1,6s/^/      /p' /tmp/cs.txt
+
+say "an upgrade (the same packages again): what runs restarts, what was stopped stays stopped"
+systemctl stop isergw-api
+pid_d=$(systemctl show -p MainPID --value isergwd)
+pid_h=$(systemctl show -p MainPID --value isergw-ha)
+dpkg -i ./isergw_*.deb >/tmp/upgrade.log 2>&1 || { cat /tmp/upgrade.log; fail "dpkg -i (upgrade)"; }
+[ "$(systemctl is-active isergw-api)" = inactive ] || fail "the upgrade started isergw-api, which was stopped"
+[ "$(systemctl is-active isergwd)" = active ] || fail "isergwd not running after the upgrade"
+[ "$(systemctl is-active isergw-ha)" = active ] || fail "isergw-ha not running after the upgrade"
+[ "$(systemctl show -p MainPID --value isergwd)" != "$pid_d" ] || fail "isergwd not restarted by the upgrade"
+[ "$(systemctl show -p MainPID --value isergw-ha)" != "$pid_h" ] || fail "isergw-ha not restarted by the upgrade"
+say "  isergwd and isergw-ha restarted, isergw-api (stopped) left stopped"
+systemctl start isergw-api
 systemctl stop corosync
 [ "$(systemctl is-active isergw-ha)" != active ] || fail "isergw-ha still runs without corosync"
 say "  ready once joined; stopped with corosync (Requires=)"
