@@ -22,7 +22,7 @@
 #                     same packages on every node); apt fetches the
 #                     dependencies from the Debian mirror
 #   corosync-conf, corosync-key, corosync-start, gateway-start, cluster-config,
-#   api-token, pacemaker-start, pacemaker-config, provision
+#   api-token, pacemaker-start, pacemaker-config, provision, provision-check
 # What a rack does by other means the test does itself, and says so: it copies
 # /etc/corosync/authkey from gw1 to the others (the guide's scp), and the
 # fencing of pacemaker-config uses the test's fence device instead of IPMI
@@ -315,7 +315,7 @@ log "three nodes booted in $((SECONDS - t0)) s"
 
 ok=1
 steps=(corosync-conf corosync-key authkey corosync-start quorum gateway-start cluster-config
-	api-token pacemaker-start pacemaker-config provision)
+	api-token pacemaker-start pacemaker-config provision provision-check)
 for s in "${steps[@]}"; do
 	case "$s" in
 	authkey)
