@@ -79,7 +79,7 @@ while [ $# -gt 0 ]; do
 	--prefix) P=$2; shift 2 ;;
 	--guide) GUIDE=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '3,55p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,53p' "$0"; exit 0 ;;
 	*) echo "guide.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
