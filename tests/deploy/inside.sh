@@ -4,8 +4,9 @@
 # deploy.install, inside the booted clean Debian 12 container (install.sh):
 # apt install (isergwd started before isergw-api), readiness, I/O through
 # libiscsi, the API, the HA agent on corosync, an upgrade (what runs is
-# restarted, what the operator stopped stays stopped), a clean stop, the
-# units' hardening, purge.
+# restarted, what the operator stopped stays stopped), a removal and a
+# reinstallation (stopped, then started), a clean stop, the units'
+# hardening, purge.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive SYSTEMD_COLORS=0 SYSTEMD_PAGER=
 # the host's start, as an offset to this shell's SECONDS (install.sh)
@@ -162,6 +163,18 @@ systemctl start isergw-api
 systemctl stop corosync
 [ "$(systemctl is-active isergw-ha)" != active ] || fail "isergw-ha still runs without corosync"
 say "  ready once joined; stopped with corosync (Requires=)"
+
+say "apt remove isergw, then install it again: stopped at the removal, started again"
+apt-get remove -q -y isergw >/tmp/remove.log 2>&1 || { cat /tmp/remove.log; fail "apt remove"; }
+for u in isergwd isergw-api isergw-ha; do
+	[ "$(systemctl is-active $u)" != active ] || fail "$u still runs after apt remove"
+done
+dpkg -i ./isergw_*.deb >/tmp/reinstall.log 2>&1 || { cat /tmp/reinstall.log; fail "dpkg -i (reinstall)"; }
+for u in isergwd isergw-api; do
+	[ "$(systemctl is-active $u)" = active ] || fail "$u not started again by the reinstallation"
+done
+[ ! -e /run/isergw/package-reinstall ] || fail "the reinstallation left its mark"
+say "  isergwd and isergw-api running again"
 
 say "systemctl stop: clean"
 t=$(t_ms)
