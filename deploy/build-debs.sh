@@ -83,10 +83,17 @@ if [ $lintian -eq 1 ]; then
 	mkdir -p "$out"/source
 	mv ./*.dsc ./*.tar.* "$out"/source/
 fi
-# the debug symbols apart, so that `apt install ./build/debs/isergw*.deb` takes
-# the packages only
+# the debug symbols apart (dbgsym/), so that build/debs/ holds the packages an
+# operator installs; the .changes left there lists what is there (the debug
+# packages' lines go: Binary and the checksums), so that tools reading it
+# (dcmd, dput, sha256sum -c) find every file it names
 mkdir -p "$out"/dbgsym
 mv ./*-dbgsym_*.deb "$out"/dbgsym/ 2>/dev/null || true
+for c in ./*.changes; do
+	awk '/^Binary:/ { l = $1; for (i = 2; i <= NF; i++) if ($i !~ /-dbgsym$/) l = l " " $i; print l; next }
+	     /^ / && $NF ~ /-dbgsym_[^ ]*[.]deb$/ { next }
+	     { print }' "$c" >"$c.new" && mv "$c.new" "$c"
+done
 mv ./*.deb ./*.changes ./*.buildinfo "$out"/
 echo "build-debs.sh: packages in $out:"
 ls -l "$out" "$out"/dbgsym

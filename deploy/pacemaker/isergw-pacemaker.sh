@@ -25,7 +25,10 @@
 #     (--ports, default 3260), placed only where isergw-ready is 1: while the
 #     address comes up its ports drop packets (hosts retry) instead of
 #     answering resets, then isergwd (which listens as soon as the address
-#     exists) serves it;
+#     exists) serves it. The pair brackets the address on one rule: the
+#     block inserts it, the unblock removes it (and puts it back when the
+#     group stops, before the address goes). Only the unblock is monitored
+#     (the rule must stay away); the block has nothing left to watch;
 #   - the alert agent that tells isergw-ha when a node was fenced
 #     (--alert PATH, default /usr/lib/isergw/isergw-fence-alert; --no-alert).
 # Each floating address must also be a floating portal of the cluster
@@ -98,8 +101,9 @@ conf() {
 		case "$spec" in */*@*) ;; *) die "--floating '$spec': ADDR/PREFIX@NIC" ;; esac
 		if [ -z "$addr" ] || [ -z "$prefix" ] || [ -z "$nic" ]; then die "--floating '$spec': ADDR/PREFIX@NIC"; fi
 		fp=isergw-fp$i
-		echo "primitive $fp-block ocf:isergw:portblock params ip=$addr portno=$ports protocol=tcp action=block \\"
-		echo "    op monitor interval=10s timeout=20s"
+		# the block resource has no recurring monitor: once the group's
+		# unblock removed its rule there is nothing left for it to watch
+		echo "primitive $fp-block ocf:isergw:portblock params ip=$addr portno=$ports protocol=tcp action=block"
 		echo "primitive $fp-ip ocf:heartbeat:IPaddr2 params ip=$addr cidr_netmask=$prefix nic=$nic \\"
 		echo "    op monitor interval=5s timeout=20s"
 		echo "primitive $fp-unblock ocf:isergw:portblock params ip=$addr portno=$ports protocol=tcp action=unblock \\"

@@ -4,7 +4,10 @@
 # docs/deploy.md followed word for word (ctest deploy.guide). Root only.
 #
 #   tests/deploy/guide.sh --debs DIR --io PATH [--scratch DIR] [--prefix P]
-#                         [--guide FILE] [--keep]
+#                         [--guide FILE] [--keep] [--tgt-port N]
+#                         [--soak SECONDS] [--hold STATE]
+#   tests/deploy/guide.sh --attach STATE --io PATH --soak SECONDS
+#   tests/deploy/guide.sh --down STATE
 #
 # --debs holds the packages (deploy/build-debs.sh: build/debs), --io the HA
 # tests' client (ha_io); --guide another copy of docs/deploy.md (to show the
@@ -22,7 +25,7 @@
 #                     same packages on every node); apt fetches the
 #                     dependencies from the Debian mirror
 #   corosync-conf, corosync-key, corosync-start, gateway-start, cluster-config,
-#   api-token, pacemaker-start, pacemaker-config, provision
+#   api-token, pacemaker-start, pacemaker-config, provision, provision-check
 # What a rack does by other means the test does itself, and says so: it copies
 # /etc/corosync/authkey from gw1 to the others (the guide's scp), and the
 # fencing of pacemaker-config uses the test's fence device instead of IPMI
@@ -34,6 +37,20 @@
 # the ACL's initiator name and CHAP, writes and verifies LUN 0 through every
 # node's portal and through the floating portal (ha_io: 0 mismatches).
 # Fails on any block that fails (its output is printed) or any check.
+#
+# The soak (--soak SECONDS; ctest deploy.soak, tests/bench/pacemaker_soak.sh):
+# the guide's cluster left alone once every pacemaker resource has started,
+# the host's session doing I/O through the floating portal for SECONDS; then
+# every fail-count (crm_mon -1 -f) must be 0, no resource started again in
+# that time, the session never lost (one login), no command failed or sent
+# again and every block verified. It prints those figures.
+#
+# Sharing one cluster between two ctest tests: --hold STATE leaves the
+# cluster up after a run that passed (its processes and mounts described in
+# STATE, a shell file); --attach STATE runs only the soak on it and leaves it
+# up; --down STATE takes it down (the journals saved, as at the end of a
+# run). --tgt-port is the backend tgtd's control port (default 36; another
+# for a second run at the same time, with another --prefix and --scratch).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -45,27 +62,41 @@ SCRATCH=/tmp/isergw-deploy-guide
 P=dg
 KEEP=0
 GUIDE=$src/docs/deploy.md
+MODE=run
+STATE=
+SOAK=0
+TGT_PORT=36
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--soak) SOAK=$2; shift 2 ;;
+	--hold) MODE=hold STATE=$2; shift 2 ;;
+	--attach) MODE=attach STATE=$2; shift 2 ;;
+	--down) MODE=down STATE=$2; shift 2 ;;
+	--tgt-port) TGT_PORT=$2; shift 2 ;;
 	--debs) DEBS=$2; shift 2 ;;
 	--io) IO=$2; shift 2 ;;
 	--scratch) SCRATCH=$2; shift 2 ;;
 	--prefix) P=$2; shift 2 ;;
 	--guide) GUIDE=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
-	-h | --help) sed -n '3,34p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,53p' "$0"; exit 0 ;;
 	*) echo "guide.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 
 log() { printf 'guide: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+die() { log "error: $*"; bad=1; exit 1; }
 need_root
-[[ -n $IO && -x $IO ]] || die "--io PATH (ha_io) required"
-need_tools systemd-nspawn debootstrap tgtd tgtadm ip nsenter jq
-ls "$DEBS"/isergw_*.deb >/dev/null 2>&1 || skip "no packages in $DEBS (deploy.packages makes them)"
+case "$SOAK:$TGT_PORT" in *[!0-9:]* | :* | *:) die "--soak and --tgt-port take numbers" ;; esac
+[[ $MODE == down || ( -n $IO && -x $IO ) ]] || die "--io PATH (ha_io) required"
+[[ $MODE != attach || $SOAK -gt 0 ]] || die "--attach wants --soak SECONDS"
+if [[ $MODE == run || $MODE == hold ]]; then
+	need_tools systemd-nspawn debootstrap tgtd tgtadm ip nsenter jq
+	ls "$DEBS"/isergw_*.deb >/dev/null 2>&1 || skip "no packages in $DEBS (deploy.packages makes them)"
+fi
 NODES=(1 2 3)
 bad=0
+ok=0
 
 # ---------------------------------------------------------------- the guide
 
@@ -222,7 +253,7 @@ fence_watch() {
 	done
 }
 
-cleanup() {
+teardown() {
 	local k d
 	# ISERGW_GUIDE_HOLD=S keeps the nodes up S seconds before they go (to look
 	# around with nsenter after a failure)
@@ -241,7 +272,22 @@ cleanup() {
 	[ -n "${TGT:-}" ] && { kill -9 "$TGT"; wait "$TGT"; } 2>/dev/null
 	mountpoint -q "$IMG/m" && umount -l "$IMG/m"
 	netns_down
+	[ ! -s "$SCRATCH/fence.log" ] || sed 's/^/    /' "$SCRATCH/fence.log" >&2
 	[ "$KEEP" -eq 1 ] || [ "$bad" -ne 0 ] || rm -rf "$IMG" "$SCRATCH"/gw?/up "$SCRATCH"/gw?/work
+}
+# what --attach and --down need of a --hold run
+STATE_VARS=(SCRATCH P IMG ROOT TGT WATCH NODE_PID TGT_PORT)
+cleanup() {
+	case "$MODE" in
+	attach) return ;; # the cluster stays for --down
+	hold)
+		if [ "$bad" -eq 0 ] && [ "$ok" -eq 1 ]; then
+			declare -p "${STATE_VARS[@]}" >"$STATE"
+			log "the cluster stays up for --attach; --down $STATE takes it down"
+			return
+		fi ;;
+	esac
+	teardown
 }
 trap cleanup EXIT
 
@@ -275,9 +321,95 @@ check() {
 	if "$@"; then log "ok: $what"; else log "FAILED: $what"; bad=1; fi
 }
 
+# ---------------------------------------------------------------- the soak
+
+FLOAT_URL=iscsi://host1%host1-secret-12@10.20.0.100:3260/iqn.2026-11.com.example:storage/0
+
+# every resource of the configuration started (pacemaker's view on gw1)
+_all_started() {
+	local m
+	m=$(on 1 crm_mon -1 -r 2>&1) || return 1
+	grep -q 'isergw-fp1-unblock.*Started' <<<"$m" &&
+		! grep -Eq 'Stopped|Starting|Stopping|FAILED|blocked|unmanaged|Pending' <<<"$m"
+}
+# the start operations pacemaker ran so far, on every node (controld's log)
+resource_starts() {
+	local k n=0 c
+	for k in "${NODES[@]}"; do
+		c=$(on "$k" journalctl -q -o cat -u pacemaker 2>/dev/null |
+			grep -c 'Result of start operation for isergw-')
+		n=$((n + ${c:-0}))
+	done
+	echo "$n"
+}
+
+# soak SECONDS: the cluster left alone, the host's session doing I/O through
+# the floating portal; then the figures, and the verdict
+soak() {
+	local secs=$1 starts0 starts1 io_rc=0 sum writes retries logins mism fc failed
+	log "soak: waiting for every pacemaker resource to be started"
+	poll 180 "every resource started" _all_started || { bad=1; return; }
+	on 1 crm_mon -1 -r | sed 's/^/    /' >&2
+	starts0=$(resource_starts)
+	log "soak: $secs s of I/O through the floating portal (one session), the cluster left alone"
+	ip netns exec "${P}host" "$IO" --seconds "$secs" --region-mib 8 --limit-s 60 --pause-ms 20 \
+		--initiator iqn.2026-11.com.example:host1 "$FLOAT_URL" >"$SCRATCH/soak-io.log" 2>&1 ||
+		io_rc=$?
+	starts1=$(resource_starts)
+	on 1 crm_mon -1 -f >"$SCRATCH/soak-crm_mon.txt" 2>&1
+	sed 's/^/    /' "$SCRATCH/soak-crm_mon.txt" >&2
+	# "fail-count=N" of every resource that has one (crm_mon -f lists them)
+	fc=$(grep -o 'fail-count=[^ ]*' "$SCRATCH/soak-crm_mon.txt" | sort | uniq -c |
+		awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+	failed=$(grep -o 'fail-count=[^ ]*' "$SCRATCH/soak-crm_mon.txt" | grep -vcx 'fail-count=0')
+	sum=$(grep '^ha_io: writes' "$SCRATCH/soak-io.log" || echo 'no summary')
+	writes=$(sed -n 's/^ha_io: writes \([0-9]*\),.*/\1/p' <<<"$sum")
+	retries=$(sed -n 's/.*, retries \([0-9]*\).*/\1/p' <<<"$sum")
+	logins=$(sed -n 's/.*, logins \([0-9]*\).*/\1/p' <<<"$sum")
+	mism=$(sed -n 's/.*, mismatches \([0-9]*\).*/\1/p' <<<"$sum")
+	grep -v '^ha_io: writes' "$SCRATCH/soak-io.log" | tail -n 20 | sed 's/^/    | /' >&2
+	echo "soak: $secs s after the last resource started"
+	echo "soak: fail-counts: ${fc:-none}; resources with a failure: $failed"
+	echo "soak: resource starts in the soak: $((starts1 - starts0)) (before it: $starts0)"
+	echo "soak: host I/O: ${writes:-?} writes, each read back and verified; $sum"
+	echo "soak: session drops: $(( ${logins:-0} > 0 ? ${logins:-0} - 1 : 0 )); I/O errors (commands failed or sent again): ${retries:-?}; exit $io_rc"
+	check "soak: every fail-count 0" test "$failed" -eq 0
+	check "soak: no resource started again" test "$((starts1 - starts0))" -eq 0
+	check "soak: the host's session never dropped (one login)" test "${logins:-0}" -eq 1
+	check "soak: no I/O error (no command failed or sent again)" test "${retries:-1}" -eq 0
+	check "soak: every block verified" test "$io_rc" -eq 0 -a "${mism:-1}" -eq 0 -a "${writes:-0}" -gt 0
+}
+
 # ---------------------------------------------------------------- the run
 
+case "$MODE" in
+attach | down)
+	if [ ! -r "$STATE" ]; then
+		[ "$MODE" = down ] && exit 0 # nothing held
+		skip "no cluster held ($STATE): the --hold run failed or did not run"
+	fi
+	# shellcheck source=/dev/null
+	. "$STATE"
+	if [ "$MODE" = down ]; then
+		teardown
+		rm -f "$STATE"
+		exit 0
+	fi
+	t0=$SECONDS
+	soak "$SOAK"
+	echo "deploy.soak: $((SECONDS - t0)) s in all"
+	[ "$bad" -eq 0 ] && echo "deploy.soak: OK" || echo "deploy.soak: FAILED (logs in $SCRATCH)"
+	exit "$bad" ;;
+esac
+
 [ -f "$GUIDE" ] || die "no $GUIDE"
+# a cluster an earlier --hold run left (its --down did not run): down first
+if [ -n "$STATE" ] && [ -r "$STATE" ]; then
+	log "taking down the cluster $STATE describes (left by an earlier run)"
+	# shellcheck source=/dev/null
+	(. "$STATE" && teardown)
+	rm -f "$STATE"
+fi
 netns_down
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH/fence" || die "cannot create $SCRATCH"
@@ -294,20 +426,23 @@ netns_up || die "the network could not be made"
 
 # the array: tgt on 10.30.0.200, one 256 MiB LUN
 truncate -s 256M "$SCRATCH/array.img"
-ip netns exec "${P}be" tgtd -f --iscsi portal=10.30.0.200:3260 --control-port 36 \
+ip netns exec "${P}be" tgtd -f --iscsi portal=10.30.0.200:3260 --control-port "$TGT_PORT" \
 	>"$SCRATCH/tgtd.log" 2>&1 &
 TGT=$!
-poll 20 "tgtd" ip netns exec "${P}be" tgtadm -C 36 --mode sys --op show || die "tgtd"
-ip netns exec "${P}be" tgtadm -C 36 --lld iscsi --mode target --op new --tid 1 \
+poll 20 "tgtd" ip netns exec "${P}be" tgtadm -C "$TGT_PORT" --mode sys --op show || die "tgtd"
+ip netns exec "${P}be" tgtadm -C "$TGT_PORT" --lld iscsi --mode target --op new --tid 1 \
 	-T iqn.2026-11.com.example:array &&
-	ip netns exec "${P}be" tgtadm -C 36 --lld iscsi --mode logicalunit --op new --tid 1 --lun 1 \
+	ip netns exec "${P}be" tgtadm -C "$TGT_PORT" --lld iscsi --mode logicalunit --op new --tid 1 --lun 1 \
 		-b "$SCRATCH/array.img" &&
-	ip netns exec "${P}be" tgtadm -C 36 --lld iscsi --mode target --op bind --tid 1 -I ALL ||
+	ip netns exec "${P}be" tgtadm -C "$TGT_PORT" --lld iscsi --mode target --op bind --tid 1 -I ALL ||
 	die "the array's target"
 
-fence_watch &
-WATCH=$!
 for k in "${NODES[@]}"; do boot "$k" || die "gw$k did not boot"; done
+# (after the boots: it powers off through NODE_PID; its output in a file,
+# since with --hold it outlives this script: ctest waits for every holder of
+# the test's output to close it)
+fence_watch >>"$SCRATCH/fence.log" 2>&1 </dev/null &
+WATCH=$!
 for k in "${NODES[@]}"; do
 	poll 120 "gw$k booted (systemd running)" _booted "$k" || die "gw$k did not boot"
 done
@@ -315,7 +450,7 @@ log "three nodes booted in $((SECONDS - t0)) s"
 
 ok=1
 steps=(corosync-conf corosync-key authkey corosync-start quorum gateway-start cluster-config
-	api-token pacemaker-start pacemaker-config provision)
+	api-token pacemaker-start pacemaker-config provision provision-check)
 for s in "${steps[@]}"; do
 	case "$s" in
 	authkey)
@@ -357,12 +492,14 @@ if [ "$ok" -eq 1 ]; then
 	iqn=iqn.2026-11.com.example:storage
 	urls=()
 	for k in "${NODES[@]}"; do urls+=("iscsi://host1%host1-secret-12@10.20.0.1$k:3260/$iqn/0"); done
-	for u in "${urls[@]}" "iscsi://host1%host1-secret-12@10.20.0.100:3260/$iqn/0"; do
+	for u in "${urls[@]}" "$FLOAT_URL"; do
 		check "the host writes and verifies LUN 0 through ${u#*@}" \
 			ip netns exec "${P}host" "$IO" --seconds 5 --region-mib 8 --limit-s 60 \
 			--initiator iqn.2026-11.com.example:host1 "$u"
 	done
 fi
+
+[ "$SOAK" -eq 0 ] || [ "$bad" -ne 0 ] || soak "$SOAK"
 
 echo "deploy.guide: $((SECONDS - t0)) s in all"
 [ "$bad" -eq 0 ] && echo "deploy.guide: OK" || echo "deploy.guide: FAILED (logs in $SCRATCH)"

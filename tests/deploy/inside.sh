@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # deploy.install, inside the booted clean Debian 12 container (install.sh):
-# apt install, readiness, I/O through libiscsi, the API, the HA agent on
-# corosync, a clean stop, the units' hardening, purge.
+# apt install (isergwd started before isergw-api), readiness, I/O through
+# libiscsi, the API, the HA agent on corosync, an upgrade (what runs is
+# restarted, what the operator stopped stays stopped), a removal and a
+# reinstallation (stopped, then started), a clean stop, the units'
+# hardening, purge.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive SYSTEMD_COLORS=0 SYSTEMD_PAGER=
 # the host's start, as an offset to this shell's SECONDS (install.sh)
@@ -42,8 +45,8 @@ ready_after() {
 }
 
 cd /debs
-say "apt install ./isergw*.deb corosync"
-apt-get install -q -y ./isergw*.deb corosync >/tmp/apt.log 2>&1 ||
+say "apt install ./isergw_*.deb ./isergw-cli_*.deb corosync"
+apt-get install -q -y ./isergw_*.deb ./isergw-cli_*.deb corosync >/tmp/apt.log 2>&1 ||
 	{ cat /tmp/apt.log; fail "apt install"; }
 say "  $(grep -c '^Setting up' /tmp/apt.log) packages set up"
 grep -q 'isergw-api token add' /tmp/apt.log || fail "no message about the first API token"
@@ -56,9 +59,15 @@ for u in isergwd isergw-api; do
 	[ "$(systemctl is-active $u)" = active ] || fail "$u not started by the package"
 	[ "$(systemctl is-enabled $u)" = enabled ] || fail "$u not enabled by the package"
 done
+# isergw-api started once isergwd was ready (its After= ordering), not before
+d_ready=$(systemctl show -p ActiveEnterTimestampMonotonic --value isergwd)
+a_start=$(systemctl show -p ExecMainStartTimestampMonotonic --value isergw-api)
+[ "$a_start" -ge "$d_ready" ] ||
+	fail "isergw-api started (${a_start} us) before isergwd was ready (${d_ready} us)"
 [ "$(systemctl is-enabled isergw-ha)" = disabled ] || fail "isergw-ha enabled by the package"
 [ "$(systemctl is-active isergw-ha)" = inactive ] || fail "isergw-ha started by the package"
-say "  isergwd and isergw-api enabled and running, isergw-ha installed only"
+say "  isergwd and isergw-api enabled and running (the API started after isergwd was ready),"
+say "  isergw-ha installed only"
 
 say "units: verify, relaxations, systemd-analyze security"
 out=$(systemd-analyze verify --man=no /lib/systemd/system/isergw*.service 2>&1) ||
@@ -138,9 +147,34 @@ systemctl start isergw-ha || { journalctl -u isergw-ha --no-pager | tail -20; fa
 ready_after isergw-ha.service 'agent of node [0-9]* joined the group' "$since" || fail "isergw-ha ready too early"
 isergwctl cluster status >/tmp/cs.txt 2>&1 || { cat /tmp/cs.txt; fail "isergwctl cluster status"; }
 sed -n '1,6s/^/      /p' /tmp/cs.txt
+
+say "an upgrade (the same packages again): what runs restarts, what was stopped stays stopped"
+systemctl stop isergw-api
+pid_d=$(systemctl show -p MainPID --value isergwd)
+pid_h=$(systemctl show -p MainPID --value isergw-ha)
+dpkg -i ./isergw_*.deb >/tmp/upgrade.log 2>&1 || { cat /tmp/upgrade.log; fail "dpkg -i (upgrade)"; }
+[ "$(systemctl is-active isergw-api)" = inactive ] || fail "the upgrade started isergw-api, which was stopped"
+[ "$(systemctl is-active isergwd)" = active ] || fail "isergwd not running after the upgrade"
+[ "$(systemctl is-active isergw-ha)" = active ] || fail "isergw-ha not running after the upgrade"
+[ "$(systemctl show -p MainPID --value isergwd)" != "$pid_d" ] || fail "isergwd not restarted by the upgrade"
+[ "$(systemctl show -p MainPID --value isergw-ha)" != "$pid_h" ] || fail "isergw-ha not restarted by the upgrade"
+say "  isergwd and isergw-ha restarted, isergw-api (stopped) left stopped"
+systemctl start isergw-api
 systemctl stop corosync
 [ "$(systemctl is-active isergw-ha)" != active ] || fail "isergw-ha still runs without corosync"
 say "  ready once joined; stopped with corosync (Requires=)"
+
+say "apt remove isergw, then install it again: stopped at the removal, started again"
+apt-get remove -q -y isergw >/tmp/remove.log 2>&1 || { cat /tmp/remove.log; fail "apt remove"; }
+for u in isergwd isergw-api isergw-ha; do
+	[ "$(systemctl is-active $u)" != active ] || fail "$u still runs after apt remove"
+done
+dpkg -i ./isergw_*.deb >/tmp/reinstall.log 2>&1 || { cat /tmp/reinstall.log; fail "dpkg -i (reinstall)"; }
+for u in isergwd isergw-api; do
+	[ "$(systemctl is-active $u)" = active ] || fail "$u not started again by the reinstallation"
+done
+[ ! -e /run/isergw/package-reinstall ] || fail "the reinstallation left its mark"
+say "  isergwd and isergw-api running again"
 
 say "systemctl stop: clean"
 t=$(t_ms)
@@ -157,7 +191,7 @@ grep -q 'notice main: stopped' <<<"$j" || fail "isergwd did not log its stop"
 [ ! -e /run/isergw/isergwd.sock ] || fail "isergwd left its socket"
 
 say "apt purge"
-apt-get purge -q -y isergw isergw-cli isergw-resource-agents >/tmp/purge.log 2>&1 ||
+apt-get purge -q -y isergw isergw-cli >/tmp/purge.log 2>&1 ||
 	{ cat /tmp/purge.log; fail "apt purge"; }
 left=$(dpkg -l 'isergw*' 2>/dev/null | awk '/^[a-z][a-z] /{print $1, $2}' | grep -v '^un\|^pn' || true)
 [ -z "$left" ] || fail "packages left: $left"

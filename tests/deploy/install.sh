@@ -10,8 +10,8 @@
 # The booted container has no network: the packages' dependencies are
 # downloaded first (apt-get install --download-only, container not booted,
 # host network) into an apt cache kept with the root, so that the `apt
-# install ./isergw*.deb` inside resolves and installs them as on a real
-# machine.
+# install` of the README's standalone packages (isergw, isergw-cli) and
+# corosync inside resolves and installs them as on a real machine.
 #
 #   ISERGW_TEST_BREAK=early-ready  run with isergwd.service as Type=simple
 #                                  (ready before serving): the test must fail
@@ -31,8 +31,9 @@ if [ ! -e "$apt_state/lists/.copied" ]; then
 fi
 APT_BINDS=(--bind="$apt_state/archives":/var/cache/apt/archives
 	   --bind="$apt_state/lists":/var/lib/apt/lists)
-# what inside.sh installs besides the packages: corosync for isergw-ha
-EXTRA=corosync
+# what inside.sh installs: the standalone packages (README.md) and corosync
+# for isergw-ha
+PKGS="./isergw_*.deb ./isergw-cli_*.deb corosync"
 
 work=$(mktemp -d)
 nspawn_pid=
@@ -47,7 +48,7 @@ trap cleanup EXIT
 say "downloading the dependencies (apt-get install --download-only)"
 download() {
 	"${NSPAWN[@]}" --pipe -D "$root" "${APT_BINDS[@]}" --bind-ro="$DEBS":/debs \
-		sh -c "cd /debs && apt-get install -q -y --download-only ./isergw*.deb $EXTRA" \
+		sh -c "cd /debs && apt-get install -q -y --download-only $PKGS" \
 		>"$work/download.log" 2>&1
 }
 # one run at a time in the shared apt cache

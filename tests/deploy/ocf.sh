@@ -177,6 +177,14 @@ check "portblock block: monitor" 0 nsx "$PB" monitor
 check "portblock unblock: start" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" start
 expect_blocked "unblock started" no
 check "portblock unblock: monitor" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" monitor
+# the pair at work: the block resource stays active once its unblock removed
+# the rule (a failure here makes pacemaker restart the group for ever)
+check "portblock block: monitor while its unblock opened the ports" 0 nsx "$PB" monitor
+# someone closing the open ports again is the unblock's failure
+nsx iptables -I INPUT -p tcp -d 10.35.9.50 -m multiport --dports 3260 -j DROP
+check "portblock unblock: monitor with the rule back -> OCF_ERR_GENERIC" 1 \
+	nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" monitor
+nsx iptables -D INPUT -p tcp -d 10.35.9.50 -m multiport --dports 3260 -j DROP
 check "portblock unblock: stop" 0 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" stop
 expect_blocked "unblock stopped" yes
 check "portblock unblock: monitor after stop" 7 nsx env OCF_RESOURCE_INSTANCE=fp-unblock OCF_RESKEY_action=unblock "$PB" monitor
@@ -202,6 +210,7 @@ for want in 'property stonith-enabled=true no-quorum-policy=stop' \
 	'clone isergw-gw-clone isergw-gw meta interleave=true' \
 	'primitive isergw-fp2-block ocf:isergw:portblock params ip=10.0.3.50 portno=3260,3261 protocol=tcp action=block' \
 	'primitive isergw-fp2-ip ocf:heartbeat:IPaddr2 params ip=10.0.3.50 cidr_netmask=24 nic=eth2' \
+	'primitive isergw-fp2-unblock ocf:isergw:portblock params ip=10.0.3.50 portno=3260,3261 protocol=tcp action=unblock' \
 	'group isergw-fp1 isergw-fp1-block isergw-fp1-ip isergw-fp1-unblock' \
 	'location isergw-fp1-where-serving isergw-fp1 rule -inf: not_defined isergw-ready or isergw-ready ne 1' \
 	'alert isergw-fence "/usr/lib/isergw/isergw-fence-alert"'; do
@@ -211,6 +220,12 @@ for want in 'property stonith-enabled=true no-quorum-policy=stop' \
 		log "FAIL: crm script does not print: $want"; fail=1
 	fi
 done
+# the block has no recurring monitor (nothing to watch once unblocked)
+if grep -A1 'action=block' "$SCRATCH/crm.txt" | grep -q 'op monitor'; then
+	log "FAIL: crm script monitors a portblock block resource"; fail=1
+else
+	log "ok: crm script monitors the unblock resources only"
+fi
 if grep -q fence_isergw_test "$SCRATCH/crm.txt"; then log "FAIL: the test fence agent in a production configuration"; fail=1; fi
 
 if [ "$fail" -ne 0 ]; then

@@ -23,9 +23,11 @@
  *   100 ms. It gives up on one command after --limit-s (default 180).
  *   At the end (--seconds, or SIGTERM / SIGINT) it reads the whole region
  *   through a working path and checks every block ever acknowledged:
- *     ha_io: writes W, verified V, mismatches M, longest stall S s, retries R
+ *     ha_io: writes W, verified V, mismatches M, longest stall S s, retries R,
+ *            logins L
  *   (W write commands acknowledged, V blocks checked at the end, S the
- *   longest time between two completed commands.) Every stall over 1 s is
+ *   longest time between two completed commands, R commands sent again,
+ *   L sessions opened: more than one per path is a session lost.) Every stall over 1 s is
  *   logged on stderr when it ends, with the reasons of its retries. Exit 1
  *   on a mismatch or a command that could not be completed.
  *
@@ -104,6 +106,7 @@ struct path {
 	struct iscsi_context *iscsi;
 	int conn_done, conn_status; /* connect and login callbacks: live as long as the path */
 	double hold_until;          /* monotonic seconds: left alone until then */
+	unsigned logins;            /* sessions opened on this path */
 	int own_tpg;                /* sampler, --follow-ao: from VPD 83h, -1 unknown */
 	int own_state;              /* --follow-ao: its own group's state, -1 unknown */
 	uint64_t writes;            /* write commands completed GOOD through it */
@@ -311,6 +314,7 @@ static int path_open(struct path *p, const char *initiator, double timeout_s, ch
 		snprintf(why, wl, "login: %s", rc == -ETIMEDOUT ? "timed out" : iscsi_get_error(p->iscsi));
 		goto err_close;
 	}
+	p->logins++;
 	return 0;
 
 err_close:
@@ -715,6 +719,7 @@ static int io_run(struct io *io, uint64_t region_mib, uint64_t offset_mib, uint6
 {
 	unsigned char *buf = NULL, *expect = NULL;
 	uint64_t rng = io->pat.seed ^ 0x5eed, w = 0;
+	unsigned logins = 0;
 	double end = seconds ? mono() + (double)seconds : 0;
 	int rc = -EIO;
 
@@ -770,9 +775,11 @@ static int io_run(struct io *io, uint64_t region_mib, uint64_t offset_mib, uint6
 	stop_flag = 0; /* the check below is not to be cut short */
 	rc = io_final_verify(io, expect);
 out:
+	for (int i = 0; i < io->npaths; i++)
+		logins += io->paths[i].logins;
 	printf("ha_io: writes %" PRIu64 ", verified %" PRIu64 ", mismatches %" PRIu64
-	       ", longest stall %.3f s, retries %" PRIu64 "\n",
-	       io->writes, io->verified, io->mismatches, io->longest_stall, io->retries);
+	       ", longest stall %.3f s, retries %" PRIu64 ", logins %u\n",
+	       io->writes, io->verified, io->mismatches, io->longest_stall, io->retries, logins);
 	if (io->follow_ms) {
 		const struct tally *wt = &io->watched, *a = &io->all;
 
