@@ -362,7 +362,7 @@ code=$(req 1 POST "$V1/targets/$T/luns" \
 	"{\"lun\": 8, \"path\": \"$BED_SHARED/api0-link.img\", \"device_group\": \"dg1\"}")
 echo "  POST of LUN 8 on a hard link of LUN 0's file: $code $(head -c 300 "$OUT/body")"
 left_out() {
-	grep -qE " err +gateway: target $T LUN 8 not opened: LUN 8 of $T and LUN 0 of $T name one backing store \(one file: " \
+	grep -qE " err +gateway: target $T LUN 8: not served: LUN 8 of $T and LUN 0 of $T name one backing store \(one file: " \
 		"$(bed_logfile "$1" isergwd)"
 }
 for k in 1 2 3; do
@@ -372,7 +372,7 @@ done
 [ "$code" = 201 ] && expect "DELETE LUN 8" 204 1 DELETE "$V1/targets/$T/luns/8"
 rm -f "$BED_SHARED/api0-link.img"
 for k in 1 2 3; do
-	n=$(grep -E " err +gateway: target $T LUN 8 " "$(bed_logfile "$k" isergwd)" | grep -c 'one backing store')
+	n=$(grep -E " err +gateway: target $T LUN 8[: ]" "$(bed_logfile "$k" isergwd)" | grep -c 'one backing store')
 	ha_check "node $k's isergwd said it at err once (got $n)" [ "$n" = 1 ]
 done
 

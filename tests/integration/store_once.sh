@@ -166,7 +166,7 @@ URL1=iscsi://$BADDR1:$BPORT/$BIQN/1
 URL2=iscsi://$BADDR2:$BPORT/$BIQN/1
 refused url-spelling "targets\[0\]\.luns\[1\]\.path: $(both 1 0) \(iscsi://$BADDR1:$BPORT/$BIQN/1\)" \
 	"$(lun 0 "$URL1"), $(lun 1 "iscsi://user%secretsecret@$BADDR1:0$BPORT/${BIQN^^}/01")"
-refused two-portals "target $T LUN 1 not opened: $(both 1 0) \(one backend logical unit: VPD 0x83 designator type [0-9]+ [0-9a-f]+\)" \
+refused two-portals "target $T LUN 1: not served: $(both 1 0) \(one backend logical unit: VPD 0x83 designator type [0-9]+ [0-9a-f]+\)" \
 	"$(lun 0 "$URL1"), $(lun 1 "$URL2")"
 
 # ---- 2. a running isergwd
@@ -202,7 +202,7 @@ config "$(lun 0 "$S/d/x.img"), $(lun 1 "$URL1"), $(lun 2 "$URL2"), $(lun 3 "$S/d
 epoch=$("$CTL" -s "$S/state/ctl.sock" --json status | jq -r '.epoch')
 "$CTL" -s "$S/state/ctl.sock" apply --epoch $((epoch + 1)) "$S/apply.json" >"$S/apply.out" 2>&1 ||
 	bad "isergwctl apply (backend LUN twice by two portals): $(cat "$S/apply.out")"
-want="target $T LUN 2 not opened: $(both 2 1) \(one backend logical unit: VPD 0x83 designator"
+want="target $T LUN 2: not served: $(both 2 1) \(one backend logical unit: VPD 0x83 designator"
 wait_log "$GLOG" "$want" 20 && [ "$(count_log "$GLOG" "$want")" = 1 ] &&
 	pass "the backend LUN by its second portal: refused at open, logged once" ||
 	bad "the backend LUN by its second portal: no refusal in the log"
