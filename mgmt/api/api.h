@@ -117,6 +117,8 @@ struct api {
 /* ---- http.c */
 int api_http_start(struct api *a);
 void api_http_stop(struct api *a);
+/* Once a second: log lines of windows that ended (connection floods). */
+void api_http_tick(struct api *a);
 
 /* ---- main.c: (re)read --token-file; the old tokens stay on an error. 0 or -errno */
 int api_tokens_reload(struct api *a);

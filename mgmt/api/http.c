@@ -793,6 +793,38 @@ static void api_log_write(const struct api_req *r, enum MHD_RequestTerminationCo
  */
 static _Thread_local struct api_conn *conn_pending;
 
+/*
+ * The connections closed to make room and refused since the last line, at
+ * most one line a CONN_LOG_MS; last: the newest connection's peer (NULL
+ * from the tick, which has none). Under t->mu.
+ */
+static void conn_log_limits(struct api_conns *t, uint64_t now, const char *last)
+{
+	if (!(t->evicted || t->refused) || now - t->log_ms < CONN_LOG_MS)
+		return;
+	GW_WARN(COMP, "connection limits reached (--max-connections %u and %u for "
+		"the probes, --max-connections-per-ip %u): %" PRIu64 " idle connections "
+		"closed to make room, %" PRIu64 " refused (none idle) since the last such "
+		"line%s%s", t->limit, API_PROBE_RESERVE, t->limit_ip, t->evicted, t->refused,
+		last ? "; the last new one from " : "", last ? last : "");
+	t->evicted = t->refused = 0;
+	t->log_ms = now;
+}
+
+/* The count of the connections closed without a request not logged one by one. */
+static void conn_log_noreq_quiet(struct api_conns *t, uint64_t now)
+{
+	if (now - t->noreq_ms < CONN_LOG_MS)
+		return;
+	if (t->noreq_quiet)
+		GW_NOTICE(COMP, "%" PRIu64 " more connections closed without a request "
+			  "that could be answered in %u s (not logged one by one)",
+			  t->noreq_quiet, CONN_LOG_MS / 1000);
+	t->noreq_ms = now;
+	t->noreq_n = 0;
+	t->noreq_quiet = 0;
+}
+
 /* 0: the one to close first; 1: then; -1: never */
 static int conn_rank(const struct api_conn *k)
 {
@@ -922,17 +954,28 @@ static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, sockle
 		ok = MHD_NO;
 	}
 	t->refused += ok == MHD_NO;
-	if ((t->evicted || t->refused) && now - t->log_ms >= CONN_LOG_MS) {
-		GW_WARN(COMP, "connection limits reached (--max-connections %u and %u for "
-			"the probes, --max-connections-per-ip %u): %" PRIu64 " idle connections "
-			"closed to make room, %" PRIu64 " refused (none idle) since the last such "
-			"line; the last new one from %s", t->limit, API_PROBE_RESERVE, t->limit_ip,
-			t->evicted, t->refused, k ? k->peer : "(refused)");
-		t->evicted = t->refused = 0;
-		t->log_ms = now;
-	}
+	conn_log_limits(t, now, k ? k->peer : "(refused)");
 	pthread_mutex_unlock(&t->mu);
 	return ok;
+}
+
+/*
+ * Called every second from the main thread: the counting lines of a window
+ * that ended with no connection after it (a flood that stopped) are written
+ * now rather than at the next connection, which may never come.
+ */
+void api_http_tick(struct api *a)
+{
+	struct api_conns *t;
+	uint64_t now = gw_now_ms();
+
+	if (!a->http)
+		return;
+	t = &a->http->conns;
+	pthread_mutex_lock(&t->mu);
+	conn_log_limits(t, now, NULL);
+	conn_log_noreq_quiet(t, now);
+	pthread_mutex_unlock(&t->mu);
 }
 
 /* Whether c holds one of the probes' places (on its own thread). */
@@ -970,17 +1013,7 @@ static int reserve_refuse(struct api *a, struct MHD_Connection *c, struct api_re
  */
 static void conn_log_noreq(struct api_conns *t, const struct api_conn *k)
 {
-	uint64_t now = gw_now_ms();
-
-	if (now - t->noreq_ms >= CONN_LOG_MS) {
-		if (t->noreq_quiet)
-			GW_NOTICE(COMP, "%" PRIu64 " more connections closed without a request "
-				  "that could be answered in %u s (not logged one by one)",
-				  t->noreq_quiet, CONN_LOG_MS / 1000);
-		t->noreq_ms = now;
-		t->noreq_n = 0;
-		t->noreq_quiet = 0;
-	}
+	conn_log_noreq_quiet(t, gw_now_ms());
 	if (t->noreq_n++ < CONN_NOREQ_LINES)
 		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
 			  "answered (malformed, too large, or none sent)", k->peer);

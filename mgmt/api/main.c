@@ -386,7 +386,16 @@ struct sigctx {
 	struct reactor *r;
 	int fd;
 	struct reactor_fd h;
+	struct reactor_timer tick;      /* every second: api_http_tick */
 };
+
+static void tick_cb(void *arg)
+{
+	struct sigctx *s = arg;
+
+	api_http_tick(s->a);
+	reactor_timer_arm(s->r, &s->tick, 1000);
+}
 
 static void signal_cb(void *arg, uint32_t events)
 {
@@ -681,7 +690,10 @@ int main(int argc, char **argv)
 	/* HTTP listens: ready (whether isergwd answers is /readyz's business) */
 	gw_notify_ready("serving %s://%s", a->opts.tls_cert[0] ? "https" : "http", a->opts.listen);
 
+	reactor_timer_init(&sig.tick, tick_cb, &sig);
+	reactor_timer_arm(sig.r, &sig.tick, 1000);
 	reactor_run(sig.r);
+	reactor_timer_cancel(sig.r, &sig.tick);
 	gw_notify_stopping();
 	status = 0;
 
