@@ -214,12 +214,7 @@ static void dp_status(struct arena *ar, const struct ha_dp *dp, Isergw__Ha__Memb
 
 		if (!p)
 			return;
-		isergw__ha__lun_fault__init(p);
-		p->target = (char *)(uintptr_t)f->target;
-		p->lun = f->lun;
-		p->device_group = (char *)(uintptr_t)f->dg;
-		p->state = (char *)(uintptr_t)f->state;
-		p->reason = (char *)(uintptr_t)f->reason;
+		ha_lun_fault_to_pb(f, p);
 		ms->luns[ms->n_luns++] = p;
 	}
 }

@@ -491,6 +491,8 @@ void ha_sm_dp_tick(struct ha_sm *sm, uint64_t now);
 /* This node's DataPlane (pointing into sm; free with ha_sm_dp_free_pb): 0 or -ENOMEM. */
 int ha_sm_dp_fill(const struct ha_sm *sm, Isergw__Ha__DataPlane *out);
 void ha_sm_dp_free_pb(Isergw__Ha__DataPlane *dp);
+/* LUN fault f as a message (pointing into f). */
+void ha_lun_fault_to_pb(const struct ha_lun_fault *f, Isergw__Ha__LunFault *p);
 /* A member's DataPlane (or its Sync without one: p NULL) delivered. */
 void ha_sm_dp_deliver(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__DataPlane *p);
 /*

@@ -62,6 +62,16 @@ static void fault_from_pb(const Isergw__Ha__LunFault *p, struct ha_lun_fault *f)
 	snprintf(f->reason, sizeof(f->reason), "%s", p->reason);
 }
 
+void ha_lun_fault_to_pb(const struct ha_lun_fault *f, Isergw__Ha__LunFault *p)
+{
+	isergw__ha__lun_fault__init(p);
+	p->target = (char *)(uintptr_t)f->target;
+	p->lun = f->lun;
+	p->device_group = (char *)(uintptr_t)f->dg;
+	p->state = (char *)(uintptr_t)f->state;
+	p->reason = (char *)(uintptr_t)f->reason;
+}
+
 static struct ha_dp_dg *dg_find(struct ha_sm *sm, const char *name)
 {
 	for (size_t i = 0; i < sm->ndp_dgs; i++)
@@ -250,12 +260,7 @@ int ha_sm_dp_fill(const struct ha_sm *sm, Isergw__Ha__DataPlane *out)
 			ha_sm_dp_free_pb(out);
 			return -ENOMEM;
 		}
-		isergw__ha__lun_fault__init(p);
-		p->target = (char *)(uintptr_t)f->target;
-		p->lun = f->lun;
-		p->device_group = (char *)(uintptr_t)f->dg;
-		p->state = (char *)(uintptr_t)f->state;
-		p->reason = (char *)(uintptr_t)f->reason;
+		ha_lun_fault_to_pb(f, p);
 		out->luns[out->n_luns++] = p;
 	}
 	return 0;

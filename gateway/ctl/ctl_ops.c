@@ -150,12 +150,28 @@ void ctl_op_get_status(struct ctl_client *c)
 	ctl_arena_free(&a);
 }
 
+/* Answer an applied (or already applied) configuration: its epoch and what now serves. */
+static void ctl_reply_apply(struct ctl_client *c, uint64_t epoch, bool changed)
+{
+	struct gw_ctl *ctl = c->ctl;
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
+
+	res.epoch = epoch;
+	res.changed = changed;
+	pthread_mutex_lock(&ctl->gw->sess_lock);
+	res.targets = (uint32_t)ctl->gw->ntargets;
+	res.portals = (uint32_t)ctl->gw->nportals;
+	pthread_mutex_unlock(&ctl->gw->sess_lock);
+	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
+	rep.apply = &res;
+	ctl_client_send(c, &rep);
+}
+
 void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
 {
 	const Isergw__Ctl__ApplyConfig *a = req->apply_config;
 	struct gw_ctl *ctl = c->ctl;
-	CtlReply rep = ISERGW__CTL__REPLY__INIT;
-	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
 	enum json_tokener_error jerr = json_tokener_success;
 	struct gw_config *cfg = NULL;
 	json_object *doc;
@@ -175,7 +191,6 @@ void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
 		ctl_reply_refused(c, req, -EINVAL, why);
 		return;
 	}
-	res.epoch = a->epoch;
 	if (a->epoch == ctl->config_epoch) {
 		bool same = json_object_equal(doc, ctl->config_doc);
 
@@ -188,8 +203,8 @@ void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
 		}
 		GW_INFO(COMP, "%s: configuration of epoch %llu already applied", c->name,
 			(unsigned long long)a->epoch);
-		res.changed = false;
-		goto reply;
+		ctl_reply_apply(c, a->epoch, false);
+		return;
 	}
 	why[0] = '\0';
 	rc = ctl->load(ctl->load_arg, a->config_json, &cfg, why, sizeof(why));
@@ -213,15 +228,7 @@ void ctl_op_apply_config(struct ctl_client *c, const CtlRequest *req)
 	ctl->config_doc = doc;
 	ctl->config_epoch = a->epoch;
 	ctl->epoch = a->epoch;
-	res.changed = true;
-reply:
-	pthread_mutex_lock(&ctl->gw->sess_lock);
-	res.targets = (uint32_t)ctl->gw->ntargets;
-	res.portals = (uint32_t)ctl->gw->nportals;
-	pthread_mutex_unlock(&ctl->gw->sess_lock);
-	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
-	rep.apply = &res;
-	ctl_client_send(c, &rep);
+	ctl_reply_apply(c, a->epoch, true);
 }
 
 /* ---- ReloadConfig: the configuration file again, answered once applied or refused */
@@ -229,8 +236,6 @@ reply:
 void ctl_op_reload_config(struct ctl_client *c, const CtlRequest *req)
 {
 	struct gw_ctl *ctl = c->ctl;
-	CtlReply rep = ISERGW__CTL__REPLY__INIT;
-	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
 	char why[640];
 	int rc;
 
@@ -241,15 +246,7 @@ void ctl_op_reload_config(struct ctl_client *c, const CtlRequest *req)
 		ctl_reply_err(c, rc, why);
 		return;
 	}
-	res.epoch = ctl->config_epoch;
-	res.changed = true;
-	pthread_mutex_lock(&ctl->gw->sess_lock);
-	res.targets = (uint32_t)ctl->gw->ntargets;
-	res.portals = (uint32_t)ctl->gw->nportals;
-	pthread_mutex_unlock(&ctl->gw->sess_lock);
-	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
-	rep.apply = &res;
-	ctl_client_send(c, &rep);
+	ctl_reply_apply(c, ctl->config_epoch, true);
 }
 
 /* ---- ChangeLun: one LUN added or removed without a reload */
@@ -420,8 +417,6 @@ void ctl_op_change_lun(struct ctl_client *c, const CtlRequest *req)
 {
 	const Isergw__Ctl__ChangeLun *cl = req->change_lun;
 	struct gw_ctl *ctl = c->ctl;
-	CtlReply rep = ISERGW__CTL__REPLY__INIT;
-	Isergw__Ctl__ApplyResult res = ISERGW__CTL__APPLY_RESULT__INIT;
 	bool changed;
 	char why[600] = "";
 	int rc;
@@ -451,15 +446,7 @@ void ctl_op_change_lun(struct ctl_client *c, const CtlRequest *req)
 			  cl->lun_json[0] ? "added" : "removed");
 	ctl->config_epoch = cl->epoch;
 	ctl->epoch = cl->epoch;
-	res.epoch = cl->epoch;
-	res.changed = changed;
-	pthread_mutex_lock(&ctl->gw->sess_lock);
-	res.targets = (uint32_t)ctl->gw->ntargets;
-	res.portals = (uint32_t)ctl->gw->nportals;
-	pthread_mutex_unlock(&ctl->gw->sess_lock);
-	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_APPLY;
-	rep.apply = &res;
-	ctl_client_send(c, &rep);
+	ctl_reply_apply(c, cl->epoch, changed);
 }
 
 /* ---- events */

@@ -1817,35 +1817,49 @@ static void ref_key(const struct gw_config *c, const struct store_ref *r, char *
 }
 
 /*
- * By the keys (gw_store_key) hashed and sorted, those of one hash compared:
- * names the first LUN (in the order of the file) whose store an earlier LUN
- * has, and that LUN.
+ * How LUNs on one store are found: hash, a LUN's store hashed (false: none
+ * to compare); same, whether two LUNs are on one store; both may use
+ * scratch_len bytes of scratch.
  */
-int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
-{
-	const struct store_ref *hit = NULL, *first = NULL;
-	struct store_ref *refs = NULL;
-	size_t n = 0, total = 0;
-	char *k1 = NULL, *k2, what[96];
-	int rc = 0;
+struct store_ident {
+	size_t scratch_len;
+	bool (*hash)(const struct gw_config *c, size_t ti, size_t li, uint64_t *hash, void *scratch);
+	bool (*same)(const struct gw_config *c, const struct store_ref *x, const struct store_ref *y,
+		     void *scratch);
+};
 
+/*
+ * By the hashes sorted, those of one hash compared: the first LUN (in the
+ * order of the file) whose store an earlier LUN has, in *hit, and that LUN,
+ * in *first. 1 (found), 0 or -ENOMEM; *scratch (id->scratch_len bytes, or
+ * NULL) is the caller's to free (scratch NULL: not wanted).
+ */
+static int find_shared_store(const struct gw_config *c, const struct store_ident *id,
+			     void **scratch, struct store_ref *hit, struct store_ref *first)
+{
+	const struct store_ref *h = NULL, *f = NULL;
+	struct store_ref *refs;
+	size_t n = 0, total = 0;
+	void *s = NULL;
+
+	if (scratch)
+		*scratch = NULL;
 	for (size_t ti = 0; ti < c->ntargets; ti++)
 		total += c->targets[ti].nluns;
 	if (total < 2)
 		return 0;
 	refs = calloc(total, sizeof(*refs));
-	k1 = malloc(2 * GW_STORE_KEY_MAX);
-	if (!refs || !k1) {
-		set_err(err, errlen, "out of memory");
-		rc = -ENOMEM;
-		goto out;
+	if (id->scratch_len)
+		s = malloc(id->scratch_len);
+	if (!refs || (id->scratch_len && !s)) {
+		free(refs);
+		free(s);
+		return -ENOMEM;
 	}
-	k2 = k1 + GW_STORE_KEY_MAX;
 	for (size_t ti = 0; ti < c->ntargets; ti++)
 		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
-			if (gw_store_key(c->targets[ti].luns[li].path, k1, GW_STORE_KEY_MAX))
-				continue;  /* too long to be opened anyway */
-			refs[n].hash = fnv1a64(FNV64_OFFSET, k1, strlen(k1));
+			if (!id->hash(c, ti, li, &refs[n].hash, s))
+				continue;
 			refs[n].ti = ti;
 			refs[n++].li = li;
 		}
@@ -1853,34 +1867,77 @@ int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
 	for (size_t a = 0, b; a < n; a = b) {
 		for (b = a + 1; b < n && refs[b].hash == refs[a].hash; b++)
 			;
-		/* one hash, in the order of the file: the first earlier LUN with the same key */
-		for (size_t j = a + 1; j < b; j++) {
-			if (hit && !ref_before(&refs[j], hit))
-				break;
-			ref_key(c, &refs[j], k1);
-			for (size_t i = a; i < j; i++) {
-				ref_key(c, &refs[i], k2);
-				if (!strcmp(k1, k2)) {
-					hit = &refs[j];
-					first = &refs[i];
+		/* one hash, in the order of the file: the first earlier LUN on the same store */
+		for (size_t j = a + 1; j < b && !(h && !ref_before(&refs[j], h)); j++) {
+			for (size_t i = a; i < j; i++)
+				if (id->same(c, &refs[j], &refs[i], s)) {
+					h = &refs[j];
+					f = &refs[i];
 					break;
 				}
-			}
-			if (hit == &refs[j])
+			if (h == &refs[j])
 				break;
 		}
 	}
-	if (hit) {
-		const struct gw_target_cfg *t = &c->targets[hit->ti], *o = &c->targets[first->ti];
-
-		ref_key(c, hit, k1);
-		snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit->ti, hit->li);
-		rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit->li].lun, o->iqn,
-				       o->luns[first->li].lun, k1);
+	if (h) {
+		*hit = *h;
+		*first = *f;
 	}
-out:
-	free(k1);
 	free(refs);
+	if (scratch)
+		*scratch = s;
+	else
+		free(s);
+	return h != NULL;
+}
+
+/* A LUN's key (gw_store_key) hashed; too long to be opened anyway: none. */
+static bool key_hash(const struct gw_config *c, size_t ti, size_t li, uint64_t *hash,
+		     void *scratch)
+{
+	char *k = scratch;
+
+	if (gw_store_key(c->targets[ti].luns[li].path, k, GW_STORE_KEY_MAX))
+		return false;
+	*hash = fnv1a64(FNV64_OFFSET, k, strlen(k));
+	return true;
+}
+
+static bool key_same(const struct gw_config *c, const struct store_ref *x,
+		     const struct store_ref *y, void *scratch)
+{
+	char *k1 = scratch, *k2 = k1 + GW_STORE_KEY_MAX;
+
+	ref_key(c, x, k1);
+	ref_key(c, y, k2);
+	return !strcmp(k1, k2);
+}
+
+int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
+{
+	static const struct store_ident by_key = {
+		.scratch_len = 2 * GW_STORE_KEY_MAX, .hash = key_hash, .same = key_same,
+	};
+	struct store_ref hit, first;
+	const struct gw_target_cfg *t, *o;
+	char what[96];
+	void *k;
+	int rc;
+
+	rc = find_shared_store(c, &by_key, &k, &hit, &first);
+	if (rc <= 0) {
+		free(k);
+		if (rc)
+			set_err(err, errlen, "out of memory");
+		return rc;
+	}
+	t = &c->targets[hit.ti];
+	o = &c->targets[first.ti];
+	ref_key(c, &hit, k);
+	snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit.ti, hit.li);
+	rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit.li].lun, o->iqn,
+			       o->luns[first.li].lun, k);
+	free(k);
 	return rc;
 }
 
@@ -1897,80 +1954,67 @@ static bool file_ident(const char *path, uint64_t id[2], bool *blk)
 	return true;
 }
 
+/* Missing ones are created (or refused) when opened: none. */
+static bool file_hash(const struct gw_config *c, size_t ti, size_t li, uint64_t *hash,
+		      void *scratch)
+{
+	uint64_t id[2];
+	bool blk;
+
+	(void)scratch;
+	if (!file_ident(c->targets[ti].luns[li].path, id, &blk))
+		return false;
+	*hash = fnv1a64(fnv1a64(FNV64_OFFSET, id, sizeof(id)), &blk, 1);
+	return true;
+}
+
+static bool file_same(const struct gw_config *c, const struct store_ref *x,
+		      const struct store_ref *y, void *scratch)
+{
+	uint64_t idx[2], idy[2];
+	bool blkx, blky;
+
+	(void)scratch;
+	return file_ident(c->targets[x->ti].luns[x->li].path, idx, &blkx) &&
+	       file_ident(c->targets[y->ti].luns[y->li].path, idy, &blky) &&
+	       blkx == blky && idx[0] == idy[0] && idx[1] == idy[1];
+}
+
 int gw_config_check_files(const struct gw_config *c, char *err, size_t errlen)
 {
-	const struct store_ref *hit = NULL, *first = NULL;
-	struct store_ref *refs = NULL;
-	size_t n = 0, total = 0;
-	char what[96], *desc = NULL;
-	int rc = 0;
+	static const struct store_ident by_file = { .hash = file_hash, .same = file_same };
+	struct store_ref hit, first;
+	const struct gw_target_cfg *t, *o;
+	const char *p1, *p2;
+	char what[96], *desc;
+	uint64_t id[2];
+	size_t dl;
+	bool blk;
+	int rc;
 
-	for (size_t ti = 0; ti < c->ntargets; ti++)
-		total += c->targets[ti].nluns;
-	if (total < 2)
-		return 0;
-	refs = calloc(total, sizeof(*refs));
-	if (!refs)
+	rc = find_shared_store(c, &by_file, NULL, &hit, &first);
+	if (rc <= 0)
+		return rc;
+	t = &c->targets[hit.ti];
+	o = &c->targets[first.ti];
+	p1 = o->luns[first.li].path;
+	p2 = t->luns[hit.li].path;
+	dl = strlen(p1) + strlen(p2) + 96;
+	desc = malloc(dl);
+	if (!desc)
 		return -ENOMEM;
-	for (size_t ti = 0; ti < c->ntargets; ti++)
-		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
-			uint64_t id[2];
-			bool blk;
-
-			/* missing ones are created (or refused) when opened */
-			if (!file_ident(c->targets[ti].luns[li].path, id, &blk))
-				continue;
-			refs[n].hash = fnv1a64(fnv1a64(FNV64_OFFSET, id, sizeof(id)), &blk, 1);
-			refs[n].ti = ti;
-			refs[n++].li = li;
-		}
-	qsort(refs, n, sizeof(*refs), store_ref_cmp);
-	for (size_t a = 0, b; a < n; a = b) {
-		for (b = a + 1; b < n && refs[b].hash == refs[a].hash; b++)
-			;
-		for (size_t j = a + 1; j < b && !(hit && !ref_before(&refs[j], hit)); j++) {
-			uint64_t idj[2], idi[2];
-			bool blkj, blki;
-
-			if (!file_ident(c->targets[refs[j].ti].luns[refs[j].li].path, idj, &blkj))
-				continue;
-			for (size_t i = a; i < j && hit != &refs[j]; i++)
-				if (file_ident(c->targets[refs[i].ti].luns[refs[i].li].path, idi, &blki) &&
-				    blki == blkj && idi[0] == idj[0] && idi[1] == idj[1]) {
-					hit = &refs[j];
-					first = &refs[i];
-				}
-			if (hit == &refs[j])
-				break;
-		}
-	}
-	if (hit) {
-		const struct gw_target_cfg *t = &c->targets[hit->ti], *o = &c->targets[first->ti];
-		const char *p1 = o->luns[first->li].path, *p2 = t->luns[hit->li].path;
-		size_t dl = strlen(p1) + strlen(p2) + 96;
-		uint64_t id[2];
-		bool blk;
-
-		desc = malloc(dl);
-		if (!desc) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		if (!file_ident(p2, id, &blk))
-			id[0] = id[1] = 0, blk = false;
-		if (blk)
-			snprintf(desc, dl, "%s and %s are one block device, %u:%u", p1, p2,
-				 major((dev_t)id[0]), minor((dev_t)id[0]));
-		else
-			snprintf(desc, dl, "%s and %s are one file, device %u:%u inode %llu", p1, p2,
-				 major((dev_t)id[0]), minor((dev_t)id[0]), (unsigned long long)id[1]);
-		snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit->ti, hit->li);
-		rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit->li].lun, o->iqn,
-				       o->luns[first->li].lun, desc);
-	}
-out:
+	if (!file_ident(p2, id, &blk))
+		id[0] = id[1] = 0, blk = false;
+	if (blk)
+		snprintf(desc, dl, "%s and %s are one block device, %u:%u", p1, p2,
+			 major((dev_t)id[0]), minor((dev_t)id[0]));
+	else
+		snprintf(desc, dl, "%s and %s are one file, device %u:%u inode %llu", p1, p2,
+			 major((dev_t)id[0]), minor((dev_t)id[0]), (unsigned long long)id[1]);
+	snprintf(what, sizeof(what), "targets[%zu].luns[%zu].path", hit.ti, hit.li);
+	rc = gw_store_conflict(err, errlen, what, t->iqn, t->luns[hit.li].lun, o->iqn,
+			       o->luns[first.li].lun, desc);
 	free(desc);
-	free(refs);
 	return rc;
 }
 

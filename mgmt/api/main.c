@@ -439,9 +439,31 @@ static int tokens_merge_locked(struct api *a)
 	return 0;
 }
 
+/*
+ * Tokens t in place of *slot (the file's or the cluster's), merged into those in use:
+ * 0, or -ENOMEM with *slot and the tokens in use as before. Owns t from then on.
+ */
+static int tokens_swap(struct api *a, struct api_tokens *slot, struct api_tokens t)
+{
+	struct api_tokens old;
+	int rc;
+
+	pthread_rwlock_wrlock(&a->tokens_lock);
+	old = *slot;
+	*slot = t;
+	rc = tokens_merge_locked(a);
+	if (rc) {
+		*slot = old;
+		old = t;
+	}
+	pthread_rwlock_unlock(&a->tokens_lock);
+	api_tokens_free(&old);
+	return rc;
+}
+
 int api_tokens_reload(struct api *a)
 {
-	struct api_tokens t, old;
+	struct api_tokens t;
 	char err[512] = "";
 	size_t nadmin = 0;
 	int rc;
@@ -454,16 +476,7 @@ int api_tokens_reload(struct api *a)
 	}
 	for (size_t i = 0; i < t.n; i++)
 		nadmin += t.v[i].role == API_ROLE_ADMIN;
-	pthread_rwlock_wrlock(&a->tokens_lock);
-	old = a->file_tokens;
-	a->file_tokens = t;
-	rc = tokens_merge_locked(a);
-	if (rc) {
-		a->file_tokens = old;
-		old = t;
-	}
-	pthread_rwlock_unlock(&a->tokens_lock);
-	api_tokens_free(&old);
+	rc = tokens_swap(a, &a->file_tokens, t);
 	if (rc) {
 		GW_ERR(COMP, "token file: out of memory (the tokens read before stay in use)");
 		return rc;
@@ -475,7 +488,7 @@ int api_tokens_reload(struct api *a)
 
 int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl)
 {
-	struct api_tokens t = { 0 }, old;
+	struct api_tokens t = { 0 };
 	size_t nadmin = 0;
 	int rc;
 
@@ -502,16 +515,7 @@ int api_cluster_tokens_set(struct api *a, const Isergw__Ha__TokenList *tl)
 		api_tokens_free(&t);
 		return (int)a->cluster_tokens.n;
 	}
-	pthread_rwlock_wrlock(&a->tokens_lock);
-	old = a->cluster_tokens;
-	a->cluster_tokens = t;
-	rc = tokens_merge_locked(a);
-	if (rc) {
-		a->cluster_tokens = old;
-		old = t;
-	}
-	pthread_rwlock_unlock(&a->tokens_lock);
-	api_tokens_free(&old);
+	rc = tokens_swap(a, &a->cluster_tokens, t);
 	if (rc) {
 		GW_ERR(COMP, "the cluster's tokens: out of memory (those read before stay in use)");
 		return rc;
