@@ -16,7 +16,7 @@
 # 3. iscsi-perf reads LUN 0 through node 1 for 15 s; a scrape of node 1
 #    taken during the I/O passes `promtool check metrics`;
 # 4. PromQL over Prometheus's HTTP API: up = 1 for the three targets, a
-#    non-zero read rate, a p99 read latency from the histogram (a number of
+#    non-zero read rate, a p99 read latency from the device group histogram (a number of
 #    seconds between 0 and 10), isergw_cluster_quorate = 1 on every node,
 #    group 1 Active/Optimized for dg1 on every node;
 # 5. n1 drained: every node's isergw_alua_state shows another group
@@ -119,9 +119,9 @@ ha_check "up = 1 for the three targets" bed_poll 30 "3 targets up" is 'count(up{
 ha_check "a read rate above 0" bed_poll 30 "read rate" \
 	positive 'sum(rate(isergw_lun_commands_total{job="isergw",op="read"}[5s]))'
 ha_check "a p99 read latency from the histogram (0..10 s)" bed_poll 30 "p99" positive \
-	'histogram_quantile(0.99, sum by (le) (rate(isergw_lun_latency_seconds_bucket{job="isergw",op="read"}[10s])))' 10
+	'histogram_quantile(0.99, sum by (le) (rate(isergw_device_group_latency_seconds_bucket{job="isergw",op="read"}[10s])))' 10
 bed_log "PromQL: read rate $(query 'sum(rate(isergw_lun_commands_total{job="isergw",op="read"}[5s]))')/s," \
-	"p99 $(query 'histogram_quantile(0.99, sum by (le) (rate(isergw_lun_latency_seconds_bucket{job="isergw",op="read"}[10s])))') s"
+	"p99 $(query 'histogram_quantile(0.99, sum by (le) (rate(isergw_device_group_latency_seconds_bucket{job="isergw",op="read"}[10s])))') s"
 ha_check "isergw_cluster_quorate = 1 on the three nodes" bed_poll 30 "quorate everywhere" \
 	is 'count(isergw_cluster_quorate{job="isergw"} == 1)' 3
 AO='isergw_alua_state{job="isergw",device_group="dg1",state="active_optimized"'
