@@ -173,10 +173,16 @@ scenario() {
 	CHECKED[$mode]=${BASH_REMATCH[1]}
 	STALE[$mode]=${BASH_REMATCH[2]}
 	[ "${BASH_REMATCH[3]}" -eq 0 ] || bed_log "${BASH_REMATCH[3]} blocks hold neither tag"
+	# the thawed node meets the conflict on its own time: with fencing, wait
+	# for its line (10 s at most); without, one look after the same 10 s
 	CONFLICT[$mode]=0
-	if tail -n +"$((line0 + 1))" "$log" | grep -q "RESERVATION CONFLICT"; then
-		CONFLICT[$mode]=1
-	fi
+	for _ in $(seq 100); do
+		if tail -n +"$((line0 + 1))" "$log" | grep -q "RESERVATION CONFLICT"; then
+			CONFLICT[$mode]=1
+			break
+		fi
+		sleep 0.1
+	done
 	tail -n +"$((line0 + 1))" "$log" | grep -E "bdev-iscsi|fenc" | head -20 >&2
 	if [ "$mode" = reservation ]; then
 		# 7. node 1 rejoins (dg1 fails back to it) and registers again:
