@@ -11,7 +11,8 @@
 
 static void addr_event(const struct nlmsghdr *nh, gw_ifaddr_cb cb, void *arg, int *count)
 {
-	const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+	/* NLMSG_DATA, IFA_RTA, RTA_NEXT and RTA_DATA cast const away: spelled out here */
+	const struct ifaddrmsg *ifa = (const void *)((const char *)nh + NLMSG_HDRLEN);
 	const void *local = NULL, *address = NULL;
 	size_t alen = ifa->ifa_family == AF_INET ? 4 : 16;
 	struct sockaddr_storage ss;
@@ -22,13 +23,17 @@ static void addr_event(const struct nlmsghdr *nh, gw_ifaddr_cb cb, void *arg, in
 	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
 		return;
 	rlen = (int)IFA_PAYLOAD(nh);
-	for (const struct rtattr *rta = IFA_RTA(ifa); RTA_OK(rta, rlen); rta = RTA_NEXT(rta, rlen)) {
+	for (const struct rtattr *rta = (const void *)((const char *)ifa + NLMSG_ALIGN(sizeof(*ifa)));
+	     RTA_OK(rta, rlen);
+	     rlen -= RTA_ALIGN(rta->rta_len), rta = (const void *)((const char *)rta + RTA_ALIGN(rta->rta_len))) {
+		const void *data = (const char *)rta + RTA_LENGTH(0);
+
 		if (RTA_PAYLOAD(rta) < alen)
 			continue;
 		if (rta->rta_type == IFA_LOCAL)
-			local = RTA_DATA(rta);
+			local = data;
 		else if (rta->rta_type == IFA_ADDRESS)
-			address = RTA_DATA(rta);
+			address = data;
 	}
 	/* IPv4: IFA_LOCAL is the interface's address (IFA_ADDRESS the peer's on point-to-point) */
 	if (ifa->ifa_family == AF_INET && local)
@@ -67,7 +72,7 @@ int gw_ifaddr_parse(const void *buf, size_t len, gw_ifaddr_cb cb, void *arg)
 		if (nh->nlmsg_type == NLMSG_DONE)
 			break;
 		if (nh->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(nh);
+			const struct nlmsgerr *e = (const void *)((const char *)nh + NLMSG_HDRLEN);
 
 			if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error == -ENOBUFS)
 				return -ENOBUFS;

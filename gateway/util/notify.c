@@ -26,6 +26,7 @@ static void notify_send(const char *fields, const char *status)
 		GW_DEBUG(COMP, "sd_notify: %s", strerror(-rc));
 }
 
+__attribute__((format(printf, 2, 0)))
 static void notify_fmt(const char *fields, const char *fmt, va_list ap)
 {
 	char status[256];

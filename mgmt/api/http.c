@@ -1256,6 +1256,7 @@ static void tls_free(struct api_http *h)
 	free(h->tls_cert);
 }
 
+__attribute__((format(printf, 2, 0)))
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];

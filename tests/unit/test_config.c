@@ -328,7 +328,8 @@ static void test_errors(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(err_cases) / sizeof(err_cases[0]); i++) {
 		const struct err_case *ec = &err_cases[i];
-		struct gw_config *c = (struct gw_config *)&err_cases; /* must be reset to NULL */
+		static char not_null;
+		struct gw_config *c = (struct gw_config *)(void *)&not_null; /* must be reset to NULL */
 		char err[512] = "";
 		int rc = gw_config_load_string(ec->json, &c, err, sizeof(err));
 
