@@ -3,18 +3,23 @@
 #
 # THE test command of isergw (CI runs exactly this, through .ci/run).
 #
-#   tests/run-all.sh [-L LABEL-REGEX]... [-j N] [--no-asan] [--no-build]
+#   tests/run-all.sh [-L LABEL-REGEX]... [-j N] [--no-asan] [--tsan] [--no-build]
 #
-# Builds two trees from the source tree this script lives in and runs ctest
-# in both:
-#   build/       RelWithDebInfo, -Werror          every test (all labels)
-#   build-asan/  ASan + UBSan (-DISERGW_SANITIZE=ON), -Werror
-#                                                 labels unit and integration
+# Builds the trees from the source tree this script lives in and runs ctest
+# in each:
+#   build/       gcc, RelWithDebInfo, -Werror          every test (all labels)
+#   build-asan/  clang, ASan + UBSan and the libFuzzer targets
+#                (-DISERGW_FUZZ=ON), -Werror            labels unit, integration, fuzz
+#   build-tsan/  gcc, ThreadSanitizer (-DISERGW_SANITIZE=thread), -Werror, with
+#                --tsan only                            labels unit, integration
 # (slow labels such as VM or HA suites run in the normal tree only).
-# The trees go under $ISERGW_BUILD_ROOT when set (default: the source tree).
-# -L is passed to ctest in both trees (the ASan tree still keeps to unit and
-# integration). Prints one summary line per tree and exits non-zero if
-# anything failed to configure, build or pass.
+# As root, build-asan runs beside build's tests (one test at a time, in a
+# network namespace of its own, so that the two trees' tests, which use the
+# same loopback addresses, ports, netns names and tgtd control sockets, never
+# meet); otherwise after them. The trees go under $ISERGW_BUILD_ROOT when set (default: the
+# source tree). -L is passed to ctest in every tree (the sanitizer trees still
+# keep to their labels). Prints the time per label and one summary line per
+# tree, and exits non-zero if anything failed to configure, build or pass.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +27,7 @@ root=${ISERGW_BUILD_ROOT:-$src}
 jobs=$(nproc 2>/dev/null || echo 2)
 labels=()
 asan=1
+tsan=0
 build=1
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -31,8 +37,9 @@ while [ $# -gt 0 ]; do
 	-j) jobs=$2; shift 2 ;;
 	-j*) jobs=${1#-j}; shift ;;
 	--no-asan) asan=0; shift ;;
+	--tsan) tsan=1; shift ;;
 	--no-build) build=0; shift ;;
-	-h|--help) sed -n '4,18p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,22p' "$0"; exit 0 ;;
 	*) echo "run-all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -40,34 +47,44 @@ done
 # Sanitizer reports must fail the test that triggered them.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1${ISERGW_TSAN_SUPP:+:suppressions=$ISERGW_TSAN_SUPP}}
 
-summary=()
-status=0
+out=$root/.run-all.$$
+rm -rf "$out"
+mkdir -p "$out"
+trap 'rm -rf "$out"' EXIT
 t_start=$SECONDS
 
-# run_tree DIR DESCRIPTION "CMAKE-ARGS" CTEST-ARGS...
-run_tree() {
+# say TREE LINE: one summary line of a tree (kept in a file: a tree may run
+# in the background)
+say() { echo "$1: $2" >>"$out/summary"; }
+
+# build_tree DIR DESCRIPTION "CMAKE-ARGS" [ENV...]: configure and build
+build_tree() {
 	local name=$1 dir=$root/$1 desc=$2 cmargs=$3
 	shift 3
-	local t0=$SECONDS log
-	echo "=== $name ($desc) ==="
-	if [ "$build" -eq 1 ]; then
-		# shellcheck disable=SC2086 # cmargs is a list of -D options
-		if ! cmake -S "$src" -B "$dir" $cmargs; then
-			summary+=("$name: FAILED to configure")
-			status=1
-			return
-		fi
-		if ! cmake --build "$dir" -j "$jobs"; then
-			summary+=("$name: FAILED to build")
-			status=1
-			return
-		fi
+	echo "=== $name ($desc): building ==="
+	[ "$build" -eq 1 ] || return 0
+	# shellcheck disable=SC2086 # cmargs is a list of -D options
+	if ! env "$@" cmake -S "$src" -B "$dir" $cmargs; then
+		say "$name" "FAILED to configure"
+		return 1
 	fi
+	if ! cmake --build "$dir" -j "$jobs"; then
+		say "$name" "FAILED to build"
+		return 1
+	fi
+}
+
+# test_tree DIR JOBS CTEST-ARGS...: ctest in the tree ($wrap before it), its
+# output on stdout and in DIR/run-all-ctest.log
+wrap=()
+test_tree() {
+	local name=$1 dir=$root/$1 j=$2 t0=$SECONDS log rc line failed
+	shift 2
 	log=$dir/run-all-ctest.log
-	ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" </dev/null 2>&1 | tee "$log"
-	local rc=${PIPESTATUS[0]}
-	local line
+	"${wrap[@]}" ctest --test-dir "$dir" --output-on-failure -j "$j" "$@" </dev/null 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)
 	[ -n "$line" ] || line=$(grep -E 'No tests were found' "$log" | tail -n 1)
 	[ -n "$line" ] || line="ctest exit status $rc"
@@ -80,32 +97,77 @@ run_tree() {
 			split(t, p, "."); n[p[1]]++; sum[p[1]] += s
 		}
 		END { for (l in sum) printf "run-all: %s: label %-12s %3d tests %7.0f s\n", tree, l, n[l], sum[l] }' \
-		"$log" | sort >>"$root/.run-all-labels.$$"
+		"$log" | sort >>"$out/labels"
 	if [ "$rc" -ne 0 ]; then
-		status=1
-		local failed
 		failed=$(grep -v '(Disabled)' "$log" | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | paste -sd' ')
-		summary+=("$name: FAILED: $line${failed:+ [$failed]} ($((SECONDS - t0)) s)")
-	else
-		summary+=("$name: OK: $line ($((SECONDS - t0)) s)")
+		say "$name" "FAILED: $line${failed:+ [$failed]} ($((SECONDS - t0)) s of tests)"
+		return 1
 	fi
+	say "$name" "OK: $line ($((SECONDS - t0)) s of tests)"
 }
 
-run_tree build "RelWithDebInfo, -Werror" \
-	"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=OFF" "${labels[@]}"
-if [ "$asan" -eq 1 ]; then
-	run_tree build-asan "ASan+UBSan, -Werror" \
-		"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=ON" \
-		-L '^(unit|integration)$' "${labels[@]}"
+# The ASan tree: clang, for its libFuzzer targets (run.sh's build, the fuzz label)
+ASAN_DESC="clang, ASan+UBSan, fuzz targets, -Werror"
+ASAN_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_FUZZ=ON"
+asan_tree() {
+	build_tree build-asan "$ASAN_DESC" "$ASAN_ARGS" CC=clang || return 1
+	echo "=== build-asan: testing ==="
+	test_tree build-asan "$1" -L '^(unit|integration|fuzz)$' "${labels[@]}"
+}
+
+# beside: root can give the ASan tree a network namespace (its own loopback)
+# and a mount namespace (its own /run/netns for the tests that name netns,
+# its own /run/tgtd for tgtd's control sockets)
+beside=0
+if [ "$asan" -eq 1 ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+	unshare --net --mount true 2>/dev/null; then
+	beside=1
 fi
+
+status=0
+if build_tree build "gcc, RelWithDebInfo, -Werror" \
+	"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=OFF"; then
+	bg=
+	if [ "$beside" -eq 1 ]; then
+		echo "=== build-asan: building and testing beside build (log: $root/build-asan/run-all.log) ==="
+		mkdir -p "$root/build-asan"
+		(
+			wrap=(unshare --net --mount --propagation private bash -c
+				'ip link set lo up && for d in /run/netns /run/tgtd; do
+					mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done && exec "$@"' _)
+			asan_tree 1
+		) >"$root/build-asan/run-all.log" 2>&1 &
+		bg=$!
+	fi
+	echo "=== build: testing ==="
+	test_tree build "$jobs" "${labels[@]}" || status=1
+	if [ -n "$bg" ]; then
+		wait "$bg" || status=1
+		echo "=== build-asan (it ran beside build) ==="
+		cat "$root/build-asan/run-all.log"
+	fi
+else
+	status=1
+fi
+if [ "$asan" -eq 1 ] && [ "$beside" -eq 0 ]; then
+	asan_tree "$jobs" || status=1
+fi
+if [ "$tsan" -eq 1 ]; then
+	if build_tree build-tsan "gcc, TSan, -Werror" \
+		"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=thread"; then
+		echo "=== build-tsan: testing ==="
+		test_tree build-tsan "$jobs" -L '^(unit|integration)$' "${labels[@]}" || status=1
+	else
+		status=1
+	fi
+fi
+# a tree that failed to configure or build said so; any FAILED line fails the run
+grep -q FAILED "$out/summary" 2>/dev/null && status=1
 
 echo
 echo "=== time per label (sum of its tests' times) ==="
-cat "$root/.run-all-labels.$$" 2>/dev/null
-rm -f "$root/.run-all-labels.$$"
+cat "$out/labels" 2>/dev/null
 echo
 echo "=== summary ($((SECONDS - t_start)) s) ==="
-for s in "${summary[@]}"; do
-	echo "run-all: $s"
-done
+sed 's/^/run-all: /' "$out/summary"
 exit "$status"
