@@ -7,7 +7,7 @@
 # tests/vm/run-vm.sh; ctest vm.isergw-iser-conformance).
 #
 #   run-vm.sh tests/vm/guest-iser-conformance.sh --daemon PATH/isergwd
-#             [--tests REGEX] [--tgt-all] [--tcp-per-test] [--iser-per-test]
+#             [--tests REGEX] [--tgt-all] [--tcp-all] [--tcp-per-test] [--iser-per-test]
 #             [--test-timeout S]
 #             [--size 256M]
 #
@@ -17,11 +17,13 @@
 # test the process did not reach (libiscsi 1.19's fragile iSER initiator
 # crashed or hung) and every test on that list runs again in a process of its
 # own, and that result counts (--iser-per-test: one process per test for every
-# test, as before: about 3x slower under TCG). Over iscsi://10.0.2.15:3261/
-# IQN/0 (isergwd serves the LUN on both portals) one process runs a whole
-# suite, and the suite's log gives each test's result (--tcp-per-test: one
-# process per test there too; a TCP suite run that does not reach its
-# summary is run again test by test). Each test is PASS, SKIP ([SKIPPED]),
+# test, as before: about 3x slower under TCG). The tests that do not pass (or
+# skip) over iSER then run over iscsi://10.0.2.15:3261/IQN/0 (isergwd serves
+# the LUN on both portals), one process per suite, and the suite's log gives
+# each test's result (--tcp-all: every test over TCP too, for the record; the
+# host's integration.conformance runs the whole suite over TCP anyway;
+# --tcp-per-test: one process per test; a TCP suite run that does not reach
+# its summary is run again test by test). Each test is PASS, SKIP ([SKIPPED]),
 # FAIL (the test failed), CRASH (the initiator died: no CUnit summary) or
 # HANG (killed after --test-timeout seconds without output).
 #
@@ -43,6 +45,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 DAEMON=
 TESTS=
 TGT_ALL=0
+TCP_ALL=0
 TCP_PER_TEST=0
 ISER_PER_TEST=0
 TEST_TIMEOUT=120
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
 	--daemon) DAEMON=$2; shift 2 ;;
 	--tests) TESTS=$2; shift 2 ;;
 	--tgt-all) TGT_ALL=1; shift ;;
+	--tcp-all) TCP_ALL=1; shift ;;
 	--tcp-per-test) TCP_PER_TEST=1; shift ;;
 	--iser-per-test) ISER_PER_TEST=1; shift ;;
 	--test-timeout) TEST_TIMEOUT=$2; shift 2 ;;
@@ -251,13 +255,26 @@ for test in $tests; do
 done
 vm_log "iSER runs done ($(vm_since "$t_all") s; $batches suite processes," \
 	"$batch_redo of their tests run again alone)"
-# TCP: per suite (or per test), the same tests
+# TCP: per suite (or per test), the tests that did not pass over iSER (all
+# of them with --tcp-all)
 TCP_URL=iscsi://$VM_ADDR:$PORT_TCP/$IQN/0
 suites=$(cut -d. -f1 <<<"$tests" | uniq)
+tcp_tests=0
 for suite in $suites; do
 	[ -z "$died" ] || break
+	todo=()
+	for test in $(grep "^$suite\." <<<"$tests"); do
+		[ "$TCP_ALL" -eq 1 ] || ! ok "${R_ISER[$test]:-}" && todo+=("$test")
+	done
+	[ ${#todo[@]} -gt 0 ] || continue
+	tcp_tests=$((tcp_tests + ${#todo[@]}))
 	if [ "$TCP_PER_TEST" -eq 0 ]; then
-		out=$(run_suite "$TCP_URL" "$suite")
+		spec=ALL.$suite
+		if [ "$TCP_ALL" -eq 0 ]; then
+			spec=$(printf 'ALL.%s,' "${todo[@]}")
+			spec=${spec%,}
+		fi
+		out=$(run_suite "$TCP_URL" "$suite" tcp "$spec")
 		[ "$out" = DIED ] && { died="isergwd died during suite $suite over TCP"; break; }
 		while read -r name res; do
 			if [ -z "$name" ] || ! grep -qxF "$suite.$name" <<<"$tests"; then
@@ -266,7 +283,7 @@ for suite in $suites; do
 			R_TCP[$suite.$name]=$res
 		done <<<"$out"
 	fi
-	for test in $(grep "^$suite\." <<<"$tests"); do
+	for test in "${todo[@]}"; do
 		if [ -z "${R_TCP[$test]:-}" ] || [ "${R_TCP[$test]}" = CRASH ]; then
 			b=$(run_one tcp "$TCP_URL" "$test")
 			[ "$b" = DIED ] && { died="isergwd died during $test over TCP"; break 2; }
@@ -275,7 +292,7 @@ for suite in $suites; do
 		count tcp "${R_TCP[$test]}"
 	done
 done
-vm_log "TCP runs done ($(vm_since "$t_all") s)"
+vm_log "TCP runs done ($(vm_since "$t_all") s; $tcp_tests tests)"
 # libiscsi 1.19's iSER initiator is fragile (docs/testing.md): on a loaded
 # machine it fails a command now and then on its own transport ("iscsi_service
 # failed"). A test that passes over TCP but not over iSER therefore runs once
@@ -305,7 +322,7 @@ vm_log "isergwd phase done ($(vm_since "$t_all") s)"
 regress=()
 for test in $tests; do
 	[ -n "${R_ISER[$test]:-}" ] || continue
-	ok "${R_TCP[$test]}" && ! ok "${R_ISER[$test]}" && regress+=("$test")
+	ok "${R_TCP[$test]:-}" && ! ok "${R_ISER[$test]}" && regress+=("$test")
 done
 tgt_tests=("${regress[@]}")
 [ "$TGT_ALL" -eq 1 ] && mapfile -t tgt_tests <<<"$tests"
@@ -355,9 +372,11 @@ echo
 echo "conformance ($ntests tests; logs: $DIR/{iser,tcp,tgt}/):"
 summary iser
 summary tcp
+[ "$TCP_ALL" -eq 1 ] || echo "  (over TCP only the $tcp_tests tests that did not pass over iSER)"
 [ ${#tgt_tests[@]} -eq 0 ] || summary tgt
 for test in $tests; do
 	[ -n "${R_ISER[$test]:-}" ] || continue
+	[ -n "${R_TCP[$test]:-}" ] || continue
 	if [ "${R_ISER[$test]}" != "${R_TCP[$test]}" ] || ! ok "${R_ISER[$test]}"; then
 		printf '  %-45s iser %-5s tcp %-5s tgt-iser %s\n' "$test" "${R_ISER[$test]}" \
 			"${R_TCP[$test]}" "${R_TGT[$test]:--}"
