@@ -10,6 +10,8 @@ set -euo pipefail
 PACKAGES=(
 	# build
 	build-essential cmake pkg-config clang libclang-rt-14-dev
+	# the fuzz targets' coverage (tests/fuzz/coverage.sh: llvm-cov, llvm-profdata)
+	llvm
 	liburing-dev libjson-c-dev libisal-dev libssl-dev
 	libprotobuf-c-dev protobuf-c-compiler libibverbs-dev librdmacm-dev
 	# sd_notify for the systemd units (Type=notify)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: gw_util
+// COVERS: gateway/util/config.c
 /*
  * isergwd's JSON configuration (util/config.c): the file as isergwd reads it
  * (gw_config_load_string, then the store checks by spelling), and the same
