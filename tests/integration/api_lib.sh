@@ -18,7 +18,9 @@ need_tool() {
 
 # api_start NAME ADDR:PORT ISERGWD_SOCKET [EXTRA ARGS...]: start isergw-api,
 # its output in $SCRATCH/NAME.log, and wait until it accepts connections.
-# Sets API_PID, API_LOG and API_URL.
+# Sets API_PID, API_LOG and API_URL. isergwd gets 5 s to answer (not the
+# default 1 s: an ASan isergwd on a loaded machine, beside the VM tests, can
+# take longer); EXTRA ARGS come after, so a test of the timeout sets its own.
 api_start() {
 	local name=$1 listen=$2 sock=$3
 	shift 3
@@ -29,7 +31,8 @@ api_start() {
 		die "$listen is already in use"
 	fi
 	log "starting $API --listen $listen --isergwd-socket $sock $*"
-	"$API" --listen "$listen" --isergwd-socket "$sock" --log-level info "$@" >>"$API_LOG" 2>&1 &
+	"$API" --listen "$listen" --isergwd-socket "$sock" --isergwd-timeout-ms 5000 \
+		--log-level info "$@" >>"$API_LOG" 2>&1 &
 	API_PID=$!
 	_LIB_DAEMONS+=("$API_PID isergw-api")
 	wait_port "$API_PID" "${listen%:*}" "${listen##*:}" || { tail -n 20 "$API_LOG" >&2; return 1; }

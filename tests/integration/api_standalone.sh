@@ -91,6 +91,7 @@ rm -f "$SCRATCH/tokens"
 	die "isergw-api token add failed"
 AUTH="Authorization: Bearer $(cat "$SCRATCH/admin.tok")"
 "$API" --listen "$ADDR:$HTTP_PORT" --isergwd-socket "$SCRATCH/state/ctl.sock" --config "$CFG" \
+	--isergwd-timeout-ms 5000 \
 	--token-file "$SCRATCH/tokens" --log-level info >"$SCRATCH/api.log" 2>&1 &
 API_PID=$!
 for _ in $(seq 50); do curl -sf -o /dev/null "http://$ADDR:$HTTP_PORT/healthz" && break; sleep 0.1; done
@@ -221,6 +222,7 @@ PROBE_PID=''
 
 # ---- 5b. two isergw-api on the same file, ten ACLs POSTed at once through both: none lost
 "$API" --listen "$ADDR:$HTTP_PORT2" --isergwd-socket "$SCRATCH/state/ctl.sock" --config "$CFG" \
+	--isergwd-timeout-ms 5000 \
 	--token-file "$SCRATCH/tokens" >"$SCRATCH/api2.log" 2>&1 &
 API2_PID=$!
 for _ in $(seq 50); do curl -sf -o /dev/null "http://$ADDR:$HTTP_PORT2/healthz" && break; sleep 0.1; done
