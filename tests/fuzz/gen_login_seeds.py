@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Seeds of fuzz_login (tests/fuzz/corpus/fuzz_login/), in its record format
+(see tests/fuzz/fuzz_login.c): the logins and text exchanges that libiscsi
+(iscsi-ls, iscsi-inq, the conformance suite) and the Linux initiator
+(open-iscsi, iSER) send, key for key, as tests/integration drives them.
+
+    tests/fuzz/gen_login_seeds.py tests/fuzz/corpus/fuzz_login
+"""
+import os
+import struct
+import sys
+
+LOGIN, TEXT, CHAP, RAW, CLOSE = 0, 1, 2, 3, 4
+
+
+def T(nsg):
+    return 0x80 | nsg
+
+
+def fl(csg, nsg=None, cont=False):
+    f = csg << 2
+    if nsg is not None:
+        f |= 0x80 | nsg
+    if cont:
+        f |= 0x40
+    return f
+
+
+def text(*kv):
+    return b"".join(k.encode() + b"\0" for k in kv)
+
+
+def rec(op, flags, payload=b""):
+    return struct.pack(">BBH", op, flags, len(payload)) + payload
+
+
+OPEN_ISCSI_OP = (
+    "HeaderDigest=None", "DataDigest=None", "DefaultTime2Wait=2", "DefaultTime2Retain=0",
+    "IFMarker=No", "OFMarker=No", "ErrorRecoveryLevel=0", "InitialR2T=No",
+    "ImmediateData=Yes", "MaxBurstLength=16776192", "FirstBurstLength=262144",
+    "MaxOutstandingR2T=1", "MaxConnections=1", "DataPDUInOrder=Yes",
+    "DataSequenceInOrder=Yes", "MaxRecvDataSegmentLength=262144")
+LIBISCSI_OP = (
+    "HeaderDigest=None,CRC32C", "DataDigest=None,CRC32C", "InitialR2T=Yes",
+    "ImmediateData=Yes", "MaxBurstLength=262144", "FirstBurstLength=262144",
+    "MaxRecvDataSegmentLength=262144", "DataPDUInOrder=Yes", "DataSequenceInOrder=Yes",
+    "DefaultTime2Wait=2", "DefaultTime2Retain=0", "ErrorRecoveryLevel=0",
+    "MaxConnections=1", "MaxOutstandingR2T=1")
+I1 = "InitiatorName=iqn.1994-05.com.redhat:client1"
+I2 = "InitiatorName=iqn.1994-05.com.redhat:client2"
+LIBI = "InitiatorName=iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test"
+CHAPT = "TargetName=iqn.2026-01.org.isergw:chap"
+OPENT = "TargetName=iqn.2026-01.org.isergw:open"
+ACLT = "TargetName=iqn.2026-01.org.isergw:acl"
+
+seeds = {
+    # iscsi-ls: discovery, no authentication, SendTargets=All
+    "libiscsi-discovery": bytes([0]) +
+        rec(LOGIN, fl(0, 1), text(LIBI, "SessionType=Discovery", "AuthMethod=None")) +
+        rec(LOGIN, fl(1, 3), text("HeaderDigest=None,CRC32C", "DataDigest=None,CRC32C",
+                                  "MaxRecvDataSegmentLength=262144")) +
+        rec(TEXT, 0x80, text("SendTargets=All")),
+    # iscsi-inq: a normal session straight from the security stage
+    "libiscsi-normal": bytes([0]) +
+        rec(LOGIN, fl(0, 1), text(LIBI, "InitiatorAlias=iscsi-test", OPENT,
+                                  "SessionType=Normal", "AuthMethod=None")) +
+        rec(LOGIN, fl(1, 3), text(*LIBISCSI_OP)) +
+        rec(TEXT, 0x80, text("SendTargets=iqn.2026-01.org.isergw:open")),
+    # open-iscsi to the ACL target, operational stage first
+    "open-iscsi-acl": bytes([4]) +
+        rec(LOGIN, fl(1, 3), text(I1, "InitiatorAlias=client1", ACLT, "SessionType=Normal",
+                                  *OPEN_ISCSI_OP)),
+    # open-iscsi with one-way CHAP (CHAP_A=5), the answer computed by the target
+    "open-iscsi-chap": bytes([0x10]) +
+        rec(LOGIN, 0, text(I1, "InitiatorAlias=client1", CHAPT, "SessionType=Normal",
+                           "AuthMethod=CHAP,None")) +
+        rec(LOGIN, 0, text("CHAP_A=5")) +
+        rec(CHAP, 0x20) +
+        rec(LOGIN, fl(1, 3), text(*OPEN_ISCSI_OP)),
+    # mutual CHAP, SHA-256 first, base64 values
+    "open-iscsi-mutual-chap": bytes([0x20]) +
+        rec(LOGIN, 0, text(I1, CHAPT, "AuthMethod=CHAP")) +
+        rec(LOGIN, 0, text("CHAP_A=7,5")) +
+        rec(CHAP, 0x20 | 0x08 | 0x04, bytes([0x42]) + bytes(range(16))) +
+        rec(LOGIN, fl(1, 3), text(*OPEN_ISCSI_OP)),
+    # per-initiator CHAP of the ACL, a text renegotiation after login
+    "acl-chap": bytes([0x30]) +
+        rec(LOGIN, 0, text(I2, ACLT, "AuthMethod=CHAP")) +
+        rec(LOGIN, 0, text("CHAP_A=5")) +
+        rec(CHAP, 0x01 | 0x40) +
+        rec(LOGIN, fl(1, 3), text("HeaderDigest=CRC32C", "DataDigest=CRC32C")) +
+        rec(TEXT, 0x80, text("MaxRecvDataSegmentLength=8192", "X-com.example.Unknown=1")),
+    # discovery CHAP (second configuration)
+    "discovery-chap": bytes([0x41]) +
+        rec(LOGIN, 0, text(I1, "SessionType=Discovery", "AuthMethod=CHAP,None")) +
+        rec(LOGIN, 0, text("CHAP_A=5")) +
+        rec(CHAP, 0x02 | 0x40) +
+        rec(LOGIN, fl(1, 3), text("MaxRecvDataSegmentLength=512")) +
+        rec(TEXT, 0x80, text("SendTargets=All")) +
+        rec(TEXT, 0x81, b""),
+    # the Linux iSER initiator (ib_iser) on an iSER portal
+    "linux-iser": bytes([0x02]) +
+        rec(LOGIN, fl(0, 1), text(I1, OPENT, "SessionType=Normal", "AuthMethod=None")) +
+        rec(LOGIN, fl(1, 3), text("HeaderDigest=None", "DataDigest=None", "RDMAExtensions=Yes",
+                                  "InitiatorRecvDataSegmentLength=262144",
+                                  "TargetRecvDataSegmentLength=8192",
+                                  "MaxOutstandingUnexpectedPDUs=0", "InitialR2T=Yes",
+                                  "ImmediateData=Yes", "MaxBurstLength=16776192",
+                                  "FirstBurstLength=262144", "MaxRecvDataSegmentLength=262144")),
+    # libiscsi over iSER: no iSER keys, the target proposes RDMAExtensions
+    "libiscsi-iser": bytes([0x06]) +
+        rec(LOGIN, fl(0, 1), text(LIBI, OPENT, "AuthMethod=None")) +
+        rec(LOGIN, fl(1, 3), text(*LIBISCSI_OP)) +
+        rec(LOGIN, fl(1, 3), text("RDMAExtensions=Yes")),
+    # a login text split over C=1 PDUs
+    "continue": bytes([0]) +
+        rec(LOGIN, fl(0, cont=True), text(I1)[:20]) +
+        rec(LOGIN, fl(0, 1), text(I1)[20:] + text(OPENT, "AuthMethod=None")) +
+        rec(LOGIN, fl(1, 3), text(*OPEN_ISCSI_OP)) +
+        rec(TEXT, 0x40, text("SendTargets=All")[:5]) +
+        rec(TEXT, 0x81, text("SendTargets=All")[5:]),
+    # a raw Login Request BHS, then reinstatement with TSIH != 0
+    "raw-bhs": bytes([0]) +
+        rec(RAW, 0, struct.pack(">BBBBB3s6sHIHHII16s", 0x43, 0x87, 0, 0, 0,
+                                len(text(I1, OPENT)).to_bytes(3, "big"),
+                                bytes([0x80, 0x12, 0x34, 0x56, 0, 1]), 0, 0x1234, 1, 0,
+                                77, 1, bytes(16)) + text(I1, OPENT)) +
+        rec(CLOSE, 0) +
+        rec(LOGIN | 0x10, fl(1, 3), text(I1, OPENT)),
+}
+
+out = sys.argv[1] if len(sys.argv) > 1 else "tests/fuzz/corpus/fuzz_login"
+os.makedirs(out, exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
