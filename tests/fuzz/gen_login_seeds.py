@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Seeds of fuzz_login (tests/fuzz/corpus/fuzz_login/), in its record format
-(see tests/fuzz/fuzz_login.c): the logins and text exchanges that libiscsi
-(iscsi-ls, iscsi-inq, the conformance suite) and the Linux initiator
-(open-iscsi, iSER) send, key for key, as tests/integration drives them.
+"""Seeds of fuzz_login and fuzz_chap (tests/fuzz/corpus/fuzz_login/ and
+fuzz_chap/), in their record formats (see tests/fuzz/fuzz_login.c and
+fuzz_chap.c): the logins and text exchanges that libiscsi (iscsi-ls,
+iscsi-inq, the conformance suite) and the Linux initiator (open-iscsi, iSER)
+send, key for key, as tests/integration drives them, and their CHAP
+exchanges.
 
-    tests/fuzz/gen_login_seeds.py tests/fuzz/corpus/fuzz_login
+    tests/fuzz/gen_login_seeds.py        # writes both corpus directories
 """
 import os
 import struct
@@ -130,8 +132,54 @@ seeds = {
         rec(LOGIN | 0x10, fl(1, 3), text(I1, OPENT)),
 }
 
-out = sys.argv[1] if len(sys.argv) > 1 else "tests/fuzz/corpus/fuzz_login"
-os.makedirs(out, exist_ok=True)
-for name, data in seeds.items():
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(data)
+
+
+def chap_seed(mode, cuser, csecret, muser, msecret, *recs):
+    def fld(b):
+        return bytes([len(b)]) + b
+    return bytes([mode]) + fld(cuser) + fld(csecret) + fld(muser) + fld(msecret) + b"".join(recs)
+
+
+def crec(op, flags, payload=b""):
+    return struct.pack(">BBH", op, flags, len(payload)) + payload
+
+
+CH_A, CH_RAW, CH_ANSWER, CH_INIT, CH_CODEC = 0, 1, 2, 3, 4
+chap_seeds = {
+    # open-iscsi / libiscsi / Windows: CHAP_A=5, one-way, hex
+    "md5-one-way": chap_seed(1, b"iuser", b"initiator-secret", b"", b"",
+                             crec(CH_A, 0, b"5"), crec(CH_ANSWER, 0)),
+    # newer open-iscsi: SHA-256 offered first, mutual CHAP, base64 values
+    "sha256-mutual": chap_seed(3, b"iuser", b"initiator-secret", b"tuser", b"target-secret-2",
+                               crec(CH_A, 0, b"7,5"),
+                               crec(CH_ANSWER, 0x10 | 0x40 | 2, bytes([0x42]) + bytes(range(32)))),
+    "mutual-hex-id": chap_seed(3, b"u", b"x", b"t" * 255, b"s" * 255,
+                               crec(CH_A, 0, b"0x5,6,7"),
+                               crec(CH_ANSWER, 0x10 | 0x20 | 1, bytes([0xff]) + bytes(range(1, 17)))),
+    "reflection": chap_seed(3, b"iuser", b"initiator-secret", b"tuser", b"target-secret-2",
+                            crec(CH_A, 0, b"5"), crec(CH_ANSWER, 0x90, bytes([1]))),
+    "wrong-answers": chap_seed(1, b"iuser", b"initiator-secret", b"", b"",
+                               crec(CH_A, 0, b"5"), crec(CH_ANSWER, 4),
+                               crec(CH_INIT, 0), crec(CH_A, 0, b"7"), crec(CH_ANSWER, 8),
+                               crec(CH_INIT, 0), crec(CH_ANSWER, 0)),
+    "raw-response": chap_seed(1, b"iuser", b"initiator-secret", b"", b"",
+                              crec(CH_A, 0, b"1,2,5"),
+                              crec(CH_RAW, 0x0c, b"iuser\0" + b"0x" + b"00" * 16 + b"\0")),
+    "no-credentials": chap_seed(0, b"", b"", b"", b"",
+                                crec(CH_A, 0, b"5"), crec(CH_ANSWER, 0)),
+    "codecs": chap_seed(0, b"", b"", b"", b"",
+                        crec(CH_CODEC, 255, b"0x0123abcd"), crec(CH_CODEC, 255, b"0bAQIDBA=="),
+                        crec(CH_CODEC, 255, b"18446744073709551615"),
+                        crec(CH_CODEC, 3, b"0B//8="), crec(CH_CODEC, 255, b"0X" + b"f" * 2048)),
+    "small-buffer": chap_seed(7, b"iuser", b"initiator-secret", b"tuser" * 40, b"target-secret-2",
+                              crec(CH_A, 0, b"7"),
+                              crec(CH_ANSWER, 0x10, bytes([7]) + bytes(range(16)))),
+}
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+for target, table in (("fuzz_login", seeds), ("fuzz_chap", chap_seeds)):
+    out = os.path.join(root, target)
+    os.makedirs(out, exist_ok=True)
+    for name, data in table.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
