@@ -130,6 +130,25 @@ seeds = {
                                 77, 1, bytes(16)) + text(I1, OPENT)) +
         rec(CLOSE, 0) +
         rec(LOGIN | 0x10, fl(1, 3), text(I1, OPENT)),
+    # the target proposes what it cannot live with (InitialR2T, ImmediateData, bursts):
+    # the initiator answers, and once more with values the target must refuse
+    "target-proposes": bytes([0]) +
+        rec(LOGIN, fl(1, 3), text(I1, OPENT, "HeaderDigest=None")) +
+        rec(LOGIN, fl(1, 3), text("InitialR2T=Yes", "ImmediateData=No", "MaxBurstLength=65536",
+                                  "FirstBurstLength=65536", "MaxOutstandingR2T=4")) +
+        rec(CLOSE, 0) +
+        rec(LOGIN, fl(1, 3), text(I1, OPENT)) +
+        rec(LOGIN, fl(1, 3), text("InitialR2T=No", "ImmediateData=Reject",
+                                  "MaxBurstLength=Irrelevant")),
+    # a login answer longer than one PDU (8 KiB): fetched with empty requests, C=1 answers
+    "long-answer": bytes([0]) +
+        rec(LOGIN, fl(1, 3), text(I1, OPENT, *("X-org.isergw.fuzz-%02d-%s=1" % (i, "k" * 36)
+                                               for i in range(120)))) +
+        rec(LOGIN, fl(1, 3)) +
+        rec(LOGIN, fl(1, 3), text("ImmediateData=No", "MaxBurstLength=65536")) +
+        rec(TEXT, 0x80, text("SendTargets=All", *("X-org.isergw.t%03d=v" % i
+                                                    for i in range(100)))) +
+        rec(TEXT, 0x81) + rec(TEXT, 0x81),
 }
 
 
