@@ -146,9 +146,11 @@ seeds = {
                                                for i in range(120)))) +
         rec(LOGIN, fl(1, 3)) +
         rec(LOGIN, fl(1, 3), text("ImmediateData=No", "MaxBurstLength=65536")) +
-        rec(TEXT, 0x80, text("SendTargets=All", *("X-org.isergw.t%03d=v" % i
-                                                    for i in range(100)))) +
-        rec(TEXT, 0x81) + rec(TEXT, 0x81),
+        rec(TEXT, 0x80, text("SendTargets=All", *("X-org.isergw.t%03d-%s=v" % (i, "k" * 44)
+                                                    for i in range(120)))) +
+        rec(TEXT, 0x81) + rec(TEXT, 0x81) +
+        rec(TEXT, 0x80, text("MaxRecvDataSegmentLength=512", "SendTargets=All")) +
+        rec(TEXT, 0x81) + rec(TEXT, 0x83, text("SendTargets=All")),
 }
 
 
