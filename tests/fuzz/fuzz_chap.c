@@ -20,7 +20,8 @@
  *         flags bits 0-1 the encoding of CHAP_R (hex, 0X hex upper case,
  *         base64, base64 without padding), bit 2 a wrong user, bit 3 one
  *         bit of the digest flipped, bit 4 mutual CHAP with CHAP_I the first
- *         byte (bit 5: written in hex) and CHAP_C the rest (bit 6: base64),
+ *         byte (bit 5: written in hex; no byte: empty) and CHAP_C the rest
+ *         (bit 6: base64),
  *         bit 7 CHAP_C our own challenge (a reflection)
  *   op 3  a new login: iscsi_chap_init again
  *   op 4  the codecs: the bytes as a number and as a binary value (at most
@@ -223,6 +224,11 @@ static void op_answer(struct iscsi_chap *c, struct iscsi_textbuf *tb, uint8_t fl
 				memcpy(mchal, d + 1, mlen);
 		}
 		snprintf(idtxt, sizeof(idtxt), (flags & 0x20) ? "0x%x" : "%u", id);
+		/* no byte at all: an empty CHAP_I, which is no number */
+		if (!n) {
+			idtxt[0] = '\0';
+			expect = false;
+		}
 		CHECK(encode(mchal, mlen, (flags & 0x40) ? 2 : 0, ch, sizeof(ch)) == 0);
 		if (!mutual || !mutual->user[0] || mlen == 0)
 			expect = false;

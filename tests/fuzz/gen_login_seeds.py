@@ -177,6 +177,8 @@ chap_seeds = {
     "mutual-hex-id": chap_seed(3, b"u", b"x", b"t" * 255, b"s" * 255,
                                crec(CH_A, 0, b"0x5,6,7"),
                                crec(CH_ANSWER, 0x10 | 0x20 | 1, bytes([0xff]) + bytes(range(1, 17)))),
+    "mutual-empty-id": chap_seed(3, b"iuser", b"initiator-secret", b"tuser", b"target-secret-2",
+                                 crec(CH_A, 0, b"5"), crec(CH_ANSWER, 0x10)),
     "reflection": chap_seed(3, b"iuser", b"initiator-secret", b"tuser", b"target-secret-2",
                             crec(CH_A, 0, b"5"), crec(CH_ANSWER, 0x90, bytes([1]))),
     "wrong-answers": chap_seed(1, b"iuser", b"initiator-secret", b"", b"",
