@@ -272,6 +272,13 @@ struct iscsi_task {
 };
 
 /* ---- daemon runtime (core/target.c) ---- */
+/*
+ * Everything gw_start does but start the reactor threads: reactors,
+ * portals, targets and their LUNs, the ALUA configuration. The reactors are
+ * driven by the caller (reactor_poll: tests, fuzz targets) until gw_start's
+ * threads would; gw_destroy frees it. On success gw owns cfg.
+ */
+int gw_create(struct gw_config *cfg, struct gw **out);
 int gw_start(struct gw_config *cfg, struct gw **out);
 /*
  * Apply a new, validated configuration: portals and targets that stay keep

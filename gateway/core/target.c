@@ -650,7 +650,16 @@ static void *reactor_thread(void *arg)
 	return NULL;
 }
 
-int gw_start(struct gw_config *cfg, struct gw **out)
+/* A start that failed: everything freed but the configuration, which the caller still owns. */
+static void gw_abandon(struct gw *gw)
+{
+	for (size_t i = 0; i < gw->nportals; i++)
+		gw_portal_close(gw->portals[i]);
+	gw->cfg = NULL;
+	gw_destroy(gw);
+}
+
+int gw_create(struct gw_config *cfg, struct gw **out)
 {
 	struct gw *gw;
 	long ncpu;
@@ -715,6 +724,22 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 			goto err;
 		gw->ntargets++;
 	}
+	*out = gw;
+	return 0;
+
+err:
+	gw_abandon(gw);
+	return rc;
+}
+
+int gw_start(struct gw_config *cfg, struct gw **out)
+{
+	struct gw *gw;
+	int rc;
+
+	rc = gw_create(cfg, &gw);
+	if (rc)
+		return rc;
 	atomic_store(&gw->running, true);
 	for (unsigned int i = 0; i < gw->nreactors; i++) {
 		rc = -pthread_create(&gw->threads[i], NULL, reactor_thread, gw->reactors[i]);
@@ -734,10 +759,7 @@ int gw_start(struct gw_config *cfg, struct gw **out)
 	return 0;
 
 err:
-	for (size_t i = 0; i < gw->nportals; i++)
-		gw_portal_close(gw->portals[i]);
-	gw->cfg = NULL; /* the caller still owns cfg */
-	gw_destroy(gw);
+	gw_abandon(gw);
 	return rc;
 }
 

@@ -331,12 +331,53 @@ static void client_cb(void *arg, uint32_t events)
 	client_events(c);
 }
 
+int ctl_client_add(struct gw_ctl *ctl, int fd, const struct ucred *cred)
+{
+	struct ctl_client *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->ctl = ctl;
+	c->fd = fd;
+	list_init(&c->txq);
+	snprintf(c->name, sizeof(c->name), "control client pid %d uid %u", (int)cred->pid,
+		 (unsigned int)cred->uid);
+	ctl_frame_rx_init(&c->rx);
+	list_init(&c->link);
+	reactor_deferred_init(&c->free_work, client_free_now, c);
+	rc = reactor_add_fd(ctl->r, &c->h, fd, EPOLLIN, client_cb, c);
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	list_add_tail(&c->link, &ctl->clients);
+	ctl->nclients++;
+	if (cred->uid != 0 && cred->uid != geteuid()) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "permission denied: uid %u may not use the control socket",
+			 (unsigned int)cred->uid);
+		GW_WARN(COMP, "%s: %s", c->name, why);
+		c->close_after_tx = true;
+		ctl_reply_err(c, -EACCES, why);
+		return 0;
+	}
+	if (ctl->nclients > CTL_MAX_CLIENTS) {
+		GW_WARN(COMP, "%s: refused: already %u clients", c->name, CTL_MAX_CLIENTS);
+		c->close_after_tx = true;
+		ctl_reply_err(c, -EBUSY, "too many control clients");
+		return 0;
+	}
+	GW_DEBUG(COMP, "%s: connected", c->name);
+	return 0;
+}
+
 static void accept_cb(void *arg, uint32_t events)
 {
 	struct gw_ctl *ctl = arg;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct ctl_client *c;
 	int fd;
 
 	(void)events;
@@ -351,43 +392,8 @@ static void accept_cb(void *arg, uint32_t events)
 		close(fd);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
+	if (ctl_client_add(ctl, fd, &cred))
 		close(fd);
-		return;
-	}
-	c->ctl = ctl;
-	c->fd = fd;
-	list_init(&c->txq);
-	snprintf(c->name, sizeof(c->name), "control client pid %d uid %u", (int)cred.pid,
-		 (unsigned int)cred.uid);
-	ctl_frame_rx_init(&c->rx);
-	list_init(&c->link);
-	reactor_deferred_init(&c->free_work, client_free_now, c);
-	if (reactor_add_fd(ctl->r, &c->h, fd, EPOLLIN, client_cb, c)) {
-		close(fd);
-		free(c);
-		return;
-	}
-	list_add_tail(&c->link, &ctl->clients);
-	ctl->nclients++;
-	if (cred.uid != 0 && cred.uid != geteuid()) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "permission denied: uid %u may not use the control socket",
-			 (unsigned int)cred.uid);
-		GW_WARN(COMP, "%s: %s", c->name, why);
-		c->close_after_tx = true;
-		ctl_reply_err(c, -EACCES, why);
-		return;
-	}
-	if (ctl->nclients > CTL_MAX_CLIENTS) {
-		GW_WARN(COMP, "%s: refused: already %u clients", c->name, CTL_MAX_CLIENTS);
-		c->close_after_tx = true;
-		ctl_reply_err(c, -EBUSY, "too many control clients");
-		return;
-	}
-	GW_DEBUG(COMP, "%s: connected", c->name);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -479,7 +485,7 @@ static void *ctl_thread(void *arg)
 	return NULL;
 }
 
-int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
+int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
 {
 	struct gw_ctl *ctl;
 	struct timespec now;
@@ -504,23 +510,57 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	list_init(&ctl->clients);
 	reactor_timer_init(&ctl->transition_timer, ctl_alua_transition_end, ctl);
 	reactor_timer_init(&ctl->lease_timer, ctl_lease_timer_fired, ctl);
+	rc = reactor_create(gw->nreactors, &ctl->r);
+	if (rc) {
+		pthread_mutex_destroy(&ctl->reload_lock);
+		free(ctl);
+		return rc;
+	}
+	*out = ctl;
+	return 0;
+}
 
+void ctl_destroy(struct gw_ctl *ctl)
+{
+	/* a client that went away during an ALUA transition is no longer listed */
+	if (ctl->transition_client && ctl->transition_client->dead)
+		client_free_now(ctl->transition_client);
+	ctl->transition_client = NULL;
+	while (!list_empty(&ctl->clients)) {
+		struct ctl_client *c = list_first_entry(&ctl->clients, struct ctl_client, link);
+
+		list_del(&c->link);
+		close(c->fd);
+		client_free_now(c);
+	}
+	reactor_destroy(ctl->r);
+	json_object_put(ctl->config_doc);
+	ctl_alua_free(ctl);
+	pthread_mutex_destroy(&ctl->reload_lock);
+	free(ctl);
+}
+
+int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
+{
+	struct gw_ctl *ctl;
+	int rc;
+
+	rc = ctl_create(gw, p, &ctl);
+	if (rc)
+		return rc;
 	ctl->lfd = gw_unix_listen(p->path, COMP, "control socket", 16);
 	if (ctl->lfd < 0) {
 		rc = ctl->lfd;
-		goto err_free;
+		goto err_destroy;
 	}
-	rc = reactor_create(gw->nreactors, &ctl->r);
-	if (rc)
-		goto err_unlink;
 	rc = reactor_add_fd(ctl->r, &ctl->lh, ctl->lfd, EPOLLIN, accept_cb, ctl);
 	if (rc)
-		goto err_reactor;
+		goto err_unlink;
 	/* the lease's timer, for a lease configured before any request (none yet: not armed) */
 	ctl_lease_resync(ctl);
 	rc = -pthread_create(&ctl->thread, NULL, ctl_thread, ctl->r);
 	if (rc)
-		goto err_reactor;
+		goto err_unlink;
 	/* SET TARGET PORT GROUPS under the external ALUA policy comes here */
 	scsi_alua_set_request_handler(ctl_alua_request, ctl);
 	/* and the LU state changes of the cluster store */
@@ -530,14 +570,11 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	*out = ctl;
 	return 0;
 
-err_reactor:
-	reactor_destroy(ctl->r);
 err_unlink:
 	unlink(p->path);
 	close(ctl->lfd);
-err_free:
-	pthread_mutex_destroy(&ctl->reload_lock);
-	free(ctl);
+err_destroy:
+	ctl_destroy(ctl);
 	return rc;
 }
 
@@ -565,23 +602,8 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 	/* the thread is gone: its objects are ours */
 	close(ctl->lfd);
 	unlink(ctl->path);
-	/* a client that went away during an ALUA transition is no longer listed */
-	if (ctl->transition_client && ctl->transition_client->dead)
-		client_free_now(ctl->transition_client);
-	ctl->transition_client = NULL;
-	while (!list_empty(&ctl->clients)) {
-		struct ctl_client *c = list_first_entry(&ctl->clients, struct ctl_client, link);
-
-		list_del(&c->link);
-		close(c->fd);
-		client_free_now(c);
-	}
-	reactor_destroy(ctl->r);
-	json_object_put(ctl->config_doc);
-	ctl_alua_free(ctl);
-	pthread_mutex_destroy(&ctl->reload_lock);
 	GW_NOTICE(COMP, "control socket %s closed", ctl->path);
-	free(ctl);
+	ctl_destroy(ctl);
 }
 
 int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg)

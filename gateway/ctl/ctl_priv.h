@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include "core/iscsi.h"
@@ -100,6 +101,17 @@ struct gw_ctl {
 };
 
 /* ------------------------------------------------------------ server (ctl.c) */
+
+/*
+ * The control state without its socket or thread: gw_ctl_start is this,
+ * the listening socket and the thread; gw_ctl_stop ends with ctl_destroy.
+ * A test or fuzz target drives it by hand: ctl_client_add for a connected
+ * stream socket (fd non-blocking, owned by the client from then on) with
+ * its peer's credentials, reactor_poll(ctl->r) for its events.
+ */
+int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out);
+void ctl_destroy(struct gw_ctl *ctl);
+int ctl_client_add(struct gw_ctl *ctl, int fd, const struct ucred *cred);
 
 /* Pack and queue a reply, then write what the socket takes. */
 void ctl_client_send(struct ctl_client *c, CtlReply *rep);

@@ -293,31 +293,51 @@ static void reactor_run_timers(struct reactor *r)
 	}
 }
 
-int reactor_run(struct reactor *r)
+/* One round: wait up to timeout_ms for events, handle them, the deferred calls and (with timers) the timers due. */
+static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
+	int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout_ms);
 
-	tl_reactor = r;
-	while (!atomic_load(&r->stop)) {
-		int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, reactor_next_timeout(r));
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		struct reactor_fd *h = evs[i].data.ptr;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			GW_ERR("reactor", "reactor %u: epoll_wait: %s", r->index, strerror(errno));
-			tl_reactor = NULL;
-			return -errno;
-		}
-		for (int i = 0; i < n; i++) {
-			struct reactor_fd *h = evs[i].data.ptr;
-
-			if (h->cb)
-				h->cb(h->arg, evs[i].events);
-		}
-		reactor_run_deferred(r);
+		if (h->cb)
+			h->cb(h->arg, evs[i].events);
+	}
+	reactor_run_deferred(r);
+	if (timers) {
 		reactor_run_timers(r);
 		reactor_run_deferred(r);
 	}
+	return n;
+}
+
+int reactor_run(struct reactor *r)
+{
+	tl_reactor = r;
+	while (!atomic_load(&r->stop)) {
+		int rc = reactor_round(r, reactor_next_timeout(r), true);
+
+		if (rc < 0) {
+			GW_ERR("reactor", "reactor %u: epoll_wait: %s", r->index, strerror(-rc));
+			tl_reactor = NULL;
+			return rc;
+		}
+	}
 	tl_reactor = NULL;
 	return 0;
+}
+
+int reactor_poll(struct reactor *r)
+{
+	struct reactor *prev = tl_reactor;
+	int rc;
+
+	tl_reactor = r;
+	rc = reactor_round(r, 0, false);
+	tl_reactor = prev;
+	return rc;
 }

@@ -39,6 +39,13 @@ int reactor_create(unsigned int index, struct reactor **out);
 void reactor_destroy(struct reactor *r);
 /* Run the loop on the calling thread until reactor_stop(). */
 int reactor_run(struct reactor *r);
+/*
+ * One round of the loop on the calling thread, without waiting: the events
+ * ready now (messages included) and the deferred calls, as if on r's thread.
+ * Timers are not run: a test or fuzz target that drives reactors by hand
+ * fires them itself. Returns the number of events handled, or -errno.
+ */
+int reactor_poll(struct reactor *r);
 /* Thread-safe: asks the loop to return after the current iteration. */
 void reactor_stop(struct reactor *r);
 /* The reactor running on the calling thread, or NULL. */
