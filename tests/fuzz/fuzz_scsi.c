@@ -10,13 +10,21 @@
  * Every input starts from the same state: the ALUA port map (groups 1 and 2
  * local, group 3 another node's), LU 0 and LU 1 (64 blocks of 512 bytes,
  * device group "default": EXTENDED COPY between them) and LU 2 (16 blocks of
- * 4096 bytes, device group "dg2"), zeroed, no reservation, no unit
- * attention. It runs on a reactor of its own (made and freed per input) so
- * that SET TARGET PORT GROUPS can be held for the ALUA policy owner, which
- * the input plays too; the lease runs on a clock the input advances.
+ * 4096 bytes, device group "dg2", MAXIMUM TRANSFER LENGTH 32 KiB), zeroed,
+ * no reservation, no unit attention. It runs on a reactor of its own (made
+ * and freed per input) so that commands can be held: SET TARGET PORT GROUPS
+ * for the ALUA policy owner, changes of an LU state the cluster carries for
+ * the HA agent; the input plays both, and the lease runs on a clock the
+ * input advances.
  *
- * Input: one byte of setup (below), then records, executed in order:
- *   byte 0 = KIND << 6 | arg
+ * Input: two bytes of setup, then records, executed in order.
+ *   setup 0: bit 0 ALUA policy external, bit 1 its owner listens, bit 2 the
+ *       lease enforced, bits 3-4 the owner group of "default" (0: none),
+ *       bits 5-6 its other groups' state, bit 7 LU 0 without write cache
+ *       and LU 1 fully provisioned
+ *   setup 1: bit 0 LU 0 and LU 1 keep their state in the cluster, bit 1 the
+ *       agent takes proposals, bit 2 it grants LBA locks
+ *   record byte 0 = KIND << 6 | arg
  *   KIND 0: a SCSI command, its I/O completed before the next record
  *   KIND 1: the same, left in flight (its I/O waits: commands overlap)
  *       arg: nexus (bits 0-2, mod 6), LUN (bits 3-5: 0-2, else a LUN with
@@ -26,11 +34,13 @@
  *       (2 bytes), and with W the length of the data-out given (2 bytes)
  *       and those bytes (the rest of the buffer is zero)
  *   KIND 2: an event (arg mod EV_N, then argument bytes): task management,
- *       nexus loss, what the HA agent or the policy owner does
+ *       nexus loss, what the HA agent, another node or the ALUA policy
+ *       owner does
  *   KIND 3: the backstore (arg mod IO_N): complete one queued I/O (in any
  *       order), fail the next one, refuse the next submission
  * At the end every command still running is aborted (as a dropped
- * connection does) and must complete; then everything is freed.
+ * connection does), every proposal refused, and all must complete; then
+ * everything is freed.
  *
  * Sanity checks (abort): done is called exactly once; sense data fits and
  * is fixed format with CHECK CONDITION only; GOOD carries no sense; a
@@ -52,6 +62,7 @@
 
 #include "backend/backend.h"
 #include "scsi/scsi.h"
+#include "scsi/scsi_shared.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/reactor.h"
@@ -239,6 +250,7 @@ struct fz {
 	size_t n;
 	unsigned int nrec;
 	unsigned int drain;
+	bool logged_out;
 	bool finished;
 	/* the ALUA policy owner */
 	bool owner_listens;
@@ -252,7 +264,27 @@ struct fz {
 		uint16_t rel;
 	} aborts[64];
 	unsigned int naborts;
+	/* the HA agent carrying LU 0's and LU 1's state (setup byte 2) */
+	bool cluster;
+	bool agent_listens;
+	bool locks_listen;
+	uint64_t version[NLU];
+	unsigned int nprops;
+	uint64_t lock_id[MAX_REQ];
+	unsigned int nlocks;
 };
+
+/* Proposals handed to the agent, not answered yet (too big for the stack). */
+#define MAX_PROPS 8
+static struct fz_prop {
+	uint64_t id;
+	uint8_t naa[16];
+	bool wait;
+	struct shs_state st;
+	size_t nev;
+	struct shs_event ev[SCSI_LU_EVENTS_MAX];
+} props[MAX_PROPS];
+static struct shs_state raw_state;
 
 static struct fz fz;
 static uint64_t fake_now_ms;
@@ -495,12 +527,15 @@ static void nexus_logout(unsigned int nx)
 	fz.attached[nx] = false;
 }
 
+static void answer_proposal(unsigned int k, uint8_t how);
+static void peer_change(unsigned int l, uint8_t b);
+
 static const char *const dgs[] = { SCSI_ALUA_DG_DEFAULT, "dg2", "dg3" };
 
 enum {
 	EV_LU_RESET, EV_TARGET_RESET, EV_CLEAR_TASK_SET, EV_ABORT_TASK_SET, EV_ABORT_TASK,
 	EV_LOGOUT, EV_ALUA_SET, EV_ALUA_CONFIGURE, EV_ALUA_ANSWER, EV_POLICY, EV_LEASE,
-	EV_MOVE_DG, EV_AWAITS, EV_OFFLINE, EV_N
+	EV_MOVE_DG, EV_AWAITS, EV_OFFLINE, EV_CL_ANSWER, EV_CL_PEER, EV_CL_LOCK, EV_N
 };
 
 static void rec_event(uint8_t kind)
@@ -600,6 +635,19 @@ static void rec_event(uint8_t kind)
 	case EV_OFFLINE:
 		atomic_store(&fz.mem[l]->b.offline, b & 1);
 		break;
+	case EV_CL_ANSWER:
+		if (fz.nprops)
+			answer_proposal(a % fz.nprops, b);
+		else
+			(void)scsi_cluster_done(1 + b, -EIO);   /* nothing by that id here */
+		break;
+	case EV_CL_PEER:
+		peer_change(l, b);     /* LU 2 never has its state in the cluster: refused */
+		break;
+	case EV_CL_LOCK:
+		if (fz.nlocks)
+			(void)scsi_cluster_done(fz.lock_id[a % fz.nlocks], b & 1 ? -EIO : 0);
+		break;
 	}
 }
 
@@ -675,9 +723,124 @@ static void run_aborts(void)
 	fz.naborts = 0;
 }
 
+/* The HA agent takes a proposal to the cluster (answered by a later record). */
+static int propose(const struct scsi_lu_proposal *p, void *arg)
+{
+	struct fz_prop *q;
+
+	(void)arg;
+	if (!fz.agent_listens)
+		return -ENOTCONN;
+	if (fz.nprops >= MAX_PROPS)
+		return -EBUSY;
+	q = &props[fz.nprops++];
+	q->id = p->id;
+	memcpy(q->naa, p->naa, sizeof(q->naa));
+	q->wait = p->wait;
+	q->st = *p->st;
+	q->nev = p->nev;
+	memcpy(q->ev, p->ev, p->nev * sizeof(p->ev[0]));
+	return 0;
+}
+
+static int lba_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t blocks, bool lock,
+		    void *arg)
+{
+	(void)naa;
+	(void)lba;
+	(void)blocks;
+	(void)arg;
+	if (!lock)
+		return 0;       /* a release: the agent forgets the lock */
+	if (!fz.locks_listen)
+		return -ENOTCONN;
+	if (fz.nlocks < MAX_REQ)
+		fz.lock_id[fz.nlocks++] = id;
+	return 0;
+}
+
+static int lu_of_naa(const uint8_t naa[16])
+{
+	for (int l = 0; l < NLU; l++)
+		if (memcmp(scsi_lu_get_params(fz.lu[l])->naa, naa, 16) == 0)
+			return l;
+	return -1;
+}
+
+/* The agent answers proposal k: applied everywhere, overtaken, or failed. */
+static void answer_proposal(unsigned int k, uint8_t how)
+{
+	struct fz_prop *q = &props[k];
+	int l = lu_of_naa(q->naa);
+	uint64_t id = q->id;
+
+	switch (how % 4) {
+	case 0:         /* applied in the cluster's order, then answered */
+	case 3:         /* the same, seen by a node that was away (its events only) */
+		if (l >= 0)
+			(void)scsi_cluster_apply(q->naa, ++fz.version[l], &q->st, true, q->ev, q->nev,
+						 how % 4 == 3 ? SCSI_CLUSTER_AWAY : SCSI_CLUSTER_OWN);
+		(void)scsi_cluster_done(id, 0);
+		break;
+	case 1:         /* another change came first: the command runs again */
+		(void)scsi_cluster_done(id, -ESTALE);
+		break;
+	default:
+		(void)scsi_cluster_done(id, -EIO);
+		break;
+	}
+	memmove(&props[k], &props[k + 1], (fz.nprops - k - 1) * sizeof(props[0]));
+	fz.nprops--;
+}
+
+/* Another node's change: a state made of input bytes and events, in the cluster's order. */
+static void peer_change(unsigned int l, uint8_t b)
+{
+	static struct shs_event ev[8];
+	struct shs_state *st = &raw_state;
+	unsigned int nregs = b & 7, nev = (b >> 3) & 7;
+	uint8_t f;
+
+	memset(st, 0, sizeof(*st));
+	for (unsigned int i = 0; i < nregs; i++) {
+		uint8_t who = take8();
+
+		st->regs[i].key = (uint64_t)take16() << 48 | take8();
+		st->regs[i].rel_port = (uint16_t)(1 + (who & 3));
+		st->regs[i].all_tg_pt = (who >> 2) & 1;
+		snprintf(st->regs[i].iport, sizeof(st->regs[i].iport), "%s",
+			 fz.itn[(2 * (who >> 3)) % NNEXUS].initiator_port);
+	}
+	st->nregs = nregs;
+	f = take8();
+	st->pr_held = f & 1;
+	st->aptpl = (f >> 1) & 1;
+	st->r2_held = (f >> 2) & 1;
+	st->wce = (f >> 3) & 1;
+	st->swp = (f >> 4) & 1;
+	st->pr_type = take8();
+	st->pr_holder = (int8_t)take8();
+	st->pr_generation = take16();
+	st->r2_rel_port = (uint16_t)(1 + (f >> 5) % 3);
+	snprintf(st->r2_iport, sizeof(st->r2_iport), "%s", fz.itn[(f >> 6) % NNEXUS].initiator_port);
+	memset(ev, 0, sizeof(ev));
+	for (unsigned int i = 0; i < nev; i++) {
+		uint8_t k = take8();
+
+		ev[i].kind = (uint8_t)(1 + (k & 1));
+		ev[i].flags = (k >> 1) & 7;
+		ev[i].asc = take16();
+		ev[i].rel_port = (uint16_t)((k >> 4) & 3);
+		snprintf(ev[i].iport, sizeof(ev[i].iport), "%s", k & 0x40 ? "" :
+			 fz.itn[(k >> 7) * 2].initiator_port);
+	}
+	(void)scsi_cluster_apply(scsi_lu_get_params(fz.lu[l])->naa, ++fz.version[l], st, b & 0x40,
+				 ev, nev, 0);
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
-static void setup(uint8_t cfg)
+static void setup(uint8_t cfg, uint8_t cfg2)
 {
 	static const struct scsi_alua_port map[] = {
 		{ 1, 1, true }, { 2, 2, true }, { 3, 3, false },
@@ -688,6 +851,9 @@ static void setup(uint8_t cfg)
 	list_init(&fz.running);
 	list_init(&fz.done);
 	fake_now_ms = 1000000;
+	fz.cluster = cfg2 & 1;
+	fz.agent_listens = cfg2 & 2;
+	fz.locks_listen = cfg2 & 4;
 	scsi_alua_reset();
 	if (scsi_alua_set_ports(map, 3))
 		abort();
@@ -729,6 +895,7 @@ static void setup(uint8_t cfg)
 		p.readonly = false;
 		p.max_xfer_bytes = l == 2 ? 32768 : 0;
 		snprintf(p.alua_dg, sizeof(p.alua_dg), "%s", l == 2 ? "dg2" : "");
+		p.cluster_state = fz.cluster && l < 2;
 		if (scsi_lu_create(&p, &m->b, &fz.lu[l]))
 			abort();
 	}
@@ -749,9 +916,19 @@ static void setup(uint8_t cfg)
 	}
 }
 
+/* Drained: nothing runs, nothing is held, no I/O is queued. */
+static bool quiet(void)
+{
+	for (unsigned int l = 0; l < NLU; l++)
+		if (fz.mem[l]->qn)
+			return false;
+	return list_empty(&fz.running) && !fz.nprops && !scsi_alua_requests_held() &&
+	       !scsi_cluster_held();
+}
+
 static void teardown(void)
 {
-	unsigned int i, l;
+	unsigned int l;
 
 	if (!list_empty(&fz.running)) {
 		struct fz_cmd *fc = list_first_entry(&fz.running, struct fz_cmd, link);
@@ -759,14 +936,9 @@ static void teardown(void)
 		check(false, "a command never completed", fc);
 	}
 	free_done();
-	if (scsi_alua_requests_held())
-		abort();
-	for (i = 0; i < NNEXUS; i++)
-		for (l = 0; l < NLU && fz.attached[i]; l++)
-			scsi_lu_itn_remove(fz.lu[l], &fz.itn[i]);
+	if (!quiet())
+		abort();        /* a held request or an I/O nothing finishes */
 	for (l = 0; l < NLU; l++) {
-		if (fz.mem[l]->qn)
-			abort();        /* I/O left without its command */
 		scsi_lu_destroy(fz.lu[l]);
 		free(fz.mem[l]->data);
 		free(fz.mem[l]);
@@ -774,9 +946,19 @@ static void teardown(void)
 	scsi_alua_reset();
 }
 
-/* One step on the reactor: a record, or a round of draining at the end. */
+/*
+ * One step on the reactor: a record, or a round of draining at the end.
+ * Each step is a message to the reactor, so that the messages the records
+ * caused (answers to held commands) run in between, and the deferred calls
+ * after each.
+ */
 static void step(void *arg);
-static struct reactor_deferred step_work;
+
+static void next_step(void)
+{
+	if (reactor_send_msg(fz.r, step, NULL))
+		abort();
+}
 
 static void step(void *arg)
 {
@@ -800,14 +982,29 @@ static void step(void *arg)
 			rec_io(b0 & 0x3f);
 			break;
 		}
-		reactor_defer(fz.r, &step_work);
+		next_step();
 		return;
 	}
-	/* the end: abort what runs (as a connection drop does), complete the I/O */
+	/*
+	 * The end: abort what runs (as a connection drop does), refuse what
+	 * waits for the agent, complete the I/O; once quiet the nexuses go
+	 * (a SCSI-2 holder's release may be one more proposal), then the LUs.
+	 */
 	abort_matching(NNEXUS, NULL);
+	while (fz.nprops)
+		answer_proposal(0, 2);
+	for (unsigned int i = 0; i < fz.nlocks; i++)
+		(void)scsi_cluster_done(fz.lock_id[i], -EIO);
+	fz.nlocks = 0;
 	pump();
-	if (!list_empty(&fz.running) && fz.drain++ < DRAIN_ROUNDS) {
-		reactor_defer(fz.r, &step_work);        /* held commands finish after this batch */
+	if (quiet() && !fz.logged_out) {
+		for (unsigned int i = 0; i < NNEXUS; i++)
+			for (unsigned int l = 0; l < NLU && fz.attached[i]; l++)
+				scsi_lu_itn_remove(fz.lu[l], &fz.itn[i]);
+		fz.logged_out = true;
+	}
+	if ((!quiet() || !fz.logged_out) && fz.drain++ < DRAIN_ROUNDS) {
+		next_step();    /* held commands finish after this batch */
 		return;
 	}
 	teardown();
@@ -827,6 +1024,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	scsi_alua_lease_set_clock(fake_clock);
 	scsi_alua_set_request_handler(alua_request, NULL);
 	scsi_set_abort_nexus_handler(abort_nexus, NULL);
+	scsi_cluster_set_handler(propose, NULL);
+	scsi_cluster_set_lock_handler(lba_lock, NULL);
 	return 0;
 }
 
@@ -834,16 +1033,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct reactor *r;
 
-	if (size < 1)
+	if (size < 2)
 		return 0;
 	if (reactor_create(0, &r))
 		abort();
-	setup(data[0]);
+	setup(data[0], data[1]);
 	fz.r = r;
-	fz.p = data + 1;
-	fz.n = size - 1;
-	reactor_deferred_init(&step_work, step, NULL);
-	reactor_defer(r, &step_work);
+	fz.p = data + 2;
+	fz.n = size - 2;
+	next_step();
 	reactor_run(r);
 	if (!fz.finished)
 		abort();

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus of fuzz_scsi (tests/fuzz/corpus/fuzz_scsi/).
 
-Each seed is one setup byte and a sequence of records in the format
+Each seed is two setup bytes and a sequence of records in the format
 tests/fuzz/fuzz_scsi.c describes, made of the CDBs and parameter lists that
 Linux (sd's probe, scsi_dh_alua) and libiscsi's iscsi-test-cu send, laid out
 byte for byte as SPC-4 and SBC-3 define them.
@@ -46,7 +46,8 @@ def cmd(cdb, edtl=0, nexus=0, lun=0, data=None, inflight=False, attr=1):
 
 EV = {n: i for i, n in enumerate(
     "LU_RESET TARGET_RESET CLEAR_TASK_SET ABORT_TASK_SET ABORT_TASK LOGOUT ALUA_SET "
-    "ALUA_CONFIGURE ALUA_ANSWER POLICY LEASE MOVE_DG AWAITS OFFLINE".split())}
+    "ALUA_CONFIGURE ALUA_ANSWER POLICY LEASE MOVE_DG AWAITS OFFLINE CL_ANSWER CL_PEER "
+    "CL_LOCK".split())}
 
 
 def event(name, a=0, b=0, extra=b""):
@@ -224,7 +225,7 @@ def pattern(n, seed):
 def seeds():
     s = {}
     # Linux sd/scsi_scan probing a new LU (scsi_probe_lun, sd_revalidate_disk)
-    s["linux-sd-probe"] = b"\x00" + b"".join([
+    s["linux-sd-probe"] = bytes([0x00, 0]) + b"".join([
         cmd(inquiry(36)), cmd(tur()), cmd(tur()),
         cmd(report_luns(4104), nexus=0, lun=0),
         cmd(inquiry(255, True, 0x00)), cmd(inquiry(255, True, 0x83)),
@@ -239,7 +240,7 @@ def seeds():
         cmd(get_lba_status(0, 24), 24),
     ])
     # the same on the 4096-byte LU, READ CAPACITY(10) with PMI, MODE SENSE(10) LLBAA
-    s["linux-sd-probe-4k"] = b"\x00" + b"".join([
+    s["linux-sd-probe-4k"] = bytes([0x00, 0]) + b"".join([
         cmd(inquiry(96), 96, lun=2), cmd(rc16(32), 32, lun=2),
         cmd([0x25, 0, 0, 0, 0, 4, 0, 0, 1, 0], 8, lun=2),
         cmd(mode_sense10(0x3f, 0x1000, llbaa=True), 0x1000, lun=2),
@@ -251,7 +252,7 @@ def seeds():
         cmd(inquiry(64, True, 0xb0), 64, lun=2),
     ])
     # LUNs with no LU behind them
-    s["no-lu"] = b"\x00" + b"".join([
+    s["no-lu"] = bytes([0x00, 0]) + b"".join([
         cmd(inquiry(96), 96, lun=3), cmd(inquiry(255, True, 0), 255, lun=3),
         cmd(report_luns(4096), 4096, lun=3), cmd([0x03, 0, 0, 0, 18, 0], 18, lun=3),
         cmd(tur(), 0, lun=3), cmd(rw10(0x28, 0, 1), 512, lun=5),
@@ -259,7 +260,7 @@ def seeds():
     # scsi_dh_alua: RTPG (extended header), STPG to Active/Optimized, then again through port 2
     stpg_p = be32(0) + bytes([0x00, 0]) + be16(1)
     stpg_p2 = be32(0) + bytes([0x00, 0]) + be16(2) + bytes([0x02, 0]) + be16(1)
-    s["alua-local"] = b"\x18" + b"".join([
+    s["alua-local"] = bytes([0x18, 0]) + b"".join([
         cmd(inquiry(255, True, 0x83), 255), cmd(rtpg(), 0x200), cmd(rtpg(ext=False), 0x200),
         cmd(stpg(len(stpg_p)), data=stpg_p, nexus=1), cmd(tur(), nexus=0),
         cmd(rtpg(), 0x200, nexus=0), cmd(stpg(len(stpg_p2)), data=stpg_p2, nexus=1),
@@ -267,7 +268,7 @@ def seeds():
         cmd(rtpg(), 0x200, nexus=2, lun=2),
     ])
     # the HA agent owns the policy: the STPG waits for the answer, then for the states
-    s["alua-external"] = b"\x03" + b"".join([
+    s["alua-external"] = bytes([0x03, 0]) + b"".join([
         cmd(stpg(len(stpg_p2)), data=stpg_p2, nexus=1),
         event("ALUA_ANSWER", 0, 0x10), cmd(stpg(len(stpg_p)), data=stpg_p, nexus=3),
         event("ALUA_SET", 0, 0x01, b"\x20"), cmd(rtpg(), 0x200, nexus=3),
@@ -277,7 +278,7 @@ def seeds():
         event("POLICY", 0, 0), cmd(stpg(len(stpg_p)), data=stpg_p, nexus=5),
     ])
     # a lease that is given, runs out and is renewed; the awaited registration
-    s["alua-lease"] = b"\x04" + b"".join([
+    s["alua-lease"] = bytes([0x04, 0]) + b"".join([
         cmd(tur()), cmd(rtpg(), 0x200), event("LEASE", 1, 100), cmd(tur()),
         cmd(rw10(0x28, 0, 1), 512), event("LEASE", 3, 250), cmd(rw10(0x28, 0, 1), 512),
         event("LEASE", 3, 250), cmd(rtpg(), 0x200), event("LEASE", 1, 200),
@@ -285,7 +286,7 @@ def seeds():
         event("LEASE", 2, 0), cmd(tur()), event("LEASE", 0, 0), cmd(tur()),
     ])
     # device groups: the default's owner, another group, an LU moved between them
-    s["alua-dg"] = b"\x28" + b"".join([
+    s["alua-dg"] = bytes([0x28, 0]) + b"".join([
         cmd(rtpg(), 0x200, nexus=1), cmd(rw10(0x28, 0, 1), 512, nexus=1),
         event("ALUA_CONFIGURE", 0x20, 0x02 | 2 << 2), cmd(rtpg(), 0x200, lun=2),
         event("MOVE_DG", ev_arg(0, 0), 1), cmd(tur(), nexus=0), cmd(tur(), nexus=1),
@@ -294,7 +295,7 @@ def seeds():
     ])
     # libiscsi prout_register / reserve / preempt / clear, three hosts
     k = [0, 0xbbbb0000000000aa, 0xcccc0000000000bb, 0xdddd0000000000cc]
-    s["pr-register-reserve"] = b"\x00" + b"".join([
+    s["pr-register-reserve"] = bytes([0x00, 0]) + b"".join([
         cmd(pr_in(0), 0x2000), cmd(pr_in(2), 8),
         cmd(pr_out(0), data=pr_params(0, k[1]), nexus=0),
         cmd(pr_out(0), data=pr_params(0, k[2]), nexus=2),
@@ -312,7 +313,7 @@ def seeds():
         cmd(tur(), nexus=2), cmd(pr_in(0), 0x2000, nexus=2),
     ])
     # PREEMPT AND ABORT with commands in flight through the preempted nexus
-    s["pr-preempt-abort"] = b"\x00" + b"".join([
+    s["pr-preempt-abort"] = bytes([0x00, 0]) + b"".join([
         cmd(pr_out(0), data=pr_params(0, k[1]), nexus=0),
         cmd(pr_out(0), data=pr_params(0, k[2]), nexus=3),
         cmd(pr_out(1, 5), data=pr_params(k[1]), nexus=0),
@@ -324,7 +325,7 @@ def seeds():
     ])
     # REGISTER AND MOVE and SPEC_I_PT with transport IDs (not supported: refused)
     tid = transport_id("iqn.2004-10.com.ubuntu:01:host-b,i,0x400001370000")
-    s["pr-move-transport-id"] = b"\x00" + b"".join([
+    s["pr-move-transport-id"] = bytes([0x00, 0]) + b"".join([
         cmd(pr_out(0), data=pr_params(0, k[1]), nexus=0),
         cmd(pr_out(1, 1), data=pr_params(k[1]), nexus=0),
         cmd(pr_out(7, 1, 24 + 4 + len(tid)),
@@ -336,7 +337,7 @@ def seeds():
         cmd(pr_in(2), 8),
     ])
     # SCSI-2 RESERVE/RELEASE, then a logout, a LU reset, a target reset
-    s["reserve6-reset-logout"] = b"\x00" + b"".join([
+    s["reserve6-reset-logout"] = bytes([0x00, 0]) + b"".join([
         cmd([0x16, 0, 0, 0, 0, 0], nexus=0), cmd(rw10(0x28, 0, 1), 512, nexus=1),
         cmd(inquiry(36), 36, nexus=1), cmd(rc10(), 8, nexus=1),
         event("LOGOUT", ev_arg(0)), cmd(rw10(0x28, 0, 1), 512, nexus=1),
@@ -348,14 +349,14 @@ def seeds():
     ])
     # COMPARE AND WRITE (libiscsi compareandwrite_simple, _miscompare)
     blk = pattern(512, 9)
-    s["caw"] = b"\x00" + b"".join([
+    s["caw"] = bytes([0x00, 0]) + b"".join([
         cmd(rw10(0x2a, 10, 1), data=blk), cmd(caw(10, 1), data=blk + pattern(512, 77)),
         cmd(caw(10, 1), data=blk + pattern(512, 1)), cmd(rw10(0x28, 10, 1), 512),
         cmd(caw(63, 1), data=bytes(1024)), cmd(caw(0, 0)), cmd(caw(0, 2), data=bytes(1024)),
         cmd(caw(2, 1), data=bytes(8192), lun=2),
     ])
     # WRITE SAME 10/16, UNMAP bit, ANCHOR, NDOB; UNMAP; GET LBA STATUS (libiscsi writesame*, unmap*)
-    s["write-same-unmap"] = b"\x00" + b"".join([
+    s["write-same-unmap"] = bytes([0x00, 0]) + b"".join([
         cmd(write_same16(0, 64), data=pattern(512, 4)),
         cmd(get_lba_status(0, 0x1000), 0x1000),
         cmd(write_same16(8, 8, 0x08), data=bytes(512)),
@@ -372,7 +373,7 @@ def seeds():
     # EXTENDED COPY between LU 0 and LU 1 (libiscsi extendedcopy_simple), RECEIVE COPY RESULTS
     xp = xcopy_params([cscd_e4(0), cscd_e4(1)], [seg_b2b(0, 1, 8, 0, 16), seg_b2b(1, 0, 4, 16, 32)])
     xp_bad = xcopy_params([cscd_e4(0), cscd_e4(2, 4096)], [seg_b2b(0, 1, 1, 0, 0)], list_id=2)
-    s["xcopy"] = b"\x00" + b"".join([
+    s["xcopy"] = bytes([0x00, 0]) + b"".join([
         cmd(rw10(0x2a, 0, 8), data=pattern(4096, 6)),
         cmd(rcr(3), 0x400), cmd(xcopy(len(xp)), data=xp), cmd(rcr(0, 1), 0x400),
         cmd(rw10(0x28, 16, 8), 4096, lun=1), cmd(xcopy(len(xp_bad)), data=xp_bad),
@@ -380,7 +381,7 @@ def seeds():
         cmd(xcopy(len(xp)), data=xp, nexus=1, lun=1),
     ])
     # EXTENDED COPY racing writes and a reservation on the destination
-    s["xcopy-inflight"] = b"\x00" + b"".join([
+    s["xcopy-inflight"] = bytes([0x00, 0]) + b"".join([
         cmd(xcopy(len(xp)), data=xp, inflight=True),
         cmd(rw10(0x2a, 16, 8), data=pattern(4096, 1), lun=1, inflight=True),
         io("complete", 4 | 1), io("complete", 0), io("pump"),
@@ -393,7 +394,7 @@ def seeds():
     control = bytes([0x0a, 0x0a, 0x20, 0x10, 0x08, 0, 0, 0, 0xff, 0xff, 0, 0])
     ms6 = bytes([0, 0, 0, 8]) + bytes([0, 0, 0, 0x40, 0, 0, 0x02, 0]) + cache
     ms10 = bytes([0, 0, 0, 0, 0, 0, 0, 0]) + control
-    s["mode-select"] = b"\x00" + b"".join([
+    s["mode-select"] = bytes([0x00, 0]) + b"".join([
         cmd(mode_sense6(0x3f, 0xff, pc=1), 0xff),
         cmd(mode_select6(len(ms6)), data=ms6), cmd(tur(), nexus=1),
         cmd([0x03, 0, 0, 0, 18, 0], 18, nexus=1), cmd(mode_sense6(0x08, 0xff), 0xff, nexus=1),
@@ -405,7 +406,7 @@ def seeds():
         cmd(mode_sense6(0x1c, 0xff), 0xff), cmd(mode_sense6(0x3f, 0xff, pc=3), 0xff),
     ])
     # overlapping I/O: writes, a COMPARE AND WRITE, WRITE ATOMIC, reads, completed out of order
-    s["overlap"] = b"\x00" + b"".join([
+    s["overlap"] = bytes([0x00, 0]) + b"".join([
         cmd(rw10(0x2a, 0, 4), data=pattern(2048, 1), inflight=True),
         cmd(caw(1, 1), data=bytes(1024), inflight=True, nexus=1),
         cmd(rw10(0x28, 0, 4), 2048, inflight=True, nexus=2),
@@ -417,7 +418,7 @@ def seeds():
         io("complete", 0), io("pump"), cmd(rw10(0x28, 0, 4), 2048),
     ])
     # backstore errors: EIO, ENOSPC, a backend's CHECK CONDITION and BUSY, a refused submission
-    s["io-errors"] = b"\x00" + b"".join([
+    s["io-errors"] = bytes([0x00, 0]) + b"".join([
         io("fail", 0 << 2), cmd(rw10(0x28, 0, 1), 512),
         io("fail", 1 << 2), cmd(rw10(0x2a, 0, 1), data=bytes(512)),
         io("fail", 3 << 2), cmd(rw10(0x28, 0, 1), 512),
@@ -429,7 +430,7 @@ def seeds():
     ])
     # the rest of SBC: READ/WRITE(6)/(12), WRITE AND VERIFY, VERIFY with BYTCHK, SYNCHRONIZE
     # CACHE, PRE-FETCH, START STOP, PREVENT ALLOW, READ DEFECT DATA, LOG SENSE (not supported)
-    s["sbc-misc"] = b"\x00" + b"".join([
+    s["sbc-misc"] = bytes([0x00, 0]) + b"".join([
         cmd(rw6(0x0a, 1, 2), data=pattern(1024, 3)), cmd(rw6(0x08, 1, 2), 1024),
         cmd(rw6(0x08, 0, 0), 0x8000), cmd(rw12(0xaa, 3, 1), data=pattern(512, 4)),
         cmd(rw10(0x2e, 3, 1, 0x02), data=pattern(512, 4)),
@@ -444,7 +445,7 @@ def seeds():
         cmd([0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0x04], 512), cmd(rw12(0xa8, 0, 9), 0x9000, lun=2),
     ])
     # unit attentions from every side, REQUEST SENSE consuming them
-    s["unit-attentions"] = b"\x00" + b"".join([
+    s["unit-attentions"] = bytes([0x00, 0]) + b"".join([
         event("LU_RESET", ev_arg(0, 0)), event("ALUA_SET", 0, 0x01, b"\x21"),
         cmd(mode_select6(len(ms6)), data=ms6, nexus=3),
         cmd([0x03, 0, 0, 0, 18, 0], 18, nexus=0), cmd([0x03, 0, 0, 0, 18, 0], 18, nexus=0),
@@ -454,10 +455,33 @@ def seeds():
         event("LOGOUT", ev_arg(5)), cmd(tur(), nexus=5),
     ])
     # an extended CDB (AHS): 32 bytes, and CDBs shorter than their opcode's
-    s["cdb-lengths"] = b"\x00" + b"".join([
+    s["cdb-lengths"] = bytes([0x00, 0]) + b"".join([
         cmd([0x7f, 0, 0, 0, 0, 0, 0, 0x18, 0x00, 0x09] + [0] * 22, 512),
         cmd([0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0] + [0] * 16, 512),
         cmd([0x12, 0, 0, 0, 0xff, 0x01], 255), cmd([0x12, 0, 0, 0, 0xff, 0x04], 255),
+    ])
+    # LU 0 and LU 1 in the cluster store: the agent applies, overtakes, refuses
+    s["cluster-pr"] = bytes([0x00, 0x07]) + b"".join([
+        cmd(pr_out(0), data=pr_params(0, k[1]), nexus=0), event("CL_ANSWER", 0, 0),
+        cmd(pr_out(0), data=pr_params(0, k[2]), nexus=3), event("CL_ANSWER", 0, 1),
+        event("CL_ANSWER", 0, 0), cmd(pr_out(1, 1), data=pr_params(k[1]), nexus=0),
+        event("CL_ANSWER", 0, 0), cmd(rw10(0x2a, 0, 1), data=bytes(512), nexus=3),
+        cmd(pr_out(5, 3), data=pr_params(k[2], k[1]), nexus=3), event("CL_ANSWER", 0, 3),
+        cmd(tur(), nexus=0), cmd([0x16, 0, 0, 0, 0, 0], nexus=1, lun=1),
+        event("CL_ANSWER", 0, 2), cmd(mode_select6(len(ms6)), data=ms6, nexus=2),
+        event("CL_ANSWER", 0, 0), event("LU_RESET", ev_arg(0, 0)), event("CL_ANSWER", 0, 0),
+        cmd(caw(1, 1), data=bytes(1024), nexus=4), event("CL_LOCK", 0, 0),
+        cmd([0x9c, 0] + list(be64(2)) + [0, 0, 0, 1, 0, 0], data=bytes(512)),
+        event("CL_LOCK", 1, 1), event("LOGOUT", ev_arg(0)), event("CL_ANSWER", 0, 0),
+    ])
+    # another node's changes: registrations and a reservation, unit attentions, aborts
+    s["cluster-peer"] = bytes([0x00, 0x03]) + b"".join([
+        event("CL_PEER", ev_arg(0, 0), 0x42 | 2 << 3,
+              bytes([0x00, 0x12, 0x34, 0x56, 0x09, 0x77, 0x77, 0x01, 0x01, 0x03, 0x00, 0x00, 0x05,
+                     0x04, 0x2a, 0x03, 0x15, 0x29, 0x00])),
+        cmd(tur(), nexus=0), cmd(pr_in(3), 0x2000, nexus=0), cmd(rw10(0x2a, 0, 1), data=bytes(512), nexus=2),
+        cmd([0x16, 0, 0, 0, 0, 0], nexus=2), event("CL_ANSWER", 0, 0), cmd(tur(), nexus=4),
+        event("CL_PEER", ev_arg(0, 1), 0x00), event("CL_PEER", ev_arg(0, 2), 0x01),
     ])
     return s
 
