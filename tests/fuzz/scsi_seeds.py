@@ -47,7 +47,7 @@ def cmd(cdb, edtl=0, nexus=0, lun=0, data=None, inflight=False, attr=1):
 EV = {n: i for i, n in enumerate(
     "LU_RESET TARGET_RESET CLEAR_TASK_SET ABORT_TASK_SET ABORT_TASK LOGOUT ALUA_SET "
     "ALUA_CONFIGURE ALUA_ANSWER POLICY LEASE MOVE_DG AWAITS OFFLINE CL_ANSWER CL_PEER "
-    "CL_LOCK".split())}
+    "CL_LOCK GROW".split())}
 
 
 def event(name, a=0, b=0, extra=b""):
@@ -482,6 +482,15 @@ def seeds():
         cmd(tur(), nexus=0), cmd(pr_in(3), 0x2000, nexus=0), cmd(rw10(0x2a, 0, 1), data=bytes(512), nexus=2),
         cmd([0x16, 0, 0, 0, 0, 0], nexus=2), event("CL_ANSWER", 0, 0), cmd(tur(), nexus=4),
         event("CL_PEER", ev_arg(0, 1), 0x00), event("CL_PEER", ev_arg(0, 2), 0x01),
+    ])
+    # LU 2's backend unreachable at start (NOT READY, no geometry), then found; LU 0 grows
+    s["capacity-changes"] = bytes([0x00, 0x08]) + b"".join([
+        cmd(inquiry(96), 96, lun=2), cmd(tur(), lun=2), cmd(rc16(32), 32, lun=2),
+        cmd(rw10(0x28, 0, 1), 4096, lun=2), cmd(pr_in(0), 0x100, lun=2),
+        event("GROW", ev_arg(0, 2), 1 | 15 << 1), cmd(tur(), lun=2), cmd(tur(), lun=2),
+        cmd(rc16(32), 32, lun=2), cmd(rw16(0x88, 15, 1), 4096, lun=2),
+        event("GROW", ev_arg(0, 0), 8 << 1), cmd(rc10(), 8), cmd(tur()), cmd(rc10(), 8),
+        cmd(rw16(0x88, 70, 2), 1024), cmd(get_lba_status(60, 0x100), 0x100),
     ])
     return s
 
