@@ -573,7 +573,8 @@ static const char *const dgs[] = { SCSI_ALUA_DG_DEFAULT, "dg2", "dg3" };
 enum {
 	EV_LU_RESET, EV_TARGET_RESET, EV_CLEAR_TASK_SET, EV_ABORT_TASK_SET, EV_ABORT_TASK,
 	EV_LOGOUT, EV_ALUA_SET, EV_ALUA_CONFIGURE, EV_ALUA_ANSWER, EV_POLICY, EV_LEASE,
-	EV_MOVE_DG, EV_AWAITS, EV_OFFLINE, EV_CL_ANSWER, EV_CL_PEER, EV_CL_LOCK, EV_GROW, EV_N
+	EV_MOVE_DG, EV_AWAITS, EV_OFFLINE, EV_CL_ANSWER, EV_CL_PEER, EV_CL_LOCK, EV_GROW,
+	EV_ALUA_MAP, EV_PORTS, EV_N
 };
 
 static void rec_event(uint8_t kind)
@@ -682,6 +683,45 @@ static void rec_event(uint8_t kind)
 	case EV_CL_PEER:
 		peer_change(l, b);     /* LU 2 never has its state in the cluster: refused */
 		break;
+	case EV_ALUA_MAP: {
+		/* the HA agent's map: the states of up to three device groups at once */
+		struct scsi_alua_update mu[3][2];
+		struct scsi_alua_dg_update m[3];
+		size_t nm = (size_t)(a & 3), bad;
+
+		for (k = 0; k < nm; k++) {
+			uint8_t c = (b >> (2 * k)) & 3;
+
+			m[k].dg = c == 3 ? "nobody's" : dgs[c];        /* 3: a device group nobody made */
+			m[k].n = (size_t)((a >> (2 + k)) & 1) + 1;
+			for (size_t j = 0; j < m[k].n; j++) {
+				uint8_t v = take8();
+
+				mu[k][j].tpg_id = (uint16_t)(1 + (v >> 5) % 4);
+				mu[k][j].state = v & 0x0f;
+				mu[k][j].pref = v & 0x10;
+			}
+			m[k].u = mu[k];
+		}
+		(void)scsi_alua_set_map(m, nm, &bad);
+		break;
+	}
+	case EV_PORTS: {
+		/* a reload's port map: ports move between groups, groups go */
+		struct scsi_alua_port pm[4];
+		size_t np = 0;
+
+		for (k = 0; k < 4; k++) {
+			if (!((b >> k) & 1))
+				continue;
+			pm[np].rel_port_id = (uint16_t)(k + 1);
+			pm[np].tpg_id = (uint16_t)(1 + ((a >> (2 * k)) & 3));
+			pm[np].local = k < 2;
+			np++;
+		}
+		(void)scsi_alua_set_ports(pm, np);
+		break;
+	}
 	case EV_GROW:
 		mem_grow(fz.mem[l], b & 1 ? 4096 : 512, (b >> 1) & 15);
 		break;

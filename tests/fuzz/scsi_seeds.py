@@ -47,7 +47,7 @@ def cmd(cdb, edtl=0, nexus=0, lun=0, data=None, inflight=False, attr=1):
 EV = {n: i for i, n in enumerate(
     "LU_RESET TARGET_RESET CLEAR_TASK_SET ABORT_TASK_SET ABORT_TASK LOGOUT ALUA_SET "
     "ALUA_CONFIGURE ALUA_ANSWER POLICY LEASE MOVE_DG AWAITS OFFLINE CL_ANSWER CL_PEER "
-    "CL_LOCK GROW".split())}
+    "CL_LOCK GROW ALUA_MAP PORTS".split())}
 
 
 def event(name, a=0, b=0, extra=b""):
@@ -491,6 +491,51 @@ def seeds():
         cmd(rc16(32), 32, lun=2), cmd(rw16(0x88, 15, 1), 4096, lun=2),
         event("GROW", ev_arg(0, 0), 8 << 1), cmd(rc10(), 8), cmd(tur()), cmd(rc10(), 8),
         cmd(rw16(0x88, 70, 2), 1024), cmd(get_lba_status(60, 0x100), 0x100),
+    ])
+    # every PERSISTENT RESERVE OUT path of libiscsi's prout_* and prin_* tests
+    s["pr-lifecycle"] = bytes([0x00, 0x00]) + b"".join([
+        cmd(pr_out(0), data=pr_params(0, k[1]), nexus=0),
+        cmd(pr_out(0), data=pr_params(0, k[2]), nexus=2),
+        cmd(pr_out(0), data=pr_params(0, k[3]), nexus=5),
+        cmd(pr_out(1, 6), data=pr_params(k[1]), nexus=0),
+        cmd(rw10(0x28, 0, 1), 512, nexus=4), cmd(rw10(0x28, 0, 1), 512, nexus=2),
+        cmd([0x1b, 0, 0, 0, 1, 0], nexus=4), cmd([0x1e, 0, 0, 0, 0, 0], nexus=4),
+        cmd(pr_out(2, 6), data=pr_params(k[1]), nexus=0), cmd(tur(), nexus=2),
+        cmd(pr_out(0), data=pr_params(k[2], 0), nexus=2), cmd(pr_in(0), 0x100, nexus=2),
+        cmd(pr_out(1, 8), data=pr_params(k[1]), nexus=0),
+        cmd(rw10(0x28, 0, 1), 512, nexus=5), cmd(rw10(0x28, 0, 1), 512, nexus=3),
+        cmd(pr_out(4, 8), data=pr_params(k[3], 0), nexus=5), cmd(tur(), nexus=0),
+        cmd(pr_out(4, 1), data=pr_params(k[3], k[3]), nexus=5),
+        cmd(pr_out(2, 1), data=pr_params(k[3]), nexus=5),
+        cmd(pr_out(0), data=pr_params(k[3], 0), nexus=5),
+        cmd([0x16, 0, 0, 0, 0, 0], nexus=1), cmd([0x57] + [0] * 9, nexus=1),
+        cmd([0x16, 0, 0, 0, 0, 0], nexus=1), cmd([0x17, 0, 0, 0, 0, 0], nexus=1),
+        cmd(pr_out(0), data=pr_params(0, k[2]), nexus=1),
+        cmd(pr_out(0), data=pr_params(0, k[2]), nexus=1),
+        cmd(pr_out(6), data=pr_params(0, k[1], aptpl=True), nexus=1),
+        cmd(pr_out(5, 5), data=pr_params(k[1], 0), nexus=1),
+        cmd(pr_out(9), data=pr_params(k[1])), cmd(pr_in(4), 0x100),
+    ])
+    # copy statuses: the same list ID twice in flight, 17 list IDs, a segment of 0 blocks
+    xz = xcopy_params([cscd_e4(0), cscd_e4(1)], [seg_b2b(0, 1, 0, 0, 0), seg_b2b(0, 1, 1, 0, 1)],
+                      list_id=3)
+    recs = [cmd(xcopy(len(xp)), data=xp, inflight=True), cmd(xcopy(len(xp)), data=xp),
+            io("pump"), cmd(xcopy(len(xz)), data=xz)]
+    for i in range(17):
+        xi = xcopy_params([cscd_e4(0)], [seg_b2b(0, 0, 1, 1, 2)], list_id=0x10 + i)
+        recs.append(cmd(xcopy(len(xi)), data=xi, inflight=i > 14))
+    recs += [cmd(rcr(0, 0x10), 0x400), io("pump"), cmd(rcr(0, 0x1f), 0x400),
+             io("fail", 0), cmd(xcopy(len(xz)), data=xz, inflight=True), io("complete", 0),
+             io("fail", 0), io("pump"), cmd(rcr(0, 3), 0x400)]
+    s["xcopy-statuses"] = bytes([0x00, 0x00]) + b"".join(recs)
+    # the HA agent's map of device groups, and a reload that moves ports between groups
+    s["alua-map-ports"] = bytes([0x18, 0x00]) + b"".join([
+        event("ALUA_MAP", 3 | 1 << 2, 0 | 1 << 2 | 2 << 4, b"\x21\x40\x02\x20"),
+        cmd(rtpg(), 0x200), cmd(rtpg(), 0x200, lun=2), cmd(tur(), nexus=1),
+        event("ALUA_MAP", 2, 0 | 3 << 2, b"\x20\x20"),
+        event("PORTS", 0 | 0 << 2 | 2 << 4, 0x07), cmd(rtpg(), 0x200), cmd(inquiry(96), 96),
+        cmd(tur(), nexus=1), event("PORTS", 0, 0x01), cmd(inquiry(96), 96), cmd(rtpg(), 0x200),
+        cmd(stpg(8), data=be32(0) + bytes([0x01, 0]) + be16(2), nexus=1),
     ])
     return s
 
