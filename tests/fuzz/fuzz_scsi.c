@@ -289,6 +289,7 @@ struct fz {
 	unsigned int drain;
 	bool logged_out;
 	bool finished;
+	unsigned int waits;             /* task management waiting for the cluster */
 	/* the ALUA policy owner */
 	bool owner_listens;
 	uint64_t req_id[MAX_REQ];
@@ -532,6 +533,16 @@ static void rec_command(uint8_t arg, bool in_flight)
 		pump();
 }
 
+/* A reset, CLEAR TASK SET or logout is in force on every node: the core answers it now. */
+static void wait_done(void *arg)
+{
+	struct fz *f = arg;
+
+	if (f->waits == 0)
+		abort();        /* called twice, or for a call that said it would not wait */
+	f->waits--;
+}
+
 static void abort_cmd(struct fz_cmd *fc)
 {
 	if (fc->aborted)
@@ -559,7 +570,8 @@ static void nexus_logout(unsigned int nx)
 		return;
 	abort_matching(nx, NULL);
 	for (unsigned int l = 0; l < NLU; l++)
-		scsi_lu_itn_logout(fz.lu[l], &fz.itn[nx]);
+		if (scsi_lu_itn_logout_wait(fz.lu[l], &fz.itn[nx], wait_done, &fz))
+			fz.waits++;
 	for (unsigned int l = 0; l < NLU; l++)
 		scsi_lu_itn_remove(fz.lu[l], &fz.itn[nx]);
 	fz.attached[nx] = false;
@@ -574,7 +586,7 @@ enum {
 	EV_LU_RESET, EV_TARGET_RESET, EV_CLEAR_TASK_SET, EV_ABORT_TASK_SET, EV_ABORT_TASK,
 	EV_LOGOUT, EV_ALUA_SET, EV_ALUA_CONFIGURE, EV_ALUA_ANSWER, EV_POLICY, EV_LEASE,
 	EV_MOVE_DG, EV_AWAITS, EV_OFFLINE, EV_CL_ANSWER, EV_CL_PEER, EV_CL_LOCK, EV_GROW,
-	EV_ALUA_MAP, EV_PORTS, EV_N
+	EV_ALUA_MAP, EV_PORTS, EV_POLL, EV_N
 };
 
 static void rec_event(uint8_t kind)
@@ -587,17 +599,20 @@ static void rec_event(uint8_t kind)
 	switch (kind % EV_N) {
 	case EV_LU_RESET:
 		abort_matching(NNEXUS, fz.lu[l]);
-		scsi_lu_reset(fz.lu[l], &fz.itn[nx], SCSI_RESET_LU);
+		if (scsi_lu_reset_wait(fz.lu[l], &fz.itn[nx], SCSI_RESET_LU, wait_done, &fz))
+			fz.waits++;
 		break;
 	case EV_TARGET_RESET:
 		abort_matching(NNEXUS, NULL);
 		for (k = 0; k < NLU; k++)
-			scsi_lu_reset(fz.lu[k], &fz.itn[nx],
-				      b & 1 ? SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM);
+			if (scsi_lu_reset_wait(fz.lu[k], &fz.itn[nx], b & 1 ? SCSI_RESET_TARGET_COLD :
+					       SCSI_RESET_TARGET_WARM, wait_done, &fz))
+				fz.waits++;
 		break;
 	case EV_CLEAR_TASK_SET:
 		abort_matching(NNEXUS, fz.lu[l]);
-		scsi_lu_tasks_cleared(fz.lu[l], &fz.itn[nx]);
+		if (scsi_lu_tasks_cleared_wait(fz.lu[l], &fz.itn[nx], wait_done, &fz))
+			fz.waits++;
 		break;
 	case EV_ABORT_TASK_SET:
 		abort_matching(nx, fz.lu[l]);
@@ -722,6 +737,9 @@ static void rec_event(uint8_t kind)
 		(void)scsi_alua_set_ports(pm, np);
 		break;
 	}
+	case EV_POLL:
+		scsi_shared_poll();     /* the idle timer of reactor 0 */
+		break;
 	case EV_GROW:
 		mem_grow(fz.mem[l], b & 1 ? 4096 : 512, (b >> 1) & 15);
 		break;
@@ -1006,7 +1024,7 @@ static bool quiet(void)
 	for (unsigned int l = 0; l < NLU; l++)
 		if (fz.mem[l]->qn)
 			return false;
-	return list_empty(&fz.running) && !fz.nprops && !scsi_alua_requests_held() &&
+	return list_empty(&fz.running) && !fz.nprops && !fz.waits && !scsi_alua_requests_held() &&
 	       !scsi_cluster_held();
 }
 

@@ -47,7 +47,7 @@ def cmd(cdb, edtl=0, nexus=0, lun=0, data=None, inflight=False, attr=1):
 EV = {n: i for i, n in enumerate(
     "LU_RESET TARGET_RESET CLEAR_TASK_SET ABORT_TASK_SET ABORT_TASK LOGOUT ALUA_SET "
     "ALUA_CONFIGURE ALUA_ANSWER POLICY LEASE MOVE_DG AWAITS OFFLINE CL_ANSWER CL_PEER "
-    "CL_LOCK GROW ALUA_MAP PORTS".split())}
+    "CL_LOCK GROW ALUA_MAP PORTS POLL".split())}
 
 
 def event(name, a=0, b=0, extra=b""):
