@@ -439,6 +439,11 @@ static void cmd_done(struct scsi_cmd *cmd)
 	}
 	if (cmd->status == SCSI_STATUS_GOOD && fc->have_alloc)
 		check(cmd->xfer_len <= fc->alloc, "more parameter data than allocated", fc);
+	if (cmd->status == SCSI_STATUS_GOOD && fc->have_alloc && cmd->cdb[0] == 0x9e &&
+	    (cmd->cdb[1] & 0x1f) == 0x12 && fc->alloc >= 24 && cmd->buf_len >= 24)
+		/* GET LBA STATUS: at least the descriptor of the starting LBA (SBC-3 5.6) */
+		check(cmd->xfer_len >= 24 && cmd->buf[0] == 0 && cmd->buf[1] == 0 &&
+		      (cmd->buf[2] << 8 | cmd->buf[3]) >= 20, "GET LBA STATUS without a descriptor", fc);
 	list_del(&fc->link);
 	list_add_tail(&fc->link, &fz.done);
 }
