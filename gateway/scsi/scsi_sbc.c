@@ -1210,15 +1210,16 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	uint64_t lba = get_be64(&cmd->cdb[2]);
 	uint32_t alloc = get_be32(&cmd->cdb[10]);
 	uint32_t max_desc, nd = 0, len;
+	uint64_t want;
 	uint8_t *d;
 
 	if (lba >= lu->nblocks) {
 		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return;
 	}
-	max_desc = alloc > 8 ? (alloc - 8 + 15) / 16 : 1;
-	if (max_desc > 64)
-		max_desc = 64;
+	/* in 64 bits: an allocation length near 4 GiB must not wrap to no descriptor */
+	want = alloc > 8 ? ((uint64_t)alloc - 8 + 15) / 16 : 1;
+	max_desc = want > 64 ? 64 : (uint32_t)want;
 	d = calloc(1, 8 + 16 * (size_t)max_desc);
 	if (!d) {
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);

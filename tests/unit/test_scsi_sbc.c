@@ -999,6 +999,13 @@ static void test_get_lba_status(void **state)
 	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
 	assert_good(x);
 	assert_int_equal(be32(&buf[16]), 1);
+	/* an allocation length near 4 GiB still gets its descriptor (it wrapped to none) */
+	glbas_cdb(c, 5, UINT32_MAX);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 24);
+	assert_int_equal(be32(buf), 20);
+	assert_int_equal(be64(&buf[8]), 5);
 	glbas_cdb(c, NB(x), 24);
 	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
