@@ -98,6 +98,8 @@ struct fz_mem {
 	void *listener_arg;
 };
 
+static void check_write_source(const struct bdev_io *io);
+
 static int mem_submit(struct bdev *b, struct bdev_io *io)
 {
 	struct fz_mem *m = (struct fz_mem *)(void *)b;
@@ -118,6 +120,8 @@ static int mem_submit(struct bdev *b, struct bdev_io *io)
 			total += io->iov[i].iov_len;
 		if (total != io->len || (io->flags & BDEV_IO_COMPARE_AND_WRITE))
 			return -EINVAL;
+		if (io->op == BDEV_OP_WRITE)
+			check_write_source(io);
 	}
 	if (m->qn >= QMAX)
 		return -ENOMEM;
@@ -263,6 +267,8 @@ static void mem_complete(struct fz_mem *m, unsigned int i)
 struct fz_cmd {
 	struct scsi_cmd c;
 	struct list_head link;
+	uint8_t *buf;           /* the task buffer (the SCSI layer may hide it: c.buf NULL) */
+	uint32_t len;           /* and its length, the EDTL */
 	int ndone;
 	bool aborted;
 	bool canary;            /* buf was filled with CANARY and nothing else is written to it */
@@ -418,6 +424,16 @@ static void cmd_done(struct scsi_cmd *cmd)
 		check(cmd->sense_len >= 18 && (cmd->sense[0] & 0x7f) == 0x70 &&
 		      cmd->sense[7] + 8u <= cmd->sense_len,
 		      "CHECK CONDITION without fixed format sense", fc);
+		if ((cmd->sense[2] & 0x0f) == SCSI_SK_ILLEGAL_REQUEST && (cmd->sense[15] & 0x80)) {
+			/* a field pointer points into the CDB or the parameter list */
+			uint16_t field = (uint16_t)(cmd->sense[16] << 8 | cmd->sense[17]);
+
+			if (cmd->sense[15] & 0x40)
+				check(field < cmd->cdb_len, "field pointer past the CDB", fc);
+			else
+				check(cmd->data_out && field < cmd->buf_len,
+				      "field pointer past the parameter list", fc);
+		}
 		break;
 	case SCSI_STATUS_RESERVATION_CONFLICT:
 	case SCSI_STATUS_BUSY:
@@ -448,13 +464,33 @@ static void cmd_done(struct scsi_cmd *cmd)
 	list_add_tail(&fc->link, &fz.done);
 }
 
+/* What goes to the medium never comes from a buffer the initiator sent nothing in. */
+static void check_write_source(const struct bdev_io *io)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &fz.running) {
+		struct fz_cmd *fc = list_entry(pos, struct fz_cmd, link);
+		uintptr_t lo = (uintptr_t)fc->buf, hi = lo + fc->len;
+
+		if (fc->c.data_out || !fc->buf)
+			continue;
+		for (int i = 0; i < io->iovcnt; i++) {
+			uintptr_t b = (uintptr_t)io->iov[i].iov_base;
+
+			check(b + io->iov[i].iov_len <= lo || b >= hi,
+			      "a write of data the initiator did not send", fc);
+		}
+	}
+}
+
 static void free_done(void)
 {
 	while (!list_empty(&fz.done)) {
 		struct fz_cmd *fc = list_first_entry(&fz.done, struct fz_cmd, link);
 
 		list_del(&fc->link);
-		free(fc->c.buf);
+		free(fc->buf);
 		free(fc);
 	}
 }
@@ -506,7 +542,8 @@ static void rec_command(uint8_t arg, bool in_flight)
 	fc->nexus = (uint8_t)nx;
 	if (len) {
 		/* exactly EDTL bytes, as the core's task buffer: overruns are caught */
-		fc->c.buf = malloc(len);
+		fc->len = len;
+		fc->c.buf = fc->buf = malloc(len);
 		if (!fc->c.buf)
 			abort();
 		if (fc->c.data_out) {
