@@ -262,6 +262,7 @@ enum pr_class {
 #define OPF_NO_UA  0x02 /* neither reports nor clears a unit attention */
 #define OPF_NO_LU  0x04 /* handled even when cmd->lu == NULL */
 #define OPF_R2_OK  0x08 /* allowed when another nexus holds a SCSI-2 reservation */
+#define OPF_DOUT   0x10 /* takes data-out (write data, a parameter list) */
 
 struct scsi_opdef {
 	uint8_t op;

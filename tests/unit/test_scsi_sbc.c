@@ -974,6 +974,44 @@ static void test_sync_prefetch(void **state)
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
 }
 
+/*
+ * Without the W bit the initiator sent nothing: the buffer (another
+ * command's data in the datamover's pool) is neither written nor read as a
+ * parameter list.
+ */
+static void test_no_w_bit(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t c[16], buf[2 * 4096], out[4096];
+	unsigned int writes = x->mem->nwrites;
+
+	memset(buf, 0x5a, sizeof(buf));
+	cdb10(c, 0x2a, 0, 3, 1);
+	tcmd_init(&x->t, &x->a, x->lu, c, 10, buf, bs);
+	x->t.c.data_in = true;
+	x->t.c.data_out = false;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_int_equal(x->t.ndone, 1);
+	assert_good(x);                         /* nothing arrived: nothing written */
+	assert_int_equal(x->t.c.xfer_len, bs);  /* the core reports the overflow */
+	assert_int_equal(x->mem->nwrites, writes);
+	cdb10(c, 0x28, 0, 3, 1);
+	assert_int_equal(run_cdb(x, &x->a, c, 10, out, bs), SCSI_STATUS_GOOD);
+	assert_int_equal(out[0], 0);
+
+	/* COMPARE AND WRITE: the data-out must be there */
+	cdb16(c, 0x89, 0, 3, 0);
+	c[13] = 1;
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 2 * bs);
+	x->t.c.data_out = false;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+	assert_int_equal(x->mem->nwrites, writes);
+}
+
 static void glbas_cdb(uint8_t *c, uint64_t lba, uint32_t alloc)
 {
 	cdb16(c, 0x9e, 0x12, lba, alloc);
@@ -1071,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_write_atomic_readonly),
 		cmocka_unit_test_setup_teardown(test_write_atomic_isolated, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_no_w_bit, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, tctx_free),
 	};
