@@ -425,17 +425,28 @@ void sbc_read(struct scsi_cmd *cmd)
 		return;
 	if (range_answered(cmd, lba, n))
 		return;
-	pv->lba = lba;
-	pv->nblocks = n;
 	if (bytes > cmd->buf_len) {
-		/* the initiator asked for less than the command moves: read into a
-		 * bounce buffer and hand over what fits (the core reports overflow) */
-		pv->bounce = malloc(bytes);
-		if (!pv->bounce) {
-			scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		/*
+		 * The initiator asked for less than the command moves (the core
+		 * reports the overflow): only the blocks that hold what it can take
+		 * are read, not the whole range into memory, through a bounce buffer
+		 * when the last of them is partial.
+		 */
+		n = (uint32_t)(((uint64_t)cmd->buf_len + lu->block_size - 1) / lu->block_size);
+		if (n == 0) {
+			scsi_good(cmd);
 			return;
 		}
+		if (cmd->buf_len % lu->block_size) {
+			pv->bounce = malloc((size_t)n * lu->block_size);
+			if (!pv->bounce) {
+				scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+				return;
+			}
+		}
 	}
+	pv->lba = lba;
+	pv->nblocks = n;
 	if (gate_read_enter(cmd, read_start))
 		read_start(cmd);
 }

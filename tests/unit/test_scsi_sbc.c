@@ -220,6 +220,29 @@ static void test_short_buffers(void **state)
 	assert_int_equal(x->t.c.xfer_len, 4 * bs);
 	assert_memory_equal(buf, x->mem->data, 200);
 	assert_int_equal(buf[200], 0xcc);
+	/* the whole LU asked for, 200 bytes taken: only the first block is read */
+	memset(buf, 0xcc, 4 * bs);
+	cdb16(c, 0x88, 0, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 200);
+	x->t.c.data_in = true;
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, bs);
+	mem_run(x->mem);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, NB(x) * bs);
+	assert_memory_equal(buf, x->mem->data, 200);
+	assert_int_equal(buf[200], 0xcc);
+	/* whole blocks fit: read straight into the buffer */
+	cdb16(c, 0x88, 0, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 2 * bs);
+	x->t.c.data_in = true;
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, 2 * bs);
+	mem_run(x->mem);
+	assert_good(x);
+	assert_memory_equal(buf, x->mem->data, 2 * bs);
 
 	/* write: fewer data-out bytes than the CDB asks for (EDTL < transfer
 	 * length): the whole blocks that arrived are written, nothing more */
