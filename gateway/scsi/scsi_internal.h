@@ -216,10 +216,10 @@ struct scsi_priv {
 	struct scsi_cmd *cmd;
 	void *bounce;
 	uint64_t lba;
-	uint64_t remaining;             /* blocks still to do (WRITE SAME) */
+	uint64_t remaining;             /* blocks still to do (WRITE SAME, VERIFY) */
 	uint32_t nblocks;
-	uint32_t chunk;                 /* blocks per WRITE SAME I/O */
-	uint32_t idx;                   /* UNMAP descriptor index */
+	uint32_t chunk;                 /* blocks per WRITE SAME or VERIFY I/O */
+	uint32_t idx;                   /* UNMAP descriptor index; VERIFY: blocks compared */
 	uint32_t ndesc;
 	uint8_t gate;                   /* enum scsi_gate */
 	uint8_t step;

@@ -365,6 +365,21 @@ static void test_verify(void **state)
 	cdb16(c, 0x8f, 0x06, 20, 4);
 	run_cdb(x, &x->a, c, 16, buf, bs);
 	assert_good(x);
+	/* the whole LU against one block: read 1 MiB at a time, not all at once */
+	memset(x->mem->data, 0x3c, NB(x) * bs);
+	cdb16(c, 0x8f, 0x06, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, bs);
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, 1 * MB);
+	mem_run(x->mem);
+	assert_int_equal(x->t.ndone, 1);
+	assert_good(x);
+	/* a miscompare in the third chunk: its offset in the whole range */
+	x->mem->data[2 * MB + 5 * bs + 7] = 0;
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_MISCOMPARE, 0x1d00);
+	assert_int_equal(be32(&x->t.c.sense[3]), 2 * MB + 5 * bs + 7);
 	free(buf);
 }
 
