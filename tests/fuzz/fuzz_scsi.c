@@ -44,9 +44,13 @@
  * everything is freed.
  *
  * Sanity checks (abort): done is called exactly once; sense data fits and
- * is fixed format with CHECK CONDITION only; GOOD carries no sense; a
- * data-in command writes no byte past the length it reports, and reports
- * no more than its CDB's allocation length.
+ * is fixed format with CHECK CONDITION only; GOOD carries no sense; a field
+ * pointer points into the CDB or the data-out; a data-in command writes no
+ * byte past the length it reports, and reports no more than its CDB's
+ * allocation length; GET LBA STATUS has the starting LBA's descriptor; no
+ * write takes its data from the buffer of a command without the W bit (the
+ * core's pool holds another command's data there); task management that
+ * waits is answered once; at the end nothing is held and no I/O is queued.
  *
  * Seeds (tests/fuzz/corpus/fuzz_scsi/): written by tests/fuzz/scsi_seeds.py
  * from the CDBs Linux (sd, scsi_dh_alua) and libiscsi's iscsi-test-cu send,
