@@ -504,7 +504,10 @@ struct scsi_cmd {
 	uint8_t attr;                   /* enum scsi_task_attr */
 	bool data_in;                   /* initiator expects data (iSCSI R bit) */
 	bool data_out;                  /* initiator sends data (iSCSI W bit) */
-	uint8_t *buf;                   /* data-out contents or data-in space */
+	/* data-out contents or data-in space; a command that takes data-out
+	 * submitted without data_out has none: the SCSI layer sets buf NULL and
+	 * buf_len 0 (the buffer holds no data the initiator sent) */
+	uint8_t *buf;
 	uint32_t buf_len;               /* = Expected Data Transfer Length */
 	scsi_done_cb done;
 	void *ctx;

@@ -136,11 +136,11 @@ static const struct scsi_opdef op_table[] = {
 	  spc_request_sense, NULL, 5, "REQUEST SENSE" },
 	{ 0x08, 0, 6, 0, PRC_READ, { 0x08, 0x1f, 0xff, 0xff, 0xff, 0 },
 	  sbc_read, NULL, 30, "READ(6)" },
-	{ 0x0a, 0, 6, 0, PRC_WRITE, { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0 },
+	{ 0x0a, 0, 6, OPF_DOUT, PRC_WRITE, { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0 },
 	  sbc_write, NULL, 30, "WRITE(6)" },
 	{ 0x12, 0, 6, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW, { 0x12, 0x01, 0xff, 0xff, 0xff, 0 },
 	  spc_inquiry, NULL, 5, "INQUIRY" },
-	{ 0x15, 0, 6, 0, PRC_WRITE, { 0x15, 0x11, 0, 0, 0xff, 0 },
+	{ 0x15, 0, 6, OPF_DOUT, PRC_WRITE, { 0x15, 0x11, 0, 0, 0xff, 0 },
 	  spc_mode_select, NULL, 5, "MODE SELECT(6)" },
 	{ 0x16, 0, 6, 0, PRC_ALLOW, { 0x16, 0, 0, 0, 0, 0 },
 	  pr_reserve6, NULL, 5, "RESERVE(6)" },
@@ -155,18 +155,20 @@ static const struct scsi_opdef op_table[] = {
 	{ 0x25, 0, 10, OPF_R2_OK, PRC_ALLOW, { 0x25, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x01, 0 },
 	  sbc_read_capacity10, NULL, 5, "READ CAPACITY(10)" },
 	{ 0x28, 0, 10, 0, PRC_READ, U10(0x28, 0x18), sbc_read, NULL, 30, "READ(10)" },
-	{ 0x2a, 0, 10, 0, PRC_WRITE, U10(0x2a, 0x18), sbc_write, NULL, 30, "WRITE(10)" },
-	{ 0x2e, 0, 10, 0, PRC_WRITE, U10(0x2e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(10)" },
-	{ 0x2f, 0, 10, 0, PRC_READ, U10(0x2f, 0x12), sbc_verify, NULL, 30, "VERIFY(10)" },
+	{ 0x2a, 0, 10, OPF_DOUT, PRC_WRITE, U10(0x2a, 0x18), sbc_write, NULL, 30, "WRITE(10)" },
+	{ 0x2e, 0, 10, OPF_DOUT, PRC_WRITE,
+	  U10(0x2e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(10)" },
+	{ 0x2f, 0, 10, OPF_DOUT, PRC_READ, U10(0x2f, 0x12), sbc_verify, NULL, 30, "VERIFY(10)" },
 	{ 0x34, 0, 10, 0, PRC_READ, U10(0x34, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(10)" },
 	{ 0x35, 0, 10, 0, PRC_WRITE, U10(0x35, 0x02), sbc_sync_cache, NULL, 60,
 	  "SYNCHRONIZE CACHE(10)" },
 	{ 0x37, 0, 10, 0, PRC_WRITE, { 0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0 },
 	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(10)" },
-	{ 0x41, 0, 10, 0, PRC_WRITE, U10(0x41, 0x08), sbc_write_same, NULL, 120, "WRITE SAME(10)" },
-	{ 0x42, 0, 10, 0, PRC_WRITE, { 0x42, 0, 0, 0, 0, 0, 0x1f, 0xff, 0xff, 0 },
+	{ 0x41, 0, 10, OPF_DOUT, PRC_WRITE,
+	  U10(0x41, 0x08), sbc_write_same, NULL, 120, "WRITE SAME(10)" },
+	{ 0x42, 0, 10, OPF_DOUT, PRC_WRITE, { 0x42, 0, 0, 0, 0, 0, 0x1f, 0xff, 0xff, 0 },
 	  sbc_unmap, avail_thin, 120, "UNMAP" },
-	{ 0x55, 0, 10, 0, PRC_WRITE, { 0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
+	{ 0x55, 0, 10, OPF_DOUT, PRC_WRITE, { 0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
 	  spc_mode_select, NULL, 5, "MODE SELECT(10)" },
 	{ 0x56, 0, 10, 0, PRC_ALLOW, { 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	  pr_reserve6, NULL, 5, "RESERVE(10)" },
@@ -183,7 +185,8 @@ static const struct scsi_opdef op_table[] = {
 	{ 0x5e, 0x03, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x03, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
 	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ FULL STATUS" },
 #define PROUT(sa, nm) \
-	{ 0x5f, sa, 10, OPF_SA, PRC_ALLOW, { 0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0 }, \
+	{ 0x5f, sa, 10, OPF_SA | OPF_DOUT, PRC_ALLOW, \
+	  { 0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0 }, \
 	  pr_out, NULL, 5, "PERSISTENT RESERVE OUT / " nm }
 	PROUT(0x00, "REGISTER"),
 	PROUT(0x01, "RESERVE"),
@@ -193,7 +196,7 @@ static const struct scsi_opdef op_table[] = {
 	PROUT(0x05, "PREEMPT AND ABORT"),
 	PROUT(0x06, "REGISTER AND IGNORE EXISTING KEY"),
 #undef PROUT
-	{ 0x83, 0x00, 16, OPF_SA, PRC_WRITE,
+	{ 0x83, 0x00, 16, OPF_SA | OPF_DOUT, PRC_WRITE,
 	  { 0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  xcopy_extended_copy, NULL, 300, "EXTENDED COPY(LID1)" },
 	{ 0x84, 0x00, 16, OPF_SA, PRC_ALLOW,
@@ -203,18 +206,20 @@ static const struct scsi_opdef op_table[] = {
 	  { 0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  xcopy_receive_copy_results, NULL, 5, "RECEIVE COPY RESULTS / OPERATING PARAMETERS" },
 	{ 0x88, 0, 16, 0, PRC_READ, U16(0x88, 0x18), sbc_read, NULL, 30, "READ(16)" },
-	{ 0x89, 0, 16, 0, PRC_WRITE,
+	{ 0x89, 0, 16, OPF_DOUT, PRC_WRITE,
 	  { 0x89, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x1f, 0 },
 	  sbc_compare_and_write, NULL, 30, "COMPARE AND WRITE" },
-	{ 0x8a, 0, 16, 0, PRC_WRITE, U16(0x8a, 0x18), sbc_write, NULL, 30, "WRITE(16)" },
-	{ 0x8b, 0, 16, 0, PRC_WRITE, U16(0x8b, 0x18), sbc_orwrite, NULL, 30, "ORWRITE(16)" },
-	{ 0x8e, 0, 16, 0, PRC_WRITE, U16(0x8e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(16)" },
-	{ 0x8f, 0, 16, 0, PRC_READ, U16(0x8f, 0x12), sbc_verify, NULL, 30, "VERIFY(16)" },
+	{ 0x8a, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8a, 0x18), sbc_write, NULL, 30, "WRITE(16)" },
+	{ 0x8b, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8b, 0x18), sbc_orwrite, NULL, 30, "ORWRITE(16)" },
+	{ 0x8e, 0, 16, OPF_DOUT, PRC_WRITE,
+	  U16(0x8e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(16)" },
+	{ 0x8f, 0, 16, OPF_DOUT, PRC_READ, U16(0x8f, 0x12), sbc_verify, NULL, 30, "VERIFY(16)" },
 	{ 0x90, 0, 16, 0, PRC_READ, U16(0x90, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(16)" },
 	{ 0x91, 0, 16, 0, PRC_WRITE, U16(0x91, 0x02), sbc_sync_cache, NULL, 60,
 	  "SYNCHRONIZE CACHE(16)" },
-	{ 0x93, 0, 16, 0, PRC_WRITE, U16(0x93, 0x09), sbc_write_same, NULL, 120, "WRITE SAME(16)" },
-	{ 0x9c, 0, 16, 0, PRC_WRITE,
+	{ 0x93, 0, 16, OPF_DOUT, PRC_WRITE,
+	  U16(0x93, 0x09), sbc_write_same, NULL, 120, "WRITE SAME(16)" },
+	{ 0x9c, 0, 16, OPF_DOUT, PRC_WRITE,
 	  { 0x9c, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff, 0x1f, 0 },
 	  sbc_write_atomic, NULL, 30, "WRITE ATOMIC(16)" },
 	{ 0x9e, 0x10, 16, OPF_SA | OPF_R2_OK, PRC_ALLOW,
@@ -235,13 +240,14 @@ static const struct scsi_opdef op_table[] = {
 	{ 0xa3, 0x0d, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0x0d, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  spc_rstmf, NULL, 5, "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS" },
-	{ 0xa4, 0x0a, 12, OPF_SA, PRC_WRITE,
+	{ 0xa4, 0x0a, 12, OPF_SA | OPF_DOUT, PRC_WRITE,
 	  { 0xa4, 0x0a, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  alua_stpg, NULL, 5, "SET TARGET PORT GROUPS" },
 	{ 0xa8, 0, 12, 0, PRC_READ, U12(0xa8, 0x18), sbc_read, NULL, 30, "READ(12)" },
-	{ 0xaa, 0, 12, 0, PRC_WRITE, U12(0xaa, 0x18), sbc_write, NULL, 30, "WRITE(12)" },
-	{ 0xae, 0, 12, 0, PRC_WRITE, U12(0xae, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
-	{ 0xaf, 0, 12, 0, PRC_READ, U12(0xaf, 0x12), sbc_verify, NULL, 30, "VERIFY(12)" },
+	{ 0xaa, 0, 12, OPF_DOUT, PRC_WRITE, U12(0xaa, 0x18), sbc_write, NULL, 30, "WRITE(12)" },
+	{ 0xae, 0, 12, OPF_DOUT, PRC_WRITE,
+	  U12(0xae, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
+	{ 0xaf, 0, 12, OPF_DOUT, PRC_READ, U12(0xaf, 0x12), sbc_verify, NULL, 30, "VERIFY(12)" },
 	{ 0xb7, 0, 12, 0, PRC_WRITE, { 0xb7, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
 	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(12)" },
 };
@@ -376,6 +382,16 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 		scsi_fail_cdb(cmd, (uint16_t)(def->cdb_len - 1),
 			      (cmd->cdb[def->cdb_len - 1] & 0x04) ? 2 : 0);
 		return;
+	}
+
+	/*
+	 * Without the W bit nothing was sent: the buffer holds whatever the
+	 * datamover's pool had in it (another command's data), never write data
+	 * or a parameter list. The command sees no data-out at all.
+	 */
+	if ((def->flags & OPF_DOUT) && !cmd->data_out) {
+		cmd->buf = NULL;
+		cmd->buf_len = 0;
 	}
 
 	if (atomic_load_explicit(&cmd->lu->nblocks, memory_order_relaxed) == 0 &&

@@ -216,10 +216,10 @@ struct scsi_priv {
 	struct scsi_cmd *cmd;
 	void *bounce;
 	uint64_t lba;
-	uint64_t remaining;             /* blocks still to do (WRITE SAME) */
+	uint64_t remaining;             /* blocks still to do (WRITE SAME, VERIFY) */
 	uint32_t nblocks;
-	uint32_t chunk;                 /* blocks per WRITE SAME I/O */
-	uint32_t idx;                   /* UNMAP descriptor index */
+	uint32_t chunk;                 /* blocks per WRITE SAME or VERIFY I/O */
+	uint32_t idx;                   /* UNMAP descriptor index; VERIFY: blocks compared */
 	uint32_t ndesc;
 	uint8_t gate;                   /* enum scsi_gate */
 	uint8_t step;
@@ -262,6 +262,7 @@ enum pr_class {
 #define OPF_NO_UA  0x02 /* neither reports nor clears a unit attention */
 #define OPF_NO_LU  0x04 /* handled even when cmd->lu == NULL */
 #define OPF_R2_OK  0x08 /* allowed when another nexus holds a SCSI-2 reservation */
+#define OPF_DOUT   0x10 /* takes data-out (write data, a parameter list) */
 
 struct scsi_opdef {
 	uint8_t op;

@@ -425,17 +425,28 @@ void sbc_read(struct scsi_cmd *cmd)
 		return;
 	if (range_answered(cmd, lba, n))
 		return;
-	pv->lba = lba;
-	pv->nblocks = n;
 	if (bytes > cmd->buf_len) {
-		/* the initiator asked for less than the command moves: read into a
-		 * bounce buffer and hand over what fits (the core reports overflow) */
-		pv->bounce = malloc(bytes);
-		if (!pv->bounce) {
-			scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		/*
+		 * The initiator asked for less than the command moves (the core
+		 * reports the overflow): only the blocks that hold what it can take
+		 * are read, not the whole range into memory, through a bounce buffer
+		 * when the last of them is partial.
+		 */
+		n = (uint32_t)(((uint64_t)cmd->buf_len + lu->block_size - 1) / lu->block_size);
+		if (n == 0) {
+			scsi_good(cmd);
 			return;
 		}
+		if (cmd->buf_len % lu->block_size) {
+			pv->bounce = malloc((size_t)n * lu->block_size);
+			if (!pv->bounce) {
+				scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+				return;
+			}
+		}
 	}
+	pv->lba = lba;
+	pv->nblocks = n;
 	if (gate_read_enter(cmd, read_start))
 		read_start(cmd);
 }
@@ -527,6 +538,14 @@ void sbc_write(struct scsi_cmd *cmd)
 
 /* ----------------------------------------------------------------- VERIFY */
 
+/*
+ * VERIFY with BYTCHK reads the range in chunks of at most SCSI_WS_CHUNK_BYTES
+ * (pv->chunk blocks at pv->lba; pv->idx blocks compared so far, pv->remaining
+ * to go) into one bounce buffer: BYTCHK 11b sends one block for a range of
+ * any length, which must not become an allocation of the whole range.
+ */
+static void verify_start(struct scsi_cmd *cmd);
+
 static void verify_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
@@ -534,24 +553,32 @@ static void verify_done(struct bdev_io *io)
 	uint32_t bs = cmd->lu->block_size;
 	const uint8_t *disk = pv->bounce;
 	bool per_block = pv->step == 3;
-	uint64_t i, total = (uint64_t)pv->nblocks * bs;
+	uint64_t i, done = (uint64_t)pv->idx * bs, total = (uint64_t)pv->chunk * bs;
 
 	if (io->result < 0) {
 		io_error(cmd, io->result, false);
 		return;
 	}
-	gate_exit(cmd);
 	for (i = 0; i < total; i++) {
-		uint8_t want = per_block ? cmd->buf[i % bs] : cmd->buf[i];
+		uint8_t want = per_block ? cmd->buf[i % bs] : cmd->buf[done + i];
 
 		if (disk[i] != want) {
+			gate_exit(cmd);
 			free_bounce(cmd);
 			scsi_cmd_set_sense_info(cmd, SCSI_SK_MISCOMPARE, 0x1d, 0x00,
-						(uint32_t)i);
+						(uint32_t)(done + i));
 			scsi_complete(cmd);
 			return;
 		}
 	}
+	pv->idx += pv->chunk;
+	pv->lba += pv->chunk;
+	pv->remaining -= pv->chunk;
+	if (pv->remaining) {
+		verify_start(cmd);
+		return;
+	}
+	gate_exit(cmd);
 	free_bounce(cmd);
 	scsi_good(cmd);
 }
@@ -560,10 +587,12 @@ static void verify_start(struct scsi_cmd *cmd)
 {
 	struct scsi_priv *pv = cmd_priv(cmd);
 	struct scsi_lu *lu = cmd->lu;
+	uint64_t max = SCSI_WS_CHUNK_BYTES / lu->block_size ? SCSI_WS_CHUNK_BYTES / lu->block_size : 1;
 	int rc;
 
+	pv->chunk = (uint32_t)(pv->remaining < max ? pv->remaining : max);
 	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size,
-		    (uint64_t)pv->nblocks * lu->block_size, pv->bounce, 0, verify_done);
+		    (uint64_t)pv->chunk * lu->block_size, pv->bounce, 0, verify_done);
 	if (rc < 0)
 		io_error(cmd, rc, false);
 }
@@ -573,7 +602,7 @@ void sbc_verify(struct scsi_cmd *cmd)
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
 	uint8_t bytchk = (cmd->cdb[1] >> 1) & 0x03;
-	uint64_t lba, need;
+	uint64_t lba, need, chunk;
 	uint32_t n;
 
 	decode_lba_len(cmd->cdb, &lba, &n);
@@ -603,8 +632,11 @@ void sbc_verify(struct scsi_cmd *cmd)
 	}
 	pv->lba = lba;
 	pv->nblocks = n;
+	pv->remaining = n;
+	pv->idx = 0;
 	pv->step = bytchk;
-	pv->bounce = malloc((size_t)n * lu->block_size);
+	chunk = SCSI_WS_CHUNK_BYTES / lu->block_size ? SCSI_WS_CHUNK_BYTES / lu->block_size : 1;
+	pv->bounce = malloc((size_t)(n < chunk ? n : chunk) * lu->block_size);
 	if (!pv->bounce) {
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
@@ -1210,15 +1242,16 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	uint64_t lba = get_be64(&cmd->cdb[2]);
 	uint32_t alloc = get_be32(&cmd->cdb[10]);
 	uint32_t max_desc, nd = 0, len;
+	uint64_t want;
 	uint8_t *d;
 
 	if (lba >= lu->nblocks) {
 		scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return;
 	}
-	max_desc = alloc > 8 ? (alloc - 8 + 15) / 16 : 1;
-	if (max_desc > 64)
-		max_desc = 64;
+	/* in 64 bits: an allocation length near 4 GiB must not wrap to no descriptor */
+	want = alloc > 8 ? ((uint64_t)alloc - 8 + 15) / 16 : 1;
+	max_desc = want > 64 ? 64 : (uint32_t)want;
 	d = calloc(1, 8 + 16 * (size_t)max_desc);
 	if (!d) {
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);

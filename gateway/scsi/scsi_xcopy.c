@@ -420,6 +420,11 @@ static bool xc_parse(struct scsi_cmd *cmd, struct xcopy *xc, uint32_t plen)
 			scsi_fail(cmd, SCSI_SK_ILLEGAL_REQUEST, ASC_UNSUPPORTED_SEG_TYPE);
 			return false;
 		}
+		if (off + 4 > XC_HDR_LEN + cscd_len + seg_len) {
+			/* the list ends inside a descriptor's header */
+			scsi_fail_param(cmd, 8, -1);
+			return false;
+		}
 		if (get_be16(&d[2]) != XC_SEG_B2B_LEN - 4 ||
 		    off + XC_SEG_B2B_LEN > XC_HDR_LEN + cscd_len + seg_len) {
 			scsi_fail_param(cmd, (uint16_t)(off + 2), -1);

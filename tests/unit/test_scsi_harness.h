@@ -190,6 +190,8 @@ static inline void tcmd_init(struct tcmd *t, const struct scsi_itn *itn, struct 
 		t->c.cdb_len = (uint8_t)cdb_len;
 	t->c.buf = buf;
 	t->c.buf_len = buf_len;
+	/* the W bit of an initiator that sends what the buffer holds */
+	t->c.data_out = buf && buf_len;
 	t->c.done = tcmd_done;
 	t->c.attr = SCSI_ATTR_SIMPLE;
 }

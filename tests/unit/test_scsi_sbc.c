@@ -220,6 +220,29 @@ static void test_short_buffers(void **state)
 	assert_int_equal(x->t.c.xfer_len, 4 * bs);
 	assert_memory_equal(buf, x->mem->data, 200);
 	assert_int_equal(buf[200], 0xcc);
+	/* the whole LU asked for, 200 bytes taken: only the first block is read */
+	memset(buf, 0xcc, 4 * bs);
+	cdb16(c, 0x88, 0, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 200);
+	x->t.c.data_in = true;
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, bs);
+	mem_run(x->mem);
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, NB(x) * bs);
+	assert_memory_equal(buf, x->mem->data, 200);
+	assert_int_equal(buf[200], 0xcc);
+	/* whole blocks fit: read straight into the buffer */
+	cdb16(c, 0x88, 0, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 2 * bs);
+	x->t.c.data_in = true;
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, 2 * bs);
+	mem_run(x->mem);
+	assert_good(x);
+	assert_memory_equal(buf, x->mem->data, 2 * bs);
 
 	/* write: fewer data-out bytes than the CDB asks for (EDTL < transfer
 	 * length): the whole blocks that arrived are written, nothing more */
@@ -342,6 +365,21 @@ static void test_verify(void **state)
 	cdb16(c, 0x8f, 0x06, 20, 4);
 	run_cdb(x, &x->a, c, 16, buf, bs);
 	assert_good(x);
+	/* the whole LU against one block: read 1 MiB at a time, not all at once */
+	memset(x->mem->data, 0x3c, NB(x) * bs);
+	cdb16(c, 0x8f, 0x06, 0, (uint32_t)NB(x));
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, bs);
+	scsi_cmd_submit(&x->t.c);
+	assert_int_equal(x->mem->qn, 1);
+	assert_int_equal(x->mem->q[0]->len, 1 * MB);
+	mem_run(x->mem);
+	assert_int_equal(x->t.ndone, 1);
+	assert_good(x);
+	/* a miscompare in the third chunk: its offset in the whole range */
+	x->mem->data[2 * MB + 5 * bs + 7] = 0;
+	run_cdb(x, &x->a, c, 16, buf, bs);
+	assert_sense(x, SCSI_SK_MISCOMPARE, 0x1d00);
+	assert_int_equal(be32(&x->t.c.sense[3]), 2 * MB + 5 * bs + 7);
 	free(buf);
 }
 
@@ -974,6 +1012,44 @@ static void test_sync_prefetch(void **state)
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
 }
 
+/*
+ * Without the W bit the initiator sent nothing: the buffer (another
+ * command's data in the datamover's pool) is neither written nor read as a
+ * parameter list.
+ */
+static void test_no_w_bit(void **state)
+{
+	struct tctx *x = *state;
+	uint32_t bs = BS(x);
+	uint8_t c[16], buf[2 * 4096], out[4096];
+	unsigned int writes = x->mem->nwrites;
+
+	memset(buf, 0x5a, sizeof(buf));
+	cdb10(c, 0x2a, 0, 3, 1);
+	tcmd_init(&x->t, &x->a, x->lu, c, 10, buf, bs);
+	x->t.c.data_in = true;
+	x->t.c.data_out = false;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_int_equal(x->t.ndone, 1);
+	assert_good(x);                         /* nothing arrived: nothing written */
+	assert_int_equal(x->t.c.xfer_len, bs);  /* the core reports the overflow */
+	assert_int_equal(x->mem->nwrites, writes);
+	cdb10(c, 0x28, 0, 3, 1);
+	assert_int_equal(run_cdb(x, &x->a, c, 10, out, bs), SCSI_STATUS_GOOD);
+	assert_int_equal(out[0], 0);
+
+	/* COMPARE AND WRITE: the data-out must be there */
+	cdb16(c, 0x89, 0, 3, 0);
+	c[13] = 1;
+	tcmd_init(&x->t, &x->a, x->lu, c, 16, buf, 2 * bs);
+	x->t.c.data_out = false;
+	scsi_cmd_submit(&x->t.c);
+	mem_run(x->mem);
+	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x0e03);
+	assert_int_equal(x->mem->nwrites, writes);
+}
+
 static void glbas_cdb(uint8_t *c, uint64_t lba, uint32_t alloc)
 {
 	cdb16(c, 0x9e, 0x12, lba, alloc);
@@ -999,6 +1075,13 @@ static void test_get_lba_status(void **state)
 	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
 	assert_good(x);
 	assert_int_equal(be32(&buf[16]), 1);
+	/* an allocation length near 4 GiB still gets its descriptor (it wrapped to none) */
+	glbas_cdb(c, 5, UINT32_MAX);
+	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
+	assert_good(x);
+	assert_int_equal(x->t.c.xfer_len, 24);
+	assert_int_equal(be32(buf), 20);
+	assert_int_equal(be64(&buf[8]), 5);
 	glbas_cdb(c, NB(x), 24);
 	run_cdb(x, &x->a, c, 16, buf, sizeof(buf));
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2100);
@@ -1064,6 +1147,7 @@ int main(void)
 		cmocka_unit_test(test_write_atomic_readonly),
 		cmocka_unit_test_setup_teardown(test_write_atomic_isolated, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_sync_prefetch, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_no_w_bit, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_get_lba_status, setup4k, tctx_free),
 	};
