@@ -293,6 +293,20 @@ static void reactor_run_timers(struct reactor *r)
 	}
 }
 
+/* One iteration of the loop: the n events epoll_wait returned, then deferred calls and timers. */
+static void reactor_round(struct reactor *r, const struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct reactor_fd *h = evs[i].data.ptr;
+
+		if (h->cb)
+			h->cb(h->arg, evs[i].events);
+	}
+	reactor_run_deferred(r);
+	reactor_run_timers(r);
+	reactor_run_deferred(r);
+}
+
 int reactor_run(struct reactor *r)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
@@ -308,16 +322,33 @@ int reactor_run(struct reactor *r)
 			tl_reactor = NULL;
 			return -errno;
 		}
-		for (int i = 0; i < n; i++) {
-			struct reactor_fd *h = evs[i].data.ptr;
-
-			if (h->cb)
-				h->cb(h->arg, evs[i].events);
-		}
-		reactor_run_deferred(r);
-		reactor_run_timers(r);
-		reactor_run_deferred(r);
+		reactor_round(r, evs, n);
 	}
 	tl_reactor = NULL;
 	return 0;
+}
+
+int reactor_poll(struct reactor *r)
+{
+	struct epoll_event evs[REACTOR_MAX_EVENTS];
+	struct reactor *prev = tl_reactor;
+	int rounds = 0;
+
+	tl_reactor = r;
+	for (;;) {
+		int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rounds = -errno;
+			break;
+		}
+		if (n == 0 && reactor_next_timeout(r) != 0)
+			break; /* no event, no deferred call, no timer due */
+		reactor_round(r, evs, n);
+		rounds++;
+	}
+	tl_reactor = prev;
+	return rounds;
 }

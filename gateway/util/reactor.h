@@ -39,6 +39,14 @@ int reactor_create(unsigned int index, struct reactor **out);
 void reactor_destroy(struct reactor *r);
 /* Run the loop on the calling thread until reactor_stop(). */
 int reactor_run(struct reactor *r);
+/*
+ * Run, on the calling thread and without waiting, what reactor r has ready:
+ * its ready descriptors (messages included), deferred calls and due timers,
+ * round after round until none is left. For tests that drive a reactor by
+ * hand; never for a reactor that a thread runs. Returns the rounds run, or
+ * -errno.
+ */
+int reactor_poll(struct reactor *r);
 /* Thread-safe: asks the loop to return after the current iteration. */
 void reactor_stop(struct reactor *r);
 /* The reactor running on the calling thread, or NULL. */
