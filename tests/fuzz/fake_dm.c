@@ -9,9 +9,22 @@
 
 #include "core/pdu.h"
 #include "dm/datamover.h"
+#include "util/bufpool.h"
 
 #define FAKE_LOGIN_MAX_DSL 65536u       /* as tcp.c during login */
 #define FAKE_RX_MIN        (256u * 1024u)
+/*
+ * Task buffers: like iSER's registered pool, a connection has so much
+ * (FAKE_BUF_POOL); a task that does not fit waits (-EAGAIN) and is resumed
+ * in arrival order when buffers come back, one larger than the whole pool
+ * fails (-ENOMEM).
+ */
+#define FAKE_BUF_POOL      (1u << 20)
+
+struct fake_buf_wait {
+	struct list_head link;
+	struct iscsi_task *t;
+};
 
 struct fake_dm {
 	struct iscsi_conn *conn;
@@ -28,6 +41,9 @@ struct fake_dm {
 	struct reactor_deferred flush_work;
 	struct reactor_deferred closed_work;
 	struct reactor_deferred hangup_work;
+	uint32_t buf_used;
+	struct list_head buf_waiters;   /* struct fake_buf_wait, oldest first */
+	struct reactor_deferred buf_work;
 	fake_dm_tx_fn tx_fn;
 	void *tx_arg;
 	uint64_t tx_pdus;
@@ -94,7 +110,7 @@ static void fake_closed_work(void *arg)
 	free(d->rx);
 	d->rx = NULL;
 	d->rxlen = d->rxcap = 0;
-	c->dm_priv = NULL;
+	/* c->dm_priv stays: tasks the backstore still has give their buffers back later */
 	d->conn = NULL;
 	d->closed = true;
 	iscsi_conn_closed(c);
@@ -142,6 +158,71 @@ static void fake_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *loca
 	snprintf(local, llen, "fake-target:3260");
 }
 
+static int fake_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct fake_dm *d = c->dm_priv;
+	struct fake_buf_wait *w;
+
+	if (t->edtl > FAKE_BUF_POOL)
+		return -ENOMEM;
+	if (list_empty(&d->buf_waiters) && d->buf_used + t->edtl <= FAKE_BUF_POOL) {
+		t->buf = gw_buf_alloc(t->edtl);
+		if (!t->buf)
+			return -ENOMEM;
+		d->buf_used += t->edtl;
+		return 0;
+	}
+	w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->t = t;
+	t->dm_priv = w;
+	list_add_tail(&w->link, &d->buf_waiters);
+	return -EAGAIN;
+}
+
+/* Buffers came back: the waiting tasks that fit now get theirs, oldest first. */
+static void fake_buf_work(void *arg)
+{
+	struct fake_dm *d = arg;
+
+	while (!list_empty(&d->buf_waiters)) {
+		struct fake_buf_wait *w = list_first_entry(&d->buf_waiters, struct fake_buf_wait, link);
+		struct iscsi_task *t = w->t;
+
+		if (d->buf_used + t->edtl > FAKE_BUF_POOL)
+			break;
+		t->buf = gw_buf_alloc(t->edtl);
+		if (!t->buf)
+			abort();
+		d->buf_used += t->edtl;
+		list_del(&w->link);
+		t->dm_priv = NULL;
+		free(w);
+		iscsi_task_buf_ready(t);
+	}
+}
+
+/* Also after the connection is gone (a task the backstore still had). */
+static void fake_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct fake_dm *d = c->dm_priv;
+	struct fake_buf_wait *w = t->dm_priv;
+
+	if (w) {
+		/* still waiting: t->buf is the core's staging buffer */
+		list_del(&w->link);
+		t->dm_priv = NULL;
+		free(w);
+		return;
+	}
+	gw_buf_free(t->buf, t->edtl);
+	t->buf = NULL;
+	d->buf_used -= t->edtl;
+	if (!list_empty(&d->buf_waiters))
+		reactor_defer(d->reactor, &d->buf_work);
+}
+
 static int fake_put_data(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	return gw_dm_tcp_ops.put_data(c, t);
@@ -157,6 +238,8 @@ struct gw_dm_ops fake_dm_ops = {
 	.transport = GW_TRANSPORT_TCP,
 	.send_control = fake_send_control,
 	.put_data = fake_put_data,
+	.buf_get = fake_buf_get,
+	.buf_put = fake_buf_put,
 	.get_data = fake_get_data,
 	.terminate = fake_terminate,
 	.enter_ffp = fake_enter_ffp,
@@ -178,7 +261,7 @@ static void fake_rx_work(void *arg)
 	f.max_dsl = c->state == CONN_STATE_LOGIN ? FAKE_LOGIN_MAX_DSL : d->max_rx_dsl;
 	f.max_pdu = d->max_pdu;
 	done = iscsi_conn_rx_stream(c, d->rx, d->rxlen, &f);
-	if (d->closed || !d->rx)
+	if (d->closed || !d->rx || !done)
 		return;
 	memmove(d->rx, d->rx + done, d->rxlen - done);
 	d->rxlen -= done;
@@ -212,6 +295,8 @@ int fake_dm_connect(struct gw_portal *p, struct reactor *r, struct fake_dm **out
 	reactor_deferred_init(&d->flush_work, fake_flush, d);
 	reactor_deferred_init(&d->closed_work, fake_closed_work, d);
 	reactor_deferred_init(&d->hangup_work, fake_hangup_work, d);
+	reactor_deferred_init(&d->buf_work, fake_buf_work, d);
+	list_init(&d->buf_waiters);
 	gw_dm_fill_ops(&fake_dm_ops);
 	rc = iscsi_conn_create(p, r, d, &d->conn);
 	if (rc) {
@@ -266,6 +351,11 @@ void fake_dm_free(struct fake_dm *d)
 {
 	if (!d)
 		return;
+	reactor_deferred_cancel(d->reactor, &d->rx_work);
+	reactor_deferred_cancel(d->reactor, &d->flush_work);
+	reactor_deferred_cancel(d->reactor, &d->closed_work);
+	reactor_deferred_cancel(d->reactor, &d->hangup_work);
+	reactor_deferred_cancel(d->reactor, &d->buf_work);
 	free(d->rx);
 	free(d);
 }

@@ -8,6 +8,8 @@
  * call after the event batch (each PDU's header and data read there, then
  * its sent callback run), as tcp.c's writev flush does. Data-In and R2Ts
  * are the TCP datamover's own put_data/get_data (they only call the core).
+ * Task buffers come from a bounded pool, as iSER's: a task that does not fit
+ * waits for one (buf_get -EAGAIN, then iscsi_task_buf_ready()).
  * Teardown follows tcp.c: terminate flushes, fails what is left, and calls
  * iscsi_conn_closed() from a deferred call.
  *

@@ -80,7 +80,7 @@ static size_t take(struct input *in, void *out, size_t n)
 
 struct stream {
 	uint8_t *buf;
-	size_t len, cap;
+	size_t off, len, cap;           /* buf[off..len) not delivered yet */
 };
 
 static void stream_put(struct stream *s, const void *p, size_t n)
@@ -103,13 +103,12 @@ static void stream_put(struct stream *s, const void *p, size_t n)
 
 static void deliver(struct fake_dm *d, struct stream *s, size_t n)
 {
-	if (!n || n > s->len)
-		n = s->len;
+	if (!n || n > s->len - s->off)
+		n = s->len - s->off;
 	if (!n)
 		return;
-	fake_dm_feed(d, s->buf, n);
-	memmove(s->buf, s->buf + n, s->len - n);
-	s->len -= n;
+	fake_dm_feed(d, s->buf + s->off, n);
+	s->off += n;
 	fake_gw_poll(g);
 }
 
@@ -201,7 +200,7 @@ static bool has_cmd_sn(uint8_t op)
 }
 
 static void pdu_record(struct input *in, struct stream *s, uint8_t k, bool hd, bool dd,
-		       uint32_t *cmd_sn)
+		       uint32_t max_dsl, uint32_t *cmd_sn)
 {
 	struct iscsi_bhs bhs;
 	uint8_t ahs[ISCSI_MAX_AHS_LEN], tail[8] = { 0 };
@@ -230,8 +229,15 @@ static void pdu_record(struct input *in, struct stream *s, uint8_t k, bool hd, b
 		stream_put(s, &v, 4);
 	}
 	dsl = iscsi_bhs_dsl(&bhs);
-	if (dsl > (1u << 20))
-		return; /* beyond any MaxRecvDataSegmentLength: the header alone ends it */
+	if (dsl > max_dsl)
+		return; /* the header alone ends the connection */
+	if (dsl > in->left) {
+		/* the input ends inside the data: so does the stream */
+		stream_put(s, in->p, in->left);
+		in->p += in->left;
+		in->left = 0;
+		return;
+	}
 	data = malloc(dsl ? dsl : 1);
 	if (!data)
 		abort();
@@ -266,7 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stream s = { 0 };
 	struct iscsi_conn *c;
 	struct fake_dm *d;
-	uint32_t cmd_sn = FIRST_CMDSN;
+	uint32_t cmd_sn = FIRST_CMDSN, max_dsl;
 	uint8_t b0 = 0, b1 = 0;
 	bool hd, dd, hung = false;
 
@@ -284,6 +290,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	hd = c->params.header_digest;
 	dd = c->params.data_digest;
+	max_dsl = c->params.max_recv_dsl; /* c may be gone once a record dropped it */
 	if (hd != (b0 & 1) || dd != !!(b0 & 2))
 		abort();
 	fake_gw_hold_io(g, b1 & 4);
@@ -293,7 +300,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		take(&in, &k, 1);
 		if (k < 0xc0) {
-			pdu_record(&in, &s, k, hd, dd, &cmd_sn);
+			pdu_record(&in, &s, k, hd, dd, max_dsl, &cmd_sn);
 			continue;
 		}
 		switch (k) {
