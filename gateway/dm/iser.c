@@ -49,6 +49,11 @@
 #define ISER_HDRS_LEN      ((uint32_t)sizeof(struct iser_hdr) + ISCSI_BHS_LEN)
 #define ISER_RX_SIZE       (ISER_HDRS_LEN + ISCSI_MAX_AHS_LEN + ISCSI_ISER_RECV_DSL + 4u)
 #define ISER_TX_SIZE       (ISER_HDRS_LEN + ISCSI_ISER_RECV_DSL)
+/* receive and send buffers of a connection, each block page aligned and a
+ * whole number of pages (aligned_alloc wants a multiple of the alignment) */
+#define ISER_PAGE_ROUND(n) (((size_t)(n) + 4095u) & ~(size_t)4095u)
+#define ISER_RX_MEM_LEN    ISER_PAGE_ROUND((size_t)ISER_NRX * ISER_RX_SIZE)
+#define ISER_TX_MEM_LEN    ISER_PAGE_ROUND((size_t)ISER_NTX * ISER_TX_SIZE)
 #define ISER_NRX           256u         /* receives posted per connection */
 #define ISER_NTX           256u         /* send buffers per connection */
 #define ISER_SQ_DEPTH      1024u
@@ -1607,13 +1612,13 @@ static void iser_accept_on_reactor(void *arg)
 		}
 	}
 	ic->max_inline = qa.cap.max_inline_data;
-	ic->rx_mem = aligned_alloc(4096, (size_t)ISER_NRX * ISER_RX_SIZE);
-	ic->tx_mem = aligned_alloc(4096, (size_t)ISER_NTX * ISER_TX_SIZE);
+	ic->rx_mem = aligned_alloc(4096, ISER_RX_MEM_LEN);
+	ic->tx_mem = aligned_alloc(4096, ISER_TX_MEM_LEN);
 	if (!ic->rx_mem || !ic->tx_mem)
 		goto err_reject;
-	ic->rx_mr = ibv_reg_mr(dev->pd, ic->rx_mem, (size_t)ISER_NRX * ISER_RX_SIZE,
+	ic->rx_mr = ibv_reg_mr(dev->pd, ic->rx_mem, ISER_RX_MEM_LEN,
 			       IBV_ACCESS_LOCAL_WRITE);
-	ic->tx_mr = ibv_reg_mr(dev->pd, ic->tx_mem, (size_t)ISER_NTX * ISER_TX_SIZE, 0);
+	ic->tx_mr = ibv_reg_mr(dev->pd, ic->tx_mem, ISER_TX_MEM_LEN, 0);
 	if (!ic->rx_mr || !ic->tx_mr)
 		goto err_reject;
 	for (uint32_t i = 0; i < ISER_NTX; i++) {
