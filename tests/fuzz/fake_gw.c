@@ -208,6 +208,9 @@ int fake_gw_reset(struct fake_gw *g)
 	}
 	hold_io = false;
 	release_io = false;
+	/* the same TSIH and nexus id for every input */
+	g->gw->next_tsih = 0;
+	g->gw->next_itn_id = 0;
 	return 0;
 }
 
