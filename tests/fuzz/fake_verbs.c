@@ -11,8 +11,8 @@
 
 #include "core/pdu.h"
 
-#define FV_RECV_MAX 1024u
-#define FV_CQ_MAX   8192u
+#define FV_RECV_MAX 512u
+#define FV_CQ_MAX   2048u   /* iser.c posts at most 1024 sends and 256 receives */
 
 /* ---------------- event channels (CM) and completion channels ---------------- */
 
