@@ -12,9 +12,10 @@
  *
  * Each input logs in afresh (one Login Request, Normal session, CSG 1 ->
  * FFP) with the session shape its first two bytes choose, then plays its
- * records, then the initiator hangs up; the connection, session and every
- * task must be gone afterwards (else: abort), and LeakSanitizer sees the
- * rest.
+ * records (more connections may log in: other nexuses, or reinstating the
+ * first session), then the initiators hang up; the connections, sessions
+ * and every task must be gone afterwards (else: abort), and LeakSanitizer
+ * sees the rest.
  *
  * Input:
  *   byte 0  bit 0 HeaderDigest, bit 1 DataDigest, bit 2 ImmediateData=No,
@@ -33,9 +34,14 @@
  *               reach the target as one read, then the reactor runs
  *     0xc1      raw: 1 byte L, L bytes appended to the stream
  *     0xc2      hold backstore I/O; 0xc3 let it go; 0xc4 complete what is held
- *     0xc5      the initiator hangs up (nothing more is read)
+ *     0xc5      the current connection's initiator hangs up
+ *     0xc6      1 byte b: another connection logs in and becomes the current
+ *               one (at most 4): a second I_T nexus, or with b bit 0 the first
+ *               one's ISID again (session reinstatement)
+ *     0xc7      1 byte b: connection b (modulo their number) becomes the current
  *     others    ignored
- * At the end the whole stream is delivered, then the hangup.
+ * The stream not delivered yet goes to the current connection when it
+ * changes and at the end; then every initiator hangs up.
  *
  * Seeds: tests/fuzz/corpus/fuzz_pdu/, made by tests/fuzz/mkseeds_pdu.py (see
  * there) from PDUs as libiscsi's tools and our integration clients send them.
@@ -129,7 +135,7 @@ static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
 }
 
 /* One Login Request, operational stage straight to full feature phase. */
-static void login(struct fake_dm *d, uint8_t b0, uint8_t b1)
+static void login(struct fake_dm *d, uint8_t b0, uint8_t b1, uint8_t isid_no)
 {
 	static const uint32_t irdsl[4] = { 512, 4096, 8192, 262144 };
 	static const uint32_t burst[4][2] = {
@@ -158,6 +164,7 @@ static void login(struct fake_dm *d, uint8_t b0, uint8_t b1)
 	req.flags = ISCSI_LOGIN_TRANSIT | (ISCSI_STAGE_OPERATIONAL << ISCSI_LOGIN_CSG_SHIFT) |
 		    ISCSI_STAGE_FULL_FEATURE;
 	memcpy(req.isid, "\x40\x00\x01\x37\x00\x01", 6);
+	req.isid[5] = isid_no;
 	req.itt = htobe32(0x1000);
 	req.cid = htobe16(1);
 	req.cmd_sn = htobe32(FIRST_CMDSN);
@@ -266,47 +273,69 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The connections of an input: [0] logged in first; records go to the current one. */
+#define MAX_CONNS 4
+
+struct conn_slot {
+	struct fake_dm *d;
+	uint32_t cmd_sn;
+};
+
+/* A new connection logs in (ISID isid_no: the same as a live session's reinstates it). */
+static struct fake_dm *connect_login(uint8_t b0, uint8_t b1, uint8_t isid_no, bool *hd, bool *dd,
+				     uint32_t *max_dsl)
+{
+	struct iscsi_conn *c;
+	struct fake_dm *d;
+
+	if (fake_dm_connect(g->portal, g->r, &d, &c))
+		abort();
+	login(d, b0, b1, isid_no);
+	if (fake_dm_closed(d) || c->state != CONN_STATE_FFP) {
+		fprintf(stderr, "fuzz_pdu: the login did not reach full feature phase\n");
+		abort();
+	}
+	*hd = c->params.header_digest;
+	*dd = c->params.data_digest;
+	*max_dsl = c->params.max_recv_dsl; /* c may be gone once a record dropped it */
+	if (*hd != (b0 & 1) || *dd != !!(b0 & 2))
+		abort();
+	return d;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = { data, size };
 	struct stream s = { 0 };
-	struct iscsi_conn *c;
-	struct fake_dm *d;
-	uint32_t cmd_sn = FIRST_CMDSN, max_dsl;
+	struct conn_slot conns[MAX_CONNS];
+	unsigned int nconns = 1, cur = 0;
+	uint32_t max_dsl;
 	uint8_t b0 = 0, b1 = 0;
-	bool hd, dd, hung = false;
+	bool hd, dd;
 
 	take(&in, &b0, 1);
 	take(&in, &b1, 1);
 	if (fake_gw_reset(g))
 		abort();
 	target_settings(b0, b1);
-	if (fake_dm_connect(g->portal, g->r, &d, &c))
-		abort();
-	login(d, b0, b1);
-	if (c->state != CONN_STATE_FFP) {
-		fprintf(stderr, "fuzz_pdu: the login did not reach full feature phase\n");
-		abort();
-	}
-	hd = c->params.header_digest;
-	dd = c->params.data_digest;
-	max_dsl = c->params.max_recv_dsl; /* c may be gone once a record dropped it */
-	if (hd != (b0 & 1) || dd != !!(b0 & 2))
-		abort();
+	memset(conns, 0, sizeof(conns));
+	conns[0].d = connect_login(b0, b1, 1, &hd, &dd, &max_dsl);
+	conns[0].cmd_sn = FIRST_CMDSN;
 	fake_gw_hold_io(g, b1 & 4);
 
-	while (in.left && !hung) {
+	while (in.left) {
+		struct conn_slot *cs = &conns[cur];
 		uint8_t k = 0, b[2];
 
 		take(&in, &k, 1);
 		if (k < 0xc0) {
-			pdu_record(&in, &s, k, hd, dd, max_dsl, &cmd_sn);
+			pdu_record(&in, &s, k, hd, dd, max_dsl, &cs->cmd_sn);
 			continue;
 		}
 		switch (k) {
 		case 0xc0:
 			take(&in, b, 2);
-			deliver(d, &s, get_be16(b));
+			deliver(cs->d, &s, get_be16(b));
 			break;
 		case 0xc1: {
 			uint8_t raw[255];
@@ -328,28 +357,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fake_gw_poll(g);
 			break;
 		case 0xc5:
-			hung = true;
+			deliver(cs->d, &s, 0);
+			fake_dm_hangup(cs->d);
+			fake_gw_poll(g);
+			break;
+		case 0xc6:
+			/* another connection: a new nexus, or (b bit 0) reinstating the first */
+			take(&in, b, 1);
+			if (nconns == MAX_CONNS)
+				break;
+			deliver(cs->d, &s, 0);
+			cur = nconns++;
+			conns[cur].d = connect_login(b0, b1, b[0] & 1 ? 1 : (uint8_t)(cur + 1), &hd,
+						     &dd, &max_dsl);
+			conns[cur].cmd_sn = FIRST_CMDSN;
+			break;
+		case 0xc7:
+			take(&in, b, 1);
+			deliver(cs->d, &s, 0);
+			cur = b[0] % nconns;
 			break;
 		default:
 			break;
 		}
 	}
-	if (!hung)
-		deliver(d, &s, 0);
+	deliver(conns[cur].d, &s, 0);
 	free(s.buf);
 
-	/* the initiator goes away: everything must be released */
-	fake_dm_hangup(d);
+	/* the initiators go away: everything must be released */
+	for (unsigned int i = 0; i < nconns; i++)
+		fake_dm_hangup(conns[i].d);
 	fake_gw_poll(g);
 	fake_gw_hold_io(g, false);
 	fake_gw_poll(g);
-	if (!fake_dm_closed(d) || atomic_load(&g->gw->stats.connections) != 0 ||
-	    !list_empty(&g->gw->sessions)) {
-		fprintf(stderr, "fuzz_pdu: the connection outlived its transport (closed %d, "
-			"connections %llu)\n", fake_dm_closed(d),
-			(unsigned long long)atomic_load(&g->gw->stats.connections));
-		abort();
+	for (unsigned int i = 0; i < nconns; i++) {
+		if (!fake_dm_closed(conns[i].d) || atomic_load(&g->gw->stats.connections) != 0 ||
+		    !list_empty(&g->gw->sessions)) {
+			fprintf(stderr, "fuzz_pdu: a connection outlived its transport (closed %d, "
+				"connections %llu)\n", fake_dm_closed(conns[i].d),
+				(unsigned long long)atomic_load(&g->gw->stats.connections));
+			abort();
+		}
+		fake_dm_free(conns[i].d);
 	}
-	fake_dm_free(d);
 	return 0;
 }

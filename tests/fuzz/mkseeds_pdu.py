@@ -72,6 +72,16 @@ def deliver(n=0):
 
 
 HOLD, LET_GO, RUN_IO, HANGUP = b"\xc2", b"\xc3", b"\xc4", b"\xc5"
+NEXUS2, REINSTATE = b"\xc6\x00", b"\xc6\x01"
+
+
+def switch(i):
+    return b"\xc7" + bytes([i])
+
+
+def pr_out(itt, action, key, sakey=0, prtype=0, lunn=0):
+    cdb = bytes([0x5F, action, prtype, 0, 0, 0, 0, 0, 24, 0])
+    return scsi(itt, cdb, 24, w=True, data=struct.pack(">QQ8x", key, sakey), lunn=lunn)
 
 
 def cdb10(op, lba, n, b1=0):
@@ -147,6 +157,19 @@ seeds = {
     "window-gap": bytes([0x30, 0x70]) + scsi(1, INQ, 36, r=True)
     + pdu(bhs(0x01, 0xC1, 0, 0, lun(0), 2, 36, 3, 0, INQ.ljust(16, b"\0")), k=0)
     + scsi(3, INQ, 36, r=True) + deliver(),
+    "reinstate-held-write": bytes([0x30, 0x14])
+    + scsi(1, cdb10(0x2A, 0, 1), 512, w=True, data=BLOCK) + deliver() + REINSTATE
+    + scsi(1, INQ, 36, r=True) + deliver() + RUN_IO,
+    "two-nexus-preempt-abort": bytes([0x30, 0x10]) + pr_out(1, 0, 0, 0xA) + pr_out(2, 1, 0xA, 0, 3)
+    + deliver() + HOLD + scsi(3, cdb10(0x28, 0, 1), 512, r=True) + deliver() + NEXUS2
+    + pr_out(1, 0, 0, 0xB) + pr_out(2, 5, 0xB, 0xA, 3) + scsi(3, TUR, 0) + deliver() + LET_GO
+    + switch(0) + scsi(4, TUR, 0),
+    "two-nexus-clear-cold": bytes([0x30, 0x14]) + scsi(1, cdb10(0x28, 0, 1), 512, r=True)
+    + deliver() + NEXUS2 + tmf(1, 6, 0) + deliver() + RUN_IO + tmf(2, 7) + deliver()
+    + switch(0) + scsi(2, TUR, 0),
+    "reserve6-two-nexus": DEFAULT + scsi(1, bytes([0x16, 0, 0, 0, 0, 0]), 0) + deliver()
+    + NEXUS2 + scsi(1, cdb10(0x28, 0, 1), 512, r=True) + scsi(2, TUR, 0) + HANGUP + switch(0)
+    + scsi(2, bytes([0x17, 0, 0, 0, 0, 0]), 0),
     "garbage-between": DEFAULT + scsi(1, TUR, 0) + b"\xc1\x05hello" + scsi(2, TUR, 0)
     + deliver(),
 }
