@@ -674,12 +674,48 @@ static void iser_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
 		iser_rdev_maybe_free(rd);
 }
 
+/* The last RDMA Read of a task the core let go of (aborted) completed: its pages are free now. */
+static void iser_task_orphan_done(struct iser_task *it)
+{
+	struct iser_rdev *rd = it->rd;
+
+	if (it->npages && rd) {
+		pool_give(rd, it->first_page, it->npages);
+		iser_rdev_maybe_free(rd);
+	}
+	free(it);
+}
+
 static void iser_release_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
+	struct iser_conn *ic = c->dm_priv;
 	struct iser_task *it = t->dm_priv;
+	struct list_head *pos, *n;
 
 	if (!it)
 		return;
+	/* RDMA work queued for later (no send-queue room) goes with the task */
+	if (ic) {
+		list_for_each_safe(pos, n, &ic->backlog) {
+			struct iser_backlog *b = list_entry(pos, struct iser_backlog, link);
+
+			if (!b->pdu && b->task == t) {
+				list_del(&b->link);
+				free(b);
+			}
+		}
+	}
+	if (it->reads_outstanding) {
+		/*
+		 * Aborted (task management) while RDMA Reads still write into its
+		 * pages: the pages and this state stay until the last Read
+		 * completes (read_done), or nothing else may be given them.
+		 */
+		it->task = NULL;
+		t->dm_priv = NULL;
+		t->buf = NULL;
+		return;
+	}
 	if (it->waiting || it->npages)
 		iser_buf_put(c, t);
 	free(it);
@@ -1165,8 +1201,13 @@ static void read_done(struct iser_conn *ic, struct iser_task *it, const struct i
 
 	ic->sq_used--;
 	ic->posted_send--;
-	if (--it->reads_outstanding || wc->status != IBV_WC_SUCCESS ||
-	    ic->state != ISER_ESTABLISHED)
+	if (--it->reads_outstanding)
+		return;
+	if (!t) {
+		iser_task_orphan_done(it);
+		return;
+	}
+	if (wc->status != IBV_WC_SUCCESS || ic->state != ISER_ESTABLISHED)
 		return;
 	t->received += it->read_len;
 	if (t->received >= t->edtl && t->state == TASK_STATE_DATA_OUT)
