@@ -116,6 +116,12 @@ seeds = {
     "unexpected-pdus": bytes([0x48, 0x41]) + HOLD_IO + scsi(1, cdb10(0x28, 0, 1), 512, r=True)
     + scsi(2, cdb10(0x28, 1, 1), 512, r=True) + scsi(3, cdb10(0x28, 2, 1), 512, r=True)
     + LET_IO,
+    "pool-exhausted": READS4 + HOLD_IO + scsi(1, cdb10(0x28, 0, 1), 64 << 20, r=True)
+    + scsi(2, cdb10(0x28, 1, 1), 64 << 20, r=True) + scsi(3, cdb10(0x2A, 0, 1), 512, w=True)
+    + tmf(4, 1, 0, ref=3, refsn=3) + LET_IO,
+    "lu-reset-during-read": READS4 + REMOTE + HOLD_SQ + scsi(1, cdb10(0x2A, 0, 8), 4096, w=True)
+    + scsi(2, cdb10(0x2A, 8, 8), 4096, w=True, lunn=0) + tmf(3, 5, 0) + RELEASE_SQ
+    + scsi(4, cdb10(0x28, 0, 8), 4096, r=True),
     "disconnect-mid-write": READS4 + HOLD_SQ + REMOTE
     + scsi(1, cdb10(0x2A, 0, 8), 4096, w=True) + DISCONNECT,
 }
