@@ -766,7 +766,8 @@ int fv_send(struct rdma_cm_id *id, const void *buf, size_t len)
 	memcpy((void *)(uintptr_t)r->addr, buf, n);
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = r->wr_id;
-	wc.status = IBV_WC_SUCCESS;
+	/* a Send longer than the receive buffer: a local length error, as a device says */
+	wc.status = len > r->len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = (uint32_t)n;
 	wc.qp_num = q->qp.qp_num;

@@ -44,7 +44,8 @@ bool fv_accepted(const struct rdma_cm_id *id, uint8_t *initiator_depth);
 void fv_cm_event(struct rdma_cm_id *id, enum rdma_cm_event_type type);
 /*
  * The initiator's Send of len bytes into the oldest receive posted on id's
- * QP, completed on its CQ (byte_len = what fits). -ENOBUFS: none posted.
+ * QP, completed on its CQ (longer than the buffer: IBV_WC_LOC_LEN_ERR).
+ * -ENOBUFS: none posted.
  */
 int fv_send(struct rdma_cm_id *id, const void *buf, size_t len);
 /* What RDMA Reads find in the initiator's memory: buf repeated (NULL: zeroes). */
