@@ -724,3 +724,66 @@ void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const 
 		break;
 	}
 }
+
+size_t iscsi_conn_rx_stream(struct iscsi_conn *c, const uint8_t *buf, size_t len,
+			    const struct iscsi_rx_framing *f)
+{
+	size_t done = 0;
+
+	while (c->state != CONN_STATE_CLOSING && len - done >= ISCSI_BHS_LEN) {
+		const uint8_t *p = buf + done;
+		const struct iscsi_bhs *bhs = (const struct iscsi_bhs *)p;
+		uint32_t ahs_len = iscsi_ahs_len(bhs);
+		uint32_t dsl = iscsi_bhs_dsl(bhs);
+		uint32_t hlen = ISCSI_BHS_LEN + ahs_len + (f->hd ? 4u : 0u);
+		uint32_t pad = iscsi_pad4(dsl);
+		size_t total = (size_t)hlen + dsl + pad + (f->dd && dsl ? 4u : 0u);
+
+		if (dsl > f->max_dsl) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "%s with DataSegmentLength %u beyond "
+				 "MaxRecvDataSegmentLength %u", iscsi_opcode_name(bhs->opcode), dsl,
+				 f->max_dsl);
+			iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+			iscsi_conn_drop(c, why);
+			break;
+		}
+		if (len - done < hlen)
+			break;
+		if (f->hd) {
+			uint32_t want, got;
+
+			want = iscsi_digest(p, ISCSI_BHS_LEN + ahs_len);
+			memcpy(&got, p + ISCSI_BHS_LEN + ahs_len, 4);
+			if (le32toh(got) != want) {
+				iscsi_conn_drop(c, "header digest error");
+				break;
+			}
+		}
+		if (total > f->max_pdu) {
+			/* only during login can this happen (buffers sized at enter_ffp) */
+			iscsi_conn_drop(c, "PDU larger than the receive buffer");
+			break;
+		}
+		if (len - done < total)
+			break;
+		done += total;
+		if (f->dd && dsl) {
+			uint32_t want = iscsi_data_digest(p + hlen, dsl, pad), got;
+
+			memcpy(&got, p + hlen + dsl + pad, 4);
+			if (le32toh(got) != want) {
+				/* RFC 7143 7.8: Reject and discard; at ErrorRecoveryLevel 0 a
+				 * damaged Data-Out ends its command (no recovery R2T) */
+				iscsi_conn_reject(c, bhs, ISCSI_REJECT_DATA_DIGEST);
+				if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT)
+					iscsi_task_data_out_bad(c, (const struct iscsi_data_out *)bhs);
+				continue;
+			}
+		}
+		iscsi_conn_rx_pdu(c, bhs, ahs_len ? p + ISCSI_BHS_LEN : NULL, ahs_len,
+				  dsl ? p + hlen : NULL, dsl);
+	}
+	return done;
+}

@@ -402,6 +402,26 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 /* A complete PDU; data valid only during the call. */
 void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,
 		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen);
+/*
+ * PDUs on a byte stream (TCP): how they are framed on this connection, now.
+ * max_dsl: the largest DataSegmentLength accepted (MaxRecvDataSegmentLength;
+ * more is rejected and drops the connection); max_pdu: the largest whole
+ * PDU the caller's buffer holds.
+ */
+struct iscsi_rx_framing {
+	bool hd, dd;                    /* header and data digests (CRC32C) */
+	uint32_t max_dsl;
+	size_t max_pdu;
+};
+/*
+ * Frames buf[0..len) (BHS, AHS, header digest, data, padding, data digest)
+ * and hands each complete PDU to iscsi_conn_rx_pdu(); a header digest error
+ * drops the connection, a data digest error rejects the PDU (and fails its
+ * command if it is a Data-Out). Returns the bytes consumed: whole PDUs, up to
+ * the first incomplete one or until the connection closes.
+ */
+size_t iscsi_conn_rx_stream(struct iscsi_conn *c, const uint8_t *buf, size_t len,
+			    const struct iscsi_rx_framing *f);
 void iscsi_task_data_ready(struct iscsi_task *t);
 /* The buffer a buf_get() call made wait for is now in t->buf. */
 void iscsi_task_buf_ready(struct iscsi_task *t);

@@ -49,6 +49,11 @@
 #define ISER_HDRS_LEN      ((uint32_t)sizeof(struct iser_hdr) + ISCSI_BHS_LEN)
 #define ISER_RX_SIZE       (ISER_HDRS_LEN + ISCSI_MAX_AHS_LEN + ISCSI_ISER_RECV_DSL + 4u)
 #define ISER_TX_SIZE       (ISER_HDRS_LEN + ISCSI_ISER_RECV_DSL)
+/* receive and send buffers of a connection, each block page aligned and a
+ * whole number of pages (aligned_alloc wants a multiple of the alignment) */
+#define ISER_PAGE_ROUND(n) (((size_t)(n) + 4095u) & ~(size_t)4095u)
+#define ISER_RX_MEM_LEN    ISER_PAGE_ROUND((size_t)ISER_NRX * ISER_RX_SIZE)
+#define ISER_TX_MEM_LEN    ISER_PAGE_ROUND((size_t)ISER_NTX * ISER_TX_SIZE)
 #define ISER_NRX           256u         /* receives posted per connection */
 #define ISER_NTX           256u         /* send buffers per connection */
 #define ISER_SQ_DEPTH      1024u
@@ -669,12 +674,48 @@ static void iser_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
 		iser_rdev_maybe_free(rd);
 }
 
+/* The last RDMA Read of a task the core let go of (aborted) completed: its pages are free now. */
+static void iser_task_orphan_done(struct iser_task *it)
+{
+	struct iser_rdev *rd = it->rd;
+
+	if (it->npages && rd) {
+		pool_give(rd, it->first_page, it->npages);
+		iser_rdev_maybe_free(rd);
+	}
+	free(it);
+}
+
 static void iser_release_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
+	struct iser_conn *ic = c->dm_priv;
 	struct iser_task *it = t->dm_priv;
+	struct list_head *pos, *n;
 
 	if (!it)
 		return;
+	/* RDMA work queued for later (no send-queue room) goes with the task */
+	if (ic) {
+		list_for_each_safe(pos, n, &ic->backlog) {
+			struct iser_backlog *b = list_entry(pos, struct iser_backlog, link);
+
+			if (!b->pdu && b->task == t) {
+				list_del(&b->link);
+				free(b);
+			}
+		}
+	}
+	if (it->reads_outstanding) {
+		/*
+		 * Aborted (task management) while RDMA Reads still write into its
+		 * pages: the pages and this state stay until the last Read
+		 * completes (read_done), or nothing else may be given them.
+		 */
+		it->task = NULL;
+		t->dm_priv = NULL;
+		t->buf = NULL;
+		return;
+	}
 	if (it->waiting || it->npages)
 		iser_buf_put(c, t);
 	free(it);
@@ -1160,8 +1201,13 @@ static void read_done(struct iser_conn *ic, struct iser_task *it, const struct i
 
 	ic->sq_used--;
 	ic->posted_send--;
-	if (--it->reads_outstanding || wc->status != IBV_WC_SUCCESS ||
-	    ic->state != ISER_ESTABLISHED)
+	if (--it->reads_outstanding)
+		return;
+	if (!t) {
+		iser_task_orphan_done(it);
+		return;
+	}
+	if (wc->status != IBV_WC_SUCCESS || ic->state != ISER_ESTABLISHED)
 		return;
 	t->received += it->read_len;
 	if (t->received >= t->edtl && t->state == TASK_STATE_DATA_OUT)
@@ -1607,13 +1653,13 @@ static void iser_accept_on_reactor(void *arg)
 		}
 	}
 	ic->max_inline = qa.cap.max_inline_data;
-	ic->rx_mem = aligned_alloc(4096, (size_t)ISER_NRX * ISER_RX_SIZE);
-	ic->tx_mem = aligned_alloc(4096, (size_t)ISER_NTX * ISER_TX_SIZE);
+	ic->rx_mem = aligned_alloc(4096, ISER_RX_MEM_LEN);
+	ic->tx_mem = aligned_alloc(4096, ISER_TX_MEM_LEN);
 	if (!ic->rx_mem || !ic->tx_mem)
 		goto err_reject;
-	ic->rx_mr = ibv_reg_mr(dev->pd, ic->rx_mem, (size_t)ISER_NRX * ISER_RX_SIZE,
+	ic->rx_mr = ibv_reg_mr(dev->pd, ic->rx_mem, ISER_RX_MEM_LEN,
 			       IBV_ACCESS_LOCAL_WRITE);
-	ic->tx_mr = ibv_reg_mr(dev->pd, ic->tx_mem, (size_t)ISER_NTX * ISER_TX_SIZE, 0);
+	ic->tx_mr = ibv_reg_mr(dev->pd, ic->tx_mem, ISER_TX_MEM_LEN, 0);
 	if (!ic->rx_mr || !ic->tx_mr)
 		goto err_reject;
 	for (uint32_t i = 0; i < ISER_NTX; i++) {

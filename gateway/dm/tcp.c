@@ -325,63 +325,13 @@ static int tcp_enter_ffp(struct iscsi_conn *c)
 static void tcp_parse(struct tcp_conn *tc)
 {
 	struct iscsi_conn *c = tc->conn;
+	struct iscsi_rx_framing f = {
+		.hd = tc->hd, .dd = tc->dd,
+		.max_dsl = c->state == CONN_STATE_LOGIN ? TCP_LOGIN_MAX_DSL : tc->max_rx_dsl,
+		.max_pdu = tc->rxcap,
+	};
 
-	while (!tc->closing && tc->rxlen - tc->rxoff >= ISCSI_BHS_LEN) {
-		const uint8_t *p = tc->rx + tc->rxoff;
-		const struct iscsi_bhs *bhs = (const struct iscsi_bhs *)p;
-		uint32_t ahs_len = iscsi_ahs_len(bhs);
-		uint32_t dsl = iscsi_bhs_dsl(bhs);
-		uint32_t hlen = ISCSI_BHS_LEN + ahs_len + (tc->hd ? 4u : 0u);
-		uint32_t pad = iscsi_pad4(dsl);
-		size_t total = (size_t)hlen + dsl + pad + (tc->dd && dsl ? 4u : 0u);
-		uint32_t limit = c->state == CONN_STATE_LOGIN ? TCP_LOGIN_MAX_DSL : tc->max_rx_dsl;
-
-		if (dsl > limit) {
-			char why[128];
-
-			snprintf(why, sizeof(why), "%s with DataSegmentLength %u beyond "
-				 "MaxRecvDataSegmentLength %u", iscsi_opcode_name(bhs->opcode), dsl, limit);
-			iscsi_conn_reject(c, bhs, ISCSI_REJECT_PROTOCOL_ERROR);
-			iscsi_conn_drop(c, why);
-			return;
-		}
-		if (tc->rxlen - tc->rxoff < hlen)
-			break;
-		if (tc->hd) {
-			uint32_t want, got;
-
-			want = iscsi_digest(p, ISCSI_BHS_LEN + ahs_len);
-			memcpy(&got, p + ISCSI_BHS_LEN + ahs_len, 4);
-			if (le32toh(got) != want) {
-				iscsi_conn_drop(c, "header digest error");
-				return;
-			}
-		}
-		if (total > tc->rxcap) {
-			/* only during login can this happen (buffer sized at enter_ffp) */
-			iscsi_conn_drop(c, "PDU larger than the receive buffer");
-			return;
-		}
-		if (tc->rxlen - tc->rxoff < total)
-			break;
-		if (tc->dd && dsl) {
-			uint32_t want = iscsi_data_digest(p + hlen, dsl, pad), got;
-
-			memcpy(&got, p + hlen + dsl + pad, 4);
-			if (le32toh(got) != want) {
-				/* RFC 7143 7.8: Reject and discard; at ErrorRecoveryLevel 0 a
-				 * damaged Data-Out ends its command (no recovery R2T) */
-				iscsi_conn_reject(c, bhs, ISCSI_REJECT_DATA_DIGEST);
-				if (iscsi_bhs_opcode(bhs) == ISCSI_OP_DATA_OUT)
-					iscsi_task_data_out_bad(c, (const struct iscsi_data_out *)bhs);
-				tc->rxoff += total;
-				continue;
-			}
-		}
-		tc->rxoff += total;
-		iscsi_conn_rx_pdu(c, bhs, ahs_len ? p + ISCSI_BHS_LEN : NULL, ahs_len,
-				  dsl ? p + hlen : NULL, dsl);
-	}
+	tc->rxoff += iscsi_conn_rx_stream(c, tc->rx + tc->rxoff, tc->rxlen - tc->rxoff, &f);
 	if (tc->rxoff == tc->rxlen) {
 		tc->rxoff = tc->rxlen = 0;
 	} else if (tc->rxoff && (tc->rxcap - tc->rxlen < tc->rxcap / 4 || tc->rxoff > tc->rxcap / 2)) {

@@ -249,8 +249,11 @@ int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg)
 	return 0;
 }
 
-static void reactor_run_deferred(struct reactor *r)
+/* Returns how many calls ran. */
+static int reactor_run_deferred(struct reactor *r)
 {
+	int n = 0;
+
 	/* callbacks may defer again: those run in the next round of this loop */
 	while (!list_empty(&r->deferred)) {
 		struct reactor_deferred *d =
@@ -259,7 +262,9 @@ static void reactor_run_deferred(struct reactor *r)
 		list_del(&d->link);
 		d->pending = false;
 		d->cb(d->arg);
+		n++;
 	}
+	return n;
 }
 
 static int reactor_next_timeout(struct reactor *r)
@@ -293,7 +298,11 @@ static void reactor_run_timers(struct reactor *r)
 	}
 }
 
-/* One round: wait up to timeout_ms for events, handle them, the deferred calls and (with timers) the timers due. */
+/*
+ * One round: wait up to timeout_ms for events, handle them, the deferred
+ * calls and (with timers) the timers due. Returns the events handled plus
+ * the deferred calls run, or -errno.
+ */
 static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
@@ -307,10 +316,10 @@ static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 		if (h->cb)
 			h->cb(h->arg, evs[i].events);
 	}
-	reactor_run_deferred(r);
+	n += reactor_run_deferred(r);
 	if (timers) {
 		reactor_run_timers(r);
-		reactor_run_deferred(r);
+		n += reactor_run_deferred(r);
 	}
 	return n;
 }

@@ -43,7 +43,8 @@ int reactor_run(struct reactor *r);
  * One round of the loop on the calling thread, without waiting: the events
  * ready now (messages included) and the deferred calls, as if on r's thread.
  * Timers are not run: a test or fuzz target that drives reactors by hand
- * fires them itself. Returns the number of events handled, or -errno.
+ * fires them itself. Returns the events handled plus the deferred calls run
+ * (0: nothing was ready), or -errno; call it again until it returns 0.
  */
 int reactor_poll(struct reactor *r);
 /* Thread-safe: asks the loop to return after the current iteration. */
