@@ -245,7 +245,8 @@ static void check_answer(const struct MHD_Connection *c, unsigned int code,
 
 	if (code < 100 || code > 599)
 		fz_die("an HTTP status out of range", NULL);
-	if (!r->type || !strstr(r->type, "json") || c->head_only || !r->len)
+	/* the resources and problems; not the embedded OpenAPI document (150 KiB, static) */
+	if (!r->type || !strstr(r->type, "json") || c->head_only || !r->len || r->len > 65536)
 		return;
 	tok = json_tokener_new();
 	if (!tok)
@@ -1019,6 +1020,191 @@ int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t ti
 	return api_ha_call_ex(h, req, timeout_ms, false, cb, arg);
 }
 
+/* ------------------------------------------------------------ isergwd */
+/*
+ * isergwd's control socket at gwclient.c's API (api_gw_fetch, api_gw_call):
+ * its status, two sessions, no counters; the same fault tape says when it
+ * times out (8), cannot be reached (9) or refuses (10).
+ */
+
+static CtlReply *gw_wire(const CtlReply *rep)
+{
+	size_t len = isergw__ctl__reply__get_packed_size(rep);
+	uint8_t *buf = malloc(len ? len : 1);
+	CtlReply *out;
+
+	if (!buf)
+		return NULL;
+	isergw__ctl__reply__pack(rep, buf);
+	out = ctl_reply_unpack(buf, len);
+	free(buf);
+	return out;
+}
+
+/* the reply to one request of op (a GetStatus, ListSessions, GetCounters, Logout) */
+static CtlReply *gw_reply(int op, const Isergw__Ctl__Logout *lo)
+{
+	CtlReply rep = ISERGW__CTL__REPLY__INIT;
+	Isergw__Ctl__StatusInfo si = ISERGW__CTL__STATUS_INFO__INIT;
+	Isergw__Ctl__LunFault lf = ISERGW__CTL__LUN_FAULT__INIT, *lfp = &lf;
+	Isergw__Ctl__SessionList sl = ISERGW__CTL__SESSION_LIST__INIT;
+	Isergw__Ctl__Session ss[2], *ssp[2] = { &ss[0], &ss[1] };
+	Isergw__Ctl__Connection cn = ISERGW__CTL__CONNECTION__INIT, *cnp = &cn;
+	Isergw__Ctl__IoStats io = ISERGW__CTL__IO_STATS__INIT;
+	Isergw__Ctl__Counters co = ISERGW__CTL__COUNTERS__INIT;
+	Isergw__Ctl__LogoutResult lr = ISERGW__CTL__LOGOUT_RESULT__INIT;
+
+	switch (op) {
+	case ISERGW__CTL__REQUEST__OP_GET_STATUS:
+		si.version = (char *)"0.1.0";
+		si.pid = 4242;
+		si.epoch = 3;
+		si.lease_state = (char *)"valid";
+		si.lease_remaining_ms = 1200;
+		si.luns_online = 3;
+		lf.target = (char *)"iqn.2026-11.org.isergw:t1";
+		lf.lun = 1;
+		lf.device_group = (char *)"dg2";
+		lf.state = (char *)"failed";
+		lf.reason = (char *)"/srv/a.img: cannot open: No such file or directory";
+		si.lun_faults = &lfp;
+		si.n_lun_faults = 1;
+		si.lun_faults_total = 1;
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_STATUS_INFO;
+		rep.status_info = &si;
+		break;
+	case ISERGW__CTL__REQUEST__OP_LIST_SESSIONS:
+		for (size_t i = 0; i < 2; i++) {
+			isergw__ctl__session__init(&ss[i]);
+			ss[i].tsih = (uint32_t)i + 1;
+			ss[i].initiator = (char *)"iqn.1994-05.com.redhat:h1";
+			ss[i].isid = (char *)"023d00000001";
+			ss[i].portal = (char *)"10.0.0.1:3260";
+			ss[i].transport = (char *)(i ? "iser" : "tcp");
+			ss[i].type = (char *)(i ? "discovery" : "normal");
+			ss[i].target = (char *)(i ? "" : "iqn.2026-11.org.isergw:t1");
+		}
+		cn.cid = 1;
+		cn.peer = (char *)"10.0.0.7:51234";
+		cn.local = (char *)"10.0.0.1:3260";
+		cn.state = (char *)"full-feature";
+		cn.login_time = 1795000000;
+		ss[0].connections = &cnp;
+		ss[0].n_connections = 1;
+		io.cmds_read = 10;
+		io.bytes_read = 40960;
+		ss[0].stats = &io;
+		sl.sessions = ssp;
+		sl.n_sessions = 2;
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_SESSIONS;
+		rep.sessions = &sl;
+		break;
+	case ISERGW__CTL__REQUEST__OP_GET_COUNTERS:
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_COUNTERS;
+		rep.counters = &co;
+		break;
+	case ISERGW__CTL__REQUEST__OP_LOGOUT:
+		if (lo->who_case != ISERGW__CTL__LOGOUT__WHO_TSIH || lo->tsih < 1 || lo->tsih > 2) {
+			rep.status = -ENOENT;
+			rep.error = (char *)"no such session";
+			break;
+		}
+		lr.sessions = 1;
+		rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_LOGOUT;
+		rep.logout = &lr;
+		break;
+	default:
+		rep.status = -ENOENT;
+		rep.error = (char *)"no such device group";
+		break;
+	}
+	return gw_wire(&rep);
+}
+
+/* a fault of the tape for isergwd: -errno with err, or 0 (and *status for a refusal) */
+static int gw_fault(int *status, char *err, size_t errlen)
+{
+	uint8_t f = tape_byte();
+
+	*status = 0;
+	switch (f & 15) {
+	case 8:
+		snprintf(err, errlen, "no answer within 1000 ms");
+		return -ETIMEDOUT;
+	case 9:
+		snprintf(err, errlen, "cannot connect to /run/isergw/isergwd.sock: Connection refused");
+		return -ECONNREFUSED;
+	case 10:
+		*status = statuses[f >> 4];
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int api_gw_call(const char *socket_path, int timeout_ms, const CtlRequest *req, CtlReply **rep,
+		char *err, size_t errlen)
+{
+	int status, rc = gw_fault(&status, err, errlen);
+
+	(void)socket_path;
+	(void)timeout_ms;
+	if (rc)
+		return rc;
+	*rep = gw_reply((int)req->op_case, req->logout);
+	if (!*rep) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (status) {
+		(*rep)->status = status;
+		(*rep)->payload_case = ISERGW__CTL__REPLY__PAYLOAD__NOT_SET;
+	}
+	return 0;
+}
+
+void api_gw_snapshot_free(struct api_gw_snapshot *s)
+{
+	if (s->status)
+		ctl_reply_free(s->status);
+	if (s->sessions)
+		ctl_reply_free(s->sessions);
+	if (s->counters)
+		ctl_reply_free(s->counters);
+	for (size_t i = 0; i < s->nalua; i++)
+		ctl_reply_free(s->alua[i]);
+	memset(s, 0, sizeof(*s));
+}
+
+int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, char *const *dgs,
+		 size_t ndgs, struct api_gw_snapshot *s, char *err, size_t errlen)
+{
+	int status, rc = gw_fault(&status, err, errlen);
+
+	(void)socket_path;
+	(void)timeout_ms;
+	(void)dgs;
+	(void)ndgs;
+	memset(s, 0, sizeof(*s));
+	if (rc)
+		return rc;
+	if (status) {
+		snprintf(err, errlen, "isergwd refused: %s", strerror(-status));
+		return status;
+	}
+	s->status = gw_reply(ISERGW__CTL__REQUEST__OP_GET_STATUS, NULL);
+	if (what & API_GW_FULL) {
+		s->sessions = gw_reply(ISERGW__CTL__REQUEST__OP_LIST_SESSIONS, NULL);
+		s->counters = gw_reply(ISERGW__CTL__REQUEST__OP_GET_COUNTERS, NULL);
+	}
+	if (!s->status || ((what & API_GW_FULL) && (!s->sessions || !s->counters))) {
+		api_gw_snapshot_free(s);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ the API */
 
 static struct api api_;
@@ -1046,8 +1232,7 @@ void fz_begin(const struct fz_settings *s)
 	memset(a, 0, sizeof(*a));
 	snprintf(a->opts.listen, sizeof(a->opts.listen), "127.0.0.1:8080");
 	a->opts.addr.ss_family = AF_INET;
-	/* isergwd is not there: the probes and the sessions learn it at once (ENOENT) */
-	snprintf(a->opts.gw_socket, sizeof(a->opts.gw_socket), "/nonexistent/isergw-fuzz.sock");
+	snprintf(a->opts.gw_socket, sizeof(a->opts.gw_socket), "/run/isergw/isergwd.sock");
 	a->opts.gw_timeout_ms = 1000;
 	snprintf(a->opts.ha_socket, sizeof(a->opts.ha_socket), "/run/isergw/ha.sock");
 	a->opts.ha_timeout_ms = 2000;

@@ -12,6 +12,9 @@
  *   responses) are faked here; MHD_get_reason_phrase_for and
  *   MHD_http_unescape are libmicrohttpd's own. shutdown(2) of a fake
  *   connection's descriptor (conn_admit closing an idle one) closes it.
+ * - isergwd at gwclient.c's API (api_gw_fetch, api_gw_call): its status,
+ *   two sessions, no counters; the fault tape may make it time out, not
+ *   answer or refuse.
  * - the HA agent at haclient.c's API (api_ha_call, api_ha_call_ex): a cluster
  *   document in memory (configuration, generation, drained nodes, owners)
  *   that answers every request synchronously, as the agent would, unless the
