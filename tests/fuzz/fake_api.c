@@ -1024,7 +1024,8 @@ int api_ha_call(struct api_ha *h, const Isergw__Ha__ApiRequest *req, uint32_t ti
 /*
  * isergwd's control socket at gwclient.c's API (api_gw_fetch, api_gw_call):
  * its status, two sessions, no counters; the same fault tape says when it
- * times out (8), cannot be reached (9) or refuses (10).
+ * times out (8), cannot be reached (9), refuses (10) or answers a status of
+ * four bytes of the tape (13).
  */
 
 static CtlReply *gw_wire(const CtlReply *rep)
@@ -1041,8 +1042,8 @@ static CtlReply *gw_wire(const CtlReply *rep)
 	return out;
 }
 
-/* the reply to one request of op (a GetStatus, ListSessions, GetCounters, Logout) */
-static CtlReply *gw_reply(int op, const Isergw__Ctl__Logout *lo)
+/* the reply to one request of op (a GetStatus, ListSessions, GetCounters, Logout), or a refusal */
+static CtlReply *gw_reply(int op, const Isergw__Ctl__Logout *lo, int32_t status)
 {
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;
 	Isergw__Ctl__StatusInfo si = ISERGW__CTL__STATUS_INFO__INIT;
@@ -1054,6 +1055,10 @@ static CtlReply *gw_reply(int op, const Isergw__Ctl__Logout *lo)
 	Isergw__Ctl__Counters co = ISERGW__CTL__COUNTERS__INIT;
 	Isergw__Ctl__LogoutResult lr = ISERGW__CTL__LOGOUT_RESULT__INIT;
 
+	if (status) {
+		rep.status = status;
+		return gw_wire(&rep);
+	}
 	switch (op) {
 	case ISERGW__CTL__REQUEST__OP_GET_STATUS:
 		si.version = (char *)"0.1.0";
@@ -1137,6 +1142,15 @@ static int gw_fault(int *status, char *err, size_t errlen)
 	case 10:
 		*status = statuses[f >> 4];
 		return 0;
+	case 13: {
+		/* any status at all, four bytes of the tape */
+		uint32_t v = 0;
+
+		for (int i = 0; i < 4; i++)
+			v = v << 8 | tape_byte();
+		*status = (int32_t)v;
+		return 0;
+	}
 	default:
 		return 0;
 	}
@@ -1151,14 +1165,10 @@ int api_gw_call(const char *socket_path, int timeout_ms, const CtlRequest *req, 
 	(void)timeout_ms;
 	if (rc)
 		return rc;
-	*rep = gw_reply((int)req->op_case, req->logout);
+	*rep = gw_reply((int)req->op_case, req->logout, status);
 	if (!*rep) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
-	}
-	if (status) {
-		(*rep)->status = status;
-		(*rep)->payload_case = ISERGW__CTL__REPLY__PAYLOAD__NOT_SET;
 	}
 	return 0;
 }
@@ -1192,10 +1202,10 @@ int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, cha
 		snprintf(err, errlen, "isergwd refused: %s", strerror(-status));
 		return status;
 	}
-	s->status = gw_reply(ISERGW__CTL__REQUEST__OP_GET_STATUS, NULL);
+	s->status = gw_reply(ISERGW__CTL__REQUEST__OP_GET_STATUS, NULL, 0);
 	if (what & API_GW_FULL) {
-		s->sessions = gw_reply(ISERGW__CTL__REQUEST__OP_LIST_SESSIONS, NULL);
-		s->counters = gw_reply(ISERGW__CTL__REQUEST__OP_GET_COUNTERS, NULL);
+		s->sessions = gw_reply(ISERGW__CTL__REQUEST__OP_LIST_SESSIONS, NULL, 0);
+		s->counters = gw_reply(ISERGW__CTL__REQUEST__OP_GET_COUNTERS, NULL, 0);
 	}
 	if (!s->status || ((what & API_GW_FULL) && (!s->sessions || !s->counters))) {
 		api_gw_snapshot_free(s);
