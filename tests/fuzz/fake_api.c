@@ -455,6 +455,8 @@ unsigned int fz_request_more(int i, size_t upto)
 			fz_die("a request suspended and never resumed (the agent answered)", NULL);
 		if (tries == 4)
 			fz_die("the access handler answers nothing", NULL);
+		if (tries == 1 && upto == FZ_ONE_FINAL)
+			return 0;       /* resumed, not called again yet */
 		if (!call(c, NULL, NULL)) {
 			conn_end(c, MHD_REQUEST_TERMINATED_WITH_ERROR);
 			return 0;

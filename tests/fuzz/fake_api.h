@@ -91,6 +91,11 @@ bool fz_conn_open_p(int i);
  * status answered (0: none yet, or the connection closed).
  */
 unsigned int fz_request(int i, const struct fz_request *rq, size_t upto);
+/*
+ * upto FZ_ONE_FINAL: the whole body and one final call, not the next one
+ * libmicrohttpd makes after a resume (the answer waits; a close may come first).
+ */
+#define FZ_ONE_FINAL (SIZE_MAX - 1)
 /* A request begun with fz_request(..., upto): more pieces, or all and the end. */
 unsigned int fz_request_more(int i, size_t upto);
 

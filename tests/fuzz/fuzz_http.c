@@ -30,8 +30,9 @@
  *               byte (255: an argument without a value) and the bytes),
  *               body (count % 9 pieces, each: a byte, bit 7 set: (low 7
  *               bits + 1) * 32 KiB of filler, else a u16 length and the
- *               bytes), then how many pieces to give now (255: all, and the end)
- *   2 more      conn, pieces (255: all, and the end)
+ *               bytes), then how many pieces to give now (255: all, and the end;
+ *               254: all and the first final call, the answer not queued yet)
+ *   2 more      conn, pieces (as above)
  *   3 close     conn (the client goes away)
  *   4 faults    a length byte and the HA agent's fault tape (fake_api.c)
  *   5 request   as 1 with a byte first choosing a valid Authorization
@@ -98,7 +99,7 @@ static const char *str(struct in *in, size_t n)
 
 static size_t upto_of(uint8_t b)
 {
-	return b == 255 ? SIZE_MAX : b % 8u;
+	return b == 255 ? SIZE_MAX : b == 254 ? FZ_ONE_FINAL : b % 8u;
 }
 
 struct req {

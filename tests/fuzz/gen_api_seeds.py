@@ -264,6 +264,10 @@ def http_seeds():
         0, "PATCH", "/api/v1/nodes/n2", [ct, (A, "force", "true")], ['{"drai', 'ned":true}'],
         upto=1, auth=0) + http_req(1, "GET", "/api/v1/device-groups/dg1", auth=1) + \
         bytes([2, 0, 255])
+    s["answered-then-closed"] = bytes([0x78]) + opn(0) + http_req(
+        0, "GET", "/api/v1/nodes/n1", upto=254, auth=1) + bytes([3, 0]) + opn(1) + http_req(
+        0, "PATCH", "/api/v1/device-groups/dg2", [ct], ['{"owner":"n1"}'], upto=254, auth=0) + \
+        bytes([2, 0, 255])
     s["args"] = bytes([0]) + opn(0) + http_req(
         0, "DELETE", "/api/v1/sessions/9", [(A, "grace_s", None), (A, "grace_s", "5")], auth=0) + \
         http_req(0, "PATCH", "/api/v1/nodes/n3", [ct, (A, "force", "yes")], ['{"drained":1}'],
