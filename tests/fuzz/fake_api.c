@@ -62,6 +62,8 @@ struct MHD_Daemon {
 	void *done_cls;
 	MHD_NotifyConnectionCallback notify;
 	void *notify_cls;
+	MHD_LogCallback log;
+	void *log_cls;
 	bool running;
 };
 
@@ -95,8 +97,8 @@ struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port,
 	while ((opt = va_arg(ap, int)) != MHD_OPTION_END) {
 		switch (opt) {
 		case MHD_OPTION_EXTERNAL_LOGGER:
-			(void)va_arg(ap, void *);
-			(void)va_arg(ap, void *);
+			daemon_.log = va_arg(ap, MHD_LogCallback);
+			daemon_.log_cls = va_arg(ap, void *);
 			break;
 		case MHD_OPTION_NOTIFY_COMPLETED:
 			daemon_.done = va_arg(ap, MHD_RequestCompletedCallback);
@@ -293,6 +295,23 @@ int shutdown(int fd, int how)
 		return 0;
 	}
 	return (int)syscall(SYS_shutdown, fd, how);
+}
+
+static void mhd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void mhd_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	daemon_.log(daemon_.log_cls, fmt, ap);
+	va_end(ap);
+}
+
+void fz_mhd_log(const char *line)
+{
+	if (daemon_.log)
+		mhd_log("%s", line);
 }
 
 /* ------------------------------------------------------------ connections */

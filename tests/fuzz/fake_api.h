@@ -96,6 +96,8 @@ unsigned int fz_request(int i, const struct fz_request *rq, size_t upto);
  * libmicrohttpd makes after a resume (the answer waits; a close may come first).
  */
 #define FZ_ONE_FINAL (SIZE_MAX - 1)
+/* A message of libmicrohttpd's to the logger http.c gave it. */
+void fz_mhd_log(const char *line);
 /* A request begun with fz_request(..., upto): more pieces, or all and the end. */
 unsigned int fz_request_more(int i, size_t upto);
 

@@ -15,6 +15,8 @@
  * the close; the routes behind it (/healthz, /readyz and /metrics with no
  * isergwd, /api/v1 with the fake agent).
  *
+ * libmicrohttpd's messages to the logger http.c gives it are fuzzed too.
+ *
  * What is libmicrohttpd's and not fuzzed here: the request line and header
  * parsing, the chunked encoding, percent-decoding of the URL and the
  * arguments, the 431/505/400 it answers itself, its timeouts and sockets.
@@ -22,7 +24,7 @@
  * The input, bytes:
  *   settings   bit 0 no tokens, 1 --metrics-open, 2 no HA agent,
  *              3-4 --max-connections - 1, 5-6 --max-connections-per-ip - 1
- *   then operations, each a byte (its value mod 6) and its operands:
+ *   then operations, each a byte (its value mod 7) and its operands:
  *   0 open      peer (0..7: four IPv4, four IPv6 addresses)
  *   1 request   conn, method (str8), url (str16), version (byte: 0 HTTP/1.1,
  *               1 HTTP/1.0, 2 str8, 3 HTTP/1.1), headers (count, then each:
@@ -37,6 +39,7 @@
  *   4 faults    a length byte and the HA agent's fault tape (fake_api.c)
  *   5 request   as 1 with a byte first choosing a valid Authorization
  *               header (even: the admin token, odd: the read-only one)
+ *   6 log       str16: a message of libmicrohttpd's to http.c's logger
  * str8 is a length byte and the bytes, str16 a little-endian u16 length
  * and the bytes (both cut at the input's end). Seeds: gen_api_seeds.py.
  */
@@ -195,7 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	fz_begin(&set);
 	while (in.n) {
-		uint8_t op = u8(&in) % 6;
+		uint8_t op = u8(&in) % 7;
 
 		switch (op) {
 		case 0:
@@ -226,6 +229,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			in.n -= n;
 			break;
 		}
+		case 6:
+			fz_mhd_log(str(&in, u16(&in)));
+			break;
 		}
 	}
 out:

@@ -268,6 +268,11 @@ def http_seeds():
         0, "GET", "/api/v1/nodes/n1", upto=254, auth=1) + bytes([3, 0]) + opn(1) + http_req(
         0, "PATCH", "/api/v1/device-groups/dg2", [ct], ['{"owner":"n1"}'], upto=254, auth=0) + \
         bytes([2, 0, 255])
+    # libmicrohttpd 0.9.75's message for a request line it refused (api_abuse.sh sends one)
+    s["mhd-log"] = bytes([0]) + bytes([6]) + str16(
+        "Error processing request (HTTP response code is 400 (`<html><head><title>Bad Request"
+        "</title></head><body>Bad Request</body></html>')). Closing connection.\n") + \
+        bytes([6]) + str16("Failed to create worker inter-thread communication channel: x\n")
     s["args"] = bytes([0]) + opn(0) + http_req(
         0, "DELETE", "/api/v1/sessions/9", [(A, "grace_s", None), (A, "grace_s", "5")], auth=0) + \
         http_req(0, "PATCH", "/api/v1/nodes/n3", [ct, (A, "force", "yes")], ['{"drained":1}'],
