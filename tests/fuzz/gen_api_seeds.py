@@ -194,7 +194,8 @@ def rest_seeds(doc):
         req("POST", "/api/v1/targets", [AUTH, ct], " \n"),
         req("POST", "/api/v1/targets", [AUTH, ct], {"iqn": "x"}),
         req("PATCH", t1, [AUTH, ct], '{"alias": "\xff"}'),
-        req("POST", "/api/v1/targets", [AUTH_RO, ct], {}),
+        req("POST", "/api/v1/targets", [AUTH_RO, ct], {}))
+    seeds["tests-odd-2"] = seq(
         req("GET", "/api/v1/cluster", [AUTH, AUTH_RO]),
         req("GET", "/api/v1/cluster", ["Authorization: Bearer isergw_admin_x"]),
         req("POST", "/api/v1/targets", [AUTH, "Content-Length: 99999999999"], "{}"),
