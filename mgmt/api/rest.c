@@ -2046,12 +2046,18 @@ static void key_path(const char *error, char *out, size_t len)
 	out[end - p] = '\0';
 }
 
+int rest_peer_errno(int32_t status)
+{
+	return status < 0 && status >= -4095 ? status : -EPROTO;
+}
+
 void rest_agent_refusal(int status, const char *error, const char *prefix, struct rest_err *e)
 {
 	char path[256];
 	size_t pl = prefix ? strlen(prefix) : 0;
 	const char *field = "";
 
+	status = rest_peer_errno(status);
 	error = error && error[0] ? error : strerror(-status);
 	switch (status) {
 	case -ENOLCK:

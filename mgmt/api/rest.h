@@ -278,6 +278,12 @@ int rest_write_prefix_sub(json_object *cfg, enum rest_op op, const char *name, c
  * rest_agent_unreachable.
  */
 void rest_agent_refusal(int status, const char *error, const char *prefix, struct rest_err *e);
+/*
+ * A peer's status (the agent's ApiReply.status, isergwd's Reply.status) as
+ * the negative errno it must be: -EPROTO for anything else (0, a positive
+ * number, one past -4095, INT32_MIN), so that it can be negated and named.
+ */
+int rest_peer_errno(int32_t status);
 void rest_agent_unreachable(int rc, const char *why, struct rest_err *e);
 
 #endif

@@ -813,7 +813,7 @@ static void local_failed(struct api_answer *ans, int rc, const CtlReply *rep, co
 			  "no such session");
 	else if (rep)
 		local_err(ans, 500, NULL, "isergwd refused: %s", rep->error && rep->error[0] ?
-			  rep->error : strerror(-rep->status));
+			  rep->error : strerror(-rest_peer_errno(rep->status)));
 	else if (rc == -ETIMEDOUT)
 		local_err(ans, 504, NULL, "isergwd: %s", err);
 	else

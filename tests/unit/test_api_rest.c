@@ -760,6 +760,16 @@ static void test_refusals(void **state)
 	rest_agent_refusal(-EIO, "", "", &e);
 	assert_int_equal(e.code, 500);
 	assert_non_null(strstr(e.detail, strerror(EIO)));
+	/* a status that is no negative errno (fuzz_rest: INT32_MIN was negated) */
+	rest_agent_refusal(INT32_MIN, "", "", &e);
+	assert_int_equal(e.code, 500);
+	assert_non_null(strstr(e.detail, strerror(EPROTO)));
+	rest_agent_refusal(7, "", "", &e);
+	assert_int_equal(e.code, 500);
+	assert_int_equal(rest_peer_errno(INT32_MIN), -EPROTO);
+	assert_int_equal(rest_peer_errno(0), -EPROTO);
+	assert_int_equal(rest_peer_errno(-4096), -EPROTO);
+	assert_int_equal(rest_peer_errno(-ENOENT), -ENOENT);
 
 	rest_agent_unreachable(-ECONNREFUSED, "cannot connect to /run/isergw/ha.sock", &e);
 	assert_int_equal(e.code, 503);
