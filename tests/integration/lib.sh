@@ -53,6 +53,7 @@ lib_parse_common() {
 	fi
 	mkdir -p "$SCRATCH" || die "cannot create scratch dir $SCRATCH"
 	SCRATCH=$(cd "$SCRATCH" && pwd)
+	: >"$SCRATCH/.lib-start"     # files written after it are this run's
 }
 
 # The LUN number of the disk on the target under test.
@@ -83,10 +84,31 @@ wait_port() {
 	return 1
 }
 
-# Sanitizer reports in a daemon log (the ASan tree).
+# Sanitizer reports in a daemon log (the ASan and TSan trees).
+SANITIZER_RE='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined|Leak)|WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer'
 sanitizer_report() {
-	[ -f "$1" ] && grep -E -m5 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined|Leak)' "$1"
+	[ -f "$1" ] && grep -E -m5 "$SANITIZER_RE" "$1"
 }
+
+# The last word on ThreadSanitizer reports (the TSan tree), from the exit
+# trap: whatever a script checks, a report that any process it started wrote
+# into a file of the scratch directory during this run (a daemon's log, a
+# client's output) fails the script. A race report need not stop the process
+# that found it, nor change what a client sees. (ASan and UBSan reports
+# abort the process: its exit status already fails the test.)
+_lib_scan_reports() {
+	local f found=0
+	[ -n "$SCRATCH" ] && [ -f "$SCRATCH/.lib-start" ] || return 0
+	while IFS= read -r -d '' f; do
+		if grep -I -q 'WARNING: ThreadSanitizer' "$f" 2>/dev/null; then
+			printf '%s: ThreadSanitizer report in %s:\n' "${0##*/}" "$f" >&"$_LIB_STDERR"
+			grep -m5 -E 'WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer' "$f" >&"$_LIB_STDERR"
+			found=1
+		fi
+	done < <(find "$SCRATCH" -type f -newer "$SCRATCH/.lib-start" -size -64M -print0 2>/dev/null)
+	return "$found"
+}
+exec {_LIB_STDERR}>&2
 
 # target_start NAME IQN FILE SIZE PORT ADDR... [-- EXTRA-ISERGWD-ARGS...]
 # Starts the target under test serving FILE (created sparse with SIZE when
@@ -266,6 +288,7 @@ lib_cleanup() {
 		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
 	done
 	_LIB_DAEMONS=()
+	_lib_scan_reports || exit 1
 }
 trap "lib_cleanup 2>/dev/null" EXIT
 trap 'exit 130' INT
