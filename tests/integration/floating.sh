@@ -36,7 +36,7 @@ PID=
 cleanup() {
 	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null || true
-	_lib_scan_reports || exit 1
+	tsan_scan "$SCRATCH" || exit 1
 }
 trap cleanup EXIT
 ip netns del "$NS" 2>/dev/null || true

@@ -53,7 +53,7 @@ lib_parse_common() {
 	fi
 	mkdir -p "$SCRATCH" || die "cannot create scratch dir $SCRATCH"
 	SCRATCH=$(cd "$SCRATCH" && pwd)
-	: >"$SCRATCH/.lib-start"     # files written after it are this run's
+	tsan_scan_start "$SCRATCH"
 }
 
 # The LUN number of the disk on the target under test.
@@ -90,24 +90,9 @@ sanitizer_report() {
 	[ -f "$1" ] && grep -E -m5 "$SANITIZER_RE" "$1"
 }
 
-# The last word on ThreadSanitizer reports (the TSan tree), from the exit
-# trap: whatever a script checks, a report that any process it started wrote
-# into a file of the scratch directory during this run (a daemon's log, a
-# client's output) fails the script. A race report need not stop the process
-# that found it, nor change what a client sees. (ASan and UBSan reports
-# abort the process: its exit status already fails the test.)
-_lib_scan_reports() {
-	local f found=0
-	[ -n "$SCRATCH" ] && [ -f "$SCRATCH/.lib-start" ] || return 0
-	while IFS= read -r -d '' f; do
-		if grep -I -q 'WARNING: ThreadSanitizer' "$f" 2>/dev/null; then
-			printf '%s: ThreadSanitizer report in %s:\n' "${0##*/}" "$f" >&"$_LIB_STDERR"
-			grep -m5 -E 'WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer' "$f" >&"$_LIB_STDERR"
-			found=1
-		fi
-	done < <(find "$SCRATCH" -type f -newer "$SCRATCH/.lib-start" -size -64M -print0 2>/dev/null)
-	return "$found"
-}
+# shellcheck source=tests/common/tsan_scan.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/tsan_scan.sh"
+# the exit trap's scan reports on the script's own stderr (the trap has none)
 exec {_LIB_STDERR}>&2
 
 # target_start NAME IQN FILE SIZE PORT ADDR... [-- EXTRA-ISERGWD-ARGS...]
@@ -288,7 +273,7 @@ lib_cleanup() {
 		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
 	done
 	_LIB_DAEMONS=()
-	_lib_scan_reports || exit 1
+	tsan_scan "$SCRATCH" 2>&"$_LIB_STDERR" || exit 1
 }
 trap "lib_cleanup 2>/dev/null" EXIT
 trap 'exit 130' INT
