@@ -229,8 +229,10 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	if (!c)
 		return -ENOMEM;
 	c->gw = p->gw;
+	memset(&env, 0, sizeof(env));
 	pthread_mutex_lock(&p->gw->sess_lock);
 	c->cfg = p->gw->cfg;
+	env.portal = p->cfg;            /* both as the last reload left them */
 	pthread_mutex_unlock(&p->gw->sess_lock);
 	c->portal = p;
 	c->reactor = r;
@@ -249,9 +251,7 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 	reactor_timer_init(&c->logout_timer, conn_logout_timeout, c);
 	c->dm->addrs(c, c->peer, sizeof(c->peer), c->local, sizeof(c->local));
 
-	memset(&env, 0, sizeof(env));
 	env.cfg = c->cfg;
-	env.portal = p->cfg;
 	env.transport = p->dm->transport;
 	snprintf(env.peer_addr, sizeof(env.peer_addr), "%s", c->peer);
 	snprintf(env.local_addr, sizeof(env.local_addr), "%s", c->local);
@@ -396,7 +396,8 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 			  "MaxRecvDSL %u/%u, burst %u/%u, R2T %s, immediate %s)", c->peer,
 			  c->sess->type == ISCSI_SESSION_DISCOVERY ? "discovery" : "normal",
 			  c->sess->initiator, c->sess->target ? " to " : "",
-			  c->sess->target ? c->sess->target->cfg->iqn : "", c->sess->tsih, c->dm->name,
+			  c->sess->target ? gw_target_cfg(c->sess->target)->iqn : "", c->sess->tsih,
+			  c->dm->name,
 			  c->params.header_digest ? "CRC32C" : "None",
 			  c->params.data_digest ? "CRC32C" : "None", c->params.max_recv_dsl,
 			  c->params.max_xmit_dsl, c->sess->params.first_burst, c->sess->params.max_burst,
@@ -588,7 +589,7 @@ static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	memset(&env, 0, sizeof(env));
 	env.cfg = c->cfg;
 	env.session_type = c->sess->type;
-	env.target = c->sess->target ? c->sess->target->cfg : NULL;
+	env.target = c->sess->target ? gw_target_cfg(c->sess->target) : NULL;
 	env.initiator_name = c->sess->initiator;
 	env.local_addr = c->local;
 	env.max_xmit_dsl = c->params.max_xmit_dsl;

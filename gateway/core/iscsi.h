@@ -94,6 +94,28 @@ struct gw_portal {
 	uint32_t tries;                 /* failed attempts since it last listened */
 };
 
+/*
+ * What a reload replaces while the reactors run: a portal's and a target's
+ * configuration, a target's LUNs. gw_reload publishes them with a release
+ * store under sess_lock; a thread that does not hold sess_lock reads them
+ * with these. What they replaced is retired, not freed (below), so a reader
+ * may go on using what it read.
+ */
+static inline const struct gw_portal_cfg *gw_portal_cfg(const struct gw_portal *p)
+{
+	return __atomic_load_n(&p->cfg, __ATOMIC_ACQUIRE);
+}
+
+static inline const struct gw_target_cfg *gw_target_cfg(const struct gw_target *t)
+{
+	return __atomic_load_n(&t->cfg, __ATOMIC_ACQUIRE);
+}
+
+static inline struct scsi_lu *gw_target_lu(const struct gw_target *t, uint64_t lun)
+{
+	return lun < t->nluns ? __atomic_load_n(&t->luns[lun], __ATOMIC_ACQUIRE) : NULL;
+}
+
 /* Objects replaced by a reload, freed at exit (sessions may still point at them). */
 struct gw_retired {
 	struct gw_retired *next;

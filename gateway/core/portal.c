@@ -86,7 +86,7 @@ size_t gw_portals_port_in_use(struct gw *gw)
 
 static const char *portal_scheme(const struct gw_portal *p)
 {
-	return p->cfg->transport == GW_TRANSPORT_ISER ? "iser" : "tcp";
+	return gw_portal_cfg(p)->transport == GW_TRANSPORT_ISER ? "iser" : "tcp";
 }
 
 static bool on_reactor0(const struct gw *gw)
@@ -99,7 +99,7 @@ static void portal_try(struct gw_portal *p);
 /* The first failed attempt of a wait, logged once. */
 static void portal_log_wait(const struct gw_portal *p, int rc)
 {
-	const struct gw_portal_cfg *pc = p->cfg;
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);
 
 	if (rc == -EADDRINUSE) {
 		GW_ERR(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen: address "
@@ -130,6 +130,7 @@ static void portal_arm(struct gw_portal *p)
 /* Reactor 0 (or the starting thread): listen unless listening or closed. */
 static void portal_try(struct gw_portal *p)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);     /* a reload may replace it */
 	int rc;
 
 	if (atomic_load(&p->closed) || atomic_load(&p->gw->shutting_down) || p->dm_priv)
@@ -138,14 +139,14 @@ static void portal_try(struct gw_portal *p)
 	if (rc == 0) {
 		if (p->tries && atomic_load(&p->last_error) == -EADDRINUSE) {
 			GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its port is "
-				  "free: serving after %u attempt(s)", portal_scheme(p), p->cfg->addr,
-				  p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id, p->tries);
+				  "free: serving after %u attempt(s)", portal_scheme(p), pc->addr,
+				  pc->port, pc->rel_port_id, pc->tpg_id, p->tries);
 			gw_notify_status("portal %s://%s:%u listening (its port was in use)",
-					 portal_scheme(p), p->cfg->addr, p->cfg->port);
+					 portal_scheme(p), pc->addr, pc->port);
 		} else if (p->tries) {
 			GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address is "
-				  "here: serving after %u attempt(s)", portal_scheme(p), p->cfg->addr,
-				  p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id, p->tries);
+				  "here: serving after %u attempt(s)", portal_scheme(p), pc->addr,
+				  pc->port, pc->rel_port_id, pc->tpg_id, p->tries);
 		}
 		p->tries = 0;
 		p->retry_ms = 0;
@@ -161,7 +162,7 @@ static void portal_try(struct gw_portal *p)
 		portal_log_wait(p, rc);
 	else if (p->tries % PORTAL_LOG_EVERY == 0)
 		GW_INFO(COMP, "portal %s://%s:%u: still waiting (%u attempts): %s", portal_scheme(p),
-			p->cfg->addr, p->cfg->port, p->tries, strerror(-rc));
+			pc->addr, pc->port, p->tries, strerror(-rc));
 	if (atomic_load(&p->gw->running))
 		portal_arm(p);
 }
@@ -293,12 +294,14 @@ static void drop_on_portal(struct iscsi_conn *c, void *arg)
 /* Reactor 0: the address of a listening portal went away. */
 static void portal_lost_address(struct gw_portal *p)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);
+
 	if (!p->dm_priv || atomic_load(&p->closed) ||
 	    atomic_load(&p->state) != GW_PORTAL_LISTENING)
 		return;
 	GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address was removed: "
 		  "not listening, dropping its sessions, waiting for the address", portal_scheme(p),
-		  p->cfg->addr, p->cfg->port, p->cfg->rel_port_id, p->cfg->tpg_id);
+		  pc->addr, pc->port, pc->rel_port_id, pc->tpg_id);
 	atomic_store(&p->last_error, -EADDRNOTAVAIL);
 	atomic_store(&p->state, GW_PORTAL_WAITING);
 	if (!p->dm->keep_listener_without_address) {
@@ -313,14 +316,16 @@ static void portal_lost_address(struct gw_portal *p)
 /* Reactor 0: the address of a portal that kept its listener is back. */
 static void portal_got_address(struct gw_portal *p)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);
+
 	if (!p->dm_priv || atomic_load(&p->closed) ||
 	    atomic_load(&p->state) == GW_PORTAL_LISTENING)
 		return;
 	atomic_store(&p->last_error, 0);
 	atomic_store(&p->state, GW_PORTAL_LISTENING);
 	GW_NOTICE(COMP, "portal %s://%s:%u (relative port %u, group %u): its address is back: "
-		  "serving", portal_scheme(p), p->cfg->addr, p->cfg->port, p->cfg->rel_port_id,
-		  p->cfg->tpg_id);
+		  "serving", portal_scheme(p), pc->addr, pc->port, pc->rel_port_id,
+		  pc->tpg_id);
 }
 
 struct ifaddr_batch {

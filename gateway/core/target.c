@@ -1204,7 +1204,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 			if (!gw->portals[i]->removed && portal_same(gw->portals[i]->cfg, &ncfg->portals[j]))
 				p = gw->portals[i];
 		if (p) {
-			p->cfg = &ncfg->portals[j];
+			__atomic_store_n(&p->cfg, &ncfg->portals[j], __ATOMIC_RELEASE);
 			p->index = np;
 		} else if (gw_portal_open(gw, &ncfg->portals[j], np, &p)) {
 			GW_ERR(COMP, "reload: portal %s:%u could not be opened", ncfg->portals[j].addr,
@@ -1256,7 +1256,7 @@ int gw_reload(struct gw *gw, struct gw_config *ncfg)
 				gw_retire(gw, free, t->ports);
 				t->ports = ports;
 			}
-			t->cfg = tc;
+			__atomic_store_n(&t->cfg, tc, __ATOMIC_RELEASE);
 		} else if (target_open(gw, tc, true, &t)) {
 			GW_ERR(COMP, "reload: target %s could not be created", tc->iqn);
 			continue;

@@ -482,7 +482,7 @@ static void task_run(struct iscsi_task *t)
 	t->state = TASK_STATE_EXEC;
 	cmd->itn = &s->itn;
 	cmd->lun = t->lun;
-	cmd->lu = (s->target && t->lun < s->target->nluns) ? s->target->luns[t->lun] : NULL;
+	cmd->lu = s->target ? gw_target_lu(s->target, t->lun) : NULL;
 	cmd->attr = t->hdr.flags & ISCSI_CMD_ATTR_MASK;
 	cmd->data_in = t->data_in;
 	cmd->data_out = t->data_out;
@@ -1024,8 +1024,7 @@ static uint32_t conn_abort_matching(struct iscsi_conn *c, const struct abort_fil
 
 		if (t == except)
 			continue;
-		lu = (c->sess->target && t->lun < c->sess->target->nluns) ?
-			c->sess->target->luns[t->lun] : NULL;
+		lu = c->sess->target ? gw_target_lu(c->sess->target, t->lun) : NULL;
 		if (f->lu && lu != f->lu)
 			continue;
 		if (task_abort(t, tmf))
@@ -1133,7 +1132,7 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 	struct gw_target *tg = s->target;
 	uint8_t func = req->function & 0x7f;
 	uint64_t lun = iscsi_lun_decode(req->lun);
-	struct scsi_lu *lu = (tg && lun < tg->nluns) ? tg->luns[lun] : NULL;
+	struct scsi_lu *lu = tg ? gw_target_lu(tg, lun) : NULL;
 	struct iscsi_tmf *tmf;
 	struct iscsi_tmf_rsp *rsp;
 	struct abort_filter f = { .lu = NULL, .target = tg };
@@ -1213,11 +1212,14 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 	case ISCSI_TMF_TARGET_COLD_RESET:
 		waiting = conn_abort_matching(c, &f, tmf, NULL);
 		abort_other_sessions(c, NULL);
-		for (uint32_t i = 0; i < tg->nluns; i++)
-			if (tg->luns[i])
-				tmf_lu_state(c, tmf, tg->luns[i],
+		for (uint32_t i = 0; i < tg->nluns; i++) {
+			struct scsi_lu *tl = gw_target_lu(tg, i);
+
+			if (tl)
+				tmf_lu_state(c, tmf, tl,
 					     func == ISCSI_TMF_TARGET_COLD_RESET ?
 					     SCSI_RESET_TARGET_COLD : SCSI_RESET_TARGET_WARM, &waiting);
+		}
 		/* the other sessions are dropped when it is answered (tmf_send) */
 		if (func == ISCSI_TMF_TARGET_COLD_RESET)
 			tmf->cold_reset = true;
@@ -1256,7 +1258,7 @@ struct preempt_abort {
 static bool target_has_lu(const struct gw_target *t, const struct scsi_lu *lu)
 {
 	for (uint32_t i = 0; i < t->nluns; i++)
-		if (__atomic_load_n(&t->luns[i], __ATOMIC_ACQUIRE) == lu)
+		if (gw_target_lu(t, i) == lu)
 			return true;
 	return false;
 }

@@ -162,7 +162,8 @@ static void sess_snap_run(void *arg)
 	s->cid = c->cid;
 	snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
 	snprintf(s->local, sizeof(s->local), "%s", c->local);
-	snprintf(s->portal, sizeof(s->portal), "%s:%u", c->portal->cfg->addr, c->portal->cfg->port);
+	snprintf(s->portal, sizeof(s->portal), "%s:%u", gw_portal_cfg(c->portal)->addr,
+		 gw_portal_cfg(c->portal)->port);
 	snprintf(s->transport, sizeof(s->transport), "%s", c->dm->name);
 	s->state = c->state;
 	s->login_time = c->login_time;

@@ -1778,12 +1778,14 @@ static int iser_listener_bind(struct iser_listener *l)
  */
 static void iser_listener_lost(struct iser_listener *l)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(l->portal);
+
 	iser_device_removed(l->portal->gw, l->id->verbs);
 	rdma_destroy_id(l->id);
 	l->id = NULL;
 	l->relisten_tries = 0;
 	GW_ERR(COMP, "portal iser://%s:%u: RDMA device removed: not listening; trying again "
-	       "every %u ms", l->portal->cfg->addr, l->portal->cfg->port, ISER_RELISTEN_MS);
+	       "every %u ms", pc->addr, pc->port, ISER_RELISTEN_MS);
 	gw_portal_set_listening(l->portal, false, -ENODEV);
 	reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
 }
@@ -1791,6 +1793,7 @@ static void iser_listener_lost(struct iser_listener *l)
 static void iser_relisten(void *arg)
 {
 	struct iser_listener *l = arg;
+	const struct gw_portal_cfg *pc = gw_portal_cfg(l->portal);
 	int rc;
 
 	if (l->id || atomic_load(&l->portal->gw->shutting_down))
@@ -1800,27 +1803,28 @@ static void iser_relisten(void *arg)
 	if (rc) {
 		if (++l->relisten_tries == 1 || l->relisten_tries % 60 == 0)
 			GW_INFO(COMP, "portal iser://%s:%u: cannot listen yet: %s",
-				l->portal->cfg->addr, l->portal->cfg->port, strerror(-rc));
+				pc->addr, pc->port, strerror(-rc));
 		reactor_timer_arm(l->reactor, &l->relisten, ISER_RELISTEN_MS);
 		return;
 	}
-	GW_NOTICE(COMP, "listening on iser://%s:%u", l->portal->cfg->addr, l->portal->cfg->port);
+	GW_NOTICE(COMP, "listening on iser://%s:%u", pc->addr, pc->port);
 	gw_portal_set_listening(l->portal, true, 0);
 }
 
 static int iser_listen(struct gw_portal *p)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);     /* a reload may replace it */
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res = NULL;
 	struct iser_listener *l;
 	char port[8];
 	int rc;
 
-	snprintf(port, sizeof(port), "%u", p->cfg->port);
-	rc = getaddrinfo(p->cfg->addr, port, &hints, &res);
+	snprintf(port, sizeof(port), "%u", pc->port);
+	rc = getaddrinfo(pc->addr, port, &hints, &res);
 	if (rc) {
-		GW_ERR(COMP, "portal iser://%s:%u: cannot resolve address: %s", p->cfg->addr,
-		       p->cfg->port, gai_strerror(rc));
+		GW_ERR(COMP, "portal iser://%s:%u: cannot resolve address: %s", pc->addr,
+		       pc->port, gai_strerror(rc));
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
@@ -1844,7 +1848,7 @@ static int iser_listen(struct gw_portal *p)
 	if (!l->ch) {
 		rc = -errno;
 		GW_DEBUG(COMP, "portal iser://%s:%u: no RDMA CM (is rdma_ucm loaded?): %s",
-			 p->cfg->addr, p->cfg->port, strerror(errno));
+			 pc->addr, pc->port, strerror(errno));
 		goto err_free;
 	}
 	if (set_nonblock(l->ch->fd)) {
@@ -1854,7 +1858,7 @@ static int iser_listen(struct gw_portal *p)
 	rc = iser_listener_bind(l);
 	if (rc) {
 		GW_DEBUG(COMP, "portal iser://%s:%u: cannot listen: %s (no RDMA device on that "
-			 "address?)", p->cfg->addr, p->cfg->port, strerror(-rc));
+			 "address?)", pc->addr, pc->port, strerror(-rc));
 		goto err_ch;
 	}
 	l->reactor = p->gw->reactors[0];
@@ -1863,7 +1867,7 @@ static int iser_listen(struct gw_portal *p)
 		goto err_id;
 	p->dm_priv = l;
 	freeaddrinfo(res);
-	GW_NOTICE(COMP, "listening on iser://%s:%u", p->cfg->addr, p->cfg->port);
+	GW_NOTICE(COMP, "listening on iser://%s:%u", pc->addr, pc->port);
 	return 0;
 
 err_id:

@@ -442,8 +442,8 @@ static void tcp_accept(void *arg, uint32_t events)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				GW_WARN(COMP, "accept on %s:%u: %s", l->portal->cfg->addr,
-					l->portal->cfg->port, strerror(errno));
+				GW_WARN(COMP, "accept on %s:%u: %s", gw_portal_cfg(l->portal)->addr,
+					gw_portal_cfg(l->portal)->port, strerror(errno));
 			return;
 		}
 		if (atomic_load(&gw->shutting_down)) {
@@ -487,16 +487,17 @@ static void tcp_accept(void *arg, uint32_t events)
 
 static int tcp_listen(struct gw_portal *p)
 {
+	const struct gw_portal_cfg *pc = gw_portal_cfg(p);     /* a reload may replace it */
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res = NULL;
 	struct tcp_listener *l;
 	char port[8];
 	int one = 1, rc;
 
-	snprintf(port, sizeof(port), "%u", p->cfg->port);
-	rc = getaddrinfo(p->cfg->addr, port, &hints, &res);
+	snprintf(port, sizeof(port), "%u", pc->port);
+	rc = getaddrinfo(pc->addr, port, &hints, &res);
 	if (rc) {
-		GW_ERR(COMP, "portal %s:%u: cannot resolve address: %s", p->cfg->addr, p->cfg->port,
+		GW_ERR(COMP, "portal %s:%u: cannot resolve address: %s", pc->addr, pc->port,
 		       gai_strerror(rc));
 		return -EINVAL;
 	}
@@ -523,7 +524,7 @@ static int tcp_listen(struct gw_portal *p)
 		goto err_close;
 	p->dm_priv = l;
 	freeaddrinfo(res);
-	GW_NOTICE(COMP, "listening on tcp://%s:%u", p->cfg->addr, p->cfg->port);
+	GW_NOTICE(COMP, "listening on tcp://%s:%u", pc->addr, pc->port);
 	return 0;
 
 err_close:

@@ -89,6 +89,12 @@ struct scsi_itn {
 	uint32_t nluns;
 };
 
+/* An LU of the nexus' map: a reload changes the map while commands run. */
+static inline struct scsi_lu *scsi_itn_lu(const struct scsi_itn *itn, uint32_t i)
+{
+	return __atomic_load_n(&itn->luns[i], __ATOMIC_ACQUIRE);
+}
+
 /*
  * ALUA (SPC-4 5.15). The cluster's target port groups (which relative target
  * ports each holds, this node's and the other nodes') form one port map, the

@@ -511,8 +511,11 @@ int lu_shared_open(struct scsi_lu *lu)
 	if (rc)
 		return rc;
 	lu->sh_origin = new_origin();
+	/* the lock order of every change: lu->lock, then the store's lock */
+	pthread_mutex_lock(&lu->lock);
 	rc = shs_lock(lu->sh, false);
 	if (rc) {
+		pthread_mutex_unlock(&lu->lock);
 		GW_ERR(SCSI_LOG, "lun %llu: %s: cannot lock: %s", (unsigned long long)lu->params.lun,
 		       lu->sh->cluster ? "cluster state" : lu->params.shared_path, strerror(-rc));
 		shs_close(lu->sh);
@@ -522,10 +525,9 @@ int lu_shared_open(struct scsi_lu *lu)
 	/* events posted before we came are not ours to apply */
 	lu->sh_ev_seen = lu->sh->f->ev_seq;
 	lu->sh_state_gen = 0;
-	pthread_mutex_lock(&lu->lock);
 	rc = sync_locked(lu) ? 0 : -EINVAL;
-	pthread_mutex_unlock(&lu->lock);
 	shs_unlock(lu->sh);
+	pthread_mutex_unlock(&lu->lock);
 	if (rc) {
 		shs_close(lu->sh);
 		lu->sh = NULL;

@@ -257,7 +257,7 @@ void spc_report_luns(struct scsi_cmd *cmd)
 	const struct scsi_itn *itn = cmd->itn;
 	uint8_t sel = cmd->cdb[2];
 	uint32_t alloc = get_be32(&cmd->cdb[6]);
-	uint32_t i, n = 0, len;
+	uint32_t i, n = 0, counted, len;
 	uint8_t *d;
 
 	if (sel > 0x02) {
@@ -270,7 +270,7 @@ void spc_report_luns(struct scsi_cmd *cmd)
 	}
 	if (sel != 0x01 && itn && itn->luns)
 		for (i = 0; i < itn->nluns && i < 16384; i++)
-			if (itn->luns[i])
+			if (scsi_itn_lu(itn, i))
 				n++;
 	len = 8 + 8 * n;
 	d = calloc(1, len);
@@ -278,13 +278,14 @@ void spc_report_luns(struct scsi_cmd *cmd)
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
 	}
-	put_be32(&d[0], 8 * n);
+	/* a reload may add or remove LUNs meanwhile: at most the n counted */
+	counted = n;
 	n = 0;
 	if (sel != 0x01 && itn && itn->luns) {
-		for (i = 0; i < itn->nluns && i < 16384; i++) {
+		for (i = 0; i < itn->nluns && i < 16384 && n < counted; i++) {
 			uint8_t *e;
 
-			if (!itn->luns[i])
+			if (!scsi_itn_lu(itn, i))
 				continue;
 			e = &d[8 + 8 * n++];
 			if (i < 256) {
@@ -295,6 +296,8 @@ void spc_report_luns(struct scsi_cmd *cmd)
 			}
 		}
 	}
+	put_be32(&d[0], 8 * n);
+	len = 8 + 8 * n;
 	scsi_reply(cmd, d, len, alloc);
 	free(d);
 }

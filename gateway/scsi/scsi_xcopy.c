@@ -318,7 +318,7 @@ static struct scsi_lu *cscd_lookup(const struct scsi_cmd *cmd, const uint8_t *d)
 		return memcmp(&d[8], cmd->lu->params.naa, 16) == 0 ? cmd->lu : NULL;
 	}
 	for (i = 0; i < itn->nluns; i++) {
-		struct scsi_lu *lu = itn->luns[i];
+		struct scsi_lu *lu = scsi_itn_lu(itn, i);
 
 		if (lu && memcmp(&d[8], lu->params.naa, 16) == 0)
 			return lu;

@@ -88,16 +88,24 @@ int api_pace_init(struct api_pace *p, uint32_t rate, uint32_t burst)
 	return 0;
 }
 
+/*
+ * The HTTP threads may still take and charge: started stays as init set it
+ * (they read it without the lock); stop, under the lock, says the thread
+ * was told to end, so a second call does not join it again.
+ */
 void api_pace_stop(struct api_pace *p)
 {
+	bool first;
+
 	if (!p->started)
 		return;
 	pthread_mutex_lock(&p->mu);
+	first = !p->stop;
 	p->stop = true;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thr, NULL);
-	p->started = false;
+	if (first)
+		pthread_join(p->thr, NULL);
 }
 
 void api_pace_destroy(struct api_pace *p)

@@ -28,7 +28,7 @@ struct api_pace {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thr;
-	bool started, stop;
+	bool started, stop;            /* started: set by init only; stop: under mu */
 	double rate, burst, tokens;     /* rate 0: no pacing */
 	uint64_t last_ns;               /* monotonic, of the last refill */
 	struct list_head waits;

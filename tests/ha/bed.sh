@@ -48,7 +48,9 @@
 #                             corosync), names and addresses; installs the
 #                             EXIT/INT/TERM traps that run bed_down (with
 #                             BED_KEEP=1 the bed stays up for a look by hand:
-#                             bed_manual.sh ... down removes it).
+#                             bed_manual.sh ... down removes it); at exit a
+#                             ThreadSanitizer report in a file of SCRATCH
+#                             fails the test (tests/common/tsan_scan.sh).
 #   bed_up                    tears down leftovers of an earlier run with the
 #                             same prefix, builds the networks, the backend
 #                             and host namespaces and every node's anchor,
@@ -145,6 +147,9 @@
 # Measurements: every bed_wait_* prints "bed: WHAT after EVENT: N.NNN s" and
 # leaves the seconds in BED_ELAPSED.
 
+# shellcheck source=tests/common/tsan_scan.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/tsan_scan.sh"
+
 BED_NODES=${BED_NODES:-3}
 BED_TOKEN=${BED_TOKEN:-1000}
 BED_TOKEN_COEFFICIENT=${BED_TOKEN_COEFFICIENT-0}
@@ -232,13 +237,21 @@ bed_init() {
 	BED_BACKEND_ADDR=$BED_NET.2.100
 	BED_HOST_ADDR=$BED_NET.2.200
 	BED_SHARED=$SCRATCH/shared
+	tsan_scan_start "$SCRATCH"
 	if [ "${BED_KEEP:-0}" = 1 ]; then
 		trap '_bed_keep_note' EXIT
 	else
-		trap 'bed_down' EXIT
+		trap '_bed_exit' EXIT
 	fi
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
+}
+
+# The exit trap: the bed down, then a ThreadSanitizer report in any log of
+# this run (every daemon of every node, the clients) fails the test.
+_bed_exit() {
+	bed_down
+	tsan_scan "$SCRATCH" || exit 1
 }
 
 _bed_keep_note() {

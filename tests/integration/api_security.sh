@@ -192,7 +192,8 @@ case "$code" in 401|403) bad "GET /api/v1/targets, read-only token: $code" ;;
 code=$(http POST /api/v1/targets "$SCRATCH/w2.out" "${AUTH_OPS[@]}" -H 'Content-Type: application/json' --data '{"iqn":"x"}')
 case "$code" in 401|403|413) bad "POST /api/v1/targets, admin token: $code" ;;
 *) ok "POST /api/v1/targets, admin token passes the guard ($code from routing)" ;; esac
-if grep -q "notice http: write by token ops: POST /api/v1/targets $code" "$API_LOG"; then
+# logged when the request ends, after the answer went out: waited for
+if wait_log "$API_LOG" "notice http: write by token ops: POST /api/v1/targets $code" 10; then
 	ok "the write logged with the token's name"
 else
 	bad "no write line for ops's POST in $API_LOG"

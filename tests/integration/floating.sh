@@ -36,6 +36,7 @@ PID=
 cleanup() {
 	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null || true
+	tsan_scan "$SCRATCH" || exit 1
 }
 trap cleanup EXIT
 ip netns del "$NS" 2>/dev/null || true
@@ -126,5 +127,5 @@ log "reload: new portal waited, then served"
 kill -TERM "$PID"
 wait "$PID" || fail "isergwd exited with $?"
 PID=
-if grep -E "ERROR: AddressSanitizer|LeakSanitizer" "$SCRATCH/isergwd.log"; then fail "sanitizer report"; fi
+if sanitizer_report "$SCRATCH/isergwd.log"; then fail "sanitizer report"; fi
 log "PASS"

@@ -53,6 +53,7 @@ lib_parse_common() {
 	fi
 	mkdir -p "$SCRATCH" || die "cannot create scratch dir $SCRATCH"
 	SCRATCH=$(cd "$SCRATCH" && pwd)
+	tsan_scan_start "$SCRATCH"
 }
 
 # The LUN number of the disk on the target under test.
@@ -83,10 +84,16 @@ wait_port() {
 	return 1
 }
 
-# Sanitizer reports in a daemon log (the ASan tree).
+# Sanitizer reports in a daemon log (the ASan and TSan trees).
+SANITIZER_RE='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined|Leak)|WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer'
 sanitizer_report() {
-	[ -f "$1" ] && grep -E -m5 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|Undefined|Leak)' "$1"
+	[ -f "$1" ] && grep -E -m5 "$SANITIZER_RE" "$1"
 }
+
+# shellcheck source=tests/common/tsan_scan.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/tsan_scan.sh"
+# the exit trap's scan reports on the script's own stderr (the trap has none)
+exec {_LIB_STDERR}>&2
 
 # target_start NAME IQN FILE SIZE PORT ADDR... [-- EXTRA-ISERGWD-ARGS...]
 # Starts the target under test serving FILE (created sparse with SIZE when
@@ -266,6 +273,7 @@ lib_cleanup() {
 		{ kill -KILL "$pid"; wait "$pid"; } 2>/dev/null
 	done
 	_LIB_DAEMONS=()
+	tsan_scan "$SCRATCH" 2>&"$_LIB_STDERR" || exit 1
 }
 trap "lib_cleanup 2>/dev/null" EXIT
 trap 'exit 130' INT

@@ -7,6 +7,8 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -130,6 +132,50 @@ static void test_bytes_charged(void **state)
 	api_pace_destroy(&p);
 }
 
+/*
+ * isergw-api stops the pacer while the HTTP threads still take and charge
+ * (api_http_stop: the waiting requests go first, then libmicrohttpd stops).
+ * Stopping must not touch what they read without the lock: in the TSan tree
+ * this test reported the race on `started` (main thread: api_pace_stop;
+ * a taker: api_pace_take, api_pace_charge).
+ */
+static atomic_int taker_state;          /* 1: taking; 2: told to end */
+
+static void *taker(void *arg)
+{
+	struct api_pace *p = arg;
+	struct api_pace_wait w = { .go = go, .arg = (void *)(intptr_t)1 };
+	bool queued = false;
+
+	atomic_store_explicit(&taker_state, 1, memory_order_relaxed);
+	while (atomic_load_explicit(&taker_state, memory_order_relaxed) == 1) {
+		if (!queued)    /* w may wait once only (the burst makes it unlikely) */
+			queued = !api_pace_take(p, &w, NULL, NULL);
+		api_pace_charge(p, 1);
+	}
+	return NULL;
+}
+
+static void test_stop_while_taking(void **state)
+{
+	struct api_pace p;
+	pthread_t t;
+
+	(void)state;
+	nwent = 0;
+	atomic_store(&taker_state, 0);
+	assert_int_equal(api_pace_init(&p, 1000000, 1000000), 0);
+	assert_int_equal(pthread_create(&t, NULL, taker, &p), 0);
+	while (atomic_load_explicit(&taker_state, memory_order_relaxed) != 1)
+		usleep(100);
+	usleep(1000);
+	api_pace_stop(&p);
+	usleep(1000);                   /* the taker goes on past the stop */
+	atomic_store_explicit(&taker_state, 2, memory_order_relaxed);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	api_pace_destroy(&p);
+}
+
 static void test_off(void **state)
 {
 	struct api_pace p;
@@ -148,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_burst_then_rate),
 		cmocka_unit_test(test_stop_lets_all_go),
 		cmocka_unit_test(test_bytes_charged),
+		cmocka_unit_test(test_stop_while_taking),
 		cmocka_unit_test(test_off),
 	};
 

@@ -5,6 +5,10 @@
  * CAPACITY, REPORT LUNS, REQUEST SENSE, MODE SENSE/SELECT, REPORT SUPPORTED
  * OPERATION CODES, and unit attention rules.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "test_scsi_harness.h"
 
 #define MB (1024ull * 1024)
@@ -417,6 +421,79 @@ static void test_report_luns(void **state)
 	assert_sense(x, SCSI_SK_ILLEGAL_REQUEST, 0x2400);
 }
 
+/*
+ * A reload adds and removes LUNs of the map a nexus sees (release stores into
+ * the target's array, under a lock the SCSI layer does not take) while
+ * REPORT LUNS walks it on a reactor: each answer is a consistent list, LUN 0
+ * (never removed) once, no LUN twice, within the buffer. Before the walk read
+ * the map with acquire loads and kept to the LUNs it had counted, the TSan
+ * tree reported the race, and a LUN added between its two passes wrote past
+ * the answer's buffer (a LUN removed left zero entries: LUN 0 again).
+ */
+static atomic_int flipping;             /* 1: the "reload" thread runs */
+
+struct flip_arg {
+	struct scsi_lu **luns;
+	struct scsi_lu *lu;
+};
+
+static void *flip_luns(void *arg)
+{
+	struct flip_arg *f = arg;
+
+	atomic_store_explicit(&flipping, 1, memory_order_relaxed);
+	for (uint32_t k = 0; atomic_load_explicit(&flipping, memory_order_relaxed) == 1; k++) {
+		uint32_t i = 1 + k % 299;
+
+		__atomic_store_n(&f->luns[i], f->luns[i] ? NULL : f->lu, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void test_report_luns_during_reload(void **state)
+{
+	struct tctx *x = *state;
+	struct scsi_lu *luns[300];
+	struct flip_arg f = { .luns = luns, .lu = x->lu };
+	struct scsi_itn itn;
+	uint8_t c[16] = { 0xa0 }, buf[8 + 8 * 300];
+	pthread_t t;
+
+	memset(luns, 0, sizeof(luns));
+	luns[0] = x->lu;
+	itn_init(&itn, 9, "iqn.x:r", "400000000009", &test_port1, luns, 300);
+	c[8] = (uint8_t)(sizeof(buf) >> 8);     /* allocation length */
+	c[9] = (uint8_t)sizeof(buf);
+	atomic_store(&flipping, 0);
+	assert_int_equal(pthread_create(&t, NULL, flip_luns, &f), 0);
+	while (atomic_load_explicit(&flipping, memory_order_relaxed) != 1)
+		usleep(100);
+	for (int round = 0; round < 2000; round++) {
+		bool seen[300] = { false };
+		uint32_t n;
+
+		memset(buf, 0xee, sizeof(buf));
+		tcmd_init(&x->t, &itn, x->lu, c, 12, buf, sizeof(buf));
+		scsi_cmd_submit(&x->t.c);
+		mem_run(x->mem);
+		assert_good(x);
+		n = be32(buf) / 8;
+		assert_true(n >= 1 && n <= 300);
+		assert_int_equal(x->t.c.xfer_len, 8 + 8 * n);
+		for (uint32_t e = 0; e < n; e++) {
+			const uint8_t *d = &buf[8 + 8 * e];
+			uint32_t lun = (uint32_t)(d[0] & 0x3f) << 8 | d[1];
+
+			assert_true(lun < 300);
+			assert_false(seen[lun]);
+			seen[lun] = true;
+		}
+		assert_true(seen[0]);
+	}
+	atomic_store_explicit(&flipping, 2, memory_order_relaxed);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
 /* -------------------------------------------------------------- MODE pages */
 
 static uint32_t mode_sense6(struct tctx *x, const struct scsi_itn *itn, uint8_t dbd_pc_page,
@@ -819,6 +896,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_capacity, setup4k, tctx_free),
 		cmocka_unit_test(test_read_capacity_huge),
 		cmocka_unit_test_setup_teardown(test_report_luns, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_report_luns_during_reload, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_mode_sense, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_mode_sense, setup4k, tctx_free),
 		cmocka_unit_test_setup_teardown(test_mode_select_ua, setup512, tctx_free),
