@@ -3,20 +3,24 @@
 #
 # THE test command of isergw (CI runs exactly this, through .ci/run).
 #
-#   tests/run-all.sh [-L LABEL-REGEX]... [-j N] [--no-asan] [--tsan] [--no-build]
+#   tests/run-all.sh [-L LABEL-REGEX]... [-j N] [--no-asan] [--no-tsan] [--tsan]
+#                    [--no-build]
 #
 # Builds the trees from the source tree this script lives in and runs ctest
 # in each:
 #   build/       gcc, RelWithDebInfo, -Werror          every test (all labels)
 #   build-asan/  clang, ASan + UBSan and the libFuzzer targets
 #                (-DISERGW_FUZZ=ON), -Werror            labels unit, integration, fuzz
-#   build-tsan/  gcc, ThreadSanitizer (-DISERGW_SANITIZE=thread), -Werror, with
-#                --tsan only                            labels unit, integration
+#   build-tsan/  gcc, ThreadSanitizer (-DISERGW_SANITIZE=thread), -Werror
+#                                                       labels unit, integration
+#                                                       (--tsan: and api, the HA bed's)
 # (slow labels such as VM or HA suites run in the normal tree only).
-# As root, build-asan runs beside build's tests (one test at a time, in a
-# network namespace of its own, so that the two trees' tests, which use the
-# same loopback addresses, ports, netns names and tgtd control sockets, never
-# meet); otherwise after them. The trees go under $ISERGW_BUILD_ROOT when set (default: the
+# As root, build-asan and then build-tsan run beside build's tests (one test
+# at a time, in a network namespace of its own, so that the trees' tests,
+# which use the same loopback addresses, ports, netns names and tgtd control
+# sockets, never meet); otherwise after them. --tsan runs the TSan tree's api
+# label too (the HA bed's isergw-api tests, in the host's namespaces), after
+# the rest. The trees go under $ISERGW_BUILD_ROOT when set (default: the
 # source tree). -L is passed to ctest in every tree (the sanitizer trees still
 # keep to their labels). Prints the time per label and one summary line per
 # tree, and exits non-zero if anything failed to configure, build or pass.
@@ -27,7 +31,8 @@ root=${ISERGW_BUILD_ROOT:-$src}
 jobs=$(nproc 2>/dev/null || echo 2)
 labels=()
 asan=1
-tsan=0
+tsan=1
+tsan_api=0
 build=1
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -37,9 +42,10 @@ while [ $# -gt 0 ]; do
 	-j) jobs=$2; shift 2 ;;
 	-j*) jobs=${1#-j}; shift ;;
 	--no-asan) asan=0; shift ;;
-	--tsan) tsan=1; shift ;;
+	--no-tsan) tsan=0; shift ;;
+	--tsan) tsan=1; tsan_api=1; shift ;;
 	--no-build) build=0; shift ;;
-	-h|--help) sed -n '4,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,27p' "$0"; exit 0 ;;
 	*) echo "run-all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -114,52 +120,60 @@ asan_tree() {
 	echo "=== build-asan: testing ==="
 	test_tree build-asan "$1" -L '^(unit|integration|fuzz)$' "${labels[@]}"
 }
+TSAN_DESC="gcc, TSan, -Werror"
+TSAN_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=thread"
+# tsan_tree JOBS LABEL-REGEX
+tsan_tree() {
+	build_tree build-tsan "$TSAN_DESC" "$TSAN_ARGS" || return 1
+	echo "=== build-tsan: testing ==="
+	test_tree build-tsan "$1" -L "$2" "${labels[@]}"
+}
 
-# beside: root can give the ASan tree a network namespace (its own loopback)
-# and a mount namespace (its own /run/netns for the tests that name netns,
-# its own /run/tgtd for tgtd's control sockets)
+# beside: root can give the sanitizer trees a network namespace (their own
+# loopback) and a mount namespace (their own /run/netns for the tests that
+# name netns, their own /run/tgtd for tgtd's control sockets)
 beside=0
-if [ "$asan" -eq 1 ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
-	unshare --net --mount true 2>/dev/null; then
+if { [ "$asan" -eq 1 ] || [ "$tsan" -eq 1 ]; } && [ "$(id -u)" -eq 0 ] &&
+	command -v unshare >/dev/null && unshare --net --mount true 2>/dev/null; then
 	beside=1
 fi
+sanitizer_trees() { # JOBS
+	local rc=0
+	if [ "$asan" -eq 1 ]; then asan_tree "$1" || rc=1; fi
+	if [ "$tsan" -eq 1 ]; then tsan_tree "$1" '^(unit|integration)$' || rc=1; fi
+	return "$rc"
+}
 
 status=0
 if build_tree build "gcc, RelWithDebInfo, -Werror" \
 	"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=OFF"; then
 	bg=
 	if [ "$beside" -eq 1 ]; then
-		echo "=== build-asan: building and testing beside build (log: $root/build-asan/run-all.log) ==="
-		mkdir -p "$root/build-asan"
+		echo "=== sanitizer trees: building and testing beside build (log: $out/beside.log) ==="
 		(
 			wrap=(unshare --net --mount --propagation private bash -c
 				'ip link set lo up && for d in /run/netns /run/tgtd; do
 					mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done && exec "$@"' _)
-			asan_tree 1
-		) >"$root/build-asan/run-all.log" 2>&1 &
+			sanitizer_trees 1
+		) >"$out/beside.log" 2>&1 &
 		bg=$!
 	fi
 	echo "=== build: testing ==="
 	test_tree build "$jobs" "${labels[@]}" || status=1
 	if [ -n "$bg" ]; then
 		wait "$bg" || status=1
-		echo "=== build-asan (it ran beside build) ==="
-		cat "$root/build-asan/run-all.log"
+		echo "=== sanitizer trees (they ran beside build) ==="
+		cat "$out/beside.log"
 	fi
 else
 	status=1
 fi
-if [ "$asan" -eq 1 ] && [ "$beside" -eq 0 ]; then
-	asan_tree "$jobs" || status=1
+if [ "$beside" -eq 0 ]; then
+	sanitizer_trees "$jobs" || status=1
 fi
-if [ "$tsan" -eq 1 ]; then
-	if build_tree build-tsan "gcc, TSan, -Werror" \
-		"-DCMAKE_BUILD_TYPE=RelWithDebInfo -DISERGW_WERROR=ON -DISERGW_SANITIZE=thread"; then
-		echo "=== build-tsan: testing ==="
-		test_tree build-tsan "$jobs" -L '^(unit|integration)$' "${labels[@]}" || status=1
-	else
-		status=1
-	fi
+if [ "$tsan_api" -eq 1 ]; then
+	echo "=== build-tsan: the api label (HA bed) ==="
+	test_tree build-tsan "$jobs" -L '^api$' "${labels[@]}" || status=1
 fi
 # a tree that failed to configure or build said so; any FAILED line fails the run
 grep -q FAILED "$out/summary" 2>/dev/null && status=1
