@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: gw_proto gw_util
 // SOURCES: fake_login.c
+// COVERS: gateway/core/chap.c
 /*
  * CHAP (core/chap.c) and its value encodings (params.c: numbers and binary
  * values in decimal, 0x hex and 0b base64), driven as login.c drives them:

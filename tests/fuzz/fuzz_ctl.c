@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: gw_core isergw_proto -Wl,--wrap=bdev_file_open -Wl,--wrap=bdev_iscsi_open -Wl,--wrap=getaddrinfo
+// COVERS: gateway/ctl/ctl.c gateway/ctl/ctl_ops.c gateway/ctl/ctl_ops_alua.c gateway/ctl/ctl_ops_lease.c gateway/ctl/ctl_ops_lu.c gateway/ctl/ctl_ops_reactors.c proto/ctl_wire.c
 /*
  * isergwd's control socket (gateway/ctl/, proto/ctl_wire.c): the bytes one
  * client writes, framed or not, read and answered by the real control code

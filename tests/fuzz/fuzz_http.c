@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: api_server
 // SOURCES: fake_api.c
+// COVERS: mgmt/api/http.c
 /*
  * isergw-api's HTTP request handling as far as our code goes (mgmt/api/http.c):
  * the callbacks it gives libmicrohttpd called as libmicrohttpd calls them

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
 // SOURCES: fake_verbs.c fake_gw.c
+// COVERS: gateway/dm/iser.c
 /*
  * The iSER datamover's receive path (dm/iser.c, RFC 7145) with the verbs
  * and RDMA CM calls at the edge faked (fake_verbs.c): the portal listens

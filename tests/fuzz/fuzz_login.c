@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: gw_proto gw_util
 // SOURCES: fake_login.c
+// COVERS: gateway/core/login.c gateway/core/params.c gateway/core/text.c gateway/core/chap.c
 /*
  * Login and text negotiation (core/login.c, text.c, params.c, chap.c) driven
  * as core/conn.c drives them: one connection's Login Requests until the

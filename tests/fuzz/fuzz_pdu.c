@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
 // SOURCES: fake_dm.c fake_gw.c
+// COVERS: gateway/core/conn.c gateway/core/session.c gateway/core/task.c gateway/core/pdu.c
 /*
  * PDUs on a logged-in iSCSI/TCP connection: framing (BHS, AHS, digests,
  * data segment, padding) by the core's iscsi_conn_rx_stream() and every

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: api_server
 // SOURCES: fake_api.c
+// COVERS: mgmt/api/rest.c mgmt/api/v1.c mgmt/api/auth.c mgmt/api/problem.c
 /*
  * isergw-api's REST resources (/api/v1): requests through http.c's handler
  * (the guard: tokens and roles, the body cap; routing, If-Match, ?force=,

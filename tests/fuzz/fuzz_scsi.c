@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: gw_scsi gw_util
+// COVERS: gateway/scsi/scsi_alua.c gateway/scsi/scsi_cluster.c gateway/scsi/scsi_cmd.c gateway/scsi/scsi_held.c gateway/scsi/scsi_lu.c gateway/scsi/scsi_pr.c gateway/scsi/scsi_sbc.c gateway/scsi/scsi_shared.c gateway/scsi/scsi_spc.c gateway/scsi/scsi_xcopy.c
 /*
  * The SCSI layer (gateway/scsi/) as the iSCSI core drives it: CDBs and
  * parameter lists from six I_T nexuses (three initiators, each through two
