@@ -28,7 +28,8 @@
  * longer than a lease; every document this node takes (and the one it holds
  * after each record) has its owners in range, at most one Active/Optimized
  * port group per device group, and parses back from its own text to the same
- * text and digest (what a restart loads from cluster.json).
+ * text and digest (what a restart loads from cluster.json; whole when its
+ * configuration is new in the input, otherwise its text is checked canonical).
  *
  * Seeds: messages the agents really send. Run with ISERGW_FUZZ_HA_SEEDS=DIR,
  * the target writes DIR/<scenario> instead of fuzzing: three real state
@@ -46,6 +47,9 @@
 
 #include <openssl/sha.h>
 
+#include <json-c/json.h>
+
+#include "doc_priv.h"
 #include "isergw_ctl.pb-c.h"
 #include "sm.h"
 #include "util/log.h"
@@ -131,6 +135,7 @@ static struct {
 	struct lu_app apps[LU_APPS];
 	size_t napps;
 	uint64_t proposal_id;
+	char *checked_cfg;              /* a configuration text that parsed back whole */
 } F;
 
 /* the seed generator (NULL while fuzzing): see the end of the file */
@@ -172,7 +177,21 @@ static void check_doc(const struct ha_doc *d, bool reparse)
 	SHA256((const unsigned char *)d->text, d->text_len, dig);
 	if (memcmp(dig, d->digest, sizeof(dig)))
 		die("a digest that is not its text's");
-	if (reparse) {
+	if (reparse && F.checked_cfg && !strcmp(F.checked_cfg, d->config_text)) {
+		/* the configuration parsed back already: the text is canonical JSON */
+		struct json_object *o = NULL;
+		char err[512], *t;
+		size_t len;
+		int rc;
+
+		if (ha_json_parse(d->text, "document", &o, err, sizeof(err)))
+			die("a document's text that is no JSON");
+		t = ha_json_canon(o, &len, &rc);
+		json_object_put(o);
+		if (t && (len != d->text_len || memcmp(t, d->text, len)))
+			die("a document's text that is not canonical");
+		free(t);
+	} else if (reparse) {
 		struct ha_doc *p = NULL;
 		char err[512];
 		int rc = ha_doc_parse(d->text, &p, err, sizeof(err));
@@ -188,6 +207,8 @@ static void check_doc(const struct ha_doc *d, bool reparse)
 		    memcmp(p->text, d->text, d->text_len))
 			die("a document whose text parses to another text");
 		ha_doc_free(p);
+		free(F.checked_cfg);
+		F.checked_cfg = strdup(d->config_text);
 	}
 }
 
@@ -340,6 +361,7 @@ static void fz_start(void)
 	for (uint32_t i = 0; i < NODES; i++)
 		ha_sm_set_name(&F.sm, i + 1, names[i]);
 	F.live = true;
+	F.checked_cfg = strdup(base_doc->config_text);  /* checked whole when it was made */
 }
 
 static void fz_stop(void)
@@ -351,6 +373,8 @@ static void fz_stop(void)
 		free(F.q[(F.qhead + i) % OWNQ].buf);
 	F.nq = 0;
 	F.live = false;
+	free(F.checked_cfg);
+	F.checked_cfg = NULL;
 }
 
 /* ------------------------------------------------------------ the records */
