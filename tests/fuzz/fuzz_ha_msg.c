@@ -20,7 +20,10 @@
  * (joins, leaves, partitions), isergwd taking a generation or going away,
  * isergwd's LUN faults, the saver thread catching up, the local API's
  * changes (configuration, LUN, drain, move, host move, token, fenced), and
- * the LU state (isergwd's proposals, LBA locks, its answers, parked UAs).
+ * the LU state (isergwd's proposals, LBA locks, its answers, parked UAs);
+ * and two records where the harness writes a peer's messages with the real
+ * encoder from mutated text: a Sync announcing a document and its State
+ * (the fuzzer cannot make up a digest), and a Change of any kind.
  *
  * The outputs are captured by the ops below, which check what must hold
  * whatever the peers say: a lease is given only synchronised, quorate in
@@ -85,8 +88,12 @@ enum ev {
 	EV_LU_GW_LOST,
 	EV_LU_PARKED,   /* isergwd takes the UAs parked for it */
 	EV_LU_PARK_OWN, /* arg: naa; payload: version, events */
+	EV_PEER_DOC,    /* node arg's Sync announcing the payload's document, then its State */
+	EV_PEER_CHANGE, /* node arg's Change on the current generation (payload: kind, arguments) */
 	EV_COUNT
 };
+
+enum peer_change { PC_CONFIG = 0, PC_LUN, PC_TOKEN, PC_DRAIN, PC_MOVE, PC_PLACEMENT, PC_COUNT };
 
 enum sub { SUB_CONFIG = 0, SUB_LUN, SUB_DRAIN, SUB_MOVE, SUB_HOST_MOVE, SUB_TOKEN, SUB_FENCED,
 	   SUB_COUNT };
@@ -516,6 +523,147 @@ static void do_lu_parked(void)
 	}
 }
 
+/* m from node `from`, packed with the real encoder and delivered. */
+static void peer_deliver(uint32_t from, HaMsg *m)
+{
+	uint8_t *buf;
+	size_t len;
+
+	m->version = F.sm.proto;
+	m->cluster = (char *)(uintptr_t)"fz";
+	if (ha_msg_pack(m, &buf, &len))
+		return;
+	ha_sm_deliver(&F.sm, from, buf, len, F.now);
+	free(buf);
+}
+
+/*
+ * A peer holding the document text: its Sync for the current view (the
+ * generation and digest the text parses to, or its SHA-256 as it is), then
+ * its State. The fuzzer cannot forge a digest; this way any text reaches
+ * the adoption of the winner's document.
+ */
+static void do_peer_doc(uint8_t from, const uint8_t *p, size_t len)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Sync sy = ISERGW__HA__SYNC__INIT;
+	Isergw__Ha__State st = ISERGW__HA__STATE__INIT;
+	uint8_t dig[HA_DIGEST_LEN];
+	struct ha_doc *d = NULL;
+	char err[256], *text = malloc(len + 1);
+	uint64_t gen;
+
+	if (!text)
+		return;
+	memcpy(text, p, len);
+	text[len] = '\0';
+	if (ha_doc_parse(text, &d, err, sizeof(err)) == 0) {
+		gen = d->generation;
+		memcpy(dig, d->digest, sizeof(dig));
+		ha_doc_free(d);
+	} else {
+		gen = F.sm.doc->generation + 1;
+		SHA256((const unsigned char *)text, len, dig);
+	}
+	sy.ring_seq = F.sm.ring_seq;
+	sy.ring_node = F.sm.ring_node;
+	sy.generation = gen;
+	sy.digest.data = dig;
+	sy.digest.len = sizeof(dig);
+	sy.protocol_min = HA_PROTO_MIN;
+	sy.protocol_max = HA_PROTO_MAX;
+	sy.node_name = (char *)(uintptr_t)(from >= 1 && from <= NODES ? names[from - 1] : "");
+	sy.lease_ms = LEASE;
+	sy.members = F.sm.view;
+	sy.n_members = F.sm.nview;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_SYNC;
+	m.sync = &sy;
+	peer_deliver(from, &m);
+	st.ring_seq = F.sm.ring_seq;
+	st.generation = gen;
+	st.doc_json = text;
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_STATE;
+	m.state = &st;
+	peer_deliver(from, &m);
+	free(text);
+}
+
+/* A Change of node `from` based on the current generation: JSON and names mutate freely. */
+static void do_peer_change(uint8_t from, const uint8_t *p, size_t len)
+{
+	HaMsg m = ISERGW__HA__GROUP_MSG__INIT;
+	Isergw__Ha__Change c = ISERGW__HA__CHANGE__INIT;
+	Isergw__Ha__LunChange lun = ISERGW__HA__LUN_CHANGE__INIT;
+	Isergw__Ha__TokenChange tok = ISERGW__HA__TOKEN_CHANGE__INIT;
+	Isergw__Ha__NodeDrain dr = ISERGW__HA__NODE_DRAIN__INIT;
+	Isergw__Ha__DgMove mv = ISERGW__HA__DG_MOVE__INIT;
+	Isergw__Ha__Placement pl = ISERGW__HA__PLACEMENT__INIT;
+	Isergw__Ha__DgOwner own[8], *ownp[8];
+	char *live[HA_NODES_MAX];
+	char buf[8192];
+	const char *s[24];
+	uint8_t kind = len ? p[0] : 0;
+
+	split(len ? p + 1 : p, len ? len - 1 : 0, buf, sizeof(buf), s, 24);
+	c.origin = from;
+	c.request_id = 1;
+	c.base_generation = F.sm.doc->generation - ((kind & 0x80) && F.sm.doc->generation);
+	switch ((kind & 0x7f) % PC_COUNT) {
+	case PC_CONFIG:
+		c.kind_case = ISERGW__HA__CHANGE__KIND_CONFIG_JSON;
+		c.config_json = (char *)(uintptr_t)s[0];
+		break;
+	case PC_LUN:
+		/* target NUL number NUL lun json */
+		c.kind_case = ISERGW__HA__CHANGE__KIND_LUN;
+		c.lun = &lun;
+		lun.target = (char *)(uintptr_t)s[0];
+		lun.lun = (uint32_t)strtoul(s[1], NULL, 10);
+		lun.lun_json = (char *)(uintptr_t)s[2];
+		break;
+	case PC_TOKEN:
+		c.kind_case = ISERGW__HA__CHANGE__KIND_TOKEN;
+		c.token = &tok;
+		tok.name = (char *)(uintptr_t)s[0];
+		tok.role = (char *)(uintptr_t)s[1];
+		tok.hash = (char *)(uintptr_t)s[2];
+		tok.created = 1764300000;
+		break;
+	case PC_DRAIN:
+		c.kind_case = ISERGW__HA__CHANGE__KIND_DRAIN;
+		c.drain = &dr;
+		dr.node = (char *)(uintptr_t)s[0];
+		dr.drained = s[1][0] == '1';
+		break;
+	case PC_MOVE:
+		c.kind_case = ISERGW__HA__CHANGE__KIND_MOVE;
+		c.move = &mv;
+		mv.device_group = (char *)(uintptr_t)s[0];
+		mv.node = (char *)(uintptr_t)s[1];
+		break;
+	case PC_PLACEMENT:
+		/* (dg NUL owner NUL moving_from NUL) x up to 4, then the live nodes */
+		c.kind_case = ISERGW__HA__CHANGE__KIND_PLACEMENT;
+		c.placement = &pl;
+		for (size_t i = 0; i < 4 && s[3 * i][0]; i++) {
+			isergw__ha__dg_owner__init(&own[i]);
+			own[i].device_group = (char *)(uintptr_t)s[3 * i];
+			own[i].node = (char *)(uintptr_t)s[3 * i + 1];
+			own[i].moving_from = (char *)(uintptr_t)s[3 * i + 2];
+			ownp[i] = &own[i];
+			pl.n_owners++;
+		}
+		pl.owners = ownp;
+		for (size_t i = 12; i < 24 && s[i][0]; i++)
+			live[pl.n_live++] = (char *)(uintptr_t)s[i];
+		pl.live = live;
+		break;
+	}
+	m.body_case = ISERGW__HA__GROUP_MSG__BODY_CHANGE;
+	m.change = &c;
+	peer_deliver(from, &m);
+}
+
 static void record(uint8_t kind, uint8_t arg, const uint8_t *p, size_t len)
 {
 	struct ha_sm *sm = &F.sm;
@@ -609,6 +757,12 @@ static void record(uint8_t kind, uint8_t arg, const uint8_t *p, size_t len)
 	case EV_LU_PARK_OWN:
 		naa_of(arg, naa);
 		ha_sm_lu_park_own(sm, naa, byte_at(p, len, 0), len ? p + 1 : p, len ? len - 1 : 0);
+		break;
+	case EV_PEER_DOC:
+		do_peer_doc(arg, p, len);
+		break;
+	case EV_PEER_CHANGE:
+		do_peer_change(arg, p, len);
 		break;
 	}
 	check_doc(sm->doc, false);
@@ -1282,6 +1436,72 @@ static void gen_seeds(const char *dir)
 	settle();
 	run_for(500);
 	gen_end(dir, "tokens-fenced");
+
+	/* 13. structured peers: a newer document announced and sent, changes of every kind */
+	{
+		struct ha_doc *newer = NULL, *nd = NULL;
+		static const char lun[] = "\x01" IQN "\0" "7\0"
+			"{\"device_group\":\"dg2\",\"lun\":7,\"path\":\"/var/lib/isergw/fz-7.img\"}";
+		static const char tok[] = "\x02ops\0admin\0" HASH;
+		static const char drain[] = "\x03n3\0" "1";
+		static const char move[] = "\x04" "dg1\0n2";
+		static const char place[] = "\x05" "dg1\0n2\0n1\0dg2\0n2\0\0dg3\0n3\0\0\0\0\0"
+			"n1\0n2\0n3";
+		uint8_t *cfg = malloc(strlen(config4) + 1);
+
+		gen_begin(&g, NULL);
+		if (!cfg || ha_doc_with_config(base_doc, config4, &newer, err, sizeof(err)))
+			exit(1);
+		/* newer than what node 1 holds after the changes below */
+		while (newer->generation < 20) {
+			if (ha_doc_with_runtime(newer, newer->owner, newer->moving_from, newer->live,
+						&nd))
+				exit(1);
+			ha_doc_free(newer);
+			newer = nd;
+		}
+		nd = NULL;
+		cfg[0] = PC_CONFIG;
+		memcpy(cfg + 1, config4, strlen(config4));
+		ev(EV_PEER_CHANGE, 2, cfg, strlen(config4) + 1);
+		ev(EV_PEER_CHANGE, 2, lun, sizeof(lun) - 1);
+		ev(EV_PEER_CHANGE, 3, tok, sizeof(tok) - 1);
+		ev(EV_PEER_CHANGE, 2, drain, sizeof(drain) - 1);
+		ev(EV_PEER_CHANGE, 3, move, sizeof(move) - 1);
+		ev(EV_PEER_CHANGE, 1, place, sizeof(place) - 1);
+		/* a view change: node 2 announces a newer document than anyone */
+		{
+			const uint8_t ids[] = { 1, 2, 3 };
+
+			ev(EV_RING, 0, ids, 3);
+			ev(EV_VIEW, 0, ids, 3);
+			ev(EV_QUORUM, 1, (const uint8_t[]){ 3 }, 1);
+			ev(EV_LOOP, (uint8_t)(F.nq < 255 ? F.nq : 255), NULL, 0);    /* our Sync last */
+			ev(EV_PEER_DOC, 2, newer->text, newer->text_len);
+			ev(EV_PEER_DOC, 3, newer->text, newer->text_len);
+		}
+		free(cfg);
+		ha_doc_free(newer);
+		ha_doc_free(nd);
+		/* no run_for: the peers did not see these */
+		for (int k = 1; k < NODES; k++)
+			peer_stop(k);
+		for (size_t i = 0; i < g.nbus; i++)
+			free(g.bus[i].buf);
+		g.nbus = 0;
+		fz_stop();
+		{
+			char path[4096];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s", dir, "peer-structured");
+			f = fopen(path, "wb");
+			if (!f || fwrite(g.out, 1, g.len, f) != g.len || fclose(f))
+				exit(1);
+			free(g.out);
+			G = NULL;
+		}
+	}
 
 	/* 12. isergwd goes away and comes back; the agent's loop stalls (stale view) */
 	gen_begin(&g, NULL);
