@@ -34,6 +34,10 @@
  * text and digest (what a restart loads from cluster.json; whole when its
  * configuration is new in the input, otherwise its text is checked canonical).
  *
+ * An input whose first byte is 0xe0..0xff runs the whole cluster instead
+ * (cluster_run below): the three state machines real, and the safety of
+ * what the hosts see checked across the nodes.
+ *
  * Seeds: messages the agents really send. Run with ISERGW_FUZZ_HA_SEEDS=DIR,
  * the target writes DIR/<scenario> instead of fuzzing: three real state
  * machines on an in-memory bus in CPG's agreed order (as the unit tests),
@@ -92,6 +96,9 @@ enum ev {
 	EV_PEER_CHANGE, /* node arg's Change on the current generation (payload: kind, arguments) */
 	EV_COUNT
 };
+
+enum cev { CE_TICK = 0, CE_SIDES, CE_RESTART, CE_GW_APPLY, CE_GW_LOST, CE_DRAIN, CE_MOVE,
+	   CE_HOST_MOVE, CE_CONFIG, CE_LUNS, CE_COUNT };
 
 enum peer_change { PC_CONFIG = 0, PC_LUN, PC_TOKEN, PC_DRAIN, PC_MOVE, PC_PLACEMENT, PC_COUNT };
 
@@ -796,10 +803,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static void cluster_run(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t off = 0;
 
+	if (size && (data[0] & 0xe0) == 0xe0) {
+		cluster_run(data + 1, size - 1);
+		return 0;
+	}
 	fz_start();
 	for (unsigned int r = 0; r < MAX_RECORDS && off + 4 <= size; r++) {
 		size_t len = (size_t)data[off + 2] | (size_t)data[off + 3] << 8;
@@ -1261,6 +1274,17 @@ static const char *config4 =
 #define HASH "sha256:000102030405060708090a0b0c0d0e0f:" \
 	"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
+static void cl_seed(const char *dir, const char *name, const uint8_t *b, size_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(b, 1, n, f) != n || fclose(f))
+		exit(1);
+}
+
 static void gen_seeds(const char *dir)
 {
 	static struct gen g;
@@ -1503,6 +1527,26 @@ static void gen_seeds(const char *dir)
 		}
 	}
 
+	/* the whole cluster (cluster_run): 0xe0, then events of 3 bytes */
+	{
+		static const uint8_t part[] = { 0xe0, CE_SIDES, 0x04, 0, CE_TICK, 15, 50,
+			CE_TICK, 15, 50, CE_TICK, 15, 50, CE_SIDES, 0, 0, CE_TICK, 15, 50,
+			CE_TICK, 15, 50 };
+		static const uint8_t down[] = { 0xe0, CE_SIDES, 0x08, 0, CE_TICK, 15, 50,
+			CE_TICK, 15, 50, CE_TICK, 15, 50, CE_SIDES, 0, 0, CE_TICK, 15, 50,
+			CE_TICK, 15, 50 };
+		static const uint8_t changes[] = { 0xe0, CE_DRAIN, 0, 1, CE_TICK, 15, 50,
+			CE_MOVE, 1, 8, CE_TICK, 15, 50, CE_HOST_MOVE, 2, 1, CE_TICK, 15, 50,
+			CE_DRAIN, 0, 0x11, CE_TICK, 15, 50, CE_CONFIG, 0, 1, CE_TICK, 15, 50,
+			CE_LUNS, 1, 5, CE_TICK, 15, 50, CE_TICK, 15, 50, CE_GW_LOST, 2, 0,
+			CE_TICK, 15, 50, CE_TICK, 15, 50, CE_GW_APPLY, 2, 0, CE_RESTART, 0, 0,
+			CE_TICK, 15, 50, CE_GW_APPLY, 0, 0, CE_TICK, 15, 50 };
+
+		cl_seed(dir, "cluster-partition", part, sizeof(part));
+		cl_seed(dir, "cluster-node-down", down, sizeof(down));
+		cl_seed(dir, "cluster-changes", changes, sizeof(changes));
+	}
+
 	/* 12. isergwd goes away and comes back; the agent's loop stalls (stale view) */
 	gen_begin(&g, NULL);
 	ev(EV_GW_LOST, 0, NULL, 0);
@@ -1510,4 +1554,328 @@ static void gen_seeds(const char *dir)
 	ev(EV_CLOCK, 10, NULL, 0);
 	run_for(500);
 	gen_end(dir, "gw-lost-stale");
+}
+
+/* ------------------------------------------------------------ the cluster */
+
+/*
+ * An input whose first byte is 0xe0..0xff: the three nodes are all real
+ * state machines on the bus (CPG's agreed order, every message delivered
+ * before the next membership change, as virtual synchrony has it) and the
+ * input is what happens to them, 3 bytes an event (kind, a, b): time, a
+ * partition or an agent down (its isergwd keeps the lease it has), an agent
+ * restarted, isergwd taking the generation or going away, the local API's changes, LUN faults. The
+ * safety of the whole: a host never finds two port groups Active/Optimized
+ * for one device group among the isergwds that serve (hold an unexpired
+ * lease), each with the ALUA map of the generation it took last.
+ */
+
+#define CL_EVENTS 512u
+
+static struct {
+	uint64_t lease[NODES];          /* what isergwd was given */
+	bool gw[NODES];                 /* isergwd connected to its agent */
+	char ao[NODES][8][HA_NAME_MAX]; /* per device group of isergwd's map: "dg=owner" */
+	size_t nao[NODES];
+	bool down[NODES];
+	bool gw_gone[NODES];            /* isergwd went away (until it comes back: CE_GW_APPLY) */
+	char *saved[NODES];             /* the stored document of an agent that is down */
+} CL;
+
+static int cl_node(const struct ha_sm *sm)
+{
+	return (int)sm->nodeid - 1;
+}
+
+static void cl_lease(void *ctx, uint64_t expires)
+{
+	struct peer *p = ctx;
+
+	CL.lease[cl_node(&p->sm)] = expires;
+}
+
+static void cl_step_down(void *ctx, const char *reason)
+{
+	struct peer *p = ctx;
+
+	(void)reason;
+	CL.lease[cl_node(&p->sm)] = 0;
+}
+
+static void cl_change_done(void *ctx, uint64_t id, int status, const char *err, uint64_t gen)
+{
+	(void)ctx;
+	(void)id;
+	(void)status;
+	(void)err;
+	(void)gen;
+}
+
+static const struct ha_sm_ops cl_ops = {
+	.send = peer_send,
+	.doc_changed = peer_doc_changed,
+	.lease = cl_lease,
+	.step_down = cl_step_down,
+	.change_done = cl_change_done,
+	.applied = op_applied,
+	.lu_apply = peer_lu_apply,
+	.lu_done = op_lu_done,
+	.lu_store = op_lu_store,
+	.lu_handover = op_lu_handover,
+};
+
+static bool cl_together(int a, int b)
+{
+	return !CL.down[a] && !CL.down[b] && G->side[a] == G->side[b];
+}
+
+static void cl_settle(void)
+{
+	struct gen *g = G;
+
+	for (int round = 0; round < 100 && g->nbus; round++) {
+		struct bmsg batch[4096];
+		size_t n = g->nbus;
+
+		memcpy(batch, g->bus, n * sizeof(batch[0]));
+		g->nbus = 0;
+		for (size_t i = 0; i < n; i++) {
+			int from = (int)batch[i].from - 1;
+
+			for (int k = 0; k < NODES; k++)
+				if (cl_together(from, k))
+					ha_sm_deliver(&g->p[k].sm, batch[i].from, batch[i].buf,
+						      batch[i].len, F.now);
+			free(batch[i].buf);
+		}
+		for (int k = 0; k < NODES; k++) {
+			struct peer *p = &g->p[k];
+
+			if (CL.down[k])
+				continue;
+			ha_sm_doc_stored(&p->sm, p->doc_seq);
+			for (size_t i = 0; i < p->napps; i++)
+				ha_sm_lu_gw_applied(&p->sm, p->apps[i].origin, p->apps[i].proposal_id,
+						    p->apps[i].naa, p->apps[i].version, 0);
+			p->napps = 0;
+		}
+	}
+	/* what is left (a loop of messages) is dropped with the round */
+	for (size_t i = 0; i < g->nbus; i++)
+		free(g->bus[i].buf);
+	g->nbus = 0;
+}
+
+static void cl_membership(void)
+{
+	uint32_t ids[2][NODES];
+	size_t n[2] = { 0, 0 };
+
+	cl_settle();
+	F.ring_seq += 4;
+	for (int k = 0; k < NODES; k++)
+		if (!CL.down[k])
+			ids[G->side[k]][n[G->side[k]]++] = (uint32_t)k + 1;
+	for (int k = 0; k < NODES; k++) {
+		int s = G->side[k];
+
+		if (CL.down[k])
+			continue;
+		ha_sm_ring(&G->p[k].sm, F.ring_seq, ids[s][0], ids[s], n[s], F.now);
+		ha_sm_view(&G->p[k].sm, ids[s], n[s], F.now);
+		ha_sm_quorum(&G->p[k].sm, n[s] * 2 > NODES, F.ring_seq, ids[s][0], NODES,
+			     (uint32_t)n[s], F.now);
+	}
+	cl_settle();
+}
+
+/* isergwd of node k takes its agent's generation: its ALUA map is that document's. */
+static void cl_gw_apply(int k)
+{
+	const struct ha_doc *d = G->p[k].sm.doc;
+
+	CL.gw[k] = true;
+	CL.nao[k] = 0;
+	for (size_t g = 0; g < d->ndgs && g < 8; g++) {
+		struct ha_alua_entry e[HA_NODES_MAX];
+
+		ha_alua_states(d, (int)g, e);
+		for (size_t n = 0; n < d->nnodes; n++)
+			if (e[n].state == 0)
+				snprintf(CL.ao[k][CL.nao[k]++], HA_NAME_MAX, "%.30s=%.30s",
+					 d->dgs[g].name, d->nodes[n].name);
+	}
+	ha_sm_gw_applied(&G->p[k].sm, d->generation, 0, NULL, F.now);
+}
+
+static void cl_start(int k, struct ha_doc *doc)
+{
+	struct ha_sm_params prm = {
+		.nodeid = (uint32_t)k + 1, .name = names[k], .cluster = "fz", .lease_ms = LEASE,
+		.heartbeat_ms = HB,
+	};
+	struct peer *p = &G->p[k];
+
+	memset(p, 0, sizeof(*p));
+	if (ha_sm_init(&p->sm, &prm, &cl_ops, p, doc, F.now))
+		abort();
+	for (uint32_t i = 0; i < NODES; i++)
+		ha_sm_set_name(&p->sm, i + 1, names[i]);
+	CL.down[k] = false;
+}
+
+/* Two isergwds that serve must not name different owners Active/Optimized for a device group. */
+static void cl_check(void)
+{
+	for (int a = 0; a < NODES; a++) {
+		if (CL.lease[a] <= F.now)
+			continue;
+		for (int b = a + 1; b < NODES; b++) {
+			if (CL.lease[b] <= F.now)
+				continue;
+			for (size_t i = 0; i < CL.nao[a]; i++)
+				for (size_t j = 0; j < CL.nao[b]; j++) {
+					const char *x = CL.ao[a][i], *y = CL.ao[b][j];
+					size_t lx = strcspn(x, "="), ly = strcspn(y, "=");
+
+					if (lx == ly && !memcmp(x, y, lx) && strcmp(x, y)) {
+						fprintf(stderr, "fuzz_ha_msg: at %llu ms node %d serves "
+							"%s, node %d serves %s\n",
+							(unsigned long long)F.now, a + 1, x, b + 1, y);
+						die("two owners Active/Optimized among the serving nodes");
+					}
+				}
+		}
+	}
+}
+
+static void cl_event(uint8_t kind, uint8_t a, uint8_t b)
+{
+	int k = a % NODES;
+	struct ha_sm *sm = &G->p[k].sm;
+	char err[512];
+
+	if (CL.down[k] && kind % CE_COUNT != CE_TICK && kind % CE_COUNT != CE_SIDES)
+		return;
+	switch (kind % CE_COUNT) {
+	case CE_TICK:
+		for (unsigned int i = 0; i <= (a & 15u); i++) {
+			F.now += HB / 2u + (b & 63u);
+			for (int n = 0; n < NODES; n++)
+				if (!CL.down[n])
+					ha_sm_tick(&G->p[n].sm, F.now);
+			cl_settle();
+			/* connected isergwds take what their agents have */
+			for (int n = 0; n < NODES; n++)
+				if (!CL.down[n] && CL.gw[n] && (a & 0x80) == 0)
+					cl_gw_apply(n);
+			cl_settle();
+			cl_check();
+		}
+		break;
+	case CE_SIDES:
+		/* bits 0-2: the side of each node; bits 3-5: its agent is down */
+		for (int n = 0; n < NODES; n++) {
+			bool down = a & (8u << n);
+
+			G->side[n] = (a >> n) & 1;
+			if (down && !CL.down[n]) {
+				free(CL.saved[n]);
+				CL.saved[n] = strdup(G->p[n].sm.doc->text);
+				ha_sm_fini(&G->p[n].sm);
+				CL.down[n] = true;
+				CL.gw[n] = false;       /* its isergwd keeps its lease */
+			} else if (!down && CL.down[n]) {
+				/* back with the document it stored */
+				struct ha_doc *d = NULL;
+
+				if (!CL.saved[n] || ha_doc_parse(CL.saved[n], &d, err, sizeof(err)))
+					die("a node's own document does not load after a restart");
+				cl_start(n, d);
+				CL.gw[n] = !CL.gw_gone[n];      /* isergwd connects again */
+			}
+		}
+		cl_membership();
+		break;
+	case CE_RESTART: {
+		/* the agent restarts with the document it stored; isergwd keeps its lease */
+		struct ha_doc *d = NULL;
+		char *t = strdup(sm->doc->text);
+
+		if (!t || ha_doc_parse(t, &d, err, sizeof(err)))
+			die("a node's own document does not load after a restart");
+		free(t);
+		ha_sm_fini(sm);
+		CL.down[k] = true;
+		cl_membership();
+		cl_start(k, d);
+		CL.gw[k] = !CL.gw_gone[k];      /* isergwd connects to the new agent */
+		cl_membership();
+		break;
+	}
+	case CE_GW_APPLY:
+		CL.gw_gone[k] = false;
+		cl_gw_apply(k);
+		break;
+	case CE_GW_LOST:
+		CL.gw[k] = false;
+		CL.gw_gone[k] = true;
+		ha_sm_gw_lost(sm);
+		ha_sm_lu_gw_lost(sm);
+		break;
+	case CE_DRAIN:
+		(void)ha_sm_submit_drain(sm, names[b % NODES], !(b & 0x10), b & 0x20, err,
+					 sizeof(err));
+		break;
+	case CE_MOVE:
+		(void)ha_sm_submit_move(sm, pick_dg[b % 3], names[(b >> 2) % NODES], err,
+					sizeof(err));
+		break;
+	case CE_HOST_MOVE:
+		(void)ha_sm_submit_host_move(sm, pick_dg[b % 3], names[(b >> 2) % NODES], F.now, err,
+					     sizeof(err));
+		break;
+	case CE_CONFIG:
+		(void)ha_sm_submit_config(sm, b & 1 ? config4 : config3, sm->doc->generation, err,
+					  sizeof(err));
+		break;
+	case CE_LUNS: {
+		struct ha_lun_fault f = { .target = IQN, .lun = b % 3u, .state = "failed",
+					  .reason = "I/O error" };
+
+		snprintf(f.dg, sizeof(f.dg), "%s", pick_dg[b % 3]);
+		ha_sm_gw_luns(sm, 3u - !!(b & 4), !!(b & 4), &f, !!(b & 4), F.now);
+		break;
+	}
+	}
+	cl_settle();
+	cl_check();
+}
+
+static void cluster_run(const uint8_t *data, size_t size)
+{
+	static struct gen g;
+
+	memset(&g, 0, sizeof(g));
+	memset(&CL, 0, sizeof(CL));
+	G = &g;
+	F.now = T0;
+	F.ring_seq = 4;
+	for (int k = 0; k < NODES; k++)
+		cl_start(k, start_doc());
+	cl_membership();
+	for (int k = 0; k < NODES; k++)
+		cl_gw_apply(k);
+	cl_settle();
+	cl_event(CE_TICK, 4, 50);       /* every node serves: leased */
+	for (size_t off = 0, n = 0; off + 3 <= size && n < CL_EVENTS; off += 3, n++)
+		cl_event(data[off], data[off + 1], data[off + 2]);
+	for (int k = 0; k < NODES; k++) {
+		if (!CL.down[k])
+			ha_sm_fini(&g.p[k].sm);
+		free(CL.saved[k]);
+	}
+	for (size_t i = 0; i < g.nbus; i++)
+		free(g.bus[i].buf);
+	G = NULL;
 }
