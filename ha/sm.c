@@ -813,6 +813,10 @@ static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *un
 {
 	const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
 	uint64_t heard = m && m->last_heard_ms ? m->last_heard_ms : sm->start_ms;
+
+	/* what it may have renewed while this node was out of the quorate group, unheard */
+	if (heard < sm->blind_ms)
+		heard = sm->blind_ms;
 	uint64_t lease = m && m->lease_ms > sm->lease_ms ? m->lease_ms : sm->lease_ms;
 	uint64_t end = heard + lease + sm->heartbeat_ms + HA_LEASE_MARGIN_MS;
 
@@ -1176,8 +1180,13 @@ static int cmp_u32(const void *a, const void *b)
 
 void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t now)
 {
+	/* a member of the quorate group until now heard every lease renewed in it */
+	bool was_in = sm->phase == HA_PHASE_SYNCED && sm->quorate;
 	bool self = false;
 	size_t i;
+
+	if (!was_in)
+		sm->blind_ms = now;
 
 	if (n > HA_MAX_MEMBERS) {
 		GW_ERR(COMP, "%zu agents in the group: only %u are supported", n, HA_MAX_MEMBERS);

@@ -795,6 +795,42 @@ static void test_lost_owner_waits_for_its_lease(void **state)
 	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
 }
 
+/*
+ * Node 1 comes back from a minority as node 2's agent goes away, in one
+ * membership change: node 1 leads again, but it heard nothing of node 2
+ * while it was cut off, and node 2's isergwd renewed its lease in the
+ * majority until then. dg2 stays node 2's until that lease has run out.
+ */
+static void test_rejoined_leader_waits_for_a_lease_it_did_not_see(void **state)
+{
+	uint64_t lease2;
+
+	(void)state;
+	configure();
+	nodes[0].partitioned = true;    /* node 1 cut off for 3 s */
+	membership();
+	run_for(3000);
+	assert_false(nodes[0].sm.quorate);
+	assert_int_equal(owner_of(1, "dg2"), 1);
+	lease2 = nodes[1].lease;        /* node 2's isergwd serves dg2 until then */
+	assert_true(lease2 > now_ms);
+	nodes[0].partitioned = false;
+	nodes[1].up = false;
+	ha_sm_fini(&nodes[1].sm);
+	membership();
+	assert_true(ha_sm_is_leader(&nodes[0].sm));
+	while (now_ms + HB < lease2) {
+		assert_int_equal(owner_of(0, "dg2"), 1);
+		assert_int_equal(owner_of(2, "dg2"), 1);
+		run_for(HB);
+	}
+	/* after that lease (plus one heartbeat and the margin) it moves */
+	run_for(LEASE + 300);
+	assert_true(owner_of(0, "dg2") == 0 || owner_of(0, "dg2") == 2);
+	start_node(1, NULL);
+	membership();
+}
+
 static void test_agent_restart_within_lease_changes_nothing(void **state)
 {
 	uint64_t gen;
@@ -1926,6 +1962,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_leases_end_before_a_lost_owner_moves, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_rejoined_leader_waits_for_a_lease_it_did_not_see,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
