@@ -876,6 +876,23 @@ static bool dp_moves(const struct ha_sm *sm, const bool *elig, int g)
 	       !sm->dp_elig[row + p];
 }
 
+/*
+ * The old owner `from` of a planned move (-1: none) no longer reports the
+ * group Active/Optimized: its node took generation gen (Transitioning), or
+ * it is not live (its lease is over). all_applied covers only the agents in
+ * the group; one that left it before its isergwd took the Transitioning
+ * generation leaves an isergwd serving the old map until its lease ends.
+ */
+static bool move_left(const struct ha_sm *sm, int from, const bool *live, uint64_t gen)
+{
+	const struct ha_member *m;
+
+	if (from < 0 || !live[from])
+		return true;
+	m = ha_sm_member_by_name(sm, sm->doc->nodes[from].name);
+	return m && member_holds(m, gen);
+}
+
 static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 {
 	const struct ha_doc *d = sm->doc;
@@ -997,7 +1014,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 				owner[g] = tgt;
 				moving[g] = -1;
 			}
-		} else if (tgt >= 0 && all_applied) {
+		} else if (tgt >= 0 && all_applied && move_left(sm, moving[g], live, d->generation)) {
 			owner[g] = tgt;
 			moving[g] = -1;
 		}

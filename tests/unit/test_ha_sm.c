@@ -1097,6 +1097,42 @@ static void test_move_without_an_isergwd(void **state)
 }
 
 /* The configuration the cluster has already: no new generation (a move would be undone). */
+/*
+ * A planned move of dg3 off node 3, whose isergwd does not take the
+ * Transitioning generation; then node 3's agent leaves the group (a
+ * restart). Its isergwd still serves dg3 Active/Optimized on the old map
+ * until its lease ends: the new owner may not be made Active/Optimized
+ * before, although every agent left in the group applied the demotion.
+ */
+static void test_move_waits_for_an_old_owner_that_left(void **state)
+{
+	char err[256];
+	uint64_t lease3;
+
+	(void)state;
+	configure();
+	nodes[2].gw_dead = true;        /* node 3's isergwd takes nothing more */
+	assert_true(ha_sm_submit_move(&nodes[0].sm, "dg3", "n1", err, sizeof(err)) > 0);
+	for (int i = 0; i < 3; i++)
+		tick_applying_but(2);
+	assert_int_equal(owner_of(0, "dg3"), -1);       /* n3 Transitioning */
+	lease3 = nodes[2].lease;
+	assert_true(lease3 > now_ms);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	while (now_ms + HB < lease3) {
+		assert_int_equal(owner_of(0, "dg3"), -1);
+		assert_int_equal(owner_of(1, "dg3"), -1);
+		tick_applying_but(2);
+	}
+	run_for(LEASE + 300);
+	assert_int_equal(owner_of(0, "dg3"), 0);
+	nodes[2].gw_dead = false;
+	start_node(2, NULL);
+	membership();
+}
+
 static void test_same_config_changes_nothing(void **state)
 {
 	char err[256];
@@ -1972,6 +2008,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_move_without_an_isergwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_move_waits_for_an_old_owner_that_left, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_same_config_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_of_the_last_serving_node, setup, teardown),
