@@ -877,20 +877,24 @@ static bool dp_moves(const struct ha_sm *sm, const bool *elig, int g)
 }
 
 /*
- * The old owner `from` of a planned move (-1: none) no longer reports the
- * group Active/Optimized: its node took generation gen (Transitioning), or
- * it is not live (its lease is over). all_applied covers only the agents in
- * the group; one that left it before its isergwd took the Transitioning
- * generation leaves an isergwd serving the old map until its lease ends.
+ * Every live node whose agent is not in the group (live[]: its isergwd may
+ * still serve on its lease) took generation gen. ha_sm_all_applied covers
+ * the agents in the group only; an isergwd whose agent left before it took
+ * a planned move's Transitioning generation reports the old map until its
+ * lease ends.
  */
-static bool move_left(const struct ha_sm *sm, int from, const bool *live, uint64_t gen)
+static bool live_away_hold(const struct ha_sm *sm, const bool *live, uint64_t gen)
 {
-	const struct ha_member *m;
+	for (size_t n = 0; n < sm->doc->nnodes; n++) {
+		const struct ha_member *m;
 
-	if (from < 0 || !live[from])
-		return true;
-	m = ha_sm_member_by_name(sm, sm->doc->nodes[from].name);
-	return m && member_holds(m, gen);
+		if (!live[n] || node_in_view(sm, (int)n))
+			continue;
+		m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
+		if (!m || !member_holds(m, gen))
+			return false;
+	}
+	return true;
 }
 
 static void leader_reconcile(struct ha_sm *sm, uint64_t now)
@@ -984,7 +988,8 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 			sm->target[sm->moves[i].dg] = sm->moves[i].node;
 	sm->nmoves = 0;
 
-	all_applied = ha_sm_all_applied(sm, d->generation, NULL, NULL, 0);
+	all_applied = ha_sm_all_applied(sm, d->generation, NULL, NULL, 0) &&
+		      live_away_hold(sm, live, d->generation);
 	for (size_t g = 0; g < nd; g++) {
 		int cur = d->owner[g], tgt = sm->target[g];
 
@@ -1014,7 +1019,7 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 				owner[g] = tgt;
 				moving[g] = -1;
 			}
-		} else if (tgt >= 0 && all_applied && move_left(sm, moving[g], live, d->generation)) {
+		} else if (tgt >= 0 && all_applied) {
 			owner[g] = tgt;
 			moving[g] = -1;
 		}

@@ -1133,6 +1133,38 @@ static void test_move_waits_for_an_old_owner_that_left(void **state)
 	membership();
 }
 
+/*
+ * Node 1's agent leaves the group; its isergwd serves on its lease with the
+ * map it has (dg2 Active/Optimized on node 2). A planned move of dg2 to
+ * node 3 meanwhile: nodes 2 and 3 apply the demotion, but node 3 may be
+ * made Active/Optimized only once node 1's isergwd no longer reports node 2
+ * so: once its lease is over.
+ */
+static void test_move_waits_for_a_live_node_away(void **state)
+{
+	char err[256];
+	uint64_t lease1;
+
+	(void)state;
+	configure();
+	lease1 = nodes[0].lease;
+	nodes[0].up = false;
+	ha_sm_fini(&nodes[0].sm);
+	membership();
+	assert_true(ha_sm_submit_move(&nodes[1].sm, "dg2", "n3", err, sizeof(err)) > 0);
+	while (now_ms + HB < lease1) {
+		assert_true(owner_of(1, "dg2") != 2);
+		assert_true(owner_of(2, "dg2") != 2);
+		tick_applying_but(0);
+	}
+	/* then dg2 has an owner again (the placement that ends node 1's lease may keep node 2) */
+	run_for(LEASE + 300);
+	assert_true(owner_of(1, "dg2") == 1 || owner_of(1, "dg2") == 2);
+	assert_int_equal(owner_of(2, "dg2"), owner_of(1, "dg2"));
+	start_node(0, NULL);
+	membership();
+}
+
 static void test_same_config_changes_nothing(void **state)
 {
 	char err[256];
@@ -2010,6 +2042,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_move_without_an_isergwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_move_waits_for_an_old_owner_that_left, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_move_waits_for_a_live_node_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_config_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_of_the_last_serving_node, setup, teardown),
