@@ -1597,9 +1597,11 @@ static void cl_lease(void *ctx, uint64_t expires)
 static void cl_step_down(void *ctx, const char *reason)
 {
 	struct peer *p = ctx;
+	int k = cl_node(&p->sm);
 
 	(void)reason;
-	CL.lease[cl_node(&p->sm)] = 0;
+	if (CL.gw[k])           /* an isergwd away from its agent serves on its lease */
+		CL.lease[k] = 0;
 }
 
 static void cl_change_done(void *ctx, uint64_t id, int status, const char *err, uint64_t gen)
