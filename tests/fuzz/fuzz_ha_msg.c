@@ -1571,6 +1571,7 @@ static void gen_seeds(const char *dir)
  */
 
 #define CL_EVENTS 512u
+#define CL_TICKS 600u                   /* a minute at most: an execution stays short */
 
 static struct {
 	uint64_t lease[NODES];          /* what isergwd was given */
@@ -1580,6 +1581,7 @@ static struct {
 	bool down[NODES];
 	bool gw_gone[NODES];            /* isergwd went away (until it comes back: CE_GW_APPLY) */
 	char *saved[NODES];             /* the stored document of an agent that is down */
+	unsigned int ticks;
 } CL;
 
 static int cl_node(const struct ha_sm *sm)
@@ -1761,7 +1763,7 @@ static void cl_event(uint8_t kind, uint8_t a, uint8_t b)
 		return;
 	switch (kind % CE_COUNT) {
 	case CE_TICK:
-		for (unsigned int i = 0; i <= (a & 15u); i++) {
+		for (unsigned int i = 0; i <= (a & 15u) && CL.ticks < CL_TICKS; i++, CL.ticks++) {
 			F.now += HB / 2u + (b & 63u);
 			for (int n = 0; n < NODES; n++)
 				if (!CL.down[n])
