@@ -1571,7 +1571,7 @@ static void gen_seeds(const char *dir)
  */
 
 #define CL_EVENTS 512u
-#define CL_TICKS 600u                   /* a minute at most: an execution stays short */
+#define CL_TICKS 300u                   /* 30 s at most: an execution stays short */
 
 static struct {
 	uint64_t lease[NODES];          /* what isergwd was given */
