@@ -101,6 +101,8 @@ void ha_gwlink_lu_handover(struct ha_gwlink *g);
 /* lustore.c: the LU table on disk */
 int ha_lu_save(const struct ha_sm *sm, const char *dir);
 int ha_lu_load(struct ha_sm *sm, const char *dir);
+/* ha_lu_load's work on the file's bytes (len of them; path names it in messages). */
+int ha_lu_load_buf(struct ha_sm *sm, const char *path, const uint8_t *buf, size_t len);
 
 /* api.c */
 int ha_api_start(struct ha_agent *a, struct ha_api **out);

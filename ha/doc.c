@@ -1062,6 +1062,16 @@ err_unlink_tmp:
 	return rc;
 }
 
+/* A file's bytes (len of them, NUL-terminated) as its text: no NUL byte, trailing newlines cut. */
+static int doc_file_text(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	if (strlen(buf) != len)
+		return ha_set_err(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
+	while (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return 0;
+}
+
 /* The whole file (NUL-terminated, without its trailing newlines) into *out. */
 static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 {
@@ -1110,13 +1120,12 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
-	if (strlen(buf) != got) {
-		rc = ha_set_err(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
-		goto err_free_buf;
-	}
-	while (got && buf[got - 1] == '\n')
-		buf[--got] = '\0';
 	close(fd);
+	rc = doc_file_text(path, buf, got, err, errlen);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
 	*out = buf;
 	return 0;
 
@@ -1154,21 +1163,16 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 	return fsync_dir(dir);
 }
 
-/* The journal's lines that follow d, applied in order (d replaced); the first that does not is logged. */
-static void journal_replay(const char *dir, struct ha_doc **d)
+/*
+ * The journal's lines (text, the file path's, modified) that follow d,
+ * applied in order (d replaced); the first that does not is logged.
+ */
+static void journal_replay(const char *path, char *text, struct ha_doc **d)
 {
-	char path[4096], why[ERR_MAX] = "";
-	char *text = NULL, *line, *next;
+	char why[ERR_MAX] = "";
+	char *line, *next;
 	unsigned int applied = 0, line_no = 0;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path))
-		return;
-	if (access(path, F_OK) < 0)
-		return;
-	if (read_doc_file(path, &text, why, sizeof(why))) {
-		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
-		return;
-	}
 	for (line = text; line && *line; line = next) {
 		struct json_object *o = NULL, *g, *l, *n, *t;
 		struct ha_doc *nd = NULL;
@@ -1222,7 +1226,34 @@ static void journal_replay(const char *dir, struct ha_doc **d)
 	if (applied)
 		GW_NOTICE(HA_DOC_COMP, "%s: %u LUN change(s) replayed: generation %" PRIu64, path,
 			  applied, (*d)->generation);
-	free(text);
+}
+
+int ha_doc_load_text(const char *path, char *text, size_t len, struct ha_doc **out, char *err,
+		     size_t errlen)
+{
+	char why[ERR_MAX];
+	int rc;
+
+	*out = NULL;
+	rc = doc_file_text(path, text, len, err, errlen);
+	if (rc)
+		return rc;
+	rc = ha_doc_parse(text, out, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return ha_set_err(err, errlen, rc, "%s: out of memory", path);
+	if (rc)
+		return ha_set_err(err, errlen, -EBADMSG, "%s: %s", path, why);
+	return 0;
+}
+
+void ha_doc_journal_replay(const char *path, char *text, size_t len, struct ha_doc **d)
+{
+	char why[ERR_MAX];
+
+	if (doc_file_text(path, text, len, why, sizeof(why)))
+		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
+	else
+		journal_replay(path, text, d);
 }
 
 int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
@@ -1241,12 +1272,18 @@ int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
 	rc = read_doc_file(path, &text, err, errlen);
 	if (rc)
 		return rc;
-	rc = ha_doc_parse(text, out, why, sizeof(why));
+	rc = ha_doc_load_text(path, text, strlen(text), out, err, errlen);
 	free(text);
-	if (rc == -ENOMEM)
-		return ha_set_err(err, errlen, rc, "%s: out of memory", path);
 	if (rc)
-		return ha_set_err(err, errlen, -EBADMSG, "%s: %s", path, why);
-	journal_replay(dir, out);
+		return rc;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path) ||
+	    access(path, F_OK) < 0)
+		return 0;
+	if (read_doc_file(path, &text, why, sizeof(why))) {
+		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
+		return 0;
+	}
+	ha_doc_journal_replay(path, text, strlen(text), out);
+	free(text);
 	return 0;
 }

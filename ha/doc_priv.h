@@ -58,6 +58,16 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 /* doc.c's copy of d at generation + 1 (its text not built), and the text and digest built. */
 int ha_doc_next_priv(const struct ha_doc *d, struct ha_doc **out);
 int ha_doc_finish_priv(struct ha_doc *d);
+/*
+ * ha_doc_load's work on what it read, in two steps: text (len bytes and a
+ * NUL: the file path's) as the stored document (returns as ha_doc_load),
+ * then the lines of a journal (the file path's, len bytes and a NUL) that
+ * follow *d replayed (*d replaced; where it stops is logged). The texts are
+ * modified.
+ */
+int ha_doc_load_text(const char *path, char *text, size_t len, struct ha_doc **out, char *err,
+		     size_t errlen);
+void ha_doc_journal_replay(const char *path, char *text, size_t len, struct ha_doc **d);
 /* doc_lun.c's index of a document made by a LUN added (NULL: none). */
 void ha_doc_lun_idx_free(struct ha_lun_idx *x);
 

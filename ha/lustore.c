@@ -140,15 +140,10 @@ static uint8_t *power_on(const uint8_t *state, size_t len, size_t *out_len)
 int ha_lu_load(struct ha_sm *sm, const char *dir)
 {
 	char path[PATH_MAX];
-	Isergw__Ha__LuStore *st;
-	struct ha_lu *v;
-	struct ha_lu_parked *pk;
-	size_t npk = 0;
 	struct stat sb;
 	uint8_t *buf;
-	size_t n = 0, kept = 0;
 	ssize_t r;
-	int fd;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, LU_FILE);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -172,8 +167,21 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 	}
 	r = read(fd, buf, (size_t)sb.st_size);
 	close(fd);
-	st = r == sb.st_size ? isergw__ha__lu_store__unpack(NULL, (size_t)r, buf) : NULL;
+	rc = r == sb.st_size ? ha_lu_load_buf(sm, path, buf, (size_t)r) : -EINVAL;
+	if (r != sb.st_size)
+		GW_ERR(COMP, "%s: not an LU table: ignored (the cluster's members give it back)",
+		       path);
 	free(buf);
+	return rc;
+}
+
+int ha_lu_load_buf(struct ha_sm *sm, const char *path, const uint8_t *buf, size_t len)
+{
+	Isergw__Ha__LuStore *st = isergw__ha__lu_store__unpack(NULL, len, buf);
+	struct ha_lu *v;
+	struct ha_lu_parked *pk;
+	size_t n = 0, kept = 0, npk = 0;
+
 	if (!st) {
 		GW_ERR(COMP, "%s: not an LU table: ignored (the cluster's members give it back)",
 		       path);
@@ -182,20 +190,20 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 	v = calloc(st->n_lu_states + 1, sizeof(*v));
 	for (size_t i = 0; v && i < st->n_lu_states; i++) {
 		const Isergw__Ha__LuBlob *b = st->lu_states[i];
-		size_t len = 0;
+		size_t slen = 0;
 		uint8_t *keep;
 
 		if (b->naa.len != 16 || !b->version)
 			continue;
 		n++;
-		keep = power_on(b->state.data, b->state.len, &len);
+		keep = power_on(b->state.data, b->state.len, &slen);
 		if (!keep)
 			continue;
 		memcpy(v[kept].naa, b->naa.data, 16);
 		v[kept].version = b->version;
 		v[kept].handed = b->handed;
 		v[kept].state = keep;
-		v[kept].len = len;
+		v[kept].len = slen;
 		kept++;
 	}
 	pk = calloc(st->n_lu_parked + 1, sizeof(*pk));

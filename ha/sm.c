@@ -813,6 +813,10 @@ static bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *un
 {
 	const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
 	uint64_t heard = m && m->last_heard_ms ? m->last_heard_ms : sm->start_ms;
+
+	/* what it may have renewed while this node was out of the quorate group, unheard */
+	if (heard < sm->blind_ms)
+		heard = sm->blind_ms;
 	uint64_t lease = m && m->lease_ms > sm->lease_ms ? m->lease_ms : sm->lease_ms;
 	uint64_t end = heard + lease + sm->heartbeat_ms + HA_LEASE_MARGIN_MS;
 
@@ -870,6 +874,27 @@ static bool dp_moves(const struct ha_sm *sm, const bool *elig, int g)
 		return true;
 	return p >= 0 && d->dgs[g].failback == HA_FAILBACK_IMMEDIATE && elig[row + p] &&
 	       !sm->dp_elig[row + p];
+}
+
+/*
+ * Every live node whose agent is not in the group (live[]: its isergwd may
+ * still serve on its lease) took generation gen. ha_sm_all_applied covers
+ * the agents in the group only; an isergwd whose agent left before it took
+ * a planned move's Transitioning generation reports the old map until its
+ * lease ends.
+ */
+static bool live_away_hold(const struct ha_sm *sm, const bool *live, uint64_t gen)
+{
+	for (size_t n = 0; n < sm->doc->nnodes; n++) {
+		const struct ha_member *m;
+
+		if (!live[n] || node_in_view(sm, (int)n))
+			continue;
+		m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
+		if (!m || !member_holds(m, gen))
+			return false;
+	}
+	return true;
 }
 
 static void leader_reconcile(struct ha_sm *sm, uint64_t now)
@@ -963,7 +988,8 @@ static void leader_reconcile(struct ha_sm *sm, uint64_t now)
 			sm->target[sm->moves[i].dg] = sm->moves[i].node;
 	sm->nmoves = 0;
 
-	all_applied = ha_sm_all_applied(sm, d->generation, NULL, NULL, 0);
+	all_applied = ha_sm_all_applied(sm, d->generation, NULL, NULL, 0) &&
+		      live_away_hold(sm, live, d->generation);
 	for (size_t g = 0; g < nd; g++) {
 		int cur = d->owner[g], tgt = sm->target[g];
 
@@ -1176,8 +1202,13 @@ static int cmp_u32(const void *a, const void *b)
 
 void ha_sm_view(struct ha_sm *sm, const uint32_t *members, size_t n, uint64_t now)
 {
+	/* a member of the quorate group until now heard every lease renewed in it */
+	bool was_in = sm->phase == HA_PHASE_SYNCED && sm->quorate;
 	bool self = false;
 	size_t i;
+
+	if (!was_in)
+		sm->blind_ms = now;
 
 	if (n > HA_MAX_MEMBERS) {
 		GW_ERR(COMP, "%zu agents in the group: only %u are supported", n, HA_MAX_MEMBERS);

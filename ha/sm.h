@@ -309,6 +309,12 @@ struct ha_sm {
 	size_t nmoves;
 
 	uint64_t hold_until_ms;         /* a lost owner's lease runs out then (0: none) */
+	/*
+	 * This node was out of the quorate group (a minority, no group, not
+	 * synchronised) until this view change: a node it did not hear from
+	 * may have renewed its lease in the quorate group until then.
+	 */
+	uint64_t blind_ms;
 	uint64_t *dg_moved_ms;          /* per device group of doc: when it last changed hands (0: not seen) */
 	uint64_t failovers;             /* device groups whose lost owner was replaced (ClusterStatus) */
 	uint64_t planned_moves;         /* device groups moved off a live owner */

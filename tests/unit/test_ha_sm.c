@@ -795,6 +795,42 @@ static void test_lost_owner_waits_for_its_lease(void **state)
 	assert_int_equal(state_of(2, "dg3", 2), ALUA_ANO);
 }
 
+/*
+ * Node 1 comes back from a minority as node 2's agent goes away, in one
+ * membership change: node 1 leads again, but it heard nothing of node 2
+ * while it was cut off, and node 2's isergwd renewed its lease in the
+ * majority until then. dg2 stays node 2's until that lease has run out.
+ */
+static void test_rejoined_leader_waits_for_a_lease_it_did_not_see(void **state)
+{
+	uint64_t lease2;
+
+	(void)state;
+	configure();
+	nodes[0].partitioned = true;    /* node 1 cut off for 3 s */
+	membership();
+	run_for(3000);
+	assert_false(nodes[0].sm.quorate);
+	assert_int_equal(owner_of(1, "dg2"), 1);
+	lease2 = nodes[1].lease;        /* node 2's isergwd serves dg2 until then */
+	assert_true(lease2 > now_ms);
+	nodes[0].partitioned = false;
+	nodes[1].up = false;
+	ha_sm_fini(&nodes[1].sm);
+	membership();
+	assert_true(ha_sm_is_leader(&nodes[0].sm));
+	while (now_ms + HB < lease2) {
+		assert_int_equal(owner_of(0, "dg2"), 1);
+		assert_int_equal(owner_of(2, "dg2"), 1);
+		run_for(HB);
+	}
+	/* after that lease (plus one heartbeat and the margin) it moves */
+	run_for(LEASE + 300);
+	assert_true(owner_of(0, "dg2") == 0 || owner_of(0, "dg2") == 2);
+	start_node(1, NULL);
+	membership();
+}
+
 static void test_agent_restart_within_lease_changes_nothing(void **state)
 {
 	uint64_t gen;
@@ -1061,6 +1097,74 @@ static void test_move_without_an_isergwd(void **state)
 }
 
 /* The configuration the cluster has already: no new generation (a move would be undone). */
+/*
+ * A planned move of dg3 off node 3, whose isergwd does not take the
+ * Transitioning generation; then node 3's agent leaves the group (a
+ * restart). Its isergwd still serves dg3 Active/Optimized on the old map
+ * until its lease ends: the new owner may not be made Active/Optimized
+ * before, although every agent left in the group applied the demotion.
+ */
+static void test_move_waits_for_an_old_owner_that_left(void **state)
+{
+	char err[256];
+	uint64_t lease3;
+
+	(void)state;
+	configure();
+	nodes[2].gw_dead = true;        /* node 3's isergwd takes nothing more */
+	assert_true(ha_sm_submit_move(&nodes[0].sm, "dg3", "n1", err, sizeof(err)) > 0);
+	for (int i = 0; i < 3; i++)
+		tick_applying_but(2);
+	assert_int_equal(owner_of(0, "dg3"), -1);       /* n3 Transitioning */
+	lease3 = nodes[2].lease;
+	assert_true(lease3 > now_ms);
+	nodes[2].up = false;
+	ha_sm_fini(&nodes[2].sm);
+	membership();
+	while (now_ms + HB < lease3) {
+		assert_int_equal(owner_of(0, "dg3"), -1);
+		assert_int_equal(owner_of(1, "dg3"), -1);
+		tick_applying_but(2);
+	}
+	run_for(LEASE + 300);
+	assert_int_equal(owner_of(0, "dg3"), 0);
+	nodes[2].gw_dead = false;
+	start_node(2, NULL);
+	membership();
+}
+
+/*
+ * Node 1's agent leaves the group; its isergwd serves on its lease with the
+ * map it has (dg2 Active/Optimized on node 2). A planned move of dg2 to
+ * node 3 meanwhile: nodes 2 and 3 apply the demotion, but node 3 may be
+ * made Active/Optimized only once node 1's isergwd no longer reports node 2
+ * so: once its lease is over.
+ */
+static void test_move_waits_for_a_live_node_away(void **state)
+{
+	char err[256];
+	uint64_t lease1;
+
+	(void)state;
+	configure();
+	lease1 = nodes[0].lease;
+	nodes[0].up = false;
+	ha_sm_fini(&nodes[0].sm);
+	membership();
+	assert_true(ha_sm_submit_move(&nodes[1].sm, "dg2", "n3", err, sizeof(err)) > 0);
+	while (now_ms + HB < lease1) {
+		assert_true(owner_of(1, "dg2") != 2);
+		assert_true(owner_of(2, "dg2") != 2);
+		tick_applying_but(0);
+	}
+	/* then dg2 has an owner again (the placement that ends node 1's lease may keep node 2) */
+	run_for(LEASE + 300);
+	assert_true(owner_of(1, "dg2") == 1 || owner_of(1, "dg2") == 2);
+	assert_int_equal(owner_of(2, "dg2"), owner_of(1, "dg2"));
+	start_node(0, NULL);
+	membership();
+}
+
 static void test_same_config_changes_nothing(void **state)
 {
 	char err[256];
@@ -1926,6 +2030,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_leases_end_before_a_lost_owner_moves, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_rejoined_leader_waits_for_a_lease_it_did_not_see,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_restart_within_lease_changes_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_restart_renews_at_the_barrier, setup, teardown),
@@ -1934,6 +2040,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_planned_move_goes_through_transitioning, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_move_without_an_isergwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_move_waits_for_an_old_owner_that_left, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_move_waits_for_a_live_node_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_config_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_undrain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_of_the_last_serving_node, setup, teardown),
