@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: ha_core
+// COVERS: ha/doc.c ha/doc_config.c ha/doc_json.c ha/doc_lun.c ha/doc_tokens.c ha/store.c ha/lustore.c
 /*
  * The cluster document (ha/doc*.c) as it is replicated and as it is stored:
  * the first byte of an input picks what the rest is.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: ha_core
+// COVERS: ha/sm.c ha/sm_lu.c ha/sm_dp.c ha/codec.c ha/placement.c
 /*
  * isergw-ha's group messages and state machine (ha/codec.c, ha/sm.c,
  * ha/sm_lu.c, ha/sm_dp.c): node 1 ("n1") of a three-node cluster (the
