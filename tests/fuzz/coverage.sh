@@ -53,6 +53,9 @@ if [ "$do_build" -eq 1 ]; then
 			cat "$build.cmake.log" >&2
 			exit 2
 		}
+	else
+		# a target added since the tree was configured needs a new glob
+		cmake "$build" >"$build.cmake.log" 2>&1 || { cat "$build.cmake.log" >&2; exit 2; }
 	fi
 	cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build.build.log" 2>&1 || {
 		tail -n 30 "$build.build.log" >&2

@@ -69,6 +69,9 @@ if [ "$do_build" -eq 1 ]; then
 			echo "run.sh: configuring $build failed" >&2
 			exit 2
 		}
+	else
+		# a target added since the tree was configured needs a new glob
+		cmake "$build" >"$build.cmake.log" 2>&1 || { cat "$build.cmake.log" >&2; exit 2; }
 	fi
 	cmake --build "$build" -j "$jobs" --target "${targets[@]}" || {
 		echo "run.sh: building the targets failed" >&2
