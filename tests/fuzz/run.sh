@@ -113,7 +113,7 @@ for t in "${targets[@]}"; do
 	if [ ${#regress[@]} -gt 0 ]; then
 		if ! "$bin" "${opts[@]}" "${regress[@]}" >"$work/regress.log" 2>&1; then
 			echo "$t: a regression input fails again:"
-			grep -E '^Running: |ERROR|SUMMARY' "$work/regress.log" | tail -n 5 | sed 's/^/  /'
+			grep -aE '^Running: |ERROR|SUMMARY' "$work/regress.log" | tail -n 5 | sed 's/^/  /'
 			crashes=1
 		fi
 		execs=${#regress[@]}
@@ -130,13 +130,13 @@ for t in "${targets[@]}"; do
 	rc=$?
 	n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -n 1)
-	cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$work/fuzz.log" | tail -n 1)
+	cov=$(grep -aoE 'cov: [0-9]+ ft: [0-9]+' "$work/fuzz.log" | tail -n 1)
 	execs=$((execs + ${n:-0}))
 	if [ "$rc" -ne 0 ]; then
 		crashes=$((crashes + 1))
-		art=$(grep -oE "Test unit written to [^ ]+" "$work/fuzz.log" | tail -n 1)
+		art=$(grep -aoE "Test unit written to [^ ]+" "$work/fuzz.log" | tail -n 1)
 		echo "$t: exit status $rc; ${art:-no input written}"
-		grep -E 'ERROR: |SUMMARY: |^    #[0-9] ' "$work/fuzz.log" | head -n 12 | sed 's/^/  /'
+		grep -aE 'ERROR: |SUMMARY: |^    #[0-9] ' "$work/fuzz.log" | head -n 12 | sed 's/^/  /'
 	fi
 	echo "$t: ${n:-0} execs (${rate:-0}/s), ${cov:-cov: ?}, corpus $(find "$work/corpus" -type f | wc -l), ${#regress[@]} regression inputs, $crashes crashes"
 	total_execs=$((total_execs + execs))
