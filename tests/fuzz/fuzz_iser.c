@@ -52,6 +52,7 @@
 #include "core/pdu.h"
 #include "dm/iser_spec.h"
 #include "fake_gw.h"
+#include "fuzz_input.h"
 #include "fake_verbs.h"
 #include "util/log.h"
 
@@ -64,24 +65,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct fake_gw *g;
 static uint8_t sendbuf[SEND_MAX];
 static uint8_t remote_mem[256];
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static size_t take(struct input *in, void *out, size_t n)
-{
-	size_t k = n < in->left ? n : in->left;
-
-	if (k)
-		memcpy(out, in->p, k);
-	if (k < n)
-		memset((uint8_t *)out + k, 0, n - k);
-	in->p += k;
-	in->left -= k;
-	return k;
-}
 
 static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

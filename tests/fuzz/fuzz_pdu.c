@@ -57,6 +57,7 @@
 #include "core/pdu.h"
 #include "fake_dm.h"
 #include "fake_gw.h"
+#include "fuzz_input.h"
 #include "util/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -66,24 +67,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FIRST_CMDSN 1u
 
 static struct fake_gw *g;
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static size_t take(struct input *in, void *out, size_t n)
-{
-	size_t k = n < in->left ? n : in->left;
-
-	if (k)
-		memcpy(out, in->p, k);
-	if (k < n)
-		memset((uint8_t *)out + k, 0, n - k);
-	in->p += k;
-	in->left -= k;
-	return k;
-}
 
 struct stream {
 	uint8_t *buf;
