@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * isergw-ha: what the agent's parts share. One thread, one reactor (the
- * data plane's gateway/util/reactor), nothing blocking in it; the fsyncs of
+ * data plane's common/reactor), nothing blocking in it; the fsyncs of
  * the cluster document happen on a saver thread of their own (store.c):
  *
  *   main.c     options, the agent's configuration, signals, start and stop
@@ -25,8 +25,8 @@
 
 #include "ctl_wire.h"
 #include "sm.h"
-#include "util/list.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/reactor.h"
 
 #define HA_COMP "ha"
 #define HA_GROUP_NAME "isergw-ha"

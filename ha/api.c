@@ -21,8 +21,8 @@
 
 #include "agent.h"
 #include "auth.h"
-#include "util/fsutil.h"
-#include "util/log.h"
+#include "common/fsutil.h"
+#include "common/log.h"
 
 #define COMP "ha-api"
 #define API_CLIENTS_MAX 32u

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "util/log.h"
-#include "util/notify.h"
+#include "common/log.h"
+#include "common/notify.h"
 
 #define COMP "corosync"
 #define RECONNECT_MS 1000u

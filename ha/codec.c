@@ -14,7 +14,7 @@
 
 #include "auth.h"
 #include "sm.h"
-#include "util/names.h"
+#include "config/names.h"
 
 #define HA_OWNERS_MAX 256u
 

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/config.h"
-#include "util/log.h"
-#include "util/names.h"
+#include "config/config.h"
+#include "common/log.h"
+#include "config/names.h"
 
 static const char *jtype(struct json_object *v)
 {

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/config.h"
+#include "config/config.h"
 
 #define LUN_MAX 16384u                  /* isergwd's LUN numbers: 0..16383 */
 

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha-gw"
 #define RECONNECT_MS 200u

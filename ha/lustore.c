@@ -21,7 +21,7 @@
 
 #include "agent.h"
 #include "isergw_ctl.pb-c.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha-lu"
 #define LU_FILE "lu-state.pb"

@@ -14,9 +14,9 @@
 
 #include "agent.h"
 #include "store.h"
-#include "util/config.h"
-#include "util/log.h"
-#include "util/notify.h"
+#include "config/config.h"
+#include "common/log.h"
+#include "common/notify.h"
 
 #define COMP "main"
 #define DEFAULT_CONFIG "/etc/isergw/ha.json"

@@ -13,7 +13,7 @@
 
 #include "placement.h"
 #include "sm.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha"
 #define HA_LEASE_MARGIN_MS 100u          /* on top of a lost node's lease and one heartbeat */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "sm.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha"
 

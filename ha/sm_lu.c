@@ -28,7 +28,7 @@
 
 #include "isergw_ctl.pb-c.h"
 #include "sm.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha-lu"
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "store.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "ha-store"
 

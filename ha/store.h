@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "doc.h"
-#include "util/reactor.h"
+#include "common/reactor.h"
 
 struct ha_store;
 

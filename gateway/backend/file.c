@@ -44,8 +44,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 #define FILE_COMP "bdev-file"
 

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
+#include "common/log.h"
 
 #define IB_COMP "bdev-iscsi"
 
@@ -430,8 +430,8 @@ int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
-#include "util/list.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/reactor.h"
 
 #define IB_MAX_REACTORS   256u
 #define IB_TICK_IDLE_MS   1000u

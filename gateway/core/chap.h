@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/params.h"
-#include "util/config.h"
+#include "config/config.h"
 
 enum iscsi_chap_alg {
 	ISCSI_CHAP_ALG_MD5 = 5,

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "scsi/scsi.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define CTR_BUCKETS_MIN 256u
 #define CTR_BUCKETS_MAX (1u << 20)

@@ -22,9 +22,9 @@
 #include "core/login.h"
 #include "dm/datamover.h"
 #include "scsi/scsi.h"
-#include "util/config.h"
-#include "util/list.h"
-#include "util/reactor.h"
+#include "config/config.h"
+#include "common/list.h"
+#include "common/reactor.h"
 
 struct bdev;
 struct gw;

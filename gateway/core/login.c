@@ -17,8 +17,8 @@
 #include "core/login.h"
 #include "core/params.h"
 #include "core/pdu.h"
-#include "util/log.h"
-#include "util/names.h"
+#include "common/log.h"
+#include "config/names.h"
 
 #define COMP "login"
 #define MAX_UNKNOWN_KEYS 128u

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "core/iscsi_spec.h"
-#include "util/config.h"
+#include "config/config.h"
 
 /*
  * The iSER datamover receives every PDU into a pre-posted buffer with room

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "core/login.h"
-#include "util/config.h"
+#include "config/config.h"
 
 /* Limits of RFC 7143 6.1 / 12.1.3. */
 #define ISCSI_TEXT_MAX          65536u  /* total key=value data of one negotiation message */

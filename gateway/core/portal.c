@@ -36,9 +36,9 @@
 #include <unistd.h>
 
 #include "core/iscsi.h"
-#include "util/ifaddr.h"
-#include "util/log.h"
-#include "util/notify.h"
+#include "common/ifaddr.h"
+#include "common/log.h"
+#include "common/notify.h"
 
 #define COMP "portal"
 #define PORTAL_LOG_EVERY 60u    /* while waiting, one info line per this many tries */

@@ -8,7 +8,7 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "session"
 

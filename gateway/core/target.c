@@ -13,9 +13,9 @@
 
 #include "backend/backend.h"
 #include "core/iscsi.h"
-#include "util/bufpool.h"
-#include "util/fsutil.h"
-#include "util/log.h"
+#include "common/bufpool.h"
+#include "common/fsutil.h"
+#include "common/log.h"
 
 #define COMP "gateway"
 

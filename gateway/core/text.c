@@ -15,7 +15,7 @@
 #include "core/login.h"
 #include "core/params.h"
 #include "core/pdu.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "text"
 #define MAX_UNKNOWN_KEYS 128u

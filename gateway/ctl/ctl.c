@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "ctl_priv.h"
-#include "util/fsutil.h"
-#include "util/log.h"
-#include "util/notify.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/notify.h"
 
 #define CTL_MAX_CLIENTS 32u
 

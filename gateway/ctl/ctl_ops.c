@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "ctl_priv.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* ------------------------------------------------------------ reply arena */
 

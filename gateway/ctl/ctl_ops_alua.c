@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ctl_priv.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define CTL_ALUA_KNOWN_MAX 256u       /* groups listed per device group */
 

@@ -17,7 +17,7 @@
 
 #include "backend/backend.h"
 #include "ctl_priv.h"
-#include "util/log.h"
+#include "common/log.h"
 
 static void lease_rearm(struct gw_ctl *ctl)
 {

@@ -12,7 +12,7 @@
 
 #include "ctl_priv.h"
 #include "scsi/scsi_shared.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* ---- the state in both directions */
 

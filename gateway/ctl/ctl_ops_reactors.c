@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ctl_priv.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /*
  * A request out on the reactors: `left` counts the messages still to run

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "core/iscsi_spec.h"
-#include "util/config.h"
+#include "config/config.h"
 
 struct iscsi_conn;
 struct iscsi_task;

@@ -5,7 +5,7 @@
 
 #include "core/iscsi.h"
 #include "dm/datamover.h"
-#include "util/bufpool.h"
+#include "common/bufpool.h"
 
 static int stub_listen(struct gw_portal *p) { (void)p; return -EOPNOTSUPP; }
 static void stub_unlisten(struct gw_portal *p) { (void)p; }

@@ -41,8 +41,8 @@
 #include "core/iscsi.h"
 #include "core/pdu.h"
 #include "dm/iser_spec.h"
-#include "util/log.h"
-#include "util/netaddr.h"
+#include "common/log.h"
+#include "common/netaddr.h"
 
 #define COMP "iser"
 

@@ -18,8 +18,8 @@
 #include "core/iscsi.h"
 #include "core/pdu.h"
 #include "dm/datamover.h"
-#include "util/log.h"
-#include "util/netaddr.h"
+#include "common/log.h"
+#include "common/netaddr.h"
 
 #define COMP "tcp"
 #define TCP_LOGIN_MAX_DSL   65536u

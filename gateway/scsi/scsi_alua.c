@@ -51,8 +51,8 @@
 
 #include "scsi/scsi_held.h"
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 #define ALUA_MAX_TPG            64u
 #define ALUA_MAX_PORTS          64u     /* per group; RTPG's TARGET PORT COUNT is one byte */

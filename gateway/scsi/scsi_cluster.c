@@ -27,8 +27,8 @@
 
 #include "scsi/scsi_held.h"
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 #define RERUN_SLOT 3    /* cmd->priv_u64[] counting -ESTALE reruns */
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* ------------------------------------------------------------------ sense */
 

@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "util/list.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/reactor.h"
 
 struct scsi_cmd;
 struct scsi_held;

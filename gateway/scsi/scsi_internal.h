@@ -22,7 +22,7 @@
 #include "backend/backend.h"
 #include "scsi/scsi.h"
 #include "scsi/scsi_shared.h"
-#include "util/list.h"
+#include "common/list.h"
 
 #define SCSI_LOG "scsi"
 

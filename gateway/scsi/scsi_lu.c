@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 /* Every LU of the process, for unit attentions that are not the LU's own (ALUA). */
 static pthread_mutex_t all_lus_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* ----------------------------------------------------------------- helpers */
 

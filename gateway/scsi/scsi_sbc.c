@@ -17,8 +17,8 @@
 
 #include "scsi/scsi_bdev_ext.h"
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 /* --------------------------------------------------------------- the gate */
 

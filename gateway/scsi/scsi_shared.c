@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 /* ------------------------------------------------------------------ store */
 

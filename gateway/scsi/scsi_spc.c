@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* Copies s into a fixed-width, space-padded ASCII field. */
 static void put_ascii(uint8_t *dst, size_t width, const char *s)

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define XC_HDR_LEN      16
 #define XC_CSCD_LEN     32

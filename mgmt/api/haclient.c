@@ -10,7 +10,7 @@
  * socket, two slow writes would stall every probe and scrape of the node.
  * So a handler suspends its connection (MHD_suspend_connection) and hands
  * the request to this client, which runs one thread of its own with a
- * reactor (gateway/util/reactor: epoll, timers, a message queue). Requests
+ * reactor (common/reactor: epoll, timers, a message queue). Requests
  * arrive by reactor_send_msg from any thread; each opens its own non-
  * blocking connection to the agent (the agent answers one request at a time
  * per connection, and serves up to 32 connections: at most HA_CONNS_MAX of
@@ -45,9 +45,9 @@
 
 #include "api.h"
 #include "ctl_wire.h"
-#include "util/list.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 #define COMP "haclient"
 #define CONNECT_RETRY_MS 20u    /* the agent's listen backlog was full */

@@ -42,10 +42,10 @@
 
 #include "api.h"
 #include "problem.h"
-#include "util/list.h"
-#include "util/log.h"
-#include "util/netaddr.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/log.h"
+#include "common/netaddr.h"
+#include "common/reactor.h"
 
 #define COMP "http"
 #define CONN_MEMORY_LIMIT (32u * 1024u)    /* request line + headers of one connection */

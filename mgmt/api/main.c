@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "util/config.h"
-#include "util/log.h"
-#include "util/notify.h"
-#include "util/reactor.h"
+#include "config/config.h"
+#include "common/log.h"
+#include "common/notify.h"
+#include "common/reactor.h"
 
 #define COMP "main"
 

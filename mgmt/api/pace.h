@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/list.h"
+#include "common/list.h"
 
 struct api_pace_wait {
 	struct list_head link;

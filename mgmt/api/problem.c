@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "problem.h"
 
-#include "util/names.h"
+#include "config/names.h"
 
 #include <json-c/json.h>
 #include <stdint.h>

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/names.h"
+#include "config/names.h"
 
 static int fail(struct rest_err *e, int rc, unsigned int code, const char *field,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -46,7 +46,7 @@
 
 #include "api.h"
 #include "problem.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define COMP "v1"
 #define STALE_RETRIES 5

@@ -20,7 +20,7 @@
 
 #include "api.h"
 #include "fake_api.h"
-#include "util/log.h"
+#include "common/log.h"
 
 /* ------------------------------------------------------------ libmicrohttpd */
 

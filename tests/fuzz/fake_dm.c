@@ -9,7 +9,7 @@
 
 #include "core/pdu.h"
 #include "dm/datamover.h"
-#include "util/bufpool.h"
+#include "common/bufpool.h"
 
 #define FAKE_LOGIN_MAX_DSL 65536u       /* as tcp.c during login */
 #define FAKE_RX_MIN        (256u * 1024u)

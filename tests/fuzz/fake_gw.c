@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 /* LUN 0: 512-byte blocks; LUN 1: 4 KiB blocks, no write cache, a transfer limit. */
 static const struct {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 // SOURCES: fake_login.c
 // COVERS: gateway/core/chap.c
 /*
@@ -44,8 +44,8 @@
 #include "core/chap.h"
 #include "core/params.h"
 #include "fake_login.h"
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_util
-// COVERS: gateway/util/config.c
+// LINK: isergw_config isergw_common
+// COVERS: config/config.c
 /*
  * isergwd's JSON configuration (util/config.c): the file as isergwd reads it
  * (gw_config_load_string, then the store checks by spelling), and the same
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -60,8 +60,8 @@
 #include "ctl/ctl_priv.h"
 #include "ctl_wire.h"
 #include "scsi/scsi.h"
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -42,7 +42,7 @@
 #include "agent.h"
 #include "doc_priv.h"
 #include "isergw_ctl.pb-c.h"
-#include "util/log.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

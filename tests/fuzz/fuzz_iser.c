@@ -54,7 +54,7 @@
 #include "fake_gw.h"
 #include "fuzz_input.h"
 #include "fake_verbs.h"
-#include "util/log.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

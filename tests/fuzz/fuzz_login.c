@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 // SOURCES: fake_login.c
 // COVERS: gateway/core/login.c gateway/core/params.c gateway/core/text.c gateway/core/chap.c
 /*
@@ -53,8 +53,8 @@
 #include "core/params.h"
 #include "core/pdu.h"
 #include "fake_login.h"
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_scsi gw_util
+// LINK: gw_scsi isergw_config isergw_common
 // COVERS: gateway/scsi/scsi_alua.c gateway/scsi/scsi_cluster.c gateway/scsi/scsi_cmd.c gateway/scsi/scsi_held.c gateway/scsi/scsi_lu.c gateway/scsi/scsi_pr.c gateway/scsi/scsi_sbc.c gateway/scsi/scsi_shared.c gateway/scsi/scsi_spc.c gateway/scsi/scsi_xcopy.c
 /*
  * The SCSI layer (gateway/scsi/) as the iSCSI core drives it: CDBs and
@@ -69,9 +69,9 @@
 #include "backend/backend.h"
 #include "scsi/scsi.h"
 #include "scsi/scsi_shared.h"
-#include "util/list.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/list.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

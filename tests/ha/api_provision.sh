@@ -319,7 +319,7 @@ expect "no such resource" 404 1 GET "$V1/nothing"
 expect "no such target" 404 1 GET "$V1/targets/iqn.2026-11.org.isergw:none"
 expect "a method the path does not take" 405 1 DELETE "$V1/cluster" &&
 	ha_check "405 has Allow" [ "$(hdr Allow)" = "GET, HEAD" ]
-# names: one validator (util/names.c) for isergw-api, the agents and isergwd;
+# names: one validator (config/names.c) for isergw-api, the agents and isergwd;
 # a body that is not UTF-8 is refused naming the field, and renders stay JSON
 utf8_json() { # strict UTF-8 JSON (python3 decodes, no replacement characters)
 	python3 -c 'import json, sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$1"

@@ -1,4 +1,4 @@
-// LINK: gw_backend gw_util
+// LINK: gw_backend isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for backend/file.c, run twice: with the io_uring engine and with
@@ -28,8 +28,8 @@
 
 #include "backend/backend.h"
 #include "scsi/scsi_bdev_ext.h"
-#include "util/log.h"
-#include "util/reactor.h"
+#include "common/log.h"
+#include "common/reactor.h"
 
 #define MiB (1024u * 1024u)
 #define TMPFS_MAGIC_NR 0x01021994

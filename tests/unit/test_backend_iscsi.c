@@ -1,4 +1,4 @@
-// LINK: gw_backend gw_util
+// LINK: gw_backend isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the pure parts of backend/iscsi.c: backend URL parsing,

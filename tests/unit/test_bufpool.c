@@ -1,4 +1,4 @@
-// LINK: gw_util
+// LINK: isergw_config isergw_common
 /* Per-thread buffer cache: alignment, reuse within a class, limits, oversize. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "util/bufpool.h"
+#include "common/bufpool.h"
 
 static void test_alignment_and_size(void **state)
 {

@@ -1,4 +1,4 @@
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for core/chap.c: digests, challenge, verification, mutual CHAP. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "core/chap.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #include "test_log_silent.h"
 

@@ -1,4 +1,4 @@
-// LINK: gw_util
+// LINK: isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for util/config.c: parsing, key-path errors, validation, derived
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "util/config.h"
+#include "config/config.h"
 
 static const char full_config[] =
 	"{\n"

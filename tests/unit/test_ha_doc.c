@@ -23,7 +23,7 @@
 #include <openssl/evp.h>
 
 #include "doc.h"
-#include "util/config.h"
+#include "config/config.h"
 
 /* ------------------------------------------------------------ fixtures */
 

@@ -8,7 +8,7 @@
 #ifndef TEST_LOG_SILENT_H
 #define TEST_LOG_SILENT_H
 
-#include "util/log.h"
+#include "common/log.h"
 
 #ifndef TEST_LOG_LEVEL
 #define TEST_LOG_LEVEL GW_LOG_ERR

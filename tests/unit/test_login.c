@@ -1,4 +1,4 @@
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for core/login.c: whole logins driven by synthesized Login
@@ -19,8 +19,8 @@
 
 #include "core/iscsi_spec.h"
 #include "core/login.h"
-#include "util/config.h"
-#include "util/log.h"
+#include "config/config.h"
+#include "common/log.h"
 
 #include "test_text_keys.h"
 

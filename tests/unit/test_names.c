@@ -1,7 +1,7 @@
-// LINK: ha_core api_logic gw_util isergw_proto PkgConfig::JSONC
+// LINK: ha_core api_logic isergw_config isergw_common isergw_proto PkgConfig::JSONC
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for gateway/util/names.c: every kind of name, valid and not
+ * Unit tests for config/names.c: every kind of name, valid and not
  * (non-UTF-8, overlong forms, surrogates, NUL, control characters, length
  * limits, what RFC 3722 prohibits), and that every entry point refuses the
  * same names with the same words, with one table run through each one's
@@ -26,8 +26,8 @@
 #include "doc.h"
 #include "rest.h"
 #include "sm.h"
-#include "util/config.h"
-#include "util/names.h"
+#include "config/config.h"
+#include "config/names.h"
 
 struct name_case {
 	enum gw_name_kind kind;

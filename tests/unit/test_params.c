@@ -1,4 +1,4 @@
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for core/params.c: key=value parsing, codecs, key table, negotiation engine. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "core/params.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #include "test_log_silent.h"
 

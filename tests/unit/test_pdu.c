@@ -1,4 +1,4 @@
-// LINK: gw_proto gw_util
+// LINK: gw_proto isergw_config isergw_common
 /* PDU helpers: byte order, LUN encoding, CRC32C digests, serial arithmetic, CmdSN window. */
 #include <setjmp.h>
 #include <stdarg.h>

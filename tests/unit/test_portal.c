@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "core/iscsi.h"
-#include "util/ifaddr.h"
+#include "common/ifaddr.h"
 
 /* A datagram under construction: messages appended one after another. */
 struct dgram {

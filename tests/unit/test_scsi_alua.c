@@ -1,4 +1,4 @@
-// LINK: gw_scsi gw_backend gw_util
+// LINK: gw_scsi gw_backend isergw_config isergw_common
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ALUA: INQUIRY TPGS, REPORT TARGET PORT GROUPS (both formats, truncation),

@@ -21,7 +21,7 @@
 
 #include "backend/backend.h"
 #include "scsi/scsi.h"
-#include "util/log.h"
+#include "common/log.h"
 
 #define MEM_QMAX 4096
 

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "util/reactor.h"
+#include "common/reactor.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

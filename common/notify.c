@@ -5,8 +5,8 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "util/log.h"
-#include "util/notify.h"
+#include "common/log.h"
+#include "common/notify.h"
 
 #define COMP "notify"
 

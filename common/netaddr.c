@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "util/netaddr.h"
+#include "common/netaddr.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

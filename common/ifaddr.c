@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "util/ifaddr.h"
+#include "common/ifaddr.h"
 
 #include <errno.h>
 #include <linux/if_addr.h>

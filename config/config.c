@@ -9,7 +9,7 @@
  * gw_config_validate(), derived defaults (LUN serial and NAA) in
  * gw_config_finalize(). gw_config_load_*() run all three.
  */
-#include "util/config.h"
+#include "config/config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,8 +24,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "util/log.h"
-#include "util/names.h"
+#include "common/log.h"
+#include "config/names.h"
 
 #define CFG_COMP "config"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "util/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <inttypes.h>

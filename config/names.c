@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The names of the configuration, one check per kind (names.h). */
-#include "util/names.h"
+#include "config/names.h"
 
 #include <errno.h>
 #include <json-c/json.h>

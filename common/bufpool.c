@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "util/bufpool.h"
+#include "common/bufpool.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "util/fsutil.h"
-#include "util/log.h"
+#include "common/fsutil.h"
+#include "common/log.h"
 
 int gw_mkdir_p(const char *path)
 {

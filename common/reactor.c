@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "util/reactor.h"
+#include "common/reactor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/log.h"
+#include "common/log.h"
 
 #define REACTOR_MAX_EVENTS 128
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-#include "util/list.h"
+#include "common/list.h"
 
 struct reactor;
 
