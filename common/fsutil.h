@@ -22,4 +22,7 @@ int gw_unix_listen(const char *path, const char *comp, const char *what, int bac
 /* A blocking, close-on-exec connection to the unix stream socket at path: the fd or -errno. */
 int gw_unix_connect(const char *path);
 
+/* Writes all n bytes to a blocking fd (EINTR retried): 0 or a negative errno. */
+int gw_write_all(int fd, const void *p, size_t n);
+
 #endif

@@ -108,3 +108,15 @@ void gw_log_plain(enum gw_log_level lvl, const char *fmt, ...)
 	}
 	fputs(line, stderr);
 }
+
+int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}

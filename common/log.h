@@ -16,6 +16,7 @@
 #define ISERGW_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum gw_log_level {
 	GW_LOG_ERR = 0,
@@ -40,6 +41,15 @@ void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 void gw_log_plain(enum gw_log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define GW_CFGERR(...) gw_log_plain(GW_LOG_ERR, __VA_ARGS__)
+
+/*
+ * Formats an error message into a caller's buffer (nothing when err is NULL
+ * or errlen 0) and returns rc: `return gw_errf(err, errlen, -EINVAL, "...")`.
+ * The one formatter of "what went wrong" for functions that return a
+ * negative errno and say why in a buffer.
+ */
+int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #define GW_ERR(comp, ...)    gw_log(GW_LOG_ERR, comp, __VA_ARGS__)
 #define GW_WARN(comp, ...)   gw_log(GW_LOG_WARN, comp, __VA_ARGS__)

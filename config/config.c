@@ -61,19 +61,6 @@ static int str_copy(char *dst, size_t dstsz, const char *src)
 	return 0;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* NUL-terminated within its buffer? (code-built configs) */
 static bool str_terminated(const char *s, size_t sz)
 {
@@ -460,7 +447,7 @@ static int perr(struct pctx *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return set_err(c->err, c->errlen, "%s: %s", c->plen ? c->path : "config", msg);
+	return gw_errf(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
 }
 
 static const char *jtype(const struct json_object *v)
@@ -652,7 +639,7 @@ static int parse_array(struct pctx *c, struct json_object *v, size_t elsz, void 
 		return 0;
 	a = calloc(len, elsz);
 	if (!a)
-		return set_err(c->err, c->errlen, "out of memory"), -ENOMEM;
+		return gw_errf(c->err, c->errlen, -EINVAL, "out of memory"), -ENOMEM;
 	*arr = a;
 	*n = len;
 	for (size_t i = 0; i < len; i++) {
@@ -1138,7 +1125,7 @@ static int strings_check(struct json_object *o, const char *prefix, char *err, s
 
 	if (!gw_json_strings_check(o, prefix, path, sizeof(path), why, sizeof(why)))
 		return 0;
-	return set_err(err, errlen, "%s: %s", path[0] ? path : "config", why);
+	return gw_errf(err, errlen, -EINVAL, "%s: %s", path[0] ? path : "config", why);
 }
 
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
@@ -1155,21 +1142,21 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	if (err && errlen)
 		err[0] = '\0';
 	if (!json || !out)
-		return set_err(err, errlen, "config: no input");
+		return gw_errf(err, errlen, -EINVAL, "config: no input");
 	*out = NULL;
 	len = strlen(json);
 	if (len > CFG_FILE_MAX)
-		return set_err(err, errlen, "config: larger than %u bytes", CFG_FILE_MAX);
+		return gw_errf(err, errlen, -EINVAL, "config: larger than %u bytes", CFG_FILE_MAX);
 
 	tok = json_tokener_new();
 	if (!tok)
-		return set_err(err, errlen, "out of memory"), -ENOMEM;
+		return gw_errf(err, errlen, -EINVAL, "out of memory"), -ENOMEM;
 	root = json_tokener_parse_ex(tok, json, (int)len);
 	if (!root) {
 		enum json_tokener_error jerr = json_tokener_get_error(tok);
 
 		offset_to_line(json, json_tokener_get_parse_end(tok), &line, &col);
-		rc = set_err(err, errlen, "line %u column %u: %s", line, col,
+		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
 			     jerr == json_tokener_continue ? "unexpected end of input"
 							   : json_tokener_error_desc(jerr));
 		goto err_free_tok;
@@ -1178,7 +1165,7 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	for (size_t i = end; i < len; i++) {
 		if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') {
 			offset_to_line(json, i, &line, &col);
-			rc = set_err(err, errlen, "line %u column %u: trailing data after the configuration",
+			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: trailing data after the configuration",
 				     line, col);
 			goto err_put_root;
 		}
@@ -1190,7 +1177,7 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 
 	cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
-		set_err(err, errlen, "out of memory");
+		gw_errf(err, errlen, -EINVAL, "out of memory");
 		rc = -ENOMEM;
 		goto err_put_root;
 	}
@@ -1212,11 +1199,11 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 		goto err_free_cfg;
 	/* under a lease the HA agent pushes them: a node may start with none */
 	if (cfg->nportals == 0 && !cfg->alua_lease) {
-		rc = set_err(err, errlen, "portals: at least one portal is required (unless alua_lease is true)");
+		rc = gw_errf(err, errlen, -EINVAL, "portals: at least one portal is required (unless alua_lease is true)");
 		goto err_free_cfg;
 	}
 	if (cfg->ntargets == 0 && !cfg->alua_lease) {
-		rc = set_err(err, errlen, "targets: at least one target is required (unless alua_lease is true)");
+		rc = gw_errf(err, errlen, -EINVAL, "targets: at least one target is required (unless alua_lease is true)");
 		goto err_free_cfg;
 	}
 	rc = gw_config_validate(cfg, err, errlen);
@@ -1247,31 +1234,31 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 	int fd, rc;
 
 	if (!path || !out)
-		return set_err(err, errlen, "config: no file name");
+		return gw_errf(err, errlen, -EINVAL, "config: no file name");
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = set_err(err, errlen, "%s: not a regular file", path);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: not a regular file", path);
 		goto err_close;
 	}
 	if ((uint64_t)st.st_size > CFG_FILE_MAX) {
-		rc = set_err(err, errlen, "%s: larger than %u bytes", path, CFG_FILE_MAX);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: larger than %u bytes", path, CFG_FILE_MAX);
 		goto err_close;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "%s: out of memory", path);
+		gw_errf(err, errlen, -EINVAL, "%s: out of memory", path);
 		goto err_close;
 	}
 	while (got < (size_t)st.st_size) {
@@ -1281,7 +1268,7 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			set_err(err, errlen, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
+			gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
 			goto err_free_buf;
 		}
 		if (n == 0)
@@ -1290,7 +1277,7 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 	}
 	buf[got] = '\0';
 	if (strlen(buf) != got) {
-		rc = set_err(err, errlen, "%s: contains a NUL byte", path);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: contains a NUL byte", path);
 		goto err_free_buf;
 	}
 	rc = gw_config_load_string(buf, out, err, errlen);
@@ -1299,7 +1286,7 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 		char tmp[512];
 
 		snprintf(tmp, sizeof(tmp), "%s", err);
-		set_err(err, errlen, "%s: %s", path, tmp);
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, tmp);
 	}
 
 err_free_buf:
@@ -1319,9 +1306,9 @@ static int check_name(char *err, size_t errlen, const char *path, enum gw_name_k
 	char msg[384];
 
 	if (!str_terminated(n, sz))
-		return set_err(err, errlen, "%s: not terminated", path);
+		return gw_errf(err, errlen, -EINVAL, "%s: not terminated", path);
 	if (gw_name_check(kind, n, strlen(n), msg, sizeof(msg)))
-		return set_err(err, errlen, "%s: %s", path, msg);
+		return gw_errf(err, errlen, -EINVAL, "%s: %s", path, msg);
 	return 0;
 }
 
@@ -1335,11 +1322,11 @@ static int check_chap(char *err, size_t errlen, const char *path, const struct g
 	size_t slen;
 
 	if (!str_terminated(ch->user, sizeof(ch->user)) || !str_terminated(ch->secret, sizeof(ch->secret)))
-		return set_err(err, errlen, "%s: user or secret longer than %d bytes", path,
+		return gw_errf(err, errlen, -EINVAL, "%s: user or secret longer than %d bytes", path,
 			       GW_SECRET_MAX - 1);
 	slen = strlen(ch->secret);
 	if ((ch->user[0] == '\0') != (slen == 0))
-		return set_err(err, errlen, "%s: user and secret must both be set or both be empty",
+		return gw_errf(err, errlen, -EINVAL, "%s: user and secret must both be set or both be empty",
 			       path);
 	if (slen && slen < CFG_SECRET_WARN)
 		GW_WARN(CFG_COMP, "%s.secret: only %zu bytes; RFC 7143 wants at least %u and some "
@@ -1364,25 +1351,25 @@ static int validate_portals(const struct gw_config *c, char *err, size_t errlen)
 		const struct gw_portal_cfg *p = &c->portals[i];
 
 		if (i >= 65535)
-			return set_err(err, errlen, "portals: too many (max 65535)");
+			return gw_errf(err, errlen, -EINVAL, "portals: too many (max 65535)");
 		if (p->port == 0)
-			return set_err(err, errlen, "portals[%zu].url: port must be 1..65535", i);
+			return gw_errf(err, errlen, -EINVAL, "portals[%zu].url: port must be 1..65535", i);
 		if (!str_terminated(p->addr, sizeof(p->addr)) || !p->addr[0])
-			return set_err(err, errlen, "portals[%zu].url: bad address", i);
+			return gw_errf(err, errlen, -EINVAL, "portals[%zu].url: bad address", i);
 		for (size_t j = 0; j < i; j++) {
 			const struct gw_portal_cfg *q = &c->portals[j];
 
 			if (portal_rel_id(c, i) == portal_rel_id(c, j))
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "portals[%zu].rel_port_id: %u already used by portals[%zu]",
 					       i, portal_rel_id(c, i), j);
 			if (p->transport == q->transport && p->port == q->port &&
 			    strcmp(p->addr, q->addr) == 0)
-				return set_err(err, errlen, "portals[%zu].url: same address as portals[%zu]",
+				return gw_errf(err, errlen, -EINVAL, "portals[%zu].url: same address as portals[%zu]",
 					       i, j);
 			/* an iSCSI target port is (target name, TPGT): one TPGT per relative port */
 			if (portal_tpgt(c, i) == portal_tpgt(c, j))
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "portals[%zu].tpgt: %u%s is already the TPGT of portals[%zu] "
 					       "(rel_port_id %u), but portals[%zu].rel_port_id is %u: each "
 					       "relative port needs a TPGT of its own",
@@ -1431,13 +1418,13 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 		const struct gw_port_group_cfg *g = &c->port_groups[i];
 
 		if (g->tpg_id == 0)
-			return set_err(err, errlen, "port_groups[%zu].tpg_id: must be 1..65535", i);
+			return gw_errf(err, errlen, -EINVAL, "port_groups[%zu].tpg_id: must be 1..65535", i);
 		if (g->nrel_port_ids == 0 || g->nrel_port_ids > GW_PG_PORTS_MAX)
-			return set_err(err, errlen, "port_groups[%zu].rel_port_ids: 1..%u ports", i,
+			return gw_errf(err, errlen, -EINVAL, "port_groups[%zu].rel_port_ids: 1..%u ports", i,
 				       GW_PG_PORTS_MAX);
 		for (size_t j = 0; j < i; j++)
 			if (c->port_groups[j].tpg_id == g->tpg_id)
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "port_groups[%zu].tpg_id: %u already used by port_groups[%zu]",
 					       i, g->tpg_id, j);
 		for (size_t k = 0; k < g->nrel_port_ids; k++) {
@@ -1445,12 +1432,12 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 			const struct gw_port_group_cfg *o = port_group_of(c, rel);
 
 			if (o != g)
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "port_groups[%zu].rel_port_ids: %u is also in target port group %u",
 					       i, rel, o->tpg_id);
 			for (size_t m = 0; m < k; m++)
 				if (g->rel_port_ids[m] == rel)
-					return set_err(err, errlen,
+					return gw_errf(err, errlen, -EINVAL,
 						       "port_groups[%zu].rel_port_ids: %u listed twice", i, rel);
 		}
 	}
@@ -1460,10 +1447,10 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 		const struct gw_port_group_cfg *g = port_group_of(c, rel);
 
 		if (!g)
-			return set_err(err, errlen,
+			return gw_errf(err, errlen, -EINVAL,
 				       "portals[%zu].rel_port_id: %u is not listed in port_groups", i, rel);
 		if (g->tpg_id != c->portals[i].tpg_id)
-			return set_err(err, errlen,
+			return gw_errf(err, errlen, -EINVAL,
 				       "portals[%zu].tpg_id: %u, but port_groups lists relative port %u "
 				       "under target port group %u", i, c->portals[i].tpg_id, rel, g->tpg_id);
 	}
@@ -1472,19 +1459,19 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 
 		if (!str_terminated(d->name, sizeof(d->name)) || !d->name[0] ||
 		    !printable_ascii(d->name))
-			return set_err(err, errlen, "device_groups[%zu].name: 1..%d printable ASCII characters",
+			return gw_errf(err, errlen, -EINVAL, "device_groups[%zu].name: 1..%d printable ASCII characters",
 				       i, GW_DG_NAME_MAX - 1);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(c->device_groups[j].name, d->name) == 0)
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "device_groups[%zu].name: \"%s\" already used by device_groups[%zu]",
 					       i, d->name, j);
 		if (d->owner_tpg_id && !tpg_known(c, d->owner_tpg_id))
-			return set_err(err, errlen,
+			return gw_errf(err, errlen, -EINVAL,
 				       "device_groups[%zu].owner_tpg_id: %u is neither in port_groups nor a portal's tpg_id",
 				       i, d->owner_tpg_id);
 		if (d->non_owner_state < 1 || d->non_owner_state > 3)
-			return set_err(err, errlen, "device_groups[%zu].non_owner_state: invalid", i);
+			return gw_errf(err, errlen, -EINVAL, "device_groups[%zu].non_owner_state: invalid", i);
 	}
 	for (size_t ti = 0; ti < c->ntargets; ti++) {
 		for (size_t li = 0; li < c->targets[ti].nluns; li++) {
@@ -1492,7 +1479,7 @@ static int validate_alua(const struct gw_config *c, char *err, size_t errlen)
 
 			if (!str_terminated(l->device_group, sizeof(l->device_group)) ||
 			    !dg_known(c, l->device_group))
-				return set_err(err, errlen,
+				return gw_errf(err, errlen, -EINVAL,
 					       "targets[%zu].luns[%zu].device_group: \"%s\" is not in device_groups",
 					       ti, li, l->device_group);
 		}
@@ -1508,39 +1495,39 @@ static int validate_lun_one(const struct gw_lun_cfg *l, size_t ti, size_t li, ch
 	int rc;
 
 	if (l->lun >= CFG_LUN_MAX)
-		return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u out of range (0..%u)", ti,
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range (0..%u)", ti,
 			       li, l->lun, CFG_LUN_MAX - 1);
 	if (!str_terminated(l->path, sizeof(l->path)) || !l->path[0])
-		return set_err(err, errlen, "targets[%zu].luns[%zu].path: missing", ti, li);
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].path: missing", ti, li);
 	snprintf(path, sizeof(path), "targets[%zu].luns[%zu].path", ti, li);
 	rc = check_name(err, errlen, path, GW_NAME_PATH, l->path, sizeof(l->path));
 	if (rc)
 		return rc;
 	if (l->block_size != 512 && l->block_size != 4096)
-		return set_err(err, errlen, "targets[%zu].luns[%zu].block_size: %u is not 512 or 4096",
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].block_size: %u is not 512 or 4096",
 			       ti, li, l->block_size);
 	if (l->size > INT64_MAX || l->size % l->block_size)
-		return set_err(err, errlen,
+		return gw_errf(err, errlen, -EINVAL,
 			       "targets[%zu].luns[%zu].size: %llu is not a multiple of block_size %u",
 			       ti, li, (unsigned long long)l->size, l->block_size);
 	if (!str_terminated(l->serial, sizeof(l->serial)) || !printable_ascii(l->serial))
-		return set_err(err, errlen, "targets[%zu].luns[%zu].serial: printable ASCII only", ti, li);
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].serial: printable ASCII only", ti, li);
 	if (!str_terminated(l->vendor, sizeof(l->vendor)) || !printable_ascii(l->vendor))
-		return set_err(err, errlen, "targets[%zu].luns[%zu].vendor: printable ASCII only, max 8",
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].vendor: printable ASCII only, max 8",
 			       ti, li);
 	if (!str_terminated(l->product, sizeof(l->product)) || !printable_ascii(l->product))
-		return set_err(err, errlen,
+		return gw_errf(err, errlen, -EINVAL,
 			       "targets[%zu].luns[%zu].product: printable ASCII only, max 16", ti, li);
 	if (l->backend_read_chunk % 4096 || l->backend_read_chunk > (8u << 20))
-		return set_err(err, errlen, "targets[%zu].luns[%zu].backend_read_chunk: %llu is not a "
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].backend_read_chunk: %llu is not a "
 			       "multiple of 4K up to 8M (0 = never)", ti, li,
 			       (unsigned long long)l->backend_read_chunk);
 	if (l->max_transfer && (l->max_transfer % l->block_size || l->max_transfer > (8u << 20)))
-		return set_err(err, errlen, "targets[%zu].luns[%zu].max_transfer: %llu is not a multiple "
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].max_transfer: %llu is not a multiple "
 			       "of block_size %u up to 8M", ti, li,
 			       (unsigned long long)l->max_transfer, l->block_size);
 	if (l->naa_set && (l->naa[0] >> 4) != 6)
-		return set_err(err, errlen, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].naa: must be NAA type 6", ti, li);
 	if (l->backend_initiator[0]) {
 		snprintf(path, sizeof(path), "targets[%zu].luns[%zu].backend_initiator", ti, li);
 		return check_name(err, errlen, path, GW_NAME_ISCSI, l->backend_initiator,
@@ -1558,7 +1545,7 @@ static int validate_lun(const struct gw_target_cfg *t, size_t ti, size_t li, cha
 		return rc;
 	for (size_t j = 0; j < li; j++)
 		if (t->luns[j].lun == l->lun)
-			return set_err(err, errlen, "targets[%zu].luns[%zu].lun: %u already used by luns[%zu]",
+			return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u already used by luns[%zu]",
 				       ti, li, l->lun, j);
 	return 0;
 }
@@ -1575,7 +1562,7 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 		return rc;
 	for (size_t j = 0; j < ti; j++)
 		if (strcmp(c->targets[j].iqn, t->iqn) == 0)
-			return set_err(err, errlen, "targets[%zu].iqn: \"%s\" already used by targets[%zu]",
+			return gw_errf(err, errlen, -EINVAL, "targets[%zu].iqn: \"%s\" already used by targets[%zu]",
 				       ti, t->iqn, j);
 	snprintf(path, sizeof(path), "targets[%zu].alias", ti);
 	rc = check_name(err, errlen, path, GW_NAME_ALIAS, t->alias, sizeof(t->alias));
@@ -1591,27 +1578,27 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 	if (rc)
 		return rc;
 	if (chap_set(&t->mutual_chap) && !chap_set(&t->chap))
-		return set_err(err, errlen, "targets[%zu].mutual_chap: needs chap as well", ti);
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].mutual_chap: needs chap as well", ti);
 	if (chap_set(&t->mutual_chap) && strcmp(t->mutual_chap.secret, t->chap.secret) == 0)
-		return set_err(err, errlen,
+		return gw_errf(err, errlen, -EINVAL,
 			       "targets[%zu].mutual_chap.secret: must differ from chap.secret (RFC 7143 9.2.1)",
 			       ti);
 
 	if (t->max_recv_dsl < CFG_DSL_MIN || t->max_recv_dsl > CFG_DSL_MAX)
-		return set_err(err, errlen, "targets[%zu].max_recv_dsl: %u out of range (%u..%u)", ti,
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].max_recv_dsl: %u out of range (%u..%u)", ti,
 			       t->max_recv_dsl, CFG_DSL_MIN, CFG_DSL_MAX);
 	if (t->max_burst < CFG_DSL_MIN || t->max_burst > CFG_DSL_MAX)
-		return set_err(err, errlen, "targets[%zu].max_burst: %u out of range (%u..%u)", ti,
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].max_burst: %u out of range (%u..%u)", ti,
 			       t->max_burst, CFG_DSL_MIN, CFG_DSL_MAX);
 	if (t->first_burst < CFG_DSL_MIN || t->first_burst > t->max_burst)
-		return set_err(err, errlen,
+		return gw_errf(err, errlen, -EINVAL,
 			       "targets[%zu].first_burst: %u must be in %u..max_burst (%u)", ti,
 			       t->first_burst, CFG_DSL_MIN, t->max_burst);
 	if (t->max_outstanding_r2t < 1 || t->max_outstanding_r2t > 65535)
-		return set_err(err, errlen, "targets[%zu].max_outstanding_r2t: out of range (1..65535)",
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].max_outstanding_r2t: out of range (1..65535)",
 			       ti);
 	if (t->queue_depth < 1 || t->queue_depth > CFG_QDEPTH_MAX)
-		return set_err(err, errlen, "targets[%zu].queue_depth: out of range (1..%u)", ti,
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].queue_depth: out of range (1..%u)", ti,
 			       CFG_QDEPTH_MAX);
 
 	for (size_t ai = 0; ai < t->nacls; ai++) {
@@ -1623,7 +1610,7 @@ static int validate_target(const struct gw_config *c, size_t ti, char *err, size
 			return rc;
 		for (size_t j = 0; j < ai; j++)
 			if (strcmp(t->acls[j].initiator, a->initiator) == 0)
-				return set_err(err, errlen, "%s: \"%s\" already used by acls[%zu]", path,
+				return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" already used by acls[%zu]", path,
 					       a->initiator, j);
 		snprintf(path, sizeof(path), "targets[%zu].acls[%zu].chap", ti, ai);
 		rc = check_chap(err, errlen, path, &a->chap);
@@ -1805,7 +1792,7 @@ static bool ref_before(const struct store_ref *x, const struct store_ref *y)
 int gw_store_conflict(char *err, size_t errlen, const char *what, const char *iqn, uint32_t lun,
 		      const char *other_iqn, uint32_t other_lun, const char *key)
 {
-	return set_err(err, errlen, "%s%sLUN %u of %s and LUN %u of %s name one backing store "
+	return gw_errf(err, errlen, -EINVAL, "%s%sLUN %u of %s and LUN %u of %s name one backing store "
 		       "(%s): a store belongs to one LUN", what ? what : "", what ? ": " : "", lun,
 		       iqn, other_lun, other_iqn, key);
 }
@@ -1928,7 +1915,7 @@ int gw_config_check_stores(const struct gw_config *c, char *err, size_t errlen)
 	if (rc <= 0) {
 		free(k);
 		if (rc)
-			set_err(err, errlen, "out of memory");
+			gw_errf(err, errlen, -EINVAL, "out of memory");
 		return rc;
 	}
 	t = &c->targets[hit.ti];
@@ -2026,42 +2013,42 @@ int gw_config_validate(const struct gw_config *c, char *err, size_t errlen)
 	if (err && errlen)
 		err[0] = '\0';
 	if (!c)
-		return set_err(err, errlen, "config: none");
+		return gw_errf(err, errlen, -EINVAL, "config: none");
 	if (!str_terminated(c->log_level, sizeof(c->log_level)) ||
 	    gw_log_parse_level(c->log_level, &lvl))
-		return set_err(err, errlen, "log_level: not one of err, warn, notice, info, debug");
+		return gw_errf(err, errlen, -EINVAL, "log_level: not one of err, warn, notice, info, debug");
 	if (c->reactors > CFG_REACTORS_MAX)
-		return set_err(err, errlen, "reactors: %u out of range (0..%u)", c->reactors,
+		return gw_errf(err, errlen, -EINVAL, "reactors: %u out of range (0..%u)", c->reactors,
 			       CFG_REACTORS_MAX);
 	if (!str_terminated(c->state_dir, sizeof(c->state_dir)) || !c->state_dir[0])
-		return set_err(err, errlen, "state_dir: must not be empty");
+		return gw_errf(err, errlen, -EINVAL, "state_dir: must not be empty");
 	if (!str_terminated(c->ctl_socket, sizeof(c->ctl_socket)) || !c->ctl_socket[0] ||
 	    strlen(c->ctl_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return set_err(err, errlen, "ctl_socket: must be 1..%zu bytes (a unix socket path)",
+		return gw_errf(err, errlen, -EINVAL, "ctl_socket: must be 1..%zu bytes (a unix socket path)",
 			       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 	if (c->nbackend_pr_fence > GW_PR_FENCE_MAX)
-		return set_err(err, errlen, "backend_pr_fence: at most %u keys", GW_PR_FENCE_MAX);
+		return gw_errf(err, errlen, -EINVAL, "backend_pr_fence: at most %u keys", GW_PR_FENCE_MAX);
 	for (size_t i = 0; i < c->nbackend_pr_fence; i++) {
 		if (!c->backend_pr_fence[i])
-			return set_err(err, errlen, "backend_pr_fence[%zu]: zero is not a key", i);
+			return gw_errf(err, errlen, -EINVAL, "backend_pr_fence[%zu]: zero is not a key", i);
 		if (c->backend_pr_fence[i] == c->backend_pr_key)
-			return set_err(err, errlen, "backend_pr_fence[%zu]: 0x%016llx is this node's "
+			return gw_errf(err, errlen, -EINVAL, "backend_pr_fence[%zu]: 0x%016llx is this node's "
 				       "own backend_pr_key", i, (unsigned long long)c->backend_pr_key);
 		for (size_t j = 0; j < i; j++)
 			if (c->backend_pr_fence[j] == c->backend_pr_fence[i])
-				return set_err(err, errlen, "backend_pr_fence[%zu]: 0x%016llx already "
+				return gw_errf(err, errlen, -EINVAL, "backend_pr_fence[%zu]: 0x%016llx already "
 					       "listed at [%zu]", i,
 					       (unsigned long long)c->backend_pr_fence[i], j);
 	}
 	/* room for "/lu-<32 hex digits>.state" */
 	if (!str_terminated(c->shared_state_dir, sizeof(c->shared_state_dir)) ||
 	    strlen(c->shared_state_dir) > sizeof(c->shared_state_dir) - 48)
-		return set_err(err, errlen, "shared_state_dir: longer than %zu bytes",
+		return gw_errf(err, errlen, -EINVAL, "shared_state_dir: longer than %zu bytes",
 			       sizeof(c->shared_state_dir) - 48);
 	if (c->login_timeout_s == 0)
-		return set_err(err, errlen, "login_timeout_s: must be at least 1");
+		return gw_errf(err, errlen, -EINVAL, "login_timeout_s: must be at least 1");
 	if (c->nop_interval_s && c->nop_timeout_s == 0)
-		return set_err(err, errlen, "nop_timeout_s: must be at least 1");
+		return gw_errf(err, errlen, -EINVAL, "nop_timeout_s: must be at least 1");
 	rc = check_chap(err, errlen, "discovery_chap", &c->discovery_chap);
 	if (rc)
 		return rc;

@@ -15,21 +15,9 @@
 #include "auth.h"
 #include "sm.h"
 #include "config/names.h"
+#include "common/log.h"
 
 #define HA_OWNERS_MAX 256u
-
-static int bad(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int bad(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 int ha_msg_pack(const HaMsg *m, uint8_t **out, size_t *len)
 {
@@ -52,11 +40,11 @@ static int name_ok(const char *s, const char *what, char *err, size_t errlen)
 	size_t n = strlen(s);
 
 	if (n >= HA_NAME_MAX)
-		return bad(err, errlen, -EINVAL, "%s: %zu bytes (at most %u)", what, n,
+		return gw_errf(err, errlen, -EINVAL, "%s: %zu bytes (at most %u)", what, n,
 			   HA_NAME_MAX - 1);
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
-			return bad(err, errlen, -EINVAL, "%s: not printable ASCII", what);
+			return gw_errf(err, errlen, -EINVAL, "%s: not printable ASCII", what);
 	return 0;
 }
 
@@ -65,13 +53,13 @@ static int check_dataplane(const Isergw__Ha__DataPlane *d, char *err, size_t err
 	int rc;
 
 	if (d->n_failed_groups > HA_DGS_MAX)
-		return bad(err, errlen, -EINVAL, "dataplane.failed_groups: %zu (at most %u)",
+		return gw_errf(err, errlen, -EINVAL, "dataplane.failed_groups: %zu (at most %u)",
 			   d->n_failed_groups, HA_DGS_MAX);
 	for (size_t i = 0; i < d->n_failed_groups; i++)
 		if ((rc = name_ok(d->failed_groups[i], "dataplane.failed_groups", err, errlen)))
 			return rc;
 	if (d->n_luns > HA_DP_LUNS_MAX || d->n_luns > d->luns_failed)
-		return bad(err, errlen, -EINVAL, "dataplane.luns: %zu (at most %u, and at most "
+		return gw_errf(err, errlen, -EINVAL, "dataplane.luns: %zu (at most %u, and at most "
 			   "luns_failed %u)", d->n_luns, HA_DP_LUNS_MAX, d->luns_failed);
 	for (size_t i = 0; i < d->n_luns; i++) {
 		const Isergw__Ha__LunFault *f = d->luns[i];
@@ -79,7 +67,7 @@ static int check_dataplane(const Isergw__Ha__DataPlane *d, char *err, size_t err
 		if (strlen(f->target) >= sizeof(((struct ha_lun_fault *)0)->target) ||
 		    strlen(f->reason) >= sizeof(((struct ha_lun_fault *)0)->reason) ||
 		    (strcmp(f->state, "failed") && strcmp(f->state, "offline")))
-			return bad(err, errlen, -EINVAL, "dataplane.luns[%zu]: a target, a state "
+			return gw_errf(err, errlen, -EINVAL, "dataplane.luns[%zu]: a target, a state "
 				   "(failed, offline) and a reason of bounded length are required", i);
 		if ((rc = name_ok(f->device_group, "dataplane.luns.device_group", err, errlen)))
 			return rc;
@@ -92,55 +80,55 @@ static int check_sync(const Isergw__Ha__Sync *s, char *err, size_t errlen)
 	int rc;
 
 	if (s->digest.len != 0 && s->digest.len != HA_DIGEST_LEN)
-		return bad(err, errlen, -EINVAL, "sync.digest: %zu bytes (want 0 or %u)",
+		return gw_errf(err, errlen, -EINVAL, "sync.digest: %zu bytes (want 0 or %u)",
 			   s->digest.len, HA_DIGEST_LEN);
 	if (s->generation && !s->digest.len)
-		return bad(err, errlen, -EINVAL, "sync.digest: missing for generation %llu",
+		return gw_errf(err, errlen, -EINVAL, "sync.digest: missing for generation %llu",
 			   (unsigned long long)s->generation);
 	if (!s->protocol_min || s->protocol_min > s->protocol_max)
-		return bad(err, errlen, -EINVAL, "sync.protocol: min %u max %u", s->protocol_min,
+		return gw_errf(err, errlen, -EINVAL, "sync.protocol: min %u max %u", s->protocol_min,
 			   s->protocol_max);
 	if (s->protocol_min > HA_PROTO_MAX)
-		return bad(err, errlen, -EPROTONOSUPPORT,
+		return gw_errf(err, errlen, -EPROTONOSUPPORT,
 			   "sync: the sender speaks protocol %u..%u, we speak %u..%u",
 			   s->protocol_min, s->protocol_max, HA_PROTO_MIN, HA_PROTO_MAX);
 	if (!s->n_members || s->n_members > HA_MAX_MEMBERS)
-		return bad(err, errlen, -EINVAL, "sync.members: %zu (1..%u)", s->n_members,
+		return gw_errf(err, errlen, -EINVAL, "sync.members: %zu (1..%u)", s->n_members,
 			   HA_MAX_MEMBERS);
 	for (size_t i = 1; i < s->n_members; i++)
 		if (s->members[i] <= s->members[i - 1])
-			return bad(err, errlen, -EINVAL, "sync.members: not ascending");
+			return gw_errf(err, errlen, -EINVAL, "sync.members: not ascending");
 	if (s->lease_ms > 600000)
-		return bad(err, errlen, -EINVAL, "sync.lease_ms: %llu (at most 600000)",
+		return gw_errf(err, errlen, -EINVAL, "sync.lease_ms: %llu (at most 600000)",
 			   (unsigned long long)s->lease_ms);
 	if (s->n_lu_locks > HA_LOCKS_MAX)
-		return bad(err, errlen, -EINVAL, "sync.lu_locks: %zu (at most %u)", s->n_lu_locks,
+		return gw_errf(err, errlen, -EINVAL, "sync.lu_locks: %zu (at most %u)", s->n_lu_locks,
 			   HA_LOCKS_MAX);
 	for (size_t i = 0; i < s->n_lu_locks; i++)
 		if (s->lu_locks[i]->naa.len != 16 || !s->lu_locks[i]->blocks ||
 		    !s->lu_locks[i]->lock_id)
-			return bad(err, errlen, -EINVAL, "sync.lu_locks[%zu]: malformed", i);
+			return gw_errf(err, errlen, -EINVAL, "sync.lu_locks[%zu]: malformed", i);
 	if (s->n_lu_states > HA_LU_MAX)
-		return bad(err, errlen, -EINVAL, "sync.lu_states: %zu (at most %u)", s->n_lu_states,
+		return gw_errf(err, errlen, -EINVAL, "sync.lu_states: %zu (at most %u)", s->n_lu_states,
 			   HA_LU_MAX);
 	for (size_t i = 0; i < s->n_lu_states; i++) {
 		const Isergw__Ha__LuBlob *b = s->lu_states[i];
 
 		if (b->naa.len != 16 || !b->version || !b->state.len)
-			return bad(err, errlen, -EINVAL, "sync.lu_states[%zu]: a 16-byte naa, a "
+			return gw_errf(err, errlen, -EINVAL, "sync.lu_states[%zu]: a 16-byte naa, a "
 				   "version >= 1 and a state are required", i);
 		for (size_t k = 0; k < i; k++)
 			if (!memcmp(s->lu_states[k]->naa.data, b->naa.data, 16))
-				return bad(err, errlen, -EINVAL, "sync.lu_states: an LU listed twice");
+				return gw_errf(err, errlen, -EINVAL, "sync.lu_states: an LU listed twice");
 	}
 	if (s->n_lu_parked > HA_PARKED_MAX)
-		return bad(err, errlen, -EINVAL, "sync.lu_parked: %zu (at most %u)", s->n_lu_parked,
+		return gw_errf(err, errlen, -EINVAL, "sync.lu_parked: %zu (at most %u)", s->n_lu_parked,
 			   HA_PARKED_MAX);
 	for (size_t i = 0; i < s->n_lu_parked; i++) {
 		struct ha_lu_parked pk;
 
 		if (ha_lu_parked_from_pb(s->lu_parked[i], &pk))
-			return bad(err, errlen, -EINVAL, "sync.lu_parked[%zu]: malformed (a 16-byte "
+			return gw_errf(err, errlen, -EINVAL, "sync.lu_parked[%zu]: malformed (a 16-byte "
 				   "naa, a version, a node, an initiator port, a relative port "
 				   "1..65535 and an ASC/ASCQ)", i);
 	}
@@ -155,11 +143,11 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 	int rc;
 
 	if (!c->request_id && c->kind_case != ISERGW__HA__CHANGE__KIND_PLACEMENT)
-		return bad(err, errlen, -EINVAL, "change.request_id: 0");
+		return gw_errf(err, errlen, -EINVAL, "change.request_id: 0");
 	switch (c->kind_case) {
 	case ISERGW__HA__CHANGE__KIND_CONFIG_JSON:
 		if (!c->config_json[0])
-			return bad(err, errlen, -EINVAL, "change.config_json: empty");
+			return gw_errf(err, errlen, -EINVAL, "change.config_json: empty");
 		return 0;
 	case ISERGW__HA__CHANGE__KIND_DRAIN:
 		return name_ok(c->drain->node, "change.drain.node", err, errlen);
@@ -168,10 +156,10 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 		return rc ? rc : name_ok(c->move->node, "change.move.node", err, errlen);
 	case ISERGW__HA__CHANGE__KIND_PLACEMENT:
 		if (c->placement->n_owners > HA_OWNERS_MAX)
-			return bad(err, errlen, -EINVAL, "change.placement.owners: %zu (at most %u)",
+			return gw_errf(err, errlen, -EINVAL, "change.placement.owners: %zu (at most %u)",
 				   c->placement->n_owners, HA_OWNERS_MAX);
 		if (c->placement->n_live > HA_MAX_MEMBERS)
-			return bad(err, errlen, -EINVAL, "change.placement.live: %zu (at most %u)",
+			return gw_errf(err, errlen, -EINVAL, "change.placement.live: %zu (at most %u)",
 				   c->placement->n_live, HA_MAX_MEMBERS);
 		for (size_t i = 0; i < c->placement->n_owners; i++) {
 			const Isergw__Ha__DgOwner *o = c->placement->owners[i];
@@ -192,11 +180,11 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 		/* the check the target passed when it was made (names.h), not a stricter one */
 		if (gw_name_check(GW_NAME_ISCSI, c->lun->target, strlen(c->lun->target), msg,
 				  sizeof(msg)))
-			return bad(err, errlen, -EINVAL, "change.lun.target: %s", msg);
+			return gw_errf(err, errlen, -EINVAL, "change.lun.target: %s", msg);
 		if (c->lun->lun >= 16384)
-			return bad(err, errlen, -EINVAL, "change.lun.lun: %u (0..16383)", c->lun->lun);
+			return gw_errf(err, errlen, -EINVAL, "change.lun.lun: %u (0..16383)", c->lun->lun);
 		if (c->lun->lun_json[0] && c->lun->lun_json[0] != '{')
-			return bad(err, errlen, -EINVAL, "change.lun.lun_json: not a JSON object");
+			return gw_errf(err, errlen, -EINVAL, "change.lun.lun_json: not a JSON object");
 		return 0;
 	case ISERGW__HA__CHANGE__KIND_TOKEN: {
 		const Isergw__Ha__TokenChange *t = c->token;
@@ -204,18 +192,18 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 
 		if (!t->role[0]) {
 			if (t->hash[0] || t->created)
-				return bad(err, errlen, -EINVAL, "change.token: a revoke with a hash "
+				return gw_errf(err, errlen, -EINVAL, "change.token: a revoke with a hash "
 					   "or a time");
 			if (!api_token_name_ok(t->name))
-				return bad(err, errlen, -EINVAL, "change.token.name: not a token name");
+				return gw_errf(err, errlen, -EINVAL, "change.token.name: not a token name");
 			return 0;
 		}
 		if (ha_token_check(t->name, t->role, t->hash, why, sizeof(why)))
-			return bad(err, errlen, -EINVAL, "change.token: %s", why);
+			return gw_errf(err, errlen, -EINVAL, "change.token: %s", why);
 		return 0;
 	}
 	default:
-		return bad(err, errlen, -EINVAL, "change: no kind (or an unknown one: %d)",
+		return gw_errf(err, errlen, -EINVAL, "change: no kind (or an unknown one: %d)",
 			   (int)c->kind_case);
 	}
 }
@@ -227,18 +215,18 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 
 	*out = NULL;
 	if (len > HA_MSG_MAX)
-		return bad(err, errlen, -EMSGSIZE, "%zu bytes (at most %u)", len, HA_MSG_MAX);
+		return gw_errf(err, errlen, -EMSGSIZE, "%zu bytes (at most %u)", len, HA_MSG_MAX);
 	m = isergw__ha__group_msg__unpack(NULL, len, buf);
 	if (!m)
-		return bad(err, errlen, -EBADMSG, "%zu bytes that do not decode as a GroupMsg", len);
+		return gw_errf(err, errlen, -EBADMSG, "%zu bytes that do not decode as a GroupMsg", len);
 	if (m->version > HA_PROTO_MAX) {
-		rc = bad(err, errlen, -EPROTONOSUPPORT,
+		rc = gw_errf(err, errlen, -EPROTONOSUPPORT,
 			 "protocol version %u (we speak %u..%u)", m->version, HA_PROTO_MIN,
 			 HA_PROTO_MAX);
 		goto err_free;
 	}
 	if (m->version < HA_PROTO_MIN) {
-		rc = bad(err, errlen, -EINVAL, "protocol version %u (we speak %u..%u)", m->version,
+		rc = gw_errf(err, errlen, -EINVAL, "protocol version %u (we speak %u..%u)", m->version,
 			 HA_PROTO_MIN, HA_PROTO_MAX);
 		goto err_free;
 	}
@@ -250,34 +238,34 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_STATE:
 		if (!m->state->generation || !m->state->doc_json[0])
-			rc = bad(err, errlen, -EINVAL, "state: empty document or generation 0");
+			rc = gw_errf(err, errlen, -EINVAL, "state: empty document or generation 0");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
 		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_LUN && m->version < 3)
-			rc = bad(err, errlen, -EINVAL, "change.lun: in a protocol %u message",
+			rc = gw_errf(err, errlen, -EINVAL, "change.lun: in a protocol %u message",
 				 m->version);
 		else if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN &&
 			 m->version < HA_PROTO_TOKENS)
-			rc = bad(err, errlen, -EINVAL, "change.token: in a protocol %u message",
+			rc = gw_errf(err, errlen, -EINVAL, "change.token: in a protocol %u message",
 				 m->version);
 		else
 			rc = check_change(m->change, err, errlen);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
 		if (m->applied->status > 0 || m->applied->status < -4095)
-			rc = bad(err, errlen, -EINVAL, "applied.status: %d", m->applied->status);
+			rc = gw_errf(err, errlen, -EINVAL, "applied.status: %d", m->applied->status);
 		else if (strlen(m->applied->error) > 1024)
-			rc = bad(err, errlen, -EINVAL, "applied.error: longer than 1024 bytes");
+			rc = gw_errf(err, errlen, -EINVAL, "applied.error: longer than 1024 bytes");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_HEARTBEAT:
 		if (!m->heartbeat->seq)
-			rc = bad(err, errlen, -EINVAL, "heartbeat.seq: 0");
+			rc = gw_errf(err, errlen, -EINVAL, "heartbeat.seq: 0");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
 		if (m->version < 2)
-			rc = bad(err, errlen, -EINVAL, "fenced: in a protocol 1 message");
+			rc = gw_errf(err, errlen, -EINVAL, "fenced: in a protocol 1 message");
 		else if (!m->fenced->node[0])
-			rc = bad(err, errlen, -EINVAL, "fenced.node: empty");
+			rc = gw_errf(err, errlen, -EINVAL, "fenced.node: empty");
 		else
 			rc = name_ok(m->fenced->node, "fenced.node", err, errlen);
 		break;
@@ -285,54 +273,54 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		const Isergw__Ha__LuPropose *p = m->lu_propose;
 
 		if (m->version < HA_PROTO_LU)
-			rc = bad(err, errlen, -EINVAL, "lu_propose: in a protocol %u message", m->version);
+			rc = gw_errf(err, errlen, -EINVAL, "lu_propose: in a protocol %u message", m->version);
 		else if (p->naa.len != 16 || (p->naa.data[0] >> 4) != 6)
-			rc = bad(err, errlen, -EINVAL, "lu_propose.naa: not an NAA type 6 designator "
+			rc = gw_errf(err, errlen, -EINVAL, "lu_propose.naa: not an NAA type 6 designator "
 				 "of 16 bytes (%zu bytes)", p->naa.len);
 		else if (!p->proposal_id || !p->origin)
-			rc = bad(err, errlen, -EINVAL, "lu_propose: proposal_id and origin must be set");
+			rc = gw_errf(err, errlen, -EINVAL, "lu_propose: proposal_id and origin must be set");
 		else if (!p->state.len)
-			rc = bad(err, errlen, -EINVAL, "lu_propose.state: empty");
+			rc = gw_errf(err, errlen, -EINVAL, "lu_propose.state: empty");
 		break;
 	}
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: {
 		const Isergw__Ha__LuApplied *a = m->lu_applied;
 
 		if (m->version < HA_PROTO_LU)
-			rc = bad(err, errlen, -EINVAL, "lu_applied: in a protocol %u message", m->version);
+			rc = gw_errf(err, errlen, -EINVAL, "lu_applied: in a protocol %u message", m->version);
 		else if (a->naa.len != 16 || !a->proposal_id || !a->origin || !a->version)
-			rc = bad(err, errlen, -EINVAL, "lu_applied: naa (16 bytes), origin, "
+			rc = gw_errf(err, errlen, -EINVAL, "lu_applied: naa (16 bytes), origin, "
 				 "proposal_id and version must be set");
 		else if (a->status > 0 || a->status < -4095)
-			rc = bad(err, errlen, -EINVAL, "lu_applied.status: %d", a->status);
+			rc = gw_errf(err, errlen, -EINVAL, "lu_applied.status: %d", a->status);
 		break;
 	}
 	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: {
 		const Isergw__Ha__LuLock *k = m->lu_lock;
 
 		if (m->version < HA_PROTO_LU)
-			rc = bad(err, errlen, -EINVAL, "lu_lock: in a protocol %u message", m->version);
+			rc = gw_errf(err, errlen, -EINVAL, "lu_lock: in a protocol %u message", m->version);
 		else if (k->naa.len != 16 || (k->naa.data[0] >> 4) != 6)
-			rc = bad(err, errlen, -EINVAL, "lu_lock.naa: not an NAA type 6 designator");
+			rc = gw_errf(err, errlen, -EINVAL, "lu_lock.naa: not an NAA type 6 designator");
 		else if (!k->lock_id || !k->origin || !k->blocks || k->lba + k->blocks < k->lba)
-			rc = bad(err, errlen, -EINVAL, "lu_lock: origin, lock_id and a range of "
+			rc = gw_errf(err, errlen, -EINVAL, "lu_lock: origin, lock_id and a range of "
 				 "blocks >= 1 must be set");
 		break;
 	}
 	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
 		if (m->version < HA_PROTO_LU)
-			rc = bad(err, errlen, -EINVAL, "lu_unlock: in a protocol %u message", m->version);
+			rc = gw_errf(err, errlen, -EINVAL, "lu_unlock: in a protocol %u message", m->version);
 		else if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
-			rc = bad(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
+			rc = gw_errf(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
 		if (m->version < HA_PROTO_DP)
-			rc = bad(err, errlen, -EINVAL, "dataplane: in a protocol %u message", m->version);
+			rc = gw_errf(err, errlen, -EINVAL, "dataplane: in a protocol %u message", m->version);
 		else
 			rc = check_dataplane(m->dataplane, err, errlen);
 		break;
 	default:
-		rc = bad(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
+		rc = gw_errf(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",
 			 (int)m->body_case);
 		break;
 	}

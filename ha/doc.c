@@ -24,6 +24,7 @@
 
 #include "config/config.h"
 #include "common/log.h"
+#include "common/fsutil.h"
 
 #define ERR_MAX 512
 
@@ -466,14 +467,14 @@ char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_
 	if (err && errlen)
 		err[0] = '\0';
 	if (!d || node < 0 || (size_t)node >= d->nnodes) {
-		ha_set_err(err, errlen, -EINVAL, "node %d: not a node of the cluster", node);
+		gw_errf(err, errlen, -EINVAL, "node %d: not a node of the cluster", node);
 		return NULL;
 	}
 	ha_sb_init(&b);
 	put_render(&b, d, (size_t)node, o);
 	s = ha_sb_take(&b, NULL, &rc);
 	if (!s)
-		ha_set_err(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,
+		gw_errf(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,
 			   d->nodes[node].name, errstr(rc, ebuf, sizeof(ebuf)));
 	return s;
 }
@@ -497,21 +498,21 @@ static void translate(const struct ha_doc *d, size_t k, const char *prefix, cons
 		char *end;
 		unsigned long i = strtoul(msg + 8, &end, 10);
 
-		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sfloating_portals[%lu%s", prefix,
+		gw_errf(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sfloating_portals[%lu%s", prefix,
 			   k, name, prefix, i - d->nodes[k].nportals, end);
 	} else if (path_end && n == 7 && strncmp(msg, "portals", n) == 0)
-		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %snodes[%zu].%s", prefix, k, name,
+		gw_errf(err, errlen, -EINVAL, "%snodes[%zu] (%s): %snodes[%zu].%s", prefix, k, name,
 			   prefix, k, msg);
 	else if ((after == ':' || after == '.') && ha_gateway_key(msg, n))
-		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sgateway.%s", prefix, k, name,
+		gw_errf(err, errlen, -EINVAL, "%snodes[%zu] (%s): %sgateway.%s", prefix, k, name,
 			   prefix, msg);
 	else if (path_end && ((n == 7 && strncmp(msg, "targets", n) == 0) ||
 			      (n == 14 && strncmp(msg, "discovery_chap", n) == 0) ||
 			      (n == 13 && strncmp(msg, "device_groups", n) == 0)))
-		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s%s", prefix, k, name, prefix,
+		gw_errf(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s%s", prefix, k, name, prefix,
 			   msg);
 	else
-		ha_set_err(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s", prefix, k, name, msg);
+		gw_errf(err, errlen, -EINVAL, "%snodes[%zu] (%s): %s", prefix, k, name, msg);
 }
 
 /*
@@ -533,7 +534,7 @@ static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err,
 		rc = gw_config_load_string(text, &cfg, msg, sizeof(msg));
 		free(text);
 		if (rc == -ENOMEM)
-			return ha_set_err(err, errlen, rc, "out of memory");
+			return gw_errf(err, errlen, rc, "out of memory");
 		if (rc) {
 			translate(d, k, prefix, msg, err, errlen);
 			return -EINVAL;
@@ -542,7 +543,7 @@ static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err,
 		rc = k ? 0 : gw_config_check_stores(cfg, msg, sizeof(msg));
 		gw_config_free(cfg);
 		if (rc == -ENOMEM)
-			return ha_set_err(err, errlen, rc, "out of memory");
+			return gw_errf(err, errlen, rc, "out of memory");
 		if (rc && prefix[0]) {
 			GW_WARN(HA_DOC_COMP, "generation %" PRIu64 " kept although %s; isergwd opens "
 				"one of them: change the configuration", d->generation, msg);
@@ -576,14 +577,14 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 		return rc;
 	d = ha_doc_alloc();
 	if (!d) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_put_cfg;
 	}
 	rc = ha_config_parse(&c, cfg, false, d);
 	if (rc)
 		goto err_free_doc;
 	if (alloc_runtime(d)) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_free_doc;
 	}
 	for (size_t g = 0; base && g < d->ndgs; g++) {
@@ -605,7 +606,7 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 	if (base && base->tokens_text) {
 		d->tokens_text = strdup(base->tokens_text);
 		if (!d->tokens_text) {
-			rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+			rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 			goto err_free_doc;
 		}
 	}
@@ -615,7 +616,7 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 		goto err_free_doc;
 	rc = doc_finish(d);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
+		gw_errf(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
 			   "the document would be larger than 1 MiB" : errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_free_doc;
 	}
@@ -648,9 +649,9 @@ int ha_doc_with_config(const struct ha_doc *d, const char *config_json, struct h
 		return -EINVAL;
 	*out = NULL;
 	if (!d)
-		return ha_set_err(err, errlen, -EINVAL, "no document");
+		return gw_errf(err, errlen, -EINVAL, "no document");
 	if (d->generation == UINT64_MAX)
-		return ha_set_err(err, errlen, -EOVERFLOW, "generation: at its maximum");
+		return gw_errf(err, errlen, -EOVERFLOW, "generation: at its maximum");
 	return build_from_config(d, d->generation + 1, config_json, out, err, errlen);
 }
 
@@ -663,14 +664,14 @@ int ha_doc_config_equal(const struct ha_doc *d, const char *config_json, char *e
 	if (err && errlen)
 		err[0] = '\0';
 	if (!d || !d->config_text)
-		return ha_set_err(err, errlen, -EINVAL, "no document");
+		return gw_errf(err, errlen, -EINVAL, "no document");
 	rc = ha_json_parse(config_json, "config", &cfg, err, errlen);
 	if (rc)
 		return rc;
 	canon = ha_json_canon(cfg, NULL, &rc);
 	json_object_put(cfg);
 	if (!canon)
-		return rc == -EINVAL ? 0 : ha_set_err(err, errlen, rc, "out of memory");
+		return rc == -EINVAL ? 0 : gw_errf(err, errlen, rc, "out of memory");
 	rc = strcmp(canon, d->config_text) == 0;
 	free(canon);
 	return rc;
@@ -930,11 +931,11 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		return rc;
 	d = ha_doc_alloc();
 	if (!d) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_put_root;
 	}
 	if (!json_object_is_type(root, json_type_object)) {
-		rc = ha_set_err(err, errlen, -EINVAL, "document: expected an object, got %s",
+		rc = gw_errf(err, errlen, -EINVAL, "document: expected an object, got %s",
 				json_type_to_name(json_object_get_type(root)));
 		goto err_free_doc;
 	}
@@ -956,7 +957,7 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		goto err_free_doc;
 	ha_vpath_pop(&c, 0);
 	if (alloc_runtime(d)) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_free_doc;
 	}
 	rc = parse_runtime(&c, rt, d);
@@ -972,7 +973,7 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		goto err_free_doc;
 	rc = doc_finish(d);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
+		gw_errf(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
 			   "larger than 1 MiB once canonical" : errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_free_doc;
 	}
@@ -988,22 +989,6 @@ err_put_root:
 }
 
 /* ------------------------------------------------------------- storage */
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* A file created, renamed or unlinked in dir lasts once this returns 0. */
 static int fsync_dir(const char *dir)
@@ -1040,9 +1025,9 @@ int ha_doc_save_text(const char *text, size_t len, const char *dir)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	rc = write_all(fd, text, len);
+	rc = gw_write_all(fd, text, len);
 	if (!rc)
-		rc = write_all(fd, "\n", 1);
+		rc = gw_write_all(fd, "\n", 1);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
@@ -1066,7 +1051,7 @@ err_unlink_tmp:
 static int doc_file_text(const char *path, char *buf, size_t len, char *err, size_t errlen)
 {
 	if (strlen(buf) != len)
-		return ha_set_err(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
+		return gw_errf(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
 	while (len && buf[len - 1] == '\n')
 		buf[--len] = '\0';
 	return 0;
@@ -1085,24 +1070,24 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		return ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
+		return gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
+		gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = ha_set_err(err, errlen, -EBADMSG, "%s: not a regular file", path);
+		rc = gw_errf(err, errlen, -EBADMSG, "%s: not a regular file", path);
 		goto err_close;
 	}
 	if ((uint64_t)st.st_size > (uint64_t)HA_DOC_MAX + 1) {
-		rc = ha_set_err(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
+		rc = gw_errf(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
 		goto err_close;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "%s: out of memory", path);
+		rc = gw_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
 		goto err_close;
 	}
 	while (got < (size_t)st.st_size) {
@@ -1112,7 +1097,7 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			ha_set_err(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
+			gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
 			goto err_free_buf;
 		}
 		if (n == 0)
@@ -1153,7 +1138,7 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 	}
 	if (fd < 0)
 		return -errno;
-	rc = write_all(fd, lines, len);
+	rc = gw_write_all(fd, lines, len);
 	if (!rc && fdatasync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
@@ -1240,9 +1225,9 @@ int ha_doc_load_text(const char *path, char *text, size_t len, struct ha_doc **o
 		return rc;
 	rc = ha_doc_parse(text, out, why, sizeof(why));
 	if (rc == -ENOMEM)
-		return ha_set_err(err, errlen, rc, "%s: out of memory", path);
+		return gw_errf(err, errlen, rc, "%s: out of memory", path);
 	if (rc)
-		return ha_set_err(err, errlen, -EBADMSG, "%s: %s", path, why);
+		return gw_errf(err, errlen, -EBADMSG, "%s: %s", path, why);
 	return 0;
 }
 
@@ -1268,7 +1253,7 @@ int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
 		return -EINVAL;
 	*out = NULL;
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path))
-		return ha_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+		return gw_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
 	rc = read_doc_file(path, &text, err, errlen);
 	if (rc)
 		return rc;

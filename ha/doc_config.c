@@ -262,7 +262,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	n->nportals = json_object_array_length(portals);
 	n->portals = calloc(n->nportals ? n->nportals : 1, sizeof(*n->portals));
 	if (!n->portals)
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	old = ha_vpath_key(c, "portals");
 	for (size_t i = 0; i < n->nportals; i++) {
 		size_t at = ha_vpath_index(c, i);
@@ -290,7 +290,7 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 	d->nodes = calloc(d->nnodes, sizeof(*d->nodes));
 	if (!d->nodes) {
 		d->nnodes = 0;
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
 	return parse_each(c, "nodes", nodes, d->nnodes, d, parse_node);
 }
@@ -313,7 +313,7 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 	/* url and rel_port_id as a node's portal */
 	sub = json_object_new_object();
 	if (!sub)
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	json_object_object_foreach(obj, key, val) {
 		if (strcmp(key, "tpg_id"))
 			json_object_object_add(sub, key, json_object_get(val));
@@ -369,7 +369,7 @@ static int parse_floating(struct ha_vctx *c, struct json_object *cfg, struct ha_
 	d->floating = calloc(d->nfloating ? d->nfloating : 1, sizeof(*d->floating));
 	if (!d->floating) {
 		d->nfloating = 0;
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
 	return parse_each(c, "floating_portals", arr, d->nfloating, d, parse_floating_one);
 }
@@ -471,7 +471,7 @@ static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *
 	d->dgs = calloc(d->ndgs ? d->ndgs : 1, sizeof(*d->dgs));
 	if (!d->dgs) {
 		d->ndgs = 0;
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	}
 	return parse_each(c, "device_groups", dgs, d->ndgs, d, parse_dg);
 }
@@ -699,7 +699,7 @@ static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char
 			return -EINVAL;
 		if (rc == -EINVAL)
 			return ha_verr(c, "a number that is not an integer");
-		return ha_set_err(c->err, c->errlen, rc, "out of memory");
+		return gw_errf(c->err, c->errlen, rc, "out of memory");
 	}
 	if (strip && len >= 2) {
 		memmove(s, s + 1, len - 2);
@@ -777,6 +777,6 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 	if (!d->targets_text)
 		d->targets_text = strdup("[]");
 	if (!d->gateway_members || !d->targets_text)
-		return ha_set_err(c->err, c->errlen, -ENOMEM, "out of memory");
+		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
 	return 0;
 }

@@ -247,18 +247,6 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err)
 
 /* ------------------------------------------------------------------ reader */
 
-int ha_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static void offset_to_line(const char *s, size_t off, unsigned int *line, unsigned int *col)
 {
 	*line = 1;
@@ -284,20 +272,20 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 
 	*out = NULL;
 	if (!text)
-		return ha_set_err(err, errlen, -EINVAL, "%s: none", what);
+		return gw_errf(err, errlen, -EINVAL, "%s: none", what);
 	len = strnlen(text, (size_t)HA_DOC_MAX + 1);
 	if (len > HA_DOC_MAX)
-		return ha_set_err(err, errlen, -EMSGSIZE, "%s: larger than %u bytes", what,
+		return gw_errf(err, errlen, -EMSGSIZE, "%s: larger than %u bytes", what,
 				  HA_DOC_MAX);
 	tok = json_tokener_new();
 	if (!tok)
-		return ha_set_err(err, errlen, -ENOMEM, "%s: out of memory", what);
+		return gw_errf(err, errlen, -ENOMEM, "%s: out of memory", what);
 	root = json_tokener_parse_ex(tok, text, (int)len);
 	if (!root) {
 		enum json_tokener_error jerr = json_tokener_get_error(tok);
 
 		offset_to_line(text, json_tokener_get_parse_end(tok), &line, &col);
-		rc = ha_set_err(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
+		rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
 				jerr == json_tokener_continue || jerr == json_tokener_success
 					? "unexpected end of input"
 					: json_tokener_error_desc(jerr));
@@ -307,7 +295,7 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 	for (size_t i = end; i < len; i++) {
 		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
 			offset_to_line(text, i, &line, &col);
-			rc = ha_set_err(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
+			rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
 					what, line, col);
 			goto err_put_root;
 		}
@@ -374,5 +362,5 @@ int ha_verr(struct ha_vctx *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return ha_set_err(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
+	return gw_errf(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
 }

@@ -126,8 +126,8 @@ static int find_target(const char *s, const char *iqn, struct tpos *t, char *err
 	ha_sb_put_jstr(&want, iqn, strlen(iqn));
 	w = ha_sb_take(&want, &wl, &rc);
 	if (!w)
-		return ha_set_err(err, errlen, rc, "out of memory");
-	rc = ha_set_err(err, errlen, -ENOENT, "no target %s", iqn);
+		return gw_errf(err, errlen, rc, "out of memory");
+	rc = gw_errf(err, errlen, -ENOENT, "no target %s", iqn);
 	if (s[0] != '[')
 		goto out;
 	for (t->index = 0; s[i] == '{'; t->index++) {
@@ -152,7 +152,7 @@ static int find_target(const char *s, const char *iqn, struct tpos *t, char *err
 				t->luns_at = m.key;
 		}
 		if (s[j] != '}') {
-			rc = ha_set_err(err, errlen, -EINVAL, "targets[%zu]: not canonical text",
+			rc = gw_errf(err, errlen, -EINVAL, "targets[%zu]: not canonical text",
 					t->index);
 			goto out;
 		}
@@ -197,15 +197,15 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 		unsigned long v;
 
 		if (j <= i + 1 || s[j - 1] != '}')
-			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: not canonical "
+			return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: not canonical "
 					  "text", t->index, l->count);
 		if (!k)
-			return ha_set_err(err, errlen, -EOPNOTSUPP, "targets[%zu].luns[%zu]: no \"lun\" "
+			return gw_errf(err, errlen, -EOPNOTSUPP, "targets[%zu].luns[%zu]: no \"lun\" "
 					  "(numbered by its place): change the whole configuration",
 					  t->index, l->count);
 		v = strtoul(k + 6, &end, 10);
 		if (end == k + 6 || (*end != ',' && *end != '}'))
-			return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: not a "
+			return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: not a "
 					  "number", t->index, l->count);
 		if (used && v < LUN_MAX)
 			used[v] = true;
@@ -220,7 +220,7 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 			i++;
 	}
 	if (s[i] != ']')
-		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns: not canonical text",
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns: not canonical text",
 				  t->index);
 	return 0;
 }
@@ -287,7 +287,7 @@ static int store_taken(const char *s, const struct tpos *t, size_t li, const cha
 	int rc = 0;
 
 	if (!key)
-		return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	other = key + GW_STORE_KEY_MAX;
 	name = other + GW_STORE_KEY_MAX;
 	if (gw_store_key(path, key, GW_STORE_KEY_MAX) || s[0] != '[')
@@ -353,37 +353,37 @@ static char *lun_canon(const struct ha_doc *d, const char *iqn, const struct tpo
 	if (rc)
 		return NULL;
 	if (!json_object_is_type(obj, json_type_object)) {
-		ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: expected an object, got %s",
+		gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu]: expected an object, got %s",
 			   t->index, li, json_type_to_name(json_object_get_type(obj)));
 		goto out;
 	}
 	if (json_object_object_get_ex(obj, "lun", &v)) {
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) != (int64_t)lun) {
-			ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: must be %u",
+			gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: must be %u",
 				   t->index, li, lun);
 			goto out;
 		}
 	} else if (json_object_object_add(obj, "lun", json_object_new_int64(lun))) {
-		ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	if (json_object_object_get_ex(obj, "device_group", &v)) {
 		if (!json_object_is_type(v, json_type_string)) {
-			ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: expected "
+			gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: expected "
 				   "a string", t->index, li);
 			goto out;
 		}
 		dg = json_object_get_string(v);
 	}
 	if (ha_doc_find_dg(d, dg) < 0) {
-		ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: '%s' is not "
+		gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].device_group: '%s' is not "
 			   "a device group of the cluster", t->index, li, dg);
 		goto out;
 	}
 	/* isergwd's own validator, on this LUN */
 	lc = malloc(sizeof(*lc));
 	if (!lc) {
-		ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	if (gw_lun_parse(obj, iqn, t->index, li, lc, err, errlen) ||
@@ -392,7 +392,7 @@ static char *lun_canon(const struct ha_doc *d, const char *iqn, const struct tpo
 		goto out;
 	canon = ha_json_canon(obj, NULL, &rc);
 	if (!canon)
-		ha_set_err(err, errlen, rc, rc == -EINVAL ? "targets[%zu].luns[%zu]: a number that "
+		gw_errf(err, errlen, rc, rc == -EINVAL ? "targets[%zu].luns[%zu]: a number that "
 			   "is not an integer" : "out of memory", t->index, li);
 out:
 	free(lc);
@@ -449,7 +449,7 @@ static int lun_prepare(const struct ha_doc *d, const char *iqn, uint32_t lun, co
 	*walked = false;
 	memset(l, 0, sizeof(*l));
 	if (!d || !d->config_text)
-		return ha_set_err(err, errlen, -EINVAL, "no document");
+		return gw_errf(err, errlen, -EINVAL, "no document");
 	if (add && x && !strcmp(x->iqn, iqn) && !idx_used(x, lun) && lun < LUN_MAX) {
 		/* the LUN before this one went to the same target: its index says it all */
 		memset(t, 0, sizeof(*t));
@@ -469,12 +469,12 @@ static int lun_prepare(const struct ha_doc *d, const char *iqn, uint32_t lun, co
 		*walked = true;
 	}
 	if (!add && !l->found)
-		return ha_set_err(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
+		return gw_errf(err, errlen, -ENOENT, "no LUN %u in %s", lun, iqn);
 	if (add && l->found)
-		return ha_set_err(err, errlen, -EEXIST, "targets[%zu].luns[%zu].lun: LUN %u of %s "
+		return gw_errf(err, errlen, -EEXIST, "targets[%zu].luns[%zu].lun: LUN %u of %s "
 				  "exists already", t->index, l->index, lun, iqn);
 	if (add && lun >= LUN_MAX)
-		return ha_set_err(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range "
+		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns[%zu].lun: %u out of range "
 				  "(0..%u)", t->index, l->count, lun, LUN_MAX - 1);
 	if (add) {
 		*canon = lun_canon(d, iqn, t, l->count, lun, lun_json, err, errlen);
@@ -506,7 +506,7 @@ int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char
 	if (t.has_luns) {
 		used = calloc(LUN_MAX, sizeof(*used));
 		if (!used)
-			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+			return gw_errf(err, errlen, -ENOMEM, "out of memory");
 		rc = find_lun(s, t.luns, LUN_MAX, &l, &t, used, err, errlen);
 		while (!rc && n < LUN_MAX && used[n])
 			n++;
@@ -516,7 +516,7 @@ int ha_doc_lun_free(const struct ha_doc *d, const char *iqn, uint32_t *lun, char
 	}
 out:
 	if (n == LUN_MAX)
-		return ha_set_err(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
+		return gw_errf(err, errlen, -ENOSPC, "target %s has no free LUN number", iqn);
 	*lun = n;
 	return 0;
 }
@@ -551,7 +551,7 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	if (add && !(d && d->lun_idx && !strcmp(d->lun_idx->iqn, iqn))) {
 		used = calloc(LUN_MAX, sizeof(*used));
 		if (!used)
-			return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+			return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	rc = lun_prepare(d, iqn, lun, lun_json, &t, &l, &canon, used, &walked, err, errlen);
 	if (rc) {
@@ -593,7 +593,7 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	if (cl < tl + 1 || memcmp(d->config_text + cl - tl - 1, s, tl) ||
 	    d->config_text[cl - 1] != '}') {
 		free(canon);
-		return ha_set_err(err, errlen, -EINVAL, "config: the targets are not its last key");
+		return gw_errf(err, errlen, -EINVAL, "config: the targets are not its last key");
 	}
 
 	ha_sb_init(&nt);
@@ -634,7 +634,7 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	if (!rc)
 		rc = ha_doc_next_priv(d, &n);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "out of memory");
+		gw_errf(err, errlen, rc, "out of memory");
 		goto err_free;
 	}
 	free(n->targets_text);
@@ -648,16 +648,16 @@ int ha_doc_with_lun(const struct ha_doc *d, const char *iqn, uint32_t lun, const
 	n->lun_idx = x;
 	x = NULL;
 	if (!n->targets_text || !n->config_text || !n->delta_target) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_free;
 	}
 	if (add && !n->delta_lun_json) {
-		rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_free;
 	}
 	rc = ha_doc_finish_priv(n);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
+		gw_errf(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
 			   "the document would be larger than 1 MiB" : "out of memory");
 		goto err_free;
 	}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "doc.h"
+#include "common/log.h"
 
 struct json_object;
 
@@ -87,9 +88,6 @@ size_t ha_vpath_index(struct ha_vctx *c, size_t i);
 void ha_vpath_pop(struct ha_vctx *c, size_t len);
 /* "path: message" into err (the root is called "config"); returns -EINVAL. */
 int ha_verr(struct ha_vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Any message into err; returns rc. */
-int ha_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* Every key of obj (an object, else an error) is one of keys[]. */
 int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,

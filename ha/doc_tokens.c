@@ -24,13 +24,13 @@ int ha_token_check(const char *name, const char *role, const char *hash, char *e
 	enum api_role r;
 
 	if (!api_token_name_ok(name))
-		return ha_set_err(err, errlen, -EINVAL, "token name: not 1..%u of A-Z a-z 0-9 . _ - "
+		return gw_errf(err, errlen, -EINVAL, "token name: not 1..%u of A-Z a-z 0-9 . _ - "
 				  "(starting with a letter or digit)", API_TOKEN_NAME_MAX);
 	if (api_role_parse(role, &r))
-		return ha_set_err(err, errlen, -EINVAL, "token %s: role: neither admin nor read-only",
+		return gw_errf(err, errlen, -EINVAL, "token %s: role: neither admin nor read-only",
 				  name);
 	if (api_token_hash_parse(hash, strlen(hash), salt, h))
-		return ha_set_err(err, errlen, -EINVAL, "token %s: hash: not sha256:SALT:HASH with 32 "
+		return gw_errf(err, errlen, -EINVAL, "token %s: hash: not sha256:SALT:HASH with 32 "
 				  "and 64 hex digits", name);
 	return 0;
 }
@@ -88,7 +88,7 @@ int ha_doc_tokens_parse(struct ha_vctx *c, struct json_object *obj, char **canon
 		return 0;
 	*canon = ha_json_canon(obj, NULL, &rc);
 	if (!*canon)
-		return ha_set_err(c->err, c->errlen, rc ? rc : -ENOMEM, "api_tokens: out of memory");
+		return gw_errf(c->err, c->errlen, rc ? rc : -ENOMEM, "api_tokens: out of memory");
 	return 0;
 }
 
@@ -125,19 +125,19 @@ int ha_doc_with_token(const struct ha_doc *d, const char *name, const char *role
 	if (add && (rc = ha_token_check(name, role, hash ? hash : "", err, errlen)))
 		return rc;
 	if (!add && !api_token_name_ok(name))
-		return ha_set_err(err, errlen, -EINVAL, "token name: not 1..%u of A-Z a-z 0-9 . _ - "
+		return gw_errf(err, errlen, -EINVAL, "token name: not 1..%u of A-Z a-z 0-9 . _ - "
 				  "(starting with a letter or digit)", API_TOKEN_NAME_MAX);
 	o = tokens_obj(d);
 	if (!o)
-		return ha_set_err(err, errlen, -ENOMEM, "out of memory");
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	if (add) {
 		if (json_object_object_get_ex(o, name, NULL)) {
-			rc = ha_set_err(err, errlen, -EEXIST, "a token named %s exists (revoke it "
+			rc = gw_errf(err, errlen, -EEXIST, "a token named %s exists (revoke it "
 					"first)", name);
 			goto out_put;
 		}
 		if ((size_t)json_object_object_length(o) >= HA_TOKENS_MAX) {
-			rc = ha_set_err(err, errlen, -ENOSPC, "the cluster has %u tokens already",
+			rc = gw_errf(err, errlen, -ENOSPC, "the cluster has %u tokens already",
 					HA_TOKENS_MAX);
 			goto out_put;
 		}
@@ -147,12 +147,12 @@ int ha_doc_with_token(const struct ha_doc *d, const char *name, const char *role
 		    json_object_object_add(t, "role", json_object_new_string(role)) ||
 		    json_object_object_add(o, name, t)) {
 			json_object_put(t);
-			rc = ha_set_err(err, errlen, -ENOMEM, "out of memory");
+			rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 			goto out_put;
 		}
 	} else {
 		if (!json_object_object_get_ex(o, name, NULL)) {
-			rc = ha_set_err(err, errlen, -ENOENT, "no token named %s in the cluster", name);
+			rc = gw_errf(err, errlen, -ENOENT, "no token named %s in the cluster", name);
 			goto out_put;
 		}
 		json_object_object_del(o, name);
@@ -160,13 +160,13 @@ int ha_doc_with_token(const struct ha_doc *d, const char *name, const char *role
 	if (json_object_object_length(o)) {
 		text = ha_json_canon(o, NULL, &rc);
 		if (!text) {
-			rc = ha_set_err(err, errlen, rc ? rc : -ENOMEM, "out of memory");
+			rc = gw_errf(err, errlen, rc ? rc : -ENOMEM, "out of memory");
 			goto out_put;
 		}
 	}
 	rc = ha_doc_next_priv(d, &n);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "cannot make the next generation: %s", strerror(-rc));
+		gw_errf(err, errlen, rc, "cannot make the next generation: %s", strerror(-rc));
 		goto out_text;
 	}
 	free(n->tokens_text);
@@ -174,7 +174,7 @@ int ha_doc_with_token(const struct ha_doc *d, const char *name, const char *role
 	text = NULL;
 	rc = ha_doc_finish_priv(n);
 	if (rc) {
-		ha_set_err(err, errlen, rc, "%s", rc == -EMSGSIZE ?
+		gw_errf(err, errlen, rc, "%s", rc == -EMSGSIZE ?
 			   "the document would be larger than 1 MiB" : strerror(-rc));
 		ha_doc_free(n);
 		goto out_put;

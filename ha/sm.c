@@ -24,19 +24,6 @@
 #define ALUA_UNAVAILABLE 0x3
 #define ALUA_TRANSITIONING 0xf
 
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static void copy_name(char dst[HA_NAME_MAX], const char *src)
 {
 	snprintf(dst, HA_NAME_MAX, "%s", src ? src : "");
@@ -167,21 +154,21 @@ const char *ha_sm_phase_name(const struct ha_sm *sm)
 bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen)
 {
 	if (!sm->quorate) {
-		errf(why, whylen, -ENOLCK, "the cluster has no quorum here (%u of %u expected votes)",
+		gw_errf(why, whylen, -ENOLCK, "the cluster has no quorum here (%u of %u expected votes)",
 		     sm->total_votes, sm->expected_votes);
 		return false;
 	}
 	if (sm->phase != HA_PHASE_SYNCED || sm->stale) {
-		errf(why, whylen, -EAGAIN, "this node is %s: try again once it is synchronised",
+		gw_errf(why, whylen, -EAGAIN, "this node is %s: try again once it is synchronised",
 		     ha_sm_phase_name(sm));
 		return false;
 	}
 	if (sm->q_ring_seq != sm->ring_seq) {
-		errf(why, whylen, -EAGAIN, "the quorum and the group are in different rings: try again");
+		gw_errf(why, whylen, -EAGAIN, "the quorum and the group are in different rings: try again");
 		return false;
 	}
 	if (!majority_agrees(sm)) {
-		errf(why, whylen, -ENOLCK, "agents of another cluster name are half the group or more");
+		gw_errf(why, whylen, -ENOLCK, "agents of another cluster name are half the group or more");
 		return false;
 	}
 	return true;
@@ -1118,12 +1105,12 @@ int ha_sm_submit_fenced(struct ha_sm *sm, const char *node, char *err, size_t er
 	if (!ha_sm_can_change(sm, err, errlen))
 		return sm->quorate ? -EAGAIN : -ENOLCK;
 	if (sm->proto < 2)
-		return errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u "
+		return gw_errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u "
 			    "(an agent older than this one is in the group): the fence is not "
 			    "announced, node '%s''s device groups wait for its lease", sm->proto, node);
 	why = fenced_refusal(sm, node, &cm);
 	if (why)
-		return errf(err, errlen, ha_doc_find_node(sm->doc, node) < 0 || !cm ? -ENOENT : -EBUSY,
+		return gw_errf(err, errlen, ha_doc_find_node(sm->doc, node) < 0 || !cm ? -ENOENT : -EBUSY,
 			    "node '%s': %s", node, why);
 	f.node = (char *)(uintptr_t)node;
 	m.body_case = ISERGW__HA__GROUP_MSG__BODY_FENCED;
@@ -1500,7 +1487,7 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	int rc;
 
 	if (sm->nreqs >= HA_SM_REQS_MAX)
-		return errf(err, errlen, -EBUSY, "too many changes in progress (%u)", HA_SM_REQS_MAX);
+		return gw_errf(err, errlen, -EBUSY, "too many changes in progress (%u)", HA_SM_REQS_MAX);
 	c->origin = sm->nodeid;
 	c->request_id = sm->next_request++;
 	c->base_generation = c->base_generation ? c->base_generation : sm->doc->generation;
@@ -1508,7 +1495,7 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	m.change = c;
 	rc = ha_sm_send(sm, &m);
 	if (rc)
-		return errf(err, errlen, rc, "cannot multicast the change: %s", strerror(-rc));
+		return gw_errf(err, errlen, rc, "cannot multicast the change: %s", strerror(-rc));
 	r = &sm->reqs[sm->nreqs++];
 	memset(r, 0, sizeof(*r));
 	r->id = c->request_id;
@@ -1524,7 +1511,7 @@ static int change_check(struct ha_sm *sm, uint64_t base_gen, char *err, size_t e
 	if (!ha_sm_can_change(sm, err, errlen))
 		return sm->quorate ? -EAGAIN : -ENOLCK;
 	if (base_gen && base_gen != sm->doc->generation)
-		return errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
+		return gw_errf(err, errlen, -ESTALE, "the cluster is at generation %" PRIu64
 			    ", not %" PRIu64, sm->doc->generation, base_gen);
 	return 0;
 }
@@ -1542,7 +1529,7 @@ int64_t ha_sm_submit_config(struct ha_sm *sm, const char *config_json, uint64_t 
 	if (rc)
 		return rc;
 	if (ha_doc_config_equal(sm->doc, config_json, err, errlen) == 1)
-		return errf(err, errlen, -EALREADY, "the configuration is the cluster's already "
+		return gw_errf(err, errlen, -EALREADY, "the configuration is the cluster's already "
 			    "(generation %" PRIu64 ")", sm->doc->generation);
 	c.base_generation = sm->doc->generation;
 	c.kind_case = ISERGW__HA__CHANGE__KIND_CONFIG_JSON;
@@ -1591,14 +1578,14 @@ int64_t ha_sm_submit_lun(struct ha_sm *sm, const char *iqn, bool has_lun, uint32
 	/* the whole configuration it makes: an older group, or LUNs numbered by their place */
 	rc = ha_doc_with_lun(sm->doc, iqn, *lun, add ? lun_json : NULL, &d, err, errlen);
 	if (rc == -EOPNOTSUPP)
-		return errf(err, errlen, rc, "target %s has LUNs numbered by their place: change "
+		return gw_errf(err, errlen, rc, "target %s has LUNs numbered by their place: change "
 			    "the whole configuration", iqn);
 	if (rc)
 		return rc;
 	cfg = ha_doc_config_json(d);
 	ha_doc_free(d);
 	if (!cfg)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	id = ha_sm_submit_config(sm, cfg, base_gen, err, errlen);
 	free(cfg);
 	return id;
@@ -1659,16 +1646,16 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, boo
 		return sm->quorate ? -EAGAIN : -ENOLCK;
 	n = ha_doc_find_node(sm->doc, node);
 	if (n < 0)
-		return errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
+		return gw_errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
 	if (sm->doc->drained[n] == drained)
-		return errf(err, errlen, -EALREADY, "node '%s' is %s already", node,
+		return gw_errf(err, errlen, -EALREADY, "node '%s' is %s already", node,
 			    drained ? "drained" : "not drained");
 	count = drained ? drain_orphans(sm, n, orphans, sizeof(orphans)) : 0;
 	if (count < 0)
-		return errf(err, errlen, count, "cannot work out where the device groups would go: %s",
+		return gw_errf(err, errlen, count, "cannot work out where the device groups would go: %s",
 			    strerror(-count));
 	if (count && !force)
-		return errf(err, errlen, -EBUSY, "draining node '%s' would leave %s %s without an "
+		return gw_errf(err, errlen, -EBUSY, "draining node '%s' would leave %s %s without an "
 			    "owner (no other node can serve %s): force the drain (isergwctl --force, "
 			    "REST ?force=true) to do it anyway",
 			    node, count > 1 ? "device groups" : "device group", orphans,
@@ -1698,7 +1685,7 @@ int64_t ha_sm_submit_token(struct ha_sm *sm, const char *name, const char *role,
 	if (!ha_sm_can_change(sm, err, errlen))
 		return sm->quorate ? -EAGAIN : -ENOLCK;
 	if (sm->proto < HA_PROTO_TOKENS)
-		return errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u: cluster "
+		return gw_errf(err, errlen, -EPROTONOSUPPORT, "the cluster speaks protocol %u: cluster "
 			    "tokens need %u on every node (upgrade them)", sm->proto,
 			    HA_PROTO_TOKENS);
 	/* checked here as every member checks it on delivery: a refused one never leaves */
@@ -1727,19 +1714,19 @@ int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, ch
 		return sm->quorate ? -EAGAIN : -ENOLCK;
 	g = ha_doc_find_dg(sm->doc, dg);
 	if (g < 0)
-		return errf(err, errlen, -ENOENT, "no device group '%s' in the cluster configuration",
+		return gw_errf(err, errlen, -ENOENT, "no device group '%s' in the cluster configuration",
 			    dg);
 	n = ha_doc_find_node(sm->doc, node);
 	if (n < 0)
-		return errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
+		return gw_errf(err, errlen, -ENOENT, "no node '%s' in the cluster configuration", node);
 	if (sm->doc->owner[g] == n)
-		return errf(err, errlen, -EALREADY, "device group '%s' is owned by '%s' already",
+		return gw_errf(err, errlen, -EALREADY, "device group '%s' is owned by '%s' already",
 			    dg, node);
 	if (!node_in_view(sm, n) || !sm->doc->live[n])
-		return errf(err, errlen, -EHOSTDOWN, "node '%s' is not serving (not in the group "
+		return gw_errf(err, errlen, -EHOSTDOWN, "node '%s' is not serving (not in the group "
 			    "or not synchronised)", node);
 	if (sm->doc->drained[n])
-		return errf(err, errlen, -EPERM, "node '%s' is drained", node);
+		return gw_errf(err, errlen, -EPERM, "node '%s' is drained", node);
 	mv.device_group = (char *)(uintptr_t)dg;
 	mv.node = (char *)(uintptr_t)node;
 	c.base_generation = sm->doc->generation;
@@ -1759,11 +1746,11 @@ int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *nod
 	    !node_in_view(sm, n) || !sm->doc->live[n])
 		return ha_sm_submit_move(sm, dg, node, err, errlen);
 	if (sm->doc->owner[g] < 0 && sm->doc->moving_from[g] >= 0)
-		return errf(err, errlen, -EAGAIN, "device group '%s' is moving from '%s'", dg,
+		return gw_errf(err, errlen, -EAGAIN, "device group '%s' is moving from '%s'", dg,
 			    sm->doc->nodes[sm->doc->moving_from[g]].name);
 	since = sm->dg_moved_ms && sm->dg_moved_ms[g] ? now - sm->dg_moved_ms[g] : UINT64_MAX;
 	if (since < HA_HOST_MOVE_SETTLE_MS)
-		return errf(err, errlen, -EAGAIN, "device group '%s' changed hands %" PRIu64 " ms ago "
+		return gw_errf(err, errlen, -EAGAIN, "device group '%s' changed hands %" PRIu64 " ms ago "
 			    "(a host's request waits until it has kept its owner for %u ms)", dg, since,
 			    HA_HOST_MOVE_SETTLE_MS);
 	return ha_sm_submit_move(sm, dg, node, err, errlen);

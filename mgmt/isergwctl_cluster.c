@@ -27,6 +27,7 @@
 #include "ctl_wire.h"
 #include "isergw_ha.pb-c.h"
 #include "isergwctl.h"
+#include "common/log.h"
 
 typedef Isergw__Ha__ApiRequest ApiRequest;
 typedef Isergw__Ha__ApiReply ApiReply;
@@ -236,18 +237,6 @@ static int ha_connect(const struct cl *c, int64_t deadline, int *fdp)
 
 /* ------------------------------------------------------------ checking a reply */
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EBADMSG;
-}
-
 /*
  * s is valid UTF-8 of at most max bytes without control characters (C0, DEL,
  * C1: nothing of it can drive the terminal); multiline lets \t \n \r through.
@@ -319,7 +308,7 @@ static int check_message(const ProtobufCMessage *m, char *err, size_t errlen)
 			n = *(const size_t *)(const void *)(base + f->quantifier_offset);
 			member = *(const void *const *)member;
 			if (n && !member)
-				return bad(err, errlen, "%s.%s: missing", d->short_name, f->name);
+				return gw_errf(err, errlen, -EBADMSG, "%s.%s: missing", d->short_name, f->name);
 		}
 		for (size_t k = 0; k < n; k++) {
 			const void *v = ((const void *const *)member)[k];
@@ -329,7 +318,7 @@ static int check_message(const ProtobufCMessage *m, char *err, size_t errlen)
 				if (f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED &&
 				    !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
 					continue;       /* a sub-message not sent */
-				return bad(err, errlen, "%s.%s: missing", d->short_name, f->name);
+				return gw_errf(err, errlen, -EBADMSG, "%s.%s: missing", d->short_name, f->name);
 			}
 			if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
 				if ((rc = check_message(v, err, errlen)))
@@ -338,7 +327,7 @@ static int check_message(const ProtobufCMessage *m, char *err, size_t errlen)
 			}
 			at = text_bad_at(v, doc ? CTL_FRAME_MAX : TEXT_MAX, doc);
 			if (at >= 0)
-				return bad(err, errlen, "%s.%s: %s at byte %ld", d->short_name, f->name,
+				return gw_errf(err, errlen, -EBADMSG, "%s.%s: %s at byte %ld", d->short_name, f->name,
 					   (size_t)at >= (doc ? CTL_FRAME_MAX : TEXT_MAX) ? "too long" :
 					   "not printable text", at);
 		}
@@ -399,45 +388,45 @@ static int check_status(const Isergw__Ha__ClusterStatus *s, char *err, size_t er
 	size_t ncols;
 
 	if (!is_hex(s->digest) || strlen(s->digest) > 128)
-		return bad(err, errlen, "ClusterStatus.digest: '%s' is not hex", s->digest);
+		return gw_errf(err, errlen, -EBADMSG, "ClusterStatus.digest: '%s' is not hex", s->digest);
 	if (s->n_members > NODES_MAX)
-		return bad(err, errlen, "ClusterStatus: %zu members (at most %u)", s->n_members,
+		return gw_errf(err, errlen, -EBADMSG, "ClusterStatus: %zu members (at most %u)", s->n_members,
 			   NODES_MAX);
 	if (s->n_device_groups > DGS_MAX)
-		return bad(err, errlen, "ClusterStatus: %zu device groups (at most %u)",
+		return gw_errf(err, errlen, -EBADMSG, "ClusterStatus: %zu device groups (at most %u)",
 			   s->n_device_groups, DGS_MAX);
 	for (size_t i = 0; i < s->n_members; i++)
 		if (!s->members[i]->name[0])
-			return bad(err, errlen, "ClusterStatus.members[%zu]: no name", i);
+			return gw_errf(err, errlen, -EBADMSG, "ClusterStatus.members[%zu]: no name", i);
 	for (size_t g = 0; g < s->n_device_groups; g++) {
 		const Isergw__Ha__DeviceGroupStatus *dg = s->device_groups[g];
 
 		if (!dg->name[0])
-			return bad(err, errlen, "ClusterStatus.device_groups[%zu]: no name", g);
+			return gw_errf(err, errlen, -EBADMSG, "ClusterStatus.device_groups[%zu]: no name", g);
 		if (dg->n_states > NODES_MAX)
-			return bad(err, errlen, "device group %s: %zu states (at most %u)", dg->name,
+			return gw_errf(err, errlen, -EBADMSG, "device group %s: %zu states (at most %u)", dg->name,
 				   dg->n_states, NODES_MAX);
 		for (size_t k = 0; k < dg->n_states; k++)
 			if (!dg->states[k]->node[0])
-				return bad(err, errlen, "device group %s: states[%zu] names no node",
+				return gw_errf(err, errlen, -EBADMSG, "device group %s: states[%zu] names no node",
 					   dg->name, k);
 	}
 	if (!node_columns(s, cols, &ncols))
-		return bad(err, errlen, "the device groups' states name more than %u nodes", NODES_MAX);
+		return gw_errf(err, errlen, -EBADMSG, "the device groups' states name more than %u nodes", NODES_MAX);
 	return 0;
 }
 
 static int check_change(const Isergw__Ha__ChangeResult *r, char *err, size_t errlen)
 {
 	if (r->n_applied > NODES_MAX || r->n_pending > NODES_MAX)
-		return bad(err, errlen, "ChangeResult: %zu applied, %zu pending (at most %u)",
+		return gw_errf(err, errlen, -EBADMSG, "ChangeResult: %zu applied, %zu pending (at most %u)",
 			   r->n_applied, r->n_pending, NODES_MAX);
 	for (size_t i = 0; i < r->n_applied; i++)
 		if (!r->applied[i][0])
-			return bad(err, errlen, "ChangeResult.applied[%zu]: empty", i);
+			return gw_errf(err, errlen, -EBADMSG, "ChangeResult.applied[%zu]: empty", i);
 	for (size_t i = 0; i < r->n_pending; i++)
 		if (!r->pending[i][0])
-			return bad(err, errlen, "ChangeResult.pending[%zu]: empty", i);
+			return gw_errf(err, errlen, -EBADMSG, "ChangeResult.pending[%zu]: empty", i);
 	return 0;
 }
 
@@ -448,9 +437,9 @@ static int reply_decode(const uint8_t *buf, size_t len, ApiReply **out, char *er
 	int rc;
 
 	if (!r)
-		return bad(err, errlen, "%zu bytes that do not decode as an ApiReply", len);
+		return gw_errf(err, errlen, -EBADMSG, "%zu bytes that do not decode as an ApiReply", len);
 	if (r->status > 0 || r->status < -CTL_ERRNO_MAX)
-		rc = bad(err, errlen, "status %d is neither 0 nor a negative errno", r->status);
+		rc = gw_errf(err, errlen, -EBADMSG, "status %d is neither 0 nor a negative errno", r->status);
 	else if ((rc = ctl_check_enums(&r->base, err, errlen)))
 		rc = -EBADMSG;
 	else if (!(rc = check_message(&r->base, err, errlen))) {

@@ -10,21 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+#include "common/log.h"
+#include "common/fsutil.h"
 
 /* ------------------------------------------------------------ frames */
 
@@ -135,7 +122,7 @@ int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen)
 				int v = ((const int *)member)[k];
 
 				if (!protobuf_c_enum_descriptor_get_value(f->descriptor, v))
-					return set_err(err, errlen, -EINVAL,
+					return gw_errf(err, errlen, -EINVAL,
 						       "%s.%s: %d is not a valid %s", d->short_name,
 						       f->name, v,
 						       ((const ProtobufCEnumDescriptor *)f->descriptor)->short_name);
@@ -159,19 +146,19 @@ static int check_groups(const char *what, Isergw__Ctl__AluaGroupState *const *gr
 			char *err, size_t errlen)
 {
 	if (n == 0)
-		return set_err(err, errlen, -EINVAL, "%s: no groups", what);
+		return gw_errf(err, errlen, -EINVAL, "%s: no groups", what);
 	if (n > CTL_ALUA_MAX_GROUPS)
-		return set_err(err, errlen, -EINVAL, "%s: %zu groups (at most %u)", what, n,
+		return gw_errf(err, errlen, -EINVAL, "%s: %zu groups (at most %u)", what, n,
 			       CTL_ALUA_MAX_GROUPS);
 	for (size_t i = 0; i < n; i++) {
 		const Isergw__Ctl__AluaGroupState *g = groups[i];
 
 		if (g->tpg_id == 0 || g->tpg_id > 65535)
-			return set_err(err, errlen, -EINVAL, "%s: groups[%zu].tpg_id %u not in 1..65535",
+			return gw_errf(err, errlen, -EINVAL, "%s: groups[%zu].tpg_id %u not in 1..65535",
 				       what, i, g->tpg_id);
 		for (size_t k = 0; k < i; k++)
 			if (groups[k]->tpg_id == g->tpg_id)
-				return set_err(err, errlen, -EINVAL, "%s: group %u listed twice", what,
+				return gw_errf(err, errlen, -EINVAL, "%s: group %u listed twice", what,
 					       g->tpg_id);
 	}
 	return 0;
@@ -180,12 +167,12 @@ static int check_groups(const char *what, Isergw__Ctl__AluaGroupState *const *gr
 static int check_set_alua(const Isergw__Ctl__SetAluaStates *s, char *err, size_t errlen)
 {
 	if (s->epoch == 0)
-		return set_err(err, errlen, -EINVAL, "set_alua_states: epoch must be >= 1");
+		return gw_errf(err, errlen, -EINVAL, "set_alua_states: epoch must be >= 1");
 	if (strlen(s->device_group) > CTL_DG_NAME_MAX)
-		return set_err(err, errlen, -EINVAL, "set_alua_states: device_group longer than %u bytes",
+		return gw_errf(err, errlen, -EINVAL, "set_alua_states: device_group longer than %u bytes",
 			       CTL_DG_NAME_MAX);
 	if (s->transition_ms > CTL_TRANSITION_MAX_MS)
-		return set_err(err, errlen, -EINVAL, "set_alua_states: transition_ms %u above %u",
+		return gw_errf(err, errlen, -EINVAL, "set_alua_states: transition_ms %u above %u",
 			       s->transition_ms, CTL_TRANSITION_MAX_MS);
 	return check_groups("set_alua_states", s->groups, s->n_groups, err, errlen);
 }
@@ -196,26 +183,26 @@ static int check_set_alua_map(const Isergw__Ctl__SetAluaMap *m, char *err, size_
 	int rc;
 
 	if (m->epoch == 0)
-		return set_err(err, errlen, -EINVAL, "set_alua_map: epoch must be >= 1");
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: epoch must be >= 1");
 	if (m->n_device_groups == 0)
-		return set_err(err, errlen, -EINVAL, "set_alua_map: no device groups");
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: no device groups");
 	if (m->n_device_groups > CTL_ALUA_MAP_MAX_DG)
-		return set_err(err, errlen, -EINVAL, "set_alua_map: %zu device groups (at most %u)",
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: %zu device groups (at most %u)",
 			       m->n_device_groups, CTL_ALUA_MAP_MAX_DG);
 	if (m->transition_ms > CTL_TRANSITION_MAX_MS)
-		return set_err(err, errlen, -EINVAL, "set_alua_map: transition_ms %u above %u",
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: transition_ms %u above %u",
 			       m->transition_ms, CTL_TRANSITION_MAX_MS);
 	for (size_t i = 0; i < m->n_device_groups; i++) {
 		const Isergw__Ctl__DeviceGroupStates *d = m->device_groups[i];
 
 		if (strlen(d->device_group) > CTL_DG_NAME_MAX)
-			return set_err(err, errlen, -EINVAL,
+			return gw_errf(err, errlen, -EINVAL,
 				       "set_alua_map: device_groups[%zu].device_group longer than %u bytes",
 				       i, CTL_DG_NAME_MAX);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(ctl_dg_name(m->device_groups[k]->device_group),
 				   ctl_dg_name(d->device_group)) == 0)
-				return set_err(err, errlen, -EINVAL,
+				return gw_errf(err, errlen, -EINVAL,
 					       "set_alua_map: device group '%s' listed twice",
 					       ctl_dg_name(d->device_group));
 		snprintf(what, sizeof(what), "set_alua_map: device_groups[%zu]", i);
@@ -229,13 +216,13 @@ static int check_set_alua_map(const Isergw__Ctl__SetAluaMap *m, char *err, size_
 static int check_alua_done(const Isergw__Ctl__AluaRequestDone *d, char *err, size_t errlen)
 {
 	if (d->request_id == 0)
-		return set_err(err, errlen, -EINVAL, "alua_request_done: request_id must be >= 1");
+		return gw_errf(err, errlen, -EINVAL, "alua_request_done: request_id must be >= 1");
 	if (d->status > 0 || d->status < -CTL_ERRNO_MAX)
-		return set_err(err, errlen, -EINVAL,
+		return gw_errf(err, errlen, -EINVAL,
 			       "alua_request_done: status %d is neither 0 nor a negative errno",
 			       d->status);
 	if (strlen(d->reason) > CTL_REASON_MAX)
-		return set_err(err, errlen, -EINVAL, "alua_request_done: reason longer than %u bytes",
+		return gw_errf(err, errlen, -EINVAL, "alua_request_done: reason longer than %u bytes",
 			       CTL_REASON_MAX);
 	return 0;
 }
@@ -253,9 +240,9 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		return check_alua_done(r->alua_request_done, err, errlen);
 	case ISERGW__CTL__REQUEST__OP_APPLY_CONFIG:
 		if (r->apply_config->epoch == 0)
-			return set_err(err, errlen, -EINVAL, "apply_config: epoch must be >= 1");
+			return gw_errf(err, errlen, -EINVAL, "apply_config: epoch must be >= 1");
 		if (!r->apply_config->config_json[0])
-			return set_err(err, errlen, -EINVAL, "apply_config: empty configuration");
+			return gw_errf(err, errlen, -EINVAL, "apply_config: empty configuration");
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES:
 		return check_set_alua(r->set_alua_states, err, errlen);
@@ -263,42 +250,42 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		return check_set_alua_map(r->set_alua_map, err, errlen);
 	case ISERGW__CTL__REQUEST__OP_RENEW_LEASE:
 		if (r->renew_lease->expires_mono_ms == 0)
-			return set_err(err, errlen, -EINVAL, "renew_lease: expires_mono_ms must be >= 1");
+			return gw_errf(err, errlen, -EINVAL, "renew_lease: expires_mono_ms must be >= 1");
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_STEP_DOWN:
 		if (strlen(r->step_down->reason) > CTL_REASON_MAX)
-			return set_err(err, errlen, -EINVAL, "step_down: reason longer than %u bytes",
+			return gw_errf(err, errlen, -EINVAL, "step_down: reason longer than %u bytes",
 				       CTL_REASON_MAX);
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_LEASE:
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_CHANGE_LUN:
 		if (!r->change_lun->epoch)
-			return set_err(err, errlen, -EINVAL, "change_lun: epoch must be >= 1");
+			return gw_errf(err, errlen, -EINVAL, "change_lun: epoch must be >= 1");
 		if (!r->change_lun->target[0] || strlen(r->change_lun->target) > CTL_INITIATOR_MAX)
-			return set_err(err, errlen, -EINVAL, "change_lun: target must be 1..%u bytes",
+			return gw_errf(err, errlen, -EINVAL, "change_lun: target must be 1..%u bytes",
 				       CTL_INITIATOR_MAX);
 		if (r->change_lun->lun >= CTL_LUN_MAX)
-			return set_err(err, errlen, -EINVAL, "change_lun: lun %u above %u",
+			return gw_errf(err, errlen, -EINVAL, "change_lun: lun %u above %u",
 				       r->change_lun->lun, CTL_LUN_MAX - 1);
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_LU_STATE_APPLY:
 		if (!r->lu_state_apply->state || r->lu_state_apply->state->naa.len != 16 ||
 		    !r->lu_state_apply->state->version)
-			return set_err(err, errlen, -EINVAL, "lu_state_apply: a state with a 16-byte "
+			return gw_errf(err, errlen, -EINVAL, "lu_state_apply: a state with a 16-byte "
 				       "naa and a version >= 1 is required");
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_LU_STATE_DONE:
 		if (!r->lu_state_done->proposal_id || r->lu_state_done->status > 0)
-			return set_err(err, errlen, -EINVAL, "lu_state_done: proposal_id >= 1 and a "
+			return gw_errf(err, errlen, -EINVAL, "lu_state_done: proposal_id >= 1 and a "
 				       "status of 0 or a negative errno are required");
 		if (strlen(r->lu_state_done->reason) > CTL_REASON_MAX)
-			return set_err(err, errlen, -EINVAL, "lu_state_done: reason longer than %u "
+			return gw_errf(err, errlen, -EINVAL, "lu_state_done: reason longer than %u "
 				       "bytes", CTL_REASON_MAX);
 		return 0;
 	case ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES:
 		if (strlen(r->get_alua_states->device_group) > CTL_DG_NAME_MAX)
-			return set_err(err, errlen, -EINVAL,
+			return gw_errf(err, errlen, -EINVAL,
 				       "get_alua_states: device_group longer than %u bytes",
 				       CTL_DG_NAME_MAX);
 		return 0;
@@ -308,20 +295,20 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		switch (l->who_case) {
 		case ISERGW__CTL__LOGOUT__WHO_TSIH:
 			if (l->tsih == 0 || l->tsih > 65535)
-				return set_err(err, errlen, -EINVAL, "logout: tsih %u not in 1..65535",
+				return gw_errf(err, errlen, -EINVAL, "logout: tsih %u not in 1..65535",
 					       l->tsih);
 			break;
 		case ISERGW__CTL__LOGOUT__WHO_INITIATOR:
 			if (!l->initiator[0] || strlen(l->initiator) > CTL_INITIATOR_MAX)
-				return set_err(err, errlen, -EINVAL,
+				return gw_errf(err, errlen, -EINVAL,
 					       "logout: initiator name must be 1..%u bytes",
 					       CTL_INITIATOR_MAX);
 			break;
 		default:
-			return set_err(err, errlen, -EINVAL, "logout: neither tsih nor initiator given");
+			return gw_errf(err, errlen, -EINVAL, "logout: neither tsih nor initiator given");
 		}
 		if (l->grace_s > CTL_LOGOUT_GRACE_MAX_S)
-			return set_err(err, errlen, -EINVAL, "logout: grace_s %u above %u", l->grace_s,
+			return gw_errf(err, errlen, -EINVAL, "logout: grace_s %u above %u", l->grace_s,
 				       CTL_LOGOUT_GRACE_MAX_S);
 		return 0;
 	}
@@ -329,9 +316,9 @@ static int check_request(const CtlRequest *r, char *err, size_t errlen)
 		break;
 	}
 	if (r->base.n_unknown_fields)
-		return set_err(err, errlen, -EOPNOTSUPP, "unknown operation (field %u)",
+		return gw_errf(err, errlen, -EOPNOTSUPP, "unknown operation (field %u)",
 			       r->base.unknown_fields[0].tag);
-	return set_err(err, errlen, -EOPNOTSUPP, "no operation in the request");
+	return gw_errf(err, errlen, -EOPNOTSUPP, "no operation in the request");
 }
 
 int ctl_request_decode(const uint8_t *buf, size_t len, CtlRequest **out, char *err,
@@ -342,7 +329,7 @@ int ctl_request_decode(const uint8_t *buf, size_t len, CtlRequest **out, char *e
 
 	r = isergw__ctl__request__unpack(NULL, len, buf);
 	if (!r)
-		return set_err(err, errlen, -EBADMSG,
+		return gw_errf(err, errlen, -EBADMSG,
 			       "malformed request: %zu bytes that do not decode as a Request", len);
 	rc = ctl_check_enums(&r->base, err, errlen);
 	if (!rc)
@@ -375,31 +362,31 @@ void ctl_reply_free(CtlReply *r)
 static int check_alua_change(const Isergw__Ctl__AluaChangeRequest *a, char *err, size_t errlen)
 {
 	if (a->request_id == 0)
-		return set_err(err, errlen, -EINVAL, "alua_change_request: request_id must be >= 1");
+		return gw_errf(err, errlen, -EINVAL, "alua_change_request: request_id must be >= 1");
 	if (strlen(a->device_group) > CTL_DG_NAME_MAX)
-		return set_err(err, errlen, -EINVAL,
+		return gw_errf(err, errlen, -EINVAL,
 			       "alua_change_request: device_group longer than %u bytes",
 			       CTL_DG_NAME_MAX);
 	if (strlen(a->initiator_port) > CTL_IPORT_MAX)
-		return set_err(err, errlen, -EINVAL,
+		return gw_errf(err, errlen, -EINVAL,
 			       "alua_change_request: initiator_port longer than %u bytes",
 			       CTL_IPORT_MAX);
 	if (a->rel_port_id > 65535 || a->tpg_id > 65535)
-		return set_err(err, errlen, -EINVAL,
+		return gw_errf(err, errlen, -EINVAL,
 			       "alua_change_request: rel_port_id/tpg_id above 65535");
 	if (a->n_groups == 0 || a->n_groups > CTL_ALUA_MAX_GROUPS)
-		return set_err(err, errlen, -EINVAL, "alua_change_request: %zu groups (1..%u)",
+		return gw_errf(err, errlen, -EINVAL, "alua_change_request: %zu groups (1..%u)",
 			       a->n_groups, CTL_ALUA_MAX_GROUPS);
 	for (size_t i = 0; i < a->n_groups; i++) {
 		const Isergw__Ctl__AluaGroupState *g = a->groups[i];
 
 		if (g->tpg_id == 0 || g->tpg_id > 65535)
-			return set_err(err, errlen, -EINVAL,
+			return gw_errf(err, errlen, -EINVAL,
 				       "alua_change_request: groups[%zu].tpg_id %u not in 1..65535", i,
 				       g->tpg_id);
 		for (size_t k = 0; k < i; k++)
 			if (a->groups[k]->tpg_id == g->tpg_id)
-				return set_err(err, errlen, -EINVAL,
+				return gw_errf(err, errlen, -EINVAL,
 					       "alua_change_request: group %u listed twice", g->tpg_id);
 	}
 	return 0;
@@ -411,16 +398,16 @@ int ctl_reply_decode(const uint8_t *buf, size_t len, CtlReply **out, char *err, 
 	int rc;
 
 	if (!r)
-		return set_err(err, errlen, -EBADMSG,
+		return gw_errf(err, errlen, -EBADMSG,
 			       "malformed reply: %zu bytes that do not decode as a Reply", len);
 	rc = ctl_check_enums(&r->base, err, errlen);
 	if (!rc && r->payload_case == ISERGW__CTL__REPLY__PAYLOAD_EVENT) {
 		const Isergw__Ctl__Event *e = r->event;
 
 		if (r->status)
-			rc = set_err(err, errlen, -EINVAL, "event with status %d", r->status);
+			rc = gw_errf(err, errlen, -EINVAL, "event with status %d", r->status);
 		else if (e->seq == 0)
-			rc = set_err(err, errlen, -EINVAL, "event: seq must be >= 1");
+			rc = gw_errf(err, errlen, -EINVAL, "event: seq must be >= 1");
 		else if (e->kind_case == ISERGW__CTL__EVENT__KIND_ALUA_CHANGE_REQUEST)
 			rc = check_alua_change(e->alua_change_request, err, errlen);
 		/* a kind this client does not know (a newer daemon): passed on, to be skipped */
@@ -474,22 +461,6 @@ int ctl_alua_state_parse(const char *s, int *state)
 
 /* ------------------------------------------------------------ client side */
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int ctl_send_request(int fd, const CtlRequest *req)
 {
 	uint8_t *buf;
@@ -499,7 +470,7 @@ int ctl_send_request(int fd, const CtlRequest *req)
 	rc = ctl_frame_pack(&req->base, &buf, &len);
 	if (rc)
 		return rc;
-	rc = write_all(fd, buf, len);
+	rc = gw_write_all(fd, buf, len);
 	free(buf);
 	return rc;
 }

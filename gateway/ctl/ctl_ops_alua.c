@@ -22,19 +22,6 @@
 
 #define CTL_ALUA_KNOWN_MAX 256u       /* groups listed per device group */
 
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 /* ---- ALUA */
 
 static int cmp_update(const void *a, const void *b)
@@ -138,7 +125,7 @@ static int alua_apply(const struct alua_map *m, bool transitioning, char *err, s
 	if (!up || !sets) {
 		free(up);
 		free(sets);
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < m->n; i++) {
 		sets[i] = m->dg[i];
@@ -161,12 +148,12 @@ static int alua_apply(const struct alua_map *m, bool transitioning, char *err, s
 	free(sets);
 	/* device groups come from the configuration: a name nobody configured is a mistake */
 	if (rc == -ENOENT)
-		return errf(err, errlen, rc, "device group '%s' does not exist",
+		return gw_errf(err, errlen, rc, "device group '%s' does not exist",
 			    bad < m->n ? m->dg[bad].dg : "?");
 	if (rc == -ENOSPC)
-		return errf(err, errlen, rc, "the ALUA table is full");
+		return gw_errf(err, errlen, rc, "the ALUA table is full");
 	if (rc)
-		return errf(err, errlen, rc, "ALUA states not set: %s", strerror(-rc));
+		return gw_errf(err, errlen, rc, "ALUA states not set: %s", strerror(-rc));
 	return 0;
 }
 

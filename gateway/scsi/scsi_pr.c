@@ -21,6 +21,7 @@
 
 #include "scsi/scsi_internal.h"
 #include "common/log.h"
+#include "common/fsutil.h"
 
 /* ----------------------------------------------------------------- helpers */
 
@@ -171,22 +172,6 @@ static char *pr_serialize(struct scsi_lu *lu)
 	return s;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int pr_write_file(const char *path, const char *text)
 {
 	char tmp[4200], dir[4200];
@@ -197,7 +182,7 @@ static int pr_write_file(const char *path, const char *text)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	rc = write_all(fd, text, strlen(text));
+	rc = gw_write_all(fd, text, strlen(text));
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && rc == 0)
