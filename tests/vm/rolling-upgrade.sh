@@ -7,7 +7,7 @@
 #                               --stall-probe PATH
 #
 # --from holds the packages deploy.packages built (build/debs), --to those
-# deploy.packages-next built (a second build of the tree as version
+# deploy.packages-next made (the same packages repacked as version
 # FROM+next1): the test's two fixtures. tests/vm/guest-rolling-upgrade.sh
 # runs in the VM (run-vm.sh) and upgrades the three nodes from the one to the
 # other. Exit: the VM's (77 when the packages or the VM cannot be had here).
