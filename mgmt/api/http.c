@@ -222,24 +222,40 @@ static int respond_json(struct MHD_Connection *c, struct api_req *r, unsigned in
 }
 
 /* RFC 9457: type about:blank, the status phrase as title, what went wrong as detail. */
+/* A problem document (RFC 9457) with the extra headers hdrs (name, value
+ * pairs, NULL-terminated; a NULL value leaves its header out). */
+static int problem_v(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		     const char *const *hdrs, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
+
+static int problem_v(struct MHD_Connection *c, struct api_req *r, unsigned int code,
+		     const char *const *hdrs, const char *fmt, va_list ap)
+{
+	char detail[512];
+	char *body;
+	size_t len;
+
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
+	if (!body)
+		return -ENOMEM;
+	return respond_hdrs(c, r, code, API_PROBLEM_TYPE, body, len, hdrs);
+}
+
 static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int code,
 		   const char *allow, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static int problem(struct MHD_Connection *c, struct api_req *r, unsigned int code,
 		   const char *allow, const char *fmt, ...)
 {
-	char detail[512];
-	char *body;
-	size_t len;
+	const char *hdrs[] = { MHD_HTTP_HEADER_ALLOW, allow, NULL };
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	rc = problem_v(c, r, code, hdrs, fmt, ap);
 	va_end(ap);
-	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
-	if (!body)
-		return -ENOMEM;
-	return respond(c, r, code, API_PROBLEM_TYPE, body, len, allow);
+	return rc;
 }
 
 /* ------------------------------------------------------------ routes */
@@ -599,19 +615,12 @@ static int guard_refuse(struct MHD_Connection *c, struct api_req *r, unsigned in
 {
 	const char *hdrs[] = { MHD_HTTP_HEADER_WWW_AUTHENTICATE, www_auth,
 			       MHD_HTTP_HEADER_CONNECTION, "close", NULL };
-	char detail[256];
-	char *body;
-	size_t len;
 	va_list ap;
 	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	rc = problem_v(c, r, code, hdrs, fmt, ap);
 	va_end(ap);
-	body = api_problem_json(code, MHD_get_reason_phrase_for(code), detail, &len);
-	if (!body)
-		return -ENOMEM;
-	rc = respond_hdrs(c, r, code, API_PROBLEM_TYPE, body, len, hdrs);
 	return rc ? rc : 1;
 }
 
