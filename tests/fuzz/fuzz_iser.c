@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
-// SOURCES: fake_verbs.c fake_gw.c
+// SOURCES: fake_verbs.c ../common/fake_gw.c
 // COVERS: gateway/dm/iser.c
 /*
  * The iSER datamover's receive path (dm/iser.c, RFC 7145) with the verbs

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
-// SOURCES: fake_dm.c fake_gw.c
+// SOURCES: ../common/fake_dm.c ../common/fake_gw.c
 // COVERS: gateway/core/conn.c gateway/core/session.c gateway/core/task.c gateway/core/pdu.c
 /*
  * PDUs on a logged-in iSCSI/TCP connection: framing (BHS, AHS, digests,
