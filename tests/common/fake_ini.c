@@ -10,10 +10,29 @@
 
 #define FIRST_CMDSN 1u
 
+#define MAX_LIVE 16
+
 static struct fake_gw *shared_gw;
+/* connections not freed yet: a test that failed leaves its own behind */
+static struct fake_dm *live[MAX_LIVE];
+
+static void live_hangup(struct fake_dm *d)
+{
+	fake_dm_set_tx(d, NULL, NULL);
+	fake_dm_hangup(d);
+	fake_gw_poll(shared_gw);
+	fake_gw_hold_io(shared_gw, false);
+	fake_gw_poll(shared_gw);
+	fake_dm_free(d);
+}
 
 struct fake_gw *fake_ini_gw(void)
 {
+	for (size_t i = 0; i < MAX_LIVE; i++) {
+		if (live[i])
+			live_hangup(live[i]);
+		live[i] = NULL;
+	}
 	if (!shared_gw && fake_gw_create(&fake_dm_ops, GW_TRANSPORT_TCP, &shared_gw))
 		abort();
 	if (fake_gw_reset(shared_gw))
@@ -115,6 +134,12 @@ void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o)
 		abort();
 	ini->cmd_sn = FIRST_CMDSN;
 	fake_ini_clear(ini);
+	for (size_t i = 0; i < MAX_LIVE; i++) {
+		if (!live[i]) {
+			live[i] = ini->d;
+			break;
+		}
+	}
 }
 
 uint32_t fake_ini_cmd_sn(struct fake_ini *ini, bool immediate)
@@ -188,6 +213,26 @@ int fake_ini_find(const struct fake_ini *ini, size_t from, uint8_t op, uint32_t 
 	return -1;
 }
 
+void fake_ini_window(struct fake_ini *ini, uint32_t *exp_cmd_sn, uint32_t *max_cmd_sn)
+{
+	static uint32_t n;
+	uint32_t itt = 0xfffe0000u + (n++ & 0xffffu);
+	struct iscsi_bhs bhs;
+	size_t from = ini->nrx;
+	int i;
+
+	fake_ini_nop_out(&bhs, itt, ini->cmd_sn, 0);
+	fake_ini_send(ini, &bhs, NULL, 0);
+	i = fake_ini_find(ini, from, ISCSI_OP_NOP_IN, itt);
+	if (i < 0)
+		abort();
+	*exp_cmd_sn = get_be32((const uint8_t *)&ini->rx[i].bhs + 28);
+	*max_cmd_sn = get_be32((const uint8_t *)&ini->rx[i].bhs + 32);
+	free(ini->rx[i].data);
+	memmove(&ini->rx[i], &ini->rx[i + 1], (ini->nrx - (size_t)i - 1) * sizeof(ini->rx[0]));
+	ini->nrx--;
+}
+
 void fake_ini_clear(struct fake_ini *ini)
 {
 	for (size_t i = 0; i < ini->nrx; i++)
@@ -202,6 +247,9 @@ bool fake_ini_closed(const struct fake_ini *ini)
 
 void fake_ini_logout_free(struct fake_ini *ini)
 {
+	for (size_t i = 0; i < MAX_LIVE; i++)
+		if (live[i] == ini->d)
+			live[i] = NULL;
 	if (!ini->d)
 		return;
 	fake_dm_hangup(ini->d);

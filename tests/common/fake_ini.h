@@ -74,6 +74,11 @@ void fake_ini_send(struct fake_ini *ini, const struct iscsi_bhs *bhs, const void
 /* The index of the first PDU from index `from` on with opcode op (and ITT itt unless
  * ~0u), or -1. */
 int fake_ini_find(const struct fake_ini *ini, size_t from, uint8_t op, uint32_t itt);
+/*
+ * ExpCmdSN and MaxCmdSN as the target says them now: from the answer to an
+ * immediate NOP-Out ping (ITT 0xfffe0000 + n), which is then forgotten.
+ */
+void fake_ini_window(struct fake_ini *ini, uint32_t *exp_cmd_sn, uint32_t *max_cmd_sn);
 /* Forget what was received. */
 void fake_ini_clear(struct fake_ini *ini);
 /* Whether the target closed the connection (the core is done with it). */
