@@ -88,6 +88,14 @@ static void target_settings(struct fake_gw *g, const struct fake_ini_opts *o)
 
 void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o)
 {
+	if (fake_ini_login_try(ini, o)) {
+		fprintf(stderr, "fake_ini: the login did not reach full feature phase\n");
+		abort();
+	}
+}
+
+int fake_ini_login_try(struct fake_ini *ini, const struct fake_ini_opts *o)
+{
 	static const struct fake_ini_opts none;
 	uint8_t isid[6] = { 0x40, 0x00, 0x01, 0x37, 0x00, 0x01 };
 	struct iscsi_login_req req;
@@ -121,12 +129,26 @@ void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o)
 	fake_gw_put_key(keys, &klen, sizeof(keys), "ErrorRecoveryLevel=0");
 	isid[5] = o->isid_no ? o->isid_no : 1;
 	fake_gw_login_req(&req, isid, 0x1000, FIRST_CMDSN, (uint32_t)klen);
+	req.tsih = htobe16(o->tsih);
+	for (size_t i = 0; i < MAX_LIVE; i++) {
+		if (!live[i]) {
+			live[i] = ini->d;
+			break;
+		}
+	}
 	fake_ini_feed(ini, &req, sizeof(req));
 	fake_ini_feed(ini, keys, klen);
 	fake_ini_feed(ini, pad, iscsi_pad4((uint32_t)klen));
-	if (fake_dm_closed(ini->d) || ini->c->state != CONN_STATE_FFP) {
-		fprintf(stderr, "fake_ini: the login did not reach full feature phase\n");
-		abort();
+	if (!ini->c || ini->c->state != CONN_STATE_FFP) {
+		int i = fake_ini_find(ini, 0, ISCSI_OP_LOGIN_RSP, ~0u);
+		const struct iscsi_login_rsp *rsp;
+
+		if (i < 0)
+			abort();
+		rsp = (const struct iscsi_login_rsp *)&ini->rx[i].bhs;
+		if (!rsp->status_class && !rsp->status_detail)
+			abort();
+		return rsp->status_class << 8 | rsp->status_detail;
 	}
 	ini->hd = ini->c->params.header_digest;
 	ini->dd = ini->c->params.data_digest;
@@ -134,12 +156,7 @@ void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o)
 		abort();
 	ini->cmd_sn = FIRST_CMDSN;
 	fake_ini_clear(ini);
-	for (size_t i = 0; i < MAX_LIVE; i++) {
-		if (!live[i]) {
-			live[i] = ini->d;
-			break;
-		}
-	}
+	return 0;
 }
 
 uint32_t fake_ini_cmd_sn(struct fake_ini *ini, bool immediate)

@@ -27,6 +27,7 @@ struct fake_ini_opts {
 	uint32_t target_mrdsl;          /* the target's MaxRecvDataSegmentLength, 65536 */
 	uint32_t queue_depth;           /* the target's queue depth, 128 */
 	uint8_t isid_no;                /* last byte of the ISID, 1 */
+	uint16_t tsih;                  /* 0: a new session */
 };
 
 /* One PDU the target sent. */
@@ -55,6 +56,12 @@ struct fake_gw *fake_ini_gw(void);
 void fake_ini_gw_destroy(void);
 /* Log in (the gateway's target settings from o first); asserts full feature phase. */
 void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o);
+/*
+ * The same, for a login that may fail: 0 in full feature phase, else the
+ * Login Response's status class << 8 | status detail (ini->rx holds it;
+ * free ini with fake_ini_logout_free either way).
+ */
+int fake_ini_login_try(struct fake_ini *ini, const struct fake_ini_opts *o);
 /* The CmdSN for the next non-immediate command (counted) or immediate one (not). */
 uint32_t fake_ini_cmd_sn(struct fake_ini *ini, bool immediate);
 /*
