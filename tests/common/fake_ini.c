@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bufpool.h"
 #include "config/config.h"
 
 #define FIRST_CMDSN 1u
@@ -44,6 +45,8 @@ void fake_ini_gw_destroy(void)
 {
 	fake_gw_destroy(shared_gw);
 	shared_gw = NULL;
+	/* task buffers are cached per thread, as a reactor thread drains its cache at exit */
+	gw_buf_cache_drain();
 }
 
 static void record_tx(void *arg, const struct iscsi_tx_pdu *pdu)

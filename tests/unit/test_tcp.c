@@ -247,7 +247,7 @@ static int setup(void **state)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	socklen_t salen;
-	int fd;
+	int fd, rc;
 
 	(void)state;
 	conn = NULL;
@@ -269,8 +269,8 @@ static int setup(void **state)
 	listener->fd = listen_fd;
 	listener->portal = &portal;
 	listener->reactor = R;
-	assert_int_equal(reactor_add_fd(R, &listener->rfd, listen_fd, EPOLLIN, tcp_accept, listener),
-			 0);
+	rc = reactor_add_fd(R, &listener->rfd, listen_fd, EPOLLIN, tcp_accept, listener);
+	assert_int_equal(rc, 0);
 	portal.dm_priv = listener;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
