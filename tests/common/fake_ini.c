@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
+#include "common/log.h"
 #include "config/config.h"
 
 #define FIRST_CMDSN 1u
@@ -47,6 +48,18 @@ void fake_ini_gw_destroy(void)
 	shared_gw = NULL;
 	/* task buffers are cached per thread, as a reactor thread drains its cache at exit */
 	gw_buf_cache_drain();
+}
+
+int fake_ini_group_teardown(void **state)
+{
+	(void)state;
+	fake_ini_gw_destroy();
+	return 0;
+}
+
+void fake_ini_log_level(void)
+{
+	gw_log_set_level(getenv("ISERGW_TEST_VERBOSE") ? GW_LOG_DEBUG : GW_LOG_ERR);
 }
 
 static void record_tx(void *arg, const struct iscsi_tx_pdu *pdu)

@@ -54,6 +54,10 @@ struct fake_ini {
  */
 struct fake_gw *fake_ini_gw(void);
 void fake_ini_gw_destroy(void);
+/* A cmocka group teardown doing fake_ini_gw_destroy(). */
+int fake_ini_group_teardown(void **state);
+/* For main(): only errors logged, everything with ISERGW_TEST_VERBOSE set. */
+void fake_ini_log_level(void);
 /* Log in (the gateway's target settings from o first); asserts full feature phase. */
 void fake_ini_login(struct fake_ini *ini, const struct fake_ini_opts *o);
 /*

@@ -26,7 +26,6 @@
 
 #include <cmocka.h>
 
-#include "common/log.h"
 #include "fake_ini.h"
 
 #define BUF_MAX (2u * 1024u * 1024u)
@@ -324,13 +323,6 @@ static void test_teardown_with_tasks(void **state)
 	}
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	fake_ini_gw_destroy();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +335,6 @@ int main(void)
 		cmocka_unit_test(test_teardown_with_tasks),
 	};
 
-	gw_log_set_level(getenv("ISERGW_TEST_VERBOSE") ? GW_LOG_DEBUG : GW_LOG_ERR);
-	return cmocka_run_group_tests(tests, NULL, group_teardown);
+	fake_ini_log_level();
+	return cmocka_run_group_tests(tests, NULL, fake_ini_group_teardown);
 }

@@ -25,7 +25,6 @@
 
 #include <cmocka.h>
 
-#include "common/log.h"
 #include "fake_ini.h"
 
 static size_t nsessions(struct fake_gw *g)
@@ -245,13 +244,6 @@ static void test_max_cmd_sn(void **state)
 	fake_ini_logout_free(&a);
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	fake_ini_gw_destroy();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +254,6 @@ int main(void)
 		cmocka_unit_test(test_max_cmd_sn),
 	};
 
-	gw_log_set_level(getenv("ISERGW_TEST_VERBOSE") ? GW_LOG_DEBUG : GW_LOG_ERR);
-	return cmocka_run_group_tests(tests, NULL, group_teardown);
+	fake_ini_log_level();
+	return cmocka_run_group_tests(tests, NULL, fake_ini_group_teardown);
 }

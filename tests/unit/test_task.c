@@ -29,7 +29,6 @@
 
 #include <cmocka.h>
 
-#include "common/log.h"
 #include "fake_ini.h"
 
 #define BLOCK 512u
@@ -531,13 +530,6 @@ static void test_data_out_bad_offset(void **state)
 	fake_ini_logout_free(&ini);
 }
 
-static int group_teardown(void **state)
-{
-	(void)state;
-	fake_ini_gw_destroy();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +548,6 @@ int main(void)
 
 	for (size_t i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (uint8_t)(i * 7 + (i >> 9));
-	gw_log_set_level(getenv("ISERGW_TEST_VERBOSE") ? GW_LOG_DEBUG : GW_LOG_ERR);
-	return cmocka_run_group_tests(tests, NULL, group_teardown);
+	fake_ini_log_level();
+	return cmocka_run_group_tests(tests, NULL, fake_ini_group_teardown);
 }

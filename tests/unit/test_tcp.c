@@ -124,18 +124,14 @@ void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu)
 	free(pdu);
 }
 
+/* only tcp_put_data() sends through the core here: its PDUs all have a callback */
 int iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu, bool advance_stat_sn)
 {
-	int rc;
+	int rc = c->dm->send_control(c, pdu);
 
 	(void)advance_stat_sn;
-	rc = c->dm->send_control(c, pdu);
-	if (rc) {
-		if (pdu->sent)
-			pdu->sent(pdu, rc);
-		else
-			iscsi_tx_pdu_free(pdu);
-	}
+	if (rc)
+		pdu->sent(pdu, rc);
 	return rc;
 }
 
