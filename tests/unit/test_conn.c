@@ -11,8 +11,8 @@
  *
  * A stream of PDUs split at every byte boundary gives the same answers as
  * in one piece, with digests off and on; damaged digests, lengths beyond
- * MaxRecvDataSegmentLength and AHS where none may be are answered as RFC
- * 7143 says (Reject, drop); a connection torn down with tasks in every
+ * MaxRecvDataSegmentLength, an AHS where none may be and one running past
+ * TotalAHSLength are answered as RFC 7143 says (Reject, drop); a connection torn down with tasks in every
  * state (in the backstore, waiting for Data-Out, waiting behind a CmdSN
  * gap, waiting for a task buffer) frees everything (the ASan tree checks).
  */
@@ -257,6 +257,37 @@ static void test_ahs_where_none_may_be(void **state)
 }
 
 /*
+ * An AHS whose own length runs past TotalAHSLength: the command is
+ * rejected (protocol error), its CmdSN used (the next command runs), the
+ * connection goes on.
+ */
+static void test_ahs_bad_length(void **state)
+{
+	uint8_t ahs[8] = { 0, 9, ISCSI_AHS_BIDI_READ_LEN, 0, 0, 0, 0, 0 };
+	uint8_t cdb[16] = { 0 };
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	size_t len;
+
+	(void)state;
+	fake_ini_gw();
+	fake_ini_login(&ini, NULL);
+	fake_ini_scsi_cmd(&bhs, 0x58, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 6,
+			  ISCSI_FLAG_FINAL, 0, 0);
+	bhs.total_ahs_len = sizeof(ahs) / 4;
+	len = fake_ini_encode(&ini, &bhs, ahs, NULL, 0, false, false, wire, sizeof(wire));
+	len += put_tur_ahs(&ini, wire + len, sizeof(wire) - len, 0x59);
+	fake_ini_feed(&ini, wire, len);
+	assert_false(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, 2);
+	assert_int_equal(iscsi_bhs_opcode(&ini.rx[0].bhs), ISCSI_OP_REJECT);
+	assert_int_equal(((struct iscsi_reject *)&ini.rx[0].bhs)->reason,
+			 ISCSI_REJECT_PROTOCOL_ERROR);
+	assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0x59), 1);
+	fake_ini_logout_free(&ini);
+}
+
+/*
  * Torn down with tasks in every state: a READ and a WRITE in the backstore
  * (held), a WRITE waiting for its Data-Out (an R2T out), a command waiting
  * behind a CmdSN gap, a WRITE waiting for a task buffer (more than the fake
@@ -332,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_data_digest_error),
 		cmocka_unit_test(test_dsl_beyond_limit),
 		cmocka_unit_test(test_ahs_where_none_may_be),
+		cmocka_unit_test(test_ahs_bad_length),
 		cmocka_unit_test(test_teardown_with_tasks),
 	};
 

@@ -11,7 +11,8 @@
  * session drops the old one, its tasks in the backstore included, and the
  * new one works); two I_T nexuses side by side; a connection added to a
  * live session (TSIH given) refused as MaxConnections=1 says, to an unknown
- * one as "session does not exist"; a Logout removing the session; MaxCmdSN
+ * one as "session does not exist"; a Logout removing the session (also with
+ * a task in the backstore, never answered, freed when it ends); MaxCmdSN
  * held back by the commands in the backstore and advanced when they
  * complete, never moving back.
  */
@@ -189,6 +190,35 @@ static void test_logout(void **state)
 }
 
 /*
+ * A Logout with a READ in the backstore: answered at once, the connection
+ * and the session end, the READ is never answered, and once the backstore
+ * lets it go everything is freed.
+ */
+static void test_logout_with_task(void **state)
+{
+	struct fake_ini a;
+	struct fake_gw *g;
+
+	(void)state;
+	g = fake_ini_gw();
+	fake_ini_login(&a, NULL);
+	fake_gw_hold_io(g, true);
+	read10(&a, 0x28, 0, 8);
+	logout(&a, 0x29);
+	assert_true(fake_ini_find(&a, 0, ISCSI_OP_LOGOUT_RSP, 0x29) >= 0);
+	assert_true(fake_ini_closed(&a));
+	assert_int_equal(nsessions(g), 0);
+	/* the connection waits for its task */
+	assert_int_equal(atomic_load(&g->gw->stats.connections), 1);
+	fake_gw_hold_io(g, false);
+	fake_gw_poll(g);
+	assert_int_equal(atomic_load(&g->gw->stats.connections), 0);
+	assert_int_equal(fake_ini_find(&a, 0, ISCSI_OP_DATA_IN, 0x28), -1);
+	assert_int_equal(fake_ini_find(&a, 0, ISCSI_OP_SCSI_RSP, 0x28), -1);
+	fake_ini_logout_free(&a);
+}
+
+/*
  * Queue depth 4: MaxCmdSN = ExpCmdSN + 3 with nothing running. Two READs
  * in the backstore use two slots: the window's end stays where it was
  * (never moves back), a command past it is ignored; when they complete
@@ -251,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_two_nexuses),
 		cmocka_unit_test(test_connection_add),
 		cmocka_unit_test(test_logout),
+		cmocka_unit_test(test_logout_with_task),
 		cmocka_unit_test(test_max_cmd_sn),
 	};
 
