@@ -699,10 +699,11 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 			return -EIO;
 		}
 	}
-	if (!queue)
-		iscsi_session_run_pending(s);
+	/* this command first, then those its CmdSN let go: delivery in CmdSN order */
 	if (t->state != TASK_STATE_WAIT_CMDSN)
 		task_maybe_exec(t);
+	if (!queue)
+		iscsi_session_run_pending(s);
 	return 0;
 
 out_advance:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
-// SOURCES: fake_verbs.c fake_gw.c
+// SOURCES: fake_verbs.c ../common/fake_gw.c
 // COVERS: gateway/dm/iser.c
 /*
  * The iSER datamover's receive path (dm/iser.c, RFC 7145) with the verbs
@@ -42,7 +42,6 @@
  * Seeds: tests/fuzz/corpus/fuzz_iser/, made by tests/fuzz/mkseeds_iser.py
  * from what Linux ib_iser and libiscsi's iSER initiator send.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,58 +65,35 @@ static struct fake_gw *g;
 static uint8_t sendbuf[SEND_MAX];
 static uint8_t remote_mem[256];
 
-static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n + 1 >= cap - *len)
-		abort();
-	*len += (size_t)n + 1;
-}
-
 static void login(struct rdma_cm_id *id, uint8_t b0, uint8_t b1)
 {
 	static const uint32_t burst[4][2] = {
 		{ 262144, 16776192 }, { 512, 512 }, { 8192, 65536 }, { 65536, 65536 },
 	};
+	static const uint8_t isid[6] = { 0x80, 0x00, 0x01, 0x37, 0x00, 0x02 };
 	struct iscsi_login_req req;
 	char keys[1024];
 	size_t klen = 0, len;
 
-	put_key(keys, &klen, sizeof(keys), "InitiatorName=" FAKE_GW_INITIATOR);
-	put_key(keys, &klen, sizeof(keys), "SessionType=Normal");
-	put_key(keys, &klen, sizeof(keys), "TargetName=" FAKE_GW_TARGET);
-	put_key(keys, &klen, sizeof(keys), "RDMAExtensions=Yes");
-	put_key(keys, &klen, sizeof(keys), "HeaderDigest=None");
-	put_key(keys, &klen, sizeof(keys), "DataDigest=None");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "InitiatorName=" FAKE_GW_INITIATOR);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "SessionType=Normal");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "TargetName=" FAKE_GW_TARGET);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "RDMAExtensions=Yes");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "HeaderDigest=None");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "DataDigest=None");
 	if (b0 & 8)
-		put_key(keys, &klen, sizeof(keys), "InitiatorRecvDataSegmentLength=8192");
-	put_key(keys, &klen, sizeof(keys), "TargetRecvDataSegmentLength=8192");
-	put_key(keys, &klen, sizeof(keys), "InitialR2T=No");
-	put_key(keys, &klen, sizeof(keys), "ImmediateData=%s", b0 & 16 ? "No" : "Yes");
-	put_key(keys, &klen, sizeof(keys), "FirstBurstLength=%u", burst[(b1 >> 2) & 3][0]);
-	put_key(keys, &klen, sizeof(keys), "MaxBurstLength=%u", burst[(b1 >> 2) & 3][1]);
-	put_key(keys, &klen, sizeof(keys), "MaxOutstandingR2T=1");
-	put_key(keys, &klen, sizeof(keys), "ErrorRecoveryLevel=0");
+		fake_gw_put_key(keys, &klen, sizeof(keys), "InitiatorRecvDataSegmentLength=8192");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "TargetRecvDataSegmentLength=8192");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "InitialR2T=No");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "ImmediateData=%s", b0 & 16 ? "No" : "Yes");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "FirstBurstLength=%u", burst[(b1 >> 2) & 3][0]);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "MaxBurstLength=%u", burst[(b1 >> 2) & 3][1]);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "MaxOutstandingR2T=1");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "ErrorRecoveryLevel=0");
 	if (b1 & 0x40)
-		put_key(keys, &klen, sizeof(keys), "MaxOutstandingUnexpectedPDUs=2");
+		fake_gw_put_key(keys, &klen, sizeof(keys), "MaxOutstandingUnexpectedPDUs=2");
 
-	memset(&req, 0, sizeof(req));
-	req.opcode = ISCSI_OP_LOGIN_REQ | ISCSI_OP_IMMEDIATE;
-	req.flags = ISCSI_LOGIN_TRANSIT | (ISCSI_STAGE_OPERATIONAL << ISCSI_LOGIN_CSG_SHIFT) |
-		    ISCSI_STAGE_FULL_FEATURE;
-	memcpy(req.isid, "\x80\x00\x01\x37\x00\x02", 6);
-	req.itt = htobe32(0x2000);
-	req.cid = htobe16(1);
-	req.cmd_sn = htobe32(FIRST_CMDSN);
-	iscsi_bhs_set_dsl((struct iscsi_bhs *)&req, (uint32_t)klen);
+	fake_gw_login_req(&req, isid, 0x2000, FIRST_CMDSN, (uint32_t)klen);
 	iser_hdr_encode_ctrl(sendbuf);
 	memcpy(sendbuf + sizeof(struct iser_hdr), &req, sizeof(req));
 	len = sizeof(struct iser_hdr) + sizeof(req);
@@ -130,7 +106,7 @@ static void login(struct rdma_cm_id *id, uint8_t b0, uint8_t b1)
 		return;
 	/* the target proposed InitiatorRecvDataSegmentLength (not declared): answer it */
 	klen = 0;
-	put_key(keys, &klen, sizeof(keys), "InitiatorRecvDataSegmentLength=8192");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "InitiatorRecvDataSegmentLength=8192");
 	iscsi_bhs_set_dsl((struct iscsi_bhs *)&req, (uint32_t)klen);
 	req.exp_stat_sn = htobe32(1);
 	memcpy(sendbuf + sizeof(struct iser_hdr), &req, sizeof(req));
@@ -157,21 +133,6 @@ static void target_settings(uint8_t b1)
 	t->queue_depth = qdepth[(b1 >> 4) & 3];
 }
 
-static bool has_cmd_sn(uint8_t op)
-{
-	switch (op) {
-	case ISCSI_OP_NOP_OUT:
-	case ISCSI_OP_SCSI_CMD:
-	case ISCSI_OP_TASK_MGMT_REQ:
-	case ISCSI_OP_LOGIN_REQ:
-	case ISCSI_OP_TEXT_REQ:
-	case ISCSI_OP_LOGOUT_REQ:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void send_record(struct input *in, uint8_t k, uint32_t *cmd_sn)
 {
 	struct iser_hdr *ih = (struct iser_hdr *)sendbuf;
@@ -185,7 +146,7 @@ static void send_record(struct input *in, uint8_t k, uint32_t *cmd_sn)
 		memset(ih->rsvd, 0, sizeof(ih->rsvd));
 	}
 	take(in, bhs, ISCSI_BHS_LEN);
-	if ((k & 4) && has_cmd_sn(iscsi_bhs_opcode(bhs))) {
+	if ((k & 4) && fake_gw_has_cmd_sn(iscsi_bhs_opcode(bhs))) {
 		put_be32((uint8_t *)bhs + 24, *cmd_sn);
 		if (!iscsi_bhs_immediate(bhs))
 			(*cmd_sn)++;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // LINK: isergw_gw
-// SOURCES: fake_dm.c fake_gw.c
+// SOURCES: ../common/fake_dm.c ../common/fake_gw.c
 // COVERS: gateway/core/conn.c gateway/core/session.c gateway/core/task.c gateway/core/pdu.c
 /*
  * PDUs on a logged-in iSCSI/TCP connection: framing (BHS, AHS, digests,
@@ -47,7 +47,6 @@
  * Seeds: tests/fuzz/corpus/fuzz_pdu/, made by tests/fuzz/mkseeds_pdu.py (see
  * there) from PDUs as libiscsi's tools and our integration clients send them.
  */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,22 +101,6 @@ static void deliver(struct fake_dm *d, struct stream *s, size_t n)
 	fake_gw_poll(g);
 }
 
-static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n + 1 >= cap - *len)
-		abort();
-	*len += (size_t)n + 1; /* keep the NUL: it separates keys */
-}
-
 /* One Login Request, operational stage straight to full feature phase. */
 static void login(struct fake_dm *d, uint8_t b0, uint8_t b1, uint8_t isid_no)
 {
@@ -126,34 +109,27 @@ static void login(struct fake_dm *d, uint8_t b0, uint8_t b1, uint8_t isid_no)
 		{ 262144, 16776192 }, { 512, 512 }, { 4096, 16384 }, { 65536, 65536 },
 	};
 	struct iscsi_login_req req;
+	uint8_t isid[6] = { 0x40, 0x00, 0x01, 0x37, 0x00, 0x01 };
 	char keys[1024];
 	size_t klen = 0;
 	uint8_t pad[4] = { 0 };
 
-	put_key(keys, &klen, sizeof(keys), "InitiatorName=" FAKE_GW_INITIATOR);
-	put_key(keys, &klen, sizeof(keys), "SessionType=Normal");
-	put_key(keys, &klen, sizeof(keys), "TargetName=" FAKE_GW_TARGET);
-	put_key(keys, &klen, sizeof(keys), "HeaderDigest=%s", b0 & 1 ? "CRC32C" : "None");
-	put_key(keys, &klen, sizeof(keys), "DataDigest=%s", b0 & 2 ? "CRC32C" : "None");
-	put_key(keys, &klen, sizeof(keys), "InitialR2T=No");
-	put_key(keys, &klen, sizeof(keys), "ImmediateData=Yes");
-	put_key(keys, &klen, sizeof(keys), "MaxRecvDataSegmentLength=%u", irdsl[(b1 >> 3) & 3]);
-	put_key(keys, &klen, sizeof(keys), "FirstBurstLength=%u", burst[(b0 >> 6) & 3][0]);
-	put_key(keys, &klen, sizeof(keys), "MaxBurstLength=%u", burst[(b0 >> 6) & 3][1]);
-	put_key(keys, &klen, sizeof(keys), "MaxOutstandingR2T=16");
-	put_key(keys, &klen, sizeof(keys), "ErrorRecoveryLevel=0");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "InitiatorName=" FAKE_GW_INITIATOR);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "SessionType=Normal");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "TargetName=" FAKE_GW_TARGET);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "HeaderDigest=%s", b0 & 1 ? "CRC32C" : "None");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "DataDigest=%s", b0 & 2 ? "CRC32C" : "None");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "InitialR2T=No");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "ImmediateData=Yes");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "MaxRecvDataSegmentLength=%u",
+			irdsl[(b1 >> 3) & 3]);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "FirstBurstLength=%u", burst[(b0 >> 6) & 3][0]);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "MaxBurstLength=%u", burst[(b0 >> 6) & 3][1]);
+	fake_gw_put_key(keys, &klen, sizeof(keys), "MaxOutstandingR2T=16");
+	fake_gw_put_key(keys, &klen, sizeof(keys), "ErrorRecoveryLevel=0");
 
-	memset(&req, 0, sizeof(req));
-	req.opcode = ISCSI_OP_LOGIN_REQ | ISCSI_OP_IMMEDIATE;
-	req.flags = ISCSI_LOGIN_TRANSIT | (ISCSI_STAGE_OPERATIONAL << ISCSI_LOGIN_CSG_SHIFT) |
-		    ISCSI_STAGE_FULL_FEATURE;
-	memcpy(req.isid, "\x40\x00\x01\x37\x00\x01", 6);
-	req.isid[5] = isid_no;
-	req.itt = htobe32(0x1000);
-	req.cid = htobe16(1);
-	req.cmd_sn = htobe32(FIRST_CMDSN);
-	req.exp_stat_sn = htobe32(0);
-	iscsi_bhs_set_dsl((struct iscsi_bhs *)&req, (uint32_t)klen);
+	isid[5] = isid_no;
+	fake_gw_login_req(&req, isid, 0x1000, FIRST_CMDSN, (uint32_t)klen);
 	fake_dm_feed(d, &req, sizeof(req));
 	fake_dm_feed(d, keys, klen);
 	fake_dm_feed(d, pad, iscsi_pad4((uint32_t)klen));
@@ -175,21 +151,6 @@ static void target_settings(uint8_t b0, uint8_t b1)
 	t->queue_depth = qdepth[(b1 >> 5) & 3];
 }
 
-static bool has_cmd_sn(uint8_t op)
-{
-	switch (op) {
-	case ISCSI_OP_NOP_OUT:
-	case ISCSI_OP_SCSI_CMD:
-	case ISCSI_OP_TASK_MGMT_REQ:
-	case ISCSI_OP_LOGIN_REQ:
-	case ISCSI_OP_TEXT_REQ:
-	case ISCSI_OP_LOGOUT_REQ:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void pdu_record(struct input *in, struct stream *s, uint8_t k, bool hd, bool dd,
 		       uint32_t max_dsl, uint32_t *cmd_sn)
 {
@@ -199,7 +160,7 @@ static void pdu_record(struct input *in, struct stream *s, uint8_t k, bool hd, b
 	uint8_t *data;
 
 	take(in, &bhs, sizeof(bhs));
-	if ((k & 4) && has_cmd_sn(iscsi_bhs_opcode(&bhs))) {
+	if ((k & 4) && fake_gw_has_cmd_sn(iscsi_bhs_opcode(&bhs))) {
 		put_be32((uint8_t *)&bhs + 24, *cmd_sn);
 		if (!iscsi_bhs_immediate(&bhs))
 			(*cmd_sn)++;

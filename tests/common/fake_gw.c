@@ -3,6 +3,7 @@
 #include "fake_gw.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,4 +331,46 @@ void fake_gw_destroy(struct fake_gw *g)
 	scsi_alua_reset();
 	gw_destroy(g->gw);
 	free(g);
+}
+
+void fake_gw_put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n + 1 >= cap - *len)
+		abort();
+	*len += (size_t)n + 1; /* keep the NUL: it separates keys */
+}
+
+void fake_gw_login_req(struct iscsi_login_req *req, const uint8_t isid[6], uint32_t itt,
+		       uint32_t cmd_sn, uint32_t klen)
+{
+	memset(req, 0, sizeof(*req));
+	req->opcode = ISCSI_OP_LOGIN_REQ | ISCSI_OP_IMMEDIATE;
+	req->flags = ISCSI_LOGIN_TRANSIT | (ISCSI_STAGE_OPERATIONAL << ISCSI_LOGIN_CSG_SHIFT) |
+		     ISCSI_STAGE_FULL_FEATURE;
+	memcpy(req->isid, isid, 6);
+	req->itt = htobe32(itt);
+	req->cid = htobe16(1);
+	req->cmd_sn = htobe32(cmd_sn);
+	iscsi_bhs_set_dsl((struct iscsi_bhs *)req, klen);
+}
+
+bool fake_gw_has_cmd_sn(uint8_t op)
+{
+	switch (op) {
+	case ISCSI_OP_NOP_OUT:
+	case ISCSI_OP_SCSI_CMD:
+	case ISCSI_OP_TASK_MGMT_REQ:
+	case ISCSI_OP_LOGIN_REQ:
+	case ISCSI_OP_TEXT_REQ:
+	case ISCSI_OP_LOGOUT_REQ:
+		return true;
+	default:
+		return false;
+	}
 }

@@ -15,8 +15,11 @@
 #define ISERGW_FAKE_GW_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "core/iscsi.h"
+#include "core/pdu.h"
 
 #define FAKE_GW_LUNS 2
 #define FAKE_GW_TARGET "iqn.2026-11.org.isergw:fuzz"
@@ -40,5 +43,19 @@ void fake_gw_hold_io(struct fake_gw *g, bool hold);
 void fake_gw_run_io(struct fake_gw *g);
 /* Run the reactor until nothing is ready; aborts if it does not settle. */
 void fake_gw_poll(struct fake_gw *g);
+
+/*
+ * The initiator's side of a login, as the drivers of the fake write it:
+ * fake_gw_put_key() appends "key=value" and its NUL to the data segment
+ * buf[*len..cap) (aborts if it does not fit); fake_gw_login_req() fills a
+ * Login Request of CID 1 going from the operational stage straight to full
+ * feature phase, with klen bytes of keys.
+ */
+void fake_gw_put_key(char *buf, size_t *len, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void fake_gw_login_req(struct iscsi_login_req *req, const uint8_t isid[6], uint32_t itt,
+		       uint32_t cmd_sn, uint32_t klen);
+/* Whether an initiator PDU of opcode op carries a CmdSN (bytes 24..27). */
+bool fake_gw_has_cmd_sn(uint8_t op);
 
 #endif

@@ -1,0 +1,372 @@
+// LINK: isergw_gw
+// SOURCES: ../common/fake_dm.c ../common/fake_gw.c ../common/fake_ini.c
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the connection of core/conn.c: its PDU receive state
+ * machine (iscsi_conn_rx_stream: header, AHS, header digest, data segment,
+ * padding, data digest) and its teardown. The real core runs with only its
+ * neighbours faked: the datamover (tests/common/fake_dm.c, which hands the
+ * core the bytes as tcp.c does and "writes" what it sends) and the gateway
+ * around it (fake_gw.c: one reactor polled by the test, two memory LUs).
+ *
+ * A stream of PDUs split at every byte boundary gives the same answers as
+ * in one piece, with digests off and on; damaged digests, lengths beyond
+ * MaxRecvDataSegmentLength, an AHS where none may be and one running past
+ * TotalAHSLength are answered as RFC 7143 says (Reject, drop); a connection torn down with tasks in every
+ * state (in the backstore, waiting for Data-Out, waiting behind a CmdSN
+ * gap, waiting for a task buffer) frees everything (the ASan tree checks).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_ini.h"
+
+#define BUF_MAX (2u * 1024u * 1024u)
+
+static uint8_t wire[BUF_MAX];
+
+/* a NOP-Out ping with 13 bytes of data (3 bytes of padding) */
+static size_t put_ping(struct fake_ini *ini, uint8_t *out, size_t cap, uint32_t itt)
+{
+	static const char ping[] = "hello, target";
+	struct iscsi_bhs bhs;
+
+	fake_ini_nop_out(&bhs, itt, fake_ini_cmd_sn(ini, true), sizeof(ping) - 1);
+	return fake_ini_encode(ini, &bhs, NULL, ping, sizeof(ping) - 1, false, false, out, cap);
+}
+
+/* a TEST UNIT READY carrying an AHS (a bidirectional read length: 8 bytes) */
+static size_t put_tur_ahs(struct fake_ini *ini, uint8_t *out, size_t cap, uint32_t itt)
+{
+	uint8_t ahs[8] = { 0, 5, ISCSI_AHS_BIDI_READ_LEN, 0, 0, 0, 0, 0 };
+	uint8_t cdb[16] = { 0 };
+	struct iscsi_bhs bhs;
+
+	fake_ini_scsi_cmd(&bhs, itt, fake_ini_cmd_sn(ini, false), false, 0, cdb, 6,
+			  ISCSI_FLAG_FINAL, 0, 0);
+	bhs.total_ahs_len = sizeof(ahs) / 4;
+	return fake_ini_encode(ini, &bhs, ahs, NULL, 0, false, false, out, cap);
+}
+
+static void assert_ping_answer(const struct fake_ini *ini, int i, uint32_t itt)
+{
+	assert_true(i >= 0);
+	assert_int_equal(be32toh(ini->rx[i].bhs.itt), itt);
+	assert_int_equal(ini->rx[i].dlen, 13);
+	assert_memory_equal(ini->rx[i].data, "hello, target", 13);
+}
+
+static void login_digests(struct fake_ini *ini, int mode)
+{
+	struct fake_ini_opts o = { .hd = mode & 1, .dd = mode & 2 };
+
+	fake_ini_gw();
+	fake_ini_login(ini, &o);
+}
+
+/* One NOP-Out, one command with an AHS, one NOP-Out: each mode of digests. */
+static void test_stream_whole(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 4; mode++) {
+		struct fake_ini ini;
+		size_t len = 0;
+
+		login_digests(&ini, mode);
+		len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x10);
+		len += put_tur_ahs(&ini, wire + len, sizeof(wire) - len, 0x11);
+		len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x12);
+		fake_ini_feed(&ini, wire, len);
+		assert_false(fake_ini_closed(&ini));
+		assert_int_equal(ini.nrx, 3);
+		assert_ping_answer(&ini, fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x10), 0x10);
+		assert_ping_answer(&ini, fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x12), 0x12);
+		assert_true(fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0x11) >= 0);
+		fake_ini_logout_free(&ini);
+	}
+}
+
+/*
+ * The same stream cut in two at every byte: nothing is answered before a
+ * PDU is complete, each PDU is answered once when its last byte comes, in
+ * order. Then byte by byte.
+ */
+static void test_stream_split_every_byte(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 4; mode++) {
+		struct fake_ini ini;
+		size_t ends[3], len = 0;
+
+		login_digests(&ini, mode);
+		len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x20);
+		ends[0] = len;
+		len += put_tur_ahs(&ini, wire + len, sizeof(wire) - len, 0x21);
+		ends[1] = len;
+		len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x22);
+		ends[2] = len;
+		fake_ini_logout_free(&ini);
+
+		for (size_t cut = 1; cut < len; cut++) {
+			size_t whole = 0;
+
+			login_digests(&ini, mode);
+			(void)fake_ini_cmd_sn(&ini, false); /* the TUR's, as when encoded */
+			for (int k = 0; k < 3; k++)
+				whole += ends[k] <= cut;
+			fake_ini_feed(&ini, wire, cut);
+			assert_false(fake_ini_closed(&ini));
+			assert_int_equal(ini.nrx, whole);
+			fake_ini_feed(&ini, wire + cut, len - cut);
+			assert_false(fake_ini_closed(&ini));
+			assert_int_equal(ini.nrx, 3);
+			assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x20), 0);
+			assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0x21), 1);
+			assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x22), 2);
+			assert_ping_answer(&ini, 2, 0x22);
+			fake_ini_logout_free(&ini);
+		}
+
+		login_digests(&ini, mode);
+		for (size_t i = 0; i < len; i++) {
+			fake_ini_feed(&ini, wire + i, 1);
+			assert_int_equal(ini.nrx, (i + 1 >= ends[0]) + (i + 1 >= ends[1]) +
+							  (i + 1 >= ends[2]));
+		}
+		assert_ping_answer(&ini, 2, 0x22);
+		fake_ini_logout_free(&ini);
+	}
+}
+
+/* A header digest that does not match ends the connection (ErrorRecoveryLevel 0). */
+static void test_header_digest_error(void **state)
+{
+	struct fake_ini_opts o = { .hd = true };
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	uint64_t drops;
+	size_t len;
+
+	(void)state;
+	fake_ini_gw();
+	fake_ini_login(&ini, &o);
+	drops = atomic_load(&ini.g->gw->stats.conn_drops);
+	fake_ini_nop_out(&bhs, 0x30, fake_ini_cmd_sn(&ini, true), 0);
+	len = fake_ini_encode(&ini, &bhs, NULL, NULL, 0, true, false, wire, sizeof(wire));
+	fake_ini_feed(&ini, wire, len);
+	assert_true(fake_ini_closed(&ini));
+	assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, ~0u), -1);
+	assert_int_equal(atomic_load(&ini.g->gw->stats.conn_drops), drops + 1);
+	fake_ini_logout_free(&ini);
+}
+
+/* A data digest that does not match: Reject (reason 02h), the PDU is discarded, the
+ * connection goes on. */
+static void test_data_digest_error(void **state)
+{
+	struct fake_ini_opts o = { .dd = true };
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	size_t len;
+	int i;
+
+	(void)state;
+	fake_ini_gw();
+	fake_ini_login(&ini, &o);
+	fake_ini_nop_out(&bhs, 0x31, fake_ini_cmd_sn(&ini, true), 5);
+	len = fake_ini_encode(&ini, &bhs, NULL, "abcde", 5, false, true, wire, sizeof(wire));
+	len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x32);
+	fake_ini_feed(&ini, wire, len);
+	assert_false(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, 2);
+	i = fake_ini_find(&ini, 0, ISCSI_OP_REJECT, ~0u);
+	assert_int_equal(i, 0);
+	assert_int_equal(((struct iscsi_reject *)&ini.rx[i].bhs)->reason, ISCSI_REJECT_DATA_DIGEST);
+	assert_int_equal(ini.rx[i].dlen, ISCSI_BHS_LEN);
+	assert_int_equal(be32toh(((struct iscsi_bhs *)ini.rx[i].data)->itt), 0x31);
+	assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x31), -1);
+	assert_ping_answer(&ini, fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x32), 0x32);
+	fake_ini_logout_free(&ini);
+}
+
+/*
+ * DataSegmentLength beyond the target's MaxRecvDataSegmentLength: Reject and
+ * drop as soon as the header is there (the data is never awaited); exactly
+ * at the limit it is served.
+ */
+static void test_dsl_beyond_limit(void **state)
+{
+	struct fake_ini_opts o = { .target_mrdsl = 8192 };
+	static uint8_t data[8196];
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	size_t len;
+
+	(void)state;
+	memset(data, 0x5a, sizeof(data));
+	fake_ini_gw();
+	fake_ini_login(&ini, &o);
+	/* at the limit: answered (the reply is cut to what the initiator takes) */
+	fake_ini_nop_out(&bhs, 0x40, fake_ini_cmd_sn(&ini, true), 8192);
+	fake_ini_send(&ini, &bhs, data, 8192);
+	assert_false(fake_ini_closed(&ini));
+	assert_true(fake_ini_find(&ini, 0, ISCSI_OP_NOP_IN, 0x40) >= 0);
+	fake_ini_clear(&ini);
+
+	/* 4 bytes beyond: only the header goes */
+	fake_ini_nop_out(&bhs, 0x41, fake_ini_cmd_sn(&ini, true), 8196);
+	len = fake_ini_encode(&ini, &bhs, NULL, data, 8196, false, false, wire, sizeof(wire));
+	fake_ini_feed(&ini, wire, ISCSI_BHS_LEN);
+	assert_true(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, 1);
+	assert_int_equal(iscsi_bhs_opcode(&ini.rx[0].bhs), ISCSI_OP_REJECT);
+	assert_int_equal(((struct iscsi_reject *)&ini.rx[0].bhs)->reason,
+			 ISCSI_REJECT_PROTOCOL_ERROR);
+	(void)len;
+	fake_ini_logout_free(&ini);
+}
+
+/* An AHS on a PDU other than a SCSI command: Reject, the connection goes on. */
+static void test_ahs_where_none_may_be(void **state)
+{
+	uint8_t ahs[8] = { 0, 5, ISCSI_AHS_BIDI_READ_LEN, 0, 0, 0, 0, 0 };
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	size_t len;
+
+	(void)state;
+	fake_ini_gw();
+	fake_ini_login(&ini, NULL);
+	fake_ini_nop_out(&bhs, 0x50, fake_ini_cmd_sn(&ini, true), 0);
+	bhs.total_ahs_len = 2;
+	len = fake_ini_encode(&ini, &bhs, ahs, NULL, 0, false, false, wire, sizeof(wire));
+	len += put_ping(&ini, wire + len, sizeof(wire) - len, 0x51);
+	fake_ini_feed(&ini, wire, len);
+	assert_false(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, 2);
+	assert_int_equal(iscsi_bhs_opcode(&ini.rx[0].bhs), ISCSI_OP_REJECT);
+	assert_ping_answer(&ini, 1, 0x51);
+	fake_ini_logout_free(&ini);
+}
+
+/*
+ * An AHS whose own length runs past TotalAHSLength: the command is
+ * rejected (protocol error), its CmdSN used (the next command runs), the
+ * connection goes on.
+ */
+static void test_ahs_bad_length(void **state)
+{
+	uint8_t ahs[8] = { 0, 9, ISCSI_AHS_BIDI_READ_LEN, 0, 0, 0, 0, 0 };
+	uint8_t cdb[16] = { 0 };
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	size_t len;
+
+	(void)state;
+	fake_ini_gw();
+	fake_ini_login(&ini, NULL);
+	fake_ini_scsi_cmd(&bhs, 0x58, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 6,
+			  ISCSI_FLAG_FINAL, 0, 0);
+	bhs.total_ahs_len = sizeof(ahs) / 4;
+	len = fake_ini_encode(&ini, &bhs, ahs, NULL, 0, false, false, wire, sizeof(wire));
+	len += put_tur_ahs(&ini, wire + len, sizeof(wire) - len, 0x59);
+	fake_ini_feed(&ini, wire, len);
+	assert_false(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, 2);
+	assert_int_equal(iscsi_bhs_opcode(&ini.rx[0].bhs), ISCSI_OP_REJECT);
+	assert_int_equal(((struct iscsi_reject *)&ini.rx[0].bhs)->reason,
+			 ISCSI_REJECT_PROTOCOL_ERROR);
+	assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0x59), 1);
+	fake_ini_logout_free(&ini);
+}
+
+/*
+ * Torn down with tasks in every state: a READ and a WRITE in the backstore
+ * (held), a WRITE waiting for its Data-Out (an R2T out), a command waiting
+ * behind a CmdSN gap, a WRITE waiting for a task buffer (more than the fake
+ * datamover's pool is in use). The initiator hangs up; once the backstore
+ * lets its I/O go, the connection, the session and every task are gone
+ * (fake_ini_logout_free checks the connection, the ASan tree the rest).
+ */
+static void test_teardown_with_tasks(void **state)
+{
+	struct fake_ini_opts o = { .queue_depth = 64 };
+	static uint8_t data[4096];
+	uint8_t cdb[16];
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	int mode;
+
+	(void)state;
+	for (mode = 0; mode < 2; mode++) {
+		fake_ini_gw();
+		fake_ini_login(&ini, &o);
+		fake_gw_hold_io(ini.g, true);
+		/* a READ of 8 blocks, held in the backstore */
+		fake_ini_rw10(cdb, false, 0, 8);
+		fake_ini_scsi_cmd(&bhs, 0x60, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
+				  ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 4096, 0);
+		fake_ini_send(&ini, &bhs, NULL, 0);
+		/* a WRITE with all its data immediate, held in the backstore */
+		fake_ini_rw10(cdb, true, 16, 8);
+		fake_ini_scsi_cmd(&bhs, 0x61, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
+				  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 4096);
+		fake_ini_send(&ini, &bhs, data, 4096);
+		/* a WRITE of 128 KiB with 4 KiB immediate: waits for the rest (R2T) */
+		fake_ini_rw10(cdb, true, 32, 256);
+		fake_ini_scsi_cmd(&bhs, 0x62, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
+				  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 131072, 4096);
+		fake_ini_send(&ini, &bhs, data, 4096);
+		assert_true(fake_ini_find(&ini, 0, ISCSI_OP_R2T, 0x62) >= 0);
+		/* a gap: CmdSN n is never sent, n + 1 waits */
+		(void)fake_ini_cmd_sn(&ini, false);
+		fake_ini_rw10(cdb, false, 8, 1);
+		fake_ini_scsi_cmd(&bhs, 0x63, fake_ini_cmd_sn(&ini, false), false, 1, cdb, 10,
+				  ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 4096, 0);
+		fake_ini_send(&ini, &bhs, NULL, 0);
+		/* 1 MiB of READ waiting for a task buffer (the pool is 1 MiB) */
+		fake_ini_rw10(cdb, false, 0, 2048);
+		fake_ini_scsi_cmd(&bhs, 0x64, fake_ini_cmd_sn(&ini, true), true, 1, cdb, 10,
+				  ISCSI_FLAG_FINAL | ISCSI_CMD_READ, 1u << 20, 0);
+		fake_ini_send(&ini, &bhs, NULL, 0);
+		assert_int_equal(fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, ~0u), -1);
+		assert_int_equal(ini.c->ntasks, 5);
+		assert_false(fake_ini_closed(&ini));
+		if (mode == 0) {
+			/* the initiator hangs up (fake_ini_logout_free), I/O still held */
+			fake_ini_logout_free(&ini);
+		} else {
+			/* the target drops it: a header beyond MaxRecvDataSegmentLength */
+			fake_ini_nop_out(&bhs, 0x65, fake_ini_cmd_sn(&ini, true), 0xffffff);
+			fake_ini_feed(&ini, &bhs, sizeof(bhs));
+			assert_true(fake_ini_closed(&ini));
+			fake_ini_logout_free(&ini);
+		}
+		assert_int_equal(atomic_load(&fake_ini_gw()->gw->stats.connections), 0);
+		assert_true(list_empty(&fake_ini_gw()->gw->sessions));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_whole),
+		cmocka_unit_test(test_stream_split_every_byte),
+		cmocka_unit_test(test_header_digest_error),
+		cmocka_unit_test(test_data_digest_error),
+		cmocka_unit_test(test_dsl_beyond_limit),
+		cmocka_unit_test(test_ahs_where_none_may_be),
+		cmocka_unit_test(test_ahs_bad_length),
+		cmocka_unit_test(test_teardown_with_tasks),
+	};
+
+	fake_ini_log_level();
+	return cmocka_run_group_tests(tests, NULL, fake_ini_group_teardown);
+}
