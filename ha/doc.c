@@ -307,8 +307,7 @@ char *ha_doc_runtime_json(const struct ha_doc *d)
 
 /* ----------------------------------------------------------- rendering */
 
-/* The tpg_id isergwd knows for the owner of device group g, 0 for none. */
-static unsigned int owner_tpg(const struct ha_doc *d, size_t g)
+unsigned int ha_doc_owner_tpg(const struct ha_doc *d, size_t g)
 {
 	int o = d->owner[g];
 
@@ -424,7 +423,7 @@ static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
 
 		ha_sb_puts(b, g ? ",{\"name\":" : "{\"name\":");
 		ha_sb_put_jstr(b, dg->name, strlen(dg->name));
-		ha_sb_printf(b, ",\"owner_tpg_id\":%u,\"non_owner_state\":\"%s\"}", owner_tpg(d, g),
+		ha_sb_printf(b, ",\"owner_tpg_id\":%u,\"non_owner_state\":\"%s\"}", ha_doc_owner_tpg(d, g),
 			     state ? state : "active/non-optimized");
 	}
 	ha_sb_puts(b, "],\"targets\":");
@@ -449,6 +448,18 @@ size_t ha_doc_floating_tpgs(const struct ha_doc *d, uint16_t out[HA_FLOATING_MAX
 			out[n++] = d->floating[i].tpg_id;
 	}
 	return n;
+}
+
+enum ha_push ha_doc_push_kind(const struct ha_doc *d, uint64_t held)
+{
+	if (!d || !held || d->generation != held + 1)
+		return HA_PUSH_CONFIG;
+	if (d->delta_target)
+		return HA_PUSH_LUN;
+	/* a map of no device group is no request: the configuration then */
+	if (d->delta_placement && d->ndgs)
+		return HA_PUSH_PLACEMENT;
+	return HA_PUSH_CONFIG;
 }
 
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
@@ -736,6 +747,7 @@ int ha_doc_with_owners(const struct ha_doc *d, const int *owner, struct ha_doc *
 		return rc;
 	if (d->ndgs)
 		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
+	n->delta_placement = true;
 	return finish_or_free(n, out);
 }
 
@@ -753,6 +765,7 @@ int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_
 	if (rc)
 		return rc;
 	n->drained[node] = drained;
+	n->delta_placement = true;      /* not rendered: it changes the ALUA states only */
 	return finish_or_free(n, out);
 }
 
@@ -778,6 +791,9 @@ int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *mov
 		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
 		memcpy(n->moving_from, moving_from, d->ndgs * sizeof(*moving_from));
 	}
+	/* the live set is rendered as fencing keys: a change of it is a configuration change */
+	n->delta_placement = !ha_doc_backend_fencing(d) || !d->nnodes ||
+			     !memcmp(d->live, live, d->nnodes * sizeof(*live));
 	if (d->nnodes)
 		memcpy(n->live, live, d->nnodes * sizeof(*live));
 	return finish_or_free(n, out);
