@@ -21,7 +21,7 @@
 
 #define COMP "ha"
 
-void copy_name(char dst[HA_NAME_MAX], const char *src)
+void ha_sm_copy_name(char dst[HA_NAME_MAX], const char *src)
 {
 	snprintf(dst, HA_NAME_MAX, "%s", src ? src : "");
 }
@@ -71,7 +71,7 @@ int ha_sm_node_of(const struct ha_sm *sm, uint32_t nodeid)
 	return -1;
 }
 
-bool in_view(const struct ha_sm *sm, uint32_t nodeid)
+bool ha_sm_in_view(const struct ha_sm *sm, uint32_t nodeid)
 {
 	for (size_t i = 0; i < sm->nview; i++)
 		if (sm->view[i] == nodeid)
@@ -80,7 +80,7 @@ bool in_view(const struct ha_sm *sm, uint32_t nodeid)
 }
 
 /* Node n of the document has its agent in the (synchronised) view. */
-bool node_in_view(const struct ha_sm *sm, int n)
+bool ha_sm_node_in_view(const struct ha_sm *sm, int n)
 {
 	const struct ha_member *m;
 
@@ -94,20 +94,20 @@ bool node_in_view(const struct ha_sm *sm, int n)
  * Member m's node holds generation gen (its Applied came), or it has no
  * isergwd whose lease could still run (gw_down): nothing to wait for.
  */
-bool member_holds(const struct ha_member *m, uint64_t gen)
+bool ha_sm_member_holds(const struct ha_member *m, uint64_t gen)
 {
 	return m->applied_gen >= gen || m->gw_down;
 }
 
 /* Node n's agent is in the view and its node holds generation gen. */
-bool node_holds(const struct ha_sm *sm, int n, uint64_t gen)
+bool ha_sm_node_holds(const struct ha_sm *sm, int n, uint64_t gen)
 {
-	return node_in_view(sm, n) &&
-	       member_holds(ha_sm_member_by_name(sm, sm->doc->nodes[n].name), gen);
+	return ha_sm_node_in_view(sm, n) &&
+	       ha_sm_member_holds(ha_sm_member_by_name(sm, sm->doc->nodes[n].name), gen);
 }
 
 /* The members of our cluster are a majority of the view (foreign agents aside). */
-bool majority_agrees(const struct ha_sm *sm)
+bool ha_sm_majority_agrees(const struct ha_sm *sm)
 {
 	size_t n = 0;
 
@@ -125,7 +125,7 @@ void ha_sm_set_name(struct ha_sm *sm, uint32_t nodeid, const char *name)
 	struct ha_member *m = member_get(sm, nodeid);
 
 	if (m && name && name[0])
-		copy_name(m->name, name);
+		ha_sm_copy_name(m->name, name);
 }
 
 bool ha_sm_is_leader(const struct ha_sm *sm)
@@ -164,7 +164,7 @@ bool ha_sm_can_change(const struct ha_sm *sm, char *why, size_t whylen)
 		gw_errf(why, whylen, -EAGAIN, "the quorum and the group are in different rings: try again");
 		return false;
 	}
-	if (!majority_agrees(sm)) {
+	if (!ha_sm_majority_agrees(sm)) {
 		gw_errf(why, whylen, -ENOLCK, "agents of another cluster name are half the group or more");
 		return false;
 	}
@@ -185,11 +185,11 @@ bool ha_sm_all_applied(const struct ha_sm *sm, uint64_t gen, char pending[][HA_N
 		if (!m || !m->in_view || m->foreign)
 			continue;
 		/* a node without isergwd whose lease is over serves nothing: no need to wait */
-		if (member_holds(m, gen))
+		if (ha_sm_member_holds(m, gen))
 			continue;
 		all = false;
 		if (pending && npending && *npending < max)
-			copy_name(pending[(*npending)++], sm->doc->nodes[i].name);
+			ha_sm_copy_name(pending[(*npending)++], sm->doc->nodes[i].name);
 	}
 	return all;
 }
@@ -279,7 +279,7 @@ static void req_finish(struct ha_sm *sm, size_t i, int status, const char *err, 
 	sm->ops->change_done(sm->ctx, id, status, err, gen);
 }
 
-struct ha_sm_req *req_find(struct ha_sm *sm, uint64_t id, size_t *idx)
+struct ha_sm_req *ha_sm_req_find(struct ha_sm *sm, uint64_t id, size_t *idx)
 {
 	for (size_t i = 0; i < sm->nreqs; i++)
 		if (sm->reqs[i].id == id) {
@@ -388,7 +388,7 @@ static void track_moves(struct ha_sm *sm, const struct ha_doc *old, const struct
 }
 
 /* Make d the document (taken); store and push it. */
-void doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now)
+void ha_sm_doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now)
 {
 	/* the leader's targets stay: a configuration change reruns the placement */
 	track_moves(sm, sm->doc, d, now);
@@ -405,7 +405,7 @@ static void change_refused(struct ha_sm *sm, const Isergw__Ha__Change *c, int rc
 	size_t i;
 
 	GW_WARN(COMP, "change %" PRIu64 " of node %u refused: %s", c->request_id, c->origin, why);
-	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &i))
+	if (c->origin == sm->nodeid && ha_sm_req_find(sm, c->request_id, &i))
 		req_finish(sm, i, rc, why, 0);
 }
 
@@ -474,7 +474,7 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		}
 		if (ha_sm_is_leader(sm) && sm->nmoves < sizeof(sm->moves) / sizeof(sm->moves[0]))
 			sm->moves[sm->nmoves++] = (struct ha_sm_move){ .dg = g, .node = n };
-		if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri)) {
+		if (c->origin == sm->nodeid && ha_sm_req_find(sm, c->request_id, &ri)) {
 			sm->reqs[ri].sent_applied = true;
 			reqs_check(sm);
 		}
@@ -535,9 +535,9 @@ static void on_change(struct ha_sm *sm, const Isergw__Ha__Change *c, uint64_t no
 		  c->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN ?
 		  (c->token->role[0] ? "API token added" : "API token revoked") : "placement",
 		  c->origin);
-	if (c->origin == sm->nodeid && req_find(sm, c->request_id, &ri))
+	if (c->origin == sm->nodeid && ha_sm_req_find(sm, c->request_id, &ri))
 		sm->reqs[ri].sent_applied = true;
-	doc_set(sm, d, now);
+	ha_sm_doc_set(sm, d, now);
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -549,8 +549,8 @@ int ha_sm_init(struct ha_sm *sm, const struct ha_sm_params *p, const struct ha_s
 	sm->ops = ops;
 	sm->ctx = ctx;
 	sm->nodeid = p->nodeid;
-	copy_name(sm->name, p->name);
-	copy_name(sm->cluster, p->cluster);
+	ha_sm_copy_name(sm->name, p->name);
+	ha_sm_copy_name(sm->cluster, p->cluster);
 	sm->lease_ms = p->lease_ms;
 	sm->heartbeat_ms = p->heartbeat_ms;
 	sm->proto_max = p->proto_max && p->proto_max < HA_PROTO_MAX ? p->proto_max : HA_PROTO_MAX;
@@ -599,7 +599,7 @@ void ha_sm_ring(struct ha_sm *sm, uint64_t ring_seq, uint32_t ring_node, const u
 			m->in_ring = true;
 	}
 	GW_INFO(COMP, "corosync ring %" PRIu64 "/%u: %zu node(s)", ring_seq, ring_node, n);
-	leader_reconcile(sm, now);
+	ha_sm_leader_reconcile(sm, now);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -679,7 +679,7 @@ void ha_sm_quorum(struct ha_sm *sm, bool quorate, uint64_t ring_seq, uint32_t ri
 		sm->stepped_down = true;
 		sm->ops->step_down(sm->ctx, "this node lost quorum");
 	}
-	leader_reconcile(sm, now);
+	ha_sm_leader_reconcile(sm, now);
 }
 
 void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t len,
@@ -699,7 +699,7 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 	}
 	if (strcmp(m->cluster, sm->cluster)) {
 		sm->rejected_msgs++;
-		from = in_view(sm, nodeid) ? member_get(sm, nodeid) : NULL;
+		from = ha_sm_in_view(sm, nodeid) ? member_get(sm, nodeid) : NULL;
 		if (from && from->foreign)
 			GW_DEBUG(COMP, "group message from node %u (cluster '%s') ignored", nodeid,
 				 m->cluster);
@@ -710,15 +710,15 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 			from->foreign = true;
 			GW_ERR(COMP, "the agent of node %u is of cluster '%s': left out of the group "
 			       "until it leaves", nodeid, m->cluster);
-			sync_check(sm, now);
-			leader_reconcile(sm, now);
+			ha_sm_sync_check(sm, now);
+			ha_sm_leader_reconcile(sm, now);
 		}
 		goto out;
 	}
 	from = member_get(sm, nodeid);
 	if (!from)
 		goto out;
-	if (!in_view(sm, nodeid) && m->body_case != ISERGW__HA__GROUP_MSG__BODY_SYNC) {
+	if (!ha_sm_in_view(sm, nodeid) && m->body_case != ISERGW__HA__GROUP_MSG__BODY_SYNC) {
 		GW_DEBUG(COMP, "%s from node %u, not in the view, ignored", ha_msg_kind(m), nodeid);
 		goto out;
 	}
@@ -726,10 +726,10 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 	from->fenced = false;
 	switch (m->body_case) {
 	case ISERGW__HA__GROUP_MSG__BODY_SYNC:
-		on_sync(sm, from, m->sync, now);
+		ha_sm_on_sync(sm, from, m->sync, now);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_STATE:
-		on_state(sm, nodeid, m->state, now);
+		ha_sm_on_state(sm, nodeid, m->state, now);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
 		if (m->change->origin != nodeid) {
@@ -756,7 +756,7 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 		}
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
-		on_fenced(sm, nodeid, m->fenced->node);
+		ha_sm_on_fenced(sm, nodeid, m->fenced->node);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
 		ha_sm_dp_deliver(sm, from, m->dataplane);
@@ -779,13 +779,13 @@ void ha_sm_deliver(struct ha_sm *sm, uint32_t nodeid, const uint8_t *buf, size_t
 			}
 			sm->hb_back_seq = m->heartbeat->seq;
 			sm->hb_back_ring = sm->ring_seq;
-			lease_check(sm, m->heartbeat->seq, now);
+			ha_sm_lease_check(sm, m->heartbeat->seq, now);
 		}
 		break;
 	default:
 		break;
 	}
-	leader_reconcile(sm, now);
+	ha_sm_leader_reconcile(sm, now);
 out:
 	ha_msg_free(m);
 }
@@ -819,7 +819,7 @@ void ha_sm_tick(struct ha_sm *sm, uint64_t now)
 		send_applied(sm, sm->doc->generation, -ENOTCONN, "no isergwd");
 	}
 	ha_sm_dp_tick(sm, now);
-	leader_reconcile(sm, now);
+	ha_sm_leader_reconcile(sm, now);
 }
 
 /*
@@ -859,7 +859,7 @@ void ha_sm_gw_applied(struct ha_sm *sm, uint64_t gen, int status, const char *er
 		 * (the lease still ends lease_ms after that one was sent).
 		 */
 		if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
-			lease_check(sm, sm->hb_back_seq, now);
+			ha_sm_lease_check(sm, sm->hb_back_seq, now);
 	}
 	if (sm->napplied) {
 		q = &sm->applied_q[(sm->applied_head + sm->napplied - 1) % HA_SM_APPLIED_MAX];

@@ -513,22 +513,24 @@ void ha_sm_dp_fini(struct ha_sm *sm);
  * Between the state machine's files (sm.c: members, the document, changes,
  * inputs; sm_barrier.c; sm_leader.c; sm_submit.c).
  */
-void copy_name(char dst[HA_NAME_MAX], const char *src);
-bool in_view(const struct ha_sm *sm, uint32_t nodeid);
-bool node_in_view(const struct ha_sm *sm, int n);
-bool member_holds(const struct ha_member *m, uint64_t gen);
-bool node_holds(const struct ha_sm *sm, int n, uint64_t gen);
-bool majority_agrees(const struct ha_sm *sm);
-struct ha_sm_req *req_find(struct ha_sm *sm, uint64_t id, size_t *idx);
-void doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now);
-void sync_check(struct ha_sm *sm, uint64_t now);
-void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s, uint64_t now);
-bool announced(struct ha_sm *sm, uint64_t gen);
-void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st, uint64_t now);
-void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
-bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until);
-void leader_reconcile(struct ha_sm *sm, uint64_t now);
-void on_fenced(struct ha_sm *sm, uint32_t from, const char *node);
+void ha_sm_copy_name(char dst[HA_NAME_MAX], const char *src);
+bool ha_sm_in_view(const struct ha_sm *sm, uint32_t nodeid);
+bool ha_sm_node_in_view(const struct ha_sm *sm, int n);
+bool ha_sm_member_holds(const struct ha_member *m, uint64_t gen);
+bool ha_sm_node_holds(const struct ha_sm *sm, int n, uint64_t gen);
+bool ha_sm_majority_agrees(const struct ha_sm *sm);
+struct ha_sm_req *ha_sm_req_find(struct ha_sm *sm, uint64_t id, size_t *idx);
+void ha_sm_doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now);
+void ha_sm_sync_check(struct ha_sm *sm, uint64_t now);
+void ha_sm_on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
+		   uint64_t now);
+bool ha_sm_announced(struct ha_sm *sm, uint64_t gen);
+void ha_sm_on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st,
+		    uint64_t now);
+void ha_sm_lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+bool ha_sm_lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until);
+void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now);
+void ha_sm_on_fenced(struct ha_sm *sm, uint32_t from, const char *node);
 /* sm_lu.c's: multicast m in the protocol version in use (a failure is logged). */
 int ha_sm_send(struct ha_sm *sm, HaMsg *m);
 

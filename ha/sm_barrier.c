@@ -66,10 +66,10 @@ static void sync_done(struct ha_sm *sm, uint64_t now)
 	 * came back in this ring, not at the next one.
 	 */
 	if (sm->hb_back_seq && sm->hb_back_ring == sm->ring_seq)
-		lease_check(sm, sm->hb_back_seq, now);
+		ha_sm_lease_check(sm, sm->hb_back_seq, now);
 }
 
-void sync_check(struct ha_sm *sm, uint64_t now)
+void ha_sm_sync_check(struct ha_sm *sm, uint64_t now)
 {
 	const struct ha_member *w;
 	bool same = true;
@@ -108,8 +108,8 @@ void sync_check(struct ha_sm *sm, uint64_t now)
 	}
 }
 
-void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
-		    uint64_t now)
+void ha_sm_on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
+		   uint64_t now)
 {
 	/* a Sync for another view (sent before a change we have seen since) */
 	if (s->n_members != sm->nview || memcmp(s->members, sm->view, sm->nview * sizeof(uint32_t))) {
@@ -122,7 +122,7 @@ void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s
 		return;
 	}
 	if (s->node_name[0])
-		copy_name(from->name, s->node_name);
+		ha_sm_copy_name(from->name, s->node_name);
 	from->proto_max = s->protocol_max;
 	from->lease_ms = s->lease_ms ? s->lease_ms : sm->lease_ms;
 	from->sync_rcvd = true;
@@ -142,10 +142,10 @@ void on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s
 		}
 		ha_sm_lu_sync(sm, s, last);
 	}
-	sync_check(sm, now);
+	ha_sm_sync_check(sm, now);
 }
 
-bool announced(struct ha_sm *sm, uint64_t gen)
+bool ha_sm_announced(struct ha_sm *sm, uint64_t gen)
 {
 	for (size_t i = 0; i < sm->nview; i++) {
 		const struct ha_member *m = ha_sm_member(sm, sm->view[i]);
@@ -156,14 +156,15 @@ bool announced(struct ha_sm *sm, uint64_t gen)
 	return false;
 }
 
-void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st, uint64_t now)
+void ha_sm_on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st,
+		    uint64_t now)
 {
 	const struct ha_member *w;
 	struct ha_doc *d;
 	char err[512];
 	int rc;
 
-	if (!announced(sm, st->generation)) {
+	if (!ha_sm_announced(sm, st->generation)) {
 		GW_WARN(COMP, "state from node %u ignored: generation %" PRIu64 " was announced by "
 			"no member", nodeid, st->generation);
 		return;
@@ -192,6 +193,6 @@ void on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st, ui
 	}
 	GW_NOTICE(COMP, "sync: taking generation %" PRIu64 " (had %" PRIu64 ")", d->generation,
 		  sm->doc->generation);
-	doc_set(sm, d, now);
+	ha_sm_doc_set(sm, d, now);
 	sync_done(sm, now);
 }

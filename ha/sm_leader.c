@@ -53,9 +53,9 @@ static uint64_t lost_owner_cap(const struct ha_sm *sm, uint64_t now)
 		for (int i = 0; i < 2; i++) {
 			uint64_t end = 0;
 
-			if (who[i] < 0 || node_in_view(sm, who[i]))
+			if (who[i] < 0 || ha_sm_node_in_view(sm, who[i]))
 				continue;
-			if (lease_over(sm, who[i], now, &end))
+			if (ha_sm_lease_over(sm, who[i], now, &end))
 				return now; /* the move may be under way already */
 			end = end > HA_LEASE_MARGIN_MS ? end - HA_LEASE_MARGIN_MS : 0;
 			if (!cap || end < cap)
@@ -65,7 +65,7 @@ static uint64_t lost_owner_cap(const struct ha_sm *sm, uint64_t now)
 	return cap;
 }
 
-void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
+void ha_sm_lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 {
 	uint64_t sent = sm->hb_sent_ms[seq % HA_HB_RING], expires, cap;
 
@@ -75,7 +75,7 @@ void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 		return;
 	if (!sm->gw_applied_any || sm->gw_applied_gen != sm->doc->generation)
 		return; /* isergwd does not hold the current states yet */
-	if (!majority_agrees(sm))
+	if (!ha_sm_majority_agrees(sm))
 		return;
 	expires = sent + sm->lease_ms;
 	cap = lost_owner_cap(sm, now);
@@ -98,7 +98,7 @@ void lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now)
 
 /* ------------------------------------------------------------ the leader */
 
-bool lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until)
+bool ha_sm_lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until)
 {
 	const struct ha_member *m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
 	uint64_t heard = m && m->last_heard_ms ? m->last_heard_ms : sm->start_ms;
@@ -177,16 +177,16 @@ static bool live_away_hold(const struct ha_sm *sm, const bool *live, uint64_t ge
 	for (size_t n = 0; n < sm->doc->nnodes; n++) {
 		const struct ha_member *m;
 
-		if (!live[n] || node_in_view(sm, (int)n))
+		if (!live[n] || ha_sm_node_in_view(sm, (int)n))
 			continue;
 		m = ha_sm_member_by_name(sm, sm->doc->nodes[n].name);
-		if (!m || !member_holds(m, gen))
+		if (!m || !ha_sm_member_holds(m, gen))
 			return false;
 	}
 	return true;
 }
 
-void leader_reconcile(struct ha_sm *sm, uint64_t now)
+void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now)
 {
 	const struct ha_doc *d = sm->doc;
 	size_t nd = d->ndgs, nn = d->nnodes;
@@ -197,7 +197,7 @@ void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	uint64_t hold = 0;
 
 	if (!ha_sm_is_leader(sm) || !sm->quorate || sm->q_ring_seq != sm->ring_seq || !nn ||
-	    !majority_agrees(sm))
+	    !ha_sm_majority_agrees(sm))
 		return;
 	if (sm->inflight_base) {
 		if (d->generation == sm->inflight_base && now - sm->inflight_ms < HA_INFLIGHT_RETRY_MS)
@@ -215,14 +215,14 @@ void leader_reconcile(struct ha_sm *sm, uint64_t now)
 	if (!live || !base || !elig || !owner || !moving || !own || !ownp || !livep)
 		goto out;
 	for (size_t n = 0; n < nn; n++) {
-		bool in = node_in_view(sm, (int)n);
+		bool in = ha_sm_node_in_view(sm, (int)n);
 
 		/*
 		 * A live node whose agent left the group (restarting, or its
 		 * node lost) may still be serving until its lease is over: it
 		 * stays live (nothing changes for hosts) until then.
 		 */
-		live[n] = in || (d->live[n] && !lease_over(sm, (int)n, now, &hold));
+		live[n] = in || (d->live[n] && !ha_sm_lease_over(sm, (int)n, now, &hold));
 		base[n] = in && !d->drained[n];
 		if (live[n] != d->live[n])
 			changed = true;
@@ -256,7 +256,7 @@ void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		/* a lost owner keeps its groups until its lease has certainly run out */
 		for (size_t g = 0; g < nd; g++)
 			if (d->owner[g] >= 0 && !live[d->owner[g]] &&
-			    !lease_over(sm, d->owner[g], now, &sm->hold_until_ms))
+			    !ha_sm_lease_over(sm, d->owner[g], now, &sm->hold_until_ms))
 				placed[g] = d->owner[g];
 		for (size_t g = 0; g < nd; g++)
 			if (full || dp_moves(sm, elig, (int)g))
@@ -287,7 +287,7 @@ void leader_reconcile(struct ha_sm *sm, uint64_t now)
 		if (cur == tgt) {
 			if (cur >= 0 && moving[g] >= 0)
 				moving[g] = -1;
-		} else if (cur >= 0 && node_in_view(sm, cur)) {
+		} else if (cur >= 0 && ha_sm_node_in_view(sm, cur)) {
 			/*
 			 * planned (its agent can apply it): the old owner goes
 			 * Transitioning first, but only once the new owner's
@@ -298,7 +298,7 @@ void leader_reconcile(struct ha_sm *sm, uint64_t now)
 			 * the hosts retrying, all that time. Until then the old
 			 * owner serves on; its Applied calls this again.
 			 */
-			if (tgt < 0 || node_holds(sm, tgt, d->generation)) {
+			if (tgt < 0 || ha_sm_node_holds(sm, tgt, d->generation)) {
 				owner[g] = -1;
 				moving[g] = cur;
 			}
@@ -380,7 +380,7 @@ static const char *fenced_refusal(const struct ha_sm *sm, const char *node,
 	return NULL;
 }
 
-void on_fenced(struct ha_sm *sm, uint32_t from, const char *node)
+void ha_sm_on_fenced(struct ha_sm *sm, uint32_t from, const char *node)
 {
 	const struct ha_member *cm;
 	const char *why = fenced_refusal(sm, node, &cm);

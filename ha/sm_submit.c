@@ -40,8 +40,8 @@ static int64_t submit(struct ha_sm *sm, Isergw__Ha__Change *c, enum ha_req_kind 
 	memset(r, 0, sizeof(*r));
 	r->id = c->request_id;
 	r->kind = kind;
-	copy_name(r->dg, dg);
-	copy_name(r->node, node);
+	ha_sm_copy_name(r->dg, dg);
+	ha_sm_copy_name(r->node, node);
 	return (int64_t)r->id;
 }
 
@@ -150,7 +150,7 @@ static int drain_orphans(const struct ha_sm *sm, int n, char *list, size_t listl
 		goto out;
 	}
 	for (size_t k = 0; k < d->nnodes; k++)
-		elig[k] = (int)k != n && node_in_view(sm, (int)k) && !d->drained[k];
+		elig[k] = (int)k != n && ha_sm_node_in_view(sm, (int)k) && !d->drained[k];
 	for (size_t g = 0; g < nd; g++)
 		cur[g] = d->owner[g] >= 0 ? d->owner[g] : d->moving_from[g];
 	if (ha_place(d, elig, cur, out) < 0) {
@@ -209,7 +209,7 @@ int64_t ha_sm_submit_drain(struct ha_sm *sm, const char *node, bool drained, boo
 	if (id > 0 && count) {
 		GW_WARN(COMP, "node %s drained by force: device group(s) %s left without an owner",
 			node, orphans);
-		req_find(sm, (uint64_t)id, NULL)->orphans = true;
+		ha_sm_req_find(sm, (uint64_t)id, NULL)->orphans = true;
 	}
 	return id;
 }
@@ -262,7 +262,7 @@ int64_t ha_sm_submit_move(struct ha_sm *sm, const char *dg, const char *node, ch
 	if (sm->doc->owner[g] == n)
 		return gw_errf(err, errlen, -EALREADY, "device group '%s' is owned by '%s' already",
 			    dg, node);
-	if (!node_in_view(sm, n) || !sm->doc->live[n])
+	if (!ha_sm_node_in_view(sm, n) || !sm->doc->live[n])
 		return gw_errf(err, errlen, -EHOSTDOWN, "node '%s' is not serving (not in the group "
 			    "or not synchronised)", node);
 	if (sm->doc->drained[n])
@@ -283,7 +283,7 @@ int64_t ha_sm_submit_host_move(struct ha_sm *sm, const char *dg, const char *nod
 
 	/* what is refused for good (unknown, drained, not serving) says so first */
 	if (g < 0 || n < 0 || sm->doc->owner[g] == n || sm->doc->drained[n] ||
-	    !node_in_view(sm, n) || !sm->doc->live[n])
+	    !ha_sm_node_in_view(sm, n) || !sm->doc->live[n])
 		return ha_sm_submit_move(sm, dg, node, err, errlen);
 	if (sm->doc->owner[g] < 0 && sm->doc->moving_from[g] >= 0)
 		return gw_errf(err, errlen, -EAGAIN, "device group '%s' is moving from '%s'", dg,
