@@ -229,6 +229,16 @@ static void push_done(struct ha_gwlink *g, uint64_t gen, int status, const char 
 	ha_sm_gw_applied(&a->sm, gen, status, err, gw_now_ms());
 }
 
+/* isergwd refused a generation sent as a change: it is not where this agent thought. */
+static void push_whole(struct ha_gwlink *g, const char *what, uint64_t gen, const char *err)
+{
+	GW_WARN(COMP, "isergwd refused the %s of generation %" PRIu64 " (%s): sending the whole "
+		"configuration", what, gen, err);
+	g->pushing_gen = 0;
+	g->pushed_gen = 0;
+	g->want = true;
+}
+
 static void push_next(struct ha_gwlink *g)
 {
 	const struct ha_doc *d = g->a->sm.doc;
@@ -663,12 +673,7 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		break;
 	case S_LUN:
 		if (rep->status) {
-			/* isergwd is not where this agent thought: the whole configuration, then */
-			GW_WARN(COMP, "isergwd refused the LUN change of generation %" PRIu64 " (%s): "
-				"sending the whole configuration", gen, rep->error);
-			g->pushing_gen = 0;
-			g->pushed_gen = 0;
-			g->want = true;
+			push_whole(g, "LUN change", gen, rep->error);
 			break;
 		}
 		g->epoch = g->config_gen = gen;
@@ -676,12 +681,7 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		break;
 	case S_PLACE:
 		if (rep->status) {
-			/* as for a refused LUN change: the whole configuration */
-			GW_WARN(COMP, "isergwd refused the placement of generation %" PRIu64 " (%s): "
-				"sending the whole configuration", gen, rep->error);
-			g->pushing_gen = 0;
-			g->pushed_gen = 0;
-			g->want = true;
+			push_whole(g, "placement", gen, rep->error);
 			break;
 		}
 		g->epoch = gen;
