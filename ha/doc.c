@@ -379,6 +379,26 @@ static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err,
 	return 0;
 }
 
+/*
+ * A document built from text made whole: isergwd's validator on every node
+ * (key paths from prefix), then its canonical text and digest. An error
+ * names the part (what); too_large is the reason when it exceeds HA_DOC_MAX.
+ */
+static int check_finish(struct ha_doc *d, const char *prefix, const char *what,
+			const char *too_large, char *err, size_t errlen)
+{
+	char ebuf[64];
+	int rc = validate_nodes(d, prefix, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = doc_finish(d);
+	if (rc)
+		gw_errf(err, errlen, rc, "%s: %s", what,
+			rc == -EMSGSIZE ? too_large : errstr(rc, ebuf, sizeof(ebuf)));
+	return rc;
+}
+
 /* ------------------------------------------------------------ building */
 
 /*
@@ -389,7 +409,6 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 			     struct ha_doc **out, char *err, size_t errlen)
 {
 	struct json_object *cfg;
-	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -435,15 +454,9 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 		}
 	}
 	d->generation = gen;
-	rc = validate_nodes(d, "", err, errlen);
+	rc = check_finish(d, "", "config", "the document would be larger than 1 MiB", err, errlen);
 	if (rc)
 		goto err_free_doc;
-	rc = doc_finish(d);
-	if (rc) {
-		gw_errf(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
-			   "the document would be larger than 1 MiB" : errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_free_doc;
-	}
 	json_object_put(cfg);
 	*out = d;
 	return 0;
@@ -746,7 +759,6 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 {
 	static const char *const keys[] = { "generation", "config", "runtime", "api_tokens" };
 	struct json_object *root, *cfg, *rt, *tok;
-	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -797,15 +809,9 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		if (rc)
 			goto err_free_doc;
 	}
-	rc = validate_nodes(d, "config.", err, errlen);
+	rc = check_finish(d, "config.", "document", "larger than 1 MiB once canonical", err, errlen);
 	if (rc)
 		goto err_free_doc;
-	rc = doc_finish(d);
-	if (rc) {
-		gw_errf(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
-			   "larger than 1 MiB once canonical" : errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_free_doc;
-	}
 	json_object_put(root);
 	*out = d;
 	return 0;
