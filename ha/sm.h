@@ -484,14 +484,14 @@ void ha_lu_parked_to_pb(const struct ha_lu_parked *e, Isergw__Ha__LuParked *out)
 /* And back: 0, or -EINVAL when malformed (the codec's and the store's check). */
 int ha_lu_parked_from_pb(const Isergw__Ha__LuParked *p, struct ha_lu_parked *out);
 const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);
-/* sm.c's hooks */
+/* the state machine's hooks (sm.c, sm_barrier.c) */
 void ha_sm_lu_view(struct ha_sm *sm);
 void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last);
 void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s);   /* free with ha_sm_lu_free_sync */
 void ha_sm_lu_free_sync(Isergw__Ha__Sync *s);
 void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m);
 void ha_sm_lu_fini(struct ha_sm *sm);
-/* The data plane's health (sm_dp.c); sm.c's hooks. */
+/* The data plane's health (sm_dp.c); the state machine's hooks (sm.c, sm_barrier.c). */
 void ha_sm_dp_init(struct ha_sm *sm, uint64_t now);
 void ha_sm_dp_tick(struct ha_sm *sm, uint64_t now);
 /* This node's DataPlane (pointing into sm; free with ha_sm_dp_free_pb): 0 or -ENOMEM. */
