@@ -208,8 +208,47 @@ static int check_change(const Isergw__Ha__Change *c, char *err, size_t errlen)
 	}
 }
 
+/* The protocol version m's body needs (docs/ha.md, "Messages"); what: its name in a refusal. */
+static uint32_t body_proto(const HaMsg *m, const char **what)
+{
+	*what = "";
+	switch (m->body_case) {
+	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
+		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_LUN) {
+			*what = "change.lun";
+			return 3;
+		}
+		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN) {
+			*what = "change.token";
+			return HA_PROTO_TOKENS;
+		}
+		return HA_PROTO_MIN;
+	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
+		*what = "fenced";
+		return 2;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE:
+		*what = "lu_propose";
+		return HA_PROTO_LU;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED:
+		*what = "lu_applied";
+		return HA_PROTO_LU;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK:
+		*what = "lu_lock";
+		return HA_PROTO_LU;
+	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
+		*what = "lu_unlock";
+		return HA_PROTO_LU;
+	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
+		*what = "dataplane";
+		return HA_PROTO_DP;
+	default:
+		return HA_PROTO_MIN;
+	}
+}
+
 int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t errlen)
 {
+	const char *what;
 	HaMsg *m;
 	int rc = 0;
 
@@ -232,6 +271,10 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 	}
 	if ((rc = name_ok(m->cluster, "cluster", err, errlen)))
 		goto err_free;
+	if (m->version < body_proto(m, &what)) {
+		rc = gw_errf(err, errlen, -EINVAL, "%s: in a protocol %u message", what, m->version);
+		goto err_free;
+	}
 	switch (m->body_case) {
 	case ISERGW__HA__GROUP_MSG__BODY_SYNC:
 		rc = check_sync(m->sync, err, errlen);
@@ -241,15 +284,7 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 			rc = gw_errf(err, errlen, -EINVAL, "state: empty document or generation 0");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_CHANGE:
-		if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_LUN && m->version < 3)
-			rc = gw_errf(err, errlen, -EINVAL, "change.lun: in a protocol %u message",
-				 m->version);
-		else if (m->change->kind_case == ISERGW__HA__CHANGE__KIND_TOKEN &&
-			 m->version < HA_PROTO_TOKENS)
-			rc = gw_errf(err, errlen, -EINVAL, "change.token: in a protocol %u message",
-				 m->version);
-		else
-			rc = check_change(m->change, err, errlen);
+		rc = check_change(m->change, err, errlen);
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_APPLIED:
 		if (m->applied->status > 0 || m->applied->status < -4095)
@@ -262,9 +297,7 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 			rc = gw_errf(err, errlen, -EINVAL, "heartbeat.seq: 0");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_FENCED:
-		if (m->version < 2)
-			rc = gw_errf(err, errlen, -EINVAL, "fenced: in a protocol 1 message");
-		else if (!m->fenced->node[0])
+		if (!m->fenced->node[0])
 			rc = gw_errf(err, errlen, -EINVAL, "fenced.node: empty");
 		else
 			rc = name_ok(m->fenced->node, "fenced.node", err, errlen);
@@ -272,9 +305,7 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 	case ISERGW__HA__GROUP_MSG__BODY_LU_PROPOSE: {
 		const Isergw__Ha__LuPropose *p = m->lu_propose;
 
-		if (m->version < HA_PROTO_LU)
-			rc = gw_errf(err, errlen, -EINVAL, "lu_propose: in a protocol %u message", m->version);
-		else if (p->naa.len != 16 || (p->naa.data[0] >> 4) != 6)
+		if (p->naa.len != 16 || (p->naa.data[0] >> 4) != 6)
 			rc = gw_errf(err, errlen, -EINVAL, "lu_propose.naa: not an NAA type 6 designator "
 				 "of 16 bytes (%zu bytes)", p->naa.len);
 		else if (!p->proposal_id || !p->origin)
@@ -286,9 +317,7 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 	case ISERGW__HA__GROUP_MSG__BODY_LU_APPLIED: {
 		const Isergw__Ha__LuApplied *a = m->lu_applied;
 
-		if (m->version < HA_PROTO_LU)
-			rc = gw_errf(err, errlen, -EINVAL, "lu_applied: in a protocol %u message", m->version);
-		else if (a->naa.len != 16 || !a->proposal_id || !a->origin || !a->version)
+		if (a->naa.len != 16 || !a->proposal_id || !a->origin || !a->version)
 			rc = gw_errf(err, errlen, -EINVAL, "lu_applied: naa (16 bytes), origin, "
 				 "proposal_id and version must be set");
 		else if (a->status > 0 || a->status < -4095)
@@ -298,9 +327,7 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 	case ISERGW__HA__GROUP_MSG__BODY_LU_LOCK: {
 		const Isergw__Ha__LuLock *k = m->lu_lock;
 
-		if (m->version < HA_PROTO_LU)
-			rc = gw_errf(err, errlen, -EINVAL, "lu_lock: in a protocol %u message", m->version);
-		else if (k->naa.len != 16 || (k->naa.data[0] >> 4) != 6)
+		if (k->naa.len != 16 || (k->naa.data[0] >> 4) != 6)
 			rc = gw_errf(err, errlen, -EINVAL, "lu_lock.naa: not an NAA type 6 designator");
 		else if (!k->lock_id || !k->origin || !k->blocks || k->lba + k->blocks < k->lba)
 			rc = gw_errf(err, errlen, -EINVAL, "lu_lock: origin, lock_id and a range of "
@@ -308,16 +335,11 @@ int ha_msg_decode(const uint8_t *buf, size_t len, HaMsg **out, char *err, size_t
 		break;
 	}
 	case ISERGW__HA__GROUP_MSG__BODY_LU_UNLOCK:
-		if (m->version < HA_PROTO_LU)
-			rc = gw_errf(err, errlen, -EINVAL, "lu_unlock: in a protocol %u message", m->version);
-		else if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
+		if (!m->lu_unlock->lock_id || !m->lu_unlock->origin)
 			rc = gw_errf(err, errlen, -EINVAL, "lu_unlock: origin and lock_id must be set");
 		break;
 	case ISERGW__HA__GROUP_MSG__BODY_DATAPLANE:
-		if (m->version < HA_PROTO_DP)
-			rc = gw_errf(err, errlen, -EINVAL, "dataplane: in a protocol %u message", m->version);
-		else
-			rc = check_dataplane(m->dataplane, err, errlen);
+		rc = check_dataplane(m->dataplane, err, errlen);
 		break;
 	default:
 		rc = gw_errf(err, errlen, -EINVAL, "no body (or an unknown one: field %d)",

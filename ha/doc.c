@@ -2,7 +2,8 @@
 /*
  * The cluster document (doc.h, docs/ha-config.md): building documents from a
  * configuration or a stored text, the runtime map, the canonical text and its
- * digest, each node's isergwd configuration, durable storage.
+ * digest. Each node's isergwd configuration is rendered in doc_render.c,
+ * durable storage is doc_store.c.
  *
  * Every document is checked whole when it is built from text: the
  * configuration's structure (doc_config.c), the runtime against it, then
@@ -12,19 +13,15 @@
 #include "doc_priv.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config/config.h"
 #include "common/log.h"
-#include "common/fsutil.h"
 
 #define ERR_MAX 512
 
@@ -305,179 +302,6 @@ char *ha_doc_runtime_json(const struct ha_doc *d)
 	return ha_sb_take(&b, NULL, NULL);
 }
 
-/* ----------------------------------------------------------- rendering */
-
-/* The tpg_id isergwd knows for the owner of device group g, 0 for none. */
-static unsigned int owner_tpg(const struct ha_doc *d, size_t g)
-{
-	int o = d->owner[g];
-
-	if (o < 0 || (size_t)o >= d->nnodes || d->nodes[o].nportals == 0)
-		return 0;
-	return d->nodes[o].tpg_id;
-}
-
-/*
- * Fencing at the backend (docs/ha.md, "Fencing at the backend"): unless the
- * gateway section says "backend_fencing": "none", a live node gets its own
- * reservation key (from its tpg_id) and the keys of the nodes that are not
- * live, which its isergwd preempts on every iscsi:// LUN before it answers.
- * A node that is not live gets neither: it registers nothing and fences
- * nobody (its isergwd would have no registered key to preempt with).
- */
-bool ha_doc_backend_fencing(const struct ha_doc *d)
-{
-	return !(d->gateway_members && strstr(d->gateway_members, "\"backend_fencing\":\"none\""));
-}
-
-static void put_fence_keys(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
-{
-	bool first = true;
-
-	if (!ha_doc_backend_fencing(d) || !d->live || !d->live[k])
-		return;
-	ha_sb_printf(b, "\"backend_pr_key\":\"0x%016llx\",\"backend_pr_fence\":[",
-		     (unsigned long long)gw_backend_pr_key(d->nodes[k].tpg_id));
-	for (size_t n = 0; n < d->nnodes; n++) {
-		if (n == k || d->live[n])
-			continue;
-		ha_sb_printf(b, "%s\"0x%016llx\"", first ? "" : ",",
-			     (unsigned long long)gw_backend_pr_key(d->nodes[n].tpg_id));
-		first = false;
-	}
-	ha_sb_puts(b, "],");
-}
-
-static void put_render(struct ha_sbuf *b, const struct ha_doc *d, size_t k,
-		       const struct ha_render_opts *o)
-{
-	const struct ha_node *self = &d->nodes[k];
-	bool first = true;
-
-	ha_sb_puts(b, "{");
-	if (d->gateway_members && d->gateway_members[0]) {
-		ha_sb_puts(b, d->gateway_members);
-		ha_sb_puts(b, ",");
-	}
-	/* the canonical text quotes each key once: an operator's own setting wins */
-	if (o && o->lease_unavailable_ms &&
-	    !(d->gateway_members && strstr(d->gateway_members, "\"alua_lease_unavailable_ms\"")))
-		ha_sb_printf(b, "\"alua_lease_unavailable_ms\":%u,", o->lease_unavailable_ms);
-	if (HA_RENDER_LEASE)
-		ha_sb_puts(b, "\"alua_lease\":true,");
-	/* the LU state is the agents' to carry, unless the operator says otherwise */
-	if (!(d->gateway_members && strstr(d->gateway_members, "\"lu_state\"")))
-		ha_sb_puts(b, "\"lu_state\":\"cluster\",");
-	put_fence_keys(b, d, k);
-	ha_sb_puts(b, "\"alua_policy\":\"external\",\"portals\":[");
-	for (size_t i = 0; i < self->nportals; i++) {
-		const struct ha_portal *p = &self->portals[i];
-
-		ha_sb_puts(b, i ? ",{\"url\":" : "{\"url\":");
-		ha_sb_put_jstr(b, p->url, strlen(p->url));
-		ha_sb_printf(b, ",\"rel_port_id\":%u,\"tpgt\":%u,\"tpg_id\":%u}", p->rel_port_id,
-			     p->rel_port_id, self->tpg_id);
-	}
-	/* the floating portals, on every node: served where the address is */
-	for (size_t i = 0; i < d->nfloating; i++) {
-		const struct ha_floating *f = &d->floating[i];
-
-		ha_sb_puts(b, i || self->nportals ? ",{\"url\":" : "{\"url\":");
-		ha_sb_put_jstr(b, f->url, strlen(f->url));
-		ha_sb_printf(b, ",\"rel_port_id\":%u,\"tpgt\":%u,\"tpg_id\":%u}", f->rel_port_id,
-			     f->rel_port_id, f->tpg_id);
-	}
-	ha_sb_puts(b, "],\"port_groups\":[");
-	for (size_t n = 0; n < d->nnodes; n++) {
-		const struct ha_node *node = &d->nodes[n];
-
-		if (!node->nportals)
-			continue;
-		ha_sb_printf(b, "%s{\"tpg_id\":%u,\"rel_port_ids\":[", first ? "" : ",", node->tpg_id);
-		first = false;
-		for (size_t i = 0; i < node->nportals; i++)
-			ha_sb_printf(b, "%s%u", i ? "," : "", node->portals[i].rel_port_id);
-		ha_sb_puts(b, "]}");
-	}
-	{
-		uint16_t tpgs[HA_FLOATING_MAX];
-		size_t nt = ha_doc_floating_tpgs(d, tpgs);
-
-		for (size_t t = 0; t < nt; t++) {
-			bool any = false;
-
-			ha_sb_printf(b, "%s{\"tpg_id\":%u,\"rel_port_ids\":[", first ? "" : ",", tpgs[t]);
-			first = false;
-			for (size_t i = 0; i < d->nfloating; i++) {
-				if (d->floating[i].tpg_id != tpgs[t])
-					continue;
-				ha_sb_printf(b, "%s%u", any ? "," : "", d->floating[i].rel_port_id);
-				any = true;
-			}
-			ha_sb_puts(b, "]}");
-		}
-	}
-	ha_sb_puts(b, "],\"device_groups\":[");
-	for (size_t g = 0; g < d->ndgs; g++) {
-		const struct ha_dg *dg = &d->dgs[g];
-		const char *state = ha_non_owner_state_name(dg->non_owner_state);
-
-		ha_sb_puts(b, g ? ",{\"name\":" : "{\"name\":");
-		ha_sb_put_jstr(b, dg->name, strlen(dg->name));
-		ha_sb_printf(b, ",\"owner_tpg_id\":%u,\"non_owner_state\":\"%s\"}", owner_tpg(d, g),
-			     state ? state : "active/non-optimized");
-	}
-	ha_sb_puts(b, "],\"targets\":");
-	ha_sb_puts(b, d->targets_text ? d->targets_text : "[]");
-	if (d->chap_text) {
-		ha_sb_puts(b, ",\"discovery_chap\":");
-		ha_sb_puts(b, d->chap_text);
-	}
-	ha_sb_puts(b, "}");
-}
-
-size_t ha_doc_floating_tpgs(const struct ha_doc *d, uint16_t out[HA_FLOATING_MAX])
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < d->nfloating && n < HA_FLOATING_MAX; i++) {
-		bool seen = false;
-
-		for (size_t t = 0; t < n; t++)
-			seen |= out[t] == d->floating[i].tpg_id;
-		if (!seen)
-			out[n++] = d->floating[i].tpg_id;
-	}
-	return n;
-}
-
-char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)
-{
-	return ha_doc_render_node_opts(d, node, NULL, err, errlen);
-}
-
-char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_render_opts *o,
-			      char *err, size_t errlen)
-{
-	struct ha_sbuf b;
-	char ebuf[64];
-	char *s;
-	int rc;
-
-	if (err && errlen)
-		err[0] = '\0';
-	if (!d || node < 0 || (size_t)node >= d->nnodes) {
-		gw_errf(err, errlen, -EINVAL, "node %d: not a node of the cluster", node);
-		return NULL;
-	}
-	ha_sb_init(&b);
-	put_render(&b, d, (size_t)node, o);
-	s = ha_sb_take(&b, NULL, &rc);
-	if (!s)
-		gw_errf(err, errlen, rc, "nodes[%d] (%s): rendering failed: %s", node,
-			   d->nodes[node].name, errstr(rc, ebuf, sizeof(ebuf)));
-	return s;
-}
 
 /*
  * isergwd's message about node k's rendering, with its key path as it is in
@@ -555,6 +379,26 @@ static int validate_nodes(const struct ha_doc *d, const char *prefix, char *err,
 	return 0;
 }
 
+/*
+ * A document built from text made whole: isergwd's validator on every node
+ * (key paths from prefix), then its canonical text and digest. An error
+ * names the part (what); too_large is the reason when it exceeds HA_DOC_MAX.
+ */
+static int check_finish(struct ha_doc *d, const char *prefix, const char *what,
+			const char *too_large, char *err, size_t errlen)
+{
+	char ebuf[64];
+	int rc = validate_nodes(d, prefix, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = doc_finish(d);
+	if (rc)
+		gw_errf(err, errlen, rc, "%s: %s", what,
+			rc == -EMSGSIZE ? too_large : errstr(rc, ebuf, sizeof(ebuf)));
+	return rc;
+}
+
 /* ------------------------------------------------------------ building */
 
 /*
@@ -565,7 +409,6 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 			     struct ha_doc **out, char *err, size_t errlen)
 {
 	struct json_object *cfg;
-	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -611,15 +454,9 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 		}
 	}
 	d->generation = gen;
-	rc = validate_nodes(d, "", err, errlen);
+	rc = check_finish(d, "", "config", "the document would be larger than 1 MiB", err, errlen);
 	if (rc)
 		goto err_free_doc;
-	rc = doc_finish(d);
-	if (rc) {
-		gw_errf(err, errlen, rc, "config: %s", rc == -EMSGSIZE ?
-			   "the document would be larger than 1 MiB" : errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_free_doc;
-	}
 	json_object_put(cfg);
 	*out = d;
 	return 0;
@@ -736,6 +573,7 @@ int ha_doc_with_owners(const struct ha_doc *d, const int *owner, struct ha_doc *
 		return rc;
 	if (d->ndgs)
 		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
+	n->delta_placement = true;
 	return finish_or_free(n, out);
 }
 
@@ -753,6 +591,7 @@ int ha_doc_with_drain(const struct ha_doc *d, int node, bool drained, struct ha_
 	if (rc)
 		return rc;
 	n->drained[node] = drained;
+	n->delta_placement = true;      /* not rendered: it changes the ALUA states only */
 	return finish_or_free(n, out);
 }
 
@@ -778,6 +617,9 @@ int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *mov
 		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
 		memcpy(n->moving_from, moving_from, d->ndgs * sizeof(*moving_from));
 	}
+	/* the live set is rendered as fencing keys: a change of it is a configuration change */
+	n->delta_placement = !ha_doc_backend_fencing(d) || !d->nnodes ||
+			     !memcmp(d->live, live, d->nnodes * sizeof(*live));
 	if (d->nnodes)
 		memcpy(n->live, live, d->nnodes * sizeof(*live));
 	return finish_or_free(n, out);
@@ -917,7 +759,6 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 {
 	static const char *const keys[] = { "generation", "config", "runtime", "api_tokens" };
 	struct json_object *root, *cfg, *rt, *tok;
-	char ebuf[64];
 	struct ha_vctx c;
 	struct ha_doc *d;
 	int rc;
@@ -968,15 +809,9 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		if (rc)
 			goto err_free_doc;
 	}
-	rc = validate_nodes(d, "config.", err, errlen);
+	rc = check_finish(d, "config.", "document", "larger than 1 MiB once canonical", err, errlen);
 	if (rc)
 		goto err_free_doc;
-	rc = doc_finish(d);
-	if (rc) {
-		gw_errf(err, errlen, rc, "document: %s", rc == -EMSGSIZE ?
-			   "larger than 1 MiB once canonical" : errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_free_doc;
-	}
 	json_object_put(root);
 	*out = d;
 	return 0;
@@ -986,289 +821,4 @@ err_free_doc:
 err_put_root:
 	json_object_put(root);
 	return rc;
-}
-
-/* ------------------------------------------------------------- storage */
-
-/* A file created, renamed or unlinked in dir lasts once this returns 0. */
-static int fsync_dir(const char *dir)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc;
-
-	if (dfd < 0)
-		return -errno;
-	rc = fsync(dfd) < 0 ? -errno : 0;
-	close(dfd);
-	return rc;
-}
-
-int ha_doc_save(const struct ha_doc *d, const char *dir)
-{
-	if (!d || !d->text)
-		return -EINVAL;
-	return ha_doc_save_text(d->text, d->text_len, dir);
-}
-
-int ha_doc_save_text(const char *text, size_t len, const char *dir)
-{
-	char path[4096], tmp[4096];
-	int fd, rc;
-
-	if (!text || !dir)
-		return -EINVAL;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, HA_DOC_FILE) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	if (unlink(tmp) < 0 && errno != ENOENT)
-		return -errno;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, text, len);
-	if (!rc)
-		rc = gw_write_all(fd, "\n", 1);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc)
-		goto err_unlink_tmp;
-	/* the journal's changes are in the document now: gone with the same directory sync */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", dir, HA_JOURNAL_FILE) < sizeof(tmp) &&
-	    unlink(tmp) < 0 && errno != ENOENT)
-		return -errno;
-	return fsync_dir(dir);
-
-err_unlink_tmp:
-	unlink(tmp);
-	return rc;
-}
-
-/* A file's bytes (len of them, NUL-terminated) as its text: no NUL byte, trailing newlines cut. */
-static int doc_file_text(const char *path, char *buf, size_t len, char *err, size_t errlen)
-{
-	if (strlen(buf) != len)
-		return gw_errf(err, errlen, -EBADMSG, "%s: contains a NUL byte", path);
-	while (len && buf[len - 1] == '\n')
-		buf[--len] = '\0';
-	return 0;
-}
-
-/* The whole file (NUL-terminated, without its trailing newlines) into *out. */
-static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
-{
-	char ebuf[64];
-	struct stat st;
-	size_t got = 0;
-	char *buf;
-	int fd, rc;
-
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		return gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = gw_errf(err, errlen, -EBADMSG, "%s: not a regular file", path);
-		goto err_close;
-	}
-	if ((uint64_t)st.st_size > (uint64_t)HA_DOC_MAX + 1) {
-		rc = gw_errf(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
-		goto err_close;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = gw_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
-		goto err_close;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-			goto err_free_buf;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	close(fd);
-	rc = doc_file_text(path, buf, got, err, errlen);
-	if (rc) {
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	return 0;
-
-err_free_buf:
-	free(buf);
-err_close:
-	close(fd);
-	return rc;
-}
-
-int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
-{
-	char path[4096];
-	bool created = false;
-	int fd, rc;
-
-	if (!lines || !dir)
-		return -EINVAL;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		created = true;
-	}
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, lines, len);
-	if (!rc && fdatasync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (rc || !created)
-		return rc;
-	return fsync_dir(dir);
-}
-
-/*
- * The journal's lines (text, the file path's, modified) that follow d,
- * applied in order (d replaced); the first that does not is logged.
- */
-static void journal_replay(const char *path, char *text, struct ha_doc **d)
-{
-	char why[ERR_MAX] = "";
-	char *line, *next;
-	unsigned int applied = 0, line_no = 0;
-
-	for (line = text; line && *line; line = next) {
-		struct json_object *o = NULL, *g, *l, *n, *t;
-		struct ha_doc *nd = NULL;
-		const char *lun_json = NULL;
-		int rc;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		line_no++;
-		o = json_tokener_parse(line);
-		if (!o || !json_object_object_get_ex(o, "generation", &g) ||
-		    !json_object_object_get_ex(o, "lun", &l) ||
-		    !json_object_object_get_ex(o, "number", &n) ||
-		    !json_object_object_get_ex(o, "target", &t) ||
-		    !json_object_is_type(t, json_type_string) || !json_object_is_type(n, json_type_int)) {
-			snprintf(why, sizeof(why), "line %u: not a journal line", line_no);
-			json_object_put(o);
-			break;
-		}
-		if ((uint64_t)json_object_get_int64(g) <= (*d)->generation) {
-			json_object_put(o);
-			continue; /* in the document already */
-		}
-		if ((uint64_t)json_object_get_int64(g) != (*d)->generation + 1) {
-			snprintf(why, sizeof(why), "line %u: generation %" PRId64 " does not follow %"
-				 PRIu64, line_no, json_object_get_int64(g), (*d)->generation);
-			json_object_put(o);
-			break;
-		}
-		if (l && !json_object_is_type(l, json_type_null))
-			lun_json = json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN);
-		rc = ha_doc_with_lun(*d, json_object_get_string(t), (uint32_t)json_object_get_int64(n),
-				     lun_json, &nd, why, sizeof(why));
-		json_object_put(o);
-		if (rc) {
-			char line_why[ERR_MAX];
-
-			snprintf(line_why, sizeof(line_why), "line %u: %s", line_no, why);
-			snprintf(why, sizeof(why), "%s", line_why);
-			break;
-		}
-		ha_doc_free(*d);
-		*d = nd;
-		applied++;
-		why[0] = '\0';
-	}
-	if (why[0])
-		GW_WARN(HA_DOC_COMP, "%s: replay stopped at %s (generation %" PRIu64 " kept)", path, why,
-			(*d)->generation);
-	if (applied)
-		GW_NOTICE(HA_DOC_COMP, "%s: %u LUN change(s) replayed: generation %" PRIu64, path,
-			  applied, (*d)->generation);
-}
-
-int ha_doc_load_text(const char *path, char *text, size_t len, struct ha_doc **out, char *err,
-		     size_t errlen)
-{
-	char why[ERR_MAX];
-	int rc;
-
-	*out = NULL;
-	rc = doc_file_text(path, text, len, err, errlen);
-	if (rc)
-		return rc;
-	rc = ha_doc_parse(text, out, why, sizeof(why));
-	if (rc == -ENOMEM)
-		return gw_errf(err, errlen, rc, "%s: out of memory", path);
-	if (rc)
-		return gw_errf(err, errlen, -EBADMSG, "%s: %s", path, why);
-	return 0;
-}
-
-void ha_doc_journal_replay(const char *path, char *text, size_t len, struct ha_doc **d)
-{
-	char why[ERR_MAX];
-
-	if (doc_file_text(path, text, len, why, sizeof(why)))
-		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
-	else
-		journal_replay(path, text, d);
-}
-
-int ha_doc_load(const char *dir, struct ha_doc **out, char *err, size_t errlen)
-{
-	char path[4096], why[ERR_MAX];
-	char *text;
-	int rc;
-
-	if (err && errlen)
-		err[0] = '\0';
-	if (!out || !dir)
-		return -EINVAL;
-	*out = NULL;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_DOC_FILE) >= sizeof(path))
-		return gw_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
-	rc = read_doc_file(path, &text, err, errlen);
-	if (rc)
-		return rc;
-	rc = ha_doc_load_text(path, text, strlen(text), out, err, errlen);
-	free(text);
-	if (rc)
-		return rc;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, HA_JOURNAL_FILE) >= sizeof(path) ||
-	    access(path, F_OK) < 0)
-		return 0;
-	if (read_doc_file(path, &text, why, sizeof(why))) {
-		GW_WARN(HA_DOC_COMP, "journal not replayed: %s", why);
-		return 0;
-	}
-	ha_doc_journal_replay(path, text, strlen(text), out);
-	free(text);
-	return 0;
 }

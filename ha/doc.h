@@ -112,6 +112,15 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	char *delta_target;             /* the target's IQN (NULL: no such delta) */
 	uint32_t delta_lun;
 	char *delta_lun_json;           /* the LUN's canonical text; NULL: removed */
+	/*
+	 * Set when the document was made from generation - 1 by a change of
+	 * the runtime alone that renders every node's isergwd configuration
+	 * the same but for the device groups' owners (owner_tpg_id): owners,
+	 * moves in progress, drained nodes, and the live set when it is the
+	 * same or no fencing key is rendered. isergwd takes such a generation
+	 * from its ALUA map alone (ha_doc_push_kind).
+	 */
+	bool delta_placement;
 	struct ha_lun_idx *lun_idx;     /* private (doc_lun.c): for the next LUN added */
 };
 
@@ -208,6 +217,27 @@ struct ha_render_opts {
 };
 char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_render_opts *o,
 			      char *err, size_t errlen);
+/*
+ * How node's isergwd, holding generation held (the configuration and the
+ * ALUA map of it; 0: nothing known), takes d (docs/ha.md, "Pushing to
+ * isergwd"): the whole configuration then the ALUA map (HA_PUSH_CONFIG),
+ * the one LUN d changes (HA_PUSH_LUN: d->delta_target), or the ALUA map
+ * alone when d changes only where device groups are served (HA_PUSH_PLACEMENT:
+ * d->delta_placement). Anything but d->generation == held + 1 is
+ * HA_PUSH_CONFIG.
+ */
+enum ha_push {
+	HA_PUSH_CONFIG = 0,
+	HA_PUSH_LUN,
+	HA_PUSH_PLACEMENT,
+};
+enum ha_push ha_doc_push_kind(const struct ha_doc *d, uint64_t held);
+/*
+ * The target port group isergwd knows as device group g's owner (the
+ * rendered owner_tpg_id): the owner's tpg_id, 0 when there is none or it has
+ * no portals.
+ */
+unsigned int ha_doc_owner_tpg(const struct ha_doc *d, size_t g);
 /* false when the cluster's gateway section sets "backend_fencing": "none". */
 bool ha_doc_backend_fencing(const struct ha_doc *d);
 void ha_doc_free(struct ha_doc *d);

@@ -11,8 +11,12 @@
  *
  * A generation made by one LUN change from the one isergwd holds goes as
  * that change alone (ChangeLun, epoch = generation: the LUN opened or
- * closed, nothing reloaded, no ALUA map since the map did not change); any
- * other, or a ChangeLun isergwd refuses, as the whole configuration.
+ * closed, nothing reloaded, no ALUA map since the map did not change); one
+ * that changes only where device groups are served (a failover without a
+ * fencing key to change, a drain, a move) as its ALUA map alone (SetAluaMap
+ * with config_epoch and the owners: nothing rendered, parsed or reloaded);
+ * any other (ha_doc_push_kind), or a ChangeLun or placement isergwd
+ * refuses, as the whole configuration.
  *
  * Replies come in request order: a FIFO of what was sent says what each one
  * answers. Disconnected, the link tries again every 200 ms, and at once when
@@ -41,8 +45,8 @@
 #define RECONNECT_FAST_TRIES 50u
 #define SENT_MAX 256u
 
-enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_LEASE, S_STEPDOWN, S_DONE, S_LUAPPLY,
-		 S_LUDONE, S_STATUS };
+enum sent_kind { S_SUBSCRIBE = 1, S_CONFIG, S_LUN, S_ALUA, S_PLACE, S_LEASE, S_STEPDOWN, S_DONE,
+		 S_LUAPPLY, S_LUDONE, S_STATUS };
 #define LUN_POLL_MS 500u        /* isergwd's LUN states asked this often */
 
 /* A LuStateApply on its way: who waits for isergwd's answer. */
@@ -76,6 +80,7 @@ struct ha_gwlink {
 	uint64_t pushed_gen;            /* isergwd holds this one */
 	bool want;
 	uint64_t epoch;                 /* isergwd's, as last seen */
+	uint64_t config_gen;            /* the generation of the configuration isergwd holds */
 	bool lus_pushed;                /* this connection's isergwd got the LU states */
 	bool logged_down;
 	/* the socket's directory watched: its file appearing means isergwd listens (soon) */
@@ -147,7 +152,12 @@ static int gw_send(struct ha_gwlink *g, const CtlRequest *req, enum sent_kind ki
 
 /* ------------------------------------------------------------ pushing a document */
 
-static void push_alua(struct ha_gwlink *g, uint64_t gen)
+/*
+ * The ALUA map of generation gen (S_ALUA), or, with base (the generation
+ * whose configuration isergwd holds), the placement-only change from base to
+ * gen: the map with every device group's owner (S_PLACE).
+ */
+static void push_alua(struct ha_gwlink *g, uint64_t gen, uint64_t base)
 {
 	const struct ha_doc *d = g->a->sm.doc;
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
@@ -170,6 +180,7 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen)
 	for (size_t i = 0; i < d->ndgs; i++) {
 		isergw__ctl__device_group_states__init(&dgs[i]);
 		dgs[i].device_group = d->dgs[i].name;
+		dgs[i].owner_tpg_id = base ? ha_doc_owner_tpg(d, i) : 0;
 		dgs[i].groups = &gsp[k];
 		ha_alua_states(d, (int)i, e);
 		for (size_t n = 0; n < d->nnodes; n++, k++) {
@@ -193,9 +204,10 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen)
 	map.device_groups = dgp;
 	map.n_device_groups = d->ndgs;
 	map.transition_ms = g->a->opts.transition_ms;
+	map.config_epoch = base;
 	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
 	req.set_alua_map = &map;
-	if (gw_send(g, &req, S_ALUA, gen))
+	if (gw_send(g, &req, base ? S_PLACE : S_ALUA, gen))
 		g->pushing_gen = 0;
 out:
 	free(dgs);
@@ -217,12 +229,23 @@ static void push_done(struct ha_gwlink *g, uint64_t gen, int status, const char 
 	ha_sm_gw_applied(&a->sm, gen, status, err, gw_now_ms());
 }
 
+/* isergwd refused a generation sent as a change: it is not where this agent thought. */
+static void push_whole(struct ha_gwlink *g, const char *what, uint64_t gen, const char *err)
+{
+	GW_WARN(COMP, "isergwd refused the %s of generation %" PRIu64 " (%s): sending the whole "
+		"configuration", what, gen, err);
+	g->pushing_gen = 0;
+	g->pushed_gen = 0;
+	g->want = true;
+}
+
 static void push_next(struct ha_gwlink *g)
 {
 	const struct ha_doc *d = g->a->sm.doc;
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
 	char err[512] = "";
+	enum ha_push kind;
 	char *json;
 	int self;
 
@@ -236,9 +259,16 @@ static void push_next(struct ha_gwlink *g)
 			"): nothing to push", g->a->node_name, d->generation);
 		return;
 	}
-	if (d->delta_target && g->pushed_gen && g->pushed_gen + 1 == d->generation &&
-	    g->epoch == g->pushed_gen) {
-		/* isergwd holds the generation this one changes by a LUN: that LUN only */
+	/* isergwd holds the configuration and the map of pushed_gen, or nothing known */
+	kind = ha_doc_push_kind(d, g->config_gen == g->pushed_gen ? g->pushed_gen : 0);
+	if (kind == HA_PUSH_PLACEMENT) {
+		/* where device groups are served, nothing else: the ALUA map alone */
+		g->pushing_gen = d->generation;
+		push_alua(g, d->generation, g->pushed_gen);
+		return;
+	}
+	if (kind == HA_PUSH_LUN) {
+		/* that LUN only */
 		Isergw__Ctl__ChangeLun cl = ISERGW__CTL__CHANGE_LUN__INIT;
 
 		cl.epoch = d->generation;
@@ -631,7 +661,7 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		}
 		if (rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_APPLY && rep->apply->changed)
 			GW_NOTICE(COMP, "isergwd took the configuration of generation %" PRIu64, gen);
-		g->epoch = gen;
+		g->epoch = g->config_gen = gen;
 		/* the LU states before the ALUA states and the lease: nothing served stale */
 		push_lus(g);
 		if (g->a->sm.doc->generation != gen || !g->a->sm.doc->ndgs) {
@@ -639,19 +669,28 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			push_done(g, gen, 0, NULL);
 			break;
 		}
-		push_alua(g, gen);
+		push_alua(g, gen, 0);
 		break;
 	case S_LUN:
 		if (rep->status) {
-			/* isergwd is not where this agent thought: the whole configuration, then */
-			GW_WARN(COMP, "isergwd refused the LUN change of generation %" PRIu64 " (%s): "
-				"sending the whole configuration", gen, rep->error);
-			g->pushing_gen = 0;
-			g->pushed_gen = 0;
-			g->want = true;
+			push_whole(g, "LUN change", gen, rep->error);
+			break;
+		}
+		g->epoch = g->config_gen = gen;
+		push_done(g, gen, 0, NULL);
+		break;
+	case S_PLACE:
+		if (rep->status) {
+			push_whole(g, "placement", gen, rep->error);
 			break;
 		}
 		g->epoch = gen;
+		/* an older isergwd serves the map but keeps its configuration's epoch */
+		if (rep->payload_case == ISERGW__CTL__REPLY__PAYLOAD_ALUA_MAP &&
+		    rep->alua_map->config_epoch == gen)
+			g->config_gen = gen;
+		GW_INFO(COMP, "isergwd took generation %" PRIu64 " as its ALUA map alone%s", gen,
+			g->config_gen == gen ? "" : " (its configuration stays older)");
 		push_done(g, gen, 0, NULL);
 		break;
 	case S_ALUA:

@@ -484,14 +484,14 @@ void ha_lu_parked_to_pb(const struct ha_lu_parked *e, Isergw__Ha__LuParked *out)
 /* And back: 0, or -EINVAL when malformed (the codec's and the store's check). */
 int ha_lu_parked_from_pb(const Isergw__Ha__LuParked *p, struct ha_lu_parked *out);
 const struct ha_lu *ha_sm_lu_find(const struct ha_sm *sm, const uint8_t naa[16]);
-/* sm.c's hooks */
+/* the state machine's hooks (sm.c, sm_barrier.c) */
 void ha_sm_lu_view(struct ha_sm *sm);
 void ha_sm_lu_sync(struct ha_sm *sm, const Isergw__Ha__Sync *s, bool last);
 void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s);   /* free with ha_sm_lu_free_sync */
 void ha_sm_lu_free_sync(Isergw__Ha__Sync *s);
 void ha_sm_lu_deliver(struct ha_sm *sm, uint32_t from, const HaMsg *m);
 void ha_sm_lu_fini(struct ha_sm *sm);
-/* The data plane's health (sm_dp.c); sm.c's hooks. */
+/* The data plane's health (sm_dp.c); the state machine's hooks (sm.c, sm_barrier.c). */
 void ha_sm_dp_init(struct ha_sm *sm, uint64_t now);
 void ha_sm_dp_tick(struct ha_sm *sm, uint64_t now);
 /* This node's DataPlane (pointing into sm; free with ha_sm_dp_free_pb): 0 or -ENOMEM. */
@@ -509,6 +509,28 @@ void ha_sm_dp_deliver(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha
  */
 int ha_sm_dp_tier(const struct ha_sm *sm, int n, int g, bool base);
 void ha_sm_dp_fini(struct ha_sm *sm);
+/*
+ * Between the state machine's files (sm.c: members, the document, changes,
+ * inputs; sm_barrier.c; sm_leader.c; sm_submit.c).
+ */
+void ha_sm_copy_name(char dst[HA_NAME_MAX], const char *src);
+bool ha_sm_in_view(const struct ha_sm *sm, uint32_t nodeid);
+bool ha_sm_node_in_view(const struct ha_sm *sm, int n);
+bool ha_sm_member_holds(const struct ha_member *m, uint64_t gen);
+bool ha_sm_node_holds(const struct ha_sm *sm, int n, uint64_t gen);
+bool ha_sm_majority_agrees(const struct ha_sm *sm);
+struct ha_sm_req *ha_sm_req_find(struct ha_sm *sm, uint64_t id, size_t *idx);
+void ha_sm_doc_set(struct ha_sm *sm, struct ha_doc *d, uint64_t now);
+void ha_sm_sync_check(struct ha_sm *sm, uint64_t now);
+void ha_sm_on_sync(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha__Sync *s,
+		   uint64_t now);
+bool ha_sm_announced(struct ha_sm *sm, uint64_t gen);
+void ha_sm_on_state(struct ha_sm *sm, uint32_t nodeid, const Isergw__Ha__State *st,
+		    uint64_t now);
+void ha_sm_lease_check(struct ha_sm *sm, uint64_t seq, uint64_t now);
+bool ha_sm_lease_over(const struct ha_sm *sm, int n, uint64_t now, uint64_t *until);
+void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now);
+void ha_sm_on_fenced(struct ha_sm *sm, uint32_t from, const char *node);
 /* sm_lu.c's: multicast m in the protocol version in use (a failure is logged). */
 int ha_sm_send(struct ha_sm *sm, HaMsg *m);
 

@@ -316,7 +316,7 @@ void ha_sm_dp_deliver(struct ha_sm *sm, struct ha_member *from, const Isergw__Ha
 	if (dp.known && from->dp.known && !same_groups(&dp, &from->dp))
 		GW_INFO(COMP, "node %u (%s): %zu device group(s) with a LUN that serves no I/O there",
 			from->nodeid, from->name, dp.nfailed);
-	/* the leader looks at who may own what again at its next reconcile (sm.c) */
+	/* the leader looks at who may own what again at its next reconcile (sm_leader.c) */
 	dp_clear(&from->dp);
 	from->dp = dp;
 }

@@ -2,8 +2,9 @@
 /*
  * ALUA through the control socket (ctl_priv.h, docs/control.md):
  * SetAluaStates and SetAluaMap (one kind of epoch, transitions on the
- * control thread's timer), GetAluaStates, and the events of the external
- * ALUA policy.
+ * control thread's timer; a SetAluaMap with config_epoch also stands for
+ * the configuration of its epoch: a placement-only change), GetAluaStates,
+ * and the events of the external ALUA policy.
  *
  * Events: SET TARGET PORT GROUPS under the external ALUA policy reaches
  * ctl_alua_request() on the command's reactor, which copies it to the
@@ -212,6 +213,7 @@ static void alua_reply(struct ctl_client *c, const struct alua_map *m, bool asyn
 	} else if ((am = ctl_arena_alloc(&a, sizeof(*am))) != NULL) {
 		isergw__ctl__alua_map__init(am);
 		am->epoch = c->ctl->alua_epoch;
+		am->config_epoch = c->ctl->config_epoch;
 		am->device_groups = ctl_arena_alloc(&a, (m->n ? m->n : 1) * sizeof(*am->device_groups));
 		for (size_t i = 0; am->device_groups && i < m->n; i++) {
 			am->device_groups[i] = alua_states_build(c->ctl, &a, m->dg[i].dg);
@@ -301,12 +303,115 @@ static void alua_map_line(const struct alua_map *m, char *line, size_t len)
 	}
 }
 
+/* ---- a placement-only change: SetAluaMap with config_epoch */
+
+/* Device group name's object in the configuration document's "device_groups" (NULL: none). */
+static json_object *doc_dg(json_object *doc, const char *name)
+{
+	json_object *dgs, *o, *v;
+
+	if (!json_object_object_get_ex(doc, "device_groups", &dgs) ||
+	    !json_object_is_type(dgs, json_type_array))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(dgs); i++) {
+		o = json_object_array_get_idx(dgs, i);
+		if (json_object_object_get_ex(o, "name", &v) && json_object_is_type(v, json_type_string) &&
+		    !strcmp(ctl_dg_name(json_object_get_string(v)), ctl_dg_name(name)))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * Whether SetAluaMap s may stand for the configuration of its epoch: the
+ * configuration isergwd holds is the one it names, and each of its device
+ * groups is one of that configuration. 0: yes (*take: the owners are to be
+ * taken; false when this epoch took them already); else refused, why in why.
+ */
+static int placement_check(const struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s, bool *take,
+			   char *why, size_t len)
+{
+	*take = false;
+	if (!s->config_epoch)
+		return 0;
+	if (s->config_epoch >= s->epoch)
+		return gw_errf(why, len, -EINVAL, "set_alua_map: config_epoch %llu is not older than "
+			       "epoch %llu", (unsigned long long)s->config_epoch,
+			       (unsigned long long)s->epoch);
+	if (ctl->config_doc && ctl->config_epoch == s->epoch)
+		return 0; /* this epoch took them already: the ALUA epoch rules decide */
+	if (!ctl->config_doc || ctl->config_epoch != s->config_epoch)
+		return gw_errf(why, len, -ESTALE, "the configuration held is of epoch %llu, not %llu: "
+			       "apply the whole configuration", (unsigned long long)ctl->config_epoch,
+			       (unsigned long long)s->config_epoch);
+	for (size_t i = 0; i < s->n_device_groups; i++) {
+		const Isergw__Ctl__DeviceGroupStates *g = s->device_groups[i];
+
+		if (g->owner_tpg_id > 65535)
+			return gw_errf(why, len, -EINVAL, "set_alua_map: device_groups[%zu].owner_tpg_id "
+				       "%u not in 0..65535", i, g->owner_tpg_id);
+		if (!doc_dg(ctl->config_doc, g->device_group))
+			return gw_errf(why, len, -ENOENT, "device group '%s' is not in the "
+				       "configuration of epoch %llu", ctl_dg_name(g->device_group),
+				       (unsigned long long)ctl->config_epoch);
+	}
+	*take = true;
+	return 0;
+}
+
+/*
+ * The configuration held becomes that of epoch: the device groups' owners
+ * of s in the document kept for ApplyConfig's comparison, in the running
+ * configuration and in the SCSI layer's defaults (the explicit states just
+ * set stay what hosts see); nothing is parsed or reloaded.
+ */
+static void placement_take(struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s, uint64_t epoch)
+{
+	struct gw_config *cfg;
+	bool ok = true;
+
+	pthread_mutex_lock(&ctl->reload_lock);
+	cfg = ctl->gw->cfg;
+	for (size_t i = 0; i < s->n_device_groups; i++) {
+		const Isergw__Ctl__DeviceGroupStates *g = s->device_groups[i];
+		json_object *o = doc_dg(ctl->config_doc, g->device_group);
+		json_object *v = json_object_new_int((int32_t)g->owner_tpg_id);
+
+		if (!v || json_object_object_add(o, "owner_tpg_id", v)) {
+			json_object_put(v);
+			ok = false;
+		}
+		for (size_t k = 0; k < cfg->ndevice_groups; k++) {
+			struct gw_device_group_cfg *d = &cfg->device_groups[k];
+
+			if (strcmp(ctl_dg_name(d->name), ctl_dg_name(g->device_group)))
+				continue;
+			d->owner_tpg_id = (uint16_t)g->owner_tpg_id;
+			if (scsi_alua_dg_configure(d->name, d->owner_tpg_id, d->non_owner_state))
+				ok = false;
+		}
+	}
+	pthread_mutex_unlock(&ctl->reload_lock);
+	if (!ok) {
+		/* the next ApplyConfig of this epoch then reloads, as any other would */
+		GW_WARN(COMP, "epoch %llu: the device groups' owners not all kept: the configuration "
+			"stays that of epoch %llu", (unsigned long long)epoch,
+			(unsigned long long)ctl->config_epoch);
+		return;
+	}
+	GW_NOTICE(COMP, "epoch %llu: the configuration of epoch %llu with the map's device group "
+		  "owners (no reload)", (unsigned long long)epoch,
+		  (unsigned long long)ctl->config_epoch);
+	ctl->config_epoch = epoch;
+}
+
 /*
  * The epochs of the ALUA kind (docs/control.md), shared by SetAluaStates and
- * SetAluaMap; m is the normalised request, consumed.
+ * SetAluaMap; m is the normalised request, consumed. place: a placement-only
+ * SetAluaMap whose owners its epoch takes once applied (NULL: none).
  */
 static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t epoch,
-			 struct alua_map *m)
+			 struct alua_map *m, const Isergw__Ctl__SetAluaMap *place)
 {
 	struct gw_ctl *ctl = c->ctl;
 	char why[200], line[1024];
@@ -343,6 +448,8 @@ static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t e
 		  m->map ? " map" : "", line,
 		  m->transition_ms ? m->map ? " (the groups that change transition first)"
 					    : " (transitioning first)" : "");
+	if (place)
+		placement_take(ctl, place, epoch);
 	if (m->transition_ms && alua_map_dup(&ctl->transition_final, m) == 0) {
 		ctl->transition_client = c;
 		c->busy = true;
@@ -374,14 +481,22 @@ void ctl_op_set_alua(struct ctl_client *c, const CtlRequest *req)
 	}
 	alua_set_fill(&m.dg[0], s->device_group, s->groups, s->n_groups);
 	m.transition_ms = s->transition_ms;
-	alua_request(c, req, s->epoch, &m);
+	alua_request(c, req, s->epoch, &m, NULL);
 }
 
 void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req)
 {
 	const Isergw__Ctl__SetAluaMap *s = req->set_alua_map;
 	struct alua_map m;
+	char why[200];
+	bool take;
+	int rc;
 
+	rc = placement_check(c->ctl, s, &take, why, sizeof(why));
+	if (rc) {
+		ctl_reply_refused(c, req, rc, why);
+		return;
+	}
 	if (alua_map_alloc(&m, s->n_device_groups)) {
 		ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 		return;
@@ -391,7 +506,7 @@ void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req)
 			      s->device_groups[i]->n_groups);
 	m.transition_ms = s->transition_ms;
 	m.map = true;
-	alua_request(c, req, s->epoch, &m);
+	alua_request(c, req, s->epoch, &m, take ? s : NULL);
 }
 
 void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req)

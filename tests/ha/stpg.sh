@@ -14,7 +14,10 @@
 #    Active/Optimized for LUN 0: the command ends GOOD, every agent reports
 #    n2 as dg1's owner, and REPORT TARGET PORT GROUPS through every node shows
 #    group 2 Active/Optimized with PREF and group 1 Active/Non-optimized;
-#    dg2 and dg3 did not move;
+#    dg2 and dg3 did not move; every node's isergwd took the move's
+#    generations as ALUA maps alone (docs/ha.md, "Pushing to isergwd"): it
+#    holds the newest as its configuration and ALUA epoch, and applied no
+#    configuration since the STPG;
 # 3. node 3 drained: SET TARGET PORT GROUPS through node 1 asking node 3's
 #    group is refused (CHECK CONDITION, HARDWARE ERROR, 67h/0Ah SET TARGET
 #    PORT GROUPS COMMAND FAILED) and nothing moves;
@@ -46,11 +49,25 @@ not_owner() { # not_owner DG NODE: every agent reports an owner of DG that is no
 		[ -n "$o" ] && [ "$o" != "$2" ] || return 1
 	done
 }
+# applied_max K: the newest configuration epoch node K's isergwd applied (0: none)
+applied_max() {
+	grep -o 'applying the configuration of epoch [0-9]*' "$SCRATCH/n$1/isergwd.log" |
+		awk '{ print $NF } END { print 0 }' | sort -n | tail -n 1
+}
+# held_after K GEN: node K's isergwd holds its agent's generation, newer than
+# GEN, as its configuration and ALUA epoch
+held_after() {
+	local s g
+	g=$(ha_gen "$1") && [ "$g" -gt "$2" ] || return 1
+	s=$(bed_isergwctl "$1" status --json 2>/dev/null) || return 1
+	[ "$(jq -r .config_epoch <<<"$s")" = "$g" ] && [ "$(jq -r .alua_epoch <<<"$s")" = "$g" ]
+}
 ha_cluster_up || bed_die "the cluster did not come up"
 bed_poll 60 "RTPG through node 3: group 1 AO" ha_rtpg_shows 3 0 "group 1 state 0 pref 1" ||
 	bed_die "node 3 never served LUN 0"
 
 # 2. a host asks node 2's group through node 3
+before=$(ha_gen 1)
 bed_mark "SET TARGET PORT GROUPS 2=AO through node 3"
 out=$(bed_probe 3 0 --stpg 2=0 --no-probe 2>&1)
 bed_log "through node 3: $out"
@@ -63,6 +80,13 @@ for k in 1 2 3; do
 done
 ha_check "dg2 stayed with n2" owners_are dg2 n2
 ha_check "dg3 stayed with n3" owners_are dg3 n3
+bed_log "the move: generations $before -> $(ha_gen 1)"
+for k in 1 2 3; do
+	ha_check "node $k's isergwd holds the move's generation (configuration and ALUA epoch)" \
+		bed_poll 30 "node $k's isergwd past $before" held_after "$k" "$before"
+	ha_check "node $k's isergwd applied no configuration for the move" \
+		[ "$(applied_max "$k")" -le "$before" ]
+done
 
 # 3. a drained node's group is refused
 ha_check "drain n3" bed_cli 1 cluster drain n3 >/dev/null

@@ -8,10 +8,10 @@
  * with an error reply carrying a reason (and, where the stream is out of
  * step, closes the connection), then that a well-formed GetStatus on a new
  * connection still works. Cases: truncated, truncated-header, oversized,
- * garbage, unknown-op, empty, bad-enum, bad-values, change-lun, many-clients; "nonroot"
- * (not in the default set) expects the refusal of a client whose uid is
- * neither 0 nor the daemon's. Prints "PASS case" / "FAIL case: why"; exits 1
- * on any failure.
+ * garbage, unknown-op, empty, bad-enum, bad-values, change-lun, placement,
+ * many-clients; "nonroot" (not in the default set) expects the refusal of a
+ * client whose uid is neither 0 nor the daemon's. Prints "PASS case" /
+ * "FAIL case: why"; exits 1 on any failure.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -267,6 +267,34 @@ static void case_change_lun(void)
 	case_packed("change-lun-no-target", &req, -ENOENT);
 }
 
+/*
+ * A placement-only SetAluaMap (config_epoch set, docs/control.md): a
+ * configuration epoch not older than the map's, and one the daemon does not
+ * hold, are refused and change nothing.
+ */
+static void case_placement(void)
+{
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	Isergw__Ctl__SetAluaMap m = ISERGW__CTL__SET_ALUA_MAP__INIT;
+	Isergw__Ctl__DeviceGroupStates dg = ISERGW__CTL__DEVICE_GROUP_STATES__INIT, *dgp = &dg;
+	Isergw__Ctl__AluaGroupState g = ISERGW__CTL__ALUA_GROUP_STATE__INIT, *gp = &g;
+
+	g.tpg_id = 1;
+	dg.device_group = (char *)(uintptr_t)"";
+	dg.groups = &gp;
+	dg.n_groups = 1;
+	dg.owner_tpg_id = 1;
+	m.epoch = 1000000;
+	m.device_groups = &dgp;
+	m.n_device_groups = 1;
+	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
+	req.set_alua_map = &m;
+	m.config_epoch = 1000000;
+	case_packed("placement-config-epoch", &req, -EINVAL);
+	m.config_epoch = 999999;
+	case_packed("placement-stale", &req, -ESTALE);
+}
+
 static void case_many_clients(void)
 {
 	int fds[24], n = 0, fd;
@@ -346,6 +374,7 @@ int main(int argc, char **argv)
 	RUN("bad-enum", case_bad_enum());
 	RUN("bad-values", case_bad_values());
 	RUN("change-lun", case_change_lun());
+	RUN("placement", case_placement());
 	RUN("many-clients", case_many_clients());
 	return failures ? 1 : 0;
 }
