@@ -191,16 +191,20 @@ struct ipc_txframe {
 	bool pushed;
 };
 
+static void txframe_free(struct ipc_txframe *f)
+{
+	list_del(&f->link);
+	free(f->buf);
+	free(f);
+}
+
 static void conn_free(struct gw_ipc_conn *c)
 {
-	gw_frame_rx_reset(&c->rx);
-	while (!list_empty(&c->txq)) {
-		struct ipc_txframe *f = list_first_entry(&c->txq, struct ipc_txframe, link);
+	struct list_head *pos, *n;
 
-		list_del(&f->link);
-		free(f->buf);
-		free(f);
-	}
+	gw_frame_rx_reset(&c->rx);
+	list_for_each_safe(pos, n, &c->txq)
+		txframe_free(list_entry(pos, struct ipc_txframe, link));
 	list_del(&c->link);
 	free(c);
 }
@@ -276,9 +280,7 @@ static int conn_flush(struct gw_ipc_conn *c)
 			gw_ipc_conn_close(c);
 			return -EPIPE;
 		}
-		list_del(&f->link);
-		free(f->buf);
-		free(f);
+		txframe_free(f);
 		c->tx_off = 0;
 		if (pushed) {
 			c->npushed--;
@@ -552,6 +554,24 @@ int gw_ipc_listen(struct gw_ipc_server *s, const char *path)
 		s->lfd = -1;
 		return rc;
 	}
+	return 0;
+}
+
+int gw_ipc_server_start(const struct gw_ipc_params *p, const char *path,
+			struct gw_ipc_server **out)
+{
+	struct gw_ipc_server *s;
+	int rc;
+
+	rc = gw_ipc_server_create(p, &s);
+	if (rc)
+		return rc;
+	rc = gw_ipc_listen(s, path);
+	if (rc) {
+		gw_ipc_server_destroy(s);
+		return rc;
+	}
+	*out = s;
 	return 0;
 }
 

@@ -160,6 +160,9 @@ struct gw_ipc_server {
 int gw_ipc_server_create(const struct gw_ipc_params *p, struct gw_ipc_server **out);
 /* Listen at path (gw_unix_listen, backlog 16) on the server's reactor. */
 int gw_ipc_listen(struct gw_ipc_server *s, const char *path);
+/* gw_ipc_server_create and gw_ipc_listen: the server serving path, or -errno (nothing left). */
+int gw_ipc_server_start(const struct gw_ipc_params *p, const char *path,
+			struct gw_ipc_server **out);
 /* Close the listening socket and remove its file (nothing when not listening). */
 void gw_ipc_unlisten(struct gw_ipc_server *s);
 /* Close every client, free them (held ones too) and the server; unlistens. */
@@ -173,6 +176,12 @@ int gw_ipc_conn_add(struct gw_ipc_server *s, int fd, const struct ucred *cred);
 static inline void *gw_ipc_conn_priv(struct gw_ipc_conn *c)
 {
 	return c->priv;
+}
+
+/* The client whose private area priv is. */
+static inline struct gw_ipc_conn *gw_ipc_priv_conn(void *priv)
+{
+	return container_of((max_align_t *)priv, struct gw_ipc_conn, priv[0]);
 }
 
 static inline void *gw_ipc_server_arg(const struct gw_ipc_server *s)

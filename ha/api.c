@@ -34,11 +34,8 @@ typedef Isergw__Ha__ApiReply ApiReply;
 
 enum api_wait { W_NONE = 0, W_CHANGE, W_APPLIED };
 
-/* A client: the private area of its IPC connection (common/ipc.h). */
+/* A client: the private area of its IPC connection (common/ipc.h, conn_of). */
 struct api_client {
-	struct ha_api *api;
-	struct gw_ipc_conn *conn;
-	const char *name;               /* "api client pid N uid N" */
 	enum api_wait wait;
 	uint64_t req_id;
 	uint64_t gen;
@@ -57,6 +54,22 @@ struct ha_api {
 static struct api_client *client_of(struct list_head *pos)
 {
 	return gw_ipc_conn_priv(list_entry(pos, struct gw_ipc_conn, link));
+}
+
+/* Its IPC connection, its name ("api client pid N uid N") and its API. */
+static struct gw_ipc_conn *conn_of(struct api_client *c)
+{
+	return gw_ipc_priv_conn(c);
+}
+
+static const char *name_of(struct api_client *c)
+{
+	return conn_of(c)->name;
+}
+
+static struct ha_api *api_of(struct api_client *c)
+{
+	return gw_ipc_server_arg(conn_of(c)->srv);
 }
 
 /* Allocations of one reply, freed together once it is packed. */
@@ -117,11 +130,11 @@ static void reply(struct api_client *c, ApiReply *rep)
 		err.status = rc;
 		err.error = (char *)(uintptr_t)"the reply does not fit in a frame";
 		if (ctl_frame_pack(&err.base, &buf, &len)) {
-			gw_ipc_conn_close(c->conn);
+			gw_ipc_conn_close(conn_of(c));
 			return;
 		}
 	}
-	gw_ipc_reply(c->conn, buf, len);
+	gw_ipc_reply(conn_of(c), buf, len);
 }
 
 static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
@@ -136,7 +149,7 @@ static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	GW_WARN(COMP, "%s: refused: %s", c->name, why);
+	GW_WARN(COMP, "%s: refused: %s", name_of(c), why);
 	rep.status = rc;
 	rep.error = why;
 	reply(c, &rep);
@@ -285,7 +298,7 @@ static void op_status(struct api_client *c)
 	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
 	struct arena ar = { .n = 0 };
 
-	build_status(c->api->a, &ar, &st);
+	build_status(api_of(c)->a, &ar, &st);
 	if (ar.failed) {
 		arena_free(&ar);
 		reply_err(c, -ENOMEM, "out of memory");
@@ -301,7 +314,7 @@ static void op_config(struct api_client *c)
 {
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ConfigDoc cd = ISERGW__HA__CONFIG_DOC__INIT;
-	const struct ha_doc *d = c->api->a->sm.doc;
+	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	char *cfg = ha_doc_config_json(d), *rt = ha_doc_runtime_json(d);
 
 	if (!cfg || !rt) {
@@ -323,7 +336,7 @@ static void op_config(struct api_client *c)
 /* The cluster's API tokens: hashes only (isergw-api polls this). */
 static void op_tokens(struct api_client *c)
 {
-	const struct ha_doc *d = c->api->a->sm.doc;
+	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
 	Isergw__Ha__ApiToken *tv = NULL, **tp = NULL;
@@ -368,7 +381,7 @@ static void op_tokens(struct api_client *c)
 
 static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool timed_out)
 {
-	struct ha_agent *a = c->api->a;
+	struct ha_agent *a = api_of(c)->a;
 	const struct ha_doc *d = a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
@@ -412,9 +425,9 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 			off += (size_t)snprintf(why + off, sizeof(why) - off, " %s", pending[k]);
 		rep.status = -ETIMEDOUT;
 		rep.error = why;
-		GW_WARN(COMP, "%s: %s", c->name, why);
+		GW_WARN(COMP, "%s: %s", name_of(c), why);
 	} else {
-		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", c->name, gen);
+		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", name_of(c), gen);
 	}
 	reply(c, &rep);
 	OPENSSL_cleanse(token, sizeof(token));
@@ -424,7 +437,7 @@ static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
 {
 	c->wait = W_CHANGE;
 	c->req_id = (uint64_t)id;
-	c->timeout_ms = timeout_ms ? timeout_ms : c->api->a->opts.change_timeout_ms;
+	c->timeout_ms = timeout_ms ? timeout_ms : api_of(c)->a->opts.change_timeout_ms;
 	if (c->timeout_ms > API_TIMEOUT_MAX_MS)
 		c->timeout_ms = API_TIMEOUT_MAX_MS;
 	c->deadline_ms = gw_now_ms() + c->timeout_ms;
@@ -437,7 +450,7 @@ static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
 static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken *ct, char *err,
 			    size_t errlen)
 {
-	struct ha_sm *sm = &c->api->a->sm;
+	struct ha_sm *sm = &api_of(c)->a->sm;
 	char hash[API_TOKEN_HASH_STR_MAX];
 	enum api_role role;
 	int rc;
@@ -448,7 +461,7 @@ static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken 
 		return -EINVAL;
 	}
 	if (ct->revoke) {
-		GW_NOTICE(COMP, "%s: revoke API token %s", c->name, ct->name);
+		GW_NOTICE(COMP, "%s: revoke API token %s", name_of(c), ct->name);
 		return ha_sm_submit_token(sm, ct->name, NULL, NULL, 0, err, errlen);
 	}
 	if (api_role_parse(ct->role, &role)) {
@@ -460,14 +473,14 @@ static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken 
 		snprintf(err, errlen, "cannot make a token: %s", strerror(-rc));
 		return rc;
 	}
-	GW_NOTICE(COMP, "%s: add API token %s (%s)", c->name, ct->name, api_role_name(role));
+	GW_NOTICE(COMP, "%s: add API token %s (%s)", name_of(c), ct->name, api_role_name(role));
 	return ha_sm_submit_token(sm, ct->name, api_role_name(role), hash, (uint64_t)time(NULL),
 				  err, errlen);
 }
 
 static void op_change(struct api_client *c, const ApiRequest *req)
 {
-	struct ha_sm *sm = &c->api->a->sm;
+	struct ha_sm *sm = &api_of(c)->a->sm;
 	char err[1024] = "";
 	uint32_t timeout = 0;
 	int64_t id;
@@ -476,7 +489,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 	OPENSSL_cleanse(c->token, sizeof(c->token));
 	switch (req->op_case) {
 	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
-		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", c->name,
+		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", name_of(c),
 			  strlen(req->apply_config->config_json));
 		id = ha_sm_submit_config(sm, req->apply_config->config_json,
 					 req->apply_config->base_generation, err, sizeof(err));
@@ -486,7 +499,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		const Isergw__Ha__ChangeLun *cl = req->change_lun;
 
 		c->lun = cl->lun;
-		GW_INFO(COMP, "%s: %s LUN %s%" PRIu32 " of %s", c->name,
+		GW_INFO(COMP, "%s: %s LUN %s%" PRIu32 " of %s", name_of(c),
 			cl->lun_json[0] ? "add" : "remove", cl->has_lun ? "" : "(the lowest free) ",
 			cl->has_lun ? cl->lun : 0, cl->target);
 		id = ha_sm_submit_lun(sm, cl->target, cl->has_lun || !cl->lun_json[0], &c->lun,
@@ -495,14 +508,14 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		break;
 	}
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
-		GW_NOTICE(COMP, "%s: %s node %s%s", c->name, req->drain->undrain ? "undrain" : "drain",
+		GW_NOTICE(COMP, "%s: %s node %s%s", name_of(c), req->drain->undrain ? "undrain" : "drain",
 			  req->drain->node, req->drain->force ? " (forced)" : "");
 		id = ha_sm_submit_drain(sm, req->drain->node, !req->drain->undrain, req->drain->force,
 					err, sizeof(err));
 		timeout = req->drain->timeout_ms;
 		break;
 	case ISERGW__HA__API_REQUEST__OP_MOVE:
-		GW_NOTICE(COMP, "%s: move device group %s to node %s", c->name,
+		GW_NOTICE(COMP, "%s: move device group %s to node %s", name_of(c),
 			  req->move->device_group, req->move->node);
 		id = ha_sm_submit_move(sm, req->move->device_group, req->move->node, err,
 				       sizeof(err));
@@ -517,7 +530,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		break;
 	}
 	if (id == -EALREADY) {
-		GW_NOTICE(COMP, "%s: nothing to change: %s", c->name, err);
+		GW_NOTICE(COMP, "%s: nothing to change: %s", name_of(c), err);
 		change_reply(c, sm->doc->generation, false, false);
 		return;
 	}
@@ -595,10 +608,10 @@ static void op_fenced(struct api_client *c, const ApiRequest *req)
 	char err[512] = "";
 	int rc;
 
-	GW_NOTICE(COMP, "%s: node %s fenced", c->name, req->node_fenced->node);
-	rc = ha_sm_submit_fenced(&c->api->a->sm, req->node_fenced->node, err, sizeof(err));
+	GW_NOTICE(COMP, "%s: node %s fenced", name_of(c), req->node_fenced->node);
+	rc = ha_sm_submit_fenced(&api_of(c)->a->sm, req->node_fenced->node, err, sizeof(err));
 	if (rc) {
-		GW_WARN(COMP, "%s: the fence of node %s not announced: %s", c->name,
+		GW_WARN(COMP, "%s: the fence of node %s not announced: %s", name_of(c),
 			req->node_fenced->node, err[0] ? err : strerror(-rc));
 		reply_err(c, rc, "%s", err[0] ? err : strerror(-rc));
 		return;
@@ -648,16 +661,6 @@ static void handle(struct gw_ipc_conn *conn, const uint8_t *buf, uint32_t len)
 	isergw__ha__api_request__free_unpacked(req, NULL);
 }
 
-static int client_open(struct gw_ipc_conn *conn)
-{
-	struct api_client *c = gw_ipc_conn_priv(conn);
-
-	c->api = gw_ipc_server_arg(conn->srv);
-	c->conn = conn;
-	c->name = conn->name;
-	return 0;
-}
-
 static void client_reply_error(struct gw_ipc_conn *conn, int status, const char *why)
 {
 	struct api_client *c = gw_ipc_conn_priv(conn);
@@ -677,7 +680,6 @@ static void client_close(struct gw_ipc_conn *conn)
 }
 
 static const struct gw_ipc_ops client_ops = {
-	.open = client_open,
 	.frame = handle,
 	.reply_error = client_reply_error,
 	.close = client_close,
@@ -706,21 +708,14 @@ int ha_api_start(struct ha_agent *a, struct ha_api **out)
 		return -ENOMEM;
 	api->a = a;
 	sp.arg = api;
-	rc = gw_ipc_server_create(&sp, &api->srv);
-	if (rc)
-		goto err_free;
-	rc = gw_ipc_listen(api->srv, path);
-	if (rc)
-		goto err_destroy;
+	rc = gw_ipc_server_start(&sp, path, &api->srv);
+	if (rc) {
+		free(api);
+		return rc;
+	}
 	GW_NOTICE(COMP, "local API on %s", path);
 	*out = api;
 	return 0;
-
-err_destroy:
-	gw_ipc_server_destroy(api->srv);
-err_free:
-	free(api);
-	return rc;
 }
 
 void ha_api_stop(struct ha_api *api)

@@ -397,18 +397,23 @@ int ctl_alua_state_parse(const char *s, int *state)
 
 /* ------------------------------------------------------------ client side */
 
-int ctl_send_request(int fd, const CtlRequest *req)
+int ctl_frame_send(int fd, const ProtobufCMessage *m)
 {
 	uint8_t *buf;
 	size_t len;
 	int rc;
 
-	rc = ctl_frame_pack(&req->base, &buf, &len);
+	rc = ctl_frame_pack(m, &buf, &len);
 	if (rc)
 		return rc;
 	rc = gw_write_all(fd, buf, len);
 	free(buf);
 	return rc;
+}
+
+int ctl_send_request(int fd, const CtlRequest *req)
+{
+	return ctl_frame_send(fd, &req->base);
 }
 
 /* Waits for one whole frame of the daemon (up to CTL_REPLY_FRAME_MAX) into rx. */

@@ -105,7 +105,12 @@ const char *ctl_op_name(const CtlRequest *r);
 const char *ctl_alua_state_name(int state);
 int ctl_alua_state_parse(const char *s, int *state);
 
-/* Blocking client helpers: send a request, read one reply (timeout_ms <= 0: wait). */
+/*
+ * Blocking client helpers. A message (a Request, or the agent's ApiRequest)
+ * packed into one frame and written whole: 0 or a negative errno.
+ */
+int ctl_frame_send(int fd, const ProtobufCMessage *m);
+/* Send a request, read one reply (timeout_ms <= 0: wait). */
 int ctl_send_request(int fd, const CtlRequest *req);
 int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms);
 /*

@@ -302,7 +302,6 @@ int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out
 	ctl->start_ms = gw_now_ms();
 	clock_gettime(CLOCK_REALTIME, &now);
 	ctl->start_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-	pthread_mutex_init(&ctl->reload_lock, NULL);
 	reactor_timer_init(&ctl->transition_timer, ctl_alua_transition_end, ctl);
 	reactor_timer_init(&ctl->lease_timer, ctl_lease_timer_fired, ctl);
 	rc = reactor_create(gw->nreactors, &ctl->r);
@@ -311,15 +310,15 @@ int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out
 	sp.r = ctl->r;
 	sp.arg = ctl;
 	rc = gw_ipc_server_create(&sp, &ctl->srv);
-	if (rc)
-		goto err_reactor;
+	if (rc) {
+		reactor_destroy(ctl->r);
+		goto err_free;
+	}
+	pthread_mutex_init(&ctl->reload_lock, NULL);
 	*out = ctl;
 	return 0;
 
-err_reactor:
-	reactor_destroy(ctl->r);
 err_free:
-	pthread_mutex_destroy(&ctl->reload_lock);
 	free(ctl);
 	return rc;
 }
@@ -351,7 +350,7 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	ctl_lease_resync(ctl);
 	rc = -pthread_create(&ctl->thread, NULL, ctl_thread, ctl->r);
 	if (rc)
-		goto err_unlink;
+		goto err_destroy;       /* the socket goes with the server */
 	/* SET TARGET PORT GROUPS under the external ALUA policy comes here */
 	scsi_alua_set_request_handler(ctl_alua_request, ctl);
 	/* and the LU state changes of the cluster store */
@@ -361,8 +360,6 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	*out = ctl;
 	return 0;
 
-err_unlink:
-	gw_ipc_unlisten(ctl->srv);
 err_destroy:
 	ctl_destroy(ctl);
 	return rc;

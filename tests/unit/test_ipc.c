@@ -30,14 +30,13 @@
 
 struct priv {
 	unsigned int frames;            /* requests handed over */
-	bool answer;                    /* echo each request at once */
+	bool silent;                    /* no answer (otherwise each request is echoed at once) */
 	bool closed;                    /* the close callback ran */
 };
 
 struct fx {
 	struct reactor *r;
 	struct gw_ipc_server *s;
-	struct gw_ipc_conn *last;       /* the last client opened */
 	char tmp[64];
 };
 
@@ -61,22 +60,12 @@ static void reply_with(struct gw_ipc_conn *c, const void *body, uint32_t len)
 	gw_ipc_reply(c, b, flen);
 }
 
-static int t_open(struct gw_ipc_conn *c)
-{
-	struct fx *f = gw_ipc_server_arg(c->srv);
-	struct priv *p = gw_ipc_conn_priv(c);
-
-	p->answer = true;
-	f->last = c;
-	return 0;
-}
-
 static void t_frame(struct gw_ipc_conn *c, const uint8_t *body, uint32_t len)
 {
 	struct priv *p = gw_ipc_conn_priv(c);
 
 	p->frames++;
-	if (p->answer)
+	if (!p->silent)
 		reply_with(c, body, len);
 }
 
@@ -96,7 +85,6 @@ static void t_close(struct gw_ipc_conn *c)
 }
 
 static const struct gw_ipc_ops ops = {
-	.open = t_open,
 	.frame = t_frame,
 	.reply_error = t_reply_error,
 	.close = t_close,
@@ -152,7 +140,13 @@ static void pump(struct fx *f)
 		;
 }
 
-/* A client of uid (its peer end returned); the server's connection in f->last. */
+/* The server's newest client. */
+static struct gw_ipc_conn *newest(struct fx *f)
+{
+	return list_entry(f->s->conns.prev, struct gw_ipc_conn, link);
+}
+
+/* A client of uid (its peer end returned). */
 static int client(struct fx *f, uid_t uid, int want)
 {
 	struct ucred cred = { .pid = getpid(), .uid = uid, .gid = getgid() };
@@ -198,11 +192,11 @@ static void test_one_request_at_a_time(void **state)
 {
 	struct fx *f = *state;
 	int fd = client(f, 0, 0);
-	struct gw_ipc_conn *c = f->last;
+	struct gw_ipc_conn *c = newest(f);
 	struct priv *p = gw_ipc_conn_priv(c);
 	char got[256];
 
-	p->answer = false;
+	p->silent = true;
 	send_frame(fd, "one");
 	send_frame(fd, "two");
 	pump(f);
@@ -214,7 +208,7 @@ static void test_one_request_at_a_time(void **state)
 	assert_int_equal(p->frames, 2);
 	recv_text(fd, got, sizeof(got));
 	assert_string_equal(got, "r1");
-	p->answer = true;
+	p->silent = false;
 	reply_with(c, "r2", 2);
 	send_frame(fd, "three");
 	pump(f);
@@ -232,10 +226,10 @@ static void test_held_outlives_close(void **state)
 {
 	struct fx *f = *state;
 	int fd = client(f, 0, 0);
-	struct gw_ipc_conn *c = f->last;
+	struct gw_ipc_conn *c = newest(f);
 	struct priv *p = gw_ipc_conn_priv(c);
 
-	p->answer = false;
+	p->silent = true;
 	send_frame(fd, "async");
 	pump(f);
 	assert_int_equal(p->frames, 1);
@@ -257,7 +251,7 @@ static void test_push_bounded(void **state)
 {
 	struct fx *f = *state;
 	int fd = client(f, 0, 0);
-	struct gw_ipc_conn *c = f->last;
+	struct gw_ipc_conn *c = newest(f);
 	char big[4096];
 	size_t flen;
 	int sndbuf = 4096, rc;
@@ -393,16 +387,13 @@ static void test_client_side(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_one_request_at_a_time, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_held_outlives_close, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_push_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreign_uid, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_too_many, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_client_side, setup, teardown),
+		T(test_one_request_at_a_time), T(test_held_outlives_close), T(test_push_bounded),
+		T(test_truncated), T(test_oversized), T(test_foreign_uid), T(test_too_many),
+		T(test_client_side),
 	};
+#undef T
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
