@@ -219,7 +219,9 @@ static void test_one_request_at_a_time(void **state)
 	assert_string_equal(got, "three");
 	close(fd);
 	pump(f);
-	assert_true(p->closed);
+	/* closed and freed */
+	assert_int_equal(f->s->nconns, 0);
+	assert_true(list_empty(&f->s->closed));
 }
 
 static void test_held_outlives_close(void **state)
