@@ -2,7 +2,6 @@
 /* isergwd: the isergw data-plane daemon. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "ctl/ctl.h"
 #include "ctl_wire.h"
 #include "config/config.h"
+#include "common/daemon.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/notify.h"
@@ -75,6 +75,12 @@ static void usage(FILE *f)
 "option, the file, a LUN path, a portal's port in use by another program: logged\n"
 "at err; the unit does not restart), 1 another failure.\n");
 }
+
+static void sighup(void *arg);
+
+static struct gw_daemon daemon_gw = {
+	.name = "isergwd", .usage = usage, .stop_what = "shutting down", .hup = sighup,
+};
 
 enum {
 	OPT_PORTAL = 256, OPT_TARGET, OPT_LUN, OPT_SIZE, OPT_BLOCK_SIZE, OPT_ACL, OPT_CHAP_USER,
@@ -298,11 +304,9 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			cli->login_timeout_set = true;
 			break;
 		case 'h':
-			usage(stdout);
-			exit(0);
+			gw_daemon_help(&daemon_gw);
 		case 'V':
-			printf("isergwd %s\n", ISERGW_VERSION);
-			exit(0);
+			gw_daemon_version(&daemon_gw);
 		default:
 			gw_opt_refused("isergwd", argv, optind, optopt);
 			return -EINVAL;
@@ -310,10 +314,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 		if (rc)
 			return rc;
 	}
-	if (optind < argc) {
-		GW_CFGERR("isergwd: unexpected argument '%s'", argv[optind]);
+	if (gw_daemon_no_operands(&daemon_gw, argc, argv))
 		return -EINVAL;
-	}
 	if (cli->config && (cli->nportals || cli->nluns || cli->target || cli->nacls ||
 			    cli->chap_user || cli->mutual_user || cli->size_set)) {
 		GW_CFGERR("isergwd: --config cannot be combined with quick-serve options");
@@ -559,17 +561,24 @@ static int reload_client(const struct cli *cli)
 	return rc ? 1 : 0;
 }
 
+/* SIGHUP: the configuration file again (logged and told to the service manager there). */
+static void sighup(void *arg)
+{
+	struct gw_ctl *ctl = *(struct gw_ctl **)arg;
+	char err[600];
+
+	(void)gw_ctl_reload_file(ctl, err, sizeof(err));
+}
+
 int main(int argc, char **argv)
 {
 	struct gw_ctl_params ctl_params = { 0 };
 	struct gw_config *cfg = NULL;
 	struct gw_ctl *ctl = NULL;
-	enum gw_log_level lvl;
 	struct gw *gw = NULL;
 	char err[600];
 	struct cli cli;
-	sigset_t sigs;
-	int rc, sig;
+	int rc;
 
 	if (parse_cli(argc, argv, &cli))
 		return GW_EXIT_CONFIG;
@@ -581,31 +590,30 @@ int main(int argc, char **argv)
 			GW_CFGERR("isergwd: %s", err);
 		return rc == -ENOMEM ? 1 : GW_EXIT_CONFIG;
 	}
-	if (gw_log_parse_level(cfg->log_level, &lvl)) {
-		GW_CFGERR("isergwd: unknown log level '%s'", cfg->log_level);
+	if (gw_daemon_check_log_level(&daemon_gw, cfg->log_level)) {
 		gw_config_free(cfg);
 		return GW_EXIT_CONFIG;
 	}
-	gw_log_set_level(lvl);
+	gw_daemon_set_log_level(cfg->log_level);
 	if (cli.check) {
 		printf("configuration OK: %zu portal(s), %zu target(s)\n", cfg->nportals, cfg->ntargets);
 		gw_config_free(cfg);
 		return 0;
 	}
 
-	/* signals are taken synchronously by the main thread only */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	/* signals are taken by the main thread only, on its reactor: blocked in every thread */
+	daemon_gw.arg = &ctl;
+	if (gw_daemon_start(&daemon_gw)) {
+		gw_config_free(cfg);
+		return 1;
+	}
 
 	GW_NOTICE(COMP, "isergwd %s starting%s", ISERGW_VERSION,
 		  cli.managed ? " managed: waiting for the configuration on the control socket" : "");
 	rc = gw_start(cfg, &gw); /* on success gw owns cfg */
 	if (rc) {
 		gw_config_free(cfg);
+		gw_daemon_fini(&daemon_gw);
 		if (start_error_is_config(rc)) {
 			/* the error itself was logged at err where it happened */
 			GW_NOTICE(COMP, "start-up failed (%s): the configuration must change; "
@@ -628,29 +636,18 @@ int main(int argc, char **argv)
 		       "%s: %s", cfg->ctl_socket, strerror(-rc));
 		gw_shutdown(gw, 0);
 		gw_destroy(gw);
+		gw_daemon_fini(&daemon_gw);
 		return config ? GW_EXIT_CONFIG : 1;
 	}
 	/* the portals listen (gw_start) and the control socket answers: serving */
 	gw_notify_ready("serving %zu portal(s), %zu target(s)%s", cfg->nportals, cfg->ntargets,
 			cli.managed ? " (managed: configured by isergw-ha)" : "");
-	for (;;) {
-		rc = sigwait(&sigs, &sig);
-		if (rc)
-			continue;
-		if (sig == SIGHUP) {
-			/* logged and told to the service manager there */
-			(void)gw_ctl_reload_file(ctl, err, sizeof(err));
-			continue;
-		}
-		if (sig == SIGPIPE)
-			continue;
-		GW_NOTICE(COMP, "%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-		break;
-	}
-	gw_notify_stopping();
+	/* until SIGTERM or SIGINT; SIGHUP re-reads the file meanwhile */
+	gw_daemon_run(&daemon_gw);
 	gw_ctl_stop(ctl);
 	gw_shutdown(gw, 3000);
 	gw_destroy(gw); /* frees the configuration it owns */
+	gw_daemon_fini(&daemon_gw);
 	GW_NOTICE(COMP, "stopped");
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The agent's local API (proto/isergw_ha.proto, ApiRequest/ApiReply), on a
- * root-only unix socket with the control socket's framing. A change is
+ * The agent's local API (proto/isergw_ha.proto, ApiRequest/ApiReply), on the
+ * IPC endpoint of common/ipc.h (a root-only unix socket, the control socket's
+ * framing) on the agent's reactor. A change is
  * answered once every live member of the cluster has applied it to its
  * isergwd, or when the wait ends (the reply then names the nodes that have
  * not). Clients are served one request at a time each, several at once.
@@ -21,7 +22,7 @@
 
 #include "agent.h"
 #include "auth.h"
-#include "common/fsutil.h"
+#include "common/ipc.h"
 #include "common/log.h"
 
 #define COMP "ha-api"
@@ -33,14 +34,8 @@ typedef Isergw__Ha__ApiReply ApiReply;
 
 enum api_wait { W_NONE = 0, W_CHANGE, W_APPLIED };
 
+/* A client: the private area of its IPC connection (common/ipc.h, conn_of). */
 struct api_client {
-	struct ha_api *api;
-	int fd;
-	struct reactor_fd h;
-	struct ctl_frame_rx rx;
-	uint8_t *tx;
-	size_t txlen, txoff;
-	bool close_after_tx;
 	enum api_wait wait;
 	uint64_t req_id;
 	uint64_t gen;
@@ -48,19 +43,34 @@ struct api_client {
 	uint32_t timeout_ms;
 	uint32_t lun;                   /* ChangeLun: the LUN added or removed */
 	char token[API_TOKEN_STR_MAX];  /* ChangeToken: the new token ("" none), until answered */
-	char name[64];
-	struct list_head link;
 };
 
 struct ha_api {
 	struct ha_agent *a;
-	int lfd;
-	struct reactor_fd lh;
-	struct list_head clients;
-	size_t nclients;
-	uint64_t refused;               /* clients refused (too many) since the last log line */
-	uint64_t refused_logged_ms;
+	struct gw_ipc_server *srv;      /* the socket and its clients */
 };
+
+/* The client of an entry of api->srv->conns. */
+static struct api_client *client_of(struct list_head *pos)
+{
+	return gw_ipc_conn_priv(list_entry(pos, struct gw_ipc_conn, link));
+}
+
+/* Its IPC connection, its name ("api client pid N uid N") and its API. */
+static struct gw_ipc_conn *conn_of(struct api_client *c)
+{
+	return gw_ipc_priv_conn(c);
+}
+
+static const char *name_of(struct api_client *c)
+{
+	return conn_of(c)->name;
+}
+
+static struct ha_api *api_of(struct api_client *c)
+{
+	return gw_ipc_server_arg(conn_of(c)->srv);
+}
 
 /* Allocations of one reply, freed together once it is packed. */
 struct arena {
@@ -106,48 +116,6 @@ static void arena_free(struct arena *ar)
 
 /* ------------------------------------------------------------ clients */
 
-static void client_free(struct api_client *c)
-{
-	struct ha_api *api = c->api;
-
-	reactor_del_fd(api->a->r, &c->h);
-	close(c->fd);
-	ctl_frame_rx_reset(&c->rx);
-	free(c->tx);
-	list_del(&c->link);
-	api->nclients--;
-	free(c);
-}
-
-static void client_write(struct api_client *c)
-{
-	while (c->tx && c->txoff < c->txlen) {
-		ssize_t n = send(c->fd, c->tx + c->txoff, c->txlen - c->txoff, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			c->txoff += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			reactor_mod_fd(c->api->a->r, &c->h, EPOLLOUT);
-			return;
-		}
-		GW_WARN(COMP, "%s: the reply could not be sent (%s): connection closed", c->name,
-			n < 0 ? strerror(errno) : "nothing written");
-		client_free(c);
-		return;
-	}
-	free(c->tx);
-	c->tx = NULL;
-	if (c->close_after_tx) {
-		client_free(c);
-		return;
-	}
-	reactor_mod_fd(c->api->a->r, &c->h, EPOLLIN);
-}
-
 static void reply(struct api_client *c, ApiReply *rep)
 {
 	uint8_t *buf;
@@ -162,14 +130,11 @@ static void reply(struct api_client *c, ApiReply *rep)
 		err.status = rc;
 		err.error = (char *)(uintptr_t)"the reply does not fit in a frame";
 		if (ctl_frame_pack(&err.base, &buf, &len)) {
-			client_free(c);
+			gw_ipc_conn_close(conn_of(c));
 			return;
 		}
 	}
-	c->tx = buf;
-	c->txlen = len;
-	c->txoff = 0;
-	client_write(c);
+	gw_ipc_reply(conn_of(c), buf, len);
 }
 
 static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
@@ -184,7 +149,7 @@ static void reply_err(struct api_client *c, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	GW_WARN(COMP, "%s: refused: %s", c->name, why);
+	GW_WARN(COMP, "%s: refused: %s", name_of(c), why);
 	rep.status = rc;
 	rep.error = why;
 	reply(c, &rep);
@@ -333,7 +298,7 @@ static void op_status(struct api_client *c)
 	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
 	struct arena ar = { .n = 0 };
 
-	build_status(c->api->a, &ar, &st);
+	build_status(api_of(c)->a, &ar, &st);
 	if (ar.failed) {
 		arena_free(&ar);
 		reply_err(c, -ENOMEM, "out of memory");
@@ -349,7 +314,7 @@ static void op_config(struct api_client *c)
 {
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ConfigDoc cd = ISERGW__HA__CONFIG_DOC__INIT;
-	const struct ha_doc *d = c->api->a->sm.doc;
+	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	char *cfg = ha_doc_config_json(d), *rt = ha_doc_runtime_json(d);
 
 	if (!cfg || !rt) {
@@ -371,7 +336,7 @@ static void op_config(struct api_client *c)
 /* The cluster's API tokens: hashes only (isergw-api polls this). */
 static void op_tokens(struct api_client *c)
 {
-	const struct ha_doc *d = c->api->a->sm.doc;
+	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
 	Isergw__Ha__ApiToken *tv = NULL, **tp = NULL;
@@ -416,7 +381,7 @@ static void op_tokens(struct api_client *c)
 
 static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool timed_out)
 {
-	struct ha_agent *a = c->api->a;
+	struct ha_agent *a = api_of(c)->a;
 	const struct ha_doc *d = a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ChangeResult cr = ISERGW__HA__CHANGE_RESULT__INIT;
@@ -460,9 +425,9 @@ static void change_reply(struct api_client *c, uint64_t gen, bool changed, bool 
 			off += (size_t)snprintf(why + off, sizeof(why) - off, " %s", pending[k]);
 		rep.status = -ETIMEDOUT;
 		rep.error = why;
-		GW_WARN(COMP, "%s: %s", c->name, why);
+		GW_WARN(COMP, "%s: %s", name_of(c), why);
 	} else {
-		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", c->name, gen);
+		GW_NOTICE(COMP, "%s: generation %" PRIu64 " applied by every live node", name_of(c), gen);
 	}
 	reply(c, &rep);
 	OPENSSL_cleanse(token, sizeof(token));
@@ -472,7 +437,7 @@ static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
 {
 	c->wait = W_CHANGE;
 	c->req_id = (uint64_t)id;
-	c->timeout_ms = timeout_ms ? timeout_ms : c->api->a->opts.change_timeout_ms;
+	c->timeout_ms = timeout_ms ? timeout_ms : api_of(c)->a->opts.change_timeout_ms;
 	if (c->timeout_ms > API_TIMEOUT_MAX_MS)
 		c->timeout_ms = API_TIMEOUT_MAX_MS;
 	c->deadline_ms = gw_now_ms() + c->timeout_ms;
@@ -485,7 +450,7 @@ static void wait_change(struct api_client *c, int64_t id, uint32_t timeout_ms)
 static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken *ct, char *err,
 			    size_t errlen)
 {
-	struct ha_sm *sm = &c->api->a->sm;
+	struct ha_sm *sm = &api_of(c)->a->sm;
 	char hash[API_TOKEN_HASH_STR_MAX];
 	enum api_role role;
 	int rc;
@@ -496,7 +461,7 @@ static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken 
 		return -EINVAL;
 	}
 	if (ct->revoke) {
-		GW_NOTICE(COMP, "%s: revoke API token %s", c->name, ct->name);
+		GW_NOTICE(COMP, "%s: revoke API token %s", name_of(c), ct->name);
 		return ha_sm_submit_token(sm, ct->name, NULL, NULL, 0, err, errlen);
 	}
 	if (api_role_parse(ct->role, &role)) {
@@ -508,14 +473,14 @@ static int64_t submit_token(struct api_client *c, const Isergw__Ha__ChangeToken 
 		snprintf(err, errlen, "cannot make a token: %s", strerror(-rc));
 		return rc;
 	}
-	GW_NOTICE(COMP, "%s: add API token %s (%s)", c->name, ct->name, api_role_name(role));
+	GW_NOTICE(COMP, "%s: add API token %s (%s)", name_of(c), ct->name, api_role_name(role));
 	return ha_sm_submit_token(sm, ct->name, api_role_name(role), hash, (uint64_t)time(NULL),
 				  err, errlen);
 }
 
 static void op_change(struct api_client *c, const ApiRequest *req)
 {
-	struct ha_sm *sm = &c->api->a->sm;
+	struct ha_sm *sm = &api_of(c)->a->sm;
 	char err[1024] = "";
 	uint32_t timeout = 0;
 	int64_t id;
@@ -524,7 +489,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 	OPENSSL_cleanse(c->token, sizeof(c->token));
 	switch (req->op_case) {
 	case ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG:
-		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", c->name,
+		GW_NOTICE(COMP, "%s: new cluster configuration (%zu bytes)", name_of(c),
 			  strlen(req->apply_config->config_json));
 		id = ha_sm_submit_config(sm, req->apply_config->config_json,
 					 req->apply_config->base_generation, err, sizeof(err));
@@ -534,7 +499,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		const Isergw__Ha__ChangeLun *cl = req->change_lun;
 
 		c->lun = cl->lun;
-		GW_INFO(COMP, "%s: %s LUN %s%" PRIu32 " of %s", c->name,
+		GW_INFO(COMP, "%s: %s LUN %s%" PRIu32 " of %s", name_of(c),
 			cl->lun_json[0] ? "add" : "remove", cl->has_lun ? "" : "(the lowest free) ",
 			cl->has_lun ? cl->lun : 0, cl->target);
 		id = ha_sm_submit_lun(sm, cl->target, cl->has_lun || !cl->lun_json[0], &c->lun,
@@ -543,14 +508,14 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		break;
 	}
 	case ISERGW__HA__API_REQUEST__OP_DRAIN:
-		GW_NOTICE(COMP, "%s: %s node %s%s", c->name, req->drain->undrain ? "undrain" : "drain",
+		GW_NOTICE(COMP, "%s: %s node %s%s", name_of(c), req->drain->undrain ? "undrain" : "drain",
 			  req->drain->node, req->drain->force ? " (forced)" : "");
 		id = ha_sm_submit_drain(sm, req->drain->node, !req->drain->undrain, req->drain->force,
 					err, sizeof(err));
 		timeout = req->drain->timeout_ms;
 		break;
 	case ISERGW__HA__API_REQUEST__OP_MOVE:
-		GW_NOTICE(COMP, "%s: move device group %s to node %s", c->name,
+		GW_NOTICE(COMP, "%s: move device group %s to node %s", name_of(c),
 			  req->move->device_group, req->move->node);
 		id = ha_sm_submit_move(sm, req->move->device_group, req->move->node, err,
 				       sizeof(err));
@@ -565,7 +530,7 @@ static void op_change(struct api_client *c, const ApiRequest *req)
 		break;
 	}
 	if (id == -EALREADY) {
-		GW_NOTICE(COMP, "%s: nothing to change: %s", c->name, err);
+		GW_NOTICE(COMP, "%s: nothing to change: %s", name_of(c), err);
 		change_reply(c, sm->doc->generation, false, false);
 		return;
 	}
@@ -584,8 +549,8 @@ void ha_api_change_done(struct ha_api *api, uint64_t request_id, int status, con
 
 	if (!api)
 		return;
-	list_for_each_safe(p, n, &api->clients) {
-		struct api_client *c = list_entry(p, struct api_client, link);
+	list_for_each_safe(p, n, &api->srv->conns) {
+		struct api_client *c = client_of(p);
 
 		if (c->wait != W_CHANGE || c->req_id != request_id)
 			continue;
@@ -607,8 +572,8 @@ void ha_api_applied(struct ha_api *api)
 
 	if (!api)
 		return;
-	list_for_each_safe(p, n, &api->clients) {
-		struct api_client *c = list_entry(p, struct api_client, link);
+	list_for_each_safe(p, n, &api->srv->conns) {
+		struct api_client *c = client_of(p);
 
 		if (c->wait == W_APPLIED && ha_sm_all_applied(&api->a->sm, c->gen, NULL, NULL, 0))
 			change_reply(c, c->gen, true, false);
@@ -621,8 +586,8 @@ void ha_api_tick(struct ha_api *api, uint64_t now)
 
 	if (!api)
 		return;
-	list_for_each_safe(p, n, &api->clients) {
-		struct api_client *c = list_entry(p, struct api_client, link);
+	list_for_each_safe(p, n, &api->srv->conns) {
+		struct api_client *c = client_of(p);
 
 		if (c->wait == W_NONE || now < c->deadline_ms)
 			continue;
@@ -643,10 +608,10 @@ static void op_fenced(struct api_client *c, const ApiRequest *req)
 	char err[512] = "";
 	int rc;
 
-	GW_NOTICE(COMP, "%s: node %s fenced", c->name, req->node_fenced->node);
-	rc = ha_sm_submit_fenced(&c->api->a->sm, req->node_fenced->node, err, sizeof(err));
+	GW_NOTICE(COMP, "%s: node %s fenced", name_of(c), req->node_fenced->node);
+	rc = ha_sm_submit_fenced(&api_of(c)->a->sm, req->node_fenced->node, err, sizeof(err));
 	if (rc) {
-		GW_WARN(COMP, "%s: the fence of node %s not announced: %s", c->name,
+		GW_WARN(COMP, "%s: the fence of node %s not announced: %s", name_of(c),
 			req->node_fenced->node, err[0] ? err : strerror(-rc));
 		reply_err(c, rc, "%s", err[0] ? err : strerror(-rc));
 		return;
@@ -656,12 +621,13 @@ static void op_fenced(struct api_client *c, const ApiRequest *req)
 
 /* ------------------------------------------------------------ requests */
 
-static void handle(struct api_client *c, const uint8_t *buf, size_t len)
+static void handle(struct gw_ipc_conn *conn, const uint8_t *buf, uint32_t len)
 {
+	struct api_client *c = gw_ipc_conn_priv(conn);
 	ApiRequest *req = isergw__ha__api_request__unpack(NULL, len, buf);
 
 	if (!req) {
-		reply_err(c, -EBADMSG, "malformed request: %zu bytes that do not decode as an "
+		reply_err(c, -EBADMSG, "malformed request: %u bytes that do not decode as an "
 			  "ApiRequest", len);
 		return;
 	}
@@ -695,113 +661,44 @@ static void handle(struct api_client *c, const uint8_t *buf, size_t len)
 	isergw__ha__api_request__free_unpacked(req, NULL);
 }
 
-static void client_cb(void *arg, uint32_t events)
+static void client_reply_error(struct gw_ipc_conn *conn, int status, const char *why)
 {
-	struct api_client *c = arg;
-	uint8_t *body;
-	uint32_t len;
-	int rc;
+	struct api_client *c = gw_ipc_conn_priv(conn);
+	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 
-	if (events & EPOLLOUT) {
-		client_write(c);
-		return;
-	}
-	if (c->tx || c->wait != W_NONE) {
-		/* one request at a time: the next is read once this one is answered */
-		if (events & (EPOLLHUP | EPOLLERR))
-			client_free(c);
-		else
-			reactor_mod_fd(c->api->a->r, &c->h, 0);
-		return;
-	}
-	rc = ctl_frame_rx_read(&c->rx, c->fd, CTL_FRAME_MAX);
-	if (rc == 0)
-		return;
-	if (rc == -EMSGSIZE) {
-		c->close_after_tx = true;
-		reply_err(c, -EMSGSIZE, "frame of %u bytes exceeds the maximum of %u bytes",
-			  c->rx.len, CTL_FRAME_MAX);
-		return;
-	}
-	if (rc == -EPIPE) {
-		GW_WARN(COMP, "%s: truncated frame: the connection ended inside it", c->name);
-		client_free(c);
-		return;
-	}
-	if (rc < 0) {
-		client_free(c);
-		return;
-	}
-	/*
-	 * The frame is ours now: the reply may end the client (a peer that
-	 * hung up), after which nothing of c may be touched.
-	 */
-	body = c->rx.body;
-	len = c->rx.len;
-	c->rx.body = NULL;
-	ctl_frame_rx_reset(&c->rx);
-	handle(c, body, len);
-	free(body);
+	rep.status = status;
+	rep.error = (char *)(uintptr_t)why;
+	reply(c, &rep);
 }
 
-static void accept_cb(void *arg, uint32_t events)
+static void client_close(struct gw_ipc_conn *conn)
 {
-	struct ha_api *api = arg;
-	struct api_client *c;
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	int fd;
+	struct api_client *c = gw_ipc_conn_priv(conn);
 
-	(void)events;
-	fd = accept4(api->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-		GW_WARN(COMP, "client refused (no peer credentials)");
-		close(fd);
-		return;
-	}
-	if (api->nclients >= API_CLIENTS_MAX) {
-		uint64_t now = gw_now_ms();
-
-		/* once a second at most, with the count: a client that keeps trying floods nothing */
-		api->refused++;
-		if (now - api->refused_logged_ms >= 1000) {
-			GW_WARN(COMP, "client pid %d uid %u refused: %u clients already (%" PRIu64
-				" refused since the last such line)", (int)cred.pid,
-				(unsigned int)cred.uid, API_CLIENTS_MAX, api->refused);
-			api->refused_logged_ms = now;
-			api->refused = 0;
-		}
-		close(fd);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return;
-	}
-	c->api = api;
-	c->fd = fd;
-	ctl_frame_rx_init(&c->rx);
-	snprintf(c->name, sizeof(c->name), "api client pid %d uid %u", (int)cred.pid,
-		 (unsigned int)cred.uid);
-	if (reactor_add_fd(api->a->r, &c->h, fd, EPOLLIN, client_cb, c)) {
-		close(fd);
-		free(c);
-		return;
-	}
-	list_add_tail(&c->link, &api->clients);
-	api->nclients++;
-	if (cred.uid != 0 && cred.uid != geteuid()) {
-		c->close_after_tx = true;
-		reply_err(c, -EACCES, "permission denied: uid %u may not use the agent's socket",
-			  (unsigned int)cred.uid);
-	}
+	c->wait = W_NONE;
+	OPENSSL_cleanse(c->token, sizeof(c->token));
 }
+
+static const struct gw_ipc_ops client_ops = {
+	.frame = handle,
+	.reply_error = client_reply_error,
+	.close = client_close,
+};
 
 int ha_api_start(struct ha_agent *a, struct ha_api **out)
 {
+	struct gw_ipc_params sp = {
+		.comp = COMP,
+		.what = "agent's socket",
+		.client = "api client",
+		.r = a->r,
+		.max_clients = API_CLIENTS_MAX,
+		.busy_why = NULL,       /* closed at once: a client that keeps trying costs little */
+		.max_push = 0,
+		.frame_max = CTL_FRAME_MAX,
+		.priv_size = sizeof(struct api_client),
+		.ops = &client_ops,
+	};
 	const char *path = a->opts.socket;
 	struct ha_api *api;
 	int rc;
@@ -810,35 +707,21 @@ int ha_api_start(struct ha_agent *a, struct ha_api **out)
 	if (!api)
 		return -ENOMEM;
 	api->a = a;
-	list_init(&api->clients);
-	api->lfd = gw_unix_listen(path, COMP, "agent socket", 16);
-	if (api->lfd < 0) {
-		rc = api->lfd;
-		goto err_free;
+	sp.arg = api;
+	rc = gw_ipc_server_start(&sp, path, &api->srv);
+	if (rc) {
+		free(api);
+		return rc;
 	}
-	rc = reactor_add_fd(a->r, &api->lh, api->lfd, EPOLLIN, accept_cb, api);
-	if (rc)
-		goto err_close;
 	GW_NOTICE(COMP, "local API on %s", path);
 	*out = api;
 	return 0;
-
-err_close:
-	unlink(path);
-	close(api->lfd);
-err_free:
-	free(api);
-	return rc;
 }
 
 void ha_api_stop(struct ha_api *api)
 {
 	if (!api)
 		return;
-	while (!list_empty(&api->clients))
-		client_free(list_first_entry(&api->clients, struct api_client, link));
-	reactor_del_fd(api->a->r, &api->lh);
-	close(api->lfd);
-	unlink(api->a->opts.socket);
+	gw_ipc_server_destroy(api->srv);
 	free(api);
 }

@@ -5,16 +5,15 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "store.h"
 #include "config/config.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/notify.h"
 
@@ -54,6 +53,18 @@ static void usage(FILE *f)
 "err; the unit does not restart), 1 another failure.\n"
 "isergwctl cluster --help lists what the local API offers.\n");
 }
+
+static void sighup(void *arg);
+static void sigstop(void *arg);
+static char version_extra[32];
+
+static struct gw_daemon daemon_ha = {
+	.name = "isergw-ha",
+	.usage = usage,
+	.stop_what = "leaving the group",
+	.hup = sighup,
+	.stop = sigstop,
+};
 
 enum {
 	OPT_STATE_DIR = 256, OPT_SOCKET, OPT_GW_SOCKET, OPT_LEASE, OPT_HB, OPT_CHANGE_TIMEOUT,
@@ -105,16 +116,10 @@ static int set_opt(struct ha_opts *o, int id, const char *v)
 	case OPT_STATE_DIR: return set_str(o->state_dir, sizeof(o->state_dir), v, "state-dir");
 	case OPT_SOCKET: return set_str(o->socket, sizeof(o->socket), v, "socket");
 	case OPT_GW_SOCKET: return set_str(o->gw_socket, sizeof(o->gw_socket), v, "isergwd-socket");
-	case OPT_LOG_LEVEL: {
-		enum gw_log_level l;
-
-		if (gw_log_parse_level(v, &l)) {
-			GW_CFGERR("isergw-ha: log-level: '%s' is not err, warn, notice, info "
-				"or debug", v);
+	case OPT_LOG_LEVEL:
+		if (gw_daemon_check_log_level(&daemon_ha, v))
 			return -EINVAL;
-		}
 		return set_str(o->log_level, sizeof(o->log_level), v, "log-level");
-	}
 	case OPT_LEASE: return set_u32(&o->lease_ms, v, 200, 60000, "lease-ms");
 	case OPT_HB: return set_u32(&o->heartbeat_ms, v, 20, 5000, "heartbeat-ms");
 	case OPT_CHANGE_TIMEOUT:
@@ -190,22 +195,17 @@ static int parse_cli(int argc, char **argv, struct ha_opts *o)
 	while ((opt = getopt_long(argc, argv, "c:hV", long_opts, NULL)) != -1) {
 		if (opt == 'c')
 			config = optarg;
-		else if (opt == 'h') {
-			usage(stdout);
-			exit(0);
-		} else if (opt == 'V') {
-			printf("isergw-ha %s (protocol %u..%u)\n", ISERGW_VERSION, HA_PROTO_MIN,
-			       HA_PROTO_MAX);
-			exit(0);
-		} else if (opt == '?') {
+		else if (opt == 'h')
+			gw_daemon_help(&daemon_ha);
+		else if (opt == 'V')
+			gw_daemon_version(&daemon_ha);
+		else if (opt == '?') {
 			gw_opt_refused("isergw-ha", argv, optind, optopt);
 			return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		GW_CFGERR("isergw-ha: unexpected argument '%s'", argv[optind]);
+	if (gw_daemon_no_operands(&daemon_ha, argc, argv))
 		return -EINVAL;
-	}
 	if (load_file(o, config ? config : DEFAULT_CONFIG, config != NULL))
 		return -EINVAL;
 	optind = 1;
@@ -355,27 +355,17 @@ static void tick_cb(void *arg)
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
 }
 
-struct sigctx {
-	struct ha_agent *a;
-	int fd;
-	struct reactor_fd h;
-};
-
-static void signal_cb(void *arg, uint32_t events)
+static void sighup(void *arg)
 {
-	struct sigctx *s = arg;
-	struct signalfd_siginfo si;
+	(void)arg;
+	GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the agent's settings need a restart)");
+}
 
-	(void)events;
-	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			GW_NOTICE(COMP, "SIGHUP: nothing to re-read (the agent's settings need a restart)");
-			continue;
-		}
-		GW_NOTICE(COMP, "%s received: leaving the group", strsignal((int)si.ssi_signo));
-		s->a->stopping = true;
-		reactor_stop(s->a->r);
-	}
+static void sigstop(void *arg)
+{
+	struct ha_agent *a = arg;
+
+	a->stopping = true;
 }
 
 static struct ha_doc *load_doc(const char *dir)
@@ -404,11 +394,8 @@ int main(int argc, char **argv)
 	static struct ha_agent agent;
 	struct ha_agent *a = &agent;
 	struct ha_sm_params p;
-	struct sigctx sig = { .a = a, .fd = -1 };
 	struct ha_store_params sp = { 0 };
 	struct ha_doc *doc;
-	enum gw_log_level lvl;
-	sigset_t mask;
 	int rc, status = 1;
 
 	/*
@@ -421,27 +408,21 @@ int main(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	snprintf(version_extra, sizeof(version_extra), " (protocol %u..%u)", HA_PROTO_MIN,
+		 HA_PROTO_MAX);
+	daemon_ha.version_extra = version_extra;
 	if (parse_cli(argc, argv, &a->opts))
 		return GW_EXIT_CONFIG;
-	gw_log_parse_level(a->opts.log_level, &lvl);
-	gw_log_set_level(lvl);
+	gw_daemon_set_log_level(a->opts.log_level);
 	GW_NOTICE(COMP, "isergw-ha %s starting (protocol %u..%u, lease %u ms, heartbeat %u ms)",
 		  ISERGW_VERSION, HA_PROTO_MIN, HA_PROTO_MAX, a->opts.lease_ms,
 		  a->opts.heartbeat_ms);
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sigdelset(&mask, SIGPIPE);
-
-	rc = reactor_create(0, &a->r);
-	if (rc) {
-		GW_CFGERR("isergw-ha: reactor: %s", strerror(-rc));
+	/* the signals are taken on the agent's loop (SIGTERM: leave the group) */
+	daemon_ha.arg = a;
+	if (gw_daemon_start(&daemon_ha))
 		return 1;
-	}
+	a->r = daemon_ha.r;
 	doc = load_doc(a->opts.state_dir);
 	if (!doc)
 		goto out_reactor;
@@ -455,7 +436,7 @@ int main(int argc, char **argv)
 		ha_doc_free(doc);
 		goto out_reactor;
 	}
-	rc = ha_cluster_start(a, &mask, &a->cl);
+	rc = ha_cluster_start(a, &daemon_ha.mask, &a->cl);
 	if (rc == -EINTR) {
 		status = 0;     /* stopped before corosync came */
 		ha_doc_free(doc);
@@ -490,14 +471,9 @@ int main(int argc, char **argv)
 	rc = ha_gwlink_start(a, &a->gw);
 	if (rc)
 		goto out_api;
-	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (sig.fd < 0 || reactor_add_fd(a->r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
-		GW_ERR(COMP, "signalfd: %s", strerror(errno));
-		goto out_gw;
-	}
 	rc = ha_cluster_join(a->cl);
 	if (rc)
-		goto out_sig;
+		goto out_gw;
 	reactor_timer_init(&a->tick, tick_cb, a);
 	reactor_timer_arm(a->r, &a->tick, a->opts.heartbeat_ms);
 	/*
@@ -510,14 +486,10 @@ int main(int argc, char **argv)
 	gw_notify_status("joining the group on cluster %s as node %s (id %u)", a->cluster_name,
 			 a->node_name, a->nodeid);
 
-	reactor_run(a->r);
-	gw_notify_stopping();
+	gw_daemon_run(&daemon_ha);
 	status = 0;
 
 	reactor_timer_cancel(a->r, &a->tick);
-out_sig:
-	reactor_del_fd(a->r, &sig.h);
-	close(sig.fd);
 out_gw:
 	ha_gwlink_stop(a->gw);
 	a->gw = NULL;
@@ -534,7 +506,8 @@ out_store:
 	if (a->sm_ready)
 		ha_sm_fini(&a->sm);
 out_reactor:
-	reactor_destroy(a->r);
+	gw_daemon_fini(&daemon_ha);
+	a->r = NULL;
 	GW_NOTICE(COMP, "stopped");
 	return status;
 }

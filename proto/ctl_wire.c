@@ -3,7 +3,6 @@
 #include "ctl_wire.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,66 +13,6 @@
 #include "common/fsutil.h"
 
 /* ------------------------------------------------------------ frames */
-
-void ctl_frame_rx_init(struct ctl_frame_rx *rx)
-{
-	memset(rx, 0, sizeof(*rx));
-}
-
-void ctl_frame_rx_reset(struct ctl_frame_rx *rx)
-{
-	free(rx->body);
-	ctl_frame_rx_init(rx);
-}
-
-static int rx_fill(int fd, uint8_t *dst, uint32_t want, uint32_t *have)
-{
-	while (*have < want) {
-		ssize_t n = read(fd, dst + *have, want - *have);
-
-		if (n > 0) {
-			*have += (uint32_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ENOTCONN;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		return -errno;
-	}
-	return 1;
-}
-
-int ctl_frame_rx_read(struct ctl_frame_rx *rx, int fd, uint32_t max)
-{
-	int rc;
-
-	if (rx->hdr_have < CTL_FRAME_HDR) {
-		bool started = rx->hdr_have > 0;
-
-		rc = rx_fill(fd, rx->hdr, CTL_FRAME_HDR, &rx->hdr_have);
-		if (rc == -ENOTCONN && (started || rx->hdr_have))
-			return -EPIPE;
-		if (rc <= 0)
-			return rc;
-		rx->len = (uint32_t)rx->hdr[0] << 24 | (uint32_t)rx->hdr[1] << 16 |
-			  (uint32_t)rx->hdr[2] << 8 | rx->hdr[3];
-		if (rx->len > max)
-			return -EMSGSIZE;
-		rx->have = 0;
-		rx->body = malloc(rx->len ? rx->len : 1);
-		if (!rx->body)
-			return -ENOMEM;
-	}
-	if (rx->len > max)
-		return -EMSGSIZE;
-	rc = rx_fill(fd, rx->body, rx->len, &rx->have);
-	if (rc == -ENOTCONN)
-		return -EPIPE;
-	return rc;
-}
 
 int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
 {
@@ -86,10 +25,7 @@ int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
 	buf = malloc(CTL_FRAME_HDR + n);
 	if (!buf)
 		return -ENOMEM;
-	buf[0] = (uint8_t)(n >> 24);
-	buf[1] = (uint8_t)(n >> 16);
-	buf[2] = (uint8_t)(n >> 8);
-	buf[3] = (uint8_t)n;
+	gw_frame_hdr_put(buf, (uint32_t)n);
 	protobuf_c_message_pack(m, buf + CTL_FRAME_HDR);
 	*out = buf;
 	*len = CTL_FRAME_HDR + n;
@@ -461,13 +397,13 @@ int ctl_alua_state_parse(const char *s, int *state)
 
 /* ------------------------------------------------------------ client side */
 
-int ctl_send_request(int fd, const CtlRequest *req)
+int ctl_frame_send(int fd, const ProtobufCMessage *m)
 {
 	uint8_t *buf;
 	size_t len;
 	int rc;
 
-	rc = ctl_frame_pack(&req->base, &buf, &len);
+	rc = ctl_frame_pack(m, &buf, &len);
 	if (rc)
 		return rc;
 	rc = gw_write_all(fd, buf, len);
@@ -475,31 +411,20 @@ int ctl_send_request(int fd, const CtlRequest *req)
 	return rc;
 }
 
-/* Waits for one whole frame into rx: 0, -ETIMEDOUT or a negative errno. */
-static int recv_body(int fd, struct ctl_frame_rx *rx, int timeout_ms)
+int ctl_send_request(int fd, const CtlRequest *req)
 {
-	int rc;
+	return ctl_frame_send(fd, &req->base);
+}
 
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-
-		rc = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		if (rc == 0)
-			return -ETIMEDOUT;
-		/* the daemon's replies: up to CTL_REPLY_FRAME_MAX */
-		rc = ctl_frame_rx_read(rx, fd, CTL_REPLY_FRAME_MAX);
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
-	}
+/* Waits for one whole frame of the daemon (up to CTL_REPLY_FRAME_MAX) into rx. */
+static int recv_body(int fd, struct gw_frame_rx *rx, int timeout_ms)
+{
+	return gw_frame_recv(fd, rx, CTL_REPLY_FRAME_MAX, timeout_ms);
 }
 
 int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t errlen)
 {
-	struct ctl_frame_rx rx;
+	struct gw_frame_rx rx;
 	int rc;
 
 	ctl_frame_rx_init(&rx);
@@ -512,7 +437,7 @@ int ctl_recv_frame(int fd, CtlReply **out, int timeout_ms, char *err, size_t err
 
 int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms)
 {
-	struct ctl_frame_rx rx;
+	struct gw_frame_rx rx;
 	int rc;
 
 	ctl_frame_rx_init(&rx);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The control socket's wire layer, shared by isergwd (gateway/ctl/) and its
- * clients (isergwctl): length-prefixed frames (4-byte big-endian length, then
- * that many bytes of protobuf), request decoding with the structural checks
- * every operation needs, and blocking helpers for clients. No sockets are
- * opened here; see docs/control.md for the protocol.
+ * clients (isergwctl): protobuf in the frames of common/ipc.h (4-byte
+ * big-endian length, then that many bytes), request decoding with the
+ * structural checks every operation needs, and blocking helpers for clients.
+ * No sockets are opened here; see docs/control.md for the protocol.
  */
 #ifndef ISERGW_CTL_WIRE_H
 #define ISERGW_CTL_WIRE_H
@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ipc.h"
 #include "isergw_ctl.pb-c.h"
 
-#define CTL_FRAME_HDR        4u
+#define CTL_FRAME_HDR        GW_IPC_FRAME_HDR
 #define CTL_FRAME_MAX        (1u << 20)     /* largest frame body, either direction */
 /* but a Reply of the daemon may be this long (GetCounters with per-LUN histograms) */
 #define CTL_REPLY_FRAME_MAX  (16u << 20)
@@ -48,26 +49,23 @@ static inline char *ctl_str(const char *s)
 
 typedef Isergw__Ctl__Reply CtlReply;
 
-/* Incremental reader of one frame from a (non-blocking) stream socket. */
-struct ctl_frame_rx {
-	uint8_t hdr[CTL_FRAME_HDR];
-	uint32_t hdr_have;
-	uint32_t len;           /* body length, once the header is complete */
-	uint32_t have;          /* body bytes read */
-	uint8_t *body;
-};
+/* The frame reader of common/ipc.h, under the names its clients know. */
+#define ctl_frame_rx gw_frame_rx
+static inline void ctl_frame_rx_init(struct gw_frame_rx *rx)
+{
+	gw_frame_rx_init(rx);
+}
 
-void ctl_frame_rx_init(struct ctl_frame_rx *rx);
-/* Forget a partial or complete frame (frees the body). */
-void ctl_frame_rx_reset(struct ctl_frame_rx *rx);
-/*
- * Read what is available. Returns 1 when a whole frame is in rx->body and
- * rx->len (it stays there until ctl_frame_rx_reset), 0 when more bytes are
- * needed (EAGAIN), -ENOTCONN when the peer closed between frames, -EPIPE when
- * it closed in the middle of one, -EMSGSIZE when the header announces more
- * than max bytes (nothing of the body is read or allocated), or -errno.
- */
-int ctl_frame_rx_read(struct ctl_frame_rx *rx, int fd, uint32_t max);
+static inline void ctl_frame_rx_reset(struct gw_frame_rx *rx)
+{
+	gw_frame_rx_reset(rx);
+}
+
+/* gw_frame_rx_read: 1 a whole frame, 0 more needed, -ENOTCONN, -EPIPE, -EMSGSIZE, -errno. */
+static inline int ctl_frame_rx_read(struct gw_frame_rx *rx, int fd, uint32_t max)
+{
+	return gw_frame_rx_read(rx, fd, max);
+}
 
 /*
  * hdr + packed message in one malloc'd buffer; -EMSGSIZE above CTL_FRAME_MAX
@@ -107,7 +105,12 @@ const char *ctl_op_name(const CtlRequest *r);
 const char *ctl_alua_state_name(int state);
 int ctl_alua_state_parse(const char *s, int *state);
 
-/* Blocking client helpers: send a request, read one reply (timeout_ms <= 0: wait). */
+/*
+ * Blocking client helpers. A message (a Request, or the agent's ApiRequest)
+ * packed into one frame and written whole: 0 or a negative errno.
+ */
+int ctl_frame_send(int fd, const ProtobufCMessage *m);
+/* Send a request, read one reply (timeout_ms <= 0: wait). */
 int ctl_send_request(int fd, const CtlRequest *req);
 int ctl_recv_reply(int fd, CtlReply **out, int timeout_ms);
 /*

@@ -3,14 +3,15 @@
  * The control socket server (ctl/ctl.h, docs/control.md); the operations
  * themselves are in ctl_ops*.c (ctl_priv.h).
  *
- * One control thread runs a reactor of its own (not one of gw->reactors): it
- * accepts clients, reads length-prefixed frames, answers each request in
- * order. A client has at most one request in service; while it is served
+ * One control thread runs a reactor of its own (not one of gw->reactors)
+ * with the IPC endpoint of common/ipc.h on it: that accepts clients, reads
+ * length-prefixed frames and hands over one request at a time per client;
+ * this file decodes and dispatches it. While a request is served
  * asynchronously (answers gathered from the reactors, an ALUA transition
- * waiting for its timer) or its reply is not yet written, the client's
- * socket is not read. Frames to a client go through its queue (txq): the
- * reply, and for a subscribed client the events pushed to it, at most
- * CTL_EVENT_QUEUE_MAX of them (more are dropped and counted). Everything in
+ * waiting for its timer, ctl_client_done) or its reply is not yet written,
+ * the client's socket is not read. A subscribed client also gets the events
+ * pushed to it, at most CTL_EVENT_QUEUE_MAX of them queued (more are dropped
+ * and counted). Everything in
  * struct gw_ctl below the "control thread only" line is touched by that
  * thread alone.
  */
@@ -18,8 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,109 +29,41 @@
 
 #define CTL_MAX_CLIENTS 32u
 
-/* A frame waiting to be written to a client. */
-struct ctl_txframe {
-	struct list_head link;          /* ctl_client.txq */
-	uint8_t *buf;
-	size_t len;
-	bool event;
-};
-
 /* ------------------------------------------------------------ clients */
 
-static void client_events(struct ctl_client *c);
+static void client_frame(struct gw_ipc_conn *conn, const uint8_t *body, uint32_t len);
 
-static void client_free_now(void *arg)
+static int client_open(struct gw_ipc_conn *conn)
 {
-	struct ctl_client *c = arg;
+	struct ctl_client *c = gw_ipc_conn_priv(conn);
 
-	ctl_frame_rx_reset(&c->rx);
-	while (!list_empty(&c->txq)) {
-		struct ctl_txframe *f = list_first_entry(&c->txq, struct ctl_txframe, link);
-
-		list_del(&f->link);
-		free(f->buf);
-		free(f);
-	}
-	free(c);
+	c->ctl = gw_ipc_server_arg(conn->srv);
+	c->conn = conn;
+	c->name = conn->name;
+	return 0;
 }
 
-static void client_close(struct ctl_client *c)
+static void client_reply_error(struct gw_ipc_conn *conn, int status, const char *why)
 {
-	struct gw_ctl *ctl = c->ctl;
+	ctl_reply_err(gw_ipc_conn_priv(conn), status, why);
+}
 
-	if (c->dead)
-		return;
-	c->dead = true;
-	reactor_del_fd(ctl->r, &c->h);
-	close(c->fd);
-	c->fd = -1;
-	list_del(&c->link);
-	ctl->nclients--;
+static void client_close(struct gw_ipc_conn *conn)
+{
+	struct ctl_client *c = gw_ipc_conn_priv(conn);
+
 	if (c->subscribed) {
-		atomic_fetch_sub(&ctl->nsubscribers, 1);
+		atomic_fetch_sub(&c->ctl->nsubscribers, 1);
 		GW_NOTICE(COMP, "%s: no longer subscribed to events", c->name);
 	}
-	if (!c->busy)
-		reactor_defer(ctl->r, &c->free_work);
 }
 
-/* Write what the socket takes, frame after frame; 0, or -errno (the client is closed then). */
-static int client_flush(struct ctl_client *c)
-{
-	while (!c->dead && !list_empty(&c->txq)) {
-		struct ctl_txframe *f = list_first_entry(&c->txq, struct ctl_txframe, link);
-		bool reply = !f->event;
-
-		while (c->tx_off < f->len) {
-			ssize_t n = send(c->fd, f->buf + c->tx_off, f->len - c->tx_off, MSG_NOSIGNAL);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				return 0;
-			if (n < 0) {
-				GW_INFO(COMP, "%s: %s not delivered: %s", c->name,
-					reply ? "reply" : "event", strerror(errno));
-				client_close(c);
-				return -EPIPE;
-			}
-			c->tx_off += (size_t)n;
-		}
-		list_del(&f->link);
-		free(f->buf);
-		free(f);
-		c->tx_off = 0;
-		if (!reply) {
-			c->nevents--;
-			continue;
-		}
-		c->reply_queued = false;
-		if (c->close_after_tx)
-			client_close(c);
-	}
-	return 0;
-}
-
-/* Queue a packed frame (buf is the queue's then); -ENOMEM. */
-static int client_queue(struct ctl_client *c, uint8_t *buf, size_t len, bool event)
-{
-	struct ctl_txframe *f = malloc(sizeof(*f));
-
-	if (!f) {
-		free(buf);
-		return -ENOMEM;
-	}
-	f->buf = buf;
-	f->len = len;
-	f->event = event;
-	list_add_tail(&f->link, &c->txq);
-	if (event)
-		c->nevents++;
-	else
-		c->reply_queued = true;
-	return 0;
-}
+static const struct gw_ipc_ops client_ops = {
+	.open = client_open,
+	.frame = client_frame,
+	.reply_error = client_reply_error,
+	.close = client_close,
+};
 
 void ctl_client_send(struct ctl_client *c, CtlReply *rep)
 {
@@ -140,7 +71,7 @@ void ctl_client_send(struct ctl_client *c, CtlReply *rep)
 	size_t len;
 	int rc;
 
-	if (c->dead)
+	if (c->conn->closed)
 		return;
 	rc = ctl_frame_pack(&rep->base, &buf, &len);
 	if (rc) {
@@ -153,17 +84,11 @@ void ctl_client_send(struct ctl_client *c, CtlReply *rep)
 		small.error = why;
 		GW_WARN(COMP, "%s: %s", c->name, why);
 		if (ctl_frame_pack(&small.base, &buf, &len)) {
-			client_close(c);
+			gw_ipc_conn_close(c->conn);
 			return;
 		}
 	}
-	if (client_queue(c, buf, len, false)) {
-		GW_WARN(COMP, "%s: out of memory queueing a reply: closing", c->name);
-		client_close(c);
-		return;
-	}
-	if (client_flush(c) == 0 && !c->dead)
-		client_events(c);
+	gw_ipc_reply(c->conn, buf, len);
 }
 
 /* Push an event to a subscriber; false when its queue is full (dropped) or it is gone. */
@@ -173,19 +98,20 @@ bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev)
 	uint8_t *buf;
 	size_t len;
 
-	if (c->dead || !c->subscribed)
+	if (c->conn->closed || !c->subscribed)
 		return false;
-	if (c->nevents >= CTL_EVENT_QUEUE_MAX) {
+	if (!gw_ipc_push_room(c->conn)) {
 		/* a slow or stuck subscriber: never wait for it */
 		if (c->dropped++ == 0)
 			GW_WARN(COMP, "%s: %u events not yet read: dropping event %llu and the next ones "
-				"until it catches up", c->name, c->nevents, (unsigned long long)ev->seq);
+				"until it catches up", c->name, c->conn->npushed,
+				(unsigned long long)ev->seq);
 		return false;
 	}
 	ev->dropped = c->dropped;
 	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_EVENT;
 	rep.event = ev;
-	if (ctl_frame_pack(&rep.base, &buf, &len) || client_queue(c, buf, len, true)) {
+	if (ctl_frame_pack(&rep.base, &buf, &len) || gw_ipc_push(c->conn, buf, len)) {
 		GW_WARN(COMP, "%s: out of memory: event %llu dropped", c->name,
 			(unsigned long long)ev->seq);
 		c->dropped++;
@@ -195,9 +121,7 @@ bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev)
 		GW_NOTICE(COMP, "%s: events flow again after %llu dropped", c->name,
 			  (unsigned long long)c->dropped);
 	c->dropped = 0;
-	if (client_flush(c) == 0 && !c->dead)
-		client_events(c);
-	return !c->dead;
+	return !c->conn->closed;
 }
 
 /* On the control reactor: number ev as the next event and push it to every subscriber. */
@@ -207,10 +131,10 @@ unsigned int ctl_publish(struct gw_ctl *ctl, Isergw__Ctl__Event *ev)
 	unsigned int delivered = 0;
 
 	ev->seq = ++ctl->event_seq;
-	list_for_each_safe(pos, n, &ctl->clients) {
-		struct ctl_client *c = list_entry(pos, struct ctl_client, link);
+	list_for_each_safe(pos, n, &ctl->srv->conns) {
+		struct gw_ipc_conn *conn = list_entry(pos, struct gw_ipc_conn, link);
 
-		delivered += ctl_client_push_event(c, ev);
+		delivered += ctl_client_push_event(gw_ipc_conn_priv(conn), ev);
 	}
 	return delivered;
 }
@@ -243,157 +167,16 @@ void ctl_reply_err(struct ctl_client *c, int status, const char *why)
 void ctl_client_done(struct ctl_client *c, CtlReply *rep)
 {
 	c->busy = false;
-	if (c->dead) {
-		reactor_defer(c->ctl->r, &c->free_work);
-		return;
-	}
 	ctl_client_send(c, rep);
-}
-
-static void handle_frame(struct ctl_client *c);
-
-static void client_read(struct ctl_client *c)
-{
-	char why[160];
-	int rc;
-
-	while (!c->dead && !c->busy && !c->reply_queued) {
-		rc = ctl_frame_rx_read(&c->rx, c->fd, CTL_FRAME_MAX);
-		if (rc == 0)
-			return;
-		if (rc == 1) {
-			handle_frame(c);
-			ctl_frame_rx_reset(&c->rx);
-			continue;
-		}
-		switch (rc) {
-		case -ENOTCONN:
-			GW_DEBUG(COMP, "%s: disconnected", c->name);
-			client_close(c);
-			return;
-		case -EPIPE:
-			snprintf(why, sizeof(why), "truncated frame: the connection ended after %u of "
-				 "%u bytes", c->rx.hdr_have < CTL_FRAME_HDR ? c->rx.hdr_have
-									    : CTL_FRAME_HDR + c->rx.have,
-				 c->rx.hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR
-								: CTL_FRAME_HDR + c->rx.len);
-			break;
-		case -EMSGSIZE:
-			snprintf(why, sizeof(why), "frame of %u bytes exceeds the maximum of %u bytes",
-				 c->rx.len, CTL_FRAME_MAX);
-			break;
-		default:
-			GW_WARN(COMP, "%s: read: %s", c->name, strerror(-rc));
-			client_close(c);
-			return;
-		}
-		/* the stream is out of step: answer (a half-closed peer still reads) and close */
-		GW_WARN(COMP, "%s: %s: closing", c->name, why);
-		ctl_frame_rx_reset(&c->rx);
-		c->close_after_tx = true;
-		ctl_reply_err(c, rc, why);
-		return;
+	if (c->held) {
+		c->held = false;
+		gw_ipc_conn_release(c->conn);
 	}
-}
-
-static void client_events(struct ctl_client *c)
-{
-	uint32_t ev = 0;
-
-	if (c->dead)
-		return;
-	if (!list_empty(&c->txq))
-		ev |= EPOLLOUT;
-	if (!c->busy && !c->reply_queued)
-		ev |= EPOLLIN;
-	if (reactor_mod_fd(c->ctl->r, &c->h, ev))
-		client_close(c);
-}
-
-static void client_cb(void *arg, uint32_t events)
-{
-	struct ctl_client *c = arg;
-
-	if (c->dead)
-		return;
-	if (c->busy && (events & (EPOLLERR | EPOLLHUP))) {
-		/* gone while its request is in service: reported at every wait, so close now */
-		GW_DEBUG(COMP, "%s: disconnected before its answer", c->name);
-		client_close(c);
-		return;
-	}
-	if (!list_empty(&c->txq) && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-		if (client_flush(c) || c->dead)
-			return;
-	}
-	if (!c->reply_queued && !c->busy && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-		client_read(c);
-	client_events(c);
 }
 
 int ctl_client_add(struct gw_ctl *ctl, int fd, const struct ucred *cred)
 {
-	struct ctl_client *c = calloc(1, sizeof(*c));
-	int rc;
-
-	if (!c)
-		return -ENOMEM;
-	c->ctl = ctl;
-	c->fd = fd;
-	list_init(&c->txq);
-	snprintf(c->name, sizeof(c->name), "control client pid %d uid %u", (int)cred->pid,
-		 (unsigned int)cred->uid);
-	ctl_frame_rx_init(&c->rx);
-	list_init(&c->link);
-	reactor_deferred_init(&c->free_work, client_free_now, c);
-	rc = reactor_add_fd(ctl->r, &c->h, fd, EPOLLIN, client_cb, c);
-	if (rc) {
-		free(c);
-		return rc;
-	}
-	list_add_tail(&c->link, &ctl->clients);
-	ctl->nclients++;
-	if (cred->uid != 0 && cred->uid != geteuid()) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "permission denied: uid %u may not use the control socket",
-			 (unsigned int)cred->uid);
-		GW_WARN(COMP, "%s: %s", c->name, why);
-		c->close_after_tx = true;
-		ctl_reply_err(c, -EACCES, why);
-		return 0;
-	}
-	if (ctl->nclients > CTL_MAX_CLIENTS) {
-		GW_WARN(COMP, "%s: refused: already %u clients", c->name, CTL_MAX_CLIENTS);
-		c->close_after_tx = true;
-		ctl_reply_err(c, -EBUSY, "too many control clients");
-		return 0;
-	}
-	GW_DEBUG(COMP, "%s: connected", c->name);
-	return 0;
-}
-
-static void accept_cb(void *arg, uint32_t events)
-{
-	struct gw_ctl *ctl = arg;
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	int fd;
-
-	(void)events;
-	fd = accept4(ctl->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			GW_WARN(COMP, "accept on %s: %s", ctl->path, strerror(errno));
-		return;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-		GW_WARN(COMP, "client without peer credentials (%s): refused", strerror(errno));
-		close(fd);
-		return;
-	}
-	if (ctl_client_add(ctl, fd, &cred))
-		close(fd);
+	return gw_ipc_conn_add(ctl->srv, fd, cred);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -404,13 +187,14 @@ void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, cons
 	ctl_reply_err(c, rc, why);
 }
 
-static void handle_frame(struct ctl_client *c)
+static void client_frame(struct gw_ipc_conn *conn, const uint8_t *body, uint32_t len)
 {
+	struct ctl_client *c = gw_ipc_conn_priv(conn);
 	CtlRequest *req = NULL;
 	char why[256];
 	int rc;
 
-	rc = ctl_request_decode(c->rx.body, c->rx.len, &req, why, sizeof(why));
+	rc = ctl_request_decode(body, len, &req, why, sizeof(why));
 	if (rc) {
 		ctl_reply_refused(c, NULL, rc, why);
 		return;
@@ -473,8 +257,11 @@ static void handle_frame(struct ctl_client *c)
 		break;
 	}
 	ctl_request_free(req);
-	if (!c->dead)
-		client_events(c);
+	/* answered later (ctl_client_done): the client stays until then */
+	if (c->busy) {
+		c->held = true;
+		gw_ipc_conn_hold(conn);
+	}
 }
 
 /* ------------------------------------------------------------ start, stop */
@@ -487,11 +274,22 @@ static void *ctl_thread(void *arg)
 
 int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out)
 {
+	struct gw_ipc_params sp = {
+		.comp = COMP,
+		.what = "control socket",
+		.client = "control client",
+		.max_clients = CTL_MAX_CLIENTS,
+		.busy_why = "too many control clients",
+		.max_push = CTL_EVENT_QUEUE_MAX,
+		.frame_max = CTL_FRAME_MAX,
+		.priv_size = sizeof(struct ctl_client),
+		.ops = &client_ops,
+	};
 	struct gw_ctl *ctl;
 	struct timespec now;
 	int rc;
 
-	if (strlen(p->path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	if (strlen(p->path) >= GW_IPC_PATH_MAX)
 		return -ENAMETOOLONG;
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
@@ -501,38 +299,35 @@ int ctl_create(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **out
 	ctl->load_file = p->load_file;
 	ctl->config_path = p->config_path;
 	ctl->load_arg = p->load_arg;
-	ctl->lfd = -1;
 	ctl->start_ms = gw_now_ms();
 	clock_gettime(CLOCK_REALTIME, &now);
 	ctl->start_unix_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-	snprintf(ctl->path, sizeof(ctl->path), "%s", p->path);
-	pthread_mutex_init(&ctl->reload_lock, NULL);
-	list_init(&ctl->clients);
 	reactor_timer_init(&ctl->transition_timer, ctl_alua_transition_end, ctl);
 	reactor_timer_init(&ctl->lease_timer, ctl_lease_timer_fired, ctl);
 	rc = reactor_create(gw->nreactors, &ctl->r);
+	if (rc)
+		goto err_free;
+	sp.r = ctl->r;
+	sp.arg = ctl;
+	rc = gw_ipc_server_create(&sp, &ctl->srv);
 	if (rc) {
-		pthread_mutex_destroy(&ctl->reload_lock);
-		free(ctl);
-		return rc;
+		reactor_destroy(ctl->r);
+		goto err_free;
 	}
+	pthread_mutex_init(&ctl->reload_lock, NULL);
 	*out = ctl;
 	return 0;
+
+err_free:
+	free(ctl);
+	return rc;
 }
 
 void ctl_destroy(struct gw_ctl *ctl)
 {
-	/* a client that went away during an ALUA transition is no longer listed */
-	if (ctl->transition_client && ctl->transition_client->dead)
-		client_free_now(ctl->transition_client);
+	/* the clients go, those served asynchronously too */
 	ctl->transition_client = NULL;
-	while (!list_empty(&ctl->clients)) {
-		struct ctl_client *c = list_first_entry(&ctl->clients, struct ctl_client, link);
-
-		list_del(&c->link);
-		close(c->fd);
-		client_free_now(c);
-	}
+	gw_ipc_server_destroy(ctl->srv);
 	reactor_destroy(ctl->r);
 	json_object_put(ctl->config_doc);
 	ctl_alua_free(ctl);
@@ -548,19 +343,14 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	rc = ctl_create(gw, p, &ctl);
 	if (rc)
 		return rc;
-	ctl->lfd = gw_unix_listen(p->path, COMP, "control socket", 16);
-	if (ctl->lfd < 0) {
-		rc = ctl->lfd;
-		goto err_destroy;
-	}
-	rc = reactor_add_fd(ctl->r, &ctl->lh, ctl->lfd, EPOLLIN, accept_cb, ctl);
+	rc = gw_ipc_listen(ctl->srv, p->path);
 	if (rc)
-		goto err_unlink;
+		goto err_destroy;
 	/* the lease's timer, for a lease configured before any request (none yet: not armed) */
 	ctl_lease_resync(ctl);
 	rc = -pthread_create(&ctl->thread, NULL, ctl_thread, ctl->r);
 	if (rc)
-		goto err_unlink;
+		goto err_destroy;       /* the socket goes with the server */
 	/* SET TARGET PORT GROUPS under the external ALUA policy comes here */
 	scsi_alua_set_request_handler(ctl_alua_request, ctl);
 	/* and the LU state changes of the cluster store */
@@ -570,9 +360,6 @@ int gw_ctl_start(struct gw *gw, const struct gw_ctl_params *p, struct gw_ctl **o
 	*out = ctl;
 	return 0;
 
-err_unlink:
-	unlink(p->path);
-	close(ctl->lfd);
 err_destroy:
 	ctl_destroy(ctl);
 	return rc;
@@ -595,14 +382,12 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 		/* a reactor still holds one: it will send it back here, so nothing is freed */
 		GW_WARN(COMP, "%u control request(s) still on the reactors at shutdown: control "
 			"state left allocated", atomic_load(&ctl->inflight));
-		close(ctl->lfd);
-		unlink(ctl->path);
+		gw_ipc_unlisten(ctl->srv);
 		return;
 	}
 	/* the thread is gone: its objects are ours */
-	close(ctl->lfd);
-	unlink(ctl->path);
-	GW_NOTICE(COMP, "control socket %s closed", ctl->path);
+	gw_ipc_unlisten(ctl->srv);
+	GW_NOTICE(COMP, "control socket %s closed", ctl->srv->path);
 	ctl_destroy(ctl);
 }
 

@@ -3,8 +3,9 @@
  * What the control socket's server (ctl.c) and its operations (ctl_ops*.c)
  * share; not for use outside gateway/ctl/.
  *
- *   ctl.c              the socket, SO_PEERCRED, frames in and out, clients,
- *                      their queues and subscriptions, dispatch, the thread
+ *   ctl.c              the control socket on the IPC endpoint (common/ipc.h:
+ *                      SO_PEERCRED, frames, clients and their queues),
+ *                      subscriptions, dispatch, the thread
  *   ctl_ops.c          GetStatus, ApplyConfig (epochs), Subscribe, the reply arena
  *   ctl_ops_alua.c     Set/GetAluaStates, SetAluaMap, transitions, AluaRequestDone,
  *                      ALUA events
@@ -24,28 +25,21 @@
 #include <sys/un.h>
 
 #include "core/iscsi.h"
+#include "common/ipc.h"
 #include "ctl/ctl.h"
 #include "ctl_wire.h"
 
 #define COMP "ctl"
 
+/* A control client: the private area of its IPC connection (common/ipc.h). */
 struct ctl_client {
 	struct gw_ctl *ctl;
-	int fd;
-	struct reactor_fd h;
-	struct ctl_frame_rx rx;
-	struct list_head txq;           /* struct ctl_txframe; the first is being written */
-	size_t tx_off;                  /* bytes of the first written */
-	unsigned int nevents;           /* event frames in txq */
-	bool reply_queued;              /* a reply is in txq */
-	bool busy;                      /* a request is in service */
-	bool close_after_tx;            /* close once the reply is written */
-	bool dead;                      /* socket closed; freed when no longer busy */
+	struct gw_ipc_conn *conn;
+	const char *name;               /* "control client pid N uid N" */
+	bool busy;                      /* a request is in service, answered by ctl_client_done */
+	bool held;                      /* the connection is held for it */
 	bool subscribed;                /* receives events */
 	uint64_t dropped;               /* events dropped since the last one queued */
-	char name[64];                  /* "pid N uid N" */
-	struct list_head link;          /* ctl->clients */
-	struct reactor_deferred free_work;
 };
 
 /* The states of one device group in an ALUA request, groups sorted by id. */
@@ -69,7 +63,6 @@ struct alua_map {
 
 struct gw_ctl {
 	struct gw *gw;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int (*load)(void *arg, const char *json, struct gw_config **out, char *err, size_t errlen);
 	int (*load_file)(void *arg, struct gw_config **out, char *err, size_t errlen);
 	const char *config_path;
@@ -81,11 +74,8 @@ struct gw_ctl {
 	atomic_uint nsubscribers;       /* clients subscribed to events */
 	uint64_t start_ms;              /* monotonic */
 	uint64_t start_unix_ms;         /* the same instant, wall clock (StatusInfo.start_time_ms) */
-	int lfd;
-	struct reactor_fd lh;
 	/* ---- control thread only ---- */
-	struct list_head clients;
-	size_t nclients;
+	struct gw_ipc_server *srv;      /* the socket and its clients */
 	uint64_t epoch;                 /* newest accepted */
 	uint64_t config_epoch;
 	json_object *config_doc;        /* the document applied at config_epoch */

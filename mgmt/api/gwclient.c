@@ -1,22 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * isergwd's control socket, as isergw-api uses it (docs/control.md): a
- * connection per scrape or readiness probe, every request sent at once
+ * isergwd's control socket, as isergw-api uses it (docs/control.md), with the
+ * client side of common/ipc.h and proto/ctl_wire.h: a connection per scrape
+ * or readiness probe, every request sent at once
  * (isergwd answers them in order), every wait bounded by one deadline, so
  * that an HTTP handler never waits longer than --isergwd-timeout-ms.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api.h"
+#include "common/ipc.h"
 
 static int64_t mono_ms(void)
 {
@@ -31,42 +29,6 @@ static int left_ms(int64_t deadline)
 	int64_t l = deadline - mono_ms();
 
 	return l > 0 ? (int)l : 0;
-}
-
-/* A non-blocking connection to path; -errno. */
-static int gw_connect(const char *path, int64_t deadline)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, rc;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	rc = -errno;
-	if (rc == -EINPROGRESS || rc == -EAGAIN) {
-		/* the listener's backlog is full: wait for it until the deadline */
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int err = 0;
-		socklen_t el = sizeof(err);
-
-		rc = poll(&p, 1, left_ms(deadline));
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-		} else if (rc < 0) {
-			rc = -errno;
-		} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0) {
-			return fd;
-		} else {
-			rc = err ? -err : -ECONNREFUSED;
-		}
-	}
-	close(fd);
-	return rc;
 }
 
 static void init_req(CtlRequest *r)
@@ -111,7 +73,7 @@ int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, cha
 		}
 	}
 
-	fd = gw_connect(socket_path, deadline);
+	fd = gw_ipc_connect(socket_path, left_ms(deadline));
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot connect to %s: %s", socket_path, strerror(-fd));
 		return fd;
@@ -205,7 +167,7 @@ int api_gw_call(const char *socket_path, int timeout_ms, const CtlRequest *req, 
 	int fd, rc, left;
 
 	*rep = NULL;
-	fd = gw_connect(socket_path, deadline);
+	fd = gw_ipc_connect(socket_path, left_ms(deadline));
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot connect to %s: %s", socket_path, strerror(-fd));
 		return fd;

@@ -10,9 +10,10 @@
  * socket, two slow writes would stall every probe and scrape of the node.
  * So a handler suspends its connection (MHD_suspend_connection) and hands
  * the request to this client, which runs one thread of its own with a
- * reactor (common/reactor: epoll, timers, a message queue). Requests
- * arrive by reactor_send_msg from any thread; each opens its own non-
- * blocking connection to the agent (the agent answers one request at a time
+ * reactor (common/reactor: epoll, timers, a message queue) and the client
+ * side of common/ipc.h (connect, frames). Requests arrive by
+ * reactor_send_msg from any thread; each opens its own non-blocking
+ * connection to the agent (the agent answers one request at a time
  * per connection, and serves up to 32 connections: at most HA_CONNS_MAX of
  * them are this client's, the other calls wait in order for one to end),
  * sends one frame, reads one frame, closes; a timer bounds the whole call,
@@ -39,12 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "ctl_wire.h"
+#include "common/ipc.h"
 #include "common/list.h"
 #include "common/log.h"
 #include "common/reactor.h"
@@ -223,21 +223,12 @@ static void call_read(struct ha_call *k)
 
 static void call_write(struct ha_call *k)
 {
-	while (k->txoff < k->txlen) {
-		ssize_t n = send(k->fd, k->tx + k->txoff, k->txlen - k->txoff, MSG_NOSIGNAL);
+	int rc = gw_ipc_send_some(k->fd, k->tx, k->txlen, &k->txoff);
 
-		if (n > 0) {
-			k->txoff += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		call_fail(k, n < 0 ? -errno : -EPIPE, "sending the request on");
-		return;
-	}
-	reactor_mod_fd(k->h->r, &k->fdh, EPOLLIN);
+	if (rc < 0)
+		call_fail(k, rc, "sending the request on");
+	else if (rc > 0)
+		reactor_mod_fd(k->h->r, &k->fdh, EPOLLIN);
 }
 
 static void call_io(void *arg, uint32_t events)
@@ -258,28 +249,17 @@ static void call_io(void *arg, uint32_t events)
 static void call_connect(void *arg)
 {
 	struct ha_call *k = arg;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int rc;
 
-	memcpy(sa.sun_path, k->h->path, strlen(k->h->path) + 1);
-	if (k->fd < 0) {
-		k->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (k->fd < 0) {
-			call_fail(k, -errno, "socket() for");
-			return;
-		}
+	rc = gw_ipc_connect_start(k->h->path, &k->fd);
+	if (rc == -EAGAIN) {
+		/* a full backlog: try again shortly, the deadline still runs */
+		reactor_timer_arm(k->h->r, &k->retry, CONNECT_RETRY_MS);
+		return;
 	}
-	if (connect(k->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
-		if (rc == -EAGAIN) {
-			/* a full backlog: try again shortly, the deadline still runs */
-			reactor_timer_arm(k->h->r, &k->retry, CONNECT_RETRY_MS);
-			return;
-		}
-		if (rc != -EINPROGRESS) {
-			call_fail(k, rc, "cannot connect to");
-			return;
-		}
+	if (rc && rc != -EINPROGRESS) {
+		call_fail(k, rc, k->fd < 0 ? "socket() for" : "cannot connect to");
+		return;
 	}
 	rc = reactor_add_fd(k->h->r, &k->fdh, k->fd, EPOLLOUT, call_io, k);
 	if (rc) {
@@ -394,7 +374,7 @@ int api_ha_start(const char *path, struct api_ha **out)
 	struct api_ha *h;
 	int rc;
 
-	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	if (strlen(path) >= GW_IPC_PATH_MAX)
 		return -ENAMETOOLONG;
 	h = calloc(1, sizeof(*h));
 	if (!h)

@@ -5,16 +5,15 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "config/config.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/notify.h"
 #include "common/reactor.h"
@@ -125,6 +124,12 @@ static void usage(FILE *f)
 "make a token (printed once), list the names and roles, remove a token\n"
 "('isergw-api token --help').\n");
 }
+
+static void sighup(void *arg);
+
+static struct gw_daemon daemon_api = {
+	.name = "isergw-api", .usage = usage, .stop_what = "stopping", .hup = sighup,
+};
 
 enum {
 	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
@@ -255,13 +260,11 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
-			usage(stdout);
 			opts_free(o);
-			exit(0);
+			gw_daemon_help(&daemon_api);
 		case 'V':
-			printf("isergw-api %s\n", ISERGW_VERSION);
 			opts_free(o);
-			exit(0);
+			gw_daemon_version(&daemon_api);
 		case OPT_LISTEN:
 			rc = parse_listen(o, optarg);
 			listen_set = true;
@@ -326,18 +329,11 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		case OPT_IDLE:
 			rc = set_u32(&o->idle_timeout_s, optarg, 1, 3600, "idle-timeout");
 			break;
-		case OPT_LOG_LEVEL: {
-			enum gw_log_level l;
-
-			if (gw_log_parse_level(optarg, &l)) {
-				GW_CFGERR("isergw-api: log-level: '%s' is not err, warn, notice, "
-					"info or debug", optarg);
-				rc = -EINVAL;
-			} else {
+		case OPT_LOG_LEVEL:
+			rc = gw_daemon_check_log_level(&daemon_api, optarg);
+			if (!rc)
 				rc = set_str(o->log_level, sizeof(o->log_level), optarg, "log-level");
-			}
 			break;
-		}
 		case OPT_NICE:
 			rc = set_u32(&o->nice, optarg, 0, 19, "nice");
 			break;
@@ -368,10 +364,8 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		GW_CFGERR("isergw-api: --tls-cert and --tls-key go together");
 		rc = -EINVAL;
 	}
-	if (!rc && optind < argc) {
-		GW_CFGERR("isergw-api: unexpected argument '%s'", argv[optind]);
-		rc = -EINVAL;
-	}
+	if (!rc)
+		rc = gw_daemon_no_operands(&daemon_api, argc, argv);
 	if (!rc && !listen_set)
 		rc = parse_listen(o, API_DEFAULT_LISTEN);
 	if (rc)
@@ -381,40 +375,29 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 
 /* ------------------------------------------------------------ loop */
 
-struct sigctx {
+/* The main loop's timer: every second, api_http_tick. */
+struct ticker {
 	struct api *a;
 	struct reactor *r;
-	int fd;
-	struct reactor_fd h;
-	struct reactor_timer tick;      /* every second: api_http_tick */
+	struct reactor_timer tick;
 };
 
 static void tick_cb(void *arg)
 {
-	struct sigctx *s = arg;
+	struct ticker *t = arg;
 
-	api_http_tick(s->a);
-	reactor_timer_arm(s->r, &s->tick, 1000);
+	api_http_tick(t->a);
+	reactor_timer_arm(t->r, &t->tick, 1000);
 }
 
-static void signal_cb(void *arg, uint32_t events)
+static void sighup(void *arg)
 {
-	struct sigctx *s = arg;
-	struct signalfd_siginfo si;
+	struct api *a = arg;
 
-	(void)events;
-	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			if (!s->a->opts.token_file[0])
-				GW_NOTICE(COMP, "SIGHUP: no --token-file to re-read (the options "
-					  "need a restart)");
-			else
-				api_tokens_reload(s->a);
-			continue;
-		}
-		GW_NOTICE(COMP, "%s received: stopping", strsignal((int)si.ssi_signo));
-		reactor_stop(s->r);
-	}
+	if (!a->opts.token_file[0])
+		GW_NOTICE(COMP, "SIGHUP: no --token-file to re-read (the options need a restart)");
+	else
+		api_tokens_reload(a);
 }
 
 /*
@@ -607,24 +590,21 @@ int main(int argc, char **argv)
 {
 	static struct api api;
 	struct api *a = &api;
-	struct sigctx sig = { .fd = -1 };
-	enum gw_log_level lvl;
-	sigset_t mask;
+	struct ticker t = { .a = a };
 	int rc, status = 1;
 
 	if (argc > 1 && !strcmp(argv[1], "token"))
 		return api_token_cli(argc - 1, argv + 1);
 	if (parse_cli(argc, argv, &a->opts))
 		return GW_EXIT_CONFIG;
-	gw_log_parse_level(a->opts.log_level, &lvl);
-	gw_log_set_level(lvl);
+	gw_daemon_set_log_level(a->opts.log_level);
 	lower_priority(a->opts.nice);
 	api_cache_init(&a->cache);
 	api_scrape_init(&a->scrape);
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	pthread_rwlock_init(&a->tokens_lock, NULL);
-	sig.a = a;
+	daemon_api.arg = a;
 	if (a->opts.token_file[0]) {
 		rc = api_tokens_reload(a);      /* a refusal is logged there, at err */
 		if (rc) {
@@ -636,29 +616,14 @@ int main(int argc, char **argv)
 			  "/readyz and /metrics answers 401");
 	}
 
-	/* every thread started from here on (libmicrohttpd's) inherits the mask */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sigdelset(&mask, SIGPIPE);
-
-	rc = reactor_create(0, &sig.r);
-	if (rc) {
-		GW_CFGERR("isergw-api: reactor: %s", strerror(-rc));
+	/* every thread started from here on (libmicrohttpd's) inherits the signal mask */
+	if (gw_daemon_start(&daemon_api))
 		goto err_opts;
-	}
-	sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (sig.fd < 0 || reactor_add_fd(sig.r, &sig.h, sig.fd, EPOLLIN, signal_cb, &sig)) {
-		GW_ERR(COMP, "signalfd: %s", strerror(errno));
-		goto err_sigfd;
-	}
+	t.r = daemon_api.r;
 	rc = api_ha_start(a->opts.ha_socket, &a->ha);
 	if (rc) {
 		GW_ERR(COMP, "the HA agent's client: %s", strerror(-rc));
-		goto err_sig;
+		goto err_opts;
 	}
 	api_ha_set_status_cache(a->ha, a->opts.status_cache_ms);
 	/* in a cluster, the cluster's tokens too (docs/api.md, Cluster tokens) */
@@ -694,11 +659,10 @@ int main(int argc, char **argv)
 	/* HTTP listens: ready (whether isergwd answers is /readyz's business) */
 	gw_notify_ready("serving %s://%s", a->opts.tls_cert[0] ? "https" : "http", a->opts.listen);
 
-	reactor_timer_init(&sig.tick, tick_cb, &sig);
-	reactor_timer_arm(sig.r, &sig.tick, 1000);
-	reactor_run(sig.r);
-	reactor_timer_cancel(sig.r, &sig.tick);
-	gw_notify_stopping();
+	reactor_timer_init(&t.tick, tick_cb, &t);
+	reactor_timer_arm(t.r, &t.tick, 1000);
+	gw_daemon_run(&daemon_api);
+	reactor_timer_cancel(t.r, &t.tick);
 	status = 0;
 
 	/*
@@ -712,12 +676,6 @@ err_ha:
 	api_ha_stop(a->ha);
 	api_ha_free(a->ha);
 	a->ha = NULL;
-err_sig:
-	reactor_del_fd(sig.r, &sig.h);
-err_sigfd:
-	if (sig.fd >= 0)
-		close(sig.fd);
-	reactor_destroy(sig.r);
 err_opts:
 	opts_free(&a->opts);
 	api_tokens_free(&a->tokens);
@@ -727,6 +685,7 @@ err_opts:
 	pthread_mutex_destroy(&a->stats_lock);
 	api_cache_destroy(&a->cache);
 	api_scrape_destroy(&a->scrape);
+	gw_daemon_fini(&daemon_api);
 	GW_NOTICE(COMP, "stopped");
 	return status;
 }
