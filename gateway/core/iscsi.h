@@ -20,7 +20,7 @@
 #include "core/counters.h"
 #include "core/iscsi_spec.h"
 #include "core/login.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
 #include "scsi/scsi.h"
 #include "config/config.h"
 #include "common/list.h"

@@ -20,7 +20,7 @@
  * destroyed → iscsi_conn_closed(). Nothing is freed while the device may
  * still write into it.
  */
-#include "dm/datamover.h"
+#include "core/datamover.h"
 
 #ifdef ISERGW_HAVE_RDMA
 

@@ -17,7 +17,7 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
 #include "common/log.h"
 #include "common/netaddr.h"
 

@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 #include "core/iscsi.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
 #include "common/bufpool.h"
 
 static int stub_listen(struct gw_portal *p) { (void)p; return -EOPNOTSUPP; }
