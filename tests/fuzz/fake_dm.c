@@ -9,6 +9,7 @@
 
 #include "core/pdu.h"
 #include "core/datamover.h"
+#include "dm/dm.h"
 #include "common/bufpool.h"
 
 #define FAKE_LOGIN_MAX_DSL 65536u       /* as tcp.c during login */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_core isergw_proto -Wl,--wrap=bdev_file_open -Wl,--wrap=bdev_iscsi_open -Wl,--wrap=getaddrinfo
+// LINK: gw_dm isergw_proto -Wl,--wrap=bdev_file_open -Wl,--wrap=bdev_iscsi_open -Wl,--wrap=getaddrinfo
 // COVERS: gateway/ctl/ctl.c gateway/ctl/ctl_ops.c gateway/ctl/ctl_ops_alua.c gateway/ctl/ctl_ops_lease.c gateway/ctl/ctl_ops_lu.c gateway/ctl/ctl_ops_reactors.c proto/ctl_wire.c
 /*
  * isergwd's control socket (gateway/ctl/, proto/ctl_wire.c): the bytes one
@@ -58,6 +58,7 @@
 #include "backend/backend.h"
 #include "core/iscsi.h"
 #include "ctl/ctl_priv.h"
+#include "dm/dm.h"
 #include "ctl_wire.h"
 #include "scsi/scsi.h"
 #include "config/config.h"
