@@ -96,7 +96,7 @@ struct bdev_ops {
 
 /*
  * What the backing store is, set at open and not changed after, so that a
- * second LUN on it is refused (core/target.c): a file's device and inode, a
+ * second LUN on it is refused (core/runtime.c): a file's device and inode, a
  * block device's device number, a backend LUN's designator from its VPD
  * page 0x83 (type, code set, identifier; followed by a NUL and the target's
  * name when the designator is unique within its target only, as tgt's

@@ -2597,7 +2597,7 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 		}
 		scsi_free_scsi_task(t);
 	}
-	/* what names the LU, so that two URLs reaching it are found out (core/target.c) */
+	/* what names the LU, so that two URLs reaching it are found out (core/runtime.c) */
 	if (disc_cmd(ctx, ib, 0x83, deadline, &t) == 0) {
 		f->desig_len = bdev_iscsi_lu_designator(t->datain.data, (size_t)t->datain.size,
 							f->desig, sizeof(f->desig));

@@ -152,7 +152,7 @@ struct gw {
 	atomic_bool running;            /* reactor threads started */
 	int ifaddr_fd;                  /* rtnetlink address events (portal.c), -1 = none */
 	struct reactor_fd ifaddr_rfd;
-	/* the backing stores open, one per LUN (target.c); guarded by sess_lock */
+	/* the backing stores open, one per LUN (runtime.c); guarded by sess_lock */
 	struct gw_store *stores;
 	size_t nstores, stores_cap;
 };
@@ -293,7 +293,7 @@ struct iscsi_task {
 	uint64_t start_us;              /* arrival, for the latency counters */
 };
 
-/* ---- daemon runtime (core/target.c) ---- */
+/* ---- daemon runtime (core/runtime.c) ---- */
 /*
  * Everything gw_start does but start the reactor threads: reactors,
  * portals, targets and their LUNs, the ALUA configuration. The reactors are

@@ -6,7 +6,7 @@
  * filter.
  *
  * Port map: every portal is a target port of every target with the same
- * relative port id and group (core/target.c), and the configuration lists
+ * relative port id and group (core/runtime.c), and the configuration lists
  * the other nodes' ports (port_groups), so a group id means the same set of
  * ports for every LU of the cluster. Device groups: each LU names one
  * (lu->alua_dg, an index that stays valid: device groups are never freed

@@ -4,7 +4,7 @@
 /*
  * isergwd's control socket (gateway/ctl/, proto/ctl_wire.c): the bytes one
  * client writes, framed or not, read and answered by the real control code
- * against a real daemon state: gw_create (core/target.c) with the portals,
+ * against a real daemon state: gw_create (core/runtime.c) with the portals,
  * targets, LUNs and ALUA groups of a configuration, the control state of
  * ctl_create, and the client of ctl_client_add on one end of a socketpair;
  * the other end is the client, whose every reply frame must decode
