@@ -523,8 +523,7 @@ struct scsi_cmd {
 	uint8_t sense[SCSI_SENSE_MAX];  /* fixed format sense data */
 	uint32_t xfer_len;              /* see residuals above */
 	/* private to the SCSI layer */
-	uint64_t priv_u64[4];
-	void *priv_ptr[4];
+	uint32_t cluster_reruns;        /* runs again after -ESTALE (scsi_cluster.c), 0 first */
 	uint8_t priv_io[256] __attribute__((aligned(16))); /* holds a struct bdev_io and scratch */
 };
 

@@ -30,8 +30,6 @@
 #include "common/log.h"
 #include "common/reactor.h"
 
-#define RERUN_SLOT 3    /* cmd->priv_u64[] counting -ESTALE reruns */
-
 struct cl_held {
 	struct scsi_held hd;            /* in cl.held */
 	int status;                     /* under cl.lock until unlinked */
@@ -102,7 +100,7 @@ void lu_cluster_fail(struct scsi_cmd *cmd, int status)
 
 bool lu_cluster_rerun_ok(struct scsi_cmd *cmd)
 {
-	return ++cmd->priv_u64[RERUN_SLOT] <= SCSI_CLUSTER_RETRIES;
+	return ++cmd->cluster_reruns <= SCSI_CLUSTER_RETRIES;
 }
 
 /* cl.lock held: the timer's or an abort's outcome. */

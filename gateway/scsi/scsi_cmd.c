@@ -335,7 +335,7 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	cmd->status = SCSI_STATUS_GOOD;
 	cmd->sense_len = 0;
 	cmd->xfer_len = 0;
-	cmd->priv_u64[3] = 0;   /* scsi_cluster.c: reruns */
+	cmd->cluster_reruns = 0;
 	memset(cmd->priv_io, 0, sizeof(struct scsi_priv));
 	cmd_priv(cmd)->cmd = cmd;
 

@@ -614,7 +614,7 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		 * its way: the answer after one round trip of the cluster's order
 		 */
 		if (lu->sh && lu->sh->cluster && !alua_port_is_local(lu->r2_rel_port) &&
-		    cmd->priv_u64[3] == 0)
+		    cmd->cluster_reruns == 0)
 			lu->cl_force = true;
 	} else {
 		changed = !lu->r2_held;
