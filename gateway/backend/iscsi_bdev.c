@@ -3,6 +3,9 @@
  * iSCSI backstore, the bdev ops: submit (long READs split into pieces),
  * close, the counters.
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* bdev ops                                                                 */
@@ -10,21 +13,21 @@
 /* Issues q now if a session is free and nothing waits, else queues it. */
 static void rx_enqueue(struct ib_rx *rx, struct ib_req *q)
 {
-	struct ib_sess *s = pick_session(rx);
+	struct ib_sess *s = ib_pick_session(rx);
 
 	if (s && list_empty(&rx->wait) && list_empty(&rx->requeue)) {
-		sess_issue(s, q);
+		ib_sess_issue(s, q);
 		return;
 	}
 	if (!s && atomic_load_explicit(&rx->ib->bdev.offline, memory_order_relaxed)) {
-		req_defer_result(q, -ENOTCONN);
+		ib_req_defer_result(q, -ENOTCONN);
 		return;
 	}
 	list_add_tail(&q->link, &rx->wait);
 	rx->nwait++;
-	rx_arm_tick(rx);
+	ib_rx_arm_tick(rx);
 	if (s)
-		rx_defer(rx);
+		ib_rx_defer(rx);
 }
 
 /*
@@ -68,7 +71,7 @@ static void piece_done(struct bdev_io *pio)
 		return;
 	io->result = sp->result;
 	if (sp->result == -EREMOTEIO)
-		req_set_answer(io, sp->status, sp->sense_len ? sp->sense : NULL, sp->sense_len);
+		ib_req_set_answer(io, sp->status, sp->sense_len ? sp->sense : NULL, sp->sense_len);
 	free(sp->pieces);
 	free(sp);
 	io->cb(io);
@@ -95,7 +98,7 @@ static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_byt
 	reqs = (struct ib_req **)(void *)(pool + niov);
 	/* every request first, so that nothing is issued unless all can be */
 	for (k = 0; k < npieces; k++) {
-		reqs[k] = req_alloc(rx);
+		reqs[k] = ib_req_alloc(rx);
 		if (!reqs[k])
 			goto err_reqs;
 	}
@@ -129,7 +132,7 @@ static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_byt
 
 err_reqs:
 	while (k--)
-		req_free(reqs[k]);
+		ib_req_free(reqs[k]);
 	free(sp->pieces);
 err_sp:
 	free(sp);
@@ -208,7 +211,7 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 		if (io->op != BDEV_OP_READ && b->info.readonly)
 			return -EROFS;
 	}
-	rx = rx_get(ib);
+	rx = ib_rx_get(ib);
 	if (!rx)
 		return reactor_self() ? -ENOMEM : -EINVAL;
 	if (io->op == BDEV_OP_READ && ib->read_chunk >= bs) {
@@ -221,14 +224,14 @@ static int iscsi_submit(struct bdev *b, struct bdev_io *io)
 	}
 	if (max_xfer && io->len > (uint64_t)max_xfer * bs)
 		return submit_split(rx, io, (uint64_t)max_xfer * bs);
-	q = req_alloc(rx);
+	q = ib_req_alloc(rx);
 	if (!q)
 		return -ENOMEM;
 	q->io = io;
 	q->kind = RK_IO;
 	q->t0_ms = gw_now_ms();
 	if (caw_too_long) {
-		req_defer_result(q, -EOPNOTSUPP);
+		ib_req_defer_result(q, -EOPNOTSUPP);
 		return 0;
 	}
 	rx_enqueue(rx, q);
@@ -239,7 +242,7 @@ int bdev_iscsi_get_stats(struct bdev *b, struct bdev_iscsi_stats *out)
 {
 	struct ib_bdev *ib;
 
-	if (!b || b->ops != &iscsi_ops || !out)
+	if (!b || b->ops != &bdev_iscsi_ops || !out)
 		return -EINVAL;
 	ib = to_ib(b);
 	out->commands = atomic_load(&ib->n_commands);
@@ -259,9 +262,9 @@ static void iscsi_close(struct bdev *b)
 	struct ib_bdev *ib = to_ib(b);
 	struct bdev_iscsi_stats st;
 
-	pthread_mutex_lock(&g_ibs_lock);
+	pthread_mutex_lock(&ib_all_lock);
 	list_del(&ib->all_link);
-	pthread_mutex_unlock(&g_ibs_lock);
+	pthread_mutex_unlock(&ib_all_lock);
 	if (bdev_iscsi_get_stats(b, &st) == 0)
 		GW_NOTICE(IB_COMP, "%s: closing: %" PRIu64 " backend commands, %" PRIu64 " retries, %"
 			  PRIu64 " reconnects, %" PRIu64 " failed logins, %" PRIu64
@@ -280,7 +283,7 @@ static void iscsi_close(struct bdev *b)
 		struct ib_rx *rx = atomic_load(&ib->rx[i]);
 
 		if (rx)
-			rx_free(rx);
+			ib_rx_free(rx);
 	}
 	free(ib->zero_block);
 	pthread_cond_destroy(&ib->disc_cond);
@@ -289,12 +292,13 @@ static void iscsi_close(struct bdev *b)
 	free(ib);
 }
 
-static void iscsi_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg);
 
-static const struct bdev_ops iscsi_ops = {
+const struct bdev_ops bdev_iscsi_ops = {
 	.name = "iscsi",
 	.submit = iscsi_submit,
 	.close = iscsi_close,
-	.set_listener = iscsi_set_listener,
-	.awaits_registration = iscsi_awaits_registration,
+	.set_listener = ib_set_listener,
+	.awaits_registration = ib_awaits_registration,
 };
+
+#endif /* ISERGW_HAVE_LIBISCSI */

@@ -4,6 +4,9 @@
  * reservation"): a short blocking session of its own preempts other nodes'
  * keys (control thread).
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* fencing: preempting other nodes' keys (control thread, blocking)         */
@@ -25,13 +28,13 @@ static enum ib_pr_outcome fence_pr_out(struct iscsi_context *ctx, struct ib_bdev
 
 		t = iscsi_persistent_reserve_out_task(ctx, (int)ib->url.lun, sa,
 						      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p,
-						      disc_cb, &d);
+						      ib_disc_cb, &d);
 		if (!t) {
 			snprintf(why, whylen, "cannot queue PERSISTENT RESERVE OUT: %s",
 				 iscsi_get_error(ctx));
 			return IB_PR_FAIL;
 		}
-		rc = disc_wait(ctx, ib, &d, deadline);
+		rc = ib_disc_wait(ctx, ib, &d, deadline);
 		if (rc) {
 			snprintf(why, whylen, "PERSISTENT RESERVE OUT (service action %d): %s", sa,
 				 rc == -ETIMEDOUT ? "no answer in time" : strerror(-rc));
@@ -58,14 +61,14 @@ static enum ib_pr_outcome fence_pr_out(struct iscsi_context *ctx, struct ib_bdev
 int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms)
 {
 	struct ib_bdev *ib;
-	uint64_t deadline = gw_now_ms() + timeout_ms, own = atomic_load(&g_pr_key);
+	uint64_t deadline = gw_now_ms() + timeout_ms, own = atomic_load(&ib_pr_key);
 	struct iscsi_context *ctx;
 	struct disc d = { 0 };
 	enum ib_pr_outcome o;
 	char why[512] = "";
 	int rc;
 
-	if (!b || b->ops != &iscsi_ops)
+	if (!b || b->ops != &bdev_iscsi_ops)
 		return -EINVAL;
 	ib = to_ib(b);
 	if (!own || atomic_load(&ib->pr_unsupported))
@@ -84,17 +87,17 @@ int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t ti
 	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xfffeu);     /* a nexus of its own */
 	if (ib->url.user[0])
 		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
-	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, disc_cb, &d) != 0) {
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, &d) != 0) {
 		snprintf(why, sizeof(why), "cannot connect: %s", iscsi_get_error(ctx));
 		rc = -ECONNREFUSED;
 		goto out;
 	}
-	rc = disc_wait(ctx, ib, &d, deadline);
+	rc = ib_disc_wait(ctx, ib, &d, deadline);
 	if (rc || d.status != SCSI_STATUS_GOOD) {
 		snprintf(why, sizeof(why), "cannot log in: %s", rc == -ETIMEDOUT ? "timed out"
 			 : d.err[0] ? d.err : iscsi_get_error(ctx));
 		if (rc)
-			disc_drain(ctx, &d, 200);
+			ib_disc_drain(ctx, &d, 200);
 		rc = rc == -ETIMEDOUT ? rc : -ECONNREFUSED;
 		goto out;
 	}
@@ -130,3 +133,5 @@ out_quiet:
 	iscsi_destroy_context(ctx);
 	return rc;
 }
+
+#endif /* ISERGW_HAVE_LIBISCSI */

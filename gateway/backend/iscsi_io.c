@@ -5,6 +5,9 @@
  * completion, what a backend answer means (retry, pass, reconnect) and the
  * read-back that resolves an interrupted COMPARE AND WRITE.
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* commands                                                                 */
@@ -12,16 +15,16 @@
 static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
 static void req_fail_fenced(struct ib_req *q);
 
-static void rx_defer(struct ib_rx *rx)
+void ib_rx_defer(struct ib_rx *rx)
 {
 	reactor_defer(rx->r, &rx->flush);
 }
 
-static void req_defer_result(struct ib_req *q, int result)
+void ib_req_defer_result(struct ib_req *q, int result)
 {
 	q->deferred_result = result;
 	list_add_tail(&q->link, &q->rx->done);
-	rx_defer(q->rx);
+	ib_rx_defer(q->rx);
 }
 
 static void req_requeue(struct ib_req *q, uint64_t delay_ms)
@@ -32,10 +35,10 @@ static void req_requeue(struct ib_req *q, uint64_t delay_ms)
 	list_add_tail(&q->link, &rx->requeue);
 	rx->nwait++;
 	atomic_fetch_add(&rx->ib->n_retries, 1);
-	rx_defer(rx);
+	ib_rx_defer(rx);
 }
 
-static struct ib_sess *pick_session(struct ib_rx *rx)
+struct ib_sess *ib_pick_session(struct ib_rx *rx)
 {
 	struct ib_sess *best = NULL;
 
@@ -120,15 +123,15 @@ static int build_cdb(struct ib_req *q, uint8_t *cdb, int *cdb_len, uint32_t *xfe
 	return -1;
 }
 
-static void sess_kick(struct ib_sess *s)
+void ib_sess_kick(struct ib_sess *s)
 {
 	if (list_empty(&s->kick_link))
 		list_add_tail(&s->kick_link, &s->rx->kicks);
-	rx_defer(s->rx);
+	ib_rx_defer(s->rx);
 }
 
 /* Issues q on s. On failure q goes back to the queue (or fails, deferred). */
-static void sess_issue(struct ib_sess *s, struct ib_req *q)
+void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 {
 	struct ib_rx *rx = s->rx;
 	struct scsi_iovec *iov;
@@ -142,23 +145,23 @@ static void sess_issue(struct ib_sess *s, struct ib_req *q)
 	    q->epoch != atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed)) {
 		/* submitted before this node found itself fenced: never write it now */
 		req_fail_fenced(q);
-		req_defer_result(q, -EREMOTEIO);
+		ib_req_defer_result(q, -EREMOTEIO);
 		return;
 	}
 	dir = build_cdb(q, cdb, &cdb_len, &xfer, &iov, &iovcnt);
 	if (dir < 0) {
-		req_defer_result(q, -EINVAL);
+		ib_req_defer_result(q, -EINVAL);
 		return;
 	}
 	t = scsi_create_task(cdb_len, cdb, dir, (int)xfer);
 	if (!t) {
-		req_defer_result(q, -ENOMEM);
+		ib_req_defer_result(q, -ENOMEM);
 		return;
 	}
 	if (q->kind == RK_CAW_CHECK) {
 		if (scsi_task_add_data_in_buffer(t, (int)q->io->len, q->bounce) != 0) {
 			scsi_free_scsi_task(t);
-			req_defer_result(q, -ENOMEM);
+			ib_req_defer_result(q, -ENOMEM);
 			return;
 		}
 	} else if (q->io->op == BDEV_OP_UNMAP) {
@@ -179,14 +182,14 @@ static void sess_issue(struct ib_sess *s, struct ib_req *q)
 		q->task = NULL;
 		q->sess = NULL;
 		scsi_free_scsi_task(t);
-		sess_mark_broken(s, iscsi_get_error(s->ctx));
+		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
 		req_requeue(q, 0);
 		return;
 	}
 	q->issue_us = now_us();
 	list_add_tail(&q->link, &s->inflight);
 	s->ninflight++;
-	sess_kick(s);
+	ib_sess_kick(s);
 }
 
 /*
@@ -208,7 +211,7 @@ static void note_odd_answer(struct ib_bdev *ib, const struct ib_req *q, int stat
 		snprintf(what, sizeof(what), "CHECK CONDITION, sense %x/%02x/%02x", key, asc, ascq);
 	else
 		snprintf(what, sizeof(what), "status 0x%02x", (unsigned int)status & 0xff);
-	GW_WARN(IB_COMP, "%s: backend answers %s with %s: %s", ib->bdev.name, req_name(q), what,
+	GW_WARN(IB_COMP, "%s: backend answers %s with %s: %s", ib->bdev.name, ib_req_name(q), what,
 		status == SCSI_STATUS_RESERVATION_CONFLICT ? "passed to the host (the backend LUN is "
 		"reserved by another initiator)"
 		: key == 0x2 || (key == 0x5 && asc == 0x25) || status == SCSI_STATUS_BUSY ||
@@ -242,7 +245,7 @@ static void caw_resolve(struct ib_req *q)
 	case IB_CAW_APPLIED:
 		GW_NOTICE(IB_COMP, "%s: interrupted compare-and-write at offset %" PRIu64
 			  " had been applied: GOOD", q->rx->ib->bdev.name, io->offset);
-		req_finish(q, 0);
+		ib_req_finish(q, 0);
 		return;
 	case IB_CAW_REISSUE:
 		GW_NOTICE(IB_COMP, "%s: interrupted compare-and-write at offset %" PRIu64
@@ -262,8 +265,8 @@ static void caw_resolve(struct ib_req *q)
 	put_be32(&sense[3], (uint32_t)off);
 	sense[7] = 10;
 	sense[12] = 0x1d;       /* MISCOMPARE DURING VERIFY OPERATION */
-	req_set_answer(io, 0x02, sense, sizeof(sense));
-	req_finish(q, -EREMOTEIO);
+	ib_req_set_answer(io, 0x02, sense, sizeof(sense));
+	ib_req_finish(q, -EREMOTEIO);
 }
 
 /* A command this node may no longer have written: NOT READY 04/0C to the host. */
@@ -272,7 +275,7 @@ static void req_fail_fenced(struct ib_req *q)
 	uint8_t sense[IB_FENCED_SENSE_LEN];
 
 	bdev_iscsi_fenced_sense(sense);
-	req_set_answer(q->io, 0x02, sense, sizeof(sense));
+	ib_req_set_answer(q->io, 0x02, sense, sizeof(sense));
 }
 
 /*
@@ -281,8 +284,8 @@ static void req_fail_fenced(struct ib_req *q)
  * serves unregistered because the node had no lease. When the session was
  * registered, everything submitted so far fails (the epoch); an unregistered
  * one came up without a lease, and its registration will advance the epoch
- * (sess_register). Either way it registers again only once the node holds a
- * lease again (rx_tick).
+ * (ib_sess_register). Either way it registers again only once the node holds a
+ * lease again (ib_rx_tick).
  */
 static void req_fenced(struct ib_req *q, struct ib_sess *s)
 {
@@ -297,16 +300,16 @@ static void req_fenced(struct ib_req *q, struct ib_sess *s)
 		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
 		       "CONFLICT: this node's reservation key was preempted (fenced by the other "
 		       "gateways); failing its commands NOT READY 04/0C, registering again only "
-		       "with a valid lease", ib->bdev.name, req_name(q), q->io->offset);
-		rx_recount(q->rx);
+		       "with a valid lease", ib->bdev.name, ib_req_name(q), q->io->offset);
+		ib_rx_recount(q->rx);
 		ib_poke(ib);    /* every session registers again now, not at its next tick */
 	} else if (!atomic_exchange(&ib->fenced_seen, true)) {
 		GW_ERR(IB_COMP, "%s: backend answers %s at offset %" PRIu64 " with RESERVATION "
 		       "CONFLICT: this node is not registered (no valid lease): failing its "
-		       "commands NOT READY 04/0C", ib->bdev.name, req_name(q), q->io->offset);
+		       "commands NOT READY 04/0C", ib->bdev.name, ib_req_name(q), q->io->offset);
 	}
 	req_fail_fenced(q);
-	req_finish(q, -EREMOTEIO);
+	ib_req_finish(q, -EREMOTEIO);
 }
 
 static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -335,8 +338,8 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			q->caw_unknown = true;
 		if (status == SCSI_STATUS_TIMEOUT)
 			GW_WARN(IB_COMP, "%s: backend %s timed out after %u s: dropping the session",
-				ib->bdev.name, req_name(q), ib->cmd_timeout_s);
-		sess_mark_broken(s, status == SCSI_STATUS_TIMEOUT ? "command timed out"
+				ib->bdev.name, ib_req_name(q), ib->cmd_timeout_s);
+		ib_sess_mark_broken(s, status == SCSI_STATUS_TIMEOUT ? "command timed out"
 				    : iscsi_get_error(ctx));
 		req_requeue(q, 0);
 		return;
@@ -376,29 +379,29 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			caw_resolve(q);
 			return;
 		}
-		req_finish(q, 0);
+		ib_req_finish(q, 0);
 		return;
 	case IB_RETRY:
 		GW_INFO(IB_COMP, "%s: backend unit attention %02x/%02x on %s: issuing it again",
-			ib->bdev.name, asc, ascq, req_name(q));
+			ib->bdev.name, asc, ascq, ib_req_name(q));
 		scsi_free_scsi_task(t);
 		req_requeue(q, 0);
 		if (asc == 0x2a && ascq == 0x09) {
 			/* log in again: the probe reads the new capacity and adopts it */
 			GW_WARN(IB_COMP, "%s: the backend reports a capacity change: reconnecting "
 				"to read it", ib->bdev.name);
-			sess_mark_broken(s, "backend capacity changed");
+			ib_sess_mark_broken(s, "backend capacity changed");
 		}
 		return;
 	case IB_RETRY_LATER:
 		if (q->not_before_ms == 0)      /* once per command, not every 100 ms */
 			GW_INFO(IB_COMP, "%s: backend answered %s to %s (status 0x%x, sense %x/%02x/%02x): "
 			"retrying", ib->bdev.name, status == SCSI_STATUS_CHECK_CONDITION ? "not now"
-			: "busy", req_name(q), status, key, asc, ascq);
+			: "busy", ib_req_name(q), status, key, asc, ascq);
 		scsi_free_scsi_task(t);
 		if (q->kind == RK_IO && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
 			/* held once to the limit already: answer NOT READY at once until GOOD */
-			req_finish(q, -ENOTCONN);
+			ib_req_finish(q, -ENOTCONN);
 			return;
 		}
 		req_requeue(q, IB_RETRY_LATER_MS);
@@ -413,7 +416,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 				  "gateway emulates it", ib->bdev.name);
 		}
 		scsi_free_scsi_task(t);
-		req_finish(q, -EOPNOTSUPP);
+		ib_req_finish(q, -EOPNOTSUPP);
 		return;
 	case IB_PASS:
 	case IB_RECONNECT:
@@ -422,11 +425,13 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 		const uint8_t *sn = status == SCSI_STATUS_CHECK_CONDITION ? task_sense(t, &slen) : NULL;
 
 		GW_INFO(IB_COMP, "%s: backend %s at offset %" PRIu64 ": status 0x%x sense %x/%02x/%02x",
-			ib->bdev.name, req_name(q), q->io->offset, status, key, asc, ascq);
-		req_set_answer(q->io, (uint8_t)status, sn, slen);
+			ib->bdev.name, ib_req_name(q), q->io->offset, status, key, asc, ascq);
+		ib_req_set_answer(q->io, (uint8_t)status, sn, slen);
 		scsi_free_scsi_task(t);
-		req_finish(q, -EREMOTEIO);
+		ib_req_finish(q, -EREMOTEIO);
 		return;
 	}
 	}
 }
+
+#endif /* ISERGW_HAVE_LIBISCSI */

@@ -5,16 +5,13 @@
  * geometry and its listener, the background discovery thread for a
  * backend not reachable at open, and bdev_iscsi_open().
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* open: discovery on the calling (non-reactor) thread                      */
 
-struct disc {
-	bool done;
-	int status;
-	struct scsi_task *task;
-	char err[256];          /* libiscsi's reason, before later calls overwrite it */
-};
 
 /* What discovery learnt about the backend LUN. */
 struct ib_found {
@@ -30,7 +27,7 @@ struct ib_found {
 	size_t desig_len;
 };
 
-static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
+void ib_disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 {
 	struct disc *d = priv;
 
@@ -41,7 +38,7 @@ static void disc_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 		snprintf(d->err, sizeof(d->err), "%s", iscsi_get_error(ctx));
 }
 
-static int disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc *d,
+int ib_disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc *d,
 		     uint64_t deadline)
 {
 	while (!d->done) {
@@ -68,7 +65,7 @@ static int disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc 
  * connect that is failing (refused, reset) ends within a few polls: give it
  * up to limit_ms before the context goes.
  */
-static void disc_drain(struct iscsi_context *ctx, struct disc *d, uint64_t limit_ms)
+void ib_disc_drain(struct iscsi_context *ctx, struct disc *d, uint64_t limit_ms)
 {
 	uint64_t until = gw_now_ms() + limit_ms;
 
@@ -93,13 +90,13 @@ static int disc_cmd(struct iscsi_context *ctx, struct ib_bdev *ib, int page, uin
 		int rc;
 
 		if (page < 0)
-			t = iscsi_readcapacity16_task(ctx, (int)ib->url.lun, disc_cb, &d);
+			t = iscsi_readcapacity16_task(ctx, (int)ib->url.lun, ib_disc_cb, &d);
 		else
 			t = iscsi_inquiry_task(ctx, (int)ib->url.lun, 1, page, page == 0x83 ? 1024 : 255,
-					       disc_cb, &d);
+					       ib_disc_cb, &d);
 		if (!t)
 			return -ENOMEM;
-		rc = disc_wait(ctx, ib, &d, deadline);
+		rc = ib_disc_wait(ctx, ib, &d, deadline);
 		if (rc) {
 			/* the context is destroyed by the caller, which frees the PDU */
 			return rc;
@@ -140,11 +137,11 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 
 		if (!t)
 			return false;
-		if (iscsi_scsi_command_async(ctx, (int)ib->url.lun, t, disc_cb, NULL, &d) != 0) {
+		if (iscsi_scsi_command_async(ctx, (int)ib->url.lun, t, ib_disc_cb, NULL, &d) != 0) {
 			scsi_free_scsi_task(t);
 			return false;
 		}
-		if (disc_wait(ctx, ib, &d, deadline) != 0)
+		if (ib_disc_wait(ctx, ib, &d, deadline) != 0)
 			return false;   /* the PDU goes with the context */
 		ua = d.status == SCSI_STATUS_CHECK_CONDITION &&
 		     t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
@@ -194,15 +191,15 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xffffu);
 	if (ib->url.user[0])
 		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
-	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, disc_cb, &d) != 0) {
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, &d) != 0) {
 		snprintf(why, whylen, "cannot connect to the backend %.60s: %.200s", ib->url.portal,
 			 iscsi_get_error(ctx));
 		rc = -ECONNREFUSED;
 		goto out;
 	}
-	rc = disc_wait(ctx, ib, &d, deadline);
+	rc = ib_disc_wait(ctx, ib, &d, deadline);
 	if (rc == -ECANCELED) {
-		disc_drain(ctx, &d, 200);
+		ib_disc_drain(ctx, &d, 200);
 		goto out;
 	}
 	if (rc || d.status != SCSI_STATUS_GOOD) {
@@ -268,7 +265,7 @@ out:
  * Sets the geometry (telling the listener when it changed). Called with
  * ib->lock held.
  */
-static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs)
+void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs)
 {
 	if (nblocks == atomic_load(&ib->nblocks) && bs == atomic_load(&ib->bs))
 		return;
@@ -363,7 +360,7 @@ static void *disc_main(void *arg)
 	return NULL;
 }
 
-static void iscsi_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
+void ib_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 {
 	struct ib_bdev *ib = to_ib(b);
 
@@ -467,7 +464,7 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	ib->read_chunk = p->read_chunk;
 	ib->cmd_timeout_s = p->cmd_timeout_s ? p->cmd_timeout_s : 15;
 	ib->isid_rnd = isid_seed(p, ib->initiator);
-	ib->bdev.ops = &iscsi_ops;
+	ib->bdev.ops = &bdev_iscsi_ops;
 	ib->bdev.priv = ib;
 	ib->bdev.info.readonly = p->readonly;
 	ib->bdev.info.rotational = false;
@@ -514,9 +511,9 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	GW_INFO(IB_COMP, "%s: %u session(s) per reactor, hold %u ms, reads in pieces of %u bytes%s",
 		ib->bdev.name, ib->sessions, ib->hold_ms, ib->read_chunk,
 		p->readonly ? ", read-only" : "");
-	pthread_mutex_lock(&g_ibs_lock);
-	list_add_tail(&ib->all_link, &g_ibs);
-	pthread_mutex_unlock(&g_ibs_lock);
+	pthread_mutex_lock(&ib_all_lock);
+	list_add_tail(&ib->all_link, &ib_all);
+	pthread_mutex_unlock(&ib_all_lock);
 	*out = &ib->bdev;
 	return 0;
 
@@ -530,3 +527,5 @@ err_free:
 	free(ib);
 	return rc;
 }
+
+#endif /* ISERGW_HAVE_LIBISCSI */

@@ -5,11 +5,14 @@
  * timeouts, the hold limit, reconnects), and the fencing checks on the
  * reactor (READ KEYS, the counters bdev_awaits_registration reads).
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* per-reactor state                                                        */
 
-static void rx_pump(struct ib_rx *rx)
+void ib_rx_pump(struct ib_rx *rx)
 {
 	struct list_head *pos, *n;
 	uint64_t now = gw_now_ms();
@@ -21,7 +24,7 @@ static void rx_pump(struct ib_rx *rx)
 
 		if (q->not_before_ms > now)
 			continue;
-		s = pick_session(rx);
+		s = ib_pick_session(rx);
 		if (!s)
 			break;
 		list_del(&q->link);
@@ -30,17 +33,17 @@ static void rx_pump(struct ib_rx *rx)
 			q->kind = RK_CAW_CHECK;
 			q->bounce = malloc(q->io->len);
 			if (!q->bounce) {
-				req_defer_result(q, -ENOMEM);
+				ib_req_defer_result(q, -ENOMEM);
 				continue;
 			}
 		}
-		sess_issue(s, q);
+		ib_sess_issue(s, q);
 	}
 	for (unsigned int i = 0; i < rx->nsess; i++) {
 		struct ib_sess *s = &rx->sess[i];
 
 		if (!s->ctx && !s->reconnect.armed)
-			sess_connect(s);
+			ib_sess_connect(s);
 	}
 }
 
@@ -59,25 +62,25 @@ static void rx_flush(void *arg)
 		s->in_service = true;
 		rc = iscsi_service(s->ctx, POLLOUT);
 		s->in_service = false;
-		sess_after_service(s, rc);
+		ib_sess_after_service(s, rc);
 	}
 	for (unsigned int i = 0; i < rx->nsess; i++)
 		if (rx->sess[i].broken && rx->sess[i].ctx && !rx->sess[i].in_service)
-			sess_teardown(&rx->sess[i]);
+			ib_sess_teardown(&rx->sess[i]);
 	if (!list_empty(&rx->requeue) || !list_empty(&rx->wait))
-		rx_pump(rx);
+		ib_rx_pump(rx);
 	while (!list_empty(&rx->done)) {
 		struct ib_req *q = list_first_entry(&rx->done, struct ib_req, link);
 
 		list_del(&q->link);
-		req_finish(q, q->deferred_result);
+		ib_req_finish(q, q->deferred_result);
 	}
 	/* issuing from the pump or from callbacks above may have queued more */
 	if (!list_empty(&rx->kicks) && !rx->flush.pending)
-		rx_defer(rx);
+		ib_rx_defer(rx);
 }
 
-static void rx_arm_tick(struct ib_rx *rx)
+void ib_rx_arm_tick(struct ib_rx *rx)
 {
 	uint64_t want = rx->nwait ? IB_TICK_BUSY_MS : IB_TICK_IDLE_MS;
 	uint64_t at = gw_now_ms() + want;
@@ -106,7 +109,7 @@ static void rx_expire(struct ib_rx *rx)
 			GW_ERR(IB_COMP, "%s: backend %s has not served a command for %u ms: failing "
 			       "held commands, LUN offline (NOT READY) until it answers", ib->bdev.name,
 			       ib->url.portal, ib->hold_ms);
-		req_finish(q, -ENOTCONN);
+		ib_req_finish(q, -ENOTCONN);
 	}
 }
 
@@ -131,7 +134,7 @@ static void ib_refenced(struct ib_rx *rx)
 	atomic_store(&ib->fenced_seen, true);
 	for (unsigned int i = 0; i < rx->nsess; i++)
 		rx->sess[i].registered = false;
-	rx_recount(rx);
+	ib_rx_recount(rx);
 	ib_poke(ib);
 }
 
@@ -143,7 +146,7 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 	struct ib_bdev *ib = rx->ib;
 	struct scsi_task *t = data ? data : q->task;
 	struct scsi_persistent_reserve_in_read_keys *rk;
-	uint64_t own = atomic_load(&g_pr_key);
+	uint64_t own = atomic_load(&ib_pr_key);
 	bool found = false, ua;
 
 	(void)ctx;
@@ -153,7 +156,7 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 	list_del(&q->link);
 	s->ninflight--;
 	q->task = NULL;
-	req_free(q);
+	ib_req_free(q);
 	if (status != SCSI_STATUS_GOOD || !t) {
 		/*
 		 * A unit attention (a preempt raises REGISTRATIONS PREEMPTED on
@@ -167,7 +170,7 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 		if (t)
 			scsi_free_scsi_task(t);
 		if (ua && rx->keys_ua++ < IB_MAX_UA_RETRIES)
-			rx_check_keys(rx);
+			ib_rx_check_keys(rx);
 		return;
 	}
 	rx->keys_ua = 0;
@@ -205,7 +208,7 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
  * still there; until it answers, the LUN awaits its registration
  * (bdev_awaits_registration: hosts are told Transitioning, not refused).
  */
-static void rx_check_keys(struct ib_rx *rx)
+void ib_rx_check_keys(struct ib_rx *rx)
 {
 	struct ib_bdev *ib = rx->ib;
 	uint32_t ep = atomic_load(&ib->fence_epoch);
@@ -214,21 +217,21 @@ static void rx_check_keys(struct ib_rx *rx)
 	struct scsi_task *t;
 
 	if (rx->keys_pending || !rx->c_reg || !fence_key_set(ib) || !fence_may_register() ||
-	    atomic_load(&ib->ok_gen) == atomic_load(&g_lease_gen))
+	    atomic_load(&ib->ok_gen) == atomic_load(&ib_lease_gen))
 		return;
 	for (unsigned int i = 0; i < rx->nsess && !s; i++)
 		if (rx->sess[i].state == S_UP && rx->sess[i].registered &&
 		    rx->sess[i].reg_epoch == ep && !rx->sess[i].broken && rx->sess[i].ctx)
 			s = &rx->sess[i];
-	if (!s || !(q = probe_req(s)))
+	if (!s || !(q = ib_probe_req(s)))
 		return;
-	rx->keys_gen = atomic_load(&g_lease_gen);
+	rx->keys_gen = atomic_load(&ib_lease_gen);
 	rx->keys_seq = atomic_load(&ib->reg_seq);
 	t = iscsi_persistent_reserve_in_task(s->ctx, (int)ib->url.lun,
 					     SCSI_PERSISTENT_RESERVE_READ_KEYS, 4096, keys_cb, q);
-	if (probe_track(s, q, t)) {
+	if (ib_probe_track(s, q, t)) {
 		rx->keys_pending = true;
-		sess_kick(s);
+		ib_sess_kick(s);
 	}
 }
 
@@ -237,7 +240,7 @@ static void rx_check_keys(struct ib_rx *rx)
  * (bdev_awaits_registration): registered in this fence epoch, or not. On
  * rx's reactor, after anything that changes a session's state.
  */
-static void rx_recount(struct ib_rx *rx)
+void ib_rx_recount(struct ib_rx *rx)
 {
 	struct ib_bdev *ib = rx->ib;
 	uint32_t ep = atomic_load(&ib->fence_epoch);
@@ -259,7 +262,7 @@ static void rx_recount(struct ib_rx *rx)
 	rx->c_reg = reg;
 }
 
-static void rx_tick(void *arg)
+void ib_rx_tick(void *arg)
 {
 	struct ib_rx *rx = arg;
 	uint64_t now = gw_now_ms();
@@ -271,7 +274,7 @@ static void rx_tick(void *arg)
 		if (!s->ctx || s->in_service)
 			continue;
 		if (s->state == S_CONNECTING && now - s->connect_start_ms > ib_login_limit_ms(rx->ib))
-			sess_mark_broken(s, "login timed out");
+			ib_sess_mark_broken(s, "login timed out");
 		/*
 		 * This node found itself fenced (on any reactor) since this session
 		 * registered: a PREEMPT removes every registration of the key, so
@@ -282,7 +285,7 @@ static void rx_tick(void *arg)
 			s->registered = false;
 		if (s->state == S_UP && !s->registered && !s->broken && fence_key_set(rx->ib)) {
 			if (fence_may_register())
-				sess_mark_broken(s, "a valid lease again: logging in to register "
+				ib_sess_mark_broken(s, "a valid lease again: logging in to register "
 						 "the reservation key");
 			else
 				atomic_store(&rx->ib->gate_closed_seen, true);
@@ -294,22 +297,22 @@ static void rx_tick(void *arg)
 		} else {
 			rc = 0;
 		}
-		sess_after_service(s, rc);
+		ib_sess_after_service(s, rc);
 	}
-	rx_recount(rx);
-	rx_check_keys(rx);
+	ib_rx_recount(rx);
+	ib_rx_check_keys(rx);
 	rx_expire(rx);
-	rx_pump(rx);
-	rx_arm_tick(rx);
+	ib_rx_pump(rx);
+	ib_rx_arm_tick(rx);
 }
 
 static void rx_poke_msg(void *arg)
 {
-	rx_tick(arg);
+	ib_rx_tick(arg);
 }
 
 /* Every reactor of ib looks at its sessions now, not at its next tick. Any thread. */
-static void ib_poke(struct ib_bdev *ib)
+void ib_poke(struct ib_bdev *ib)
 {
 	for (unsigned int i = 0; i < IB_MAX_REACTORS; i++) {
 		struct ib_rx *rx = atomic_load(&ib->rx[i]);
@@ -322,29 +325,29 @@ static void ib_poke(struct ib_bdev *ib)
 
 void bdev_iscsi_lease_regaining(void)
 {
-	atomic_fetch_add(&g_lease_gen, 1);
+	atomic_fetch_add(&ib_lease_gen, 1);
 }
 
 void bdev_iscsi_lease_regained(void)
 {
 	struct list_head *pos;
 
-	pthread_mutex_lock(&g_ibs_lock);
-	list_for_each(pos, &g_ibs)
+	pthread_mutex_lock(&ib_all_lock);
+	list_for_each(pos, &ib_all)
 		ib_poke(list_entry(pos, struct ib_bdev, all_link));
-	pthread_mutex_unlock(&g_ibs_lock);
+	pthread_mutex_unlock(&ib_all_lock);
 }
 
-static bool iscsi_awaits_registration(struct bdev *b)
+bool ib_awaits_registration(struct bdev *b)
 {
 	struct ib_bdev *ib = to_ib(b);
 
 	return bdev_iscsi_awaits_registration(fence_key_set(ib), atomic_load(&ib->n_up_unreg),
 					      atomic_load(&ib->n_reg), atomic_load(&ib->ok_gen),
-					      atomic_load(&g_lease_gen));
+					      atomic_load(&ib_lease_gen));
 }
 
-static struct ib_rx *rx_get(struct ib_bdev *ib)
+struct ib_rx *ib_rx_get(struct ib_bdev *ib)
 {
 	struct reactor *r = reactor_self();
 	struct ib_rx *rx;
@@ -374,7 +377,7 @@ static struct ib_rx *rx_get(struct ib_bdev *ib)
 	list_init(&rx->requeue);
 	list_init(&rx->done);
 	reactor_deferred_init(&rx->flush, rx_flush, rx);
-	reactor_timer_init(&rx->tick, rx_tick, rx);
+	reactor_timer_init(&rx->tick, ib_rx_tick, rx);
 	for (unsigned int i = 0; i < rx->nsess; i++) {
 		struct ib_sess *s = &rx->sess[i];
 
@@ -383,16 +386,16 @@ static struct ib_rx *rx_get(struct ib_bdev *ib)
 		s->fd = -1;
 		list_init(&s->inflight);
 		list_init(&s->kick_link);
-		reactor_timer_init(&s->reconnect, reconnect_cb, s);
+		reactor_timer_init(&s->reconnect, ib_reconnect_cb, s);
 	}
 	atomic_store(&ib->rx[idx], rx);
 	for (unsigned int i = 0; i < rx->nsess; i++)
-		sess_connect(&rx->sess[i]);
-	rx_arm_tick(rx);
+		ib_sess_connect(&rx->sess[i]);
+	ib_rx_arm_tick(rx);
 	return rx;
 }
 
-static void rx_free(struct ib_rx *rx)
+void ib_rx_free(struct ib_rx *rx)
 {
 	struct list_head *lists[] = { &rx->wait, &rx->requeue, &rx->done };
 	unsigned int left = 0;
@@ -442,3 +445,5 @@ static void rx_free(struct ib_rx *rx)
 	free(rx->sess);
 	free(rx);
 }
+
+#endif /* ISERGW_HAVE_LIBISCSI */

@@ -5,11 +5,14 @@
  * connect and login, the probe after login, registering this node's
  * reservation key, teardown, the reconnect backoff.
  */
+#ifdef ISERGW_HAVE_LIBISCSI
+
+#include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* requests                                                                 */
 
-static struct ib_req *req_alloc(struct ib_rx *rx)
+struct ib_req *ib_req_alloc(struct ib_rx *rx)
 {
 	struct ib_req *q = rx->free_reqs;
 
@@ -24,7 +27,7 @@ static struct ib_req *req_alloc(struct ib_rx *rx)
 	return q;
 }
 
-static void req_free(struct ib_req *q)
+void ib_req_free(struct ib_req *q)
 {
 	struct ib_rx *rx = q->rx;
 
@@ -33,7 +36,7 @@ static void req_free(struct ib_req *q)
 	rx->free_reqs = q;
 }
 
-static const char *req_name(const struct ib_req *q)
+const char *ib_req_name(const struct ib_req *q)
 {
 	if (q->kind == RK_PROBE)
 		return "probe";
@@ -51,16 +54,16 @@ static const char *req_name(const struct ib_req *q)
 }
 
 /* Completes a host I/O now (we are in an fd/timer/deferred handler). */
-static void req_finish(struct ib_req *q, int result)
+void ib_req_finish(struct ib_req *q, int result)
 {
 	struct bdev_io *io = q->io;
 
-	req_free(q);
+	ib_req_free(q);
 	io->result = result;
 	io->cb(io);
 }
 
-static void req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *sense, size_t len)
+void ib_req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *sense, size_t len)
 {
 	io->scsi_status = status;
 	io->sense_len = 0;
@@ -75,13 +78,6 @@ static void req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *se
 /* ------------------------------------------------------------------------ */
 /* sessions                                                                 */
 
-static void rx_pump(struct ib_rx *rx);
-static void rx_recount(struct ib_rx *rx);
-static void rx_check_keys(struct ib_rx *rx);
-static void ib_poke(struct ib_bdev *ib);
-static void sess_connect(struct ib_sess *s);
-static void sess_teardown(struct ib_sess *s);
-static void rx_arm_tick(struct ib_rx *rx);
 static void sess_fd_cb(void *arg, uint32_t events);
 
 static void sess_update_events(struct ib_sess *s)
@@ -113,15 +109,15 @@ static void sess_update_events(struct ib_sess *s)
 }
 
 /* After iscsi_service: tear down a broken session, refresh the fd events. */
-static void sess_after_service(struct ib_sess *s, int rc)
+void ib_sess_after_service(struct ib_sess *s, int rc)
 {
 	if (rc < 0 && s->ctx && !s->broken) {
 		snprintf(s->last_err, sizeof(s->last_err), "%s", iscsi_get_error(s->ctx));
 		s->broken = true;
 	}
 	if (s->broken) {
-		sess_teardown(s);
-		rx_pump(s->rx);
+		ib_sess_teardown(s);
+		ib_rx_pump(s->rx);
 		return;
 	}
 	sess_update_events(s);
@@ -137,10 +133,10 @@ static void sess_fd_cb(void *arg, uint32_t events)
 	s->in_service = true;
 	rc = iscsi_service(s->ctx, (int)(events & (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP)));
 	s->in_service = false;
-	sess_after_service(s, rc);
+	ib_sess_after_service(s, rc);
 }
 
-static void sess_mark_broken(struct ib_sess *s, const char *why)
+void ib_sess_mark_broken(struct ib_sess *s, const char *why)
 {
 	if (s->broken)
 		return;
@@ -148,9 +144,9 @@ static void sess_mark_broken(struct ib_sess *s, const char *why)
 	snprintf(s->last_err, sizeof(s->last_err), "%s", why);
 }
 
-static void reconnect_cb(void *arg)
+void ib_reconnect_cb(void *arg)
 {
-	sess_connect(arg);
+	ib_sess_connect(arg);
 }
 
 /*
@@ -158,7 +154,7 @@ static void reconnect_cb(void *arg)
  * wait queue, in order) and schedules a reconnect. Never called from inside
  * iscsi_service() of this context.
  */
-static void sess_teardown(struct ib_sess *s)
+void ib_sess_teardown(struct ib_sess *s)
 {
 	struct ib_rx *rx = s->rx;
 	struct ib_bdev *ib = rx->ib;
@@ -193,7 +189,7 @@ static void sess_teardown(struct ib_sess *s)
 		q->sess = NULL;
 		s->ninflight--;
 		if (q->kind == RK_PROBE) {
-			req_free(q);
+			ib_req_free(q);
 			continue;
 		}
 		if (q->io && (q->io->flags & BDEV_IO_COMPARE_AND_WRITE) && q->kind == RK_IO)
@@ -216,19 +212,18 @@ static void sess_teardown(struct ib_sess *s)
 	}
 	reactor_timer_arm(rx->r, &s->reconnect, was_up ? 0 : bdev_iscsi_backoff_ms(s->attempt - 1));
 	rx->keys_pending = false;       /* its READ KEYS, if any, was dropped with it */
-	rx_recount(rx);
-	rx_arm_tick(rx);
+	ib_rx_recount(rx);
+	ib_rx_arm_tick(rx);
 }
 
 static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
-static void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs);
 static void sess_up(struct ib_sess *s);
 static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
 
 /* A probe request of session s, or NULL (out of memory). */
-static struct ib_req *probe_req(struct ib_sess *s)
+struct ib_req *ib_probe_req(struct ib_sess *s)
 {
-	struct ib_req *q = req_alloc(s->rx);
+	struct ib_req *q = ib_req_alloc(s->rx);
 
 	if (q) {
 		q->kind = RK_PROBE;
@@ -238,10 +233,10 @@ static struct ib_req *probe_req(struct ib_sess *s)
 }
 
 /* The probe's task t (NULL: not issued) in flight on s: true, or false with q freed. */
-static bool probe_track(struct ib_sess *s, struct ib_req *q, struct scsi_task *t)
+bool ib_probe_track(struct ib_sess *s, struct ib_req *q, struct scsi_task *t)
 {
 	if (!t) {
-		req_free(q);
+		ib_req_free(q);
 		return false;
 	}
 	q->task = t;
@@ -254,25 +249,25 @@ static bool probe_track(struct ib_sess *s, struct ib_req *q, struct scsi_task *t
 static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
 {
 	struct ib_rx *rx = s->rx;
-	struct ib_req *q = probe_req(s);
+	struct ib_req *q = ib_probe_req(s);
 	struct scsi_persistent_reserve_out_basic p = { 0 };
 	struct scsi_task *t;
 
 	if (!q) {
-		sess_mark_broken(s, "out of memory");
+		ib_sess_mark_broken(s, "out of memory");
 		return;
 	}
 	q->pr_step = (uint8_t)sa;
 	q->ua_retries = ua_retries;
 	/* registering: the new key in SERVICE ACTION RESERVATION KEY; reserving: ours */
 	if (sa == SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY)
-		p.service_action_reservation_key = atomic_load(&g_pr_key);
+		p.service_action_reservation_key = atomic_load(&ib_pr_key);
 	else
-		p.reservation_key = atomic_load(&g_pr_key);
+		p.reservation_key = atomic_load(&ib_pr_key);
 	t = iscsi_persistent_reserve_out_task(s->ctx, (int)rx->ib->url.lun, sa,
 					      SCSI_PERSISTENT_RESERVE_SCOPE_LU, IB_PR_TYPE, &p, pr_cb, q);
-	if (!probe_track(s, q, t))
-		sess_mark_broken(s, iscsi_get_error(s->ctx));
+	if (!ib_probe_track(s, q, t))
+		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
 }
 
 /*
@@ -281,12 +276,12 @@ static void sess_pr_out(struct ib_sess *s, int sa, uint8_t ua_retries)
  * unregistered (on a reserved LUN its writes are refused, which is the
  * point for a node without a lease).
  */
-static void sess_register(struct ib_sess *s)
+void ib_sess_register(struct ib_sess *s)
 {
 	struct ib_bdev *ib = s->rx->ib;
 
 	s->registered = false;
-	s->reg_gen = atomic_load(&g_lease_gen);
+	s->reg_gen = atomic_load(&ib_lease_gen);
 	if (!fence_key_set(ib)) {
 		sess_up(s);
 		return;
@@ -336,9 +331,9 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 	}
 	if (t)
 		scsi_free_scsi_task(t);
-	req_free(q);
+	ib_req_free(q);
 	if (status < 0) {
-		sess_mark_broken(s, "persistent reserve out: no answer");
+		ib_sess_mark_broken(s, "persistent reserve out: no answer");
 		return;
 	}
 	switch (bdev_iscsi_pr_outcome(sa, status, key, asc)) {
@@ -352,7 +347,7 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 		GW_WARN(IB_COMP, "%s: backend refused PERSISTENT RESERVE OUT (service action %d): "
 			"status 0x%x sense %x/%02x/%02x: logging in again", ib->bdev.name, sa, status,
 			key, asc, ascq);
-		sess_mark_broken(s, "persistent reservation refused");
+		ib_sess_mark_broken(s, "persistent reservation refused");
 		return;
 	case IB_PR_UNSUPPORTED:
 		if (!atomic_exchange(&ib->pr_unsupported, true))
@@ -379,10 +374,10 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 	if (atomic_exchange(&ib->fenced_seen, false))
 		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " again: this "
 			  "node holds a lease again after it was fenced", ib->bdev.name,
-			  atomic_load(&g_pr_key));
+			  atomic_load(&ib_pr_key));
 	if (!atomic_exchange(&ib->ever_registered, true))
 		GW_NOTICE(IB_COMP, "%s: registered reservation key 0x%016" PRIx64 " with the "
-			  "backend (%s)", ib->bdev.name, atomic_load(&g_pr_key),
+			  "backend (%s)", ib->bdev.name, atomic_load(&ib_pr_key),
 			  status == SCSI_STATUS_GOOD ? "reserved it, WRITE EXCLUSIVE - REGISTRANTS ONLY"
 			  : "already reserved");
 	sess_up(s);
@@ -390,15 +385,15 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 
 static void sess_probe(struct ib_sess *s)
 {
-	struct ib_req *q = probe_req(s);
+	struct ib_req *q = ib_probe_req(s);
 
 	if (!q) {
-		sess_mark_broken(s, "out of memory");
+		ib_sess_mark_broken(s, "out of memory");
 		return;
 	}
-	if (!probe_track(s, q, iscsi_readcapacity16_task(s->ctx, (int)s->rx->ib->url.lun,
+	if (!ib_probe_track(s, q, iscsi_readcapacity16_task(s->ctx, (int)s->rx->ib->url.lun,
 							 probe_cb, q)))
-		sess_mark_broken(s, iscsi_get_error(s->ctx));
+		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
 }
 
 static void sess_up(struct ib_sess *s)
@@ -423,9 +418,9 @@ static void sess_up(struct ib_sess *s)
 	if (atomic_exchange(&ib->bdev.offline, false))
 		GW_NOTICE(IB_COMP, "%s: backend reachable again: LUN online", ib->bdev.name);
 	atomic_store(&ib->offline_logged, false);
-	rx_recount(rx);
-	rx_check_keys(rx);      /* registered beside sessions not yet known to be */
-	rx_pump(rx);
+	ib_rx_recount(rx);
+	ib_rx_check_keys(rx);      /* registered beside sessions not yet known to be */
+	ib_rx_pump(rx);
 }
 
 static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -446,7 +441,7 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 	if (status == SCSI_STATUS_CHECK_CONDITION && t->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
 	    q->ua_retries++ < IB_MAX_UA_RETRIES) {
 		scsi_free_scsi_task(t);
-		req_free(q);
+		ib_req_free(q);
 		sess_probe(s);
 		return;
 	}
@@ -460,8 +455,8 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 			snprintf(why, sizeof(why), "READ CAPACITY status 0x%x", status);
 		if (t)
 			scsi_free_scsi_task(t);
-		req_free(q);
-		sess_mark_broken(s, why);
+		ib_req_free(q);
+		ib_sess_mark_broken(s, why);
 		return;
 	}
 	rc16 = scsi_datain_unmarshall(t);
@@ -474,8 +469,8 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 			 "of %u", rc16 ? rc16->returned_lba + 1 : 0, rc16 ? rc16->block_length : 0,
 			 atomic_load(&ib->bs));
 		scsi_free_scsi_task(t);
-		req_free(q);
-		sess_mark_broken(s, why);
+		ib_req_free(q);
+		ib_sess_mark_broken(s, why);
 		return;
 	}
 	if (rc16->returned_lba + 1 != atomic_load(&ib->nblocks)) {
@@ -490,8 +485,8 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 			"): capacity data has changed", ib->bdev.name, rc16->returned_lba + 1, old);
 	}
 	scsi_free_scsi_task(t);
-	req_free(q);
-	sess_register(s);
+	ib_req_free(q);
+	ib_sess_register(s);
 }
 
 static void login_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
@@ -502,14 +497,14 @@ static void login_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 	if (s->ctx != ctx)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		sess_mark_broken(s, iscsi_get_error(ctx));
+		ib_sess_mark_broken(s, iscsi_get_error(ctx));
 		return;
 	}
 	s->state = S_PROBING;
 	sess_probe(s);
 }
 
-static void sess_connect(struct ib_sess *s)
+void ib_sess_connect(struct ib_sess *s)
 {
 	struct ib_rx *rx = s->rx;
 	struct ib_bdev *ib = rx->ib;
@@ -544,8 +539,10 @@ static void sess_connect(struct ib_sess *s)
 	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, login_cb, s) != 0) {
 		snprintf(s->last_err, sizeof(s->last_err), "%s", iscsi_get_error(ctx));
 		s->broken = true;
-		sess_teardown(s);
+		ib_sess_teardown(s);
 		return;
 	}
 	sess_update_events(s);
 }
+
+#endif /* ISERGW_HAVE_LIBISCSI */
