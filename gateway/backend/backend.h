@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "gw_api.h"
+
+GW_API_BEGIN
+
 enum bdev_op {
 	BDEV_OP_READ = 0,
 	BDEV_OP_WRITE,
@@ -300,5 +304,7 @@ static inline int bdev_submit(struct bdev *b, struct bdev_io *io)
 }
 
 void bdev_close(struct bdev *b);
+
+GW_API_END
 
 #endif

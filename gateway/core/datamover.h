@@ -36,6 +36,9 @@
 
 #include "core/iscsi_spec.h"
 #include "config/config.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 struct iscsi_conn;
 struct iscsi_task;
@@ -118,5 +121,7 @@ void gw_dm_fill_ops(struct gw_dm_ops *ops);
 void gw_dm_thread_exit(void);
 /* Every registered datamover's global_exit (after every reactor stopped). */
 void gw_dm_global_exit(void);
+
+GW_API_END
 
 #endif

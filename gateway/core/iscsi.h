@@ -25,6 +25,9 @@
 #include "config/config.h"
 #include "common/list.h"
 #include "common/reactor.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 struct bdev;
 struct gw;
@@ -448,5 +451,7 @@ void iscsi_task_data_ready(struct iscsi_task *t);
 /* The buffer a buf_get() call made wait for is now in t->buf. */
 void iscsi_task_buf_ready(struct iscsi_task *t);
 void iscsi_conn_closed(struct iscsi_conn *c);
+
+GW_API_END
 
 #endif

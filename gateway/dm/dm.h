@@ -8,8 +8,13 @@
 #define ISERGW_DM_H
 
 #include "core/datamover.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 extern struct gw_dm_ops gw_dm_tcp_ops;
 extern struct gw_dm_ops gw_dm_iser_ops;   /* NULL name, not registered, without rdma-core */
+
+GW_API_END
 
 #endif

@@ -26,6 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_api.h"
+
+GW_API_BEGIN
+
 struct bdev;
 struct scsi_lu;
 
@@ -546,5 +550,7 @@ void scsi_cmd_set_sense_info(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uin
 /* Same, with sense-key-specific field-pointer (SKSV, C/D, bit pointer). */
 void scsi_cmd_set_sense_field(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
 			      bool in_cdb, uint16_t field, int8_t bit);
+
+GW_API_END
 
 #endif
