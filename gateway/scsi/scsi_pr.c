@@ -581,6 +581,24 @@ static void r2_end(struct scsi_cmd *cmd, const char *what, const char *iport, ui
 		scsi_good(cmd);
 }
 
+/*
+ * RESERVE and RELEASE: the nexus, and the LU locked with its shared state
+ * current; false when that state cannot be read (cmd failed, nothing held).
+ */
+static bool r2_begin(struct scsi_cmd *cmd, const char **iport, uint16_t *rel)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	scsi_nexus_id(cmd->itn, iport, rel);
+	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return false;
+	}
+	return true;
+}
+
 void scsi_pr_reserve6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -596,18 +614,12 @@ void scsi_pr_reserve6(struct scsi_cmd *cmd)
 		scsi_fail_cdb(cmd, 1, 0);
 		return;
 	}
-	scsi_nexus_id(cmd->itn, &iport, &rel);
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
-		pthread_mutex_unlock(&lu->lock);
-		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	if (!r2_begin(cmd, &iport, &rel))
 		return;
-	}
 	if (!list_empty(&lu->pr_regs)) {
 		/* SPC-3 5.6.3: RESERVE/RELEASE conflict while PR registrations exist */
 		conflict = true;
-	} else if (lu->r2_held &&
-		   (lu->r2_rel_port != rel || strcmp(lu->r2_iport, iport) != 0)) {
+	} else if (lu->r2_held && !r2_holder_is(lu, iport, rel)) {
 		conflict = true;
 		/*
 		 * held through another node, whose release (a lost nexus) may be on
@@ -637,13 +649,8 @@ void scsi_pr_release6(struct scsi_cmd *cmd)
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
 		return;
 	}
-	scsi_nexus_id(cmd->itn, &iport, &rel);
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
-		pthread_mutex_unlock(&lu->lock);
-		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	if (!r2_begin(cmd, &iport, &rel))
 		return;
-	}
 	if (!list_empty(&lu->pr_regs)) {
 		conflict = true;
 	} else if (r2_holder_is(lu, iport, rel)) {
