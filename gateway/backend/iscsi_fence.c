@@ -75,18 +75,9 @@ int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t ti
 		return -EOPNOTSUPP;
 	if (n == 0)
 		return 0;
-	ctx = iscsi_create_context(ib->initiator);
+	ctx = ib_sync_context(ib, timeout_ms, 0xfffeu);     /* a nexus of its own */
 	if (!ctx)
 		return -ENOMEM;
-	iscsi_set_log_fn(ctx, ctx_log);
-	iscsi_set_targetname(ctx, ib->url.iqn);
-	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
-	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
-	iscsi_set_noautoreconnect(ctx, 1);
-	iscsi_set_timeout(ctx, (int)((timeout_ms + 999) / 1000));
-	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xfffeu);     /* a nexus of its own */
-	if (ib->url.user[0])
-		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
 	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, &d) != 0) {
 		snprintf(why, sizeof(why), "cannot connect: %s", iscsi_get_error(ctx));
 		rc = -ECONNREFUSED;

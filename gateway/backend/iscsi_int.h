@@ -191,6 +191,7 @@ struct disc {
 /* requests and sessions (iscsi_session.c) */
 struct ib_req *ib_req_alloc(struct ib_rx *rx);
 void ib_req_free(struct ib_req *q);
+bool ib_req_landed(struct ib_req *q);
 const char *ib_req_name(const struct ib_req *q);
 void ib_req_finish(struct ib_req *q, int result);
 void ib_req_set_answer(struct bdev_io *io, uint8_t status, const uint8_t *sense, size_t len);
@@ -222,6 +223,7 @@ struct ib_rx *ib_rx_get(struct ib_bdev *ib);
 void ib_rx_free(struct ib_rx *rx);
 
 /* discovery and open (iscsi_open.c) */
+struct iscsi_context *ib_sync_context(struct ib_bdev *ib, uint32_t timeout_ms, uint16_t isid_qual);
 void ib_disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv);
 int ib_disc_wait(struct iscsi_context *ctx, struct ib_bdev *ib, struct disc *d,
 		 uint64_t deadline);

@@ -27,6 +27,29 @@ struct ib_found {
 	size_t desig_len;
 };
 
+/*
+ * A context for a short synchronous session to the backend LUN (discovery,
+ * fencing): no reconnect, the command timeout from timeout_ms, an ISID of
+ * ib's with qualifier isid_qual, CHAP when the URL has it. NULL: no memory.
+ */
+struct iscsi_context *ib_sync_context(struct ib_bdev *ib, uint32_t timeout_ms, uint16_t isid_qual)
+{
+	struct iscsi_context *ctx = iscsi_create_context(ib->initiator);
+
+	if (!ctx)
+		return NULL;
+	iscsi_set_log_fn(ctx, ctx_log);
+	iscsi_set_targetname(ctx, ib->url.iqn);
+	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
+	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
+	iscsi_set_noautoreconnect(ctx, 1);
+	iscsi_set_timeout(ctx, (int)((timeout_ms + 999) / 1000));
+	iscsi_set_isid_random(ctx, ib->isid_rnd, isid_qual);
+	if (ib->url.user[0])
+		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
+	return ctx;
+}
+
 void ib_disc_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 {
 	struct disc *d = priv;
@@ -177,20 +200,11 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	ctx = iscsi_create_context(ib->initiator);
+	ctx = ib_sync_context(ib, timeout_ms, 0xffffu);
 	if (!ctx) {
 		snprintf(why, whylen, "cannot create a libiscsi context");
 		return -ENOMEM;
 	}
-	iscsi_set_log_fn(ctx, ctx_log);
-	iscsi_set_targetname(ctx, ib->url.iqn);
-	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
-	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
-	iscsi_set_noautoreconnect(ctx, 1);
-	iscsi_set_timeout(ctx, (int)((timeout_ms + 999) / 1000));
-	iscsi_set_isid_random(ctx, ib->isid_rnd, 0xffffu);
-	if (ib->url.user[0])
-		iscsi_set_initiator_username_pwd(ctx, ib->url.user, ib->url.secret);
 	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, &d) != 0) {
 		snprintf(why, whylen, "cannot connect to the backend %.60s: %.200s", ib->url.portal,
 			 iscsi_get_error(ctx));

@@ -141,7 +141,6 @@ static void ib_refenced(struct ib_rx *rx)
 static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 {
 	struct ib_req *q = priv;
-	struct ib_sess *s = q->sess;
 	struct ib_rx *rx = q->rx;
 	struct ib_bdev *ib = rx->ib;
 	struct scsi_task *t = data ? data : q->task;
@@ -151,11 +150,8 @@ static void keys_cb(struct iscsi_context *ctx, int status, void *data, void *pri
 
 	(void)ctx;
 	rx->keys_pending = false;
-	if (!s || !s->ctx)
+	if (!ib_req_landed(q))
 		return;         /* teardown in progress: it frees q */
-	list_del(&q->link);
-	s->ninflight--;
-	q->task = NULL;
 	ib_req_free(q);
 	if (status != SCSI_STATUS_GOOD || !t) {
 		/*

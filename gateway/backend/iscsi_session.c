@@ -36,6 +36,23 @@ void ib_req_free(struct ib_req *q)
 	rx->free_reqs = q;
 }
 
+/*
+ * The first step of a libiscsi callback for q: false while q's session is
+ * torn down (the teardown frees q), else q leaves the session's in-flight
+ * requests and its task is the callback's.
+ */
+bool ib_req_landed(struct ib_req *q)
+{
+	struct ib_sess *s = q->sess;
+
+	if (!s || !s->ctx)
+		return false;
+	list_del(&q->link);
+	s->ninflight--;
+	q->task = NULL;
+	return true;
+}
+
 const char *ib_req_name(const struct ib_req *q)
 {
 	if (q->kind == RK_PROBE)
@@ -319,11 +336,8 @@ static void pr_cb(struct iscsi_context *ctx, int status, void *data, void *priv)
 	uint8_t key = 0, asc = 0, ascq = 0, ua = q->ua_retries;
 
 	(void)ctx;
-	if (!s || !s->ctx)
+	if (!ib_req_landed(q))
 		return;         /* teardown in progress: it frees q */
-	list_del(&q->link);
-	s->ninflight--;
-	q->task = NULL;
 	if (status == SCSI_STATUS_CHECK_CONDITION && t) {
 		key = (uint8_t)t->sense.key;
 		asc = (uint8_t)(t->sense.ascq >> 8);
@@ -433,11 +447,8 @@ static void probe_cb(struct iscsi_context *ctx, int status, void *data, void *pr
 	struct scsi_readcapacity16 *rc16;
 
 	(void)ctx;
-	if (!s || !s->ctx)
+	if (!ib_req_landed(q))
 		return;         /* teardown in progress: it frees q */
-	list_del(&q->link);
-	s->ninflight--;
-	q->task = NULL;
 	if (status == SCSI_STATUS_CHECK_CONDITION && t->sense.key == SCSI_SENSE_UNIT_ATTENTION &&
 	    q->ua_retries++ < IB_MAX_UA_RETRIES) {
 		scsi_free_scsi_task(t);
