@@ -11,8 +11,13 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 enum bdev_op {
 	BDEV_OP_READ = 0,
@@ -96,7 +101,7 @@ struct bdev_ops {
 
 /*
  * What the backing store is, set at open and not changed after, so that a
- * second LUN on it is refused (core/target.c): a file's device and inode, a
+ * second LUN on it is refused (core/runtime.c): a file's device and inode, a
  * block device's device number, a backend LUN's designator from its VPD
  * page 0x83 (type, code set, identifier; followed by a NUL and the target's
  * name when the designator is unique within its target only, as tgt's
@@ -220,6 +225,32 @@ void bdev_iscsi_lease_regained(void);
 int bdev_iscsi_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms);
 
 /*
+ * Types of backstore by URL scheme (backend/backstore.c): a LUN's path
+ * "SCHEME://..." is opened by the backstore registered for SCHEME ("iscsi"),
+ * any other path by the one registered as BDEV_SCHEME_FILE (a file or block
+ * device). file and iscsi are built in.
+ */
+#define BDEV_SCHEME_FILE "file"
+struct gw_lun_cfg;
+struct bdev_backstore {
+	const char *scheme;
+	/* Opens the LUN's store: 0 or -errno, why (when known) in err, not logged. */
+	int (*open)(const struct gw_lun_cfg *lc, char *err, size_t errlen, struct bdev **out);
+	/* optional: fencing at the backend, as bdev_iscsi_fence() */
+	int (*fence)(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms);
+};
+/* 0, -EEXIST (the scheme has one), -ENOSPC. Before any LUN is opened. */
+int bdev_backstore_register(const struct bdev_backstore *bs);
+/* The backstore that opens path (NULL: none). */
+const struct bdev_backstore *bdev_backstore_for(const char *path);
+/* Opens lc->path with its backstore: as bdev_backstore.open. */
+int bdev_open_lun(const struct gw_lun_cfg *lc, char *err, size_t errlen, struct bdev **out);
+/* Fences keys on b through its backstore; -EOPNOTSUPP if it has no fencing. */
+int bdev_fence(struct bdev *b, const uint64_t *keys, size_t n, uint32_t timeout_ms);
+/* b's backstore fences at the backend. */
+bool bdev_fenceable(const struct bdev *b);
+
+/*
  * The owner of the bdev (its logical unit) hears of geometry changes; fn NULL
  * = stop. fn is also called once from here (the geometry may have changed
  * since the owner read info): it must compare, not assume a change.
@@ -273,5 +304,7 @@ static inline int bdev_submit(struct bdev *b, struct bdev_io *io)
 }
 
 void bdev_close(struct bdev *b);
+
+GW_API_END
 
 #endif

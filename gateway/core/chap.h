@@ -13,6 +13,9 @@
 
 #include "core/params.h"
 #include "config/config.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 enum iscsi_chap_alg {
 	ISCSI_CHAP_ALG_MD5 = 5,
@@ -67,5 +70,7 @@ int iscsi_chap_challenge(struct iscsi_chap *c, const char *alist, struct iscsi_t
  */
 int iscsi_chap_response(struct iscsi_chap *c, const char *n, const char *r, const char *i,
 			const char *ch, struct iscsi_textbuf *rsp, char *why, size_t whylen);
+
+GW_API_END
 
 #endif

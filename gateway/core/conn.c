@@ -30,6 +30,27 @@ void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu)
 	free(pdu);
 }
 
+/*
+ * Gives pdu its own copy of data[0..len) (freed with the PDU) as its data
+ * segment, and sets DataSegmentLength. -ENOMEM leaves pdu as it was.
+ */
+static int pdu_set_data_copy(struct iscsi_tx_pdu *pdu, const void *data, uint32_t len)
+{
+	uint8_t *copy = NULL;
+
+	if (len) {
+		copy = malloc(len);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, data, len);
+	}
+	pdu->data = copy;
+	pdu->data_len = len;
+	pdu->owned = copy;
+	iscsi_bhs_set_dsl(&pdu->bhs, len);
+	return 0;
+}
+
 void iscsi_conn_get(struct iscsi_conn *c)
 {
 	atomic_fetch_add(&c->refs, 1);
@@ -112,7 +133,6 @@ void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_
 {
 	struct iscsi_tx_pdu *pdu = iscsi_tx_pdu_alloc();
 	struct iscsi_reject *r;
-	uint8_t *copy;
 
 	atomic_fetch_add(&c->gw->stats.rejects, 1);
 	GW_WARN(COMP, "%s (%s): rejecting %s (opcode 0x%02x, ITT 0x%08x): reason 0x%02x",
@@ -120,21 +140,15 @@ void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_
 		bad->opcode & ISCSI_OPCODE_MASK, be32toh(bad->itt), reason);
 	if (!pdu)
 		return;
-	copy = malloc(ISCSI_BHS_LEN);
-	if (!copy) {
-		free(pdu);
+	if (pdu_set_data_copy(pdu, bad, ISCSI_BHS_LEN)) {
+		iscsi_tx_pdu_free(pdu);
 		return;
 	}
-	memcpy(copy, bad, ISCSI_BHS_LEN);
 	r = (struct iscsi_reject *)&pdu->bhs;
 	r->opcode = ISCSI_OP_REJECT;
 	r->flags = ISCSI_FLAG_FINAL;
 	r->reason = reason;
 	r->itt = ISCSI_RSVD_TAG;
-	iscsi_bhs_set_dsl(&pdu->bhs, ISCSI_BHS_LEN);
-	pdu->data = copy;
-	pdu->data_len = ISCSI_BHS_LEN;
-	pdu->owned = copy;
 	iscsi_conn_send(c, pdu, true);
 }
 
@@ -310,7 +324,6 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	const uint8_t *rdata = NULL;
 	uint32_t rdlen = 0;
 	enum iscsi_login_result res;
-	uint8_t *copy = NULL;
 
 	if (iscsi_bhs_opcode(bhs) != ISCSI_OP_LOGIN_REQ) {
 		iscsi_conn_drop(c, "non-login PDU during login");
@@ -325,19 +338,11 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		c->stat_sn = be32toh(req->exp_stat_sn);
 	rsp = (struct iscsi_login_rsp *)&pdu->bhs;
 	res = iscsi_login_rx(c->login, req, data, dlen, rsp, &rdata, &rdlen);
-	if (rdlen) {
-		copy = malloc(rdlen);
-		if (!copy) {
-			iscsi_tx_pdu_free(pdu);
-			iscsi_conn_drop(c, "out of memory");
-			return;
-		}
-		memcpy(copy, rdata, rdlen);
-		pdu->data = copy;
-		pdu->data_len = rdlen;
-		pdu->owned = copy;
+	if (pdu_set_data_copy(pdu, rdata, rdlen)) {
+		iscsi_tx_pdu_free(pdu);
+		iscsi_conn_drop(c, "out of memory");
+		return;
 	}
-	iscsi_bhs_set_dsl(&pdu->bhs, rdlen);
 
 	if (res == ISCSI_LOGIN_RES_DONE) {
 		int rc = iscsi_session_bind(c);
@@ -462,18 +467,9 @@ static void conn_rx_nop_out(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	memcpy(rsp->lun, req->lun, 8);
 	rsp->itt = req->itt;
 	rsp->ttt = ISCSI_RSVD_TAG;
-	if (dlen) {
-		uint32_t n = dlen < c->params.max_xmit_dsl ? dlen : c->params.max_xmit_dsl;
-		uint8_t *copy = malloc(n);
-
-		if (copy) {
-			memcpy(copy, data, n);
-			pdu->data = copy;
-			pdu->data_len = n;
-			pdu->owned = copy;
-			iscsi_bhs_set_dsl(&pdu->bhs, n);
-		}
-	}
+	/* the ping data comes back; without memory, the answer goes without it */
+	(void)pdu_set_data_copy(pdu, data,
+				dlen < c->params.max_xmit_dsl ? dlen : c->params.max_xmit_dsl);
 	iscsi_conn_send(c, pdu, true);
 }
 
@@ -603,19 +599,10 @@ static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	/* MaxRecvDataSegmentLength may be re-declared in full feature phase */
 	if (iscsi_text_declared_max_xmit_dsl(c->text))
 		c->params.max_xmit_dsl = iscsi_text_declared_max_xmit_dsl(c->text);
-	if (rdlen) {
-		uint8_t *copy = malloc(rdlen);
-
-		if (!copy) {
-			iscsi_tx_pdu_free(pdu);
-			return;
-		}
-		memcpy(copy, rdata, rdlen);
-		pdu->data = copy;
-		pdu->data_len = rdlen;
-		pdu->owned = copy;
+	if (pdu_set_data_copy(pdu, rdata, rdlen)) {
+		iscsi_tx_pdu_free(pdu);
+		return;
 	}
-	iscsi_bhs_set_dsl(&pdu->bhs, rdlen);
 	iscsi_conn_send(c, pdu, true);
 }
 

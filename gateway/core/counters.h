@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_api.h"
+
+GW_API_BEGIN
+
 #define GW_LAT_BUCKETS 24       /* log2 buckets of microseconds; the last is open-ended */
 
 enum gw_io_class { GW_IO_READ = 0, GW_IO_WRITE, GW_IO_OTHER, GW_IO_NCLASS };
@@ -63,5 +67,7 @@ void gw_counters_done(struct gw_io_counters *sess, const struct gw_io_done *d);
 void gw_counters_add(struct gw_io_counters *a, const struct gw_io_counters *b);
 /* Copy of the calling reactor's table (malloc'd array, *n entries); -ENOMEM. */
 int gw_counters_snapshot(struct gw_ctr_sample **out, size_t *n);
+
+GW_API_END
 
 #endif

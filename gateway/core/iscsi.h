@@ -20,11 +20,14 @@
 #include "core/counters.h"
 #include "core/iscsi_spec.h"
 #include "core/login.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
 #include "scsi/scsi.h"
 #include "config/config.h"
 #include "common/list.h"
 #include "common/reactor.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 struct bdev;
 struct gw;
@@ -152,7 +155,7 @@ struct gw {
 	atomic_bool running;            /* reactor threads started */
 	int ifaddr_fd;                  /* rtnetlink address events (portal.c), -1 = none */
 	struct reactor_fd ifaddr_rfd;
-	/* the backing stores open, one per LUN (target.c); guarded by sess_lock */
+	/* the backing stores open, one per LUN (runtime.c); guarded by sess_lock */
 	struct gw_store *stores;
 	size_t nstores, stores_cap;
 };
@@ -293,7 +296,7 @@ struct iscsi_task {
 	uint64_t start_us;              /* arrival, for the latency counters */
 };
 
-/* ---- daemon runtime (core/target.c) ---- */
+/* ---- daemon runtime (core/runtime.c) ---- */
 /*
  * Everything gw_start does but start the reactor threads: reactors,
  * portals, targets and their LUNs, the ALUA configuration. The reactors are
@@ -448,5 +451,7 @@ void iscsi_task_data_ready(struct iscsi_task *t);
 /* The buffer a buf_get() call made wait for is now in t->buf. */
 void iscsi_task_buf_ready(struct iscsi_task *t);
 void iscsi_conn_closed(struct iscsi_conn *c);
+
+GW_API_END
 
 #endif

@@ -17,6 +17,9 @@
 
 #include "core/iscsi_spec.h"
 #include "config/config.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 /*
  * The iSER datamover receives every PDU into a pre-posted buffer with room
@@ -137,5 +140,7 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
  * max_xmit_dsl for this connection), or 0 if it declared none.
  */
 uint32_t iscsi_text_declared_max_xmit_dsl(const struct iscsi_text *t);
+
+GW_API_END
 
 #endif

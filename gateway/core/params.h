@@ -14,6 +14,9 @@
 
 #include "core/login.h"
 #include "config/config.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 /* Limits of RFC 7143 6.1 / 12.1.3. */
 #define ISCSI_TEXT_MAX          65536u  /* total key=value data of one negotiation message */
@@ -238,5 +241,7 @@ int iscsi_neg_propose(struct iscsi_neg *n, struct iscsi_textbuf *rsp, bool add,
 /* Final parameter sets. */
 void iscsi_neg_result(const struct iscsi_neg *n, struct iscsi_sess_params *sp,
 		      struct iscsi_conn_params *cp);
+
+GW_API_END
 
 #endif

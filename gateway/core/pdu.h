@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "core/iscsi_spec.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 static inline uint32_t get_be24(const uint8_t *p)
 {
@@ -74,5 +77,7 @@ uint32_t iscsi_data_digest(const void *buf, size_t len, uint32_t pad);
 
 /* Printable name of an opcode, for logs. */
 const char *iscsi_opcode_name(uint8_t opcode);
+
+GW_API_END
 
 #endif

@@ -86,7 +86,7 @@ int ctl_lu_state_from_pb(const Isergw__Ctl__LuState *in, struct shs_state *st, c
 	snprintf(st->r2_iport, sizeof(st->r2_iport), "%s", in->r2_iport);
 	st->wce = in->wce;
 	st->swp = in->swp;
-	return shs_state_validate(st, why, len);
+	return scsi_shs_state_validate(st, why, len);
 }
 
 /* ---- proposals: SCSI layer -> event */

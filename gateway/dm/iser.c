@@ -20,7 +20,8 @@
  * destroyed → iscsi_conn_closed(). Nothing is freed while the device may
  * still write into it.
  */
-#include "dm/datamover.h"
+#include "core/datamover.h"
+#include "dm/dm.h"
 
 #ifdef ISERGW_HAVE_RDMA
 
@@ -1906,7 +1907,7 @@ static void iser_unlisten(struct gw_portal *p)
 		reactor_send_msg(l->reactor, iser_unlisten_msg, l);
 }
 
-void iser_thread_exit(void)
+static void iser_thread_exit(void)
 {
 	while (tl_rdevs)
 		iser_rdev_free(tl_rdevs);
@@ -1918,7 +1919,7 @@ void iser_thread_exit(void)
 	}
 }
 
-void iser_global_exit(void)
+static void iser_global_exit(void)
 {
 	pthread_mutex_lock(&g_dev_lock);
 	while (g_devs)
@@ -1949,19 +1950,14 @@ struct gw_dm_ops gw_dm_iser_ops = {
 	.terminate = iser_terminate,
 	.enter_ffp = iser_enter_ffp,
 	.addrs = iser_addrs,
+	.thread_exit = iser_thread_exit,
+	.global_exit = iser_global_exit,
 };
+GW_DM_REGISTER(gw_dm_iser_ops)
 
 #else /* !ISERGW_HAVE_RDMA */
 
 /* Built without rdma-core: iser:// portals report the transport unavailable. */
 struct gw_dm_ops gw_dm_iser_ops;
-
-void iser_thread_exit(void)
-{
-}
-
-void iser_global_exit(void)
-{
-}
 
 #endif

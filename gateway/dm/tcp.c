@@ -17,7 +17,8 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
+#include "dm/dm.h"
 #include "common/log.h"
 #include "common/netaddr.h"
 
@@ -572,3 +573,4 @@ struct gw_dm_ops gw_dm_tcp_ops = {
 	.enter_ffp = tcp_enter_ffp,
 	.addrs = tcp_addrs,
 };
+GW_DM_REGISTER(gw_dm_tcp_ops)

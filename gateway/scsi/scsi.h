@@ -26,6 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gw_api.h"
+
+GW_API_BEGIN
+
 struct bdev;
 struct scsi_lu;
 
@@ -523,8 +527,7 @@ struct scsi_cmd {
 	uint8_t sense[SCSI_SENSE_MAX];  /* fixed format sense data */
 	uint32_t xfer_len;              /* see residuals above */
 	/* private to the SCSI layer */
-	uint64_t priv_u64[4];
-	void *priv_ptr[4];
+	uint32_t cluster_reruns;        /* runs again after -ESTALE (scsi_cluster.c), 0 first */
 	uint8_t priv_io[256] __attribute__((aligned(16))); /* holds a struct bdev_io and scratch */
 };
 
@@ -547,5 +550,7 @@ void scsi_cmd_set_sense_info(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uin
 /* Same, with sense-key-specific field-pointer (SKSV, C/D, bit pointer). */
 void scsi_cmd_set_sense_field(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
 			      bool in_cdb, uint16_t field, int8_t bit);
+
+GW_API_END
 
 #endif

@@ -6,7 +6,7 @@
  * filter.
  *
  * Port map: every portal is a target port of every target with the same
- * relative port id and group (core/target.c), and the configuration lists
+ * relative port id and group (core/runtime.c), and the configuration lists
  * the other nodes' ports (port_groups), so a group id means the same set of
  * ports for every LU of the cluster. Device groups: each LU names one
  * (lu->alua_dg, an index that stays valid: device groups are never freed
@@ -26,7 +26,7 @@
  *
  * The lease (scsi_alua_lease_*, see scsi.h): while it is enforced and not
  * valid, every group reports and enforces Unavailable or Transitioning over
- * the states kept underneath. The command path (alua_check, RTPG) reads the
+ * the states kept underneath. The command path (scsi_alua_check, RTPG) reads the
  * expiry (one atomic) and the monotonic clock itself; lease.announced is the
  * phase the unit attentions were last raised for (scsi_alua_lease_sync).
  * While it overrides the states, a change underneath reports nothing new and
@@ -172,7 +172,7 @@ static void local_port_set(uint16_t rel, bool on)
 		atomic_fetch_and(&local_ports[rel >> 3], (unsigned char)~bit);
 }
 
-bool alua_port_is_local(uint16_t rel)
+bool scsi_alua_port_is_local(uint16_t rel)
 {
 	return rel && (atomic_load_explicit(&local_ports[rel >> 3], memory_order_relaxed) &
 		       (1u << (rel & 7)));
@@ -390,7 +390,7 @@ uint8_t scsi_alua_gated_state(uint8_t state, bool awaits_registration)
 static bool tpg_is_local(const struct alua_tpg *g)
 {
 	for (size_t k = 0; k < g->nports; k++)
-		if (alua_port_is_local(g->ports[k]))
+		if (scsi_alua_port_is_local(g->ports[k]))
 			return true;
 	return false;
 }
@@ -451,7 +451,7 @@ static void lease_sync_ua(const bool *changed, size_t ndg)
 {
 	for (size_t i = 0; i < ndg; i++)
 		if (changed[i])
-			lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, (int)i, NULL, NULL, 0);
+			scsi_lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, (int)i, NULL, NULL, 0);
 }
 
 enum scsi_lease_phase scsi_alua_lease_sync(enum scsi_lease_phase *before)
@@ -571,7 +571,7 @@ static void restricted_update(void)
 	atomic_store_explicit(&alua.restricted, n, memory_order_release);
 }
 
-bool alua_check(struct scsi_cmd *cmd)
+bool scsi_alua_check(struct scsi_cmd *cmd)
 {
 	uint8_t op = cmd->cdb[0], sa = cmd->cdb[1] & 0x1f, state, mask;
 	uint16_t asc;
@@ -829,12 +829,12 @@ unsigned int scsi_alua_requests_held(void)
 	return atomic_load(&alua.held.nheld);
 }
 
-void alua_cmd_abort(struct scsi_cmd *cmd)
+void scsi_alua_cmd_abort(struct scsi_cmd *cmd)
 {
 	scsi_held_abort(&alua.held, cmd);
 }
 
-int alua_dg_ref(const char *name)
+int scsi_alua_dg_ref(const char *name)
 {
 	int rc;
 
@@ -910,7 +910,7 @@ int scsi_lu_set_device_group(struct scsi_lu *lu, const char *name)
 	GW_NOTICE(SCSI_LOG, "lun %llu: now in ALUA device group %s",
 		  (unsigned long long)lu->params.lun, dg_name(name));
 	pthread_mutex_lock(&lu->lock);
-	ua_add_all(lu, NULL, ASC_ALUA_STATE_CHANGED);
+	scsi_ua_add_all(lu, NULL, ASC_ALUA_STATE_CHANGED);
 	pthread_mutex_unlock(&lu->lock);
 	return 0;
 }
@@ -977,7 +977,7 @@ static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t
 	ua = changed && !lease_hides_states();
 	pthread_mutex_unlock(&alua.lock);
 	if (ua)
-		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, except_lu, except_iport, except_rel);
+		scsi_lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, except_lu, except_iport, except_rel);
 	held_post(notes, nnotes);
 	return 0;
 }
@@ -1046,8 +1046,8 @@ int scsi_alua_set_map(const struct scsi_alua_dg_update *m, size_t n, size_t *bad
 	pthread_mutex_unlock(&alua.lock);
 	for (i = 0; ua && i < n; i++)
 		if (changed[i])
-			lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di[i], ex[i].lu,
-				      ex[i].lu ? ex[i].iport : NULL, ex[i].rel);
+			scsi_lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di[i], ex[i].lu,
+					   ex[i].lu ? ex[i].iport : NULL, ex[i].rel);
 	held_post(notes, nnotes);
 	free(ex);
 	return 0;
@@ -1154,7 +1154,7 @@ int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner
 	changed &= !lease_hides_states();
 	pthread_mutex_unlock(&alua.lock);
 	if (changed)
-		lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, NULL, NULL, 0);
+		scsi_lu_ua_all_lus(ASC_ALUA_STATE_CHANGED, di, NULL, NULL, 0);
 	held_post(notes, nnotes);
 	return 0;
 }
@@ -1279,7 +1279,7 @@ bool scsi_alua_multiport(void)
 
 /* ------------------------------------------------- REPORT TARGET PORT GROUPS */
 
-void alua_rtpg(struct scsi_cmd *cmd)
+void scsi_alua_rtpg(struct scsi_cmd *cmd)
 {
 	uint8_t fmt = cmd->cdb[1] >> 5;
 	uint32_t alloc = get_be32(&cmd->cdb[6]);
@@ -1425,7 +1425,7 @@ static void stpg_hold(struct scsi_cmd *cmd, const struct scsi_alua_update *u, si
 		held_finish(h);
 }
 
-void alua_stpg(struct scsi_cmd *cmd)
+void scsi_alua_stpg(struct scsi_cmd *cmd)
 {
 	struct scsi_alua_update u[ALUA_MAX_TPG];
 	uint32_t plen = get_be32(&cmd->cdb[6]);

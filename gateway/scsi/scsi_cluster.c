@@ -3,10 +3,10 @@
  * The LU state carried by the cluster (params.cluster_state; docs/scsi.md,
  * "Logical units shared by several nodes"). The store is scsi_shared.c's
  * in-memory copy (struct shs with cluster set): a change runs the same code
- * as with a shared file, but lu_shared_end leaves the copy as the cluster
+ * as with a shared file, but scsi_lu_shared_end leaves the copy as the cluster
  * holds it and puts the new state and its events into a proposal. Here:
  *
- *   lu_cluster_submit   the proposal goes to the handler (the control
+ *   scsi_lu_cluster_submit   the proposal goes to the handler (the control
  *                       socket: an event the HA agent takes to corosync);
  *                       the command, if any, is held on its reactor
  *   scsi_cluster_apply  the cluster applied a version (every node, in the
@@ -29,8 +29,6 @@
 #include "scsi/scsi_internal.h"
 #include "common/log.h"
 #include "common/reactor.h"
-
-#define RERUN_SLOT 3    /* cmd->priv_u64[] counting -ESTALE reruns */
 
 struct cl_held {
 	struct scsi_held hd;            /* in cl.held */
@@ -56,7 +54,7 @@ static struct {
 	.held = SCSI_HELD_LIST_INIT(cl.held, &cl.lock, held_outcome, held_finish),
 };
 
-struct scsi_lu_proposal *lu_proposal_new(const struct scsi_lu *lu)
+struct scsi_lu_proposal *scsi_lu_proposal_new(const struct scsi_lu *lu)
 {
 	struct scsi_lu_proposal *p = calloc(1, sizeof(*p));
 
@@ -65,14 +63,14 @@ struct scsi_lu_proposal *lu_proposal_new(const struct scsi_lu *lu)
 	p->st = calloc(1, sizeof(*p->st));
 	p->ev = calloc(SCSI_LU_EVENTS_MAX, sizeof(*p->ev));
 	if (!p->st || !p->ev) {
-		lu_proposal_free(p);
+		scsi_lu_proposal_free(p);
 		return NULL;
 	}
 	memcpy(p->naa, lu->params.naa, sizeof(p->naa));
 	return p;
 }
 
-void lu_proposal_free(struct scsi_lu_proposal *p)
+void scsi_lu_proposal_free(struct scsi_lu_proposal *p)
 {
 	if (!p)
 		return;
@@ -94,15 +92,15 @@ unsigned int scsi_cluster_held(void)
 	return atomic_load(&cl.held.nheld);
 }
 
-void lu_cluster_fail(struct scsi_cmd *cmd, int status)
+void scsi_lu_cluster_fail(struct scsi_cmd *cmd, int status)
 {
 	(void)status;
 	scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_LU_NOT_READY_IN_PROGRESS);
 }
 
-bool lu_cluster_rerun_ok(struct scsi_cmd *cmd)
+bool scsi_lu_cluster_rerun_ok(struct scsi_cmd *cmd)
 {
-	return ++cmd->priv_u64[RERUN_SLOT] <= SCSI_CLUSTER_RETRIES;
+	return ++cmd->cluster_reruns <= SCSI_CLUSTER_RETRIES;
 }
 
 /* cl.lock held: the timer's or an abort's outcome. */
@@ -138,8 +136,8 @@ static void held_msg(void *arg)
 	scsi_held_take(&cl.held, (uint64_t)(uintptr_t)arg);
 }
 
-int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
-		      lu_cluster_finish_fn finish, void *ctx)
+int scsi_lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
+			   lu_cluster_finish_fn finish, void *ctx)
 {
 	struct cl_held *h = NULL;
 	struct reactor *r = reactor_self();
@@ -148,13 +146,13 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 	int rc;
 
 	if ((cmd || finish) && !r) {
-		lu_proposal_free(p);
+		scsi_lu_proposal_free(p);
 		return -EINVAL;
 	}
 	if (cmd || finish) {
 		h = calloc(1, sizeof(*h));
 		if (!h) {
-			lu_proposal_free(p);
+			scsi_lu_proposal_free(p);
 			return -ENOMEM;
 		}
 		scsi_held_init(&h->hd, &cl.held, cmd, r);
@@ -186,7 +184,7 @@ int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scs
 	} else if (h) {
 		reactor_timer_arm(r, &h->hd.timer, SCSI_CLUSTER_TIMEOUT_MS);
 	}
-	lu_proposal_free(p);
+	scsi_lu_proposal_free(p);
 	return rc;
 }
 
@@ -217,7 +215,7 @@ int scsi_cluster_done(uint64_t id, int status)
 	return 0;
 }
 
-void cluster_cmd_abort(struct scsi_cmd *cmd)
+void scsi_cluster_cmd_abort(struct scsi_cmd *cmd)
 {
 	scsi_held_abort(&cl.held, cmd);
 }
@@ -245,15 +243,15 @@ static int apply_one(struct scsi_lu *lu, void *argp)
 
 	if (!s || !s->cluster)
 		return -EINVAL;
-	if (shs_state_validate(a->st, why, sizeof(why)) < 0) {
+	if (scsi_shs_state_validate(a->st, why, sizeof(why)) < 0) {
 		GW_ERR(SCSI_LOG, "lun %llu: the cluster's state version %" PRIu64 " is malformed "
 		       "(%s): refused", (unsigned long long)lu->params.lun, a->version, why);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&lu->lock);
-	shs_lock(s, true);
+	scsi_shs_lock(s, true);
 	if (a->version <= s->version && !a->away) {
-		shs_unlock(s);
+		scsi_shs_unlock(s);
 		pthread_mutex_unlock(&lu->lock);
 		return -EALREADY;
 	}
@@ -272,15 +270,15 @@ static int apply_one(struct scsi_lu *lu, void *argp)
 		ev.origin = a->own ? lu->sh_origin : 0;
 		if (a->away)
 			ev.flags &= (uint8_t)~SHS_EVF_ABORT;     /* nothing of then runs here */
-		shs_post(s, &ev);
+		scsi_shs_post(s, &ev);
 	}
 	if (a->version > s->version)
 		s->version = a->version;
-	shs_publish(s, true);
-	shs_unlock(s);
+	scsi_shs_publish(s, true);
+	scsi_shs_unlock(s);
 	pthread_mutex_unlock(&lu->lock);
 	/* this node's nexuses get the UAs now, and the aborts run below */
-	lu_shared_poll_one(lu, &a->aborts);
+	scsi_lu_shared_poll_one(lu, &a->aborts);
 	if (a->away)
 		GW_INFO(SCSI_LOG, "lun %llu: %zu unit attention(s) raised while this node was away "
 			"queued (cluster state version %" PRIu64 ")", (unsigned long long)lu->params.lun,
@@ -303,8 +301,8 @@ int scsi_cluster_apply(const uint8_t naa[16], uint64_t version, const struct shs
 	if (!version || nev > SCSI_LU_EVENTS_MAX)
 		return -EINVAL;
 	list_init(&a.aborts);
-	rc = lu_with_naa(naa, apply_one, &a);
-	lu_shared_run_abort_list(&a.aborts);
+	rc = scsi_lu_with_naa(naa, apply_one, &a);
+	scsi_lu_shared_run_abort_list(&a.aborts);
 	return rc;
 }
 
@@ -312,15 +310,15 @@ static int version_one(struct scsi_lu *lu, void *arg)
 {
 	if (!lu->sh || !lu->sh->cluster)
 		return -EINVAL;
-	shs_lock(lu->sh, false);
+	scsi_shs_lock(lu->sh, false);
 	*(uint64_t *)arg = lu->sh->version;
-	shs_unlock(lu->sh);
+	scsi_shs_unlock(lu->sh);
 	return 0;
 }
 
 int scsi_cluster_version(const uint8_t naa[16], uint64_t *version)
 {
-	return lu_with_naa(naa, version_one, version);
+	return scsi_lu_with_naa(naa, version_one, version);
 }
 
 /* ------------------------------------------------------------ LBA locks */
@@ -366,13 +364,13 @@ static void lock_granted(struct scsi_cmd *cmd, int status, void *ctx)
 		/* refused, timed out or aborted: a grant may still come, give it back */
 		lock_release(w->id, w->naa, w->lba, w->n);
 		if (cmd)
-			lu_cluster_fail(cmd, status);
+			scsi_lu_cluster_fail(cmd, status);
 	}
 	free(w);
 }
 
-bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
-		     void (*then)(struct scsi_cmd *cmd))
+bool scsi_lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
+			  void (*then)(struct scsi_cmd *cmd))
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct reactor *r = reactor_self();
@@ -390,7 +388,7 @@ bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
 	if (!w || !h || !r) {
 		free(w);
 		free(h);
-		lu_cluster_fail(cmd, -ENOMEM);
+		scsi_lu_cluster_fail(cmd, -ENOMEM);
 		return true;
 	}
 	w->then = then;
@@ -417,14 +415,14 @@ bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
 		pthread_mutex_unlock(&cl.lock);
 		free(h);
 		free(w);
-		lu_cluster_fail(cmd, rc);
+		scsi_lu_cluster_fail(cmd, rc);
 		return true;
 	}
 	reactor_timer_arm(r, &h->hd.timer, SCSI_CLUSTER_TIMEOUT_MS);
 	return true;
 }
 
-void lu_cluster_unlock(struct scsi_cmd *cmd)
+void scsi_lu_cluster_unlock(struct scsi_cmd *cmd)
 {
 	struct scsi_priv *pv = cmd_priv(cmd);
 	uint64_t id = pv->cl_lock;

@@ -131,63 +131,63 @@ static bool avail_thin(const struct scsi_lu *lu)
 
 static const struct scsi_opdef op_table[] = {
 	{ 0x00, 0, 6, 0, PRC_ALLOW, { 0x00, 0, 0, 0, 0, 0 },
-	  spc_test_unit_ready, NULL, 5, "TEST UNIT READY" },
+	  scsi_spc_test_unit_ready, NULL, 5, "TEST UNIT READY" },
 	{ 0x03, 0, 6, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW, { 0x03, 0x01, 0, 0, 0xff, 0 },
-	  spc_request_sense, NULL, 5, "REQUEST SENSE" },
+	  scsi_spc_request_sense, NULL, 5, "REQUEST SENSE" },
 	{ 0x08, 0, 6, 0, PRC_READ, { 0x08, 0x1f, 0xff, 0xff, 0xff, 0 },
-	  sbc_read, NULL, 30, "READ(6)" },
+	  scsi_sbc_read, NULL, 30, "READ(6)" },
 	{ 0x0a, 0, 6, OPF_DOUT, PRC_WRITE, { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0 },
-	  sbc_write, NULL, 30, "WRITE(6)" },
+	  scsi_sbc_write, NULL, 30, "WRITE(6)" },
 	{ 0x12, 0, 6, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW, { 0x12, 0x01, 0xff, 0xff, 0xff, 0 },
-	  spc_inquiry, NULL, 5, "INQUIRY" },
+	  scsi_spc_inquiry, NULL, 5, "INQUIRY" },
 	{ 0x15, 0, 6, OPF_DOUT, PRC_WRITE, { 0x15, 0x11, 0, 0, 0xff, 0 },
-	  spc_mode_select, NULL, 5, "MODE SELECT(6)" },
+	  scsi_spc_mode_select, NULL, 5, "MODE SELECT(6)" },
 	{ 0x16, 0, 6, 0, PRC_ALLOW, { 0x16, 0, 0, 0, 0, 0 },
-	  pr_reserve6, NULL, 5, "RESERVE(6)" },
+	  scsi_pr_reserve6, NULL, 5, "RESERVE(6)" },
 	{ 0x17, 0, 6, OPF_R2_OK, PRC_ALLOW, { 0x17, 0, 0, 0, 0, 0 },
-	  pr_release6, NULL, 5, "RELEASE(6)" },
+	  scsi_pr_release6, NULL, 5, "RELEASE(6)" },
 	{ 0x1a, 0, 6, 0, PRC_WRITE, { 0x1a, 0x08, 0xff, 0xff, 0xff, 0 },
-	  spc_mode_sense, NULL, 5, "MODE SENSE(6)" },
+	  scsi_spc_mode_sense, NULL, 5, "MODE SENSE(6)" },
 	{ 0x1b, 0, 6, 0, PRC_WRITE, { 0x1b, 0x01, 0, 0x0f, 0xf7, 0 },
-	  sbc_start_stop, NULL, 30, "START STOP UNIT" },
+	  scsi_sbc_start_stop, NULL, 30, "START STOP UNIT" },
 	{ 0x1e, 0, 6, 0, PRC_WRITE, { 0x1e, 0, 0, 0, 0x03, 0 },
-	  sbc_prevent_allow, NULL, 5, "PREVENT ALLOW MEDIUM REMOVAL" },
+	  scsi_sbc_prevent_allow, NULL, 5, "PREVENT ALLOW MEDIUM REMOVAL" },
 	{ 0x25, 0, 10, OPF_R2_OK, PRC_ALLOW, { 0x25, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x01, 0 },
-	  sbc_read_capacity10, NULL, 5, "READ CAPACITY(10)" },
-	{ 0x28, 0, 10, 0, PRC_READ, U10(0x28, 0x18), sbc_read, NULL, 30, "READ(10)" },
-	{ 0x2a, 0, 10, OPF_DOUT, PRC_WRITE, U10(0x2a, 0x18), sbc_write, NULL, 30, "WRITE(10)" },
+	  scsi_sbc_read_capacity10, NULL, 5, "READ CAPACITY(10)" },
+	{ 0x28, 0, 10, 0, PRC_READ, U10(0x28, 0x18), scsi_sbc_read, NULL, 30, "READ(10)" },
+	{ 0x2a, 0, 10, OPF_DOUT, PRC_WRITE, U10(0x2a, 0x18), scsi_sbc_write, NULL, 30, "WRITE(10)" },
 	{ 0x2e, 0, 10, OPF_DOUT, PRC_WRITE,
-	  U10(0x2e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(10)" },
-	{ 0x2f, 0, 10, OPF_DOUT, PRC_READ, U10(0x2f, 0x12), sbc_verify, NULL, 30, "VERIFY(10)" },
-	{ 0x34, 0, 10, 0, PRC_READ, U10(0x34, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(10)" },
-	{ 0x35, 0, 10, 0, PRC_WRITE, U10(0x35, 0x02), sbc_sync_cache, NULL, 60,
+	  U10(0x2e, 0x12), scsi_sbc_write, NULL, 30, "WRITE AND VERIFY(10)" },
+	{ 0x2f, 0, 10, OPF_DOUT, PRC_READ, U10(0x2f, 0x12), scsi_sbc_verify, NULL, 30, "VERIFY(10)" },
+	{ 0x34, 0, 10, 0, PRC_READ, U10(0x34, 0x02), scsi_sbc_prefetch, NULL, 30, "PRE-FETCH(10)" },
+	{ 0x35, 0, 10, 0, PRC_WRITE, U10(0x35, 0x02), scsi_sbc_sync_cache, NULL, 60,
 	  "SYNCHRONIZE CACHE(10)" },
 	{ 0x37, 0, 10, 0, PRC_WRITE, { 0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(10)" },
+	  scsi_sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(10)" },
 	{ 0x41, 0, 10, OPF_DOUT, PRC_WRITE,
-	  U10(0x41, 0x08), sbc_write_same, NULL, 120, "WRITE SAME(10)" },
+	  U10(0x41, 0x08), scsi_sbc_write_same, NULL, 120, "WRITE SAME(10)" },
 	{ 0x42, 0, 10, OPF_DOUT, PRC_WRITE, { 0x42, 0, 0, 0, 0, 0, 0x1f, 0xff, 0xff, 0 },
-	  sbc_unmap, avail_thin, 120, "UNMAP" },
+	  scsi_sbc_unmap, avail_thin, 120, "UNMAP" },
 	{ 0x55, 0, 10, OPF_DOUT, PRC_WRITE, { 0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  spc_mode_select, NULL, 5, "MODE SELECT(10)" },
+	  scsi_spc_mode_select, NULL, 5, "MODE SELECT(10)" },
 	{ 0x56, 0, 10, 0, PRC_ALLOW, { 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
-	  pr_reserve6, NULL, 5, "RESERVE(10)" },
+	  scsi_pr_reserve6, NULL, 5, "RESERVE(10)" },
 	{ 0x57, 0, 10, OPF_R2_OK, PRC_ALLOW, { 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
-	  pr_release6, NULL, 5, "RELEASE(10)" },
+	  scsi_pr_release6, NULL, 5, "RELEASE(10)" },
 	{ 0x5a, 0, 10, 0, PRC_WRITE, { 0x5a, 0x18, 0xff, 0xff, 0, 0, 0, 0xff, 0xff, 0 },
-	  spc_mode_sense, NULL, 5, "MODE SENSE(10)" },
+	  scsi_spc_mode_sense, NULL, 5, "MODE SENSE(10)" },
 	{ 0x5e, 0x00, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x00, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ KEYS" },
+	  scsi_pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ KEYS" },
 	{ 0x5e, 0x01, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x01, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ RESERVATION" },
+	  scsi_pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ RESERVATION" },
 	{ 0x5e, 0x02, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x02, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / REPORT CAPABILITIES" },
+	  scsi_pr_in, NULL, 5, "PERSISTENT RESERVE IN / REPORT CAPABILITIES" },
 	{ 0x5e, 0x03, 10, OPF_SA, PRC_ALLOW, { 0x5e, 0x03, 0, 0, 0, 0, 0, 0xff, 0xff, 0 },
-	  pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ FULL STATUS" },
+	  scsi_pr_in, NULL, 5, "PERSISTENT RESERVE IN / READ FULL STATUS" },
 #define PROUT(sa, nm) \
 	{ 0x5f, sa, 10, OPF_SA | OPF_DOUT, PRC_ALLOW, \
 	  { 0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0 }, \
-	  pr_out, NULL, 5, "PERSISTENT RESERVE OUT / " nm }
+	  scsi_pr_out, NULL, 5, "PERSISTENT RESERVE OUT / " nm }
 	PROUT(0x00, "REGISTER"),
 	PROUT(0x01, "RESERVE"),
 	PROUT(0x02, "RELEASE"),
@@ -198,58 +198,58 @@ static const struct scsi_opdef op_table[] = {
 #undef PROUT
 	{ 0x83, 0x00, 16, OPF_SA | OPF_DOUT, PRC_WRITE,
 	  { 0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  xcopy_extended_copy, NULL, 300, "EXTENDED COPY(LID1)" },
+	  scsi_xcopy_extended_copy, NULL, 300, "EXTENDED COPY(LID1)" },
 	{ 0x84, 0x00, 16, OPF_SA, PRC_ALLOW,
 	  { 0x84, 0x00, 0xff, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  xcopy_receive_copy_results, NULL, 5, "RECEIVE COPY RESULTS / COPY STATUS" },
+	  scsi_xcopy_receive_copy_results, NULL, 5, "RECEIVE COPY RESULTS / COPY STATUS" },
 	{ 0x84, 0x03, 16, OPF_SA, PRC_ALLOW,
 	  { 0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  xcopy_receive_copy_results, NULL, 5, "RECEIVE COPY RESULTS / OPERATING PARAMETERS" },
-	{ 0x88, 0, 16, 0, PRC_READ, U16(0x88, 0x18), sbc_read, NULL, 30, "READ(16)" },
+	  scsi_xcopy_receive_copy_results, NULL, 5, "RECEIVE COPY RESULTS / OPERATING PARAMETERS" },
+	{ 0x88, 0, 16, 0, PRC_READ, U16(0x88, 0x18), scsi_sbc_read, NULL, 30, "READ(16)" },
 	{ 0x89, 0, 16, OPF_DOUT, PRC_WRITE,
 	  { 0x89, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x1f, 0 },
-	  sbc_compare_and_write, NULL, 30, "COMPARE AND WRITE" },
-	{ 0x8a, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8a, 0x18), sbc_write, NULL, 30, "WRITE(16)" },
-	{ 0x8b, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8b, 0x18), sbc_orwrite, NULL, 30, "ORWRITE(16)" },
+	  scsi_sbc_compare_and_write, NULL, 30, "COMPARE AND WRITE" },
+	{ 0x8a, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8a, 0x18), scsi_sbc_write, NULL, 30, "WRITE(16)" },
+	{ 0x8b, 0, 16, OPF_DOUT, PRC_WRITE, U16(0x8b, 0x18), scsi_sbc_orwrite, NULL, 30, "ORWRITE(16)" },
 	{ 0x8e, 0, 16, OPF_DOUT, PRC_WRITE,
-	  U16(0x8e, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(16)" },
-	{ 0x8f, 0, 16, OPF_DOUT, PRC_READ, U16(0x8f, 0x12), sbc_verify, NULL, 30, "VERIFY(16)" },
-	{ 0x90, 0, 16, 0, PRC_READ, U16(0x90, 0x02), sbc_prefetch, NULL, 30, "PRE-FETCH(16)" },
-	{ 0x91, 0, 16, 0, PRC_WRITE, U16(0x91, 0x02), sbc_sync_cache, NULL, 60,
+	  U16(0x8e, 0x12), scsi_sbc_write, NULL, 30, "WRITE AND VERIFY(16)" },
+	{ 0x8f, 0, 16, OPF_DOUT, PRC_READ, U16(0x8f, 0x12), scsi_sbc_verify, NULL, 30, "VERIFY(16)" },
+	{ 0x90, 0, 16, 0, PRC_READ, U16(0x90, 0x02), scsi_sbc_prefetch, NULL, 30, "PRE-FETCH(16)" },
+	{ 0x91, 0, 16, 0, PRC_WRITE, U16(0x91, 0x02), scsi_sbc_sync_cache, NULL, 60,
 	  "SYNCHRONIZE CACHE(16)" },
 	{ 0x93, 0, 16, OPF_DOUT, PRC_WRITE,
-	  U16(0x93, 0x09), sbc_write_same, NULL, 120, "WRITE SAME(16)" },
+	  U16(0x93, 0x09), scsi_sbc_write_same, NULL, 120, "WRITE SAME(16)" },
 	{ 0x9c, 0, 16, OPF_DOUT, PRC_WRITE,
 	  { 0x9c, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff, 0x1f, 0 },
-	  sbc_write_atomic, NULL, 30, "WRITE ATOMIC(16)" },
+	  scsi_sbc_write_atomic, NULL, 30, "WRITE ATOMIC(16)" },
 	{ 0x9e, 0x10, 16, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  sbc_read_capacity16, NULL, 5, "READ CAPACITY(16)" },
+	  scsi_sbc_read_capacity16, NULL, 5, "READ CAPACITY(16)" },
 	{ 0x9e, 0x12, 16, OPF_SA, PRC_READ,
 	  { 0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  sbc_get_lba_status, NULL, 5, "GET LBA STATUS" },
+	  scsi_sbc_get_lba_status, NULL, 5, "GET LBA STATUS" },
 	{ 0xa0, 0, 12, OPF_NO_UA | OPF_NO_LU | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  spc_report_luns, NULL, 5, "REPORT LUNS" },
+	  scsi_spc_report_luns, NULL, 5, "REPORT LUNS" },
 	{ 0xa3, 0x0a, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0xea, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  alua_rtpg, NULL, 5, "REPORT TARGET PORT GROUPS" },
+	  scsi_alua_rtpg, NULL, 5, "REPORT TARGET PORT GROUPS" },
 	{ 0xa3, 0x0c, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  spc_rsoc, NULL, 5, "REPORT SUPPORTED OPERATION CODES" },
+	  scsi_spc_rsoc, NULL, 5, "REPORT SUPPORTED OPERATION CODES" },
 	{ 0xa3, 0x0d, 12, OPF_SA | OPF_R2_OK, PRC_ALLOW,
 	  { 0xa3, 0x0d, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  spc_rstmf, NULL, 5, "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS" },
+	  scsi_spc_rstmf, NULL, 5, "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS" },
 	{ 0xa4, 0x0a, 12, OPF_SA | OPF_DOUT, PRC_WRITE,
 	  { 0xa4, 0x0a, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  alua_stpg, NULL, 5, "SET TARGET PORT GROUPS" },
-	{ 0xa8, 0, 12, 0, PRC_READ, U12(0xa8, 0x18), sbc_read, NULL, 30, "READ(12)" },
-	{ 0xaa, 0, 12, OPF_DOUT, PRC_WRITE, U12(0xaa, 0x18), sbc_write, NULL, 30, "WRITE(12)" },
+	  scsi_alua_stpg, NULL, 5, "SET TARGET PORT GROUPS" },
+	{ 0xa8, 0, 12, 0, PRC_READ, U12(0xa8, 0x18), scsi_sbc_read, NULL, 30, "READ(12)" },
+	{ 0xaa, 0, 12, OPF_DOUT, PRC_WRITE, U12(0xaa, 0x18), scsi_sbc_write, NULL, 30, "WRITE(12)" },
 	{ 0xae, 0, 12, OPF_DOUT, PRC_WRITE,
-	  U12(0xae, 0x12), sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
-	{ 0xaf, 0, 12, OPF_DOUT, PRC_READ, U12(0xaf, 0x12), sbc_verify, NULL, 30, "VERIFY(12)" },
+	  U12(0xae, 0x12), scsi_sbc_write, NULL, 30, "WRITE AND VERIFY(12)" },
+	{ 0xaf, 0, 12, OPF_DOUT, PRC_READ, U12(0xaf, 0x12), scsi_sbc_verify, NULL, 30, "VERIFY(12)" },
 	{ 0xb7, 0, 12, 0, PRC_WRITE, { 0xb7, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0 },
-	  sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(12)" },
+	  scsi_sbc_read_defect_data, NULL, 5, "READ DEFECT DATA(12)" },
 };
 
 const struct scsi_opdef *scsi_op_table(size_t *n)
@@ -289,7 +289,7 @@ static bool check_ua(struct scsi_cmd *cmd)
 		return false;
 	scsi_nexus_id(cmd->itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	found = ua_pop(lu, iport, rel, &asc);
+	found = scsi_ua_pop(lu, iport, rel, &asc);
 	pthread_mutex_unlock(&lu->lock);
 	if (!found)
 		return false;
@@ -321,8 +321,8 @@ static bool needs_no_medium(uint8_t op)
 void scsi_cmd_abort(struct scsi_cmd *cmd)
 {
 	/* the only commands that wait on nothing but an answer: held STPGs, cluster changes */
-	alua_cmd_abort(cmd);
-	cluster_cmd_abort(cmd);
+	scsi_alua_cmd_abort(cmd);
+	scsi_cluster_cmd_abort(cmd);
 }
 
 void scsi_cmd_submit(struct scsi_cmd *cmd)
@@ -335,7 +335,7 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	cmd->status = SCSI_STATUS_GOOD;
 	cmd->sense_len = 0;
 	cmd->xfer_len = 0;
-	cmd->priv_u64[3] = 0;   /* scsi_cluster.c: reruns */
+	cmd->cluster_reruns = 0;
 	memset(cmd->priv_io, 0, sizeof(struct scsi_priv));
 	cmd_priv(cmd)->cmd = cmd;
 
@@ -352,13 +352,13 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 
 	/* another node changed the LU's shared state: catch up (one atomic load) */
 	if (cmd->lu->sh && lu_shared_stale(cmd->lu))
-		lu_shared_refresh(cmd->lu);
+		scsi_lu_shared_refresh(cmd->lu);
 
 	if (!(def && (def->flags & OPF_NO_UA)) && check_ua(cmd))
 		return;
 
 	/* ALUA: the asymmetric access state of the port this command came through */
-	if (alua_check(cmd))
+	if (scsi_alua_check(cmd))
 		return;
 
 	if (!def || (def->avail && !def->avail(cmd->lu))) {
@@ -401,7 +401,7 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	}
 
 	if (atomic_load_explicit(&cmd->lu->res_active, memory_order_acquire) &&
-	    pr_check_conflict(cmd, def)) {
+	    scsi_pr_check_conflict(cmd, def)) {
 		scsi_conflict(cmd);
 		return;
 	}

@@ -186,7 +186,7 @@ struct scsi_lu {
 	uint64_t sh_ev_seen;            /* last event applied */
 	uint64_t sh_bad_gen;            /* state generation found corrupt (logged once) */
 	uint64_t sh_origin;             /* this LU object's id in the events it posts */
-	bool sh_posted;                 /* an event was posted since lu_shared_begin */
+	bool sh_posted;                 /* an event was posted since scsi_lu_shared_begin */
 	struct scsi_lu_proposal *cl_prop; /* cluster store: the change being made (under lock) */
 	bool cl_force;                  /* propose even an unchanged state (a read barrier) */
 	struct list_head sh_aborts;     /* aborts asked by other nodes, for the core */
@@ -325,48 +325,48 @@ bool scsi_lu_write_protected(const struct scsi_lu *lu);
 void scsi_nexus_id(const struct scsi_itn *itn, const char **iport, uint16_t *rel_port);
 
 /* ---- scsi_lu.c: nexuses and unit attentions (call with lu->lock held) ---- */
-struct scsi_nexus *nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create);
-void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc);
+struct scsi_nexus *scsi_nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create);
+void scsi_ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc);
 /* To every known nexus except `except` (may be NULL). */
-void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc);
+void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc);
 /* Pops the oldest UA of the nexus; returns false if none. */
-bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
+bool scsi_ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc);
 
 /*
  * Every nexus of every LU of ALUA device group dg (-1: every LU) gets the UA
  * `asc`, except nexus (except_iport, except_rel) of except_lu (may be NULL).
  * Takes each lu->lock.
  */
-void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
-		   const char *except_iport, uint16_t except_rel);
+void scsi_lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
+			const char *except_iport, uint16_t except_rel);
 
 /* ---- scsi_shared.c: state shared with other nodes (only when lu->sh) ---- */
-int lu_shared_open(struct scsi_lu *lu);
-void lu_shared_close(struct scsi_lu *lu);
+int scsi_lu_shared_open(struct scsi_lu *lu);
+void scsi_lu_shared_close(struct scsi_lu *lu);
 /* The file changed since the last sync (one atomic load each). */
 static inline bool lu_shared_stale(const struct scsi_lu *lu)
 {
 	return shs_change(lu->sh) != atomic_load_explicit(&lu->sh_seen, memory_order_relaxed);
 }
 /* No lock held: sync the local copy, then run the aborts other nodes asked for. */
-void lu_shared_refresh(struct scsi_lu *lu);
+void scsi_lu_shared_refresh(struct scsi_lu *lu);
 /*
  * lu->lock held: exclusive file lock and sync (0, or -errno: the command must
- * fail); then change the local copy, post UAs with lu_shared_ua, and
- * lu_shared_end writes the copy back if state_changed, publishes, applies the
+ * fail); then change the local copy, post UAs with scsi_lu_shared_ua, and
+ * scsi_lu_shared_end writes the copy back if state_changed, publishes, applies the
  * posted events to this node's nexuses and unlocks the file.
  */
-int lu_shared_begin(struct scsi_lu *lu);
-void lu_shared_end(struct scsi_lu *lu, bool state_changed);
-void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
-		  const char *iport, uint16_t rel_port);
+int scsi_lu_shared_begin(struct scsi_lu *lu);
+void scsi_lu_shared_end(struct scsi_lu *lu, bool state_changed);
+void scsi_lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
+		       const char *iport, uint16_t rel_port);
 /* No lock held: hands the queued aborts to the core. */
-void lu_shared_run_aborts(struct scsi_lu *lu);
+void scsi_lu_shared_run_aborts(struct scsi_lu *lu);
 
 /* ---- scsi_cluster.c: the cluster store's proposals (lu->sh->cluster) ---- */
-struct scsi_lu_proposal *lu_proposal_new(const struct scsi_lu *lu);
-void lu_proposal_free(struct scsi_lu_proposal *p);
-/* lu->lock held, after lu_shared_end: the proposal the change made (NULL: none). */
+struct scsi_lu_proposal *scsi_lu_proposal_new(const struct scsi_lu *lu);
+void scsi_lu_proposal_free(struct scsi_lu_proposal *p);
+/* lu->lock held, after scsi_lu_shared_end: the proposal the change made (NULL: none). */
 static inline struct scsi_lu_proposal *lu_shared_take(struct scsi_lu *lu)
 {
 	struct scsi_lu_proposal *p = lu->cl_prop;
@@ -379,103 +379,104 @@ static inline struct scsi_lu_proposal *lu_shared_take(struct scsi_lu *lu)
  * waits (a reset). Otherwise cmd is held and finish(cmd, status, ctx) runs
  * on its reactor with the answer (0, -ESTALE: run the command again, other:
  * failed); returns 0 then, or a negative errno (nothing held: the caller
- * fails cmd with lu_cluster_fail and frees ctx).
+ * fails cmd with scsi_lu_cluster_fail and frees ctx).
  */
 typedef void (*lu_cluster_finish_fn)(struct scsi_cmd *cmd, int status, void *ctx);
-int lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
-		      lu_cluster_finish_fn finish, void *ctx);
+int scsi_lu_cluster_submit(struct scsi_lu *lu, struct scsi_lu_proposal *p, struct scsi_cmd *cmd,
+			   lu_cluster_finish_fn finish, void *ctx);
 /* The command's answer when the cluster did not apply its change. */
-void lu_cluster_fail(struct scsi_cmd *cmd, int status);
+void scsi_lu_cluster_fail(struct scsi_cmd *cmd, int status);
 /* -ESTALE: may cmd run again? (counts its reruns) */
-bool lu_cluster_rerun_ok(struct scsi_cmd *cmd);
-void cluster_cmd_abort(struct scsi_cmd *cmd);
+bool scsi_lu_cluster_rerun_ok(struct scsi_cmd *cmd);
+void scsi_cluster_cmd_abort(struct scsi_cmd *cmd);
 /*
  * COMPARE AND WRITE / WRITE ATOMIC on an LU whose state the cluster carries:
  * the cluster-wide lock of [lba, lba + n) first. Returns false when no lock
  * is needed (then(cmd) is the caller's to run now); true when cmd is held
  * until the lock is granted (then(cmd) runs on its reactor, pv->cl_lock set)
- * or failed (cmd completed NOT READY). lu_cluster_unlock releases a held
+ * or failed (cmd completed NOT READY). scsi_lu_cluster_unlock releases a held
  * lock (no lock held: nothing).
  */
-bool lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
-		     void (*then)(struct scsi_cmd *cmd));
-void lu_cluster_unlock(struct scsi_cmd *cmd);
+bool scsi_lu_cluster_lock(struct scsi_cmd *cmd, uint64_t lba, uint32_t n,
+			  void (*then)(struct scsi_cmd *cmd));
+void scsi_lu_cluster_unlock(struct scsi_cmd *cmd);
 /* scsi_lu.c: under the LU list's lock, fn(lu) for the LU with this NAA; -ENOENT. */
-int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg);
+int scsi_lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg);
 /* For scsi_shared_poll(): sync one LU, move its aborts to a list; run the list later. */
-void lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts);
-void lu_shared_run_abort_list(struct list_head *aborts);
+void scsi_lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts);
+void scsi_lu_shared_run_abort_list(struct list_head *aborts);
 
 /* ---- scsi_alua.c ---- */
 /* A port of this node (registered by the core or a nexus). */
-bool alua_port_is_local(uint16_t rel_port);
+bool scsi_alua_port_is_local(uint16_t rel_port);
 /* The index of device group `name` ("" = default), created if unknown; or -errno. */
-int alua_dg_ref(const char *name);
-void alua_rtpg(struct scsi_cmd *cmd);
-void alua_stpg(struct scsi_cmd *cmd);
+int scsi_alua_dg_ref(const char *name);
+void scsi_alua_rtpg(struct scsi_cmd *cmd);
+void scsi_alua_stpg(struct scsi_cmd *cmd);
 /* true if the command was refused (NOT READY) because of the port's ALUA state. */
-bool alua_check(struct scsi_cmd *cmd);
+bool scsi_alua_check(struct scsi_cmd *cmd);
 /* A held SET TARGET PORT GROUPS is released (see scsi_cmd_abort). */
-void alua_cmd_abort(struct scsi_cmd *cmd);
+void scsi_alua_cmd_abort(struct scsi_cmd *cmd);
 
 /* ---- scsi_spc.c ---- */
-void spc_inquiry(struct scsi_cmd *cmd);
-void spc_report_luns(struct scsi_cmd *cmd);
-void spc_request_sense(struct scsi_cmd *cmd);
-void spc_mode_sense(struct scsi_cmd *cmd);
-void spc_mode_select(struct scsi_cmd *cmd);
-void spc_rsoc(struct scsi_cmd *cmd);
-void spc_rstmf(struct scsi_cmd *cmd);
-void spc_test_unit_ready(struct scsi_cmd *cmd);
+void scsi_spc_inquiry(struct scsi_cmd *cmd);
+void scsi_spc_report_luns(struct scsi_cmd *cmd);
+void scsi_spc_request_sense(struct scsi_cmd *cmd);
+void scsi_spc_mode_sense(struct scsi_cmd *cmd);
+void scsi_spc_mode_select(struct scsi_cmd *cmd);
+void scsi_spc_rsoc(struct scsi_cmd *cmd);
+void scsi_spc_rstmf(struct scsi_cmd *cmd);
+void scsi_spc_test_unit_ready(struct scsi_cmd *cmd);
 
 /* ---- scsi_sbc.c ---- */
-void sbc_read_capacity10(struct scsi_cmd *cmd);
-void sbc_read_capacity16(struct scsi_cmd *cmd);
-void sbc_read(struct scsi_cmd *cmd);
-void sbc_write(struct scsi_cmd *cmd);
-void sbc_verify(struct scsi_cmd *cmd);
-void sbc_write_same(struct scsi_cmd *cmd);
-void sbc_unmap(struct scsi_cmd *cmd);
-void sbc_compare_and_write(struct scsi_cmd *cmd);
-void sbc_sync_cache(struct scsi_cmd *cmd);
-void sbc_prefetch(struct scsi_cmd *cmd);
-void sbc_get_lba_status(struct scsi_cmd *cmd);
-void sbc_start_stop(struct scsi_cmd *cmd);
-void sbc_prevent_allow(struct scsi_cmd *cmd);
-void sbc_read_defect_data(struct scsi_cmd *cmd);
-void sbc_orwrite(struct scsi_cmd *cmd);
-void sbc_write_atomic(struct scsi_cmd *cmd);
+void scsi_sbc_read_capacity10(struct scsi_cmd *cmd);
+void scsi_sbc_read_capacity16(struct scsi_cmd *cmd);
+void scsi_sbc_read(struct scsi_cmd *cmd);
+void scsi_sbc_write(struct scsi_cmd *cmd);
+void scsi_sbc_verify(struct scsi_cmd *cmd);
+void scsi_sbc_write_same(struct scsi_cmd *cmd);
+void scsi_sbc_unmap(struct scsi_cmd *cmd);
+void scsi_sbc_compare_and_write(struct scsi_cmd *cmd);
+void scsi_sbc_sync_cache(struct scsi_cmd *cmd);
+void scsi_sbc_prefetch(struct scsi_cmd *cmd);
+void scsi_sbc_get_lba_status(struct scsi_cmd *cmd);
+void scsi_sbc_start_stop(struct scsi_cmd *cmd);
+void scsi_sbc_prevent_allow(struct scsi_cmd *cmd);
+void scsi_sbc_read_defect_data(struct scsi_cmd *cmd);
+void scsi_sbc_orwrite(struct scsi_cmd *cmd);
+void scsi_sbc_write_atomic(struct scsi_cmd *cmd);
 /* The gate, for the other scsi_*.c files. */
-bool sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind, void (*resume)(struct scsi_cmd *cmd));
-void sbc_gate_exit(struct scsi_cmd *cmd);
-int sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
-	       uint32_t flags, bdev_io_cb cb);
+bool scsi_sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind,
+			 void (*resume)(struct scsi_cmd *cmd));
+void scsi_sbc_gate_exit(struct scsi_cmd *cmd);
+int scsi_sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
+		    uint32_t flags, bdev_io_cb cb);
 
 /* ---- scsi_xcopy.c ---- */
-void xcopy_extended_copy(struct scsi_cmd *cmd);
-void xcopy_receive_copy_results(struct scsi_cmd *cmd);
+void scsi_xcopy_extended_copy(struct scsi_cmd *cmd);
+void scsi_xcopy_receive_copy_results(struct scsi_cmd *cmd);
 /* Builds the Third-party Copy VPD page (8Fh) into d (>= 96 bytes); returns its length. */
-uint32_t xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d);
+uint32_t scsi_xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d);
 /* Frees the kept copy statuses (LU teardown). */
-void xcopy_status_free(struct scsi_lu *lu);
+void scsi_xcopy_status_free(struct scsi_lu *lu);
 
 /* ---- scsi_pr.c ---- */
-void pr_reserve6(struct scsi_cmd *cmd);
-void pr_release6(struct scsi_cmd *cmd);
-void pr_in(struct scsi_cmd *cmd);
-void pr_out(struct scsi_cmd *cmd);
+void scsi_pr_reserve6(struct scsi_cmd *cmd);
+void scsi_pr_release6(struct scsi_cmd *cmd);
+void scsi_pr_in(struct scsi_cmd *cmd);
+void scsi_pr_out(struct scsi_cmd *cmd);
 /* true if the command must end in RESERVATION CONFLICT (lock taken inside). */
-bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def);
-int pr_load(struct scsi_lu *lu);
-void pr_free(struct scsi_lu *lu);
+bool scsi_pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def);
+int scsi_pr_load(struct scsi_lu *lu);
+void scsi_pr_free(struct scsi_lu *lu);
 /* Called by scsi_lu.c with lu->lock held. */
 /* lu->lock held: the nexus is gone (its SCSI-2 reservation with it); a cluster proposal to submit. */
-struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
-void pr_reset(struct scsi_lu *lu);
+struct scsi_lu_proposal *scsi_pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel);
+void scsi_pr_reset(struct scsi_lu *lu);
 /* Shared state: replace the local copy (lu->lock held; 0 or -ENOMEM) / write it out. */
-int pr_import(struct scsi_lu *lu, const struct shs_state *st);
-void pr_export(struct scsi_lu *lu, struct shs_state *st);
+int scsi_pr_import(struct scsi_lu *lu, const struct shs_state *st);
+void scsi_pr_export(struct scsi_lu *lu, struct shs_state *st);
 /* Calls the core's abort handler (iport NULL: every nexus; rel_port 0: every port). */
-void pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port);
+void scsi_pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port);
 
 #endif

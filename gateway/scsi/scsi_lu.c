@@ -31,7 +31,7 @@ static void nexus_free_if_idle(struct scsi_lu *lu, struct scsi_nexus *nx)
 	free(nx);
 }
 
-struct scsi_nexus *nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create)
+struct scsi_nexus *scsi_nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t rel, bool create)
 {
 	struct list_head *pos;
 	struct scsi_nexus *nx;
@@ -66,7 +66,7 @@ struct scsi_nexus *nexus_lookup(struct scsi_lu *lu, const char *iport, uint16_t 
 	return nx;
 }
 
-void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc)
+void scsi_ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc)
 {
 	unsigned int i;
 
@@ -84,7 +84,7 @@ void ua_add(struct scsi_lu *lu, struct scsi_nexus *nx, uint16_t asc)
 	atomic_fetch_add(&lu->ua_pending, 1);
 }
 
-void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc)
+void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t asc)
 {
 	struct list_head *pos;
 
@@ -92,13 +92,13 @@ void ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t as
 		struct scsi_nexus *nx = list_entry(pos, struct scsi_nexus, link);
 
 		if (nx != except)
-			ua_add(lu, nx, asc);
+			scsi_ua_add(lu, nx, asc);
 	}
 }
 
-bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
+bool scsi_ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
 {
-	struct scsi_nexus *nx = nexus_lookup(lu, iport, rel, false);
+	struct scsi_nexus *nx = scsi_nexus_lookup(lu, iport, rel, false);
 
 	if (!nx || nx->ua_n == 0)
 		return false;
@@ -110,8 +110,8 @@ bool ua_pop(struct scsi_lu *lu, const char *iport, uint16_t rel, uint16_t *asc)
 	return true;
 }
 
-void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
-		   const char *except_iport, uint16_t except_rel)
+void scsi_lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
+			const char *except_iport, uint16_t except_rel)
 {
 	struct list_head *pos;
 
@@ -125,8 +125,8 @@ void lu_ua_all_lus(uint16_t asc, int dg, const struct scsi_lu *except_lu,
 
 		pthread_mutex_lock(&lu->lock);
 		if (lu == except_lu && except_iport)
-			self = nexus_lookup(lu, except_iport, except_rel, false);
-		ua_add_all(lu, self, asc);
+			self = scsi_nexus_lookup(lu, except_iport, except_rel, false);
+		scsi_ua_add_all(lu, self, asc);
 		pthread_mutex_unlock(&lu->lock);
 	}
 	pthread_mutex_unlock(&all_lus_lock);
@@ -154,7 +154,7 @@ static void lu_geometry_changed(void *arg, struct bdev *b)
 			  (unsigned long long)n, bs, (unsigned long long)lu->nblocks, lu->block_size);
 		lu->block_size = bs;
 		lu->nblocks = n;
-		ua_add_all(lu, NULL, ASC_CAPACITY_CHANGED);
+		scsi_ua_add_all(lu, NULL, ASC_CAPACITY_CHANGED);
 	}
 	pthread_mutex_unlock(&lu->lock);
 }
@@ -184,7 +184,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	lu->block_size = bdev->info.block_size;
 	lu->nblocks = bdev->info.size_bytes / bdev->info.block_size;
 	lu->tpgs = 3;           /* ALUA, implicit and explicit */
-	rc = alua_dg_ref(p->alua_dg);
+	rc = scsi_alua_dg_ref(p->alua_dg);
 	if (rc < 0) {
 		GW_ERR(SCSI_LOG, "lun %llu: ALUA device group %s: %s", (unsigned long long)p->lun,
 		       p->alua_dg, strerror(-rc));
@@ -213,7 +213,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 		goto err_destroy_lock;
 	}
 	/* reservations: in the file shared with the other nodes, or our own */
-	rc = p->shared_path[0] || p->cluster_state ? lu_shared_open(lu) : pr_load(lu);
+	rc = p->shared_path[0] || p->cluster_state ? scsi_lu_shared_open(lu) : scsi_pr_load(lu);
 	if (rc < 0)
 		goto err_destroy_save_lock;
 	if (p->thin && !bdev->info.unmap_supported)
@@ -230,7 +230,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct bdev *bdev, struct scs
 	return 0;
 
 err_destroy_save_lock:
-	pr_free(lu);
+	scsi_pr_free(lu);
 	pthread_mutex_destroy(&lu->pr_save_lock);
 err_destroy_lock:
 	pthread_mutex_destroy(&lu->lock);
@@ -252,9 +252,9 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 		list_del(pos);
 		free(list_entry(pos, struct scsi_nexus, link));
 	}
-	lu_shared_close(lu);
-	xcopy_status_free(lu);
-	pr_free(lu);
+	scsi_lu_shared_close(lu);
+	scsi_xcopy_status_free(lu);
+	scsi_pr_free(lu);
 	pthread_mutex_destroy(&lu->pr_save_lock);
 	pthread_mutex_destroy(&lu->lock);
 	free(lu);
@@ -275,7 +275,7 @@ void scsi_lu_itn_add(struct scsi_lu *lu, const struct scsi_itn *itn)
 		(void)scsi_alua_register_port(itn->port);       /* known to RTPG from now on */
 	scsi_nexus_id(itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	nx = nexus_lookup(lu, iport, rel, true);
+	nx = scsi_nexus_lookup(lu, iport, rel, true);
 	if (nx) {
 		if (nx->attached++ == 0)
 			lu->ndetached--;
@@ -301,12 +301,12 @@ void scsi_lu_itn_remove(struct scsi_lu *lu, const struct scsi_itn *itn)
 
 	scsi_nexus_id(itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	nx = nexus_lookup(lu, iport, rel, false);
+	nx = scsi_nexus_lookup(lu, iport, rel, false);
 	if (nx && nx->attached) {
 		if (--nx->attached == 0) {
 			lu->ndetached++;
 			/* SPC-2: an I_T nexus loss releases its SCSI-2 reservation */
-			prop = pr_nexus_gone(lu, iport, rel);
+			prop = scsi_pr_nexus_gone(lu, iport, rel);
 			nexus_free_if_idle(lu, nx);
 		}
 	}
@@ -328,7 +328,7 @@ bool scsi_lu_itn_logout_wait(struct scsi_lu *lu, const struct scsi_itn *itn,
 
 	scsi_nexus_id(itn, &iport, &rel);
 	pthread_mutex_lock(&lu->lock);
-	prop = pr_nexus_gone(lu, iport, rel);
+	prop = scsi_pr_nexus_gone(lu, iport, rel);
 	pthread_mutex_unlock(&lu->lock);
 	return reset_submit(lu, prop, done, arg, REDO_GONE, 0, 0, iport, rel);
 }
@@ -368,7 +368,7 @@ static struct scsi_lu_proposal *redo(struct reset_wait *w)
 	case REDO_GONE:
 	default:
 		pthread_mutex_lock(&w->lu->lock);
-		prop = pr_nexus_gone(w->lu, w->iport, w->rel);
+		prop = scsi_pr_nexus_gone(w->lu, w->iport, w->rel);
 		pthread_mutex_unlock(&w->lu->lock);
 		return prop;
 	}
@@ -382,7 +382,7 @@ static void reset_finish(struct scsi_cmd *cmd, int status, void *ctx)
 	(void)cmd;
 	if (status == -ESTALE && ++w->tries <= SCSI_CLUSTER_RETRIES) {
 		prop = redo(w);
-		if (prop && lu_cluster_submit(w->lu, prop, NULL, reset_finish, w) == 0)
+		if (prop && scsi_lu_cluster_submit(w->lu, prop, NULL, reset_finish, w) == 0)
 			return;
 	} else if (status) {
 		GW_WARN(SCSI_LOG, "lun %llu: a reset or a lost nexus's release is not in force on "
@@ -406,10 +406,10 @@ static bool redo_submit(struct reset_wait *w, struct scsi_lu_proposal *prop)
 		struct scsi_lu *lu = w->lu;
 
 		free(w);
-		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		(void)scsi_lu_cluster_submit(lu, prop, NULL, NULL, NULL);
 		return false;
 	}
-	if (lu_cluster_submit(w->lu, prop, NULL, reset_finish, w)) {
+	if (scsi_lu_cluster_submit(w->lu, prop, NULL, reset_finish, w)) {
 		free(w);
 		return false;
 	}
@@ -426,7 +426,7 @@ static bool reset_submit(struct scsi_lu *lu, struct scsi_lu_proposal *prop,
 		return false;
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		(void)lu_cluster_submit(lu, prop, NULL, NULL, NULL);
+		(void)scsi_lu_cluster_submit(lu, prop, NULL, NULL, NULL);
 		return false;
 	}
 	w->done = done;
@@ -452,15 +452,15 @@ static struct scsi_lu_proposal *reset_prop(struct scsi_lu *lu, enum scsi_reset_k
 	struct scsi_lu_proposal *prop = NULL;
 
 	pthread_mutex_lock(&lu->lock);
-	if (lu_shared_begin(lu) == 0) {
+	if (scsi_lu_shared_begin(lu) == 0) {
 		/* every node: the UA to each of its nexuses, and abort their tasks */
-		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_ABORT, asc, NULL, 0);
-		pr_reset(lu);
+		scsi_lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_ABORT, asc, NULL, 0);
+		scsi_pr_reset(lu);
 		if (kind == SCSI_RESET_TARGET_COLD) {
 			lu->wce = lu->params.write_cache;
 			lu->swp = false;
 		}
-		lu_shared_end(lu, true);
+		scsi_lu_shared_end(lu, true);
 		prop = lu_shared_take(lu);
 	}
 	pthread_mutex_unlock(&lu->lock);
@@ -472,11 +472,11 @@ static struct scsi_lu_proposal *cleared_prop(struct scsi_lu *lu, const char *ipo
 	struct scsi_lu_proposal *prop = NULL;
 
 	pthread_mutex_lock(&lu->lock);
-	if (lu_shared_begin(lu) == 0) {
+	if (scsi_lu_shared_begin(lu) == 0) {
 		/* the task set is the LU's: other nodes abort theirs too */
-		lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
-			     ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
-		lu_shared_end(lu, false);
+		scsi_lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT | SHS_EVF_ABORT,
+				  ASC_COMMANDS_CLEARED_BY_OTHER, iport, rel);
+		scsi_lu_shared_end(lu, false);
 		prop = lu_shared_take(lu);
 	}
 	pthread_mutex_unlock(&lu->lock);
@@ -518,8 +518,8 @@ bool scsi_lu_reset_wait(struct scsi_lu *lu, const struct scsi_itn *from,
 		goto out;
 	}
 	pthread_mutex_lock(&lu->lock);
-	ua_add_all(lu, NULL, asc);
-	pr_reset(lu);   /* clears SCSI-2 reservations; persistent ones survive */
+	scsi_ua_add_all(lu, NULL, asc);
+	scsi_pr_reset(lu);   /* clears SCSI-2 reservations; persistent ones survive */
 	if (kind == SCSI_RESET_TARGET_COLD) {
 		/* a cold reset is a power cycle: mode pages back to defaults */
 		lu->wce = lu->params.write_cache;
@@ -552,13 +552,13 @@ bool scsi_lu_tasks_cleared_wait(struct scsi_lu *lu, const struct scsi_itn *from,
 		return reset_submit(lu, prop, done, arg, REDO_CLEARED, 0, 0, iport, rel);
 	}
 	pthread_mutex_lock(&lu->lock);
-	self = nexus_lookup(lu, iport, rel, false);
-	ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
+	self = scsi_nexus_lookup(lu, iport, rel, false);
+	scsi_ua_add_all(lu, self, ASC_COMMANDS_CLEARED_BY_OTHER);
 	pthread_mutex_unlock(&lu->lock);
 	return false;
 }
 
-int lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg)
+int scsi_lu_with_naa(const uint8_t naa[16], int (*fn)(struct scsi_lu *lu, void *arg), void *arg)
 {
 	struct list_head *pos;
 	int rc = -ENOENT;
@@ -583,8 +583,8 @@ void scsi_shared_poll(void)
 	list_init(&aborts);
 	pthread_mutex_lock(&all_lus_lock);
 	list_for_each(pos, &all_lus)
-		lu_shared_poll_one(list_entry(pos, struct scsi_lu, all_link), &aborts);
+		scsi_lu_shared_poll_one(list_entry(pos, struct scsi_lu, all_link), &aborts);
 	pthread_mutex_unlock(&all_lus_lock);
 	/* no lock held: the core's handler takes its own */
-	lu_shared_run_abort_list(&aborts);
+	scsi_lu_shared_run_abort_list(&aborts);
 }

@@ -76,21 +76,21 @@ static void ua_to_reg_ex(struct scsi_lu *lu, const struct pr_reg *r, uint16_t as
 	struct list_head *pos;
 
 	if (lu->sh) {
-		lu_shared_ua(lu, SHS_EV_UA_NEXUS,
-			     (uint8_t)((r->all_tg_pt ? SHS_EVF_ALL_PORTS : 0) |
+		scsi_lu_shared_ua(lu, SHS_EV_UA_NEXUS,
+				  (uint8_t)((r->all_tg_pt ? SHS_EVF_ALL_PORTS : 0) |
 				       (abort ? SHS_EVF_ABORT : 0)),
 			     asc, r->iport, r->rel_port);
 		return;
 	}
 	if (!r->all_tg_pt) {
-		ua_add(lu, nexus_lookup(lu, r->iport, r->rel_port, true), asc);
+		scsi_ua_add(lu, scsi_nexus_lookup(lu, r->iport, r->rel_port, true), asc);
 		return;
 	}
 	list_for_each(pos, &lu->nexuses) {
 		struct scsi_nexus *nx = list_entry(pos, struct scsi_nexus, link);
 
 		if (strcmp(nx->iport, r->iport) == 0)
-			ua_add(lu, nx, asc);
+			scsi_ua_add(lu, nx, asc);
 	}
 }
 
@@ -226,7 +226,7 @@ static void pr_save(struct scsi_lu *lu, char *text, uint64_t seq)
 	free(text);
 }
 
-void pr_free(struct scsi_lu *lu)
+void scsi_pr_free(struct scsi_lu *lu)
 {
 	struct list_head *pos, *n;
 
@@ -237,7 +237,7 @@ void pr_free(struct scsi_lu *lu)
 	release_reservation(lu);
 }
 
-int pr_import(struct scsi_lu *lu, const struct shs_state *st)
+int scsi_pr_import(struct scsi_lu *lu, const struct shs_state *st)
 {
 	struct list_head fresh;
 	struct pr_reg *holder = NULL;
@@ -266,7 +266,7 @@ int pr_import(struct scsi_lu *lu, const struct shs_state *st)
 			holder = r;
 		list_add_tail(&r->link, &fresh);
 	}
-	pr_free(lu);
+	scsi_pr_free(lu);
 	while (!list_empty(&fresh)) {
 		struct list_head *p = fresh.next;
 
@@ -285,7 +285,7 @@ int pr_import(struct scsi_lu *lu, const struct shs_state *st)
 	return 0;
 }
 
-void pr_export(struct scsi_lu *lu, struct shs_state *st)
+void scsi_pr_export(struct scsi_lu *lu, struct shs_state *st)
 {
 	struct list_head *pos;
 	uint32_t n = 0, old = st->nregs;
@@ -322,7 +322,7 @@ void pr_export(struct scsi_lu *lu, struct shs_state *st)
 		snprintf(st->r2_iport, sizeof(st->r2_iport), "%s", lu->r2_iport);
 }
 
-int pr_load(struct scsi_lu *lu)
+int scsi_pr_load(struct scsi_lu *lu)
 {
 	char line[512];
 	FILE *f;
@@ -405,13 +405,13 @@ out:
 	free(byidx);
 	fclose(f);
 	if (rc < 0)
-		pr_free(lu);
+		scsi_pr_free(lu);
 	return rc;
 }
 
 /* -------------------------------------------------------- conflict checks */
 
-bool pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def)
+bool scsi_pr_check_conflict(struct scsi_cmd *cmd, const struct scsi_opdef *def)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
@@ -464,14 +464,14 @@ static bool r2_holder_is(const struct scsi_lu *lu, const char *iport, uint16_t r
 	return lu->r2_held && lu->r2_rel_port == rel && strcmp(lu->r2_iport, iport) == 0;
 }
 
-struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
+struct scsi_lu_proposal *scsi_pr_nexus_gone(struct scsi_lu *lu, const char *iport, uint16_t rel)
 {
 	bool changed = false;
 
 	/* only this node can have reserved through this nexus: the local copy knows */
 	if (!r2_holder_is(lu, iport, rel))
 		return NULL;
-	if (lu->sh && lu_shared_begin(lu) < 0)
+	if (lu->sh && scsi_lu_shared_begin(lu) < 0)
 		return NULL;
 	if (r2_holder_is(lu, iport, rel)) {
 		lu->r2_held = false;
@@ -481,13 +481,13 @@ struct scsi_lu_proposal *pr_nexus_gone(struct scsi_lu *lu, const char *iport, ui
 	GW_INFO(SCSI_LOG, "lun %llu: the SCSI-2 reservation of %s (port %u) released: nexus gone",
 		(unsigned long long)lu->params.lun, iport, rel);
 	if (lu->sh) {
-		lu_shared_end(lu, changed);
+		scsi_lu_shared_end(lu, changed);
 		return lu_shared_take(lu);      /* the caller submits it once unlocked */
 	}
 	return NULL;
 }
 
-void pr_reset(struct scsi_lu *lu)
+void scsi_pr_reset(struct scsi_lu *lu)
 {
 	lu->r2_held = false;
 	update_res_active(lu);
@@ -497,7 +497,7 @@ void pr_reset(struct scsi_lu *lu)
 
 /*
  * Cluster store: a command whose change went to the cluster ends here, on
- * its reactor, with the cluster's answer (see lu_cluster_submit). ctx holds
+ * its reactor, with the cluster's answer (see scsi_lu_cluster_submit). ctx holds
  * what the command computed; rerun runs it again on the newer state.
  */
 struct pr_after {
@@ -519,10 +519,10 @@ static void r2_finish(struct scsi_cmd *cmd, int status, void *ctx)
 			scsi_conflict(cmd);
 		else
 			scsi_good(cmd);
-	} else if (cmd && status == -ESTALE && lu_cluster_rerun_ok(cmd)) {
+	} else if (cmd && status == -ESTALE && scsi_lu_cluster_rerun_ok(cmd)) {
 		a->rerun(cmd);
 	} else if (cmd) {
-		lu_cluster_fail(cmd, status);
+		scsi_lu_cluster_fail(cmd, status);
 	}
 	free(a);
 }
@@ -538,16 +538,16 @@ static bool r2_submit(struct scsi_cmd *cmd, struct scsi_lu_proposal *prop, bool 
 		return false;
 	a = calloc(1, sizeof(*a));
 	if (!a) {
-		lu_proposal_free(prop);
+		scsi_lu_proposal_free(prop);
 		scsi_fail(cmd, SCSI_SK_ABORTED_COMMAND, ASC_INSUFFICIENT_RESOURCES);
 		return true;
 	}
 	a->conflict = conflict;
 	a->rerun = rerun;
-	rc = lu_cluster_submit(cmd->lu, prop, cmd, r2_finish, a);
+	rc = scsi_lu_cluster_submit(cmd->lu, prop, cmd, r2_finish, a);
 	if (rc) {
 		free(a);
-		lu_cluster_fail(cmd, rc);
+		scsi_lu_cluster_fail(cmd, rc);
 	}
 	return true;
 }
@@ -563,12 +563,12 @@ static void r2_end(struct scsi_cmd *cmd, const char *what, const char *iport, ui
 	struct scsi_lu_proposal *prop = NULL;
 
 	if (lu->sh) {
-		lu_shared_end(lu, changed);
+		scsi_lu_shared_end(lu, changed);
 		prop = lu_shared_take(lu);
 	}
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
-		lu_shared_run_aborts(lu);
+		scsi_lu_shared_run_aborts(lu);
 	GW_INFO(SCSI_LOG, "lun %llu: %s from %s (port %u): %s%s",
 		(unsigned long long)lu->params.lun, what, iport, rel,
 		conflict ? "conflict" : changed ? "done" : "nothing to do",
@@ -581,7 +581,25 @@ static void r2_end(struct scsi_cmd *cmd, const char *what, const char *iport, ui
 		scsi_good(cmd);
 }
 
-void pr_reserve6(struct scsi_cmd *cmd)
+/*
+ * RESERVE and RELEASE: the nexus, and the LU locked with its shared state
+ * current; false when that state cannot be read (cmd failed, nothing held).
+ */
+static bool r2_begin(struct scsi_cmd *cmd, const char **iport, uint16_t *rel)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	scsi_nexus_id(cmd->itn, iport, rel);
+	pthread_mutex_lock(&lu->lock);
+	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return false;
+	}
+	return true;
+}
+
+void scsi_pr_reserve6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
@@ -596,25 +614,19 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		scsi_fail_cdb(cmd, 1, 0);
 		return;
 	}
-	scsi_nexus_id(cmd->itn, &iport, &rel);
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && lu_shared_begin(lu) < 0) {
-		pthread_mutex_unlock(&lu->lock);
-		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	if (!r2_begin(cmd, &iport, &rel))
 		return;
-	}
 	if (!list_empty(&lu->pr_regs)) {
 		/* SPC-3 5.6.3: RESERVE/RELEASE conflict while PR registrations exist */
 		conflict = true;
-	} else if (lu->r2_held &&
-		   (lu->r2_rel_port != rel || strcmp(lu->r2_iport, iport) != 0)) {
+	} else if (lu->r2_held && !r2_holder_is(lu, iport, rel)) {
 		conflict = true;
 		/*
 		 * held through another node, whose release (a lost nexus) may be on
 		 * its way: the answer after one round trip of the cluster's order
 		 */
-		if (lu->sh && lu->sh->cluster && !alua_port_is_local(lu->r2_rel_port) &&
-		    cmd->priv_u64[3] == 0)
+		if (lu->sh && lu->sh->cluster && !scsi_alua_port_is_local(lu->r2_rel_port) &&
+		    cmd->cluster_reruns == 0)
 			lu->cl_force = true;
 	} else {
 		changed = !lu->r2_held;
@@ -623,10 +635,10 @@ void pr_reserve6(struct scsi_cmd *cmd)
 		snprintf(lu->r2_iport, sizeof(lu->r2_iport), "%s", iport);
 		update_res_active(lu);
 	}
-	r2_end(cmd, "RESERVE", iport, rel, conflict, changed, pr_reserve6);
+	r2_end(cmd, "RESERVE", iport, rel, conflict, changed, scsi_pr_reserve6);
 }
 
-void pr_release6(struct scsi_cmd *cmd)
+void scsi_pr_release6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const char *iport;
@@ -637,13 +649,8 @@ void pr_release6(struct scsi_cmd *cmd)
 		scsi_fail_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
 		return;
 	}
-	scsi_nexus_id(cmd->itn, &iport, &rel);
-	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && lu_shared_begin(lu) < 0) {
-		pthread_mutex_unlock(&lu->lock);
-		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	if (!r2_begin(cmd, &iport, &rel))
 		return;
-	}
 	if (!list_empty(&lu->pr_regs)) {
 		conflict = true;
 	} else if (r2_holder_is(lu, iport, rel)) {
@@ -652,7 +659,7 @@ void pr_release6(struct scsi_cmd *cmd)
 		changed = true;
 	}
 	/* releasing from a nexus that does not hold the reservation is a no-op */
-	r2_end(cmd, "RELEASE", iport, rel, conflict, changed, pr_release6);
+	r2_end(cmd, "RELEASE", iport, rel, conflict, changed, scsi_pr_release6);
 }
 
 /* ---------------------------------------------------- PERSISTENT RESERVE IN */
@@ -672,7 +679,7 @@ static uint32_t put_transport_id(uint8_t *p, const char *iport)
 	return (uint32_t)(4 + len);
 }
 
-void pr_in(struct scsi_cmd *cmd)
+void scsi_pr_in(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint8_t sa = cmd->cdb[1] & 0x1f;
@@ -801,7 +808,7 @@ void scsi_set_abort_nexus_handler(scsi_abort_nexus_fn fn, void *arg)
 	g_abort_arg = arg;
 }
 
-void pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port)
+void scsi_pr_abort_nexus(struct scsi_lu *lu, const char *iport, uint16_t rel_port)
 {
 	if (g_abort_fn)
 		g_abort_fn(lu, iport, rel_port, g_abort_arg);
@@ -875,7 +882,7 @@ static void pr_out_complete(struct scsi_cmd *cmd, enum pr_result res, bool chang
 			    uint8_t type, const char *iport, const struct pr_preempted *preempted,
 			    size_t npreempted);
 
-void pr_out(struct scsi_cmd *cmd)
+void scsi_pr_out(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint8_t sa = cmd->cdb[1] & 0x1f;
@@ -932,7 +939,7 @@ void pr_out(struct scsi_cmd *cmd)
 	if (sa == 0x05)
 		preempted = calloc(PR_MAX_PREEMPTED, sizeof(*preempted));
 	pthread_mutex_lock(&lu->lock);
-	if (lu->sh && lu_shared_begin(lu) < 0) {
+	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
 		pthread_mutex_unlock(&lu->lock);
 		free(preempted);
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
@@ -1004,7 +1011,7 @@ void pr_out(struct scsi_cmd *cmd)
 		break;
 	}
 	if (lu->sh) {
-		lu_shared_end(lu, changed);
+		scsi_lu_shared_end(lu, changed);
 		prop = lu_shared_take(lu);
 	} else if (changed && lu->params.pr_path[0]) {
 		snap = pr_serialize(lu);
@@ -1012,29 +1019,29 @@ void pr_out(struct scsi_cmd *cmd)
 	}
 	pthread_mutex_unlock(&lu->lock);
 	if (lu->sh)
-		lu_shared_run_aborts(lu);
+		scsi_lu_shared_run_aborts(lu);
 	if (prop) {
 		struct pr_after *a = calloc(1, sizeof(*a));
 		int rc;
 
 		if (!a) {
-			lu_proposal_free(prop);
+			scsi_lu_proposal_free(prop);
 			free(preempted);
 			scsi_fail(cmd, SCSI_SK_ABORTED_COMMAND, ASC_INSUFFICIENT_RESOURCES);
 			return;
 		}
-		a->rerun = pr_out;
+		a->rerun = scsi_pr_out;
 		a->res = (int)res;
 		a->preempted = preempted;
 		a->npreempted = npreempted;
 		a->sa = sa;
 		a->type = type;
 		snprintf(a->iport, sizeof(a->iport), "%s", iport);
-		rc = lu_cluster_submit(lu, prop, cmd, pr_out_finish, a);
+		rc = scsi_lu_cluster_submit(lu, prop, cmd, pr_out_finish, a);
 		if (rc) {
 			free(a->preempted);
 			free(a);
-			lu_cluster_fail(cmd, rc);
+			scsi_lu_cluster_fail(cmd, rc);
 		}
 		return;
 	}
@@ -1052,10 +1059,10 @@ static void pr_out_finish(struct scsi_cmd *cmd, int status, void *ctx)
 	if (cmd && status == 0)
 		pr_out_complete(cmd, (enum pr_result)a->res, true, a->sa, a->type, a->iport,
 				a->preempted, a->npreempted);
-	else if (cmd && status == -ESTALE && lu_cluster_rerun_ok(cmd))
-		pr_out(cmd);
+	else if (cmd && status == -ESTALE && scsi_lu_cluster_rerun_ok(cmd))
+		scsi_pr_out(cmd);
 	else if (cmd)
-		lu_cluster_fail(cmd, status);
+		scsi_lu_cluster_fail(cmd, status);
 	free(a->preempted);
 	free(a);
 }

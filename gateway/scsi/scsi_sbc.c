@@ -154,7 +154,7 @@ static void gate_exit(struct scsi_cmd *cmd)
 
 	/* the cluster-wide lock goes with the local gate */
 	if (pv->cl_lock)
-		lu_cluster_unlock(cmd);
+		scsi_lu_cluster_unlock(cmd);
 	if (kind == GATE_NONE)
 		return;
 	pv->gate = GATE_NONE;
@@ -178,14 +178,14 @@ static void gate_exit(struct scsi_cmd *cmd)
 	gate_run(lu, &run);
 }
 
-bool sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind, void (*resume)(struct scsi_cmd *cmd))
+bool scsi_sbc_gate_enter(struct scsi_cmd *cmd, enum scsi_gate kind, void (*resume)(struct scsi_cmd *cmd))
 {
 	if (kind == GATE_READ || kind == GATE_READ_FAST)
 		return gate_read_enter(cmd, resume);
 	return gate_enter(cmd, kind, resume);
 }
 
-void sbc_gate_exit(struct scsi_cmd *cmd)
+void scsi_sbc_gate_exit(struct scsi_cmd *cmd)
 {
 	gate_exit(cmd);
 }
@@ -238,8 +238,8 @@ static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t 
 	return bdev_submit(cmd->lu->bdev, io);
 }
 
-int sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
-	       uint32_t flags, bdev_io_cb cb)
+int scsi_sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t len, void *buf,
+		    uint32_t flags, bdev_io_cb cb)
 {
 	return submit(cmd, op, off, len, buf, flags, cb);
 }
@@ -347,7 +347,7 @@ static void decode_lba_len(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
 
 /* ------------------------------------------------------------ READ CAPACITY */
 
-void sbc_read_capacity10(struct scsi_cmd *cmd)
+void scsi_sbc_read_capacity10(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint8_t d[8];
@@ -361,7 +361,7 @@ void sbc_read_capacity10(struct scsi_cmd *cmd)
 	scsi_reply(cmd, d, sizeof(d), sizeof(d));
 }
 
-void sbc_read_capacity16(struct scsi_cmd *cmd)
+void scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint8_t d[32];
@@ -407,7 +407,7 @@ static void read_start(struct scsi_cmd *cmd)
 		io_error(cmd, rc, false);
 }
 
-void sbc_read(struct scsi_cmd *cmd)
+void scsi_sbc_read(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -480,7 +480,7 @@ static void write_start(struct scsi_cmd *cmd)
 		io_error(cmd, rc, true);
 }
 
-void sbc_write(struct scsi_cmd *cmd)
+void scsi_sbc_write(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -597,7 +597,7 @@ static void verify_start(struct scsi_cmd *cmd)
 		io_error(cmd, rc, false);
 }
 
-void sbc_verify(struct scsi_cmd *cmd)
+void scsi_sbc_verify(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -739,7 +739,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-void sbc_write_same(struct scsi_cmd *cmd)
+void scsi_sbc_write_same(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -841,7 +841,7 @@ static void unmap_next(struct scsi_cmd *cmd)
 	scsi_good(cmd);
 }
 
-void sbc_unmap(struct scsi_cmd *cmd)
+void scsi_sbc_unmap(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -1008,7 +1008,7 @@ static void caw_gate(struct scsi_cmd *cmd)
 		caw_start(cmd);
 }
 
-void sbc_compare_and_write(struct scsi_cmd *cmd)
+void scsi_sbc_compare_and_write(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -1051,7 +1051,7 @@ void sbc_compare_and_write(struct scsi_cmd *cmd)
 	pv->nblocks = n;
 	pv->fua = cmd->cdb[1] & 0x08;
 	/* a backend's own COMPARE AND WRITE is atomic for every gateway already */
-	if (!lu->bdev->info.native_caw && lu_cluster_lock(cmd, lba, n, caw_gate))
+	if (!lu->bdev->info.native_caw && scsi_lu_cluster_lock(cmd, lba, n, caw_gate))
 		return;
 	caw_gate(cmd);
 }
@@ -1089,7 +1089,7 @@ static void orw_start(struct scsi_cmd *cmd)
  * COMPARE AND WRITE, so no write or COMPARE AND WRITE on the LU interleaves
  * with the read-modify-write. Checks and short data-out as WRITE(16).
  */
-void sbc_orwrite(struct scsi_cmd *cmd)
+void scsi_sbc_orwrite(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -1144,7 +1144,7 @@ static void atomic_gate(struct scsi_cmd *cmd)
 		write_start(cmd);
 }
 
-void sbc_write_atomic(struct scsi_cmd *cmd)
+void scsi_sbc_write_atomic(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_priv *pv = cmd_priv(cmd);
@@ -1178,7 +1178,7 @@ void sbc_write_atomic(struct scsi_cmd *cmd)
 	pv->lba = lba;
 	pv->nblocks = n;
 	pv->fua = cmd->cdb[1] & 0x08;
-	if (lu_cluster_lock(cmd, lba, n, atomic_gate))
+	if (scsi_lu_cluster_lock(cmd, lba, n, atomic_gate))
 		return;
 	atomic_gate(cmd);
 }
@@ -1215,7 +1215,7 @@ static bool range_10_16(struct scsi_cmd *cmd)
 	return true;
 }
 
-void sbc_sync_cache(struct scsi_cmd *cmd)
+void scsi_sbc_sync_cache(struct scsi_cmd *cmd)
 {
 	int rc;
 
@@ -1226,7 +1226,7 @@ void sbc_sync_cache(struct scsi_cmd *cmd)
 		io_error(cmd, rc, true);
 }
 
-void sbc_prefetch(struct scsi_cmd *cmd)
+void scsi_sbc_prefetch(struct scsi_cmd *cmd)
 {
 	/* Nothing is cached on purpose: GOOD (not CONDITION MET) is the answer
 	 * for "the range may not fit in the cache". */
@@ -1236,7 +1236,7 @@ void sbc_prefetch(struct scsi_cmd *cmd)
 
 /* --------------------------------------------------------- GET LBA STATUS */
 
-void sbc_get_lba_status(struct scsi_cmd *cmd)
+void scsi_sbc_get_lba_status(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint64_t lba = get_be64(&cmd->cdb[2]);
@@ -1298,7 +1298,7 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 
 /* ---------------------------------------------- START STOP, PREVENT, DEFECTS */
 
-void sbc_start_stop(struct scsi_cmd *cmd)
+void scsi_sbc_start_stop(struct scsi_cmd *cmd)
 {
 	/* The medium is not removable: loading or ejecting it is not possible. */
 	if (cmd->cdb[4] & 0x02) {
@@ -1308,12 +1308,12 @@ void sbc_start_stop(struct scsi_cmd *cmd)
 	scsi_good(cmd);
 }
 
-void sbc_prevent_allow(struct scsi_cmd *cmd)
+void scsi_sbc_prevent_allow(struct scsi_cmd *cmd)
 {
 	scsi_good(cmd);
 }
 
-void sbc_read_defect_data(struct scsi_cmd *cmd)
+void scsi_sbc_read_defect_data(struct scsi_cmd *cmd)
 {
 	uint8_t d[8];
 

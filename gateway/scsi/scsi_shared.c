@@ -15,7 +15,7 @@
  * aborts reach a node that receives no command.
  *
  * Lock order: lu->lock, then the file lock. Aborts for the core are queued in
- * the LU under lu->lock and run with no lock held (lu_shared_run_aborts).
+ * the LU under lu->lock and run with no lock held (scsi_lu_shared_run_aborts).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +49,7 @@ static int ofd_lock(int fd, short type, off_t start, bool wait)
 	}
 }
 
-int shs_lock(struct shs *s, bool exclusive)
+int scsi_shs_lock(struct shs *s, bool exclusive)
 {
 	int rc;
 
@@ -65,7 +65,7 @@ int shs_lock(struct shs *s, bool exclusive)
 	return rc;
 }
 
-void shs_unlock(struct shs *s)
+void scsi_shs_unlock(struct shs *s)
 {
 	if (!s->locked)
 		return;
@@ -89,7 +89,7 @@ static bool pr_type_ok(uint8_t t)
 }
 
 /* Checks the state part (also used on every import: another node wrote it). */
-int shs_state_validate(const struct shs_state *st, char *why, size_t len)
+int scsi_shs_state_validate(const struct shs_state *st, char *why, size_t len)
 {
 	uint32_t i;
 
@@ -125,7 +125,8 @@ int shs_state_validate(const struct shs_state *st, char *why, size_t len)
 	return 0;
 }
 
-int shs_validate(const struct shs_file *f, const uint8_t naa[16], char *why, size_t len)
+/* Checks a mapped file; 0, or -EINVAL with a reason in why. */
+static int shs_validate(const struct shs_file *f, const uint8_t naa[16], char *why, size_t len)
 {
 	if (memcmp(f->magic, SHS_MAGIC, sizeof(f->magic)) != 0) {
 		snprintf(why, len, "not an isergw logical unit state file (bad magic)");
@@ -148,7 +149,7 @@ int shs_validate(const struct shs_file *f, const uint8_t naa[16], char *why, siz
 		snprintf(why, len, "belongs to another logical unit (NAA differs)");
 		return -EINVAL;
 	}
-	return shs_state_validate(&f->st, why, len);
+	return scsi_shs_state_validate(&f->st, why, len);
 }
 
 static bool all_zero(const void *p, size_t n)
@@ -199,8 +200,8 @@ static void power_on(struct shs_file *f, bool wce)
 	atomic_fetch_add_explicit(&f->change, 1, memory_order_release);
 }
 
-int shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct shs **out,
-	     bool *power_on_out)
+int scsi_shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct shs **out,
+		  bool *power_on_out)
 {
 	struct shs *s;
 	struct stat sb;
@@ -217,7 +218,7 @@ int shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct s
 		GW_ERR(SCSI_LOG, "shared state %s: cannot open: %s", path, strerror(errno));
 		goto err_free;
 	}
-	rc = shs_lock(s, true);
+	rc = scsi_shs_lock(s, true);
 	if (rc) {
 		GW_ERR(SCSI_LOG, "shared state %s: cannot lock (does the file system support "
 		       "OFD locks?): %s", path, strerror(-rc));
@@ -274,7 +275,7 @@ int shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct s
 	rc = ofd_lock(s->fd, F_RDLCK, SHS_LOCK_ALIVE, false);
 	if (rc)
 		goto err_lock_alive;
-	shs_unlock(s);
+	scsi_shs_unlock(s);
 	if (power_on_out)
 		*power_on_out = alone;
 	GW_INFO(SCSI_LOG, "shared state %s: %s%s, %" PRIu32 " registration(s)%s", path,
@@ -288,7 +289,7 @@ err_lock_alive:
 err_unmap:
 	munmap(s->f, sizeof(struct shs_file));
 err_unlock:
-	shs_unlock(s);
+	scsi_shs_unlock(s);
 err_close:
 	close(s->fd);
 err_free:
@@ -296,7 +297,8 @@ err_free:
 	return rc;
 }
 
-int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out)
+/* The cluster's in-memory store: the state of a powered-on LU, version 0. */
+static int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out)
 {
 	struct shs *s = calloc(1, sizeof(*s));
 
@@ -315,11 +317,11 @@ int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out)
 	return 0;
 }
 
-void shs_close(struct shs *s)
+void scsi_shs_close(struct shs *s)
 {
 	if (!s)
 		return;
-	shs_unlock(s);
+	scsi_shs_unlock(s);
 	if (s->cluster) {
 		pthread_mutex_destroy(&s->mu);
 		free(s->f);
@@ -331,7 +333,7 @@ void shs_close(struct shs *s)
 	free(s);
 }
 
-uint64_t shs_post(struct shs *s, const struct shs_event *ev)
+uint64_t scsi_shs_post(struct shs *s, const struct shs_event *ev)
 {
 	struct shs_file *f = s->f;
 	uint64_t seq = f->ev_seq + 1;
@@ -343,7 +345,7 @@ uint64_t shs_post(struct shs *s, const struct shs_event *ev)
 	return seq;
 }
 
-void shs_publish(struct shs *s, bool state_changed)
+void scsi_shs_publish(struct shs *s, bool state_changed)
 {
 	if (state_changed)
 		s->f->state_gen++;
@@ -404,8 +406,8 @@ static void apply_event(struct scsi_lu *lu, const struct shs_event *ev)
 		const struct scsi_nexus *self = NULL;
 
 		if (ev->flags & SHS_EVF_EXCEPT)
-			self = nexus_lookup(lu, iport, ev->rel_port, false);
-		ua_add_all(lu, self, ev->asc);
+			self = scsi_nexus_lookup(lu, iport, ev->rel_port, false);
+		scsi_ua_add_all(lu, self, ev->asc);
 		break;
 	}
 	case SHS_EV_UA_NEXUS:
@@ -414,12 +416,12 @@ static void apply_event(struct scsi_lu *lu, const struct shs_event *ev)
 				struct scsi_nexus *nx = list_entry(pos, struct scsi_nexus, link);
 
 				if (strcmp(nx->iport, iport) == 0)
-					ua_add(lu, nx, ev->asc);
+					scsi_ua_add(lu, nx, ev->asc);
 			}
 		} else {
 			/* a nexus through one of our ports keeps its UA while logged out */
-			ua_add(lu, nexus_lookup(lu, iport, ev->rel_port,
-						alua_port_is_local(ev->rel_port)), ev->asc);
+			scsi_ua_add(lu, scsi_nexus_lookup(lu, iport, ev->rel_port,
+						scsi_alua_port_is_local(ev->rel_port)), ev->asc);
 		}
 		break;
 	default:
@@ -476,14 +478,14 @@ static bool sync_locked(struct scsi_lu *lu)
 	if (f->state_gen != lu->sh_state_gen) {
 		char why[160];
 
-		if (shs_state_validate(&f->st, why, sizeof(why)) < 0) {
+		if (scsi_shs_state_validate(&f->st, why, sizeof(why)) < 0) {
 			if (lu->sh_bad_gen != f->state_gen)
 				GW_ERR(SCSI_LOG, "lun %llu: shared state written by another node is "
 				       "corrupt (%s): keeping the previous state",
 				       (unsigned long long)lu->params.lun, why);
 			lu->sh_bad_gen = f->state_gen;
 			ok = false;
-		} else if (pr_import(lu, &f->st) < 0) {
+		} else if (scsi_pr_import(lu, &f->st) < 0) {
 			ok = false;     /* out of memory: logged, retried on the next command */
 		} else {
 			atomic_store(&lu->wce, f->st.wce != 0);
@@ -497,7 +499,7 @@ static bool sync_locked(struct scsi_lu *lu)
 	return ok;
 }
 
-int lu_shared_open(struct scsi_lu *lu)
+int scsi_lu_shared_open(struct scsi_lu *lu)
 {
 	bool pon = false;
 	int rc;
@@ -506,19 +508,19 @@ int lu_shared_open(struct scsi_lu *lu)
 	if (lu->params.cluster_state)
 		rc = shs_open_cluster(lu->params.naa, lu->params.write_cache, &lu->sh);
 	else
-		rc = shs_open(lu->params.shared_path, lu->params.naa, lu->params.write_cache,
-			      &lu->sh, &pon);
+		rc = scsi_shs_open(lu->params.shared_path, lu->params.naa, lu->params.write_cache,
+				   &lu->sh, &pon);
 	if (rc)
 		return rc;
 	lu->sh_origin = new_origin();
 	/* the lock order of every change: lu->lock, then the store's lock */
 	pthread_mutex_lock(&lu->lock);
-	rc = shs_lock(lu->sh, false);
+	rc = scsi_shs_lock(lu->sh, false);
 	if (rc) {
 		pthread_mutex_unlock(&lu->lock);
 		GW_ERR(SCSI_LOG, "lun %llu: %s: cannot lock: %s", (unsigned long long)lu->params.lun,
 		       lu->sh->cluster ? "cluster state" : lu->params.shared_path, strerror(-rc));
-		shs_close(lu->sh);
+		scsi_shs_close(lu->sh);
 		lu->sh = NULL;
 		return rc;
 	}
@@ -526,18 +528,18 @@ int lu_shared_open(struct scsi_lu *lu)
 	lu->sh_ev_seen = lu->sh->f->ev_seq;
 	lu->sh_state_gen = 0;
 	rc = sync_locked(lu) ? 0 : -EINVAL;
-	shs_unlock(lu->sh);
+	scsi_shs_unlock(lu->sh);
 	pthread_mutex_unlock(&lu->lock);
 	if (rc) {
-		shs_close(lu->sh);
+		scsi_shs_close(lu->sh);
 		lu->sh = NULL;
-		pr_free(lu);
+		scsi_pr_free(lu);
 		return rc;
 	}
 	return 0;
 }
 
-void lu_shared_close(struct scsi_lu *lu)
+void scsi_lu_shared_close(struct scsi_lu *lu)
 {
 	struct list_head *pos, *n;
 
@@ -547,15 +549,15 @@ void lu_shared_close(struct scsi_lu *lu)
 		list_del(pos);
 		free(list_entry(pos, struct sh_abort, link));
 	}
-	lu_proposal_free(lu->cl_prop);
+	scsi_lu_proposal_free(lu->cl_prop);
 	lu->cl_prop = NULL;
-	shs_close(lu->sh);
+	scsi_shs_close(lu->sh);
 	lu->sh = NULL;
 }
 
-int lu_shared_begin(struct scsi_lu *lu)
+int scsi_lu_shared_begin(struct scsi_lu *lu)
 {
-	int rc = shs_lock(lu->sh, true);
+	int rc = scsi_shs_lock(lu->sh, true);
 
 	if (rc) {
 		GW_ERR(SCSI_LOG, "lun %llu: cannot lock the shared state: %s",
@@ -565,14 +567,14 @@ int lu_shared_begin(struct scsi_lu *lu)
 	lu->sh_posted = false;
 	if (!sync_locked(lu)) {
 		/* changing a stale copy would overwrite what other nodes did */
-		shs_unlock(lu->sh);
+		scsi_shs_unlock(lu->sh);
 		return -EIO;
 	}
 	if (lu->sh->cluster) {
-		lu_proposal_free(lu->cl_prop);
-		lu->cl_prop = lu_proposal_new(lu);
+		scsi_lu_proposal_free(lu->cl_prop);
+		lu->cl_prop = scsi_lu_proposal_new(lu);
 		if (!lu->cl_prop) {
-			shs_unlock(lu->sh);
+			scsi_shs_unlock(lu->sh);
 			return -ENOMEM;
 		}
 	}
@@ -597,55 +599,55 @@ static void cluster_end(struct scsi_lu *lu, bool state_changed)
 		state_changed = true;   /* the same state, as the next version */
 	}
 	if (!state_changed && !p->nev) {
-		lu_proposal_free(p);
+		scsi_lu_proposal_free(p);
 		lu->cl_prop = NULL;
 		return;
 	}
 	*p->st = s->f->st;
-	pr_export(lu, p->st);
+	scsi_pr_export(lu, p->st);
 	p->st->wce = atomic_load(&lu->wce);
 	p->st->swp = atomic_load(&lu->swp);
 	p->base_version = s->version;
 	/* back to what the cluster holds */
 	if (state_changed) {
-		(void)pr_import(lu, &s->f->st);
+		(void)scsi_pr_import(lu, &s->f->st);
 		atomic_store(&lu->wce, s->f->st.wce != 0);
 		atomic_store(&lu->swp, s->f->st.swp != 0);
 	}
 }
 
-void lu_shared_end(struct scsi_lu *lu, bool state_changed)
+void scsi_lu_shared_end(struct scsi_lu *lu, bool state_changed)
 {
 	struct shs *s = lu->sh;
 	bool aptpl;
 
 	if (s->cluster) {
 		cluster_end(lu, state_changed);
-		shs_unlock(s);
+		scsi_shs_unlock(s);
 		return;
 	}
 	if (state_changed) {
-		pr_export(lu, &s->f->st);
+		scsi_pr_export(lu, &s->f->st);
 		s->f->st.wce = atomic_load(&lu->wce);
 		s->f->st.swp = atomic_load(&lu->swp);
 	}
 	if (state_changed || lu->sh_posted) {
-		shs_publish(s, state_changed);
+		scsi_shs_publish(s, state_changed);
 		/* our own copy is the state just written; apply our events here too */
 		if (state_changed)
 			lu->sh_state_gen = s->f->state_gen;
 		(void)sync_locked(lu);
 	}
 	aptpl = s->f->st.aptpl;
-	shs_unlock(s);
+	scsi_shs_unlock(s);
 	/* reservations that persist through power loss reach the disk now */
 	if (state_changed && aptpl && msync(s->f, sizeof(*s->f), MS_SYNC) < 0)
 		GW_ERR(SCSI_LOG, "lun %llu: msync of %s: %s", (unsigned long long)lu->params.lun,
 		       lu->params.shared_path, strerror(errno));
 }
 
-void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
-		  const char *iport, uint16_t rel_port)
+void scsi_lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
+		       const char *iport, uint16_t rel_port)
 {
 	struct shs_event ev;
 
@@ -675,7 +677,7 @@ void lu_shared_ua(struct scsi_lu *lu, uint8_t kind, uint8_t flags, uint16_t asc,
 	ev.rel_port = rel_port;
 	if (iport)
 		snprintf(ev.iport, sizeof(ev.iport), "%s", iport);
-	shs_post(lu->sh, &ev);
+	scsi_shs_post(lu->sh, &ev);
 	lu->sh_posted = true;
 }
 
@@ -700,12 +702,12 @@ static void run_aborts(struct list_head *todo)
 			  "another node)", (unsigned long long)a->lu->params.lun,
 			  a->every_nexus ? "every nexus" : a->iport,
 			  a->every_nexus || a->rel_port ? "" : " on every port");
-		pr_abort_nexus(a->lu, a->every_nexus ? NULL : a->iport, a->rel_port);
+		scsi_pr_abort_nexus(a->lu, a->every_nexus ? NULL : a->iport, a->rel_port);
 		free(a);
 	}
 }
 
-void lu_shared_run_aborts(struct scsi_lu *lu)
+void scsi_lu_shared_run_aborts(struct scsi_lu *lu)
 {
 	struct list_head todo;
 
@@ -721,7 +723,7 @@ void lu_shared_run_aborts(struct scsi_lu *lu)
 /* lu->lock held: read-lock the file and sync; false if the lock failed. */
 static bool refresh_locked(struct scsi_lu *lu)
 {
-	int rc = shs_lock(lu->sh, false);
+	int rc = scsi_shs_lock(lu->sh, false);
 
 	if (rc) {
 		GW_ERR(SCSI_LOG, "lun %llu: cannot lock the shared state: %s",
@@ -729,20 +731,20 @@ static bool refresh_locked(struct scsi_lu *lu)
 		return false;
 	}
 	(void)sync_locked(lu);
-	shs_unlock(lu->sh);
+	scsi_shs_unlock(lu->sh);
 	return true;
 }
 
-void lu_shared_refresh(struct scsi_lu *lu)
+void scsi_lu_shared_refresh(struct scsi_lu *lu)
 {
 	pthread_mutex_lock(&lu->lock);
 	if (lu_shared_stale(lu))
 		refresh_locked(lu);
 	pthread_mutex_unlock(&lu->lock);
-	lu_shared_run_aborts(lu);
+	scsi_lu_shared_run_aborts(lu);
 }
 
-void lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts)
+void scsi_lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts)
 {
 	if (!lu->sh)
 		return;
@@ -754,7 +756,7 @@ void lu_shared_poll_one(struct scsi_lu *lu, struct list_head *aborts)
 	pthread_mutex_unlock(&lu->lock);
 }
 
-void lu_shared_run_abort_list(struct list_head *aborts)
+void scsi_lu_shared_run_abort_list(struct list_head *aborts)
 {
 	run_aborts(aborts);
 }

@@ -139,30 +139,25 @@ struct shs {
  * Returns -EINVAL (and logs why) for a file of the wrong size, magic,
  * version, byte order or NAA, or with a field out of range.
  */
-int shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct shs **out,
-	     bool *power_on);
-void shs_close(struct shs *s);
-/* The cluster's in-memory store: the state of a powered-on LU, version 0. */
-int shs_open_cluster(const uint8_t naa[16], bool default_wce, struct shs **out);
+int scsi_shs_open(const char *path, const uint8_t naa[16], bool default_wce, struct shs **out,
+		  bool *power_on);
+void scsi_shs_close(struct shs *s);
 /* Checks a state another node made; 0 or -EINVAL with the reason. */
-int shs_state_validate(const struct shs_state *st, char *why, size_t len);
+int scsi_shs_state_validate(const struct shs_state *st, char *why, size_t len);
 
 /* OFD lock on the state byte (exclusive: to change it). 0 or -errno. */
-int shs_lock(struct shs *s, bool exclusive);
-void shs_unlock(struct shs *s);
+int scsi_shs_lock(struct shs *s, bool exclusive);
+void scsi_shs_unlock(struct shs *s);
 
 /* Under the exclusive lock: appends an event (seq assigned); returns its seq. */
-uint64_t shs_post(struct shs *s, const struct shs_event *ev);
+uint64_t scsi_shs_post(struct shs *s, const struct shs_event *ev);
 /* Under the exclusive lock: makes the changes visible (state_gen if the
  * state changed, then `change`). */
-void shs_publish(struct shs *s, bool state_changed);
+void scsi_shs_publish(struct shs *s, bool state_changed);
 
 static inline uint64_t shs_change(const struct shs *s)
 {
 	return atomic_load_explicit(&s->f->change, memory_order_acquire);
 }
-
-/* Checks a mapped file; 0, or -EINVAL with a reason in why. */
-int shs_validate(const struct shs_file *f, const uint8_t naa[16], char *why, size_t len);
 
 #endif

@@ -24,7 +24,7 @@ static void put_ascii(uint8_t *dst, size_t width, const char *s)
 	}
 }
 
-void spc_test_unit_ready(struct scsi_cmd *cmd)
+void scsi_spc_test_unit_ready(struct scsi_cmd *cmd)
 {
 	if (bdev_offline(cmd->lu->bdev)) {     /* a backend target that stays unreachable */
 		scsi_fail(cmd, SCSI_SK_NOT_READY, ASC_LU_BECOMING_READY);
@@ -188,7 +188,7 @@ static uint32_t vpd_lbp(const struct scsi_lu *lu, uint8_t *d)
 	return 8;
 }
 
-void spc_inquiry(struct scsi_cmd *cmd)
+void scsi_spc_inquiry(struct scsi_cmd *cmd)
 {
 	uint8_t d[512];
 	uint16_t alloc = get_be16(&cmd->cdb[3]);
@@ -232,7 +232,7 @@ void spc_inquiry(struct scsi_cmd *cmd)
 		len = vpd_devid(cmd, d);
 		break;
 	case 0x8f:
-		len = xcopy_vpd_page(cmd->lu, d);
+		len = scsi_xcopy_vpd_page(cmd->lu, d);
 		break;
 	case 0xb0:
 		len = vpd_block_limits(cmd->lu, d);
@@ -252,7 +252,7 @@ void spc_inquiry(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------------ REPORT LUNS */
 
-void spc_report_luns(struct scsi_cmd *cmd)
+void scsi_spc_report_luns(struct scsi_cmd *cmd)
 {
 	const struct scsi_itn *itn = cmd->itn;
 	uint8_t sel = cmd->cdb[2];
@@ -304,7 +304,7 @@ void spc_report_luns(struct scsi_cmd *cmd)
 
 /* ---------------------------------------------------------- REQUEST SENSE */
 
-void spc_request_sense(struct scsi_cmd *cmd)
+void scsi_spc_request_sense(struct scsi_cmd *cmd)
 {
 	uint8_t d[18];
 	uint8_t alloc = cmd->cdb[4];
@@ -324,7 +324,7 @@ void spc_request_sense(struct scsi_cmd *cmd)
 
 		scsi_nexus_id(cmd->itn, &iport, &rel);
 		pthread_mutex_lock(&cmd->lu->lock);
-		if (ua_pop(cmd->lu, iport, rel, &ua)) {
+		if (scsi_ua_pop(cmd->lu, iport, rel, &ua)) {
 			key = SCSI_SK_UNIT_ATTENTION;
 			asc = ua;
 		}
@@ -392,7 +392,7 @@ static uint32_t mode_page(const struct scsi_lu *lu, uint8_t page, int pc, uint8_
 	}
 }
 
-void spc_mode_sense(struct scsi_cmd *cmd)
+void scsi_spc_mode_sense(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	bool ten = cmd->cdb[0] == 0x5a;
@@ -477,13 +477,13 @@ static void mode_select_finish(struct scsi_cmd *cmd, int status, void *ctx)
 		return;
 	if (status == 0)
 		scsi_good(cmd);
-	else if (status == -ESTALE && lu_cluster_rerun_ok(cmd))
-		spc_mode_select(cmd);
+	else if (status == -ESTALE && scsi_lu_cluster_rerun_ok(cmd))
+		scsi_spc_mode_select(cmd);
 	else
-		lu_cluster_fail(cmd, status);
+		scsi_lu_cluster_fail(cmd, status);
 }
 
-void spc_mode_select(struct scsi_cmd *cmd)
+void scsi_spc_mode_select(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	struct scsi_lu_proposal *prop = NULL;
@@ -574,7 +574,7 @@ void spc_mode_select(struct scsi_cmd *cmd)
 		off += n;
 	}
 	/* shared with other nodes: commit against the latest values */
-	if (lu->sh && lu_shared_begin(lu) < 0) {
+	if (lu->sh && scsi_lu_shared_begin(lu) < 0) {
 		pthread_mutex_unlock(&lu->lock);
 		scsi_fail(cmd, SCSI_SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
@@ -589,13 +589,14 @@ void spc_mode_select(struct scsi_cmd *cmd)
 	if (changed) {
 		scsi_nexus_id(cmd->itn, &iport, &rel);
 		if (lu->sh)
-			lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT, ASC_MODE_PARAMS_CHANGED,
-				     iport, rel);
+			scsi_lu_shared_ua(lu, SHS_EV_UA_ALL, SHS_EVF_EXCEPT, ASC_MODE_PARAMS_CHANGED,
+					  iport, rel);
 		else
-			ua_add_all(lu, nexus_lookup(lu, iport, rel, false), ASC_MODE_PARAMS_CHANGED);
+			scsi_ua_add_all(lu, scsi_nexus_lookup(lu, iport, rel, false),
+					ASC_MODE_PARAMS_CHANGED);
 	}
 	if (lu->sh) {
-		lu_shared_end(lu, changed);
+		scsi_lu_shared_end(lu, changed);
 		prop = lu_shared_take(lu);
 	}
 	pthread_mutex_unlock(&lu->lock);
@@ -604,10 +605,10 @@ void spc_mode_select(struct scsi_cmd *cmd)
 			(unsigned long long)lu->params.lun, new_wce, new_swp,
 			prop ? " (proposed to the cluster)" : "");
 	if (prop) {
-		int rc = lu_cluster_submit(lu, prop, cmd, mode_select_finish, NULL);
+		int rc = scsi_lu_cluster_submit(lu, prop, cmd, mode_select_finish, NULL);
 
 		if (rc)
-			lu_cluster_fail(cmd, rc);
+			scsi_lu_cluster_fail(cmd, rc);
 		return;
 	}
 	scsi_good(cmd);
@@ -629,7 +630,7 @@ static uint32_t put_timeout_desc(uint8_t *p, const struct scsi_opdef *def)
 	return 12;
 }
 
-void spc_rsoc(struct scsi_cmd *cmd)
+void scsi_spc_rsoc(struct scsi_cmd *cmd)
 {
 	bool rctd = cmd->cdb[2] & 0x80;
 	uint8_t opt = cmd->cdb[2] & 0x07;
@@ -714,7 +715,7 @@ void spc_rsoc(struct scsi_cmd *cmd)
 	free(d);
 }
 
-void spc_rstmf(struct scsi_cmd *cmd)
+void scsi_spc_rstmf(struct scsi_cmd *cmd)
 {
 	uint8_t d[16];
 	bool repd = cmd->cdb[2] & 0x80;

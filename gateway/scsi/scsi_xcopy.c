@@ -165,7 +165,7 @@ static void status_update(struct xcopy *xc, uint8_t state)
 	pthread_mutex_unlock(&lu->lock);
 }
 
-void xcopy_status_free(struct scsi_lu *lu)
+void scsi_xcopy_status_free(struct scsi_lu *lu)
 {
 	struct list_head *pos, *n;
 
@@ -211,7 +211,7 @@ static void xc_write_done(struct bdev_io *io)
 	struct xcopy *xc = child->ctx;
 	struct xc_seg *sg = &xc->seg[xc->cur];
 
-	sbc_gate_exit(child);
+	scsi_sbc_gate_exit(child);
 	if (io->result < 0) {
 		xc_io_failed(xc, "write", io->result);
 		return;
@@ -233,11 +233,11 @@ static void xc_write_start(struct scsi_cmd *child)
 	uint32_t bs = sg->dst->block_size;
 	int rc;
 
-	rc = sbc_submit(child, BDEV_OP_WRITE, (sg->dst_lba + xc->done) * bs,
-			(uint64_t)xc->chunk * bs, xc->buf, sg->dst->wce ? 0 : BDEV_IO_FUA,
-			xc_write_done);
+	rc = scsi_sbc_submit(child, BDEV_OP_WRITE, (sg->dst_lba + xc->done) * bs,
+			     (uint64_t)xc->chunk * bs, xc->buf, sg->dst->wce ? 0 : BDEV_IO_FUA,
+			     xc_write_done);
 	if (rc < 0) {
-		sbc_gate_exit(child);
+		scsi_sbc_gate_exit(child);
 		xc_io_failed(xc, "write", rc);
 	}
 }
@@ -247,12 +247,12 @@ static void xc_read_done(struct bdev_io *io)
 	struct scsi_cmd *child = io->ctx;
 	struct xcopy *xc = child->ctx;
 
-	sbc_gate_exit(child);
+	scsi_sbc_gate_exit(child);
 	if (io->result < 0) {
 		xc_io_failed(xc, "read", io->result);
 		return;
 	}
-	if (sbc_gate_enter(&xc->wr, GATE_WRITE, xc_write_start))
+	if (scsi_sbc_gate_enter(&xc->wr, GATE_WRITE, xc_write_start))
 		xc_write_start(&xc->wr);
 }
 
@@ -263,10 +263,10 @@ static void xc_read_start(struct scsi_cmd *child)
 	uint32_t bs = sg->src->block_size;
 	int rc;
 
-	rc = sbc_submit(child, BDEV_OP_READ, (sg->src_lba + xc->done) * bs,
-			(uint64_t)xc->chunk * bs, xc->buf, 0, xc_read_done);
+	rc = scsi_sbc_submit(child, BDEV_OP_READ, (sg->src_lba + xc->done) * bs,
+			     (uint64_t)xc->chunk * bs, xc->buf, 0, xc_read_done);
 	if (rc < 0) {
-		sbc_gate_exit(child);
+		scsi_sbc_gate_exit(child);
 		xc_io_failed(xc, "read", rc);
 	}
 }
@@ -296,7 +296,7 @@ static void xc_next(struct xcopy *xc)
 	xc->chunk = sg->nblocks - xc->done < max ? sg->nblocks - xc->done : max;
 	child_init(xc, &xc->rd, sg->src);
 	child_init(xc, &xc->wr, sg->dst);
-	if (sbc_gate_enter(&xc->rd, GATE_READ, xc_read_start))
+	if (scsi_sbc_gate_enter(&xc->rd, GATE_READ, xc_read_start))
 		xc_read_start(&xc->rd);
 }
 
@@ -344,7 +344,7 @@ static bool cscd_conflict(const struct scsi_cmd *cmd, struct scsi_lu *lu, bool w
 	probe->itn = cmd->itn;
 	probe->lu = lu;
 	probe->cdb[0] = def->op;
-	conflict = pr_check_conflict(probe, def);
+	conflict = scsi_pr_check_conflict(probe, def);
 	free(probe);
 	return conflict;
 }
@@ -473,7 +473,7 @@ static bool xc_parse(struct scsi_cmd *cmd, struct xcopy *xc, uint32_t plen)
 
 /* ---------------------------------------------------------- EXTENDED COPY */
 
-void xcopy_extended_copy(struct scsi_cmd *cmd)
+void scsi_xcopy_extended_copy(struct scsi_cmd *cmd)
 {
 	uint32_t plen = get_be32(&cmd->cdb[10]);
 	struct xcopy *xc;
@@ -600,7 +600,7 @@ static void rcr_op_params(struct scsi_cmd *cmd)
 	scsi_reply(cmd, d, sizeof(d), alloc);
 }
 
-void xcopy_receive_copy_results(struct scsi_cmd *cmd)
+void scsi_xcopy_receive_copy_results(struct scsi_cmd *cmd)
 {
 	if ((cmd->cdb[1] & 0x1f) == 0x03)
 		rcr_op_params(cmd);
@@ -610,7 +610,7 @@ void xcopy_receive_copy_results(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------------ VPD page 8Fh */
 
-uint32_t xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d)
+uint32_t scsi_xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d)
 {
 	uint8_t *p = &d[4];
 	uint32_t bs = lu->block_size;

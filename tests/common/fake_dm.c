@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "core/pdu.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
+#include "dm/dm.h"
 #include "common/bufpool.h"
 
 #define FAKE_LOGIN_MAX_DSL 65536u       /* as tcp.c during login */

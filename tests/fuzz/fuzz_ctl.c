@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// LINK: gw_core isergw_proto -Wl,--wrap=bdev_file_open -Wl,--wrap=bdev_iscsi_open -Wl,--wrap=getaddrinfo
+// LINK: gw_dm isergw_proto -Wl,--wrap=bdev_file_open -Wl,--wrap=bdev_iscsi_open -Wl,--wrap=getaddrinfo
 // COVERS: gateway/ctl/ctl.c gateway/ctl/ctl_ops.c gateway/ctl/ctl_ops_alua.c gateway/ctl/ctl_ops_lease.c gateway/ctl/ctl_ops_lu.c gateway/ctl/ctl_ops_reactors.c proto/ctl_wire.c
 /*
  * isergwd's control socket (gateway/ctl/, proto/ctl_wire.c): the bytes one
  * client writes, framed or not, read and answered by the real control code
- * against a real daemon state: gw_create (core/target.c) with the portals,
+ * against a real daemon state: gw_create (core/runtime.c) with the portals,
  * targets, LUNs and ALUA groups of a configuration, the control state of
  * ctl_create, and the client of ctl_client_add on one end of a socketpair;
  * the other end is the client, whose every reply frame must decode
@@ -58,6 +58,7 @@
 #include "backend/backend.h"
 #include "core/iscsi.h"
 #include "ctl/ctl_priv.h"
+#include "dm/dm.h"
 #include "ctl_wire.h"
 #include "scsi/scsi.h"
 #include "config/config.h"

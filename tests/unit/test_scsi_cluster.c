@@ -246,6 +246,39 @@ static void t_stale_runs_again(void **state)
 	assert_int_equal(keys[1], 0x111);
 }
 
+/* Until the n-th proposal, or t done; false if t is done. */
+static bool wait_proposal_or_done(unsigned int n, struct rcmd *t)
+{
+	bool proposed;
+
+	pthread_mutex_lock(&mu);
+	while (ag.n < n && t->ndone == 0)
+		pthread_cond_wait(&cv, &mu);
+	proposed = t->ndone == 0;
+	pthread_mutex_unlock(&mu);
+	return proposed;
+}
+
+/* A change that finds the state moved every time runs again at most SCSI_CLUSTER_RETRIES times. */
+static void t_stale_gives_up(void **state)
+{
+	struct rctx *rc = *state;
+	struct rcmd t;
+	unsigned int start = ag.n;
+
+	prout_submit(rc, &t, 0x00, 0, 0, 0x444);
+	for (unsigned int i = 0; i <= SCSI_CLUSTER_RETRIES; i++) {
+		assert_true(wait_proposal_or_done(start + i + 1, &t));
+		assert_int_equal(scsi_cluster_done(ag.id, -ESTALE), 0);
+	}
+	wait_done(&t);
+	assert_int_equal(ag.n, start + SCSI_CLUSTER_RETRIES + 1);
+	assert_int_equal(t.c.status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(t.c.sense[2] & 0x0f, SCSI_SK_NOT_READY);
+	assert_int_equal(t.c.sense[12] << 8 | t.c.sense[13], 0x0407);
+	assert_int_equal(read_keys(rc, NULL, NULL), 0);
+}
+
 static void t_nobody_listens_not_ready(void **state)
 {
 	struct rctx *rc = *state;
@@ -381,6 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(t_register_held_until_applied, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_stale_runs_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_stale_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_nobody_listens_not_ready, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_refused_not_ready, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_conflict_needs_no_cluster, setup, teardown),

@@ -525,26 +525,26 @@ static void t_corrupt_update_ignored(void **state)
 	assert_int_equal(prout(&t->a, &t->a.a, 0x00, 0, 0, 0xa1, 0), SCSI_STATUS_GOOD);
 	assert_int_equal(read_keys(&t->b, &t->b.b, NULL, keys), 1);
 	/* a third party writes an out-of-range holder: the nodes keep their copy */
-	assert_int_equal(shs_open(g_path, default_params().naa, true, &s, &pon), 0);
+	assert_int_equal(scsi_shs_open(g_path, default_params().naa, true, &s, &pon), 0);
 	assert_false(pon);
-	assert_int_equal(shs_lock(s, true), 0);
+	assert_int_equal(scsi_shs_lock(s, true), 0);
 	s->f->st.pr_held = 1;
 	s->f->st.pr_type = PR_TYPE_WE;
 	s->f->st.pr_holder = 7;
-	shs_publish(s, true);
-	shs_unlock(s);
+	scsi_shs_publish(s, true);
+	scsi_shs_unlock(s);
 	assert_int_equal(read_keys(&t->b, &t->b.b, NULL, keys), 1);
 	assert_int_equal(read_resv(&t->b, &t->b.b, NULL), 0);
 	/* and changing it is refused rather than overwriting blindly */
 	assert_int_equal(prout(&t->b, &t->b.b, 0x00, 0, 0, 0xb2, 0), SCSI_STATUS_CHECK_CONDITION);
 	/* once repaired, work goes on */
-	assert_int_equal(shs_lock(s, true), 0);
+	assert_int_equal(scsi_shs_lock(s, true), 0);
 	s->f->st.pr_held = 0;
 	s->f->st.pr_type = 0;
 	s->f->st.pr_holder = -1;
-	shs_publish(s, true);
-	shs_unlock(s);
-	shs_close(s);
+	scsi_shs_publish(s, true);
+	scsi_shs_unlock(s);
+	scsi_shs_close(s);
 	assert_int_equal(prout(&t->b, &t->b.b, 0x00, 0, 0, 0xb2, 0), SCSI_STATUS_GOOD);
 	assert_int_equal(read_keys(&t->a, &t->a.a, NULL, keys), 2);
 }
@@ -558,11 +558,11 @@ static void t_store_events_and_overflow(void **state)
 	bool pon = true;
 	unsigned int i;
 
-	assert_int_equal(shs_open(g_path, default_params().naa, true, &s, &pon), 0);
+	assert_int_equal(scsi_shs_open(g_path, default_params().naa, true, &s, &pon), 0);
 	assert_false(pon);
 	c0 = shs_change(s);
 	/* more events than the ring holds while node B is idle */
-	assert_int_equal(shs_lock(s, true), 0);
+	assert_int_equal(scsi_shs_lock(s, true), 0);
 	memset(&ev, 0, sizeof(ev));
 	ev.origin = 42;
 	ev.kind = SHS_EV_UA_NEXUS;
@@ -570,19 +570,19 @@ static void t_store_events_and_overflow(void **state)
 	snprintf(ev.iport, sizeof(ev.iport), "%s", t->b.b.initiator_port);
 	for (i = 0; i < SHS_RING + 10; i++) {
 		ev.asc = (i == SHS_RING + 9) ? 0x2a05 : 0x2a03;
-		seq = shs_post(s, &ev);
+		seq = scsi_shs_post(s, &ev);
 	}
 	/* an event of a kind this version does not know, and one with a bad name */
 	ev.kind = 77;
-	shs_post(s, &ev);
+	scsi_shs_post(s, &ev);
 	ev.kind = SHS_EV_UA_ALL;
 	memset(ev.iport, 'x', sizeof(ev.iport));
-	seq = shs_post(s, &ev);
-	shs_publish(s, false);
-	shs_unlock(s);
+	seq = scsi_shs_post(s, &ev);
+	scsi_shs_publish(s, false);
+	scsi_shs_unlock(s);
 	assert_int_equal(seq, SHS_RING + 12);
 	assert_true(shs_change(s) > c0);
-	shs_close(s);
+	scsi_shs_close(s);
 	/* node B applies what the ring still holds: both UAs, nothing crashes */
 	expect_ua(&t->b, &t->b.b, 0x2a03);
 	expect_ua(&t->b, &t->b.b, 0x2a05);
@@ -601,20 +601,20 @@ static void t_store_liveness(void **state)
 	node_close(&t->b);
 	memset(&t->a, 0, sizeof(t->a));
 	memset(&t->b, 0, sizeof(t->b));
-	assert_int_equal(shs_open(g_path, default_params().naa, true, &s1, &pon), 0);
+	assert_int_equal(scsi_shs_open(g_path, default_params().naa, true, &s1, &pon), 0);
 	assert_true(pon);
-	assert_int_equal(shs_open(g_path, default_params().naa, true, &s2, &pon), 0);
+	assert_int_equal(scsi_shs_open(g_path, default_params().naa, true, &s2, &pon), 0);
 	assert_false(pon);
 	assert_int_equal(s1->f->power_ons, 2);     /* the first open at setup, and this one */
-	shs_close(s1);
-	shs_close(s2);
+	scsi_shs_close(s1);
+	scsi_shs_close(s2);
 	/* a file of another LU is not taken */
 	{
 		uint8_t naa[16];
 
 		memcpy(naa, default_params().naa, sizeof(naa));
 		naa[15] ^= 1;
-		assert_int_equal(shs_open(g_path, naa, true, &s1, &pon), -EINVAL);
+		assert_int_equal(scsi_shs_open(g_path, naa, true, &s1, &pon), -EINVAL);
 	}
 }
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Datamover registry and the -EOPNOTSUPP defaults of the ops table. */
+/*
+ * The datamover registry: one ops table per transport, registered by the
+ * datamovers themselves (dm/tcp.c, dm/iser.c), with the -EOPNOTSUPP defaults
+ * of unset entries.
+ */
 #include <errno.h>
 #include <stddef.h>
 
 #include "core/iscsi.h"
-#include "dm/datamover.h"
+#include "core/datamover.h"
 #include "common/bufpool.h"
 
 static int stub_listen(struct gw_portal *p) { (void)p; return -EOPNOTSUPP; }
@@ -14,6 +18,7 @@ static int stub_task(struct iscsi_conn *c, struct iscsi_task *t) { (void)c; (voi
 static void stub_release(struct iscsi_conn *c, struct iscsi_task *t) { (void)c; (void)t; }
 static void stub_terminate(struct iscsi_conn *c) { (void)c; }
 static int stub_ffp(struct iscsi_conn *c) { (void)c; return 0; }
+static void stub_exit(void) { }
 static void stub_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
 {
 	(void)c;
@@ -50,30 +55,41 @@ void gw_dm_fill_ops(struct gw_dm_ops *ops)
 	if (!ops->terminate) ops->terminate = stub_terminate;
 	if (!ops->enter_ffp) ops->enter_ffp = stub_ffp;
 	if (!ops->addrs) ops->addrs = stub_addrs;
+	if (!ops->thread_exit) ops->thread_exit = stub_exit;
+	if (!ops->global_exit) ops->global_exit = stub_exit;
+}
+
+/* index: enum gw_transport */
+static struct gw_dm_ops *registered[GW_TRANSPORT_ISER + 1];
+
+int gw_dm_register(struct gw_dm_ops *ops)
+{
+	if ((unsigned int)ops->transport >= sizeof(registered) / sizeof(registered[0]))
+		return -EINVAL;
+	if (registered[ops->transport])
+		return -EEXIST;
+	gw_dm_fill_ops(ops);
+	registered[ops->transport] = ops;
+	return 0;
 }
 
 const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t)
 {
-	switch (t) {
-	case GW_TRANSPORT_TCP:
-		gw_dm_fill_ops(&gw_dm_tcp_ops);
-		return &gw_dm_tcp_ops;
-	case GW_TRANSPORT_ISER:
-		if (!gw_dm_iser_ops.name)
-			return NULL;
-		gw_dm_fill_ops(&gw_dm_iser_ops);
-		return &gw_dm_iser_ops;
-	default:
+	if ((unsigned int)t >= sizeof(registered) / sizeof(registered[0]))
 		return NULL;
-	}
+	return registered[t];
 }
 
 void gw_dm_thread_exit(void)
 {
-	iser_thread_exit();
+	for (size_t i = 0; i < sizeof(registered) / sizeof(registered[0]); i++)
+		if (registered[i])
+			registered[i]->thread_exit();
 }
 
 void gw_dm_global_exit(void)
 {
-	iser_global_exit();
+	for (size_t i = 0; i < sizeof(registered) / sizeof(registered[0]); i++)
+		if (registered[i])
+			registered[i]->global_exit();
 }

@@ -19,8 +19,13 @@
  *   iscsi_conn_sent()       a PDU queued with a completion callback left the node
  *   iscsi_conn_closed()     the transport is down and drained: free the connection
  *
- * Unset entries of an ops table are filled with -EOPNOTSUPP stubs by
- * gw_dm_register(), so callers never test for NULL.
+ *   thread_exit   a reactor thread ends: free its datamover state
+ *   global_exit   every reactor stopped: free process-wide datamover state
+ *
+ * The core owns this interface and the registry (core/dm_registry.c); each
+ * datamover (dm/) registers its ops table with GW_DM_REGISTER(). Unset
+ * entries of an ops table are filled with -EOPNOTSUPP stubs (or no-ops) at
+ * registration, so callers never test for NULL.
  */
 #ifndef ISERGW_DATAMOVER_H
 #define ISERGW_DATAMOVER_H
@@ -31,6 +36,9 @@
 
 #include "core/iscsi_spec.h"
 #include "config/config.h"
+#include "gw_api.h"
+
+GW_API_BEGIN
 
 struct iscsi_conn;
 struct iscsi_task;
@@ -87,20 +95,33 @@ struct gw_dm_ops {
 	int (*enter_ffp)(struct iscsi_conn *c);
 	/* "addr:port" strings for log lines */
 	void (*addrs)(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen);
+	/* the calling reactor thread ends: release its state of this datamover */
+	void (*thread_exit)(void);
+	/* after every reactor stopped: release the process-wide state */
+	void (*global_exit)(void);
 };
 
-/* Release the calling reactor thread's datamover state (at thread exit). */
-void gw_dm_thread_exit(void);
-/* Release process-wide datamover state (after every reactor stopped). */
-void gw_dm_global_exit(void);
-void iser_thread_exit(void);
-void iser_global_exit(void);
-
-/* Fill unset entries with -EOPNOTSUPP stubs. */
-void gw_dm_fill_ops(struct gw_dm_ops *ops);
+/*
+ * Registers a datamover for ops->transport (filling unset entries). Returns
+ * 0, or -EEXIST if one is registered for it already, -EINVAL for an unknown
+ * transport. Before any reactor runs (GW_DM_REGISTER: at program start).
+ */
+int gw_dm_register(struct gw_dm_ops *ops);
+/* A datamover file registers its ops table at program start. */
+#define GW_DM_REGISTER(ops)                                                   \
+	static void __attribute__((constructor)) gw_dm_register_##ops(void)   \
+	{                                                                     \
+		gw_dm_register(&(ops));                                       \
+	}
+/* The datamover registered for transport t; NULL if none (built without it). */
 const struct gw_dm_ops *gw_dm_for_transport(enum gw_transport t);
+/* Fill unset entries with -EOPNOTSUPP stubs (an ops table never registered: tests). */
+void gw_dm_fill_ops(struct gw_dm_ops *ops);
+/* Every registered datamover's thread_exit, on the reactor thread that ends. */
+void gw_dm_thread_exit(void);
+/* Every registered datamover's global_exit (after every reactor stopped). */
+void gw_dm_global_exit(void);
 
-extern struct gw_dm_ops gw_dm_tcp_ops;
-extern struct gw_dm_ops gw_dm_iser_ops;   /* NULL name when built without rdma-core */
+GW_API_END
 
 #endif

@@ -305,28 +305,12 @@ static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_c
 		    char *why_out, size_t why_outlen, bool quiet)
 {
 	char why[512] = "", logpath[PATH_MAX];
-	struct bdev_file_params bp = {
-		.path = lc->path, .create_size = lc->size, .block_size = lc->block_size,
-		.readonly = lc->readonly, .err = why, .errlen = sizeof(why),
-	};
 	struct scsi_lu_params lp;
 	struct bdev *b;
 	int rc;
 
-	/* the backstore type follows from the path: iscsi:// is a backend iSCSI LUN */
-	if (bdev_is_iscsi_url(lc->path)) {
-		struct bdev_iscsi_params ip = {
-			.url = lc->path, .initiator = lc->backend_initiator,
-			.sessions = lc->backend_sessions, .read_chunk = (uint32_t)lc->backend_read_chunk,
-			.hold_ms = lc->backend_hold_s * 1000u,
-			.cmd_timeout_s = lc->backend_timeout_s, .size_bytes = lc->size,
-			.block_size = lc->size ? lc->block_size : 0, .readonly = lc->readonly,
-		};
-
-		rc = bdev_iscsi_open(&ip, &b);
-	} else {
-		rc = bdev_file_open(&bp, &b);
-	}
+	/* the backstore type follows from the path's scheme: iscsi:// is a backend iSCSI LUN */
+	rc = bdev_open_lun(lc, why, sizeof(why), &b);
 	if (rc) {
 		if (!why[0])
 			snprintf(why, sizeof(why), "%s: cannot open: %s",
@@ -431,8 +415,8 @@ static void *fence_thread(void *arg)
 			continue;
 		}
 		left = (uint32_t)(GW_FENCE_TOTAL_MS - spent);
-		rc = bdev_iscsi_fence(r->bdevs[i], r->keys, r->nkeys,
-				      left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
+		rc = bdev_fence(r->bdevs[i], r->keys, r->nkeys,
+			       left < GW_FENCE_LUN_MS ? left : GW_FENCE_LUN_MS);
 		if (rc == 0)
 			atomic_fetch_add(&r->done, 1);
 		else if (rc != -EOPNOTSUPP)
@@ -479,7 +463,7 @@ static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
 		for (uint32_t l = 0; t->bdevs && l < t->nluns; l++) {
 			struct bdev *b = t->bdevs[l];
 
-			if (!b || !bdev_is_iscsi_url(b->name))
+			if (!b || !bdev_fenceable(b))
 				continue;
 			r.bdevs[r.nbdevs] = b;
 			r.iqns[r.nbdevs] = t->cfg->iqn;
