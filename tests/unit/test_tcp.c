@@ -178,6 +178,15 @@ int iscsi_task_send_r2ts(struct iscsi_task *t)
 	return 0;
 }
 
+/* the core's registry: tcp.c registers itself at start (GW_DM_REGISTER) */
+static struct gw_dm_ops *registered_dm;
+
+int gw_dm_register(struct gw_dm_ops *ops)
+{
+	registered_dm = ops;
+	return 0;
+}
+
 /*
  * The framer: what iscsi_conn_rx_stream() does with the bytes, minus the
  * protocol. Every PDU must be the next one the initiator sent: ITT n,
@@ -750,6 +759,10 @@ int main(void)
 	gw_log_set_level(getenv("ISERGW_TEST_VERBOSE") ? GW_LOG_DEBUG : GW_LOG_ERR);
 	for (size_t i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (uint8_t)(i * 31 + (i >> 8));
+	if (registered_dm != &gw_dm_tcp_ops) {
+		fprintf(stderr, "tcp.c did not register its datamover at start\n");
+		return 1;
+	}
 	atomic_init(&gw.shutting_down, false);
 	portal.gw = &gw;
 	portal.dm = &gw_dm_tcp_ops;
