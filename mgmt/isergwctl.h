@@ -7,11 +7,10 @@
 #ifndef ISERGW_ISERGWCTL_H
 #define ISERGW_ISERGWCTL_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-
-struct json_object;
 
 /* isergwctl's exit status */
 #define ISERGWCTL_EXIT_OK      0
@@ -133,6 +132,16 @@ int isergwctl_rest_exit(long status);
 
 /* doc shown as view on f: 0, -EBADMSG when doc does not fit the view, -ENOMEM. */
 int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc);
+
+/*
+ * One JSON value filling s[0..len) exactly, s[len] being '\0' (which ends a
+ * number at the end): json-c in strict mode (no single quotes, no NaN, no
+ * leading zeros, no trailing commas). NULL when it is not that.
+ */
+struct json_object *isergwctl_json_parse_strict(const char *s, size_t len);
+
+/* Member key of o if it has that type, else NULL (isergwctl_rest_render.c). */
+struct json_object *isergwctl_json_member(struct json_object *o, const char *key, json_type type);
 
 /* ------------------------------------------------------------ isergwctl_util.c */
 
