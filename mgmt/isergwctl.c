@@ -16,7 +16,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "isergwctl.h"
 #include "isergwctl_ctl.h"
@@ -118,7 +117,10 @@ int main(int argc, char **argv)
 		{ "insecure", no_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct isergwctl_ctx x = { .socket = DEFAULT_SOCKET, .timeout_ms = 30000, .fd = -1 };
+	struct isergwctl_ctx x = {
+		.peer = { .path = DEFAULT_SOCKET, .fd = -1, .reply_max = CTL_REPLY_FRAME_MAX },
+		.timeout_ms = 30000,
+	};
 	struct isergwctl_rest_opts ro = { 0 };
 	bool rest_opt = false;
 	const char *cmd;
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			x.socket = optarg;
+			x.peer.path = optarg;
 			break;
 		case 'j':
 			x.json = true;
@@ -214,7 +216,6 @@ int main(int argc, char **argv)
 		rc = 0;
 	} else
 		rc = usage_err("unknown command '%s'", cmd);
-	if (x.fd >= 0)
-		close(x.fd);
+	isergwctl_peer_close(&x.peer);
 	return rc;
 }

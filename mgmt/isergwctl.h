@@ -143,6 +143,40 @@ struct json_object *isergwctl_json_parse_strict(const char *s, size_t len);
 /* Member key of o if it has that type, else NULL (isergwctl_rest_render.c). */
 struct json_object *isergwctl_json_member(struct json_object *o, const char *key, json_type type);
 
+/* ------------------------------------------------------------ isergwctl_client.c */
+
+struct ProtobufCMessage;
+struct ctl_frame_rx;
+
+/* Where a call failed (the caller words it). */
+enum isergwctl_step {
+	ISERGWCTL_STEP_PACK,        /* the request cannot be framed: -EMSGSIZE, -ENOMEM */
+	ISERGWCTL_STEP_PATH,        /* the socket path is too long: -ENAMETOOLONG */
+	ISERGWCTL_STEP_SOCKET,      /* socket(), or making it non-blocking */
+	ISERGWCTL_STEP_CONNECT,
+	ISERGWCTL_STEP_SEND,        /* -ETIMEDOUT: the peer does not read */
+	ISERGWCTL_STEP_RECV,        /* ctl_frame_rx_read's errors, -ETIMEDOUT; rx: how far it got */
+};
+
+/* One of the daemons isergwctl talks to over a unix socket. */
+struct isergwctl_peer {
+	const char *path;
+	int fd;                     /* -1: connect at the next call; kept open for the next one */
+	uint32_t reply_max;         /* the largest reply frame accepted */
+	enum isergwctl_step step;   /* where the last call failed */
+};
+
+/*
+ * Send req to the peer (connecting first when p->fd is -1) and read one
+ * reply frame into rx, all within timeout_ms. 0 with the frame in rx, or a
+ * negative errno with p->step saying where (the connection is closed then).
+ * rx is initialised here; the caller resets it (ctl_frame_rx_reset) either
+ * way. Nothing is printed.
+ */
+int isergwctl_call(struct isergwctl_peer *p, const struct ProtobufCMessage *req, int timeout_ms,
+		   struct ctl_frame_rx *rx);
+void isergwctl_peer_close(struct isergwctl_peer *p);
+
 /* ------------------------------------------------------------ isergwctl_util.c */
 
 /*

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctl_wire.h"
 #include "isergwctl.h"
@@ -439,22 +438,6 @@ int isergwctl_cmd_lease(struct isergwctl_ctx *x, int argc, char **argv)
 
 /* ------------------------------------------------------------ watch */
 
-/* One request on its own connection; the reply (any status) or ISERGWCTL_EXIT_CONNECT. */
-static int call_raw(struct isergwctl_ctx *x, const CtlRequest *req, CtlReply **out)
-{
-	int rc;
-
-	if (x->fd < 0 && (rc = isergwctl_ctl_connect(x)))
-		return rc;
-	if (ctl_send_request(x->fd, req) || ctl_recv_reply(x->fd, out, x->timeout_ms)) {
-		fprintf(stderr, "isergwctl: no answer from %s\n", x->socket);
-		close(x->fd);
-		x->fd = -1;
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	return 0;
-}
-
 static int answer_request(struct isergwctl_ctx *ax, uint64_t id, int status, const char *reason)
 {
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
@@ -467,7 +450,7 @@ static int answer_request(struct isergwctl_ctx *ax, uint64_t id, int status, con
 	d.reason = ctl_str(reason);
 	req.op_case = ISERGW__CTL__REQUEST__OP_ALUA_REQUEST_DONE;
 	req.alua_request_done = &d;
-	rc = call_raw(ax, &req, &rep);
+	rc = isergwctl_call_any(ax, &req, &rep, 0);
 	if (rc)
 		return rc;
 	if (rep->status)
@@ -500,14 +483,14 @@ static int apply_request(struct isergwctl_ctx *ax, const Isergw__Ctl__AluaChange
 
 		req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
 		req.get_status = &st;
-		if ((rc = call_raw(ax, &req, &rep)))
+		if ((rc = isergwctl_call_any(ax, &req, &rep, 0)))
 			return rc;
 		epoch = rep->status_info ? rep->status_info->epoch + 1 : 1;
 		ctl_reply_free(rep);
 		ga.device_group = a->device_group;
 		req.op_case = ISERGW__CTL__REQUEST__OP_GET_ALUA_STATES;
 		req.get_alua_states = &ga;
-		if ((rc = call_raw(ax, &req, &cur)))
+		if ((rc = isergwctl_call_any(ax, &req, &cur, 0)))
 			return rc;
 		for (size_t i = 0; i < a->n_groups; i++) {
 			isergw__ctl__alua_group_state__init(&gs[i]);
@@ -525,7 +508,7 @@ static int apply_request(struct isergwctl_ctx *ax, const Isergw__Ctl__AluaChange
 		sa.n_groups = a->n_groups;
 		req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_STATES;
 		req.set_alua_states = &sa;
-		if ((rc = call_raw(ax, &req, &rep)))
+		if ((rc = isergwctl_call_any(ax, &req, &rep, 0)))
 			return rc;
 		rc = rep->status;
 		snprintf(why, sizeof(why), "%s", rep->error);
@@ -647,23 +630,23 @@ int isergwctl_cmd_watch(struct isergwctl_ctx *x, int argc, char **argv)
 	if ((rc = isergwctl_call_view(x, &req, &subscribed_view, &rep, 0)))
 		return rc;
 	fprintf(stderr, "isergwctl: watching %s (ALUA policy %s, requests wait %u ms)%s\n",
-		x->socket, rep->subscribed->alua_policy, rep->subscribed->alua_request_timeout_ms,
+		x->peer.path, rep->subscribed->alua_policy, rep->subscribed->alua_request_timeout_ms,
 		apply ? ", applying ALUA change requests" : refuse ? ", refusing ALUA change requests"
 								  : "");
 	ctl_reply_free(rep);
 	/* answers go on a connection of their own: this one only carries events */
-	ax.fd = -1;
+	ax.peer.fd = -1;
 	ax.json = false;
 	for (;;) {
 		const Isergw__Ctl__Event *e;
 
-		rc = ctl_recv_frame(x->fd, &rep, 0, err, sizeof(err));
+		rc = ctl_recv_frame(x->peer.fd, &rep, 0, err, sizeof(err));
 		if (rc == -EBADMSG || rc == -EINVAL) {
-			fprintf(stderr, "isergwctl: bad frame from %s skipped: %s\n", x->socket, err);
+			fprintf(stderr, "isergwctl: bad frame from %s skipped: %s\n", x->peer.path, err);
 			continue;
 		}
 		if (rc) {
-			fprintf(stderr, "isergwctl: %s: %s\n", x->socket,
+			fprintf(stderr, "isergwctl: %s: %s\n", x->peer.path,
 				rc == -EPIPE || rc == -ENOTCONN ? "connection closed" : strerror(-rc));
 			rc = ISERGWCTL_EXIT_CONNECT;
 			break;
@@ -690,7 +673,6 @@ int isergwctl_cmd_watch(struct isergwctl_ctx *x, int argc, char **argv)
 			break;
 		}
 	}
-	if (ax.fd >= 0)
-		close(ax.fd);
+	isergwctl_peer_close(&ax.peer);
 	return rc;
 }

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,102 +135,46 @@ static void usage(FILE *f)
 
 /* ------------------------------------------------------------ talking */
 
-static int left_ms(int64_t deadline)
+/* What a call that failed with rc (at p->step) means, on stderr. */
+static void say_failed(const struct isergwctl_peer *p, int rc, const struct ctl_frame_rx *rx,
+		       int timeout_ms)
 {
-	int64_t left = deadline - isergwctl_now_ms();
+	char why[256];
 
-	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
-}
-
-/* Wait until fd is ready for events: 0, -ETIMEDOUT at the deadline, or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int rc = poll(&p, 1, left_ms(deadline));
-
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		return rc == 0 ? -ETIMEDOUT : 0;
+	switch (p->step) {
+	case ISERGWCTL_STEP_PACK:
+	case ISERGWCTL_STEP_PATH:
+		fprintf(stderr, "isergwctl: %s\n", strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_SOCKET:
+		fprintf(stderr, "isergwctl: socket: %s\n", strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_CONNECT:
+		fprintf(stderr, "isergwctl: cannot connect to %s: %s%s\n", p->path, strerror(-rc),
+			rc == -ENOENT || rc == -ECONNREFUSED ? " (is isergw-ha running?)" :
+			rc == -EACCES ? " (the agent's socket is for root only)" : "");
+		return;
+	case ISERGWCTL_STEP_SEND:
+		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", p->path,
+			rc == -ETIMEDOUT ? "the agent does not read" : strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_RECV:
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %d ms", timeout_ms);
+		else if (rc == -ENOTCONN)
+			snprintf(why, sizeof(why), "the agent closed the connection without answering");
+		else if (rc == -EPIPE)
+			snprintf(why, sizeof(why), "the connection ended inside the reply (%u of %u bytes)",
+				 rx->hdr_have < CTL_FRAME_HDR ? rx->hdr_have : CTL_FRAME_HDR + rx->have,
+				 rx->hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR : CTL_FRAME_HDR + rx->len);
+		else if (rc == -EMSGSIZE)
+			snprintf(why, sizeof(why), "a reply of %u bytes, above the maximum of %u", rx->len,
+				 CTL_FRAME_MAX);
+		else
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		fprintf(stderr, "isergwctl: %s: %s\n", p->path, why);
+		return;
 	}
-}
-
-static int send_all(int fd, const uint8_t *p, size_t len, int64_t deadline)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		int rc;
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		if ((rc = wait_fd(fd, POLLOUT, deadline)))
-			return rc;
-	}
-	return 0;
-}
-
-/* One whole frame into rx: 0, or ctl_frame_rx_read's errors, -ETIMEDOUT. */
-static int recv_frame(int fd, struct ctl_frame_rx *rx, int64_t deadline)
-{
-	for (;;) {
-		int rc = ctl_frame_rx_read(rx, fd, CTL_FRAME_MAX);
-
-		if (rc)
-			return rc < 0 ? rc : 0;
-		if ((rc = wait_fd(fd, POLLIN, deadline)))
-			return rc;
-	}
-}
-
-/*
- * A connected, non-blocking socket in *fd (the waiting is done in poll, so
- * that a peer stalling inside a frame cannot outlast the deadline), or an
- * exit status with the reason printed.
- */
-static int ha_connect(const struct cl *c, int64_t deadline, int *fdp)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t plen = strlen(c->socket);
-	int ms = left_ms(deadline) > 0 ? left_ms(deadline) : 1;    /* SO_SNDTIMEO 0: no limit */
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-	int fd, flags, err;
-
-	if (plen == 0 || plen >= sizeof(sa.sun_path))
-		return usage_err("--ha-socket: '%s' is not a socket path (1..%zu bytes)", c->socket,
-				 sizeof(sa.sun_path) - 1);
-	memcpy(sa.sun_path, c->socket, plen + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fprintf(stderr, "isergwctl: socket: %s\n", strerror(errno));
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	/* connect waits while the agent's backlog is full: at most until the deadline */
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
-		fprintf(stderr, "isergwctl: cannot connect to %s: %s%s\n", c->socket, strerror(err),
-			err == ENOENT || err == ECONNREFUSED ? " (is isergw-ha running?)" :
-			err == EACCES ? " (the agent's socket is for root only)" : "");
-		close(fd);
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, strerror(errno));
-		close(fd);
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	*fdp = fd;
-	return 0;
 }
 
 /* ------------------------------------------------------------ checking a reply */
@@ -463,57 +405,33 @@ static int reply_decode(const uint8_t *buf, size_t len, ApiReply **out, char *er
  */
 static int ha_call(const struct cl *c, const ApiRequest *req, uint32_t extra_ms, ApiReply **out)
 {
-	int64_t deadline = isergwctl_now_ms() + c->timeout_ms + extra_ms;
+	struct isergwctl_peer peer = { .path = c->socket, .fd = -1, .reply_max = CTL_FRAME_MAX };
+	int timeout_ms = c->timeout_ms + (int)extra_ms;
 	struct ctl_frame_rx rx;
 	char why[512];
-	uint8_t *buf;
-	size_t len;
-	int fd = -1, rc;
+	int rc;
 
-	rc = ctl_frame_pack(&req->base, &buf, &len);
-	if (rc == -EMSGSIZE)
-		return usage_err("the request is larger than a frame may be (%u bytes)", CTL_FRAME_MAX);
-	if (rc) {
-		fprintf(stderr, "isergwctl: %s\n", strerror(-rc));
-		return ISERGWCTL_EXIT_CONNECT;
+	if (c->socket[0]) {
+		rc = isergwctl_call(&peer, &req->base, timeout_ms, &rx);
+	} else {
+		ctl_frame_rx_init(&rx);
+		peer.step = ISERGWCTL_STEP_PATH;
+		rc = -ENAMETOOLONG;
 	}
-	rc = ha_connect(c, deadline, &fd);
-	if (rc)
-		goto out_free;
-	rc = send_all(fd, buf, len, deadline);
-	if (rc) {
-		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", c->socket,
-			rc == -ETIMEDOUT ? "the agent does not read" : strerror(-rc));
-		rc = ISERGWCTL_EXIT_CONNECT;
-		goto out_close;
-	}
-	ctl_frame_rx_init(&rx);
-	rc = recv_frame(fd, &rx, deadline);
-	if (rc == 0 && (rc = reply_decode(rx.body, rx.len, out, why, sizeof(why)))) {
+	if (rc == -EMSGSIZE && peer.step == ISERGWCTL_STEP_PACK)
+		rc = usage_err("the request is larger than a frame may be (%u bytes)", CTL_FRAME_MAX);
+	else if (rc == -ENAMETOOLONG && peer.step == ISERGWCTL_STEP_PATH)
+		rc = usage_err("--ha-socket: '%s' is not a socket path (1..%zu bytes)", c->socket,
+			       sizeof((struct sockaddr_un){ 0 }.sun_path) - 1);
+	else if (rc == 0 && (rc = reply_decode(rx.body, rx.len, out, why, sizeof(why)))) {
 		fprintf(stderr, "isergwctl: garbled reply from %s: %s\n", c->socket, why);
-	} else if (rc) {
-		if (rc == -ETIMEDOUT)
-			snprintf(why, sizeof(why), "no answer within %d ms", c->timeout_ms + (int)extra_ms);
-		else if (rc == -ENOTCONN)
-			snprintf(why, sizeof(why), "the agent closed the connection without answering");
-		else if (rc == -EPIPE)
-			snprintf(why, sizeof(why), "the connection ended inside the reply (%u of %u bytes)",
-				 rx.hdr_have < CTL_FRAME_HDR ? rx.hdr_have : CTL_FRAME_HDR + rx.have,
-				 rx.hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR : CTL_FRAME_HDR + rx.len);
-		else if (rc == -EMSGSIZE)
-			snprintf(why, sizeof(why), "a reply of %u bytes, above the maximum of %u", rx.len,
-				 CTL_FRAME_MAX);
-		else
-			snprintf(why, sizeof(why), "%s", strerror(-rc));
-		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, why);
-	}
-	if (rc)
 		rc = ISERGWCTL_EXIT_CONNECT;
+	} else if (rc) {
+		say_failed(&peer, rc, &rx, timeout_ms);
+		rc = ISERGWCTL_EXIT_CONNECT;
+	}
 	ctl_frame_rx_reset(&rx);
-out_close:
-	close(fd);
-out_free:
-	free(buf);
+	isergwctl_peer_close(&peer);
 	return rc;
 }
 

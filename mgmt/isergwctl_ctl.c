@@ -14,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include "ctl_wire.h"
 #include "isergwctl.h"
@@ -69,42 +66,47 @@ int isergwctl_json_only_args(struct isergwctl_ctx *x, const char *cmd, int argc,
 
 /* ------------------------------------------------------------ talking */
 
-int isergwctl_ctl_connect(struct isergwctl_ctx *x)
+int isergwctl_call_any(struct isergwctl_ctx *x, const CtlRequest *req, CtlReply **out, int extra_ms)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = x->peer.path;
+	struct ctl_frame_rx rx;
+	int rc = isergwctl_call(&x->peer, &req->base, x->timeout_ms + extra_ms, &rx);
 
-	if (strlen(x->socket) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "isergwctl: socket path too long: %s\n", x->socket);
+	if (rc == 0 && !(*out = ctl_reply_unpack(rx.body, rx.len))) {
+		isergwctl_peer_close(&x->peer);
+		rc = -EBADMSG;
+	}
+	ctl_frame_rx_reset(&rx);
+	if (rc == 0)
+		return 0;
+	switch (x->peer.step) {
+	case ISERGWCTL_STEP_PATH:
+		fprintf(stderr, "isergwctl: socket path too long: %s\n", path);
 		return ISERGWCTL_EXIT_USAGE;
+	case ISERGWCTL_STEP_SOCKET:
+	case ISERGWCTL_STEP_CONNECT:
+		fprintf(stderr, "isergwctl: cannot connect to %s: %s\n", path, strerror(-rc));
+		break;
+	case ISERGWCTL_STEP_PACK:
+	case ISERGWCTL_STEP_SEND:
+		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", path, strerror(-rc));
+		break;
+	case ISERGWCTL_STEP_RECV:
+		fprintf(stderr, "isergwctl: no answer from %s: %s\n", path,
+			rc == -EPIPE || rc == -ENOTCONN ? "connection closed" : strerror(-rc));
+		break;
 	}
-	memcpy(sa.sun_path, x->socket, strlen(x->socket) + 1);
-	x->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (x->fd < 0 || connect(x->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "isergwctl: cannot connect to %s: %s\n", x->socket, strerror(errno));
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	return 0;
+	return ISERGWCTL_EXIT_CONNECT;
 }
 
-/* Send req, wait for the reply; EXIT_* on failure (reason printed). */
+/* isergwctl_call_any(), and a refusal is printed: 0 with *out or ISERGWCTL_EXIT_*. */
 static int call(struct isergwctl_ctx *x, const CtlRequest *req, CtlReply **out, int extra_ms)
 {
 	CtlReply *rep;
-	int rc;
+	int rc = isergwctl_call_any(x, req, &rep, extra_ms);
 
-	if (x->fd < 0 && (rc = isergwctl_ctl_connect(x)))
+	if (rc)
 		return rc;
-	rc = ctl_send_request(x->fd, req);
-	if (rc) {
-		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", x->socket, strerror(-rc));
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	rc = ctl_recv_reply(x->fd, &rep, x->timeout_ms + extra_ms);
-	if (rc) {
-		fprintf(stderr, "isergwctl: no answer from %s: %s\n", x->socket,
-			rc == -EPIPE || rc == -ENOTCONN ? "connection closed" : strerror(-rc));
-		return ISERGWCTL_EXIT_CONNECT;
-	}
 	if (rep->status) {
 		isergwctl_print_refusal(rep->status, rep->error);
 		ctl_reply_free(rep);

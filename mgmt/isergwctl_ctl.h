@@ -13,13 +13,13 @@
 #include <stdint.h>
 
 #include "ctl_wire.h"
+#include "isergwctl.h"
 
 /* The options before the command and the connection to isergwd. */
 struct isergwctl_ctx {
-	const char *socket;
+	struct isergwctl_peer peer;     /* path: -s/--socket */
 	bool json;
 	int timeout_ms;
-	int fd;
 };
 
 /* A reply to show, and what of it the command was asked to show (NULL: all). */
@@ -60,7 +60,12 @@ int isergwctl_no_more_args(const char *cmd, int argc, char **argv);
 /* A command whose only option is --json: 0, or the usage error's exit code. */
 int isergwctl_json_only_args(struct isergwctl_ctx *x, const char *cmd, int argc, char **argv);
 
-int isergwctl_ctl_connect(struct isergwctl_ctx *x);
+/*
+ * Send req on x's connection (opened by the first request) and read the
+ * reply, of any status: 0 with *out, or ISERGWCTL_EXIT_* with the reason
+ * printed. Waits --timeout plus extra_ms.
+ */
+int isergwctl_call_any(struct isergwctl_ctx *x, const CtlRequest *req, CtlReply **out, int extra_ms);
 /* Send req; the reply must carry the payload of v; 0 with *out or ISERGWCTL_EXIT_*. */
 int isergwctl_call_view(struct isergwctl_ctx *x, const CtlRequest *req,
 			const struct isergwctl_ctl_view *v, CtlReply **out, int extra_ms);
