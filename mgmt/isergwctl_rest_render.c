@@ -77,95 +77,103 @@ static int items_of(json_object *doc, json_object **items)
 	return *items ? objects(*items) : -EBADMSG;
 }
 
-static int targets_table(FILE *f, json_object *items)
+/* How a column's cell is made of an item. */
+enum col_how {
+	COL_MEMBER,     /* the member key (cell()) */
+	COL_COUNT,      /* the length of the array key (0 when absent) */
+	COL_IN,         /* the member sub of the object key; 'absent' when there is no such object */
+};
+
+struct column {
+	const char *head;
+	enum col_how how;
+	const char *key, *sub, *absent;
+};
+
+#define COL(head, key)                { head, COL_MEMBER, key, NULL, NULL }
+#define COL_N(head, key)              { head, COL_COUNT, key, NULL, NULL }
+#define COL_IN(head, key, sub, absent) { head, COL_IN, key, sub, absent }
+
+/* A table of items, a row each, and what it says when there are none. */
+struct table_spec {
+	const char *none;
+	size_t ncols;
+	const struct column *cols;
+};
+
+#define TABLE(none, ...) { none, sizeof((const struct column[]){ __VA_ARGS__ }) / \
+			   sizeof(struct column), (const struct column[]){ __VA_ARGS__ } }
+
+static const struct table_spec targets_spec = TABLE("no targets",
+	COL("TARGET", "iqn"), COL("ALIAS", "alias"), COL_N("LUNS", "luns"),
+	COL_IN("CHAP", "chap", "user", "-"), COL_N("ACLS", "acls"));
+
+static const struct table_spec luns_spec = TABLE("no LUNs",
+	COL("LUN", "lun"), COL("SIZE", "size"), COL("DEVICE GROUP", "device_group"),
+	COL("READONLY", "readonly"), COL("PRODUCT", "product"), COL("PATH", "path"));
+
+static const struct table_spec nodes_spec = TABLE("no nodes",
+	COL("NODE", "name"), COL("ID", "nodeid"), COL("TPG", "tpg_id"),
+	COL("COROSYNC", "corosync_member"), COL("AGENT", "agent"), COL("SYNCED", "synced"),
+	COL("DRAINED", "drained"), COL("APPLIED GEN", "applied_generation"),
+	COL("HEARD (ms ago)", "last_heard_ms"), COL_IN("DATA PLANE", "dataplane", "state", "-"));
+
+static const struct table_spec acls_spec = TABLE("no ACLs (any initiator may log in)",
+	COL("INITIATOR", "initiator"), COL_IN("CHAP USER", "chap", "user", "(the target's)"));
+
+static const struct table_spec sessions_spec = TABLE("no sessions",
+	COL("TSIH", "tsih"), COL("NODE", "node"), COL("TYPE", "type"),
+	COL("TRANSPORT", "transport"), COL("INITIATOR", "initiator"), COL("TARGET", "target"),
+	COL("PORTAL", "portal"), COL_N("CONNECTIONS", "connections"));
+
+static const struct table_spec portals_spec = TABLE("no portals",
+	COL("REL PORT ID", "rel_port_id"), COL("URL", "url"));
+
+static const struct table_spec port_groups_spec = TABLE("no port groups",
+	COL("TPG ID", "tpg_id"), COL("NODE", "node"), COL("REL PORT IDS", "rel_port_ids"));
+
+static const struct table_spec connections_spec = TABLE("no connections",
+	COL("CID", "cid"), COL("STATE", "state"), COL("PEER", "peer"), COL("LOCAL", "local"),
+	COL("LOGIN TIME", "login_time"));
+
+static void column_cell(struct isergwctl_table *t, json_object *o, const struct column *c)
 {
-	struct isergwctl_table t;
-	size_t n = json_object_array_length(items);
+	json_object *v;
 
-	if (n == 0) {
-		fprintf(f, "no targets\n");
-		return 0;
-	}
-	isergwctl_table_init(&t, 5);
-	isergwctl_table_cell(&t, "TARGET");
-	isergwctl_table_cell(&t, "ALIAS");
-	isergwctl_table_cell(&t, "LUNS");
-	isergwctl_table_cell(&t, "CHAP");
-	isergwctl_table_cell(&t, "ACLS");
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i), *luns, *chap, *acls;
-
-		luns = isergwctl_json_member(o, "luns", json_type_array);
-		chap = isergwctl_json_member(o, "chap", json_type_object);
-		acls = isergwctl_json_member(o, "acls", json_type_array);
-		cell(&t, o, "iqn");
-		cell(&t, o, "alias");
-		isergwctl_table_cell(&t, "%zu", luns ? json_object_array_length(luns) : 0);
-		if (chap)
-			cell(&t, chap, "user");
+	switch (c->how) {
+	case COL_MEMBER:
+		cell(t, o, c->key);
+		break;
+	case COL_COUNT:
+		v = isergwctl_json_member(o, c->key, json_type_array);
+		isergwctl_table_cell(t, "%zu", v ? json_object_array_length(v) : 0);
+		break;
+	case COL_IN:
+		v = isergwctl_json_member(o, c->key, json_type_object);
+		if (v)
+			cell(t, v, c->sub);
 		else
-			isergwctl_table_cell(&t, "-");
-		isergwctl_table_cell(&t, "%zu", acls ? json_object_array_length(acls) : 0);
+			isergwctl_table_cell(t, "%s", c->absent);
+		break;
 	}
-	return isergwctl_table_print(&t, f);
 }
 
-static int luns_table(FILE *f, json_object *items)
+/* The items (objects) as the table s says; s->none when there are none. */
+static int items_table(FILE *f, json_object *items, const struct table_spec *s)
 {
 	struct isergwctl_table t;
 	size_t n = json_object_array_length(items);
 
 	if (n == 0) {
-		fprintf(f, "no LUNs\n");
+		fprintf(f, "%s\n", s->none);
 		return 0;
 	}
-	isergwctl_table_init(&t, 6);
-	isergwctl_table_cell(&t, "LUN");
-	isergwctl_table_cell(&t, "SIZE");
-	isergwctl_table_cell(&t, "DEVICE GROUP");
-	isergwctl_table_cell(&t, "READONLY");
-	isergwctl_table_cell(&t, "PRODUCT");
-	isergwctl_table_cell(&t, "PATH");
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i);
-
-		cell(&t, o, "lun");
-		cell(&t, o, "size");
-		cell(&t, o, "device_group");
-		cell(&t, o, "readonly");
-		cell(&t, o, "product");
-		cell(&t, o, "path");
-	}
-	return isergwctl_table_print(&t, f);
-}
-
-static int nodes_table(FILE *f, json_object *items)
-{
-	static const char *const keys[] = { "name", "nodeid", "tpg_id", "corosync_member", "agent",
-					    "synced", "drained", "applied_generation", "last_heard_ms" };
-	static const char *const heads[] = { "NODE", "ID", "TPG", "COROSYNC", "AGENT", "SYNCED",
-					     "DRAINED", "APPLIED GEN", "HEARD (ms ago)", "DATA PLANE" };
-	struct isergwctl_table t;
-	size_t n = json_object_array_length(items);
-
-	if (n == 0) {
-		fprintf(f, "no nodes\n");
-		return 0;
-	}
-	isergwctl_table_init(&t, sizeof(heads) / sizeof(heads[0]));
-	for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++)
-		isergwctl_table_cell(&t, "%s", heads[k]);
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i), *dp = NULL;
-
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			cell(&t, o, keys[k]);
-		if (!json_object_object_get_ex(o, "dataplane", &dp) ||
-		    !json_object_is_type(dp, json_type_object))
-			isergwctl_table_cell(&t, "-");
-		else
-			cell(&t, dp, "state");
-	}
+	isergwctl_table_init(&t, s->ncols);
+	for (size_t k = 0; k < s->ncols; k++)
+		isergwctl_table_cell(&t, "%s", s->cols[k].head);
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < s->ncols; k++)
+			column_cell(&t, json_object_array_get_idx(items, i), &s->cols[k]);
 	return isergwctl_table_print(&t, f);
 }
 
@@ -257,94 +265,7 @@ static int cluster_view(FILE *f, json_object *doc)
 	if (kv_lines(f, doc, "members"))
 		return -ENOMEM;
 	fprintf(f, "\n");
-	return nodes_table(f, members);
-}
-
-/* A table of the items' keys (headers in upper case, '_' as ' '); "none" when empty. */
-static int keys_table(FILE *f, json_object *items, const char *const *keys, size_t nkeys,
-		      const char *none)
-{
-	struct isergwctl_table t;
-	size_t n = json_object_array_length(items);
-
-	if (n == 0) {
-		fprintf(f, "%s\n", none);
-		return 0;
-	}
-	isergwctl_table_init(&t, nkeys);
-	for (size_t k = 0; k < nkeys; k++) {
-		char h[64];
-		size_t i;
-
-		for (i = 0; keys[k][i] && i < sizeof(h) - 1; i++)
-			h[i] = keys[k][i] == '_' ? ' ' : (char)(keys[k][i] >= 'a' && keys[k][i] <= 'z' ?
-							       keys[k][i] - 32 : keys[k][i]);
-		h[i] = '\0';
-		isergwctl_table_cell(&t, "%s", h);
-	}
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < nkeys; k++)
-			cell(&t, json_object_array_get_idx(items, i), keys[k]);
-	return isergwctl_table_print(&t, f);
-}
-
-static int acls_table(FILE *f, json_object *items)
-{
-	struct isergwctl_table t;
-	size_t n = json_object_array_length(items);
-
-	if (n == 0) {
-		fprintf(f, "no ACLs (any initiator may log in)\n");
-		return 0;
-	}
-	isergwctl_table_init(&t, 2);
-	isergwctl_table_cell(&t, "INITIATOR");
-	isergwctl_table_cell(&t, "CHAP USER");
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i), *chap;
-
-		chap = isergwctl_json_member(o, "chap", json_type_object);
-		cell(&t, o, "initiator");
-		if (chap)
-			cell(&t, chap, "user");
-		else
-			isergwctl_table_cell(&t, "(the target's)");
-	}
-	return isergwctl_table_print(&t, f);
-}
-
-static int sessions_table(FILE *f, json_object *items)
-{
-	struct isergwctl_table t;
-	size_t n = json_object_array_length(items);
-
-	if (n == 0) {
-		fprintf(f, "no sessions\n");
-		return 0;
-	}
-	isergwctl_table_init(&t, 8);
-	isergwctl_table_cell(&t, "TSIH");
-	isergwctl_table_cell(&t, "NODE");
-	isergwctl_table_cell(&t, "TYPE");
-	isergwctl_table_cell(&t, "TRANSPORT");
-	isergwctl_table_cell(&t, "INITIATOR");
-	isergwctl_table_cell(&t, "TARGET");
-	isergwctl_table_cell(&t, "PORTAL");
-	isergwctl_table_cell(&t, "CONNECTIONS");
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_array_get_idx(items, i), *cs;
-
-		cs = isergwctl_json_member(o, "connections", json_type_array);
-		cell(&t, o, "tsih");
-		cell(&t, o, "node");
-		cell(&t, o, "type");
-		cell(&t, o, "transport");
-		cell(&t, o, "initiator");
-		cell(&t, o, "target");
-		cell(&t, o, "portal");
-		isergwctl_table_cell(&t, "%zu", cs ? json_object_array_length(cs) : 0);
-	}
-	return isergwctl_table_print(&t, f);
+	return items_table(f, members, &nodes_spec);
 }
 
 int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc)
@@ -356,11 +277,11 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		return -EBADMSG;
 	switch (view) {
 	case ISERGWCTL_VIEW_TARGETS:
-		return items_of(doc, &items) ?: targets_table(f, items);
+		return items_of(doc, &items) ?: items_table(f, items, &targets_spec);
 	case ISERGWCTL_VIEW_LUNS:
-		return items_of(doc, &items) ?: luns_table(f, items);
+		return items_of(doc, &items) ?: items_table(f, items, &luns_spec);
 	case ISERGWCTL_VIEW_NODES:
-		return items_of(doc, &items) ?: nodes_table(f, items);
+		return items_of(doc, &items) ?: items_table(f, items, &nodes_spec);
 	case ISERGWCTL_VIEW_DGS:
 		return items_of(doc, &items) ?: groups_table(f, items);
 	case ISERGWCTL_VIEW_TARGET:
@@ -372,7 +293,7 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		if (objects(arr))
 			return -EBADMSG;
 		fprintf(f, "\n");
-		return luns_table(f, arr);
+		return items_table(f, arr, &luns_spec);
 	case ISERGWCTL_VIEW_DG:
 		if ((rc = kv_lines(f, doc, "states")))
 			return rc;
@@ -386,19 +307,13 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 	case ISERGWCTL_VIEW_CLUSTER:
 		return cluster_view(f, doc);
 	case ISERGWCTL_VIEW_ACLS:
-		return items_of(doc, &items) ?: acls_table(f, items);
-	case ISERGWCTL_VIEW_PORTALS: {
-		static const char *const keys[] = { "rel_port_id", "url" };
-
-		return items_of(doc, &items) ?: keys_table(f, items, keys, 2, "no portals");
-	}
-	case ISERGWCTL_VIEW_PORT_GROUPS: {
-		static const char *const keys[] = { "tpg_id", "node", "rel_port_ids" };
-
-		return items_of(doc, &items) ?: keys_table(f, items, keys, 3, "no port groups");
-	}
+		return items_of(doc, &items) ?: items_table(f, items, &acls_spec);
+	case ISERGWCTL_VIEW_PORTALS:
+		return items_of(doc, &items) ?: items_table(f, items, &portals_spec);
+	case ISERGWCTL_VIEW_PORT_GROUPS:
+		return items_of(doc, &items) ?: items_table(f, items, &port_groups_spec);
 	case ISERGWCTL_VIEW_SESSIONS:
-		return items_of(doc, &items) ?: sessions_table(f, items);
+		return items_of(doc, &items) ?: items_table(f, items, &sessions_spec);
 	case ISERGWCTL_VIEW_SESSION:
 		if ((rc = kv_lines(f, doc, "connections")))
 			return rc;
@@ -406,12 +321,7 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		if (!arr || objects(arr))
 			return arr ? -EBADMSG : 0;
 		fprintf(f, "\n");
-		{
-			static const char *const keys[] = { "cid", "state", "peer", "local",
-							    "login_time" };
-
-			return keys_table(f, arr, keys, 5, "no connections");
-		}
+		return items_table(f, arr, &connections_spec);
 	case ISERGWCTL_VIEW_CONFIG:
 		fprintf(f, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_NOSLASHESCAPE));
