@@ -177,6 +177,27 @@ int isergwctl_call(struct isergwctl_peer *p, const struct ProtobufCMessage *req,
 		   struct ctl_frame_rx *rx);
 void isergwctl_peer_close(struct isergwctl_peer *p);
 
+/* ------------------------------------------------------------ isergwctl_pbjson.c */
+
+/* A field of a message to show in JSON; a list of them ends with a NULL name. */
+struct isergwctl_jfield {
+	const char *name;                       /* the field's name in the .proto */
+	const char *key;                        /* its JSON key; NULL: the name */
+	const struct isergwctl_jfield *fields;  /* a message field: the fields of it; NULL: all */
+};
+
+/*
+ * m's fields as members of o. fields NULL: every field under its name (a
+ * oneof: the one set; an absent message: null), messages within with all
+ * of theirs. Else the fields listed, in that order (an absent message left
+ * out).
+ */
+void isergwctl_pb_json_add(struct json_object *o, const struct ProtobufCMessage *m,
+			   const struct isergwctl_jfield *fields);
+/* The same as a new object. */
+struct json_object *isergwctl_pb_json(const struct ProtobufCMessage *m,
+				      const struct isergwctl_jfield *fields);
+
 /* ------------------------------------------------------------ isergwctl_util.c */
 
 /*

@@ -337,12 +337,7 @@ int isergwctl_cmd_alua_map(struct isergwctl_ctx *x, int argc, char **argv)
 
 static void lease_json(json_object *o, const struct isergwctl_shown *sh)
 {
-	const Isergw__Ctl__LeaseInfo *l = sh->rep->lease;
-
-	jset_str(o, "state", l->state);
-	jset_u64(o, "remaining_ms", l->remaining_ms);
-	jset_u64(o, "expires_mono_ms", l->expires_mono_ms);
-	json_object_object_add(o, "enforced", json_object_new_boolean(l->enforced));
+	isergwctl_pb_json_add(o, &sh->rep->lease->base, NULL);
 }
 
 static void lease_table(const struct isergwctl_shown *sh)

@@ -463,97 +463,6 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 	return 0;
 }
 
-/* ------------------------------------------------------------ JSON */
-
-static json_object *msg_json(const ProtobufCMessage *m);
-
-/* Element k of a field's value(s) at p, as JSON. */
-static json_object *value_json(const ProtobufCFieldDescriptor *f, const void *p, size_t k)
-{
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_BOOL:
-		return json_object_new_boolean(((const protobuf_c_boolean *)p)[k]);
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_SINT32:
-	case PROTOBUF_C_TYPE_SFIXED32:
-		return json_object_new_int(((const int32_t *)p)[k]);
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_FIXED32:
-		return json_object_new_int64(((const uint32_t *)p)[k]);
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-		return json_object_new_int64(((const int64_t *)p)[k]);
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return json_object_new_uint64(((const uint64_t *)p)[k]);
-	case PROTOBUF_C_TYPE_FLOAT:
-		return json_object_new_double(((const float *)p)[k]);
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return json_object_new_double(((const double *)p)[k]);
-	case PROTOBUF_C_TYPE_ENUM: {
-		int v = ((const int *)p)[k];
-		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
-
-		return ev ? json_object_new_string(ev->name) : json_object_new_int(v);
-	}
-	case PROTOBUF_C_TYPE_STRING: {
-		const char *s = ((const char *const *)p)[k];
-
-		return json_object_new_string(s ? s : "");
-	}
-	case PROTOBUF_C_TYPE_BYTES: {
-		const ProtobufCBinaryData *b = &((const ProtobufCBinaryData *)p)[k];
-		char *hex = malloc(2 * b->len + 1);
-		json_object *o;
-
-		if (!hex)
-			return NULL;
-		for (size_t i = 0; i < b->len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", b->data[i]);
-		hex[2 * b->len] = '\0';
-		o = json_object_new_string(hex);
-		free(hex);
-		return o;
-	}
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		const ProtobufCMessage *sub = ((const ProtobufCMessage *const *)p)[k];
-
-		return sub ? msg_json(sub) : NULL;
-	}
-	}
-	return NULL;
-}
-
-/* m as a JSON object, every field under its name in the .proto (oneofs: the one set). */
-static json_object *msg_json(const ProtobufCMessage *m)
-{
-	const ProtobufCMessageDescriptor *d = m->descriptor;
-	const char *base = (const char *)m;
-	json_object *o = json_object_new_object();
-
-	for (unsigned int i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		const void *member = base + f->offset;
-
-		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-		    *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
-			continue;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
-			json_object *arr = json_object_new_array();
-
-			member = *(const void *const *)member;
-			for (size_t k = 0; k < n; k++)
-				json_object_array_add(arr, value_json(f, member, k));
-			json_object_object_add(o, f->name, arr);
-		} else {
-			json_object_object_add(o, f->name, value_json(f, member, 0));
-		}
-	}
-	return o;
-}
-
 /* ------------------------------------------------------------ tables */
 
 _Static_assert(4 + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
@@ -732,7 +641,7 @@ static int cmd_status(struct cl *c, char **args)
 	if (rc)
 		return rc;
 	if (c->json)
-		isergwctl_print_json(msg_json(&rep->cluster_status->base));
+		isergwctl_print_json(isergwctl_pb_json(&rep->cluster_status->base, NULL));
 	else if (status_table(rep->cluster_status))
 		rc = ISERGWCTL_EXIT_CONNECT;
 	isergw__ha__api_reply__free_unpacked(rep, NULL);
@@ -809,7 +718,7 @@ static int change_show(const struct cl *c, ApiReply *rep)
 		return ISERGWCTL_EXIT_REFUSED;
 	}
 	if (c->json) {
-		isergwctl_print_json(msg_json(&r->base));
+		isergwctl_print_json(isergwctl_pb_json(&r->base, NULL));
 	} else {
 		if (r->changed) {
 			printf("generation %llu applied by", (unsigned long long)r->generation);
@@ -1014,7 +923,7 @@ static int cmd_token_add(struct cl *c, char **args)
 	if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CHANGE || !r->token[0])
 		return change_show(c, rep);
 	if (c->json) {
-		isergwctl_print_json(msg_json(&r->base));
+		isergwctl_print_json(isergwctl_pb_json(&r->base, NULL));
 	} else {
 		printf("%s\n", r->token);
 		fflush(stdout);

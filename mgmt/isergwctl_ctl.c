@@ -178,58 +178,24 @@ json_object *isergwctl_alua_groups_json(Isergw__Ctl__AluaGroupState *const *grou
 
 /* ------------------------------------------------------------ status */
 
+/* Fields shown in --json (isergwctl_pb_json): by name, under another key, a message's own. */
+#define JF(name)                    { name, NULL, NULL }
+#define JF_AS(name, key)            { name, key, NULL }
+#define JF_IN(name, fields)         { name, NULL, fields }
+#define JF_AS_IN(name, key, fields) { name, key, fields }
+#define JF_END                      { NULL, NULL, NULL }
+
+/* StatusInfo in --json: its fields in this order (not start_time_ms). */
+static const struct isergwctl_jfield status_fields[] = {
+	JF("version"), JF("pid"), JF("epoch"), JF("config_epoch"), JF("alua_epoch"),
+	JF("uptime_ms"), JF("sessions"), JF("connections"), JF("targets"), JF("portals"),
+	JF("reactors"), JF("lease_state"), JF("lease_remaining_ms"), JF("portal_states"),
+	JF("luns_online"), JF("lun_faults_total"), JF("lun_faults"), JF_END,
+};
+
 static void status_json(json_object *o, const struct isergwctl_shown *sh)
 {
-	const Isergw__Ctl__StatusInfo *s = sh->rep->status_info;
-
-	jset_str(o, "version", s->version);
-	jset_u64(o, "pid", s->pid);
-	jset_u64(o, "epoch", s->epoch);
-	jset_u64(o, "config_epoch", s->config_epoch);
-	jset_u64(o, "alua_epoch", s->alua_epoch);
-	jset_u64(o, "uptime_ms", s->uptime_ms);
-	jset_u64(o, "sessions", s->sessions);
-	jset_u64(o, "connections", s->connections);
-	jset_u64(o, "targets", s->targets);
-	jset_u64(o, "portals", s->portals);
-	jset_u64(o, "reactors", s->reactors);
-	jset_str(o, "lease_state", s->lease_state);
-	jset_u64(o, "lease_remaining_ms", s->lease_remaining_ms);
-	{
-		json_object *arr = json_object_new_array();
-
-		for (size_t i = 0; i < s->n_portal_states; i++) {
-			const Isergw__Ctl__PortalStatus *p = s->portal_states[i];
-			json_object *po = json_object_new_object();
-
-			jset_str(po, "url", p->url);
-			jset_u64(po, "rel_port_id", p->rel_port_id);
-			jset_u64(po, "tpg_id", p->tpg_id);
-			jset_u64(po, "tpgt", p->tpgt);
-			jset_str(po, "state", p->state);
-			jset_str(po, "error", p->error);
-			json_object_array_add(arr, po);
-		}
-		json_object_object_add(o, "portal_states", arr);
-	}
-	jset_u64(o, "luns_online", s->luns_online);
-	jset_u64(o, "lun_faults_total", s->lun_faults_total);
-	{
-		json_object *arr = json_object_new_array();
-
-		for (size_t i = 0; i < s->n_lun_faults; i++) {
-			const Isergw__Ctl__LunFault *f = s->lun_faults[i];
-			json_object *fo = json_object_new_object();
-
-			jset_str(fo, "target", f->target);
-			jset_u64(fo, "lun", f->lun);
-			jset_str(fo, "device_group", f->device_group);
-			jset_str(fo, "state", f->state);
-			jset_str(fo, "reason", f->reason);
-			json_object_array_add(arr, fo);
-		}
-		json_object_object_add(o, "lun_faults", arr);
-	}
+	isergwctl_pb_json_add(o, &sh->rep->status_info->base, status_fields);
 }
 
 static void status_table(const struct isergwctl_shown *sh)
@@ -336,12 +302,7 @@ static char *read_file(const char *path, size_t *len)
 
 static void apply_json(json_object *o, const struct isergwctl_shown *sh)
 {
-	const Isergw__Ctl__ApplyResult *r = sh->rep->apply;
-
-	jset_u64(o, "epoch", r->epoch);
-	json_object_object_add(o, "changed", json_object_new_boolean(r->changed));
-	jset_u64(o, "targets", r->targets);
-	jset_u64(o, "portals", r->portals);
+	isergwctl_pb_json_add(o, &sh->rep->apply->base, NULL);
 }
 
 static void apply_table(const struct isergwctl_shown *sh)
@@ -417,60 +378,24 @@ int isergwctl_cmd_reload(struct isergwctl_ctx *x, int argc, char **argv)
 
 /* ------------------------------------------------------------ sessions */
 
-static json_object *iostats_json(const Isergw__Ctl__IoStats *s)
-{
-	json_object *o = json_object_new_object(), *lr = json_object_new_array(),
-		    *lw = json_object_new_array();
+/* IoStats in --json: the latency histograms' keys say their buckets are log2. */
+static const struct isergwctl_jfield iostats_fields[] = {
+	JF("cmds_read"), JF("cmds_write"), JF("cmds_other"), JF("bytes_read"), JF("bytes_written"),
+	JF("check_condition"), JF("busy"), JF("reservation_conflict"), JF("aborted"),
+	JF_AS("lat_read_us", "lat_read_us_log2"), JF_AS("lat_write_us", "lat_write_us_log2"), JF_END,
+};
 
-	jset_u64(o, "cmds_read", s->cmds_read);
-	jset_u64(o, "cmds_write", s->cmds_write);
-	jset_u64(o, "cmds_other", s->cmds_other);
-	jset_u64(o, "bytes_read", s->bytes_read);
-	jset_u64(o, "bytes_written", s->bytes_written);
-	jset_u64(o, "check_condition", s->check_condition);
-	jset_u64(o, "busy", s->busy);
-	jset_u64(o, "reservation_conflict", s->reservation_conflict);
-	jset_u64(o, "aborted", s->aborted);
-	for (size_t i = 0; i < s->n_lat_read_us; i++)
-		json_object_array_add(lr, json_object_new_uint64(s->lat_read_us[i]));
-	for (size_t i = 0; i < s->n_lat_write_us; i++)
-		json_object_array_add(lw, json_object_new_uint64(s->lat_write_us[i]));
-	json_object_object_add(o, "lat_read_us_log2", lr);
-	json_object_object_add(o, "lat_write_us_log2", lw);
-	return o;
-}
+static const struct isergwctl_jfield session_fields[] = {
+	JF("target"), JF("initiator"), JF("isid"), JF("tsih"), JF("portal"), JF("transport"),
+	JF("type"), JF("connections"), JF_IN("stats", iostats_fields), JF_END,
+};
 
 static void sessions_json(json_object *arr, const struct isergwctl_shown *sh)
 {
 	const Isergw__Ctl__SessionList *sl = sh->rep->sessions;
 
-	for (size_t i = 0; i < sl->n_sessions; i++) {
-		const Isergw__Ctl__Session *s = sl->sessions[i];
-		json_object *o = json_object_new_object(), *ca = json_object_new_array();
-
-		jset_str(o, "target", s->target);
-		jset_str(o, "initiator", s->initiator);
-		jset_str(o, "isid", s->isid);
-		jset_u64(o, "tsih", s->tsih);
-		jset_str(o, "portal", s->portal);
-		jset_str(o, "transport", s->transport);
-		jset_str(o, "type", s->type);
-		for (size_t k = 0; k < s->n_connections; k++) {
-			const Isergw__Ctl__Connection *c = s->connections[k];
-			json_object *co = json_object_new_object();
-
-			jset_u64(co, "cid", c->cid);
-			jset_str(co, "peer", c->peer);
-			jset_str(co, "local", c->local);
-			jset_str(co, "state", c->state);
-			jset_u64(co, "login_time", c->login_time);
-			json_object_array_add(ca, co);
-		}
-		json_object_object_add(o, "connections", ca);
-		if (s->stats)
-			json_object_object_add(o, "stats", iostats_json(s->stats));
-		json_object_array_add(arr, o);
-	}
+	for (size_t i = 0; i < sl->n_sessions; i++)
+		json_object_array_add(arr, isergwctl_pb_json(&sl->sessions[i]->base, session_fields));
 }
 
 static void sessions_table(const struct isergwctl_shown *sh)
@@ -571,47 +496,35 @@ static bool counters_skip(const struct counters_sel *f, const Isergw__Ctl__LunCo
 	return f->target && (strcmp(l->target, f->target) || l->lun != f->lun);
 }
 
+/* Counters in --json: of the ports, of the device groups, or of the LUNs selected. */
+static const struct isergwctl_jfield port_fields[] = {
+	JF("rel_port_id"), JF("tpg_id"), JF_IN("stats", iostats_fields), JF_END,
+};
+static const struct isergwctl_jfield ports_fields[] = { JF_IN("ports", port_fields), JF_END };
+static const struct isergwctl_jfield group_fields[] = {
+	JF("device_group"), JF_IN("stats", iostats_fields), JF_END,
+};
+static const struct isergwctl_jfield groups_fields[] = {
+	JF_AS_IN("groups", "device_groups", group_fields), JF_END,
+};
+static const struct isergwctl_jfield lun_fields[] = {
+	JF("target"), JF("lun"), JF_IN("stats", iostats_fields), JF_END,
+};
+
 static void counters_json(json_object *o, const struct isergwctl_shown *sh)
 {
 	const Isergw__Ctl__Counters *co = sh->rep->counters;
 	const struct counters_sel *f = sh->sel;
-	json_object *arr = json_object_new_array();
+	json_object *arr;
 
-	if (f->ports) {
-		for (size_t i = 0; i < co->n_ports; i++) {
-			json_object *p = json_object_new_object();
-
-			jset_u64(p, "rel_port_id", co->ports[i]->rel_port_id);
-			jset_u64(p, "tpg_id", co->ports[i]->tpg_id);
-			json_object_object_add(p, "stats", iostats_json(co->ports[i]->stats));
-			json_object_array_add(arr, p);
-		}
-		json_object_object_add(o, "ports", arr);
+	if (f->ports || f->groups) {
+		isergwctl_pb_json_add(o, &co->base, f->ports ? ports_fields : groups_fields);
 		return;
 	}
-	if (f->groups) {
-		for (size_t i = 0; i < co->n_groups; i++) {
-			json_object *p = json_object_new_object();
-
-			jset_str(p, "device_group", co->groups[i]->device_group);
-			json_object_object_add(p, "stats", iostats_json(co->groups[i]->stats));
-			json_object_array_add(arr, p);
-		}
-		json_object_object_add(o, "device_groups", arr);
-		return;
-	}
-	for (size_t i = 0; i < co->n_luns; i++) {
-		const Isergw__Ctl__LunCounters *l = co->luns[i];
-		json_object *p;
-
-		if (counters_skip(f, l))
-			continue;
-		p = json_object_new_object();
-		jset_str(p, "target", l->target);
-		jset_u64(p, "lun", l->lun);
-		json_object_object_add(p, "stats", iostats_json(l->stats));
-		json_object_array_add(arr, p);
-	}
+	arr = json_object_new_array();
+	for (size_t i = 0; i < co->n_luns; i++)
+		if (!counters_skip(f, co->luns[i]))
+			json_object_array_add(arr, isergwctl_pb_json(&co->luns[i]->base, lun_fields));
 	json_object_object_add(o, "luns", arr);
 }
 
