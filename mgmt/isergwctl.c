@@ -103,11 +103,56 @@ static void usage(FILE *f)
 
 /* ------------------------------------------------------------ main */
 
+/* The control socket's commands: WORD [SUB], run with argv[0] the last word. */
+static const struct {
+	const char *word, *sub;
+	int (*run)(struct isergwctl_ctx *x, int argc, char **argv);
+} ctl_cmds[] = {
+	{ "status", NULL, isergwctl_cmd_status },
+	{ "apply", NULL, isergwctl_cmd_apply },
+	{ "reload", NULL, isergwctl_cmd_reload },
+	{ "alua", "set", isergwctl_cmd_alua_set },
+	{ "alua", "show", isergwctl_cmd_alua_show },
+	{ "alua", "map", isergwctl_cmd_alua_map },
+	{ "lease", NULL, isergwctl_cmd_lease },
+	{ "sessions", NULL, isergwctl_cmd_sessions },
+	{ "counters", NULL, isergwctl_cmd_counters },
+	{ "logout", NULL, isergwctl_cmd_logout },
+	{ "watch", NULL, isergwctl_cmd_watch },
+};
+
+/* Command argv[0] other than the REST commands: its exit status. */
+static int command(struct isergwctl_ctx *x, int argc, char **argv)
+{
+	const char *cmd = argv[0];
+
+	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++) {
+		size_t sub = ctl_cmds[i].sub != NULL;
+
+		if (strcmp(ctl_cmds[i].word, cmd) == 0 &&
+		    (!sub || (argc > 1 && strcmp(ctl_cmds[i].sub, argv[1]) == 0)))
+			return ctl_cmds[i].run(x, argc - (int)sub, argv + sub);
+	}
+	if (strcmp(cmd, "alua") == 0)
+		return usage_err("%s", "alua needs 'set', 'map' or 'show'");
+	if (strcmp(cmd, "cluster") == 0)
+		return isergwctl_cluster(argc, argv, x->json, x->timeout_ms);
+	if (strcmp(cmd, "help") == 0 && argc > 1 && isergwctl_rest_noun(argv[1])) {
+		isergwctl_rest_usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	return usage_err("unknown command '%s'", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
+		ISERGWCTL_OPT_JSON,
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -115,7 +160,7 @@ int main(int argc, char **argv)
 		{ "token-file", required_argument, NULL, 'T' },
 		{ "cacert", required_argument, NULL, 'C' },
 		{ "insecure", no_argument, NULL, 'I' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_END,
 	};
 	struct isergwctl_ctx x = {
 		.peer = { .path = DEFAULT_SOCKET, .fd = -1, .reply_max = CTL_REPLY_FRAME_MAX },
@@ -142,19 +187,15 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			ro.api = optarg;
-			rest_opt = true;
 			break;
 		case 'T':
 			ro.token_file = optarg;
-			rest_opt = true;
 			break;
 		case 'C':
 			ro.cacert = optarg;
-			rest_opt = true;
 			break;
 		case 'I':
 			ro.insecure = true;
-			rest_opt = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -166,6 +207,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return ISERGWCTL_EXIT_USAGE;
 		}
+		rest_opt |= opt == 'A' || opt == 'T' || opt == 'C' || opt == 'I';
 	}
 	if (optind >= argc) {
 		usage(stderr);
@@ -182,40 +224,7 @@ int main(int argc, char **argv)
 	if (rest_opt)
 		return usage_err("--api, --token-file, --cacert and --insecure go with the REST "
 				 "commands (target, lun, node, device-group, config, api), not '%s'", cmd);
-	if (strcmp(cmd, "status") == 0)
-		rc = isergwctl_cmd_status(&x, argc, argv);
-	else if (strcmp(cmd, "apply") == 0)
-		rc = isergwctl_cmd_apply(&x, argc, argv);
-	else if (strcmp(cmd, "reload") == 0)
-		rc = isergwctl_cmd_reload(&x, argc, argv);
-	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "set") == 0)
-		rc = isergwctl_cmd_alua_set(&x, argc - 1, argv + 1);
-	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "show") == 0)
-		rc = isergwctl_cmd_alua_show(&x, argc - 1, argv + 1);
-	else if (strcmp(cmd, "alua") == 0 && argc > 1 && strcmp(argv[1], "map") == 0)
-		rc = isergwctl_cmd_alua_map(&x, argc - 1, argv + 1);
-	else if (strcmp(cmd, "alua") == 0)
-		rc = usage_err("%s", "alua needs 'set', 'map' or 'show'");
-	else if (strcmp(cmd, "lease") == 0)
-		rc = isergwctl_cmd_lease(&x, argc, argv);
-	else if (strcmp(cmd, "sessions") == 0)
-		rc = isergwctl_cmd_sessions(&x, argc, argv);
-	else if (strcmp(cmd, "counters") == 0)
-		rc = isergwctl_cmd_counters(&x, argc, argv);
-	else if (strcmp(cmd, "logout") == 0)
-		rc = isergwctl_cmd_logout(&x, argc, argv);
-	else if (strcmp(cmd, "watch") == 0)
-		rc = isergwctl_cmd_watch(&x, argc, argv);
-	else if (strcmp(cmd, "cluster") == 0)
-		rc = isergwctl_cluster(argc, argv, x.json, x.timeout_ms);
-	else if (strcmp(cmd, "help") == 0 && argc > 1 && isergwctl_rest_noun(argv[1])) {
-		isergwctl_rest_usage(stdout);
-		rc = 0;
-	} else if (strcmp(cmd, "help") == 0) {
-		usage(stdout);
-		rc = 0;
-	} else
-		rc = usage_err("unknown command '%s'", cmd);
+	rc = command(&x, argc, argv);
 	isergwctl_peer_close(&x.peer);
 	return rc;
 }

@@ -215,6 +215,10 @@ int isergwctl_usage_err(const char *group, const char *fmt, ...)
 int isergwctl_parse_u64(const char *s, uint64_t *out);
 int isergwctl_parse_u32(const char *s, uint32_t max, uint32_t *out);
 
+/* The --json entry every getopt_long table of isergwctl has ('j'), and the end of one. */
+#define ISERGWCTL_OPT_JSON { "json", no_argument, NULL, 'j' }
+#define ISERGWCTL_OPT_END  { NULL, 0, NULL, 0 }
+
 /* CLOCK_MONOTONIC in milliseconds (the clock isergwd's lease is on). */
 int64_t isergwctl_now_ms(void);
 

@@ -76,8 +76,8 @@ int isergwctl_cmd_alua_show(struct isergwctl_ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dg", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetAluaStates ga = ISERGW__CTL__GET_ALUA_STATES__INIT;
@@ -147,8 +147,8 @@ int isergwctl_cmd_alua_set(struct isergwctl_ctx *x, int argc, char **argv)
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "dg", required_argument, NULL, 'd' },
 		{ "transition-ms", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__SetAluaStates sa = ISERGW__CTL__SET_ALUA_STATES__INIT;
@@ -361,13 +361,13 @@ int isergwctl_cmd_lease(struct isergwctl_ctx *x, int argc, char **argv)
 	static const struct option renew_opts[] = {
 		{ "ms", required_argument, NULL, 'm' },
 		{ "at", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	static const struct option down_opts[] = {
 		{ "reason", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetLease gl = ISERGW__CTL__GET_LEASE__INIT;
@@ -584,8 +584,8 @@ int isergwctl_cmd_watch(struct isergwctl_ctx *x, int argc, char **argv)
 		{ "apply", no_argument, NULL, 'a' },
 		{ "refuse", optional_argument, NULL, 'r' },
 		{ "count", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__Subscribe sub = ISERGW__CTL__SUBSCRIBE__INIT;

@@ -1032,14 +1032,14 @@ static int parse_args(struct cl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "ha-socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
+		ISERGWCTL_OPT_JSON,
 		{ "help", no_argument, NULL, 'h' },
 		{ "runtime", no_argument, NULL, 'r' },
 		{ "base-generation", required_argument, NULL, 'b' },
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "role", required_argument, NULL, 'R' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_END,
 	};
 	int opt;
 

@@ -321,8 +321,8 @@ int isergwctl_cmd_apply(struct isergwctl_ctx *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "epoch", required_argument, NULL, 'e' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__ApplyConfig ac = ISERGW__CTL__APPLY_CONFIG__INIT;
@@ -572,8 +572,8 @@ int isergwctl_cmd_counters(struct isergwctl_ctx *x, int argc, char **argv)
 		{ "lun", required_argument, NULL, 'l' },
 		{ "ports", no_argument, NULL, 'p' },
 		{ "device-groups", no_argument, NULL, 'g' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__GetCounters gc = ISERGW__CTL__GET_COUNTERS__INIT;
@@ -643,8 +643,8 @@ int isergwctl_cmd_logout(struct isergwctl_ctx *x, int argc, char **argv)
 		{ "initiator", required_argument, NULL, 'i' },
 		{ "now", no_argument, NULL, 'n' },
 		{ "grace", required_argument, NULL, 'g' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_JSON,
+		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__Logout lo = ISERGW__CTL__LOGOUT__INIT;

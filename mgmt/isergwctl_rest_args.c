@@ -484,7 +484,7 @@ err_put:
 int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, char *err, size_t errlen)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
+		ISERGWCTL_OPT_JSON,
 		{ "help", no_argument, NULL, 'h' },
 		{ "if-match", required_argument, NULL, 'm' },
 		{ "wait", no_argument, NULL, 'w' },
@@ -497,7 +497,7 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 		{ "rel-port-id", required_argument, NULL, 'r' },
 		{ "grace", required_argument, NULL, 'g' },
 		{ "force", no_argument, NULL, 'F' },
-		{ NULL, 0, NULL, 0 },
+		ISERGWCTL_OPT_END,
 	};
 	struct isergwctl_rest_args a = { 0 };
 	char *pos[64];
