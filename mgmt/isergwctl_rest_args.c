@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "isergwctl.h"
 
 #define FILE_MAX      (1u << 20)    /* a --from-json or import file: isergw-api's body cap */
@@ -73,32 +74,25 @@ int isergwctl_merge_patch_add(struct json_object *patch, const char *kv, char *e
 	size_t klen;
 	json_object *v;
 
-	if (!eq) {
-		snprintf(err, errlen, "'%s' is not KEY=VALUE", kv);
-		return -EINVAL;
-	}
+	if (!eq)
+		return gw_errf(err, errlen, -EINVAL, "'%s' is not KEY=VALUE", kv);
 	klen = (size_t)(eq - kv);
-	if (klen == 0 || klen > NAME_MAX_LEN) {
-		snprintf(err, errlen, "'%s': the key must have 1..%u characters", kv, NAME_MAX_LEN);
-		return -EINVAL;
-	}
+	if (klen == 0 || klen > NAME_MAX_LEN)
+		return gw_errf(err, errlen, -EINVAL, "'%s': the key must have 1..%u characters",
+			       kv, NAME_MAX_LEN);
 	memcpy(key, kv, klen);
 	key[klen] = '\0';
 	for (size_t i = 0; i < klen; i++) {
 		if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= 'A' && key[i] <= 'Z') ||
-		      (key[i] >= '0' && key[i] <= '9') || key[i] == '_' || key[i] == '-')) {
-			snprintf(err, errlen, "'%s': a key of letters, digits, '_' and '-' only", key);
-			return -EINVAL;
-		}
+		      (key[i] >= '0' && key[i] <= '9') || key[i] == '_' || key[i] == '-'))
+			return gw_errf(err, errlen, -EINVAL, "'%s': a key of letters, digits, '_' and '-' only",
+				       key);
 	}
-	if (json_object_object_get_ex(patch, key, NULL)) {
-		snprintf(err, errlen, "'%s' given twice", key);
-		return -EINVAL;
-	}
+	if (json_object_object_get_ex(patch, key, NULL))
+		return gw_errf(err, errlen, -EINVAL, "'%s' given twice", key);
 	if (kv_value(eq + 1, &v) || json_object_object_add(patch, key, v)) {
 		json_object_put(v);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -222,8 +216,8 @@ static int path_add(struct isergwctl_rest_req *r, const char *seg, char *err, si
 	r->path[n] = '\0';
 	return 0;
 too_long:
-	snprintf(err, errlen, "the request path would exceed %zu bytes", sizeof(r->path) - 1);
-	return -ENAMETOOLONG;
+	return gw_errf(err, errlen, -ENAMETOOLONG, "the request path would exceed %zu bytes",
+		       sizeof(r->path) - 1);
 }
 
 /* A name operand: printable ASCII, no blank, 1..NAME_MAX_LEN bytes. */
@@ -247,25 +241,18 @@ static int read_json_file(const char *path, json_object **out, char *err, size_t
 	size_t len = 0, n;
 	int rc = 0;
 
-	if (!f) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return rc;
-	}
+	if (!f)
+		return gw_errf(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
 	buf = malloc(FILE_MAX + 1);
 	if (!buf) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out_close;
 	}
 	while ((n = fread(buf + len, 1, FILE_MAX + 1 - len, f)) > 0 && len + n <= FILE_MAX)
 		len += n;
 	if (n > 0 || ferror(f)) {
-		rc = n > 0 ? -EFBIG : -EIO;
-		if (n > 0)
-			snprintf(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
-		else
-			snprintf(err, errlen, "%s: read error", path);
+		rc = n > 0 ? gw_errf(err, errlen, -EFBIG, "%s: larger than %u bytes", path, FILE_MAX) :
+			     gw_errf(err, errlen, -EIO, "%s: read error", path);
 		goto out_free;
 	}
 	buf[len] = '\0';
@@ -273,8 +260,7 @@ static int read_json_file(const char *path, json_object **out, char *err, size_t
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
 		json_object_put(*out);
 		*out = NULL;
-		rc = -EINVAL;
-		snprintf(err, errlen, "%s: not a JSON object", path);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: not a JSON object", path);
 	}
 out_free:
 	free(buf);
@@ -309,10 +295,9 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 	if (strcmp(c->noun, "lun") == 0 && strcmp(v, "create") == 0)
 		snprintf(r->what, sizeof(r->what), "a LUN of %.280s", ops[0]);
 	if (strcmp(c->noun, "lun") == 0 && nops > 1 && strcmp(v, "create") != 0) {
-		if (isergwctl_parse_u32(ops[1], 16383, &lun)) {
-			snprintf(err, errlen, "lun %s: LUN wants a number 0..16383, not '%s'", v, ops[1]);
-			return -EINVAL;
-		}
+		if (isergwctl_parse_u32(ops[1], 16383, &lun))
+			return gw_errf(err, errlen, -EINVAL, "lun %s: LUN wants a number 0..16383, not '%s'",
+				       v, ops[1]);
 		snprintf(r->what, sizeof(r->what), "LUN %u of %.200s", lun, ops[0]);
 	}
 	if (strcmp(c->noun, "target") == 0) {
@@ -360,11 +345,9 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		if (!rc)
 			rc = path_add(r, "portals", err, errlen);
 		if (!rc && nops > 1 && strcmp(v, "create") != 0) {
-			if (isergwctl_parse_u32(ops[1], 65535, &id) || id == 0) {
-				snprintf(err, errlen, "portal %s: ID wants a rel_port_id 1..65535, not '%s'",
-					 v, ops[1]);
-				return -EINVAL;
-			}
+			if (isergwctl_parse_u32(ops[1], 65535, &id) || id == 0)
+				return gw_errf(err, errlen, -EINVAL, "portal %s: ID wants a rel_port_id 1..65535, not '%s'",
+					       v, ops[1]);
 			rc = path_add(r, ops[1], err, errlen);
 			snprintf(r->what, sizeof(r->what), "portal %u of %.200s", id, ops[0]);
 		}
@@ -375,21 +358,17 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 
 		rc = path_add(r, "sessions", err, errlen);
 		if (!rc && nops) {
-			if (isergwctl_parse_u32(ops[0], 65535, &tsih) || tsih == 0) {
-				snprintf(err, errlen, "session %s: TSIH wants a number 1..65535, not '%s'",
-					 v, ops[0]);
-				return -EINVAL;
-			}
+			if (isergwctl_parse_u32(ops[0], 65535, &tsih) || tsih == 0)
+				return gw_errf(err, errlen, -EINVAL, "session %s: TSIH wants a number 1..65535, not '%s'",
+					       v, ops[0]);
 			rc = path_add(r, ops[0], err, errlen);
 			snprintf(r->what, sizeof(r->what), "session %u", tsih);
 			if (!rc && a->grace) {
 				uint32_t g;
 
-				if (isergwctl_parse_u32(a->grace, 3600, &g)) {
-					snprintf(err, errlen, "--grace wants 0..3600 seconds, not '%s'",
-						 a->grace);
-					return -EINVAL;
-				}
+				if (isergwctl_parse_u32(a->grace, 3600, &g))
+					return gw_errf(err, errlen, -EINVAL, "--grace wants 0..3600 seconds, not '%s'",
+						       a->grace);
 				snprintf(r->path + strlen(r->path), sizeof(r->path) - strlen(r->path),
 					 "?grace_s=%u", g);
 			}
@@ -419,8 +398,8 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		if (json_object_object_get_ex(b, "iqn", &iqn) &&
 		    (!json_object_is_type(iqn, json_type_string) ||
 		     strcmp(json_object_get_string(iqn), ops[0]) != 0)) {
-			snprintf(err, errlen, "%s: its \"iqn\" is not %s", a->from_json, ops[0]);
-			rc = -EINVAL;
+			rc = gw_errf(err, errlen, -EINVAL, "%s: its \"iqn\" is not %s",
+				     a->from_json, ops[0]);
 			goto err_put;
 		}
 		if (set_member(b, "iqn", json_object_new_string(ops[0])) ||
@@ -443,8 +422,7 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 		if (a->device_group && set_member(b, "device_group", json_object_new_string(a->device_group)))
 			goto nomem;
 		if (!json_object_object_get_ex(b, "path", NULL)) {
-			snprintf(err, errlen, "lun create needs --path (or a \"path\" in --from-json)");
-			rc = -EINVAL;
+			rc = gw_errf(err, errlen, -EINVAL, "lun create needs --path (or a \"path\" in --from-json)");
 			goto err_put;
 		}
 	} else if (strcmp(c->noun, "acl") == 0 && strcmp(v, "create") == 0) {
@@ -474,8 +452,7 @@ static int build(const struct rest_cmd *c, char **ops, size_t nops, const struct
 	r->body = b;
 	return 0;
 nomem:
-	snprintf(err, errlen, "out of memory");
-	rc = -ENOMEM;
+	rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 err_put:
 	json_object_put(b);
 	return rc;
@@ -507,20 +484,17 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 	int opt;
 
 	memset(r, 0, sizeof(*r));
-	if (argc < 1) {
-		snprintf(err, errlen, "a command is missing");
-		return -EINVAL;
-	}
+	if (argc < 1)
+		return gw_errf(err, errlen, -EINVAL, "a command is missing");
 	pos[npos++] = argv[0];          /* the noun: getopt skips argv[0] */
 	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 1:
-			if (npos == sizeof(pos) / sizeof(pos[0])) {
-				snprintf(err, errlen, "too many operands ('%s')", optarg);
-				return -EINVAL;
-			}
+			if (npos == sizeof(pos) / sizeof(pos[0]))
+				return gw_errf(err, errlen, -EINVAL, "too many operands ('%s')",
+					       optarg);
 			pos[npos++] = optarg;
 			break;
 		case 'j':
@@ -530,11 +504,9 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 			r->help = true;
 			break;
 		case 'm':
-			if (!optarg[0] || strlen(optarg) >= sizeof(r->if_match) || !name_ok(optarg)) {
-				snprintf(err, errlen, "--if-match wants an entity tag (\"gN\" or *), not '%s'",
-					 optarg);
-				return -EINVAL;
-			}
+			if (!optarg[0] || strlen(optarg) >= sizeof(r->if_match) || !name_ok(optarg))
+				return gw_errf(err, errlen, -EINVAL, "--if-match wants an entity tag (\"gN\" or *), not '%s'",
+					       optarg);
 			snprintf(r->if_match, sizeof(r->if_match), "%s", optarg);
 			given |= OPT_IF_MATCH;
 			break;
@@ -555,27 +527,22 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 			given |= OPT_PATH;
 			break;
 		case 'z':
-			if (!optarg[0]) {
-				snprintf(err, errlen, "--size wants bytes or a size with K, M, G, T");
-				return -EINVAL;
-			}
+			if (!optarg[0])
+				return gw_errf(err, errlen, -EINVAL, "--size wants bytes or a size with K, M, G, T");
 			a.size = optarg;
 			given |= OPT_SIZE;
 			break;
 		case 'l':
-			if (isergwctl_parse_u32(optarg, 16383, &a.lun_n)) {
-				snprintf(err, errlen, "--lun wants a number 0..16383, not '%s'", optarg);
-				return -EINVAL;
-			}
+			if (isergwctl_parse_u32(optarg, 16383, &a.lun_n))
+				return gw_errf(err, errlen, -EINVAL, "--lun wants a number 0..16383, not '%s'",
+					       optarg);
 			a.lun = true;
 			given |= OPT_LUN;
 			break;
 		case 'r':
-			if (isergwctl_parse_u32(optarg, 65535, &a.rel_n) || a.rel_n == 0) {
-				snprintf(err, errlen, "--rel-port-id wants a number 1..65535, not '%s'",
-					 optarg);
-				return -EINVAL;
-			}
+			if (isergwctl_parse_u32(optarg, 65535, &a.rel_n) || a.rel_n == 0)
+				return gw_errf(err, errlen, -EINVAL, "--rel-port-id wants a number 1..65535, not '%s'",
+					       optarg);
 			a.rel = true;
 			given |= OPT_REL;
 			break;
@@ -588,72 +555,57 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 			given |= OPT_FORCE;
 			break;
 		case 'd':
-			if (!name_ok(optarg)) {
-				snprintf(err, errlen, "--device-group wants a name, not '%s'", optarg);
-				return -EINVAL;
-			}
+			if (!name_ok(optarg))
+				return gw_errf(err, errlen, -EINVAL, "--device-group wants a name, not '%s'",
+					       optarg);
 			a.device_group = optarg;
 			given |= OPT_DG;
 			break;
 		case ':':
-			snprintf(err, errlen, "%s needs a value", argv[optind - 1]);
-			return -EINVAL;
+			return gw_errf(err, errlen, -EINVAL, "%s needs a value", argv[optind - 1]);
 		default:
 			if (optopt)
-				snprintf(err, errlen, "unknown option '-%c'", optopt);
-			else
-				snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-			return -EINVAL;
+				return gw_errf(err, errlen, -EINVAL, "unknown option '-%c'",
+					       optopt);
+			return gw_errf(err, errlen, -EINVAL, "unknown option '%s'",
+				       argv[optind - 1]);
 		}
 	}
 	for (; optind < argc; optind++) {       /* after "--" */
-		if (npos == sizeof(pos) / sizeof(pos[0])) {
-			snprintf(err, errlen, "too many operands");
-			return -EINVAL;
-		}
+		if (npos == sizeof(pos) / sizeof(pos[0]))
+			return gw_errf(err, errlen, -EINVAL, "too many operands");
 		pos[npos++] = argv[optind];
 	}
 	if (r->help || (npos > 1 && strcmp(pos[1], "help") == 0)) {
 		r->help = true;
 		return 0;
 	}
-	if (npos == 0) {
-		snprintf(err, errlen, "a command is missing");
-		return -EINVAL;
-	}
-	if (npos < 2) {
-		snprintf(err, errlen, "%s needs a verb", pos[0]);
-		return -EINVAL;
-	}
+	if (npos == 0)
+		return gw_errf(err, errlen, -EINVAL, "a command is missing");
+	if (npos < 2)
+		return gw_errf(err, errlen, -EINVAL, "%s needs a verb", pos[0]);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !cmd; i++)
 		if (strcmp(cmds[i].noun, pos[0]) == 0 && strcmp(cmds[i].verb, pos[1]) == 0)
 			cmd = &cmds[i];
-	if (!cmd) {
-		snprintf(err, errlen, "%s: unknown verb '%s'", pos[0], pos[1]);
-		return -EINVAL;
-	}
-	if (npos < words + cmd->nargs) {
-		snprintf(err, errlen, "%s %s needs %s", cmd->noun, cmd->verb, cmd->operands);
-		return -EINVAL;
-	}
-	if (npos > words + cmd->nargs && !cmd->more) {
-		snprintf(err, errlen, "%s %s: unexpected '%s'", cmd->noun, cmd->verb, pos[words + cmd->nargs]);
-		return -EINVAL;
-	}
+	if (!cmd)
+		return gw_errf(err, errlen, -EINVAL, "%s: unknown verb '%s'", pos[0], pos[1]);
+	if (npos < words + cmd->nargs)
+		return gw_errf(err, errlen, -EINVAL, "%s %s needs %s",
+			       cmd->noun, cmd->verb, cmd->operands);
+	if (npos > words + cmd->nargs && !cmd->more)
+		return gw_errf(err, errlen, -EINVAL, "%s %s: unexpected '%s'",
+			       cmd->noun, cmd->verb, pos[words + cmd->nargs]);
 	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
-		if (given & ~cmd->opts & (1u << i)) {
-			snprintf(err, errlen, "%s %s does not take %s", cmd->noun, cmd->verb, opt_names[i]);
-			return -EINVAL;
-		}
+		if (given & ~cmd->opts & (1u << i))
+			return gw_errf(err, errlen, -EINVAL, "%s %s does not take %s",
+				       cmd->noun, cmd->verb, opt_names[i]);
 	/* names: every operand but a file and KEY=VALUEs */
 	for (size_t i = words; i < npos; i++) {
 		bool name = strcmp(cmd->noun, "config") != 0 && !(cmd->more && i >= words + 2);
 
-		if (name && !name_ok(pos[i])) {
-			snprintf(err, errlen, "%s %s: '%s' is not a name (printable, no blank, 1..%u bytes)",
-				 cmd->noun, cmd->verb, pos[i], NAME_MAX_LEN);
-			return -EINVAL;
-		}
+		if (name && !name_ok(pos[i]))
+			return gw_errf(err, errlen, -EINVAL, "%s %s: '%s' is not a name (printable, no blank, 1..%u bytes)",
+				       cmd->noun, cmd->verb, pos[i], NAME_MAX_LEN);
 	}
 	return build(cmd, pos + words, npos - words, &a, r, err, errlen);
 }
