@@ -244,5 +244,17 @@ void isergwctl_table_cell(struct isergwctl_table *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Print the table on f and free it: 0, or -ENOMEM (nothing printed). */
 int isergwctl_table_print(struct isergwctl_table *t, FILE *f);
+/* n header cells. */
+void isergwctl_table_heads(struct isergwctl_table *t, const char *const *heads, size_t n);
+
+/*
+ * The device group tables (cluster status, device-group list): DEVICE
+ * GROUP, OWNER, PREFERRED, FAILBACK, then a column per node with its ALUA
+ * state there, abbreviated by isergwctl_state_abbrev() ("unavail",
+ * "trans"; "?" for none) and '*' for PREF.
+ */
+#define ISERGWCTL_DG_COLS 4u
+void isergwctl_dg_table_init(struct isergwctl_table *t, size_t nnodes);
+const char *isergwctl_state_abbrev(const char *state);
 
 #endif

@@ -465,7 +465,7 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 
 /* ------------------------------------------------------------ tables */
 
-_Static_assert(4 + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
+_Static_assert(ISERGWCTL_DG_COLS + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
 	       "the device group table has a column per node and four more");
 
 /* Print and free the table: 0, or -ENOMEM (nothing printed, said on stderr). */
@@ -488,42 +488,19 @@ static const char *or_dash(const char *s)
 	return s[0] ? s : "-";
 }
 
-/* An ALUA state as the device group table shows it. */
-static const char *state_abbrev(const char *state)
-{
-	static const struct {
-		const char *name, *abbrev;
-	} names[] = {
-		{ "unavailable", "unavail" },
-		{ "transitioning", "trans" },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(state, names[i].name) == 0)
-			return names[i].abbrev;
-	return state[0] ? state : "?";
-}
-
 static int members_table(const Isergw__Ha__ClusterStatus *s)
 {
+	static const char *const heads[] = { "NODE", "ID", "COROSYNC", "AGENT", "SYNCED", "DRAINED",
+					     "APPLIED GEN", "HEARD (ms ago)", "TPG", "DATA PLANE",
+					     "LUNS FAILED" };
 	struct isergwctl_table t;
 
 	if (s->n_members == 0) {
 		printf("no members\n");
 		return 0;
 	}
-	isergwctl_table_init(&t, 11);
-	isergwctl_table_cell(&t, "NODE");
-	isergwctl_table_cell(&t, "ID");
-	isergwctl_table_cell(&t, "COROSYNC");
-	isergwctl_table_cell(&t, "AGENT");
-	isergwctl_table_cell(&t, "SYNCED");
-	isergwctl_table_cell(&t, "DRAINED");
-	isergwctl_table_cell(&t, "APPLIED GEN");
-	isergwctl_table_cell(&t, "HEARD (ms ago)");
-	isergwctl_table_cell(&t, "TPG");
-	isergwctl_table_cell(&t, "DATA PLANE");
-	isergwctl_table_cell(&t, "LUNS FAILED");
+	isergwctl_table_init(&t, sizeof(heads) / sizeof(heads[0]));
+	isergwctl_table_heads(&t, heads, sizeof(heads) / sizeof(heads[0]));
 	for (size_t i = 0; i < s->n_members; i++) {
 		const Isergw__Ha__MemberStatus *m = s->members[i];
 		char groups[256] = "";
@@ -573,11 +550,7 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 		return 0;
 	}
 	(void)node_columns(s, cols, &ncols);      /* at most NODES_MAX: check_status */
-	isergwctl_table_init(&t, 4 + ncols);
-	isergwctl_table_cell(&t, "DEVICE GROUP");
-	isergwctl_table_cell(&t, "OWNER");
-	isergwctl_table_cell(&t, "PREFERRED");
-	isergwctl_table_cell(&t, "FAILBACK");
+	isergwctl_dg_table_init(&t, ncols);
 	for (size_t i = 0; i < ncols; i++)
 		isergwctl_table_cell(&t, "%s", cols[i]);
 	for (size_t g = 0; g < s->n_device_groups; g++) {
@@ -594,7 +567,7 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 				if (strcmp(dg->states[k]->node, cols[i]) == 0)
 					ns = dg->states[k];
 			if (ns)
-				isergwctl_table_cell(&t, "%s%s", state_abbrev(ns->state), ns->pref ? "*" : "");
+				isergwctl_table_cell(&t, "%s%s", isergwctl_state_abbrev(ns->state), ns->pref ? "*" : "");
 			else
 				isergwctl_table_cell(&t, "-");
 		}
@@ -957,6 +930,7 @@ static int cmd_token_revoke(struct cl *c, char **args)
 
 static int cmd_token_list(struct cl *c, char **args)
 {
+	static const char *const heads[] = { "NAME", "ROLE", "CREATED" };
 	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
 	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
 	struct isergwctl_table t;
@@ -988,9 +962,7 @@ static int cmd_token_list(struct cl *c, char **args)
 		isergwctl_print_json(o);
 	} else {
 		isergwctl_table_init(&t, 3);
-		isergwctl_table_cell(&t, "NAME");
-		isergwctl_table_cell(&t, "ROLE");
-		isergwctl_table_cell(&t, "CREATED");
+		isergwctl_table_heads(&t, heads, 3);
 		for (size_t i = 0; i < rep->tokens->n_tokens; i++) {
 			const Isergw__Ha__ApiToken *k = rep->tokens->tokens[i];
 			time_t when = (time_t)k->created;

@@ -177,20 +177,10 @@ static int items_table(FILE *f, json_object *items, const struct table_spec *s)
 	return isergwctl_table_print(&t, f);
 }
 
-/* An ALUA state as the device group table shows it ('*': the PREF bit). */
-static const char *state_abbrev(const char *s)
-{
-	if (strcmp(s, "unavailable") == 0)
-		return "unavail";
-	if (strcmp(s, "transitioning") == 0)
-		return "trans";
-	return s[0] ? s : "?";
-}
-
 /* One row per device group, one column per node (in order of appearance) with its state. */
 static int groups_table(FILE *f, json_object *items)
 {
-	const char *cols[ISERGWCTL_TABLE_COLS_MAX - 4];
+	const char *cols[ISERGWCTL_TABLE_COLS_MAX - ISERGWCTL_DG_COLS];
 	size_t ncols = 0, n = json_object_array_length(items);
 	struct isergwctl_table t;
 
@@ -219,11 +209,7 @@ static int groups_table(FILE *f, json_object *items)
 				cols[ncols++] = json_object_get_string(node);
 		}
 	}
-	isergwctl_table_init(&t, 4 + ncols);
-	isergwctl_table_cell(&t, "DEVICE GROUP");
-	isergwctl_table_cell(&t, "OWNER");
-	isergwctl_table_cell(&t, "PREFERRED");
-	isergwctl_table_cell(&t, "FAILBACK");
+	isergwctl_dg_table_init(&t, ncols);
 	for (size_t c = 0; c < ncols; c++)
 		isergwctl_table_cell(&t, "%s", cols[c]);
 	for (size_t i = 0; i < n; i++) {
@@ -247,7 +233,7 @@ static int groups_table(FILE *f, json_object *items)
 			s = st ? isergwctl_json_member(st, "state", json_type_string) : NULL;
 			pref = st ? isergwctl_json_member(st, "preferred", json_type_boolean) : NULL;
 			if (s)
-				isergwctl_table_cell(&t, "%s%s", state_abbrev(json_object_get_string(s)),
+				isergwctl_table_cell(&t, "%s%s", isergwctl_state_abbrev(json_object_get_string(s)),
 					   pref && json_object_get_boolean(pref) ? "*" : "");
 			else
 				isergwctl_table_cell(&t, "-");
