@@ -177,7 +177,7 @@ int isergwctl_call(struct isergwctl_peer *p, const struct ProtobufCMessage *req,
 		   struct ctl_frame_rx *rx);
 void isergwctl_peer_close(struct isergwctl_peer *p);
 
-/* ------------------------------------------------------------ isergwctl_pbjson.c */
+/* ------------------------------------------------------------ isergwctl_pb.c */
 
 /* A field of a message to show in JSON; a list of them ends with a NULL name. */
 struct isergwctl_jfield {
@@ -197,6 +197,22 @@ void isergwctl_pb_json_add(struct json_object *o, const struct ProtobufCMessage 
 /* The same as a new object. */
 struct json_object *isergwctl_pb_json(const struct ProtobufCMessage *m,
 				      const struct isergwctl_jfield *fields);
+
+struct ProtobufCMessageDescriptor;
+struct ProtobufCFieldDescriptor;
+
+/* A message of type d with every field at its default: malloc'd (free() it), NULL without memory. */
+struct ProtobufCMessage *isergwctl_pb_new(const struct ProtobufCMessageDescriptor *d);
+
+/*
+ * Field f of m set: a string or a message to p (not copied: it must outlive
+ * m's use), a bool or a uint32 to n; a field of a oneof becomes the one set.
+ * 0, or -EINVAL when f is NULL, repeated or of another type.
+ */
+int isergwctl_pb_set(struct ProtobufCMessage *m, const struct ProtobufCFieldDescriptor *f,
+		     const void *p, uint32_t n);
+/* The same for the field called name. */
+int isergwctl_pb_set_name(struct ProtobufCMessage *m, const char *name, const void *p, uint32_t n);
 
 /* ------------------------------------------------------------ isergwctl_util.c */
 

@@ -59,6 +59,20 @@ struct cl {
 	const char *role;       /* --role */
 	char *pos[POS_MAX];     /* command words, then operands */
 	size_t npos;
+	const struct cl_cmd *cmd;       /* the command given */
+};
+
+/*
+ * A change whose request is made of its operands and options alone
+ * (cmd_change): the operation (its message is the type of that field of
+ * ApiRequest), the string fields the operands go to, in order, and a bool
+ * field set true (NULL: none); its timeout_ms is --wait-ms, its force
+ * --force.
+ */
+struct cl_change {
+	Isergw__Ha__ApiRequest__OpCase op;
+	const char *fields[2];
+	const char *flag;
 };
 
 struct cl_cmd {
@@ -68,6 +82,7 @@ struct cl_cmd {
 	unsigned int opts;              /* OPT_* it takes */
 	bool names;                     /* the operands are names: printable text */
 	int (*run)(struct cl *c, char **args);
+	const struct cl_change *change; /* run is cmd_change: how */
 };
 
 static void usage(FILE *f)
@@ -809,41 +824,32 @@ static int cmd_config_apply(struct cl *c, char **args)
 	return rc;
 }
 
-static int drain(struct cl *c, const char *node, bool undrain)
+/* drain, undrain, move, token revoke: the request as c->cmd->change says, its result shown. */
+static int cmd_change(struct cl *c, char **args)
 {
+	const struct cl_change *ch = c->cmd->change;
+	const ProtobufCFieldDescriptor *f;
 	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__Drain d = ISERGW__HA__DRAIN__INIT;
+	ProtobufCMessage *m;
+	int rc;
 
-	d.node = ctl_str(node);
-	d.undrain = undrain;
-	d.force = c->given & OPT_FORCE;
-	d.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
-	req.drain = &d;
-	return run_change(c, &req);
-}
-
-static int cmd_drain(struct cl *c, char **args)
-{
-	return drain(c, args[0], false);
-}
-
-static int cmd_undrain(struct cl *c, char **args)
-{
-	return drain(c, args[0], true);
-}
-
-static int cmd_move(struct cl *c, char **args)
-{
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__Move mv = ISERGW__HA__MOVE__INIT;
-
-	mv.device_group = args[0];
-	mv.node = args[1];
-	mv.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_MOVE;
-	req.move = &mv;
-	return run_change(c, &req);
+	f = protobuf_c_message_descriptor_get_field(&isergw__ha__api_request__descriptor, ch->op);
+	m = isergwctl_pb_new(f->descriptor);
+	if (!m) {
+		fprintf(stderr, "isergwctl: out of memory\n");
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	for (size_t i = 0; i < c->cmd->nargs; i++)
+		(void)isergwctl_pb_set_name(m, ch->fields[i], args[i], 0);
+	if (ch->flag)
+		(void)isergwctl_pb_set_name(m, ch->flag, NULL, 1);
+	if (c->given & OPT_FORCE)
+		(void)isergwctl_pb_set_name(m, "force", NULL, 1);
+	(void)isergwctl_pb_set_name(m, "timeout_ms", NULL, c->wait_ms);
+	(void)isergwctl_pb_set(&req.base, f, m, 0);
+	rc = run_change(c, &req);
+	free(m);
+	return rc;
 }
 
 /* The fencer confirmed NODE fenced (pacemaker's fencing alert calls this). */
@@ -915,19 +921,6 @@ static int cmd_token_add(struct cl *c, char **args)
 	return rc;
 }
 
-static int cmd_token_revoke(struct cl *c, char **args)
-{
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__ChangeToken ct = ISERGW__HA__CHANGE_TOKEN__INIT;
-
-	ct.name = args[0];
-	ct.revoke = true;
-	ct.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN;
-	req.change_token = &ct;
-	return run_change(c, &req);
-}
-
 static int cmd_token_list(struct cl *c, char **args)
 {
 	static const char *const heads[] = { "NAME", "ROLE", "CREATED" };
@@ -981,17 +974,30 @@ static int cmd_token_list(struct cl *c, char **args)
 	return ISERGWCTL_EXIT_OK;
 }
 
+static const struct cl_change drain_change = {
+	ISERGW__HA__API_REQUEST__OP_DRAIN, { "node", NULL }, NULL,
+};
+static const struct cl_change undrain_change = {
+	ISERGW__HA__API_REQUEST__OP_DRAIN, { "node", NULL }, "undrain",
+};
+static const struct cl_change move_change = {
+	ISERGW__HA__API_REQUEST__OP_MOVE, { "device_group", "node" }, NULL,
+};
+static const struct cl_change revoke_change = {
+	ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN, { "name", NULL }, "revoke",
+};
+
 static const struct cl_cmd cmds[] = {
-	{ "status", NULL, 0, "", 0, false, cmd_status },
-	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
-	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply },
-	{ "drain", NULL, 1, "NODE", OPT_WAIT | OPT_FORCE, true, cmd_drain },
-	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
-	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
-	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced },
-	{ "token", "add", 1, "NAME", OPT_ROLE | OPT_WAIT, true, cmd_token_add },
-	{ "token", "list", 0, "", 0, false, cmd_token_list },
-	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_token_revoke },
+	{ "status", NULL, 0, "", 0, false, cmd_status, NULL },
+	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get, NULL },
+	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply, NULL },
+	{ "drain", NULL, 1, "NODE", OPT_WAIT | OPT_FORCE, true, cmd_change, &drain_change },
+	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_change, &undrain_change },
+	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_change, &move_change },
+	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced, NULL },
+	{ "token", "add", 1, "NAME", OPT_ROLE | OPT_WAIT, true, cmd_token_add, NULL },
+	{ "token", "list", 0, "", 0, false, cmd_token_list, NULL },
+	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_change, &revoke_change },
 };
 
 static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms",
@@ -1120,5 +1126,6 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 			return usage_err("%s: operand %zu is not a name (printable text of at most "
 					 "%u bytes)", cmd->word, i - words + 1, NAME_MAX_LEN);
 	}
+	c.cmd = cmd;
 	return cmd->run(&c, c.pos + words);
 }

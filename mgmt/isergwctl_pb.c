@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Protobuf messages as JSON, for isergwctl's --json: every field of a
- * message under its name in the .proto (the cluster commands print the
- * agent's replies so), or the fields a table names, in its order and under
- * its keys (the control socket's commands keep their documents' shape).
- * The JSON numbers and strings are the fields' values as they are.
+ * Protobuf messages through their descriptors, for the commands that are
+ * rows of a table: a request's operation and its fields set by name
+ * (isergwctl_pb_new, isergwctl_pb_set), and a reply as JSON for --json:
+ * every field of a message under its name in the .proto (the cluster
+ * commands print the agent's replies so), or the fields a list names, in
+ * its order and under its keys (the control socket's commands keep their
+ * documents' shape). The JSON numbers and strings are the fields' values as
+ * they are.
  */
+#include <errno.h>
 #include <json-c/json.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "isergwctl.h"
 
@@ -126,4 +131,48 @@ json_object *isergwctl_pb_json(const ProtobufCMessage *m, const struct isergwctl
 
 	isergwctl_pb_json_add(o, m, fields);
 	return o;
+}
+
+/* ------------------------------------------------------------ setting fields */
+
+ProtobufCMessage *isergwctl_pb_new(const ProtobufCMessageDescriptor *d)
+{
+	ProtobufCMessage *m = malloc(d->sizeof_message);
+
+	if (m)
+		protobuf_c_message_init(d, m);
+	return m;
+}
+
+int isergwctl_pb_set(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, const void *p,
+		     uint32_t n)
+{
+	void *member;
+
+	if (!f || f->label == PROTOBUF_C_LABEL_REPEATED)
+		return -EINVAL;
+	member = (char *)m + f->offset;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		memcpy(member, &p, sizeof(p));
+		break;
+	case PROTOBUF_C_TYPE_BOOL:
+		*(protobuf_c_boolean *)member = n != 0;
+		break;
+	case PROTOBUF_C_TYPE_UINT32:
+		*(uint32_t *)member = n;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+		*(uint32_t *)(void *)((char *)m + f->quantifier_offset) = f->id;
+	return 0;
+}
+
+int isergwctl_pb_set_name(ProtobufCMessage *m, const char *name, const void *p, uint32_t n)
+{
+	return isergwctl_pb_set(m, protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name),
+				p, n);
 }
