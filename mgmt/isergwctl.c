@@ -108,14 +108,14 @@ static const struct {
 	const char *word, *sub;
 	int (*run)(struct isergwctl_ctx *x, int argc, char **argv);
 } ctl_cmds[] = {
-	{ "status", NULL, isergwctl_cmd_status },
+	{ "status", NULL, isergwctl_cmd_plain },
 	{ "apply", NULL, isergwctl_cmd_apply },
-	{ "reload", NULL, isergwctl_cmd_reload },
+	{ "reload", NULL, isergwctl_cmd_plain },
 	{ "alua", "set", isergwctl_cmd_alua_set },
 	{ "alua", "show", isergwctl_cmd_alua_show },
 	{ "alua", "map", isergwctl_cmd_alua_map },
 	{ "lease", NULL, isergwctl_cmd_lease },
-	{ "sessions", NULL, isergwctl_cmd_sessions },
+	{ "sessions", NULL, isergwctl_cmd_plain },
 	{ "counters", NULL, isergwctl_cmd_counters },
 	{ "logout", NULL, isergwctl_cmd_logout },
 	{ "watch", NULL, isergwctl_cmd_watch },

@@ -370,7 +370,6 @@ int isergwctl_cmd_lease(struct isergwctl_ctx *x, int argc, char **argv)
 		ISERGWCTL_OPT_END,
 	};
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
-	Isergw__Ctl__GetLease gl = ISERGW__CTL__GET_LEASE__INIT;
 	Isergw__Ctl__RenewLease rl = ISERGW__CTL__RENEW_LEASE__INIT;
 	Isergw__Ctl__StepDown sd = ISERGW__CTL__STEP_DOWN__INIT;
 	const char *sub = "show";
@@ -385,9 +384,7 @@ int isergwctl_cmd_lease(struct isergwctl_ctx *x, int argc, char **argv)
 	if (strcmp(sub, "show") == 0) {
 		if ((rc = isergwctl_json_only_args(x, "lease show", argc, argv)))
 			return rc;
-		req.op_case = ISERGW__CTL__REQUEST__OP_GET_LEASE;
-		req.get_lease = &gl;
-		return isergwctl_run(x, &req, &lease_view, NULL, 0);
+		return isergwctl_run_plain(x, ISERGW__CTL__REQUEST__OP_GET_LEASE, &lease_view);
 	}
 	optind = 1;
 	if (strcmp(sub, "renew") == 0) {

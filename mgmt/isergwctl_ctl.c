@@ -158,6 +158,34 @@ int isergwctl_run(struct isergwctl_ctx *x, const CtlRequest *req, const struct i
 	return rc ? rc : isergwctl_show(x, rep, v, sel);
 }
 
+int isergwctl_call_plain(struct isergwctl_ctx *x, Isergw__Ctl__Request__OpCase op,
+			 const struct isergwctl_ctl_view *v, CtlReply **out)
+{
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(&isergw__ctl__request__descriptor, op);
+	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
+	ProtobufCMessage *m = isergwctl_pb_new(f->descriptor);
+	int rc;
+
+	if (!m) {
+		fprintf(stderr, "isergwctl: out of memory\n");
+		return ISERGWCTL_EXIT_CONNECT;
+	}
+	(void)isergwctl_pb_set(&req.base, f, m, 0);
+	rc = isergwctl_call_view(x, &req, v, out, 0);
+	free(m);
+	return rc;
+}
+
+int isergwctl_run_plain(struct isergwctl_ctx *x, Isergw__Ctl__Request__OpCase op,
+			const struct isergwctl_ctl_view *v)
+{
+	CtlReply *rep;
+	int rc = isergwctl_call_plain(x, op, v, &rep);
+
+	return rc ? rc : isergwctl_show(x, rep, v, NULL);
+}
+
 /* The groups of an ALUA message as a JSON array: tpg_id, state (and pref). */
 json_object *isergwctl_alua_groups_json(Isergw__Ctl__AluaGroupState *const *groups, size_t n,
 					bool with_pref)
@@ -239,22 +267,7 @@ static const struct isergwctl_ctl_view status_view = {
 
 int isergwctl_get_status(struct isergwctl_ctx *x, CtlReply **rep)
 {
-	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
-	Isergw__Ctl__GetStatus gs = ISERGW__CTL__GET_STATUS__INIT;
-
-	req.op_case = ISERGW__CTL__REQUEST__OP_GET_STATUS;
-	req.get_status = &gs;
-	return isergwctl_call_view(x, &req, &status_view, rep, 0);
-}
-
-int isergwctl_cmd_status(struct isergwctl_ctx *x, int argc, char **argv)
-{
-	CtlReply *rep;
-	int rc = isergwctl_json_only_args(x, "status", argc, argv);
-
-	if (!rc)
-		rc = isergwctl_get_status(x, &rep);
-	return rc ? rc : isergwctl_show(x, rep, &status_view, NULL);
+	return isergwctl_call_plain(x, ISERGW__CTL__REQUEST__OP_GET_STATUS, &status_view, rep);
 }
 
 /* ------------------------------------------------------------ apply */
@@ -358,24 +371,6 @@ int isergwctl_cmd_apply(struct isergwctl_ctx *x, int argc, char **argv)
 	return rc;
 }
 
-/*
- * reload: isergwd re-reads the configuration file it was started with, as
- * SIGHUP does, and answers once it is applied or refused (exit 1, the reason
- * printed; the configuration running stays).
- */
-int isergwctl_cmd_reload(struct isergwctl_ctx *x, int argc, char **argv)
-{
-	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
-	Isergw__Ctl__ReloadConfig rl = ISERGW__CTL__RELOAD_CONFIG__INIT;
-	int rc = isergwctl_json_only_args(x, "reload", argc, argv);
-
-	if (rc)
-		return rc;
-	req.op_case = ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG;
-	req.reload_config = &rl;
-	return isergwctl_run(x, &req, &apply_view, NULL, 0);
-}
-
 /* ------------------------------------------------------------ sessions */
 
 /* IoStats in --json: the latency histograms' keys say their buckets are log2. */
@@ -432,17 +427,33 @@ static const struct isergwctl_ctl_view sessions_view = {
 	ISERGW__CTL__REPLY__PAYLOAD_SESSIONS, NULL, true, sessions_json, sessions_table,
 };
 
-int isergwctl_cmd_sessions(struct isergwctl_ctx *x, int argc, char **argv)
-{
-	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
-	Isergw__Ctl__ListSessions ls = ISERGW__CTL__LIST_SESSIONS__INIT;
-	int rc = isergwctl_json_only_args(x, "sessions", argc, argv);
+/*
+ * The commands that take only --json and send an operation without fields:
+ * status, reload (isergwd re-reads the configuration file it was started
+ * with, as SIGHUP does, and answers once it is applied or refused: exit 1,
+ * the reason printed, the configuration running stays) and sessions.
+ */
+static const struct {
+	const char *word;
+	Isergw__Ctl__Request__OpCase op;
+	const struct isergwctl_ctl_view *view;
+} plain_cmds[] = {
+	{ "status", ISERGW__CTL__REQUEST__OP_GET_STATUS, &status_view },
+	{ "reload", ISERGW__CTL__REQUEST__OP_RELOAD_CONFIG, &apply_view },
+	{ "sessions", ISERGW__CTL__REQUEST__OP_LIST_SESSIONS, &sessions_view },
+};
 
-	if (rc)
-		return rc;
-	req.op_case = ISERGW__CTL__REQUEST__OP_LIST_SESSIONS;
-	req.list_sessions = &ls;
-	return isergwctl_run(x, &req, &sessions_view, NULL, 0);
+int isergwctl_cmd_plain(struct isergwctl_ctx *x, int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(plain_cmds) / sizeof(plain_cmds[0]); i++) {
+		int rc;
+
+		if (strcmp(plain_cmds[i].word, argv[0]))
+			continue;
+		rc = isergwctl_json_only_args(x, argv[0], argc, argv);
+		return rc ? rc : isergwctl_run_plain(x, plain_cmds[i].op, plain_cmds[i].view);
+	}
+	return usage_err("unknown command '%s'", argv[0]);
 }
 
 /* ------------------------------------------------------------ counters */

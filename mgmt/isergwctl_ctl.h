@@ -78,14 +78,21 @@ int isergwctl_run(struct isergwctl_ctx *x, const CtlRequest *req, const struct i
 /* The groups of an ALUA message as a JSON array: tpg_id, state (and pref). */
 json_object *isergwctl_alua_groups_json(Isergw__Ctl__AluaGroupState *const *groups, size_t n,
 					bool with_pref);
+/*
+ * The operation op, a message without fields: sent as isergwctl_call_view
+ * does; or sent and shown as isergwctl_run does.
+ */
+int isergwctl_call_plain(struct isergwctl_ctx *x, Isergw__Ctl__Request__OpCase op,
+			 const struct isergwctl_ctl_view *v, CtlReply **out);
+int isergwctl_run_plain(struct isergwctl_ctx *x, Isergw__Ctl__Request__OpCase op,
+			const struct isergwctl_ctl_view *v);
 /* GetStatus: 0 with the reply, or ISERGWCTL_EXIT_*. */
 int isergwctl_get_status(struct isergwctl_ctx *x, CtlReply **rep);
 
 /* The commands (argv[0] the command word): the exit status. */
-int isergwctl_cmd_status(struct isergwctl_ctx *x, int argc, char **argv);
+/* status, reload, sessions: the commands that send an operation without fields. */
+int isergwctl_cmd_plain(struct isergwctl_ctx *x, int argc, char **argv);
 int isergwctl_cmd_apply(struct isergwctl_ctx *x, int argc, char **argv);
-int isergwctl_cmd_reload(struct isergwctl_ctx *x, int argc, char **argv);
-int isergwctl_cmd_sessions(struct isergwctl_ctx *x, int argc, char **argv);
 int isergwctl_cmd_counters(struct isergwctl_ctx *x, int argc, char **argv);
 int isergwctl_cmd_logout(struct isergwctl_ctx *x, int argc, char **argv);
 int isergwctl_cmd_alua_show(struct isergwctl_ctx *x, int argc, char **argv);
