@@ -214,6 +214,14 @@ int isergwctl_pb_set(struct ProtobufCMessage *m, const struct ProtobufCFieldDesc
 /* The same for the field called name. */
 int isergwctl_pb_set_name(struct ProtobufCMessage *m, const char *name, const void *p, uint32_t n);
 
+/*
+ * The message of operation op (the number of a oneof field of req, a
+ * CtlRequest or an ApiRequest), its fields at their defaults, set as req's
+ * operation: malloc'd (free() it after req is sent), or NULL with the
+ * reason on stderr.
+ */
+struct ProtobufCMessage *isergwctl_pb_op_new(struct ProtobufCMessage *req, unsigned int op);
+
 /* ------------------------------------------------------------ isergwctl_util.c */
 
 /*

@@ -828,17 +828,12 @@ static int cmd_config_apply(struct cl *c, char **args)
 static int cmd_change(struct cl *c, char **args)
 {
 	const struct cl_change *ch = c->cmd->change;
-	const ProtobufCFieldDescriptor *f;
 	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	ProtobufCMessage *m;
+	ProtobufCMessage *m = isergwctl_pb_op_new(&req.base, ch->op);
 	int rc;
 
-	f = protobuf_c_message_descriptor_get_field(&isergw__ha__api_request__descriptor, ch->op);
-	m = isergwctl_pb_new(f->descriptor);
-	if (!m) {
-		fprintf(stderr, "isergwctl: out of memory\n");
+	if (!m)
 		return ISERGWCTL_EXIT_CONNECT;
-	}
 	for (size_t i = 0; i < c->cmd->nargs; i++)
 		(void)isergwctl_pb_set_name(m, ch->fields[i], args[i], 0);
 	if (ch->flag)
@@ -846,7 +841,6 @@ static int cmd_change(struct cl *c, char **args)
 	if (c->given & OPT_FORCE)
 		(void)isergwctl_pb_set_name(m, "force", NULL, 1);
 	(void)isergwctl_pb_set_name(m, "timeout_ms", NULL, c->wait_ms);
-	(void)isergwctl_pb_set(&req.base, f, m, 0);
 	rc = run_change(c, &req);
 	free(m);
 	return rc;

@@ -161,18 +161,10 @@ int isergwctl_run(struct isergwctl_ctx *x, const CtlRequest *req, const struct i
 int isergwctl_call_plain(struct isergwctl_ctx *x, Isergw__Ctl__Request__OpCase op,
 			 const struct isergwctl_ctl_view *v, CtlReply **out)
 {
-	const ProtobufCFieldDescriptor *f =
-		protobuf_c_message_descriptor_get_field(&isergw__ctl__request__descriptor, op);
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
-	ProtobufCMessage *m = isergwctl_pb_new(f->descriptor);
-	int rc;
+	ProtobufCMessage *m = isergwctl_pb_op_new(&req.base, op);
+	int rc = m ? isergwctl_call_view(x, &req, v, out, 0) : ISERGWCTL_EXIT_CONNECT;
 
-	if (!m) {
-		fprintf(stderr, "isergwctl: out of memory\n");
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	(void)isergwctl_pb_set(&req.base, f, m, 0);
-	rc = isergwctl_call_view(x, &req, v, out, 0);
 	free(m);
 	return rc;
 }

@@ -176,3 +176,17 @@ int isergwctl_pb_set_name(ProtobufCMessage *m, const char *name, const void *p, 
 	return isergwctl_pb_set(m, protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name),
 				p, n);
 }
+
+ProtobufCMessage *isergwctl_pb_op_new(ProtobufCMessage *req, unsigned int op)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(req->descriptor, op);
+	ProtobufCMessage *m = f && f->type == PROTOBUF_C_TYPE_MESSAGE ? isergwctl_pb_new(f->descriptor) :
+									 NULL;
+
+	if (!m) {
+		fprintf(stderr, "isergwctl: %s\n", f ? "out of memory" : "no such operation");
+		return NULL;
+	}
+	(void)isergwctl_pb_set(req, f, m, 0);
+	return m;
+}
