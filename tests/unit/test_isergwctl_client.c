@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,10 +28,11 @@
 
 #include <cmocka.h>
 
+#include "common/fsutil.h"
 #include "ctl_wire.h"
 #include "isergwctl.h"
 
-/* The peer: answers each of the first 'answers' requests with 'reply', then does 'last'. */
+/* The peer: answers each of the first 'answers' requests with 'reply', then closes. */
 struct peer {
 	char dir[64];
 	char path[108];
@@ -40,74 +42,69 @@ struct peer {
 	const uint8_t *reply;
 	size_t reply_len;
 	int answers;
-	const uint8_t *last;    /* written after the answers, then the connection closed */
-	size_t last_len;
 };
 
+/* A peer listening in a directory of its own; the test fails (setup -1) without one. */
 static int setup(void **state)
 {
+	static const char tmpl[] = "/tmp/isergwctl-client-XXXXXX";
 	struct peer *p = calloc(1, sizeof(*p));
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	assert_non_null(p);
-	snprintf(p->dir, sizeof(p->dir), "/tmp/isergwctl-client-XXXXXX");
-	assert_non_null(mkdtemp(p->dir));
+	*state = p;
+	if (!p)
+		return -1;
+	memcpy(p->dir, tmpl, sizeof(tmpl));
+	p->lfd = -1;
+	if (!mkdtemp(p->dir))
+		return -1;
 	snprintf(p->path, sizeof(p->path), "%s/s.sock", p->dir);
 	memcpy(sa.sun_path, p->path, strlen(p->path) + 1);
 	p->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(p->lfd >= 0);
-	assert_int_equal(bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(p->lfd, 4), 0);
-	*state = p;
-	return 0;
+	return p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(p->lfd, 4) ?
+	       -1 : 0;
 }
 
 static int teardown(void **state)
 {
 	struct peer *p = *state;
 
+	if (!p)
+		return 0;
 	if (p->serving)
 		pthread_join(p->tid, NULL);
-	close(p->lfd);
-	unlink(p->path);
-	rmdir(p->dir);
+	if (p->lfd >= 0)
+		close(p->lfd);
+	/* the socket first: the directory must be empty */
+	(void)(unlink(p->path) + rmdir(p->dir));
 	free(p);
 	return 0;
 }
 
-static void put(int fd, const uint8_t *b, size_t len)
+/* One whole frame read from the (blocking) fd: true, or false at the connection's end. */
+static bool one_frame(int fd)
 {
-	while (len) {
-		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
+	struct ctl_frame_rx rx;
+	int rc;
 
-		if (n <= 0)
-			return;
-		b += n;
-		len -= (size_t)n;
-	}
+	ctl_frame_rx_init(&rx);
+	while ((rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX)) == 0)
+		;
+	ctl_frame_rx_reset(&rx);
+	return rc == 1;
 }
 
 static void *serve(void *arg)
 {
 	struct peer *p = arg;
 	struct pollfd pf = { .fd = p->lfd, .events = POLLIN };
-	struct ctl_frame_rx rx;
-	int fd, rc;
+	int fd;
 
+	/* a client that never comes fails the test, never hangs it */
 	if (poll(&pf, 1, 5000) != 1 || (fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		return NULL;
-	for (int i = 0; i < p->answers; i++) {
-		ctl_frame_rx_init(&rx);
-		do
-			rc = ctl_frame_rx_read(&rx, fd, CTL_FRAME_MAX);
-		while (rc == 0);
-		ctl_frame_rx_reset(&rx);
-		if (rc != 1)
-			break;
-		put(fd, p->reply, p->reply_len);
-	}
-	if (p->last)
-		put(fd, p->last, p->last_len);
+	for (int i = 0; i < p->answers && one_frame(fd); i++)
+		(void)gw_write_all(fd, p->reply, p->reply_len);
 	close(fd);
 	return NULL;
 }
@@ -219,19 +216,27 @@ static void not_read(void **state)
 	free(doc);
 }
 
+/* The peer answers with bytes: the call fails with want at RECV, rx as far as it got. */
+static void bad_reply(struct peer *p, const uint8_t *bytes, size_t len, int want,
+		      struct ctl_frame_rx *rx)
+{
+	struct isergwctl_peer c = { .path = p->path, .fd = -1, .reply_max = CTL_FRAME_MAX };
+
+	p->answers = 1;
+	p->reply = bytes;
+	p->reply_len = len;
+	start(p);
+	assert_int_equal(isergwctl_call(&c, status_req(), 2000, rx), want);
+	assert_int_equal(c.step, ISERGWCTL_STEP_RECV);
+	assert_int_equal(c.fd, -1);
+}
+
 static void closed_inside(void **state)
 {
 	static const uint8_t half[] = { 0, 0, 0, 100, 'a', 'b' };
-	struct peer *p = *state;
-	struct isergwctl_peer c = { .path = p->path, .fd = -1, .reply_max = CTL_FRAME_MAX };
 	struct ctl_frame_rx rx;
 
-	p->answers = 1;
-	p->reply = half;
-	p->reply_len = sizeof(half);
-	start(p);
-	assert_int_equal(isergwctl_call(&c, status_req(), 2000, &rx), -EPIPE);
-	assert_int_equal(c.step, ISERGWCTL_STEP_RECV);
+	bad_reply(*state, half, sizeof(half), -EPIPE, &rx);
 	assert_int_equal(rx.len, 100);
 	assert_int_equal(rx.have, 2);
 	ctl_frame_rx_reset(&rx);
@@ -240,29 +245,20 @@ static void closed_inside(void **state)
 static void too_large(void **state)
 {
 	static const uint8_t big[] = { 0, 0x10, 0, 1 };    /* 1 MiB + 1 */
-	struct peer *p = *state;
-	struct isergwctl_peer c = { .path = p->path, .fd = -1, .reply_max = CTL_FRAME_MAX };
 	struct ctl_frame_rx rx;
 
-	p->answers = 1;
-	p->reply = big;
-	p->reply_len = sizeof(big);
-	start(p);
-	assert_int_equal(isergwctl_call(&c, status_req(), 2000, &rx), -EMSGSIZE);
-	assert_int_equal(c.step, ISERGWCTL_STEP_RECV);
+	bad_reply(*state, big, sizeof(big), -EMSGSIZE, &rx);
+	assert_null(rx.body);
 	ctl_frame_rx_reset(&rx);
 }
+
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(reply_and_reuse, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_socket, setup, teardown),
-		cmocka_unit_test_setup_teardown(path_too_long, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_answer, setup, teardown),
-		cmocka_unit_test_setup_teardown(not_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(closed_inside, setup, teardown),
-		cmocka_unit_test_setup_teardown(too_large, setup, teardown),
+		TEST(reply_and_reuse), TEST(no_socket), TEST(path_too_long), TEST(no_answer),
+		TEST(not_read), TEST(closed_inside), TEST(too_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
