@@ -254,6 +254,32 @@ static int cluster_view(FILE *f, json_object *doc)
 	return items_table(f, members, &nodes_spec);
 }
 
+/* KEY VALUE lines of doc but its array key, then that array as the table s (none: nothing). */
+static int object_and_table(FILE *f, json_object *doc, const char *key, const struct table_spec *s)
+{
+	json_object *arr;
+	int rc = kv_lines(f, doc, key);
+
+	if (rc)
+		return rc;
+	arr = isergwctl_json_member(doc, key, json_type_array);
+	if (!arr || objects(arr))
+		return arr ? -EBADMSG : 0;
+	fprintf(f, "\n");
+	return items_table(f, arr, s);
+}
+
+/* The views that are a list of items, as a table each. */
+static const struct table_spec *const list_specs[] = {
+	[ISERGWCTL_VIEW_TARGETS] = &targets_spec,
+	[ISERGWCTL_VIEW_LUNS] = &luns_spec,
+	[ISERGWCTL_VIEW_NODES] = &nodes_spec,
+	[ISERGWCTL_VIEW_ACLS] = &acls_spec,
+	[ISERGWCTL_VIEW_PORTALS] = &portals_spec,
+	[ISERGWCTL_VIEW_PORT_GROUPS] = &port_groups_spec,
+	[ISERGWCTL_VIEW_SESSIONS] = &sessions_spec,
+};
+
 int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc)
 {
 	json_object *items, *arr;
@@ -261,25 +287,13 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 
 	if (!json_object_is_type(doc, json_type_object))
 		return -EBADMSG;
+	if ((size_t)view < sizeof(list_specs) / sizeof(list_specs[0]) && list_specs[view])
+		return items_of(doc, &items) ?: items_table(f, items, list_specs[view]);
 	switch (view) {
-	case ISERGWCTL_VIEW_TARGETS:
-		return items_of(doc, &items) ?: items_table(f, items, &targets_spec);
-	case ISERGWCTL_VIEW_LUNS:
-		return items_of(doc, &items) ?: items_table(f, items, &luns_spec);
-	case ISERGWCTL_VIEW_NODES:
-		return items_of(doc, &items) ?: items_table(f, items, &nodes_spec);
 	case ISERGWCTL_VIEW_DGS:
 		return items_of(doc, &items) ?: groups_table(f, items);
 	case ISERGWCTL_VIEW_TARGET:
-		if ((rc = kv_lines(f, doc, "luns")))
-			return rc;
-		arr = isergwctl_json_member(doc, "luns", json_type_array);
-		if (!arr)
-			return 0;
-		if (objects(arr))
-			return -EBADMSG;
-		fprintf(f, "\n");
-		return items_table(f, arr, &luns_spec);
+		return object_and_table(f, doc, "luns", &luns_spec);
 	case ISERGWCTL_VIEW_DG:
 		if ((rc = kv_lines(f, doc, "states")))
 			return rc;
@@ -292,22 +306,8 @@ int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object 
 		return rc;
 	case ISERGWCTL_VIEW_CLUSTER:
 		return cluster_view(f, doc);
-	case ISERGWCTL_VIEW_ACLS:
-		return items_of(doc, &items) ?: items_table(f, items, &acls_spec);
-	case ISERGWCTL_VIEW_PORTALS:
-		return items_of(doc, &items) ?: items_table(f, items, &portals_spec);
-	case ISERGWCTL_VIEW_PORT_GROUPS:
-		return items_of(doc, &items) ?: items_table(f, items, &port_groups_spec);
-	case ISERGWCTL_VIEW_SESSIONS:
-		return items_of(doc, &items) ?: items_table(f, items, &sessions_spec);
 	case ISERGWCTL_VIEW_SESSION:
-		if ((rc = kv_lines(f, doc, "connections")))
-			return rc;
-		arr = isergwctl_json_member(doc, "connections", json_type_array);
-		if (!arr || objects(arr))
-			return arr ? -EBADMSG : 0;
-		fprintf(f, "\n");
-		return items_table(f, arr, &connections_spec);
+		return object_and_table(f, doc, "connections", &connections_spec);
 	case ISERGWCTL_VIEW_CONFIG:
 		fprintf(f, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 								  JSON_C_TO_STRING_NOSLASHESCAPE));
