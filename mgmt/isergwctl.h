@@ -207,7 +207,7 @@ struct ProtobufCMessage *isergwctl_pb_new(const struct ProtobufCMessageDescripto
 /*
  * Field f of m set: a string or a message to p (not copied: it must outlive
  * m's use), a bool or a uint32 to n; a field of a oneof becomes the one set.
- * 0, or -EINVAL when f is NULL, repeated or of another type.
+ * 0, or -EINVAL when m or f is NULL, f repeated or of another type.
  */
 int isergwctl_pb_set(struct ProtobufCMessage *m, const struct ProtobufCFieldDescriptor *f,
 		     const void *p, uint32_t n);
@@ -221,6 +221,8 @@ int isergwctl_pb_set_name(struct ProtobufCMessage *m, const char *name, const vo
  * reason on stderr.
  */
 struct ProtobufCMessage *isergwctl_pb_op_new(struct ProtobufCMessage *req, unsigned int op);
+/* The message of req's operation op (req->op_case); NULL if none. */
+struct ProtobufCMessage *isergwctl_pb_op(const struct ProtobufCMessage *req, unsigned int op);
 
 /* ------------------------------------------------------------ isergwctl_util.c */
 

@@ -66,8 +66,8 @@ struct cl {
  * A change whose request is made of its operands and options alone
  * (cmd_change): the operation (its message is the type of that field of
  * ApiRequest), the string fields the operands go to, in order, and a bool
- * field set true (NULL: none); its timeout_ms is --wait-ms, its force
- * --force.
+ * field set true (NULL: none); its force is --force (and its timeout_ms
+ * --wait-ms, as every change's: run_change).
  */
 struct cl_change {
 	Isergw__Ha__ApiRequest__OpCase op;
@@ -732,12 +732,18 @@ static int change_show(const struct cl *c, ApiReply *rep)
 	return rc;
 }
 
-/* Send a change and show its result: an exit status. */
+/*
+ * Send a change, its timeout_ms --wait-ms (how long the agent waits for the
+ * nodes), and show its result: an exit status.
+ */
 static int run_change(struct cl *c, const ApiRequest *req)
 {
 	ApiReply *rep;
-	int rc = ha_request(c, req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
+	int rc;
 
+	(void)isergwctl_pb_set_name(isergwctl_pb_op(&req->base, req->op_case), "timeout_ms", NULL,
+				    c->wait_ms);
+	rc = ha_request(c, req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
 	return rc ? rc : change_show(c, rep);
 }
 
@@ -816,7 +822,6 @@ static int cmd_config_apply(struct cl *c, char **args)
 		return ISERGWCTL_EXIT_USAGE;
 	ac.config_json = doc;
 	ac.base_generation = c->base_gen;
-	ac.timeout_ms = c->wait_ms;
 	req.op_case = ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG;
 	req.apply_config = &ac;
 	rc = run_change(c, &req);
@@ -840,7 +845,6 @@ static int cmd_change(struct cl *c, char **args)
 		(void)isergwctl_pb_set_name(m, ch->flag, NULL, 1);
 	if (c->given & OPT_FORCE)
 		(void)isergwctl_pb_set_name(m, "force", NULL, 1);
-	(void)isergwctl_pb_set_name(m, "timeout_ms", NULL, c->wait_ms);
 	rc = run_change(c, &req);
 	free(m);
 	return rc;

@@ -173,6 +173,8 @@ int isergwctl_pb_set(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, con
 
 int isergwctl_pb_set_name(ProtobufCMessage *m, const char *name, const void *p, uint32_t n)
 {
+	if (!m)
+		return -EINVAL;
 	return isergwctl_pb_set(m, protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name),
 				p, n);
 }
@@ -188,5 +190,16 @@ ProtobufCMessage *isergwctl_pb_op_new(ProtobufCMessage *req, unsigned int op)
 		return NULL;
 	}
 	(void)isergwctl_pb_set(req, f, m, 0);
+	return m;
+}
+
+ProtobufCMessage *isergwctl_pb_op(const ProtobufCMessage *req, unsigned int op)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(req->descriptor, op);
+	ProtobufCMessage *m;
+
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE)
+		return NULL;
+	memcpy(&m, (const char *)req + f->offset, sizeof(m));
 	return m;
 }
