@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What isergwctl's main (isergwctl.c) shares with its command groups kept in
- * files of their own: the exit codes, each group's entry point and the
- * helpers every group uses (isergwctl_util.c).
+ * files of their own: the exit codes, each group's entry point, the pure
+ * half of the REST commands, the one client of the two unix sockets
+ * (isergwctl_client.c), protobuf messages by their descriptors
+ * (isergwctl_pb.c) and the helpers every group uses (isergwctl_util.c).
+ * What only the control socket's commands share is in isergwctl_ctl.h.
  */
 #ifndef ISERGW_ISERGWCTL_H
 #define ISERGW_ISERGWCTL_H
