@@ -998,31 +998,32 @@ static const struct cl_cmd cmds[] = {
 	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_change, &revoke_change },
 };
 
-static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms",
-					 "--force", "--role" };
+/* The options: --ha-socket, --json, --help, then one per OPT_* bit, in the bits' order. */
+#define OPT_FIRST 3
+static const struct option cl_opts[] = {
+	{ "ha-socket", required_argument, NULL, 's' },
+	ISERGWCTL_OPT_JSON,
+	{ "help", no_argument, NULL, 'h' },
+	{ "runtime", no_argument, NULL, 'r' },
+	{ "base-generation", required_argument, NULL, 'b' },
+	{ "wait-ms", required_argument, NULL, 'w' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "role", required_argument, NULL, 'R' },
+	ISERGWCTL_OPT_END,
+};
+#define OPT_BITS (sizeof(cl_opts) / sizeof(cl_opts[0]) - 1 - OPT_FIRST)
 
 /* ------------------------------------------------------------ entry */
 
 /* Options anywhere, operands in order: 0, or the usage error's exit status. */
 static int parse_args(struct cl *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ha-socket", required_argument, NULL, 's' },
-		ISERGWCTL_OPT_JSON,
-		{ "help", no_argument, NULL, 'h' },
-		{ "runtime", no_argument, NULL, 'r' },
-		{ "base-generation", required_argument, NULL, 'b' },
-		{ "wait-ms", required_argument, NULL, 'w' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "role", required_argument, NULL, 'R' },
-		ISERGWCTL_OPT_END,
-	};
-	int opt;
+	int opt, idx = -1;
 
 	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "-:h", cl_opts, &idx)) != -1) {
 		switch (opt) {
 		case 1:
 			if (c->npos == POS_MAX)
@@ -1039,26 +1040,20 @@ static int parse_args(struct cl *c, int argc, char **argv)
 			c->help = true;
 			break;
 		case 'r':
-			c->given |= OPT_RUNTIME;
-			break;
 		case 'f':
-			c->given |= OPT_FORCE;
-			break;
+			break;          /* --runtime, --force: their bit (below) is all */
 		case 'b':
 			if (isergwctl_parse_u64(optarg, &c->base_gen))
 				return usage_err("--base-generation wants a generation number, not '%s'",
 						 optarg);
-			c->given |= OPT_BASE_GEN;
 			break;
 		case 'w':
 			if (isergwctl_parse_u32(optarg, WAIT_MAX_MS, &c->wait_ms))
 				return usage_err("--wait-ms wants 0..%u milliseconds, not '%s'", WAIT_MAX_MS,
 						 optarg);
-			c->given |= OPT_WAIT;
 			break;
 		case 'R':
 			c->role = optarg;
-			c->given |= OPT_ROLE;
 			break;
 		case ':':
 			return usage_err("%s needs a value", argv[optind - 1]);
@@ -1067,6 +1062,10 @@ static int parse_args(struct cl *c, int argc, char **argv)
 				return usage_err("unknown option '-%c'", optopt);
 			return usage_err("unknown option '%s'", argv[optind - 1]);
 		}
+		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
+		if (idx >= OPT_FIRST)
+			c->given |= 1u << (idx - OPT_FIRST);
+		idx = -1;
 	}
 	for (; optind < argc; optind++) {       /* after "--" */
 		if (c->npos == POS_MAX)
@@ -1113,10 +1112,10 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 				 cmd->word2 ? cmd->word2 : "", cmd->operands);
 	if (c.npos > words + cmd->nargs)
 		return usage_err("unexpected '%s'", c.pos[words + cmd->nargs]);
-	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
+	for (size_t i = 0; i < OPT_BITS; i++)
 		if (c.given & ~cmd->opts & (1u << i))
-			return usage_err("%s%s%s does not take %s", cmd->word, cmd->word2 ? " " : "",
-					 cmd->word2 ? cmd->word2 : "", opt_names[i]);
+			return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
+					 cmd->word2 ? cmd->word2 : "", cl_opts[OPT_FIRST + i].name);
 	for (size_t i = words; i < c.npos; i++) {
 		if (!c.pos[i][0])
 			return usage_err("%s: an empty operand", cmd->word);

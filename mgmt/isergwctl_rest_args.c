@@ -113,10 +113,25 @@ enum {
 	OPT_GRACE = 1u << 9,
 	OPT_FORCE = 1u << 10,
 };
-static const char *const opt_names[] = {
-	"--if-match", "--wait", "--alias", "--from-json", "--path", "--size", "--lun", "--device-group",
-	"--rel-port-id", "--grace", "--force",
+/* The options: --json and --help, then one per OPT_* bit, in the bits' order. */
+#define OPT_FIRST 2
+static const struct option rest_opts[] = {
+	ISERGWCTL_OPT_JSON,
+	{ "help", no_argument, NULL, 'h' },
+	{ "if-match", required_argument, NULL, 'm' },
+	{ "wait", no_argument, NULL, 'w' },
+	{ "alias", required_argument, NULL, 'a' },
+	{ "from-json", required_argument, NULL, 'f' },
+	{ "path", required_argument, NULL, 'p' },
+	{ "size", required_argument, NULL, 'z' },
+	{ "lun", required_argument, NULL, 'l' },
+	{ "device-group", required_argument, NULL, 'd' },
+	{ "rel-port-id", required_argument, NULL, 'r' },
+	{ "grace", required_argument, NULL, 'g' },
+	{ "force", no_argument, NULL, 'F' },
+	ISERGWCTL_OPT_END,
 };
+#define OPT_BITS (sizeof(rest_opts) / sizeof(rest_opts[0]) - 1 - OPT_FIRST)
 #define WRITE_OPTS (OPT_IF_MATCH | OPT_WAIT)
 
 struct rest_cmd {
@@ -460,28 +475,12 @@ err_put:
 
 int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
-		ISERGWCTL_OPT_JSON,
-		{ "help", no_argument, NULL, 'h' },
-		{ "if-match", required_argument, NULL, 'm' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "alias", required_argument, NULL, 'a' },
-		{ "from-json", required_argument, NULL, 'f' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "size", required_argument, NULL, 'z' },
-		{ "lun", required_argument, NULL, 'l' },
-		{ "device-group", required_argument, NULL, 'd' },
-		{ "rel-port-id", required_argument, NULL, 'r' },
-		{ "grace", required_argument, NULL, 'g' },
-		{ "force", no_argument, NULL, 'F' },
-		ISERGWCTL_OPT_END,
-	};
 	struct isergwctl_rest_args a = { 0 };
 	char *pos[64];
 	size_t npos = 0, words = 2;
 	unsigned int given = 0;
 	const struct rest_cmd *cmd = NULL;
-	int opt;
+	int opt, idx = -1;
 
 	memset(r, 0, sizeof(*r));
 	if (argc < 1)
@@ -489,7 +488,7 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 	pos[npos++] = argv[0];          /* the noun: getopt skips argv[0] */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "-:h", rest_opts, &idx)) != -1) {
 		switch (opt) {
 		case 1:
 			if (npos == sizeof(pos) / sizeof(pos[0]))
@@ -508,58 +507,47 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 				return gw_errf(err, errlen, -EINVAL, "--if-match wants an entity tag (\"gN\" or *), not '%s'",
 					       optarg);
 			snprintf(r->if_match, sizeof(r->if_match), "%s", optarg);
-			given |= OPT_IF_MATCH;
 			break;
 		case 'w':
 			r->wait = true;
-			given |= OPT_WAIT;
 			break;
 		case 'a':
 			a.alias = optarg;
-			given |= OPT_ALIAS;
 			break;
 		case 'f':
 			a.from_json = optarg;
-			given |= OPT_FROM_JSON;
 			break;
 		case 'p':
 			a.path = optarg;
-			given |= OPT_PATH;
 			break;
 		case 'z':
 			if (!optarg[0])
 				return gw_errf(err, errlen, -EINVAL, "--size wants bytes or a size with K, M, G, T");
 			a.size = optarg;
-			given |= OPT_SIZE;
 			break;
 		case 'l':
 			if (isergwctl_parse_u32(optarg, 16383, &a.lun_n))
 				return gw_errf(err, errlen, -EINVAL, "--lun wants a number 0..16383, not '%s'",
 					       optarg);
 			a.lun = true;
-			given |= OPT_LUN;
 			break;
 		case 'r':
 			if (isergwctl_parse_u32(optarg, 65535, &a.rel_n) || a.rel_n == 0)
 				return gw_errf(err, errlen, -EINVAL, "--rel-port-id wants a number 1..65535, not '%s'",
 					       optarg);
 			a.rel = true;
-			given |= OPT_REL;
 			break;
 		case 'g':
 			a.grace = optarg;
-			given |= OPT_GRACE;
 			break;
 		case 'F':
 			a.force = true;
-			given |= OPT_FORCE;
 			break;
 		case 'd':
 			if (!name_ok(optarg))
 				return gw_errf(err, errlen, -EINVAL, "--device-group wants a name, not '%s'",
 					       optarg);
 			a.device_group = optarg;
-			given |= OPT_DG;
 			break;
 		case ':':
 			return gw_errf(err, errlen, -EINVAL, "%s needs a value", argv[optind - 1]);
@@ -570,6 +558,10 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 			return gw_errf(err, errlen, -EINVAL, "unknown option '%s'",
 				       argv[optind - 1]);
 		}
+		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
+		if (idx >= OPT_FIRST)
+			given |= 1u << (idx - OPT_FIRST);
+		idx = -1;
 	}
 	for (; optind < argc; optind++) {       /* after "--" */
 		if (npos == sizeof(pos) / sizeof(pos[0]))
@@ -595,10 +587,10 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 	if (npos > words + cmd->nargs && !cmd->more)
 		return gw_errf(err, errlen, -EINVAL, "%s %s: unexpected '%s'",
 			       cmd->noun, cmd->verb, pos[words + cmd->nargs]);
-	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
+	for (size_t i = 0; i < OPT_BITS; i++)
 		if (given & ~cmd->opts & (1u << i))
-			return gw_errf(err, errlen, -EINVAL, "%s %s does not take %s",
-				       cmd->noun, cmd->verb, opt_names[i]);
+			return gw_errf(err, errlen, -EINVAL, "%s %s does not take --%s",
+				       cmd->noun, cmd->verb, rest_opts[OPT_FIRST + i].name);
 	/* names: every operand but a file and KEY=VALUEs */
 	for (size_t i = words; i < npos; i++) {
 		bool name = strcmp(cmd->noun, "config") != 0 && !(cmd->more && i >= words + 2);
