@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What isergwctl's main (isergwctl.c) shares with its command groups kept in
- * files of their own: the exit codes, each group's entry point and the
- * helpers every group uses (isergwctl_util.c).
+ * files of their own: the exit codes, each group's entry point, the pure
+ * half of the REST commands, the one client of the two unix sockets
+ * (isergwctl_client.c), protobuf messages by their descriptors
+ * (isergwctl_pb.c) and the helpers every group uses (isergwctl_util.c).
+ * What only the control socket's commands share is in isergwctl_ctl.h.
  */
 #ifndef ISERGW_ISERGWCTL_H
 #define ISERGW_ISERGWCTL_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-
-struct json_object;
 
 /* isergwctl's exit status */
 #define ISERGWCTL_EXIT_OK      0
@@ -134,6 +136,97 @@ int isergwctl_rest_exit(long status);
 /* doc shown as view on f: 0, -EBADMSG when doc does not fit the view, -ENOMEM. */
 int isergwctl_rest_render(FILE *f, enum isergwctl_view view, struct json_object *doc);
 
+/*
+ * One JSON value filling s[0..len) exactly, s[len] being '\0' (which ends a
+ * number at the end): json-c in strict mode (no single quotes, no NaN, no
+ * leading zeros, no trailing commas). NULL when it is not that.
+ */
+struct json_object *isergwctl_json_parse_strict(const char *s, size_t len);
+
+/* Member key of o if it has that type, else NULL (isergwctl_rest_render.c). */
+struct json_object *isergwctl_json_member(struct json_object *o, const char *key, json_type type);
+
+/* ------------------------------------------------------------ isergwctl_client.c */
+
+struct ProtobufCMessage;
+struct ctl_frame_rx;
+
+/* Where a call failed (the caller words it). */
+enum isergwctl_step {
+	ISERGWCTL_STEP_PACK,        /* the request cannot be framed: -EMSGSIZE, -ENOMEM */
+	ISERGWCTL_STEP_PATH,        /* the socket path is too long: -ENAMETOOLONG */
+	ISERGWCTL_STEP_SOCKET,      /* socket(), or making it non-blocking */
+	ISERGWCTL_STEP_CONNECT,
+	ISERGWCTL_STEP_SEND,        /* -ETIMEDOUT: the peer does not read */
+	ISERGWCTL_STEP_RECV,        /* ctl_frame_rx_read's errors, -ETIMEDOUT; rx: how far it got */
+};
+
+/* One of the daemons isergwctl talks to over a unix socket. */
+struct isergwctl_peer {
+	const char *path;
+	int fd;                     /* -1: connect at the next call; kept open for the next one */
+	uint32_t reply_max;         /* the largest reply frame accepted */
+	enum isergwctl_step step;   /* where the last call failed */
+};
+
+/*
+ * Send req to the peer (connecting first when p->fd is -1) and read one
+ * reply frame into rx, all within timeout_ms. 0 with the frame in rx, or a
+ * negative errno with p->step saying where (the connection is closed then).
+ * rx is initialised here; the caller resets it (ctl_frame_rx_reset) either
+ * way. Nothing is printed.
+ */
+int isergwctl_call(struct isergwctl_peer *p, const struct ProtobufCMessage *req, int timeout_ms,
+		   struct ctl_frame_rx *rx);
+void isergwctl_peer_close(struct isergwctl_peer *p);
+
+/* ------------------------------------------------------------ isergwctl_pb.c */
+
+/* A field of a message to show in JSON; a list of them ends with a NULL name. */
+struct isergwctl_jfield {
+	const char *name;                       /* the field's name in the .proto */
+	const char *key;                        /* its JSON key; NULL: the name */
+	const struct isergwctl_jfield *fields;  /* a message field: the fields of it; NULL: all */
+};
+
+/*
+ * m's fields as members of o. fields NULL: every field under its name (a
+ * oneof: the one set; an absent message: null), messages within with all
+ * of theirs. Else the fields listed, in that order (an absent message left
+ * out).
+ */
+void isergwctl_pb_json_add(struct json_object *o, const struct ProtobufCMessage *m,
+			   const struct isergwctl_jfield *fields);
+/* The same as a new object. */
+struct json_object *isergwctl_pb_json(const struct ProtobufCMessage *m,
+				      const struct isergwctl_jfield *fields);
+
+struct ProtobufCMessageDescriptor;
+struct ProtobufCFieldDescriptor;
+
+/* A message of type d with every field at its default: malloc'd (free() it), NULL without memory. */
+struct ProtobufCMessage *isergwctl_pb_new(const struct ProtobufCMessageDescriptor *d);
+
+/*
+ * Field f of m set: a string or a message to p (not copied: it must outlive
+ * m's use), a bool or a uint32 to n; a field of a oneof becomes the one set.
+ * 0, or -EINVAL when m or f is NULL, f repeated or of another type.
+ */
+int isergwctl_pb_set(struct ProtobufCMessage *m, const struct ProtobufCFieldDescriptor *f,
+		     const void *p, uint32_t n);
+/* The same for the field called name. */
+int isergwctl_pb_set_name(struct ProtobufCMessage *m, const char *name, const void *p, uint32_t n);
+
+/*
+ * The message of operation op (the number of a oneof field of req, a
+ * CtlRequest or an ApiRequest), its fields at their defaults, set as req's
+ * operation: malloc'd (free() it after req is sent), or NULL with the
+ * reason on stderr.
+ */
+struct ProtobufCMessage *isergwctl_pb_op_new(struct ProtobufCMessage *req, unsigned int op);
+/* The message of req's operation op (req->op_case); NULL if none. */
+struct ProtobufCMessage *isergwctl_pb_op(const struct ProtobufCMessage *req, unsigned int op);
+
 /* ------------------------------------------------------------ isergwctl_util.c */
 
 /*
@@ -150,6 +243,10 @@ int isergwctl_usage_err(const char *group, const char *fmt, ...)
  */
 int isergwctl_parse_u64(const char *s, uint64_t *out);
 int isergwctl_parse_u32(const char *s, uint32_t max, uint32_t *out);
+
+/* The --json entry every getopt_long table of isergwctl has ('j'), and the end of one. */
+#define ISERGWCTL_OPT_JSON { "json", no_argument, NULL, 'j' }
+#define ISERGWCTL_OPT_END  { NULL, 0, NULL, 0 }
 
 /* CLOCK_MONOTONIC in milliseconds (the clock isergwd's lease is on). */
 int64_t isergwctl_now_ms(void);
@@ -176,5 +273,17 @@ void isergwctl_table_cell(struct isergwctl_table *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Print the table on f and free it: 0, or -ENOMEM (nothing printed). */
 int isergwctl_table_print(struct isergwctl_table *t, FILE *f);
+/* n header cells. */
+void isergwctl_table_heads(struct isergwctl_table *t, const char *const *heads, size_t n);
+
+/*
+ * The device group tables (cluster status, device-group list): DEVICE
+ * GROUP, OWNER, PREFERRED, FAILBACK, then a column per node with its ALUA
+ * state there, abbreviated by isergwctl_state_abbrev() ("unavail",
+ * "trans"; "?" for none) and '*' for PREF.
+ */
+#define ISERGWCTL_DG_COLS 4u
+void isergwctl_dg_table_init(struct isergwctl_table *t, size_t nnodes);
+const char *isergwctl_state_abbrev(const char *state);
 
 #endif

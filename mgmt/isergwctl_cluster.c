@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +59,20 @@ struct cl {
 	const char *role;       /* --role */
 	char *pos[POS_MAX];     /* command words, then operands */
 	size_t npos;
+	const struct cl_cmd *cmd;       /* the command given */
+};
+
+/*
+ * A change whose request is made of its operands and options alone
+ * (cmd_change): the operation (its message is the type of that field of
+ * ApiRequest), the string fields the operands go to, in order, and a bool
+ * field set true (NULL: none); its force is --force (and its timeout_ms
+ * --wait-ms, as every change's: run_change).
+ */
+struct cl_change {
+	Isergw__Ha__ApiRequest__OpCase op;
+	const char *fields[2];
+	const char *flag;
 };
 
 struct cl_cmd {
@@ -70,6 +82,7 @@ struct cl_cmd {
 	unsigned int opts;              /* OPT_* it takes */
 	bool names;                     /* the operands are names: printable text */
 	int (*run)(struct cl *c, char **args);
+	const struct cl_change *change; /* run is cmd_change: how */
 };
 
 static void usage(FILE *f)
@@ -137,102 +150,46 @@ static void usage(FILE *f)
 
 /* ------------------------------------------------------------ talking */
 
-static int left_ms(int64_t deadline)
+/* What a call that failed with rc (at p->step) means, on stderr. */
+static void say_failed(const struct isergwctl_peer *p, int rc, const struct ctl_frame_rx *rx,
+		       int timeout_ms)
 {
-	int64_t left = deadline - isergwctl_now_ms();
+	char why[256];
 
-	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
-}
-
-/* Wait until fd is ready for events: 0, -ETIMEDOUT at the deadline, or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int rc = poll(&p, 1, left_ms(deadline));
-
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return -errno;
-		return rc == 0 ? -ETIMEDOUT : 0;
+	switch (p->step) {
+	case ISERGWCTL_STEP_PACK:
+	case ISERGWCTL_STEP_PATH:
+		fprintf(stderr, "isergwctl: %s\n", strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_SOCKET:
+		fprintf(stderr, "isergwctl: socket: %s\n", strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_CONNECT:
+		fprintf(stderr, "isergwctl: cannot connect to %s: %s%s\n", p->path, strerror(-rc),
+			rc == -ENOENT || rc == -ECONNREFUSED ? " (is isergw-ha running?)" :
+			rc == -EACCES ? " (the agent's socket is for root only)" : "");
+		return;
+	case ISERGWCTL_STEP_SEND:
+		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", p->path,
+			rc == -ETIMEDOUT ? "the agent does not read" : strerror(-rc));
+		return;
+	case ISERGWCTL_STEP_RECV:
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %d ms", timeout_ms);
+		else if (rc == -ENOTCONN)
+			snprintf(why, sizeof(why), "the agent closed the connection without answering");
+		else if (rc == -EPIPE)
+			snprintf(why, sizeof(why), "the connection ended inside the reply (%u of %u bytes)",
+				 rx->hdr_have < CTL_FRAME_HDR ? rx->hdr_have : CTL_FRAME_HDR + rx->have,
+				 rx->hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR : CTL_FRAME_HDR + rx->len);
+		else if (rc == -EMSGSIZE)
+			snprintf(why, sizeof(why), "a reply of %u bytes, above the maximum of %u", rx->len,
+				 CTL_FRAME_MAX);
+		else
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		fprintf(stderr, "isergwctl: %s: %s\n", p->path, why);
+		return;
 	}
-}
-
-static int send_all(int fd, const uint8_t *p, size_t len, int64_t deadline)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		int rc;
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		if ((rc = wait_fd(fd, POLLOUT, deadline)))
-			return rc;
-	}
-	return 0;
-}
-
-/* One whole frame into rx: 0, or ctl_frame_rx_read's errors, -ETIMEDOUT. */
-static int recv_frame(int fd, struct ctl_frame_rx *rx, int64_t deadline)
-{
-	for (;;) {
-		int rc = ctl_frame_rx_read(rx, fd, CTL_FRAME_MAX);
-
-		if (rc)
-			return rc < 0 ? rc : 0;
-		if ((rc = wait_fd(fd, POLLIN, deadline)))
-			return rc;
-	}
-}
-
-/*
- * A connected, non-blocking socket in *fd (the waiting is done in poll, so
- * that a peer stalling inside a frame cannot outlast the deadline), or an
- * exit status with the reason printed.
- */
-static int ha_connect(const struct cl *c, int64_t deadline, int *fdp)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t plen = strlen(c->socket);
-	int ms = left_ms(deadline) > 0 ? left_ms(deadline) : 1;    /* SO_SNDTIMEO 0: no limit */
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-	int fd, flags, err;
-
-	if (plen == 0 || plen >= sizeof(sa.sun_path))
-		return usage_err("--ha-socket: '%s' is not a socket path (1..%zu bytes)", c->socket,
-				 sizeof(sa.sun_path) - 1);
-	memcpy(sa.sun_path, c->socket, plen + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fprintf(stderr, "isergwctl: socket: %s\n", strerror(errno));
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	/* connect waits while the agent's backlog is full: at most until the deadline */
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
-		fprintf(stderr, "isergwctl: cannot connect to %s: %s%s\n", c->socket, strerror(err),
-			err == ENOENT || err == ECONNREFUSED ? " (is isergw-ha running?)" :
-			err == EACCES ? " (the agent's socket is for root only)" : "");
-		close(fd);
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, strerror(errno));
-		close(fd);
-		return ISERGWCTL_EXIT_CONNECT;
-	}
-	*fdp = fd;
-	return 0;
 }
 
 /* ------------------------------------------------------------ checking a reply */
@@ -463,57 +420,33 @@ static int reply_decode(const uint8_t *buf, size_t len, ApiReply **out, char *er
  */
 static int ha_call(const struct cl *c, const ApiRequest *req, uint32_t extra_ms, ApiReply **out)
 {
-	int64_t deadline = isergwctl_now_ms() + c->timeout_ms + extra_ms;
+	struct isergwctl_peer peer = { .path = c->socket, .fd = -1, .reply_max = CTL_FRAME_MAX };
+	int timeout_ms = c->timeout_ms + (int)extra_ms;
 	struct ctl_frame_rx rx;
 	char why[512];
-	uint8_t *buf;
-	size_t len;
-	int fd = -1, rc;
+	int rc;
 
-	rc = ctl_frame_pack(&req->base, &buf, &len);
-	if (rc == -EMSGSIZE)
-		return usage_err("the request is larger than a frame may be (%u bytes)", CTL_FRAME_MAX);
-	if (rc) {
-		fprintf(stderr, "isergwctl: %s\n", strerror(-rc));
-		return ISERGWCTL_EXIT_CONNECT;
+	if (c->socket[0]) {
+		rc = isergwctl_call(&peer, &req->base, timeout_ms, &rx);
+	} else {
+		ctl_frame_rx_init(&rx);
+		peer.step = ISERGWCTL_STEP_PATH;
+		rc = -ENAMETOOLONG;
 	}
-	rc = ha_connect(c, deadline, &fd);
-	if (rc)
-		goto out_free;
-	rc = send_all(fd, buf, len, deadline);
-	if (rc) {
-		fprintf(stderr, "isergwctl: cannot send to %s: %s\n", c->socket,
-			rc == -ETIMEDOUT ? "the agent does not read" : strerror(-rc));
-		rc = ISERGWCTL_EXIT_CONNECT;
-		goto out_close;
-	}
-	ctl_frame_rx_init(&rx);
-	rc = recv_frame(fd, &rx, deadline);
-	if (rc == 0 && (rc = reply_decode(rx.body, rx.len, out, why, sizeof(why)))) {
+	if (rc == -EMSGSIZE && peer.step == ISERGWCTL_STEP_PACK)
+		rc = usage_err("the request is larger than a frame may be (%u bytes)", CTL_FRAME_MAX);
+	else if (rc == -ENAMETOOLONG && peer.step == ISERGWCTL_STEP_PATH)
+		rc = usage_err("--ha-socket: '%s' is not a socket path (1..%zu bytes)", c->socket,
+			       sizeof((struct sockaddr_un){ 0 }.sun_path) - 1);
+	else if (rc == 0 && (rc = reply_decode(rx.body, rx.len, out, why, sizeof(why)))) {
 		fprintf(stderr, "isergwctl: garbled reply from %s: %s\n", c->socket, why);
-	} else if (rc) {
-		if (rc == -ETIMEDOUT)
-			snprintf(why, sizeof(why), "no answer within %d ms", c->timeout_ms + (int)extra_ms);
-		else if (rc == -ENOTCONN)
-			snprintf(why, sizeof(why), "the agent closed the connection without answering");
-		else if (rc == -EPIPE)
-			snprintf(why, sizeof(why), "the connection ended inside the reply (%u of %u bytes)",
-				 rx.hdr_have < CTL_FRAME_HDR ? rx.hdr_have : CTL_FRAME_HDR + rx.have,
-				 rx.hdr_have < CTL_FRAME_HDR ? CTL_FRAME_HDR : CTL_FRAME_HDR + rx.len);
-		else if (rc == -EMSGSIZE)
-			snprintf(why, sizeof(why), "a reply of %u bytes, above the maximum of %u", rx.len,
-				 CTL_FRAME_MAX);
-		else
-			snprintf(why, sizeof(why), "%s", strerror(-rc));
-		fprintf(stderr, "isergwctl: %s: %s\n", c->socket, why);
-	}
-	if (rc)
 		rc = ISERGWCTL_EXIT_CONNECT;
+	} else if (rc) {
+		say_failed(&peer, rc, &rx, timeout_ms);
+		rc = ISERGWCTL_EXIT_CONNECT;
+	}
 	ctl_frame_rx_reset(&rx);
-out_close:
-	close(fd);
-out_free:
-	free(buf);
+	isergwctl_peer_close(&peer);
 	return rc;
 }
 
@@ -545,100 +478,9 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 	return 0;
 }
 
-/* ------------------------------------------------------------ JSON */
-
-static json_object *msg_json(const ProtobufCMessage *m);
-
-/* Element k of a field's value(s) at p, as JSON. */
-static json_object *value_json(const ProtobufCFieldDescriptor *f, const void *p, size_t k)
-{
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_BOOL:
-		return json_object_new_boolean(((const protobuf_c_boolean *)p)[k]);
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_SINT32:
-	case PROTOBUF_C_TYPE_SFIXED32:
-		return json_object_new_int(((const int32_t *)p)[k]);
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_FIXED32:
-		return json_object_new_int64(((const uint32_t *)p)[k]);
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-		return json_object_new_int64(((const int64_t *)p)[k]);
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return json_object_new_uint64(((const uint64_t *)p)[k]);
-	case PROTOBUF_C_TYPE_FLOAT:
-		return json_object_new_double(((const float *)p)[k]);
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return json_object_new_double(((const double *)p)[k]);
-	case PROTOBUF_C_TYPE_ENUM: {
-		int v = ((const int *)p)[k];
-		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, v);
-
-		return ev ? json_object_new_string(ev->name) : json_object_new_int(v);
-	}
-	case PROTOBUF_C_TYPE_STRING: {
-		const char *s = ((const char *const *)p)[k];
-
-		return json_object_new_string(s ? s : "");
-	}
-	case PROTOBUF_C_TYPE_BYTES: {
-		const ProtobufCBinaryData *b = &((const ProtobufCBinaryData *)p)[k];
-		char *hex = malloc(2 * b->len + 1);
-		json_object *o;
-
-		if (!hex)
-			return NULL;
-		for (size_t i = 0; i < b->len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", b->data[i]);
-		hex[2 * b->len] = '\0';
-		o = json_object_new_string(hex);
-		free(hex);
-		return o;
-	}
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		const ProtobufCMessage *sub = ((const ProtobufCMessage *const *)p)[k];
-
-		return sub ? msg_json(sub) : NULL;
-	}
-	}
-	return NULL;
-}
-
-/* m as a JSON object, every field under its name in the .proto (oneofs: the one set). */
-static json_object *msg_json(const ProtobufCMessage *m)
-{
-	const ProtobufCMessageDescriptor *d = m->descriptor;
-	const char *base = (const char *)m;
-	json_object *o = json_object_new_object();
-
-	for (unsigned int i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		const void *member = base + f->offset;
-
-		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-		    *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
-			continue;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
-			json_object *arr = json_object_new_array();
-
-			member = *(const void *const *)member;
-			for (size_t k = 0; k < n; k++)
-				json_object_array_add(arr, value_json(f, member, k));
-			json_object_object_add(o, f->name, arr);
-		} else {
-			json_object_object_add(o, f->name, value_json(f, member, 0));
-		}
-	}
-	return o;
-}
-
 /* ------------------------------------------------------------ tables */
 
-_Static_assert(4 + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
+_Static_assert(ISERGWCTL_DG_COLS + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
 	       "the device group table has a column per node and four more");
 
 /* Print and free the table: 0, or -ENOMEM (nothing printed, said on stderr). */
@@ -661,42 +503,19 @@ static const char *or_dash(const char *s)
 	return s[0] ? s : "-";
 }
 
-/* An ALUA state as the device group table shows it. */
-static const char *state_abbrev(const char *state)
-{
-	static const struct {
-		const char *name, *abbrev;
-	} names[] = {
-		{ "unavailable", "unavail" },
-		{ "transitioning", "trans" },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(state, names[i].name) == 0)
-			return names[i].abbrev;
-	return state[0] ? state : "?";
-}
-
 static int members_table(const Isergw__Ha__ClusterStatus *s)
 {
+	static const char *const heads[] = { "NODE", "ID", "COROSYNC", "AGENT", "SYNCED", "DRAINED",
+					     "APPLIED GEN", "HEARD (ms ago)", "TPG", "DATA PLANE",
+					     "LUNS FAILED" };
 	struct isergwctl_table t;
 
 	if (s->n_members == 0) {
 		printf("no members\n");
 		return 0;
 	}
-	isergwctl_table_init(&t, 11);
-	isergwctl_table_cell(&t, "NODE");
-	isergwctl_table_cell(&t, "ID");
-	isergwctl_table_cell(&t, "COROSYNC");
-	isergwctl_table_cell(&t, "AGENT");
-	isergwctl_table_cell(&t, "SYNCED");
-	isergwctl_table_cell(&t, "DRAINED");
-	isergwctl_table_cell(&t, "APPLIED GEN");
-	isergwctl_table_cell(&t, "HEARD (ms ago)");
-	isergwctl_table_cell(&t, "TPG");
-	isergwctl_table_cell(&t, "DATA PLANE");
-	isergwctl_table_cell(&t, "LUNS FAILED");
+	isergwctl_table_init(&t, sizeof(heads) / sizeof(heads[0]));
+	isergwctl_table_heads(&t, heads, sizeof(heads) / sizeof(heads[0]));
 	for (size_t i = 0; i < s->n_members; i++) {
 		const Isergw__Ha__MemberStatus *m = s->members[i];
 		char groups[256] = "";
@@ -746,11 +565,7 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 		return 0;
 	}
 	(void)node_columns(s, cols, &ncols);      /* at most NODES_MAX: check_status */
-	isergwctl_table_init(&t, 4 + ncols);
-	isergwctl_table_cell(&t, "DEVICE GROUP");
-	isergwctl_table_cell(&t, "OWNER");
-	isergwctl_table_cell(&t, "PREFERRED");
-	isergwctl_table_cell(&t, "FAILBACK");
+	isergwctl_dg_table_init(&t, ncols);
 	for (size_t i = 0; i < ncols; i++)
 		isergwctl_table_cell(&t, "%s", cols[i]);
 	for (size_t g = 0; g < s->n_device_groups; g++) {
@@ -767,7 +582,7 @@ static int groups_table(const Isergw__Ha__ClusterStatus *s)
 				if (strcmp(dg->states[k]->node, cols[i]) == 0)
 					ns = dg->states[k];
 			if (ns)
-				isergwctl_table_cell(&t, "%s%s", state_abbrev(ns->state), ns->pref ? "*" : "");
+				isergwctl_table_cell(&t, "%s%s", isergwctl_state_abbrev(ns->state), ns->pref ? "*" : "");
 			else
 				isergwctl_table_cell(&t, "-");
 		}
@@ -814,7 +629,7 @@ static int cmd_status(struct cl *c, char **args)
 	if (rc)
 		return rc;
 	if (c->json)
-		isergwctl_print_json(msg_json(&rep->cluster_status->base));
+		isergwctl_print_json(isergwctl_pb_json(&rep->cluster_status->base, NULL));
 	else if (status_table(rep->cluster_status))
 		rc = ISERGWCTL_EXIT_CONNECT;
 	isergw__ha__api_reply__free_unpacked(rep, NULL);
@@ -891,7 +706,7 @@ static int change_show(const struct cl *c, ApiReply *rep)
 		return ISERGWCTL_EXIT_REFUSED;
 	}
 	if (c->json) {
-		isergwctl_print_json(msg_json(&r->base));
+		isergwctl_print_json(isergwctl_pb_json(&r->base, NULL));
 	} else {
 		if (r->changed) {
 			printf("generation %llu applied by", (unsigned long long)r->generation);
@@ -917,12 +732,18 @@ static int change_show(const struct cl *c, ApiReply *rep)
 	return rc;
 }
 
-/* Send a change and show its result: an exit status. */
+/*
+ * Send a change, its timeout_ms --wait-ms (how long the agent waits for the
+ * nodes), and show its result: an exit status.
+ */
 static int run_change(struct cl *c, const ApiRequest *req)
 {
 	ApiReply *rep;
-	int rc = ha_request(c, req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
+	int rc;
 
+	(void)isergwctl_pb_set_name(isergwctl_pb_op(&req->base, req->op_case), "timeout_ms", NULL,
+				    c->wait_ms);
+	rc = ha_request(c, req, c->wait_ms, ISERGW__HA__API_REPLY__PAYLOAD_CHANGE, true, &rep);
 	return rc ? rc : change_show(c, rep);
 }
 
@@ -1001,7 +822,6 @@ static int cmd_config_apply(struct cl *c, char **args)
 		return ISERGWCTL_EXIT_USAGE;
 	ac.config_json = doc;
 	ac.base_generation = c->base_gen;
-	ac.timeout_ms = c->wait_ms;
 	req.op_case = ISERGW__HA__API_REQUEST__OP_APPLY_CONFIG;
 	req.apply_config = &ac;
 	rc = run_change(c, &req);
@@ -1009,41 +829,25 @@ static int cmd_config_apply(struct cl *c, char **args)
 	return rc;
 }
 
-static int drain(struct cl *c, const char *node, bool undrain)
+/* drain, undrain, move, token revoke: the request as c->cmd->change says, its result shown. */
+static int cmd_change(struct cl *c, char **args)
 {
+	const struct cl_change *ch = c->cmd->change;
 	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__Drain d = ISERGW__HA__DRAIN__INIT;
+	ProtobufCMessage *m = isergwctl_pb_op_new(&req.base, ch->op);
+	int rc;
 
-	d.node = ctl_str(node);
-	d.undrain = undrain;
-	d.force = c->given & OPT_FORCE;
-	d.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_DRAIN;
-	req.drain = &d;
-	return run_change(c, &req);
-}
-
-static int cmd_drain(struct cl *c, char **args)
-{
-	return drain(c, args[0], false);
-}
-
-static int cmd_undrain(struct cl *c, char **args)
-{
-	return drain(c, args[0], true);
-}
-
-static int cmd_move(struct cl *c, char **args)
-{
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__Move mv = ISERGW__HA__MOVE__INIT;
-
-	mv.device_group = args[0];
-	mv.node = args[1];
-	mv.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_MOVE;
-	req.move = &mv;
-	return run_change(c, &req);
+	if (!m)
+		return ISERGWCTL_EXIT_CONNECT;
+	for (size_t i = 0; i < c->cmd->nargs; i++)
+		(void)isergwctl_pb_set_name(m, ch->fields[i], args[i], 0);
+	if (ch->flag)
+		(void)isergwctl_pb_set_name(m, ch->flag, NULL, 1);
+	if (c->given & OPT_FORCE)
+		(void)isergwctl_pb_set_name(m, "force", NULL, 1);
+	rc = run_change(c, &req);
+	free(m);
+	return rc;
 }
 
 /* The fencer confirmed NODE fenced (pacemaker's fencing alert calls this). */
@@ -1096,7 +900,7 @@ static int cmd_token_add(struct cl *c, char **args)
 	if (rep->payload_case != ISERGW__HA__API_REPLY__PAYLOAD_CHANGE || !r->token[0])
 		return change_show(c, rep);
 	if (c->json) {
-		isergwctl_print_json(msg_json(&r->base));
+		isergwctl_print_json(isergwctl_pb_json(&r->base, NULL));
 	} else {
 		printf("%s\n", r->token);
 		fflush(stdout);
@@ -1115,21 +919,9 @@ static int cmd_token_add(struct cl *c, char **args)
 	return rc;
 }
 
-static int cmd_token_revoke(struct cl *c, char **args)
-{
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__ChangeToken ct = ISERGW__HA__CHANGE_TOKEN__INIT;
-
-	ct.name = args[0];
-	ct.revoke = true;
-	ct.timeout_ms = c->wait_ms;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN;
-	req.change_token = &ct;
-	return run_change(c, &req);
-}
-
 static int cmd_token_list(struct cl *c, char **args)
 {
+	static const char *const heads[] = { "NAME", "ROLE", "CREATED" };
 	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
 	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
 	struct isergwctl_table t;
@@ -1161,9 +953,7 @@ static int cmd_token_list(struct cl *c, char **args)
 		isergwctl_print_json(o);
 	} else {
 		isergwctl_table_init(&t, 3);
-		isergwctl_table_cell(&t, "NAME");
-		isergwctl_table_cell(&t, "ROLE");
-		isergwctl_table_cell(&t, "CREATED");
+		isergwctl_table_heads(&t, heads, 3);
 		for (size_t i = 0; i < rep->tokens->n_tokens; i++) {
 			const Isergw__Ha__ApiToken *k = rep->tokens->tokens[i];
 			time_t when = (time_t)k->created;
@@ -1182,44 +972,58 @@ static int cmd_token_list(struct cl *c, char **args)
 	return ISERGWCTL_EXIT_OK;
 }
 
-static const struct cl_cmd cmds[] = {
-	{ "status", NULL, 0, "", 0, false, cmd_status },
-	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get },
-	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply },
-	{ "drain", NULL, 1, "NODE", OPT_WAIT | OPT_FORCE, true, cmd_drain },
-	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_undrain },
-	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_move },
-	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced },
-	{ "token", "add", 1, "NAME", OPT_ROLE | OPT_WAIT, true, cmd_token_add },
-	{ "token", "list", 0, "", 0, false, cmd_token_list },
-	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_token_revoke },
+static const struct cl_change drain_change = {
+	ISERGW__HA__API_REQUEST__OP_DRAIN, { "node", NULL }, NULL,
+};
+static const struct cl_change undrain_change = {
+	ISERGW__HA__API_REQUEST__OP_DRAIN, { "node", NULL }, "undrain",
+};
+static const struct cl_change move_change = {
+	ISERGW__HA__API_REQUEST__OP_MOVE, { "device_group", "node" }, NULL,
+};
+static const struct cl_change revoke_change = {
+	ISERGW__HA__API_REQUEST__OP_CHANGE_TOKEN, { "name", NULL }, "revoke",
 };
 
-static const char *const opt_names[] = { "--runtime", "--base-generation", "--wait-ms",
-					 "--force", "--role" };
+static const struct cl_cmd cmds[] = {
+	{ "status", NULL, 0, "", 0, false, cmd_status, NULL },
+	{ "config", "get", 0, "", OPT_RUNTIME, false, cmd_config_get, NULL },
+	{ "config", "apply", 1, "FILE", OPT_BASE_GEN | OPT_WAIT, false, cmd_config_apply, NULL },
+	{ "drain", NULL, 1, "NODE", OPT_WAIT | OPT_FORCE, true, cmd_change, &drain_change },
+	{ "undrain", NULL, 1, "NODE", OPT_WAIT, true, cmd_change, &undrain_change },
+	{ "move", NULL, 2, "DEVICE_GROUP NODE", OPT_WAIT, true, cmd_change, &move_change },
+	{ "fenced", NULL, 1, "NODE", 0, true, cmd_fenced, NULL },
+	{ "token", "add", 1, "NAME", OPT_ROLE | OPT_WAIT, true, cmd_token_add, NULL },
+	{ "token", "list", 0, "", 0, false, cmd_token_list, NULL },
+	{ "token", "revoke", 1, "NAME", OPT_WAIT, true, cmd_change, &revoke_change },
+};
+
+/* The options: --ha-socket, --json, --help, then one per OPT_* bit, in the bits' order. */
+#define OPT_FIRST 3
+static const struct option cl_opts[] = {
+	{ "ha-socket", required_argument, NULL, 's' },
+	ISERGWCTL_OPT_JSON,
+	{ "help", no_argument, NULL, 'h' },
+	{ "runtime", no_argument, NULL, 'r' },
+	{ "base-generation", required_argument, NULL, 'b' },
+	{ "wait-ms", required_argument, NULL, 'w' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "role", required_argument, NULL, 'R' },
+	ISERGWCTL_OPT_END,
+};
+#define OPT_BITS (sizeof(cl_opts) / sizeof(cl_opts[0]) - 1 - OPT_FIRST)
 
 /* ------------------------------------------------------------ entry */
 
 /* Options anywhere, operands in order: 0, or the usage error's exit status. */
 static int parse_args(struct cl *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ha-socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "runtime", no_argument, NULL, 'r' },
-		{ "base-generation", required_argument, NULL, 'b' },
-		{ "wait-ms", required_argument, NULL, 'w' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "role", required_argument, NULL, 'R' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	int opt, idx = -1;
 
 	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
 	optind = 0;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "-:h", cl_opts, &idx)) != -1) {
 		switch (opt) {
 		case 1:
 			if (c->npos == POS_MAX)
@@ -1236,26 +1040,20 @@ static int parse_args(struct cl *c, int argc, char **argv)
 			c->help = true;
 			break;
 		case 'r':
-			c->given |= OPT_RUNTIME;
-			break;
 		case 'f':
-			c->given |= OPT_FORCE;
-			break;
+			break;          /* --runtime, --force: their bit (below) is all */
 		case 'b':
 			if (isergwctl_parse_u64(optarg, &c->base_gen))
 				return usage_err("--base-generation wants a generation number, not '%s'",
 						 optarg);
-			c->given |= OPT_BASE_GEN;
 			break;
 		case 'w':
 			if (isergwctl_parse_u32(optarg, WAIT_MAX_MS, &c->wait_ms))
 				return usage_err("--wait-ms wants 0..%u milliseconds, not '%s'", WAIT_MAX_MS,
 						 optarg);
-			c->given |= OPT_WAIT;
 			break;
 		case 'R':
 			c->role = optarg;
-			c->given |= OPT_ROLE;
 			break;
 		case ':':
 			return usage_err("%s needs a value", argv[optind - 1]);
@@ -1264,6 +1062,10 @@ static int parse_args(struct cl *c, int argc, char **argv)
 				return usage_err("unknown option '-%c'", optopt);
 			return usage_err("unknown option '%s'", argv[optind - 1]);
 		}
+		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
+		if (idx >= OPT_FIRST)
+			c->given |= 1u << (idx - OPT_FIRST);
+		idx = -1;
 	}
 	for (; optind < argc; optind++) {       /* after "--" */
 		if (c->npos == POS_MAX)
@@ -1310,10 +1112,10 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 				 cmd->word2 ? cmd->word2 : "", cmd->operands);
 	if (c.npos > words + cmd->nargs)
 		return usage_err("unexpected '%s'", c.pos[words + cmd->nargs]);
-	for (size_t i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
+	for (size_t i = 0; i < OPT_BITS; i++)
 		if (c.given & ~cmd->opts & (1u << i))
-			return usage_err("%s%s%s does not take %s", cmd->word, cmd->word2 ? " " : "",
-					 cmd->word2 ? cmd->word2 : "", opt_names[i]);
+			return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
+					 cmd->word2 ? cmd->word2 : "", cl_opts[OPT_FIRST + i].name);
 	for (size_t i = words; i < c.npos; i++) {
 		if (!c.pos[i][0])
 			return usage_err("%s: an empty operand", cmd->word);
@@ -1321,5 +1123,6 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 			return usage_err("%s: operand %zu is not a name (printable text of at most "
 					 "%u bytes)", cmd->word, i - words + 1, NAME_MAX_LEN);
 	}
+	c.cmd = cmd;
 	return cmd->run(&c, c.pos + words);
 }

@@ -129,3 +129,26 @@ int isergwctl_table_print(struct isergwctl_table *t, FILE *f)
 	free(t->cells);
 	return rc;
 }
+
+void isergwctl_table_heads(struct isergwctl_table *t, const char *const *heads, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		isergwctl_table_cell(t, "%s", heads[i]);
+}
+
+void isergwctl_dg_table_init(struct isergwctl_table *t, size_t nnodes)
+{
+	static const char *const heads[] = { "DEVICE GROUP", "OWNER", "PREFERRED", "FAILBACK" };
+
+	isergwctl_table_init(t, ISERGWCTL_DG_COLS + nnodes);
+	isergwctl_table_heads(t, heads, ISERGWCTL_DG_COLS);
+}
+
+const char *isergwctl_state_abbrev(const char *state)
+{
+	if (strcmp(state, "unavailable") == 0)
+		return "unavail";
+	if (strcmp(state, "transitioning") == 0)
+		return "trans";
+	return state[0] ? state : "?";
+}
