@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The configuration's field tables (docs/configuration.md): one table per
+ * JSON object (the top level, portals, targets, LUNs, ACLs, CHAP, port and
+ * device groups), each key with its kind, its range and how it is stored,
+ * and the parsers of the keys no kind describes.
+ */
+#include "config/config.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "config/names.h"
+#include "config_priv.h"
+
+static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	enum gw_log_level lvl;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	if (gw_log_parse_level(s, &lvl) || cfg_str_copy(cfg->log_level, sizeof(cfg->log_level), s))
+		return cfg_perr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
+	return 0;
+}
+
+/* A string that is one of two words: *out is false for `no`, true for `yes`. */
+static int parse_two_words(struct pctx *c, struct json_object *v, const char *no,
+			   const char *yes, bool *out)
+{
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, no) == 0)
+		*out = false;
+	else if (strcmp(s, yes) == 0)
+		*out = true;
+	else
+		return cfg_perr(c, "\"%s\" is not one of %s, %s", s, no, yes);
+	return 0;
+}
+
+static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+
+	return parse_two_words(c, v, "local", "external", &cfg->alua_policy_external);
+}
+
+static int parse_lu_state(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+
+	return parse_two_words(c, v, "local", "cluster", &cfg->lu_state_cluster);
+}
+
+uint64_t gw_backend_pr_key(uint16_t tpg_id)
+{
+	return GW_PR_KEY_BASE | tpg_id;
+}
+
+int gw_parse_pr_key(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t n;
+
+	if (!s || (strncmp(s, "0x", 2) != 0 && strncmp(s, "0X", 2) != 0))
+		return -EINVAL;
+	s += 2;
+	n = strlen(s);
+	if (n == 0 || n > 16 || !cfg_all_hex(s, n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		v = v << 4 | (uint64_t)cfg_hex_val(s[i]);
+	if (v == 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static bool fence_listed(const struct gw_config *c, uint64_t key)
+{
+	if (!c || !c->backend_fencing || !c->backend_pr_key)
+		return false;
+	for (size_t i = 0; i < c->nbackend_pr_fence; i++)
+		if (c->backend_pr_fence[i] == key)
+			return true;
+	return false;
+}
+
+size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *ncfg,
+			   uint64_t *out)
+{
+	size_t n = 0;
+
+	if (!ncfg || !ncfg->backend_fencing || !ncfg->backend_pr_key)
+		return 0;
+	for (size_t i = 0; i < ncfg->nbackend_pr_fence && i < GW_PR_FENCE_MAX; i++)
+		if (!fence_listed(old, ncfg->backend_pr_fence[i]))
+			out[n++] = ncfg->backend_pr_fence[i];
+	return n;
+}
+
+static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "reservation") == 0)
+		cfg->backend_fencing = true;
+	else if (strcmp(s, "none") == 0)
+		cfg->backend_fencing = false;
+	else
+		return cfg_perr(c, "\"%s\" is not one of reservation, none", s);
+	return 0;
+}
+
+static int pr_key_of(struct pctx *c, struct json_object *v, uint64_t *out)
+{
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	if (gw_parse_pr_key(json_object_get_string(v), out))
+		return cfg_perr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
+			    json_object_get_string(v));
+	return 0;
+}
+
+static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+
+	return pr_key_of(c, v, &cfg->backend_pr_key);
+}
+
+/* "backend_pr_fence": ["0x...", ...] */
+static int parse_backend_pr_fence(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_array))
+		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+	len = json_object_array_length(v);
+	if (len > GW_PR_FENCE_MAX)
+		return cfg_perr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
+	for (size_t i = 0; i < len; i++) {
+		size_t old = cfg_path_index(c, i);
+		int rc = pr_key_of(c, json_object_array_get_idx(v, i), &cfg->backend_pr_fence[i]);
+
+		if (rc)
+			return rc;
+		cfg_path_set_len(c, old);
+	}
+	cfg->nbackend_pr_fence = len;
+	return 0;
+}
+
+static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_portal_cfg *p = base, parsed;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	if (gw_portal_parse(s, &parsed))
+		return cfg_perr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
+	p->transport = parsed.transport;
+	memcpy(p->addr, parsed.addr, sizeof(p->addr));
+	p->port = parsed.port;
+	return 0;
+}
+
+/* "6..." 32 hex digits (NAA IEEE Registered Extended), optional "naa." prefix. */
+static int parse_naa_string(const char *s, uint8_t naa[16])
+{
+	if (strncasecmp(s, "naa.", 4) == 0)
+		s += 4;
+	if (strlen(s) != 32 || !cfg_all_hex(s, 32) || s[0] != '6')
+		return -EINVAL;
+	for (size_t i = 0; i < 16; i++)
+		naa[i] = (uint8_t)(cfg_hex_val(s[2 * i]) << 4 | cfg_hex_val(s[2 * i + 1]));
+	return 0;
+}
+
+static int parse_lun_naa(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_lun_cfg *l = base;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	if (parse_naa_string(json_object_get_string(v), l->naa))
+		return cfg_perr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
+			    json_object_get_string(v));
+	l->naa_set = true;
+	return 0;
+}
+
+static const struct field chap_fields[] = {
+	F_STR(struct gw_chap_cfg, user, 0, false),
+	F_STR(struct gw_chap_cfg, secret, 0, false),
+};
+static const struct ftable chap_table = TABLE(chap_fields);
+
+static const struct field portal_fields[] = {
+	F_FN("url", parse_portal_url, true),
+	F_UINT(struct gw_portal_cfg, tpgt, 1, 65535),
+	F_UINT(struct gw_portal_cfg, rel_port_id, 1, 65535),
+	F_UINT(struct gw_portal_cfg, tpg_id, 1, 65535),
+};
+static const struct ftable portal_table = TABLE(portal_fields);
+
+static const struct field lun_fields[] = {
+	F_UINT(struct gw_lun_cfg, lun, 0, UINT32_MAX),
+	F_STR(struct gw_lun_cfg, path, 1, true),
+	F_SIZE(struct gw_lun_cfg, size),
+	F_UINT(struct gw_lun_cfg, block_size, 0, UINT32_MAX),
+	F_STR(struct gw_lun_cfg, serial, 1, false),
+	F_FN("naa", parse_lun_naa, false),
+	F_BOOL(struct gw_lun_cfg, readonly),
+	F_BOOL(struct gw_lun_cfg, write_cache),
+	F_BOOL(struct gw_lun_cfg, thin),
+	F_STR(struct gw_lun_cfg, vendor, 1, false),
+	F_STR(struct gw_lun_cfg, product, 1, false),
+	F_SIZE(struct gw_lun_cfg, max_transfer),
+	F_UINT(struct gw_lun_cfg, backend_sessions, 1, 64),
+	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600),
+	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600),
+	F_SIZE(struct gw_lun_cfg, backend_read_chunk),
+	F_STR(struct gw_lun_cfg, backend_initiator, 1, false),
+	F_STR(struct gw_lun_cfg, device_group, 1, false),
+};
+const struct ftable cfg_lun_table = TABLE(lun_fields);
+
+static const struct field acl_fields[] = {
+	F_STR(struct gw_acl_cfg, initiator, 1, true),
+	F_OBJ(struct gw_acl_cfg, chap, chap_table),
+};
+static const struct ftable acl_table = TABLE(acl_fields);
+
+void cfg_lun_init(void *el, size_t idx)
+{
+	gw_lun_defaults(el);
+	((struct gw_lun_cfg *)el)->lun = (uint32_t)idx; /* overwritten by "lun" */
+}
+
+static void acl_init(void *el, size_t idx)
+{
+	memset(el, 0, sizeof(struct gw_acl_cfg));
+}
+
+static int parse_luns(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_target_cfg *t = base;
+	void *arr = t->luns;
+	int rc = cfg_parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, cfg_lun_init, &cfg_lun_table);
+
+	t->luns = arr;
+	return rc;
+}
+
+static int parse_acls(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_target_cfg *t = base;
+	void *arr = t->acls;
+	int rc = cfg_parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &acl_table);
+
+	t->acls = arr;
+	return rc;
+}
+
+static const struct field target_fields[] = {
+	F_STR(struct gw_target_cfg, iqn, 1, true),
+	F_STR(struct gw_target_cfg, alias, 0, false),
+	F_OBJ(struct gw_target_cfg, chap, chap_table),
+	F_OBJ(struct gw_target_cfg, mutual_chap, chap_table),
+	F_FN("acls", parse_acls, false),
+	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX),
+	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX),
+	F_UINT(struct gw_target_cfg, first_burst, CFG_DSL_MIN, CFG_DSL_MAX),
+	F_UINT(struct gw_target_cfg, max_outstanding_r2t, 1, 65535),
+	F_BOOL(struct gw_target_cfg, initial_r2t),
+	F_BOOL(struct gw_target_cfg, immediate_data),
+	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX),
+	F_FN("luns", parse_luns, false),
+};
+static const struct ftable target_table = TABLE(target_fields);
+
+static void portal_init(void *el, size_t idx)
+{
+	gw_portal_defaults(el);
+	((struct gw_portal_cfg *)el)->rel_port_id = (uint16_t)(idx + 1);
+}
+
+static void target_init(void *el, size_t idx)
+{
+	gw_target_defaults(el);
+}
+
+static int parse_portals(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->portals;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 65535)
+		return cfg_perr(c, "too many portals (max 65535)");
+	rc = cfg_parse_array(c, v, sizeof(*cfg->portals), &arr, &cfg->nportals, portal_init, &portal_table);
+	cfg->portals = arr;
+	return rc;
+}
+
+static int parse_targets(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->targets;
+	int rc = cfg_parse_array(c, v, sizeof(*cfg->targets), &arr, &cfg->ntargets, target_init,
+			     &target_table);
+
+	cfg->targets = arr;
+	return rc;
+}
+
+/* "rel_port_ids": [1, 2, ...] */
+static int parse_rel_port_ids(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_port_group_cfg *g = base;
+	size_t len;
+
+	if (!json_object_is_type(v, json_type_array))
+		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+	len = json_object_array_length(v);
+	if (len == 0 || len > GW_PG_PORTS_MAX)
+		return cfg_perr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
+	for (size_t i = 0; i < len; i++) {
+		struct json_object *e = json_object_array_get_idx(v, i);
+		int64_t x;
+
+		if (!json_object_is_type(e, json_type_int))
+			return cfg_perr(c, "[%zu]: expected an integer, got %s", i, cfg_jtype(e));
+		x = json_object_get_int64(e);
+		if (x < 1 || x > 65535)
+			return cfg_perr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
+		g->rel_port_ids[i] = (uint16_t)x;
+	}
+	g->nrel_port_ids = len;
+	return 0;
+}
+
+static const struct field port_group_fields[] = {
+	F_UINT(struct gw_port_group_cfg, tpg_id, 1, 65535),
+	F_FN("rel_port_ids", parse_rel_port_ids, true),
+};
+static const struct ftable port_group_table = TABLE(port_group_fields);
+
+static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_device_group_cfg *d = base;
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	if (strcmp(s, "active/non-optimized") == 0)
+		d->non_owner_state = 1;
+	else if (strcmp(s, "standby") == 0)
+		d->non_owner_state = 2;
+	else if (strcmp(s, "unavailable") == 0)
+		d->non_owner_state = 3;
+	else
+		return cfg_perr(c, "\"%s\" is not one of active/non-optimized, standby, unavailable", s);
+	return 0;
+}
+
+static const struct field device_group_fields[] = {
+	F_STR(struct gw_device_group_cfg, name, 1, true),
+	F_UINT(struct gw_device_group_cfg, owner_tpg_id, 0, 65535),
+	F_FN("non_owner_state", parse_non_owner_state, false),
+};
+static const struct ftable device_group_table = TABLE(device_group_fields);
+
+static void port_group_init(void *el, size_t idx)
+{
+	(void)idx;
+	memset(el, 0, sizeof(struct gw_port_group_cfg));
+}
+
+static void device_group_init(void *el, size_t idx)
+{
+	(void)idx;
+	memset(el, 0, sizeof(struct gw_device_group_cfg));
+	((struct gw_device_group_cfg *)el)->non_owner_state = 1;
+}
+
+static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->port_groups;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 64)
+		return cfg_perr(c, "too many target port groups (max 64)");
+	rc = cfg_parse_array(c, v, sizeof(*cfg->port_groups), &arr, &cfg->nport_groups,
+			 port_group_init, &port_group_table);
+	cfg->port_groups = arr;
+	return rc;
+}
+
+static int parse_device_groups(struct pctx *c, struct json_object *v, void *base)
+{
+	struct gw_config *cfg = base;
+	void *arr = cfg->device_groups;
+	int rc;
+
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 256)
+		return cfg_perr(c, "too many device groups (max 256)");
+	rc = cfg_parse_array(c, v, sizeof(*cfg->device_groups), &arr, &cfg->ndevice_groups,
+			 device_group_init, &device_group_table);
+	cfg->device_groups = arr;
+	return rc;
+}
+
+static const struct field config_fields[] = {
+	F_UINT(struct gw_config, reactors, 0, CFG_REACTORS_MAX),
+	F_FN("log_level", parse_log_level, false),
+	F_STR(struct gw_config, state_dir, 1, false),
+	F_STR(struct gw_config, ctl_socket, 1, false),
+	F_STR(struct gw_config, shared_state_dir, 0, false),
+	F_FN("port_groups", parse_port_groups, false),
+	F_FN("device_groups", parse_device_groups, false),
+	F_FN("alua_policy", parse_alua_policy, false),
+	F_FN("lu_state", parse_lu_state, false),
+	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
+	F_BOOL(struct gw_config, alua_lease),
+	F_UINT(struct gw_config, alua_lease_unavailable_ms, 0, 600000),
+	F_FN("backend_fencing", parse_backend_fencing, false),
+	F_FN("backend_pr_key", parse_backend_pr_key, false),
+	F_FN("backend_pr_fence", parse_backend_pr_fence, false),
+	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
+	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
+	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
+	F_OBJ(struct gw_config, discovery_chap, chap_table),
+	F_FN("portals", parse_portals, false),
+	F_FN("targets", parse_targets, false),
+};
+const struct ftable cfg_config_table = TABLE(config_fields);
+
+_Static_assert(sizeof(config_fields) / sizeof(config_fields[0]) <= FIELDS_MAX, "seen[] too small");
+_Static_assert(sizeof(target_fields) / sizeof(target_fields[0]) <= FIELDS_MAX, "seen[] too small");
+_Static_assert(sizeof(lun_fields) / sizeof(lun_fields[0]) <= FIELDS_MAX, "seen[] too small");
