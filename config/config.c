@@ -380,12 +380,12 @@ static int store_uint(void *dst, size_t size, uint64_t v)
 	}
 }
 
-static int parse_field(struct pctx *c, const struct field *f, struct json_object *v, void *base)
+static int parse_field(struct pctx *c, const struct gw_field *f, struct json_object *v, void *base)
 {
 	char *dst = (char *)base + f->off;
 
 	switch (f->kind) {
-	case FK_UINT: {
+	case GW_FK_UINT: {
 		int64_t x;
 
 		if (!json_object_is_type(v, json_type_int))
@@ -396,12 +396,12 @@ static int parse_field(struct pctx *c, const struct field *f, struct json_object
 				    (unsigned long long)f->min, (unsigned long long)f->max);
 		return store_uint(dst, f->size, (uint64_t)x);
 	}
-	case FK_BOOL:
+	case GW_FK_BOOL:
 		if (!json_object_is_type(v, json_type_boolean))
 			return cfg_perr(c, "expected true or false, got %s", cfg_jtype(v));
 		*(bool *)(void *)dst = json_object_get_boolean(v);
 		return 0;
-	case FK_STR: {
+	case GW_FK_STR: {
 		const char *s;
 		size_t len;
 
@@ -418,7 +418,7 @@ static int parse_field(struct pctx *c, const struct field *f, struct json_object
 		memcpy(dst, s, len + 1);
 		return 0;
 	}
-	case FK_SIZE: {
+	case GW_FK_SIZE: {
 		uint64_t x;
 
 		if (json_object_is_type(v, json_type_int)) {
@@ -440,15 +440,17 @@ static int parse_field(struct pctx *c, const struct field *f, struct json_object
 			return cfg_perr(c, "too large (max %llu)", (unsigned long long)f->max);
 		return store_uint(dst, f->size, x);
 	}
-	case FK_OBJ:
+	case GW_FK_OBJ:
 		return cfg_parse_object(c, v, f->sub, dst);
-	case FK_CUSTOM:
+	case GW_FK_CUSTOM:
 		return f->fn(c, v, base);
+	case GW_FK_NONE:
+		break;
 	}
 	return cfg_perr(c, "internal error: bad field kind");
 }
 
-int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct ftable *t, void *base)
+int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct gw_ftable *t, void *base)
 {
 	struct json_object_iterator it, end;
 	bool seen[FIELDS_MAX] = { false };
@@ -486,7 +488,7 @@ int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct ftabl
 
 /* Parses an array of objects into a freshly allocated array of elsz-sized elements. */
 int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
-		       void (*init)(void *el, size_t idx), const struct ftable *t)
+		       void (*init)(void *el, size_t idx), const struct gw_ftable *t)
 {
 	size_t len;
 	char *a;
@@ -612,7 +614,7 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 		cfg->device_groups = NULL;
 		cfg->ndevice_groups = 0;
 	}
-	rc = cfg_parse_object(&ctx, root, &cfg_config_table, cfg);
+	rc = cfg_parse_object(&ctx, root, &gw_schema_config, cfg);
 	if (rc)
 		goto err_free_cfg;
 	/* under a lease the HA agent pushes them: a node may start with none */
@@ -728,7 +730,7 @@ int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
 	rc = strings_check(obj, ctx.path, err, errlen);
 	if (rc)
 		return rc;
-	rc = cfg_parse_object(&ctx, obj, &cfg_lun_table, out);
+	rc = cfg_parse_object(&ctx, obj, &gw_schema_lun, out);
 	if (rc)
 		return rc;
 	rc = cfg_validate_lun_one(out, ti, li, err, errlen);

@@ -208,47 +208,56 @@ static int parse_lun_naa(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
-static const struct field chap_fields[] = {
-	F_STR(struct gw_chap_cfg, user, 0, false),
-	F_STR(struct gw_chap_cfg, secret, 0, false),
-};
-static const struct ftable chap_table = TABLE(chap_fields);
+/* ------------------------------------------------------------------------ */
+/* the tables                                                               */
 
-static const struct field portal_fields[] = {
-	F_FN("url", parse_portal_url, true),
-	F_UINT(struct gw_portal_cfg, tpgt, 1, 65535),
-	F_UINT(struct gw_portal_cfg, rel_port_id, 1, 65535),
-	F_UINT(struct gw_portal_cfg, tpg_id, 1, 65535),
+static const struct gw_field chap_fields[] = {
+	F_STR(struct gw_chap_cfg, user, 0, false, "the CHAP name"),
+	F_STR(struct gw_chap_cfg, secret, 0, false, "the CHAP secret (12..16 bytes wanted)"),
 };
-static const struct ftable portal_table = TABLE(portal_fields);
+const struct gw_ftable gw_schema_chap = TABLE(chap_fields);
 
-static const struct field lun_fields[] = {
-	F_UINT(struct gw_lun_cfg, lun, 0, UINT32_MAX),
-	F_STR(struct gw_lun_cfg, path, 1, true),
-	F_SIZE(struct gw_lun_cfg, size),
-	F_UINT(struct gw_lun_cfg, block_size, 0, UINT32_MAX),
-	F_STR(struct gw_lun_cfg, serial, 1, false),
-	F_FN("naa", parse_lun_naa, false),
-	F_BOOL(struct gw_lun_cfg, readonly),
-	F_BOOL(struct gw_lun_cfg, write_cache),
-	F_BOOL(struct gw_lun_cfg, thin),
-	F_STR(struct gw_lun_cfg, vendor, 1, false),
-	F_STR(struct gw_lun_cfg, product, 1, false),
-	F_SIZE(struct gw_lun_cfg, max_transfer),
-	F_UINT(struct gw_lun_cfg, backend_sessions, 1, 64),
-	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600),
-	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600),
-	F_SIZE(struct gw_lun_cfg, backend_read_chunk),
-	F_STR(struct gw_lun_cfg, backend_initiator, 1, false),
-	F_STR(struct gw_lun_cfg, device_group, 1, false),
+static const struct gw_field portal_fields[] = {
+	F_FN("url", parse_portal_url, true, GW_FT_STRING,
+	     "tcp://ADDR[:PORT], iser://ADDR[:PORT] or ADDR[:PORT]"),
+	F_UINT(struct gw_portal_cfg, tpgt, 1, 65535, "the target portal group tag"),
+	F_UINT(struct gw_portal_cfg, rel_port_id, 1, 65535, "the relative target port id"),
+	F_UINT(struct gw_portal_cfg, tpg_id, 1, 65535, "the ALUA target port group"),
 };
-const struct ftable cfg_lun_table = TABLE(lun_fields);
+const struct gw_ftable gw_schema_portal = TABLE(portal_fields);
 
-static const struct field acl_fields[] = {
-	F_STR(struct gw_acl_cfg, initiator, 1, true),
-	F_OBJ(struct gw_acl_cfg, chap, chap_table),
+static const struct gw_field lun_fields[] = {
+	F_UINT(struct gw_lun_cfg, lun, 0, CFG_LUN_MAX - 1, "the LUN number, unique in the target"),
+	F_NAME(struct gw_lun_cfg, path, 1, true, GW_NAME_PATH,
+	       "a file, a block device or iscsi://[user%secret@]HOST[:PORT]/IQN/LUN"),
+	F_SIZE(struct gw_lun_cfg, size, "bytes (K, M, G, T suffixes); 0: the file must exist"),
+	F_UINT(struct gw_lun_cfg, block_size, 0, UINT32_MAX, "512 or 4096"),
+	F_STR(struct gw_lun_cfg, serial, 1, false, "the unit serial number, printable ASCII"),
+	F_FN("naa", parse_lun_naa, false, GW_FT_STRING, "the NAA type 6 designator, 32 hex digits"),
+	F_BOOL(struct gw_lun_cfg, readonly, "refuse writes"),
+	F_BOOL(struct gw_lun_cfg, write_cache, "report a volatile write cache"),
+	F_BOOL(struct gw_lun_cfg, thin, "advertise thin provisioning and UNMAP"),
+	F_STR(struct gw_lun_cfg, vendor, 1, false, "the INQUIRY vendor, printable ASCII"),
+	F_STR(struct gw_lun_cfg, product, 1, false, "the INQUIRY product, printable ASCII"),
+	F_SIZE(struct gw_lun_cfg, max_transfer, "the longest READ or WRITE, bytes; 0: none"),
+	F_UINT(struct gw_lun_cfg, backend_sessions, 1, 64, "iscsi:// LUNs: sessions to the backend"),
+	F_UINT(struct gw_lun_cfg, backend_hold_s, 1, 3600,
+	       "iscsi:// LUNs: how long commands wait for an unreachable backend"),
+	F_UINT(struct gw_lun_cfg, backend_timeout_s, 1, 3600,
+	       "iscsi:// LUNs: how long one backend command may take"),
+	F_SIZE(struct gw_lun_cfg, backend_read_chunk,
+	       "iscsi:// LUNs: longer READs go as pieces of this size; 0: never"),
+	F_NAME(struct gw_lun_cfg, backend_initiator, 1, false, GW_NAME_ISCSI,
+	       "iscsi:// LUNs: our initiator name towards the backend"),
+	F_STR(struct gw_lun_cfg, device_group, 1, false, "the ALUA device group of the LUN"),
 };
-static const struct ftable acl_table = TABLE(acl_fields);
+const struct gw_ftable gw_schema_lun = TABLE(lun_fields);
+
+static const struct gw_field acl_fields[] = {
+	F_NAME(struct gw_acl_cfg, initiator, 1, true, GW_NAME_ISCSI, "the initiator's name"),
+	F_OBJ(struct gw_acl_cfg, chap, gw_schema_chap, "the CHAP this initiator must pass"),
+};
+const struct gw_ftable gw_schema_acl = TABLE(acl_fields);
 
 void cfg_lun_init(void *el, size_t idx)
 {
@@ -265,7 +274,7 @@ static int parse_luns(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_target_cfg *t = base;
 	void *arr = t->luns;
-	int rc = cfg_parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, cfg_lun_init, &cfg_lun_table);
+	int rc = cfg_parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, cfg_lun_init, &gw_schema_lun);
 
 	t->luns = arr;
 	return rc;
@@ -275,28 +284,30 @@ static int parse_acls(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_target_cfg *t = base;
 	void *arr = t->acls;
-	int rc = cfg_parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &acl_table);
+	int rc = cfg_parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &gw_schema_acl);
 
 	t->acls = arr;
 	return rc;
 }
 
-static const struct field target_fields[] = {
-	F_STR(struct gw_target_cfg, iqn, 1, true),
-	F_STR(struct gw_target_cfg, alias, 0, false),
-	F_OBJ(struct gw_target_cfg, chap, chap_table),
-	F_OBJ(struct gw_target_cfg, mutual_chap, chap_table),
-	F_FN("acls", parse_acls, false),
-	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX),
-	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX),
-	F_UINT(struct gw_target_cfg, first_burst, CFG_DSL_MIN, CFG_DSL_MAX),
-	F_UINT(struct gw_target_cfg, max_outstanding_r2t, 1, 65535),
-	F_BOOL(struct gw_target_cfg, initial_r2t),
-	F_BOOL(struct gw_target_cfg, immediate_data),
-	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX),
-	F_FN("luns", parse_luns, false),
+static const struct gw_field target_fields[] = {
+	F_NAME(struct gw_target_cfg, iqn, 1, true, GW_NAME_ISCSI, "the target's name"),
+	F_NAME(struct gw_target_cfg, alias, 0, false, GW_NAME_ALIAS, "the TargetAlias"),
+	F_OBJ(struct gw_target_cfg, chap, gw_schema_chap, "the CHAP initiators must pass"),
+	F_OBJ(struct gw_target_cfg, mutual_chap, gw_schema_chap, "the CHAP the target answers"),
+	{ F_FN_("acls", parse_acls, false, GW_FT_ARRAY, "the initiators let in; none: all"),
+	  .sub = &gw_schema_acl },
+	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX,
+	       "MaxRecvDataSegmentLength, 512..16777215"),
+	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX, "MaxBurstLength"),
+	F_UINT(struct gw_target_cfg, first_burst, CFG_DSL_MIN, CFG_DSL_MAX, "FirstBurstLength"),
+	F_UINT(struct gw_target_cfg, max_outstanding_r2t, 1, 65535, "MaxOutstandingR2T"),
+	F_BOOL(struct gw_target_cfg, initial_r2t, "InitialR2T"),
+	F_BOOL(struct gw_target_cfg, immediate_data, "ImmediateData"),
+	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX, "commands per session"),
+	{ F_FN_("luns", parse_luns, false, GW_FT_ARRAY, "the target's LUNs"), .sub = &gw_schema_lun },
 };
-static const struct ftable target_table = TABLE(target_fields);
+const struct gw_ftable gw_schema_target = TABLE(target_fields);
 
 static void portal_init(void *el, size_t idx)
 {
@@ -317,7 +328,7 @@ static int parse_portals(struct pctx *c, struct json_object *v, void *base)
 
 	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 65535)
 		return cfg_perr(c, "too many portals (max 65535)");
-	rc = cfg_parse_array(c, v, sizeof(*cfg->portals), &arr, &cfg->nportals, portal_init, &portal_table);
+	rc = cfg_parse_array(c, v, sizeof(*cfg->portals), &arr, &cfg->nportals, portal_init, &gw_schema_portal);
 	cfg->portals = arr;
 	return rc;
 }
@@ -327,7 +338,7 @@ static int parse_targets(struct pctx *c, struct json_object *v, void *base)
 	struct gw_config *cfg = base;
 	void *arr = cfg->targets;
 	int rc = cfg_parse_array(c, v, sizeof(*cfg->targets), &arr, &cfg->ntargets, target_init,
-			     &target_table);
+			     &gw_schema_target);
 
 	cfg->targets = arr;
 	return rc;
@@ -359,11 +370,13 @@ static int parse_rel_port_ids(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
-static const struct field port_group_fields[] = {
-	F_UINT(struct gw_port_group_cfg, tpg_id, 1, 65535),
-	F_FN("rel_port_ids", parse_rel_port_ids, true),
+static const struct gw_field port_group_fields[] = {
+	F_UINT(struct gw_port_group_cfg, tpg_id, 1, 65535, "the target port group id"),
+	{ F_FN_("rel_port_ids", parse_rel_port_ids, true, GW_FT_ARRAY,
+		"its relative ports, 1..64 of them"),
+	  .elem = GW_FT_INTEGER, .min = 1, .max = 65535 },
 };
-static const struct ftable port_group_table = TABLE(port_group_fields);
+const struct gw_ftable gw_schema_port_group = TABLE(port_group_fields);
 
 static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
 {
@@ -384,12 +397,17 @@ static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *ba
 	return 0;
 }
 
-static const struct field device_group_fields[] = {
-	F_STR(struct gw_device_group_cfg, name, 1, true),
-	F_UINT(struct gw_device_group_cfg, owner_tpg_id, 0, 65535),
-	F_FN("non_owner_state", parse_non_owner_state, false),
+static const char *const non_owner_words[] = { "active/non-optimized", "standby", "unavailable",
+					       NULL };
+
+static const struct gw_field device_group_fields[] = {
+	F_STR(struct gw_device_group_cfg, name, 1, true, "the device group's name"),
+	F_UINT(struct gw_device_group_cfg, owner_tpg_id, 0, 65535,
+	       "the target port group owning its LUNs; 0: none"),
+	{ F_FN_("non_owner_state", parse_non_owner_state, false, GW_FT_STRING,
+		"the state of the groups that do not own it"), .words = non_owner_words },
 };
-static const struct ftable device_group_table = TABLE(device_group_fields);
+const struct gw_ftable gw_schema_device_group = TABLE(device_group_fields);
 
 static void port_group_init(void *el, size_t idx)
 {
@@ -413,7 +431,7 @@ static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
 	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 64)
 		return cfg_perr(c, "too many target port groups (max 64)");
 	rc = cfg_parse_array(c, v, sizeof(*cfg->port_groups), &arr, &cfg->nport_groups,
-			 port_group_init, &port_group_table);
+			 port_group_init, &gw_schema_port_group);
 	cfg->port_groups = arr;
 	return rc;
 }
@@ -427,36 +445,79 @@ static int parse_device_groups(struct pctx *c, struct json_object *v, void *base
 	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 256)
 		return cfg_perr(c, "too many device groups (max 256)");
 	rc = cfg_parse_array(c, v, sizeof(*cfg->device_groups), &arr, &cfg->ndevice_groups,
-			 device_group_init, &device_group_table);
+			 device_group_init, &gw_schema_device_group);
 	cfg->device_groups = arr;
 	return rc;
 }
 
-static const struct field config_fields[] = {
-	F_UINT(struct gw_config, reactors, 0, CFG_REACTORS_MAX),
-	F_FN("log_level", parse_log_level, false),
-	F_STR(struct gw_config, state_dir, 1, false),
-	F_STR(struct gw_config, ctl_socket, 1, false),
-	F_STR(struct gw_config, shared_state_dir, 0, false),
-	F_FN("port_groups", parse_port_groups, false),
-	F_FN("device_groups", parse_device_groups, false),
-	F_FN("alua_policy", parse_alua_policy, false),
-	F_FN("lu_state", parse_lu_state, false),
-	F_UINT(struct gw_config, alua_request_timeout_ms, 100, 600000),
-	F_BOOL(struct gw_config, alua_lease),
-	F_UINT(struct gw_config, alua_lease_unavailable_ms, 0, 600000),
-	F_FN("backend_fencing", parse_backend_fencing, false),
-	F_FN("backend_pr_key", parse_backend_pr_key, false),
-	F_FN("backend_pr_fence", parse_backend_pr_fence, false),
-	F_UINT(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX),
-	F_UINT(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX),
-	F_UINT(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX),
-	F_OBJ(struct gw_config, discovery_chap, chap_table),
-	F_FN("portals", parse_portals, false),
-	F_FN("targets", parse_targets, false),
+static const char *const log_words[] = { "err", "warn", "notice", "info", "debug", NULL };
+static const char *const alua_policy_words[] = { "local", "external", NULL };
+static const char *const lu_state_words[] = { "local", "cluster", NULL };
+static const char *const fencing_words[] = { "reservation", "none", NULL };
+
+/* .cluster: the cluster document's "gateway" object may set it for every node (docs/ha-config.md) */
+static const struct gw_field config_fields[] = {
+	{ F_UINT_(struct gw_config, reactors, 0, CFG_REACTORS_MAX, "reactor threads; 0: one per CPU"),
+	  .cluster = true },
+	{ F_FN_("log_level", parse_log_level, false, GW_FT_STRING, "what is logged"),
+	  .words = log_words, .cluster = true },
+	F_STR(struct gw_config, state_dir, 1, false, "persistent state (reservations)"),
+	F_STR(struct gw_config, ctl_socket, 1, false, "the control socket"),
+	F_STR(struct gw_config, shared_state_dir, 0, false,
+	      "the LU state shared by the nodes of one host; empty: standalone"),
+	{ F_FN_("port_groups", parse_port_groups, false, GW_FT_ARRAY, "ALUA target port groups"),
+	  .sub = &gw_schema_port_group },
+	{ F_FN_("device_groups", parse_device_groups, false, GW_FT_ARRAY, "ALUA device groups"),
+	  .sub = &gw_schema_device_group },
+	{ F_FN_("alua_policy", parse_alua_policy, false, GW_FT_STRING,
+		"who applies SET TARGET PORT GROUPS"), .words = alua_policy_words },
+	{ F_FN_("lu_state", parse_lu_state, false, GW_FT_STRING, "where the LU state lives"),
+	  .words = lu_state_words, .cluster = true },
+	{ F_UINT_(struct gw_config, alua_request_timeout_ms, 100, 600000,
+		 "how long SET TARGET PORT GROUPS waits for the policy owner"), .cluster = true },
+	F_BOOL(struct gw_config, alua_lease, "serve ALUA-governed I/O only under the agent's lease"),
+	{ F_UINT_(struct gw_config, alua_lease_unavailable_ms, 0, 600000,
+		 "Transitioning this long after the lease ran out"), .cluster = true },
+	{ F_FN_("backend_fencing", parse_backend_fencing, false, GW_FT_STRING,
+		"iscsi:// backends: fence with persistent reservations or not"),
+	  .words = fencing_words, .cluster = true },
+	F_FN("backend_pr_key", parse_backend_pr_key, false, GW_FT_STRING,
+	     "this node's reservation key, 0x and 1..16 hex digits"),
+	{ F_FN_("backend_pr_fence", parse_backend_pr_fence, false, GW_FT_ARRAY,
+		"the reservation keys of the nodes to fence"), .elem = GW_FT_STRING },
+	{ F_UINT_(struct gw_config, nop_interval_s, 0, CFG_TIMEOUT_MAX,
+		 "a NOP-In to a connection idle this long; 0: never"), .cluster = true },
+	{ F_UINT_(struct gw_config, nop_timeout_s, 1, CFG_TIMEOUT_MAX,
+		 "drop a connection not answering a NOP-In this long"), .cluster = true },
+	{ F_UINT_(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX,
+		 "a login must complete within this time"), .cluster = true },
+	F_OBJ(struct gw_config, discovery_chap, gw_schema_chap, "the CHAP discovery sessions pass"),
+	{ F_FN_("portals", parse_portals, false, GW_FT_ARRAY, "where isergwd listens"),
+	  .sub = &gw_schema_portal },
+	{ F_FN_("targets", parse_targets, false, GW_FT_ARRAY, "the iSCSI targets"),
+	  .sub = &gw_schema_target },
 };
-const struct ftable cfg_config_table = TABLE(config_fields);
+const struct gw_ftable gw_schema_config = TABLE(config_fields);
 
 _Static_assert(sizeof(config_fields) / sizeof(config_fields[0]) <= FIELDS_MAX, "seen[] too small");
 _Static_assert(sizeof(target_fields) / sizeof(target_fields[0]) <= FIELDS_MAX, "seen[] too small");
 _Static_assert(sizeof(lun_fields) / sizeof(lun_fields[0]) <= FIELDS_MAX, "seen[] too small");
+
+/* ------------------------------------------------------------------------ */
+/* the cluster document's own objects (docs/ha-config.md)                   */
+
+static const struct gw_field node_portal_fields[] = {
+	{ .key = "url", .type = GW_FT_STRING, .required = true, .kind = GW_FK_NONE,
+	  .doc = "tcp://ADDR[:PORT], iser://ADDR[:PORT] or ADDR[:PORT]" },
+	{ .key = "rel_port_id", .type = GW_FT_INTEGER, .min = 1, .max = 65535, .kind = GW_FK_NONE,
+	  .doc = "unique in the cluster; its TPGT too" },
+};
+const struct gw_ftable gw_schema_node_portal = TABLE(node_portal_fields);
+
+const struct gw_field *gw_field_find(const struct gw_ftable *t, const char *key, size_t len)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strlen(t->f[i].key) == len && memcmp(t->f[i].key, key, len) == 0)
+			return &t->f[i];
+	return NULL;
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "config/schema.h"
 
 #define CFG_COMP "config"
 
@@ -42,41 +43,27 @@ struct pctx {
 	size_t plen;
 };
 
-enum fkind {
-	FK_UINT,        /* JSON integer into a uint16/32 or unsigned int, [min, max] */
-	FK_BOOL,
-	FK_STR,         /* into a char[size]; min = 1: must not be empty */
-	FK_SIZE,        /* integer or "1G"-style string into a uint64_t */
-	FK_OBJ,         /* nested object described by sub */
-	FK_CUSTOM,      /* fn(ctx, value, base) */
-};
-
-struct ftable;
-
-struct field {
-	const char *key;
-	enum fkind kind;
-	size_t off;
-	size_t size;
-	uint64_t min, max;
-	bool required;
-	const struct ftable *sub;
-	int (*fn)(struct pctx *c, struct json_object *v, void *base);
-};
-
-struct ftable {
-	const struct field *f;
-	size_t n;
-};
-
+/* The rows of the field tables (schema.h), each with its one-line doc. */
 #define FSIZE(T, m) sizeof(((T *)0)->m)
-#define F_UINT(T, m, lo, hi) { #m, FK_UINT, offsetof(T, m), FSIZE(T, m), lo, hi, false, NULL, NULL }
-#define F_BOOL(T, m)         { #m, FK_BOOL, offsetof(T, m), FSIZE(T, m), 0, 0, false, NULL, NULL }
-#define F_STR(T, m, nonempty, req) \
-	{ #m, FK_STR, offsetof(T, m), FSIZE(T, m), nonempty, 0, req, NULL, NULL }
-#define F_SIZE(T, m)         { #m, FK_SIZE, offsetof(T, m), FSIZE(T, m), 0, INT64_MAX, false, NULL, NULL }
-#define F_OBJ(T, m, tbl)     { #m, FK_OBJ, offsetof(T, m), FSIZE(T, m), 0, 0, false, &(tbl), NULL }
-#define F_FN(key, f, req)    { key, FK_CUSTOM, 0, 0, 0, 0, req, NULL, f }
+#define F_AT(T, m)  .off = offsetof(T, m), .size = FSIZE(T, m)
+#define F_UINT_(T, m, lo, hi, d) \
+	.key = #m, .type = GW_FT_INTEGER, .min = lo, .max = hi, .doc = d, .kind = GW_FK_UINT, F_AT(T, m)
+#define F_UINT(T, m, lo, hi, d) { F_UINT_(T, m, lo, hi, d) }
+#define F_BOOL(T, m, d) \
+	{ .key = #m, .type = GW_FT_BOOLEAN, .doc = d, .kind = GW_FK_BOOL, F_AT(T, m) }
+#define F_STR_(T, m, nonempty, req, d) \
+	.key = #m, .type = GW_FT_STRING, .required = req, .min = nonempty, .max = FSIZE(T, m) - 1, \
+	.doc = d, .kind = GW_FK_STR, F_AT(T, m)
+#define F_STR(T, m, nonempty, req, d) { F_STR_(T, m, nonempty, req, d) }
+/* a string that is a name of kind k (names.h) */
+#define F_NAME(T, m, nonempty, req, k, d) { F_STR_(T, m, nonempty, req, d), .is_name = true, .name = k }
+#define F_SIZE(T, m, d) \
+	{ .key = #m, .type = GW_FT_SIZE, .max = INT64_MAX, .doc = d, .kind = GW_FK_SIZE, F_AT(T, m) }
+#define F_OBJ(T, m, tbl, d) \
+	{ .key = #m, .type = GW_FT_OBJECT, .sub = &(tbl), .doc = d, .kind = GW_FK_OBJ, F_AT(T, m) }
+/* a key parsed by f, of JSON type t; the X_ forms take more (.words, .sub, ...) after them */
+#define F_FN_(k, f, req, t, d) .key = k, .type = t, .required = req, .doc = d, .kind = GW_FK_CUSTOM, .fn = f
+#define F_FN(k, f, req, t, d) { F_FN_(k, f, req, t, d) }
 #define TABLE(arr)           { arr, sizeof(arr) / sizeof(arr[0]) }
 
 #define FIELDS_MAX 32
@@ -89,18 +76,16 @@ int cfg_perr(struct pctx *c, const char *fmt, ...);
 const char *cfg_jtype(const struct json_object *v);
 void cfg_path_set_len(struct pctx *c, size_t len);
 size_t cfg_path_index(struct pctx *c, size_t i);
-int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct ftable *t, void *base);
+int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct gw_ftable *t, void *base);
 int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
-		    void (*init)(void *el, size_t idx), const struct ftable *t);
+		    void (*init)(void *el, size_t idx), const struct gw_ftable *t);
 int cfg_str_copy(char *dst, size_t dstsz, const char *src);
 bool cfg_str_terminated(const char *s, size_t sz);
 int cfg_hex_val(char ch);
 bool cfg_all_hex(const char *s, size_t n);
 bool cfg_printable_ascii(const char *s);
 
-/* config_fields.c: the tables */
-extern const struct ftable cfg_config_table;
-extern const struct ftable cfg_lun_table;
+/* config_fields.c: the tables (schema.h) */
 void cfg_lun_init(void *el, size_t idx);
 
 /* config_validate.c */
