@@ -282,7 +282,7 @@ int rest_target_create(json_object *cfg, json_object *body, char *iqn, size_t iq
 	const char *name;
 	int rc;
 
-	rc = rest_check_obj(body, rest_target_f, "", e);
+	rc = rest_check_obj(body, &gw_schema_target, "", e);
 	if (rc)
 		return rc;
 	name = rest_str_of(body, "iqn");
@@ -326,7 +326,7 @@ int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32
 
 	if (!t)
 		return -ENOENT;
-	rc = rest_check_obj(body, rest_lun_f, "", e);
+	rc = rest_check_obj(body, &gw_schema_lun, "", e);
 	if (rc)
 		return rc;
 	if (json_object_object_get_ex(body, "lun", &v)) {
@@ -427,7 +427,7 @@ int rest_lun_patch(json_object *cfg, const char *iqn, uint32_t lun, json_object 
 			json_object_object_add(merged, key, c);
 		}
 	}
-	rc = rest_check_obj(merged, rest_lun_f, "", e);
+	rc = rest_check_obj(merged, &gw_schema_lun, "", e);
 	if (!rc)
 		rc = lun_no_shrink(l, merged, e);
 	if (rc) {
@@ -464,7 +464,7 @@ int rest_lun_delete(json_object *cfg, const char *iqn, uint32_t lun, struct rest
 int rest_lun_body(json_object *body, bool *has_lun, uint32_t *lun, struct rest_err *e)
 {
 	json_object *v;
-	int rc = rest_check_obj(body, rest_lun_f, "", e);
+	int rc = rest_check_obj(body, &gw_schema_lun, "", e);
 
 	if (rc)
 		return rc;
@@ -578,25 +578,23 @@ int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, str
 			    REST_PREFIX, iqn);
 	/* the types of the patch first: its nulls are not values of the target */
 	json_object_object_foreach(patch, key, pv) {
-		const struct fdef *d;
+		const struct gw_field *d = gw_field_find(&gw_schema_target, key, strlen(key));
 		char p[256];
 
-		for (d = rest_target_f; d->key && strcmp(d->key, key); d++)
-			;
 		snprintf(p, sizeof(p), "%s", key);
-		if (!d->key)
+		if (!d)
 			return rest_fail(e, -EINVAL, 422, p, "%s: unknown field", p);
-		if (pv && d->t == T_CHAP && json_object_is_type(pv, json_type_object)) {
+		if (pv && d->type == GW_FT_OBJECT && json_object_is_type(pv, json_type_object)) {
 			/* a CHAP object of a patch may name a null (remove) */
 			json_object_object_foreach(pv, ck, cv) {
+				const struct gw_field *cd = gw_field_find(d->sub, ck, strlen(ck));
 				char cp[256];
 
 				snprintf(cp, sizeof(cp), "%s.%s", key, ck);
-				if (strcmp(ck, "user") && strcmp(ck, "secret"))
+				if (!cd)
 					return rest_fail(e, -EINVAL, 422, cp, "%s: unknown field", cp);
-				if (cv && !json_object_is_type(cv, json_type_string))
-					return rest_fail(e, -EINVAL, 422, cp, "%s: expected a string, got "
-						    "%s", cp, rest_tname(cv));
+				if (cv && (rc = rest_check_field(cv, cd, cp, e)))
+					return rc;
 			}
 		} else if (pv && (rc = rest_check_field(pv, d, p, e))) {
 			return rc;
@@ -606,7 +604,7 @@ int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, str
 		json_object_put(merged);
 		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
 	}
-	rc = rest_check_obj(merged, rest_target_f, "", e);
+	rc = rest_check_obj(merged, &gw_schema_target, "", e);
 	if (rc) {
 		json_object_put(merged);
 		return rc;
@@ -642,7 +640,7 @@ int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *
 
 	if (!t)
 		return -ENOENT;
-	rc = rest_check_obj(body, rest_acl_f, "", e);
+	rc = rest_check_obj(body, &gw_schema_acl, "", e);
 	if (rc)
 		return rc;
 	name = rest_str_of(body, "initiator");
@@ -698,7 +696,7 @@ int rest_acl_patch(json_object *cfg, const char *iqn, const char *initiator,
 		json_object_put(merged);
 		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
 	}
-	rc = rest_check_obj(merged, rest_acl_f, "", e);
+	rc = rest_check_obj(merged, &gw_schema_acl, "", e);
 	if (rc) {
 		json_object_put(merged);
 		return rc;
@@ -734,7 +732,7 @@ int rest_discovery_chap_put(json_object *cfg, json_object *body, struct rest_err
 	const char *u = rest_str_of(body, "user"), *cu = rest_str_of(cur, "user");
 	int rc;
 
-	rc = rest_check_obj(body, rest_chap_f, "", e);
+	rc = rest_check_obj(body, &gw_schema_chap, "", e);
 	if (rc)
 		return rc;
 	if (!u || !u[0])

@@ -17,10 +17,6 @@
 
 /* ------------------------------------------------------------ portals, port groups */
 
-static const struct fdef portal_f[] = {
-	{ "url", T_STR, true }, { "rel_port_id", T_INT, false }, { NULL, 0, false },
-};
-
 static int64_t int_of(json_object *o, const char *key, int64_t dflt)
 {
 	json_object *v;
@@ -97,7 +93,7 @@ int rest_portal_create(json_object *cfg, const char *node, json_object *body, ui
 
 	if (!n)
 		return -ENOENT;
-	rc = rest_check_obj(body, portal_f, "", e);
+	rc = rest_check_obj(body, &gw_schema_node_portal, "", e);
 	if (rc)
 		return rc;
 	if (json_object_object_get_ex(body, "rel_port_id", &v)) {
@@ -170,7 +166,7 @@ int rest_portal_patch(json_object *cfg, const char *node, uint32_t rel, json_obj
 		json_object_put(merged);
 		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
 	}
-	rc = rest_check_obj(merged, portal_f, "", e);
+	rc = rest_check_obj(merged, &gw_schema_node_portal, "", e);
 	if (rc) {
 		json_object_put(merged);
 		return rc;

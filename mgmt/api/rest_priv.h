@@ -2,21 +2,13 @@
 /*
  * What the files of the REST half share and nothing else sees (rest.c:
  * routes and bodies; rest_schema.c; rest_render.c; rest_edit.c;
- * rest_portal.c): the schema types, the error setter, the JSON helpers.
+ * rest_portal.c): the error setter, the schema checks, the JSON helpers.
  */
 #ifndef ISERGW_API_REST_PRIV_H
 #define ISERGW_API_REST_PRIV_H
 
 #include "rest.h"
-
-/* T_IQN, T_ALIAS, T_PATH: strings that are names (util/names.h), checked as isergwd checks them */
-enum ftype { T_STR, T_INT, T_BOOL, T_SIZE, T_CHAP, T_ACLS, T_LUNS, T_IQN, T_ALIAS, T_PATH };
-
-struct fdef {
-	const char *key;
-	enum ftype t;
-	bool required;
-};
+#include "config/schema.h"
 
 /* rest.c */
 __attribute__((format(printf, 5, 6)))
@@ -25,11 +17,12 @@ int rest_fail(struct rest_err *e, int rc, unsigned int code, const char *field,
 void rest_key_path(const char *error, char *out, size_t len);
 
 /* rest_schema.c */
-extern const struct fdef rest_chap_f[], rest_acl_f[], rest_lun_f[], rest_target_f[];
 const char *rest_tname(json_object *v);
 const char *rest_int_text(json_object *v, char *buf, size_t len);
-int rest_check_field(json_object *v, const struct fdef *d, const char *p, struct rest_err *e);
-int rest_check_obj(json_object *o, const struct fdef *f, const char *path, struct rest_err *e);
+const char *rest_want(enum gw_ftype t);
+int rest_check_field(json_object *v, const struct gw_field *d, const char *p, struct rest_err *e);
+int rest_check_obj(json_object *o, const struct gw_ftable *f, const char *path,
+		   struct rest_err *e);
 
 /* rest_render.c */
 void rest_add_str(json_object *o, const char *k, const char *v);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The REST request bodies' schemas (rest.h): each object's fields and their
- * types, checked before a write is made, naming the field at fault.
+ * The REST request bodies' checks (rest.h): each object's fields against the
+ * configuration's field tables (config/schema.h), before a write is made,
+ * naming the field at fault.
  */
 #include "rest.h"
 
@@ -16,31 +17,12 @@
 
 /* ------------------------------------------------------------ schemas */
 
-const struct fdef rest_chap_f[] = {
-	{ "user", T_STR, false }, { "secret", T_STR, false }, { NULL, 0, false },
-};
-const struct fdef rest_acl_f[] = {
-	{ "initiator", T_IQN, true }, { "chap", T_CHAP, false }, { NULL, 0, false },
-};
-const struct fdef rest_lun_f[] = {
-	{ "lun", T_INT, false }, { "path", T_PATH, true }, { "size", T_SIZE, false },
-	{ "block_size", T_INT, false }, { "serial", T_STR, false }, { "naa", T_STR, false },
-	{ "readonly", T_BOOL, false }, { "write_cache", T_BOOL, false },
-	{ "thin", T_BOOL, false }, { "vendor", T_STR, false }, { "product", T_STR, false },
-	{ "max_transfer", T_SIZE, false }, { "backend_sessions", T_INT, false },
-	{ "backend_hold_s", T_INT, false }, { "backend_timeout_s", T_INT, false },
-	{ "backend_read_chunk", T_SIZE, false }, { "backend_initiator", T_IQN, false },
-	{ "device_group", T_STR, false }, { NULL, 0, false },
-};
-const struct fdef rest_target_f[] = {
-	{ "iqn", T_IQN, true }, { "alias", T_ALIAS, false }, { "chap", T_CHAP, false },
-	{ "mutual_chap", T_CHAP, false }, { "acls", T_ACLS, false },
-	{ "max_recv_dsl", T_INT, false }, { "max_burst", T_INT, false },
-	{ "first_burst", T_INT, false }, { "max_outstanding_r2t", T_INT, false },
-	{ "initial_r2t", T_BOOL, false }, { "immediate_data", T_BOOL, false },
-	{ "queue_depth", T_INT, false }, { "luns", T_LUNS, false }, { NULL, 0, false },
-};
-
+/*
+ * The objects' fields are the configuration library's tables (config/schema.h,
+ * the ones isergwd parses with): here they are checked for their presence,
+ * JSON types and names only; ranges and the rest are the agent's to check,
+ * which runs isergwd's validator on the whole configuration.
+ */
 const char *rest_tname(json_object *v)
 {
 	return v ? json_type_to_name(json_object_get_type(v)) : "null";
@@ -52,7 +34,7 @@ static void join(char *out, size_t len, const char *path, const char *key)
 }
 
 
-static int check_arr(json_object *v, const struct fdef *f, const char *path, struct rest_err *e)
+static int check_arr(json_object *v, const struct gw_ftable *f, const char *path, struct rest_err *e)
 {
 	char p[256];
 
@@ -100,85 +82,79 @@ static bool int_saturated(json_object *v)
 	return i == INT64_MIN || (i == INT64_MAX && json_object_get_uint64(v) == UINT64_MAX);
 }
 
-int rest_check_field(json_object *v, const struct fdef *d, const char *p, struct rest_err *e)
+const char *rest_want(enum gw_ftype t)
 {
 	static const char *const want[] = {
-		[T_STR] = "a string", [T_INT] = "an integer", [T_BOOL] = "a boolean",
-		[T_SIZE] = "an integer or a string", [T_CHAP] = "an object",
-		[T_ACLS] = "an array", [T_LUNS] = "an array", [T_IQN] = "a string",
-		[T_ALIAS] = "a string", [T_PATH] = "a string",
+		[GW_FT_STRING] = "a string", [GW_FT_INTEGER] = "an integer",
+		[GW_FT_BOOLEAN] = "a boolean", [GW_FT_SIZE] = "an integer or a string",
+		[GW_FT_OBJECT] = "an object", [GW_FT_ARRAY] = "an array",
 	};
-	static const enum gw_name_kind kinds[] = {
-		[T_IQN] = GW_NAME_ISCSI, [T_ALIAS] = GW_NAME_ALIAS, [T_PATH] = GW_NAME_PATH,
-	};
-	char msg[384];
-	bool ok;
 
-	switch (d->t) {
-	case T_STR:
-	case T_IQN:
-	case T_ALIAS:
-	case T_PATH:
-		ok = json_object_is_type(v, json_type_string);
-		break;
-	case T_INT:
-		ok = json_object_is_type(v, json_type_int);
-		break;
-	case T_BOOL:
-		ok = json_object_is_type(v, json_type_boolean);
-		break;
-	case T_SIZE:
-		ok = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_string);
-		break;
-	case T_CHAP:
-		ok = json_object_is_type(v, json_type_object);
-		break;
-	default:
-		ok = json_object_is_type(v, json_type_array);
-		break;
+	return want[t];
+}
+
+static bool type_ok(json_object *v, enum gw_ftype t)
+{
+	switch (t) {
+	case GW_FT_STRING:
+		return json_object_is_type(v, json_type_string);
+	case GW_FT_INTEGER:
+		return json_object_is_type(v, json_type_int);
+	case GW_FT_BOOLEAN:
+		return json_object_is_type(v, json_type_boolean);
+	case GW_FT_SIZE:
+		return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_string);
+	case GW_FT_OBJECT:
+		return json_object_is_type(v, json_type_object);
+	case GW_FT_ARRAY:
+		return json_object_is_type(v, json_type_array);
 	}
-	if (!ok)
-		return rest_fail(e, -EINVAL, 422, p, "%s: expected %s, got %s", p, want[d->t], rest_tname(v));
+	return false;
+}
+
+int rest_check_field(json_object *v, const struct gw_field *d, const char *p, struct rest_err *e)
+{
+	char msg[384];
+
+	if (!type_ok(v, d->type))
+		return rest_fail(e, -EINVAL, 422, p, "%s: expected %s, got %s", p, rest_want(d->type),
+				 rest_tname(v));
 	if (json_object_is_type(v, json_type_int) && int_saturated(v)) {
 		char n[48];
 
 		return rest_fail(e, -ERANGE, 422, p, "%s: %s is out of range (not a 64-bit integer)", p,
 			    rest_int_text(v, n, sizeof(n)));
 	}
-	if ((d->t == T_IQN || d->t == T_ALIAS || d->t == T_PATH) &&
-	    gw_name_check(kinds[d->t], json_object_get_string(v),
-			  (size_t)json_object_get_string_len(v), msg, sizeof(msg)))
+	if (d->is_name && gw_name_check(d->name, json_object_get_string(v),
+					(size_t)json_object_get_string_len(v), msg, sizeof(msg)))
 		return rest_fail(e, -EINVAL, 422, p, "%s: %s", p, msg);
-	if (d->t == T_CHAP)
-		return rest_check_obj(v, rest_chap_f, p, e);
-	if (d->t == T_ACLS)
-		return check_arr(v, rest_acl_f, p, e);
-	if (d->t == T_LUNS)
-		return check_arr(v, rest_lun_f, p, e);
+	if (d->type == GW_FT_OBJECT && d->sub)
+		return rest_check_obj(v, d->sub, p, e);
+	if (d->type == GW_FT_ARRAY && d->sub)
+		return check_arr(v, d->sub, p, e);
 	return 0;
 }
 
 /* Unknown keys, wrong types and missing required keys, naming the field. */
-int rest_check_obj(json_object *o, const struct fdef *f, const char *path, struct rest_err *e)
+int rest_check_obj(json_object *o, const struct gw_ftable *f, const char *path,
+		   struct rest_err *e)
 {
 	char p[256];
 
 	json_object_object_foreach(o, key, v) {
-		const struct fdef *d;
+		const struct gw_field *d = gw_field_find(f, key, strlen(key));
 		int rc;
 
-		for (d = f; d->key && strcmp(d->key, key); d++)
-			;
 		join(p, sizeof(p), path, key);
-		if (!d->key)
+		if (!d)
 			return rest_fail(e, -EINVAL, 422, p, "%s: unknown field", p);
 		rc = rest_check_field(v, d, p, e);
 		if (rc)
 			return rc;
 	}
-	for (const struct fdef *d = f; d->key; d++) {
-		if (d->required && !json_object_object_get_ex(o, d->key, NULL)) {
-			join(p, sizeof(p), path, d->key);
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->f[i].required && !json_object_object_get_ex(o, f->f[i].key, NULL)) {
+			join(p, sizeof(p), path, f->f[i].key);
 			return rest_fail(e, -EINVAL, 422, p, "%s: required", p);
 		}
 	}
