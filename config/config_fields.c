@@ -452,7 +452,8 @@ static int parse_device_groups(struct pctx *c, struct json_object *v, void *base
 
 static const char *const log_words[] = { "err", "warn", "notice", "info", "debug", NULL };
 static const char *const alua_policy_words[] = { "local", "external", NULL };
-static const char *const lu_state_words[] = { "local", "cluster", NULL };
+/* in the words of the cluster document's check, which defaults to cluster */
+static const char *const lu_state_words[] = { "cluster", "local", NULL };
 static const char *const fencing_words[] = { "reservation", "none", NULL };
 
 /* .cluster: the cluster document's "gateway" object may set it for every node (docs/ha-config.md) */
