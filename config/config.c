@@ -519,7 +519,7 @@ int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **a
 }
 
 
-static void offset_to_line(const char *s, size_t off, unsigned int *line, unsigned int *col)
+void gw_config_line_col(const char *s, size_t off, unsigned int *line, unsigned int *col)
 {
 	*line = 1;
 	*col = 1;
@@ -575,7 +575,7 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	if (!root) {
 		enum json_tokener_error jerr = json_tokener_get_error(tok);
 
-		offset_to_line(json, json_tokener_get_parse_end(tok), &line, &col);
+		gw_config_line_col(json, json_tokener_get_parse_end(tok), &line, &col);
 		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
 			     jerr == json_tokener_continue ? "unexpected end of input"
 							   : json_tokener_error_desc(jerr));
@@ -584,7 +584,7 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	end = json_tokener_get_parse_end(tok);
 	for (size_t i = end; i < len; i++) {
 		if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') {
-			offset_to_line(json, i, &line, &col);
+			gw_config_line_col(json, i, &line, &col);
 			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: trailing data after the configuration",
 				     line, col);
 			goto err_put_root;

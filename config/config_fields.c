@@ -320,15 +320,23 @@ static void target_init(void *el, size_t idx)
 	gw_target_defaults(el);
 }
 
+/* cfg_parse_array() of at most max elements, more refused as too many of what */
+static int parse_capped(struct pctx *c, struct json_object *v, size_t max, const char *what,
+			size_t elsz, void **arr, size_t *n, void (*init)(void *el, size_t idx),
+			const struct gw_ftable *t)
+{
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > max)
+		return cfg_perr(c, "too many %s (max %zu)", what, max);
+	return cfg_parse_array(c, v, elsz, arr, n, init, t);
+}
+
 static int parse_portals(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->portals;
-	int rc;
+	int rc = parse_capped(c, v, 65535, "portals", sizeof(*cfg->portals), &arr, &cfg->nportals,
+			      portal_init, &gw_schema_portal);
 
-	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 65535)
-		return cfg_perr(c, "too many portals (max 65535)");
-	rc = cfg_parse_array(c, v, sizeof(*cfg->portals), &arr, &cfg->nportals, portal_init, &gw_schema_portal);
 	cfg->portals = arr;
 	return rc;
 }
@@ -426,12 +434,9 @@ static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->port_groups;
-	int rc;
+	int rc = parse_capped(c, v, 64, "target port groups", sizeof(*cfg->port_groups), &arr,
+			      &cfg->nport_groups, port_group_init, &gw_schema_port_group);
 
-	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 64)
-		return cfg_perr(c, "too many target port groups (max 64)");
-	rc = cfg_parse_array(c, v, sizeof(*cfg->port_groups), &arr, &cfg->nport_groups,
-			 port_group_init, &gw_schema_port_group);
 	cfg->port_groups = arr;
 	return rc;
 }
@@ -440,12 +445,9 @@ static int parse_device_groups(struct pctx *c, struct json_object *v, void *base
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->device_groups;
-	int rc;
+	int rc = parse_capped(c, v, 256, "device groups", sizeof(*cfg->device_groups), &arr,
+			      &cfg->ndevice_groups, device_group_init, &gw_schema_device_group);
 
-	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > 256)
-		return cfg_perr(c, "too many device groups (max 256)");
-	rc = cfg_parse_array(c, v, sizeof(*cfg->device_groups), &arr, &cfg->ndevice_groups,
-			 device_group_init, &gw_schema_device_group);
 	cfg->device_groups = arr;
 	return rc;
 }
