@@ -517,6 +517,58 @@ static const struct gw_field node_portal_fields[] = {
 };
 const struct gw_ftable gw_schema_node_portal = TABLE(node_portal_fields);
 
+static const struct gw_field node_fields[] = {
+	{ .key = "name", .type = GW_FT_STRING, .required = true, .min = 1, .kind = GW_FK_NONE,
+	  .doc = "the node's name: A-Z a-z 0-9 . _ -, its corosync name" },
+	{ .key = "tpg_id", .type = GW_FT_INTEGER, .required = true, .min = 1, .max = 65535,
+	  .kind = GW_FK_NONE, .doc = "the node's target port group, unique in the cluster" },
+	{ .key = "portals", .type = GW_FT_ARRAY, .sub = &gw_schema_node_portal, .kind = GW_FK_NONE,
+	  .doc = "where the node's isergwd listens" },
+};
+const struct gw_ftable gw_schema_node = TABLE(node_fields);
+
+static const struct gw_field floating_portal_fields[] = {
+	{ .key = "url", .type = GW_FT_STRING, .required = true, .kind = GW_FK_NONE,
+	  .doc = "tcp://ADDR[:PORT] or iser://ADDR[:PORT], an address that moves between nodes" },
+	{ .key = "rel_port_id", .type = GW_FT_INTEGER, .required = true, .min = 1, .max = 65535,
+	  .kind = GW_FK_NONE, .doc = "unique in the cluster; its TPGT too" },
+	{ .key = "tpg_id", .type = GW_FT_INTEGER, .required = true, .min = 1, .max = 65535,
+	  .kind = GW_FK_NONE, .doc = "its target port group, no node's" },
+};
+const struct gw_ftable gw_schema_floating_portal = TABLE(floating_portal_fields);
+
+static const char *const failback_words[] = { "immediate", "manual", NULL };
+
+static const struct gw_field cluster_dg_fields[] = {
+	{ .key = "name", .type = GW_FT_STRING, .required = true, .min = 1, .kind = GW_FK_NONE,
+	  .doc = "the device group's name, printable ASCII" },
+	{ .key = "preferred_owner", .type = GW_FT_STRING, .kind = GW_FK_NONE,
+	  .doc = "the node that owns it when it is up" },
+	{ .key = "failback", .type = GW_FT_STRING, .words = failback_words, .kind = GW_FK_NONE,
+	  .doc = "back to the preferred owner when it returns, or by hand" },
+	{ .key = "non_owner_state", .type = GW_FT_STRING, .words = non_owner_words,
+	  .kind = GW_FK_NONE, .doc = "the state of the nodes that do not own it" },
+};
+const struct gw_ftable gw_schema_cluster_dg = TABLE(cluster_dg_fields);
+
+static const struct gw_field cluster_fields[] = {
+	{ .key = "nodes", .type = GW_FT_ARRAY, .sub = &gw_schema_node, .kind = GW_FK_NONE,
+	  .doc = "the cluster's nodes, 1..32" },
+	{ .key = "device_groups", .type = GW_FT_ARRAY, .sub = &gw_schema_cluster_dg,
+	  .kind = GW_FK_NONE, .doc = "the groups of LUNs that fail over together" },
+	{ .key = "targets", .type = GW_FT_ARRAY, .sub = &gw_schema_target, .kind = GW_FK_NONE,
+	  .doc = "the iSCSI targets, served by every node" },
+	{ .key = "discovery_chap", .type = GW_FT_OBJECT, .sub = &gw_schema_chap, .kind = GW_FK_NONE,
+	  .doc = "the CHAP discovery sessions pass" },
+	{ .key = "gateway", .type = GW_FT_OBJECT, .kind = GW_FK_NONE,
+	  .doc = "isergwd's keys for every node: gw_schema_config's fields marked cluster" },
+	{ .key = "floating_portals", .type = GW_FT_ARRAY, .sub = &gw_schema_floating_portal,
+	  .kind = GW_FK_NONE, .doc = "addresses pacemaker moves between the nodes, 0..16" },
+	{ .key = "dataplane_grace_ms", .type = GW_FT_INTEGER, .min = 200, .max = 600000,
+	  .kind = GW_FK_NONE, .doc = "how long a node's isergwd may not serve before it gives up" },
+};
+const struct gw_ftable gw_schema_cluster = TABLE(cluster_fields);
+
 const struct gw_field *gw_field_find(const struct gw_ftable *t, const char *key, size_t len)
 {
 	for (size_t i = 0; i < t->n; i++)

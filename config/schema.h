@@ -10,7 +10,10 @@
  * Each field: its key, its JSON type, whether it is required, its range,
  * the kind of name it is (names.h: the one validator of that kind), the
  * words it may be, the table of its objects, a one-line doc, and how
- * isergwd's parser stores it.
+ * isergwd's parser stores it. The cluster document's own objects (nodes,
+ * their portals, floating portals, device groups) have tables too, checked
+ * by the agent (their ranges and the words of their refusals are its own to
+ * say; the tables give their keys, types and ranges).
  */
 #ifndef ISERGW_CONFIG_SCHEMA_H
 #define ISERGW_CONFIG_SCHEMA_H
@@ -80,7 +83,11 @@ extern const struct gw_ftable gw_schema_chap;           /* chap, mutual_chap, di
 extern const struct gw_ftable gw_schema_port_group;     /* port_groups[] */
 extern const struct gw_ftable gw_schema_device_group;   /* device_groups[] */
 /* the cluster document's own (docs/ha-config.md) */
+extern const struct gw_ftable gw_schema_cluster;        /* the top level */
+extern const struct gw_ftable gw_schema_node;           /* nodes[] */
 extern const struct gw_ftable gw_schema_node_portal;    /* nodes[].portals[] */
+extern const struct gw_ftable gw_schema_floating_portal; /* floating_portals[] */
+extern const struct gw_ftable gw_schema_cluster_dg;     /* device_groups[] */
 
 /* The field of t named key (len bytes), or NULL. */
 const struct gw_field *gw_field_find(const struct gw_ftable *t, const char *key, size_t len);

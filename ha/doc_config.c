@@ -45,8 +45,6 @@ int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const
 	return 0;
 }
 
-#define CHECK_KEYS(c, obj, arr) ha_vcheck_keys(c, obj, arr, sizeof(arr) / sizeof(arr[0]))
-
 int ha_vcheck_table(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t)
 {
 	if (!json_object_is_type(obj, json_type_object))
@@ -117,6 +115,15 @@ static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key,
 	return 0;
 }
 
+/* The integer at key in the range its field of table t has (config/schema.h). */
+static int get_field_uint(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t,
+			  const char *key, bool required, uint64_t *out)
+{
+	const struct gw_field *f = gw_field_find(t, key, strlen(key));
+
+	return get_uint(c, obj, key, required, f->min, f->max, out);
+}
+
 /* The array at key (NULL when absent), with at most max elements. */
 static int get_array(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
 		     size_t min, size_t max, struct json_object **out)
@@ -169,7 +176,6 @@ static int copy_name(char dst[HA_NAME_MAX], const char *src)
 
 static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_portal *p)
 {
-	const struct gw_field *relf = gw_field_find(&gw_schema_node_portal, "rel_port_id", 11);
 	struct gw_portal_cfg parsed;
 	const char *url;
 	uint64_t rel;
@@ -186,7 +192,7 @@ static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_po
 		return ha_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
 	}
 	memcpy(p->url, url, strlen(url) + 1);
-	rc = get_uint(c, obj, "rel_port_id", true, relf->min, relf->max, &rel);
+	rc = get_field_uint(c, obj, &gw_schema_node_portal, "rel_port_id", true, &rel);
 	if (rc)
 		return rc;
 	p->rel_port_id = (uint16_t)rel;
@@ -235,7 +241,6 @@ static int parse_each(struct ha_vctx *c, const char *key, struct json_object *ar
 
 static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
 {
-	static const char *const keys[] = { "name", "tpg_id", "portals" };
 	struct ha_node *n = &d->nodes[k];
 	struct json_object *portals;
 	const char *name;
@@ -243,7 +248,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	size_t old;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_node);
 	if (rc)
 		return rc;
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &name);
@@ -261,7 +266,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	ha_vpath_pop(c, old);
 	(void)copy_name(n->name, name);
 
-	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
+	rc = get_field_uint(c, obj, &gw_schema_node, "tpg_id", true, &tpg);
 	if (rc)
 		return rc;
 	n->tpg_id = (uint16_t)tpg;
@@ -316,14 +321,13 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
 			      size_t i)
 {
-	static const char *const keys[] = { "url", "rel_port_id", "tpg_id" };
 	struct ha_floating *f = &d->floating[i];
 	struct ha_portal p;
 	struct json_object *sub;
 	uint64_t tpg;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_floating_portal);
 	if (rc)
 		return rc;
 	/* url and rel_port_id as a node's portal */
@@ -359,7 +363,7 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 			return ha_verr(c, "'%s' already used by floating_portals[%zu]", f->url, j);
 		}
 	}
-	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
+	rc = get_field_uint(c, obj, &gw_schema_floating_portal, "tpg_id", true, &tpg);
 	if (rc)
 		return rc;
 	f->tpg_id = (uint16_t)tpg;
@@ -413,14 +417,12 @@ const char *ha_non_owner_state_name(uint8_t state)
 
 static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t g)
 {
-	static const char *const keys[] = { "name", "preferred_owner", "failback",
-					    "non_owner_state" };
 	struct ha_dg *dg = &d->dgs[g];
 	const char *s;
 	size_t old;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_cluster_dg);
 	if (rc)
 		return rc;
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &s);
@@ -725,8 +727,6 @@ static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char
 int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
 		    struct ha_doc *d)
 {
-	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
-					    "gateway", "floating_portals", "dataplane_grace_ms" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
 	char path[512], why[64];
 	uint64_t grace = 0;
@@ -738,11 +738,10 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 			ha_vpath_key(c, path);
 		return ha_verr(c, "%s", why);
 	}
-	rc = CHECK_KEYS(c, cfg, keys);
+	rc = ha_vcheck_table(c, cfg, &gw_schema_cluster);
 	if (rc)
 		return rc;
-	rc = get_uint(c, cfg, "dataplane_grace_ms", false, HA_DP_GRACE_MIN_MS, HA_DP_GRACE_MAX_MS,
-		      &grace);
+	rc = get_field_uint(c, cfg, &gw_schema_cluster, "dataplane_grace_ms", false, &grace);
 	if (rc)
 		return rc;
 	d->dataplane_grace_ms = (uint32_t)grace;
