@@ -519,6 +519,25 @@ int rest_merge_patch(json_object *target, json_object *patch)
 	return 0;
 }
 
+int rest_patch_put(json_object *arr, size_t idx, json_object *cur, json_object *patch,
+		   const struct gw_ftable *t, struct rest_err *e)
+{
+	json_object *merged = NULL;
+	int rc;
+
+	if (json_object_deep_copy(cur, &merged, NULL) || rest_merge_patch(merged, patch)) {
+		json_object_put(merged);
+		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	rc = rest_check_obj(merged, t, "", e);
+	if (rc) {
+		json_object_put(merged);
+		return rc;
+	}
+	json_object_array_put_idx(arr, idx, merged);
+	return 0;
+}
+
 json_object *rest_lun_made(const char *iqn, json_object *body, uint32_t lun)
 {
 	json_object *cfg = json_object_new_object(), *targets = json_object_new_array();
@@ -559,7 +578,7 @@ void rest_lun_error_prefix(const char *error, char *buf, size_t len)
 
 int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, struct rest_err *e)
 {
-	json_object *t = target_or_404(cfg, iqn, NULL, e), *merged = NULL, *v;
+	json_object *t = target_or_404(cfg, iqn, NULL, e), *v;
 	size_t idx;
 	int rc;
 
@@ -600,17 +619,7 @@ int rest_target_patch(json_object *cfg, const char *iqn, json_object *patch, str
 			return rc;
 		}
 	}
-	if (json_object_deep_copy(t, &merged, NULL) || rest_merge_patch(merged, patch)) {
-		json_object_put(merged);
-		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
-	}
-	rc = rest_check_obj(merged, &gw_schema_target, "", e);
-	if (rc) {
-		json_object_put(merged);
-		return rc;
-	}
-	json_object_array_put_idx(rest_arr_of(cfg, "targets"), idx, merged);
-	return 0;
+	return rest_patch_put(rest_arr_of(cfg, "targets"), idx, t, patch, &gw_schema_target, e);
 }
 
 json_object *rest_acls(json_object *cfg, const char *iqn)
@@ -673,9 +682,8 @@ static json_object *acl_or_404(json_object *cfg, const char *iqn, const char *in
 int rest_acl_patch(json_object *cfg, const char *iqn, const char *initiator,
 		   json_object *patch, struct rest_err *e)
 {
-	json_object *t, *acl = NULL, *merged = NULL, *v;
+	json_object *t, *acl = NULL, *v;
 	size_t idx;
-	int rc;
 
 	acl = acl_or_404(cfg, iqn, initiator, &t, &idx, e);
 	if (!acl)
@@ -692,17 +700,7 @@ int rest_acl_patch(json_object *cfg, const char *iqn, const char *initiator,
 			return rest_fail(e, -EINVAL, 422, key, "chap: expected an object, got %s",
 				    rest_tname(pv));
 	}
-	if (json_object_deep_copy(acl, &merged, NULL) || rest_merge_patch(merged, patch)) {
-		json_object_put(merged);
-		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
-	}
-	rc = rest_check_obj(merged, &gw_schema_acl, "", e);
-	if (rc) {
-		json_object_put(merged);
-		return rc;
-	}
-	json_object_array_put_idx(rest_arr_of(t, "acls"), idx, merged);
-	return 0;
+	return rest_patch_put(rest_arr_of(t, "acls"), idx, acl, patch, &gw_schema_acl, e);
 }
 
 int rest_acl_delete(json_object *cfg, const char *iqn, const char *initiator,

@@ -143,9 +143,8 @@ static json_object *portal_or_404(json_object *cfg, const char *node, uint32_t r
 int rest_portal_patch(json_object *cfg, const char *node, uint32_t rel, json_object *patch,
 		      struct rest_err *e)
 {
-	json_object *n, *p, *merged = NULL;
+	json_object *n, *p;
 	size_t idx;
-	int rc;
 
 	p = portal_or_404(cfg, node, rel, &n, &idx, e);
 	if (!p)
@@ -162,17 +161,7 @@ int rest_portal_patch(json_object *cfg, const char *node, uint32_t rel, json_obj
 			return rest_fail(e, -EINVAL, 422, key, "url: required (it cannot be removed)");
 		}
 	}
-	if (json_object_deep_copy(p, &merged, NULL) || rest_merge_patch(merged, patch)) {
-		json_object_put(merged);
-		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
-	}
-	rc = rest_check_obj(merged, &gw_schema_node_portal, "", e);
-	if (rc) {
-		json_object_put(merged);
-		return rc;
-	}
-	json_object_array_put_idx(rest_arr_of(n, "portals"), idx, merged);
-	return 0;
+	return rest_patch_put(rest_arr_of(n, "portals"), idx, p, patch, &gw_schema_node_portal, e);
 }
 
 int rest_portal_delete(json_object *cfg, const char *node, uint32_t rel, struct rest_err *e)

@@ -36,6 +36,9 @@ json_object *rest_find_by(json_object *a, const char *key, const char *val, size
 json_object *rest_find_lun(json_object *t, uint32_t lun, size_t *idx);
 json_object *rest_arr_make(json_object *cfg, const char *key);
 int rest_merge_patch(json_object *target, json_object *patch);
+/* cur with the merge patch applied, checked against t, in place of element idx of arr */
+int rest_patch_put(json_object *arr, size_t idx, json_object *cur, json_object *patch,
+		   const struct gw_ftable *t, struct rest_err *e);
 
 /* rest_portal.c */
 json_object *rest_find_portal(json_object *node, uint32_t rel, size_t *idx);
