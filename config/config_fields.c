@@ -31,6 +31,29 @@ static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
 	return 0;
 }
 
+static const char *const fencing_words[] = { "reservation", "none", NULL };
+static const char *const non_owner_words[] = { "active/non-optimized", "standby", "unavailable",
+					       NULL };
+
+/* A string that is one of words: *idx is its index. */
+static int parse_word(struct pctx *c, struct json_object *v, const char *const *words,
+		      unsigned int *idx)
+{
+	char list[128] = "";
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+	s = json_object_get_string(v);
+	for (*idx = 0; words[*idx]; (*idx)++)
+		if (strcmp(s, words[*idx]) == 0)
+			return 0;
+	for (const char *const *w = words; *w; w++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 w == words ? "" : ", ", *w);
+	return cfg_perr(c, "\"%s\" is not one of %s", s, list);
+}
+
 /* A string that is one of two words: *out is false for `no`, true for `yes`. */
 static int parse_two_words(struct pctx *c, struct json_object *v, const char *no,
 			   const char *yes, bool *out)
@@ -113,18 +136,12 @@ size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *
 static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
-	const char *s;
+	unsigned int i;
+	int rc = parse_word(c, v, fencing_words, &i);
 
-	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
-	s = json_object_get_string(v);
-	if (strcmp(s, "reservation") == 0)
-		cfg->backend_fencing = true;
-	else if (strcmp(s, "none") == 0)
-		cfg->backend_fencing = false;
-	else
-		return cfg_perr(c, "\"%s\" is not one of reservation, none", s);
-	return 0;
+	if (!rc)
+		cfg->backend_fencing = i == 0;
+	return rc;
 }
 
 static int pr_key_of(struct pctx *c, struct json_object *v, uint64_t *out)
@@ -389,24 +406,14 @@ const struct gw_ftable gw_schema_port_group = TABLE(port_group_fields);
 static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
 {
 	struct gw_device_group_cfg *d = base;
-	const char *s;
+	unsigned int i;
+	int rc = parse_word(c, v, non_owner_words, &i);
 
-	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
-	s = json_object_get_string(v);
-	if (strcmp(s, "active/non-optimized") == 0)
-		d->non_owner_state = 1;
-	else if (strcmp(s, "standby") == 0)
-		d->non_owner_state = 2;
-	else if (strcmp(s, "unavailable") == 0)
-		d->non_owner_state = 3;
-	else
-		return cfg_perr(c, "\"%s\" is not one of active/non-optimized, standby, unavailable", s);
-	return 0;
+	if (!rc)
+		d->non_owner_state = (uint8_t)(i + 1);  /* 1 active/non-optimized .. 3 unavailable */
+	return rc;
 }
 
-static const char *const non_owner_words[] = { "active/non-optimized", "standby", "unavailable",
-					       NULL };
 
 static const struct gw_field device_group_fields[] = {
 	F_STR(struct gw_device_group_cfg, name, 1, true, "the device group's name"),
@@ -456,7 +463,6 @@ static const char *const log_words[] = { "err", "warn", "notice", "info", "debug
 static const char *const alua_policy_words[] = { "local", "external", NULL };
 /* in the words of the cluster document's check, which defaults to cluster */
 static const char *const lu_state_words[] = { "cluster", "local", NULL };
-static const char *const fencing_words[] = { "reservation", "none", NULL };
 
 /* .cluster: the cluster document's "gateway" object may set it for every node (docs/ha-config.md) */
 static const struct gw_field config_fields[] = {
