@@ -3,11 +3,12 @@
  * The daemon's configuration (docs/configuration.md).
  *
  * Parsing is strict and table driven: every JSON object is checked against a
- * table of known keys, so an unknown key, a wrong type or an out-of-range
- * number fails the load with a message naming its key path
- * ("targets[0].luns[1].colour: unknown key"). Cross-field rules live in
- * gw_config_validate(), derived defaults (LUN serial and NAA) in
- * gw_config_finalize(). gw_config_load_*() run all three.
+ * table of known keys (config_fields.c, schema.h), so an unknown key, a
+ * wrong type or an out-of-range number fails the load with a message naming
+ * its key path ("targets[0].luns[1].colour: unknown key"). Cross-field rules
+ * live in gw_config_validate() (config_validate.c), derived defaults (LUN
+ * serial and NAA) in gw_config_finalize() (config_defaults.c).
+ * gw_config_load_*() run all three.
  */
 #include "config/config.h"
 
