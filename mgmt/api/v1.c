@@ -333,27 +333,23 @@ static void status_done(struct job *j, const Isergw__Ha__ClusterStatus *st)
 	case REST_NODES_LIST:
 		finish_json(j, 200, rest_nodes(st), st->generation);
 		return;
-	case REST_NODE_GET:
-	case REST_NODE_PATCH:
-		o = rest_node(st, j->m.name);
-		if (!o) {
-			finish_code(j, 404, "no node %s", j->m.name);
-			return;
-		}
-		finish_json(j, 200, o, st->generation);
-		return;
 	case REST_DGS_LIST:
 		finish_json(j, 200, rest_dgs(st), st->generation);
 		return;
+	case REST_NODE_GET:
+	case REST_NODE_PATCH:
 	case REST_DG_GET:
-	case REST_DG_PATCH:
-		o = rest_dg(st, j->m.name);
+	case REST_DG_PATCH: {
+		bool node = j->m.op == REST_NODE_GET || j->m.op == REST_NODE_PATCH;
+
+		o = node ? rest_node(st, j->m.name) : rest_dg(st, j->m.name);
 		if (!o) {
-			finish_code(j, 404, "no device group %s", j->m.name);
+			finish_code(j, 404, "no %s %s", node ? "node" : "device group", j->m.name);
 			return;
 		}
 		finish_json(j, 200, o, st->generation);
 		return;
+	}
 	case REST_OPERATION_GET:
 		rc = rest_operation(st, j->m.name, &o);
 		if (rc == -ENOMEM)
