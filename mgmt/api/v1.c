@@ -46,6 +46,7 @@
 
 #include "api.h"
 #include "problem.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 
 #define COMP "v1"
@@ -947,8 +948,7 @@ static int sa_write(const char *path, const char *text, size_t len)
 	struct stat st;
 	const char *slash;
 	mode_t mode = 0600;
-	size_t off = 0;
-	int fd, rc = 0;
+	int fd, rc;
 
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
@@ -956,15 +956,7 @@ static int sa_write(const char *path, const char *text, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
+	rc = gw_write_all(fd, text, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
