@@ -673,9 +673,11 @@ static void test_node_dg_patch(void **state)
 	json_object_put(b);
 	b = J("{\"drained\":\"yes\"}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
+	assert_string_equal(e.detail, "drained: expected a boolean, got string");
 	json_object_put(b);
 	b = J("{\"drained\":false,\"name\":\"n2\"}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "name");
+	assert_string_equal(e.detail, "name: unknown field (only drained can change)");
 	json_object_put(b);
 	/* ?force= of a drain */
 	assert_int_equal(rest_force_param(NULL, &d, &e), 0);
@@ -689,7 +691,17 @@ static void test_node_dg_patch(void **state)
 	assert_null(strchr(e.detail, '\xff'));
 	b = J("{}");
 	refused(rest_node_patch(b, &d, &e), &e, -EINVAL, 422, "drained");
+	assert_string_equal(e.detail, "drained: required");
 	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
+	assert_string_equal(e.detail, "owner: required");
+	json_object_put(b);
+	b = J("{\"owner\":7}");
+	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "owner");
+	assert_string_equal(e.detail, "owner: expected a string, got int");
+	json_object_put(b);
+	b = J("{\"owner\":\"n2\",\"x\":1}");
+	refused(rest_dg_patch(b, owner, sizeof(owner), &e), &e, -EINVAL, 422, "x");
+	assert_string_equal(e.detail, "x: unknown field (only owner can change)");
 	json_object_put(b);
 	b = J("{\"owner\":\"n2\"}");
 	assert_int_equal(rest_dg_patch(b, owner, sizeof(owner), &e), 0);
