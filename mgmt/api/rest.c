@@ -410,23 +410,37 @@ int rest_size_parse(json_object *v, uint64_t *bytes)
 	return 0;
 }
 
+/* A body of one key, key, of JSON type t: its value in *v. */
+static int one_key(json_object *body, const char *key, enum gw_ftype t, json_object **v,
+		   struct rest_err *e)
+{
+	const struct gw_field f = { .key = key, .type = t };
+
+	*v = NULL;
+	json_object_object_foreach(body, k, val) {
+		int rc;
+
+		if (strcmp(k, key))
+			return rest_fail(e, -EINVAL, 422, k, "%s: unknown field (only %s can change)",
+					 k, key);
+		rc = rest_check_field(val, &f, key, e);
+		if (rc)
+			return rc;
+		*v = val;
+	}
+	if (!*v)
+		return rest_fail(e, -EINVAL, 422, key, "%s: required", key);
+	return 0;
+}
+
 int rest_node_patch(json_object *body, bool *drained, struct rest_err *e)
 {
-	bool have = false;
+	json_object *v;
+	int rc = one_key(body, "drained", GW_FT_BOOLEAN, &v, e);
 
-	json_object_object_foreach(body, key, v) {
-		if (strcmp(key, "drained"))
-			return rest_fail(e, -EINVAL, 422, key, "%s: unknown field (only drained can "
-				    "change)", key);
-		if (!json_object_is_type(v, json_type_boolean))
-			return rest_fail(e, -EINVAL, 422, key, "drained: expected a boolean, got %s",
-				    rest_tname(v));
+	if (!rc)
 		*drained = json_object_get_boolean(v);
-		have = true;
-	}
-	if (!have)
-		return rest_fail(e, -EINVAL, 422, "drained", "drained: required");
-	return 0;
+	return rc;
 }
 
 int rest_force_param(const char *v, bool *force, struct rest_err *e)
@@ -440,23 +454,15 @@ int rest_force_param(const char *v, bool *force, struct rest_err *e)
 
 int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e)
 {
-	bool have = false;
+	json_object *v;
+	int rc = one_key(body, "owner", GW_FT_STRING, &v, e);
 
-	json_object_object_foreach(body, key, v) {
-		if (strcmp(key, "owner"))
-			return rest_fail(e, -EINVAL, 422, key, "%s: unknown field (only owner can "
-				    "change)", key);
-		if (!json_object_is_type(v, json_type_string))
-			return rest_fail(e, -EINVAL, 422, key, "owner: expected a string, got %s",
-				    rest_tname(v));
-		if (!json_object_get_string_len(v) || (size_t)json_object_get_string_len(v) >= len)
-			return rest_fail(e, -EINVAL, 422, key, "owner: a node name of 1..%zu bytes",
-				    len - 1);
-		snprintf(owner, len, "%s", json_object_get_string(v));
-		have = true;
-	}
-	if (!have)
-		return rest_fail(e, -EINVAL, 422, "owner", "owner: required");
+	if (rc)
+		return rc;
+	if (!json_object_get_string_len(v) || (size_t)json_object_get_string_len(v) >= len)
+		return rest_fail(e, -EINVAL, 422, "owner", "owner: a node name of 1..%zu bytes",
+				 len - 1);
+	snprintf(owner, len, "%s", json_object_get_string(v));
 	return 0;
 }
 
