@@ -275,10 +275,22 @@ json_object *rest_arr_make(json_object *cfg, const char *key)
 	return a;
 }
 
+/* A copy of body appended to the array key of parent (made when absent). */
+static int append_copy(json_object *parent, const char *key, json_object *body,
+		       struct rest_err *e)
+{
+	json_object *a = rest_arr_make(parent, key), *copy = NULL;
+
+	if (!a || json_object_deep_copy(body, &copy, NULL) || json_object_array_add(a, copy)) {
+		json_object_put(copy);
+		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
+	}
+	return 0;
+}
+
 int rest_target_create(json_object *cfg, json_object *body, char *iqn, size_t iqnlen,
 		       struct rest_err *e)
 {
-	json_object *a, *copy = NULL;
 	const char *name;
 	int rc;
 
@@ -288,13 +300,10 @@ int rest_target_create(json_object *cfg, json_object *body, char *iqn, size_t iq
 	name = rest_str_of(body, "iqn");
 	if (rest_find_by(rest_arr_of(cfg, "targets"), "iqn", name, NULL))
 		return rest_fail(e, -EEXIST, 409, "iqn", "iqn: a target %s exists already", name);
-	a = rest_arr_make(cfg, "targets");
-	if (!a || json_object_deep_copy(body, &copy, NULL) || json_object_array_add(a, copy)) {
-		json_object_put(copy);
-		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
-	}
-	snprintf(iqn, iqnlen, "%s", name);
-	return 0;
+	rc = append_copy(cfg, "targets", body, e);
+	if (!rc)
+		snprintf(iqn, iqnlen, "%s", name);
+	return rc;
 }
 
 static json_object *target_or_404(json_object *cfg, const char *iqn, size_t *idx,
@@ -643,7 +652,7 @@ json_object *rest_acl(json_object *cfg, const char *iqn, const char *initiator)
 int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *ini,
 		    size_t inilen, struct rest_err *e)
 {
-	json_object *t = target_or_404(cfg, iqn, NULL, e), *a, *copy = NULL;
+	json_object *t = target_or_404(cfg, iqn, NULL, e);
 	const char *name;
 	int rc;
 
@@ -656,13 +665,10 @@ int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *
 	if (rest_find_by(rest_arr_of(t, "acls"), "initiator", name, NULL))
 		return rest_fail(e, -EEXIST, 409, "initiator", "initiator: %s has an ACL in %s already",
 			    name, iqn);
-	a = rest_arr_make(t, "acls");
-	if (!a || json_object_deep_copy(body, &copy, NULL) || json_object_array_add(a, copy)) {
-		json_object_put(copy);
-		return rest_fail(e, -ENOMEM, 500, NULL, "out of memory");
-	}
-	snprintf(ini, inilen, "%s", name);
-	return 0;
+	rc = append_copy(t, "acls", body, e);
+	if (!rc)
+		snprintf(ini, inilen, "%s", name);
+	return rc;
 }
 
 static json_object *acl_or_404(json_object *cfg, const char *iqn, const char *initiator,
