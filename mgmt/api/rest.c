@@ -475,6 +475,7 @@ int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32
 	buf[0] = '\0';
 	switch (op) {
 	case REST_TARGET_POST:
+	case REST_TARGET_PATCH:
 		if (!rest_find_by(rest_arr_of(cfg, "targets"), "iqn", iqn, &ti))
 			return -ENOENT;
 		snprintf(buf, len, "targets[%zu]", ti);
@@ -485,11 +486,6 @@ int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32
 		if (!t || !rest_find_lun(t, lun, &li))
 			return -ENOENT;
 		snprintf(buf, len, "targets[%zu].luns[%zu]", ti, li);
-		return 0;
-	case REST_TARGET_PATCH:
-		if (!rest_find_by(rest_arr_of(cfg, "targets"), "iqn", iqn, &ti))
-			return -ENOENT;
-		snprintf(buf, len, "targets[%zu]", ti);
 		return 0;
 	case REST_DISCOVERY_CHAP_PUT:
 		snprintf(buf, len, "discovery_chap");
