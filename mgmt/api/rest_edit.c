@@ -326,17 +326,25 @@ int rest_target_delete(json_object *cfg, const char *iqn, struct rest_err *e)
 	return 0;
 }
 
+/* Target iqn of cfg, when there is one (404) and body passes table t: NULL with *rc otherwise. */
+static json_object *target_with(json_object *cfg, const char *iqn, json_object *body,
+				const struct gw_ftable *t, int *rc, struct rest_err *e)
+{
+	json_object *tg = target_or_404(cfg, iqn, NULL, e);
+
+	*rc = tg ? rest_check_obj(body, t, "", e) : -ENOENT;
+	return *rc ? NULL : tg;
+}
+
 int rest_lun_create(json_object *cfg, const char *iqn, json_object *body, uint32_t *lun,
 		    struct rest_err *e)
 {
-	json_object *t = target_or_404(cfg, iqn, NULL, e), *a, *copy = NULL, *v;
+	json_object *t, *a, *copy = NULL, *v;
 	uint32_t n = 0;
 	int rc;
 
+	t = target_with(cfg, iqn, body, &gw_schema_lun, &rc, e);
 	if (!t)
-		return -ENOENT;
-	rc = rest_check_obj(body, &gw_schema_lun, "", e);
-	if (rc)
 		return rc;
 	if (json_object_object_get_ex(body, "lun", &v)) {
 		int64_t want = json_object_get_int64(v);
@@ -652,14 +660,12 @@ json_object *rest_acl(json_object *cfg, const char *iqn, const char *initiator)
 int rest_acl_create(json_object *cfg, const char *iqn, json_object *body, char *ini,
 		    size_t inilen, struct rest_err *e)
 {
-	json_object *t = target_or_404(cfg, iqn, NULL, e);
 	const char *name;
+	json_object *t;
 	int rc;
 
+	t = target_with(cfg, iqn, body, &gw_schema_acl, &rc, e);
 	if (!t)
-		return -ENOENT;
-	rc = rest_check_obj(body, &gw_schema_acl, "", e);
-	if (rc)
 		return rc;
 	name = rest_str_of(body, "initiator");
 	if (rest_find_by(rest_arr_of(t, "acls"), "initiator", name, NULL))
