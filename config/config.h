@@ -181,6 +181,8 @@ void gw_portal_defaults(struct gw_portal_cfg *p);
  */
 int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen);
 int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen);
+/* The line and column (from 1) of byte off of the JSON text s, for its parse errors. */
+void gw_config_line_col(const char *s, size_t off, unsigned int *line, unsigned int *col);
 /* The same, with base's top-level settings (not its lists) as the defaults of the keys not given. */
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			       struct gw_config **out, char *err, size_t errlen);

@@ -11,12 +11,14 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
 #include "common/log.h"
 #include "config/names.h"
+#include "config/schema.h"
 
 static const char *jtype(struct json_object *v)
 {
@@ -43,7 +45,19 @@ int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const
 	return 0;
 }
 
-#define CHECK_KEYS(c, obj, arr) ha_vcheck_keys(c, obj, arr, sizeof(arr) / sizeof(arr[0]))
+int ha_vcheck_table(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t)
+{
+	if (!json_object_is_type(obj, json_type_object))
+		return ha_verr(c, "expected an object, got %s", jtype(obj));
+	json_object_object_foreach(obj, key, val) {
+		(void)val;
+		if (!gw_field_find(t, key, strlen(key))) {
+			ha_vpath_key(c, key);
+			return ha_verr(c, "unknown key");
+		}
+	}
+	return 0;
+}
 
 /* The string at key (NULL when absent and not required), without NUL bytes, < size bytes. */
 static int get_str(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
@@ -101,6 +115,15 @@ static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key,
 	return 0;
 }
 
+/* The integer at key in the range its field of table t has (config/schema.h). */
+static int get_field_uint(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t,
+			  const char *key, bool required, uint64_t *out)
+{
+	const struct gw_field *f = gw_field_find(t, key, strlen(key));
+
+	return get_uint(c, obj, key, required, f->min, f->max, out);
+}
+
 /* The array at key (NULL when absent), with at most max elements. */
 static int get_array(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
 		     size_t min, size_t max, struct json_object **out)
@@ -153,13 +176,12 @@ static int copy_name(char dst[HA_NAME_MAX], const char *src)
 
 static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_portal *p)
 {
-	static const char *const keys[] = { "url", "rel_port_id" };
 	struct gw_portal_cfg parsed;
 	const char *url;
 	uint64_t rel;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_node_portal);
 	if (rc)
 		return rc;
 	rc = get_str(c, obj, "url", true, sizeof(p->url), &url);
@@ -170,7 +192,7 @@ static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_po
 		return ha_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
 	}
 	memcpy(p->url, url, strlen(url) + 1);
-	rc = get_uint(c, obj, "rel_port_id", true, 1, 65535, &rel);
+	rc = get_field_uint(c, obj, &gw_schema_node_portal, "rel_port_id", true, &rel);
 	if (rc)
 		return rc;
 	p->rel_port_id = (uint16_t)rel;
@@ -219,7 +241,6 @@ static int parse_each(struct ha_vctx *c, const char *key, struct json_object *ar
 
 static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
 {
-	static const char *const keys[] = { "name", "tpg_id", "portals" };
 	struct ha_node *n = &d->nodes[k];
 	struct json_object *portals;
 	const char *name;
@@ -227,7 +248,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	size_t old;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_node);
 	if (rc)
 		return rc;
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &name);
@@ -245,7 +266,7 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	ha_vpath_pop(c, old);
 	(void)copy_name(n->name, name);
 
-	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
+	rc = get_field_uint(c, obj, &gw_schema_node, "tpg_id", true, &tpg);
 	if (rc)
 		return rc;
 	n->tpg_id = (uint16_t)tpg;
@@ -300,14 +321,13 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
 			      size_t i)
 {
-	static const char *const keys[] = { "url", "rel_port_id", "tpg_id" };
 	struct ha_floating *f = &d->floating[i];
 	struct ha_portal p;
 	struct json_object *sub;
 	uint64_t tpg;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_floating_portal);
 	if (rc)
 		return rc;
 	/* url and rel_port_id as a node's portal */
@@ -343,7 +363,7 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 			return ha_verr(c, "'%s' already used by floating_portals[%zu]", f->url, j);
 		}
 	}
-	rc = get_uint(c, obj, "tpg_id", true, 1, 65535, &tpg);
+	rc = get_field_uint(c, obj, &gw_schema_floating_portal, "tpg_id", true, &tpg);
 	if (rc)
 		return rc;
 	f->tpg_id = (uint16_t)tpg;
@@ -397,14 +417,12 @@ const char *ha_non_owner_state_name(uint8_t state)
 
 static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t g)
 {
-	static const char *const keys[] = { "name", "preferred_owner", "failback",
-					    "non_owner_state" };
 	struct ha_dg *dg = &d->dgs[g];
 	const char *s;
 	size_t old;
 	int rc;
 
-	rc = CHECK_KEYS(c, obj, keys);
+	rc = ha_vcheck_table(c, obj, &gw_schema_cluster_dg);
 	if (rc)
 		return rc;
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &s);
@@ -498,28 +516,38 @@ static int check_name(struct ha_vctx *c, struct json_object *obj, const char *ke
 	return ha_verr(c, "%s", msg);
 }
 
-/* The target's name, alias and ACLs' initiator names. */
-static int check_target_names(struct ha_vctx *c, struct json_object *tgt)
+/*
+ * The names in obj, an object of table t (config/schema.h), and in the
+ * objects of its arrays: a target's name and alias, its ACLs' initiator
+ * names, its LUNs' paths and backend initiator names.
+ */
+static int check_names(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t)
 {
-	struct json_object *acls;
-	int rc;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct gw_field *f = &t->f[i];
+		struct json_object *arr;
+		int rc;
 
-	rc = check_name(c, tgt, "iqn", GW_NAME_ISCSI);
-	rc = rc ? rc : check_name(c, tgt, "alias", GW_NAME_ALIAS);
-	if (rc || !json_object_object_get_ex(tgt, "acls", &acls) ||
-	    !json_object_is_type(acls, json_type_array))
-		return rc;
-	for (size_t a = 0; a < json_object_array_length(acls); a++) {
-		struct json_object *acl = json_object_array_get_idx(acls, a);
-		size_t at = ha_vpath_key(c, "acls");
-
-		ha_vpath_index(c, a);
-		if (json_object_is_type(acl, json_type_object)) {
-			rc = check_name(c, acl, "initiator", GW_NAME_ISCSI);
+		if (f->is_name) {
+			rc = check_name(c, obj, f->key, f->name);
 			if (rc)
 				return rc;
 		}
-		ha_vpath_pop(c, at);
+		if (f->type != GW_FT_ARRAY || !f->sub || !json_object_object_get_ex(obj, f->key, &arr) ||
+		    !json_object_is_type(arr, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(arr); k++) {
+			struct json_object *el = json_object_array_get_idx(arr, k);
+			size_t at = ha_vpath_key(c, f->key);
+
+			ha_vpath_index(c, k);
+			if (json_object_is_type(el, json_type_object)) {
+				rc = check_names(c, el, f->sub);
+				if (rc)
+					return rc;
+			}
+			ha_vpath_pop(c, at);
+		}
 	}
 	return 0;
 }
@@ -540,7 +568,7 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 
 		if (!json_object_is_type(tgt, json_type_object))
 			return ha_verr(c, "expected an object, got %s", jtype(tgt));
-		rc = check_target_names(c, tgt);
+		rc = check_names(c, tgt, &gw_schema_target);
 		if (rc)
 			return rc;
 		rc = get_array(c, tgt, "luns", false, 0, SIZE_MAX, &luns);
@@ -554,9 +582,6 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 			ha_vpath_index(c, l);
 			if (!json_object_is_type(lun, json_type_object))
 				return ha_verr(c, "expected an object, got %s", jtype(lun));
-			rc = check_name(c, lun, "path", GW_NAME_PATH);
-			if (rc)
-				return rc;
 			rc = get_str(c, lun, "device_group", false, HA_NAME_MAX, &dg);
 			if (rc)
 				return rc;
@@ -576,28 +601,22 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 
 /* ----------------------------------------------------------------- gateway */
 
-struct gw_key {
-	const char *key;
-	uint64_t min, max;              /* both 0: log_level, a string */
-};
-
-/* isergwd's top-level keys a cluster sets for all its nodes, with isergwd's ranges. */
-static const struct gw_key gateway_keys[] = {
-	{ "log_level", 0, 0 },
-	{ "nop_interval_s", 0, 3600 },
-	{ "nop_timeout_s", 1, 3600 },
-	{ "login_timeout_s", 1, 3600 },
-	{ "alua_request_timeout_ms", 100, 600000 },
-	{ "reactors", 0, 1024 },
-	{ "alua_lease_unavailable_ms", 0, 600000 },
-	{ "backend_fencing", 0, 0 },    /* a string: reservation, none */
-	{ "lu_state", 0, 0 },           /* a string: cluster (default), local */
-};
-
+/*
+ * isergwd's top-level keys a cluster sets for all its nodes: the fields of
+ * isergwd's table marked cluster (config/schema.h), with isergwd's ranges
+ * and words.
+ */
 bool ha_gateway_key(const char *s, size_t len)
 {
-	for (size_t i = 0; i < sizeof(gateway_keys) / sizeof(gateway_keys[0]); i++)
-		if (strlen(gateway_keys[i].key) == len && strncmp(gateway_keys[i].key, s, len) == 0)
+	const struct gw_field *f = gw_field_find(&gw_schema_config, s, len);
+
+	return f && f->cluster;
+}
+
+static bool one_of(const char *s, const char *const *words)
+{
+	for (; *words; words++)
+		if (strcmp(s, *words) == 0)
 			return true;
 	return false;
 }
@@ -605,45 +624,41 @@ bool ha_gateway_key(const char *s, size_t len)
 static int check_gateway(struct ha_vctx *c, struct json_object *gw)
 {
 	size_t old = ha_vpath_key(c, "gateway");
-	const char *keys[sizeof(gateway_keys) / sizeof(gateway_keys[0])];
 	int rc;
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		keys[i] = gateway_keys[i].key;
-	rc = CHECK_KEYS(c, gw, keys);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < sizeof(gateway_keys) / sizeof(gateway_keys[0]); i++) {
-		const struct gw_key *k = &gateway_keys[i];
-		enum gw_log_level lvl;
+	if (!json_object_is_type(gw, json_type_object))
+		return ha_verr(c, "expected an object, got %s", jtype(gw));
+	json_object_object_foreach(gw, key, val) {
+		(void)val;
+		if (!ha_gateway_key(key, strlen(key))) {
+			ha_vpath_key(c, key);
+			return ha_verr(c, "unknown key");
+		}
+	}
+	for (size_t i = 0; i < gw_schema_config.n; i++) {
+		const struct gw_field *f = &gw_schema_config.f[i];
+		char words[128] = "";
 		const char *s;
 		uint64_t v;
 
-		if (k->max) {
-			rc = get_uint(c, gw, k->key, false, k->min, k->max, &v);
+		if (!f->cluster)
+			continue;
+		if (f->type == GW_FT_INTEGER) {
+			rc = get_uint(c, gw, f->key, false, f->min, f->max, &v);
 			if (rc)
 				return rc;
 			continue;
 		}
-		rc = get_str(c, gw, k->key, false, 16, &s);
+		rc = get_str(c, gw, f->key, false, 16, &s);
 		if (rc)
 			return rc;
-		if (s && strcmp(k->key, "backend_fencing") == 0) {
-			if (strcmp(s, "reservation") == 0 || strcmp(s, "none") == 0)
-				continue;
-			ha_vpath_key(c, k->key);
-			return ha_verr(c, "'%s' is not one of reservation, none", s);
-		}
-		if (s && strcmp(k->key, "lu_state") == 0) {
-			if (strcmp(s, "cluster") == 0 || strcmp(s, "local") == 0)
-				continue;
-			ha_vpath_key(c, k->key);
-			return ha_verr(c, "'%s' is not one of cluster, local", s);
-		}
-		if (s && gw_log_parse_level(s, &lvl)) {
-			ha_vpath_key(c, k->key);
-			return ha_verr(c, "'%s' is not one of err, warn, notice, info, debug", s);
-		}
+		if (!s || !f->words || one_of(s, f->words))
+			continue;
+		for (const char *const *w = f->words; *w; w++)
+			snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s",
+				 w == f->words ? "" : ", ", *w);
+		ha_vpath_key(c, f->key);
+		return ha_verr(c, "'%s' is not one of %s", s, words);
 	}
 	ha_vpath_pop(c, old);
 	return 0;
@@ -712,8 +727,6 @@ static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char
 int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
 		    struct ha_doc *d)
 {
-	static const char *const keys[] = { "nodes", "device_groups", "targets", "discovery_chap",
-					    "gateway", "floating_portals", "dataplane_grace_ms" };
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
 	char path[512], why[64];
 	uint64_t grace = 0;
@@ -725,11 +738,10 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 			ha_vpath_key(c, path);
 		return ha_verr(c, "%s", why);
 	}
-	rc = CHECK_KEYS(c, cfg, keys);
+	rc = ha_vcheck_table(c, cfg, &gw_schema_cluster);
 	if (rc)
 		return rc;
-	rc = get_uint(c, cfg, "dataplane_grace_ms", false, HA_DP_GRACE_MIN_MS, HA_DP_GRACE_MAX_MS,
-		      &grace);
+	rc = get_field_uint(c, cfg, &gw_schema_cluster, "dataplane_grace_ms", false, &grace);
 	if (rc)
 		return rc;
 	d->dataplane_grace_ms = (uint32_t)grace;

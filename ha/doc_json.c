@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
+
 /* ------------------------------------------------------------ text buffer */
 
 void ha_sb_init(struct ha_sbuf *b)
@@ -247,20 +249,6 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err)
 
 /* ------------------------------------------------------------------ reader */
 
-static void offset_to_line(const char *s, size_t off, unsigned int *line, unsigned int *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < off && s[i]; i++) {
-		if (s[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else {
-			(*col)++;
-		}
-	}
-}
-
 int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
 		  size_t errlen)
 {
@@ -284,7 +272,7 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 	if (!root) {
 		enum json_tokener_error jerr = json_tokener_get_error(tok);
 
-		offset_to_line(text, json_tokener_get_parse_end(tok), &line, &col);
+		gw_config_line_col(text, json_tokener_get_parse_end(tok), &line, &col);
 		rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
 				jerr == json_tokener_continue || jerr == json_tokener_success
 					? "unexpected end of input"
@@ -294,7 +282,7 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 	end = json_tokener_get_parse_end(tok);
 	for (size_t i = end; i < len; i++) {
 		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
-			offset_to_line(text, i, &line, &col);
+			gw_config_line_col(text, i, &line, &col);
 			rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
 					what, line, col);
 			goto err_put_root;

@@ -89,6 +89,9 @@ void ha_vpath_pop(struct ha_vctx *c, size_t len);
 /* "path: message" into err (the root is called "config"); returns -EINVAL. */
 int ha_verr(struct ha_vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct gw_ftable;
+/* Every key of obj (an object, else an error) is a field of table t (config/schema.h). */
+int ha_vcheck_table(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t);
 /* Every key of obj (an object, else an error) is one of keys[]. */
 int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,
 		   size_t nkeys);

@@ -46,6 +46,7 @@
 
 #include "api.h"
 #include "problem.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 
 #define COMP "v1"
@@ -333,27 +334,23 @@ static void status_done(struct job *j, const Isergw__Ha__ClusterStatus *st)
 	case REST_NODES_LIST:
 		finish_json(j, 200, rest_nodes(st), st->generation);
 		return;
-	case REST_NODE_GET:
-	case REST_NODE_PATCH:
-		o = rest_node(st, j->m.name);
-		if (!o) {
-			finish_code(j, 404, "no node %s", j->m.name);
-			return;
-		}
-		finish_json(j, 200, o, st->generation);
-		return;
 	case REST_DGS_LIST:
 		finish_json(j, 200, rest_dgs(st), st->generation);
 		return;
+	case REST_NODE_GET:
+	case REST_NODE_PATCH:
 	case REST_DG_GET:
-	case REST_DG_PATCH:
-		o = rest_dg(st, j->m.name);
+	case REST_DG_PATCH: {
+		bool node = j->m.op == REST_NODE_GET || j->m.op == REST_NODE_PATCH;
+
+		o = node ? rest_node(st, j->m.name) : rest_dg(st, j->m.name);
 		if (!o) {
-			finish_code(j, 404, "no device group %s", j->m.name);
+			finish_code(j, 404, "no %s %s", node ? "node" : "device group", j->m.name);
 			return;
 		}
 		finish_json(j, 200, o, st->generation);
 		return;
+	}
 	case REST_OPERATION_GET:
 		rc = rest_operation(st, j->m.name, &o);
 		if (rc == -ENOMEM)
@@ -951,8 +948,7 @@ static int sa_write(const char *path, const char *text, size_t len)
 	struct stat st;
 	const char *slash;
 	mode_t mode = 0600;
-	size_t off = 0;
-	int fd, rc = 0;
+	int fd, rc;
 
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 0777;
@@ -960,15 +956,7 @@ static int sa_write(const char *path, const char *text, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
+	rc = gw_write_all(fd, text, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
