@@ -33,6 +33,17 @@ static inline void list_del(struct list_head *e)
 	e->prev->next = e->next;
 	e->next = e->prev = e;
 }
+/* Move every entry of from to the tail of to, in order; from is left empty. */
+static inline void list_splice_tail_init(struct list_head *from, struct list_head *to)
+{
+	if (list_empty(from))
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	list_init(from);
+}
 #define list_entry(ptr, type, member) container_of(ptr, type, member)
 #define list_first_entry(h, type, member) list_entry((h)->next, type, member)
 #define list_for_each_safe(pos, n, head) \

@@ -17,17 +17,16 @@
 struct reactor_msg {
 	reactor_fn fn;
 	void *arg;
-	struct reactor_msg *next;
+	struct list_head link;
 };
 
 struct reactor {
 	unsigned int index;
 	int epfd;
-	int msg_efd;
-	struct reactor_fd msg_handler;
+	struct reactor_bell msg_bell;
 	atomic_bool stop;
 	pthread_mutex_t msg_lock;
-	struct reactor_msg *msg_head, *msg_tail;
+	struct list_head msgs;     /* struct reactor_msg, oldest first */
 	struct list_head timers;   /* sorted by deadline */
 	struct list_head deferred;
 };
@@ -52,21 +51,20 @@ unsigned int reactor_index(const struct reactor *r)
 	return r->index;
 }
 
-static void reactor_run_msgs(void *arg, uint32_t events)
+/* The messages sent before the bell was read, in the order sent. */
+static void reactor_run_msgs(void *arg)
 {
 	struct reactor *r = arg;
-	struct reactor_msg *m, *next;
-	uint64_t v;
+	struct list_head batch;
 
-	(void)events;
-	if (read(r->msg_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		GW_WARN("reactor", "reactor %u: eventfd read: %s", r->index, strerror(errno));
+	list_init(&batch);
 	pthread_mutex_lock(&r->msg_lock);
-	m = r->msg_head;
-	r->msg_head = r->msg_tail = NULL;
+	list_splice_tail_init(&r->msgs, &batch);
 	pthread_mutex_unlock(&r->msg_lock);
-	for (; m; m = next) {
-		next = m->next;
+	while (!list_empty(&batch)) {
+		struct reactor_msg *m = list_first_entry(&batch, struct reactor_msg, link);
+
+		list_del(&m->link);
 		m->fn(m->arg);
 		free(m);
 	}
@@ -74,65 +72,52 @@ static void reactor_run_msgs(void *arg, uint32_t events)
 
 int reactor_create(unsigned int index, struct reactor **out)
 {
-	struct reactor *r;
+	struct reactor *r = calloc(1, sizeof(*r));
 	int rc;
 
-	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->index = index;
 	list_init(&r->timers);
 	list_init(&r->deferred);
+	list_init(&r->msgs);
 	pthread_mutex_init(&r->msg_lock, NULL);
+	r->msg_bell.h.fd = -1;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r->epfd < 0) {
-		rc = -errno;
-		goto err_free;
+	rc = r->epfd < 0 ? -errno : reactor_bell_open(r, &r->msg_bell, reactor_run_msgs, r);
+	if (rc) {
+		reactor_destroy(r);     /* takes what was made */
+		return rc;
 	}
-	r->msg_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->msg_efd < 0) {
-		rc = -errno;
-		goto err_close_ep;
-	}
-	rc = reactor_add_fd(r, &r->msg_handler, r->msg_efd, EPOLLIN, reactor_run_msgs, r);
-	if (rc)
-		goto err_close_efd;
 	*out = r;
 	return 0;
-
-err_close_efd:
-	close(r->msg_efd);
-err_close_ep:
-	close(r->epfd);
-err_free:
-	pthread_mutex_destroy(&r->msg_lock);
-	free(r);
-	return rc;
 }
 
 void reactor_destroy(struct reactor *r)
 {
-	struct reactor_msg *m, *next;
-
 	if (!r)
 		return;
-	for (m = r->msg_head; m; m = next) {
-		next = m->next;
+	while (!list_empty(&r->msgs)) {
+		struct reactor_msg *m = list_first_entry(&r->msgs, struct reactor_msg, link);
+
+		list_del(&m->link);
 		free(m);
 	}
-	close(r->msg_efd);
-	close(r->epfd);
+	reactor_bell_close(&r->msg_bell);
+	if (r->epfd >= 0)
+		close(r->epfd);
 	pthread_mutex_destroy(&r->msg_lock);
 	free(r);
 }
 
 void reactor_stop(struct reactor *r)
 {
-	uint64_t one = 1;
+	int rc;
 
 	atomic_store(&r->stop, true);
-	if (write(r->msg_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		GW_WARN("reactor", "reactor %u: wake-up failed: %s", r->index, strerror(errno));
+	rc = reactor_bell_ring(&r->msg_bell);
+	if (rc)
+		GW_WARN("reactor", "reactor %u: wake-up failed: %s", r->index, strerror(-rc));
 }
 
 int reactor_add_fd(struct reactor *r, struct reactor_fd *h, int fd, uint32_t events,
@@ -166,6 +151,59 @@ void reactor_del_fd(struct reactor *r, struct reactor_fd *h)
 	if (h->fd >= 0)
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, h->fd, NULL);
 	h->cb = NULL;
+}
+
+static void reactor_bell_cb(void *arg, uint32_t events)
+{
+	struct reactor_bell *b = arg;
+	uint64_t count;
+
+	(void)events;
+	/* read first: a ring after this read wakes the loop again */
+	if (read(b->h.fd, &count, sizeof(count)) < 0) {
+		if (errno == EAGAIN)
+			return;         /* nobody rang: the last read took it */
+		GW_WARN("reactor", "reactor %u: eventfd read: %s", b->r->index, strerror(errno));
+	}
+	b->cb(b->arg);
+}
+
+int reactor_bell_open(struct reactor *r, struct reactor_bell *b, reactor_fn cb, void *arg)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int rc;
+
+	b->r = r;
+	b->cb = cb;
+	b->arg = arg;
+	b->h.fd = -1;
+	if (fd < 0)
+		return -errno;
+	rc = reactor_add_fd(r, &b->h, fd, EPOLLIN, reactor_bell_cb, b);
+	if (rc) {
+		close(fd);
+		b->h.fd = -1;
+	}
+	return rc;
+}
+
+int reactor_bell_ring(struct reactor_bell *b)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is full, so the loop is woken anyway */
+	if (write(b->h.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+void reactor_bell_close(struct reactor_bell *b)
+{
+	if (b->h.fd < 0)
+		return;
+	reactor_del_fd(b->r, &b->h);
+	close(b->h.fd);
+	b->h.fd = -1;
 }
 
 void reactor_timer_init(struct reactor_timer *t, reactor_fn cb, void *arg)
@@ -230,23 +268,15 @@ void reactor_deferred_cancel(struct reactor *r, struct reactor_deferred *d)
 int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg)
 {
 	struct reactor_msg *m = malloc(sizeof(*m));
-	uint64_t one = 1;
 
 	if (!m)
 		return -ENOMEM;
 	m->fn = fn;
 	m->arg = arg;
-	m->next = NULL;
 	pthread_mutex_lock(&r->msg_lock);
-	if (r->msg_tail)
-		r->msg_tail->next = m;
-	else
-		r->msg_head = m;
-	r->msg_tail = m;
+	list_add_tail(&m->link, &r->msgs);
 	pthread_mutex_unlock(&r->msg_lock);
-	if (write(r->msg_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return -errno;
-	return 0;
+	return reactor_bell_ring(&r->msg_bell);
 }
 
 /* Returns how many calls ran. */

@@ -78,6 +78,25 @@ void reactor_deferred_init(struct reactor_deferred *d, reactor_fn cb, void *arg)
 void reactor_defer(struct reactor *r, struct reactor_deferred *d);
 void reactor_deferred_cancel(struct reactor *r, struct reactor_deferred *d);
 
+/*
+ * A doorbell: an eventfd in r's epoll set. Any thread rings it; cb(arg) then
+ * runs on r's thread, once for all the rings made before it runs (the
+ * count is read, then cb called). For a thread that hands results to a
+ * reactor by its own queue; reactor_send_msg is one of those.
+ */
+struct reactor_bell {
+	struct reactor *r;
+	struct reactor_fd h;    /* h.fd: the eventfd, -1 while closed */
+	reactor_fn cb;
+	void *arg;
+};
+/* 0, or -errno with the bell closed. */
+int reactor_bell_open(struct reactor *r, struct reactor_bell *b, reactor_fn cb, void *arg);
+/* Any thread: 0, or -errno (a counter already full rings anyway: 0). */
+int reactor_bell_ring(struct reactor_bell *b);
+/* Off the epoll set and closed; nothing on a bell closed already. */
+void reactor_bell_close(struct reactor_bell *b);
+
 /* Run fn(arg) on reactor r's thread (any caller thread). Returns 0 or -ENOMEM. */
 int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg);
 

@@ -6,8 +6,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "store.h"
 #include "common/log.h"
@@ -22,8 +20,7 @@ struct ha_store {
 	int (*save)(const char *text, size_t len, const char *dir);
 	bool journal;                   /* LUN changes as journal lines (the real writer only) */
 	pthread_t thread;
-	int efd;
-	struct reactor_fd h;
+	struct reactor_bell bell;       /* rung by the thread: store_cb on the loop */
 	uint64_t reported_seq;          /* loop only: the last done() */
 
 	pthread_mutex_t mu;             /* guards everything below */
@@ -44,16 +41,6 @@ struct ha_store {
 	uint64_t fail_gen;
 	unsigned int failures;          /* since the last log */
 };
-
-static void wake_loop(struct ha_store *s)
-{
-	uint64_t one = 1;
-	ssize_t n;
-
-	/* fails only when the counter is full (EAGAIN): the loop is woken anyway */
-	n = write(s->efd, &one, sizeof(one));
-	(void)n;
-}
 
 /* Under s->mu: a save of seq finished (rc 0 or a failure to log). */
 static void finished(struct ha_store *s, uint64_t seq, uint64_t gen, int rc)
@@ -109,23 +96,20 @@ static void *saver(void *arg)
 		if (jrnl)
 			s->appends++;
 		finished(s, seq, gen, rc);
-		wake_loop(s);
+		reactor_bell_ring(&s->bell);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
 }
 
 /* On the loop: report what the thread finished. */
-static void store_cb(void *arg, uint32_t events)
+static void store_cb(void *arg)
 {
 	struct ha_store *s = arg;
-	uint64_t n, seq, gen;
+	uint64_t seq, gen;
 	unsigned int failures;
 	int rc;
 
-	(void)events;
-	if (read(s->efd, &n, sizeof(n)) < 0)
-		return;
 	pthread_mutex_lock(&s->mu);
 	seq = s->done_seq;
 	rc = s->fail_rc;
@@ -181,7 +165,7 @@ void ha_store_queue(struct ha_store *s, const struct ha_doc *d, uint64_t seq)
 	pthread_mutex_lock(&s->mu);
 	if (!copy) {
 		finished(s, seq, d->generation, -ENOMEM);
-		wake_loop(s);
+		reactor_bell_ring(&s->bell);
 	} else {
 		if (s->text || s->jrnl) {
 			/* not taken yet: the newer document covers it */
@@ -211,6 +195,18 @@ uint64_t ha_store_saves(struct ha_store *s)
 	return n;
 }
 
+/* What ha_store_start made, the thread ended (or never started). */
+static void store_free(struct ha_store *s)
+{
+	reactor_bell_close(&s->bell);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s->dir);
+	free(s->text);
+	free(s->jrnl);
+	free(s);
+}
+
 int ha_store_start(struct reactor *r, const struct ha_store_params *p, struct ha_store **out)
 {
 	struct ha_store *s = calloc(1, sizeof(*s));
@@ -223,37 +219,25 @@ int ha_store_start(struct reactor *r, const struct ha_store_params *p, struct ha
 	s->ctx = p->ctx;
 	s->save = p->save ? p->save : ha_doc_save_text;
 	s->journal = !p->save || p->journal;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	/* first: closed again when it fails, so store_free can take it whatever comes next */
+	rc = reactor_bell_open(r, &s->bell, store_cb, s);
+	if (rc)
+		goto err_free;
 	s->dir = strdup(p->dir);
 	if (!s->dir) {
 		rc = -ENOMEM;
 		goto err_free;
 	}
-	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->efd < 0) {
-		rc = -errno;
-		goto err_free_dir;
-	}
-	rc = reactor_add_fd(r, &s->h, s->efd, EPOLLIN, store_cb, s);
-	if (rc)
-		goto err_close;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	rc = -pthread_create(&s->thread, NULL, saver, s);
 	if (rc)
-		goto err_destroy;
+		goto err_free;
 	*out = s;
 	return 0;
 
-err_destroy:
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	reactor_del_fd(r, &s->h);
-err_close:
-	close(s->efd);
-err_free_dir:
-	free(s->dir);
 err_free:
-	free(s);
+	store_free(s);
 	return rc;
 }
 
@@ -274,12 +258,5 @@ void ha_store_stop(struct ha_store *s)
 		GW_DEBUG(COMP, "%" PRIu64 " document(s) written, %" PRIu64 " journal append(s), %"
 			 PRIu64 " replaced by a newer one before they were", s->saves, s->appends,
 			 s->dropped);
-	reactor_del_fd(s->r, &s->h);
-	close(s->efd);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
-	free(s->dir);
-	free(s->text);
-	free(s->jrnl);
-	free(s);
+	store_free(s);
 }
