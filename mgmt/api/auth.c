@@ -627,8 +627,8 @@ int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
 	return 0;
 }
 
-/* Replace path with text, mode 0600: a temporary file beside it, fsync, rename, fsync the dir. */
-static int write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
+int api_write_file(const char *path, const char *text, size_t len, mode_t mode, char *err,
+		   size_t errlen)
 {
 	char tmp[4096], dir[4096];
 	int fd, dfd, rc;
@@ -645,7 +645,7 @@ static int write_atomic(const char *path, const char *text, size_t len, char *er
 			 strerror(errno));
 		return rc;
 	}
-	if (fchmod(fd, 0600)) {
+	if (fchmod(fd, mode)) {
 		rc = -errno;
 		goto err_unlink;
 	}
@@ -731,7 +731,7 @@ int api_token_file_add(const char *path, const char *name, enum api_role role, c
 	memcpy(out + olen, line, strlen(line));
 	olen += strlen(line);
 	out[olen++] = '\n';
-	rc = write_atomic(path, out, olen, err, errlen);
+	rc = api_write_file(path, out, olen, 0600, err, errlen);
 	free(out);
 out_secret:
 	if (rc)
@@ -785,7 +785,7 @@ int api_token_file_remove(const char *path, const char *name, char *err, size_t 
 		rc = -ENOENT;
 		goto out_tokens;
 	}
-	rc = write_atomic(path, out, olen, err, errlen);
+	rc = api_write_file(path, out, olen, 0600, err, errlen);
 out_tokens:
 	free(out);
 	api_tokens_free(&t);
