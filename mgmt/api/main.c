@@ -126,10 +126,9 @@ static void usage(FILE *f)
 "('isergw-api token --help').\n");
 }
 
-static void sighup(void *arg);
-
+/* .hup and .arg: main, once the API object is there */
 static struct gw_daemon daemon_api = {
-	.name = "isergw-api", .usage = usage, .stop_what = "stopping", .hup = sighup,
+	.name = "isergw-api", .usage = usage, .stop_what = "stopping",
 };
 
 /*
@@ -591,6 +590,7 @@ int main(int argc, char **argv)
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	pthread_rwlock_init(&a->tokens_lock, NULL);
+	daemon_api.hup = sighup;
 	daemon_api.arg = a;
 	if (a->opts.token_file[0]) {
 		rc = api_tokens_reload(a);      /* a refusal is logged there, at err */
