@@ -1011,37 +1011,28 @@ static const struct option cl_opts[] = {
 	{ "role", required_argument, NULL, 'R' },
 	ISERGWCTL_OPT_END,
 };
-#define OPT_BITS (sizeof(cl_opts) / sizeof(cl_opts[0]) - 1 - OPT_FIRST)
 
 /* ------------------------------------------------------------ entry */
 
 /* Options anywhere, operands in order: 0, or the usage error's exit status. */
 static int parse_args(struct cl *c, int argc, char **argv)
 {
-	int opt, idx = -1;
+	struct isergwctl_args a = { .opts = cl_opts, .first = OPT_FIRST, .pos = c->pos, .max = POS_MAX };
+	char why[256];
+	int opt;
 
 	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
 	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", cl_opts, &idx)) != -1) {
+	while ((opt = isergwctl_args_next(&a, argc, argv)) != -1) {
 		switch (opt) {
-		case 1:
-			if (c->npos == POS_MAX)
-				return usage_err("unexpected '%s'", optarg);
-			c->pos[c->npos++] = optarg;
-			break;
+		case ISERGWCTL_ARGS_FULL:
+			return usage_err("unexpected '%s'", a.extra);
 		case 's':
 			c->socket = optarg;
 			break;
-		case 'j':
-			c->json = true;
-			break;
-		case 'h':
-			c->help = true;
-			break;
 		case 'r':
 		case 'f':
-			break;          /* --runtime, --force: their bit (below) is all */
+			break;          /* --runtime, --force: their bit is all */
 		case 'b':
 			if (isergwctl_parse_u64(optarg, &c->base_gen))
 				return usage_err("--base-generation wants a generation number, not '%s'",
@@ -1055,23 +1046,15 @@ static int parse_args(struct cl *c, int argc, char **argv)
 		case 'R':
 			c->role = optarg;
 			break;
-		case ':':
-			return usage_err("%s needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return usage_err("unknown option '-%c'", optopt);
-			return usage_err("unknown option '%s'", argv[optind - 1]);
+			isergwctl_args_bad_opt(opt, argv, why, sizeof(why));
+			return usage_err("%s", why);
 		}
-		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
-		if (idx >= OPT_FIRST)
-			c->given |= 1u << (idx - OPT_FIRST);
-		idx = -1;
 	}
-	for (; optind < argc; optind++) {       /* after "--" */
-		if (c->npos == POS_MAX)
-			return usage_err("unexpected '%s'", argv[optind]);
-		c->pos[c->npos++] = argv[optind];
-	}
+	c->npos = a.npos;
+	c->json = c->json || a.json;
+	c->help = a.help;
+	c->given = a.given;
 	return 0;
 }
 
@@ -1083,6 +1066,7 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 		.timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS,
 	};
 	const struct cl_cmd *cmd = NULL;
+	const char *unwanted;
 	size_t words;
 	int rc;
 
@@ -1112,10 +1096,10 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 				 cmd->word2 ? cmd->word2 : "", cmd->operands);
 	if (c.npos > words + cmd->nargs)
 		return usage_err("unexpected '%s'", c.pos[words + cmd->nargs]);
-	for (size_t i = 0; i < OPT_BITS; i++)
-		if (c.given & ~cmd->opts & (1u << i))
-			return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
-					 cmd->word2 ? cmd->word2 : "", cl_opts[OPT_FIRST + i].name);
+	unwanted = isergwctl_opt_unwanted(cl_opts, OPT_FIRST, c.given, cmd->opts);
+	if (unwanted)
+		return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
+				 cmd->word2 ? cmd->word2 : "", unwanted);
 	for (size_t i = words; i < c.npos; i++) {
 		if (!c.pos[i][0])
 			return usage_err("%s: an empty operand", cmd->word);
