@@ -478,6 +478,18 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 	return 0;
 }
 
+/* ha_request() of an operation without arguments (its message empty), as a read. */
+static int ha_request_plain(const struct cl *c, Isergw__Ha__ApiRequest__OpCase op,
+			    Isergw__Ha__ApiReply__PayloadCase expect, ApiReply **out)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	ProtobufCMessage *m = isergwctl_pb_op_new(&req.base, op);
+	int rc = m ? ha_request(c, &req, 0, expect, false, out) : ISERGWCTL_EXIT_CONNECT;
+
+	free(m);
+	return rc;
+}
+
 /* ------------------------------------------------------------ tables */
 
 _Static_assert(ISERGWCTL_DG_COLS + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
@@ -617,15 +629,12 @@ static int status_table(const Isergw__Ha__ClusterStatus *s)
 
 static int cmd_status(struct cl *c, char **args)
 {
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetClusterStatus gs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
-	req.get_status = &gs;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_STATUS,
+			      ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS, &rep);
 	if (rc)
 		return rc;
 	if (c->json)
@@ -653,16 +662,13 @@ static json_object *reply_doc(const struct cl *c, const char *field, const char 
 
 static int cmd_config_get(struct cl *c, char **args)
 {
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetConfig gc = ISERGW__HA__GET_CONFIG__INIT;
 	json_object *cfg, *rt = NULL;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_CONFIG;
-	req.get_config = &gc;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CONFIG, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_CONFIG,
+			      ISERGW__HA__API_REPLY__PAYLOAD_CONFIG, &rep);
 	if (rc)
 		return rc;
 	cfg = reply_doc(c, "config_json", rep->config->config_json);
@@ -922,16 +928,13 @@ static int cmd_token_add(struct cl *c, char **args)
 static int cmd_token_list(struct cl *c, char **args)
 {
 	static const char *const heads[] = { "NAME", "ROLE", "CREATED" };
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
 	struct isergwctl_table t;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_TOKENS;
-	req.get_tokens = &gt;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_TOKENS, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_TOKENS,
+			      ISERGW__HA__API_REPLY__PAYLOAD_TOKENS, &rep);
 	if (rc)
 		return rc;
 	if (c->json) {
