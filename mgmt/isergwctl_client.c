@@ -6,10 +6,10 @@
  * (proto/ctl_wire.c): a request frame out, one reply frame back, all within
  * a deadline. The socket side is common/ipc.c's client (a non-blocking
  * connect, frames read as they come); here the deadline: a full backlog is
- * tried again and a peer that does not read is waited for at most until it,
- * a silent one within a frame at most as long as what is left of it.
- * Nothing is printed here: the caller says what a failure means in its own
- * words (isergwctl_peer.step).
+ * tried again and a peer that does not read is waited for until it; the
+ * reply may fall silent for what is left of it (gw_frame_recv's timeout
+ * is per wait). Nothing is printed here: the caller says what a failure
+ * means in its own words (isergwctl_peer.step).
  */
 #include <errno.h>
 #include <poll.h>
