@@ -248,6 +248,40 @@ int isergwctl_parse_u32(const char *s, uint32_t max, uint32_t *out);
 #define ISERGWCTL_OPT_JSON { "json", no_argument, NULL, 'j' }
 #define ISERGWCTL_OPT_END  { NULL, 0, NULL, 0 }
 
+struct option;
+
+/*
+ * A command line of operands and options in any order (the cluster and REST
+ * commands): --json ('j') and --help ('h') among opts, and each option from
+ * opts[first] on standing for a bit (1 << (its index - first)).
+ */
+struct isergwctl_args {
+	const struct option *opts;
+	size_t first;
+	char **pos;                     /* the operands, in order: at most max */
+	size_t npos, max;
+	bool json, help;
+	unsigned int given;             /* the bits of the options given */
+	const char *extra;              /* ISERGWCTL_ARGS_FULL: the operand with no room */
+	bool after_dashes;              /* ... and it came after "--" */
+};
+
+#define ISERGWCTL_ARGS_FULL (-2)
+
+/*
+ * The next option for the caller (getopt_long's answer: the option's val,
+ * ':' its value missing, '?' not an option), after the operands, --json and
+ * --help before it were taken here; -1 at the end (the operands after "--"
+ * taken as well); ISERGWCTL_ARGS_FULL when an operand has no room. Set
+ * optind = 0 before the first call.
+ */
+int isergwctl_args_next(struct isergwctl_args *a, int argc, char **argv);
+/* What is wrong with the option just read when isergwctl_args_next said ':' or '?'. */
+void isergwctl_args_bad_opt(int opt, char **argv, char *why, size_t len);
+/* The name of the first option of opts[first..] whose bit is in given, not in allowed; or NULL. */
+const char *isergwctl_opt_unwanted(const struct option *opts, size_t first, unsigned int given,
+				   unsigned int allowed);
+
 /* CLOCK_MONOTONIC in milliseconds (the clock isergwd's lease is on). */
 int64_t isergwctl_now_ms(void);
 

@@ -478,6 +478,18 @@ static int ha_request(const struct cl *c, const ApiRequest *req, uint32_t extra_
 	return 0;
 }
 
+/* ha_request() of an operation without arguments (its message empty), as a read. */
+static int ha_request_plain(const struct cl *c, Isergw__Ha__ApiRequest__OpCase op,
+			    Isergw__Ha__ApiReply__PayloadCase expect, ApiReply **out)
+{
+	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
+	ProtobufCMessage *m = isergwctl_pb_op_new(&req.base, op);
+	int rc = m ? ha_request(c, &req, 0, expect, false, out) : ISERGWCTL_EXIT_CONNECT;
+
+	free(m);
+	return rc;
+}
+
 /* ------------------------------------------------------------ tables */
 
 _Static_assert(ISERGWCTL_DG_COLS + NODES_MAX <= ISERGWCTL_TABLE_COLS_MAX,
@@ -617,15 +629,12 @@ static int status_table(const Isergw__Ha__ClusterStatus *s)
 
 static int cmd_status(struct cl *c, char **args)
 {
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetClusterStatus gs = ISERGW__HA__GET_CLUSTER_STATUS__INIT;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_STATUS;
-	req.get_status = &gs;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_STATUS,
+			      ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS, &rep);
 	if (rc)
 		return rc;
 	if (c->json)
@@ -653,16 +662,13 @@ static json_object *reply_doc(const struct cl *c, const char *field, const char 
 
 static int cmd_config_get(struct cl *c, char **args)
 {
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetConfig gc = ISERGW__HA__GET_CONFIG__INIT;
 	json_object *cfg, *rt = NULL;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_CONFIG;
-	req.get_config = &gc;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_CONFIG, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_CONFIG,
+			      ISERGW__HA__API_REPLY__PAYLOAD_CONFIG, &rep);
 	if (rc)
 		return rc;
 	cfg = reply_doc(c, "config_json", rep->config->config_json);
@@ -922,16 +928,13 @@ static int cmd_token_add(struct cl *c, char **args)
 static int cmd_token_list(struct cl *c, char **args)
 {
 	static const char *const heads[] = { "NAME", "ROLE", "CREATED" };
-	ApiRequest req = ISERGW__HA__API_REQUEST__INIT;
-	Isergw__Ha__GetTokens gt = ISERGW__HA__GET_TOKENS__INIT;
 	struct isergwctl_table t;
 	ApiReply *rep;
 	int rc;
 
 	(void)args;
-	req.op_case = ISERGW__HA__API_REQUEST__OP_GET_TOKENS;
-	req.get_tokens = &gt;
-	rc = ha_request(c, &req, 0, ISERGW__HA__API_REPLY__PAYLOAD_TOKENS, false, &rep);
+	rc = ha_request_plain(c, ISERGW__HA__API_REQUEST__OP_GET_TOKENS,
+			      ISERGW__HA__API_REPLY__PAYLOAD_TOKENS, &rep);
 	if (rc)
 		return rc;
 	if (c->json) {
@@ -1011,37 +1014,28 @@ static const struct option cl_opts[] = {
 	{ "role", required_argument, NULL, 'R' },
 	ISERGWCTL_OPT_END,
 };
-#define OPT_BITS (sizeof(cl_opts) / sizeof(cl_opts[0]) - 1 - OPT_FIRST)
 
 /* ------------------------------------------------------------ entry */
 
 /* Options anywhere, operands in order: 0, or the usage error's exit status. */
 static int parse_args(struct cl *c, int argc, char **argv)
 {
-	int opt, idx = -1;
+	struct isergwctl_args a = { .opts = cl_opts, .first = OPT_FIRST, .pos = c->pos, .max = POS_MAX };
+	char why[256];
+	int opt;
 
 	/* 0, not 1: getopt starts afresh, with this optstring's ordering */
 	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", cl_opts, &idx)) != -1) {
+	while ((opt = isergwctl_args_next(&a, argc, argv)) != -1) {
 		switch (opt) {
-		case 1:
-			if (c->npos == POS_MAX)
-				return usage_err("unexpected '%s'", optarg);
-			c->pos[c->npos++] = optarg;
-			break;
+		case ISERGWCTL_ARGS_FULL:
+			return usage_err("unexpected '%s'", a.extra);
 		case 's':
 			c->socket = optarg;
 			break;
-		case 'j':
-			c->json = true;
-			break;
-		case 'h':
-			c->help = true;
-			break;
 		case 'r':
 		case 'f':
-			break;          /* --runtime, --force: their bit (below) is all */
+			break;          /* --runtime, --force: their bit is all */
 		case 'b':
 			if (isergwctl_parse_u64(optarg, &c->base_gen))
 				return usage_err("--base-generation wants a generation number, not '%s'",
@@ -1055,23 +1049,15 @@ static int parse_args(struct cl *c, int argc, char **argv)
 		case 'R':
 			c->role = optarg;
 			break;
-		case ':':
-			return usage_err("%s needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return usage_err("unknown option '-%c'", optopt);
-			return usage_err("unknown option '%s'", argv[optind - 1]);
+			isergwctl_args_bad_opt(opt, argv, why, sizeof(why));
+			return usage_err("%s", why);
 		}
-		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
-		if (idx >= OPT_FIRST)
-			c->given |= 1u << (idx - OPT_FIRST);
-		idx = -1;
 	}
-	for (; optind < argc; optind++) {       /* after "--" */
-		if (c->npos == POS_MAX)
-			return usage_err("unexpected '%s'", argv[optind]);
-		c->pos[c->npos++] = argv[optind];
-	}
+	c->npos = a.npos;
+	c->json = c->json || a.json;
+	c->help = a.help;
+	c->given = a.given;
 	return 0;
 }
 
@@ -1083,6 +1069,7 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 		.timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS,
 	};
 	const struct cl_cmd *cmd = NULL;
+	const char *unwanted;
 	size_t words;
 	int rc;
 
@@ -1112,10 +1099,10 @@ int isergwctl_cluster(int argc, char **argv, bool json, int timeout_ms)
 				 cmd->word2 ? cmd->word2 : "", cmd->operands);
 	if (c.npos > words + cmd->nargs)
 		return usage_err("unexpected '%s'", c.pos[words + cmd->nargs]);
-	for (size_t i = 0; i < OPT_BITS; i++)
-		if (c.given & ~cmd->opts & (1u << i))
-			return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
-					 cmd->word2 ? cmd->word2 : "", cl_opts[OPT_FIRST + i].name);
+	unwanted = isergwctl_opt_unwanted(cl_opts, OPT_FIRST, c.given, cmd->opts);
+	if (unwanted)
+		return usage_err("%s%s%s does not take --%s", cmd->word, cmd->word2 ? " " : "",
+				 cmd->word2 ? cmd->word2 : "", unwanted);
 	for (size_t i = words; i < c.npos; i++) {
 		if (!c.pos[i][0])
 			return usage_err("%s: an empty operand", cmd->word);

@@ -131,7 +131,6 @@ static const struct option rest_opts[] = {
 	{ "force", no_argument, NULL, 'F' },
 	ISERGWCTL_OPT_END,
 };
-#define OPT_BITS (sizeof(rest_opts) / sizeof(rest_opts[0]) - 1 - OPT_FIRST)
 #define WRITE_OPTS (OPT_IF_MATCH | OPT_WAIT)
 
 struct rest_cmd {
@@ -476,32 +475,25 @@ err_put:
 int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, char *err, size_t errlen)
 {
 	struct isergwctl_rest_args a = { 0 };
-	char *pos[64];
-	size_t npos = 0, words = 2;
-	unsigned int given = 0;
+	char *pos[64], why[256];
+	struct isergwctl_args args = { .opts = rest_opts, .first = OPT_FIRST, .pos = pos,
+				       .max = sizeof(pos) / sizeof(pos[0]) };
+	size_t npos, words = 2;
 	const struct rest_cmd *cmd = NULL;
-	int opt, idx = -1;
+	const char *unwanted;
+	int opt;
 
 	memset(r, 0, sizeof(*r));
 	if (argc < 1)
 		return gw_errf(err, errlen, -EINVAL, "a command is missing");
-	pos[npos++] = argv[0];          /* the noun: getopt skips argv[0] */
+	pos[args.npos++] = argv[0];     /* the noun: getopt skips argv[0] */
 	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "-:h", rest_opts, &idx)) != -1) {
+	while ((opt = isergwctl_args_next(&args, argc, argv)) != -1) {
 		switch (opt) {
-		case 1:
-			if (npos == sizeof(pos) / sizeof(pos[0]))
-				return gw_errf(err, errlen, -EINVAL, "too many operands ('%s')",
-					       optarg);
-			pos[npos++] = optarg;
-			break;
-		case 'j':
-			r->json = true;
-			break;
-		case 'h':
-			r->help = true;
-			break;
+		case ISERGWCTL_ARGS_FULL:
+			if (args.after_dashes)
+				return gw_errf(err, errlen, -EINVAL, "too many operands");
+			return gw_errf(err, errlen, -EINVAL, "too many operands ('%s')", args.extra);
 		case 'm':
 			if (!optarg[0] || strlen(optarg) >= sizeof(r->if_match) || !name_ok(optarg))
 				return gw_errf(err, errlen, -EINVAL, "--if-match wants an entity tag (\"gN\" or *), not '%s'",
@@ -549,25 +541,14 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 					       optarg);
 			a.device_group = optarg;
 			break;
-		case ':':
-			return gw_errf(err, errlen, -EINVAL, "%s needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return gw_errf(err, errlen, -EINVAL, "unknown option '-%c'",
-					       optopt);
-			return gw_errf(err, errlen, -EINVAL, "unknown option '%s'",
-				       argv[optind - 1]);
+			isergwctl_args_bad_opt(opt, argv, why, sizeof(why));
+			return gw_errf(err, errlen, -EINVAL, "%s", why);
 		}
-		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
-		if (idx >= OPT_FIRST)
-			given |= 1u << (idx - OPT_FIRST);
-		idx = -1;
 	}
-	for (; optind < argc; optind++) {       /* after "--" */
-		if (npos == sizeof(pos) / sizeof(pos[0]))
-			return gw_errf(err, errlen, -EINVAL, "too many operands");
-		pos[npos++] = argv[optind];
-	}
+	npos = args.npos;
+	r->json = args.json;
+	r->help = args.help;
 	if (r->help || (npos > 1 && strcmp(pos[1], "help") == 0)) {
 		r->help = true;
 		return 0;
@@ -587,10 +568,10 @@ int isergwctl_rest_parse(int argc, char **argv, struct isergwctl_rest_req *r, ch
 	if (npos > words + cmd->nargs && !cmd->more)
 		return gw_errf(err, errlen, -EINVAL, "%s %s: unexpected '%s'",
 			       cmd->noun, cmd->verb, pos[words + cmd->nargs]);
-	for (size_t i = 0; i < OPT_BITS; i++)
-		if (given & ~cmd->opts & (1u << i))
-			return gw_errf(err, errlen, -EINVAL, "%s %s does not take --%s",
-				       cmd->noun, cmd->verb, rest_opts[OPT_FIRST + i].name);
+	unwanted = isergwctl_opt_unwanted(rest_opts, OPT_FIRST, args.given, cmd->opts);
+	if (unwanted)
+		return gw_errf(err, errlen, -EINVAL, "%s %s does not take --%s", cmd->noun, cmd->verb,
+			       unwanted);
 	/* names: every operand but a file and KEY=VALUEs */
 	for (size_t i = words; i < npos; i++) {
 		bool name = strcmp(cmd->noun, "config") != 0 && !(cmd->more && i >= words + 2);

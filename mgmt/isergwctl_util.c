@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What isergwctl's command groups (isergwctl.c, isergwctl_cluster.c) share:
- * the usage error, number options, the monotonic clock, a JSON
+ * the usage error, number options, command lines of operands and option
+ * bits, the monotonic clock, a JSON
  * document on stdout and the line of a refused request (declared in isergwctl.h).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -50,6 +52,59 @@ int isergwctl_parse_u32(const char *s, uint32_t max, uint32_t *out)
 		return -EINVAL;
 	*out = (uint32_t)v;
 	return 0;
+}
+
+int isergwctl_args_next(struct isergwctl_args *a, int argc, char **argv)
+{
+	int opt, idx = -1;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "-:h", a->opts, &idx)) != -1) {
+		/* an option of a bit (getopt_long leaves idx alone for operands and -h) */
+		if (idx >= (int)a->first)
+			a->given |= 1u << (idx - (int)a->first);
+		idx = -1;
+		if (opt == 1 && a->npos == a->max) {
+			a->extra = optarg;
+			return ISERGWCTL_ARGS_FULL;
+		}
+		if (opt == 1)
+			a->pos[a->npos++] = optarg;
+		else if (opt == 'j')
+			a->json = true;
+		else if (opt == 'h')
+			a->help = true;
+		else
+			return opt;
+	}
+	for (; optind < argc; optind++) {       /* after "--" */
+		if (a->npos == a->max) {
+			a->extra = argv[optind];
+			a->after_dashes = true;
+			return ISERGWCTL_ARGS_FULL;
+		}
+		a->pos[a->npos++] = argv[optind];
+	}
+	return -1;
+}
+
+void isergwctl_args_bad_opt(int opt, char **argv, char *why, size_t len)
+{
+	if (opt == ':')
+		snprintf(why, len, "%s needs a value", argv[optind - 1]);
+	else if (optopt)
+		snprintf(why, len, "unknown option '-%c'", optopt);
+	else
+		snprintf(why, len, "unknown option '%s'", argv[optind - 1]);
+}
+
+const char *isergwctl_opt_unwanted(const struct option *opts, size_t first, unsigned int given,
+				   unsigned int allowed)
+{
+	for (size_t i = 0; opts[first + i].name; i++)
+		if (given & ~allowed & (1u << i))
+			return opts[first + i].name;
+	return NULL;
 }
 
 int64_t isergwctl_now_ms(void)

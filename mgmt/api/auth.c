@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
+
 #define HASH_PREFIX "sha256:"
 
 const char *api_role_name(enum api_role r)
@@ -57,15 +59,21 @@ bool api_token_name_ok(const char *name)
 
 /* ------------------------------------------------------------ encodings */
 
+static const char hexdigits[] = "0123456789abcdef";
+static const char b64url[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* c's value as a digit of the alphabet digits, or -1 */
+static int digit_val(const char *digits, char c)
+{
+	const char *p = c ? strchr(digits, c) : NULL;
+
+	return p ? (int)(p - digits) : -1;
+}
+
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return digit_val(hexdigits, (char)tolower((unsigned char)c));
 }
 
 /* exactly 2 * n hex digits in s[0..slen) into out */
@@ -85,31 +93,11 @@ static int unhex(const char *s, size_t slen, uint8_t *out, size_t n)
 
 static void tohex(const uint8_t *in, size_t n, char *out)
 {
-	static const char d[] = "0123456789abcdef";
-
 	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[in[i] >> 4];
-		out[2 * i + 1] = d[in[i] & 15];
+		out[2 * i] = hexdigits[in[i] >> 4];
+		out[2 * i + 1] = hexdigits[in[i] & 15];
 	}
 	out[2 * n] = '\0';
-}
-
-static const char b64url[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static int b64val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
 }
 
 /* 32 bytes <-> 43 characters of unpadded base64url (the last one carries 4 bits) */
@@ -139,7 +127,7 @@ static int unb64_secret(const char *s, uint8_t *out)
 	int bits = 0;
 
 	for (size_t i = 0; i < API_TOKEN_SECRET_B64; i++) {
-		int v = b64val(s[i]);
+		int v = digit_val(b64url, s[i]);
 
 		if (v < 0)
 			return -EINVAL;
@@ -639,11 +627,10 @@ int api_tokens_merge(const struct api_tokens *a, const struct api_tokens *b,
 	return 0;
 }
 
-/* Replace path with text, mode 0600: a temporary file beside it, fsync, rename, fsync the dir. */
-static int write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
+int api_write_file(const char *path, const char *text, size_t len, mode_t mode, char *err,
+		   size_t errlen)
 {
 	char tmp[4096], dir[4096];
-	size_t off = 0;
 	int fd, dfd, rc;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp) ||
@@ -658,21 +645,13 @@ static int write_atomic(const char *path, const char *text, size_t len, char *er
 			 strerror(errno));
 		return rc;
 	}
-	if (fchmod(fd, 0600)) {
+	if (fchmod(fd, mode)) {
 		rc = -errno;
 		goto err_unlink;
 	}
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = -errno;
-			goto err_unlink;
-		}
-		off += (size_t)w;
-	}
+	rc = gw_write_all(fd, text, len);
+	if (rc)
+		goto err_unlink;
 	if (fsync(fd)) {
 		rc = -errno;
 		goto err_unlink;
@@ -752,7 +731,7 @@ int api_token_file_add(const char *path, const char *name, enum api_role role, c
 	memcpy(out + olen, line, strlen(line));
 	olen += strlen(line);
 	out[olen++] = '\n';
-	rc = write_atomic(path, out, olen, err, errlen);
+	rc = api_write_file(path, out, olen, 0600, err, errlen);
 	free(out);
 out_secret:
 	if (rc)
@@ -806,7 +785,7 @@ int api_token_file_remove(const char *path, const char *name, char *err, size_t 
 		rc = -ENOENT;
 		goto out_tokens;
 	}
-	rc = write_atomic(path, out, olen, err, errlen);
+	rc = api_write_file(path, out, olen, 0600, err, errlen);
 out_tokens:
 	free(out);
 	api_tokens_free(&t);

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The largest request body any route accepts (413 above it). */
 #define API_BODY_MAX (1024u * 1024u)
@@ -162,5 +163,11 @@ int api_token_file_remove(const char *path, const char *name, char *err, size_t 
  */
 int api_read_file(const char *path, size_t max, bool secret, char **buf, size_t *len, char *err,
 		  size_t errlen);
+/*
+ * Replace path with text, mode mode: a temporary file beside it, fsync,
+ * rename, fsync the directory. 0 or -errno with the reason and the path in err.
+ */
+int api_write_file(const char *path, const char *text, size_t len, mode_t mode, char *err,
+		   size_t errlen);
 
 #endif

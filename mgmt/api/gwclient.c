@@ -137,8 +137,7 @@ int api_gw_fetch(const char *socket_path, int timeout_ms, unsigned int what, cha
 	rc = 0;
 err_free:
 	for (size_t i = 0; i < nreq; i++)
-		if (rep[i])
-			ctl_reply_free(rep[i]);
+		ctl_reply_free(rep[i]);
 	if (rc)
 		api_gw_snapshot_free(s);
 	return rc;
@@ -149,12 +148,9 @@ err_close:
 
 void api_gw_snapshot_free(struct api_gw_snapshot *s)
 {
-	if (s->status)
-		ctl_reply_free(s->status);
-	if (s->sessions)
-		ctl_reply_free(s->sessions);
-	if (s->counters)
-		ctl_reply_free(s->counters);
+	ctl_reply_free(s->status);          /* NULL: nothing */
+	ctl_reply_free(s->sessions);
+	ctl_reply_free(s->counters);
 	for (size_t i = 0; i < s->nalua; i++)
 		ctl_reply_free(s->alua[i]);
 	memset(s, 0, sizeof(*s));

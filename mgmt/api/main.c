@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,57 +126,36 @@ static void usage(FILE *f)
 "('isergw-api token --help').\n");
 }
 
-static void sighup(void *arg);
-
+/* .hup and .arg: main, once the API object is there */
 static struct gw_daemon daemon_api = {
-	.name = "isergw-api", .usage = usage, .stop_what = "stopping", .hup = sighup,
+	.name = "isergw-api", .usage = usage, .stop_what = "stopping",
 };
 
-enum {
-	OPT_LISTEN = 256, OPT_GW_SOCKET, OPT_GW_TIMEOUT, OPT_DG, OPT_THREADS, OPT_MAX_CONN, OPT_MAX_CONN_IP,
-	OPT_IDLE, OPT_LOG_LEVEL, OPT_TOKEN_FILE, OPT_METRICS_OPEN, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_HA_SOCKET, OPT_HA_TIMEOUT, OPT_CHANGE_WAIT, OPT_CONFIG, OPT_NICE, OPT_METRICS_CACHE,
-	OPT_STATUS_CACHE, OPT_MAX_RATE, OPT_BURST, OPT_TOKEN_POLL, OPT_LUN_HIST,
+/*
+ * isergw-api's options, one row each: a number of api_opts (default and
+ * range), a string (default; the field's size bounds it), a flag, or one
+ * with a function of its own. --help and --version are parse_cli's.
+ */
+struct opt_row {
+	const char *name;
+	enum { ROW_U32, ROW_STR, ROW_FLAG, ROW_FN } kind;
+	size_t off;                     /* the field in struct api_opts (not ROW_FN) */
+	size_t size;                    /* ROW_STR: the field's */
+	const char *sdef;               /* ROW_STR: the default (NULL: empty) */
+	uint32_t def, min, max;         /* ROW_U32 */
+	int (*set)(struct api_opts *o, const char *v);  /* ROW_FN */
 };
 
-static const struct option long_opts[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "isergwd-socket", required_argument, NULL, OPT_GW_SOCKET },
-	{ "isergwd-timeout-ms", required_argument, NULL, OPT_GW_TIMEOUT },
-	{ "ha-socket", required_argument, NULL, OPT_HA_SOCKET },
-	{ "ha-timeout-ms", required_argument, NULL, OPT_HA_TIMEOUT },
-	{ "change-wait-ms", required_argument, NULL, OPT_CHANGE_WAIT },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "device-group", required_argument, NULL, OPT_DG },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
-	{ "max-connections-per-ip", required_argument, NULL, OPT_MAX_CONN_IP },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "nice", required_argument, NULL, OPT_NICE },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-	{ "token-poll-ms", required_argument, NULL, OPT_TOKEN_POLL },
-	{ "metrics-open", no_argument, NULL, OPT_METRICS_OPEN },
-	{ "metrics-cache-ms", required_argument, NULL, OPT_METRICS_CACHE },
-	{ "per-lun-histograms", no_argument, NULL, OPT_LUN_HIST },
-	{ "status-cache-ms", required_argument, NULL, OPT_STATUS_CACHE },
-	{ "max-request-rate", required_argument, NULL, OPT_MAX_RATE },
-	{ "request-burst", required_argument, NULL, OPT_BURST },
-	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
+#define U32_ROW(n, f, d, lo, hi) \
+	{ n, ROW_U32, offsetof(struct api_opts, f), 0, NULL, d, lo, hi, NULL }
+#define STR_ROW(n, f, d) \
+	{ n, ROW_STR, offsetof(struct api_opts, f), sizeof(((struct api_opts *)0)->f), d, 0, 0, 0, NULL }
+#define FLAG_ROW(n, f) { n, ROW_FLAG, offsetof(struct api_opts, f), 0, NULL, 0, 0, 0, NULL }
+#define FN_ROW(n, fn) { n, ROW_FN, 0, 0, NULL, 0, 0, 0, fn }
 
 static int set_str(char *dst, size_t len, const char *v, const char *what)
 {
 	return gw_opt_str("isergw-api", dst, len, v, what);
-}
-
-static int set_u32(uint32_t *dst, const char *v, uint32_t min, uint32_t max, const char *what)
-{
-	return gw_opt_u32("isergw-api", dst, v, min, max, what);
 }
 
 /* "a.b.c.d:port" or "[v6]:port", numeric only (no name lookups at start-up). */
@@ -228,6 +208,109 @@ bad:
 	return -EINVAL;
 }
 
+static int opt_config(struct api_opts *o, const char *v)
+{
+	if (set_str(o->config_file, sizeof(o->config_file), v, "config"))
+		return -EINVAL;
+	if (v[0] != '/') {
+		GW_CFGERR("isergw-api: config: an absolute path, please");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int opt_device_group(struct api_opts *o, const char *v)
+{
+	if (o->ndgs == API_DG_MAX) {
+		GW_CFGERR("isergw-api: device-group: at most %u", API_DG_MAX);
+		return -EINVAL;
+	}
+	if (!v[0] || strlen(v) > CTL_DG_NAME_MAX) {
+		GW_CFGERR("isergw-api: device-group: must be 1..%u bytes", CTL_DG_NAME_MAX);
+		return -EINVAL;
+	}
+	if (!(o->dgs[o->ndgs] = strdup(v)))
+		return -ENOMEM;
+	o->ndgs++;
+	return 0;
+}
+
+static int opt_log_level(struct api_opts *o, const char *v)
+{
+	int rc = gw_daemon_check_log_level(&daemon_api, v);
+
+	return rc ? rc : set_str(o->log_level, sizeof(o->log_level), v, "log-level");
+}
+
+static const struct opt_row opt_rows[] = {
+	FN_ROW("listen", parse_listen),
+	STR_ROW("isergwd-socket", gw_socket, API_DEFAULT_GW_SOCKET),
+	U32_ROW("isergwd-timeout-ms", gw_timeout_ms, 1000, 50, 10000),
+	STR_ROW("ha-socket", ha_socket, API_DEFAULT_HA_SOCKET),
+	U32_ROW("ha-timeout-ms", ha_timeout_ms, 2000, 100, 60000),
+	U32_ROW("change-wait-ms", change_wait_ms, 5000, 100, 600000),
+	FN_ROW("config", opt_config),
+	FN_ROW("device-group", opt_device_group),
+	U32_ROW("threads", threads, 2, 1, 16),
+	U32_ROW("max-connections", conn_limit, 128, 1, 4096),
+	U32_ROW("max-connections-per-ip", conn_limit_ip, 32, 1, 4096),
+	U32_ROW("idle-timeout", idle_timeout_s, 30, 1, 3600),
+	FN_ROW("log-level", opt_log_level),
+	U32_ROW("nice", nice, API_DEFAULT_NICE, 0, 19),
+	STR_ROW("token-file", token_file, NULL),
+	U32_ROW("token-poll-ms", token_poll_ms, 250, 0, 60000),
+	FLAG_ROW("metrics-open", metrics_open),
+	U32_ROW("metrics-cache-ms", metrics_cache_ms, 250, 0, 60000),
+	FLAG_ROW("per-lun-histograms", per_lun_histograms),
+	U32_ROW("status-cache-ms", status_cache_ms, 100, 0, 10000),
+	U32_ROW("max-request-rate", max_request_rate, 250, 0, 1000000),
+	U32_ROW("request-burst", request_burst, 0, 1, 1000000),     /* 0: from the rate */
+	STR_ROW("tls-cert", tls_cert, NULL),
+	STR_ROW("tls-key", tls_key, NULL),
+};
+
+#define N_ROWS (sizeof(opt_rows) / sizeof(opt_rows[0]))
+#define OPT_ROW 256                     /* getopt_long's answer for opt_rows[i]: OPT_ROW + i */
+
+/* getopt_long's table: the rows, --help, --version, the end. */
+static void long_opts_fill(struct option *lo)
+{
+	for (size_t i = 0; i < N_ROWS; i++)
+		lo[i] = (struct option){ opt_rows[i].name,
+					 opt_rows[i].kind == ROW_FLAG ? no_argument : required_argument,
+					 NULL, OPT_ROW + (int)i };
+	lo[N_ROWS] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[N_ROWS + 1] = (struct option){ "version", no_argument, NULL, 'V' };
+	lo[N_ROWS + 2] = (struct option){ 0 };
+}
+
+static void row_default(struct api_opts *o, const struct opt_row *r)
+{
+	char *f = (char *)o + r->off;
+
+	if (r->kind == ROW_STR)
+		snprintf(f, r->size, "%s", r->sdef ? r->sdef : "");
+	else if (r->kind == ROW_U32)
+		*(uint32_t *)(void *)f = r->def;
+}
+
+static int row_set(struct api_opts *o, const struct opt_row *r, const char *v)
+{
+	char *f = (char *)o + r->off;
+
+	switch (r->kind) {
+	case ROW_U32:
+		return gw_opt_u32("isergw-api", (uint32_t *)(void *)f, v, r->min, r->max, r->name);
+	case ROW_STR:
+		return set_str(f, r->size, v, r->name);
+	case ROW_FLAG:
+		*(bool *)f = true;
+		return 0;
+	default:
+		return r->set(o, v);
+	}
+}
+
 static void opts_free(struct api_opts *o)
 {
 	for (size_t i = 0; i < o->ndgs; i++)
@@ -237,25 +320,14 @@ static void opts_free(struct api_opts *o)
 
 static int parse_cli(int argc, char **argv, struct api_opts *o)
 {
-	bool listen_set = false;
+	struct option long_opts[N_ROWS + 3];
 	int opt, rc = 0;
 
 	memset(o, 0, sizeof(*o));
-	snprintf(o->gw_socket, sizeof(o->gw_socket), "%s", API_DEFAULT_GW_SOCKET);
+	for (size_t i = 0; i < N_ROWS; i++)
+		row_default(o, &opt_rows[i]);
 	snprintf(o->log_level, sizeof(o->log_level), "notice");
-	o->gw_timeout_ms = 1000;
-	snprintf(o->ha_socket, sizeof(o->ha_socket), "%s", API_DEFAULT_HA_SOCKET);
-	o->ha_timeout_ms = 2000;
-	o->change_wait_ms = 5000;
-	o->metrics_cache_ms = 250;
-	o->status_cache_ms = 100;
-	o->token_poll_ms = 250;
-	o->max_request_rate = 250;
-	o->threads = 2;
-	o->conn_limit = 128;
-	o->conn_limit_ip = 32;
-	o->idle_timeout_s = 30;
-	o->nice = API_DEFAULT_NICE;
+	long_opts_fill(long_opts);
 	opterr = 0; /* getopt's own message would not reach the journal as an error */
 	while (!rc && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
 		switch (opt) {
@@ -265,99 +337,13 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 		case 'V':
 			opts_free(o);
 			gw_daemon_version(&daemon_api);
-		case OPT_LISTEN:
-			rc = parse_listen(o, optarg);
-			listen_set = true;
-			break;
-		case OPT_GW_SOCKET:
-			rc = set_str(o->gw_socket, sizeof(o->gw_socket), optarg, "isergwd-socket");
-			break;
-		case OPT_GW_TIMEOUT:
-			rc = set_u32(&o->gw_timeout_ms, optarg, 50, 10000, "isergwd-timeout-ms");
-			break;
-		case OPT_HA_SOCKET:
-			rc = set_str(o->ha_socket, sizeof(o->ha_socket), optarg, "ha-socket");
-			break;
-		case OPT_HA_TIMEOUT:
-			rc = set_u32(&o->ha_timeout_ms, optarg, 100, 60000, "ha-timeout-ms");
-			break;
-		case OPT_CHANGE_WAIT:
-			rc = set_u32(&o->change_wait_ms, optarg, 100, 600000, "change-wait-ms");
-			break;
-		case OPT_METRICS_CACHE:
-			rc = set_u32(&o->metrics_cache_ms, optarg, 0, 60000, "metrics-cache-ms");
-			break;
-		case OPT_STATUS_CACHE:
-			rc = set_u32(&o->status_cache_ms, optarg, 0, 10000, "status-cache-ms");
-			break;
-		case OPT_MAX_RATE:
-			rc = set_u32(&o->max_request_rate, optarg, 0, 1000000, "max-request-rate");
-			break;
-		case OPT_BURST:
-			rc = set_u32(&o->request_burst, optarg, 1, 1000000, "request-burst");
-			break;
-		case OPT_CONFIG:
-			rc = set_str(o->config_file, sizeof(o->config_file), optarg, "config");
-			if (!rc && optarg[0] != '/') {
-				GW_CFGERR("isergw-api: config: an absolute path, please");
-				rc = -EINVAL;
-			}
-			break;
-		case OPT_DG:
-			if (o->ndgs == API_DG_MAX) {
-				GW_CFGERR("isergw-api: device-group: at most %u", API_DG_MAX);
-				rc = -EINVAL;
-			} else if (!optarg[0] || strlen(optarg) > CTL_DG_NAME_MAX) {
-				GW_CFGERR("isergw-api: device-group: must be 1..%u bytes",
-					CTL_DG_NAME_MAX);
-				rc = -EINVAL;
-			} else if (!(o->dgs[o->ndgs] = strdup(optarg))) {
-				rc = -ENOMEM;
-			} else {
-				o->ndgs++;
-			}
-			break;
-		case OPT_THREADS:
-			rc = set_u32(&o->threads, optarg, 1, 16, "threads");
-			break;
-		case OPT_MAX_CONN:
-			rc = set_u32(&o->conn_limit, optarg, 1, 4096, "max-connections");
-			break;
-		case OPT_MAX_CONN_IP:
-			rc = set_u32(&o->conn_limit_ip, optarg, 1, 4096, "max-connections-per-ip");
-			break;
-		case OPT_IDLE:
-			rc = set_u32(&o->idle_timeout_s, optarg, 1, 3600, "idle-timeout");
-			break;
-		case OPT_LOG_LEVEL:
-			rc = gw_daemon_check_log_level(&daemon_api, optarg);
-			if (!rc)
-				rc = set_str(o->log_level, sizeof(o->log_level), optarg, "log-level");
-			break;
-		case OPT_NICE:
-			rc = set_u32(&o->nice, optarg, 0, 19, "nice");
-			break;
-		case OPT_TOKEN_FILE:
-			rc = set_str(o->token_file, sizeof(o->token_file), optarg, "token-file");
-			break;
-		case OPT_METRICS_OPEN:
-			o->metrics_open = true;
-			break;
-		case OPT_TOKEN_POLL:
-			rc = set_u32(&o->token_poll_ms, optarg, 0, 60000, "token-poll-ms");
-			break;
-		case OPT_LUN_HIST:
-			o->per_lun_histograms = true;
-			break;
-		case OPT_TLS_CERT:
-			rc = set_str(o->tls_cert, sizeof(o->tls_cert), optarg, "tls-cert");
-			break;
-		case OPT_TLS_KEY:
-			rc = set_str(o->tls_key, sizeof(o->tls_key), optarg, "tls-key");
-			break;
 		default:
-			gw_opt_refused("isergw-api", argv, optind, optopt);
-			rc = -EINVAL;
+			if (opt >= OPT_ROW && opt < OPT_ROW + (int)N_ROWS) {
+				rc = row_set(o, &opt_rows[opt - OPT_ROW], optarg);
+			} else {
+				gw_opt_refused("isergw-api", argv, optind, optopt);
+				rc = -EINVAL;
+			}
 		}
 	}
 	if (!rc && !o->tls_cert[0] != !o->tls_key[0]) {
@@ -366,7 +352,7 @@ static int parse_cli(int argc, char **argv, struct api_opts *o)
 	}
 	if (!rc)
 		rc = gw_daemon_no_operands(&daemon_api, argc, argv);
-	if (!rc && !listen_set)
+	if (!rc && !o->listen[0])
 		rc = parse_listen(o, API_DEFAULT_LISTEN);
 	if (rc)
 		opts_free(o);
@@ -604,6 +590,7 @@ int main(int argc, char **argv)
 	api_stats_init(&a->stats);
 	pthread_mutex_init(&a->stats_lock, NULL);
 	pthread_rwlock_init(&a->tokens_lock, NULL);
+	daemon_api.hup = sighup;
 	daemon_api.arg = a;
 	if (a->opts.token_file[0]) {
 		rc = api_tokens_reload(a);      /* a refusal is logged there, at err */

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -243,36 +244,40 @@ struct family {
 
 static const Isergw__Ctl__IoStats empty_stats = ISERGW__CTL__IO_STATS__INIT;
 
+#define IOST(field) offsetof(Isergw__Ctl__IoStats, field)
+
+/* The series of the I/O families but latency: a label (NULL: none) and an IoStats counter. */
+static const struct io_series {
+	enum iokind kind;
+	const char *label, *value;
+	size_t off;             /* of a uint64_t in Isergw__Ctl__IoStats */
+} io_series[] = {
+	{ IO_COMMANDS, "op", "read", IOST(cmds_read) },
+	{ IO_COMMANDS, "op", "write", IOST(cmds_write) },
+	{ IO_COMMANDS, "op", "other", IOST(cmds_other) },
+	{ IO_READ_BYTES, NULL, NULL, IOST(bytes_read) },
+	{ IO_WRITTEN_BYTES, NULL, NULL, IOST(bytes_written) },
+	{ IO_ERRORS, "status", "check_condition", IOST(check_condition) },
+	{ IO_ERRORS, "status", "busy", IOST(busy) },
+	{ IO_ERRORS, "status", "reservation_conflict", IOST(reservation_conflict) },
+	{ IO_ABORTED, NULL, NULL, IOST(aborted) },
+};
+
 static void emit_io_one(FILE *f, const struct family *fam, const struct ioentity *e)
 {
 	const Isergw__Ctl__IoStats *s = e->st ? e->st : &empty_stats;
 
-	switch ((enum iokind)fam->arg) {
-	case IO_COMMANDS:
-		put_io(f, fam->name, e, "op", "read", s->cmds_read);
-		put_io(f, fam->name, e, "op", "write", s->cmds_write);
-		put_io(f, fam->name, e, "op", "other", s->cmds_other);
-		break;
-	case IO_READ_BYTES:
-		put_io(f, fam->name, e, NULL, NULL, s->bytes_read);
-		break;
-	case IO_WRITTEN_BYTES:
-		put_io(f, fam->name, e, NULL, NULL, s->bytes_written);
-		break;
-	case IO_ERRORS:
-		put_io(f, fam->name, e, "status", "check_condition", s->check_condition);
-		put_io(f, fam->name, e, "status", "busy", s->busy);
-		put_io(f, fam->name, e, "status", "reservation_conflict", s->reservation_conflict);
-		break;
-	case IO_ABORTED:
-		put_io(f, fam->name, e, NULL, NULL, s->aborted);
-		break;
-	case IO_LATENCY:
+	if ((enum iokind)fam->arg == IO_LATENCY) {
 		put_log2_histogram(f, fam->name, e, "read", s->lat_read_us, s->n_lat_read_us);
 		put_log2_histogram(f, fam->name, e, "write", s->lat_write_us, s->n_lat_write_us);
-		break;
-	case IO_NONE:
-		break;
+		return;
+	}
+	for (size_t i = 0; i < sizeof(io_series) / sizeof(io_series[0]); i++) {
+		const struct io_series *r = &io_series[i];
+
+		if (r->kind == (enum iokind)fam->arg)
+			put_io(f, fam->name, e, r->label, r->value,
+			       *(const uint64_t *)(const void *)((const char *)s + r->off));
 	}
 }
 

@@ -469,57 +469,56 @@ int rest_dg_patch(json_object *body, char *owner, size_t len, struct rest_err *e
 int rest_write_prefix(json_object *cfg, enum rest_op op, const char *iqn, uint32_t lun,
 		      char *buf, size_t len)
 {
-	size_t ti, li;
-	json_object *t;
+	return rest_write_prefix_sub(cfg, op, iqn, NULL, lun, buf, len);
+}
+
+int rest_write_prefix_sub(json_object *cfg, enum rest_op op, const char *name, const char *sub,
+			  uint32_t num, char *buf, size_t len)
+{
+	const char *arr = "targets", *key = "iqn", *child = NULL;
+	json_object *(*child_by_num)(json_object *o, uint32_t num, size_t *idx) = NULL;
+	json_object *o;
+	size_t oi, ci;
 
 	buf[0] = '\0';
 	switch (op) {
 	case REST_TARGET_POST:
 	case REST_TARGET_PATCH:
-		if (!rest_find_by(rest_arr_of(cfg, "targets"), "iqn", iqn, &ti))
-			return -ENOENT;
-		snprintf(buf, len, "targets[%zu]", ti);
-		return 0;
+		break;
 	case REST_LUN_POST:
 	case REST_LUN_PATCH:
-		t = rest_find_by(rest_arr_of(cfg, "targets"), "iqn", iqn, &ti);
-		if (!t || !rest_find_lun(t, lun, &li))
-			return -ENOENT;
-		snprintf(buf, len, "targets[%zu].luns[%zu]", ti, li);
-		return 0;
+		child = "luns";
+		child_by_num = rest_find_lun;
+		break;
+	case REST_ACL_POST:
+	case REST_ACL_PATCH:
+		child = "acls";
+		break;
+	case REST_PORTAL_POST:
+	case REST_PORTAL_PATCH:
+		arr = "nodes";
+		key = "name";
+		child = "portals";
+		child_by_num = rest_find_portal;
+		break;
 	case REST_DISCOVERY_CHAP_PUT:
 		snprintf(buf, len, "discovery_chap");
 		return 0;
 	default:
 		return 0;
 	}
-}
-
-int rest_write_prefix_sub(json_object *cfg, enum rest_op op, const char *name, const char *sub,
-			  uint32_t num, char *buf, size_t len)
-{
-	size_t ti, ai, ni, pi;
-	json_object *o;
-
-	buf[0] = '\0';
-	switch (op) {
-	case REST_ACL_POST:
-	case REST_ACL_PATCH:
-		o = rest_find_by(rest_arr_of(cfg, "targets"), "iqn", name, &ti);
-		if (!o || !rest_find_by(rest_arr_of(o, "acls"), "initiator", sub, &ai))
-			return -ENOENT;
-		snprintf(buf, len, "targets[%zu].acls[%zu]", ti, ai);
+	o = rest_find_by(rest_arr_of(cfg, arr), key, name, &oi);
+	if (!o)
+		return -ENOENT;
+	if (!child) {
+		snprintf(buf, len, "%s[%zu]", arr, oi);
 		return 0;
-	case REST_PORTAL_POST:
-	case REST_PORTAL_PATCH:
-		o = rest_find_by(rest_arr_of(cfg, "nodes"), "name", name, &ni);
-		if (!o || !rest_find_portal(o, num, &pi))
-			return -ENOENT;
-		snprintf(buf, len, "nodes[%zu].portals[%zu]", ni, pi);
-		return 0;
-	default:
-		return rest_write_prefix(cfg, op, name, num, buf, len);
 	}
+	if (!(child_by_num ? child_by_num(o, num, &ci) :
+	      rest_find_by(rest_arr_of(o, child), "initiator", sub, &ci)))
+		return -ENOENT;
+	snprintf(buf, len, "%s[%zu].%s[%zu]", arr, oi, child, ci);
+	return 0;
 }
 
 /* ------------------------------------------------------------ the agent's refusals */
@@ -552,6 +551,25 @@ int rest_peer_errno(int32_t status)
 	return status < 0 && status >= -4095 ? status : -EPROTO;
 }
 
+/* The agent's refusals as HTTP (but the body's errors, 422 with their field): errno, status. */
+static const struct refusal {
+	int err;
+	unsigned int code;
+	unsigned int retry_after_s;
+	const char *what;               /* before the agent's reason */
+} refusals[] = {
+	{ -ENOLCK, 503, 5, "no quorum: " },
+	{ -EAGAIN, 503, 1, "the cluster is re-forming: " },
+	{ -ESTALE, 412, 0, "" },
+	{ -EMSGSIZE, 413, 0, "" },
+	{ -ENOENT, 404, 0, "" },
+	{ -EHOSTDOWN, 409, 0, "" },
+	{ -EPERM, 409, 0, "" },
+	{ -EBUSY, 409, 0, "" },
+	{ -EEXIST, 409, 0, "" },
+	{ -ETIMEDOUT, 504, 0, "" },
+};
+
 void rest_agent_refusal(int status, const char *error, const char *prefix, struct rest_err *e)
 {
 	char path[256];
@@ -560,21 +578,7 @@ void rest_agent_refusal(int status, const char *error, const char *prefix, struc
 
 	status = rest_peer_errno(status);
 	error = error && error[0] ? error : strerror(-status);
-	switch (status) {
-	case -ENOLCK:
-		rest_fail(e, status, 503, NULL, "no quorum: %s", error);
-		e->retry_after_s = 5;
-		return;
-	case -EAGAIN:
-		rest_fail(e, status, 503, NULL, "the cluster is re-forming: %s", error);
-		e->retry_after_s = 1;
-		return;
-	case -ESTALE:
-		rest_fail(e, status, 412, NULL, "%s", error);
-		return;
-	case -EINVAL:
-	case -EBADMSG:
-	case -ERANGE:
+	if (status == -EINVAL || status == -EBADMSG || status == -ERANGE) {
 		rest_key_path(error, path, sizeof(path));
 		if (pl && !strncmp(path, prefix, pl) && (path[pl] == '.' || !path[pl]))
 			field = path[pl] ? path + pl + 1 : "";
@@ -582,25 +586,15 @@ void rest_agent_refusal(int status, const char *error, const char *prefix, struc
 			field = path;
 		rest_fail(e, status, 422, field, "%s", error);
 		return;
-	case -EMSGSIZE:
-		rest_fail(e, status, 413, NULL, "%s", error);
-		return;
-	case -ENOENT:
-		rest_fail(e, status, 404, NULL, "%s", error);
-		return;
-	case -EHOSTDOWN:
-	case -EPERM:
-	case -EBUSY:
-	case -EEXIST:
-		rest_fail(e, status, 409, NULL, "%s", error);
-		return;
-	case -ETIMEDOUT:
-		rest_fail(e, status, 504, NULL, "%s", error);
-		return;
-	default:
-		rest_fail(e, status, 500, NULL, "the HA agent refused: %s", error);
-		return;
 	}
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		if (refusals[i].err == status) {
+			rest_fail(e, status, refusals[i].code, NULL, "%s%s", refusals[i].what, error);
+			e->retry_after_s = refusals[i].retry_after_s;
+			return;
+		}
+	}
+	rest_fail(e, status, 500, NULL, "the HA agent refused: %s", error);
 }
 
 void rest_agent_unreachable(int rc, const char *why, struct rest_err *e)

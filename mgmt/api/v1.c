@@ -941,40 +941,13 @@ static int sa_read(const char *path, char **text, size_t *len)
 	return 0;
 }
 
-/* path replaced by text: a temporary file beside it, synced, renamed, the directory synced */
+/* path replaced by text (api_write_file), keeping its mode */
 static int sa_write(const char *path, const char *text, size_t len)
 {
-	char tmp[4096 + 32], dir[4096];
 	struct stat st;
-	const char *slash;
-	mode_t mode = 0600;
-	int fd, rc;
 
-	if (stat(path, &st) == 0)
-		mode = st.st_mode & 0777;
-	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, text, len);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	slash = strrchr(path, '/');
-	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return 0;
+	return api_write_file(path, text, len, stat(path, &st) == 0 ? st.st_mode & 0777 : 0600,
+			      NULL, 0);
 }
 
 /* isergwd takes text (ApplyConfig on the epoch after its newest): 0, or e filled */
