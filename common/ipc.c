@@ -117,26 +117,42 @@ int gw_ipc_connect(const char *path, int timeout_ms)
 	int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int fd = -1, rc;
 
-	rc = gw_ipc_connect_start(path, &fd);
-	if (rc == 0)
-		return fd;
-	if (rc == -EINPROGRESS || rc == -EAGAIN) {
-		/* the listener's backlog is full: wait for it until the deadline */
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int64_t left = deadline - mono_ms();
-		int err = 0;
-		socklen_t el = sizeof(err);
+	for (;;) {
+		int64_t left;
 
-		rc = poll(&p, 1, left > 0 ? (int)left : 0);
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-		} else if (rc < 0) {
-			rc = -errno;
-		} else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0) {
+		rc = gw_ipc_connect_start(path, &fd);
+		if (rc == 0)
 			return fd;
-		} else {
-			rc = err ? -err : -ECONNREFUSED;
+		left = deadline - mono_ms();
+		if (rc == -EAGAIN) {
+			/*
+			 * The listener's backlog is full. A unix socket is not
+			 * connecting then (poll would call it writable all the
+			 * same): try again every 10 ms until the deadline.
+			 */
+			if (left <= 0) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			poll(NULL, 0, left < 10 ? (int)left : 10);
+			continue;
 		}
+		if (rc == -EINPROGRESS) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			int err = 0;
+			socklen_t el = sizeof(err);
+
+			rc = poll(&p, 1, left > 0 ? (int)left : 0);
+			if (rc == 0)
+				rc = -ETIMEDOUT;
+			else if (rc < 0)
+				rc = -errno;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0)
+				return fd;
+			else
+				rc = err ? -err : -ECONNREFUSED;
+		}
+		break;
 	}
 	if (fd >= 0)
 		close(fd);

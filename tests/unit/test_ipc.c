@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -387,13 +388,53 @@ static void test_client_side(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 }
 
+/*
+ * A listener whose backlog is full: a unix socket's connect() then fails
+ * with EAGAIN and the socket is not connecting (poll calls it writable
+ * anyway). The client must keep trying until its deadline, not hand back
+ * a socket that is not connected.
+ */
+static void test_client_backlog_full(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, fds[64], n = 0, fd;
+
+	snprintf(f->tmp, sizeof(f->tmp), "/tmp/test_ipc.XXXXXX");
+	assert_non_null(mkdtemp(f->tmp));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/full", f->tmp);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* fill the backlog: nobody accepts */
+	for (; n < 64; n++) {
+		fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(fds[n] >= 0);
+		if (connect(fds[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(fds[n]);
+			break;
+		}
+	}
+	assert_true(n < 64);
+	fd = gw_ipc_connect(sa.sun_path, 50);
+	if (fd >= 0)
+		close(fd);
+	assert_int_equal(fd, -ETIMEDOUT);
+	while (n-- > 0)
+		close(fds[n]);
+	close(lfd);
+	unlink(sa.sun_path);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_one_request_at_a_time), T(test_held_outlives_close), T(test_push_bounded),
 		T(test_truncated), T(test_oversized), T(test_foreign_uid), T(test_too_many),
-		T(test_client_side),
+		T(test_client_side), T(test_client_backlog_full),
 	};
 #undef T
 
