@@ -609,8 +609,7 @@ static void alua_event_run(void *arg)
 			(unsigned long long)r->id, r->dg);
 		(void)scsi_alua_request_done(r->id, -ENOTCONN);
 	}
-	free(m);
-	atomic_fetch_sub(&ctl->inflight, 1);
+	ctl_event_done(ctl, m);
 }
 
 /* On the command's reactor, under the SCSI layer's ALUA lock: copy and go. */
@@ -618,12 +617,11 @@ int ctl_alua_request(const struct scsi_alua_request *req, void *arg)
 {
 	struct gw_ctl *ctl = arg;
 	struct alua_event_msg *m;
+	int rc;
 
-	if (atomic_load(&ctl->nsubscribers) == 0)
-		return -ENOTCONN;
-	m = malloc(sizeof(*m));
+	m = ctl_event_new(ctl, sizeof(*m), &rc);
 	if (!m)
-		return -ENOMEM;
+		return rc;
 	m->ctl = ctl;
 	m->req = *req;
 	return ctl_post(ctl, alua_event_run, m);
