@@ -336,6 +336,20 @@ static int tb_reserve(struct iscsi_textbuf *tb, size_t more)
 	return 0;
 }
 
+int iscsi_tb_append(struct iscsi_textbuf *tb, const void *data, size_t len)
+{
+	int rc;
+
+	if (len == 0)
+		return 0;
+	rc = tb_reserve(tb, len);
+	if (rc)
+		return rc;
+	memcpy(tb->buf + tb->len, data, len);
+	tb->len += len;
+	return 0;
+}
+
 int iscsi_tb_add(struct iscsi_textbuf *tb, const char *key, const char *val)
 {
 	size_t kl = strlen(key), vl = strlen(val);
