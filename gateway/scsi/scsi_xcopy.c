@@ -610,8 +610,9 @@ void scsi_xcopy_receive_copy_results(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------------ VPD page 8Fh */
 
-uint32_t scsi_xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d)
+uint32_t scsi_xcopy_vpd_page(const struct scsi_cmd *cmd, uint8_t *d)
 {
+	const struct scsi_lu *lu = cmd->lu;
 	uint8_t *p = &d[4];
 	uint32_t bs = lu->block_size;
 	uint8_t g = 0;
