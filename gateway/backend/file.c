@@ -62,8 +62,7 @@ struct file_bdev {
 	bool is_blkdev;
 	atomic_bool no_zero_range;      /* FALLOC_FL_ZERO_RANGE unsupported: write zero buffers */
 	pthread_mutex_t lock;           /* the listener, a resize */
-	bdev_listener_fn listener;
-	void *listener_arg;
+	struct bdev_listener listener;
 };
 
 static const struct bdev_ops file_ops;
@@ -823,10 +822,7 @@ static void file_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 	struct file_bdev *f = to_file(b);
 
 	pthread_mutex_lock(&f->lock);
-	f->listener = fn;
-	f->listener_arg = arg;
-	if (fn)
-		fn(arg, b);
+	bdev_listener_set(&f->listener, b, fn, arg);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -878,8 +874,7 @@ static int file_grow(struct bdev *b, uint64_t size, bool *grown)
 		*grown = true;
 		GW_NOTICE(FILE_COMP, "%s: grown from %" PRIu64 " to %" PRIu64 " bytes", b->name, old,
 			  now);
-		if (f->listener)
-			f->listener(f->listener_arg, b);
+		bdev_listener_call(&f->listener, b);
 	}
 out:
 	pthread_mutex_unlock(&f->lock);
