@@ -612,17 +612,15 @@ static void alua_event_run(void *arg)
 	ctl_event_done(ctl, m);
 }
 
-/* On the command's reactor, under the SCSI layer's ALUA lock: copy and go. */
+/* On the command's reactor, under the SCSI layer's ALUA lock: copy and go (arg: the gw_ctl). */
 int ctl_alua_request(const struct scsi_alua_request *req, void *arg)
 {
-	struct gw_ctl *ctl = arg;
 	struct alua_event_msg *m;
 	int rc;
 
-	m = ctl_event_new(ctl, sizeof(*m), &rc);
+	m = ctl_event_new(arg, sizeof(*m), &rc);
 	if (!m)
 		return rc;
-	m->ctl = ctl;
-	m->req = *req;
-	return ctl_post(ctl, alua_event_run, m);
+	*m = (struct alua_event_msg){ .ctl = arg, .req = *req };
+	return ctl_post(arg, alua_event_run, m);
 }

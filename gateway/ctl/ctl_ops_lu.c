@@ -308,14 +308,13 @@ static void lu_lock_run(void *arg)
 int ctl_lu_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t blocks, bool lock,
 		void *arg)
 {
-	struct gw_ctl *ctl = arg;
 	struct lu_lock_msg *m;
 	int rc;
 
-	m = ctl_event_new(ctl, sizeof(*m), &rc);
+	m = ctl_event_new(arg, sizeof(*m), &rc);
 	if (!m)
 		return rc;
-	*m = (struct lu_lock_msg){ .ctl = ctl, .id = id, .lba = lba, .blocks = blocks, .lock = lock };
+	*m = (struct lu_lock_msg){ .ctl = arg, .id = id, .lba = lba, .blocks = blocks, .lock = lock };
 	memcpy(m->naa, naa, sizeof(m->naa));
-	return ctl_post(ctl, lu_lock_run, m);
+	return ctl_post(arg, lu_lock_run, m);
 }
