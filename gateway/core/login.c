@@ -197,7 +197,7 @@ static const struct gw_target_cfg *find_target(const struct gw_config *cfg, cons
 	return NULL;
 }
 
-static const struct gw_acl_cfg *find_acl(const struct gw_target_cfg *t, const char *initiator)
+const struct gw_acl_cfg *iscsi_target_acl(const struct gw_target_cfg *t, const char *initiator)
 {
 	size_t i;
 
@@ -272,7 +272,7 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 					"unknown target %.223s", tname);
 		snprintf(l->target_name, sizeof(l->target_name), "%s", tname);
 		if (t->nacls > 0) {
-			acl = find_acl(t, l->initiator_name);
+			acl = iscsi_target_acl(t, l->initiator_name);
 			if (!acl)
 				return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR,
 						ISCSI_LOGIN_DETAIL_FORBIDDEN,

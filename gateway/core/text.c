@@ -84,14 +84,7 @@ static void reset_exchange(struct iscsi_text *t)
 
 static bool visible(const struct gw_target_cfg *tg, const char *initiator)
 {
-	size_t i;
-
-	if (tg->nacls == 0)
-		return true;
-	for (i = 0; initiator && i < tg->nacls; i++)
-		if (strcasecmp(tg->acls[i].initiator, initiator) == 0)
-			return true;
-	return false;
+	return tg->nacls == 0 || (initiator && iscsi_target_acl(tg, initiator));
 }
 
 static bool wildcard_addr(const char *a)
