@@ -249,6 +249,16 @@ static int build_quick_config(const struct cli *cli, struct gw_config *cfg)
 	return 0;
 }
 
+/* An option's whole number in [min, max]; otherwise -EINVAL and the log line says why. */
+static int parse_u32_in(const char *arg, uint32_t *v, uint32_t min, uint32_t max, const char *why)
+{
+	if (gw_parse_u32(arg, v) || *v < min || *v > max) {
+		GW_CFGERR("isergwd: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_cli(int argc, char **argv, struct cli *cli)
 {
 	int opt;
@@ -288,19 +298,13 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
 			}
 			break;
 		case OPT_REACTORS:
-			rc = gw_parse_u32(optarg, &cli->reactors);
-			if (rc || cli->reactors == 0 || cli->reactors > 256) {
-				GW_CFGERR("isergwd: --reactors must be 1..256");
-				rc = -EINVAL;
-			}
+			rc = parse_u32_in(optarg, &cli->reactors, 1, 256,
+					  "--reactors must be 1..256");
 			cli->reactors_set = true;
 			break;
 		case OPT_LOGIN_TIMEOUT:
-			rc = gw_parse_u32(optarg, &cli->login_timeout);
-			if (rc || cli->login_timeout == 0 || cli->login_timeout > 3600) {
-				GW_CFGERR("isergwd: --login-timeout must be 1..3600 seconds");
-				rc = -EINVAL;
-			}
+			rc = parse_u32_in(optarg, &cli->login_timeout, 1, 3600,
+					  "--login-timeout must be 1..3600 seconds");
 			cli->login_timeout_set = true;
 			break;
 		case 'h':

@@ -87,6 +87,29 @@ struct bdev_info {
  */
 typedef void (*bdev_listener_fn)(void *arg, struct bdev *b);
 
+/* A backstore's listener, set and called with the backstore's own lock held. */
+struct bdev_listener {
+	bdev_listener_fn fn;
+	void *arg;
+};
+
+/* For set_listener: (un)set it and, when set, call it once (see bdev_set_listener). */
+static inline void bdev_listener_set(struct bdev_listener *l, struct bdev *b,
+				     bdev_listener_fn fn, void *arg)
+{
+	l->fn = fn;
+	l->arg = arg;
+	if (fn)
+		fn(arg, b);
+}
+
+/* The geometry of b changed: tell the listener, if any. */
+static inline void bdev_listener_call(const struct bdev_listener *l, struct bdev *b)
+{
+	if (l->fn)
+		l->fn(l->arg, b);
+}
+
 struct bdev_ops {
 	const char *name;
 	int (*submit)(struct bdev *b, struct bdev_io *io);

@@ -62,8 +62,7 @@ struct file_bdev {
 	bool is_blkdev;
 	atomic_bool no_zero_range;      /* FALLOC_FL_ZERO_RANGE unsupported: write zero buffers */
 	pthread_mutex_t lock;           /* the listener, a resize */
-	bdev_listener_fn listener;
-	void *listener_arg;
+	struct bdev_listener listener;
 };
 
 static const struct bdev_ops file_ops;
@@ -594,6 +593,7 @@ static void uring_prep(struct io_thread *t, struct bdev_io *io)
 	struct file_bdev *f = to_file(io->bdev);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
 	uint64_t off = io->offset + io->done_bytes;
+	bool wr = io->op == BDEV_OP_WRITE;
 	struct io_rest rest;
 
 	if (!sqe) {
@@ -609,25 +609,15 @@ static void uring_prep(struct io_thread *t, struct bdev_io *io)
 	case BDEV_OP_READ:
 	case BDEV_OP_WRITE:
 		io_rest(io, &rest);
-		if (io->op == BDEV_OP_READ) {
-			if (rest.is_single)
-				io_uring_prep_read(sqe, f->fd, rest.single.iov_base,
-						   (unsigned int)rest.single.iov_len, off);
-			else
-				io_uring_prep_readv(sqe, f->fd, rest.iov,
-						    (unsigned int)(rest.iovcnt > IOV_MAX ? IOV_MAX : rest.iovcnt),
-						    off);
-		} else {
-			if (rest.is_single)
-				io_uring_prep_write(sqe, f->fd, rest.single.iov_base,
-						    (unsigned int)rest.single.iov_len, off);
-			else
-				io_uring_prep_writev(sqe, f->fd, rest.iov,
-						     (unsigned int)(rest.iovcnt > IOV_MAX ? IOV_MAX : rest.iovcnt),
-						     off);
-			if (io->flags & BDEV_IO_FUA)
-				sqe->rw_flags = RWF_DSYNC;
-		}
+		if (rest.is_single)
+			io_uring_prep_rw(wr ? IORING_OP_WRITE : IORING_OP_READ, sqe, f->fd,
+					 rest.single.iov_base, (unsigned int)rest.single.iov_len, off);
+		else
+			io_uring_prep_rw(wr ? IORING_OP_WRITEV : IORING_OP_READV, sqe, f->fd, rest.iov,
+					 (unsigned int)(rest.iovcnt > IOV_MAX ? IOV_MAX : rest.iovcnt),
+					 off);
+		if (wr && (io->flags & BDEV_IO_FUA))
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	case BDEV_OP_FLUSH:
 		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
@@ -832,10 +822,7 @@ static void file_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 	struct file_bdev *f = to_file(b);
 
 	pthread_mutex_lock(&f->lock);
-	f->listener = fn;
-	f->listener_arg = arg;
-	if (fn)
-		fn(arg, b);
+	bdev_listener_set(&f->listener, b, fn, arg);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -887,8 +874,7 @@ static int file_grow(struct bdev *b, uint64_t size, bool *grown)
 		*grown = true;
 		GW_NOTICE(FILE_COMP, "%s: grown from %" PRIu64 " to %" PRIu64 " bytes", b->name, old,
 			  now);
-		if (f->listener)
-			f->listener(f->listener_arg, b);
+		bdev_listener_call(&f->listener, b);
 	}
 out:
 	pthread_mutex_unlock(&f->lock);

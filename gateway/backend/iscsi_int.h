@@ -156,8 +156,7 @@ struct ib_bdev {
 	struct list_head all_link;      /* ib_all */
 	_Atomic uint32_t odd_answer;    /* last backend answer logged by note_odd_answer */
 	pthread_mutex_t lock;
-	bdev_listener_fn listener;
-	void *listener_arg;
+	struct bdev_listener listener;
 	/* discovery in the background while the backend is unreachable */
 	pthread_t disc_thread;
 	bool disc_running;

@@ -287,8 +287,7 @@ void ib_set_geometry_locked(struct ib_bdev *ib, uint64_t nblocks, uint32_t bs)
 	atomic_store(&ib->nblocks, nblocks);
 	ib->bdev.info.block_size = bs;
 	ib->bdev.info.size_bytes = nblocks * bs;
-	if (ib->listener)
-		ib->listener(ib->listener_arg, &ib->bdev);
+	bdev_listener_call(&ib->listener, &ib->bdev);
 }
 
 /* Publishes what discovery found. Called with ib->lock held. */
@@ -379,11 +378,8 @@ void ib_set_listener(struct bdev *b, bdev_listener_fn fn, void *arg)
 	struct ib_bdev *ib = to_ib(b);
 
 	pthread_mutex_lock(&ib->lock);
-	ib->listener = fn;
-	ib->listener_arg = arg;
 	/* the discovery thread may have found the backend since the owner read info */
-	if (fn)
-		fn(arg, b);
+	bdev_listener_set(&ib->listener, b, fn, arg);
 	pthread_mutex_unlock(&ib->lock);
 }
 

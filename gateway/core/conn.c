@@ -22,6 +22,18 @@ struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void)
 	return calloc(1, sizeof(struct iscsi_tx_pdu));
 }
 
+/* A PDU of our own with opcode op and the F bit, the rest of its header zero; NULL without memory. */
+static struct iscsi_tx_pdu *conn_pdu_new(uint8_t op)
+{
+	struct iscsi_tx_pdu *pdu = iscsi_tx_pdu_alloc();
+
+	if (pdu) {
+		pdu->bhs.opcode = op;
+		pdu->bhs.flags = ISCSI_FLAG_FINAL;
+	}
+	return pdu;
+}
+
 void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu)
 {
 	if (!pdu)
@@ -209,11 +221,9 @@ static void conn_nop_timer(void *arg)
 	}
 	if (c->nop_ttt == ISCSI_RSVD_TAG &&
 	    now - c->last_rx_ms >= (uint64_t)cfg->nop_interval_s * 1000u) {
-		pdu = iscsi_tx_pdu_alloc();
+		pdu = conn_pdu_new(ISCSI_OP_NOP_IN);
 		if (pdu) {
 			n = (struct iscsi_nop_in *)&pdu->bhs;
-			n->opcode = ISCSI_OP_NOP_IN;
-			n->flags = ISCSI_FLAG_FINAL;
 			n->itt = ISCSI_RSVD_TAG;
 			c->nop_ttt = c->next_ttt++ & 0x7fffffffu;
 			n->ttt = htobe32(c->nop_ttt);
@@ -458,12 +468,10 @@ static void conn_rx_nop_out(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	}
 	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
 		return;
-	pdu = iscsi_tx_pdu_alloc();
+	pdu = conn_pdu_new(ISCSI_OP_NOP_IN);
 	if (!pdu)
 		return;
 	rsp = (struct iscsi_nop_in *)&pdu->bhs;
-	rsp->opcode = ISCSI_OP_NOP_IN;
-	rsp->flags = ISCSI_FLAG_FINAL;
 	memcpy(rsp->lun, req->lun, 8);
 	rsp->itt = req->itt;
 	rsp->ttt = ISCSI_RSVD_TAG;
@@ -501,14 +509,12 @@ static void conn_rx_logout(struct iscsi_conn *c, const struct iscsi_bhs *bhs)
 
 	if (!conn_cmdsn_ok(c, bhs, be32toh(req->cmd_sn)))
 		return;
-	pdu = iscsi_tx_pdu_alloc();
+	pdu = conn_pdu_new(ISCSI_OP_LOGOUT_RSP);
 	if (!pdu) {
 		iscsi_conn_drop(c, "out of memory");
 		return;
 	}
 	rsp = (struct iscsi_logout_rsp *)&pdu->bhs;
-	rsp->opcode = ISCSI_OP_LOGOUT_RSP;
-	rsp->flags = ISCSI_FLAG_FINAL;
 	rsp->itt = req->itt;
 	if (reason == ISCSI_LOGOUT_REMOVE_CONN_RECOVERY) {
 		rsp->response = ISCSI_LOGOUT_RSP_NO_RECOVERY;
@@ -617,12 +623,10 @@ void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds)
 		iscsi_conn_drop(c, "target shutting down");
 		return;
 	}
-	pdu = iscsi_tx_pdu_alloc();
+	pdu = conn_pdu_new(ISCSI_OP_ASYNC_MSG);
 	if (!pdu)
 		return;
 	m = (struct iscsi_async_msg *)&pdu->bhs;
-	m->opcode = ISCSI_OP_ASYNC_MSG;
-	m->flags = ISCSI_FLAG_FINAL;
 	memset(m->lun, 0, sizeof(m->lun));
 	m->itt = ISCSI_RSVD_TAG;
 	m->async_event = ISCSI_ASYNC_LOGOUT_REQUEST;

@@ -70,8 +70,7 @@ struct iscsi_login {
 	bool identified;                        /* identity keys of the first text processed */
 
 	/* initiator's text, accumulated over C=1 PDUs */
-	char *in;
-	size_t in_len, in_cap;
+	struct iscsi_textbuf in;
 
 	/* our response; out_off bytes already sent (C=1 responses) */
 	struct iscsi_textbuf out;
@@ -100,6 +99,7 @@ int iscsi_login_create(const struct iscsi_login_env *env, struct iscsi_login **o
 	l->env = *env;
 	l->env.peer_addr[sizeof(l->env.peer_addr) - 1] = '\0';
 	l->env.local_addr[sizeof(l->env.local_addr) - 1] = '\0';
+	iscsi_tb_init(&l->in, ISCSI_TEXT_MAX);
 	iscsi_tb_init(&l->out, ISCSI_TEXT_MAX);
 	iscsi_neg_init(&l->neg, NULL, env->transport, false, true);
 	iscsi_neg_result(&l->neg, &l->sess, &l->conn);
@@ -111,8 +111,8 @@ void iscsi_login_destroy(struct iscsi_login *l)
 {
 	if (!l)
 		return;
+	iscsi_tb_free(&l->in);
 	iscsi_tb_free(&l->out);
-	free(l->in);
 	/* the CHAP challenge is wiped by chap.c once used; wipe everything anyway */
 	memset(&l->chap, 0, sizeof(l->chap));
 	free(l);
@@ -152,7 +152,7 @@ static enum iscsi_login_result login_fail(struct iscsi_login *l, struct iscsi_lo
 	put_be24(rsp->data_seg_len, 0);
 	iscsi_tb_reset(&l->out);
 	l->out_off = 0;
-	l->in_len = 0;
+	iscsi_tb_reset(&l->in);
 	return ISCSI_LOGIN_RES_FAIL;
 }
 
@@ -197,7 +197,7 @@ static const struct gw_target_cfg *find_target(const struct gw_config *cfg, cons
 	return NULL;
 }
 
-static const struct gw_acl_cfg *find_acl(const struct gw_target_cfg *t, const char *initiator)
+const struct gw_acl_cfg *iscsi_target_acl(const struct gw_target_cfg *t, const char *initiator)
 {
 	size_t i;
 
@@ -229,7 +229,7 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 	int rc;
 
 	l->identified = true;
-	while ((rc = iscsi_kv_next(l->in, l->in_len, &off, &kv, why, sizeof(why))) > 0) {
+	while ((rc = iscsi_kv_next(l->in.buf, l->in.len, &off, &kv, why, sizeof(why))) > 0) {
 		if (!iname && strcmp(kv.key, "InitiatorName") == 0)
 			iname = kv.val;
 		else if (!tname && strcmp(kv.key, "TargetName") == 0)
@@ -272,7 +272,7 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 					"unknown target %.223s", tname);
 		snprintf(l->target_name, sizeof(l->target_name), "%s", tname);
 		if (t->nacls > 0) {
-			acl = find_acl(t, l->initiator_name);
+			acl = iscsi_target_acl(t, l->initiator_name);
 			if (!acl)
 				return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR,
 						ISCSI_LOGIN_DETAIL_FORBIDDEN,
@@ -500,7 +500,7 @@ static int login_message(struct iscsi_login *l, bool first, bool transit, int ns
 	if (first && login_identity(l, f))
 		return -1;
 
-	while ((rc = iscsi_kv_next(l->in, l->in_len, &off, &kv, why, sizeof(why))) > 0) {
+	while ((rc = iscsi_kv_next(l->in.buf, l->in.len, &off, &kv, why, sizeof(why))) > 0) {
 		k = iscsi_key_find(kv.key);
 		if (!k) {
 			if (unknown_key(l, kv.key, f))
@@ -640,29 +640,6 @@ static enum iscsi_login_result send_response(struct iscsi_login *l, struct iscsi
 	return ISCSI_LOGIN_RES_DONE;
 }
 
-static int append_in(struct iscsi_login *l, const uint8_t *data, uint32_t dlen)
-{
-	if (dlen == 0)
-		return 0;
-	if (l->in_len + dlen > l->in_cap) {
-		size_t ncap = l->in_cap ? l->in_cap : 1024;
-		char *nb;
-
-		while (ncap < l->in_len + dlen)
-			ncap *= 2;
-		if (ncap > ISCSI_TEXT_MAX)
-			ncap = ISCSI_TEXT_MAX;
-		nb = realloc(l->in, ncap);
-		if (!nb)
-			return -ENOMEM;
-		l->in = nb;
-		l->in_cap = ncap;
-	}
-	memcpy(l->in + l->in_len, data, dlen);
-	l->in_len += dlen;
-	return 0;
-}
-
 enum iscsi_login_result iscsi_login_rx(struct iscsi_login *l, const struct iscsi_login_req *req,
 				       const uint8_t *data, uint32_t dlen,
 				       struct iscsi_login_rsp *rsp,
@@ -750,25 +727,25 @@ enum iscsi_login_result iscsi_login_rx(struct iscsi_login *l, const struct iscsi
 		return send_response(l, rsp, rsp_data, rsp_dlen);
 	}
 
-	if (dlen > ISCSI_TEXT_MAX - l->in_len)
+	if (dlen > ISCSI_TEXT_MAX - l->in.len)
 		return login_fail(l, rsp, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
 				  "login text longer than %u bytes", ISCSI_TEXT_MAX);
-	if (append_in(l, data, dlen))
+	if (iscsi_tb_append(&l->in, data, dlen))
 		return login_fail(l, rsp, ISCSI_LOGIN_STATUS_TARGET_ERR,
 				  ISCSI_LOGIN_DETAIL_NO_RESOURCES, "out of memory");
 	if (cont) {
 		/* RFC 7143 6.3: answer a partial text with an empty response, T=0 */
 		return ISCSI_LOGIN_RES_CONTINUE;
 	}
-	if (l->in_len > 0 && l->in[l->in_len - 1] != '\0')
+	if (l->in.len > 0 && l->in.buf[l->in.len - 1] != '\0')
 		return login_fail(l, rsp, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
 				  "login text does not end with a NUL");
 	/* the first login text (which may span C=1 PDUs) carries the identity keys */
 	if (login_message(l, !l->identified, transit, nsg, &f)) {
-		l->in_len = 0;
+		iscsi_tb_reset(&l->in);
 		return login_fail(l, rsp, f.cls, f.detail, "%s", f.why);
 	}
-	l->in_len = 0;
+	iscsi_tb_reset(&l->in);
 	return send_response(l, rsp, rsp_data, rsp_dlen);
 }
 

@@ -109,6 +109,9 @@ uint32_t iscsi_login_first_cmdsn(const struct iscsi_login *l);         /* CmdSN 
 const struct iscsi_sess_params *iscsi_login_sess_params(const struct iscsi_login *l);
 const struct iscsi_conn_params *iscsi_login_conn_params(const struct iscsi_login *l);
 
+/* Target t's ACL entry for initiator (names compare without case), or NULL. */
+const struct gw_acl_cfg *iscsi_target_acl(const struct gw_target_cfg *t, const char *initiator);
+
 /*
  * Text Request processing in full feature phase (SendTargets, and key
  * renegotiation which we answer per RFC 7143 with Reject/NotUnderstood as

@@ -3,6 +3,7 @@
  * Text keys: parser, builder, value codecs, the key table and the
  * negotiation engine (RFC 7143 5.1, 6.2, 13; RFC 7144; RFC 7145 6).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -335,6 +336,20 @@ static int tb_reserve(struct iscsi_textbuf *tb, size_t more)
 	return 0;
 }
 
+int iscsi_tb_append(struct iscsi_textbuf *tb, const void *data, size_t len)
+{
+	int rc;
+
+	if (len == 0)
+		return 0;
+	rc = tb_reserve(tb, len);
+	if (rc)
+		return rc;
+	memcpy(tb->buf + tb->len, data, len);
+	tb->len += len;
+	return 0;
+}
+
 int iscsi_tb_add(struct iscsi_textbuf *tb, const char *key, const char *val)
 {
 	size_t kl = strlen(key), vl = strlen(val);
@@ -372,30 +387,22 @@ int iscsi_tb_add_u64(struct iscsi_textbuf *tb, const char *key, uint64_t v)
 
 /* ---------------- value codecs ---------------- */
 
+/* The value of c as a digit of alphabet (its index), or -1. */
+static int digit_val(const char *alphabet, char c)
+{
+	const char *p = c ? strchr(alphabet, c) : NULL;
+
+	return p ? (int)(p - alphabet) : -1;
+}
+
 static int hex_val(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return digit_val("0123456789abcdef", (char)tolower((unsigned char)c));
 }
 
 static int b64_val(char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
+	return digit_val("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", c);
 }
 
 /* Decode hex digits (odd count: implied leading zero nibble). */

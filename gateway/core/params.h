@@ -55,6 +55,8 @@ struct iscsi_textbuf {
 void iscsi_tb_init(struct iscsi_textbuf *tb, size_t limit);
 void iscsi_tb_reset(struct iscsi_textbuf *tb);
 void iscsi_tb_free(struct iscsi_textbuf *tb);
+/* Appends len bytes as they are (text data received); -E2BIG past the limit, -ENOMEM. */
+int iscsi_tb_append(struct iscsi_textbuf *tb, const void *data, size_t len);
 /* Append one pair; -ENOMEM, -E2BIG past the limit. */
 int iscsi_tb_add(struct iscsi_textbuf *tb, const char *key, const char *val);
 int iscsi_tb_addf(struct iscsi_textbuf *tb, const char *key, const char *fmt, ...)

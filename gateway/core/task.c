@@ -1183,20 +1183,6 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 	}
 	case ISCSI_TMF_ABORT_TASK_SET:
 	case ISCSI_TMF_CLEAR_TASK_SET:
-		if (!lu) {
-			rsp->response = ISCSI_TMF_RSP_NO_LUN;
-			break;
-		}
-		f.lu = lu;
-		waiting = conn_abort_matching(c, &f, tmf, NULL);
-		if (func == ISCSI_TMF_CLEAR_TASK_SET) {
-			abort_other_sessions(c, lu);
-			tmf_lu_state(c, tmf, lu, -1, &waiting);
-		}
-		GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
-			  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "ABORT TASK SET",
-			  (unsigned long long)lun);
-		break;
 	case ISCSI_TMF_LOGICAL_UNIT_RESET:
 		if (!lu) {
 			rsp->response = ISCSI_TMF_RSP_NO_LUN;
@@ -1204,9 +1190,16 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		}
 		f.lu = lu;
 		waiting = conn_abort_matching(c, &f, tmf, NULL);
-		abort_other_sessions(c, lu);
-		tmf_lu_state(c, tmf, lu, SCSI_RESET_LU, &waiting);
-		GW_NOTICE(COMP, "%s (%s): LOGICAL UNIT RESET on LUN %llu", c->peer, s->initiator,
+		/* CLEAR TASK SET and LOGICAL UNIT RESET reach every nexus of the LU */
+		if (func != ISCSI_TMF_ABORT_TASK_SET) {
+			abort_other_sessions(c, lu);
+			tmf_lu_state(c, tmf, lu,
+				     func == ISCSI_TMF_LOGICAL_UNIT_RESET ? (int)SCSI_RESET_LU : -1,
+				     &waiting);
+		}
+		GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
+			  func == ISCSI_TMF_ABORT_TASK_SET ? "ABORT TASK SET" :
+			  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "LOGICAL UNIT RESET",
 			  (unsigned long long)lun);
 		break;
 	case ISCSI_TMF_TARGET_WARM_RESET:

@@ -26,8 +26,7 @@ struct iscsi_text {
 	size_t out_off;
 	bool final;                     /* F bit for the last part of the answer */
 	/* initiator's text accumulated over C=1 requests */
-	char *in;
-	size_t in_len, in_cap;
+	struct iscsi_textbuf in;
 	/* the exchange in progress: ITT (wire order) and our TTT (0xffffffff: none) */
 	uint32_t itt_be;
 	uint32_t ttt;
@@ -41,6 +40,7 @@ int iscsi_text_create(struct iscsi_text **out)
 
 	if (!t)
 		return -ENOMEM;
+	iscsi_tb_init(&t->in, ISCSI_TEXT_MAX);
 	iscsi_tb_init(&t->out, ISCSI_TEXT_MAX);
 	t->ttt = ISCSI_RSVD_TAG;
 	t->next_ttt = 1;
@@ -52,8 +52,8 @@ void iscsi_text_destroy(struct iscsi_text *t)
 {
 	if (!t)
 		return;
+	iscsi_tb_free(&t->in);
 	iscsi_tb_free(&t->out);
-	free(t->in);
 	free(t);
 }
 
@@ -77,21 +77,14 @@ static void reset_exchange(struct iscsi_text *t)
 {
 	iscsi_tb_reset(&t->out);
 	t->out_off = 0;
-	t->in_len = 0;
+	iscsi_tb_reset(&t->in);
 	t->ttt = ISCSI_RSVD_TAG;
 	t->final = true;
 }
 
 static bool visible(const struct gw_target_cfg *tg, const char *initiator)
 {
-	size_t i;
-
-	if (tg->nacls == 0)
-		return true;
-	for (i = 0; initiator && i < tg->nacls; i++)
-		if (strcasecmp(tg->acls[i].initiator, initiator) == 0)
-			return true;
-	return false;
+	return tg->nacls == 0 || (initiator && iscsi_target_acl(tg, initiator));
 }
 
 static bool wildcard_addr(const char *a)
@@ -221,7 +214,7 @@ static int text_message(struct iscsi_text *t, const struct iscsi_text_env *env)
 
 	iscsi_neg_init(&neg, env->target, GW_TRANSPORT_TCP,
 		       env->session_type == ISCSI_SESSION_DISCOVERY, true);
-	while ((rc = iscsi_kv_next(t->in, t->in_len, &off, &kv, why, sizeof(why))) > 0) {
+	while ((rc = iscsi_kv_next(t->in.buf, t->in.len, &off, &kv, why, sizeof(why))) > 0) {
 		k = iscsi_key_find(kv.key);
 		if (!k) {
 			for (i = 0; i < nunknown; i++)
@@ -337,27 +330,13 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 		send_part(t, env, rsp, rsp_data, rsp_dlen);
 		return 0;
 	}
-	if (dlen > ISCSI_TEXT_MAX - t->in_len) {
+	if (dlen > ISCSI_TEXT_MAX - t->in.len) {
 		GW_WARN(COMP, "%s: text longer than %u bytes", who, ISCSI_TEXT_MAX);
 		reset_exchange(t);
 		return -EPROTO;
 	}
-	if (dlen) {
-		if (t->in_len + dlen > t->in_cap) {
-			size_t ncap = t->in_cap ? t->in_cap : 1024;
-			char *nb;
-
-			while (ncap < t->in_len + dlen)
-				ncap *= 2;
-			nb = realloc(t->in, ncap);
-			if (!nb)
-				return -ENOMEM;
-			t->in = nb;
-			t->in_cap = ncap;
-		}
-		memcpy(t->in + t->in_len, data, dlen);
-		t->in_len += dlen;
-	}
+	if (iscsi_tb_append(&t->in, data, dlen))
+		return -ENOMEM;
 	if (cont) {
 		/* partial text: empty answer with F=0 and a TTT to continue with */
 		if (t->ttt == ISCSI_RSVD_TAG)
@@ -365,7 +344,7 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 		rsp->ttt = htobe32(t->ttt);
 		return 0;
 	}
-	if (t->in_len > 0 && t->in[t->in_len - 1] != '\0') {
+	if (t->in.len > 0 && t->in.buf[t->in.len - 1] != '\0') {
 		GW_WARN(COMP, "%s: Text Request data does not end with a NUL", who);
 		reset_exchange(t);
 		return -EPROTO;
@@ -373,7 +352,7 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 	iscsi_tb_reset(&t->out);
 	t->out_off = 0;
 	rc = text_message(t, env);
-	t->in_len = 0;
+	iscsi_tb_reset(&t->in);
 	if (rc) {
 		reset_exchange(t);
 		return rc;

@@ -154,6 +154,26 @@ int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m)
 	return 0;
 }
 
+void *ctl_event_new(struct gw_ctl *ctl, size_t size, int *rc)
+{
+	void *m;
+
+	if (atomic_load(&ctl->nsubscribers) == 0) {
+		*rc = -ENOTCONN;
+		return NULL;
+	}
+	m = malloc(size);
+	if (!m)
+		*rc = -ENOMEM;
+	return m;
+}
+
+void ctl_event_done(struct gw_ctl *ctl, void *m)
+{
+	free(m);
+	atomic_fetch_sub(&ctl->inflight, 1);
+}
+
 void ctl_reply_err(struct ctl_client *c, int status, const char *why)
 {
 	CtlReply rep = ISERGW__CTL__REPLY__INIT;

@@ -11,6 +11,10 @@
 
 #include <stddef.h>
 
+#include "gw_api.h"
+
+GW_API_BEGIN
+
 struct gw;
 struct gw_config;
 struct gw_ctl;
@@ -49,5 +53,7 @@ int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg);
  * re-read, logged at notice).
  */
 int gw_ctl_reload_file(struct gw_ctl *ctl, char *err, size_t errlen);
+
+GW_API_END
 
 #endif

@@ -609,22 +609,18 @@ static void alua_event_run(void *arg)
 			(unsigned long long)r->id, r->dg);
 		(void)scsi_alua_request_done(r->id, -ENOTCONN);
 	}
-	free(m);
-	atomic_fetch_sub(&ctl->inflight, 1);
+	ctl_event_done(ctl, m);
 }
 
-/* On the command's reactor, under the SCSI layer's ALUA lock: copy and go. */
+/* On the command's reactor, under the SCSI layer's ALUA lock: copy and go (arg: the gw_ctl). */
 int ctl_alua_request(const struct scsi_alua_request *req, void *arg)
 {
-	struct gw_ctl *ctl = arg;
 	struct alua_event_msg *m;
+	int rc;
 
-	if (atomic_load(&ctl->nsubscribers) == 0)
-		return -ENOTCONN;
-	m = malloc(sizeof(*m));
+	m = ctl_event_new(arg, sizeof(*m), &rc);
 	if (!m)
-		return -ENOMEM;
-	m->ctl = ctl;
-	m->req = *req;
-	return ctl_post(ctl, alua_event_run, m);
+		return rc;
+	*m = (struct alua_event_msg){ .ctl = arg, .req = *req };
+	return ctl_post(arg, alua_event_run, m);
 }

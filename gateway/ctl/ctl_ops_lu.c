@@ -153,20 +153,18 @@ out:
 	free(regp);
 	free(ev);
 	free(evp);
-	free(m);
-	atomic_fetch_sub(&ctl->inflight, 1);
+	ctl_event_done(ctl, m);
 }
 
 int ctl_lu_propose(const struct scsi_lu_proposal *p, void *arg)
 {
 	struct gw_ctl *ctl = arg;
 	struct lu_prop_msg *m;
+	int rc;
 
-	if (atomic_load(&ctl->nsubscribers) == 0)
-		return -ENOTCONN;
-	m = malloc(sizeof(*m) + p->nev * sizeof(m->ev[0]));
+	m = ctl_event_new(ctl, sizeof(*m) + p->nev * sizeof(m->ev[0]), &rc);
 	if (!m)
-		return -ENOMEM;
+		return rc;
 	m->ctl = ctl;
 	m->id = p->id;
 	memcpy(m->naa, p->naa, sizeof(m->naa));
@@ -304,26 +302,19 @@ static void lu_lock_run(void *arg)
 		GW_WARN(COMP, "LBA lock %llu: no subscriber took it", (unsigned long long)m->id);
 		(void)scsi_cluster_done(m->id, -ENOTCONN);
 	}
-	free(m);
-	atomic_fetch_sub(&ctl->inflight, 1);
+	ctl_event_done(ctl, m);
 }
 
 int ctl_lu_lock(uint64_t id, const uint8_t naa[16], uint64_t lba, uint32_t blocks, bool lock,
 		void *arg)
 {
-	struct gw_ctl *ctl = arg;
 	struct lu_lock_msg *m;
+	int rc;
 
-	if (atomic_load(&ctl->nsubscribers) == 0)
-		return -ENOTCONN;
-	m = malloc(sizeof(*m));
+	m = ctl_event_new(arg, sizeof(*m), &rc);
 	if (!m)
-		return -ENOMEM;
-	m->ctl = ctl;
-	m->id = id;
-	memcpy(m->naa, naa, 16);
-	m->lba = lba;
-	m->blocks = blocks;
-	m->lock = lock;
-	return ctl_post(ctl, lu_lock_run, m);
+		return rc;
+	*m = (struct lu_lock_msg){ .ctl = arg, .id = id, .lba = lba, .blocks = blocks, .lock = lock };
+	memcpy(m->naa, naa, sizeof(m->naa));
+	return ctl_post(arg, lu_lock_run, m);
 }

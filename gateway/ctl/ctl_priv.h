@@ -113,6 +113,13 @@ bool ctl_client_push_event(struct ctl_client *c, Isergw__Ctl__Event *ev);
 unsigned int ctl_publish(struct gw_ctl *ctl, Isergw__Ctl__Event *ev);
 /* From any thread: run fn(m) on the control reactor, counted in inflight; -ENOMEM frees m. */
 int ctl_post(struct gw_ctl *ctl, reactor_fn fn, void *m);
+/*
+ * An event the SCSI layer hands over from a command's reactor: ctl_event_new allocates the
+ * message to copy it into (NULL with *rc -ENOTCONN when nobody subscribes, or -ENOMEM),
+ * ctl_post sends it, and its handler ends with ctl_event_done (frees it, drops inflight).
+ */
+void *ctl_event_new(struct gw_ctl *ctl, size_t size, int *rc);
+void ctl_event_done(struct gw_ctl *ctl, void *m);
 /* Log the refusal and answer it with status rc and the reason why. */
 void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why);
 /* The same answer without the log line (the caller logged the reason). */

@@ -951,26 +951,6 @@ static int rdma_write_now(struct iser_conn *ic, struct iscsi_task *t)
 	return 0;
 }
 
-static int iser_put_data(struct iscsi_conn *c, struct iscsi_task *t)
-{
-	struct iser_conn *ic = c->dm_priv;
-	struct iser_task *it = t->dm_priv;
-	int rc;
-
-	if (!ic || ic->state != ISER_ESTABLISHED)
-		return -ECONNRESET;
-	if (!it || !it->hdr.rsv) {
-		iscsi_conn_drop(c, "READ data without a read STag in the iSER header");
-		return -EPROTO;
-	}
-	if (list_empty(&ic->backlog)) {
-		rc = rdma_write_now(ic, t);
-		if (rc != -EAGAIN)
-			return rc;
-	}
-	return backlog_add(ic, NULL, t, false);
-}
-
 /* RDMA Reads of everything the initiator did not send unsolicited. */
 static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
 {
@@ -991,18 +971,54 @@ static int rdma_read_now(struct iser_conn *ic, struct iscsi_task *t)
 	return 0;
 }
 
+/*
+ * Can t's data move by RDMA on c? 0; -ECONNRESET when the connection is not
+ * up; -EPROTO (c dropped) when the iSER header gave no STag for it: a read
+ * STag for Data-In by RDMA Write, a write STag for Data-Out by RDMA Read.
+ */
+static int rdma_check(struct iscsi_conn *c, struct iscsi_task *t, bool rdma_read)
+{
+	struct iser_conn *ic = c->dm_priv;
+	struct iser_task *it = t->dm_priv;
+
+	if (!ic || ic->state != ISER_ESTABLISHED)
+		return -ECONNRESET;
+	if (!it || !(rdma_read ? it->hdr.wsv : it->hdr.rsv)) {
+		iscsi_conn_drop(c, rdma_read ? "WRITE needs data but the iSER header has no write STag"
+					     : "READ data without a read STag in the iSER header");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* RDMA Writes or Reads of t: posted now unless others wait before them in the backlog. */
+static int rdma_post_or_queue(struct iser_conn *ic, struct iscsi_task *t, bool rdma_read)
+{
+	int rc;
+
+	if (list_empty(&ic->backlog)) {
+		rc = rdma_read ? rdma_read_now(ic, t) : rdma_write_now(ic, t);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return backlog_add(ic, NULL, t, rdma_read);
+}
+
+static int iser_put_data(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	int rc = rdma_check(c, t, false);
+
+	return rc ? rc : rdma_post_or_queue(c->dm_priv, t, false);
+}
+
 static int iser_get_data(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	struct iser_conn *ic = c->dm_priv;
 	struct iser_task *it = t->dm_priv;
-	int rc;
+	int rc = rdma_check(c, t, true);
 
-	if (!ic || ic->state != ISER_ESTABLISHED)
-		return -ECONNRESET;
-	if (!it || !it->hdr.wsv) {
-		iscsi_conn_drop(c, "WRITE needs data but the iSER header has no write STag");
-		return -EPROTO;
-	}
+	if (rc)
+		return rc;
 	if (!ic->rd_depth) {
 		/* an RDMA Read on such a QP would wait forever (Soft-RoCE) */
 		iscsi_conn_drop(c, "WRITE needs data by RDMA Read but the initiator's connection "
@@ -1012,12 +1028,7 @@ static int iser_get_data(struct iscsi_conn *c, struct iscsi_task *t)
 	/* everything past the unsolicited part, in one go: the core must not ask again */
 	it->read_start = t->r2t_next;
 	t->r2t_next = t->edtl;
-	if (list_empty(&ic->backlog)) {
-		rc = rdma_read_now(ic, t);
-		if (rc != -EAGAIN)
-			return rc;
-	}
-	return backlog_add(ic, NULL, t, true);
+	return rdma_post_or_queue(ic, t, true);
 }
 
 static void iser_flush_backlog(struct iser_conn *ic)

@@ -259,6 +259,19 @@ static int dg_get(const char *name)
 	return (int)alua.ndg++;
 }
 
+/* Takes alua.lock and finds or creates the device group: its index with the lock held, or a
+ * negative errno (dg_get's) with the lock released. */
+static int dg_lock_get(const char *name)
+{
+	int di;
+
+	pthread_mutex_lock(&alua.lock);
+	di = dg_get(name);
+	if (di < 0)
+		pthread_mutex_unlock(&alua.lock);
+	return di;
+}
+
 static struct alua_state *dg_state_find(struct alua_dg *d, uint16_t tpg)
 {
 	size_t i;
@@ -798,12 +811,9 @@ int scsi_alua_request_done(uint64_t id, int status)
 
 	if (id == 0 || status > 0)
 		return -EINVAL;
-	pthread_mutex_lock(&alua.lock);
-	hd = scsi_held_find(&alua.held, id);
-	if (!hd) {
-		pthread_mutex_unlock(&alua.lock);
+	hd = scsi_held_lock_find(&alua.held, id);
+	if (!hd)
 		return -ENOENT;
-	}
 	h = container_of(hd, struct alua_held, hd);
 	if (status == 0)
 		r = h->dg < alua.ndg && held_matches(alua.dg[h->dg], h->u, h->n) ? HELD_GOOD
@@ -896,12 +906,9 @@ int scsi_lu_set_device_group(struct scsi_lu *lu, const char *name)
 	bool changed;
 	int di;
 
-	pthread_mutex_lock(&alua.lock);
-	di = dg_get(name);
-	if (di < 0) {
-		pthread_mutex_unlock(&alua.lock);
+	di = dg_lock_get(name);
+	if (di < 0)
 		return di;
-	}
 	changed = lu->alua_dg != (size_t)di;
 	lu->alua_dg = (size_t)di;
 	pthread_mutex_unlock(&alua.lock);
@@ -952,12 +959,9 @@ static int alua_apply(const char *name, const struct scsi_alua_update *u, size_t
 	for (i = 0; i < n; i++)
 		if (!state_valid(u[i].state))
 			return -EINVAL;
-	pthread_mutex_lock(&alua.lock);
-	di = dg_get(name);
-	if (di < 0) {
-		pthread_mutex_unlock(&alua.lock);
+	di = dg_lock_get(name);
+	if (di < 0)
 		return di;
-	}
 	rc = dg_room(alua.dg[di], u, n);
 	if (rc) {
 		pthread_mutex_unlock(&alua.lock);
@@ -1129,12 +1133,9 @@ int scsi_alua_dg_configure(const char *dg, uint16_t owner_tpg, uint8_t non_owner
 	if (non_owner_state != SCSI_ALUA_ACTIVE_NON_OPTIMIZED && non_owner_state != SCSI_ALUA_STANDBY &&
 	    non_owner_state != SCSI_ALUA_UNAVAILABLE && non_owner_state != SCSI_ALUA_ACTIVE_OPTIMIZED)
 		return -EINVAL;
-	pthread_mutex_lock(&alua.lock);
-	di = dg_get(dg);
-	if (di < 0) {
-		pthread_mutex_unlock(&alua.lock);
+	di = dg_lock_get(dg);
+	if (di < 0)
 		return di;
-	}
 	d = alua.dg[di];
 	for (i = 0; i < alua.ntpg; i++)
 		before[i] = dg_effective(d, alua.tpg[i].id);

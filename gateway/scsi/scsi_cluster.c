@@ -195,12 +195,9 @@ int scsi_cluster_done(uint64_t id, int status)
 
 	if (!id || status > 0)
 		return -EINVAL;
-	pthread_mutex_lock(&cl.lock);
-	hd = scsi_held_find(&cl.held, id);
-	if (!hd) {
-		pthread_mutex_unlock(&cl.lock);
+	hd = scsi_held_lock_find(&cl.held, id);
+	if (!hd)
 		return -ENOENT;
-	}
 	if (hd->decided) {
 		pthread_mutex_unlock(&cl.lock);
 		return -EALREADY;

@@ -50,7 +50,7 @@ void scsi_held_add(struct scsi_held *h, uint64_t id)
 	atomic_fetch_add(&h->list->nheld, 1);
 }
 
-struct scsi_held *scsi_held_find(struct scsi_held_list *l, uint64_t id)
+static struct scsi_held *held_find(struct scsi_held_list *l, uint64_t id)
 {
 	struct list_head *pos;
 
@@ -61,6 +61,17 @@ struct scsi_held *scsi_held_find(struct scsi_held_list *l, uint64_t id)
 			return h;
 	}
 	return NULL;
+}
+
+struct scsi_held *scsi_held_lock_find(struct scsi_held_list *l, uint64_t id)
+{
+	struct scsi_held *h;
+
+	pthread_mutex_lock(l->lock);
+	h = held_find(l, id);
+	if (!h)
+		pthread_mutex_unlock(l->lock);
+	return h;
 }
 
 void scsi_held_unlink(struct scsi_held *h)
@@ -81,7 +92,7 @@ void scsi_held_take(struct scsi_held_list *l, uint64_t id)
 	struct scsi_held *h;
 
 	pthread_mutex_lock(l->lock);
-	h = scsi_held_find(l, id);
+	h = held_find(l, id);
 	if (h)
 		scsi_held_unlink(h);
 	pthread_mutex_unlock(l->lock);

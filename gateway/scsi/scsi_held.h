@@ -57,7 +57,8 @@ void scsi_held_init(struct scsi_held *h, struct scsi_held_list *l, struct scsi_c
 		    struct reactor *r);
 /* l->lock held. */
 void scsi_held_add(struct scsi_held *h, uint64_t id);
-struct scsi_held *scsi_held_find(struct scsi_held_list *l, uint64_t id);
+/* Takes l->lock and finds id: the record with the lock held, or NULL with the lock released. */
+struct scsi_held *scsi_held_lock_find(struct scsi_held_list *l, uint64_t id);
 void scsi_held_unlink(struct scsi_held *h);
 /* On the command's reactor, first thing in l->finish: timer and deferred finish cancelled. */
 void scsi_held_cancel(struct scsi_held *h);

@@ -456,7 +456,7 @@ int scsi_sbc_submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_
 void scsi_xcopy_extended_copy(struct scsi_cmd *cmd);
 void scsi_xcopy_receive_copy_results(struct scsi_cmd *cmd);
 /* Builds the Third-party Copy VPD page (8Fh) into d (>= 96 bytes); returns its length. */
-uint32_t scsi_xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d);
+uint32_t scsi_xcopy_vpd_page(const struct scsi_cmd *cmd, uint8_t *d);
 /* Frees the kept copy statuses (LU teardown). */
 void scsi_xcopy_status_free(struct scsi_lu *lu);
 

@@ -289,6 +289,15 @@ static void io_error(struct scsi_cmd *cmd, int err, bool write)
 		scsi_fail(cmd, SCSI_SK_MEDIUM_ERROR, write ? ASC_WRITE_ERROR : ASC_UNRECOVERED_READ);
 }
 
+/* A medium command's I/O completed: when it failed, end the command (io_error) and say so. */
+static bool io_failed(struct bdev_io *io, bool write)
+{
+	if (io->result >= 0)
+		return false;
+	io_error(io->ctx, io->result, write);
+	return true;
+}
+
 static void fail_write_protected(struct scsi_cmd *cmd)
 {
 	scsi_fail(cmd, SCSI_SK_DATA_PROTECT,
@@ -381,10 +390,8 @@ static void read_done(struct bdev_io *io)
 	struct scsi_cmd *cmd = io->ctx;
 	struct scsi_priv *pv = cmd_priv(cmd);
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, false);
+	if (io_failed(io, false))
 		return;
-	}
 	gate_exit(cmd);
 	if (pv->bounce) {
 		if (cmd->buf_len)
@@ -458,10 +465,8 @@ static void write_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, true);
+	if (io_failed(io, true))
 		return;
-	}
 	free_bounce(cmd);
 	gate_exit(cmd);
 	scsi_good(cmd);
@@ -555,10 +560,8 @@ static void verify_done(struct bdev_io *io)
 	bool per_block = pv->step == 3;
 	uint64_t i, done = (uint64_t)pv->idx * bs, total = (uint64_t)pv->chunk * bs;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, false);
+	if (io_failed(io, false))
 		return;
-	}
 	for (i = 0; i < total; i++) {
 		uint8_t want = per_block ? cmd->buf[i % bs] : cmd->buf[done + i];
 
@@ -807,10 +810,8 @@ static void unmap_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, true);
+	if (io_failed(io, true))
 		return;
-	}
 	cmd_priv(cmd)->idx++;
 	unmap_next(cmd);
 }
@@ -913,10 +914,8 @@ static void caw_read_done(struct bdev_io *io)
 	const uint8_t *disk = pv->bounce;
 	int rc;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, false);
+	if (io_failed(io, false))
 		return;
-	}
 	for (i = 0; i < bytes; i++) {
 		if (disk[i] != cmd->buf[i]) {
 			free_bounce(cmd);
@@ -1067,10 +1066,8 @@ static void orw_read_done(struct bdev_io *io)
 	uint8_t *disk = pv->bounce;
 	int rc;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, false);
+	if (io_failed(io, false))
 		return;
-	}
 	for (i = 0; i < bytes; i++)
 		disk[i] |= cmd->buf[i];
 	rc = submit(cmd, BDEV_OP_WRITE, pv->lba * lu->block_size, bytes, disk,
@@ -1189,10 +1186,8 @@ static void sync_done(struct bdev_io *io)
 {
 	struct scsi_cmd *cmd = io->ctx;
 
-	if (io->result < 0) {
-		io_error(cmd, io->result, true);
+	if (io_failed(io, true))
 		return;
-	}
 	scsi_good(cmd);
 }
 

@@ -64,18 +64,9 @@ static uint32_t inquiry_standard(const struct scsi_cmd *cmd, uint8_t *d)
 	return 96;
 }
 
-static uint32_t vpd_supported(uint8_t *d)
+static uint32_t vpd_serial(const struct scsi_cmd *cmd, uint8_t *d)
 {
-	static const uint8_t pages[] = { 0x00, 0x80, 0x83, 0x8f, 0xb0, 0xb1, 0xb2 };
-
-	d[1] = 0x00;
-	put_be16(&d[2], sizeof(pages));
-	memcpy(&d[4], pages, sizeof(pages));
-	return 4 + sizeof(pages);
-}
-
-static uint32_t vpd_serial(const struct scsi_lu *lu, uint8_t *d)
-{
+	const struct scsi_lu *lu = cmd->lu;
 	size_t n = strnlen(lu->params.serial, sizeof(lu->params.serial));
 
 	d[1] = 0x80;
@@ -145,8 +136,9 @@ static uint32_t vpd_devid(const struct scsi_cmd *cmd, uint8_t *d)
 	return (uint32_t)(p - d);
 }
 
-static uint32_t vpd_block_limits(const struct scsi_lu *lu, uint8_t *d)
+static uint32_t vpd_block_limits(const struct scsi_cmd *cmd, uint8_t *d)
 {
+	const struct scsi_lu *lu = cmd->lu;
 	uint32_t bs = lu->block_size;
 
 	d[1] = 0xb0;
@@ -169,16 +161,20 @@ static uint32_t vpd_block_limits(const struct scsi_lu *lu, uint8_t *d)
 	return 64;
 }
 
-static uint32_t vpd_bdc(const struct scsi_lu *lu, uint8_t *d)
+static uint32_t vpd_bdc(const struct scsi_cmd *cmd, uint8_t *d)
 {
+	const struct scsi_lu *lu = cmd->lu;
+
 	d[1] = 0xb1;
 	put_be16(&d[2], 0x3c);
 	put_be16(&d[4], lu->bdev->info.rotational ? 0 : 1);
 	return 64;
 }
 
-static uint32_t vpd_lbp(const struct scsi_lu *lu, uint8_t *d)
+static uint32_t vpd_lbp(const struct scsi_cmd *cmd, uint8_t *d)
 {
+	const struct scsi_lu *lu = cmd->lu;
+
 	d[1] = 0xb2;
 	put_be16(&d[2], 4);
 	if (scsi_lu_thin(lu)) {
@@ -186,6 +182,35 @@ static uint32_t vpd_lbp(const struct scsi_lu *lu, uint8_t *d)
 		d[6] = 0x02;                       /* thin provisioned */
 	}
 	return 8;
+}
+
+static uint32_t vpd_supported(const struct scsi_cmd *cmd, uint8_t *d);
+
+/* The VPD pages INQUIRY returns, in page code order; each fills d and returns its length. */
+static const struct vpd_page {
+	uint8_t code;
+	uint32_t (*fill)(const struct scsi_cmd *cmd, uint8_t *d);
+} vpd_pages[] = {
+	{ 0x00, vpd_supported },
+	{ 0x80, vpd_serial },
+	{ 0x83, vpd_devid },
+	{ 0x8f, scsi_xcopy_vpd_page },
+	{ 0xb0, vpd_block_limits },
+	{ 0xb1, vpd_bdc },
+	{ 0xb2, vpd_lbp },
+};
+#define NVPD_PAGES (sizeof(vpd_pages) / sizeof(vpd_pages[0]))
+
+static uint32_t vpd_supported(const struct scsi_cmd *cmd, uint8_t *d)
+{
+	size_t i;
+
+	(void)cmd;
+	d[1] = 0x00;
+	put_be16(&d[2], NVPD_PAGES);
+	for (i = 0; i < NVPD_PAGES; i++)
+		d[4 + i] = vpd_pages[i].code;
+	return 4 + NVPD_PAGES;
 }
 
 void scsi_spc_inquiry(struct scsi_cmd *cmd)
@@ -216,38 +241,19 @@ void scsi_spc_inquiry(struct scsi_cmd *cmd)
 			scsi_fail_cdb(cmd, 2, -1);
 			return;
 		}
-		len = vpd_supported(d);
+		len = vpd_supported(cmd, d);
 		d[0] = 0x7f;
 		scsi_reply(cmd, d, len, alloc);
 		return;
 	}
-	switch (cmd->cdb[2]) {
-	case 0x00:
-		len = vpd_supported(d);
-		break;
-	case 0x80:
-		len = vpd_serial(cmd->lu, d);
-		break;
-	case 0x83:
-		len = vpd_devid(cmd, d);
-		break;
-	case 0x8f:
-		len = scsi_xcopy_vpd_page(cmd->lu, d);
-		break;
-	case 0xb0:
-		len = vpd_block_limits(cmd->lu, d);
-		break;
-	case 0xb1:
-		len = vpd_bdc(cmd->lu, d);
-		break;
-	case 0xb2:
-		len = vpd_lbp(cmd->lu, d);
-		break;
-	default:
-		scsi_fail_cdb(cmd, 2, -1);
-		return;
+	for (size_t i = 0; i < NVPD_PAGES; i++) {
+		if (vpd_pages[i].code == cmd->cdb[2]) {
+			len = vpd_pages[i].fill(cmd, d);
+			scsi_reply(cmd, d, len, alloc);
+			return;
+		}
 	}
-	scsi_reply(cmd, d, len, alloc);
+	scsi_fail_cdb(cmd, 2, -1);
 }
 
 /* ------------------------------------------------------------ REPORT LUNS */

@@ -226,20 +226,30 @@ static void xc_write_done(struct bdev_io *io)
 	xc_next(xc);
 }
 
-static void xc_write_start(struct scsi_cmd *child)
+static void xc_read_done(struct bdev_io *io);
+
+/* The current chunk: read it from the source, or write it to the destination. */
+static void xc_submit(struct scsi_cmd *child, bool write)
 {
 	struct xcopy *xc = child->ctx;
 	struct xc_seg *sg = &xc->seg[xc->cur];
-	uint32_t bs = sg->dst->block_size;
+	struct scsi_lu *lu = write ? sg->dst : sg->src;
+	uint64_t lba = (write ? sg->dst_lba : sg->src_lba) + xc->done;
+	uint32_t bs = lu->block_size;
 	int rc;
 
-	rc = scsi_sbc_submit(child, BDEV_OP_WRITE, (sg->dst_lba + xc->done) * bs,
-			     (uint64_t)xc->chunk * bs, xc->buf, sg->dst->wce ? 0 : BDEV_IO_FUA,
-			     xc_write_done);
+	rc = scsi_sbc_submit(child, write ? BDEV_OP_WRITE : BDEV_OP_READ, lba * bs,
+			     (uint64_t)xc->chunk * bs, xc->buf, write && !lu->wce ? BDEV_IO_FUA : 0,
+			     write ? xc_write_done : xc_read_done);
 	if (rc < 0) {
 		scsi_sbc_gate_exit(child);
-		xc_io_failed(xc, "write", rc);
+		xc_io_failed(xc, write ? "write" : "read", rc);
 	}
+}
+
+static void xc_write_start(struct scsi_cmd *child)
+{
+	xc_submit(child, true);
 }
 
 static void xc_read_done(struct bdev_io *io)
@@ -258,17 +268,7 @@ static void xc_read_done(struct bdev_io *io)
 
 static void xc_read_start(struct scsi_cmd *child)
 {
-	struct xcopy *xc = child->ctx;
-	struct xc_seg *sg = &xc->seg[xc->cur];
-	uint32_t bs = sg->src->block_size;
-	int rc;
-
-	rc = scsi_sbc_submit(child, BDEV_OP_READ, (sg->src_lba + xc->done) * bs,
-			     (uint64_t)xc->chunk * bs, xc->buf, 0, xc_read_done);
-	if (rc < 0) {
-		scsi_sbc_gate_exit(child);
-		xc_io_failed(xc, "read", rc);
-	}
+	xc_submit(child, false);
 }
 
 static void child_init(struct xcopy *xc, struct scsi_cmd *child, struct scsi_lu *lu)
@@ -610,8 +610,9 @@ void scsi_xcopy_receive_copy_results(struct scsi_cmd *cmd)
 
 /* ------------------------------------------------------------ VPD page 8Fh */
 
-uint32_t scsi_xcopy_vpd_page(const struct scsi_lu *lu, uint8_t *d)
+uint32_t scsi_xcopy_vpd_page(const struct scsi_cmd *cmd, uint8_t *d)
 {
+	const struct scsi_lu *lu = cmd->lu;
 	uint8_t *p = &d[4];
 	uint32_t bs = lu->block_size;
 	uint8_t g = 0;
