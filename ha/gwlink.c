@@ -693,8 +693,10 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		push_done(g, gen, rep->status, rep->error);
 		break;
 	case S_LEASE:
+	case S_LUDONE:
 		if (rep->status)
-			GW_WARN(COMP, "isergwd refused the lease: %s", rep->error);
+			GW_WARN(COMP, "isergwd refused %s: %s",
+				kind == S_LEASE ? "the lease" : "an LU state answer", rep->error);
 		break;
 	case S_LUAPPLY:
 		if (rep->status && rep->status != -ENOENT)
@@ -704,10 +706,6 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			ha_sm_lu_parked_taken(&g->a->sm, lp.naa, lp.parked_upto);
 		ha_sm_lu_gw_applied(&g->a->sm, lp.origin, lp.proposal_id, lp.naa, lp.version,
 				    rep->status == -EALREADY ? 0 : rep->status);
-		break;
-	case S_LUDONE:
-		if (rep->status)
-			GW_WARN(COMP, "isergwd refused an LU state answer: %s", rep->error);
 		break;
 	case S_STATUS:
 		g->polling = false;
