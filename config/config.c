@@ -319,27 +319,18 @@ int gw_portal_parse(const char *url, struct gw_portal_cfg *out)
 
 void cfg_path_set_len(struct pctx *c, size_t len)
 {
-	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
-	c->path[c->plen] = '\0';
+	gw_key_path_set_len(c->path, sizeof(c->path), &c->plen, len);
 }
 
 /* Appends ".key" (or "key" at the root); returns the length to pop back to. */
 static size_t path_key(struct pctx *c, const char *key)
 {
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
-
-	cfg_path_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
+	return gw_key_path_add(c->path, sizeof(c->path), &c->plen, "%s%s", c->plen ? "." : "", key);
 }
 
 size_t cfg_path_index(struct pctx *c, size_t i)
 {
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
-
-	cfg_path_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
+	return gw_key_path_add(c->path, sizeof(c->path), &c->plen, "[%zu]", i);
 }
 
 int cfg_perr(struct pctx *c, const char *fmt, ...)

@@ -67,4 +67,14 @@ struct json_object;
 int gw_json_strings_check(struct json_object *o, const char *prefix, char *path, size_t pathlen,
 			  char *why, size_t whylen);
 
+/*
+ * A key path as the configuration's messages write it, built in path (cap
+ * bytes, *len of them used): gw_key_path_add appends the printf-style text
+ * (cut at cap) and returns the length before it, to go back to with
+ * gw_key_path_set_len.
+ */
+size_t gw_key_path_add(char *path, size_t cap, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void gw_key_path_set_len(char *path, size_t cap, size_t *len, size_t to);
+
 #endif

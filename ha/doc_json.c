@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/names.h"
 
 /* ------------------------------------------------------------ text buffer */
 
@@ -301,45 +302,29 @@ err_free_tok:
 
 /* ------------------------------------------------------------------- paths */
 
-static void vpath_set_len(struct ha_vctx *c, size_t len)
-{
-	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
-	c->path[c->plen] = '\0';
-}
-
 void ha_vctx_init(struct ha_vctx *c, char *err, size_t errlen, const char *base)
 {
-	int n;
-
 	c->err = err;
 	c->errlen = errlen;
-	n = snprintf(c->path, sizeof(c->path), "%s", base ? base : "");
-	vpath_set_len(c, n > 0 ? (size_t)n : 0);
+	c->plen = 0;
+	gw_key_path_add(c->path, sizeof(c->path), &c->plen, "%s", base ? base : "");
 	if (err && errlen)
 		err[0] = '\0';
 }
 
 size_t ha_vpath_key(struct ha_vctx *c, const char *key)
 {
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
-
-	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
+	return gw_key_path_add(c->path, sizeof(c->path), &c->plen, "%s%s", c->plen ? "." : "", key);
 }
 
 size_t ha_vpath_index(struct ha_vctx *c, size_t i)
 {
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
-
-	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
+	return gw_key_path_add(c->path, sizeof(c->path), &c->plen, "[%zu]", i);
 }
 
 void ha_vpath_pop(struct ha_vctx *c, size_t len)
 {
-	vpath_set_len(c, len);
+	gw_key_path_set_len(c->path, sizeof(c->path), &c->plen, len);
 }
 
 int ha_verr(struct ha_vctx *c, const char *fmt, ...)
