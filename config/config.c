@@ -637,6 +637,34 @@ err_free_tok:
 	return rc;
 }
 
+int gw_config_read_fd(int fd, size_t size, char **buf, size_t *len)
+{
+	size_t got = 0;
+
+	*buf = malloc(size + 1);
+	if (!*buf)
+		return -ENOMEM;
+	while (got < size) {
+		ssize_t n = read(fd, *buf + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			free(*buf);
+			*buf = NULL;
+			return rc;
+		}
+		if (n == 0)
+			break; /* shrank under us: what is there */
+		got += (size_t)n;
+	}
+	(*buf)[got] = '\0';
+	*len = got;
+	return 0;
+}
+
 int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen)
 {
 	char ebuf[128];
@@ -667,27 +695,12 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 		rc = gw_errf(err, errlen, -EINVAL, "%s: larger than %u bytes", path, CFG_FILE_MAX);
 		goto err_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		gw_errf(err, errlen, -EINVAL, "%s: out of memory", path);
+	rc = gw_config_read_fd(fd, (size_t)st.st_size, &buf, &got);
+	if (rc) {
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, rc == -ENOMEM ? "out of memory" :
+			strerror_r(-rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
-			goto err_free_buf;
-		}
-		if (n == 0)
-			break; /* shrank under us: parse what is there */
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
 	if (strlen(buf) != got) {
 		rc = gw_errf(err, errlen, -EINVAL, "%s: contains a NUL byte", path);
 		goto err_free_buf;

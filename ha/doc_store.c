@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/fsutil.h"
+#include "config/config.h"
 
 #define ERR_MAX 512
 
@@ -125,26 +126,12 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 		rc = gw_errf(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
 		goto err_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = gw_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
+	rc = gw_config_read_fd(fd, (size_t)st.st_size, &buf, &got);
+	if (rc) {
+		gw_errf(err, errlen, rc, "%s: %s", path, rc == -ENOMEM ? "out of memory" :
+			errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-			goto err_free_buf;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
 	close(fd);
 	rc = doc_file_text(path, buf, got, err, errlen);
 	if (rc) {
@@ -154,8 +141,6 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 	*out = buf;
 	return 0;
 
-err_free_buf:
-	free(buf);
 err_close:
 	close(fd);
 	return rc;
