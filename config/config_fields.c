@@ -17,17 +17,17 @@
 #include "config/names.h"
 #include "config_priv.h"
 
-static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
+static int parse_log_level(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	enum gw_log_level lvl;
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (gw_log_parse_level(s, &lvl) || cfg_str_copy(cfg->log_level, sizeof(cfg->log_level), s))
-		return cfg_perr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
+		return gw_verr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
 	return 0;
 }
 
@@ -36,14 +36,14 @@ static const char *const non_owner_words[] = { "active/non-optimized", "standby"
 					       NULL };
 
 /* A string that is one of words: *idx is its index. */
-static int parse_word(struct pctx *c, struct json_object *v, const char *const *words,
+static int parse_word(struct gw_vctx *c, struct json_object *v, const char *const *words,
 		      unsigned int *idx)
 {
 	char list[128] = "";
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	for (*idx = 0; words[*idx]; (*idx)++)
 		if (strcmp(s, words[*idx]) == 0)
@@ -51,35 +51,35 @@ static int parse_word(struct pctx *c, struct json_object *v, const char *const *
 	for (const char *const *w = words; *w; w++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 			 w == words ? "" : ", ", *w);
-	return cfg_perr(c, "\"%s\" is not one of %s", s, list);
+	return gw_verr(c, "\"%s\" is not one of %s", s, list);
 }
 
 /* A string that is one of two words: *out is false for `no`, true for `yes`. */
-static int parse_two_words(struct pctx *c, struct json_object *v, const char *no,
+static int parse_two_words(struct gw_vctx *c, struct json_object *v, const char *no,
 			   const char *yes, bool *out)
 {
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (strcmp(s, no) == 0)
 		*out = false;
 	else if (strcmp(s, yes) == 0)
 		*out = true;
 	else
-		return cfg_perr(c, "\"%s\" is not one of %s, %s", s, no, yes);
+		return gw_verr(c, "\"%s\" is not one of %s, %s", s, no, yes);
 	return 0;
 }
 
-static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+static int parse_alua_policy(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
 	return parse_two_words(c, v, "local", "external", &cfg->alua_policy_external);
 }
 
-static int parse_lu_state(struct pctx *c, struct json_object *v, void *base)
+static int parse_lu_state(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
@@ -133,7 +133,7 @@ size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *
 	return n;
 }
 
-static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_fencing(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	unsigned int i;
@@ -144,17 +144,17 @@ static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *ba
 	return rc;
 }
 
-static int pr_key_of(struct pctx *c, struct json_object *v, uint64_t *out)
+static int pr_key_of(struct gw_vctx *c, struct json_object *v, uint64_t *out)
 {
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	if (gw_parse_pr_key(json_object_get_string(v), out))
-		return cfg_perr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
-			    json_object_get_string(v));
+		return gw_verr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
+			   json_object_get_string(v));
 	return 0;
 }
 
-static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_pr_key(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
@@ -162,38 +162,38 @@ static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *bas
 }
 
 /* "backend_pr_fence": ["0x...", ...] */
-static int parse_backend_pr_fence(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_pr_fence(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	size_t len;
 
 	if (!json_object_is_type(v, json_type_array))
-		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected an array, got %s", cfg_jtype(v));
 	len = json_object_array_length(v);
 	if (len > GW_PR_FENCE_MAX)
-		return cfg_perr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
+		return gw_verr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
 	for (size_t i = 0; i < len; i++) {
-		size_t old = cfg_path_index(c, i);
+		size_t old = gw_vpath_index(c, i);
 		int rc = pr_key_of(c, json_object_array_get_idx(v, i), &cfg->backend_pr_fence[i]);
 
 		if (rc)
 			return rc;
-		cfg_path_set_len(c, old);
+		gw_vpath_pop(c, old);
 	}
 	cfg->nbackend_pr_fence = len;
 	return 0;
 }
 
-static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
+static int parse_portal_url(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_portal_cfg *p = base, parsed;
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (gw_portal_parse(s, &parsed))
-		return cfg_perr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
+		return gw_verr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
 	p->transport = parsed.transport;
 	memcpy(p->addr, parsed.addr, sizeof(p->addr));
 	p->port = parsed.port;
@@ -212,15 +212,15 @@ static int parse_naa_string(const char *s, uint8_t naa[16])
 	return 0;
 }
 
-static int parse_lun_naa(struct pctx *c, struct json_object *v, void *base)
+static int parse_lun_naa(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_lun_cfg *l = base;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	if (parse_naa_string(json_object_get_string(v), l->naa))
-		return cfg_perr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
-			    json_object_get_string(v));
+		return gw_verr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
+			   json_object_get_string(v));
 	l->naa_set = true;
 	return 0;
 }
@@ -287,7 +287,7 @@ static void acl_init(void *el, size_t idx)
 	memset(el, 0, sizeof(struct gw_acl_cfg));
 }
 
-static int parse_luns(struct pctx *c, struct json_object *v, void *base)
+static int parse_luns(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_target_cfg *t = base;
 	void *arr = t->luns;
@@ -297,7 +297,7 @@ static int parse_luns(struct pctx *c, struct json_object *v, void *base)
 	return rc;
 }
 
-static int parse_acls(struct pctx *c, struct json_object *v, void *base)
+static int parse_acls(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_target_cfg *t = base;
 	void *arr = t->acls;
@@ -338,16 +338,16 @@ static void target_init(void *el, size_t idx)
 }
 
 /* cfg_parse_array() of at most max elements, more refused as too many of what */
-static int parse_capped(struct pctx *c, struct json_object *v, size_t max, const char *what,
+static int parse_capped(struct gw_vctx *c, struct json_object *v, size_t max, const char *what,
 			size_t elsz, void **arr, size_t *n, void (*init)(void *el, size_t idx),
 			const struct gw_ftable *t)
 {
 	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > max)
-		return cfg_perr(c, "too many %s (max %zu)", what, max);
+		return gw_verr(c, "too many %s (max %zu)", what, max);
 	return cfg_parse_array(c, v, elsz, arr, n, init, t);
 }
 
-static int parse_portals(struct pctx *c, struct json_object *v, void *base)
+static int parse_portals(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->portals;
@@ -358,7 +358,7 @@ static int parse_portals(struct pctx *c, struct json_object *v, void *base)
 	return rc;
 }
 
-static int parse_targets(struct pctx *c, struct json_object *v, void *base)
+static int parse_targets(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->targets;
@@ -370,25 +370,25 @@ static int parse_targets(struct pctx *c, struct json_object *v, void *base)
 }
 
 /* "rel_port_ids": [1, 2, ...] */
-static int parse_rel_port_ids(struct pctx *c, struct json_object *v, void *base)
+static int parse_rel_port_ids(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_port_group_cfg *g = base;
 	size_t len;
 
 	if (!json_object_is_type(v, json_type_array))
-		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected an array, got %s", cfg_jtype(v));
 	len = json_object_array_length(v);
 	if (len == 0 || len > GW_PG_PORTS_MAX)
-		return cfg_perr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
+		return gw_verr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
 	for (size_t i = 0; i < len; i++) {
 		struct json_object *e = json_object_array_get_idx(v, i);
 		int64_t x;
 
 		if (!json_object_is_type(e, json_type_int))
-			return cfg_perr(c, "[%zu]: expected an integer, got %s", i, cfg_jtype(e));
+			return gw_verr(c, "[%zu]: expected an integer, got %s", i, cfg_jtype(e));
 		x = json_object_get_int64(e);
 		if (x < 1 || x > 65535)
-			return cfg_perr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
+			return gw_verr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
 		g->rel_port_ids[i] = (uint16_t)x;
 	}
 	g->nrel_port_ids = len;
@@ -403,7 +403,7 @@ static const struct gw_field port_group_fields[] = {
 };
 const struct gw_ftable gw_schema_port_group = TABLE(port_group_fields);
 
-static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
+static int parse_non_owner_state(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_device_group_cfg *d = base;
 	unsigned int i;
@@ -437,7 +437,7 @@ static void device_group_init(void *el, size_t idx)
 	((struct gw_device_group_cfg *)el)->non_owner_state = 1;
 }
 
-static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
+static int parse_port_groups(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->port_groups;
@@ -448,7 +448,7 @@ static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
 	return rc;
 }
 
-static int parse_device_groups(struct pctx *c, struct json_object *v, void *base)
+static int parse_device_groups(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	void *arr = cfg->device_groups;

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -243,25 +242,6 @@ int gw_name_check(enum gw_name_kind kind, const char *s, size_t len, char *msg, 
 }
 
 /* ------------------------------------------------------------ JSON */
-
-void gw_key_path_set_len(char *path, size_t cap, size_t *len, size_t to)
-{
-	*len = to < cap ? to : cap - 1;
-	path[*len] = '\0';
-}
-
-size_t gw_key_path_add(char *path, size_t cap, size_t *len, const char *fmt, ...)
-{
-	size_t old = *len;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(path + old, cap - old, fmt, ap);
-	va_end(ap);
-	gw_key_path_set_len(path, cap, len, old + (n > 0 ? (size_t)n : 0));
-	return old;
-}
 
 static int str_why(const char *s, size_t len, char *why, size_t whylen)
 {

@@ -25,7 +25,6 @@
 #include "config/names.h"
 
 struct json_object;
-struct pctx;                    /* the parser's context (config_priv.h) */
 struct gw_ftable;
 
 /* A value's JSON type. */
@@ -65,7 +64,7 @@ struct gw_field {
 	enum gw_fkind kind;
 	size_t off;
 	size_t size;
-	int (*fn)(struct pctx *c, struct json_object *v, void *base);
+	int (*fn)(struct gw_vctx *c, struct json_object *v, void *base);
 };
 
 struct gw_ftable {
