@@ -44,6 +44,19 @@ static int fsync_dir(const char *dir)
 	return rc;
 }
 
+/*
+ * The end of writing fd: rc is the writes' result; unless it failed, fd is
+ * synced (sync: fsync or fdatasync); fd is closed. The first error, or 0.
+ */
+static int sync_close(int fd, int rc, int (*sync)(int fd))
+{
+	if (!rc && sync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
 int ha_doc_save(const struct ha_doc *d, const char *dir)
 {
 	if (!d || !d->text)
@@ -69,10 +82,7 @@ int ha_doc_save_text(const char *text, size_t len, const char *dir)
 	rc = gw_write_all(fd, text, len);
 	if (!rc)
 		rc = gw_write_all(fd, "\n", 1);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
+	rc = sync_close(fd, rc, fsync);
 	if (!rc && rename(tmp, path) < 0)
 		rc = -errno;
 	if (rc)
@@ -163,11 +173,7 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 	}
 	if (fd < 0)
 		return -errno;
-	rc = gw_write_all(fd, lines, len);
-	if (!rc && fdatasync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
+	rc = sync_close(fd, gw_write_all(fd, lines, len), fdatasync);
 	if (rc || !created)
 		return rc;
 	return fsync_dir(dir);
