@@ -515,15 +515,50 @@ static int strings_check(struct json_object *o, const char *prefix, char *err, s
 	return gw_errf(err, errlen, -EINVAL, "%s: %s", path[0] ? path : "config", why);
 }
 
+int gw_json_parse_text(const char *text, size_t len, const char *trailing,
+		       struct json_object **out, char *err, size_t errlen)
+{
+	struct json_tokener *tok;
+	struct json_object *root;
+	unsigned int line, col;
+	int rc = 0;
+
+	*out = NULL;
+	tok = json_tokener_new();
+	if (!tok)
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	if (!root) {
+		enum json_tokener_error jerr = json_tokener_get_error(tok);
+
+		gw_config_line_col(text, json_tokener_get_parse_end(tok), &line, &col);
+		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
+			     jerr == json_tokener_continue || jerr == json_tokener_success
+				     ? "unexpected end of input"
+				     : json_tokener_error_desc(jerr));
+		goto out;
+	}
+	for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
+		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+			gw_config_line_col(text, i, &line, &col);
+			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col, trailing);
+			json_object_put(root);
+			goto out;
+		}
+	}
+	*out = root;
+out:
+	json_tokener_free(tok);
+	return rc;
+}
+
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			       struct gw_config **out, char *err, size_t errlen)
 {
 	struct gw_vctx ctx = { .err = err, .errlen = errlen };
-	struct json_tokener *tok;
 	struct json_object *root;
 	struct gw_config *cfg;
-	unsigned int line, col;
-	size_t len, end;
+	size_t len;
 	int rc;
 
 	if (err && errlen)
@@ -535,28 +570,10 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	if (len > CFG_FILE_MAX)
 		return gw_errf(err, errlen, -EINVAL, "config: larger than %u bytes", CFG_FILE_MAX);
 
-	tok = json_tokener_new();
-	if (!tok)
-		return gw_errf(err, errlen, -EINVAL, "out of memory"), -ENOMEM;
-	root = json_tokener_parse_ex(tok, json, (int)len);
-	if (!root) {
-		enum json_tokener_error jerr = json_tokener_get_error(tok);
-
-		gw_config_line_col(json, json_tokener_get_parse_end(tok), &line, &col);
-		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
-			     jerr == json_tokener_continue ? "unexpected end of input"
-							   : json_tokener_error_desc(jerr));
-		goto err_free_tok;
-	}
-	end = json_tokener_get_parse_end(tok);
-	for (size_t i = end; i < len; i++) {
-		if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') {
-			gw_config_line_col(json, i, &line, &col);
-			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: trailing data after the configuration",
-				     line, col);
-			goto err_put_root;
-		}
-	}
+	rc = gw_json_parse_text(json, len, "trailing data after the configuration", &root, err,
+				errlen);
+	if (rc)
+		return rc;
 
 	rc = strings_check(root, "", err, errlen);
 	if (rc)
@@ -599,7 +616,6 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	gw_config_finalize(cfg);
 
 	json_object_put(root);
-	json_tokener_free(tok);
 	*out = cfg;
 	return 0;
 
@@ -607,8 +623,6 @@ err_free_cfg:
 	gw_config_free(cfg);
 err_put_root:
 	json_object_put(root);
-err_free_tok:
-	json_tokener_free(tok);
 	return rc;
 }
 

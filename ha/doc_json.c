@@ -253,10 +253,8 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err)
 int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
 		  size_t errlen)
 {
-	struct json_tokener *tok;
-	struct json_object *root;
-	unsigned int line, col;
-	size_t len, end;
+	char msg[256];
+	size_t len;
 	int rc;
 
 	*out = NULL;
@@ -266,37 +264,9 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 	if (len > HA_DOC_MAX)
 		return gw_errf(err, errlen, -EMSGSIZE, "%s: larger than %u bytes", what,
 				  HA_DOC_MAX);
-	tok = json_tokener_new();
-	if (!tok)
-		return gw_errf(err, errlen, -ENOMEM, "%s: out of memory", what);
-	root = json_tokener_parse_ex(tok, text, (int)len);
-	if (!root) {
-		enum json_tokener_error jerr = json_tokener_get_error(tok);
-
-		gw_config_line_col(text, json_tokener_get_parse_end(tok), &line, &col);
-		rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
-				jerr == json_tokener_continue || jerr == json_tokener_success
-					? "unexpected end of input"
-					: json_tokener_error_desc(jerr));
-		goto err_free_tok;
-	}
-	end = json_tokener_get_parse_end(tok);
-	for (size_t i = end; i < len; i++) {
-		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
-			gw_config_line_col(text, i, &line, &col);
-			rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
-					what, line, col);
-			goto err_put_root;
-		}
-	}
-	json_tokener_free(tok);
-	*out = root;
+	rc = gw_json_parse_text(text, len, "trailing data", out, msg, sizeof(msg));
+	if (rc)
+		return gw_errf(err, errlen, rc, "%s: %s", what, msg);
 	return 0;
-
-err_put_root:
-	json_object_put(root);
-err_free_tok:
-	json_tokener_free(tok);
-	return rc;
 }
 
