@@ -250,6 +250,16 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	}
 }
 
+/* Answer rep, built in ar (out of memory when one of its allocations failed); frees ar. */
+static void reply_arena(struct api_client *c, ApiReply *rep, struct arena *ar)
+{
+	if (ar->failed)
+		reply_err(c, -ENOMEM, "out of memory");
+	else
+		reply(c, rep);
+	ctl_arena_free(ar);
+}
+
 static void op_status(struct api_client *c)
 {
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
@@ -257,15 +267,9 @@ static void op_status(struct api_client *c)
 	struct arena ar = { 0 };
 
 	build_status(api_of(c)->a, &ar, &st);
-	if (ar.failed) {
-		ctl_arena_free(&ar);
-		reply_err(c, -ENOMEM, "out of memory");
-		return;
-	}
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS;
 	rep.cluster_status = &st;
-	reply(c, &rep);
-	ctl_arena_free(&ar);
+	reply_arena(c, &rep, &ar);
 }
 
 static void op_config(struct api_client *c)
@@ -297,7 +301,7 @@ static void op_tokens(struct api_client *c)
 	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
-	Isergw__Ha__ApiToken *tv = NULL, **tp = NULL;
+	struct arena ar = { 0 };
 	struct ha_token *t = NULL;
 	size_t n = 0;
 
@@ -305,33 +309,24 @@ static void op_tokens(struct api_client *c)
 		reply_err(c, -ENOMEM, "out of memory");
 		return;
 	}
-	if (n) {
-		tv = calloc(n, sizeof(*tv));
-		tp = calloc(n, sizeof(*tp));
-		if (!tv || !tp) {
-			free(tv);
-			free(tp);
-			free(t);
-			reply_err(c, -ENOMEM, "out of memory");
-			return;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		isergw__ha__api_token__init(&tv[i]);
-		tv[i].name = t[i].name;
-		tv[i].role = t[i].role;
-		tv[i].hash = t[i].hash;
-		tv[i].created = t[i].created;
-		tp[i] = &tv[i];
+	tl.tokens = ctl_arena_alloc(&ar, (n + 1) * sizeof(*tl.tokens));
+	for (size_t i = 0; i < n && !ar.failed; i++) {
+		Isergw__Ha__ApiToken *tk = ctl_arena_alloc(&ar, sizeof(*tk));
+
+		if (!tk)
+			break;
+		isergw__ha__api_token__init(tk);
+		tk->name = t[i].name;
+		tk->role = t[i].role;
+		tk->hash = t[i].hash;
+		tk->created = t[i].created;
+		tl.tokens[i] = tk;
 	}
 	tl.generation = d->generation;
-	tl.tokens = tp;
 	tl.n_tokens = n;
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_TOKENS;
 	rep.tokens = &tl;
-	reply(c, &rep);
-	free(tp);
-	free(tv);
+	reply_arena(c, &rep, &ar);
 	free(t);
 }
 
