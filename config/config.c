@@ -408,6 +408,20 @@ static int parse_field(struct gw_vctx *c, const struct gw_field *f, struct json_
 	}
 	case GW_FK_OBJ:
 		return cfg_parse_object(c, v, f->sub, dst);
+	case GW_FK_ARRAY: {
+		void *arr;
+		int rc;
+
+		if (f->max_items && json_object_is_type(v, json_type_array) &&
+		    json_object_array_length(v) > f->max_items)
+			return gw_verr(c, "too many %s (max %zu)", f->many, f->max_items);
+		/* the field is a pointer to its elements' type: copied as the void * it converts to */
+		memcpy(&arr, dst, sizeof(arr));
+		rc = cfg_parse_array(c, v, f->size, &arr, (size_t *)(void *)((char *)base + f->count_off),
+				     f->init, f->sub);
+		memcpy(dst, &arr, sizeof(arr));
+		return rc;
+	}
 	case GW_FK_CUSTOM:
 		return f->fn(c, v, base);
 	case GW_FK_NONE:

@@ -287,33 +287,13 @@ static void acl_init(void *el, size_t idx)
 	memset(el, 0, sizeof(struct gw_acl_cfg));
 }
 
-static int parse_luns(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_target_cfg *t = base;
-	void *arr = t->luns;
-	int rc = cfg_parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, cfg_lun_init, &gw_schema_lun);
-
-	t->luns = arr;
-	return rc;
-}
-
-static int parse_acls(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_target_cfg *t = base;
-	void *arr = t->acls;
-	int rc = cfg_parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &gw_schema_acl);
-
-	t->acls = arr;
-	return rc;
-}
-
 static const struct gw_field target_fields[] = {
 	F_NAME(struct gw_target_cfg, iqn, 1, true, GW_NAME_ISCSI, "the target's name"),
 	F_NAME(struct gw_target_cfg, alias, 0, false, GW_NAME_ALIAS, "the TargetAlias"),
 	F_OBJ(struct gw_target_cfg, chap, gw_schema_chap, "the CHAP initiators must pass"),
 	F_OBJ(struct gw_target_cfg, mutual_chap, gw_schema_chap, "the CHAP the target answers"),
-	{ F_FN_("acls", parse_acls, false, GW_FT_ARRAY, "the initiators let in; none: all"),
-	  .sub = &gw_schema_acl },
+	F_ARRAY(struct gw_target_cfg, acls, nacls, acl_init, gw_schema_acl,
+		"the initiators let in; none: all"),
 	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX,
 	       "MaxRecvDataSegmentLength, 512..16777215"),
 	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX, "MaxBurstLength"),
@@ -322,7 +302,7 @@ static const struct gw_field target_fields[] = {
 	F_BOOL(struct gw_target_cfg, initial_r2t, "InitialR2T"),
 	F_BOOL(struct gw_target_cfg, immediate_data, "ImmediateData"),
 	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX, "commands per session"),
-	{ F_FN_("luns", parse_luns, false, GW_FT_ARRAY, "the target's LUNs"), .sub = &gw_schema_lun },
+	F_ARRAY(struct gw_target_cfg, luns, nluns, cfg_lun_init, gw_schema_lun, "the target's LUNs"),
 };
 const struct gw_ftable gw_schema_target = TABLE(target_fields);
 
@@ -335,38 +315,6 @@ static void portal_init(void *el, size_t idx)
 static void target_init(void *el, size_t idx)
 {
 	gw_target_defaults(el);
-}
-
-/* cfg_parse_array() of at most max elements, more refused as too many of what */
-static int parse_capped(struct gw_vctx *c, struct json_object *v, size_t max, const char *what,
-			size_t elsz, void **arr, size_t *n, void (*init)(void *el, size_t idx),
-			const struct gw_ftable *t)
-{
-	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > max)
-		return gw_verr(c, "too many %s (max %zu)", what, max);
-	return cfg_parse_array(c, v, elsz, arr, n, init, t);
-}
-
-static int parse_portals(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->portals;
-	int rc = parse_capped(c, v, 65535, "portals", sizeof(*cfg->portals), &arr, &cfg->nportals,
-			      portal_init, &gw_schema_portal);
-
-	cfg->portals = arr;
-	return rc;
-}
-
-static int parse_targets(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->targets;
-	int rc = cfg_parse_array(c, v, sizeof(*cfg->targets), &arr, &cfg->ntargets, target_init,
-			     &gw_schema_target);
-
-	cfg->targets = arr;
-	return rc;
 }
 
 /* "rel_port_ids": [1, 2, ...] */
@@ -437,28 +385,6 @@ static void device_group_init(void *el, size_t idx)
 	((struct gw_device_group_cfg *)el)->non_owner_state = 1;
 }
 
-static int parse_port_groups(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->port_groups;
-	int rc = parse_capped(c, v, 64, "target port groups", sizeof(*cfg->port_groups), &arr,
-			      &cfg->nport_groups, port_group_init, &gw_schema_port_group);
-
-	cfg->port_groups = arr;
-	return rc;
-}
-
-static int parse_device_groups(struct gw_vctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->device_groups;
-	int rc = parse_capped(c, v, 256, "device groups", sizeof(*cfg->device_groups), &arr,
-			      &cfg->ndevice_groups, device_group_init, &gw_schema_device_group);
-
-	cfg->device_groups = arr;
-	return rc;
-}
-
 static const char *const log_words[] = { "err", "warn", "notice", "info", "debug", NULL };
 static const char *const alua_policy_words[] = { "local", "external", NULL };
 /* in the words of the cluster document's check, which defaults to cluster */
@@ -474,10 +400,11 @@ static const struct gw_field config_fields[] = {
 	F_STR(struct gw_config, ctl_socket, 1, false, "the control socket"),
 	F_STR(struct gw_config, shared_state_dir, 0, false,
 	      "the LU state shared by the nodes of one host; empty: standalone"),
-	{ F_FN_("port_groups", parse_port_groups, false, GW_FT_ARRAY, "ALUA target port groups"),
-	  .sub = &gw_schema_port_group },
-	{ F_FN_("device_groups", parse_device_groups, false, GW_FT_ARRAY, "ALUA device groups"),
-	  .sub = &gw_schema_device_group },
+	{ F_ARRAY_(struct gw_config, port_groups, nport_groups, port_group_init, gw_schema_port_group,
+		   "ALUA target port groups"), .max_items = 64, .many = "target port groups" },
+	{ F_ARRAY_(struct gw_config, device_groups, ndevice_groups, device_group_init,
+		   gw_schema_device_group, "ALUA device groups"), .max_items = 256,
+	  .many = "device groups" },
 	{ F_FN_("alua_policy", parse_alua_policy, false, GW_FT_STRING,
 		"who applies SET TARGET PORT GROUPS"), .words = alua_policy_words },
 	{ F_FN_("lu_state", parse_lu_state, false, GW_FT_STRING, "where the LU state lives"),
@@ -501,10 +428,10 @@ static const struct gw_field config_fields[] = {
 	{ F_UINT_(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX,
 		 "a login must complete within this time"), .cluster = true },
 	F_OBJ(struct gw_config, discovery_chap, gw_schema_chap, "the CHAP discovery sessions pass"),
-	{ F_FN_("portals", parse_portals, false, GW_FT_ARRAY, "where isergwd listens"),
-	  .sub = &gw_schema_portal },
-	{ F_FN_("targets", parse_targets, false, GW_FT_ARRAY, "the iSCSI targets"),
-	  .sub = &gw_schema_target },
+	{ F_ARRAY_(struct gw_config, portals, nportals, portal_init, gw_schema_portal,
+		   "where isergwd listens"), .max_items = 65535, .many = "portals" },
+	F_ARRAY(struct gw_config, targets, ntargets, target_init, gw_schema_target,
+		"the iSCSI targets"),
 };
 const struct gw_ftable gw_schema_config = TABLE(config_fields);
 

@@ -56,6 +56,11 @@
 /* a key parsed by f, of JSON type t; the X_ forms take more (.words, .sub, ...) after them */
 #define F_FN_(k, f, req, t, d) .key = k, .type = t, .required = req, .doc = d, .kind = GW_FK_CUSTOM, .fn = f
 #define F_FN(k, f, req, t, d) { F_FN_(k, f, req, t, d) }
+/* an array of objects of table sub_ (into m, counted in nm), each set up by init_ */
+#define F_ARRAY_(T, m, nm, init_, sub_, d) \
+	.key = #m, .type = GW_FT_ARRAY, .doc = d, .kind = GW_FK_ARRAY, .off = offsetof(T, m), \
+	.size = sizeof(*((T *)0)->m), .count_off = offsetof(T, nm), .init = init_, .sub = &sub_
+#define F_ARRAY(T, m, nm, init_, sub_, d) { F_ARRAY_(T, m, nm, init_, sub_, d) }
 #define TABLE(arr)           { arr, sizeof(arr) / sizeof(arr[0]) }
 
 #define FIELDS_MAX 32
