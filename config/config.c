@@ -317,42 +317,6 @@ int gw_portal_parse(const char *url, struct gw_portal_cfg *out)
 /* ------------------------------------------------------------------------ */
 /* JSON parsing                                                             */
 
-void cfg_path_set_len(struct pctx *c, size_t len)
-{
-	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
-	c->path[c->plen] = '\0';
-}
-
-/* Appends ".key" (or "key" at the root); returns the length to pop back to. */
-static size_t path_key(struct pctx *c, const char *key)
-{
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
-
-	cfg_path_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
-}
-
-size_t cfg_path_index(struct pctx *c, size_t i)
-{
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
-
-	cfg_path_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
-}
-
-int cfg_perr(struct pctx *c, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return gw_errf(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
-}
-
 const char *cfg_jtype(const struct json_object *v)
 {
 	return json_type_to_name(json_object_get_type(v));
@@ -381,7 +345,8 @@ static int store_uint(void *dst, size_t size, uint64_t v)
 	}
 }
 
-static int parse_field(struct pctx *c, const struct gw_field *f, struct json_object *v, void *base)
+static int parse_field(struct gw_vctx *c, const struct gw_field *f, struct json_object *v,
+		       void *base)
 {
 	char *dst = (char *)base + f->off;
 
@@ -390,16 +355,16 @@ static int parse_field(struct pctx *c, const struct gw_field *f, struct json_obj
 		int64_t x;
 
 		if (!json_object_is_type(v, json_type_int))
-			return cfg_perr(c, "expected an integer, got %s", cfg_jtype(v));
+			return gw_verr(c, "expected an integer, got %s", cfg_jtype(v));
 		x = json_object_get_int64(v);
 		if (x < 0 || (uint64_t)x < f->min || (uint64_t)x > f->max)
-			return cfg_perr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
-				    (unsigned long long)f->min, (unsigned long long)f->max);
+			return gw_verr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
+				   (unsigned long long)f->min, (unsigned long long)f->max);
 		return store_uint(dst, f->size, (uint64_t)x);
 	}
 	case GW_FK_BOOL:
 		if (!json_object_is_type(v, json_type_boolean))
-			return cfg_perr(c, "expected true or false, got %s", cfg_jtype(v));
+			return gw_verr(c, "expected true or false, got %s", cfg_jtype(v));
 		*(bool *)(void *)dst = json_object_get_boolean(v);
 		return 0;
 	case GW_FK_STR: {
@@ -407,15 +372,15 @@ static int parse_field(struct pctx *c, const struct gw_field *f, struct json_obj
 		size_t len;
 
 		if (!json_object_is_type(v, json_type_string))
-			return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+			return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 		s = json_object_get_string(v);
 		len = (size_t)json_object_get_string_len(v);
 		if (strlen(s) != len)
-			return cfg_perr(c, "contains a NUL character");
+			return gw_verr(c, "contains a NUL character");
 		if (len >= f->size)
-			return cfg_perr(c, "too long (%zu bytes, max %zu)", len, f->size - 1);
+			return gw_verr(c, "too long (%zu bytes, max %zu)", len, f->size - 1);
 		if (f->min && len == 0)
-			return cfg_perr(c, "must not be empty");
+			return gw_verr(c, "must not be empty");
 		memcpy(dst, s, len + 1);
 		return 0;
 	}
@@ -424,41 +389,56 @@ static int parse_field(struct pctx *c, const struct gw_field *f, struct json_obj
 
 		if (json_object_is_type(v, json_type_int)) {
 			if (json_object_get_int64(v) < 0)
-				return cfg_perr(c, "must not be negative");
+				return gw_verr(c, "must not be negative");
 			x = json_object_get_uint64(v);
 		} else if (json_object_is_type(v, json_type_string)) {
 			int rc = gw_parse_size(json_object_get_string(v), &x);
 
 			if (rc == -ERANGE)
-				return cfg_perr(c, "\"%s\" is too large", json_object_get_string(v));
+				return gw_verr(c, "\"%s\" is too large", json_object_get_string(v));
 			if (rc)
-				return cfg_perr(c, "\"%s\" is not a size (digits with an optional K, M, G or T suffix)",
-					    json_object_get_string(v));
+				return gw_verr(c, "\"%s\" is not a size (digits with an optional K, M, G or T suffix)",
+					   json_object_get_string(v));
 		} else {
-			return cfg_perr(c, "expected an integer or a size string, got %s", cfg_jtype(v));
+			return gw_verr(c, "expected an integer or a size string, got %s", cfg_jtype(v));
 		}
 		if (x > f->max)
-			return cfg_perr(c, "too large (max %llu)", (unsigned long long)f->max);
+			return gw_verr(c, "too large (max %llu)", (unsigned long long)f->max);
 		return store_uint(dst, f->size, x);
 	}
 	case GW_FK_OBJ:
 		return cfg_parse_object(c, v, f->sub, dst);
+	case GW_FK_ARRAY: {
+		void *arr;
+		int rc;
+
+		if (f->max_items && json_object_is_type(v, json_type_array) &&
+		    json_object_array_length(v) > f->max_items)
+			return gw_verr(c, "too many %s (max %zu)", f->many, f->max_items);
+		/* the field is a pointer to its elements' type: copied as the void * it converts to */
+		memcpy(&arr, dst, sizeof(arr));
+		rc = cfg_parse_array(c, v, f->size, &arr, (size_t *)(void *)((char *)base + f->count_off),
+				     f->init, f->sub);
+		memcpy(dst, &arr, sizeof(arr));
+		return rc;
+	}
 	case GW_FK_CUSTOM:
 		return f->fn(c, v, base);
 	case GW_FK_NONE:
 		break;
 	}
-	return cfg_perr(c, "internal error: bad field kind");
+	return gw_verr(c, "internal error: bad field kind");
 }
 
-int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct gw_ftable *t, void *base)
+int cfg_parse_object(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t,
+		     void *base)
 {
 	struct json_object_iterator it, end;
 	bool seen[FIELDS_MAX] = { false };
 	int rc;
 
 	if (!json_object_is_type(obj, json_type_object))
-		return cfg_perr(c, "expected an object, got %s", cfg_jtype(obj));
+		return gw_verr(c, "expected an object, got %s", cfg_jtype(obj));
 	it = json_object_iter_begin(obj);
 	end = json_object_iter_end(obj);
 	for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
@@ -469,35 +449,35 @@ int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct gw_ft
 		for (i = 0; i < t->n; i++)
 			if (strcmp(t->f[i].key, key) == 0)
 				break;
-		old = path_key(c, key);
+		old = gw_vpath_key(c, key);
 		if (i == t->n)
-			return cfg_perr(c, "unknown key");
+			return gw_verr(c, "unknown key");
 		rc = parse_field(c, &t->f[i], v, base);
 		if (rc)
 			return rc;
-		cfg_path_set_len(c, old);
+		gw_vpath_pop(c, old);
 		seen[i] = true;
 	}
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->f[i].required && !seen[i]) {
-			path_key(c, t->f[i].key);
-			return cfg_perr(c, "missing");
+			gw_vpath_key(c, t->f[i].key);
+			return gw_verr(c, "missing");
 		}
 	}
 	return 0;
 }
 
 /* Parses an array of objects into a freshly allocated array of elsz-sized elements. */
-int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
+int cfg_parse_array(struct gw_vctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
 		       void (*init)(void *el, size_t idx), const struct gw_ftable *t)
 {
 	size_t len;
 	char *a;
 
 	if (!json_object_is_type(v, json_type_array))
-		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected an array, got %s", cfg_jtype(v));
 	if (*arr)
-		return cfg_perr(c, "given twice");
+		return gw_verr(c, "given twice");
 	len = json_object_array_length(v);
 	if (len == 0)
 		return 0;
@@ -507,14 +487,14 @@ int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **a
 	*arr = a;
 	*n = len;
 	for (size_t i = 0; i < len; i++) {
-		size_t old = cfg_path_index(c, i);
+		size_t old = gw_vpath_index(c, i);
 		int rc;
 
 		init(a + i * elsz, i);
 		rc = cfg_parse_object(c, json_object_array_get_idx(v, i), t, a + i * elsz);
 		if (rc)
 			return rc;
-		cfg_path_set_len(c, old);
+		gw_vpath_pop(c, old);
 	}
 	return 0;
 }
@@ -542,22 +522,57 @@ int gw_config_load_string(const char *json, struct gw_config **out, char *err, s
 /* Every string of o valid UTF-8 without NUL (names.h), the key path from prefix in the message. */
 static int strings_check(struct json_object *o, const char *prefix, char *err, size_t errlen)
 {
-	char path[CFG_PATH_MAX], why[64];
+	char path[GW_VPATH_MAX], why[64];
 
 	if (!gw_json_strings_check(o, prefix, path, sizeof(path), why, sizeof(why)))
 		return 0;
 	return gw_errf(err, errlen, -EINVAL, "%s: %s", path[0] ? path : "config", why);
 }
 
+int gw_json_parse_text(const char *text, size_t len, const char *trailing,
+		       struct json_object **out, char *err, size_t errlen)
+{
+	struct json_tokener *tok;
+	struct json_object *root;
+	unsigned int line, col;
+	int rc = 0;
+
+	*out = NULL;
+	tok = json_tokener_new();
+	if (!tok)
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	if (!root) {
+		enum json_tokener_error jerr = json_tokener_get_error(tok);
+
+		gw_config_line_col(text, json_tokener_get_parse_end(tok), &line, &col);
+		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
+			     jerr == json_tokener_continue || jerr == json_tokener_success
+				     ? "unexpected end of input"
+				     : json_tokener_error_desc(jerr));
+		goto out;
+	}
+	for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
+		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+			gw_config_line_col(text, i, &line, &col);
+			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col, trailing);
+			json_object_put(root);
+			goto out;
+		}
+	}
+	*out = root;
+out:
+	json_tokener_free(tok);
+	return rc;
+}
+
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			       struct gw_config **out, char *err, size_t errlen)
 {
-	struct pctx ctx = { .err = err, .errlen = errlen };
-	struct json_tokener *tok;
+	struct gw_vctx ctx = { .err = err, .errlen = errlen };
 	struct json_object *root;
 	struct gw_config *cfg;
-	unsigned int line, col;
-	size_t len, end;
+	size_t len;
 	int rc;
 
 	if (err && errlen)
@@ -569,28 +584,10 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	if (len > CFG_FILE_MAX)
 		return gw_errf(err, errlen, -EINVAL, "config: larger than %u bytes", CFG_FILE_MAX);
 
-	tok = json_tokener_new();
-	if (!tok)
-		return gw_errf(err, errlen, -EINVAL, "out of memory"), -ENOMEM;
-	root = json_tokener_parse_ex(tok, json, (int)len);
-	if (!root) {
-		enum json_tokener_error jerr = json_tokener_get_error(tok);
-
-		gw_config_line_col(json, json_tokener_get_parse_end(tok), &line, &col);
-		rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: %s", line, col,
-			     jerr == json_tokener_continue ? "unexpected end of input"
-							   : json_tokener_error_desc(jerr));
-		goto err_free_tok;
-	}
-	end = json_tokener_get_parse_end(tok);
-	for (size_t i = end; i < len; i++) {
-		if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') {
-			gw_config_line_col(json, i, &line, &col);
-			rc = gw_errf(err, errlen, -EINVAL, "line %u column %u: trailing data after the configuration",
-				     line, col);
-			goto err_put_root;
-		}
-	}
+	rc = gw_json_parse_text(json, len, "trailing data after the configuration", &root, err,
+				errlen);
+	if (rc)
+		return rc;
 
 	rc = strings_check(root, "", err, errlen);
 	if (rc)
@@ -633,7 +630,6 @@ int gw_config_load_string_base(const char *json, const struct gw_config *base,
 	gw_config_finalize(cfg);
 
 	json_object_put(root);
-	json_tokener_free(tok);
 	*out = cfg;
 	return 0;
 
@@ -641,9 +637,35 @@ err_free_cfg:
 	gw_config_free(cfg);
 err_put_root:
 	json_object_put(root);
-err_free_tok:
-	json_tokener_free(tok);
 	return rc;
+}
+
+int gw_config_read_fd(int fd, size_t size, char **buf, size_t *len)
+{
+	size_t got = 0;
+
+	*buf = malloc(size + 1);
+	if (!*buf)
+		return -ENOMEM;
+	while (got < size) {
+		ssize_t n = read(fd, *buf + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			free(*buf);
+			*buf = NULL;
+			return rc;
+		}
+		if (n == 0)
+			break; /* shrank under us: what is there */
+		got += (size_t)n;
+	}
+	(*buf)[got] = '\0';
+	*len = got;
+	return 0;
 }
 
 int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen)
@@ -676,27 +698,12 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 		rc = gw_errf(err, errlen, -EINVAL, "%s: larger than %u bytes", path, CFG_FILE_MAX);
 		goto err_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		gw_errf(err, errlen, -EINVAL, "%s: out of memory", path);
+	rc = gw_config_read_fd(fd, (size_t)st.st_size, &buf, &got);
+	if (rc) {
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, rc == -ENOMEM ? "out of memory" :
+			strerror_r(-rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
-			goto err_free_buf;
-		}
-		if (n == 0)
-			break; /* shrank under us: parse what is there */
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
 	if (strlen(buf) != got) {
 		rc = gw_errf(err, errlen, -EINVAL, "%s: contains a NUL byte", path);
 		goto err_free_buf;
@@ -720,14 +727,13 @@ err_close:
 int gw_lun_parse(struct json_object *obj, const char *iqn, size_t ti, size_t li,
 		 struct gw_lun_cfg *out, char *err, size_t errlen)
 {
-	struct pctx ctx = { .err = err, .errlen = errlen };
+	struct gw_vctx ctx;
+	char base[64];
 	int rc;
 
-	if (err && errlen)
-		err[0] = '\0';
+	snprintf(base, sizeof(base), "targets[%zu].luns[%zu]", ti, li);
+	gw_vctx_init(&ctx, err, errlen, base);
 	cfg_lun_init(out, li);
-	cfg_path_set_len(&ctx, (size_t)snprintf(ctx.path, sizeof(ctx.path), "targets[%zu].luns[%zu]",
-					    ti, li));
 	rc = strings_check(obj, ctx.path, err, errlen);
 	if (rc)
 		return rc;

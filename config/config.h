@@ -180,9 +180,24 @@ void gw_portal_defaults(struct gw_portal_cfg *p);
  * path (e.g. "targets[0].luns[1].path: missing"), into err.
  */
 int gw_config_load_file(const char *path, struct gw_config **out, char *err, size_t errlen);
+/*
+ * The bytes of a file, size of them at the most (its size as fstat saw it; a
+ * file that shrank meanwhile gives fewer), from fd into *buf (allocated, NUL
+ * added) and their count into *len: 0, -ENOMEM or -errno.
+ */
+int gw_config_read_fd(int fd, size_t size, char **buf, size_t *len);
 int gw_config_load_string(const char *json, struct gw_config **out, char *err, size_t errlen);
 /* The line and column (from 1) of byte off of the JSON text s, for its parse errors. */
 void gw_config_line_col(const char *s, size_t off, unsigned int *line, unsigned int *col);
+/*
+ * The JSON value that is the whole of text (len bytes, white space may
+ * follow it) into *out: 0, -ENOMEM ("out of memory" in err), or -EINVAL
+ * with "line L column C: why" in err, why being the parser's reason,
+ * "unexpected end of input", or trailing for text after the value.
+ */
+struct json_object;
+int gw_json_parse_text(const char *text, size_t len, const char *trailing,
+		       struct json_object **out, char *err, size_t errlen);
 /* The same, with base's top-level settings (not its lists) as the defaults of the keys not given. */
 int gw_config_load_string_base(const char *json, const struct gw_config *base,
 			       struct gw_config **out, char *err, size_t errlen);

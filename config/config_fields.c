@@ -17,17 +17,17 @@
 #include "config/names.h"
 #include "config_priv.h"
 
-static int parse_log_level(struct pctx *c, struct json_object *v, void *base)
+static int parse_log_level(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	enum gw_log_level lvl;
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (gw_log_parse_level(s, &lvl) || cfg_str_copy(cfg->log_level, sizeof(cfg->log_level), s))
-		return cfg_perr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
+		return gw_verr(c, "\"%s\" is not one of err, warn, notice, info, debug", s);
 	return 0;
 }
 
@@ -36,14 +36,14 @@ static const char *const non_owner_words[] = { "active/non-optimized", "standby"
 					       NULL };
 
 /* A string that is one of words: *idx is its index. */
-static int parse_word(struct pctx *c, struct json_object *v, const char *const *words,
+static int parse_word(struct gw_vctx *c, struct json_object *v, const char *const *words,
 		      unsigned int *idx)
 {
 	char list[128] = "";
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	for (*idx = 0; words[*idx]; (*idx)++)
 		if (strcmp(s, words[*idx]) == 0)
@@ -51,35 +51,35 @@ static int parse_word(struct pctx *c, struct json_object *v, const char *const *
 	for (const char *const *w = words; *w; w++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 			 w == words ? "" : ", ", *w);
-	return cfg_perr(c, "\"%s\" is not one of %s", s, list);
+	return gw_verr(c, "\"%s\" is not one of %s", s, list);
 }
 
 /* A string that is one of two words: *out is false for `no`, true for `yes`. */
-static int parse_two_words(struct pctx *c, struct json_object *v, const char *no,
+static int parse_two_words(struct gw_vctx *c, struct json_object *v, const char *no,
 			   const char *yes, bool *out)
 {
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (strcmp(s, no) == 0)
 		*out = false;
 	else if (strcmp(s, yes) == 0)
 		*out = true;
 	else
-		return cfg_perr(c, "\"%s\" is not one of %s, %s", s, no, yes);
+		return gw_verr(c, "\"%s\" is not one of %s, %s", s, no, yes);
 	return 0;
 }
 
-static int parse_alua_policy(struct pctx *c, struct json_object *v, void *base)
+static int parse_alua_policy(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
 	return parse_two_words(c, v, "local", "external", &cfg->alua_policy_external);
 }
 
-static int parse_lu_state(struct pctx *c, struct json_object *v, void *base)
+static int parse_lu_state(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
@@ -133,7 +133,7 @@ size_t gw_config_fence_new(const struct gw_config *old, const struct gw_config *
 	return n;
 }
 
-static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_fencing(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	unsigned int i;
@@ -144,17 +144,17 @@ static int parse_backend_fencing(struct pctx *c, struct json_object *v, void *ba
 	return rc;
 }
 
-static int pr_key_of(struct pctx *c, struct json_object *v, uint64_t *out)
+static int pr_key_of(struct gw_vctx *c, struct json_object *v, uint64_t *out)
 {
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	if (gw_parse_pr_key(json_object_get_string(v), out))
-		return cfg_perr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
-			    json_object_get_string(v));
+		return gw_verr(c, "\"%s\" is not a reservation key (0x and 1..16 hex digits, not zero)",
+			   json_object_get_string(v));
 	return 0;
 }
 
-static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_pr_key(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 
@@ -162,38 +162,38 @@ static int parse_backend_pr_key(struct pctx *c, struct json_object *v, void *bas
 }
 
 /* "backend_pr_fence": ["0x...", ...] */
-static int parse_backend_pr_fence(struct pctx *c, struct json_object *v, void *base)
+static int parse_backend_pr_fence(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_config *cfg = base;
 	size_t len;
 
 	if (!json_object_is_type(v, json_type_array))
-		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected an array, got %s", cfg_jtype(v));
 	len = json_object_array_length(v);
 	if (len > GW_PR_FENCE_MAX)
-		return cfg_perr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
+		return gw_verr(c, "%zu keys (at most %u)", len, GW_PR_FENCE_MAX);
 	for (size_t i = 0; i < len; i++) {
-		size_t old = cfg_path_index(c, i);
+		size_t old = gw_vpath_index(c, i);
 		int rc = pr_key_of(c, json_object_array_get_idx(v, i), &cfg->backend_pr_fence[i]);
 
 		if (rc)
 			return rc;
-		cfg_path_set_len(c, old);
+		gw_vpath_pop(c, old);
 	}
 	cfg->nbackend_pr_fence = len;
 	return 0;
 }
 
-static int parse_portal_url(struct pctx *c, struct json_object *v, void *base)
+static int parse_portal_url(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_portal_cfg *p = base, parsed;
 	const char *s;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	s = json_object_get_string(v);
 	if (gw_portal_parse(s, &parsed))
-		return cfg_perr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
+		return gw_verr(c, "\"%s\" is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", s);
 	p->transport = parsed.transport;
 	memcpy(p->addr, parsed.addr, sizeof(p->addr));
 	p->port = parsed.port;
@@ -212,15 +212,15 @@ static int parse_naa_string(const char *s, uint8_t naa[16])
 	return 0;
 }
 
-static int parse_lun_naa(struct pctx *c, struct json_object *v, void *base)
+static int parse_lun_naa(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_lun_cfg *l = base;
 
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(c, "expected a string, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected a string, got %s", cfg_jtype(v));
 	if (parse_naa_string(json_object_get_string(v), l->naa))
-		return cfg_perr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
-			    json_object_get_string(v));
+		return gw_verr(c, "\"%s\" is not an NAA type 6 designator (32 hex digits starting with 6)",
+			   json_object_get_string(v));
 	l->naa_set = true;
 	return 0;
 }
@@ -287,33 +287,13 @@ static void acl_init(void *el, size_t idx)
 	memset(el, 0, sizeof(struct gw_acl_cfg));
 }
 
-static int parse_luns(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_target_cfg *t = base;
-	void *arr = t->luns;
-	int rc = cfg_parse_array(c, v, sizeof(*t->luns), &arr, &t->nluns, cfg_lun_init, &gw_schema_lun);
-
-	t->luns = arr;
-	return rc;
-}
-
-static int parse_acls(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_target_cfg *t = base;
-	void *arr = t->acls;
-	int rc = cfg_parse_array(c, v, sizeof(*t->acls), &arr, &t->nacls, acl_init, &gw_schema_acl);
-
-	t->acls = arr;
-	return rc;
-}
-
 static const struct gw_field target_fields[] = {
 	F_NAME(struct gw_target_cfg, iqn, 1, true, GW_NAME_ISCSI, "the target's name"),
 	F_NAME(struct gw_target_cfg, alias, 0, false, GW_NAME_ALIAS, "the TargetAlias"),
 	F_OBJ(struct gw_target_cfg, chap, gw_schema_chap, "the CHAP initiators must pass"),
 	F_OBJ(struct gw_target_cfg, mutual_chap, gw_schema_chap, "the CHAP the target answers"),
-	{ F_FN_("acls", parse_acls, false, GW_FT_ARRAY, "the initiators let in; none: all"),
-	  .sub = &gw_schema_acl },
+	F_ARRAY(struct gw_target_cfg, acls, nacls, acl_init, gw_schema_acl,
+		"the initiators let in; none: all"),
 	F_UINT(struct gw_target_cfg, max_recv_dsl, 0, UINT32_MAX,
 	       "MaxRecvDataSegmentLength, 512..16777215"),
 	F_UINT(struct gw_target_cfg, max_burst, CFG_DSL_MIN, CFG_DSL_MAX, "MaxBurstLength"),
@@ -322,7 +302,7 @@ static const struct gw_field target_fields[] = {
 	F_BOOL(struct gw_target_cfg, initial_r2t, "InitialR2T"),
 	F_BOOL(struct gw_target_cfg, immediate_data, "ImmediateData"),
 	F_UINT(struct gw_target_cfg, queue_depth, 1, CFG_QDEPTH_MAX, "commands per session"),
-	{ F_FN_("luns", parse_luns, false, GW_FT_ARRAY, "the target's LUNs"), .sub = &gw_schema_lun },
+	F_ARRAY(struct gw_target_cfg, luns, nluns, cfg_lun_init, gw_schema_lun, "the target's LUNs"),
 };
 const struct gw_ftable gw_schema_target = TABLE(target_fields);
 
@@ -337,58 +317,26 @@ static void target_init(void *el, size_t idx)
 	gw_target_defaults(el);
 }
 
-/* cfg_parse_array() of at most max elements, more refused as too many of what */
-static int parse_capped(struct pctx *c, struct json_object *v, size_t max, const char *what,
-			size_t elsz, void **arr, size_t *n, void (*init)(void *el, size_t idx),
-			const struct gw_ftable *t)
-{
-	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) > max)
-		return cfg_perr(c, "too many %s (max %zu)", what, max);
-	return cfg_parse_array(c, v, elsz, arr, n, init, t);
-}
-
-static int parse_portals(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->portals;
-	int rc = parse_capped(c, v, 65535, "portals", sizeof(*cfg->portals), &arr, &cfg->nportals,
-			      portal_init, &gw_schema_portal);
-
-	cfg->portals = arr;
-	return rc;
-}
-
-static int parse_targets(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->targets;
-	int rc = cfg_parse_array(c, v, sizeof(*cfg->targets), &arr, &cfg->ntargets, target_init,
-			     &gw_schema_target);
-
-	cfg->targets = arr;
-	return rc;
-}
-
 /* "rel_port_ids": [1, 2, ...] */
-static int parse_rel_port_ids(struct pctx *c, struct json_object *v, void *base)
+static int parse_rel_port_ids(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_port_group_cfg *g = base;
 	size_t len;
 
 	if (!json_object_is_type(v, json_type_array))
-		return cfg_perr(c, "expected an array, got %s", cfg_jtype(v));
+		return gw_verr(c, "expected an array, got %s", cfg_jtype(v));
 	len = json_object_array_length(v);
 	if (len == 0 || len > GW_PG_PORTS_MAX)
-		return cfg_perr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
+		return gw_verr(c, "%zu ports (1..%u)", len, GW_PG_PORTS_MAX);
 	for (size_t i = 0; i < len; i++) {
 		struct json_object *e = json_object_array_get_idx(v, i);
 		int64_t x;
 
 		if (!json_object_is_type(e, json_type_int))
-			return cfg_perr(c, "[%zu]: expected an integer, got %s", i, cfg_jtype(e));
+			return gw_verr(c, "[%zu]: expected an integer, got %s", i, cfg_jtype(e));
 		x = json_object_get_int64(e);
 		if (x < 1 || x > 65535)
-			return cfg_perr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
+			return gw_verr(c, "[%zu]: %lld out of range (1..65535)", i, (long long)x);
 		g->rel_port_ids[i] = (uint16_t)x;
 	}
 	g->nrel_port_ids = len;
@@ -403,7 +351,7 @@ static const struct gw_field port_group_fields[] = {
 };
 const struct gw_ftable gw_schema_port_group = TABLE(port_group_fields);
 
-static int parse_non_owner_state(struct pctx *c, struct json_object *v, void *base)
+static int parse_non_owner_state(struct gw_vctx *c, struct json_object *v, void *base)
 {
 	struct gw_device_group_cfg *d = base;
 	unsigned int i;
@@ -437,28 +385,6 @@ static void device_group_init(void *el, size_t idx)
 	((struct gw_device_group_cfg *)el)->non_owner_state = 1;
 }
 
-static int parse_port_groups(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->port_groups;
-	int rc = parse_capped(c, v, 64, "target port groups", sizeof(*cfg->port_groups), &arr,
-			      &cfg->nport_groups, port_group_init, &gw_schema_port_group);
-
-	cfg->port_groups = arr;
-	return rc;
-}
-
-static int parse_device_groups(struct pctx *c, struct json_object *v, void *base)
-{
-	struct gw_config *cfg = base;
-	void *arr = cfg->device_groups;
-	int rc = parse_capped(c, v, 256, "device groups", sizeof(*cfg->device_groups), &arr,
-			      &cfg->ndevice_groups, device_group_init, &gw_schema_device_group);
-
-	cfg->device_groups = arr;
-	return rc;
-}
-
 static const char *const log_words[] = { "err", "warn", "notice", "info", "debug", NULL };
 static const char *const alua_policy_words[] = { "local", "external", NULL };
 /* in the words of the cluster document's check, which defaults to cluster */
@@ -474,10 +400,11 @@ static const struct gw_field config_fields[] = {
 	F_STR(struct gw_config, ctl_socket, 1, false, "the control socket"),
 	F_STR(struct gw_config, shared_state_dir, 0, false,
 	      "the LU state shared by the nodes of one host; empty: standalone"),
-	{ F_FN_("port_groups", parse_port_groups, false, GW_FT_ARRAY, "ALUA target port groups"),
-	  .sub = &gw_schema_port_group },
-	{ F_FN_("device_groups", parse_device_groups, false, GW_FT_ARRAY, "ALUA device groups"),
-	  .sub = &gw_schema_device_group },
+	{ F_ARRAY_(struct gw_config, port_groups, nport_groups, port_group_init, gw_schema_port_group,
+		   "ALUA target port groups"), .max_items = 64, .many = "target port groups" },
+	{ F_ARRAY_(struct gw_config, device_groups, ndevice_groups, device_group_init,
+		   gw_schema_device_group, "ALUA device groups"), .max_items = 256,
+	  .many = "device groups" },
 	{ F_FN_("alua_policy", parse_alua_policy, false, GW_FT_STRING,
 		"who applies SET TARGET PORT GROUPS"), .words = alua_policy_words },
 	{ F_FN_("lu_state", parse_lu_state, false, GW_FT_STRING, "where the LU state lives"),
@@ -501,10 +428,10 @@ static const struct gw_field config_fields[] = {
 	{ F_UINT_(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX,
 		 "a login must complete within this time"), .cluster = true },
 	F_OBJ(struct gw_config, discovery_chap, gw_schema_chap, "the CHAP discovery sessions pass"),
-	{ F_FN_("portals", parse_portals, false, GW_FT_ARRAY, "where isergwd listens"),
-	  .sub = &gw_schema_portal },
-	{ F_FN_("targets", parse_targets, false, GW_FT_ARRAY, "the iSCSI targets"),
-	  .sub = &gw_schema_target },
+	{ F_ARRAY_(struct gw_config, portals, nportals, portal_init, gw_schema_portal,
+		   "where isergwd listens"), .max_items = 65535, .many = "portals" },
+	F_ARRAY(struct gw_config, targets, ntargets, target_init, gw_schema_target,
+		"the iSCSI targets"),
 };
 const struct gw_ftable gw_schema_config = TABLE(config_fields);
 

@@ -18,7 +18,6 @@
 #define CFG_COMP "config"
 
 #define CFG_FILE_MAX      (16u << 20) /* a configuration file larger than this is a mistake */
-#define CFG_PATH_MAX      512         /* longest key path reported in a message */
 #define CFG_REACTORS_MAX  1024u
 #define CFG_TIMEOUT_MAX   3600u
 #define CFG_LUN_MAX       16384u      /* LUNs 0..16383: flat / peripheral addressing */
@@ -35,13 +34,6 @@
  * IQN, which is unique). Operators owning an OUI set "naa" explicitly.
  */
 #define GW_NAA_DEFAULT_CID 0x1A5E4Au
-
-struct pctx {
-	char *err;
-	size_t errlen;
-	char path[CFG_PATH_MAX];
-	size_t plen;
-};
 
 /* The rows of the field tables (schema.h), each with its one-line doc. */
 #define FSIZE(T, m) sizeof(((T *)0)->m)
@@ -64,20 +56,22 @@ struct pctx {
 /* a key parsed by f, of JSON type t; the X_ forms take more (.words, .sub, ...) after them */
 #define F_FN_(k, f, req, t, d) .key = k, .type = t, .required = req, .doc = d, .kind = GW_FK_CUSTOM, .fn = f
 #define F_FN(k, f, req, t, d) { F_FN_(k, f, req, t, d) }
+/* an array of objects of table sub_ (into m, counted in nm), each set up by init_ */
+#define F_ARRAY_(T, m, nm, init_, sub_, d) \
+	.key = #m, .type = GW_FT_ARRAY, .doc = d, .kind = GW_FK_ARRAY, .off = offsetof(T, m), \
+	.size = sizeof(*((T *)0)->m), .count_off = offsetof(T, nm), .init = init_, .sub = &sub_
+#define F_ARRAY(T, m, nm, init_, sub_, d) { F_ARRAY_(T, m, nm, init_, sub_, d) }
 #define TABLE(arr)           { arr, sizeof(arr) / sizeof(arr[0]) }
 
 #define FIELDS_MAX 32
 
 #define FNV64_OFFSET 0xcbf29ce484222325ull
 
-/* config.c: the parser */
-__attribute__((format(printf, 2, 3)))
-int cfg_perr(struct pctx *c, const char *fmt, ...);
+/* config.c: the parser (its context and key paths: gw_vctx, config/names.h) */
 const char *cfg_jtype(const struct json_object *v);
-void cfg_path_set_len(struct pctx *c, size_t len);
-size_t cfg_path_index(struct pctx *c, size_t i);
-int cfg_parse_object(struct pctx *c, struct json_object *obj, const struct gw_ftable *t, void *base);
-int cfg_parse_array(struct pctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
+int cfg_parse_object(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t,
+		     void *base);
+int cfg_parse_array(struct gw_vctx *c, struct json_object *v, size_t elsz, void **arr, size_t *n,
 		    void (*init)(void *el, size_t idx), const struct gw_ftable *t);
 int cfg_str_copy(char *dst, size_t dstsz, const char *src);
 bool cfg_str_terminated(const char *s, size_t sz);

@@ -67,4 +67,26 @@ struct json_object;
 int gw_json_strings_check(struct json_object *o, const char *prefix, char *path, size_t pathlen,
 			  char *why, size_t whylen);
 
+/*
+ * A validator's context: where its one-line message goes (err, errlen) and
+ * the key path it is at, as the configuration's messages write it
+ * ("targets[0].luns[1].path"; cut at GW_VPATH_MAX).
+ */
+#define GW_VPATH_MAX 512
+struct gw_vctx {
+	char *err;
+	size_t errlen;
+	char path[GW_VPATH_MAX];
+	size_t plen;
+};
+
+/* Start at path base ("" or NULL: the root); err emptied. */
+void gw_vctx_init(struct gw_vctx *c, char *err, size_t errlen, const char *base);
+/* Append ".key" ("key" at the root) / "[i]"; return the length to pop back to. */
+size_t gw_vpath_key(struct gw_vctx *c, const char *key);
+size_t gw_vpath_index(struct gw_vctx *c, size_t i);
+void gw_vpath_pop(struct gw_vctx *c, size_t len);
+/* "path: message" into err (the root is called "config"); returns -EINVAL. */
+int gw_verr(struct gw_vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

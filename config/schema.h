@@ -25,7 +25,6 @@
 #include "config/names.h"
 
 struct json_object;
-struct pctx;                    /* the parser's context (config_priv.h) */
 struct gw_ftable;
 
 /* A value's JSON type. */
@@ -45,6 +44,7 @@ enum gw_fkind {
 	GW_FK_STR,              /* into a char[size]; min = 1: must not be empty */
 	GW_FK_SIZE,             /* integer or "1G"-style string into a uint64_t */
 	GW_FK_OBJ,              /* nested object described by sub */
+	GW_FK_ARRAY,            /* objects of table sub into a malloc'd array (below) */
 	GW_FK_CUSTOM,           /* fn(ctx, value, base) */
 	GW_FK_NONE,             /* not isergwd's: a key of the cluster document only */
 };
@@ -65,7 +65,17 @@ struct gw_field {
 	enum gw_fkind kind;
 	size_t off;
 	size_t size;
-	int (*fn)(struct pctx *c, struct json_object *v, void *base);
+	int (*fn)(struct gw_vctx *c, struct json_object *v, void *base);
+	/*
+	 * GW_FK_ARRAY: the array (a pointer at off to elements of size bytes)
+	 * and its count (a size_t at count_off); each element set up by init
+	 * before its object is parsed; more than max_items (0: any number)
+	 * refused as too many of many.
+	 */
+	size_t count_off;
+	size_t max_items;
+	const char *many;
+	void (*init)(void *el, size_t idx);
 };
 
 struct gw_ftable {

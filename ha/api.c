@@ -72,48 +72,6 @@ static struct ha_api *api_of(struct api_client *c)
 	return gw_ipc_server_arg(conn_of(c)->srv);
 }
 
-/* Allocations of one reply, freed together once it is packed. */
-struct arena {
-	void *p[1024];
-	size_t n;
-	bool failed;
-};
-
-static void *arena_alloc(struct arena *ar, size_t size)
-{
-	void *p;
-
-	if (ar->n >= sizeof(ar->p) / sizeof(ar->p[0])) {
-		ar->failed = true;
-		return NULL;
-	}
-	p = calloc(1, size ? size : 1);
-	if (!p) {
-		ar->failed = true;
-		return NULL;
-	}
-	ar->p[ar->n++] = p;
-	return p;
-}
-
-static char *arena_strdup(struct arena *ar, const char *s)
-{
-	size_t n = strlen(s);
-	char *p = arena_alloc(ar, n + 1);
-
-	if (!p)
-		return (char *)(uintptr_t)"";
-	memcpy(p, s, n + 1);
-	return p;
-}
-
-static void arena_free(struct arena *ar)
-{
-	for (size_t i = 0; i < ar->n; i++)
-		free(ar->p[i]);
-	ar->n = 0;
-}
-
 /* ------------------------------------------------------------ clients */
 
 static void reply(struct api_client *c, ApiReply *rep)
@@ -167,15 +125,15 @@ static void dp_status(struct arena *ar, const struct ha_dp *dp, Isergw__Ha__Memb
 	ms->dataplane = (char *)(uintptr_t)ha_dp_state_name(dp);
 	ms->luns_online = dp->luns_online;
 	ms->luns_failed = dp->luns_failed;
-	ms->failed_groups = arena_alloc(ar, (dp->nfailed + 1) * sizeof(char *));
-	ms->luns = arena_alloc(ar, (dp->nluns + 1) * sizeof(*ms->luns));
+	ms->failed_groups = ctl_arena_alloc(ar, (dp->nfailed + 1) * sizeof(char *));
+	ms->luns = ctl_arena_alloc(ar, (dp->nluns + 1) * sizeof(*ms->luns));
 	if (!ms->failed_groups || !ms->luns)
 		return;
 	for (size_t i = 0; i < dp->nfailed; i++)
 		ms->failed_groups[ms->n_failed_groups++] = (char *)(uintptr_t)dp->failed[i];
 	for (size_t i = 0; i < dp->nluns; i++) {
 		const struct ha_lun_fault *f = &dp->luns[i];
-		Isergw__Ha__LunFault *p = arena_alloc(ar, sizeof(*p));
+		Isergw__Ha__LunFault *p = ctl_arena_alloc(ar, sizeof(*p));
 
 		if (!p)
 			return;
@@ -201,7 +159,7 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	st->phase = (char *)(uintptr_t)ha_sm_phase_name(sm);
 	st->generation = d->generation;
 	ha_digest_hex(d->digest, hex);
-	st->digest = arena_strdup(ar, d->generation ? hex : "");
+	st->digest = ctl_arena_strdup(ar, d->generation ? hex : "");
 	st->protocol = sm->proto;
 	st->isergwd_connected = ha_gwlink_connected(a->gw);
 	st->isergwd_epoch = ha_gwlink_epoch(a->gw);
@@ -212,7 +170,7 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	st->failovers = sm->failovers;
 	st->planned_moves = sm->planned_moves;
 
-	st->members = arena_alloc(ar, (d->nnodes + HA_MAX_MEMBERS + 1) * sizeof(*st->members));
+	st->members = ctl_arena_alloc(ar, (d->nnodes + HA_MAX_MEMBERS + 1) * sizeof(*st->members));
 	if (!st->members)
 		return;
 	/* the configuration's nodes first, then members it does not know */
@@ -227,7 +185,7 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 			if (!m->used || (m->name[0] && ha_doc_find_node(d, m->name) >= 0))
 				continue;
 		}
-		ms = arena_alloc(ar, sizeof(*ms));
+		ms = ctl_arena_alloc(ar, sizeof(*ms));
 		if (!ms)
 			return;
 		isergw__ha__member_status__init(ms);
@@ -256,12 +214,12 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	}
 	st->n_members = nm;
 
-	st->device_groups = arena_alloc(ar, (d->ndgs + 1) * sizeof(*st->device_groups));
+	st->device_groups = ctl_arena_alloc(ar, (d->ndgs + 1) * sizeof(*st->device_groups));
 	if (!st->device_groups)
 		return;
 	for (size_t g = 0; g < d->ndgs; g++) {
-		Isergw__Ha__DeviceGroupStatus *ds = arena_alloc(ar, sizeof(*ds));
-		struct ha_alua_entry *e = arena_alloc(ar, (d->nnodes + 1) * sizeof(*e));
+		Isergw__Ha__DeviceGroupStatus *ds = ctl_arena_alloc(ar, sizeof(*ds));
+		struct ha_alua_entry *e = ctl_arena_alloc(ar, (d->nnodes + 1) * sizeof(*e));
 
 		if (!ds || !e)
 			return;
@@ -273,11 +231,11 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 		ds->failback = (char *)(uintptr_t)(d->dgs[g].failback == HA_FAILBACK_MANUAL ?
 						   "manual" : "immediate");
 		ha_alua_states(d, (int)g, e);
-		ds->states = arena_alloc(ar, (d->nnodes + 1) * sizeof(*ds->states));
+		ds->states = ctl_arena_alloc(ar, (d->nnodes + 1) * sizeof(*ds->states));
 		if (!ds->states)
 			return;
 		for (size_t n = 0; n < d->nnodes; n++) {
-			Isergw__Ha__GroupNodeState *ns = arena_alloc(ar, sizeof(*ns));
+			Isergw__Ha__GroupNodeState *ns = ctl_arena_alloc(ar, sizeof(*ns));
 
 			if (!ns)
 				return;
@@ -292,22 +250,26 @@ static void build_status(struct ha_agent *a, struct arena *ar, Isergw__Ha__Clust
 	}
 }
 
+/* Answer rep, built in ar (out of memory when one of its allocations failed); frees ar. */
+static void reply_arena(struct api_client *c, ApiReply *rep, struct arena *ar)
+{
+	if (ar->failed)
+		reply_err(c, -ENOMEM, "out of memory");
+	else
+		reply(c, rep);
+	ctl_arena_free(ar);
+}
+
 static void op_status(struct api_client *c)
 {
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__ClusterStatus st = ISERGW__HA__CLUSTER_STATUS__INIT;
-	struct arena ar = { .n = 0 };
+	struct arena ar = { 0 };
 
 	build_status(api_of(c)->a, &ar, &st);
-	if (ar.failed) {
-		arena_free(&ar);
-		reply_err(c, -ENOMEM, "out of memory");
-		return;
-	}
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_CLUSTER_STATUS;
 	rep.cluster_status = &st;
-	reply(c, &rep);
-	arena_free(&ar);
+	reply_arena(c, &rep, &ar);
 }
 
 static void op_config(struct api_client *c)
@@ -339,7 +301,7 @@ static void op_tokens(struct api_client *c)
 	const struct ha_doc *d = api_of(c)->a->sm.doc;
 	ApiReply rep = ISERGW__HA__API_REPLY__INIT;
 	Isergw__Ha__TokenList tl = ISERGW__HA__TOKEN_LIST__INIT;
-	Isergw__Ha__ApiToken *tv = NULL, **tp = NULL;
+	struct arena ar = { 0 };
 	struct ha_token *t = NULL;
 	size_t n = 0;
 
@@ -347,33 +309,24 @@ static void op_tokens(struct api_client *c)
 		reply_err(c, -ENOMEM, "out of memory");
 		return;
 	}
-	if (n) {
-		tv = calloc(n, sizeof(*tv));
-		tp = calloc(n, sizeof(*tp));
-		if (!tv || !tp) {
-			free(tv);
-			free(tp);
-			free(t);
-			reply_err(c, -ENOMEM, "out of memory");
-			return;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		isergw__ha__api_token__init(&tv[i]);
-		tv[i].name = t[i].name;
-		tv[i].role = t[i].role;
-		tv[i].hash = t[i].hash;
-		tv[i].created = t[i].created;
-		tp[i] = &tv[i];
+	tl.tokens = ctl_arena_alloc(&ar, (n + 1) * sizeof(*tl.tokens));
+	for (size_t i = 0; i < n && !ar.failed; i++) {
+		Isergw__Ha__ApiToken *tk = ctl_arena_alloc(&ar, sizeof(*tk));
+
+		if (!tk)
+			break;
+		isergw__ha__api_token__init(tk);
+		tk->name = t[i].name;
+		tk->role = t[i].role;
+		tk->hash = t[i].hash;
+		tk->created = t[i].created;
+		tl.tokens[i] = tk;
 	}
 	tl.generation = d->generation;
-	tl.tokens = tp;
 	tl.n_tokens = n;
 	rep.payload_case = ISERGW__HA__API_REPLY__PAYLOAD_TOKENS;
 	rep.tokens = &tl;
-	reply(c, &rep);
-	free(tp);
-	free(tv);
+	reply_arena(c, &rep, &ar);
 	free(t);
 }
 

@@ -409,12 +409,12 @@ static int build_from_config(const struct ha_doc *base, uint64_t gen, const char
 			     struct ha_doc **out, char *err, size_t errlen)
 {
 	struct json_object *cfg;
-	struct ha_vctx c;
+	struct gw_vctx c;
 	struct ha_doc *d;
 	int rc;
 
 	*out = NULL;
-	ha_vctx_init(&c, err, errlen, "");
+	gw_vctx_init(&c, err, errlen, "");
 	rc = ha_json_parse(json, "config", &cfg, err, errlen);
 	if (rc)
 		return rc;
@@ -648,75 +648,75 @@ int ha_doc_empty(struct ha_doc **out)
 /* ------------------------------------------------------------- parsing */
 
 /* {dg: node} into map[] (per dg), under key `key` of the runtime. */
-static int parse_dg_map(struct ha_vctx *c, const char *key, struct json_object *obj,
+static int parse_dg_map(struct gw_vctx *c, const char *key, struct json_object *obj,
 			struct ha_doc *d, int *map)
 {
-	size_t old = ha_vpath_key(c, key);
+	size_t old = gw_vpath_key(c, key);
 
 	if (!json_object_is_type(obj, json_type_object))
-		return ha_verr(c, "expected an object, got %s",
+		return gw_verr(c, "expected an object, got %s",
 			       json_type_to_name(json_object_get_type(obj)));
 	json_object_object_foreach(obj, dgname, v) {
-		size_t at = ha_vpath_key(c, dgname);
+		size_t at = gw_vpath_key(c, dgname);
 		int g = ha_doc_find_dg(d, dgname), n = -1;
 		const char *s;
 
 		if (g < 0)
-			return ha_verr(c, "not a device group of the cluster");
+			return gw_verr(c, "not a device group of the cluster");
 		if (!json_object_is_type(v, json_type_string))
-			return ha_verr(c, "expected a string, got %s",
+			return gw_verr(c, "expected a string, got %s",
 				       json_type_to_name(json_object_get_type(v)));
 		s = json_object_get_string(v);
 		if (strlen(s) != (size_t)json_object_get_string_len(v))
-			return ha_verr(c, "contains a NUL character");
+			return gw_verr(c, "contains a NUL character");
 		if (s[0]) {
 			n = ha_doc_find_node(d, s);
 			if (n < 0)
-				return ha_verr(c, "'%s' is not a node of the cluster", s);
+				return gw_verr(c, "'%s' is not a node of the cluster", s);
 		}
 		map[g] = n;
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
 /* [node names] into set[] (per node), under key `key` of the runtime. */
-static int parse_node_set(struct ha_vctx *c, const char *key, struct json_object *arr,
+static int parse_node_set(struct gw_vctx *c, const char *key, struct json_object *arr,
 			  struct ha_doc *d, bool *set)
 {
-	size_t old = ha_vpath_key(c, key);
+	size_t old = gw_vpath_key(c, key);
 
 	if (!json_object_is_type(arr, json_type_array))
-		return ha_verr(c, "expected an array, got %s",
+		return gw_verr(c, "expected an array, got %s",
 			       json_type_to_name(json_object_get_type(arr)));
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
 		struct json_object *v = json_object_array_get_idx(arr, i);
-		size_t at = ha_vpath_index(c, i);
+		size_t at = gw_vpath_index(c, i);
 		const char *s;
 		int n;
 
 		if (!json_object_is_type(v, json_type_string))
-			return ha_verr(c, "expected a string, got %s",
+			return gw_verr(c, "expected a string, got %s",
 				       json_type_to_name(json_object_get_type(v)));
 		s = json_object_get_string(v);
 		n = ha_doc_find_node(d, s);
 		if (n < 0 || strlen(s) != (size_t)json_object_get_string_len(v))
-			return ha_verr(c, "'%s' is not a node of the cluster", s);
+			return gw_verr(c, "'%s' is not a node of the cluster", s);
 		if (set[n])
-			return ha_verr(c, "'%s' listed twice", s);
+			return gw_verr(c, "'%s' listed twice", s);
 		set[n] = true;
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
-static int parse_runtime(struct ha_vctx *c, struct json_object *rt, struct ha_doc *d)
+static int parse_runtime(struct gw_vctx *c, struct json_object *rt, struct ha_doc *d)
 {
 	static const char *const keys[] = { "owners", "drained", "live", "moving" };
 	struct json_object *v;
-	size_t old = ha_vpath_key(c, "runtime");
+	size_t old = gw_vpath_key(c, "runtime");
 	int rc;
 
 	rc = ha_vcheck_keys(c, rt, keys, sizeof(keys) / sizeof(keys[0]));
@@ -734,24 +734,24 @@ static int parse_runtime(struct ha_vctx *c, struct json_object *rt, struct ha_do
 	if (json_object_object_get_ex(rt, "live", &v) &&
 	    (rc = parse_node_set(c, "live", v, d, d->live)))
 		return rc;
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
-static int parse_generation(struct ha_vctx *c, struct json_object *root, struct ha_doc *d)
+static int parse_generation(struct gw_vctx *c, struct json_object *root, struct ha_doc *d)
 {
 	struct json_object *v;
 
-	ha_vpath_key(c, "generation");
+	gw_vpath_key(c, "generation");
 	if (!json_object_object_get_ex(root, "generation", &v))
-		return ha_verr(c, "missing");
+		return gw_verr(c, "missing");
 	if (!json_object_is_type(v, json_type_int))
-		return ha_verr(c, "expected an integer, got %s",
+		return gw_verr(c, "expected an integer, got %s",
 			       json_type_to_name(json_object_get_type(v)));
 	if (json_object_get_int64(v) < 0)
-		return ha_verr(c, "must not be negative");
+		return gw_verr(c, "must not be negative");
 	d->generation = json_object_get_uint64(v);
-	ha_vpath_pop(c, 0);
+	gw_vpath_pop(c, 0);
 	return 0;
 }
 
@@ -759,14 +759,14 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 {
 	static const char *const keys[] = { "generation", "config", "runtime", "api_tokens" };
 	struct json_object *root, *cfg, *rt, *tok;
-	struct ha_vctx c;
+	struct gw_vctx c;
 	struct ha_doc *d;
 	int rc;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	ha_vctx_init(&c, err, errlen, "");
+	gw_vctx_init(&c, err, errlen, "");
 	rc = ha_json_parse(text, "document", &root, err, errlen);
 	if (rc)
 		return rc;
@@ -788,15 +788,15 @@ int ha_doc_parse(const char *text, struct ha_doc **out, char *err, size_t errlen
 		goto err_free_doc;
 	if (!json_object_object_get_ex(root, "config", &cfg) ||
 	    !json_object_object_get_ex(root, "runtime", &rt)) {
-		ha_vpath_key(&c, json_object_object_get_ex(root, "config", NULL) ? "runtime" : "config");
-		rc = ha_verr(&c, "missing");
+		gw_vpath_key(&c, json_object_object_get_ex(root, "config", NULL) ? "runtime" : "config");
+		rc = gw_verr(&c, "missing");
 		goto err_free_doc;
 	}
-	ha_vpath_key(&c, "config");
+	gw_vpath_key(&c, "config");
 	rc = ha_config_parse(&c, cfg, true, d);
 	if (rc)
 		goto err_free_doc;
-	ha_vpath_pop(&c, 0);
+	gw_vpath_pop(&c, 0);
 	if (alloc_runtime(d)) {
 		rc = gw_errf(err, errlen, -ENOMEM, "out of memory");
 		goto err_free_doc;

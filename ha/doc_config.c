@@ -25,11 +25,11 @@ static const char *jtype(struct json_object *v)
 	return json_type_to_name(json_object_get_type(v));
 }
 
-int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,
+int ha_vcheck_keys(struct gw_vctx *c, struct json_object *obj, const char *const *keys,
 		      size_t nkeys)
 {
 	if (!json_object_is_type(obj, json_type_object))
-		return ha_verr(c, "expected an object, got %s", jtype(obj));
+		return gw_verr(c, "expected an object, got %s", jtype(obj));
 	json_object_object_foreach(obj, key, val) {
 		size_t i;
 
@@ -38,29 +38,29 @@ int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const
 			if (strcmp(keys[i], key) == 0)
 				break;
 		if (i == nkeys) {
-			ha_vpath_key(c, key);
-			return ha_verr(c, "unknown key");
+			gw_vpath_key(c, key);
+			return gw_verr(c, "unknown key");
 		}
 	}
 	return 0;
 }
 
-int ha_vcheck_table(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t)
+int ha_vcheck_table(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t)
 {
 	if (!json_object_is_type(obj, json_type_object))
-		return ha_verr(c, "expected an object, got %s", jtype(obj));
+		return gw_verr(c, "expected an object, got %s", jtype(obj));
 	json_object_object_foreach(obj, key, val) {
 		(void)val;
 		if (!gw_field_find(t, key, strlen(key))) {
-			ha_vpath_key(c, key);
-			return ha_verr(c, "unknown key");
+			gw_vpath_key(c, key);
+			return gw_verr(c, "unknown key");
 		}
 	}
 	return 0;
 }
 
 /* The string at key (NULL when absent and not required), without NUL bytes, < size bytes. */
-static int get_str(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+static int get_str(struct gw_vctx *c, struct json_object *obj, const char *key, bool required,
 		   size_t size, const char **out)
 {
 	struct json_object *v;
@@ -68,55 +68,55 @@ static int get_str(struct ha_vctx *c, struct json_object *obj, const char *key, 
 	int rc = 0;
 
 	*out = NULL;
-	old = ha_vpath_key(c, key);
+	old = gw_vpath_key(c, key);
 	if (!json_object_object_get_ex(obj, key, &v)) {
 		if (required)
-			rc = ha_verr(c, "missing");
+			rc = gw_verr(c, "missing");
 		goto out_pop;
 	}
 	if (!json_object_is_type(v, json_type_string)) {
-		rc = ha_verr(c, "expected a string, got %s", jtype(v));
+		rc = gw_verr(c, "expected a string, got %s", jtype(v));
 		goto out_pop;
 	}
 	len = (size_t)json_object_get_string_len(v);
 	*out = json_object_get_string(v);
 	if (strlen(*out) != len)
-		rc = ha_verr(c, "contains a NUL character");
+		rc = gw_verr(c, "contains a NUL character");
 	else if (len >= size)
-		rc = ha_verr(c, "too long (%zu bytes, max %zu)", len, size - 1);
+		rc = gw_verr(c, "too long (%zu bytes, max %zu)", len, size - 1);
 out_pop:
 	if (!rc)
-		ha_vpath_pop(c, old);
+		gw_vpath_pop(c, old);
 	return rc;
 }
 
 /* The integer at key in min..max (*out untouched when absent). */
-static int get_uint(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+static int get_uint(struct gw_vctx *c, struct json_object *obj, const char *key, bool required,
 		    uint64_t min, uint64_t max, uint64_t *out)
 {
 	struct json_object *v;
-	size_t old = ha_vpath_key(c, key);
+	size_t old = gw_vpath_key(c, key);
 	int64_t x;
 
 	if (!json_object_object_get_ex(obj, key, &v)) {
 		if (required)
-			return ha_verr(c, "missing");
-		ha_vpath_pop(c, old);
+			return gw_verr(c, "missing");
+		gw_vpath_pop(c, old);
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_int))
-		return ha_verr(c, "expected an integer, got %s", jtype(v));
+		return gw_verr(c, "expected an integer, got %s", jtype(v));
 	x = json_object_get_int64(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
-		return ha_verr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
+		return gw_verr(c, "%s out of range (%llu..%llu)", json_object_get_string(v),
 			       (unsigned long long)min, (unsigned long long)max);
 	*out = (uint64_t)x;
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
 /* The integer at key in the range its field of table t has (config/schema.h). */
-static int get_field_uint(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t,
+static int get_field_uint(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t,
 			  const char *key, bool required, uint64_t *out)
 {
 	const struct gw_field *f = gw_field_find(t, key, strlen(key));
@@ -125,26 +125,26 @@ static int get_field_uint(struct ha_vctx *c, struct json_object *obj, const stru
 }
 
 /* The array at key (NULL when absent), with at most max elements. */
-static int get_array(struct ha_vctx *c, struct json_object *obj, const char *key, bool required,
+static int get_array(struct gw_vctx *c, struct json_object *obj, const char *key, bool required,
 		     size_t min, size_t max, struct json_object **out)
 {
 	struct json_object *v;
-	size_t old = ha_vpath_key(c, key), n;
+	size_t old = gw_vpath_key(c, key), n;
 
 	*out = NULL;
 	if (!json_object_object_get_ex(obj, key, &v)) {
 		if (required)
-			return ha_verr(c, "missing");
-		ha_vpath_pop(c, old);
+			return gw_verr(c, "missing");
+		gw_vpath_pop(c, old);
 		return 0;
 	}
 	if (!json_object_is_type(v, json_type_array))
-		return ha_verr(c, "expected an array, got %s", jtype(v));
+		return gw_verr(c, "expected an array, got %s", jtype(v));
 	n = json_object_array_length(v);
 	if (n < min || n > max)
-		return ha_verr(c, "%zu elements (%zu..%zu)", n, min, max);
+		return gw_verr(c, "%zu elements (%zu..%zu)", n, min, max);
 	*out = v;
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
@@ -174,7 +174,7 @@ static int copy_name(char dst[HA_NAME_MAX], const char *src)
 
 /* ------------------------------------------------------------------- nodes */
 
-static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_portal *p)
+static int parse_portal(struct gw_vctx *c, struct json_object *obj, struct ha_portal *p)
 {
 	struct gw_portal_cfg parsed;
 	const char *url;
@@ -188,8 +188,8 @@ static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_po
 	if (rc)
 		return rc;
 	if (gw_portal_parse(url, &parsed)) {
-		ha_vpath_key(c, "url");
-		return ha_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
+		gw_vpath_key(c, "url");
+		return gw_verr(c, "'%s' is not a portal (tcp://ADDR[:PORT] or iser://ADDR[:PORT])", url);
 	}
 	memcpy(p->url, url, strlen(url) + 1);
 	rc = get_field_uint(c, obj, &gw_schema_node_portal, "rel_port_id", true, &rel);
@@ -200,7 +200,7 @@ static int parse_portal(struct ha_vctx *c, struct json_object *obj, struct ha_po
 }
 
 /* rel_port_id of d's portal (k, i) is already used by an earlier portal: say which. */
-static int rel_port_reused(struct ha_vctx *c, const struct ha_doc *d, size_t k, size_t i)
+static int rel_port_reused(struct gw_vctx *c, const struct ha_doc *d, size_t k, size_t i)
 {
 	uint16_t rel = d->nodes[k].portals[i].rel_port_id;
 
@@ -209,37 +209,37 @@ static int rel_port_reused(struct ha_vctx *c, const struct ha_doc *d, size_t k, 
 
 		for (size_t ii = 0; ii < n->nportals && (kk < k || ii < i); ii++) {
 			if (n->portals[ii].rel_port_id == rel) {
-				ha_vpath_key(c, "rel_port_id");
-				return ha_verr(c, "%u already used by nodes[%zu].portals[%zu]", rel, kk, ii);
+				gw_vpath_key(c, "rel_port_id");
+				return gw_verr(c, "%u already used by nodes[%zu].portals[%zu]", rel, kk, ii);
 			}
 		}
 	}
 	return 0;
 }
 
-typedef int (*parse_one_fn)(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
+typedef int (*parse_one_fn)(struct gw_vctx *c, struct json_object *obj, struct ha_doc *d,
 			    size_t i);
 
 /* one(c, element i, d, i) for the n elements of arr, the array at key (errors name key[i]). */
-static int parse_each(struct ha_vctx *c, const char *key, struct json_object *arr, size_t n,
+static int parse_each(struct gw_vctx *c, const char *key, struct json_object *arr, size_t n,
 		      struct ha_doc *d, parse_one_fn one)
 {
-	size_t old = ha_vpath_key(c, key);
+	size_t old = gw_vpath_key(c, key);
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
-		size_t at = ha_vpath_index(c, i);
+		size_t at = gw_vpath_index(c, i);
 
 		rc = one(c, json_object_array_get_idx(arr, i), d, i);
 		if (rc)
 			return rc;
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
-static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
+static int parse_node(struct gw_vctx *c, struct json_object *obj, struct ha_doc *d, size_t k)
 {
 	struct ha_node *n = &d->nodes[k];
 	struct json_object *portals;
@@ -254,16 +254,16 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &name);
 	if (rc)
 		return rc;
-	old = ha_vpath_key(c, "name");
+	old = gw_vpath_key(c, "name");
 	if (!name[0])
-		return ha_verr(c, "must not be empty");
+		return gw_verr(c, "must not be empty");
 	for (const char *p = name; *p; p++)
 		if (!node_name_char(*p))
-			return ha_verr(c, "'%s': a node name has only A-Z a-z 0-9 . _ -", name);
+			return gw_verr(c, "'%s': a node name has only A-Z a-z 0-9 . _ -", name);
 	for (size_t j = 0; j < k; j++)
 		if (strcmp(d->nodes[j].name, name) == 0)
-			return ha_verr(c, "'%s' already used by nodes[%zu]", name, j);
-	ha_vpath_pop(c, old);
+			return gw_verr(c, "'%s' already used by nodes[%zu]", name, j);
+	gw_vpath_pop(c, old);
 	(void)copy_name(n->name, name);
 
 	rc = get_field_uint(c, obj, &gw_schema_node, "tpg_id", true, &tpg);
@@ -272,8 +272,8 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	n->tpg_id = (uint16_t)tpg;
 	for (size_t j = 0; j < k; j++) {
 		if (d->nodes[j].tpg_id == n->tpg_id) {
-			ha_vpath_key(c, "tpg_id");
-			return ha_verr(c, "%u already used by nodes[%zu]", n->tpg_id, j);
+			gw_vpath_key(c, "tpg_id");
+			return gw_verr(c, "%u already used by nodes[%zu]", n->tpg_id, j);
 		}
 	}
 
@@ -284,22 +284,22 @@ static int parse_node(struct ha_vctx *c, struct json_object *obj, struct ha_doc 
 	n->portals = calloc(n->nportals ? n->nportals : 1, sizeof(*n->portals));
 	if (!n->portals)
 		return gw_errf(c->err, c->errlen, -ENOMEM, "out of memory");
-	old = ha_vpath_key(c, "portals");
+	old = gw_vpath_key(c, "portals");
 	for (size_t i = 0; i < n->nportals; i++) {
-		size_t at = ha_vpath_index(c, i);
+		size_t at = gw_vpath_index(c, i);
 
 		rc = parse_portal(c, json_object_array_get_idx(portals, i), &n->portals[i]);
 		if (!rc)
 			rc = rel_port_reused(c, d, k, i);
 		if (rc)
 			return rc;
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
-static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+static int parse_nodes(struct gw_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *nodes;
 	int rc;
@@ -318,7 +318,7 @@ static int parse_nodes(struct ha_vctx *c, struct json_object *cfg, struct ha_doc
 
 /* -------------------------------------------------------- floating portals */
 
-static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d,
+static int parse_floating_one(struct gw_vctx *c, struct json_object *obj, struct ha_doc *d,
 			      size_t i)
 {
 	struct ha_floating *f = &d->floating[i];
@@ -347,20 +347,20 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 	for (size_t k = 0; k < d->nnodes; k++) {
 		for (size_t j = 0; j < d->nodes[k].nportals; j++) {
 			if (d->nodes[k].portals[j].rel_port_id == f->rel_port_id) {
-				ha_vpath_key(c, "rel_port_id");
-				return ha_verr(c, "%u already used by nodes[%zu].portals[%zu]",
+				gw_vpath_key(c, "rel_port_id");
+				return gw_verr(c, "%u already used by nodes[%zu].portals[%zu]",
 					       f->rel_port_id, k, j);
 			}
 		}
 	}
 	for (size_t j = 0; j < i; j++) {
 		if (d->floating[j].rel_port_id == f->rel_port_id) {
-			ha_vpath_key(c, "rel_port_id");
-			return ha_verr(c, "%u already used by floating_portals[%zu]", f->rel_port_id, j);
+			gw_vpath_key(c, "rel_port_id");
+			return gw_verr(c, "%u already used by floating_portals[%zu]", f->rel_port_id, j);
 		}
 		if (strcmp(d->floating[j].url, f->url) == 0) {
-			ha_vpath_key(c, "url");
-			return ha_verr(c, "'%s' already used by floating_portals[%zu]", f->url, j);
+			gw_vpath_key(c, "url");
+			return gw_verr(c, "'%s' already used by floating_portals[%zu]", f->url, j);
 		}
 	}
 	rc = get_field_uint(c, obj, &gw_schema_floating_portal, "tpg_id", true, &tpg);
@@ -369,15 +369,15 @@ static int parse_floating_one(struct ha_vctx *c, struct json_object *obj, struct
 	f->tpg_id = (uint16_t)tpg;
 	for (size_t k = 0; k < d->nnodes; k++) {
 		if (d->nodes[k].tpg_id == f->tpg_id) {
-			ha_vpath_key(c, "tpg_id");
-			return ha_verr(c, "%u is the target port group of nodes[%zu]: a floating portal "
+			gw_vpath_key(c, "tpg_id");
+			return gw_verr(c, "%u is the target port group of nodes[%zu]: a floating portal "
 				       "needs a group of its own", f->tpg_id, k);
 		}
 	}
 	return 0;
 }
 
-static int parse_floating(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+static int parse_floating(struct gw_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *arr;
 	int rc;
@@ -415,7 +415,7 @@ const char *ha_non_owner_state_name(uint8_t state)
 	}
 }
 
-static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d, size_t g)
+static int parse_dg(struct gw_vctx *c, struct json_object *obj, struct ha_doc *d, size_t g)
 {
 	struct ha_dg *dg = &d->dgs[g];
 	const char *s;
@@ -428,13 +428,13 @@ static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d
 	rc = get_str(c, obj, "name", true, HA_NAME_MAX, &s);
 	if (rc)
 		return rc;
-	old = ha_vpath_key(c, "name");
+	old = gw_vpath_key(c, "name");
 	if (!s[0] || !printable_ascii(s))
-		return ha_verr(c, "1..%d printable ASCII characters", HA_NAME_MAX - 1);
+		return gw_verr(c, "1..%d printable ASCII characters", HA_NAME_MAX - 1);
 	for (size_t j = 0; j < g; j++)
 		if (strcmp(d->dgs[j].name, s) == 0)
-			return ha_verr(c, "'%s' already used by device_groups[%zu]", s, j);
-	ha_vpath_pop(c, old);
+			return gw_verr(c, "'%s' already used by device_groups[%zu]", s, j);
+	gw_vpath_pop(c, old);
 	(void)copy_name(dg->name, s);
 
 	dg->preferred = -1;
@@ -444,8 +444,8 @@ static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d
 	if (s && s[0]) {
 		dg->preferred = ha_doc_find_node(d, s);
 		if (dg->preferred < 0) {
-			ha_vpath_key(c, "preferred_owner");
-			return ha_verr(c, "'%s' is not a node of the cluster", s);
+			gw_vpath_key(c, "preferred_owner");
+			return gw_verr(c, "'%s' is not a node of the cluster", s);
 		}
 	}
 
@@ -456,8 +456,8 @@ static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d
 	if (s && strcmp(s, "manual") == 0) {
 		dg->failback = HA_FAILBACK_MANUAL;
 	} else if (s && strcmp(s, "immediate") != 0) {
-		ha_vpath_key(c, "failback");
-		return ha_verr(c, "'%s' is not one of immediate, manual", s);
+		gw_vpath_key(c, "failback");
+		return gw_verr(c, "'%s' is not one of immediate, manual", s);
 	}
 
 	dg->non_owner_state = 1;
@@ -469,15 +469,15 @@ static int parse_dg(struct ha_vctx *c, struct json_object *obj, struct ha_doc *d
 			if (strcmp(s, ha_non_owner_state_name(dg->non_owner_state)) == 0)
 				break;
 		if (dg->non_owner_state > 3) {
-			ha_vpath_key(c, "non_owner_state");
-			return ha_verr(c, "'%s' is not one of active/non-optimized, standby, unavailable",
+			gw_vpath_key(c, "non_owner_state");
+			return gw_verr(c, "'%s' is not one of active/non-optimized, standby, unavailable",
 				       s);
 		}
 	}
 	return 0;
 }
 
-static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *d)
+static int parse_dgs(struct gw_vctx *c, struct json_object *cfg, struct ha_doc *d)
 {
 	struct json_object *dgs;
 	int rc;
@@ -501,7 +501,7 @@ static int parse_dgs(struct ha_vctx *c, struct json_object *cfg, struct ha_doc *
  * check isergwd's parser and the REST layer make, in their words (its type
  * and presence are isergwd's to check).
  */
-static int check_name(struct ha_vctx *c, struct json_object *obj, const char *key,
+static int check_name(struct gw_vctx *c, struct json_object *obj, const char *key,
 		      enum gw_name_kind kind)
 {
 	struct json_object *v;
@@ -512,8 +512,8 @@ static int check_name(struct ha_vctx *c, struct json_object *obj, const char *ke
 	if (!gw_name_check(kind, json_object_get_string(v), (size_t)json_object_get_string_len(v),
 			   msg, sizeof(msg)))
 		return 0;
-	ha_vpath_key(c, key);
-	return ha_verr(c, "%s", msg);
+	gw_vpath_key(c, key);
+	return gw_verr(c, "%s", msg);
 }
 
 /*
@@ -521,7 +521,7 @@ static int check_name(struct ha_vctx *c, struct json_object *obj, const char *ke
  * objects of its arrays: a target's name and alias, its ACLs' initiator
  * names, its LUNs' paths and backend initiator names.
  */
-static int check_names(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t)
+static int check_names(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct gw_field *f = &t->f[i];
@@ -538,15 +538,15 @@ static int check_names(struct ha_vctx *c, struct json_object *obj, const struct 
 			continue;
 		for (size_t k = 0; k < json_object_array_length(arr); k++) {
 			struct json_object *el = json_object_array_get_idx(arr, k);
-			size_t at = ha_vpath_key(c, f->key);
+			size_t at = gw_vpath_key(c, f->key);
 
-			ha_vpath_index(c, k);
+			gw_vpath_index(c, k);
 			if (json_object_is_type(el, json_type_object)) {
 				rc = check_names(c, el, f->sub);
 				if (rc)
 					return rc;
 			}
-			ha_vpath_pop(c, at);
+			gw_vpath_pop(c, at);
 		}
 	}
 	return 0;
@@ -557,17 +557,17 @@ static int check_names(struct ha_vctx *c, struct json_object *obj, const struct 
  * objects, device_group a string naming a device group of the cluster), and
  * the names (util/names.h); the rest of each target is isergwd's to check.
  */
-static int check_targets(struct ha_vctx *c, struct json_object *targets, const struct ha_doc *d)
+static int check_targets(struct gw_vctx *c, struct json_object *targets, const struct ha_doc *d)
 {
-	size_t old = ha_vpath_key(c, "targets");
+	size_t old = gw_vpath_key(c, "targets");
 
 	for (size_t t = 0; t < json_object_array_length(targets); t++) {
 		struct json_object *tgt = json_object_array_get_idx(targets, t), *luns;
-		size_t at = ha_vpath_index(c, t);
+		size_t at = gw_vpath_index(c, t);
 		int rc;
 
 		if (!json_object_is_type(tgt, json_type_object))
-			return ha_verr(c, "expected an object, got %s", jtype(tgt));
+			return gw_verr(c, "expected an object, got %s", jtype(tgt));
 		rc = check_names(c, tgt, &gw_schema_target);
 		if (rc)
 			return rc;
@@ -576,26 +576,26 @@ static int check_targets(struct ha_vctx *c, struct json_object *targets, const s
 			return rc;
 		for (size_t l = 0; luns && l < json_object_array_length(luns); l++) {
 			struct json_object *lun = json_object_array_get_idx(luns, l);
-			size_t lat = ha_vpath_key(c, "luns");
+			size_t lat = gw_vpath_key(c, "luns");
 			const char *dg;
 
-			ha_vpath_index(c, l);
+			gw_vpath_index(c, l);
 			if (!json_object_is_type(lun, json_type_object))
-				return ha_verr(c, "expected an object, got %s", jtype(lun));
+				return gw_verr(c, "expected an object, got %s", jtype(lun));
 			rc = get_str(c, lun, "device_group", false, HA_NAME_MAX, &dg);
 			if (rc)
 				return rc;
 			if (!dg)
 				dg = "default";
 			if (ha_doc_find_dg(d, dg) < 0) {
-				ha_vpath_key(c, "device_group");
-				return ha_verr(c, "'%s' is not a device group of the cluster", dg);
+				gw_vpath_key(c, "device_group");
+				return gw_verr(c, "'%s' is not a device group of the cluster", dg);
 			}
-			ha_vpath_pop(c, lat);
+			gw_vpath_pop(c, lat);
 		}
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
@@ -621,18 +621,18 @@ static bool one_of(const char *s, const char *const *words)
 	return false;
 }
 
-static int check_gateway(struct ha_vctx *c, struct json_object *gw)
+static int check_gateway(struct gw_vctx *c, struct json_object *gw)
 {
-	size_t old = ha_vpath_key(c, "gateway");
+	size_t old = gw_vpath_key(c, "gateway");
 	int rc;
 
 	if (!json_object_is_type(gw, json_type_object))
-		return ha_verr(c, "expected an object, got %s", jtype(gw));
+		return gw_verr(c, "expected an object, got %s", jtype(gw));
 	json_object_object_foreach(gw, key, val) {
 		(void)val;
 		if (!ha_gateway_key(key, strlen(key))) {
-			ha_vpath_key(c, key);
-			return ha_verr(c, "unknown key");
+			gw_vpath_key(c, key);
+			return gw_verr(c, "unknown key");
 		}
 	}
 	for (size_t i = 0; i < gw_schema_config.n; i++) {
@@ -657,10 +657,10 @@ static int check_gateway(struct ha_vctx *c, struct json_object *gw)
 		for (const char *const *w = f->words; *w; w++)
 			snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s",
 				 w == f->words ? "" : ", ", *w);
-		ha_vpath_key(c, f->key);
-		return ha_verr(c, "'%s' is not one of %s", s, words);
+		gw_vpath_key(c, f->key);
+		return gw_verr(c, "'%s' is not one of %s", s, words);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	return 0;
 }
 
@@ -670,30 +670,30 @@ static int check_gateway(struct ha_vctx *c, struct json_object *gw)
  * The first number in v that is not an integer, reported at its path (the
  * canonical text has none). Returns 0 when there is none.
  */
-static int find_double(struct ha_vctx *c, struct json_object *v)
+static int find_double(struct gw_vctx *c, struct json_object *v)
 {
 	size_t old;
 	int rc;
 
 	switch (json_object_get_type(v)) {
 	case json_type_double:
-		return ha_verr(c, "expected an integer, got double");
+		return gw_verr(c, "expected an integer, got double");
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
-			old = ha_vpath_index(c, i);
+			old = gw_vpath_index(c, i);
 			rc = find_double(c, json_object_array_get_idx(v, i));
 			if (rc)
 				return rc;
-			ha_vpath_pop(c, old);
+			gw_vpath_pop(c, old);
 		}
 		return 0;
 	case json_type_object: {
 		json_object_object_foreach(v, key, val) {
-			old = ha_vpath_key(c, key);
+			old = gw_vpath_key(c, key);
 			rc = find_double(c, val);
 			if (rc)
 				return rc;
-			ha_vpath_pop(c, old);
+			gw_vpath_pop(c, old);
 		}
 		return 0;
 	}
@@ -703,7 +703,7 @@ static int find_double(struct ha_vctx *c, struct json_object *v)
 }
 
 /* The canonical text of v into *out; "{}" braces removed when strip. */
-static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char **out)
+static int canon_into(struct gw_vctx *c, struct json_object *v, bool strip, char **out)
 {
 	size_t len;
 	int rc;
@@ -713,7 +713,7 @@ static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char
 		if (rc == -EINVAL && find_double(c, v))
 			return -EINVAL;
 		if (rc == -EINVAL)
-			return ha_verr(c, "a number that is not an integer");
+			return gw_verr(c, "a number that is not an integer");
 		return gw_errf(c->err, c->errlen, rc, "out of memory");
 	}
 	if (strip && len >= 2) {
@@ -724,7 +724,7 @@ static int canon_into(struct ha_vctx *c, struct json_object *v, bool strip, char
 	return 0;
 }
 
-int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
+int ha_config_parse(struct gw_vctx *c, struct json_object *cfg, bool allow_empty,
 		    struct ha_doc *d)
 {
 	struct json_object *targets = NULL, *chap = NULL, *gw = NULL;
@@ -735,8 +735,8 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 	/* every string UTF-8 without NUL: the document is rendered as JSON everywhere */
 	if (gw_json_strings_check(cfg, "", path, sizeof(path), why, sizeof(why))) {
 		if (path[0])
-			ha_vpath_key(c, path);
-		return ha_verr(c, "%s", why);
+			gw_vpath_key(c, path);
+		return gw_verr(c, "%s", why);
 	}
 	rc = ha_vcheck_table(c, cfg, &gw_schema_cluster);
 	if (rc)
@@ -766,8 +766,8 @@ int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty
 	}
 	if (json_object_object_get_ex(cfg, "discovery_chap", &chap) &&
 	    !json_object_is_type(chap, json_type_object)) {
-		ha_vpath_key(c, "discovery_chap");
-		return ha_verr(c, "expected an object, got %s", jtype(chap));
+		gw_vpath_key(c, "discovery_chap");
+		return gw_verr(c, "expected an object, got %s", jtype(chap));
 	}
 	if (json_object_object_get_ex(cfg, "gateway", &gw)) {
 		rc = check_gateway(c, gw);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/names.h"
 
 /* ------------------------------------------------------------ text buffer */
 
@@ -252,10 +253,8 @@ char *ha_json_canon(const struct json_object *v, size_t *len, int *err)
 int ha_json_parse(const char *text, const char *what, struct json_object **out, char *err,
 		  size_t errlen)
 {
-	struct json_tokener *tok;
-	struct json_object *root;
-	unsigned int line, col;
-	size_t len, end;
+	char msg[256];
+	size_t len;
 	int rc;
 
 	*out = NULL;
@@ -265,90 +264,9 @@ int ha_json_parse(const char *text, const char *what, struct json_object **out, 
 	if (len > HA_DOC_MAX)
 		return gw_errf(err, errlen, -EMSGSIZE, "%s: larger than %u bytes", what,
 				  HA_DOC_MAX);
-	tok = json_tokener_new();
-	if (!tok)
-		return gw_errf(err, errlen, -ENOMEM, "%s: out of memory", what);
-	root = json_tokener_parse_ex(tok, text, (int)len);
-	if (!root) {
-		enum json_tokener_error jerr = json_tokener_get_error(tok);
-
-		gw_config_line_col(text, json_tokener_get_parse_end(tok), &line, &col);
-		rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: %s", what, line, col,
-				jerr == json_tokener_continue || jerr == json_tokener_success
-					? "unexpected end of input"
-					: json_tokener_error_desc(jerr));
-		goto err_free_tok;
-	}
-	end = json_tokener_get_parse_end(tok);
-	for (size_t i = end; i < len; i++) {
-		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
-			gw_config_line_col(text, i, &line, &col);
-			rc = gw_errf(err, errlen, -EINVAL, "%s: line %u column %u: trailing data",
-					what, line, col);
-			goto err_put_root;
-		}
-	}
-	json_tokener_free(tok);
-	*out = root;
+	rc = gw_json_parse_text(text, len, "trailing data", out, msg, sizeof(msg));
+	if (rc)
+		return gw_errf(err, errlen, rc, "%s: %s", what, msg);
 	return 0;
-
-err_put_root:
-	json_object_put(root);
-err_free_tok:
-	json_tokener_free(tok);
-	return rc;
 }
 
-/* ------------------------------------------------------------------- paths */
-
-static void vpath_set_len(struct ha_vctx *c, size_t len)
-{
-	c->plen = len < sizeof(c->path) ? len : sizeof(c->path) - 1;
-	c->path[c->plen] = '\0';
-}
-
-void ha_vctx_init(struct ha_vctx *c, char *err, size_t errlen, const char *base)
-{
-	int n;
-
-	c->err = err;
-	c->errlen = errlen;
-	n = snprintf(c->path, sizeof(c->path), "%s", base ? base : "");
-	vpath_set_len(c, n > 0 ? (size_t)n : 0);
-	if (err && errlen)
-		err[0] = '\0';
-}
-
-size_t ha_vpath_key(struct ha_vctx *c, const char *key)
-{
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "%s%s", old ? "." : "", key);
-
-	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
-}
-
-size_t ha_vpath_index(struct ha_vctx *c, size_t i)
-{
-	size_t old = c->plen;
-	int n = snprintf(c->path + old, sizeof(c->path) - old, "[%zu]", i);
-
-	vpath_set_len(c, old + (n > 0 ? (size_t)n : 0));
-	return old;
-}
-
-void ha_vpath_pop(struct ha_vctx *c, size_t len)
-{
-	vpath_set_len(c, len);
-}
-
-int ha_verr(struct ha_vctx *c, const char *fmt, ...)
-{
-	char msg[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return gw_errf(c->err, c->errlen, -EINVAL, "%s: %s", c->plen ? c->path : "config", msg);
-}

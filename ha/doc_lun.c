@@ -74,6 +74,12 @@ static size_t skip_val(const char *s, size_t i)
 	}
 }
 
+/* Where the next element (or member) starts, the one before ending at i. */
+static size_t past_comma(const char *s, size_t i)
+{
+	return s[i] == ',' ? i + 1 : i;
+}
+
 struct member {
 	size_t key, key_end;                    /* the key's text, quotes included */
 	size_t val, val_end;
@@ -85,8 +91,7 @@ struct member {
  */
 static bool next_member(const char *s, size_t *i, struct member *m)
 {
-	if (s[*i] == ',')
-		(*i)++;
+	*i = past_comma(s, *i);
 	if (s[*i] != '"')
 		return false;
 	m->key = *i;
@@ -163,9 +168,7 @@ static int find_target(const char *s, const char *iqn, struct tpos *t, char *err
 			rc = 0;
 			goto out;
 		}
-		i = j + 1;
-		if (s[i] == ',')
-			i++;
+		i = past_comma(s, j + 1);
 	}
 out:
 	free(w);
@@ -215,9 +218,7 @@ static int find_lun(const char *s, size_t a, uint32_t lun, struct lpos *l, const
 			l->el = i;
 			l->el_end = j;
 		}
-		i = j;
-		if (s[i] == ',')
-			i++;
+		i = past_comma(s, j);
 	}
 	if (s[i] != ']')
 		return gw_errf(err, errlen, -EINVAL, "targets[%zu].luns: not canonical text",
@@ -324,13 +325,9 @@ static int store_taken(const char *s, const struct tpos *t, size_t li, const cha
 				rc = gw_store_conflict(err, errlen, what, iqn, lun, name, (uint32_t)n,
 						       key);
 			}
-			a = b;
-			if (s[a] == ',')
-				a++;
+			a = past_comma(s, b);
 		}
-		i = j + 1;
-		if (s[i] == ',')
-			i++;
+		i = past_comma(s, j + 1);
 	}
 out:
 	free(key);

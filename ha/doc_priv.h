@@ -13,11 +13,11 @@
 
 #include "doc.h"
 #include "common/log.h"
+#include "config/names.h"
 
 struct json_object;
 
 #define HA_DOC_COMP "ha-doc"
-#define HA_PATH_MAX 512                 /* longest key path in a message */
 
 /* ------------------------------------------------------------ text buffer */
 
@@ -72,28 +72,14 @@ void ha_doc_journal_replay(const char *path, char *text, size_t len, struct ha_d
 /* doc_lun.c's index of a document made by a LUN added (NULL: none). */
 void ha_doc_lun_idx_free(struct ha_lun_idx *x);
 
-/* ------------------------------------------------------- validation paths */
+/* ------------------------------------------------------- validation */
 
-struct ha_vctx {
-	char *err;
-	size_t errlen;
-	char path[HA_PATH_MAX];
-	size_t plen;
-};
-
-void ha_vctx_init(struct ha_vctx *c, char *err, size_t errlen, const char *base);
-/* Append ".key" / "[i]"; return the length to pop back to with ha_vpath_pop. */
-size_t ha_vpath_key(struct ha_vctx *c, const char *key);
-size_t ha_vpath_index(struct ha_vctx *c, size_t i);
-void ha_vpath_pop(struct ha_vctx *c, size_t len);
-/* "path: message" into err (the root is called "config"); returns -EINVAL. */
-int ha_verr(struct ha_vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
+/* The context of the checks: gw_vctx and its key paths (config/names.h). */
 struct gw_ftable;
 /* Every key of obj (an object, else an error) is a field of table t (config/schema.h). */
-int ha_vcheck_table(struct ha_vctx *c, struct json_object *obj, const struct gw_ftable *t);
+int ha_vcheck_table(struct gw_vctx *c, struct json_object *obj, const struct gw_ftable *t);
 /* Every key of obj (an object, else an error) is one of keys[]. */
-int ha_vcheck_keys(struct ha_vctx *c, struct json_object *obj, const char *const *keys,
+int ha_vcheck_keys(struct gw_vctx *c, struct json_object *obj, const char *const *keys,
 		   size_t nkeys);
 
 /* ------------------------------------------------------------- documents */
@@ -104,13 +90,13 @@ struct ha_doc *ha_doc_alloc(void);
  * groups and private texts from it. allow_empty: "{}" is accepted as the
  * configuration of no nodes (a stored document); otherwise nodes are required.
  */
-int ha_config_parse(struct ha_vctx *c, struct json_object *cfg, bool allow_empty,
+int ha_config_parse(struct gw_vctx *c, struct json_object *cfg, bool allow_empty,
 		    struct ha_doc *d);
 /*
  * doc_tokens.c: check the document's "api_tokens" object (at the path of c)
  * and make its canonical text (*canon, malloc'd; NULL when it is empty).
  */
-int ha_doc_tokens_parse(struct ha_vctx *c, struct json_object *obj, char **canon);
+int ha_doc_tokens_parse(struct gw_vctx *c, struct json_object *obj, char **canon);
 /* Whether s[0..len) is one of the gateway keys (isergwd top-level keys of the cluster). */
 bool ha_gateway_key(const char *s, size_t len);
 

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/fsutil.h"
+#include "config/config.h"
 
 #define ERR_MAX 512
 
@@ -40,6 +41,19 @@ static int fsync_dir(const char *dir)
 		return -errno;
 	rc = fsync(dfd) < 0 ? -errno : 0;
 	close(dfd);
+	return rc;
+}
+
+/*
+ * The end of writing fd: rc is the writes' result; unless it failed, fd is
+ * synced (sync: fsync or fdatasync); fd is closed. The first error, or 0.
+ */
+static int sync_close(int fd, int rc, int (*sync)(int fd))
+{
+	if (!rc && sync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
 	return rc;
 }
 
@@ -68,10 +82,7 @@ int ha_doc_save_text(const char *text, size_t len, const char *dir)
 	rc = gw_write_all(fd, text, len);
 	if (!rc)
 		rc = gw_write_all(fd, "\n", 1);
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
+	rc = sync_close(fd, rc, fsync);
 	if (!rc && rename(tmp, path) < 0)
 		rc = -errno;
 	if (rc)
@@ -125,26 +136,12 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 		rc = gw_errf(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
 		goto err_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = gw_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
+	rc = gw_config_read_fd(fd, (size_t)st.st_size, &buf, &got);
+	if (rc) {
+		gw_errf(err, errlen, rc, "%s: %s", path, rc == -ENOMEM ? "out of memory" :
+			errstr(rc, ebuf, sizeof(ebuf)));
 		goto err_close;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-			goto err_free_buf;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
 	close(fd);
 	rc = doc_file_text(path, buf, got, err, errlen);
 	if (rc) {
@@ -154,8 +151,6 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 	*out = buf;
 	return 0;
 
-err_free_buf:
-	free(buf);
 err_close:
 	close(fd);
 	return rc;
@@ -178,11 +173,7 @@ int ha_doc_journal_append(const char *lines, size_t len, const char *dir)
 	}
 	if (fd < 0)
 		return -errno;
-	rc = gw_write_all(fd, lines, len);
-	if (!rc && fdatasync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
+	rc = sync_close(fd, gw_write_all(fd, lines, len), fdatasync);
 	if (rc || !created)
 		return rc;
 	return fsync_dir(dir);

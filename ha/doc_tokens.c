@@ -36,7 +36,7 @@ int ha_token_check(const char *name, const char *role, const char *hash, char *e
 }
 
 /* One token's object {"created":N,"hash":"...","role":"..."} at the path of c. */
-static int token_parse(struct ha_vctx *c, const char *name, struct json_object *o)
+static int token_parse(struct gw_vctx *c, const char *name, struct json_object *o)
 {
 	static const char *const keys[] = { "created", "hash", "role" };
 	struct json_object *cr, *h, *r;
@@ -48,42 +48,42 @@ static int token_parse(struct ha_vctx *c, const char *name, struct json_object *
 		return rc;
 	if (!json_object_object_get_ex(o, "created", &cr) || !json_object_is_type(cr, json_type_int) ||
 	    json_object_get_int64(cr) < 0)
-		return ha_verr(c, "created: expected seconds since the epoch");
+		return gw_verr(c, "created: expected seconds since the epoch");
 	if (!json_object_object_get_ex(o, "hash", &h) || !json_object_is_type(h, json_type_string) ||
 	    !json_object_object_get_ex(o, "role", &r) || !json_object_is_type(r, json_type_string))
-		return ha_verr(c, "expected the strings hash and role");
+		return gw_verr(c, "expected the strings hash and role");
 	if (strlen(json_object_get_string(h)) != (size_t)json_object_get_string_len(h) ||
 	    strlen(json_object_get_string(r)) != (size_t)json_object_get_string_len(r))
-		return ha_verr(c, "contains a NUL character");
+		return gw_verr(c, "contains a NUL character");
 	if (ha_token_check(name, json_object_get_string(r), json_object_get_string(h), why,
 			   sizeof(why)))
-		return ha_verr(c, "%s", why);
+		return gw_verr(c, "%s", why);
 	return 0;
 }
 
-int ha_doc_tokens_parse(struct ha_vctx *c, struct json_object *obj, char **canon)
+int ha_doc_tokens_parse(struct gw_vctx *c, struct json_object *obj, char **canon)
 {
-	size_t old = ha_vpath_key(c, "api_tokens"), n = 0;
+	size_t old = gw_vpath_key(c, "api_tokens"), n = 0;
 	int rc = 0;
 
 	*canon = NULL;
 	if (!json_object_is_type(obj, json_type_object))
-		return ha_verr(c, "expected an object, got %s",
+		return gw_verr(c, "expected an object, got %s",
 			       json_type_to_name(json_object_get_type(obj)));
 	json_object_object_foreach(obj, name, v) {
-		size_t at = ha_vpath_key(c, name);
+		size_t at = gw_vpath_key(c, name);
 
 		if (++n > HA_TOKENS_MAX)
-			return ha_verr(c, "more than %u tokens", HA_TOKENS_MAX);
+			return gw_verr(c, "more than %u tokens", HA_TOKENS_MAX);
 		if (!api_token_name_ok(name))
-			return ha_verr(c, "not a token name (1..%u of A-Z a-z 0-9 . _ -, starting "
+			return gw_verr(c, "not a token name (1..%u of A-Z a-z 0-9 . _ -, starting "
 				       "with a letter or digit)", API_TOKEN_NAME_MAX);
 		rc = token_parse(c, name, v);
 		if (rc)
 			return rc;
-		ha_vpath_pop(c, at);
+		gw_vpath_pop(c, at);
 	}
-	ha_vpath_pop(c, old);
+	gw_vpath_pop(c, old);
 	if (!n)
 		return 0;
 	*canon = ha_json_canon(obj, NULL, &rc);

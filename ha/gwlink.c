@@ -32,11 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "common/ipc.h"
 #include "common/log.h"
 
 #define COMP "ha-gw"
@@ -69,7 +68,7 @@ struct ha_gwlink {
 	int fd;
 	bool connected;
 	struct reactor_fd h;
-	struct ctl_frame_rx rx;
+	struct gw_frame_rx rx;
 	struct list_head txq;
 	struct reactor_timer reconnect;
 	/* what was sent, in order */
@@ -100,25 +99,19 @@ static void gw_flush(struct ha_gwlink *g)
 {
 	while (!list_empty(&g->txq)) {
 		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);
-		ssize_t n = send(g->fd, t->buf + t->off, t->len - t->off, MSG_NOSIGNAL);
+		int rc = gw_ipc_send_some(g->fd, t->buf, t->len, &t->off);
 
-		if (n > 0) {
-			t->off += (size_t)n;
-			if (t->off == t->len) {
-				list_del(&t->link);
-				free(t->buf);
-				free(t);
-			}
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (rc == 0) {
 			reactor_mod_fd(g->a->r, &g->h, EPOLLIN | EPOLLOUT);
 			return;
 		}
-		gw_disconnect(g, strerror(errno));
-		return;
+		if (rc < 0) {
+			gw_disconnect(g, strerror(-rc));
+			return;
+		}
+		list_del(&t->link);
+		free(t->buf);
+		free(t);
 	}
 	reactor_mod_fd(g->a->r, &g->h, EPOLLIN);
 }
@@ -700,8 +693,10 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		push_done(g, gen, rep->status, rep->error);
 		break;
 	case S_LEASE:
+	case S_LUDONE:
 		if (rep->status)
-			GW_WARN(COMP, "isergwd refused the lease: %s", rep->error);
+			GW_WARN(COMP, "isergwd refused %s: %s",
+				kind == S_LEASE ? "the lease" : "an LU state answer", rep->error);
 		break;
 	case S_LUAPPLY:
 		if (rep->status && rep->status != -ENOENT)
@@ -711,10 +706,6 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			ha_sm_lu_parked_taken(&g->a->sm, lp.naa, lp.parked_upto);
 		ha_sm_lu_gw_applied(&g->a->sm, lp.origin, lp.proposal_id, lp.naa, lp.version,
 				    rep->status == -EALREADY ? 0 : rep->status);
-		break;
-	case S_LUDONE:
-		if (rep->status)
-			GW_WARN(COMP, "isergwd refused an LU state answer: %s", rep->error);
 		break;
 	case S_STATUS:
 		g->polling = false;
@@ -750,7 +741,7 @@ static void gw_cb(void *arg, uint32_t events)
 	if (!g->connected || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
 	for (;;) {
-		rc = ctl_frame_rx_read(&g->rx, g->fd, CTL_FRAME_MAX);
+		rc = gw_frame_rx_read(&g->rx, g->fd, CTL_FRAME_MAX);
 		if (rc == 0)
 			return;
 		if (rc < 0) {
@@ -759,7 +750,7 @@ static void gw_cb(void *arg, uint32_t events)
 			return;
 		}
 		rc = ctl_reply_decode(g->rx.body, g->rx.len, &rep, err, sizeof(err));
-		ctl_frame_rx_reset(&g->rx);
+		gw_frame_rx_reset(&g->rx);
 		if (rc) {
 			GW_WARN(COMP, "bad frame from isergwd: %s", err);
 			gw_disconnect(g, "protocol error");
@@ -787,7 +778,7 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 	g->fd = -1;
 	g->connected = false;
 	g->lus_pushed = false;
-	ctl_frame_rx_reset(&g->rx);
+	gw_frame_rx_reset(&g->rx);
 	while (!list_empty(&g->txq)) {
 		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);
 
@@ -856,17 +847,15 @@ static void ino_watch(struct ha_gwlink *g)
 static void reconnect_cb(void *arg)
 {
 	struct ha_gwlink *g = arg;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
 	Isergw__Ctl__Subscribe sub = ISERGW__CTL__SUBSCRIBE__INIT;
-	int fd;
+	int fd = -1, rc;
 
-	memcpy(sa.sun_path, g->a->opts.gw_socket, strlen(g->a->opts.gw_socket) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	rc = gw_ipc_connect_start(g->a->opts.gw_socket, &fd);
+	if (rc) {
 		if (!g->logged_down)
 			GW_NOTICE(COMP, "isergwd's control socket %s not there (%s): trying every %u ms "
-				  "and when it appears", g->a->opts.gw_socket, strerror(errno),
+				  "and when it appears", g->a->opts.gw_socket, strerror(-rc),
 				  RECONNECT_MS);
 		g->logged_down = true;
 		if (fd >= 0)
@@ -908,7 +897,7 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 
 	if (!g)
 		return -ENOMEM;
-	if (strlen(a->opts.gw_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (strlen(a->opts.gw_socket) >= GW_IPC_PATH_MAX) {
 		free(g);
 		return -ENAMETOOLONG;
 	}
@@ -928,7 +917,7 @@ int ha_gwlink_start(struct ha_agent *a, struct ha_gwlink **out)
 	}
 	ino_watch(g);
 	list_init(&g->txq);
-	ctl_frame_rx_init(&g->rx);
+	gw_frame_rx_init(&g->rx);
 	reactor_timer_init(&g->reconnect, reconnect_cb, g);
 	/* at once: isergwd works on the push while the agent joins the group */
 	reconnect_cb(g);

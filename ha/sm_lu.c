@@ -344,27 +344,43 @@ static void parked_settle(struct ha_sm *sm)
 		GW_INFO(COMP, "%zu parked unit attention(s) went to nodes back in the group", dropped);
 }
 
+/*
+ * A Sync's repeated field of n messages of size bytes: the table of pointers
+ * to them, the messages zeroed in one block at table[0] (as
+ * ha_sm_lu_free_sync frees them); NULL when out of memory, logged naming
+ * what the Sync then carries none of.
+ */
+static void **sync_table(size_t n, size_t size, const char *what)
+{
+	void **t = calloc(n, sizeof(*t));
+	char *m = calloc(n, size);
+
+	if (!t || !m) {
+		GW_ERR(COMP, "out of memory: the Sync carries no %s", what);
+		free(t);
+		free(m);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		t[i] = m + i * size;
+	return t;
+}
+
 static void fill_parked(struct ha_sm *sm, Isergw__Ha__Sync *s)
 {
 	struct ha_lus *l = &sm->lus;
-	Isergw__Ha__LuParked *p, **pp;
+	Isergw__Ha__LuParked **pp;
 
 	s->lu_parked = NULL;
 	s->n_lu_parked = 0;
 	if (!l->nparked)
 		return;
-	p = calloc(l->nparked, sizeof(*p));
-	pp = calloc(l->nparked, sizeof(*pp));
-	if (!p || !pp) {
-		GW_ERR(COMP, "out of memory: the Sync carries no parked unit attention");
-		free(p);
-		free(pp);
+	pp = (Isergw__Ha__LuParked **)sync_table(l->nparked, sizeof(**pp),
+						 "parked unit attention");
+	if (!pp)
 		return;
-	}
-	for (size_t i = 0; i < l->nparked; i++) {
-		ha_lu_parked_to_pb(&l->parked[i], &p[i]);
-		pp[i] = &p[i];
-	}
+	for (size_t i = 0; i < l->nparked; i++)
+		ha_lu_parked_to_pb(&l->parked[i], pp[i]);
 	s->lu_parked = pp;
 	s->n_lu_parked = l->nparked;
 }
@@ -826,7 +842,7 @@ void ha_sm_lu_view(struct ha_sm *sm)
 static void fill_locks(struct ha_sm *sm, Isergw__Ha__Sync *s)
 {
 	struct ha_lus *l = &sm->lus;
-	Isergw__Ha__LuLock *k, **kp;
+	Isergw__Ha__LuLock **kp;
 	size_t n = 0;
 
 	s->lu_locks = NULL;
@@ -835,29 +851,24 @@ static void fill_locks(struct ha_sm *sm, Isergw__Ha__Sync *s)
 		n += l->locks[i].origin == sm->nodeid && l->locks[i].granted;
 	if (!n)
 		return;
-	k = calloc(n, sizeof(*k));
-	kp = calloc(n, sizeof(*kp));
-	if (!k || !kp) {
-		GW_ERR(COMP, "out of memory: the Sync carries no lock");
-		free(k);
-		free(kp);
+	kp = (Isergw__Ha__LuLock **)sync_table(n, sizeof(**kp), "lock");
+	if (!kp)
 		return;
-	}
 	n = 0;
 	for (size_t i = 0; i < l->nlocks; i++) {
 		const struct ha_lbalock *e = &l->locks[i];
+		Isergw__Ha__LuLock *k;
 
 		if (e->origin != sm->nodeid || !e->granted)
 			continue;
-		isergw__ha__lu_lock__init(&k[n]);
-		k[n].origin = e->origin;
-		k[n].lock_id = e->id;
-		k[n].naa.data = (uint8_t *)(uintptr_t)e->naa;
-		k[n].naa.len = 16;
-		k[n].lba = e->lba;
-		k[n].blocks = e->blocks;
-		kp[n] = &k[n];
-		n++;
+		k = kp[n++];
+		isergw__ha__lu_lock__init(k);
+		k->origin = e->origin;
+		k->lock_id = e->id;
+		k->naa.data = (uint8_t *)(uintptr_t)e->naa;
+		k->naa.len = 16;
+		k->lba = e->lba;
+		k->blocks = e->blocks;
 	}
 	s->lu_locks = kp;
 	s->n_lu_locks = n;
@@ -866,7 +877,7 @@ static void fill_locks(struct ha_sm *sm, Isergw__Ha__Sync *s)
 void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s)
 {
 	struct ha_lus *l = &sm->lus;
-	Isergw__Ha__LuBlob *b, **bp;
+	Isergw__Ha__LuBlob **bp;
 
 	fill_locks(sm, s);
 	fill_parked(sm, s);
@@ -874,22 +885,18 @@ void ha_sm_lu_fill_sync(struct ha_sm *sm, Isergw__Ha__Sync *s)
 	s->n_lu_states = 0;
 	if (!l->n)
 		return;
-	b = calloc(l->n, sizeof(*b));
-	bp = calloc(l->n, sizeof(*bp));
-	if (!b || !bp) {
-		GW_ERR(COMP, "out of memory: the Sync carries no LU state");
-		free(b);
-		free(bp);
+	bp = (Isergw__Ha__LuBlob **)sync_table(l->n, sizeof(**bp), "LU state");
+	if (!bp)
 		return;
-	}
 	for (size_t i = 0; i < l->n; i++) {
-		isergw__ha__lu_blob__init(&b[i]);
-		b[i].naa.data = l->v[i].naa;
-		b[i].naa.len = 16;
-		b[i].version = l->v[i].version;
-		b[i].state.data = l->v[i].state;
-		b[i].state.len = l->v[i].len;
-		bp[i] = &b[i];
+		Isergw__Ha__LuBlob *b = bp[i];
+
+		isergw__ha__lu_blob__init(b);
+		b->naa.data = l->v[i].naa;
+		b->naa.len = 16;
+		b->version = l->v[i].version;
+		b->state.data = l->v[i].state;
+		b->state.len = l->v[i].len;
 	}
 	s->lu_states = bp;
 	s->n_lu_states = l->n;

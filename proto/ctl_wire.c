@@ -32,6 +32,50 @@ int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len)
 	return 0;
 }
 
+/* ------------------------------------------------------------ reply arena */
+
+void *ctl_arena_alloc(struct arena *a, size_t size)
+{
+	void *m;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		void **np = realloc(a->p, cap * sizeof(*np));
+
+		if (!np) {
+			a->failed = true;
+			return NULL;
+		}
+		a->p = np;
+		a->cap = cap;
+	}
+	m = calloc(1, size ? size : 1);
+	if (!m) {
+		a->failed = true;
+		return NULL;
+	}
+	a->p[a->n++] = m;
+	return m;
+}
+
+char *ctl_arena_strdup(struct arena *a, const char *s)
+{
+	size_t len = strlen(s);
+	char *d = ctl_arena_alloc(a, len + 1);
+
+	if (d)
+		memcpy(d, s, len + 1);
+	return d ? d : ctl_str("");
+}
+
+void ctl_arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->p[i]);
+	free(a->p);
+	memset(a, 0, sizeof(*a));
+}
+
 /* ------------------------------------------------------------ checks */
 
 int ctl_check_enums(const ProtobufCMessage *m, char *err, size_t errlen)

@@ -9,6 +9,7 @@
 #ifndef ISERGW_CTL_WIRE_H
 #define ISERGW_CTL_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,22 @@ static inline int ctl_frame_rx_read(struct gw_frame_rx *rx, int fd, uint32_t max
  * (CTL_REPLY_FRAME_MAX for a Reply).
  */
 int ctl_frame_pack(const ProtobufCMessage *m, uint8_t **out, size_t *len);
+
+/*
+ * Allocations of one reply (isergwd's, the agent's), freed together once it
+ * is packed. Zeroed to start; any allocation that failed sets failed.
+ */
+struct arena {
+	void **p;
+	size_t n, cap;
+	bool failed;
+};
+
+/* size bytes, zeroed, or NULL (a->failed set). */
+void *ctl_arena_alloc(struct arena *a, size_t size);
+/* A copy of s, or "" when out of memory (a->failed tells). */
+char *ctl_arena_strdup(struct arena *a, const char *s);
+void ctl_arena_free(struct arena *a);
 
 /*
  * Unpack and check a Request: a known operation, enum values that exist,

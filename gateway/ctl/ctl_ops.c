@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Control operations answered at once on the control thread: GetStatus,
- * ApplyConfig and ChangeLun (with their epochs), Subscribe; and the arena
- * replies are built in (ctl_priv.h).
+ * ApplyConfig and ChangeLun (with their epochs), Subscribe.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,50 +11,6 @@
 
 #include "ctl_priv.h"
 #include "common/log.h"
-
-/* ------------------------------------------------------------ reply arena */
-
-void *ctl_arena_alloc(struct arena *a, size_t size)
-{
-	void *m;
-
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 32;
-		void **np = realloc(a->p, cap * sizeof(*np));
-
-		if (!np) {
-			a->failed = true;
-			return NULL;
-		}
-		a->p = np;
-		a->cap = cap;
-	}
-	m = calloc(1, size ? size : 1);
-	if (!m) {
-		a->failed = true;
-		return NULL;
-	}
-	a->p[a->n++] = m;
-	return m;
-}
-
-char *ctl_arena_strdup(struct arena *a, const char *s)
-{
-	size_t len = strlen(s);
-	char *d = ctl_arena_alloc(a, len + 1);
-
-	if (d)
-		memcpy(d, s, len + 1);
-	return d ? d : ctl_str("");
-}
-
-void ctl_arena_free(struct arena *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->p[i]);
-	free(a->p);
-	memset(a, 0, sizeof(*a));
-}
 
 /* ------------------------------------------------------------ requests */
 

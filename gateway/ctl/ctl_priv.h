@@ -6,7 +6,7 @@
  *   ctl.c              the control socket on the IPC endpoint (common/ipc.h:
  *                      SO_PEERCRED, frames, clients and their queues),
  *                      subscriptions, dispatch, the thread
- *   ctl_ops.c          GetStatus, ApplyConfig (epochs), Subscribe, the reply arena
+ *   ctl_ops.c          GetStatus, ApplyConfig (epochs), Subscribe
  *   ctl_ops_alua.c     Set/GetAluaStates, SetAluaMap, transitions, AluaRequestDone,
  *                      ALUA events
  *   ctl_ops_lease.c    RenewLease, StepDown, GetLease, the lease's timer
@@ -124,21 +124,6 @@ void ctl_event_done(struct gw_ctl *ctl, void *m);
 void ctl_reply_refused(struct ctl_client *c, const CtlRequest *req, int rc, const char *why);
 /* The same answer without the log line (the caller logged the reason). */
 void ctl_reply_err(struct ctl_client *c, int status, const char *why);
-
-/* ------------------------------------------------------------ reply arena (ctl_ops.c) */
-
-
-/* Allocations of one reply, freed together once it is packed. */
-struct arena {
-	void **p;
-	size_t n, cap;
-	bool failed;
-};
-
-void *ctl_arena_alloc(struct arena *a, size_t size);
-/* A copy of s, or "" when out of memory (a->failed tells). */
-char *ctl_arena_strdup(struct arena *a, const char *s);
-void ctl_arena_free(struct arena *a);
 
 /* ------------------------------------------------------------ operations */
 
