@@ -50,14 +50,22 @@ static void barrier_step(void *arg)
 	}
 }
 
+/* Memory for a request that frees something later; without it that leaks, said once here. */
+static void *alloc_or_leak(size_t size, const char *what)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		GW_WARN(COMP, "out of memory: leaking %s", what);
+	return p;
+}
+
 void gw_free_after_reactors(struct gw *gw, void (*fn)(void *), void *arg)
 {
-	struct gw_barrier *b = malloc(sizeof(*b));
+	struct gw_barrier *b = alloc_or_leak(sizeof(*b), "a cross-reactor request");
 
-	if (!b) {
-		GW_WARN(COMP, "out of memory: leaking a cross-reactor request");
+	if (!b)
 		return;
-	}
 	b->fn = fn;
 	b->arg = arg;
 	atomic_init(&b->left, gw->nreactors);
@@ -68,40 +76,28 @@ void gw_free_after_reactors(struct gw *gw, void (*fn)(void *), void *arg)
 
 static void gw_retire(struct gw *gw, void (*free_fn)(void *), void *obj)
 {
-	struct gw_retired *r = malloc(sizeof(*r));
+	struct gw_retired *r = alloc_or_leak(sizeof(*r), "a retired object");
 
-	if (!r) {
-		GW_WARN(COMP, "out of memory: leaking a retired object");
+	if (!r)
 		return;
-	}
 	r->free_fn = free_fn;
 	r->obj = obj;
 	r->next = gw->retired;
 	gw->retired = r;
 }
 
-static void pr_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out, size_t len)
-{
-	char hex[2 * sizeof(lc->naa) + 1];
-	int n;
-
-	for (size_t k = 0; k < sizeof(lc->naa); k++)
-		snprintf(hex + 2 * k, 3, "%02x", lc->naa[k]);
-	n = snprintf(out, len, "%.*s/pr-%s.json", (int)(len - sizeof(hex) - 10), gw->cfg->state_dir,
-		     hex);
-	(void)n;
-}
-
-/* The LU's state file shared with the other nodes: named after its NAA. */
-static void shared_path_for(const struct gw *gw, const struct gw_lun_cfg *lc, char *out,
-			    size_t len)
+/*
+ * A file of the LU named after its NAA: DIR/PREFIX-<naa in hex>SUFFIX. The
+ * directory is cut short rather than the name when out is too small.
+ */
+static void naa_path_for(const struct gw_lun_cfg *lc, const char *dir, const char *prefix,
+			 const char *suffix, char *out, size_t len)
 {
 	char hex[2 * sizeof(lc->naa) + 1];
 
 	for (size_t k = 0; k < sizeof(lc->naa); k++)
 		snprintf(hex + 2 * k, 3, "%02x", lc->naa[k]);
-	snprintf(out, len, "%.*s/lu-%s.state", (int)(len - sizeof(hex) - 10),
-		 gw->cfg->shared_state_dir, hex);
+	snprintf(out, len, "%.*s/%s%s%s", (int)(len - sizeof(hex) - 10), dir, prefix, hex, suffix);
 }
 
 /* A LUN path for log lines: the user and secret of an iscsi:// URL left out. */
@@ -341,12 +337,14 @@ static int lun_open(struct gw *gw, struct gw_target *t, const struct gw_target_c
 	lp.thin = lc->thin;
 	lp.max_xfer_bytes = (uint32_t)lc->max_transfer;
 	snprintf(lp.alua_dg, sizeof(lp.alua_dg), "%s", lc->device_group);
+	/* the LU state: carried by the cluster, in a file shared with the other nodes, or ours */
 	if (gw->lu_state_cluster)
 		lp.cluster_state = true;
 	else if (gw->cfg->shared_state_dir[0])
-		shared_path_for(gw, lc, lp.shared_path, sizeof(lp.shared_path));
+		naa_path_for(lc, gw->cfg->shared_state_dir, "lu-", ".state", lp.shared_path,
+			     sizeof(lp.shared_path));
 	else
-		pr_path_for(gw, lc, lp.pr_path, sizeof(lp.pr_path));
+		naa_path_for(lc, gw->cfg->state_dir, "pr-", ".json", lp.pr_path, sizeof(lp.pr_path));
 	rc = scsi_lu_create(&lp, b, lout);
 	if (rc) {
 		snprintf(why, sizeof(why), "cannot create the logical unit: %s", strerror(-rc));
@@ -982,10 +980,29 @@ static void reload_luns_drop(struct gw *gw, struct gw_target *t, const struct gw
 			fault_drop(t, t->faults[i].lun);
 }
 
+/*
+ * A LUN opened while the target serves: every session of the target gets
+ * its nexus on the new LU, then the reactors see the LU (release store).
+ * Under gw->sess_lock.
+ */
+static void lun_publish(struct gw *gw, struct gw_target *t, uint32_t lun, struct bdev *b,
+			struct scsi_lu *lu)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &gw->sessions) {
+		struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
+
+		if (s->target == t)
+			scsi_lu_itn_add(lu, &s->itn);
+	}
+	t->bdevs[lun] = b;
+	__atomic_store_n(&t->luns[lun], lu, __ATOMIC_RELEASE);
+}
+
 static void reload_luns_add(struct gw *gw, struct gw_target *t, const struct gw_target_cfg *ncfg)
 {
 	char logpath[PATH_MAX];
-	struct list_head *pos;
 
 	for (size_t i = 0; i < ncfg->nluns; i++) {
 		const struct gw_lun_cfg *nl = &ncfg->luns[i];
@@ -996,14 +1013,7 @@ static void reload_luns_add(struct gw *gw, struct gw_target *t, const struct gw_
 			continue;
 		if (lun_open(gw, t, ncfg, nl, &b, &lu, NULL, 0, false))
 			continue;       /* logged once per change of its reason */
-		list_for_each(pos, &gw->sessions) {
-			struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
-
-			if (s->target == t)
-				scsi_lu_itn_add(lu, &s->itn);
-		}
-		t->bdevs[nl->lun] = b;
-		__atomic_store_n(&t->luns[nl->lun], lu, __ATOMIC_RELEASE);
+		lun_publish(gw, t, nl->lun, b, lu);
 		GW_NOTICE(COMP, "reload: target %s LUN %u (%s) added", ncfg->iqn, nl->lun,
 			  path_for_log(nl->path, logpath, sizeof(logpath)));
 	}
@@ -1016,6 +1026,22 @@ static struct gw_target *target_by_iqn(struct gw *gw, const char *iqn)
 		if (!gw->targets[i]->removed && strcmp(gw->targets[i]->cfg->iqn, iqn) == 0)
 			return gw->targets[i];
 	return NULL;
+}
+
+/*
+ * Takes gw->sess_lock (the caller unlocks it) and finds the target named
+ * iqn, with its configuration (an element of gw->cfg, which this daemon
+ * owns, so the caller may change it): NULL when there is none.
+ */
+static struct gw_target *target_lock(struct gw *gw, const char *iqn, struct gw_target_cfg **tc)
+{
+	struct gw_target *t;
+
+	pthread_mutex_lock(&gw->sess_lock);
+	t = target_by_iqn(gw, iqn);
+	if (t)
+		*tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
+	return t;
 }
 
 bool gw_lun_exists(struct gw *gw, const char *iqn, uint32_t lun)
@@ -1039,21 +1065,17 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc, char
 	struct gw_target_cfg *tc;
 	struct gw_lun_cfg *luns;
 	struct gw_target *t;
-	struct list_head *pos;
 	struct scsi_lu *lu;
 	struct bdev *b;
 	int rc;
 
 	if (lc->lun >= GW_MAX_LUNS)
 		return -ERANGE;
-	pthread_mutex_lock(&gw->sess_lock);
-	t = target_by_iqn(gw, iqn);
+	t = target_lock(gw, iqn, &tc);
 	if (!t) {
 		rc = -ENOENT;
 		goto out;
 	}
-	/* the target's configuration is an element of gw->cfg, which this daemon owns */
-	tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
 	/* an LU in the table: the configuration lists it (one that failed to open is not there) */
 	if (t->luns[lc->lun]) {
 		rc = -EEXIST;
@@ -1077,14 +1099,7 @@ int gw_lun_add(struct gw *gw, const char *iqn, const struct gw_lun_cfg *lc, char
 	if (rc)
 		goto out;
 	luns[tc->nluns++] = *lc;
-	list_for_each(pos, &gw->sessions) {
-		struct iscsi_session *s = list_entry(pos, struct iscsi_session, link);
-
-		if (s->target == t)
-			scsi_lu_itn_add(lu, &s->itn);
-	}
-	t->bdevs[lc->lun] = b;
-	__atomic_store_n(&t->luns[lc->lun], lu, __ATOMIC_RELEASE);
+	lun_publish(gw, t, lc->lun, b, lu);
 	GW_NOTICE(COMP, "target %s LUN %u (%s) added", iqn, lc->lun,
 		  path_for_log(lc->path, logpath, sizeof(logpath)));
 out:
@@ -1101,13 +1116,11 @@ int gw_lun_remove(struct gw *gw, const char *iqn, uint32_t lun)
 	size_t i;
 	int rc = 0;
 
-	pthread_mutex_lock(&gw->sess_lock);
-	t = target_by_iqn(gw, iqn);
+	t = target_lock(gw, iqn, &tc);
 	if (!t) {
 		rc = -ENOENT;
 		goto out;
 	}
-	tc = (struct gw_target_cfg *)(uintptr_t)t->cfg;
 	for (i = 0; i < tc->nluns && tc->luns[i].lun != lun; i++)
 		;
 	if (i == tc->nluns) {
