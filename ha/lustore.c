@@ -21,6 +21,7 @@
 
 #include "agent.h"
 #include "isergw_ctl.pb-c.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 
 #define COMP "ha-lu"
@@ -37,7 +38,7 @@ int ha_lu_save(const struct ha_sm *sm, const char *dir)
 	size_t npk = 0;
 	char path[PATH_MAX], tmp[PATH_MAX];
 	uint8_t *buf = NULL;
-	size_t len, off = 0;
+	size_t len;
 	int fd = -1, rc = 0;
 
 	if (!b || !bp || !pk || !pkp) {
@@ -82,17 +83,9 @@ int ha_lu_save(const struct ha_sm *sm, const char *dir)
 		rc = -errno;
 		goto out;
 	}
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		off += (size_t)n;
-	}
+	rc = gw_write_all(fd, buf, len);
+	if (rc)
+		goto out;
 	if (fsync(fd) < 0) {
 		rc = -errno;
 		goto out;
