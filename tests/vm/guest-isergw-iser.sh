@@ -245,7 +245,7 @@ vm_log "target kind $KIND${DAEMON:+ ($DAEMON)}, disk $SIZE on guest tmpfs"
 if step "target up (iser)" start_target iser; then
 	if ! skipped kernel && target_alive; then
 		if step "kernel iSER login" login_iser; then
-			step "fio 4k randwrite+verify" vm_fio_verify k-rand4k "$VM_DEV" randwrite 4k 64M 32
+			step "fio 4k randwrite+verify" vm_fio_verify k-rand4k "$VM_DEV" randwrite 4k 32M 32
 			step "fio 1M seq write+verify" vm_fio_verify k-seq1m "$VM_DEV" write 1M 128M 8
 			step "mkfs.ext4, copy tree, fsck" fs_prepare
 			step "logout" logout_iser
