@@ -617,9 +617,15 @@ int ha_doc_with_runtime(const struct ha_doc *d, const int *owner, const int *mov
 		memcpy(n->owner, owner, d->ndgs * sizeof(*owner));
 		memcpy(n->moving_from, moving_from, d->ndgs * sizeof(*moving_from));
 	}
-	/* the live set is rendered as fencing keys: a change of it is a configuration change */
-	n->delta_placement = !ha_doc_backend_fencing(d) || !d->nnodes ||
-			     !memcmp(d->live, live, d->nnodes * sizeof(*live));
+	/*
+	 * the live set is rendered as fencing keys: the nodes whose liveness
+	 * turned get or lose their own key (the whole configuration), the
+	 * others' keys to fence go with their ALUA maps
+	 */
+	n->delta_placement = true;
+	for (size_t k = 0; ha_doc_backend_fencing(d) && k < d->nnodes; k++)
+		if (d->live[k] != live[k])
+			n->delta_live |= 1u << k;
 	if (d->nnodes)
 		memcpy(n->live, live, d->nnodes * sizeof(*live));
 	return finish_or_free(n, out);

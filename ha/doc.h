@@ -121,6 +121,14 @@ struct ha_doc {                         /* immutable once built; free with ha_do
 	 * from its ALUA map alone (ha_doc_push_kind).
 	 */
 	bool delta_placement;
+	/*
+	 * With delta_placement, the nodes (bit k: node k) whose liveness that
+	 * change turned, when fencing keys are rendered: every other node's
+	 * rendering differs also in backend_pr_fence (ha_doc_fence_keys), which
+	 * its ALUA map carries (HA_PUSH_PLACEMENT_FENCE); theirs gains or
+	 * loses the node's own key, which only the whole configuration gives.
+	 */
+	uint32_t delta_live;
 	struct ha_lun_idx *lun_idx;     /* private (doc_lun.c): for the next LUN added */
 };
 
@@ -223,15 +231,24 @@ char *ha_doc_render_node_opts(const struct ha_doc *d, int node, const struct ha_
  * isergwd"): the whole configuration then the ALUA map (HA_PUSH_CONFIG),
  * the one LUN d changes (HA_PUSH_LUN: d->delta_target), or the ALUA map
  * alone when d changes only where device groups are served (HA_PUSH_PLACEMENT:
- * d->delta_placement). Anything but d->generation == held + 1 is
- * HA_PUSH_CONFIG.
+ * d->delta_placement), with node's fencing keys when the live set changed
+ * too (HA_PUSH_PLACEMENT_FENCE: ha_doc_fence_keys; an isergwd that cannot
+ * fence on a map needs HA_PUSH_CONFIG then). Anything but d->generation ==
+ * held + 1, or node's own liveness changed, is HA_PUSH_CONFIG.
  */
 enum ha_push {
 	HA_PUSH_CONFIG = 0,
 	HA_PUSH_LUN,
 	HA_PUSH_PLACEMENT,
+	HA_PUSH_PLACEMENT_FENCE,
 };
-enum ha_push ha_doc_push_kind(const struct ha_doc *d, uint64_t held);
+enum ha_push ha_doc_push_kind(const struct ha_doc *d, int node, uint64_t held);
+/*
+ * The backend reservation keys node k's rendering lists to fence
+ * (backend_pr_fence: the nodes not live) into out (room for HA_NODES_MAX);
+ * how many. 0 when fencing is off or k is not live (it lists none).
+ */
+size_t ha_doc_fence_keys(const struct ha_doc *d, size_t k, uint64_t *out);
 /*
  * The target port group isergwd knows as device group g's owner (the
  * rendered owner_tpg_id): the owner's tpg_id, 0 when there is none or it has

@@ -45,21 +45,29 @@ bool ha_doc_backend_fencing(const struct ha_doc *d)
 	return !(d->gateway_members && strstr(d->gateway_members, "\"backend_fencing\":\"none\""));
 }
 
+size_t ha_doc_fence_keys(const struct ha_doc *d, size_t k, uint64_t *out)
+{
+	size_t nk = 0;
+
+	if (!ha_doc_backend_fencing(d) || !d->live || k >= d->nnodes || !d->live[k])
+		return 0;
+	for (size_t n = 0; n < d->nnodes; n++)
+		if (n != k && !d->live[n])
+			out[nk++] = gw_backend_pr_key(d->nodes[n].tpg_id);
+	return nk;
+}
+
 static void put_fence_keys(struct ha_sbuf *b, const struct ha_doc *d, size_t k)
 {
-	bool first = true;
+	uint64_t keys[HA_NODES_MAX];
+	size_t nk = ha_doc_fence_keys(d, k, keys);
 
 	if (!ha_doc_backend_fencing(d) || !d->live || !d->live[k])
 		return;
 	ha_sb_printf(b, "\"backend_pr_key\":\"0x%016llx\",\"backend_pr_fence\":[",
 		     (unsigned long long)gw_backend_pr_key(d->nodes[k].tpg_id));
-	for (size_t n = 0; n < d->nnodes; n++) {
-		if (n == k || d->live[n])
-			continue;
-		ha_sb_printf(b, "%s\"0x%016llx\"", first ? "" : ",",
-			     (unsigned long long)gw_backend_pr_key(d->nodes[n].tpg_id));
-		first = false;
-	}
+	for (size_t i = 0; i < nk; i++)
+		ha_sb_printf(b, "%s\"0x%016llx\"", i ? "," : "", (unsigned long long)keys[i]);
 	ha_sb_puts(b, "],");
 }
 
@@ -166,16 +174,21 @@ size_t ha_doc_floating_tpgs(const struct ha_doc *d, uint16_t out[HA_FLOATING_MAX
 	return n;
 }
 
-enum ha_push ha_doc_push_kind(const struct ha_doc *d, uint64_t held)
+enum ha_push ha_doc_push_kind(const struct ha_doc *d, int node, uint64_t held)
 {
 	if (!d || !held || d->generation != held + 1)
 		return HA_PUSH_CONFIG;
 	if (d->delta_target)
 		return HA_PUSH_LUN;
 	/* a map of no device group is no request: the configuration then */
-	if (d->delta_placement && d->ndgs)
+	if (!d->delta_placement || !d->ndgs)
+		return HA_PUSH_CONFIG;
+	if (!d->delta_live)
 		return HA_PUSH_PLACEMENT;
-	return HA_PUSH_CONFIG;
+	/* the node's own key comes or goes: only the whole configuration has it */
+	if (node < 0 || node >= HA_NODES_MAX || (d->delta_live & (1u << node)))
+		return HA_PUSH_CONFIG;
+	return HA_PUSH_PLACEMENT_FENCE;
 }
 
 char *ha_doc_render_node(const struct ha_doc *d, int node, char *err, size_t errlen)

@@ -12,11 +12,13 @@
  * A generation made by one LUN change from the one isergwd holds goes as
  * that change alone (ChangeLun, epoch = generation: the LUN opened or
  * closed, nothing reloaded, no ALUA map since the map did not change); one
- * that changes only where device groups are served (a failover without a
- * fencing key to change, a drain, a move) as its ALUA map alone (SetAluaMap
- * with config_epoch and the owners: nothing rendered, parsed or reloaded);
- * any other (ha_doc_push_kind), or a ChangeLun or placement isergwd
- * refuses, as the whole configuration.
+ * that changes only where device groups are served (a failover, a drain, a
+ * move) as its ALUA map alone (SetAluaMap with config_epoch and the owners:
+ * nothing rendered, parsed or reloaded), with the keys of the nodes to fence
+ * at the backend when the live set changed (isergwd preempts them before it
+ * sets a state, if its Subscribed reply says it can: else the whole
+ * configuration, whose reload fences them); any other (ha_doc_push_kind),
+ * or a ChangeLun or placement isergwd refuses, as the whole configuration.
  *
  * Replies come in request order: a FIFO of what was sent says what each one
  * answers. Disconnected, the link tries again every 200 ms, and at once when
@@ -81,6 +83,7 @@ struct ha_gwlink {
 	uint64_t epoch;                 /* isergwd's, as last seen */
 	uint64_t config_gen;            /* the generation of the configuration isergwd holds */
 	bool lus_pushed;                /* this connection's isergwd got the LU states */
+	bool map_fences;                /* its isergwd fences at the backend on a SetAluaMap */
 	bool logged_down;
 	/* the socket's directory watched: its file appearing means isergwd listens (soon) */
 	int ino_fd;                     /* -1: none */
@@ -148,9 +151,10 @@ static int gw_send(struct ha_gwlink *g, const CtlRequest *req, enum sent_kind ki
 /*
  * The ALUA map of generation gen (S_ALUA), or, with base (the generation
  * whose configuration isergwd holds), the placement-only change from base to
- * gen: the map with every device group's owner (S_PLACE).
+ * gen: the map with every device group's owner (S_PLACE), and with fence
+ * (node self's index) the keys its configuration lists to fence.
  */
-static void push_alua(struct ha_gwlink *g, uint64_t gen, uint64_t base)
+static void push_alua(struct ha_gwlink *g, uint64_t gen, uint64_t base, int fence)
 {
 	const struct ha_doc *d = g->a->sm.doc;
 	CtlRequest req = ISERGW__CTL__REQUEST__INIT;
@@ -163,6 +167,7 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen, uint64_t base)
 	Isergw__Ctl__AluaGroupState *gs = calloc(d->ndgs * per + 1, sizeof(*gs));
 	Isergw__Ctl__AluaGroupState **gsp = calloc(d->ndgs * per + 1, sizeof(*gsp));
 	struct ha_alua_entry *e = calloc(d->nnodes + 1, sizeof(*e));
+	uint64_t keys[HA_NODES_MAX];
 	size_t k = 0;
 
 	if (!dgs || !dgp || !gs || !gsp || !e) {
@@ -198,6 +203,11 @@ static void push_alua(struct ha_gwlink *g, uint64_t gen, uint64_t base)
 	map.n_device_groups = d->ndgs;
 	map.transition_ms = g->a->opts.transition_ms;
 	map.config_epoch = base;
+	if (fence >= 0) {
+		map.backend_pr_fence_set = true;
+		map.n_backend_pr_fence = ha_doc_fence_keys(d, (size_t)fence, keys);
+		map.backend_pr_fence = keys;
+	}
 	req.op_case = ISERGW__CTL__REQUEST__OP_SET_ALUA_MAP;
 	req.set_alua_map = &map;
 	if (gw_send(g, &req, base ? S_PLACE : S_ALUA, gen))
@@ -253,11 +263,13 @@ static void push_next(struct ha_gwlink *g)
 		return;
 	}
 	/* isergwd holds the configuration and the map of pushed_gen, or nothing known */
-	kind = ha_doc_push_kind(d, g->config_gen == g->pushed_gen ? g->pushed_gen : 0);
-	if (kind == HA_PUSH_PLACEMENT) {
-		/* where device groups are served, nothing else: the ALUA map alone */
+	kind = ha_doc_push_kind(d, self, g->config_gen == g->pushed_gen ? g->pushed_gen : 0);
+	if (kind == HA_PUSH_PLACEMENT ||
+	    (kind == HA_PUSH_PLACEMENT_FENCE && g->map_fences)) {
+		/* where device groups are served (and whom to fence first): the ALUA map alone */
 		g->pushing_gen = d->generation;
-		push_alua(g, d->generation, g->pushed_gen);
+		push_alua(g, d->generation, g->pushed_gen,
+			  kind == HA_PUSH_PLACEMENT_FENCE ? self : -1);
 		return;
 	}
 	if (kind == HA_PUSH_LUN) {
@@ -662,7 +674,7 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 			push_done(g, gen, 0, NULL);
 			break;
 		}
-		push_alua(g, gen, 0);
+		push_alua(g, gen, 0, -1);
 		break;
 	case S_LUN:
 		if (rep->status) {
@@ -723,6 +735,8 @@ static void on_reply(struct ha_gwlink *g, CtlReply *rep)
 		else if (strcmp(rep->subscribed->alua_policy, "external"))
 			GW_WARN(COMP, "isergwd's alua_policy is %s, not external",
 				rep->subscribed->alua_policy);
+		/* an older isergwd gets a changed live set as the whole configuration */
+		g->map_fences = !rep->status && rep->subscribed->map_fences;
 		break;
 	}
 	if (g->want)
@@ -778,6 +792,7 @@ static void gw_disconnect(struct ha_gwlink *g, const char *why)
 	g->fd = -1;
 	g->connected = false;
 	g->lus_pushed = false;
+	g->map_fences = false;
 	gw_frame_rx_reset(&g->rx);
 	while (!list_empty(&g->txq)) {
 		struct txbuf *t = list_first_entry(&g->txq, struct txbuf, link);

@@ -190,6 +190,19 @@ static int check_set_alua_map(const Isergw__Ctl__SetAluaMap *m, char *err, size_
 		if (rc)
 			return rc;
 	}
+	if ((m->backend_pr_fence_set || m->n_backend_pr_fence) && !m->config_epoch)
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: backend_pr_fence without "
+			       "config_epoch (only a placement-only change carries it)");
+	if (m->n_backend_pr_fence && !m->backend_pr_fence_set)
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: backend_pr_fence without "
+			       "backend_pr_fence_set");
+	if (m->n_backend_pr_fence > CTL_PR_FENCE_MAX)
+		return gw_errf(err, errlen, -EINVAL, "set_alua_map: %zu backend_pr_fence keys (at "
+			       "most %u)", m->n_backend_pr_fence, CTL_PR_FENCE_MAX);
+	for (size_t i = 0; i < m->n_backend_pr_fence; i++)
+		if (!m->backend_pr_fence[i])
+			return gw_errf(err, errlen, -EINVAL, "set_alua_map: backend_pr_fence[%zu] is 0",
+				       i);
 	return 0;
 }
 

@@ -32,6 +32,7 @@
 #define CTL_ERRNO_MAX        4095           /* statuses are 0 or -1..-4095 */
 #define CTL_EVENT_QUEUE_MAX  64u            /* events waiting per subscriber */
 #define CTL_ALUA_MAP_MAX_DG  256u           /* device groups in one SetAluaMap */
+#define CTL_PR_FENCE_MAX     64u            /* SetAluaMap.backend_pr_fence keys */
 #define CTL_LEASE_AHEAD_MAX_MS 60000u       /* RenewLease: how far ahead a lease may end */
 
 typedef Isergw__Ctl__Request CtlRequest;

@@ -312,6 +312,14 @@ int gw_start(struct gw_config *cfg, struct gw **out);
  */
 int gw_reload(struct gw *gw, struct gw_config *cfg);
 /*
+ * The configuration in use gets fence (n keys) as its backend_pr_fence
+ * without a reload: the keys it did not list are preempted first on every
+ * iscsi:// LUN open here, as gw_reload does (docs/ha.md, "Fencing at the
+ * backend"). Under the caller's reload serialisation. -ENOKEY: keys given
+ * but the configuration has no key of its own (fencing off or not live).
+ */
+int gw_fence_keys(struct gw *gw, const uint64_t *fence, size_t n);
+/*
  * One LUN added to (gw_lun_add: lc copied into the target's configuration)
  * or removed from (gw_lun_remove) target iqn of the configuration in use,
  * without a reload: no other LUN, portal or session is touched. The LU is

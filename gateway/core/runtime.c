@@ -424,27 +424,23 @@ static void *fence_thread(void *arg)
 }
 
 /*
- * Before a configuration is applied (and before the ALUA states it carries):
- * preempt the keys it newly lists on every iscsi:// LUN open here, so the
- * node it fences can no longer write when another node takes its device
- * groups over. Up to GW_FENCE_THREADS LUNs at once (each a short blocking
- * session of its own), so that many LUNs cost about what the slowest few
- * cost. Bounded: a backend that does not answer is logged and the
- * configuration goes on (the lease is then the only guard). Runs on the
- * control thread (or the SIGHUP path), which may block and waits here for its
- * fencing threads; never holds a lock a reactor takes. Reloads are
- * serialised, so the targets and their backstores stay put meanwhile.
+ * Preempt keys (n of them, own: this node's key) on every iscsi:// LUN open
+ * here, so the node they name can no longer write when another node takes
+ * its device groups over. Up to GW_FENCE_THREADS LUNs at once (each a short
+ * blocking session of its own), so that many LUNs cost about what the
+ * slowest few cost. Bounded: a backend that does not answer is logged and
+ * the caller goes on (the lease is then the only guard). Runs on the control
+ * thread (or the SIGHUP path) under the reload lock, which may block and
+ * waits here for its fencing threads; never holds a lock a reactor takes.
+ * Reloads are serialised, so the targets and their backstores stay put.
  */
-static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
+static void fence_keys_run(struct gw *gw, uint64_t own, const uint64_t *keys, size_t n)
 {
-	uint64_t keys[GW_PR_FENCE_MAX];
-	size_t n = gw_config_fence_new(gw->cfg, ncfg, keys), cap = 0, nthr = 0;
+	size_t cap = 0, nthr = 0;
 	struct fence_run r = { .keys = keys, .nkeys = n, .start = gw_now_ms() };
 	pthread_t thr[GW_FENCE_THREADS];
 
-	if (!n)
-		return;
-	bdev_iscsi_fence_setup(ncfg->backend_pr_key, fence_may_register);
+	bdev_iscsi_fence_setup(own, fence_may_register);
 	for (size_t i = 0; i < gw->ntargets; i++)
 		cap += gw->targets[i]->bdevs ? gw->targets[i]->nluns : 0;
 	r.bdevs = calloc(cap ? cap : 1, sizeof(*r.bdevs));
@@ -483,6 +479,41 @@ out:
 	free(r.bdevs);
 	free(r.iqns);
 	free(r.luns);
+}
+
+/* Before a configuration is applied (and before the ALUA states it carries): the keys it adds. */
+static void backend_fence(struct gw *gw, const struct gw_config *ncfg)
+{
+	uint64_t keys[GW_PR_FENCE_MAX];
+	size_t n = gw_config_fence_new(gw->cfg, ncfg, keys);
+
+	if (n)
+		fence_keys_run(gw, ncfg->backend_pr_key, keys, n);
+}
+
+int gw_fence_keys(struct gw *gw, const uint64_t *fence, size_t n)
+{
+	struct gw_config *cfg = gw->cfg;
+	uint64_t keys[GW_PR_FENCE_MAX];
+	size_t nnew = 0;
+
+	if (n > GW_PR_FENCE_MAX)
+		return -EINVAL;
+	if (!cfg->backend_fencing || !cfg->backend_pr_key)
+		return n ? -ENOKEY : 0;
+	for (size_t i = 0; i < n; i++) {
+		bool listed = false;
+
+		for (size_t k = 0; k < cfg->nbackend_pr_fence; k++)
+			listed |= cfg->backend_pr_fence[k] == fence[i];
+		if (!listed)
+			keys[nnew++] = fence[i];
+	}
+	if (nnew)
+		fence_keys_run(gw, cfg->backend_pr_key, keys, nnew);
+	memcpy(cfg->backend_pr_fence, fence, n * sizeof(*fence));
+	cfg->nbackend_pr_fence = n;
+	return 0;
 }
 
 /*

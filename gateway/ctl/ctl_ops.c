@@ -423,6 +423,7 @@ void ctl_op_subscribe(struct ctl_client *c)
 	sub.alua_policy = ctl_str(pol == SCSI_ALUA_POLICY_EXTERNAL ? "external" : "local");
 	sub.alua_request_timeout_ms = timeout_ms;
 	sub.subscribers = atomic_load(&ctl->nsubscribers);
+	sub.map_fences = true;
 	rep.payload_case = ISERGW__CTL__REPLY__PAYLOAD_SUBSCRIBED;
 	rep.subscribed = &sub;
 	ctl_client_send(c, &rep);

@@ -3,8 +3,9 @@
  * ALUA through the control socket (ctl_priv.h, docs/control.md):
  * SetAluaStates and SetAluaMap (one kind of epoch, transitions on the
  * control thread's timer; a SetAluaMap with config_epoch also stands for
- * the configuration of its epoch: a placement-only change), GetAluaStates,
- * and the events of the external ALUA policy.
+ * the configuration of its epoch: a placement-only change, which may fence
+ * nodes at the backend first), GetAluaStates, and the events of the
+ * external ALUA policy.
  *
  * Events: SET TARGET PORT GROUPS under the external ALUA policy reaches
  * ctl_alua_request() on the command's reactor, which copies it to the
@@ -22,6 +23,8 @@
 #include "common/log.h"
 
 #define CTL_ALUA_KNOWN_MAX 256u       /* groups listed per device group */
+
+_Static_assert(CTL_PR_FENCE_MAX <= GW_PR_FENCE_MAX, "a map's fencing keys fit a configuration");
 
 /* ---- ALUA */
 
@@ -360,6 +363,56 @@ static int placement_check(const struct gw_ctl *ctl, const Isergw__Ctl__SetAluaM
 }
 
 /*
+ * A placement-only change whose configuration lists other nodes to fence
+ * (backend_pr_fence): the keys the configuration held did not list are
+ * preempted on every iscsi:// LUN before any state of the map is set or
+ * the map answered, as ApplyConfig does before it applies (docs/ha.md,
+ * "Fencing at the backend"), so the new owner serves only once the lost
+ * node can no longer write. Blocks the control thread while it fences
+ * (bounded, as a reload). 0, or refused (nothing set) with why.
+ */
+static int placement_fence(struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s, char *why,
+			   size_t len)
+{
+	int rc;
+
+	if (!s->backend_pr_fence_set)
+		return 0;
+	pthread_mutex_lock(&ctl->reload_lock);
+	rc = gw_fence_keys(ctl->gw, s->backend_pr_fence, s->n_backend_pr_fence);
+	pthread_mutex_unlock(&ctl->reload_lock);
+	if (rc == -ENOKEY)
+		return gw_errf(why, len, rc, "the configuration of epoch %llu has no backend "
+			       "reservation key to fence with: apply the whole configuration",
+			       (unsigned long long)ctl->config_epoch);
+	if (rc)
+		return gw_errf(why, len, rc, "set_alua_map: backend_pr_fence: %s", strerror(-rc));
+	return 0;
+}
+
+/* The document's "backend_pr_fence" as the rendering of s's configuration has it. */
+static bool placement_doc_fence(json_object *doc, const Isergw__Ctl__SetAluaMap *s)
+{
+	json_object *a = json_object_new_array_ext((int)s->n_backend_pr_fence);
+	char key[24];
+
+	if (!a)
+		return false;
+	for (size_t i = 0; i < s->n_backend_pr_fence; i++) {
+		snprintf(key, sizeof(key), "0x%016llx", (unsigned long long)s->backend_pr_fence[i]);
+		if (json_object_array_add(a, json_object_new_string(key))) {
+			json_object_put(a);
+			return false;
+		}
+	}
+	if (json_object_object_add(doc, "backend_pr_fence", a)) {
+		json_object_put(a);
+		return false;
+	}
+	return true;
+}
+
+/*
  * The configuration held becomes that of epoch: the device groups' owners
  * of s in the document kept for ApplyConfig's comparison, in the running
  * configuration and in the SCSI layer's defaults (the explicit states just
@@ -372,6 +425,9 @@ static void placement_take(struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s,
 
 	pthread_mutex_lock(&ctl->reload_lock);
 	cfg = ctl->gw->cfg;
+	/* the keys were fenced, and the running configuration took them, before the states */
+	if (s->backend_pr_fence_set && !placement_doc_fence(ctl->config_doc, s))
+		ok = false;
 	for (size_t i = 0; i < s->n_device_groups; i++) {
 		const Isergw__Ctl__DeviceGroupStates *g = s->device_groups[i];
 		json_object *o = doc_dg(ctl->config_doc, g->device_group);
@@ -434,7 +490,10 @@ static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t e
 		alua_reply(c, m, false);
 		goto out;
 	}
-	rc = alua_apply(m, m->transition_ms > 0, why, sizeof(why));
+	/* the lost nodes fenced at the backend before anyone may serve their groups */
+	rc = place ? placement_fence(ctl, place, why, sizeof(why)) : 0;
+	if (!rc)
+		rc = alua_apply(m, m->transition_ms > 0, why, sizeof(why));
 	if (rc) {
 		ctl_reply_refused(c, req, rc, why);
 		goto out;

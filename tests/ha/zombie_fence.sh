@@ -23,7 +23,10 @@
 # 3. every process of node 1 is stopped (SIGSTOP); tgtd continues.
 # 4. the survivors take dg1 over once node 1's lease is over; the host
 #    rewrites the blocks with tag 0x0e through the new owner (every command
-#    GOOD).
+#    GOOD). With fencing, each survivor's isergwd took that generation as
+#    its ALUA map with node 1's key to fence: it fenced, then set the states,
+#    and applied no configuration meanwhile (docs/ha.md, "Pushing to
+#    isergwd").
 # 5. node 1 continues (SIGCONT) and gets 8 s to send what it held.
 # 6. the blocks are read straight from the backend: with fencing every block
 #    holds 0x0e, and node 1's isergwd logged the backend's RESERVATION
@@ -69,7 +72,17 @@ moved_off() { # moved_off DG NODE K...: every node K's agent names an owner of D
 	done
 }
 
-declare -A STALE=() CHECKED=() CONFLICT=()
+# fenced_by_map K LINE: node K's isergwd, after line LINE of its log, fenced
+# and then took a generation as its ALUA map alone (no reload), with no
+# configuration applied before
+fenced_by_map() {
+	local seq
+	seq=$(tail -n +"$(($2 + 1))" "$(bed_logfile "$1" isergwd)" |
+		grep -oE 'backend fencing of|applying the configuration of epoch|\(no reload\)' | tr '\n' '|')
+	[[ $seq =~ ^(\(no\ reload\)\|)*backend\ fencing\ of\|\(no\ reload\)\| ]]
+}
+
+declare -A STALE=() CHECKED=() CONFLICT=() MAPPED=()
 REJOINED=0
 
 # rejoin LOG: node 1 back in the cluster owns dg1 again; two connections (both
@@ -141,6 +154,8 @@ scenario() {
 	sleep 1
 
 	# 3. node 1 freezes with them; the backend comes back
+	local l2 l3
+	l2=$(bed_log_lines 2 isergwd) l3=$(bed_log_lines 3 isergwd)
 	bed_freeze 1 || return 1
 	kill -KILL "$hold_pid"
 	wait "$hold_pid" 2>/dev/null
@@ -154,6 +169,9 @@ scenario() {
 	owner=$(ha_owner 2 dg1)
 	k=${owner#n}
 	bed_log "dg1 now $owner's, $(bed_secs_since "$BED_T0") s after tgtd stopped"
+	MAPPED[$mode]=0
+	bed_poll 10 "node 2 fenced, then took the map alone" fenced_by_map 2 "$l2" &&
+		bed_poll 10 "node 3 fenced, then took the map alone" fenced_by_map 3 "$l3" && MAPPED[$mode]=1
 	out=$(bed_host "$ZIO" --write 0x0e --mib "$MIB" --timeout-s 60 "$(gw_url "$k")") || {
 		bed_log "the rewrite through node $k failed: $out"
 		bed_thaw 1
@@ -202,6 +220,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = reservation ]; then
 			[ "${CONFLICT[reservation]}" -eq 1 ]
 		ha_check "with fencing: node 1 rejoined, registered again and writes through it land" \
 			[ "$REJOINED" -eq 1 ]
+		ha_check "with fencing: the survivors fenced node 1, then took the failover as the ALUA map alone" \
+			[ "${MAPPED[reservation]}" -eq 1 ]
 	else
 		ha_check "the run with fencing completed" false
 		bed_down

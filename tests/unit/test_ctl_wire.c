@@ -406,6 +406,34 @@ static void decode_alua_map(void **state)
 	assert_string_equal(err, "AluaGroupState.state: 9 is not a valid AluaState");
 	g[1].state = ISERGW__CTL__ALUA_STATE__ALUA_AO;
 	assert_int_equal(decode(&req, err, sizeof(err)), 0);
+
+	/* the keys to fence: with a placement-only change only, said set, non-zero, 64 at most */
+	{
+		uint64_t keys[CTL_PR_FENCE_MAX + 1];
+
+		for (size_t i = 0; i <= CTL_PR_FENCE_MAX; i++)
+			keys[i] = 0x6973677700000000ull + i + 1;
+		m.backend_pr_fence = keys;
+		m.backend_pr_fence_set = true;
+		assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, "set_alua_map: backend_pr_fence without config_epoch (only "
+				    "a placement-only change carries it)");
+		m.config_epoch = 11;
+		assert_int_equal(decode(&req, err, sizeof(err)), 0);          /* none: all unfenced */
+		m.n_backend_pr_fence = 2;
+		assert_int_equal(decode(&req, err, sizeof(err)), 0);
+		m.backend_pr_fence_set = false;
+		assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, "set_alua_map: backend_pr_fence without backend_pr_fence_set");
+		m.backend_pr_fence_set = true;
+		m.n_backend_pr_fence = CTL_PR_FENCE_MAX + 1;
+		assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, "set_alua_map: 65 backend_pr_fence keys (at most 64)");
+		m.n_backend_pr_fence = 2;
+		keys[1] = 0;
+		assert_int_equal(decode(&req, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, "set_alua_map: backend_pr_fence[1] is 0");
+	}
 	free(names);
 	free(dp);
 	free(d);
