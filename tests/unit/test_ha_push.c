@@ -56,17 +56,25 @@ static struct ha_doc *base_doc(const char *config)
 	return d;
 }
 
-/* Node k's rendering of d, its device groups' owner_tpg_id left out (and the keys to fence). */
-static json_object *render_sans(const struct ha_doc *d, int k, bool fence)
+/* Node k's rendering of d, parsed. */
+static json_object *render_parsed(const struct ha_doc *d, int k)
 {
 	char err[256];
 	char *s = ha_doc_render_node(d, k, err, sizeof(err));
-	json_object *o, *dgs;
+	json_object *o;
 
 	assert_non_null(s);
 	o = json_tokener_parse(s);
 	free(s);
 	assert_non_null(o);
+	return o;
+}
+
+/* Node k's rendering of d, its device groups' owner_tpg_id left out (and the keys to fence). */
+static json_object *render_sans(const struct ha_doc *d, int k, bool fence)
+{
+	json_object *o = render_parsed(d, k), *dgs;
+
 	if (fence)
 		json_object_object_del(o, "backend_pr_fence");
 	assert_true(json_object_object_get_ex(o, "device_groups", &dgs));
@@ -100,14 +108,9 @@ static bool renders_same_but_owners(const struct ha_doc *a, const struct ha_doc 
 static void assert_fence_rendered(const struct ha_doc *d, int k, const uint64_t *keys, size_t n)
 {
 	uint64_t got[HA_NODES_MAX];
-	char err[256], want[24];
-	char *s = ha_doc_render_node(d, k, err, sizeof(err));
-	json_object *o, *a;
+	char want[24];
+	json_object *o = render_parsed(d, k), *a;
 
-	assert_non_null(s);
-	o = json_tokener_parse(s);
-	free(s);
-	assert_non_null(o);
 	assert_int_equal(ha_doc_fence_keys(d, (size_t)k, got), n);
 	assert_true(json_object_object_get_ex(o, "backend_pr_fence", &a));
 	assert_int_equal(json_object_array_length(a), n);
