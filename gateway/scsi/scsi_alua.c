@@ -56,7 +56,7 @@
 
 #define ALUA_MAX_TPG            64u
 #define ALUA_MAX_PORTS          64u     /* per group; RTPG's TARGET PORT COUNT is one byte */
-#define ALUA_MAX_DG             256u
+#define ALUA_MAX_DG             257u    /* a configuration's 256 (the cluster's limit) and "default" */
 #define ALUA_TRANSITION_TIME_S  30u     /* IMPLICIT TRANSITION TIME (extended RTPG header) */
 
 /* RTPG descriptor STATUS CODE */

@@ -1039,6 +1039,32 @@ static void test_set_map(void **state)
 	dg_lu_free(a, &y);
 }
 
+/*
+ * As many device groups as a configuration may name (256, as the cluster's
+ * and SetAluaMap's limit) beside "default", and one map that sets them all.
+ */
+static void test_set_map_256(void **state)
+{
+	static char names[256][16];
+	static struct scsi_alua_dg_update m[256];
+	const struct scsi_alua_update sb1[] = { { 1, SCSI_ALUA_STANDBY, false } };
+	size_t bad = 99;
+	uint8_t st;
+
+	(void)state;
+	assert_int_equal(scsi_alua_dg_configure(SCSI_ALUA_DG_DEFAULT, 0,
+						SCSI_ALUA_ACTIVE_NON_OPTIMIZED), 0);
+	for (size_t i = 0; i < 256; i++) {
+		snprintf(names[i], sizeof(names[i]), "dg%zu", i + 1);
+		assert_int_equal(scsi_alua_dg_configure(names[i], 1, SCSI_ALUA_ACTIVE_NON_OPTIMIZED), 0);
+		m[i] = (struct scsi_alua_dg_update){ names[i], sb1, 1 };
+	}
+	assert_int_equal(scsi_alua_dg_configure("dg257", 1, SCSI_ALUA_ACTIVE_NON_OPTIMIZED), -ENOSPC);
+	assert_int_equal(scsi_alua_set_map(m, 256, &bad), 0);
+	assert_int_equal(scsi_alua_get_state("dg256", 1, &st, NULL), 0);
+	assert_int_equal(st, SCSI_ALUA_STANDBY);
+}
+
 /* ------------------------------------------------- backend registration */
 
 static bool gate_on;
@@ -1145,6 +1171,7 @@ int main(void)
 		cmocka_unit_test(test_lease_phases),
 		cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_map, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_map_256, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backend_awaits_registration, setup, teardown),
 	};
 
