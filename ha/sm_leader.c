@@ -191,6 +191,7 @@ void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now)
 	const struct ha_doc *d = sm->doc;
 	size_t nd = d->ndgs, nn = d->nnodes;
 	bool *live = NULL, *base = NULL, *elig = NULL, changed = false, all_applied, dp_changed, full;
+	size_t nchanged = 0;
 	int *owner = NULL, *moving = NULL;
 	Isergw__Ha__DgOwner *own = NULL, **ownp = NULL;
 	char **livep = NULL;
@@ -314,8 +315,10 @@ void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now)
 		}
 		if (moving[g] >= 0 && !live[moving[g]])
 			moving[g] = -1;
-		if (owner[g] != d->owner[g] || moving[g] != d->moving_from[g])
+		if (owner[g] != d->owner[g] || moving[g] != d->moving_from[g]) {
 			changed = true;
+			nchanged++;
+		}
 	}
 	if (hold && (!sm->hold_until_ms || hold < sm->hold_until_ms))
 		sm->hold_until_ms = hold;
@@ -343,6 +346,9 @@ void ha_sm_leader_reconcile(struct ha_sm *sm, uint64_t now)
 		if (!ha_sm_send(sm, &m)) {
 			sm->inflight_base = d->generation;
 			sm->inflight_ms = now;
+			/* the decision's time: where a failover's gateway-side part starts */
+			GW_INFO(COMP, "placement on generation %" PRIu64 " sent: %zu device group(s) "
+				"change, %zu node(s) live", d->generation, nchanged, p.n_live);
 		}
 	}
 out:

@@ -6,7 +6,8 @@
 # Not a ctest test: it measures, it asserts no time. Root only.
 #
 #   tests/bench/failover.sh [--build DIR] [--kills N] [--drains N]
-#                           [--pcmk-kills N] [--prefix P] [--subnet S]
+#                           [--pcmk-kills N] [--groups G --luns L]
+#                           [--big-kills N] [--prefix P] [--subnet S]
 #                           [--scratch DIR]
 #
 # --build DIR (default build/) holds bin/isergwd, bin/isergwctl,
@@ -18,10 +19,29 @@
 #              the time from the kill to every survivor's RTPG showing
 #              another group Active/Optimized for dgK. Then it restarts and
 #              takes dgK back.
+#              Also the gateway-side part of each (from the logs, ms):
+#              the leader's decision (isergw-ha's "placement on generation
+#              N sent", info) to the last survivor's isergwd applying the
+#              ALUA epoch N+1 ("ALUA epoch N+1 map", notice), and the
+#              backend fencing inside it ("backend fencing ... in N ms").
+#              (An agent that does not log its decision: from the first
+#              survivor's delivery of the placement, "generation N+1:
+#              placement from node", a few ms later.)
 #   planned    N times (default 5): `isergwctl cluster drain nK`, the time
 #              from the command to every node's RTPG showing another group
 #              Active/Optimized for dgK; `cluster undrain nK`, the time to
 #              group K again. Both count as planned moves.
+#   big        with --groups G (4..256) --luns L (G..4096): the cluster
+#              configuration replaced by one of G device groups dg1..dgG
+#              (dgJ prefers node (J-1)%3+1) and L LUNs, LUN 0 the backend's
+#              as before (in dg1), LUN I>0 a sparse 1 MiB file of the
+#              shared directory in dg(I%G+1); then N unplanned rounds
+#              (--big-kills, default 3) as above. RTPG is sampled for 16 of
+#              the killed node's groups, spread over them (ha_io samples at
+#              most 16 LUNs; isergwd sets a map's device groups at once, so
+#              the others change with them): the time is to the last of the
+#              16 on every survivor. The gateway-side part as above covers
+#              every group (one map).
 #   pacemaker  isergw-ha and isergwd stopped; pacemakerd started in every
 #              node's namespaces on the same corosync (stonith-enabled=false,
 #              resource-stickiness 100), an ocf:heartbeat:IPaddr2 address
@@ -29,8 +49,10 @@
 #              node holding it dies as above: the time until another node
 #              has the address (polled every 50 ms). The node is powered up
 #              again and rejoins before the next round.
-# Prints every time, then as its last line:
+# Prints every time, then as its last lines:
 #   failover: unplanned median X s max Y s; planned median Z s; pacemaker IP move W s
+#   failover: gateway-side (decision -> ALUA applied) 3 groups median A ms max B ms[; G groups
+#             / L LUNs: unplanned median X s max Y s, gateway-side median A ms max B ms]
 # (W: the median of the pacemaker rounds.) Logs under the scratch directory
 # (default /tmp/isergw-bench-failover).
 set -uo pipefail
@@ -46,6 +68,9 @@ BUILD=build
 KILLS=5
 DRAINS=5
 PCMK_KILLS=3
+GROUPS_BIG=0
+LUNS_BIG=0
+BIG_KILLS=3
 BED_PREFIX=hb2
 BED_SUBNET=21
 SCRATCH=/tmp/isergw-bench-failover
@@ -57,13 +82,22 @@ while [ $# -gt 0 ]; do
 	--kills) KILLS=$2; shift 2 ;;
 	--drains) DRAINS=$2; shift 2 ;;
 	--pcmk-kills) PCMK_KILLS=$2; shift 2 ;;
-	-h | --help) sed -n '3,36p' "$0"; exit 0 ;;
+	--groups) GROUPS_BIG=$2; shift 2 ;;
+	--luns) LUNS_BIG=$2; shift 2 ;;
+	--big-kills) BIG_KILLS=$2; shift 2 ;;
+	-h | --help) sed -n '3,61p' "$0"; exit 0 ;;
 	*) bed_die "unknown option $1" ;;
 	esac
 done
-for n in "$KILLS" "$DRAINS" "$PCMK_KILLS"; do
-	[[ $n =~ ^[0-9]+$ ]] || bed_die "--kills, --drains, --pcmk-kills want a number"
+for n in "$KILLS" "$DRAINS" "$PCMK_KILLS" "$GROUPS_BIG" "$LUNS_BIG" "$BIG_KILLS"; do
+	[[ $n =~ ^[0-9]+$ ]] || bed_die "--kills, --drains, --pcmk-kills, --groups, --luns, --big-kills want a number"
 done
+if [ "$GROUPS_BIG" -ne 0 ] || [ "$LUNS_BIG" -ne 0 ]; then
+	if [ "$GROUPS_BIG" -lt 4 ] || [ "$GROUPS_BIG" -gt 256 ]; then bed_die "--groups wants 4..256"; fi
+	if [ "$LUNS_BIG" -lt "$GROUPS_BIG" ] || [ "$LUNS_BIG" -gt 4096 ]; then
+		bed_die "--luns wants one LUN per group at least, 4096 at most"
+	fi
+fi
 BED_ISERGWD=$BUILD/bin/isergwd
 BED_ISERGWCTL=$BUILD/bin/isergwctl
 BED_HA=$BUILD/bin/isergw-ha
@@ -86,6 +120,58 @@ others_of() { local j; for j in 1 2 3; do [ "$j" -ne "$1" ] && echo "$j"; done; 
 watch_cluster_up || bed_die "the cluster did not come up"
 totem=$(bed_totem 1) || totem="? ?"
 
+# log_ms LINE: the epoch milliseconds of a daemon's log line (its ISO time stamp)
+log_ms() { date -u -d "${1%%Z *}Z" +%s%3N; }
+
+# gw_side T0_US K: the gateway-side part of the failover of node K killed at
+# T0_US, from the survivors' logs: the leader's decision (the first placement
+# sent after T0_US that moves device groups) to the last survivor's isergwd
+# applying the ALUA epoch it made. Sets GW_MS (empty when not found) and
+# GW_FENCE (the survivors' fencing times, ms), logs it.
+gw_side() {
+	local t0=$(($1 / 1000)) k=$2 j line t gen dec='' last=0 f
+	GW_MS='' GW_FENCE=''
+	for j in $(others_of "$k"); do
+		while read -r line; do
+			t=$(log_ms "$line")
+			[ "$t" -ge "$t0" ] || continue
+			[[ $line =~ placement\ on\ generation\ ([0-9]+)\ sent:\ ([0-9]+)\ device ]] || continue
+			[ "${BASH_REMATCH[2]}" -gt 0 ] || continue
+			if [ -z "$dec" ] || [ "$t" -lt "$dec" ]; then dec=$t gen=$((BASH_REMATCH[1] + 1)); fi
+			break
+		done < <(grep 'placement on generation' "$(bed_logfile "$j" ha)")
+	done
+	if [ -z "$dec" ]; then
+		# an agent that does not log its decision: from the placement's delivery
+		for j in $(others_of "$k"); do
+			while read -r line; do
+				t=$(log_ms "$line")
+				[ "$t" -ge "$t0" ] || continue
+				[[ $line =~ generation\ ([0-9]+):\ placement\ from ]] || continue
+				if [ -z "$dec" ] || [ "$t" -lt "$dec" ]; then dec=$t gen=${BASH_REMATCH[1]}; fi
+				break
+			done < <(grep -E 'generation [0-9]+: placement from' "$(bed_logfile "$j" ha)")
+		done
+		[ -n "$dec" ] && bed_log "gateway side: (no decision logged: counted from its delivery)"
+	fi
+	[ -n "$dec" ] || { bed_log "gateway side: no placement decision found after the kill"; return 1; }
+	for j in $(others_of "$k"); do
+		line=$(grep -m1 "ALUA epoch $gen map" "$(bed_logfile "$j" isergwd)") || {
+			bed_log "gateway side: node $j's isergwd did not apply epoch $gen"
+			return 1
+		}
+		t=$(log_ms "$line")
+		[ "$t" -gt "$last" ] && last=$t
+		f=$(awk -v t0="$(date -u -d @"$((dec / 1000))" +%Y-%m-%dT%H:%M:%S)" \
+			'$1 >= t0 && /backend fencing of/ { for (i = 1; i <= NF; i++) if ($i == "ms") print $(i - 1) }' \
+			"$(bed_logfile "$j" isergwd)" | tail -n 1)
+		GW_FENCE+="${GW_FENCE:+,}${f:--}"
+	done
+	GW_MS=$((last - dec))
+	bed_log "gateway side: decision (generation $((gen - 1)) + 1) -> ALUA epoch $gen applied on every survivor: $GW_MS ms (fencing ${GW_FENCE} ms)"
+}
+gwside=()
+
 # ---------------------------------------------------------------- unplanned
 unplanned=()
 for ((i = 1; i <= KILLS; i++)); do
@@ -101,6 +187,7 @@ for ((i = 1; i <= KILLS; i++)); do
 	watch_wait "$t0" "unplanned $i: node $k killed -> new owner of dg$k on every survivor" "$lun" \
 		ao_not "$k" "${others[@]}" || bed_die "no new owner after kill $i"
 	unplanned+=("$WATCH_SECS")
+	gw_side "$t0" "$k" && gwside+=("$GW_MS")
 	bed_heal "$k" ring 2>/dev/null
 	bed_heal "$k" stor 2>/dev/null
 	bed_restart_node "$k" || bed_die "node $k did not restart"
@@ -128,6 +215,81 @@ for ((i = 1; i <= DRAINS; i++)); do
 done
 watch_stop
 watch_check_double_ao || bed_log "(a double Active/Optimized was seen: see above)"
+
+# ---------------------------------------------------------------- big
+# big_config FILE: the example cluster configuration with GROUPS_BIG device
+# groups and LUNS_BIG LUNs (LUN 0 the backend's, the others sparse files)
+big_config() {
+	local file=$1 i
+	for ((i = 1; i < LUNS_BIG; i++)); do truncate -s 1M "$BED_SHARED/b$i.img" || return 1; done
+	jq --argjson g "$GROUPS_BIG" --argjson l "$LUNS_BIG" --arg dir "$BED_SHARED" '
+		.device_groups = [range(1; $g + 1) | { name: "dg\(.)",
+			preferred_owner: "n\((. - 1) % 3 + 1)", failback: "immediate" }]
+		| .targets[0].luns = [.targets[0].luns[0]] + [range(1; $l) | { lun: ., path: "\($dir)/b\(.).img",
+			device_group: "dg\(. % $g + 1)" }]' "$HA_CONFIG" >"$file"
+}
+
+# big_luns K: the LUNs sampled for node K's groups: 16 of them, spread
+big_luns() {
+	local k=$1 n i g out=
+	n=$(((GROUPS_BIG - k) / 3 + 1))
+	for ((i = 0; i < 16 && i < n; i++)); do
+		g=$((k + 3 * (n > 16 ? i * (n - 1) / 15 : i)))
+		out+="${out:+,}$((g - 1))"
+	done
+	echo "$out"
+}
+
+# big_wait T0 WHAT MODE K NODES...: watch_wait for every sampled LUN of node
+# K's groups; WATCH_SECS the last of them
+big_wait() {
+	local t0=$1 what=$2 mode=$3 k=$4 lun max=0 ms
+	shift 4
+	IFS=, read -ra _luns <<<"$(big_luns "$k")"
+	for lun in "${_luns[@]}"; do
+		watch_wait "$t0" "$what (LUN $lun)" "$lun" "$mode" "$k" "$@" 2>/dev/null || return 1
+		ms=$((10#${WATCH_SECS/./}))
+		[ "$ms" -gt "$max" ] && max=$ms
+	done
+	WATCH_SECS=$(printf '%d.%03d' $((max / 1000)) $((max % 1000)))
+	bed_log "$what, all ${#_luns[@]} sampled groups: $WATCH_SECS s"
+}
+
+big=() bigside=()
+if [ "$GROUPS_BIG" -gt 0 ]; then
+	big_config "$SCRATCH/cluster-big.json" || bed_die "no configuration of $GROUPS_BIG groups"
+	big_owners=$(jq -c '[.device_groups[] | {(.name): .preferred_owner}] | add' "$SCRATCH/cluster-big.json")
+	t0=$(bed_now_us)
+	bed_poll "$BED_WAIT_LIMIT" "$GROUPS_BIG groups, $LUNS_BIG LUNs applied" \
+		bed_cli 1 --timeout 60 cluster config apply "$SCRATCH/cluster-big.json" >/dev/null ||
+		bed_die "the configuration of $GROUPS_BIG groups was refused"
+	BED_WAIT_LIMIT=300 ha_wait_settled "$GROUPS_BIG groups, $LUNS_BIG LUNs served" --serving "$big_owners" 1 2 3 ||
+		bed_die "the cluster did not settle with $GROUPS_BIG groups"
+	bed_log "$GROUPS_BIG groups, $LUNS_BIG LUNs: settled $(bed_secs_since "$t0") s after the apply"
+	for ((i = 1; i <= BIG_KILLS; i++)); do
+		k=$(((i - 1) % 3 + 1))
+		mapfile -t others < <(others_of "$k")
+		watch_start "$(big_luns "$k")" || bed_die "no samplers"
+		big_wait "$(bed_now_us)" "big: node $k's groups on it everywhere" ao "$k" 1 2 3 ||
+			bed_die "the cluster is not whole before big kill $i"
+		t0=$(bed_now_us)
+		if ! bed_partition "$k" ring 2>/dev/null || ! bed_partition "$k" stor 2>/dev/null; then
+			bed_die "cannot drop node $k's packets"
+		fi
+		bed_kill_node "$k" 2>/dev/null || bed_die "cannot kill node $k"
+		big_wait "$t0" "big unplanned $i: node $k killed -> new owners on every survivor" ao_not "$k" \
+			"${others[@]}" || bed_die "no new owners after big kill $i"
+		big+=("$WATCH_SECS")
+		gw_side "$t0" "$k" && bigside+=("$GW_MS")
+		bed_heal "$k" ring 2>/dev/null
+		bed_heal "$k" stor 2>/dev/null
+		bed_restart_node "$k" || bed_die "node $k did not restart"
+		big_wait "$(bed_now_us)" "big: node $k back, its groups on it everywhere" ao "$k" 1 2 3 ||
+			bed_die "no failback after big kill $i"
+		watch_stop
+		watch_check_double_ao || bed_log "(a double Active/Optimized was seen: see above)"
+	done
+fi
 
 # ---------------------------------------------------------------- pacemaker
 VIP=$BED_NET.2.50
@@ -219,3 +381,13 @@ echo "failover bench: pacemaker IPaddr2 (node death -> address on a survivor): $
 med() { watch_stats "$@" | awk '{ print $2 }'; }
 mx() { watch_stats "$@" | awk '{ print $5 }'; }
 echo "failover: unplanned median $(med "${unplanned[@]}") s max $(mx "${unplanned[@]}") s; planned median $(med "${planned[@]}") s; pacemaker IP move $(med "${pcmk[@]}") s"
+msmed() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
+	print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+msmax() { printf '%s\n' "$@" | sort -n | tail -n 1; }
+line="failover: gateway-side (decision -> ALUA applied) 3 groups median $(msmed "${gwside[@]}") ms max $(msmax "${gwside[@]}") ms"
+if [ "$GROUPS_BIG" -gt 0 ]; then
+	echo "failover bench: $GROUPS_BIG groups / $LUNS_BIG LUNs unplanned: ${big[*]} s; gateway-side ${bigside[*]} ms"
+	line+="; $GROUPS_BIG groups / $LUNS_BIG LUNs: unplanned median $(med "${big[@]}") s max $(mx "${big[@]}") s, gateway-side median $(msmed "${bigside[@]}") ms max $(msmax "${bigside[@]}") ms"
+fi
+echo "failover bench: 3 groups gateway-side: ${gwside[*]} ms"
+echo "$line"
