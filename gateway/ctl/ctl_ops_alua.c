@@ -308,33 +308,74 @@ static void alua_map_line(const struct alua_map *m, char *line, size_t len)
 
 /* ---- a placement-only change: SetAluaMap with config_epoch */
 
-/* Device group name's object in the configuration document's "device_groups" (NULL: none). */
-static json_object *doc_dg(json_object *doc, const char *name)
+/*
+ * A placement-only map names every device group, each looked up in the
+ * document and in the running configuration: by name in a sorted copy of
+ * their lists (a map of 256 groups costs 256 x 256 comparisons otherwise,
+ * milliseconds on the failover path).
+ */
+struct dg_ref {
+	const char *name;               /* ctl_dg_name()'s */
+	void *obj;
+};
+
+static int dg_ref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct dg_ref *)a)->name, ((const struct dg_ref *)b)->name);
+}
+
+static void *dg_ref_find(const struct dg_ref *r, size_t n, const char *name)
+{
+	const struct dg_ref key = { .name = ctl_dg_name(name) };
+	const struct dg_ref *f = n ? bsearch(&key, r, n, sizeof(*r), dg_ref_cmp) : NULL;
+
+	return f ? f->obj : NULL;
+}
+
+/* The configuration document's "device_groups" by name (*n of them; NULL: out of memory). */
+static struct dg_ref *doc_dgs(json_object *doc, size_t *n)
 {
 	json_object *dgs, *o, *v;
+	struct dg_ref *r;
+	size_t len = 0;
 
-	if (!json_object_object_get_ex(doc, "device_groups", &dgs) ||
-	    !json_object_is_type(dgs, json_type_array))
+	*n = 0;
+	if (json_object_object_get_ex(doc, "device_groups", &dgs) &&
+	    json_object_is_type(dgs, json_type_array))
+		len = json_object_array_length(dgs);
+	r = calloc(len ? len : 1, sizeof(*r));
+	if (!r)
 		return NULL;
-	for (size_t i = 0; i < json_object_array_length(dgs); i++) {
+	for (size_t i = 0; i < len; i++) {
 		o = json_object_array_get_idx(dgs, i);
-		if (json_object_object_get_ex(o, "name", &v) && json_object_is_type(v, json_type_string) &&
-		    !strcmp(ctl_dg_name(json_object_get_string(v)), ctl_dg_name(name)))
-			return o;
+		if (json_object_object_get_ex(o, "name", &v) && json_object_is_type(v, json_type_string))
+			r[(*n)++] = (struct dg_ref){ ctl_dg_name(json_object_get_string(v)), o };
 	}
-	return NULL;
+	qsort(r, *n, sizeof(*r), dg_ref_cmp);
+	return r;
 }
+
+/* A placement-only SetAluaMap, and the document's object of each of its device groups. */
+struct placement {
+	const Isergw__Ctl__SetAluaMap *s;
+	json_object **dgs;              /* s->n_device_groups of them */
+};
 
 /*
  * Whether SetAluaMap s may stand for the configuration of its epoch: the
  * configuration isergwd holds is the one it names, and each of its device
- * groups is one of that configuration. 0: yes (*take: the owners are to be
- * taken; false when this epoch took them already); else refused, why in why.
+ * groups is one of that configuration. 0: yes (p->dgs set when the owners
+ * are to be taken, NULL when this epoch took them already); else refused,
+ * why in why.
  */
-static int placement_check(const struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s, bool *take,
-			   char *why, size_t len)
+static int placement_check(const struct gw_ctl *ctl, struct placement *p, char *why, size_t len)
 {
-	*take = false;
+	const Isergw__Ctl__SetAluaMap *s = p->s;
+	struct dg_ref *ix;
+	size_t nix;
+	int rc = 0;
+
+	p->dgs = NULL;
 	if (!s->config_epoch)
 		return 0;
 	if (s->config_epoch >= s->epoch)
@@ -347,19 +388,31 @@ static int placement_check(const struct gw_ctl *ctl, const Isergw__Ctl__SetAluaM
 		return gw_errf(why, len, -ESTALE, "the configuration held is of epoch %llu, not %llu: "
 			       "apply the whole configuration", (unsigned long long)ctl->config_epoch,
 			       (unsigned long long)s->config_epoch);
-	for (size_t i = 0; i < s->n_device_groups; i++) {
+	ix = doc_dgs(ctl->config_doc, &nix);
+	p->dgs = calloc(s->n_device_groups ? s->n_device_groups : 1, sizeof(*p->dgs));
+	if (!ix || !p->dgs) {
+		rc = gw_errf(why, len, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < s->n_device_groups && !rc; i++) {
 		const Isergw__Ctl__DeviceGroupStates *g = s->device_groups[i];
 
+		p->dgs[i] = dg_ref_find(ix, nix, g->device_group);
 		if (g->owner_tpg_id > 65535)
-			return gw_errf(why, len, -EINVAL, "set_alua_map: device_groups[%zu].owner_tpg_id "
-				       "%u not in 0..65535", i, g->owner_tpg_id);
-		if (!doc_dg(ctl->config_doc, g->device_group))
-			return gw_errf(why, len, -ENOENT, "device group '%s' is not in the "
-				       "configuration of epoch %llu", ctl_dg_name(g->device_group),
-				       (unsigned long long)ctl->config_epoch);
+			rc = gw_errf(why, len, -EINVAL, "set_alua_map: device_groups[%zu].owner_tpg_id "
+				     "%u not in 0..65535", i, g->owner_tpg_id);
+		else if (!p->dgs[i])
+			rc = gw_errf(why, len, -ENOENT, "device group '%s' is not in the "
+				     "configuration of epoch %llu", ctl_dg_name(g->device_group),
+				     (unsigned long long)ctl->config_epoch);
 	}
-	*take = true;
-	return 0;
+out:
+	free(ix);
+	if (rc) {
+		free(p->dgs);
+		p->dgs = NULL;
+	}
+	return rc;
 }
 
 /*
@@ -418,36 +471,41 @@ static bool placement_doc_fence(json_object *doc, const Isergw__Ctl__SetAluaMap 
  * configuration and in the SCSI layer's defaults (the explicit states just
  * set stay what hosts see); nothing is parsed or reloaded.
  */
-static void placement_take(struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s, uint64_t epoch)
+static void placement_take(struct gw_ctl *ctl, const struct placement *p, uint64_t epoch)
 {
+	const Isergw__Ctl__SetAluaMap *s = p->s;
 	struct gw_config *cfg;
+	struct dg_ref *ix;
 	bool ok = true;
 
 	pthread_mutex_lock(&ctl->reload_lock);
 	cfg = ctl->gw->cfg;
+	ix = calloc(cfg->ndevice_groups ? cfg->ndevice_groups : 1, sizeof(*ix));
+	for (size_t k = 0; ix && k < cfg->ndevice_groups; k++)
+		ix[k] = (struct dg_ref){ ctl_dg_name(cfg->device_groups[k].name),
+					 &cfg->device_groups[k] };
+	if (ix)
+		qsort(ix, cfg->ndevice_groups, sizeof(*ix), dg_ref_cmp);
 	/* the keys were fenced, and the running configuration took them, before the states */
-	if (s->backend_pr_fence_set && !placement_doc_fence(ctl->config_doc, s))
+	if (!ix || (s->backend_pr_fence_set && !placement_doc_fence(ctl->config_doc, s)))
 		ok = false;
-	for (size_t i = 0; i < s->n_device_groups; i++) {
+	for (size_t i = 0; ix && i < s->n_device_groups; i++) {
 		const Isergw__Ctl__DeviceGroupStates *g = s->device_groups[i];
-		json_object *o = doc_dg(ctl->config_doc, g->device_group);
+		struct gw_device_group_cfg *d = dg_ref_find(ix, cfg->ndevice_groups, g->device_group);
 		json_object *v = json_object_new_int((int32_t)g->owner_tpg_id);
 
-		if (!v || json_object_object_add(o, "owner_tpg_id", v)) {
+		if (!v || json_object_object_add(p->dgs[i], "owner_tpg_id", v)) {
 			json_object_put(v);
 			ok = false;
 		}
-		for (size_t k = 0; k < cfg->ndevice_groups; k++) {
-			struct gw_device_group_cfg *d = &cfg->device_groups[k];
-
-			if (strcmp(ctl_dg_name(d->name), ctl_dg_name(g->device_group)))
-				continue;
-			d->owner_tpg_id = (uint16_t)g->owner_tpg_id;
-			if (scsi_alua_dg_configure(d->name, d->owner_tpg_id, d->non_owner_state))
-				ok = false;
-		}
+		if (!d)
+			continue;
+		d->owner_tpg_id = (uint16_t)g->owner_tpg_id;
+		if (scsi_alua_dg_configure(d->name, d->owner_tpg_id, d->non_owner_state))
+			ok = false;
 	}
 	pthread_mutex_unlock(&ctl->reload_lock);
+	free(ix);
 	if (!ok) {
 		/* the next ApplyConfig of this epoch then reloads, as any other would */
 		GW_WARN(COMP, "epoch %llu: the device groups' owners not all kept: the configuration "
@@ -467,7 +525,7 @@ static void placement_take(struct gw_ctl *ctl, const Isergw__Ctl__SetAluaMap *s,
  * SetAluaMap whose owners its epoch takes once applied (NULL: none).
  */
 static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t epoch,
-			 struct alua_map *m, const Isergw__Ctl__SetAluaMap *place)
+			 struct alua_map *m, const struct placement *place)
 {
 	struct gw_ctl *ctl = c->ctl;
 	char why[200], line[1024];
@@ -491,7 +549,7 @@ static void alua_request(struct ctl_client *c, const CtlRequest *req, uint64_t e
 		goto out;
 	}
 	/* the lost nodes fenced at the backend before anyone may serve their groups */
-	rc = place ? placement_fence(ctl, place, why, sizeof(why)) : 0;
+	rc = place ? placement_fence(ctl, place->s, why, sizeof(why)) : 0;
 	if (!rc)
 		rc = alua_apply(m, m->transition_ms > 0, why, sizeof(why));
 	if (rc) {
@@ -546,17 +604,18 @@ void ctl_op_set_alua(struct ctl_client *c, const CtlRequest *req)
 void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req)
 {
 	const Isergw__Ctl__SetAluaMap *s = req->set_alua_map;
+	struct placement p = { .s = s };
 	struct alua_map m;
 	char why[200];
-	bool take;
 	int rc;
 
-	rc = placement_check(c->ctl, s, &take, why, sizeof(why));
+	rc = placement_check(c->ctl, &p, why, sizeof(why));
 	if (rc) {
 		ctl_reply_refused(c, req, rc, why);
 		return;
 	}
 	if (alua_map_alloc(&m, s->n_device_groups)) {
+		free(p.dgs);
 		ctl_reply_refused(c, req, -ENOMEM, "out of memory");
 		return;
 	}
@@ -565,7 +624,8 @@ void ctl_op_set_alua_map(struct ctl_client *c, const CtlRequest *req)
 			      s->device_groups[i]->n_groups);
 	m.transition_ms = s->transition_ms;
 	m.map = true;
-	alua_request(c, req, s->epoch, &m, take ? s : NULL);
+	alua_request(c, req, s->epoch, &m, p.dgs ? &p : NULL);
+	free(p.dgs);
 }
 
 void ctl_op_get_alua(struct ctl_client *c, const CtlRequest *req)
