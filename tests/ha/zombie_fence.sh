@@ -36,6 +36,10 @@
 #    its key again, and two connections writing tag 0x0f through it (both
 #    reactors of its isergwd) meet no RESERVATION CONFLICT; the backend holds
 #    0x0f everywhere.
+# 8. (with fencing) node 3's agent restarts: its isergwd, which took the
+#    generations since the failover as ALUA maps with the keys to fence,
+#    finds the whole configuration of the current one already applied (the
+#    document it kept is the rendered one: nothing refused, nothing reloaded).
 # Printed: blocks checked and stale blocks found in each run.
 # Exit 77 when not root or corosync is missing.
 set -uo pipefail
@@ -111,6 +115,21 @@ rejoin() {
 	REJOINED=1
 }
 
+# same_after_restart: step 8
+same_after_restart() {
+	local log line out
+	log=$(bed_logfile 3 isergwd)
+	line=$(bed_log_lines 3 isergwd)
+	bed_stop_ha 3 && bed_start_ha 3 || return 1
+	bed_poll 30 "node 3's agent back, its isergwd current" ha_synced --serving 3 || return 1
+	out=$(tail -n +"$((line + 1))" "$log" | grep -E 'configuration of epoch|applying the configuration')
+	bed_log "node 3's isergwd after its agent restarted: ${out:-nothing}"
+	grep -q 'configuration of epoch [0-9]* already applied' <<<"$out" &&
+		! grep -qE 'applying the configuration|already applied with a different' <<<"$out" &&
+		SAME=1
+}
+
+SAME=0
 # scenario MODE: one run; STALE[MODE], CHECKED[MODE], CONFLICT[MODE] (1: node 1 logged it)
 scenario() {
 	local mode=$1 be pid hold_pid out owner k line0 log
@@ -206,6 +225,8 @@ scenario() {
 		# 7. node 1 rejoins (dg1 fails back to it) and registers again:
 		# writes through it, on both reactors, meet no conflict
 		rejoin "$log" || bed_log "node 1 did not come back as it should (checked below)"
+		# 8. a survivor's agent restarts: the document its isergwd kept is the rendered one
+		same_after_restart || bed_log "node 3's isergwd did not hold the configuration (checked below)"
 	fi
 	cp "$log" "$SCRATCH/isergwd-n1-$mode.log"
 	grep -hE "preempt|fencing|reservation key" "$SCRATCH"/n[23]/isergwd.log | head -10 >&2
@@ -222,6 +243,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = reservation ]; then
 			[ "$REJOINED" -eq 1 ]
 		ha_check "with fencing: the survivors fenced node 1, then took the failover as the ALUA map alone" \
 			[ "${MAPPED[reservation]}" -eq 1 ]
+		ha_check "with fencing: a survivor's agent restarted finds its isergwd's configuration current" \
+			[ "$SAME" -eq 1 ]
 	else
 		ha_check "the run with fencing completed" false
 		bed_down
