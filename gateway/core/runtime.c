@@ -511,7 +511,8 @@ int gw_fence_keys(struct gw *gw, const uint64_t *fence, size_t n)
 	}
 	if (nnew)
 		fence_keys_run(gw, cfg->backend_pr_key, keys, nnew);
-	memcpy(cfg->backend_pr_fence, fence, n * sizeof(*fence));
+	if (n) /* none: fence may be NULL (an empty list of the control protocol) */
+		memcpy(cfg->backend_pr_fence, fence, n * sizeof(*fence));
 	cfg->nbackend_pr_fence = n;
 	return 0;
 }
