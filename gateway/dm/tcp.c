@@ -213,7 +213,7 @@ static void datain_sent(struct iscsi_tx_pdu *pdu, int status)
 	struct iscsi_task *t = pdu->ctx;
 
 	(void)status;
-	free(pdu);
+	iscsi_tx_pdu_free(pdu);
 	iscsi_task_tx_done(t);
 }
 
