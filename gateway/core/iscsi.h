@@ -196,6 +196,7 @@ struct iscsi_session {
 	struct list_head link;          /* gw->sessions */
 	bool registered;
 	struct gw_io_counters stats;    /* commands of this session (its reactor only) */
+	struct gw_ctr_cache ctr_cache;  /* the reactor's counter entries it used last */
 };
 
 struct iscsi_conn {
@@ -217,6 +218,7 @@ struct iscsi_conn {
 	struct reactor_timer login_timer;
 	struct reactor_timer nop_timer;
 	uint64_t last_rx_ms;
+	uint64_t rx_us;                 /* when the PDU being handled arrived (gw_counters_now_us) */
 	uint32_t nop_ttt;               /* outstanding ping, 0xffffffff = none */
 	uint64_t nop_sent_ms;
 	struct list_head tasks;         /* struct iscsi_task.link */

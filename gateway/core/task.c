@@ -60,7 +60,8 @@ static struct iscsi_task *task_alloc(struct iscsi_conn *c, const struct iscsi_sc
 	t->cmd_sn = be32toh(hdr->cmd_sn);
 	t->edtl = (rbit || wbit) ? be32toh(hdr->exp_xfer_len) : 0;
 	t->lun = iscsi_lun_decode(hdr->lun);
-	t->start_us = gw_counters_now_us();
+	/* the arrival of the PDU being handled (iscsi_conn_rx_pdu read the clock) */
+	t->start_us = c->rx_us ? c->rx_us : gw_counters_now_us();
 	t->immediate = iscsi_bhs_immediate((const struct iscsi_bhs *)hdr);
 	t->data_in = rbit;
 	t->data_out = wbit;
@@ -236,6 +237,7 @@ static void task_count(const struct iscsi_task *t, bool aborted)
 		.bytes_written = t->data_out && !aborted && t->scsi.status == SCSI_STATUS_GOOD ?
 				 t->received : 0,
 		.start_us = t->start_us,
+		.cache = &s->ctr_cache,
 	};
 
 	gw_counters_done(&s->stats, &d);
