@@ -882,6 +882,63 @@ static void test_all_opcodes_dispatch(void **state)
 	}
 }
 
+/*
+ * Every (opcode, service action) REPORT SUPPORTED OPERATION CODES lists is
+ * found again when asked for alone (the dispatch lookup: an index by opcode
+ * into the table), with its own usage data; an unlisted service action of a
+ * listed opcode and an unknown opcode are not supported.
+ */
+static void test_rsoc_every_command(void **state)
+{
+	struct tctx *x = *state;
+	uint8_t c[16], *all = malloc(65536), one[64];
+	uint32_t len, off;
+
+	assert_non_null(all);
+	memset(c, 0, sizeof(c));
+	c[0] = 0xa3;
+	c[1] = 0x0c;
+	c[8] = 0xff;
+	c[9] = 0xff;
+	run_cdb(x, &x->a, c, 12, all, 65535);
+	assert_good(x);
+	len = be32(all);
+	for (off = 4; off < len + 4; off += 8) {
+		const uint8_t *e = &all[off];
+		bool sa = e[5] & 0x01;
+
+		c[2] = sa ? 2 : 1;
+		c[3] = e[0];
+		c[4] = e[2];
+		c[5] = e[3];
+		c[8] = 0;
+		c[9] = sizeof(one);
+		memset(one, 0, sizeof(one));
+		run_cdb(x, &x->a, c, 12, one, sizeof(one));
+		assert_good(x);
+		assert_int_equal(one[1] & 0x07, 0x03);          /* supported */
+		assert_int_equal(be16(&one[2]), be16(&e[6]));  /* its CDB length */
+		assert_int_equal(one[4], e[0]);                 /* its usage data */
+		if (sa)
+			assert_int_equal(one[5] & 0x1f, e[3]);
+	}
+	/* PERSISTENT RESERVE IN has no service action 0x1f; 0x02 is no command */
+	c[2] = 2;
+	c[3] = 0x5e;
+	c[4] = 0;
+	c[5] = 0x1f;
+	run_cdb(x, &x->a, c, 12, one, sizeof(one));
+	assert_good(x);
+	assert_int_equal(one[1] & 0x07, 0x01);
+	c[2] = 1;
+	c[3] = 0x02;
+	c[5] = 0;
+	run_cdb(x, &x->a, c, 12, one, sizeof(one));
+	assert_good(x);
+	assert_int_equal(one[1] & 0x07, 0x01);
+	free(all);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -904,6 +961,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ua_survives_reconnect, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_rsoc, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_all_opcodes_dispatch, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_rsoc_every_command, setup512, tctx_free),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);
