@@ -44,14 +44,14 @@ static unsigned int class_limit(unsigned int cls)
 
 static int size_class(size_t len, unsigned int *cls)
 {
-	unsigned int shift = BUF_MIN_SHIFT;
-
-	while (((size_t)1 << shift) < len) {
-		shift++;
-		if (shift > BUF_MAX_SHIFT)
-			return -1;
+	if (len <= ((size_t)1 << BUF_MIN_SHIFT)) {
+		*cls = 0;
+		return 0;
 	}
-	*cls = shift - BUF_MIN_SHIFT;
+	if (len > ((size_t)1 << BUF_MAX_SHIFT))
+		return -1;
+	/* the smallest power of two >= len */
+	*cls = 64u - (unsigned int)__builtin_clzll((unsigned long long)len - 1) - BUF_MIN_SHIFT;
 	return 0;
 }
 
@@ -139,7 +139,7 @@ static void obj_key_init(void)
 	obj_key_ok = pthread_key_create(&obj_key, obj_thread_exit) == 0;
 }
 
-void *gw_obj_get(struct gw_obj_cache *c)
+void *gw_obj_get_slow(struct gw_obj_cache *c)
 {
 	struct buf_free *f = c->head;
 
@@ -151,7 +151,7 @@ void *gw_obj_get(struct gw_obj_cache *c)
 	return f;
 }
 
-void gw_obj_put(struct gw_obj_cache *c, void *obj)
+void gw_obj_put_slow(struct gw_obj_cache *c, void *obj)
 {
 	struct buf_free *f = obj;
 

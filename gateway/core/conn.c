@@ -27,7 +27,7 @@ struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void)
 	struct iscsi_tx_pdu *pdu = gw_obj_get(&tl_pdu_cache);
 
 	if (pdu)
-		memset(pdu, 0, sizeof(*pdu));
+		gw_zero(pdu, sizeof(*pdu));
 	return pdu;
 }
 

@@ -66,11 +66,11 @@ static struct iscsi_task *task_alloc(struct iscsi_conn *c, const struct iscsi_sc
 	t->data_in = rbit;
 	t->data_out = wbit;
 	/* the rest: zeroed, but for what a command does not use */
-	memset(&t->in_set, 0, offsetof(struct iscsi_task, r2t) - offsetof(struct iscsi_task, in_set));
+	gw_zero(&t->in_set, offsetof(struct iscsi_task, r2t) - offsetof(struct iscsi_task, in_set));
 	if (wbit)
 		memset(t->r2t, 0, sizeof(t->r2t));
-	memset(&t->scsi, 0, sense);
-	memset((uint8_t *)&t->scsi + sense_end, 0, offsetof(struct scsi_cmd, priv_io) - sense_end);
+	gw_zero(&t->scsi, sense);
+	gw_zero((uint8_t *)&t->scsi + sense_end, offsetof(struct scsi_cmd, priv_io) - sense_end);
 	c->ntasks++;
 	iscsi_conn_get(c);
 	return t;

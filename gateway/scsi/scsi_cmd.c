@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
+#include "common/bufpool.h"
 #include "common/log.h"
 
 /* ------------------------------------------------------------------ sense */
@@ -349,7 +350,7 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	cmd->xfer_len = 0;
 	cmd->cluster_reruns = 0;
 	/* the private area but its bdev_io, which is set up when it is submitted */
-	memset(&cmd_priv(cmd)->iov, 0, sizeof(struct scsi_priv) - offsetof(struct scsi_priv, iov));
+	gw_zero(&cmd_priv(cmd)->iov, sizeof(struct scsi_priv) - offsetof(struct scsi_priv, iov));
 	cmd_priv(cmd)->cmd = cmd;
 
 	def = scsi_find_op(op, sa, &known);

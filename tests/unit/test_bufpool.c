@@ -41,6 +41,20 @@ static void test_reuse_same_class(void **state)
 	b = gw_buf_alloc(8192); /* another class: not the same buffer */
 	assert_ptr_not_equal(a, b);
 	gw_buf_free(b, 8192);
+	/* the class boundaries: 4097 and 8192 bytes are one class, 8193 the next */
+	a = gw_buf_alloc(4097);
+	gw_buf_free(a, 4097);
+	b = gw_buf_alloc(8192);
+	assert_ptr_equal(a, b);
+	gw_buf_free(b, 8192);
+	b = gw_buf_alloc(8193);
+	assert_ptr_not_equal(a, b);
+	gw_buf_free(b, 8193);
+	a = gw_buf_alloc(16u << 20);
+	gw_buf_free(a, 16u << 20);
+	b = gw_buf_alloc((8u << 20) + 1);
+	assert_ptr_equal(a, b);
+	gw_buf_free(b, (8u << 20) + 1);
 	gw_buf_cache_drain();
 }
 
