@@ -75,8 +75,10 @@ client() {
 }
 
 # dump PID FILE N: the profile's Nth dump (counters zeroed after it); prints its total.
+# A second first: the daemon finishes closing the client's session.
 dump() {
 	local i
+	sleep 1
 	callgrind_control -d "$1" >/dev/null 2>&1
 	for ((i = 0; i < 600; i++)); do
 		[ -s "$2.$3" ] && grep -q '^totals:' "$2.$3" && break
