@@ -36,18 +36,18 @@ BASE=
 CLIENT=
 SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common "$@"
+# the options (each with a value) and the variable each sets
+declare -A OPTS=([--reads]=READS [--warmup]=WARMUP [--base-daemon]=BASE [--client]=CLIENT
+	[--addr]=ADDR [--port]=PORT)
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
-	case "$1" in
-	--reads) READS=$2; shift 2 ;;
-	--warmup) WARMUP=$2; shift 2 ;;
-	--base-daemon) BASE=$2; shift 2 ;;
-	--client) CLIENT=$2; shift 2 ;;
-	--addr) ADDR=$2; shift 2 ;;
-	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
-	*) die "unknown option $1" ;;
-	esac
+	if [ "$1" = -h ] || [ "$1" = --help ]; then
+		sed -n '3,26p' "$0"
+		exit 0
+	fi
+	{ [ -n "${OPTS[$1]:-}" ] && [ $# -ge 2 ]; } || die "unknown option $1, or no value"
+	printf -v "${OPTS[$1]}" '%s' "$2"
+	shift 2
 done
 if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null; then
 	die "valgrind not found (apt-get install valgrind)"
@@ -102,18 +102,20 @@ measure() {
 }
 
 # tgtd on CUR_PORT under callgrind, the disk as LUN 1.
+TGT_LOG=$SCRATCH/served-tgtd.log
+tadm() { tgtadm -C "$CUR_PORT" --lld iscsi "$@" >>"$TGT_LOG" 2>&1 || die "tgtadm $* failed"; }
 tgt_run() {
-	local ta=(tgtadm -C "$CUR_PORT" --lld iscsi) log=$SCRATCH/served-tgtd.log
 	D_OUT=$SCRATCH/cg-served-tgtd.out
 	rm -f "$D_OUT"*
-	: >"$log"
-	valgrind --tool=callgrind --callgrind-out-file="$D_OUT" tgtd -f -C "$CUR_PORT" --iscsi "portal=$ADDR:$CUR_PORT" >>"$log" 2>&1 &
+	: >"$TGT_LOG"
+	valgrind --tool=callgrind --callgrind-out-file="$D_OUT" tgtd -f -C "$CUR_PORT" \
+		--iscsi "portal=$ADDR:$CUR_PORT" >>"$TGT_LOG" 2>&1 &
 	D_PID=$!
 	_LIB_DAEMONS+=("$D_PID tgt")
-	wait_port "$D_PID" "$ADDR" "$CUR_PORT" 120 || die "tgtd did not start, see $log"
-	"${ta[@]}" --mode target --op new --tid 1 -T "$IQN" &&
-		"${ta[@]}" --mode logicalunit --op new --tid 1 --lun 1 -b "$DISK" &&
-		"${ta[@]}" --mode target --op bind --tid 1 -I ALL || die "tgtadm failed"
+	wait_port "$D_PID" "$ADDR" "$CUR_PORT" 120 || die "tgtd did not start, see $TGT_LOG"
+	tadm --mode target --op new --tid 1 -T "$IQN"
+	tadm --mode logicalunit --op new --tid 1 --lun 1 -b "$DISK"
+	tadm --mode target --op bind --tid 1 -I ALL
 	measure tgtd 1
 	target_kill9 "$D_PID"
 }

@@ -212,17 +212,15 @@ struct cache_run {
 	size_t n;
 };
 
-static int sample_cmp(const void *a, const void *b)
+/* The sample of s[0..n) with the key of k (its kind, target, LUN or group, port). */
+static const struct gw_ctr_sample *same_key(const struct gw_ctr_sample *s, size_t n,
+					    const struct gw_ctr_sample *k)
 {
-	const struct gw_ctr_sample *x = a, *y = b;
-
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->lun != y->lun)
-		return x->lun < y->lun ? -1 : 1;
-	if (x->target != y->target)
-		return (uintptr_t)x->target < (uintptr_t)y->target ? -1 : 1;
-	return x->rel_port_id < y->rel_port_id ? -1 : x->rel_port_id > y->rel_port_id;
+	for (size_t i = 0; i < n; i++)
+		if (s[i].kind == k->kind && s[i].target == k->target && s[i].lun == k->lun &&
+		    s[i].rel_port_id == k->rel_port_id && s[i].tpg_id == k->tpg_id)
+			return &s[i];
+	return NULL;
 }
 
 static void *cache_thread(void *arg)
@@ -247,7 +245,6 @@ static void *cache_thread(void *arg)
 		}
 	}
 	assert_int_equal(gw_counters_snapshot(&r->s, &r->n), 0);
-	qsort(r->s, r->n, sizeof(*r->s), sample_cmp);
 	return NULL;
 }
 
@@ -271,21 +268,28 @@ static void cached_entries(void **state)
 	assert_int_equal(with.n, without.n);
 	assert_int_equal(again.n, without.n);
 	for (size_t i = 0; i < without.n; i++) {
-		assert_int_equal(with.s[i].kind, without.s[i].kind);
-		assert_int_equal(with.s[i].lun, without.s[i].lun);
-		/* everything but which latency bucket (that is the clock's) */
-		assert_memory_equal(&with.s[i].c, &without.s[i].c, offsetof(struct gw_io_counters, lat_read));
-		assert_memory_equal(&again.s[i].c, &without.s[i].c, offsetof(struct gw_io_counters, lat_read));
-		for (const struct cache_run *r = &with; r; r = r == &with ? &again : NULL) {
-			assert_int_equal(bucket_sum(r->s[i].c.lat_read, 0, GW_LAT_BUCKETS),
-					 bucket_sum(without.s[i].c.lat_read, 0, GW_LAT_BUCKETS));
-			assert_int_equal(bucket_sum(r->s[i].c.lat_write, 0, GW_LAT_BUCKETS),
-					 bucket_sum(without.s[i].c.lat_write, 0, GW_LAT_BUCKETS));
+		const struct gw_ctr_sample *w = &without.s[i];
+		const struct gw_ctr_sample *got[2] = { same_key(with.s, with.n, w),
+						       same_key(again.s, again.n, w) };
+
+		for (int k = 0; k < 2; k++) {
+			assert_non_null(got[k]);
+			/* everything but which latency bucket (that is the clock's) */
+			assert_memory_equal(&got[k]->c, &w->c, offsetof(struct gw_io_counters, lat_read));
+			assert_int_equal(bucket_sum(got[k]->c.lat_read, 0, GW_LAT_BUCKETS),
+					 bucket_sum(w->c.lat_read, 0, GW_LAT_BUCKETS));
+			assert_int_equal(bucket_sum(got[k]->c.lat_write, 0, GW_LAT_BUCKETS),
+					 bucket_sum(w->c.lat_write, 0, GW_LAT_BUCKETS));
 		}
 	}
-	/* and they counted: LUN a/0 had 4 reads and 2 writes a round */
-	assert_int_equal(without.s[0].kind, GW_CTR_LUN);
-	assert_int_equal(without.s[0].c.cmds[GW_IO_READ] + without.s[0].c.cmds[GW_IO_WRITE], 3 * 4);
+	/* and they counted: LUN a/0 had 4 commands a round */
+	{
+		const struct gw_ctr_sample key = { .kind = GW_CTR_LUN, .target = &target_a, .lun = 0 };
+		const struct gw_ctr_sample *l = same_key(without.s, without.n, &key);
+
+		assert_non_null(l);
+		assert_int_equal(l->c.cmds[GW_IO_READ] + l->c.cmds[GW_IO_WRITE], 3 * 4);
+	}
 	free(with.s);
 	free(without.s);
 	free(again.s);

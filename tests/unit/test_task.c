@@ -490,6 +490,32 @@ static void test_burst_limits(void **state)
 }
 
 /*
+ * A WRITE of 4096 bytes at lba whose first Data-Out comes at the wrong
+ * offset: ABORTED COMMAND 4B/05 at once. Returns its R2T.
+ */
+static const struct iscsi_r2t *write_bad_offset(struct fake_ini *ini, uint32_t itt, uint32_t lba)
+{
+	const struct iscsi_r2t *r;
+	struct iscsi_bhs bhs;
+	uint8_t cdb[16];
+	int i;
+
+	fake_ini_rw10(cdb, true, lba, 8);
+	fake_ini_scsi_cmd(&bhs, itt, fake_ini_cmd_sn(ini, false), false, 0, cdb, 10,
+			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
+	fake_ini_send(ini, &bhs, NULL, 0);
+	i = next_r2t(ini, 0, itt, &r);
+	assert_true(i >= 0);
+	assert_int_equal(be32toh(r->buffer_offset), 0);
+	fake_ini_data_out(&bhs, itt, be32toh(r->ttt), 0, 512, 1024, false);
+	fake_ini_send(ini, &bhs, pattern, 1024);
+	i = fake_ini_find(ini, 0, ISCSI_OP_SCSI_RSP, itt);
+	assert_int_equal(rsp_of(ini, i)->status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(sense_of(ini, i), 0x0b4b05);
+	return r;
+}
+
+/*
  * A Data-Out at the wrong offset: ABORTED COMMAND 4B/05 at once, nothing
  * written (the blocks read back as zeroes), the session goes on.
  */
@@ -499,23 +525,11 @@ static void test_data_out_bad_offset(void **state)
 	const struct iscsi_r2t *r;
 	struct fake_ini ini;
 	struct iscsi_bhs bhs;
-	uint8_t cdb[16];
 	int i;
 
 	(void)state;
 	login_ready(&ini, &o);
-	fake_ini_rw10(cdb, true, 100, 8);
-	fake_ini_scsi_cmd(&bhs, 0xd0, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
-			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
-	fake_ini_send(&ini, &bhs, NULL, 0);
-	i = next_r2t(&ini, 0, 0xd0, &r);
-	assert_true(i >= 0);
-	assert_int_equal(be32toh(r->buffer_offset), 0);
-	fake_ini_data_out(&bhs, 0xd0, be32toh(r->ttt), 0, 512, 1024, false);
-	fake_ini_send(&ini, &bhs, pattern, 1024);
-	i = fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0xd0);
-	assert_int_equal(rsp_of(&ini, i)->status, SCSI_STATUS_CHECK_CONDITION);
-	assert_int_equal(sense_of(&ini, i), 0x0b4b05);
+	r = write_bad_offset(&ini, 0xd0, 100);
 	/* the rest of its data (the command is over: a Reject at most) */
 	fake_ini_data_out(&bhs, 0xd0, be32toh(r->ttt), 1, 1536, 512, true);
 	fake_ini_send(&ini, &bhs, pattern, 512);
@@ -564,15 +578,7 @@ static void test_task_reuse(void **state)
 	(void)state;
 	login_ready(&ini, &o);
 	/* a WRITE whose Data-Out is out of sequence: ABORTED COMMAND */
-	fake_ini_rw10(cdb, true, 200, 8);
-	fake_ini_scsi_cmd(&bhs, 0xe0, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
-			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
-	fake_ini_send(&ini, &bhs, NULL, 0);
-	assert_true(next_r2t(&ini, 0, 0xe0, &r) >= 0);
-	fake_ini_data_out(&bhs, 0xe0, be32toh(r->ttt), 0, 1024, 512, false);
-	fake_ini_send(&ini, &bhs, pattern, 512);
-	i = fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0xe0);
-	assert_int_equal(sense_of(&ini, i), 0x0b4b05);
+	write_bad_offset(&ini, 0xe0, 200);
 	fake_ini_clear(&ini);
 	/* a READ past the end: CHECK CONDITION with sense data */
 	read10(&ini, 0xe1, 0, 0xfffffff0u, 8);
