@@ -276,6 +276,7 @@ struct iscsi_task {
 	bool immediate;
 	bool data_in;
 	bool data_out;
+	uint8_t cls;                    /* SAM-5 class of its task attribute (core/task.c) */
 	/* From here to r2t: zeroed by task_alloc. */
 	bool in_set;                    /* entered (CmdSN order), not yet left */
 	bool aborted;

@@ -38,6 +38,23 @@ static void task_set_put(struct iscsi_session *s, struct iscsi_task_set *set);
 static _Thread_local struct gw_obj_cache tl_task_cache =
 	GW_OBJ_CACHE_INIT(sizeof(struct iscsi_task), 256);
 
+enum task_class { TASK_SIMPLE, TASK_ORDERED, TASK_HEAD_OF_QUEUE, TASK_ACA };
+
+static enum task_class task_class_of(uint8_t flags)
+{
+	switch (flags & ISCSI_CMD_ATTR_MASK) {
+	case SCSI_ATTR_UNTAGGED:
+	case SCSI_ATTR_SIMPLE:
+		return TASK_SIMPLE;
+	case SCSI_ATTR_HEAD_OF_QUEUE:
+		return TASK_HEAD_OF_QUEUE;
+	case SCSI_ATTR_ACA:
+		return TASK_ACA;
+	default:
+		return TASK_ORDERED;
+	}
+}
+
 /* A task for the SCSI Command hdr, in c's task list; NULL without memory. */
 static struct iscsi_task *task_alloc(struct iscsi_conn *c, const struct iscsi_scsi_cmd *hdr)
 {
@@ -65,6 +82,7 @@ static struct iscsi_task *task_alloc(struct iscsi_conn *c, const struct iscsi_sc
 	t->immediate = iscsi_bhs_immediate((const struct iscsi_bhs *)hdr);
 	t->data_in = rbit;
 	t->data_out = wbit;
+	t->cls = (uint8_t)task_class_of(hdr->flags);
 	/* the rest: zeroed, but for what a command does not use */
 	gw_zero(&t->in_set, offsetof(struct iscsi_task, r2t) - offsetof(struct iscsi_task, in_set));
 	if (wbit)
@@ -299,21 +317,10 @@ struct iscsi_task_set {
 	struct list_head held;          /* ready but not enabled, oldest first */
 };
 
-enum task_class { TASK_SIMPLE, TASK_ORDERED, TASK_HEAD_OF_QUEUE, TASK_ACA };
-
+/* The class of a task, worked out once from its attribute (task_alloc: t->cls). */
 static enum task_class task_class(const struct iscsi_task *t)
 {
-	switch (t->hdr.flags & ISCSI_CMD_ATTR_MASK) {
-	case SCSI_ATTR_UNTAGGED:
-	case SCSI_ATTR_SIMPLE:
-		return TASK_SIMPLE;
-	case SCSI_ATTR_HEAD_OF_QUEUE:
-		return TASK_HEAD_OF_QUEUE;
-	case SCSI_ATTR_ACA:
-		return TASK_ACA;
-	default:
-		return TASK_ORDERED;
-	}
+	return (enum task_class)t->cls;
 }
 
 static void task_sets_run(void *arg);
@@ -724,7 +731,7 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	/* this command first, then those its CmdSN let go: delivery in CmdSN order */
 	if (t->state != TASK_STATE_WAIT_CMDSN)
 		task_maybe_exec(t);
-	if (!queue)
+	if (!queue && !list_empty(&s->pending))
 		iscsi_session_run_pending(s);
 	return 0;
 
