@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/bufpool.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -43,14 +44,14 @@ static unsigned int class_limit(unsigned int cls)
 
 static int size_class(size_t len, unsigned int *cls)
 {
-	unsigned int shift = BUF_MIN_SHIFT;
-
-	while (((size_t)1 << shift) < len) {
-		shift++;
-		if (shift > BUF_MAX_SHIFT)
-			return -1;
+	if (len <= ((size_t)1 << BUF_MIN_SHIFT)) {
+		*cls = 0;
+		return 0;
 	}
-	*cls = shift - BUF_MIN_SHIFT;
+	if (len > ((size_t)1 << BUF_MAX_SHIFT))
+		return -1;
+	/* the smallest power of two >= len */
+	*cls = 64u - (unsigned int)__builtin_clzll((unsigned long long)len - 1) - BUF_MIN_SHIFT;
 	return 0;
 }
 
@@ -100,8 +101,88 @@ void gw_buf_free(void *buf, size_t len)
 	BUF_POISON(f, (size_t)1 << (cls + BUF_MIN_SHIFT));
 }
 
+/* ---- object caches ---- */
+
+/* This thread's caches that hold objects; a thread key empties them when it exits. */
+static _Thread_local struct gw_obj_cache *tl_obj_caches;
+static pthread_key_t obj_key;
+static pthread_once_t obj_once = PTHREAD_ONCE_INIT;
+static _Bool obj_key_ok;
+
+static void obj_caches_drain(void)
+{
+	while (tl_obj_caches) {
+		struct gw_obj_cache *c = tl_obj_caches;
+
+		while (c->head) {
+			struct buf_free *f = c->head;
+
+			BUF_UNPOISON(f, c->size);
+			c->head = f->next;
+			free(f);
+		}
+		c->n = 0;
+		c->listed = 0;
+		tl_obj_caches = c->next;
+		c->next = NULL;
+	}
+}
+
+static void obj_thread_exit(void *arg)
+{
+	(void)arg;
+	obj_caches_drain();
+}
+
+static void obj_key_init(void)
+{
+	obj_key_ok = pthread_key_create(&obj_key, obj_thread_exit) == 0;
+}
+
+void *gw_obj_get_slow(struct gw_obj_cache *c)
+{
+	struct buf_free *f = c->head;
+
+	if (!f)
+		return malloc(c->size < sizeof(*f) ? sizeof(*f) : c->size);
+	BUF_UNPOISON(f, c->size);
+	c->head = f->next;
+	c->n--;
+	return f;
+}
+
+void gw_obj_put_slow(struct gw_obj_cache *c, void *obj)
+{
+	struct buf_free *f = obj;
+
+	if (!obj)
+		return;
+	if (c->n >= c->max) {
+		free(obj);
+		return;
+	}
+	if (!c->listed) {
+		/* the first object this thread keeps here: drained at thread exit */
+		pthread_once(&obj_once, obj_key_init);
+		if (!obj_key_ok || pthread_setspecific(obj_key, (void *)1)) {
+			free(obj);
+			return;
+		}
+		c->listed = 1;
+		c->next = tl_obj_caches;
+		tl_obj_caches = c;
+	}
+	f->next = c->head;
+	c->head = f;
+	c->n++;
+	/* all but the link: LeakSanitizer does not follow pointers in poisoned memory */
+	if (c->size > sizeof(*f))
+		BUF_POISON((char *)f + sizeof(*f), c->size - sizeof(*f));
+}
+
 void gw_buf_cache_drain(void)
 {
+	obj_caches_drain();
 	for (unsigned int i = 0; i < BUF_CLASSES; i++) {
 		struct buf_class *c = &tl_classes[i];
 

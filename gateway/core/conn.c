@@ -11,15 +11,24 @@
 
 #include "core/iscsi.h"
 #include "core/pdu.h"
+#include "common/bufpool.h"
 #include "common/log.h"
 
 #define COMP "conn"
 
 static void conn_free_now(void *arg);
 
+/* PDUs come from the reactor's cache: no allocator call per Data-In, R2T or NOP. */
+static _Thread_local struct gw_obj_cache tl_pdu_cache =
+	GW_OBJ_CACHE_INIT(sizeof(struct iscsi_tx_pdu), 512);
+
 struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void)
 {
-	return calloc(1, sizeof(struct iscsi_tx_pdu));
+	struct iscsi_tx_pdu *pdu = gw_obj_get(&tl_pdu_cache);
+
+	if (pdu)
+		gw_zero(pdu, sizeof(*pdu));
+	return pdu;
 }
 
 /* A PDU of our own with opcode op and the F bit, the rest of its header zero; NULL without memory. */
@@ -39,7 +48,7 @@ void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu)
 	if (!pdu)
 		return;
 	free(pdu->owned);
-	free(pdu);
+	gw_obj_put(&tl_pdu_cache, pdu);
 }
 
 /*
@@ -655,8 +664,10 @@ void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const 
 		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen)
 {
 	uint8_t op = iscsi_bhs_opcode(bhs);
+	uint64_t now_us = gw_counters_now_us();  /* the one clock read of a command's arrival */
 
-	c->last_rx_ms = gw_now_ms();
+	c->rx_us = now_us;
+	c->last_rx_ms = now_us / 1000u;
 	GW_DEBUG(COMP, "%s: rx %s ITT 0x%08x dlen %u", c->peer, iscsi_opcode_name(op),
 		 be32toh(bhs->itt), dlen);
 	switch (c->state) {

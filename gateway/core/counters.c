@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +31,7 @@ struct ctr_entry {
 };
 
 struct ctr_table {
+	uint64_t id;                    /* unique in the process: what a gw_ctr_cache names */
 	size_t n;
 	size_t nbuckets;                /* a power of two */
 	struct ctr_entry **bucket;
@@ -37,6 +40,7 @@ struct ctr_table {
 static pthread_key_t ctr_key;
 static pthread_once_t ctr_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct ctr_table *tl_table;
+static atomic_uint_fast64_t table_ids;
 
 static void table_free(void *arg)
 {
@@ -68,6 +72,7 @@ static struct ctr_table *table_self(void)
 	tl_table = calloc(1, sizeof(*tl_table));
 	if (!tl_table)
 		return NULL;
+	tl_table->id = atomic_fetch_add(&table_ids, 1) + 1;
 	tl_table->nbuckets = CTR_BUCKETS_MIN;
 	tl_table->bucket = calloc(CTR_BUCKETS_MIN, sizeof(*tl_table->bucket));
 	if (!tl_table->bucket || pthread_setspecific(ctr_key, tl_table)) {
@@ -86,19 +91,25 @@ uint64_t gw_counters_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * The class of each opcode, 1 + its enum gw_io_class, 0: other. READ(6/10/12/16);
+ * WRITE(6/10/12/16), WRITE AND VERIFY(10/12/16), WRITE SAME(10/16), COMPARE AND WRITE.
+ */
+#define R (1 + GW_IO_READ)
+#define W (1 + GW_IO_WRITE)
+static const uint8_t io_class[256] = {
+	[0x08] = R, [0x28] = R, [0xa8] = R, [0x88] = R,
+	[0x0a] = W, [0x2a] = W, [0xaa] = W, [0x8a] = W,
+	[0x2e] = W, [0xae] = W, [0x8e] = W,
+	[0x41] = W, [0x93] = W,
+	[0x89] = W,
+};
+#undef R
+#undef W
+
 enum gw_io_class gw_io_classify(uint8_t op)
 {
-	switch (op) {
-	case 0x08: case 0x28: case 0xa8: case 0x88:             /* READ(6/10/12/16) */
-		return GW_IO_READ;
-	case 0x0a: case 0x2a: case 0xaa: case 0x8a:             /* WRITE(6/10/12/16) */
-	case 0x2e: case 0xae: case 0x8e:                        /* WRITE AND VERIFY */
-	case 0x41: case 0x93:                                   /* WRITE SAME(10/16) */
-	case 0x89:                                              /* COMPARE AND WRITE */
-		return GW_IO_WRITE;
-	default:
-		return GW_IO_OTHER;
-	}
+	return io_class[op] ? (enum gw_io_class)(io_class[op] - 1) : GW_IO_OTHER;
 }
 
 static unsigned int lat_bucket(uint64_t us)
@@ -108,38 +119,48 @@ static unsigned int lat_bucket(uint64_t us)
 	return b < GW_LAT_BUCKETS ? b : GW_LAT_BUCKETS - 1;
 }
 
-static void account(struct gw_io_counters *c, const struct gw_io_done *d, enum gw_io_class cl,
-		    unsigned int bucket)
+/* What one completion adds, worked out once for the four places it is counted. */
+struct ctr_delta {
+	enum gw_io_class cl;
+	uint32_t bytes_read, bytes_written;
+	size_t status_off;              /* offset of the status counter to bump, 0: none */
+	size_t lat_off;                 /* offset of the latency bucket to bump, 0: none */
+};
+
+static size_t status_offset(const struct gw_io_done *d)
 {
-	c->cmds[cl]++;
-	if (d->aborted) {
-		c->aborted++;
-		return;
-	}
-	c->bytes_read += d->bytes_read;
-	c->bytes_written += d->bytes_written;
+	if (d->aborted)
+		return offsetof(struct gw_io_counters, aborted);
 	switch (d->status) {
 	case SCSI_STATUS_GOOD:
 	case SCSI_STATUS_CONDITION_MET:
-		break;
+		return 0;
 	case SCSI_STATUS_CHECK_CONDITION:
-		c->check_condition++;
-		break;
+		return offsetof(struct gw_io_counters, check_condition);
 	case SCSI_STATUS_BUSY:
 	case SCSI_STATUS_TASK_SET_FULL:
-		c->busy++;
-		break;
+		return offsetof(struct gw_io_counters, busy);
 	case SCSI_STATUS_RESERVATION_CONFLICT:
-		c->reservation_conflict++;
-		break;
+		return offsetof(struct gw_io_counters, reservation_conflict);
 	default:
-		c->aborted++;
-		break;
+		return offsetof(struct gw_io_counters, aborted);
 	}
-	if (cl == GW_IO_READ)
-		c->lat_read[bucket]++;
-	else if (cl == GW_IO_WRITE)
-		c->lat_write[bucket]++;
+}
+
+static void ctr_bump(struct gw_io_counters *c, size_t off)
+{
+	(*(uint64_t *)(void *)((char *)c + off))++;
+}
+
+static void account(struct gw_io_counters *c, const struct ctr_delta *x)
+{
+	c->cmds[x->cl]++;
+	c->bytes_read += x->bytes_read;
+	c->bytes_written += x->bytes_written;
+	if (x->status_off)
+		ctr_bump(c, x->status_off);
+	if (x->lat_off)
+		ctr_bump(c, x->lat_off);
 }
 
 /* Twice the buckets, every entry moved (no allocation but the array); kept as is on ENOMEM. */
@@ -203,21 +224,60 @@ static struct gw_io_counters *entry_get(struct ctr_table *t, enum gw_ctr_kind ki
 
 void gw_counters_done(struct gw_io_counters *sess, const struct gw_io_done *d)
 {
-	enum gw_io_class cl = gw_io_classify(d->opcode);
 	unsigned int bucket = lat_bucket(gw_counters_now_us() - d->start_us);
+	struct ctr_delta x = {
+		.cl = gw_io_classify(d->opcode),
+		.bytes_read = d->aborted ? 0 : d->bytes_read,
+		.bytes_written = d->aborted ? 0 : d->bytes_written,
+		.status_off = status_offset(d),
+	};
 	struct ctr_table *t = table_self();
+	struct gw_ctr_cache *k = d->cache, none;
 	struct gw_io_counters *c;
 
+	/* an aborted command counts in cmds and aborted only */
+	if (!d->aborted && x.cl == GW_IO_READ)
+		x.lat_off = offsetof(struct gw_io_counters, lat_read) + bucket * sizeof(uint64_t);
+	else if (!d->aborted && x.cl == GW_IO_WRITE)
+		x.lat_off = offsetof(struct gw_io_counters, lat_write) + bucket * sizeof(uint64_t);
 	if (sess)
-		account(sess, d, cl, bucket);
+		account(sess, &x);
 	if (!t)
 		return;
-	if (d->target && (c = entry_get(t, GW_CTR_LUN, d->target, d->lun, 0, 0)))
-		account(c, d, cl, bucket);
-	if (d->rel_port_id && (c = entry_get(t, GW_CTR_PORT, NULL, 0, d->rel_port_id, d->tpg_id)))
-		account(c, d, cl, bucket);
-	if (d->dg && (c = entry_get(t, GW_CTR_DG, NULL, d->dg - 1u, 0, 0)))
-		account(c, d, cl, bucket);
+	if (!k) {
+		memset(&none, 0, sizeof(none));
+		k = &none;
+	}
+	if (k->table_id != t->id) {
+		memset(k, 0, sizeof(*k));
+		k->table_id = t->id;
+	}
+	if (d->target) {
+		if (!k->lun_c || k->target != d->target || k->lun != d->lun) {
+			k->lun_c = entry_get(t, GW_CTR_LUN, d->target, d->lun, 0, 0);
+			k->target = d->target;
+			k->lun = d->lun;
+		}
+		if ((c = k->lun_c))
+			account(c, &x);
+	}
+	if (d->rel_port_id) {
+		if (!k->port_c || k->rel_port_id != d->rel_port_id || k->tpg_id != d->tpg_id) {
+			k->port_c = entry_get(t, GW_CTR_PORT, NULL, 0, d->rel_port_id, d->tpg_id);
+			k->rel_port_id = d->rel_port_id;
+			k->tpg_id = d->tpg_id;
+		}
+		if ((c = k->port_c))
+			account(c, &x);
+	}
+	if (d->dg) {
+		if (!k->dg_c || k->dg != d->dg) {
+			k->dg_c = entry_get(t, GW_CTR_DG, NULL, d->dg - 1u, 0, 0);
+			k->dg = d->dg;
+		}
+		if ((c = k->dg_c))
+			account(c, &x);
+	}
 }
 
 void gw_counters_add(struct gw_io_counters *a, const struct gw_io_counters *b)

@@ -34,6 +34,22 @@ struct gw_io_counters {
 	uint64_t lat_write[GW_LAT_BUCKETS];
 };
 
+/*
+ * The table entries a session's completions went to last, so that the next
+ * completion of the same LUN, port and device group finds them without a
+ * lookup. Zero it when the session starts. Entries never move and live as
+ * long as their table; a completion on another table (a thread that is not
+ * the one it names) looks its entries up again.
+ */
+struct gw_ctr_cache {
+	uint64_t table_id;              /* the table the entries are in, 0: none */
+	const void *target;
+	uint32_t lun;
+	uint16_t rel_port_id, tpg_id;
+	uint16_t dg;
+	struct gw_io_counters *lun_c, *port_c, *dg_c;
+};
+
 /* One completed command, as the core describes it. */
 struct gw_io_done {
 	const void *target;             /* struct gw_target *, NULL: no LUN entry */
@@ -46,6 +62,7 @@ struct gw_io_done {
 	bool aborted;
 	uint32_t bytes_read, bytes_written;
 	uint64_t start_us;
+	struct gw_ctr_cache *cache;     /* optional: the session's (above) */
 };
 
 enum gw_ctr_kind { GW_CTR_LUN = 0, GW_CTR_PORT, GW_CTR_DG };

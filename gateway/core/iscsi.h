@@ -196,6 +196,7 @@ struct iscsi_session {
 	struct list_head link;          /* gw->sessions */
 	bool registered;
 	struct gw_io_counters stats;    /* commands of this session (its reactor only) */
+	struct gw_ctr_cache ctr_cache;  /* the reactor's counter entries it used last */
 };
 
 struct iscsi_conn {
@@ -217,6 +218,7 @@ struct iscsi_conn {
 	struct reactor_timer login_timer;
 	struct reactor_timer nop_timer;
 	uint64_t last_rx_ms;
+	uint64_t rx_us;                 /* when the PDU being handled arrived (gw_counters_now_us) */
 	uint32_t nop_ttt;               /* outstanding ping, 0xffffffff = none */
 	uint64_t nop_sent_ms;
 	struct list_head tasks;         /* struct iscsi_task.link */
@@ -253,26 +255,34 @@ struct iscsi_r2t_state {
 };
 
 struct iscsi_task {
+	/*
+	 * Tasks come from the reactor's cache (core/task.c) and are not zeroed
+	 * whole. This first part is set for every command by task_alloc and
+	 * iscsi_task_scsi_cmd, field by field.
+	 */
 	struct iscsi_conn *conn;
-	enum iscsi_task_state state;
 	struct list_head link;          /* conn->tasks */
 	struct list_head pend_link;     /* session->pending, or its set's held tasks */
-	struct iscsi_task_set *set;     /* the task set of its LUN */
 	struct list_head set_link;      /* set->tasks while in the task set */
 	struct list_head barrier_link;  /* set->barriers (ORDERED, HEAD OF QUEUE) */
-	uint64_t seq;                   /* age in the set */
-	bool in_set;                    /* entered (CmdSN order), not yet left */
+	struct iscsi_task_set *set;     /* the task set of its LUN */
 	struct iscsi_scsi_cmd hdr;
+	enum iscsi_task_state state;
 	uint32_t itt;
 	uint32_t cmd_sn;
 	uint32_t edtl;
 	uint64_t lun;
+	uint64_t start_us;              /* arrival, for the latency counters */
 	bool immediate;
-	bool aborted;
-	uint16_t data_err;              /* ASC/ASCQ of a Data-Out sequence error, 0 = none */
 	bool data_in;
 	bool data_out;
+	uint8_t cls;                    /* SAM-5 class of its task attribute (core/task.c) */
+	/* From here to r2t: zeroed by task_alloc. */
+	bool in_set;                    /* entered (CmdSN order), not yet left */
+	bool aborted;
 	bool buf_wait;                  /* waiting for the datamover's buffer */
+	uint16_t data_err;              /* ASC/ASCQ of a Data-Out sequence error, 0 = none */
+	uint64_t seq;                   /* age in the set */
 	uint8_t *staging;               /* unsolicited data received while waiting */
 	uint8_t *buf;
 	uint32_t buf_len;
@@ -284,16 +294,21 @@ struct iscsi_task {
 	uint32_t r2t_next;              /* next offset to ask for */
 	uint32_t r2t_sn;
 	uint32_t r2t_outstanding;
-	struct iscsi_r2t_state r2t[ISCSI_MAX_R2T];
 	/* Data-In bookkeeping */
 	uint32_t data_sn;
 	uint32_t pending_tx;            /* PDUs of this task not yet sent */
 	struct iscsi_tmf *tmf;          /* TMF waiting for this aborted task */
+	void *dm_priv;
+	/*
+	 * Of what follows only what a command uses is initialised: r2t for a
+	 * command with write data; scsi but its sense data and its private
+	 * area (the SCSI layer sets that up at submission); rsp and sense_seg
+	 * where they are filled in.
+	 */
+	struct iscsi_r2t_state r2t[ISCSI_MAX_R2T];
 	struct scsi_cmd scsi;
 	struct iscsi_tx_pdu rsp;
 	uint8_t sense_seg[2 + SCSI_SENSE_MAX];  /* SenseLength + sense data */
-	void *dm_priv;
-	uint64_t start_us;              /* arrival, for the latency counters */
 };
 
 /* ---- daemon runtime (core/runtime.c) ---- */

@@ -3,9 +3,11 @@
  * Command entry: sense builders, the CDB dispatch table (which also feeds
  * REPORT SUPPORTED OPERATION CODES), unit-attention and reservation checks.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "scsi/scsi_internal.h"
+#include "common/bufpool.h"
 #include "common/log.h"
 
 /* ------------------------------------------------------------------ sense */
@@ -258,17 +260,28 @@ const struct scsi_opdef *scsi_op_table(size_t *n)
 	return op_table;
 }
 
+#define OP_NONE 0xffu
+#define OP_TABLE_LEN (sizeof(op_table) / sizeof(op_table[0]))
+_Static_assert(OP_TABLE_LEN < OP_NONE, "op_first holds table indexes in a byte");
+
+/* The first row of each opcode (the rows of an opcode are adjacent), OP_NONE: unknown. */
+static uint8_t op_first[256];
+
+static void __attribute__((constructor)) op_first_init(void)
+{
+	memset(op_first, OP_NONE, sizeof(op_first));
+	for (size_t i = OP_TABLE_LEN; i-- > 0;)
+		op_first[op_table[i].op] = (uint8_t)i;
+}
+
 const struct scsi_opdef *scsi_find_op(uint8_t op, uint8_t sa, bool *op_known)
 {
-	size_t i;
+	size_t i = op_first[op];
 
-	*op_known = false;
-	for (i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
+	*op_known = i != OP_NONE;
+	for (; i < OP_TABLE_LEN && op_table[i].op == op; i++) {
 		const struct scsi_opdef *d = &op_table[i];
 
-		if (d->op != op)
-			continue;
-		*op_known = true;
 		if (!(d->flags & OPF_SA) || d->sa == sa)
 			return d;
 	}
@@ -336,7 +349,8 @@ void scsi_cmd_submit(struct scsi_cmd *cmd)
 	cmd->sense_len = 0;
 	cmd->xfer_len = 0;
 	cmd->cluster_reruns = 0;
-	memset(cmd->priv_io, 0, sizeof(struct scsi_priv));
+	/* the private area but its bdev_io, which is set up when it is submitted */
+	gw_zero(&cmd_priv(cmd)->iov, sizeof(struct scsi_priv) - offsetof(struct scsi_priv, iov));
 	cmd_priv(cmd)->cmd = cmd;
 
 	def = scsi_find_op(op, sa, &known);

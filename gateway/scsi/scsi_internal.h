@@ -208,7 +208,7 @@ static inline uint32_t scsi_lu_opt_xfer(const struct scsi_lu *lu)
 
 /* Per-command private state, lives in cmd->priv_io. */
 struct scsi_priv {
-	struct bdev_io io;
+	struct bdev_io io;              /* first: not zeroed at submission (scsi_sbc.c's submit sets it) */
 	struct iovec iov[2];
 	struct list_head wait_link;
 	struct reactor *reactor;        /* submitting reactor (NULL in tests) */

@@ -17,6 +17,7 @@
 
 #include "scsi/scsi_bdev_ext.h"
 #include "scsi/scsi_internal.h"
+#include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
 
@@ -220,7 +221,7 @@ static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t 
 	struct scsi_priv *pv = cmd_priv(cmd);
 	struct bdev_io *io = &pv->io;
 
-	memset(io, 0, sizeof(*io));
+	gw_zero(io, sizeof(*io));
 	io->op = op;
 	io->flags = flags;
 	io->offset = off;

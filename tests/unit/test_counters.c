@@ -5,7 +5,8 @@
  * opcodes, status and byte accounting, the log2 latency buckets, one table
  * per thread (a second thread's completions are not in the first one's
  * snapshot), entries keyed by (target, LUN), (port, group) and device group;
- * a table of 10,000 LUNs (its buckets grown on the way) keeps every entry.
+ * a table of 10,000 LUNs (its buckets grown on the way) keeps every entry;
+ * a session's cache of its entries counts as the lookups do.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -199,6 +200,101 @@ static void many_luns_and_device_groups(void **state)
 	assert_int_equal(pthread_join(th, NULL), 0);
 }
 
+/*
+ * A session's cache of its entries (struct gw_ctr_cache): the same sequence
+ * counted with a cache and without one, each on a fresh table, gives the same
+ * table; the cache follows a LUN, port or device group that changes and a
+ * table that is not the one it names.
+ */
+struct cache_run {
+	struct gw_ctr_cache *cache;
+	struct gw_ctr_sample *s;
+	size_t n;
+};
+
+/* The sample of s[0..n) with the key of k (its kind, target, LUN or group, port). */
+static const struct gw_ctr_sample *same_key(const struct gw_ctr_sample *s, size_t n,
+					    const struct gw_ctr_sample *k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].kind == k->kind && s[i].target == k->target && s[i].lun == k->lun &&
+		    s[i].rel_port_id == k->rel_port_id && s[i].tpg_id == k->tpg_id)
+			return &s[i];
+	return NULL;
+}
+
+static void *cache_thread(void *arg)
+{
+	struct cache_run *r = arg;
+	static const struct { const void *t; uint32_t lun; uint16_t rel; uint16_t dg; uint8_t st; } seq[] = {
+		{ &target_a, 0, 1, 1, SCSI_STATUS_GOOD }, { &target_a, 0, 1, 1, SCSI_STATUS_GOOD },
+		{ &target_a, 1, 1, 1, SCSI_STATUS_CHECK_CONDITION }, { &target_b, 1, 1, 2, SCSI_STATUS_GOOD },
+		{ &target_b, 1, 2, 2, SCSI_STATUS_BUSY }, { NULL, 7, 2, 0, SCSI_STATUS_GOOD },
+		{ &target_a, 0, 0, 3, SCSI_STATUS_GOOD }, { &target_a, 0, 1, 1, SCSI_STATUS_GOOD },
+	};
+
+	for (int round = 0; round < 3; round++) {
+		for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+			struct gw_io_done d = done(seq[i].t, seq[i].lun, seq[i].rel, i & 1 ? 0x2a : 0x28,
+						   seq[i].st, 3);
+
+			d.dg = seq[i].dg;
+			d.aborted = round == 2 && i == 3;
+			d.cache = r->cache;
+			gw_counters_done(NULL, &d);
+		}
+	}
+	assert_int_equal(gw_counters_snapshot(&r->s, &r->n), 0);
+	return NULL;
+}
+
+static void cached_entries(void **state)
+{
+	struct gw_ctr_cache cache;
+	struct cache_run with = { .cache = &cache }, again = { .cache = &cache }, without = { 0 };
+	pthread_t th;
+
+	(void)state;
+	memset(&cache, 0, sizeof(cache));
+	assert_int_equal(pthread_create(&th, NULL, cache_thread, &with), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, cache_thread, &without), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* the same cache on another thread: that thread's table, not the old one's entries */
+	assert_int_equal(pthread_create(&th, NULL, cache_thread, &again), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* LUN a/0, a/1, b/1; ports 1 and 2; device groups 1 to 3 */
+	assert_int_equal(without.n, 8);
+	assert_int_equal(with.n, without.n);
+	assert_int_equal(again.n, without.n);
+	for (size_t i = 0; i < without.n; i++) {
+		const struct gw_ctr_sample *w = &without.s[i];
+		const struct gw_ctr_sample *got[2] = { same_key(with.s, with.n, w),
+						       same_key(again.s, again.n, w) };
+
+		for (int k = 0; k < 2; k++) {
+			assert_non_null(got[k]);
+			/* everything but which latency bucket (that is the clock's) */
+			assert_memory_equal(&got[k]->c, &w->c, offsetof(struct gw_io_counters, lat_read));
+			assert_int_equal(bucket_sum(got[k]->c.lat_read, 0, GW_LAT_BUCKETS),
+					 bucket_sum(w->c.lat_read, 0, GW_LAT_BUCKETS));
+			assert_int_equal(bucket_sum(got[k]->c.lat_write, 0, GW_LAT_BUCKETS),
+					 bucket_sum(w->c.lat_write, 0, GW_LAT_BUCKETS));
+		}
+	}
+	/* and they counted: LUN a/0 had 4 commands a round */
+	{
+		const struct gw_ctr_sample key = { .kind = GW_CTR_LUN, .target = &target_a, .lun = 0 };
+		const struct gw_ctr_sample *l = same_key(without.s, without.n, &key);
+
+		assert_non_null(l);
+		assert_int_equal(l->c.cmds[GW_IO_READ] + l->c.cmds[GW_IO_WRITE], 3 * 4);
+	}
+	free(with.s);
+	free(without.s);
+	free(again.s);
+}
+
 static void add(void **state)
 {
 	struct gw_io_counters a, b;
@@ -221,6 +317,7 @@ int main(void)
 		cmocka_unit_test(accounting),
 		cmocka_unit_test(add),
 		cmocka_unit_test(many_luns_and_device_groups),
+		cmocka_unit_test(cached_entries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

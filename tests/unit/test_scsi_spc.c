@@ -882,6 +882,52 @@ static void test_all_opcodes_dispatch(void **state)
 	}
 }
 
+/*
+ * REPORT SUPPORTED OPERATION CODES with reporting options opt for op/sa,
+ * into buf (len bytes); returns the SUPPORT field (opt 1, 2) or the list's length (opt 0).
+ */
+static uint32_t rsoc(struct tctx *x, uint8_t opt, uint8_t op, uint16_t sa, uint8_t *buf,
+		     uint16_t len)
+{
+	uint8_t cdb[12] = { 0xa3, 0x0c, opt, op, (uint8_t)(sa >> 8), (uint8_t)sa, 0, 0,
+			    (uint8_t)(len >> 8), (uint8_t)len, 0, 0 };
+
+	memset(buf, 0, len);
+	run_cdb(x, &x->a, cdb, sizeof(cdb), buf, len);
+	assert_good(x);
+	return opt ? buf[1] & 0x07u : be32(buf);
+}
+
+/*
+ * Every (opcode, service action) REPORT SUPPORTED OPERATION CODES lists is
+ * found again when asked for alone (the dispatch lookup: an index by opcode
+ * into the table), with its own usage data; an unlisted service action of a
+ * listed opcode and an unknown opcode are not supported.
+ */
+static void test_rsoc_every_command(void **state)
+{
+	struct tctx *x = *state;
+	uint8_t *all = malloc(65535), one[64];
+	uint32_t len;
+
+	assert_non_null(all);
+	len = rsoc(x, 0, 0, 0, all, 65535);
+	for (uint32_t off = 4; off < len + 4; off += 8) {
+		const uint8_t *e = &all[off];
+		bool sa = e[5] & 0x01;
+
+		assert_int_equal(rsoc(x, sa ? 2 : 1, e[0], be16(&e[2]), one, sizeof(one)), 0x03);
+		assert_int_equal(be16(&one[2]), be16(&e[6]));  /* its CDB length */
+		assert_int_equal(one[4], e[0]);                 /* its usage data */
+		if (sa)
+			assert_int_equal(one[5] & 0x1f, e[3]);
+	}
+	/* PERSISTENT RESERVE IN has no service action 0x1f; 0x02 is no command */
+	assert_int_equal(rsoc(x, 2, 0x5e, 0x1f, one, sizeof(one)), 0x01);
+	assert_int_equal(rsoc(x, 1, 0x02, 0, one, sizeof(one)), 0x01);
+	free(all);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -904,6 +950,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ua_survives_reconnect, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_rsoc, setup512, tctx_free),
 		cmocka_unit_test_setup_teardown(test_all_opcodes_dispatch, setup512, tctx_free),
+		cmocka_unit_test_setup_teardown(test_rsoc_every_command, setup512, tctx_free),
 	};
 
 	gw_log_set_level(GW_LOG_ERR);

@@ -490,6 +490,32 @@ static void test_burst_limits(void **state)
 }
 
 /*
+ * A WRITE of 4096 bytes at lba whose first Data-Out comes at the wrong
+ * offset: ABORTED COMMAND 4B/05 at once. Returns its R2T.
+ */
+static const struct iscsi_r2t *write_bad_offset(struct fake_ini *ini, uint32_t itt, uint32_t lba)
+{
+	const struct iscsi_r2t *r;
+	struct iscsi_bhs bhs;
+	uint8_t cdb[16];
+	int i;
+
+	fake_ini_rw10(cdb, true, lba, 8);
+	fake_ini_scsi_cmd(&bhs, itt, fake_ini_cmd_sn(ini, false), false, 0, cdb, 10,
+			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
+	fake_ini_send(ini, &bhs, NULL, 0);
+	i = next_r2t(ini, 0, itt, &r);
+	assert_true(i >= 0);
+	assert_int_equal(be32toh(r->buffer_offset), 0);
+	fake_ini_data_out(&bhs, itt, be32toh(r->ttt), 0, 512, 1024, false);
+	fake_ini_send(ini, &bhs, pattern, 1024);
+	i = fake_ini_find(ini, 0, ISCSI_OP_SCSI_RSP, itt);
+	assert_int_equal(rsp_of(ini, i)->status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(sense_of(ini, i), 0x0b4b05);
+	return r;
+}
+
+/*
  * A Data-Out at the wrong offset: ABORTED COMMAND 4B/05 at once, nothing
  * written (the blocks read back as zeroes), the session goes on.
  */
@@ -499,23 +525,11 @@ static void test_data_out_bad_offset(void **state)
 	const struct iscsi_r2t *r;
 	struct fake_ini ini;
 	struct iscsi_bhs bhs;
-	uint8_t cdb[16];
 	int i;
 
 	(void)state;
 	login_ready(&ini, &o);
-	fake_ini_rw10(cdb, true, 100, 8);
-	fake_ini_scsi_cmd(&bhs, 0xd0, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
-			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
-	fake_ini_send(&ini, &bhs, NULL, 0);
-	i = next_r2t(&ini, 0, 0xd0, &r);
-	assert_true(i >= 0);
-	assert_int_equal(be32toh(r->buffer_offset), 0);
-	fake_ini_data_out(&bhs, 0xd0, be32toh(r->ttt), 0, 512, 1024, false);
-	fake_ini_send(&ini, &bhs, pattern, 1024);
-	i = fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0xd0);
-	assert_int_equal(rsp_of(&ini, i)->status, SCSI_STATUS_CHECK_CONDITION);
-	assert_int_equal(sense_of(&ini, i), 0x0b4b05);
+	r = write_bad_offset(&ini, 0xd0, 100);
 	/* the rest of its data (the command is over: a Reject at most) */
 	fake_ini_data_out(&bhs, 0xd0, be32toh(r->ttt), 1, 1536, 512, true);
 	fake_ini_send(&ini, &bhs, pattern, 512);
@@ -527,6 +541,74 @@ static void test_data_out_bad_offset(void **state)
 	assert_true(i >= 0);
 	for (uint32_t k = 0; k < ini.rx[i].dlen; k++)
 		assert_int_equal(ini.rx[i].data[k], 0);
+	fake_ini_logout_free(&ini);
+}
+
+/* The Data-In of task itt that carries its status, checked: GOOD, no residual, DataSN 0. */
+static void assert_read_good(const struct fake_ini *ini, uint32_t itt)
+{
+	int i = fake_ini_find(ini, 0, ISCSI_OP_DATA_IN, itt);
+	const struct iscsi_data_in *d;
+
+	assert_true(i >= 0);
+	d = (const struct iscsi_data_in *)&ini->rx[i].bhs;
+	assert_int_equal(d->flags & (ISCSI_FLAG_FINAL | ISCSI_DATAIN_STATUS | ISCSI_RSP_UNDERFLOW |
+				     ISCSI_RSP_OVERFLOW), ISCSI_FLAG_FINAL | ISCSI_DATAIN_STATUS);
+	assert_int_equal(d->status, SCSI_STATUS_GOOD);
+	assert_int_equal(be32toh(d->data_sn), 0);
+	assert_int_equal(be32toh(d->residual), 0);
+	assert_int_equal(fake_ini_find(ini, 0, ISCSI_OP_SCSI_RSP, itt), -1);
+}
+
+/*
+ * Tasks are reused (the reactor's cache, not zeroed whole): a command after
+ * one that failed its Data-Out, one that ended with sense data and one that
+ * had R2Ts carries nothing of them: its status, sense, residual, DataSN,
+ * R2TSN and R2T state are its own.
+ */
+static void test_task_reuse(void **state)
+{
+	struct fake_ini_opts o = { .initial_r2t = true, .no_immediate_data = true };
+	const struct iscsi_r2t *r;
+	struct fake_ini ini;
+	struct iscsi_bhs bhs;
+	uint8_t cdb[16];
+	int i;
+
+	(void)state;
+	login_ready(&ini, &o);
+	/* a WRITE whose Data-Out is out of sequence: ABORTED COMMAND */
+	write_bad_offset(&ini, 0xe0, 200);
+	fake_ini_clear(&ini);
+	/* a READ past the end: CHECK CONDITION with sense data */
+	read10(&ini, 0xe1, 0, 0xfffffff0u, 8);
+	i = fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0xe1);
+	assert_true(i >= 0);
+	assert_int_equal(rsp_of(&ini, i)->status, SCSI_STATUS_CHECK_CONDITION);
+	assert_int_equal(sense_of(&ini, i), 0x052100);
+	fake_ini_clear(&ini);
+	/* a READ: GOOD in its Data-In, nothing of the sense before */
+	read10(&ini, 0xe2, 0, 200, 8);
+	assert_read_good(&ini, 0xe2);
+	fake_ini_clear(&ini);
+	/* a WRITE: R2TSN 0 for the whole of it, GOOD without sense */
+	fake_ini_rw10(cdb, true, 200, 8);
+	fake_ini_scsi_cmd(&bhs, 0xe3, fake_ini_cmd_sn(&ini, false), false, 0, cdb, 10,
+			  ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 4096, 0);
+	fake_ini_send(&ini, &bhs, NULL, 0);
+	assert_true(next_r2t(&ini, 0, 0xe3, &r) >= 0);
+	assert_int_equal(be32toh(r->r2t_sn), 0);
+	assert_int_equal(be32toh(r->buffer_offset), 0);
+	assert_int_equal(be32toh(r->desired_len), 4096);
+	answer_r2t(&ini, 0xe3, r, 4096);
+	i = fake_ini_find(&ini, 0, ISCSI_OP_SCSI_RSP, 0xe3);
+	assert_true(i >= 0);
+	assert_int_equal(rsp_of(&ini, i)->status, SCSI_STATUS_GOOD);
+	assert_int_equal(ini.rx[i].dlen, 0);
+	assert_int_equal(rsp_of(&ini, i)->flags & (ISCSI_RSP_UNDERFLOW | ISCSI_RSP_OVERFLOW), 0);
+	/* and what it wrote reads back */
+	read_back(&ini, 0xe4, 200, 8);
+	assert_read_good(&ini, 0xe4);
 	fake_ini_logout_free(&ini);
 }
 
@@ -544,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_r2t_outstanding),
 		cmocka_unit_test(test_burst_limits),
 		cmocka_unit_test(test_data_out_bad_offset),
+		cmocka_unit_test(test_task_reuse),
 	};
 
 	for (size_t i = 0; i < sizeof(pattern); i++)
