@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/rawsys.h"
 
 #define REACTOR_MAX_EVENTS 128
 
@@ -337,9 +337,7 @@ static void reactor_run_timers(struct reactor *r)
 static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
-	/* no thread is ever cancelled: the raw call skips libc's cancellation point */
-	int n = (int)syscall(SYS_epoll_pwait, r->epfd, evs, REACTOR_MAX_EVENTS, timeout_ms, NULL,
-			     (size_t)0);
+	int n = gw_sys_epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;

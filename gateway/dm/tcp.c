@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "dm/dm.h"
 #include "common/log.h"
 #include "common/netaddr.h"
+#include "common/rawsys.h"
 
 #define COMP "tcp"
 #define TCP_LOGIN_MAX_DSL   65536u
@@ -139,7 +139,7 @@ static void tcp_flush(void *arg)
 
 		for (pdu = tc->txhead; pdu && niov < TCP_MAX_IOV - 4; pdu = pdu->next)
 			niov += pdu_iov(pdu, iov + niov, TCP_MAX_IOV - niov);
-		n = syscall(SYS_writev, tc->fd, iov, niov); /* not a cancellation point: cheaper */
+		n = gw_sys_writev(tc->fd, iov, niov);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				reactor_mod_fd(tc->reactor, &tc->rfd, EPOLLIN | EPOLLOUT);
@@ -367,7 +367,7 @@ static void tcp_conn_event(void *arg, uint32_t events)
 				break; /* cannot happen: a full PDU always fits */
 			}
 		}
-		n = syscall(SYS_read, tc->fd, tc->rx + tc->rxlen, tc->rxcap - tc->rxlen);
+		n = gw_sys_read(tc->fd, tc->rx + tc->rxlen, tc->rxcap - tc->rxlen);
 		if (n > 0) {
 			tc->rxlen += (size_t)n;
 			tcp_parse(tc);
