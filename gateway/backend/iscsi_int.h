@@ -117,6 +117,13 @@ struct ib_req {
 	uint8_t pr_step;                /* a registration step: its PR OUT service action */
 	uint32_t epoch;                 /* ib->fence_epoch when it was submitted */
 	struct ib_req *next_free;
+	struct scsi_iovec iov1;         /* the one data buffer of UNMAP, WRITE SAME, the CAW check */
+	/*
+	 * The backend command of an RK_IO or RK_CAW_CHECK request, reused from
+	 * one issue to the next (no scsi_create_task per command); libiscsi
+	 * owns it while it is in flight. Last: ib_req_alloc does not clear it.
+	 */
+	struct scsi_task etask;
 };
 
 struct ib_bdev {
@@ -190,6 +197,7 @@ struct disc {
 /* requests and sessions (iscsi_session.c) */
 struct ib_req *ib_req_alloc(struct ib_rx *rx);
 void ib_req_free(struct ib_req *q);
+void ib_task_put(struct ib_req *q, struct scsi_task *t);
 bool ib_req_landed(struct ib_req *q);
 const char *ib_req_name(const struct ib_req *q);
 void ib_req_finish(struct ib_req *q, int result);

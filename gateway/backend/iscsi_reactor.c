@@ -412,8 +412,7 @@ void ib_rx_free(struct ib_rx *rx)
 			struct ib_req *q = list_first_entry(&s->inflight, struct ib_req, link);
 
 			list_del(&q->link);
-			if (q->task)
-				scsi_free_scsi_task(q->task);
+			ib_task_put(q, q->task);
 			if (q->kind != RK_PROBE)
 				left++;
 			free(q->bounce);
