@@ -47,6 +47,7 @@ _Static_assert(sizeof(struct scsi_iovec) == sizeof(struct iovec) &&
 
 struct ib_bdev;
 struct ib_rx;
+struct ib_split;
 
 enum ib_sess_state { S_DOWN = 0, S_CONNECTING, S_PROBING, S_UP };
 
@@ -89,6 +90,8 @@ struct ib_rx {
 	struct reactor_deferred flush;
 	struct reactor_timer tick;
 	struct ib_req *free_reqs;
+	struct ib_split *free_splits;   /* iscsi_bdev.c: kept for the next long command */
+	unsigned int nfree_splits;
 	unsigned int nwait;
 	/* fencing: its share of ib->n_up_unreg and ib->n_reg (ib_rx_recount) */
 	unsigned int c_up_unreg, c_reg;
@@ -217,6 +220,9 @@ void ib_req_defer_result(struct ib_req *q, int result);
 struct ib_sess *ib_pick_session(struct ib_rx *rx);
 void ib_sess_kick(struct ib_sess *s);
 void ib_sess_issue(struct ib_sess *s, struct ib_req *q);
+
+/* long commands as pieces (iscsi_bdev.c) */
+void ib_split_cache_free(struct ib_rx *rx);
 
 /* per-reactor state (iscsi_reactor.c) */
 void ib_rx_pump(struct ib_rx *rx);

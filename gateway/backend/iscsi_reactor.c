@@ -437,6 +437,7 @@ void ib_rx_free(struct ib_rx *rx)
 		rx->free_reqs = q->next_free;
 		free(q);
 	}
+	ib_split_cache_free(rx);
 	free(rx->sess);
 	free(rx);
 }
