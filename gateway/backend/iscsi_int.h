@@ -61,7 +61,7 @@ struct ib_sess {
 	uint32_t events;
 	bool fd_added;
 	bool broken;            /* set in callbacks, torn down once service returned */
-	bool kick;              /* commands queued since the last write */
+	uint8_t queued;         /* commands queued since the last write (IB_WRITE_BATCH) */
 	bool in_service;
 	bool ever_up;
 	bool registered;        /* our reservation key is registered through this session */

@@ -123,6 +123,28 @@ static int build_cdb(struct ib_req *q, uint8_t *cdb, int *cdb_len, uint32_t *xfe
 	return -1;
 }
 
+/*
+ * libiscsi puts each command into its output queue by walking the queue (in
+ * CmdSN order), about 27 instructions a step: a burst of N commands queued
+ * for the one write at the end of the round costs N*N/2 steps. A session
+ * with IB_WRITE_BATCH commands not yet written writes them at once, so the
+ * walk stays short; the rest of the burst still goes in the round's flush.
+ */
+#define IB_WRITE_BATCH 8u
+
+static void sess_write_now(struct ib_sess *s)
+{
+	int rc;
+
+	s->queued = 0;
+	s->in_service = true;
+	rc = iscsi_service(s->ctx, POLLOUT);
+	s->in_service = false;
+	/* torn down by the round's flush (the session is kicked), not here */
+	if (rc < 0 && !s->broken)
+		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
+}
+
 void ib_sess_kick(struct ib_sess *s)
 {
 	if (list_empty(&s->kick_link))
@@ -186,6 +208,8 @@ void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 	list_add_tail(&q->link, &s->inflight);
 	s->ninflight++;
 	ib_sess_kick(s);
+	if (++s->queued >= IB_WRITE_BATCH && !s->in_service && !s->broken)
+		sess_write_now(s);
 }
 
 /*

@@ -59,6 +59,7 @@ static void rx_flush(void *arg)
 		list_init(&s->kick_link);
 		if (!s->ctx || s->broken || s->in_service)
 			continue;
+		s->queued = 0;
 		s->in_service = true;
 		rc = iscsi_service(s->ctx, POLLOUT);
 		s->in_service = false;

@@ -221,6 +221,7 @@ void ib_sess_teardown(struct ib_sess *s)
 	s->ctx = NULL;
 	s->state = S_DOWN;
 	s->broken = false;
+	s->queued = 0;
 	/* callbacks during destroy see ctx == NULL and leave requests alone */
 	iscsi_destroy_context(ctx);
 	list_init(&back);
