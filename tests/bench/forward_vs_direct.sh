@@ -23,8 +23,9 @@
 # and MB/s and the gateway/direct ratio per round, then the median ratio of
 # each test over --rounds (default 3). Then, unless --latency-seconds 0, the
 # latency of 4 KiB random reads at QD1 (qd1_latency, built beside
-# forward_fault: --latency-client) directly and through the gateway(s), p50
-# and p99, and what forwarding adds. Then, unless --callgrind-seconds 0, CPU
+# forward_fault: --latency-client) directly and through the gateway(s) in
+# turn, N (default 5) one-second slices each: the medians of their p50 and
+# p99, and what forwarding adds. Then, unless --callgrind-seconds 0, CPU
 # per I/O (perf stat has no hardware counters here): instructions per command
 # of tgtd under callgrind serving rand4k directly, and of each isergwd under
 # callgrind forwarding rand4k (tgtd normal), each total divided by the
@@ -147,7 +148,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	for t in rand4k seq1m; do
 		# shellcheck disable=SC2086
 		read -r di dm <<<"$(perf "direct-$t" "$DURL" "$SECS" ${ARGS[$t]})"
-		for g in "${GWS[@]}"; do
+		# the gateways in turn, the other order every other round
+		order=("${GWS[@]}")
+		((round % 2)) || mapfile -t order < <(printf '%s\n' "${GWS[@]}" | tac)
+		for g in "${order[@]}"; do
 			# shellcheck disable=SC2086
 			read -r fwi fwm <<<"$(perf "fwd-$g-$t" "${GW_URL[$g]}" "$SECS" ${ARGS[$t]})"
 			r=$(ratio "$fwi" "$di")
@@ -165,22 +169,37 @@ for t in rand4k seq1m; do
 	done
 done
 
-# QD1: the latency forwarding adds, from the same run
+# QD1: the latency forwarding adds, from the same run: one-second slices,
+# direct and through each gateway in turn, LAT_SECS times; the median of the
+# slices' p50 and p99 (a burst of load spoils one slice, not the figure)
 if [ "$LAT_SECS" -gt 0 ] && [ -x "$LAT_CLIENT" ]; then
-	# qd1 NAME URL: prints "P50 P99 AVG" in microseconds (0 0 0 on failure)
+	# qd1 NAME URL: prints "P50 P99" of one second in microseconds (nothing on failure)
 	qd1() {
-		local out=$SCRATCH/qd1-$1.txt res
-		timeout --kill-after=5 $((LAT_SECS + 60)) "$LAT_CLIENT" --seconds "$LAT_SECS" "$2" \
-			</dev/null >"$out" 2>&1
-		res=$(sed -n 's/^qd1 commands [0-9]* p50 \([0-9]*\) p99 \([0-9]*\) avg \([0-9]*\)$/\1 \2 \3/p' "$out")
-		[ -n "$res" ] && echo "$res" || { log "qd1_latency $1: no result, see $out"; echo "0 0 0"; }
+		local out=$SCRATCH/qd1-$1.txt
+		timeout --kill-after=5 60 "$LAT_CLIENT" --seconds 1 "$2" </dev/null >"$out" 2>&1
+		sed -n 's/^qd1 commands [0-9]* p50 \([0-9]*\) p99 \([0-9]*\) avg [0-9]*$/\1 \2/p' "$out"
 	}
-	read -r d50 d99 davg <<<"$(qd1 direct "$DURL")"
-	printf 'qd1 4k random read: direct (tgt) p50 %s us p99 %s us avg %s us\n' "$d50" "$d99" "$davg"
+	declare -A P50=([direct]="") P99=([direct]="")
+	for ((i = 0; i < LAT_SECS; i++)); do
+		for n in direct "${GWS[@]}"; do
+			url=$DURL
+			[ "$n" = direct ] || url=${GW_URL[$n]}
+			read -r a b <<<"$(qd1 "$n" "$url")"
+			[ -n "$a" ] || { log "qd1_latency $n: no result, see $SCRATCH/qd1-$n.txt"; continue; }
+			P50[$n]="${P50[$n]:-} $a"
+			P99[$n]="${P99[$n]:-} $b"
+		done
+	done
+	# shellcheck disable=SC2086
+	d50=$(median ${P50[direct]}) d99=$(median ${P99[direct]})
+	printf 'qd1 4k random read (median of %d 1 s slices): direct (tgt) p50 %s us p99 %s us\n' \
+		"$LAT_SECS" "$d50" "$d99"
 	for g in "${GWS[@]}"; do
-		read -r f50 f99 favg <<<"$(qd1 "fwd-$g" "${GW_URL[$g]}")"
-		printf 'qd1 4k random read: via isergwd %-4s p50 %s us p99 %s us avg %s us; added p50 %s us p99 %s us\n' \
-			"$g" "$f50" "$f99" "$favg" $((f50 - d50)) $((f99 - d99))
+		# shellcheck disable=SC2086
+		f50=$(median ${P50[$g]:-}) f99=$(median ${P99[$g]:-})
+		printf 'qd1 4k random read: via isergwd %-4s p50 %s us p99 %s us; added p50 %s us p99 %s us\n' \
+			"$g" "$f50" "$f99" "$(awk -v a="$f50" -v b="$d50" 'BEGIN { print a - b }')" \
+			"$(awk -v a="$f99" -v b="$d99" 'BEGIN { print a - b }')"
 	done
 elif [ "$LAT_SECS" -gt 0 ]; then
 	log "no QD1 latency: $LAT_CLIENT not built (target qd1_latency; --latency-client PATH)"
