@@ -45,14 +45,76 @@ struct ib_piece {
 
 struct ib_split {
 	struct bdev_io *parent;
+	struct ib_rx *rx;
 	unsigned int left;
 	int result;
 	uint64_t err_off;
 	uint8_t status;
 	uint8_t sense_len;
 	uint8_t sense[BDEV_SENSE_MAX];
-	struct ib_piece *pieces;        /* npieces, then the iovec pool */
+	struct ib_piece *pieces;        /* npieces, the iovec pool, the request pointers */
+	size_t cap;                     /* bytes at pieces */
+	struct ib_split *next_free;     /* in rx->free_splits */
 };
+
+/* Splits kept per reactor for the next long command (beyond, freed). */
+#define IB_SPLIT_CACHE 32u
+
+static void split_put(struct ib_split *sp)
+{
+	struct ib_rx *rx = sp->rx;
+
+	if (rx->nfree_splits >= IB_SPLIT_CACHE) {
+		free(sp->pieces);
+		free(sp);
+		return;
+	}
+	sp->next_free = rx->free_splits;
+	rx->free_splits = sp;
+	rx->nfree_splits++;
+}
+
+/* A split with room for `bytes` at pieces, from rx's cache when it has one. */
+static struct ib_split *split_get(struct ib_rx *rx, size_t bytes)
+{
+	struct ib_split *sp = rx->free_splits;
+
+	if (sp) {
+		rx->free_splits = sp->next_free;
+		rx->nfree_splits--;
+	} else if (!(sp = calloc(1, sizeof(*sp)))) {
+		return NULL;
+	}
+	sp->rx = rx;
+	if (sp->cap < bytes) {
+		struct ib_piece *p = malloc(bytes);
+
+		if (!p) {
+			split_put(sp);
+			return NULL;
+		}
+		free(sp->pieces);
+		sp->pieces = p;
+		sp->cap = bytes;
+	}
+	sp->result = 0;
+	sp->err_off = 0;
+	sp->status = 0;
+	sp->sense_len = 0;
+	return sp;
+}
+
+void ib_split_cache_free(struct ib_rx *rx)
+{
+	while (rx->free_splits) {
+		struct ib_split *sp = rx->free_splits;
+
+		rx->free_splits = sp->next_free;
+		free(sp->pieces);
+		free(sp);
+	}
+	rx->nfree_splits = 0;
+}
 
 static void piece_done(struct bdev_io *pio)
 {
@@ -72,8 +134,7 @@ static void piece_done(struct bdev_io *pio)
 	io->result = sp->result;
 	if (sp->result == -EREMOTEIO)
 		ib_req_set_answer(io, sp->status, sp->sense_len ? sp->sense : NULL, sp->sense_len);
-	free(sp->pieces);
-	free(sp);
+	split_put(sp);
 	io->cb(io);
 }
 
@@ -87,13 +148,10 @@ static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_byt
 	uint64_t off = 0;
 	uint64_t k;
 
-	sp = calloc(1, sizeof(*sp));
+	sp = split_get(rx, npieces * sizeof(struct ib_piece) + niov * sizeof(struct iovec) +
+		       npieces * sizeof(struct ib_req *));
 	if (!sp)
 		return -ENOMEM;
-	sp->pieces = malloc(npieces * sizeof(struct ib_piece) + niov * sizeof(struct iovec) +
-			    npieces * sizeof(struct ib_req *));
-	if (!sp->pieces)
-		goto err_sp;
 	pool = (struct iovec *)(void *)(sp->pieces + npieces);
 	reqs = (struct ib_req **)(void *)(pool + niov);
 	/* every request first, so that nothing is issued unless all can be */
@@ -133,9 +191,7 @@ static int submit_split(struct ib_rx *rx, struct bdev_io *io, uint64_t piece_byt
 err_reqs:
 	while (k--)
 		ib_req_free(reqs[k]);
-	free(sp->pieces);
-err_sp:
-	free(sp);
+	split_put(sp);
 	return -ENOMEM;
 }
 

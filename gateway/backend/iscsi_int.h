@@ -47,6 +47,7 @@ _Static_assert(sizeof(struct scsi_iovec) == sizeof(struct iovec) &&
 
 struct ib_bdev;
 struct ib_rx;
+struct ib_split;
 
 enum ib_sess_state { S_DOWN = 0, S_CONNECTING, S_PROBING, S_UP };
 
@@ -60,7 +61,7 @@ struct ib_sess {
 	uint32_t events;
 	bool fd_added;
 	bool broken;            /* set in callbacks, torn down once service returned */
-	bool kick;              /* commands queued since the last write */
+	uint8_t queued;         /* commands queued since the last write (IB_WRITE_BATCH) */
 	bool in_service;
 	bool ever_up;
 	bool registered;        /* our reservation key is registered through this session */
@@ -89,6 +90,8 @@ struct ib_rx {
 	struct reactor_deferred flush;
 	struct reactor_timer tick;
 	struct ib_req *free_reqs;
+	struct ib_split *free_splits;   /* iscsi_bdev.c: kept for the next long command */
+	unsigned int nfree_splits;
 	unsigned int nwait;
 	/* fencing: its share of ib->n_up_unreg and ib->n_reg (ib_rx_recount) */
 	unsigned int c_up_unreg, c_reg;
@@ -117,6 +120,13 @@ struct ib_req {
 	uint8_t pr_step;                /* a registration step: its PR OUT service action */
 	uint32_t epoch;                 /* ib->fence_epoch when it was submitted */
 	struct ib_req *next_free;
+	struct scsi_iovec iov1;         /* the one data buffer of UNMAP, WRITE SAME, the CAW check */
+	/*
+	 * The backend command of an RK_IO or RK_CAW_CHECK request, reused from
+	 * one issue to the next (no scsi_create_task per command); libiscsi
+	 * owns it while it is in flight. Last: ib_req_alloc does not clear it.
+	 */
+	struct scsi_task etask;
 };
 
 struct ib_bdev {
@@ -190,6 +200,7 @@ struct disc {
 /* requests and sessions (iscsi_session.c) */
 struct ib_req *ib_req_alloc(struct ib_rx *rx);
 void ib_req_free(struct ib_req *q);
+void ib_task_put(struct ib_req *q, struct scsi_task *t);
 bool ib_req_landed(struct ib_req *q);
 const char *ib_req_name(const struct ib_req *q);
 void ib_req_finish(struct ib_req *q, int result);
@@ -209,6 +220,9 @@ void ib_req_defer_result(struct ib_req *q, int result);
 struct ib_sess *ib_pick_session(struct ib_rx *rx);
 void ib_sess_kick(struct ib_sess *s);
 void ib_sess_issue(struct ib_sess *s, struct ib_req *q);
+
+/* long commands as pieces (iscsi_bdev.c) */
+void ib_split_cache_free(struct ib_rx *rx);
 
 /* per-reactor state (iscsi_reactor.c) */
 void ib_rx_pump(struct ib_rx *rx);

@@ -123,6 +123,28 @@ static int build_cdb(struct ib_req *q, uint8_t *cdb, int *cdb_len, uint32_t *xfe
 	return -1;
 }
 
+/*
+ * libiscsi puts each command into its output queue by walking the queue (in
+ * CmdSN order), about 27 instructions a step: a burst of N commands queued
+ * for the one write at the end of the round costs N*N/2 steps. A session
+ * with IB_WRITE_BATCH commands not yet written writes them at once, so the
+ * walk stays short; the rest of the burst still goes in the round's flush.
+ */
+#define IB_WRITE_BATCH 8u
+
+static void sess_write_now(struct ib_sess *s)
+{
+	int rc;
+
+	s->queued = 0;
+	s->in_service = true;
+	rc = iscsi_service(s->ctx, POLLOUT);
+	s->in_service = false;
+	/* torn down by the round's flush (the session is kicked), not here */
+	if (rc < 0 && !s->broken)
+		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
+}
+
 void ib_sess_kick(struct ib_sess *s)
 {
 	if (list_empty(&s->kick_link))
@@ -130,14 +152,16 @@ void ib_sess_kick(struct ib_sess *s)
 	ib_rx_defer(s->rx);
 }
 
-/* Issues q on s. On failure q goes back to the queue (or fails, deferred). */
+/*
+ * Issues q on s. On failure q goes back to the queue (or fails, deferred).
+ * The backend command is q's own task, its data the host's buffers: READ
+ * data lands in them, WRITE data is sent from them (no copy either way).
+ */
 void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 {
 	struct ib_rx *rx = s->rx;
+	struct scsi_task *t = &q->etask;
 	struct scsi_iovec *iov;
-	struct scsi_task *t;
-	struct iscsi_data d = { 0 };
-	uint8_t cdb[16];
 	uint32_t xfer;
 	int cdb_len, iovcnt, dir;
 
@@ -148,28 +172,23 @@ void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 		ib_req_defer_result(q, -EREMOTEIO);
 		return;
 	}
-	dir = build_cdb(q, cdb, &cdb_len, &xfer, &iov, &iovcnt);
+	memset(t, 0, sizeof(*t));
+	dir = build_cdb(q, t->cdb, &cdb_len, &xfer, &iov, &iovcnt);
 	if (dir < 0) {
 		ib_req_defer_result(q, -EINVAL);
 		return;
 	}
-	t = scsi_create_task(cdb_len, cdb, dir, (int)xfer);
-	if (!t) {
-		ib_req_defer_result(q, -ENOMEM);
-		return;
-	}
+	t->cdb_size = cdb_len;
+	t->xfer_dir = dir;
+	t->expxferlen = (int)xfer;
 	if (q->kind == RK_CAW_CHECK) {
-		if (scsi_task_add_data_in_buffer(t, (int)q->io->len, q->bounce) != 0) {
-			scsi_free_scsi_task(t);
-			ib_req_defer_result(q, -ENOMEM);
-			return;
-		}
-	} else if (q->io->op == BDEV_OP_UNMAP) {
-		d.data = q->param;
-		d.size = xfer;
-	} else if (q->io->op == BDEV_OP_WRITE_ZEROES) {
-		d.data = rx->ib->zero_block;
-		d.size = xfer;
+		q->iov1.iov_base = q->bounce;
+		q->iov1.iov_len = q->io->len;
+		scsi_task_set_iov_in(t, &q->iov1, 1);
+	} else if (q->io->op == BDEV_OP_UNMAP || q->io->op == BDEV_OP_WRITE_ZEROES) {
+		q->iov1.iov_base = q->io->op == BDEV_OP_UNMAP ? q->param : rx->ib->zero_block;
+		q->iov1.iov_len = xfer;
+		scsi_task_set_iov_out(t, &q->iov1, 1);
 	} else if (dir == SCSI_XFER_READ) {
 		scsi_task_set_iov_in(t, iov, iovcnt);       /* Data-In lands in the caller's buffer */
 	} else if (dir == SCSI_XFER_WRITE) {
@@ -177,11 +196,10 @@ void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 	}
 	q->task = t;
 	q->sess = s;
-	if (iscsi_scsi_command_async(s->ctx, (int)rx->ib->url.lun, t, cmd_cb, d.data ? &d : NULL,
-				     q) != 0) {
+	if (iscsi_scsi_command_async(s->ctx, (int)rx->ib->url.lun, t, cmd_cb, NULL, q) != 0) {
 		q->task = NULL;
 		q->sess = NULL;
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		ib_sess_mark_broken(s, iscsi_get_error(s->ctx));
 		req_requeue(q, 0);
 		return;
@@ -190,6 +208,8 @@ void ib_sess_issue(struct ib_sess *s, struct ib_req *q)
 	list_add_tail(&q->link, &s->inflight);
 	s->ninflight++;
 	ib_sess_kick(s);
+	if (++s->queued >= IB_WRITE_BATCH && !s->in_service && !s->broken)
+		sess_write_now(s);
 }
 
 /*
@@ -333,7 +353,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	q->task = NULL;
 	if (status == SCSI_STATUS_CANCELLED || status == SCSI_STATUS_ERROR ||
 	    status == SCSI_STATUS_TIMEOUT) {
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		if (q->kind == RK_IO && (q->io->flags & BDEV_IO_COMPARE_AND_WRITE))
 			q->caw_unknown = true;
 		if (status == SCSI_STATUS_TIMEOUT)
@@ -345,7 +365,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 		return;
 	}
 	if (status == SCSI_STATUS_RESERVATION_CONFLICT && q->kind == RK_IO && fence_key_set(ib)) {
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		req_fenced(q, s);
 		return;
 	}
@@ -368,7 +388,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 		note_odd_answer(ib, q, status, key, asc, ascq);
 	switch (act) {
 	case IB_DONE:
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		if (atomic_load_explicit(&ib->odd_answer, memory_order_relaxed))
 			atomic_store(&ib->odd_answer, 0);
 		if (atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed) &&
@@ -384,7 +404,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 	case IB_RETRY:
 		GW_INFO(IB_COMP, "%s: backend unit attention %02x/%02x on %s: issuing it again",
 			ib->bdev.name, asc, ascq, ib_req_name(q));
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		req_requeue(q, 0);
 		if (asc == 0x2a && ascq == 0x09) {
 			/* log in again: the probe reads the new capacity and adopts it */
@@ -398,7 +418,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			GW_INFO(IB_COMP, "%s: backend answered %s to %s (status 0x%x, sense %x/%02x/%02x): "
 			"retrying", ib->bdev.name, status == SCSI_STATUS_CHECK_CONDITION ? "not now"
 			: "busy", ib_req_name(q), status, key, asc, ascq);
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		if (q->kind == RK_IO && atomic_load_explicit(&ib->bdev.offline, memory_order_relaxed)) {
 			/* held once to the limit already: answer NOT READY at once until GOOD */
 			ib_req_finish(q, -ENOTCONN);
@@ -415,7 +435,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 			GW_NOTICE(IB_COMP, "%s: the backend does not do COMPARE AND WRITE: the "
 				  "gateway emulates it", ib->bdev.name);
 		}
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		ib_req_finish(q, -EOPNOTSUPP);
 		return;
 	case IB_PASS:
@@ -427,7 +447,7 @@ static void cmd_cb(struct iscsi_context *ctx, int status, void *data, void *priv
 		GW_INFO(IB_COMP, "%s: backend %s at offset %" PRIu64 ": status 0x%x sense %x/%02x/%02x",
 			ib->bdev.name, ib_req_name(q), q->io->offset, status, key, asc, ascq);
 		ib_req_set_answer(q->io, (uint8_t)status, sn, slen);
-		scsi_free_scsi_task(t);
+		ib_task_put(q, t);
 		ib_req_finish(q, -EREMOTEIO);
 		return;
 	}

@@ -59,6 +59,7 @@ static void rx_flush(void *arg)
 		list_init(&s->kick_link);
 		if (!s->ctx || s->broken || s->in_service)
 			continue;
+		s->queued = 0;
 		s->in_service = true;
 		rc = iscsi_service(s->ctx, POLLOUT);
 		s->in_service = false;
@@ -412,8 +413,7 @@ void ib_rx_free(struct ib_rx *rx)
 			struct ib_req *q = list_first_entry(&s->inflight, struct ib_req, link);
 
 			list_del(&q->link);
-			if (q->task)
-				scsi_free_scsi_task(q->task);
+			ib_task_put(q, q->task);
 			if (q->kind != RK_PROBE)
 				left++;
 			free(q->bounce);
@@ -438,6 +438,7 @@ void ib_rx_free(struct ib_rx *rx)
 		rx->free_reqs = q->next_free;
 		free(q);
 	}
+	ib_split_cache_free(rx);
 	free(rx->sess);
 	free(rx);
 }

@@ -20,7 +20,7 @@ struct ib_req *ib_req_alloc(struct ib_rx *rx)
 		rx->free_reqs = q->next_free;
 	else if (!(q = malloc(sizeof(*q))))
 		return NULL;
-	memset(q, 0, sizeof(*q));
+	memset(q, 0, offsetof(struct ib_req, etask));     /* etask: at its issue */
 	q->rx = rx;
 	q->epoch = atomic_load_explicit(&rx->ib->fence_epoch, memory_order_relaxed);
 	list_init(&q->link);
@@ -34,6 +34,35 @@ void ib_req_free(struct ib_req *q)
 	free(q->bounce);
 	q->next_free = rx->free_reqs;
 	rx->free_reqs = q;
+}
+
+/*
+ * Gives back a backend task of q after its callback or a teardown: q's own
+ * task keeps its memory for the next issue (only what libiscsi hung on it
+ * goes: sense data, and scsi_malloc'ed blocks, which ib_sess_issue never
+ * asks for), a task of libiscsi's helpers is freed.
+ */
+void ib_task_put(struct ib_req *q, struct scsi_task *t)
+{
+	if (!t)
+		return;
+	if (t != &q->etask) {
+		scsi_free_scsi_task(t);
+		return;
+	}
+	if (t->mem) {
+		/* scsi_free_scsi_task frees the blocks, then the copy */
+		struct scsi_task *h = malloc(sizeof(*h));
+
+		if (h) {
+			*h = *t;
+			scsi_free_scsi_task(h);
+		}
+	} else {
+		free(t->datain.data);
+	}
+	t->mem = NULL;
+	t->datain.data = NULL;
 }
 
 /*
@@ -192,6 +221,7 @@ void ib_sess_teardown(struct ib_sess *s)
 	s->ctx = NULL;
 	s->state = S_DOWN;
 	s->broken = false;
+	s->queued = 0;
 	/* callbacks during destroy see ctx == NULL and leave requests alone */
 	iscsi_destroy_context(ctx);
 	list_init(&back);
@@ -199,10 +229,8 @@ void ib_sess_teardown(struct ib_sess *s)
 		struct ib_req *q = list_first_entry(&s->inflight, struct ib_req, link);
 
 		list_del(&q->link);
-		if (q->task) {
-			scsi_free_scsi_task(q->task);
-			q->task = NULL;
-		}
+		ib_task_put(q, q->task);
+		q->task = NULL;
 		q->sess = NULL;
 		s->ninflight--;
 		if (q->kind == RK_PROBE) {
