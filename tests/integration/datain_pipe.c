@@ -108,17 +108,14 @@ static int xrecv(struct sess *s, void *p, size_t n, long long deadline, size_t c
 		if (poll(&pfd, 1, (int)left) <= 0)
 			continue;
 		k = recv(s->fd, b, chunk && chunk < n ? chunk : n, 0);
-		if (k == 0)
-			return -ECONNRESET;
-		if (k < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -ECONNRESET;
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+			if (pause_us)
+				usleep(pause_us);
+		} else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+			return -ECONNRESET; /* closed, or reset */
 		}
-		b += k;
-		n -= (size_t)k;
-		if (pause_us)
-			usleep(pause_us);
 	}
 	return 0;
 }

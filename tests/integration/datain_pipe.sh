@@ -17,33 +17,31 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
 . "$here/lib.sh"
 
-CLIENT=
-ADDR=127.0.0.203
-PORT=14321
-CASES=
+declare -A opt=([client]="" [addr]=127.0.0.203 [port]=14321 [cases]="")
 lib_parse_common "$@"
 set -- "${LIB_ARGS[@]}"
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--client) CLIENT=$2; shift 2 ;;
-	--addr) ADDR=$2; shift 2 ;;
-	--port) PORT=$2; shift 2 ;;
-	--cases) CASES=$2; shift 2 ;;
-	-h|--help) sed -n '3,14p' "$0"; exit 0 ;;
-	*) die "unknown option $1" ;;
-	esac
+for ((; $# > 0; )); do
+	case "$1" in -h | --help) sed -n '3,14p' "$0"; exit 0 ;; esac
+	k=${1#--}
+	if [ -z "${opt[$k]+set}" ] || [ $# -lt 2 ]; then die "unknown option $1"; fi
+	opt[$k]=$2
+	shift 2
 done
-[ -x "${CLIENT:-/nonexistent}" ] || die "--client PATH (the datain_pipe program) is required"
-[ "$TARGET_KIND" = isergw ] || { log "isergwd only (the pipe is its datamover's)"; exit 77; }
+[ -x "${opt[client]:-/nonexistent}" ] || die "--client PATH (the datain_pipe program) is required"
+if [ "$TARGET_KIND" != isergw ]; then
+	log "isergwd only: the pipe is its TCP datamover's"
+	exit 77
+fi
 
 IQN=iqn.2026-11.org.isergw:datain-pipe
 DISK=$SCRATCH/datain-pipe.img
 head -c 16M /dev/urandom >"$DISK" || die "cannot create $DISK"
-target_start datain-pipe "$IQN" "$DISK" 16M "$PORT" "$ADDR" -- --reactors 1 || die "isergwd did not start"
+target_start datain-pipe "$IQN" "$DISK" 16M "${opt[port]}" "${opt[addr]}" -- --reactors 1 ||
+	die "isergwd did not start"
 pid=$T_PID
-args=(--addr "$ADDR" --port "$PORT" --target "$IQN" --file "$DISK")
-[ -z "$CASES" ] || args+=(--cases "$CASES")
-timeout --kill-after=5 120 "$CLIENT" "${args[@]}" </dev/null
+args=(--addr "${opt[addr]}" --port "${opt[port]}" --target "$IQN" --file "$DISK")
+[ -z "${opt[cases]}" ] || args+=(--cases "${opt[cases]}")
+timeout --kill-after=5 120 "${opt[client]}" "${args[@]}" </dev/null
 rc=$?
 target_alive "$pid" || { log "isergwd died; see $T_LOG"; rc=1; }
 target_stop "$pid" "$T_LOG" || rc=1
