@@ -622,7 +622,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	long v;
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!val) {
@@ -644,7 +644,6 @@ int main(int argc, char **argv)
 				"[--cases a,b,...]\n", argv[0]);
 			return 2;
 		}
-		i++;
 	}
 	if (!cfg.target || !cfg.file) {
 		fprintf(stderr, "%s: --target and --file are required\n", argv[0]);
