@@ -17,9 +17,10 @@
 #   seq1m   1 MiB sequential read, QD8  iscsi-perf -b 2048 -m 8
 # Prints IOPS and MiB/s per target and the isergwd/tgt ratio; then raw
 # loopback TCP for the same seconds (iperf3 -l 1M, one stream, on the same
-# address) and seq1m of each target against it. --base-daemon: another
-# isergwd binary (the code before a change) measured the same way, with the
-# isergwd/base ratios.
+# address, right after seq1m) and seq1m of each target against it.
+# --base-daemon: another isergwd binary (the code before a change), up
+# together with isergwd, each test run on one right after the other, with
+# the isergwd/base ratios.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--base-daemon) BASE=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -79,25 +80,40 @@ perf() {
 	fi
 }
 
-declare -A R
-# run_target NAME KIND PORT: NAME is the key of the results (tgt, isergw, base)
-run_target() {
-	local name=$1 kind=$2 port=$3 url
+declare -A R UP_PID UP_LOG UP_URL
+# target_up NAME KIND PORT [ISERGWD-ARGS...]: starts and warms a target; NAME keys the results
+target_up() {
+	local name=$1 kind=$2 port=$3
+	shift 3
 	TARGET_KIND=$kind
-	local extra=()
-	[ "$kind" = isergw ] && [ -n "$REACTORS" ] && extra=(--reactors "$REACTORS")
+	local extra=("$@")
+	[ "$kind" = isergw ] && [ -n "$REACTORS" ] && extra+=(--reactors "$REACTORS")
 	ISERGW_LOG_LEVEL=${ISERGW_LOG_LEVEL:-notice} target_start "bench-$name" "$IQN" "$DISK" 1G "$port" "$ADDR" \
 		-- "${extra[@]}" || die "$name did not start"
-	local pid=$T_PID
-	url=iscsi://$ADDR:$port/$IQN/$T_LUN
+	UP_PID[$name]=$T_PID
+	UP_LOG[$name]=$T_LOG
+	UP_URL[$name]=iscsi://$ADDR:$port/$IQN/$T_LUN
 	log "$name: warming (sequential read)"
-	SECS=3 perf "$name-warm" "$url" -b 2048 -m 8 >/dev/null
-	log "$name: 4 KiB random read QD32, ${SECS} s"
-	R[$name.rand4k]=$(perf "$name-rand4k" "$url" -r -b 8 -m 32)
-	log "$name: 1 MiB sequential read QD8, ${SECS} s"
-	R[$name.seq1m]=$(perf "$name-seq1m" "$url" -b 2048 -m 8)
-	target_alive "$pid" || log "warning: $name died during the run; see $T_LOG"
-	target_stop "$pid" "$T_LOG" || log "warning: $name did not stop cleanly"
+	SECS=3 perf "$name-warm" "${UP_URL[$name]}" -b 2048 -m 8 >/dev/null
+}
+
+# measure NAME TEST: rand4k or seq1m against a target that is up
+measure() {
+	local name=$1 test=$2
+	case $test in
+	rand4k)
+		log "$name: 4 KiB random read QD32, ${SECS} s"
+		R[$name.rand4k]=$(perf "$name-rand4k" "${UP_URL[$name]}" -r -b 8 -m 32) ;;
+	seq1m)
+		log "$name: 1 MiB sequential read QD8, ${SECS} s"
+		R[$name.seq1m]=$(perf "$name-seq1m" "${UP_URL[$name]}" -b 2048 -m 8) ;;
+	esac
+}
+
+target_down() {
+	local name=$1
+	target_alive "${UP_PID[$name]}" || log "warning: $name died during the run; see ${UP_LOG[$name]}"
+	target_stop "${UP_PID[$name]}" "${UP_LOG[$name]}" || log "warning: $name did not stop cleanly"
 }
 
 # iperf3_run: raw loopback TCP, one stream of 1 MiB writes for SECS; prints MiB/s (0: none)
@@ -124,19 +140,41 @@ iperf3_run() {
 	fi
 }
 
-[ "$ONLY" = isergw ] || run_target tgt tgt "$PORT"
-[ "$ONLY" = tgt ] || run_target isergw isergw $((PORT + 1))
-if [ -n "$BASE" ] && [ "$ONLY" != tgt ]; then
-	NEW=$ISERGWD ISERGWD=$BASE
-	run_target base isergw $((PORT + 2))
-	ISERGWD=$NEW
-fi
 IPERF=
+HAVE_IPERF=1
 if ! command -v iperf3 >/dev/null || ! command -v jq >/dev/null; then
 	log "iperf3 or jq not found: no raw TCP figure (apt-get install iperf3 jq)"
-else
+	HAVE_IPERF=
+fi
+if [ "$ONLY" != isergw ]; then
+	target_up tgt tgt "$PORT"
+	measure tgt rand4k
+	measure tgt seq1m
+	target_down tgt
+fi
+if [ "$ONLY" != tgt ]; then
+	# isergwd and the base daemon up together, each test run on one right
+	# after the other: the machine's load changes within seconds
+	names=(isergw)
+	target_up isergw isergw $((PORT + 1))
+	if [ -n "$BASE" ]; then
+		NEW=$ISERGWD ISERGWD=$BASE
+		mkdir -p "$SCRATCH/state-base"
+		target_up base isergw $((PORT + 2)) --state-dir "$SCRATCH/state-base" \
+			--ctl-socket "$SCRATCH/state-base/ctl.sock"
+		ISERGWD=$NEW
+		names+=(base)
+	fi
+	for t in rand4k seq1m; do
+		for n in "${names[@]}"; do measure "$n" "$t"; done
+	done
+fi
+if [ -n "$HAVE_IPERF" ]; then
 	log "iperf3: one stream of 1 MiB writes on $ADDR, ${SECS} s"
 	IPERF=$(iperf3_run)
+fi
+if [ "$ONLY" != tgt ]; then
+	for n in "${names[@]}"; do target_down "$n"; done
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2fx", a / b; else print "-" }'; }
