@@ -861,6 +861,7 @@ int main(void)
 		return 1;
 	}
 	atomic_init(&gw.shutting_down, false);
+	g_splice = 1; /* ISERGW_TCP_SPLICE=1: test_put_data_pipe */
 	portal.gw = &gw;
 	portal.dm = &gw_dm_tcp_ops;
 	if (reactor_create(0, &R))
