@@ -6,7 +6,7 @@
 #
 #   tests/bench/tcp_vs_tgt.sh --daemon PATH/isergwd [--scratch DIR]
 #                             [--seconds N] [--reactors N] [--only tgt|isergw]
-#                             [--base-daemon PATH] [--addr A] [--port P]
+#                             [--base-daemon PATH] [--rounds N] [--addr A] [--port P]
 #
 # One 1 GiB random-filled file (cached in SCRATCH, default /var/tmp/isergw-bench),
 # served by tgtd on 127.0.0.1:3261 (LUN 1) and isergwd on 127.0.0.1:3262
@@ -20,13 +20,16 @@
 # address, right after seq1m) and seq1m of each target against it.
 # --base-daemon: another isergwd binary (the code before a change), up
 # together with isergwd, each test run on one right after the other, with
-# the isergwd/base ratios.
+# the isergwd/base ratios; --rounds N (default 1) repeats that N times, the
+# order turned each round, and takes each one's median (the lower of
+# the middle two for an even N).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
 . "$here/../integration/lib.sh"
 
 SECS=20
+ROUNDS=1
 ONLY=
 REACTORS=
 BASE=
@@ -38,12 +41,13 @@ set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) SECS=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
 	--reactors) REACTORS=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--base-daemon) BASE=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -80,7 +84,7 @@ perf() {
 	fi
 }
 
-declare -A R UP_PID UP_LOG UP_URL
+declare -A R RS UP_PID UP_LOG UP_URL
 # target_up NAME KIND PORT [ISERGWD-ARGS...]: starts and warms a target; NAME keys the results
 target_up() {
 	local name=$1 kind=$2 port=$3
@@ -97,17 +101,20 @@ target_up() {
 	SECS=3 perf "$name-warm" "${UP_URL[$name]}" -b 2048 -m 8 >/dev/null
 }
 
-# measure NAME TEST: rand4k or seq1m against a target that is up
+# measure NAME TEST: rand4k or seq1m against a target that is up; each
+# round's "IOPS MBPS" is appended to RS[NAME.TEST], R[NAME.TEST] is their median
 measure() {
-	local name=$1 test=$2
+	local name=$1 test=$2 res
 	case $test in
 	rand4k)
 		log "$name: 4 KiB random read QD32, ${SECS} s"
-		R[$name.rand4k]=$(perf "$name-rand4k" "${UP_URL[$name]}" -r -b 8 -m 32) ;;
+		res=$(perf "$name-rand4k" "${UP_URL[$name]}" -r -b 8 -m 32) ;;
 	seq1m)
 		log "$name: 1 MiB sequential read QD8, ${SECS} s"
-		R[$name.seq1m]=$(perf "$name-seq1m" "${UP_URL[$name]}" -b 2048 -m 8) ;;
+		res=$(perf "$name-seq1m" "${UP_URL[$name]}" -b 2048 -m 8) ;;
 	esac
+	RS[$name.$test]+="$res"$'\n'
+	R[$name.$test]=$(printf '%s' "${RS[$name.$test]}" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }')
 }
 
 target_down() {
@@ -165,8 +172,14 @@ if [ "$ONLY" != tgt ]; then
 		ISERGWD=$NEW
 		names+=(base)
 	fi
-	for t in rand4k seq1m; do
-		for n in "${names[@]}"; do measure "$n" "$t"; done
+	# --rounds: the order turns every round (the one measured second had
+	# the edge in single runs)
+	for ((round = 1; round <= ROUNDS; round++)); do
+		order=("${names[@]}")
+		((round % 2)) || mapfile -t order < <(printf '%s\n' "${names[@]}" | tac)
+		for t in rand4k seq1m; do
+			for n in "${order[@]}"; do measure "$n" "$t"; done
+		done
 	done
 fi
 if [ -n "$HAVE_IPERF" ]; then
