@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The system calls of the data path without libc's cancellation point.
- * glibc's read, writev and epoll_wait switch asynchronous cancellation on
+ * glibc's read, writev, sendmsg and epoll_wait switch asynchronous cancellation on
  * and off around the call; no isergw thread is ever cancelled, and on a
  * served 4 KiB READ that bookkeeping was about 145 instructions of the
  * command's 2,900 (tests/bench/served_cpu.sh). Same results and errno as the
@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -42,6 +43,15 @@ static inline ssize_t gw_sys_writev(int fd, const struct iovec *iov, int iovcnt)
 	return writev(fd, iov, iovcnt);
 #else
 	return syscall(SYS_writev, fd, iov, iovcnt);
+#endif
+}
+
+static inline ssize_t gw_sys_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+#ifdef GW_RAWSYS_LIBC
+	return sendmsg(fd, msg, flags);
+#else
+	return syscall(SYS_sendmsg, fd, msg, flags);
 #endif
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "gw_api.h"
 
@@ -36,11 +37,29 @@ enum bdev_op {
  * ends in -EREMOTEIO with MISCOMPARE sense (see bdev_io.sense).
  */
 #define BDEV_IO_COMPARE_AND_WRITE 0x2u
+/*
+ * READ (only where bdev_info.splice_read): the data goes into the pipe whose
+ * write end is pipe_fd, by reference to the backing store's page cache
+ * (splice), instead of into the iovecs (iov unused). The pipe must have room
+ * for bdev_pipe_room(offset, len) bytes: a pipe takes a slot per page of the
+ * file. On failure the pipe may hold part of the data: the caller drains or
+ * closes it. The data blocks nobody's thread: the backstore fills the pipe
+ * off the reactor (io_uring's workers, or its own worker threads).
+ */
+#define BDEV_IO_TO_PIPE 0x4u
 #define BDEV_SENSE_MAX 96u
 
 struct bdev;
 struct bdev_io;
 typedef void (*bdev_io_cb)(struct bdev_io *io);
+
+/* The pipe size a BDEV_IO_TO_PIPE read of [offset, offset+len) needs: whole pages. */
+static inline uint64_t bdev_pipe_room(uint64_t offset, uint64_t len)
+{
+	uint64_t page = (uint64_t)getpagesize();
+
+	return (offset % page + len + page - 1) / page * page;
+}
 
 /* Caller-owned request; must stay valid until cb runs. */
 struct bdev_io {
@@ -63,6 +82,7 @@ struct bdev_io {
 	uint8_t *sense;
 	uint8_t sense_len;
 	uint8_t scsi_status;
+	int pipe_fd;            /* BDEV_IO_TO_PIPE: write end of the pipe */
 	/* private to the backstore */
 	struct bdev *bdev;
 	uint64_t done_bytes;
@@ -76,6 +96,7 @@ struct bdev_info {
 	bool unmap_supported;   /* UNMAP deallocates (punch hole) */
 	bool rotational;
 	bool native_caw;        /* BDEV_IO_COMPARE_AND_WRITE is supported */
+	bool splice_read;       /* BDEV_IO_TO_PIPE is supported */
 	uint32_t opt_xfer_bytes; /* OPTIMAL TRANSFER LENGTH of the backing store; 0 = none */
 };
 

@@ -19,6 +19,12 @@
  *
  * Callbacks always run on the submitting reactor thread, from an fd or
  * message handler, never inside bdev_submit().
+ *
+ * A READ with BDEV_IO_TO_PIPE is a splice from the file into the caller's
+ * pipe: IORING_OP_SPLICE, which io_uring always runs on its own worker
+ * threads (a page-cache miss waits there for the disk, not on the
+ * reactor), or splice(2) on a pool worker. Like a read it continues when
+ * short and fails with -EIO at the end of the file.
  */
 #include "backend/backend.h"
 
@@ -147,6 +153,7 @@ struct io_thread {
 	struct reactor *reactor;
 	/* io_uring engine */
 	bool use_uring;
+	bool uring_splice;              /* the ring has IORING_OP_SPLICE */
 	struct io_uring ring;
 	int efd;
 	struct reactor_fd efd_handler;
@@ -228,6 +235,7 @@ static int uring_setup(struct io_thread *t)
 			break;
 		}
 	}
+	t->uring_splice = io_uring_opcode_supported(probe, IORING_OP_SPLICE);
 	io_uring_free_probe(probe);
 	if (rc)
 		goto err_exit_ring;
@@ -323,8 +331,29 @@ static struct {
 /* Never written: source of WRITE_ZEROES emulation. */
 static char g_zero_buf[ZERO_BUF_SIZE];
 
+/* BDEV_IO_TO_PIPE on a worker: splice(2) may wait for the disk here */
+static int sync_splice(struct bdev_io *io, int fd)
+{
+	while (io->done_bytes < io->len) {
+		loff_t off = (loff_t)(io->offset + io->done_bytes);
+		ssize_t n = splice(fd, &off, io->pipe_fd, NULL, io->len - io->done_bytes, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO; /* EOF: short read */
+		io->done_bytes += (uint64_t)n;
+	}
+	return 0;
+}
+
 static int sync_rw(struct bdev_io *io, int fd)
 {
+	if (io->flags & BDEV_IO_TO_PIPE)
+		return sync_splice(io, fd);
 	while (io->done_bytes < io->len) {
 		struct io_rest rest;
 		uint64_t off = io->offset + io->done_bytes;
@@ -608,6 +637,11 @@ static void uring_prep(struct io_thread *t, struct bdev_io *io)
 	switch (io->op) {
 	case BDEV_OP_READ:
 	case BDEV_OP_WRITE:
+		if (io->flags & BDEV_IO_TO_PIPE) {
+			io_uring_prep_splice(sqe, f->fd, (int64_t)off, io->pipe_fd, -1,
+					     (unsigned int)(io->len - io->done_bytes), 0);
+			break;
+		}
 		io_rest(io, &rest);
 		if (rest.is_single)
 			io_uring_prep_rw(wr ? IORING_OP_WRITE : IORING_OP_READ, sqe, f->fd,
@@ -772,6 +806,12 @@ static int file_submit(struct bdev *b, struct bdev_io *io)
 	case BDEV_OP_WRITE: {
 		uint64_t total = 0;
 
+		if (io->flags & BDEV_IO_TO_PIPE) {
+			if (io->op != BDEV_OP_READ || io->len == 0 || io->len > UINT_MAX ||
+			    io->pipe_fd < 0)
+				return -EINVAL;
+			break;
+		}
 		if (io->iovcnt <= 0 || io->iovcnt > IOV_MAX || !io->iov || io->len == 0)
 			return -EINVAL;
 		for (int i = 0; i < io->iovcnt; i++)
@@ -802,7 +842,8 @@ static int file_submit(struct bdev *b, struct bdev_io *io)
 	if (!t)
 		return reactor_self() ? -ENOMEM : -EINVAL; /* must run on a reactor thread */
 	if (!t->use_uring ||
-	    (io->op == BDEV_OP_WRITE_ZEROES && atomic_load(&to_file(b)->no_zero_range)))
+	    (io->op == BDEV_OP_WRITE_ZEROES && atomic_load(&to_file(b)->no_zero_range)) ||
+	    ((io->flags & BDEV_IO_TO_PIPE) && !t->uring_splice))
 		return pool_submit(t, io);
 	uring_issue(t, io);
 	return 0;
@@ -1151,6 +1192,7 @@ int bdev_file_open(const struct bdev_file_params *p, struct bdev **out)
 		goto err_free;
 	}
 	f->bdev.info.block_size = bs;
+	f->bdev.info.splice_read = true;
 	if (f->is_blkdev) {
 		uint64_t rdev = (uint64_t)st.st_rdev;
 

@@ -3,8 +3,18 @@
  * The TCP datamover: PDU framing on a byte stream (RFC 7143 with digests),
  * batched non-blocking reads and writev, Data-In as PDUs pointing into the
  * task buffer (no copy), R2T-driven Data-Out.
+ *
+ * With ISERGW_TCP_SPLICE=1 in the environment, large READs without a data
+ * digest take their data from a pipe instead (docs/architecture.md, "Data-In
+ * without a copy"): each reactor keeps a few pipes; a READ task of at least
+ * TCP_PIPE_MIN bytes is offered one (scsi_cmd.pipe), a file backstore
+ * splices its page cache into it, and each Data-In PDU goes out as its
+ * header (MSG_MORE) followed by a splice from the pipe to the socket: the
+ * data never passes through user space. Off by default: with the initiator
+ * on the same host it costs more than the copy (tests/bench/README.md).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,6 +29,8 @@
 #include "core/pdu.h"
 #include "core/datamover.h"
 #include "dm/dm.h"
+#include "common/bufpool.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "common/rawsys.h"
@@ -28,6 +40,27 @@
 #define TCP_RX_MIN          (256u * 1024u)
 #define TCP_MAX_IOV         64
 #define TCP_READS_PER_EVENT 8
+#define TCP_PIPE_MIN        (64u * 1024u)       /* smaller READs are copied */
+#define TCP_PIPE_SIZE       (2u * 1024u * 1024u)
+#define TCP_PIPES_MAX       64u                 /* per reactor thread */
+
+/* A pipe a READ's data waits in (struct scsi_data_pipe), kept per reactor thread. */
+struct tcp_pipe {
+	struct scsi_data_pipe sp;
+	int rfd;
+	uint32_t sent;                  /* bytes spliced to the socket */
+	struct tcp_pipe *next;          /* free list */
+};
+
+/* ISERGW_TCP_SPLICE: -1 not read yet, 0 off, 1 on */
+static int g_splice = -1;
+
+static _Thread_local struct {
+	struct tcp_pipe *free;
+	unsigned int count;             /* free and in use */
+	bool failed;                    /* cannot make pipes of the size: copy */
+	bool warned;                    /* pipe2() failed once */
+} tl_pipes;
 
 struct tcp_listener {
 	int fd;
@@ -64,6 +97,141 @@ static void tcp_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local
 	gw_fmt_sockaddr((const struct sockaddr *)&tc->local, local, llen);
 }
 
+/* ---------------- pipes for Data-In without a copy ---------------- */
+
+static void tcp_pipe_close(struct tcp_pipe *p)
+{
+	close(p->rfd);
+	close(p->sp.wfd);
+	free(p);
+	tl_pipes.count--;
+}
+
+/*
+ * A pipe of TCP_PIPE_SIZE, or half that where more is not allowed (1 MiB is
+ * /proc/sys/fs/pipe-max-size's default); NULL: none now.
+ */
+static struct tcp_pipe *tcp_pipe_new(void)
+{
+	static const int sizes[] = { TCP_PIPE_SIZE, TCP_PIPE_SIZE / 2 };
+	struct tcp_pipe *p;
+	int fds[2], sz = -1;
+
+	if (tl_pipes.failed || tl_pipes.count >= TCP_PIPES_MAX)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		/* out of descriptors: said once per reactor, READs are copied meanwhile */
+		if (!tl_pipes.warned)
+			GW_WARN(COMP, "cannot create a pipe: %s: Data-In is copied", strerror(errno));
+		tl_pipes.warned = true;
+		free(p);
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sz < 0; i++)
+		sz = fcntl(fds[1], F_SETPIPE_SZ, sizes[i]);
+	if (sz < 0) {
+		/* e.g. above pipe-user-pages-soft: this reactor copies from now on */
+		GW_NOTICE(COMP, "cannot size a pipe to %u bytes: %s: Data-In is copied",
+			  TCP_PIPE_SIZE / 2, strerror(errno));
+		tl_pipes.failed = true;
+		close(fds[0]);
+		close(fds[1]);
+		free(p);
+		return NULL;
+	}
+	p->rfd = fds[0];
+	p->sp.wfd = fds[1];
+	p->sp.cap = (uint32_t)sz;
+	tl_pipes.count++;
+	return p;
+}
+
+static struct tcp_pipe *tcp_pipe_get(void)
+{
+	struct tcp_pipe *p = tl_pipes.free;
+
+	if (p)
+		tl_pipes.free = p->next;
+	else
+		p = tcp_pipe_new();
+	if (p) {
+		p->sp.len = 0;
+		p->sent = 0;
+		p->next = NULL;
+	}
+	return p;
+}
+
+/* Back to the free list when empty; a pipe with data left (a failed READ, a lost connection) is closed. */
+static void tcp_pipe_put(struct tcp_pipe *p)
+{
+	if (p->sp.len != p->sent) {
+		tcp_pipe_close(p);
+		return;
+	}
+	p->next = tl_pipes.free;
+	tl_pipes.free = p;
+}
+
+/* The task's pipe when its data-in is there; NULL: in t->buf. */
+static struct tcp_pipe *tcp_task_pipe(const struct iscsi_task *t)
+{
+	if (!t->scsi.pipe || !t->scsi.pipe->len)
+		return NULL;
+	return container_of(t->scsi.pipe, struct tcp_pipe, sp);
+}
+
+/* Whether ISERGW_TCP_SPLICE (any value but empty or "0") asks for pipes; read once. */
+static bool tcp_splice_on(void)
+{
+	int v = __atomic_load_n(&g_splice, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *e = getenv("ISERGW_TCP_SPLICE");
+
+		v = e && e[0] && strcmp(e, "0") != 0;
+		if (__atomic_exchange_n(&g_splice, v, __ATOMIC_RELAXED) < 0 && v)
+			GW_NOTICE(COMP, "Data-In of large file READs spliced, not copied "
+				  "(ISERGW_TCP_SPLICE)");
+	}
+	return v;
+}
+
+static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct tcp_conn *tc = c->dm_priv;
+
+	t->buf = gw_buf_alloc(t->edtl);
+	if (!t->buf)
+		return -ENOMEM;
+	if (t->data_in && !t->data_out && !tc->dd && t->edtl >= TCP_PIPE_MIN && tcp_splice_on()) {
+		struct tcp_pipe *p = tcp_pipe_get();
+
+		t->scsi.pipe = p ? &p->sp : NULL;
+	}
+	return 0;
+}
+
+static void tcp_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	(void)c;
+	gw_buf_free(t->buf, t->edtl);
+	t->buf = NULL;
+}
+
+static void tcp_thread_exit(void)
+{
+	while (tl_pipes.free) {
+		struct tcp_pipe *p = tl_pipes.free;
+
+		tl_pipes.free = p->next;
+		tcp_pipe_close(p);
+	}
+}
+
 /* ---------------- transmit ---------------- */
 
 static void tx_complete(struct iscsi_tx_pdu *pdu, int status)
@@ -86,11 +254,20 @@ static void tcp_fail_tx(struct tcp_conn *tc)
 	}
 }
 
-#define TX_FLAG_HD 0x40000000u
-#define TX_FLAG_DD 0x20000000u
-#define TX_LEN(p)  ((p)->total & 0x0fffffffu)
+#define TX_FLAG_HD   0x40000000u
+#define TX_FLAG_DD   0x20000000u
+#define TX_FLAG_PIPE 0x10000000u        /* the data is in the task's pipe: no pad, no digest */
+#define TX_LEN(p)    ((p)->total & 0x0fffffffu)
 
-/* iovecs for what is left of one PDU: header, header digest, data, pad + data digest */
+static uint32_t pdu_hdr_len(const struct iscsi_tx_pdu *pdu)
+{
+	return ISCSI_BHS_LEN + ((pdu->total & TX_FLAG_HD) ? 4u : 0u);
+}
+
+/*
+ * iovecs for what is left of one PDU: header, header digest, data, pad +
+ * data digest; of a PDU whose data is in a pipe, the header part only.
+ */
 static int pdu_iov(const struct iscsi_tx_pdu *pdu, struct iovec *iov, int max)
 {
 	struct { const uint8_t *p; uint32_t len; } seg[4];
@@ -104,7 +281,7 @@ static int pdu_iov(const struct iscsi_tx_pdu *pdu, struct iovec *iov, int max)
 		seg[nseg].p = pdu->hdigest;
 		seg[nseg++].len = 4;
 	}
-	if (pdu->data_len) {
+	if (pdu->data_len && !(pdu->total & TX_FLAG_PIPE)) {
 		uint32_t tail = pad + ((pdu->total & TX_FLAG_DD) ? 4u : 0u);
 
 		seg[nseg].p = pdu->data;
@@ -127,19 +304,52 @@ static int pdu_iov(const struct iscsi_tx_pdu *pdu, struct iovec *iov, int max)
 	return n;
 }
 
+/* The data of the PDU at the head, once its header is out: from the pipe to the socket. */
+static ssize_t tcp_splice_out(struct tcp_conn *tc, struct iscsi_tx_pdu *pdu)
+{
+	struct iscsi_task *t = pdu->ctx;
+	struct tcp_pipe *p = tcp_task_pipe(t);
+	uint32_t left = TX_LEN(pdu) - pdu->off;
+	ssize_t n;
+
+	if (!p || left > p->sp.len - p->sent) {
+		errno = EPIPE; /* cannot happen: put_data checked the length */
+		return -1;
+	}
+	n = splice(p->rfd, NULL, tc->fd, NULL, left,
+		   SPLICE_F_NONBLOCK | SPLICE_F_MOVE | (pdu->next ? SPLICE_F_MORE : 0));
+	if (n > 0)
+		p->sent += (uint32_t)n;
+	else if (n == 0)
+		errno = EPIPE;
+	return n > 0 ? n : -1;
+}
+
 static void tcp_flush(void *arg)
 {
 	struct tcp_conn *tc = arg;
 
 	while (tc->txhead && !tc->closing) {
 		struct iovec iov[TCP_MAX_IOV];
-		struct iscsi_tx_pdu *pdu;
-		int niov = 0;
+		struct msghdr msg = { .msg_iov = iov };
+		struct iscsi_tx_pdu *pdu = tc->txhead;
+		int niov = 0, more = 0;
 		ssize_t n;
 
-		for (pdu = tc->txhead; pdu && niov < TCP_MAX_IOV - 4; pdu = pdu->next)
-			niov += pdu_iov(pdu, iov + niov, TCP_MAX_IOV - niov);
-		n = gw_sys_writev(tc->fd, iov, niov);
+		if ((pdu->total & TX_FLAG_PIPE) && pdu->off >= pdu_hdr_len(pdu)) {
+			n = tcp_splice_out(tc, pdu);
+		} else {
+			/* a PDU whose data is in a pipe ends the batch: its header, then the splice */
+			for (; pdu && niov < TCP_MAX_IOV - 4; pdu = pdu->next) {
+				niov += pdu_iov(pdu, iov + niov, TCP_MAX_IOV - niov);
+				if (pdu->total & TX_FLAG_PIPE) {
+					more = MSG_MORE;
+					break;
+				}
+			}
+			msg.msg_iovlen = (size_t)niov;
+			n = gw_sys_sendmsg(tc->fd, &msg, more);
+		}
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				reactor_mod_fd(tc->reactor, &tc->rfd, EPOLLIN | EPOLLOUT);
@@ -171,9 +381,13 @@ static void tcp_flush(void *arg)
 		reactor_mod_fd(tc->reactor, &tc->rfd, EPOLLIN);
 }
 
+static void datain_sent(struct iscsi_tx_pdu *pdu, int status);
+
 static int tcp_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
 {
 	struct tcp_conn *tc = c->dm_priv;
+	/* Data-In whose data is in the task's pipe (tcp_put_data): never with a data digest */
+	bool piped = pdu->data_len && !pdu->data && pdu->sent == datain_sent && !tc->dd;
 	uint32_t pad = iscsi_pad4(pdu->data_len);
 	uint32_t total = ISCSI_BHS_LEN;
 
@@ -199,7 +413,8 @@ static int tcp_send_control(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu)
 			total += 4;
 		}
 	}
-	pdu->total = total | (tc->hd ? TX_FLAG_HD : 0) | (tc->dd && pdu->data_len ? TX_FLAG_DD : 0);
+	pdu->total = total | (tc->hd ? TX_FLAG_HD : 0) | (tc->dd && pdu->data_len ? TX_FLAG_DD : 0) |
+		     (piped ? TX_FLAG_PIPE : 0);
 	if (tc->txtail)
 		tc->txtail->next = pdu;
 	else
@@ -223,8 +438,15 @@ static int tcp_put_data(struct iscsi_conn *c, struct iscsi_task *t)
 	uint32_t len = iscsi_task_data_in_len(t);
 	uint32_t max = c->params.max_xmit_dsl ? c->params.max_xmit_dsl : 8192;
 	bool with_status = iscsi_task_put_data_with_status(t);
+	struct tcp_pipe *p = tcp_task_pipe(t);
 	int rc = 0;
 
+	if (p) {
+		/* the data is in the pipe: all of it, each PDU a multiple of 4 (no pad) */
+		if (len != p->sp.len || p->sent)
+			return -EIO;
+		max &= ~3u;
+	}
 	t->pending_tx++; /* hold the task while queuing */
 	for (uint32_t off = 0; off < len;) {
 		uint32_t n = len - off < max ? len - off : max;
@@ -237,7 +459,7 @@ static int tcp_put_data(struct iscsi_conn *c, struct iscsi_task *t)
 		}
 		iscsi_task_build_datain(t, (struct iscsi_data_in *)&pdu->bhs, off, n, last,
 					last && with_status);
-		pdu->data = t->buf + off;
+		pdu->data = p ? NULL : t->buf + off;
 		pdu->data_len = n;
 		pdu->sent = datain_sent;
 		pdu->ctx = t;
@@ -264,7 +486,10 @@ static int tcp_get_data(struct iscsi_conn *c, struct iscsi_task *t)
 static void tcp_release_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	(void)c;
-	(void)t;
+	if (t->scsi.pipe) {
+		tcp_pipe_put(container_of(t->scsi.pipe, struct tcp_pipe, sp));
+		t->scsi.pipe = NULL;
+	}
 }
 
 static void tcp_closed_work(void *arg)
@@ -570,6 +795,9 @@ struct gw_dm_ops gw_dm_tcp_ops = {
 	.put_data = tcp_put_data,
 	.get_data = tcp_get_data,
 	.release_task = tcp_release_task,
+	.buf_get = tcp_buf_get,
+	.buf_put = tcp_buf_put,
+	.thread_exit = tcp_thread_exit,
 	.terminate = tcp_terminate,
 	.enter_ffp = tcp_enter_ffp,
 	.addrs = tcp_addrs,

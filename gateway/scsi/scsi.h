@@ -504,6 +504,22 @@ unsigned int scsi_cluster_held(void);
 struct scsi_cmd;
 typedef void (*scsi_done_cb)(struct scsi_cmd *cmd);
 
+/*
+ * A pipe a READ may leave its data in instead of buf, offered by a
+ * datamover that sends from a pipe without a copy (TCP, no data digest).
+ * The SCSI layer uses it only for a READ of exactly buf_len bytes that fits
+ * (bdev_pipe_room() <= cap) and whose backstore splices
+ * (bdev_info.splice_read); then len is set to
+ * the bytes asked of the backstore, and when the command ends GOOD they are
+ * the data-in, in the pipe, and buf holds nothing. After a failure the pipe
+ * may hold part of them.
+ */
+struct scsi_data_pipe {
+	int wfd;                        /* write end, empty when offered */
+	uint32_t cap;                   /* the pipe's size, bytes */
+	uint32_t len;                   /* out: 0, or the READ went there */
+};
+
 struct scsi_cmd {
 	/* in */
 	const struct scsi_itn *itn;
@@ -519,6 +535,7 @@ struct scsi_cmd {
 	 * buf_len 0 (the buffer holds no data the initiator sent) */
 	uint8_t *buf;
 	uint32_t buf_len;               /* = Expected Data Transfer Length */
+	struct scsi_data_pipe *pipe;    /* NULL, or see struct scsi_data_pipe */
 	scsi_done_cb done;
 	void *ctx;
 	/* out */

@@ -226,7 +226,9 @@ static int submit(struct scsi_cmd *cmd, enum bdev_op op, uint64_t off, uint64_t 
 	io->flags = flags;
 	io->offset = off;
 	io->len = len;
-	if (buf) {
+	if (flags & BDEV_IO_TO_PIPE) {
+		io->pipe_fd = cmd->pipe->wfd;
+	} else if (buf) {
 		pv->iov[0].iov_base = buf;
 		/* COMPARE AND WRITE done by the backstore: verify + write data */
 		pv->iov[0].iov_len = (flags & BDEV_IO_COMPARE_AND_WRITE) ? 2 * len : len;
@@ -407,10 +409,18 @@ static void read_start(struct scsi_cmd *cmd)
 	struct scsi_priv *pv = cmd_priv(cmd);
 	struct scsi_lu *lu = cmd->lu;
 	uint64_t bytes = (uint64_t)pv->nblocks * lu->block_size;
+	uint64_t off = pv->lba * lu->block_size;
 	int rc;
 
-	rc = submit(cmd, BDEV_OP_READ, pv->lba * lu->block_size, bytes,
-		    pv->bounce ? pv->bounce : cmd->buf, 0, read_done);
+	if (cmd->pipe && bytes == cmd->buf_len && lu->bdev->info.splice_read &&
+	    bdev_pipe_room(off, bytes) <= cmd->pipe->cap) {
+		/* the data-in by reference, no copy here (struct scsi_data_pipe) */
+		cmd->pipe->len = (uint32_t)bytes;
+		rc = submit(cmd, BDEV_OP_READ, off, bytes, NULL, BDEV_IO_TO_PIPE, read_done);
+	} else {
+		rc = submit(cmd, BDEV_OP_READ, off, bytes, pv->bounce ? pv->bounce : cmd->buf, 0,
+			    read_done);
+	}
 	if (rc < 0)
 		io_error(cmd, rc, false);
 }

@@ -6,31 +6,48 @@
 #
 #   tests/bench/tcp_vs_tgt.sh --daemon PATH/isergwd [--scratch DIR]
 #                             [--seconds N] [--reactors N] [--only tgt|isergw]
+#                             [--base-daemon PATH] [--rounds N] [--addr A] [--port P]
 #
 # One 1 GiB random-filled file (cached in SCRATCH, default /var/tmp/isergw-bench),
 # served by tgtd on 127.0.0.1:3261 (LUN 1) and isergwd on 127.0.0.1:3262
-# (LUN 0). Each target is warmed with a short sequential read, then measured
-# in turn:
+# (LUN 0) (--addr, --port: tgtd's port; isergwd's is the next one, the
+# --base-daemon's the one after, iperf3's the one after that). Each target
+# is warmed with a short sequential read, then measured in turn:
 #   rand4k  4 KiB random read, QD32     iscsi-perf -r -b 8 -m 32
 #   seq1m   1 MiB sequential read, QD8  iscsi-perf -b 2048 -m 8
-# Prints IOPS and MiB/s per target and the isergwd/tgt ratio.
+# Prints IOPS and MiB/s per target and the isergwd/tgt ratio; then raw
+# loopback TCP for the same seconds (iperf3 -l 1M, one stream, on the same
+# address, right after seq1m) and seq1m of each target against it.
+# --base-daemon: another isergwd binary (the code before a change), up
+# together with isergwd, each test run on one right after the other, with
+# the isergwd/base ratios; --rounds N (default 1) repeats that N times, the
+# order turned each round, and takes each one's median (the lower of
+# the middle two for an even N).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
 . "$here/../integration/lib.sh"
 
 SECS=20
+ROUNDS=1
 ONLY=
 REACTORS=
+BASE=
+ADDR=127.0.0.1
+PORT=3261
 SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common --target-kind tgt "$@"
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) SECS=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
 	--reactors) REACTORS=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
-	-h|--help) sed -n '3,17p' "$0"; exit 0 ;;
+	--base-daemon) BASE=$2; shift 2 ;;
+	--addr) ADDR=$2; shift 2 ;;
+	--port) PORT=$2; shift 2 ;;
+	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -38,6 +55,7 @@ command -v iscsi-perf >/dev/null || die "iscsi-perf not found (apt-get install l
 if [ "$ONLY" != tgt ]; then
 	[ -x "${ISERGWD:-/nonexistent}" ] || die "--daemon PATH (the isergwd binary) is required"
 fi
+[ -z "$BASE" ] || [ -x "$BASE" ] || die "--base-daemon $BASE is not an executable"
 
 IQN=iqn.2026-11.org.isergw:bench
 DISK=$SCRATCH/bench-1g.img
@@ -66,28 +84,111 @@ perf() {
 	fi
 }
 
-declare -A R
-run_target() {
-	local kind=$1 port=$2 url
+declare -A R RS UP_PID UP_LOG UP_URL
+# target_up NAME KIND PORT [ISERGWD-ARGS...]: starts and warms a target; NAME keys the results
+target_up() {
+	local name=$1 kind=$2 port=$3
+	shift 3
 	TARGET_KIND=$kind
-	local extra=()
-	[ "$kind" = isergw ] && [ -n "$REACTORS" ] && extra=(--reactors "$REACTORS")
-	ISERGW_LOG_LEVEL=${ISERGW_LOG_LEVEL:-notice} target_start "bench-$kind" "$IQN" "$DISK" 1G "$port" 127.0.0.1 \
-		-- "${extra[@]}" || die "$kind did not start"
-	local pid=$T_PID
-	url=iscsi://127.0.0.1:$port/$IQN/$T_LUN
-	log "$kind: warming (sequential read)"
-	SECS=3 perf "$kind-warm" "$url" -b 2048 -m 8 >/dev/null
-	log "$kind: 4 KiB random read QD32, ${SECS} s"
-	R[$kind.rand4k]=$(perf "$kind-rand4k" "$url" -r -b 8 -m 32)
-	log "$kind: 1 MiB sequential read QD8, ${SECS} s"
-	R[$kind.seq1m]=$(perf "$kind-seq1m" "$url" -b 2048 -m 8)
-	target_alive "$pid" || log "warning: $kind died during the run; see $T_LOG"
-	target_stop "$pid" "$T_LOG" || log "warning: $kind did not stop cleanly"
+	local extra=("$@")
+	[ "$kind" = isergw ] && [ -n "$REACTORS" ] && extra+=(--reactors "$REACTORS")
+	ISERGW_LOG_LEVEL=${ISERGW_LOG_LEVEL:-notice} target_start "bench-$name" "$IQN" "$DISK" 1G "$port" "$ADDR" \
+		-- "${extra[@]}" || die "$name did not start"
+	UP_PID[$name]=$T_PID
+	UP_LOG[$name]=$T_LOG
+	UP_URL[$name]=iscsi://$ADDR:$port/$IQN/$T_LUN
+	log "$name: warming (sequential read)"
+	SECS=3 perf "$name-warm" "${UP_URL[$name]}" -b 2048 -m 8 >/dev/null
 }
 
-[ "$ONLY" = isergw ] || run_target tgt 3261
-[ "$ONLY" = tgt ] || run_target isergw 3262
+# measure NAME TEST: rand4k or seq1m against a target that is up; each
+# round's "IOPS MBPS" is appended to RS[NAME.TEST], R[NAME.TEST] is their median
+measure() {
+	local name=$1 test=$2 res
+	case $test in
+	rand4k)
+		log "$name: 4 KiB random read QD32, ${SECS} s"
+		res=$(perf "$name-rand4k" "${UP_URL[$name]}" -r -b 8 -m 32) ;;
+	seq1m)
+		log "$name: 1 MiB sequential read QD8, ${SECS} s"
+		res=$(perf "$name-seq1m" "${UP_URL[$name]}" -b 2048 -m 8) ;;
+	esac
+	RS[$name.$test]+="$res"$'\n'
+	R[$name.$test]=$(printf '%s' "${RS[$name.$test]}" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }')
+}
+
+target_down() {
+	local name=$1
+	target_alive "${UP_PID[$name]}" || log "warning: $name died during the run; see ${UP_LOG[$name]}"
+	target_stop "${UP_PID[$name]}" "${UP_LOG[$name]}" || log "warning: $name did not stop cleanly"
+}
+
+# iperf3_run: raw loopback TCP, one stream of 1 MiB writes for SECS; prints MiB/s (0: none)
+iperf3_run() {
+	local port=$((PORT + 3)) out=$SCRATCH/iperf3.json spid mibs
+	iperf3 -s -B "$ADDR" -p "$port" >"$SCRATCH/iperf3-server.log" 2>&1 &
+	spid=$!
+	# not wait_port: a probe connection would be taken for a test
+	for _ in $(seq 50); do
+		grep -q 'Server listening' "$SCRATCH/iperf3-server.log" && break
+		sleep 0.1
+	done
+	timeout --kill-after=5 $((SECS + 30)) iperf3 -c "$ADDR" -p "$port" -l 1M -P 1 -t "$SECS" -J \
+		</dev/null >"$out" 2>&1
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	# bytes the receiver got over its own seconds, as MiB/s
+	mibs=$(jq -r '.end.sum_received | (.bytes / .seconds / 1048576 | floor)' "$out" 2>/dev/null)
+	if [ -z "$mibs" ] || [ "$mibs" = null ]; then
+		log "iperf3 produced no result; see $out"
+		echo 0
+	else
+		echo "$mibs"
+	fi
+}
+
+IPERF=
+HAVE_IPERF=1
+if ! command -v iperf3 >/dev/null || ! command -v jq >/dev/null; then
+	log "iperf3 or jq not found: no raw TCP figure (apt-get install iperf3 jq)"
+	HAVE_IPERF=
+fi
+if [ "$ONLY" != isergw ]; then
+	target_up tgt tgt "$PORT"
+	measure tgt rand4k
+	measure tgt seq1m
+	target_down tgt
+fi
+if [ "$ONLY" != tgt ]; then
+	# isergwd and the base daemon up together, each test run on one right
+	# after the other: the machine's load changes within seconds
+	names=(isergw)
+	target_up isergw isergw $((PORT + 1))
+	if [ -n "$BASE" ]; then
+		NEW=$ISERGWD ISERGWD=$BASE
+		mkdir -p "$SCRATCH/state-base"
+		target_up base isergw $((PORT + 2)) --state-dir "$SCRATCH/state-base" \
+			--ctl-socket "$SCRATCH/state-base/ctl.sock"
+		ISERGWD=$NEW
+		names+=(base)
+	fi
+	# --rounds: the order turns every round (the one measured second had
+	# the edge in single runs)
+	for ((round = 1; round <= ROUNDS; round++)); do
+		order=("${names[@]}")
+		((round % 2)) || mapfile -t order < <(printf '%s\n' "${names[@]}" | tac)
+		for t in rand4k seq1m; do
+			for n in "${order[@]}"; do measure "$n" "$t"; done
+		done
+	done
+fi
+if [ -n "$HAVE_IPERF" ]; then
+	log "iperf3: one stream of 1 MiB writes on $ADDR, ${SECS} s"
+	IPERF=$(iperf3_run)
+fi
+if [ "$ONLY" != tgt ]; then
+	for n in "${names[@]}"; do target_down "$n"; done
+fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2fx", a / b; else print "-" }'; }
 # iscsi-perf's "MB/s" is MiB/s (IOPS x transfer size / 2^20).
@@ -101,3 +202,27 @@ read -r ti tm <<<"${R[tgt.seq1m]:-0 0}"
 read -r gi gm <<<"${R[isergw.seq1m]:-0 0}"
 row "1 MiB sequential read QD8, IOPS" "$ti" "$gi"
 row "1 MiB sequential read QD8, MiB/s" "$tm" "$gm" "(goal >= 1.3x)"
+
+# seq1m of each target against raw loopback TCP measured in the same run
+if [ -z "$IPERF" ]; then
+	echo "1 MiB sequential read against iperf3: skipped (iperf3 or jq not installed)"
+else
+	printf '\n%-36s %10s %10s\n' "seq1m against raw TCP (${SECS} s)" MiB/s "of iperf3"
+	printf '%-36s %10s\n' "iperf3 -l 1M, one stream" "$IPERF"
+	for k in tgt base isergw; do
+		[ -n "${R[$k.seq1m]:-}" ] || continue
+		read -r gi gm <<<"${R[$k.seq1m]}"
+		case $k in tgt) n=tgt ;; base) n="isergwd (base)" ;; *) n=isergwd ;; esac
+		printf '%-36s %10s %10s  %s\n' "$n, 1 MiB seq. read QD8" "$gm" "$(ratio "$gm" "$IPERF")" \
+			"$([ "$k" = isergw ] && echo "(goal >= 0.90x)")"
+	done
+fi
+if [ -n "${R[base.seq1m]:-}" ]; then
+	printf '\n%-36s %10s %10s %7s\n' "isergwd against base (${SECS} s)" base isergwd ratio
+	read -r bi bm <<<"${R[base.rand4k]:-0 0}"
+	read -r gi gm <<<"${R[isergw.rand4k]:-0 0}"
+	row "4 KiB random read QD32, IOPS" "$bi" "$gi"
+	read -r bi bm <<<"${R[base.seq1m]:-0 0}"
+	read -r gi gm <<<"${R[isergw.seq1m]:-0 0}"
+	row "1 MiB sequential read QD8, MiB/s" "$bm" "$gm"
+fi

@@ -524,6 +524,89 @@ static void test_short_read(void **state)
 	bdev_close(b);
 }
 
+/* A READ into a pipe (BDEV_IO_TO_PIPE): n bytes at off, 0 or the error. */
+static int pipe_read(struct harness *h, struct bdev *b, int wfd, uint64_t off, size_t len,
+		     uint64_t *done)
+{
+	struct bdev_io io = { .op = BDEV_OP_READ, .flags = BDEV_IO_TO_PIPE, .offset = off,
+			      .len = len, .pipe_fd = wfd };
+	int rc = run_one(h, b, &io);
+
+	*done = io.done_bytes;
+	return rc;
+}
+
+static void pipe_drain(int rfd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(rfd, buf + got, len - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+static void test_pipe_read(void **state)
+{
+	struct harness *h = *state;
+	struct bdev *b = open_new(h, 4 * MiB);
+	uint8_t *w = malloc(2 * MiB), *r = malloc(2 * MiB);
+	uint64_t done;
+	int fds[2], fd, avail;
+
+	assert_non_null(w);
+	assert_non_null(r);
+	assert_true(b->info.splice_read);
+	assert_int_equal(pipe(fds), 0);
+	assert_true(fcntl(fds[1], F_SETPIPE_SZ, (int)MiB) >= (int)MiB);
+	fill(w, 2 * MiB, 11);
+	assert_int_equal(rw(h, b, BDEV_OP_WRITE, 0, 0, w, 2 * MiB), 0);
+
+	/* page-aligned, a whole pipe; then not aligned, less */
+	assert_int_equal(pipe_read(h, b, fds[1], MiB, MiB, &done), 0);
+	assert_int_equal(done, MiB);
+	assert_true(bdev_pipe_room(MiB, MiB) == MiB);
+	pipe_drain(fds[0], r, MiB);
+	assert_memory_equal(r, w + MiB, MiB);
+	assert_true(bdev_pipe_room(512, 65536) == 65536 + 4096);
+	assert_int_equal(pipe_read(h, b, fds[1], 512, 65536, &done), 0);
+	pipe_drain(fds[0], r, 65536);
+	assert_memory_equal(r, w + 512, 65536);
+
+	/* not a READ, no pipe: refused */
+	{
+		struct bdev_io io = { .op = BDEV_OP_WRITE, .flags = BDEV_IO_TO_PIPE, .len = 4096,
+				      .pipe_fd = fds[1] };
+		struct bdev_io nofd = { .op = BDEV_OP_READ, .flags = BDEV_IO_TO_PIPE, .len = 4096,
+					.pipe_fd = -1 };
+
+		assert_int_equal(run_one(h, b, &io), -EINVAL);
+		assert_int_equal(run_one(h, b, &nofd), -EINVAL);
+	}
+
+	/* the file cut under us: a short read is -EIO, the pipe holds what was read */
+	fd = open(h->path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 3 * MiB / 2), 0);
+	close(fd);
+	assert_int_equal(pipe_read(h, b, fds[1], MiB, MiB, &done), -EIO);
+	assert_int_equal(done, MiB / 2);
+	assert_int_equal(ioctl(fds[0], FIONREAD, &avail), 0);
+	assert_int_equal(avail, (int)(MiB / 2));
+	pipe_drain(fds[0], r, MiB / 2);
+	assert_memory_equal(r, w + MiB, MiB / 2);
+	assert_int_equal(pipe_read(h, b, fds[1], 2 * MiB, 4096, &done), -EIO);
+	assert_int_equal(done, 0);
+
+	close(fds[0]);
+	close(fds[1]);
+	free(w);
+	free(r);
+	bdev_close(b);
+}
+
 static void test_many_concurrent(void **state)
 {
 	struct harness *h = *state;
@@ -894,6 +977,7 @@ int main(void)
 		T(test_fua_flush),
 		T(test_unmap_write_zeroes),
 		T(test_short_read),
+		T(test_pipe_read),
 		T(test_many_concurrent),
 		T(test_readonly),
 		T(test_grow),
@@ -908,6 +992,7 @@ int main(void)
 		T(test_fua_flush),
 		T(test_unmap_write_zeroes),
 		T(test_short_read),
+		T(test_pipe_read),
 		T(test_many_concurrent),
 		T(test_readonly),
 		T(test_block_device),
