@@ -3,7 +3,7 @@
  * The system calls of the data path without libc's cancellation point.
  * glibc's read, writev, sendmsg and epoll_wait switch asynchronous cancellation on
  * and off around the call; no isergw thread is ever cancelled, and on a
- * served 4 KiB READ that bookkeeping was about 145 instructions of the
+ * served 4 KiB READ that bookkeeping was about 175 instructions of the
  * command's 2,900 (tests/bench/served_cpu.sh). Same results and errno as the
  * libc calls. Under ThreadSanitizer they stay the libc calls, whose
  * interceptors give TSan the happens-before of file descriptors and epoll.

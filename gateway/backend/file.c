@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/rawsys.h"
 #include "common/reactor.h"
 
 #define FILE_COMP "bdev-file"
@@ -784,7 +785,7 @@ static void uring_efd_cb(void *arg, uint32_t events)
 
 	(void)events;
 	/* read first: a CQE posted after this read signals the eventfd again */
-	if (read(t->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (gw_sys_read(t->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		GW_WARN(FILE_COMP, "eventfd read: %s", strerror(errno));
 	uring_reap(t);
 }
