@@ -28,33 +28,29 @@
 #endif
 #endif
 
+/* libc's call under TSan, else the system call of the same number */
+#ifdef GW_RAWSYS_LIBC
+#define GW_RAWSYS(libc, nr, ...) libc(__VA_ARGS__)
+#else
+#define GW_RAWSYS(libc, nr, ...) syscall(nr, __VA_ARGS__)
+#endif
+
 static inline ssize_t gw_sys_read(int fd, void *buf, size_t len)
 {
-#ifdef GW_RAWSYS_LIBC
-	return read(fd, buf, len);
-#else
-	return syscall(SYS_read, fd, buf, len);
-#endif
+	return GW_RAWSYS(read, SYS_read, fd, buf, len);
 }
 
 static inline ssize_t gw_sys_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-#ifdef GW_RAWSYS_LIBC
-	return writev(fd, iov, iovcnt);
-#else
-	return syscall(SYS_writev, fd, iov, iovcnt);
-#endif
+	return GW_RAWSYS(writev, SYS_writev, fd, iov, iovcnt);
 }
 
 static inline ssize_t gw_sys_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-#ifdef GW_RAWSYS_LIBC
-	return sendmsg(fd, msg, flags);
-#else
-	return syscall(SYS_sendmsg, fd, msg, flags);
-#endif
+	return GW_RAWSYS(sendmsg, SYS_sendmsg, fd, msg, flags);
 }
 
+/* epoll_pwait with no signal mask: the kernel has no epoll_wait on every architecture */
 static inline int gw_sys_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms)
 {
 #ifdef GW_RAWSYS_LIBC
