@@ -111,6 +111,12 @@ struct gw_config {
 	uint32_t nop_interval_s;        /* NOP-In ping of idle connections, default 5, 0 = off */
 	uint32_t nop_timeout_s;         /* drop a connection that does not answer, default 30 */
 	uint32_t login_timeout_s;       /* a login must complete within this, default 15 */
+	/*
+	 * TCP: the Data-In of a large READ from a file or block device is
+	 * spliced from the page cache to the socket, not copied through a
+	 * buffer (docs/architecture.md, "Data-In without a copy"). Default true.
+	 */
+	bool tcp_splice;
 	struct gw_chap_cfg discovery_chap; /* CHAP for discovery sessions (empty: none) */
 	/* LU control state shared with the other gateway nodes ("": standalone) */
 	char shared_state_dir[PATH_MAX];

@@ -4,14 +4,13 @@
  * batched non-blocking reads and writev, Data-In as PDUs pointing into the
  * task buffer (no copy), R2T-driven Data-Out.
  *
- * With ISERGW_TCP_SPLICE=1 in the environment, large READs without a data
- * digest take their data from a pipe instead (docs/architecture.md, "Data-In
- * without a copy"): each reactor keeps a few pipes; a READ task of at least
- * TCP_PIPE_MIN bytes is offered one (scsi_cmd.pipe), a file backstore
- * splices its page cache into it, and each Data-In PDU goes out as its
- * header (MSG_MORE) followed by a splice from the pipe to the socket: the
- * data never passes through user space. Off by default: with the initiator
- * on the same host it costs more than the copy (tests/bench/README.md).
+ * Large READs without a data digest take their data from a pipe instead
+ * (docs/architecture.md, "Data-In without a copy"; the configuration's
+ * tcp_splice, on by default): each reactor keeps a few pipes; a READ task of
+ * at least TCP_PIPE_MIN bytes is offered one (scsi_cmd.pipe), a file
+ * backstore splices its page cache into it, and each Data-In PDU goes out as
+ * its header (MSG_MORE) followed by a splice from the pipe to the socket: the
+ * data never passes through user space.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,9 +50,6 @@ struct tcp_pipe {
 	uint32_t sent;                  /* bytes spliced to the socket */
 	struct tcp_pipe *next;          /* free list */
 };
-
-/* ISERGW_TCP_SPLICE: -1 not read yet, 0 off, 1 on */
-static int g_splice = -1;
 
 static _Thread_local struct {
 	struct tcp_pipe *free;
@@ -184,22 +180,6 @@ static struct tcp_pipe *tcp_task_pipe(const struct iscsi_task *t)
 	return container_of(t->scsi.pipe, struct tcp_pipe, sp);
 }
 
-/* Whether ISERGW_TCP_SPLICE (any value but empty or "0") asks for pipes; read once. */
-static bool tcp_splice_on(void)
-{
-	int v = __atomic_load_n(&g_splice, __ATOMIC_RELAXED);
-
-	if (v < 0) {
-		const char *e = getenv("ISERGW_TCP_SPLICE");
-
-		v = e && e[0] && strcmp(e, "0") != 0;
-		if (__atomic_exchange_n(&g_splice, v, __ATOMIC_RELAXED) < 0 && v)
-			GW_NOTICE(COMP, "Data-In of large file READs spliced, not copied "
-				  "(ISERGW_TCP_SPLICE)");
-	}
-	return v;
-}
-
 static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	struct tcp_conn *tc = c->dm_priv;
@@ -207,7 +187,8 @@ static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
 	t->buf = gw_buf_alloc(t->edtl);
 	if (!t->buf)
 		return -ENOMEM;
-	if (t->data_in && !t->data_out && !tc->dd && t->edtl >= TCP_PIPE_MIN && tcp_splice_on()) {
+	/* c->cfg: the configuration when the connection came, stable for its life */
+	if (t->data_in && !t->data_out && !tc->dd && t->edtl >= TCP_PIPE_MIN && c->cfg->tcp_splice) {
 		struct tcp_pipe *p = tcp_pipe_get();
 
 		t->scsi.pipe = p ? &p->sp : NULL;

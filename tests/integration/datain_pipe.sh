@@ -7,7 +7,7 @@
 #                  [--addr A] [--port P] [--cases a,b,...]
 #
 # isergwd with one reactor (both sessions of the slow-reader case on it) and
-# ISERGW_TCP_SPLICE=1 on a 16 MiB random-filled file; the client (datain_pipe.c) reads with digests
+# tcp_splice on (the default) on a 16 MiB random-filled file; the client (datain_pipe.c) reads with digests
 # off, header digests only, and both; with a slow reader; with connections
 # closed mid-transfer; and with the file cut below the LUN's size, comparing
 # every byte with the file. The daemon must then stop cleanly (no sanitizer
@@ -36,7 +36,7 @@ fi
 IQN=iqn.2026-11.org.isergw:datain-pipe
 DISK=$SCRATCH/datain-pipe.img
 head -c 16M /dev/urandom >"$DISK" || die "cannot create $DISK"
-ISERGW_TCP_SPLICE=1 target_start datain-pipe "$IQN" "$DISK" 16M "${opt[port]}" "${opt[addr]}" \
+target_start datain-pipe "$IQN" "$DISK" 16M "${opt[port]}" "${opt[addr]}" \
 	-- --reactors 1 || die "isergwd did not start"
 pid=$T_PID
 args=(--addr "${opt[addr]}" --port "${opt[port]}" --target "$IQN" --file "$DISK")

@@ -29,6 +29,7 @@ static const char full_config[] =
 	"  \"reactors\": 4, \"log_level\": \"info\", \"state_dir\": \"/tmp/isergw-state\",\n"
 	"  \"ctl_socket\": \"/tmp/isergw.sock\",\n"
 	"  \"nop_interval_s\": 10, \"nop_timeout_s\": 60, \"login_timeout_s\": 20,\n"
+	"  \"tcp_splice\": false,\n"
 	"  \"discovery_chap\": {\"user\": \"disc\", \"secret\": \"discoverysecret1\"},\n"
 	"  \"portals\": [\n"
 	"    {\"url\": \"tcp://0.0.0.0:3260\", \"tpgt\": 2, \"tpg_id\": 7},\n"
@@ -76,6 +77,7 @@ static void test_full_config(void **state)
 	assert_int_equal(c->nop_interval_s, 10);
 	assert_int_equal(c->nop_timeout_s, 60);
 	assert_int_equal(c->login_timeout_s, 20);
+	assert_false(c->tcp_splice);
 	assert_string_equal(c->discovery_chap.user, "disc");
 	assert_string_equal(c->discovery_chap.secret, "discoverysecret1");
 
@@ -174,6 +176,7 @@ static void test_minimal_defaults(void **state)
 	assert_int_equal(c->nop_interval_s, 5);
 	assert_int_equal(c->nop_timeout_s, 30);
 	assert_int_equal(c->login_timeout_s, 15);
+	assert_true(c->tcp_splice);
 	assert_int_equal(c->portals[0].port, 3260);
 	assert_int_equal(c->portals[0].rel_port_id, 1);
 	assert_int_equal(c->portals[0].tpgt, 1);

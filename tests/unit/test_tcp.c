@@ -40,6 +40,7 @@
 /* ---------------- the core, faked ---------------- */
 
 static struct gw gw;
+static struct gw_config gw_cfg;
 static struct gw_portal portal;
 static struct reactor *R;
 static struct iscsi_conn *conn;         /* the one connection tcp.c made */
@@ -75,6 +76,7 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv,
 		return -ENOMEM;
 	CB_CHECK(conn == NULL);
 	c->gw = p->gw;
+	c->cfg = p->gw->cfg;
 	c->portal = p;
 	c->reactor = r;
 	c->dm = p->dm;
@@ -861,7 +863,8 @@ int main(void)
 		return 1;
 	}
 	atomic_init(&gw.shutting_down, false);
-	g_splice = 1; /* ISERGW_TCP_SPLICE=1: test_put_data_pipe */
+	gw_config_defaults(&gw_cfg); /* tcp_splice on: test_put_data_pipe */
+	gw.cfg = &gw_cfg;
 	portal.gw = &gw;
 	portal.dm = &gw_dm_tcp_ops;
 	if (reactor_create(0, &R))
