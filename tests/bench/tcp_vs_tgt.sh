@@ -7,6 +7,7 @@
 #   tests/bench/tcp_vs_tgt.sh --daemon PATH/isergwd [--scratch DIR]
 #                             [--seconds N] [--reactors N] [--only tgt|isergw]
 #                             [--base-daemon PATH] [--rounds N] [--addr A] [--port P]
+#                             [--seq-client PATH]
 #
 # One 1 GiB random-filled file (cached in SCRATCH, default /var/tmp/isergw-bench),
 # served by tgtd on 127.0.0.1:3261 (LUN 1) and isergwd on 127.0.0.1:3262
@@ -15,9 +16,13 @@
 # is warmed with a short sequential read, then measured in turn:
 #   rand4k  4 KiB random read, QD32     iscsi-perf -r -b 8 -m 32
 #   seq1m   1 MiB sequential read, QD8  iscsi-perf -b 2048 -m 8
+#   seqbuf  the same reads by seq_read (tests/bench/seq_read.c, built beside
+#           isergwd as tests/integration/seq_read; --seq-client PATH), which
+#           receives each command's data straight into a buffer of its own
 # Prints IOPS and MiB/s per target and the isergwd/tgt ratio; then raw
 # loopback TCP for the same seconds (iperf3 -l 1M, one stream, on the same
-# address, right after seq1m) and seq1m of each target against it.
+# address, once a round right after the targets' reads) and the 1 MiB reads
+# of each target, by both clients, against its median.
 # --base-daemon: another isergwd binary (the code before a change), up
 # together with isergwd, each test run on one right after the other, with
 # the isergwd/base ratios; --rounds N (default 1) repeats that N times, the
@@ -35,6 +40,7 @@ REACTORS=
 BASE=
 ADDR=127.0.0.1
 PORT=3261
+SEQ_CLIENT=
 SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common --target-kind tgt "$@"
 set -- "${LIB_ARGS[@]}"
@@ -47,7 +53,8 @@ while [ $# -gt 0 ]; do
 	--base-daemon) BASE=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
-	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
+	--seq-client) SEQ_CLIENT=$2; shift 2 ;;
+	-h|--help) sed -n '3,32p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -56,6 +63,13 @@ if [ "$ONLY" != tgt ]; then
 	[ -x "${ISERGWD:-/nonexistent}" ] || die "--daemon PATH (the isergwd binary) is required"
 fi
 [ -z "$BASE" ] || [ -x "$BASE" ] || die "--base-daemon $BASE is not an executable"
+if [ -z "$SEQ_CLIENT" ] && [ -n "${ISERGWD:-}" ]; then
+	SEQ_CLIENT=$(cd "$(dirname "$ISERGWD")/.." 2>/dev/null && pwd)/tests/integration/seq_read
+fi
+if [ ! -x "${SEQ_CLIENT:-/nonexistent}" ]; then
+	log "no seqbuf figures: seq_read not built (target seq_read; --seq-client PATH)"
+	SEQ_CLIENT=
+fi
 
 IQN=iqn.2026-11.org.isergw:bench
 DISK=$SCRATCH/bench-1g.img
@@ -78,6 +92,21 @@ perf() {
 	res=$(tr '\r' '\n' <"$out" | sed -n 's/^iops average \([0-9]*\) (\([0-9]*\) MB\/s).*/\1 \2/p' | tail -n 1)
 	if [ -z "$res" ]; then
 		log "iscsi-perf $name produced no result; see $out"
+		echo "0 0"
+	else
+		echo "$res"
+	fi
+}
+
+# seqbuf NAME URL: seq_read's 1 MiB reads QD8, prints "IOPS MBPS" (0 0 on failure)
+seqbuf() {
+	local name=$1 url=$2 out=$SCRATCH/perf-$1.txt res
+	timeout --kill-after=5 $((SECS + 30)) "$SEQ_CLIENT" --seconds "$SECS" --size 1048576 \
+		--depth 8 --initiator "iqn.2026-11.org.isergw:bench-client" "$url" </dev/null >"$out" 2>&1
+	# seq_read commands N bytes B seconds S MiB/s M cpu_ms_per_GiB C
+	res=$(awk '$1 == "seq_read" && $6 > 0 { printf "%d %d\n", $3 / $7, $9 }' "$out")
+	if [ -z "$res" ]; then
+		log "seq_read $name produced no result; see $out"
 		echo "0 0"
 	else
 		echo "$res"
@@ -112,6 +141,10 @@ measure() {
 	seq1m)
 		log "$name: 1 MiB sequential read QD8, ${SECS} s"
 		res=$(perf "$name-seq1m" "${UP_URL[$name]}" -b 2048 -m 8) ;;
+	seqbuf)
+		[ -n "$SEQ_CLIENT" ] || return 0
+		log "$name: 1 MiB sequential read QD8 by seq_read, ${SECS} s"
+		res=$(seqbuf "$name-seqbuf" "${UP_URL[$name]}") ;;
 	esac
 	RS[$name.$test]+="$res"$'\n'
 	R[$name.$test]=$(printf '%s' "${RS[$name.$test]}" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }')
@@ -147,6 +180,13 @@ iperf3_run() {
 	fi
 }
 
+# measure_iperf3: one iperf3 run appended to RS[iperf3]; IPERF is their median
+measure_iperf3() {
+	log "iperf3: one stream of 1 MiB writes on $ADDR, ${SECS} s"
+	RS[iperf3]+="$(iperf3_run)"$'\n'
+	IPERF=$(printf '%s' "${RS[iperf3]}" | sort -n | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }')
+}
+
 IPERF=
 HAVE_IPERF=1
 if ! command -v iperf3 >/dev/null || ! command -v jq >/dev/null; then
@@ -157,6 +197,7 @@ if [ "$ONLY" != isergw ]; then
 	target_up tgt tgt "$PORT"
 	measure tgt rand4k
 	measure tgt seq1m
+	measure tgt seqbuf
 	target_down tgt
 fi
 if [ "$ONLY" != tgt ]; then
@@ -177,15 +218,14 @@ if [ "$ONLY" != tgt ]; then
 	for ((round = 1; round <= ROUNDS; round++)); do
 		order=("${names[@]}")
 		((round % 2)) || mapfile -t order < <(printf '%s\n' "${names[@]}" | tac)
-		for t in rand4k seq1m; do
+		for t in rand4k seq1m seqbuf; do
 			for n in "${order[@]}"; do measure "$n" "$t"; done
 		done
+		[ -z "$HAVE_IPERF" ] || measure_iperf3
 	done
 fi
-if [ -n "$HAVE_IPERF" ]; then
-	log "iperf3: one stream of 1 MiB writes on $ADDR, ${SECS} s"
-	IPERF=$(iperf3_run)
-fi
+# --only tgt: iperf3 once, after tgt
+[ -z "$HAVE_IPERF" ] || [ -n "${RS[iperf3]:-}" ] || measure_iperf3
 if [ "$ONLY" != tgt ]; then
 	for n in "${names[@]}"; do target_down "$n"; done
 fi
@@ -202,19 +242,27 @@ read -r ti tm <<<"${R[tgt.seq1m]:-0 0}"
 read -r gi gm <<<"${R[isergw.seq1m]:-0 0}"
 row "1 MiB sequential read QD8, IOPS" "$ti" "$gi"
 row "1 MiB sequential read QD8, MiB/s" "$tm" "$gm" "(goal >= 1.3x)"
+if [ -n "$SEQ_CLIENT" ]; then
+	read -r ti tm <<<"${R[tgt.seqbuf]:-0 0}"
+	read -r gi gm <<<"${R[isergw.seqbuf]:-0 0}"
+	row "1 MiB seq. read QD8 (seq_read), MiB/s" "$tm" "$gm"
+fi
 
 # seq1m of each target against raw loopback TCP measured in the same run
 if [ -z "$IPERF" ]; then
 	echo "1 MiB sequential read against iperf3: skipped (iperf3 or jq not installed)"
 else
 	printf '\n%-36s %10s %10s\n' "seq1m against raw TCP (${SECS} s)" MiB/s "of iperf3"
-	printf '%-36s %10s\n' "iperf3 -l 1M, one stream" "$IPERF"
+	printf '%-36s %10s  %s\n' "iperf3 -l 1M, one stream" "$IPERF" \
+		"(median of: $(printf '%s' "${RS[iperf3]}" | tr '\n' ' '))"
 	for k in tgt base isergw; do
-		[ -n "${R[$k.seq1m]:-}" ] || continue
-		read -r gi gm <<<"${R[$k.seq1m]}"
 		case $k in tgt) n=tgt ;; base) n="isergwd (base)" ;; *) n=isergwd ;; esac
-		printf '%-36s %10s %10s  %s\n' "$n, 1 MiB seq. read QD8" "$gm" "$(ratio "$gm" "$IPERF")" \
-			"$([ "$k" = isergw ] && echo "(goal >= 0.90x)")"
+		for c in seq1m seqbuf; do
+			[ -n "${R[$k.$c]:-}" ] || continue
+			read -r gi gm <<<"${R[$k.$c]}"
+			printf '%-36s %10s %10s  %s\n' "$n, $([ $c = seq1m ] && echo iscsi-perf || echo seq_read)" \
+				"$gm" "$(ratio "$gm" "$IPERF")" "$([ "$k" = isergw ] && echo "(goal >= 0.90x)")"
+		done
 	done
 fi
 if [ -n "${R[base.seq1m]:-}" ]; then
@@ -225,4 +273,9 @@ if [ -n "${R[base.seq1m]:-}" ]; then
 	read -r bi bm <<<"${R[base.seq1m]:-0 0}"
 	read -r gi gm <<<"${R[isergw.seq1m]:-0 0}"
 	row "1 MiB sequential read QD8, MiB/s" "$bm" "$gm"
+	if [ -n "$SEQ_CLIENT" ]; then
+		read -r bi bm <<<"${R[base.seqbuf]:-0 0}"
+		read -r gi gm <<<"${R[isergw.seqbuf]:-0 0}"
+		row "1 MiB seq. read QD8 (seq_read), MiB/s" "$bm" "$gm"
+	fi
 fi
