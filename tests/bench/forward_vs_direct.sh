@@ -10,8 +10,8 @@
 #        [--callgrind-seconds N] [--latency-seconds N] [--latency-client PATH]
 #        [--addr A] [--port P]
 #
-# tgtd on 127.0.0.70:13470 (LUN 1, a 1 GiB random-filled file cached in
-# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.70:13471
+# tgtd on 127.0.0.230:13570 (LUN 1, a 1 GiB random-filled file cached in
+# SCRATCH, default /var/tmp/isergw-bench), isergwd on 127.0.0.230:13571
 # (--addr, --port: the backend's port; the gateway's is the next one).
 # --base-daemon: a second isergwd (another build, e.g. the code before a
 # change) forwarding the same LUN on the port after that, measured beside
@@ -43,8 +43,8 @@ CG_SECS=10
 LAT_SECS=5
 LAT_CLIENT=
 BASE=
-ADDR=127.0.0.70
-BPORT=13470
+ADDR=127.0.0.230
+BPORT=13570
 GPORT=13471
 SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common "$@"
