@@ -30,6 +30,7 @@ struct reactor {
 	struct list_head msgs;     /* struct reactor_msg, oldest first */
 	struct list_head timers;   /* sorted by deadline */
 	struct list_head deferred;
+	uint64_t now_us;           /* CLOCK_MONOTONIC when this round's events came */
 };
 
 static _Thread_local struct reactor *tl_reactor;
@@ -40,6 +41,21 @@ uint64_t gw_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t clock_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t reactor_now_us(void)
+{
+	const struct reactor *r = tl_reactor;
+
+	return r ? r->now_us : clock_us();
 }
 
 struct reactor *reactor_self(void)
@@ -79,6 +95,7 @@ int reactor_create(unsigned int index, struct reactor **out)
 	if (!r)
 		return -ENOMEM;
 	r->index = index;
+	r->now_us = clock_us();
 	list_init(&r->timers);
 	list_init(&r->deferred);
 	list_init(&r->msgs);
@@ -308,7 +325,11 @@ static int reactor_next_timeout(struct reactor *r)
 	if (list_empty(&r->timers))
 		return 1000;
 	t = list_first_entry(&r->timers, struct reactor_timer, link);
-	now = gw_now_ms();
+	/*
+	 * The time of the round that just ended, older than the clock by that
+	 * round's work: a timer fires that much late, never early.
+	 */
+	now = r->now_us / 1000u;
 	if (t->deadline_ms <= now)
 		return 0;
 	return t->deadline_ms - now > 1000 ? 1000 : (int)(t->deadline_ms - now);
@@ -316,7 +337,7 @@ static int reactor_next_timeout(struct reactor *r)
 
 static void reactor_run_timers(struct reactor *r)
 {
-	uint64_t now = gw_now_ms();
+	uint64_t now = r->now_us / 1000u;
 
 	while (!list_empty(&r->timers)) {
 		struct reactor_timer *t = list_first_entry(&r->timers, struct reactor_timer, link);
@@ -341,6 +362,8 @@ static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	/* the one clock read of a round: timers, and what reactor_now_us gives */
+	r->now_us = clock_us();
 	for (int i = 0; i < n; i++) {
 		struct reactor_fd *h = evs[i].data.ptr;
 

@@ -101,5 +101,12 @@ void reactor_bell_close(struct reactor_bell *b);
 int reactor_send_msg(struct reactor *r, reactor_fn fn, void *arg);
 
 uint64_t gw_now_ms(void);
+/*
+ * CLOCK_MONOTONIC in microseconds as the calling reactor's round read it
+ * when its events came (one read a round, not one a caller), or the clock
+ * itself off a reactor thread. For timestamps on the I/O path (a command's
+ * arrival and completion), where the round's start is close enough.
+ */
+uint64_t reactor_now_us(void);
 
 #endif

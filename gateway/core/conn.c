@@ -664,7 +664,7 @@ void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const 
 		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen)
 {
 	uint8_t op = iscsi_bhs_opcode(bhs);
-	uint64_t now_us = gw_counters_now_us();  /* the one clock read of a command's arrival */
+	uint64_t now_us = gw_counters_now_us();  /* the round's clock: when the PDU came */
 
 	c->rx_us = now_us;
 	c->last_rx_ms = now_us / 1000u;

@@ -20,6 +20,7 @@
 
 #include "scsi/scsi.h"
 #include "common/log.h"
+#include "common/reactor.h"
 
 #define CTR_BUCKETS_MIN 256u
 #define CTR_BUCKETS_MAX (1u << 20)
@@ -85,10 +86,7 @@ static struct ctr_table *table_self(void)
 
 uint64_t gw_counters_now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return reactor_now_us();
 }
 
 /*

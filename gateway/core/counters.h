@@ -75,7 +75,7 @@ struct gw_ctr_sample {
 	struct gw_io_counters c;
 };
 
-/* Monotonic microseconds, for a command's start time. */
+/* Monotonic microseconds for a command's start and end: the reactor round's (reactor_now_us). */
 uint64_t gw_counters_now_us(void);
 enum gw_io_class gw_io_classify(uint8_t opcode);
 /* Account one completion into `sess` (may be NULL) and this reactor's table. */
