@@ -62,6 +62,16 @@ if ! command -v apt-get >/dev/null; then
 	exit 1
 fi
 
+# tgt_port_note: a tgt service running holds port 3260, isergwd's default portal, so
+# `./build/bin/isergwd` would not start; say so and how to free it.
+tgt_port_note() {
+	if command -v systemctl >/dev/null && systemctl is-active --quiet tgt 2>/dev/null; then
+		echo "install-deps.sh: note: the tgt service is running and holds port 3260," \
+			"isergwd's default portal: stop it (systemctl disable --now tgt) or give" \
+			"isergwd another --portal; the tests start their own tgtd and do not need it"
+	fi
+}
+
 export DEBIAN_FRONTEND=noninteractive
 # Already installed? Then nothing to do (no network needed).
 missing=()
@@ -72,6 +82,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps.sh: all ${#PACKAGES[@]} packages already installed"
+	tgt_port_note
 	exit 0
 fi
 echo "install-deps.sh: installing ${missing[*]}"
@@ -79,8 +90,15 @@ if [ "$update" -eq 1 ]; then
 	apt-get update -q
 fi
 apt-get install -y -q --no-install-recommends "${missing[@]}"
-# tgt's package enables its service; the tests start their own tgtd instances.
-if command -v systemctl >/dev/null && systemctl is-active --quiet tgt 2>/dev/null; then
-	echo "install-deps.sh: note: the tgt service is running on port 3260; the tests do not need it"
+# tgt's package enables and starts its service, which listens on port 3260, isergwd's
+# default portal; the tests start their own tgtd instances. A tgt installed just now
+# is stopped and disabled (one that was there before is the admin's: only a note).
+if [[ " ${missing[*]} " == *" tgt "* ]] && command -v systemctl >/dev/null &&
+	systemctl is-enabled --quiet tgt 2>/dev/null; then
+	if systemctl disable --now tgt >/dev/null 2>&1; then
+		echo "install-deps.sh: stopped and disabled the tgt service just installed: it" \
+			"listens on port 3260, isergwd's default (systemctl enable --now tgt brings it back)"
+	fi
 fi
+tgt_port_note
 echo "install-deps.sh: done"

@@ -620,7 +620,7 @@ int main(int argc, char **argv)
 		gw_daemon_fini(&daemon_gw);
 		if (start_error_is_config(rc)) {
 			/* the error itself was logged at err where it happened */
-			GW_NOTICE(COMP, "start-up failed (%s): the configuration must change; "
+			GW_NOTICE(COMP, "start-up failed (%s): the error above says what to change; "
 				  "exit status %d", strerror(-rc), GW_EXIT_CONFIG);
 			return GW_EXIT_CONFIG;
 		}

@@ -231,8 +231,9 @@ int gw_portal_open(struct gw *gw, const struct gw_portal_cfg *pc, size_t index,
 	} else if (rc == -EADDRINUSE && !atomic_load(&gw->running)) {
 		/* at start (the reactors do not run yet): the start fails */
 		GW_ERR(COMP, "portal %s://%s:%u (relative port %u, group %u): cannot listen: address "
-		       "in use (another program holds the port)", portal_scheme(p), pc->addr,
-		       pc->port, pc->rel_port_id, pc->tpg_id);
+		       "in use (another program holds the port; ss -ltnp 'sport = :%u' names it): "
+		       "stop it or give the portal another port", portal_scheme(p), pc->addr,
+		       pc->port, pc->rel_port_id, pc->tpg_id, pc->port);
 		free(p);
 		return rc;
 	} else if (gw_portal_error_waits(rc)) {
