@@ -514,6 +514,11 @@ static void cluster_tokens_cb(void *arg, int rc, Isergw__Ha__ApiReply *rep, cons
 	if (a->cluster_tokens_failing)
 		return;
 	a->cluster_tokens_failing = true;
+	if (rc == -ENOENT && !a->cluster_tokens_seen) {
+		/* no agent's socket and never one: a standalone gateway, nothing is wrong */
+		GW_INFO(COMP, "no HA agent (%s): no cluster tokens until one answers", why);
+		return;
+	}
 	if (!rc)
 		snprintf(buf, sizeof(buf), "%s", rep->error[0] ? rep->error :
 			 strerror(rep->status ? -rep->status : EBADMSG));
