@@ -178,6 +178,11 @@ cross() {
 		vm_fio cross-r-tcp "$dev_tcp" "${args[@]}" --offset=0 --verify_only=1 &&
 		vm_fio cross-w-tcp "$dev_tcp" "${args[@]}" --offset=64M --do_verify=0 &&
 		vm_fio cross-r-iser "$dev_iser" "${args[@]}" --offset=64M --verify_only=1 || return 1
+	# 1 MiB reads over TCP: READs of 64 KiB and more take Data-In spliced from the
+	# page cache (tcp_splice, isergwd's default), here to the kernel's iscsi_tcp
+	args=(--rw=write --bs=1M --size=32M --iodepth=4 --verify=crc32c --randseed=4343)
+	vm_fio cross-w1m-iser "$dev_iser" "${args[@]}" --offset=128M --do_verify=0 &&
+		vm_fio cross-r1m-tcp "$dev_tcp" "${args[@]}" --offset=128M --verify_only=1 || return 1
 	vm_iscsi_logout "$IQN_TCP" "$VM_ADDR:$PORT_TCP" && vm_iscsi_logout "$IQN" "$VM_ADDR:$PORT"
 }
 
