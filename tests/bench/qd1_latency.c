@@ -20,8 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <iscsi/iscsi.h>
-#include <iscsi/scsi-lowlevel.h>
+#include "bench_login.h"
 
 #define MAX_SAMPLES (4u << 20)
 
@@ -48,10 +47,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *initiator = "iqn.2026-11.org.isergw:bench-qd1";
+	struct bench_lun b;
 	struct iscsi_context *ctx;
-	struct iscsi_url *url;
 	struct scsi_task *t;
-	struct scsi_readcapacity16 *rc16;
 	uint32_t *lat, bs, per;
 	uint64_t blocks, slots, end, sum = 0;
 	unsigned int seed = 1;
@@ -67,30 +65,15 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1 || seconds <= 0)
 		goto usage;
-	ctx = iscsi_create_context(initiator);
-	if (!ctx)
+	if (bench_login("qd1_latency", initiator, argv[optind], &b))
 		return 1;
-	url = iscsi_parse_full_url(ctx, argv[optind]);
-	if (!url) {
-		fprintf(stderr, "qd1_latency: %s\n", iscsi_get_error(ctx));
+	if (b.block_size > 4096 || 4096 % b.block_size) {
+		fprintf(stderr, "qd1_latency: block size %u does not divide 4096\n", b.block_size);
 		return 1;
 	}
-	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
-	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
-	if (iscsi_full_connect_sync(ctx, url->portal, url->lun) != 0) {
-		fprintf(stderr, "qd1_latency: login to %s: %s\n", argv[optind], iscsi_get_error(ctx));
-		return 1;
-	}
-	t = iscsi_readcapacity16_sync(ctx, url->lun);
-	rc16 = t && t->status == SCSI_STATUS_GOOD ? scsi_datain_unmarshall(t) : NULL;
-	if (!rc16 || rc16->block_length == 0 || rc16->block_length > 4096 ||
-	    4096 % rc16->block_length) {
-		fprintf(stderr, "qd1_latency: READ CAPACITY(16) failed or odd block size\n");
-		return 1;
-	}
-	bs = rc16->block_length;
-	blocks = rc16->returned_lba + 1;
-	scsi_free_scsi_task(t);
+	ctx = b.ctx;
+	bs = b.block_size;
+	blocks = b.blocks;
 	per = 4096 / bs;
 	slots = blocks / per;
 	lat = malloc(MAX_SAMPLES * sizeof(*lat));
@@ -104,7 +87,7 @@ int main(int argc, char **argv)
 
 		if (t0 >= end)
 			break;
-		t = iscsi_read16_sync(ctx, url->lun, lba, 4096, bs, 0, 0, 0, 0, 0);
+		t = iscsi_read16_sync(ctx, b.lun, lba, 4096, bs, 0, 0, 0, 0, 0);
 		d = now_ns() - t0;
 		if (!t || t->status != SCSI_STATUS_GOOD) {
 			fprintf(stderr, "qd1_latency: READ(16) at LBA %llu failed: %s\n",
@@ -115,9 +98,7 @@ int main(int argc, char **argv)
 		lat[n++] = (uint32_t)(d / 1000u);
 		sum += d / 1000u;
 	}
-	iscsi_logout_sync(ctx);
-	iscsi_destroy_url(url);
-	iscsi_destroy_context(ctx);
+	bench_logout(&b);
 	if (n == 0)
 		return 1;
 	qsort(lat, n, sizeof(*lat), cmp_u32);

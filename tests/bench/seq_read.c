@@ -29,8 +29,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <iscsi/iscsi.h>
-#include <iscsi/scsi-lowlevel.h>
+#include "bench_login.h"
 
 #define MAX_DEPTH 64
 
@@ -117,10 +116,8 @@ int main(int argc, char **argv)
 	};
 	const char *initiator = "iqn.2026-11.org.isergw:bench-seq";
 	struct slot slots[MAX_DEPTH];
+	struct bench_lun b;
 	struct iscsi_context *ctx;
-	struct iscsi_url *url;
-	struct scsi_task *t;
-	struct scsi_readcapacity16 *rc16;
 	uint64_t t0, c0, wall, cpu;
 	long size = 1 << 20;
 	int seconds = 20, depth = 8, o, i;
@@ -141,32 +138,18 @@ int main(int argc, char **argv)
 	if (optind != argc - 1 || seconds <= 0 || depth <= 0 || depth > MAX_DEPTH ||
 	    size <= 0 || size > (16l << 20))
 		goto usage;
-	ctx = iscsi_create_context(initiator);
-	if (!ctx)
+	if (bench_login("seq_read", initiator, argv[optind], &b))
 		return 1;
-	url = iscsi_parse_full_url(ctx, argv[optind]);
-	if (!url) {
-		fprintf(stderr, "seq_read: %s\n", iscsi_get_error(ctx));
-		return 1;
-	}
-	iscsi_set_session_type(ctx, ISCSI_SESSION_NORMAL);
-	iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE);
-	if (iscsi_full_connect_sync(ctx, url->portal, url->lun) != 0) {
-		fprintf(stderr, "seq_read: login to %s: %s\n", argv[optind], iscsi_get_error(ctx));
+	if (size % b.block_size) {
+		fprintf(stderr, "seq_read: --size is not a multiple of the block size %u\n",
+			b.block_size);
 		return 1;
 	}
-	t = iscsi_readcapacity16_sync(ctx, url->lun);
-	rc16 = t && t->status == SCSI_STATUS_GOOD ? scsi_datain_unmarshall(t) : NULL;
-	if (!rc16 || rc16->block_length == 0 || size % rc16->block_length) {
-		fprintf(stderr, "seq_read: READ CAPACITY(16) failed or --size not a multiple "
-				"of the block size\n");
-		return 1;
-	}
-	g.lun = url->lun;
-	g.bs = rc16->block_length;
-	g.blocks = rc16->returned_lba + 1;
+	ctx = b.ctx;
+	g.lun = b.lun;
+	g.bs = b.block_size;
+	g.blocks = b.blocks;
 	g.size = (uint32_t)size;
-	scsi_free_scsi_task(t);
 	if (g.blocks < (uint64_t)(size / g.bs)) {
 		fprintf(stderr, "seq_read: the LUN is smaller than one read\n");
 		return 1;
@@ -201,9 +184,7 @@ int main(int argc, char **argv)
 	}
 	wall = now_ns() - t0;
 	cpu = cpu_ns() - c0;
-	iscsi_logout_sync(ctx);
-	iscsi_destroy_url(url);
-	iscsi_destroy_context(ctx);
+	bench_logout(&b);
 	for (i = 0; i < depth; i++)
 		free(slots[i].iov.iov_base);
 	if (g.failed || g.done_bytes == 0)
