@@ -649,6 +649,16 @@ static int check_gateway(struct gw_vctx *c, struct json_object *gw)
 				return rc;
 			continue;
 		}
+		if (f->type == GW_FT_BOOLEAN) {
+			struct json_object *b;
+
+			if (json_object_object_get_ex(gw, f->key, &b) &&
+			    !json_object_is_type(b, json_type_boolean)) {
+				gw_vpath_key(c, f->key);
+				return gw_verr(c, "expected true or false, got %s", jtype(b));
+			}
+			continue;
+		}
 		rc = get_str(c, gw, f->key, false, 16, &s);
 		if (rc)
 			return rc;

@@ -44,7 +44,7 @@
 	LUN(2, "") "]}]"
 #define CHAP "{\"user\":\"disc\",\"secret\":\"discoverysecret1\"}"
 #define GATEWAY "{\"log_level\":\"info\",\"nop_interval_s\":7,\"nop_timeout_s\":31," \
-	"\"login_timeout_s\":16,\"alua_request_timeout_ms\":9000,\"reactors\":2}"
+	"\"login_timeout_s\":16,\"alua_request_timeout_ms\":9000,\"reactors\":2,\"tcp_splice\":false}"
 
 static const char full_config[] =
 	"{\n"
@@ -57,7 +57,7 @@ static const char full_config[] =
 
 /* The same configuration, keys in another order, other whitespace. */
 static const char full_config_reordered[] =
-	"{\"gateway\":{\"reactors\":2,\"alua_request_timeout_ms\":9000,\"login_timeout_s\":16,"
+	"{\"gateway\":{\"tcp_splice\":false,\"reactors\":2,\"alua_request_timeout_ms\":9000,\"login_timeout_s\":16,"
 	"\"nop_timeout_s\":31,\"nop_interval_s\":7,\"log_level\":\"info\"},"
 	"\"discovery_chap\":{\"secret\":\"discoverysecret1\",\"user\":\"disc\"},"
 	"\"targets\":[{\"luns\":[{\"device_group\":\"dg1\",\"path\":\"/dev/mapper/shared-0\",\"lun\":0},"
@@ -358,6 +358,8 @@ static void test_errors(void **state)
 		  "targets[0].luns[1].device_group: expected a string, got int" },
 		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"nop_interval_s\":\"5\"}"),
 		  "gateway.nop_interval_s: expected an integer, got string" },
+		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"tcp_splice\":\"yes\"}"),
+		  "gateway.tcp_splice: expected true or false, got string" },
 		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":{\"log_level\":\"loud\"}"),
 		  "gateway.log_level: 'loud' is not one of err, warn, notice, info, debug" },
 		{ CFG(NODES2, DGS2, "[]", ",\"gateway\":[]"), "gateway: expected an object, got array" },
@@ -777,6 +779,7 @@ static void test_render(void **state)
 	assert_int_equal(c->login_timeout_s, 16);
 	assert_int_equal(c->alua_request_timeout_ms, 9000);
 	assert_int_equal(c->reactors, 2);
+	assert_false(c->tcp_splice);
 	gw_config_free(c);
 
 	/* node 2: its own portal only, the same port groups */
