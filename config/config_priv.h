@@ -41,8 +41,8 @@
 #define F_UINT_(T, m, lo, hi, d) \
 	.key = #m, .type = GW_FT_INTEGER, .min = lo, .max = hi, .doc = d, .kind = GW_FK_UINT, F_AT(T, m)
 #define F_UINT(T, m, lo, hi, d) { F_UINT_(T, m, lo, hi, d) }
-#define F_BOOL(T, m, d) \
-	{ .key = #m, .type = GW_FT_BOOLEAN, .doc = d, .kind = GW_FK_BOOL, F_AT(T, m) }
+#define F_BOOL_(T, m, d) .key = #m, .type = GW_FT_BOOLEAN, .doc = d, .kind = GW_FK_BOOL, F_AT(T, m)
+#define F_BOOL(T, m, d) { F_BOOL_(T, m, d) }
 #define F_STR_(T, m, nonempty, req, d) \
 	.key = #m, .type = GW_FT_STRING, .required = req, .min = nonempty, .max = FSIZE(T, m) - 1, \
 	.doc = d, .kind = GW_FK_STR, F_AT(T, m)
