@@ -106,6 +106,7 @@ struct api {
 	uint64_t cluster_tokens_gen;
 	bool cluster_tokens_seen;       /* an answer came (the agent speaks GetTokens) */
 	bool cluster_tokens_failing;    /* the last poll failed (logged once) */
+	bool cluster_agent_absent;      /* no agent's socket, none ever answered (logged once) */
 	/* ---- rendered configuration reads by generation (cache.h; cluster only) */
 	struct api_cache cache;
 	/* ---- the last /metrics render (cache.h) */

@@ -505,20 +505,23 @@ static void cluster_tokens_cb(void *arg, int rc, Isergw__Ha__ApiReply *rep, cons
 	if (rc == -ECANCELED)
 		return;         /* stopping */
 	if (!rc && !rep->status && rep->payload_case == ISERGW__HA__API_REPLY__PAYLOAD_TOKENS) {
-		if (a->cluster_tokens_failing)
+		if (a->cluster_tokens_failing && a->cluster_tokens_seen)
 			GW_NOTICE(COMP, "the cluster's tokens are read again from the HA agent");
 		a->cluster_tokens_failing = false;
+		a->cluster_agent_absent = false;
 		api_cluster_tokens_set(a, rep->tokens);
+		return;
+	}
+	if (rc == -ENOENT && !a->cluster_tokens_seen) {
+		/* no agent's socket and never one: a standalone gateway, nothing is wrong */
+		if (!a->cluster_agent_absent)
+			GW_INFO(COMP, "no HA agent (%s): no cluster tokens until one answers", why);
+		a->cluster_agent_absent = true;
 		return;
 	}
 	if (a->cluster_tokens_failing)
 		return;
 	a->cluster_tokens_failing = true;
-	if (rc == -ENOENT && !a->cluster_tokens_seen) {
-		/* no agent's socket and never one: a standalone gateway, nothing is wrong */
-		GW_INFO(COMP, "no HA agent (%s): no cluster tokens until one answers", why);
-		return;
-	}
 	if (!rc)
 		snprintf(buf, sizeof(buf), "%s", rep->error[0] ? rep->error :
 			 strerror(rep->status ? -rep->status : EBADMSG));
