@@ -327,7 +327,8 @@ static int reactor_next_timeout(struct reactor *r)
 	t = list_first_entry(&r->timers, struct reactor_timer, link);
 	/*
 	 * The time of the round that just ended, older than the clock by that
-	 * round's work: a timer fires that much late, never early.
+	 * round's work (handlers do not block: microseconds): a timer fires that
+	 * much late, never early, for the price of no clock read here.
 	 */
 	now = r->now_us / 1000u;
 	if (t->deadline_ms <= now)
@@ -381,6 +382,7 @@ static int reactor_round(struct reactor *r, int timeout_ms, bool timers)
 int reactor_run(struct reactor *r)
 {
 	tl_reactor = r;
+	r->now_us = clock_us();   /* not the time reactor_create read: start-up came between */
 	while (!atomic_load(&r->stop)) {
 		int rc = reactor_round(r, reactor_next_timeout(r), true);
 
