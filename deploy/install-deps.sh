@@ -93,11 +93,22 @@ apt-get install -y -q --no-install-recommends "${missing[@]}"
 # tgt's package enables and starts its service, which listens on port 3260, isergwd's
 # default portal; the tests start their own tgtd instances. A tgt installed just now
 # is stopped and disabled (one that was there before is the admin's: only a note).
-if [[ " ${missing[*]} " == *" tgt "* ]] && command -v systemctl >/dev/null &&
-	systemctl is-enabled --quiet tgt 2>/dev/null; then
-	if systemctl disable --now tgt >/dev/null 2>&1; then
-		echo "install-deps.sh: stopped and disabled the tgt service just installed: it" \
-			"listens on port 3260, isergwd's default (systemctl enable --now tgt brings it back)"
+if [[ " ${missing[*]} " == *" tgt "* ]] && command -v systemctl >/dev/null; then
+	if systemctl is-active --quiet tgt 2>/dev/null; then
+		if systemctl stop tgt >/dev/null 2>&1; then
+			echo "install-deps.sh: stopped the tgt service just installed: it listens on" \
+				"port 3260, isergwd's default"
+		else
+			echo "install-deps.sh: could not stop the tgt service just installed" >&2
+		fi
+	fi
+	if systemctl is-enabled --quiet tgt 2>/dev/null; then
+		if systemctl disable tgt >/dev/null 2>&1; then
+			echo "install-deps.sh: disabled the tgt service just installed" \
+				"(systemctl enable --now tgt brings it back)"
+		else
+			echo "install-deps.sh: could not disable the tgt service just installed" >&2
+		fi
 	fi
 fi
 tgt_port_note
