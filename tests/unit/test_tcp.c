@@ -766,6 +766,32 @@ static void fill_pipe(struct iscsi_task *t, const uint8_t *data, uint32_t len)
 	sp->len = len;
 }
 
+/* tcp_splice decides whether a large READ is offered a pipe; a small READ never is */
+static void test_pipe_offer(void **state)
+{
+	struct iscsi_task t;
+
+	(void)state;
+	enter_ffp(true, false, 65536);
+	for (int splice = 0; splice < 2; splice++) {
+		for (uint32_t len = 4096; len <= 1048576; len *= 256) {
+			gw_cfg.tcp_splice = splice;
+			memset(&t, 0, sizeof(t));
+			t.conn = conn;
+			t.edtl = len;
+			t.data_in = true;
+			assert_int_equal(gw_dm_tcp_ops.buf_get(conn, &t), 0);
+			if (splice && len >= 65536)
+				assert_non_null(t.scsi.pipe);
+			else
+				assert_null(t.scsi.pipe);
+			gw_dm_tcp_ops.release_task(conn, &t);
+			gw_dm_tcp_ops.buf_put(conn, &t);
+		}
+	}
+	gw_cfg.tcp_splice = true;
+}
+
 static void test_put_data_pipe(void **state)
 {
 	enum { LEN = 300 * 1024 };
@@ -850,6 +876,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drop_inside_receive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peer_closes_in_login, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_data_segments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipe_offer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_data_pipe, setup, teardown),
 	};
 	int rc;
