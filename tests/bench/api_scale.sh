@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$2; shift 2 ;;
 	--luns) LUNS=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
-	-h | --help) sed -n '3,29p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) bed_die "unknown option $1" ;;
 	esac
 done

@@ -85,7 +85,7 @@ while [ $# -gt 0 ]; do
 	--groups) GROUPS_BIG=$2; shift 2 ;;
 	--luns) LUNS_BIG=$2; shift 2 ;;
 	--big-kills) BIG_KILLS=$2; shift 2 ;;
-	-h | --help) sed -n '3,61p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) bed_die "unknown option $1" ;;
 	esac
 done

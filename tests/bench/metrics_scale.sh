@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
 	--renders) RENDERS=$2; shift 2 ;;
 	--base-build) BASE=$2; shift 2 ;;
 	--scratch) SCRATCH=$2; shift 2 ;;
-	-h | --help) sed -n '3,30p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done

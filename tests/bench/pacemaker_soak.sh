@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--scratch) scratch=$2; shift 2 ;;
 	--prefix) prefix=$2; shift 2 ;;
 	--tgt-port) port=$2; shift 2 ;;
-	-h | --help) sed -n '3,27p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) echo "pacemaker_soak.sh: unknown option $1 (--help)" >&2; exit 2 ;;
 	esac
 done

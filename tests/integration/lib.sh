@@ -25,6 +25,11 @@ die() { log "error: $*"; exit 1; }
 # leaves the remaining arguments in LIB_ARGS.
 LIB_ARGS=()
 lib_parse_common() {
+	local a
+	# --help: the caller prints its own, with nothing checked or created
+	for a in "$@"; do
+		case "$a" in -h | --help) LIB_ARGS+=(--help); return 0 ;; esac
+	done
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--target-kind) TARGET_KIND=$2; shift 2 ;;
