@@ -45,7 +45,7 @@ LAT_CLIENT=
 BASE=
 ADDR=127.0.0.230
 BPORT=13570
-GPORT=13471
+GPORT=13571
 SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common "$@"
 set -- "${LIB_ARGS[@]}"
@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
 	--base-daemon) BASE=$2; shift 2 ;;
 	--addr) ADDR=$2; shift 2 ;;
 	--port) BPORT=$2; GPORT=$(($2 + 1)); shift 2 ;;
-	-h|--help) sed -n '3,33p' "$0"; exit 0 ;;
+	-h|--help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -86,9 +86,14 @@ if [ -n "$BASE" ]; then
 	GW_PORT[base]=$((GPORT + 1))
 fi
 for g in "${GWS[@]}"; do GW_URL[$g]=iscsi://$ADDR:${GW_PORT[$g]}/$GIQN/0; done
-if [ -z "$LAT_CLIENT" ]; then
+if [ -n "$LAT_CLIENT" ]; then
+	[ -x "$LAT_CLIENT" ] || die "--latency-client $LAT_CLIENT is not an executable"
+else
 	LAT_CLIENT=$(cd "$(dirname "${ISERGWD:-.}")/.." 2>/dev/null && pwd)/tests/integration/qd1_latency
 fi
+for p in "$BPORT" "${GW_PORT[@]}"; do
+	! port_open "$ADDR" "$p" || die "$ADDR:$p is already in use (--addr, --port choose others)"
+done
 
 # perf NAME URL SECS ARGS...: prints "IOPS MBPS" (0 0 on failure).
 perf() {

@@ -143,6 +143,7 @@ int main(int argc, char **argv)
 	if (size % b.block_size) {
 		fprintf(stderr, "seq_read: --size is not a multiple of the block size %u\n",
 			b.block_size);
+		bench_logout(&b);
 		return 1;
 	}
 	ctx = b.ctx;
@@ -158,7 +159,8 @@ int main(int argc, char **argv)
 		slots[i].ctx = ctx;
 		slots[i].index = i;
 		slots[i].iov.iov_len = (size_t)size;
-		slots[i].iov.iov_base = aligned_alloc(4096, (size_t)size);
+		/* aligned_alloc wants a multiple of the alignment */
+		slots[i].iov.iov_base = aligned_alloc(4096, ((size_t)size + 4095) & ~(size_t)4095);
 		if (!slots[i].iov.iov_base)
 			return 1;
 		/* fault the pages in now, not in the measured run */

@@ -42,7 +42,7 @@ declare -A OPTS=([--reads]=READS [--warmup]=WARMUP [--base-daemon]=BASE [--clien
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
 	if [ "$1" = -h ] || [ "$1" = --help ]; then
-		sed -n '3,26p' "$0"
+		awk 'NR > 2 { if (!/^#/) exit; print }' "$0"
 		exit 0
 	fi
 	{ [ -n "${OPTS[$1]:-}" ] && [ $# -ge 2 ]; } || die "unknown option $1, or no value"
@@ -136,6 +136,9 @@ isergw_run() {
 	target_stop "$D_PID" "$log" >/dev/null || log "$name did not stop cleanly, see $log"
 }
 
+for p in "$PORT" $((PORT + 1)) $((PORT + 2)); do
+	! port_open "$ADDR" "$p" || die "$ADDR:$p is already in use (--addr, --port choose others)"
+done
 : >"$SCRATCH/served-client.log"
 CUR_PORT=$PORT
 tgt_run

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# isergwd against tgt over iSCSI/TCP on loopback, same file, same client
-# (libiscsi's iscsi-perf). Not a ctest test: numbers, no assertions.
+# isergwd against tgt over iSCSI/TCP on loopback, same file, same clients
+# (libiscsi's iscsi-perf, and seq_read). Not a ctest test: numbers, no assertions.
 #
 #   tests/bench/tcp_vs_tgt.sh --daemon PATH/isergwd [--scratch DIR]
 #                             [--seconds N] [--reactors N] [--only tgt|isergw]
@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
 	--seq-client) SEQ_CLIENT=$2; shift 2 ;;
-	-h|--help) sed -n '3,32p' "$0"; exit 0 ;;
+	-h|--help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -63,7 +63,10 @@ if [ "$ONLY" != tgt ]; then
 	[ -x "${ISERGWD:-/nonexistent}" ] || die "--daemon PATH (the isergwd binary) is required"
 fi
 [ -z "$BASE" ] || [ -x "$BASE" ] || die "--base-daemon $BASE is not an executable"
-if [ -z "$SEQ_CLIENT" ] && [ -n "${ISERGWD:-}" ]; then
+case "$ONLY" in '' | tgt | isergw) ;; *) die "--only wants tgt or isergw, not '$ONLY'" ;; esac
+if [ -n "$SEQ_CLIENT" ]; then
+	[ -x "$SEQ_CLIENT" ] || die "--seq-client $SEQ_CLIENT is not an executable"
+elif [ -n "${ISERGWD:-}" ]; then
 	SEQ_CLIENT=$(cd "$(dirname "$ISERGWD")/.." 2>/dev/null && pwd)/tests/integration/seq_read
 fi
 if [ ! -x "${SEQ_CLIENT:-/nonexistent}" ]; then
@@ -104,7 +107,7 @@ seqbuf() {
 	timeout --kill-after=5 $((SECS + 30)) "$SEQ_CLIENT" --seconds "$SECS" --size 1048576 \
 		--depth 8 --initiator "iqn.2026-11.org.isergw:bench-client" "$url" </dev/null >"$out" 2>&1
 	# seq_read commands N bytes B seconds S MiB/s M cpu_ms_per_GiB C
-	res=$(awk '$1 == "seq_read" && $6 > 0 { printf "%d %d\n", $3 / $7, $9 }' "$out")
+	res=$(awk '$1 == "seq_read" && $7 > 0 { printf "%d %d\n", $3 / $7, $9 }' "$out")
 	if [ -z "$res" ]; then
 		log "seq_read $name produced no result; see $out"
 		echo "0 0"
@@ -245,7 +248,7 @@ row "1 MiB sequential read QD8, MiB/s" "$tm" "$gm" "(goal >= 1.3x)"
 if [ -n "$SEQ_CLIENT" ]; then
 	read -r ti tm <<<"${R[tgt.seqbuf]:-0 0}"
 	read -r gi gm <<<"${R[isergw.seqbuf]:-0 0}"
-	row "1 MiB seq. read QD8 (seq_read), MiB/s" "$tm" "$gm"
+	row "1 MiB seq. read QD8 seq_read, MiB/s" "$tm" "$gm"
 fi
 
 # seq1m of each target against raw loopback TCP measured in the same run
@@ -276,6 +279,6 @@ if [ -n "${R[base.seq1m]:-}" ]; then
 	if [ -n "$SEQ_CLIENT" ]; then
 		read -r bi bm <<<"${R[base.seqbuf]:-0 0}"
 		read -r gi gm <<<"${R[isergw.seqbuf]:-0 0}"
-		row "1 MiB seq. read QD8 (seq_read), MiB/s" "$bm" "$gm"
+		row "1 MiB seq. read QD8 seq_read, MiB/s" "$bm" "$gm"
 	fi
 fi
