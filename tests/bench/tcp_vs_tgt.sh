@@ -237,18 +237,25 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2fx", a
 # iscsi-perf's "MB/s" is MiB/s (IOPS x transfer size / 2^20).
 printf '\n%-36s %10s %10s %7s\n' "test (${SECS} s each)" tgt isergwd ratio
 row() { printf '%-36s %10s %10s %7s  %s\n' "$1" "$2" "$3" "$(ratio "$3" "$2")" "${4:-}"; }
+# trow: a row of tgt against isergwd; with --only the other column is '-', no ratio or goal
+trow() {
+	local a=$2 b=$3
+	[ "$ONLY" != isergw ] || a=-
+	[ "$ONLY" != tgt ] || b=-
+	if [ -n "$ONLY" ]; then printf '%-36s %10s %10s\n' "$1" "$a" "$b"; else row "$@"; fi
+}
 read -r ti tm <<<"${R[tgt.rand4k]:-0 0}"
 read -r gi gm <<<"${R[isergw.rand4k]:-0 0}"
-row "4 KiB random read QD32, IOPS" "$ti" "$gi" "(goal >= 1.5x)"
-row "4 KiB random read QD32, MiB/s" "$tm" "$gm"
+trow "4 KiB random read QD32, IOPS" "$ti" "$gi" "(goal >= 1.5x)"
+trow "4 KiB random read QD32, MiB/s" "$tm" "$gm"
 read -r ti tm <<<"${R[tgt.seq1m]:-0 0}"
 read -r gi gm <<<"${R[isergw.seq1m]:-0 0}"
-row "1 MiB sequential read QD8, IOPS" "$ti" "$gi"
-row "1 MiB sequential read QD8, MiB/s" "$tm" "$gm" "(goal >= 1.3x)"
+trow "1 MiB sequential read QD8, IOPS" "$ti" "$gi"
+trow "1 MiB sequential read QD8, MiB/s" "$tm" "$gm" "(goal >= 1.3x)"
 if [ -n "$SEQ_CLIENT" ]; then
 	read -r ti tm <<<"${R[tgt.seqbuf]:-0 0}"
 	read -r gi gm <<<"${R[isergw.seqbuf]:-0 0}"
-	row "1 MiB seq. read QD8 seq_read, MiB/s" "$tm" "$gm"
+	trow "1 MiB seq. read QD8 seq_read, MiB/s" "$tm" "$gm"
 fi
 
 # seq1m of each target against raw loopback TCP measured in the same run
