@@ -45,6 +45,7 @@ SCRATCH=${SCRATCH:-/var/tmp/isergw-bench}
 lib_parse_common --target-kind tgt "$@"
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
+	case "$1" in -h | --help) ;; -*) [ $# -ge 2 ] || die "$1 wants a value" ;; esac
 	case "$1" in
 	--seconds) SECS=$2; shift 2 ;;
 	--rounds) ROUNDS=$2; shift 2 ;;
@@ -57,6 +58,11 @@ while [ $# -gt 0 ]; do
 	-h|--help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
+done
+set -- --seconds "$SECS" --rounds "$ROUNDS" --port "$PORT" --reactors "${REACTORS:-1}"
+while [ $# -gt 0 ]; do
+	case "$2" in '' | *[!0-9]*) die "$1 wants a number, not '$2'" ;; esac
+	shift 2
 done
 command -v iscsi-perf >/dev/null || die "iscsi-perf not found (apt-get install libiscsi-bin)"
 if [ "$ONLY" != tgt ]; then
