@@ -50,6 +50,8 @@ static inline int bench_login(const char *prog, const char *initiator, const cha
 	rc16 = t && t->status == SCSI_STATUS_GOOD ? scsi_datain_unmarshall(t) : NULL;
 	if (!rc16 || rc16->block_length == 0) {
 		fprintf(stderr, "%s: READ CAPACITY(16) failed\n", prog);
+		if (t)
+			scsi_free_scsi_task(t);
 		return 1;
 	}
 	b->lun = b->url->lun;
