@@ -93,23 +93,21 @@ apt-get install -y -q --no-install-recommends "${missing[@]}"
 # tgt's package enables and starts its service, which listens on port 3260, isergwd's
 # default portal; the tests start their own tgtd instances. A tgt installed just now
 # is stopped and disabled (one that was there before is the admin's: only a note).
+# tgt_off CHECK ACTION WORDS...: when `systemctl CHECK tgt` holds, `systemctl ACTION tgt`, then
+# say WORDS (or that it failed)
+tgt_off() {
+	systemctl "$1" --quiet tgt 2>/dev/null || return 0
+	if systemctl "$2" tgt >/dev/null 2>&1; then
+		echo "install-deps.sh: ${*:3}"
+	else
+		echo "install-deps.sh: could not $2 the tgt service just installed" >&2
+	fi
+}
 if [[ " ${missing[*]} " == *" tgt "* ]] && command -v systemctl >/dev/null; then
-	if systemctl is-active --quiet tgt 2>/dev/null; then
-		if systemctl stop tgt >/dev/null 2>&1; then
-			echo "install-deps.sh: stopped the tgt service just installed: it listens on" \
-				"port 3260, isergwd's default"
-		else
-			echo "install-deps.sh: could not stop the tgt service just installed" >&2
-		fi
-	fi
-	if systemctl is-enabled --quiet tgt 2>/dev/null; then
-		if systemctl disable tgt >/dev/null 2>&1; then
-			echo "install-deps.sh: disabled the tgt service just installed" \
-				"(systemctl enable --now tgt brings it back)"
-		else
-			echo "install-deps.sh: could not disable the tgt service just installed" >&2
-		fi
-	fi
+	tgt_off is-active stop "stopped the tgt service just installed: it listens on port 3260," \
+		"isergwd's default"
+	tgt_off is-enabled disable "disabled the tgt service just installed" \
+		"(systemctl enable --now tgt brings it back)"
 fi
 tgt_port_note
 echo "install-deps.sh: done"
