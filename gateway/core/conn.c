@@ -199,6 +199,16 @@ void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
 	conn_terminate(c);
 }
 
+void iscsi_conn_peer_closed(struct iscsi_conn *c)
+{
+	if (c->state == CONN_STATE_CLOSING)
+		return;
+	atomic_fetch_add(&c->gw->stats.conn_drops, 1);
+	GW_NOTICE(COMP, "%s (%s): connection closed by the initiator without logout", c->peer,
+		  c->sess ? c->sess->initiator : "login");
+	conn_terminate(c);
+}
+
 static void conn_login_timeout(void *arg)
 {
 	struct iscsi_conn *c = arg;

@@ -402,6 +402,12 @@ void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_
 void iscsi_conn_close(struct iscsi_conn *c);
 /* Drop the connection (and, at ERL 0, the session) with a log line. */
 void iscsi_conn_drop(struct iscsi_conn *c, const char *why);
+/*
+ * The same for a full-feature connection the initiator closed without logging
+ * out (a tool that probes and goes, a host that died): counted as a drop, logged
+ * at notice, since nothing on the target is wrong.
+ */
+void iscsi_conn_peer_closed(struct iscsi_conn *c);
 /* Target-initiated logout request (Async Message), e.g. on shutdown. */
 void iscsi_conn_request_logout(struct iscsi_conn *c, uint16_t seconds);
 /*

@@ -583,7 +583,7 @@ static void tcp_conn_event(void *arg, uint32_t events)
 		}
 		if (n == 0) {
 			if (c->state == CONN_STATE_FFP) {
-				iscsi_conn_drop(c, "closed by the initiator without logout");
+				iscsi_conn_peer_closed(c);
 			} else {
 				GW_INFO(COMP, "%s: connection closed by peer%s", c->peer,
 					c->state == CONN_STATE_LOGIN ? " during login" : "");

@@ -276,7 +276,7 @@ static void fake_hangup_work(void *arg)
 	if (d->closing || !c)
 		return;
 	if (c->state == CONN_STATE_FFP)
-		iscsi_conn_drop(c, "closed by the initiator without logout");
+		iscsi_conn_peer_closed(c);
 	else
 		iscsi_conn_close(c);
 }

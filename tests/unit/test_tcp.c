@@ -100,6 +100,12 @@ void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
 	c->dm->terminate(c);
 }
 
+/* a peer gone in full feature phase counts as a drop, as in the core */
+void iscsi_conn_peer_closed(struct iscsi_conn *c)
+{
+	iscsi_conn_drop(c, "closed by the initiator without logout");
+}
+
 void iscsi_conn_close(struct iscsi_conn *c)
 {
 	closes++;
