@@ -1570,7 +1570,10 @@ static void iser_conn_event(struct iser_conn *ic, struct rdma_cm_event *ev)
 
 			snprintf(why, sizeof(why), "RDMA connection ended (%s)",
 				 rdma_event_str(ev->event));
-			if (ic->conn->state == CONN_STATE_FFP)
+			/* the initiator's disconnect is its going away; the rest are ours */
+			if (ic->conn->state == CONN_STATE_FFP && ev->event == RDMA_CM_EVENT_DISCONNECTED)
+				iscsi_conn_peer_closed(ic->conn);
+			else if (ic->conn->state == CONN_STATE_FFP)
 				iscsi_conn_drop(ic->conn, why);
 			else
 				iscsi_conn_close(ic->conn);
