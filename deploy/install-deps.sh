@@ -90,24 +90,29 @@ if [ "$update" -eq 1 ]; then
 	apt-get update -q
 fi
 apt-get install -y -q --no-install-recommends "${missing[@]}"
-# tgt's package enables and starts its service, which listens on port 3260, isergwd's
-# default portal; the tests start their own tgtd instances. A tgt installed just now
-# is stopped and disabled (one that was there before is the admin's: only a note).
-# tgt_off CHECK ACTION WORDS...: when `systemctl CHECK tgt` holds, `systemctl ACTION tgt`, then
-# say WORDS (or that it failed)
-tgt_off() {
-	systemctl "$1" --quiet tgt 2>/dev/null || return 0
-	if systemctl "$2" tgt >/dev/null 2>&1; then
-		echo "install-deps.sh: ${*:3}"
-	else
-		echo "install-deps.sh: could not $2 the tgt service just installed" >&2
+# Packages that enable and start a service of their own: tgt (listening on port 3260,
+# isergwd's default portal), prometheus (on *:9090), corosync and pacemaker (a cluster
+# of one). The tests start their own instances of each, and a build machine is not a
+# cluster node, so a service installed just now is stopped and disabled; one that was
+# installed before is the admin's (for tgt, only a note).
+# svc_off SERVICE CHECK ACTION: when `systemctl CHECK SERVICE` holds, `systemctl ACTION SERVICE`
+svc_off() {
+	systemctl "$2" --quiet "$1" 2>/dev/null || return 0
+	if ! systemctl "$3" "$1" >/dev/null 2>&1; then
+		echo "install-deps.sh: could not $3 the $1 service just installed" >&2
+		return 0
 	fi
+	case $3 in
+	stop) echo "install-deps.sh: stopped the $1 service just installed (the tests run their own)" ;;
+	disable) echo "install-deps.sh: disabled the $1 service (systemctl enable --now $1 brings it back)" ;;
+	esac
 }
-if [[ " ${missing[*]} " == *" tgt "* ]] && command -v systemctl >/dev/null; then
-	tgt_off is-active stop "stopped the tgt service just installed: it listens on port 3260," \
-		"isergwd's default"
-	tgt_off is-enabled disable "disabled the tgt service just installed" \
-		"(systemctl enable --now tgt brings it back)"
+if command -v systemctl >/dev/null; then
+	for svc in tgt prometheus corosync pacemaker; do
+		[[ " ${missing[*]} " == *" $svc "* ]] || continue
+		svc_off "$svc" is-active stop
+		svc_off "$svc" is-enabled disable
+	done
 fi
 tgt_port_note
 echo "install-deps.sh: done"
