@@ -189,24 +189,26 @@ void iscsi_conn_close(struct iscsi_conn *c)
 	conn_terminate(c);
 }
 
-void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
+/* A dropped connection: counted, logged once at lvl as "PEER (INITIATOR): what", ended. */
+static void conn_drop_at(struct iscsi_conn *c, enum gw_log_level lvl, const char *what,
+			 const char *why)
 {
 	if (c->state == CONN_STATE_CLOSING)
 		return;
 	atomic_fetch_add(&c->gw->stats.conn_drops, 1);
-	GW_WARN(COMP, "%s (%s): dropping connection: %s", c->peer,
-		c->sess ? c->sess->initiator : "login", why);
+	gw_log(lvl, COMP, "%s (%s): %s%s", c->peer, c->sess ? c->sess->initiator : "login", what,
+	       why);
 	conn_terminate(c);
+}
+
+void iscsi_conn_drop(struct iscsi_conn *c, const char *why)
+{
+	conn_drop_at(c, GW_LOG_WARN, "dropping connection: ", why);
 }
 
 void iscsi_conn_peer_closed(struct iscsi_conn *c)
 {
-	if (c->state == CONN_STATE_CLOSING)
-		return;
-	atomic_fetch_add(&c->gw->stats.conn_drops, 1);
-	GW_NOTICE(COMP, "%s (%s): connection closed by the initiator without logout", c->peer,
-		  c->sess ? c->sess->initiator : "login");
-	conn_terminate(c);
+	conn_drop_at(c, GW_LOG_NOTICE, "connection closed by the initiator without logout", "");
 }
 
 static void conn_login_timeout(void *arg)
