@@ -35,20 +35,17 @@ struct reactor {
 
 static _Thread_local struct reactor *tl_reactor;
 
-uint64_t gw_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static uint64_t clock_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t gw_now_ms(void)
+{
+	return clock_us() / 1000u;
 }
 
 uint64_t reactor_now_us(void)
