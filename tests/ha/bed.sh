@@ -238,6 +238,8 @@ bed_init() {
 	BED_HOST_ADDR=$BED_NET.2.200
 	BED_SHARED=$SCRATCH/shared
 	tsan_scan_start "$SCRATCH"
+	# only this shell's exit takes the bed down, not a subshell's (lib.sh)
+	_BED_SHELL=$BASHPID
 	if [ "${BED_KEEP:-0}" = 1 ]; then
 		trap '_bed_keep_note' EXIT
 	else
@@ -250,6 +252,7 @@ bed_init() {
 # The exit trap: the bed down, then a ThreadSanitizer report in any log of
 # this run (every daemon of every node, the clients) fails the test.
 _bed_exit() {
+	[ "$BASHPID" = "$_BED_SHELL" ] || return 0
 	bed_down
 	tsan_scan "$SCRATCH" || exit 1
 }

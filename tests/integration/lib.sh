@@ -17,6 +17,12 @@ READY_TIMEOUT=${READY_TIMEOUT:-30}
 
 # Every daemon started through this file, as "pid kind" lines, for the trap.
 _LIB_DAEMONS=()
+# The shell that sourced this file: only it cleans up. A subshell inherits
+# _LIB_DAEMONS and, until bash resets its traps, the traps below too: one
+# killed in its first moments (a watchdog "( sleep 10; kill ... ) &" that
+# is no longer needed) would otherwise run "exit 143" and then lib_cleanup,
+# and stop the daemons the script is still testing.
+_LIB_SHELL=$BASHPID
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -266,6 +272,7 @@ _lib_forget() {
 # Exit trap: kill whatever is still running (only the daemons we started).
 lib_cleanup() {
 	local e pid
+	[ "$BASHPID" = "$_LIB_SHELL" ] || return 0
 	for e in "${_LIB_DAEMONS[@]}"; do
 		pid=${e%% *}
 		if kill -0 "$pid" 2>/dev/null; then

@@ -476,6 +476,8 @@ vm_iscsi_perf() {
 # here (isergwd with SIGTERM, the others with SIGKILL), tear down LIO.
 vm_cleanup() {
 	local e pid
+	# only the script's own exit, not a subshell's (tests/integration/lib.sh)
+	[ "$BASHPID" = "$_VM_SHELL" ] || return 0
 	if [ -n "$VM_ISCSID_PID" ] && kill -0 "$VM_ISCSID_PID" 2>/dev/null; then
 		iscsiadm -m node --logoutall=all >/dev/null 2>&1
 	fi
@@ -497,6 +499,7 @@ vm_cleanup() {
 	_VM_DAEMONS=()
 	VM_ISCSID_PID=
 }
+_VM_SHELL=$BASHPID
 trap 'vm_cleanup 2>/dev/null' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -116,6 +116,8 @@ qpid=
 tails=()
 cleanup() {
 	local p
+	# only this script's exit stops qemu, not a subshell's (tests/integration/lib.sh)
+	[ "$BASHPID" = "$_RUN_SHELL" ] || return 0
 	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
 		kill -TERM "$qpid" 2>/dev/null
 		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$qpid" 2>/dev/null || break; sleep 0.3; done
@@ -124,6 +126,7 @@ cleanup() {
 	fi
 	for p in "${tails[@]}"; do kill "$p" 2>/dev/null; done
 }
+_RUN_SHELL=$BASHPID
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
