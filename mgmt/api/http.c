@@ -98,6 +98,11 @@ struct api_http {
 	char *tls_cert;                 /* --tls-cert, --tls-key: PEM, kept while d runs */
 	char *tls_key;
 	size_t tls_key_len;
+	/* lines about what one peer did: CONN_NOREQ_LINES a CONN_LOG_MS (mhd_log_room) */
+	pthread_mutex_t peer_mu;        /* never held while calling libmicrohttpd */
+	uint64_t peer_ms;               /* the window's start */
+	uint32_t peer_n;                /* written in it */
+	uint64_t peer_quiet;            /* not written in it */
 };
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string) */
@@ -834,6 +839,45 @@ static void conn_log_noreq_quiet(struct api_conns *t, uint64_t now)
 	t->noreq_quiet = 0;
 }
 
+/*
+ * The lines about what a single peer did (libmicrohttpd's: a refusal, a
+ * connection closed or reset half-way; ours: a method that is no token):
+ * as the "closed without a request" lines, CONN_NOREQ_LINES in CONN_LOG_MS,
+ * then one line counting the others. Their own lock: libmicrohttpd writes
+ * them from any of its threads, and never while one of ours is held by us.
+ */
+static void peer_log_quiet(struct api_http *h, uint64_t now)
+{
+	if (now - h->peer_ms < CONN_LOG_MS)
+		return;
+	if (h->peer_quiet)
+		GW_NOTICE(COMP, "%" PRIu64 " more lines about single connections (refused, "
+			  "closed or reset half-way) not written in %u s", h->peer_quiet,
+			  CONN_LOG_MS / 1000);
+	h->peer_ms = now;
+	h->peer_n = 0;
+	h->peer_quiet = 0;
+}
+
+/* Whether a line about one peer may be written now (else it is counted). */
+static bool peer_log_room(struct api *a)
+{
+	struct api_http *h = a->http;
+	bool room;
+
+	if (!h)
+		return true;    /* libmicrohttpd starting or stopping */
+	pthread_mutex_lock(&h->peer_mu);
+	peer_log_quiet(h, gw_now_ms());
+	room = h->peer_n < CONN_NOREQ_LINES;
+	if (room)
+		h->peer_n++;
+	else
+		h->peer_quiet++;
+	pthread_mutex_unlock(&h->peer_mu);
+	return room;
+}
+
 /* 0: the one to close first; 1: then; -1: never */
 static int conn_rank(const struct api_conn *k)
 {
@@ -985,6 +1029,9 @@ void api_http_tick(struct api *a)
 	conn_log_limits(t, now, NULL);
 	conn_log_noreq_quiet(t, now);
 	pthread_mutex_unlock(&t->mu);
+	pthread_mutex_lock(&a->http->peer_mu);
+	peer_log_quiet(a->http, now);
+	pthread_mutex_unlock(&a->http->peer_mu);
 }
 
 /* Whether c holds one of the probes' places (on its own thread). */
@@ -1121,8 +1168,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			char peer[64];
 
 			peer_of(c, peer, sizeof(peer));
-			GW_WARN(COMP, "refused a request from %s: its method is not an HTTP token",
-				peer);
+			if (peer_log_room(a))
+				GW_WARN(COMP, "refused a request from %s: its method is not an "
+					"HTTP token", peer);
 			rc = problem(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 				     "the request method is not an HTTP token (RFC 9110 9.1)");
 		} else if (conn_reserved(c) && r->route != API_ROUTE_HEALTHZ &&
@@ -1226,10 +1274,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	free(r);
 }
 
-/*
- * libmicrohttpd's own messages: a request it refused, a socket error. Its
- * refusals carry an HTML page; the line keeps the status and the page's title.
- */
 /* Both PEM files into h, or -errno with a line naming the path. */
 static int tls_load(struct api *a, struct api_http *h)
 {
@@ -1265,14 +1309,35 @@ static void tls_free(struct api_http *h)
 	free(h->tls_cert);
 }
 
+/*
+ * What libmicrohttpd 0.9.75 says about one connection its peer closed, reset
+ * or broke half-way: the peer's doing, a notice, and as many as there are
+ * such connections (a flood of them is the peer_log_room limit's case).
+ */
+static const char *const mhd_peer_msgs[] = {
+	"Connection was closed by remote side",
+	"Connection socket is closed when reading request",
+	"Socket has been disconnected when reading request",
+	"Failed to send data in request",
+	"Too large value of 'Content-Length' header",
+	"Failed to parse `Content-Length' header",
+};
+
+/*
+ * libmicrohttpd's own messages: a request it refused, a connection its peer
+ * broke, or its own trouble (a socket it cannot accept, memory). Its refusals
+ * carry an HTML page; the line keeps the status and the page's title. The
+ * first two are about single peers and follow peer_log_room; the last are
+ * warnings, every one.
+ */
 __attribute__((format(printf, 2, 0)))
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct api *a = cls;
 	char line[512];
 	const char *code, *t0, *t1;
 	size_t n;
 
-	(void)cls;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
@@ -1282,9 +1347,17 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	t1 = t0 ? strstr(t0, "</title>") : NULL;
 	if (code && t0 && t1) {
 		t0 += strlen("<title>");
-		GW_WARN(COMP, "refused a request: HTTP %.3s %.*s", code + strlen("HTTP response code is "),
-			(int)(t1 - t0), t0);
+		if (peer_log_room(a))
+			GW_WARN(COMP, "refused a request: HTTP %.3s %.*s",
+				code + strlen("HTTP response code is "), (int)(t1 - t0), t0);
 		return;
+	}
+	for (size_t i = 0; i < sizeof(mhd_peer_msgs) / sizeof(mhd_peer_msgs[0]); i++) {
+		if (!strncmp(line, mhd_peer_msgs[i], strlen(mhd_peer_msgs[i]))) {
+			if (peer_log_room(a))
+				GW_NOTICE(COMP, "%s", line);
+			return;
+		}
 	}
 	GW_WARN(COMP, "%s", line);
 }
@@ -1319,6 +1392,7 @@ int api_http_start(struct api *a)
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->conns.mu, NULL);
+	pthread_mutex_init(&h->peer_mu, NULL);
 	list_init(&h->conns.all);
 	h->conns.limit = a->opts.conn_limit;
 	h->conns.limit_ip = a->opts.conn_limit_ip;
@@ -1364,6 +1438,7 @@ int api_http_start(struct api *a)
 err_free:
 	a->http = NULL;
 	pthread_mutex_destroy(&h->conns.mu);
+	pthread_mutex_destroy(&h->peer_mu);
 	tls_free(h);
 	free(h);
 	return rc;
@@ -1384,6 +1459,7 @@ void api_http_stop(struct api *a)
 		free(k);
 	}
 	pthread_mutex_destroy(&a->http->conns.mu);
+	pthread_mutex_destroy(&a->http->peer_mu);
 	tls_free(a->http);
 	free(a->http);
 	a->http = NULL;

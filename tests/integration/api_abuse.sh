@@ -17,7 +17,8 @@
 #      place kept for the probes; another request there gets 503;
 #   4. 10,000 connections opened and dropped (nothing, part of a request, a
 #      reset) from 8 threads: a probe answered within 1 s afterwards; the
-#      log names at most 20 of them every 10 s and counts the others;
+#      log names at most 20 of them every 10 s and counts the others, and
+#      so for libmicrohttpd's own line on each one closed half-way;
 #   5. a FIFO as --token-file: the start refused at once (exit 78, err line);
 #      replaced by a FIFO and SIGHUP: err line, the old tokens kept, SIGTERM
 #      still stops it (exit 0);
@@ -157,6 +158,17 @@ step_4() {
 	if [ "$lines" -lt 1000 ] && grep -q "more connections closed without a request" "$MAIN_LOG"
 	then ok "the dropped connections logged in $lines lines, the rest counted"
 	else bad "the dropped connections: $lines lines of their own, $(grep -c "more connections closed" "$MAIN_LOG") counting"; fi
+	# libmicrohttpd's line on each connection closed half-way: as limited
+	for _ in $(seq 30); do
+		grep -q "more lines about single connections" "$MAIN_LOG" && break
+		sleep 0.1
+	done
+	lines=$(grep -cE "http: (Connection was closed by remote side|Connection socket is closed|Socket has been disconnected)" "$MAIN_LOG")
+	if [ "$lines" -lt 1000 ] && grep -q "more lines about single connections" "$MAIN_LOG"; then
+		ok "libmicrohttpd's lines on them: $lines, then $(grep -m1 -o "[0-9]* more lines about single connections" "$MAIN_LOG")"
+	else
+		bad "libmicrohttpd's lines on the dropped connections: $lines written, $(grep -c "more lines about single" "$MAIN_LOG") counting"
+	fi
 }
 
 # ---- 5. a FIFO as the token file
