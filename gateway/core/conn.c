@@ -88,10 +88,46 @@ void iscsi_conn_put(struct iscsi_conn *c)
 	}
 }
 
+/* The count of the lines about c's PDUs that its window did not write. */
+static void conn_log_quiet(struct iscsi_conn *c, bool closing)
+{
+	if (c->log_quiet && closing)
+		GW_NOTICE(COMP, "%s (%s): %u more lines about its PDUs not written before it "
+			  "closed", c->peer, c->sess ? c->sess->initiator : "login", c->log_quiet);
+	else if (c->log_quiet)
+		GW_NOTICE(COMP, "%s (%s): %u more lines about its PDUs not written in %u s",
+			  c->peer, c->sess ? c->sess->initiator : "login", c->log_quiet,
+			  ISCSI_CONN_LOG_S);
+	c->log_quiet = 0;
+}
+
+bool iscsi_conn_log_room(struct iscsi_conn *c)
+{
+	uint64_t now = reactor_now_us();
+
+	if (now - c->log_win_us >= ISCSI_CONN_LOG_S * 1000000ull) {
+		conn_log_quiet(c, false);
+		c->log_win_us = now;
+		c->log_n = 0;
+	}
+	if (c->log_n < ISCSI_CONN_LOG_LINES) {
+		c->log_n++;
+		return true;
+	}
+	c->log_quiet++;
+	return false;
+}
+
+static bool conn_text_log_room(void *ctx)
+{
+	return iscsi_conn_log_room(ctx);
+}
+
 static void conn_free_now(void *arg)
 {
 	struct iscsi_conn *c = arg;
 
+	conn_log_quiet(c, true);
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
 	reactor_timer_cancel(c->reactor, &c->logout_timer);
@@ -156,9 +192,11 @@ void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_
 	struct iscsi_reject *r;
 
 	atomic_fetch_add(&c->gw->stats.rejects, 1);
-	GW_WARN(COMP, "%s (%s): rejecting %s (opcode 0x%02x, ITT 0x%08x): reason 0x%02x",
-		c->peer, c->sess ? c->sess->initiator : "-", iscsi_opcode_name(bad->opcode),
-		bad->opcode & ISCSI_OPCODE_MASK, be32toh(bad->itt), reason);
+	if (iscsi_conn_log_room(c))
+		GW_WARN(COMP, "%s (%s): rejecting %s (opcode 0x%02x, ITT 0x%08x): reason 0x%02x",
+			c->peer, c->sess ? c->sess->initiator : "-",
+			iscsi_opcode_name(bad->opcode), bad->opcode & ISCSI_OPCODE_MASK,
+			be32toh(bad->itt), reason);
 	if (!pdu)
 		return;
 	if (pdu_set_data_copy(pdu, bad, ISCSI_BHS_LEN)) {
@@ -460,9 +498,10 @@ static bool conn_cmdsn_ok(struct iscsi_conn *c, const struct iscsi_bhs *bhs, uin
 	case ISCSI_CMDSN_QUEUE:
 		return true; /* ahead of a gap: serve it, the gap's owner advances ExpCmdSN */
 	default:
-		GW_WARN(COMP, "%s (%s): %s with CmdSN %u outside window [%u, %u]: ignored", c->peer,
-			s->initiator, iscsi_opcode_name(bhs->opcode), cmd_sn, s->exp_cmd_sn,
-			iscsi_conn_max_cmd_sn(c));
+		if (iscsi_conn_log_room(c))
+			GW_WARN(COMP, "%s (%s): %s with CmdSN %u outside window [%u, %u]: ignored",
+				c->peer, s->initiator, iscsi_opcode_name(bhs->opcode), cmd_sn,
+				s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
 		return false;
 	}
 }
@@ -616,6 +655,8 @@ static void conn_rx_text(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	env.initiator_name = c->sess->initiator;
 	env.local_addr = c->local;
 	env.max_xmit_dsl = c->params.max_xmit_dsl;
+	env.log_room = conn_text_log_room;
+	env.log_ctx = c;
 	rc = iscsi_text_rx(c->text, &env, req, data, dlen, (struct iscsi_text_rsp *)&pdu->bhs,
 			   &rdata, &rdlen);
 	if (rc) {

@@ -230,6 +230,10 @@ struct iscsi_conn {
 	uint64_t login_time;            /* Unix time the login completed, 0 = logging in */
 	struct reactor_timer logout_timer; /* drop unless the initiator logs out as asked */
 	uint16_t logout_grace_s;
+	/* lines about its PDUs: ISCSI_CONN_LOG_LINES a window (iscsi_conn_log_room) */
+	uint64_t log_win_us;            /* the window's start */
+	uint32_t log_n;                 /* written in it */
+	uint32_t log_quiet;             /* not written in it */
 };
 
 enum iscsi_task_state {
@@ -398,6 +402,18 @@ int iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx_pdu *pdu, bool advance
 struct iscsi_tx_pdu *iscsi_tx_pdu_alloc(void);
 void iscsi_tx_pdu_free(struct iscsi_tx_pdu *pdu);
 void iscsi_conn_reject(struct iscsi_conn *c, const struct iscsi_bhs *bad, uint8_t reason);
+/*
+ * Whether a line about one of c's PDUs (a Reject, a CmdSN out of window, a
+ * Data-Out that fails its command, a task management function) may be
+ * written now: ISCSI_CONN_LOG_LINES every ISCSI_CONN_LOG_S seconds per
+ * connection, then one notice counting the lines not written, when the
+ * window ends or the connection does. An initiator sending bad PDUs in a
+ * loop would fill the journal otherwise. The connection's own end (drop,
+ * logout) is always written.
+ */
+#define ISCSI_CONN_LOG_LINES 10u
+#define ISCSI_CONN_LOG_S 10u
+bool iscsi_conn_log_room(struct iscsi_conn *c);
 /* Close without a warning (the peer went away before logging in, or logged out). */
 void iscsi_conn_close(struct iscsi_conn *c);
 /* Drop the connection (and, at ERL 0, the session) with a log line. */

@@ -126,6 +126,9 @@ struct iscsi_text_env {
 	const char *initiator_name;
 	const char *local_addr;               /* "addr:port" of this connection */
 	uint32_t max_xmit_dsl;                /* split answers to at most this much data */
+	/* whether a line about this request may be written (NULL: always) */
+	bool (*log_room)(void *ctx);
+	void *log_ctx;
 };
 int iscsi_text_create(struct iscsi_text **out);
 void iscsi_text_destroy(struct iscsi_text *t);

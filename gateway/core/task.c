@@ -498,9 +498,10 @@ static void task_exec(struct iscsi_task *t)
 		return;
 	}
 	if (task_class(t) == TASK_ACA) {
-		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x with the ACA task attribute and "
-			"no ACA condition: INVALID MESSAGE ERROR", c->peer, c->sess->initiator,
-			t->itt);
+		if (iscsi_conn_log_room(c))
+			GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x with the ACA task attribute and "
+				"no ACA condition: INVALID MESSAGE ERROR", c->peer, c->sess->initiator,
+				t->itt);
 		task_fail_now(t, SCSI_SK_ILLEGAL_REQUEST, 0x49, 0x00);
 		return;
 	}
@@ -633,9 +634,10 @@ int iscsi_task_scsi_cmd(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 	/* CmdSN window first: commands outside it are silently ignored (RFC 7143 4.2.2.1) */
 	switch (iscsi_cmdsn_check(s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c), cmd_sn, immediate)) {
 	case ISCSI_CMDSN_IGNORE:
-		GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x CmdSN %u outside window "
-			"[%u, %u]: ignored", c->peer, s->initiator, be32toh(hdr->itt), cmd_sn,
-			s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
+		if (iscsi_conn_log_room(c))
+			GW_WARN(COMP, "%s (%s): SCSI command ITT 0x%08x CmdSN %u outside window "
+				"[%u, %u]: ignored", c->peer, s->initiator, be32toh(hdr->itt), cmd_sn,
+				s->exp_cmd_sn, iscsi_conn_max_cmd_sn(c));
 		return 0;
 	case ISCSI_CMDSN_QUEUE:
 		queue = true;
@@ -867,8 +869,9 @@ void iscsi_task_data_out_bad(struct iscsi_conn *c, const struct iscsi_data_out *
 		return;
 	if (t->state != TASK_STATE_DATA_OUT && t->state != TASK_STATE_WAIT_CMDSN)
 		return;
-	GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x offset %u failed its data digest: failing "
-		"the command", c->peer, c->sess->initiator, t->itt, be32toh(hdr->buffer_offset));
+	if (iscsi_conn_log_room(c))
+		GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x offset %u failed its data digest: failing "
+			"the command", c->peer, c->sess->initiator, t->itt, be32toh(hdr->buffer_offset));
 	task_data_error(t, 0x4705); /* ABORTED COMMAND, PROTOCOL SERVICE CRC ERROR */
 }
 
@@ -890,10 +893,11 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 	if (hdr->ttt == ISCSI_RSVD_TAG) {
 		if (offset != t->unsol_received || offset + dlen > t->unsol_end ||
 		    data_sn != t->unsol_exp_data_sn) {
-			GW_WARN(COMP, "%s (%s): unsolicited Data-Out ITT 0x%08x offset %u len %u "
-				"DataSN %u, expected offset %u DataSN %u (limit %u): failing the "
-				"command", c->peer, c->sess->initiator, t->itt, offset, dlen, data_sn,
-				t->unsol_received, t->unsol_exp_data_sn, t->unsol_end);
+			if (iscsi_conn_log_room(c))
+				GW_WARN(COMP, "%s (%s): unsolicited Data-Out ITT 0x%08x offset %u len %u "
+					"DataSN %u, expected offset %u DataSN %u (limit %u): failing the "
+					"command", c->peer, c->sess->initiator, t->itt, offset, dlen, data_sn,
+					t->unsol_received, t->unsol_exp_data_sn, t->unsol_end);
 			task_data_error(t, data_sn != t->unsol_exp_data_sn ? 0x4b00 : 0x4b05);
 			return;
 		}
@@ -915,10 +919,11 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 		}
 		if (offset != st->offset + st->received || dlen > st->len - st->received ||
 		    data_sn != st->exp_data_sn) {
-			GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x TTT 0x%08x offset %u len %u "
-				"DataSN %u, expected offset %u DataSN %u: failing the command", c->peer,
-				c->sess->initiator, t->itt, ttt, offset, dlen, data_sn,
-				st->offset + st->received, st->exp_data_sn);
+			if (iscsi_conn_log_room(c))
+				GW_WARN(COMP, "%s (%s): Data-Out ITT 0x%08x TTT 0x%08x offset %u len %u "
+					"DataSN %u, expected offset %u DataSN %u: failing the command", c->peer,
+					c->sess->initiator, t->itt, ttt, offset, dlen, data_sn,
+					st->offset + st->received, st->exp_data_sn);
 			task_data_error(t, data_sn != st->exp_data_sn ? 0x4b00 : 0x4b05);
 			return;
 		}
@@ -932,10 +937,11 @@ void iscsi_task_data_out(struct iscsi_conn *c, const struct iscsi_data_out *hdr,
 	if ((hdr->flags & ISCSI_FLAG_FINAL) &&
 	    (st ? st->received < st->len : t->unsol_received < t->unsol_end)) {
 		/* F ends the sequence early: the rest would never come */
-		GW_WARN(COMP, "%s (%s): %s Data-Out ITT 0x%08x with F ends its sequence %u bytes "
-			"short: failing the command", c->peer, c->sess->initiator,
-			st ? "solicited" : "unsolicited", t->itt,
-			st ? st->len - st->received : t->unsol_end - t->unsol_received);
+		if (iscsi_conn_log_room(c))
+			GW_WARN(COMP, "%s (%s): %s Data-Out ITT 0x%08x with F ends its sequence %u bytes "
+				"short: failing the command", c->peer, c->sess->initiator,
+				st ? "solicited" : "unsolicited", t->itt,
+				st ? st->len - st->received : t->unsol_end - t->unsol_received);
 		/* DATA PHASE ERROR; WRITE ERROR - NOT ENOUGH UNSOLICITED DATA */
 		task_data_error(t, st ? 0x4b00 : 0x0c0d);
 		return;
@@ -1206,8 +1212,9 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 			rsp->response = ISCSI_TMF_RSP_NO_TASK;
 			what = "no such task";
 		}
-		GW_NOTICE(COMP, "%s (%s): ABORT TASK ITT 0x%08x: %s", c->peer, s->initiator,
-			  be32toh(req->ref_task_tag), what);
+		if (iscsi_conn_log_room(c))
+			GW_NOTICE(COMP, "%s (%s): ABORT TASK ITT 0x%08x: %s", c->peer, s->initiator,
+				  be32toh(req->ref_task_tag), what);
 		break;
 	}
 	case ISCSI_TMF_ABORT_TASK_SET:
@@ -1226,10 +1233,11 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 				     func == ISCSI_TMF_LOGICAL_UNIT_RESET ? (int)SCSI_RESET_LU : -1,
 				     &waiting);
 		}
-		GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
-			  func == ISCSI_TMF_ABORT_TASK_SET ? "ABORT TASK SET" :
-			  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "LOGICAL UNIT RESET",
-			  (unsigned long long)lun);
+		if (iscsi_conn_log_room(c))
+			GW_NOTICE(COMP, "%s (%s): %s on LUN %llu", c->peer, s->initiator,
+				  func == ISCSI_TMF_ABORT_TASK_SET ? "ABORT TASK SET" :
+				  func == ISCSI_TMF_CLEAR_TASK_SET ? "CLEAR TASK SET" : "LOGICAL UNIT RESET",
+				  (unsigned long long)lun);
 		break;
 	case ISCSI_TMF_TARGET_WARM_RESET:
 	case ISCSI_TMF_TARGET_COLD_RESET:
@@ -1246,8 +1254,9 @@ void iscsi_task_tmf(struct iscsi_conn *c, const struct iscsi_tmf_req *req)
 		/* the other sessions are dropped when it is answered (tmf_send) */
 		if (func == ISCSI_TMF_TARGET_COLD_RESET)
 			tmf->cold_reset = true;
-		GW_NOTICE(COMP, "%s (%s): TARGET %s RESET", c->peer, s->initiator,
-			  func == ISCSI_TMF_TARGET_COLD_RESET ? "COLD" : "WARM");
+		if (iscsi_conn_log_room(c))
+			GW_NOTICE(COMP, "%s (%s): TARGET %s RESET", c->peer, s->initiator,
+				  func == ISCSI_TMF_TARGET_COLD_RESET ? "COLD" : "WARM");
 		break;
 	case ISCSI_TMF_CLEAR_ACA:
 		rsp->response = ISCSI_TMF_RSP_NOT_SUPPORTED;

@@ -18,6 +18,14 @@
 #include "common/log.h"
 
 #define COMP "text"
+
+/* A line about the request, as the connection's log limit allows (login.h). */
+#define TEXT_WARN(env, ...)                                                 \
+	do {                                                                \
+		if (!(env)->log_room || (env)->log_room((env)->log_ctx))    \
+			GW_WARN(COMP, __VA_ARGS__);                         \
+	} while (0)
+
 #define MAX_UNKNOWN_KEYS 128u
 
 struct iscsi_text {
@@ -256,7 +264,7 @@ static int text_message(struct iscsi_text *t, const struct iscsi_text_env *env)
 			break;
 	}
 	if (rc == -EPROTO || rc == -EINVAL) {
-		GW_WARN(COMP, "%s: bad Text Request: %s", env->initiator_name ? env->initiator_name :
+		TEXT_WARN(env, "%s: bad Text Request: %s", env->initiator_name ? env->initiator_name :
 			"?", why);
 		return -EPROTO;
 	}
@@ -303,16 +311,16 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 	*rsp_dlen = 0;
 	t->declared_mrdsl = 0;
 	if (cont && final) {
-		GW_WARN(COMP, "%s: Text Request with both F and C set", who);
+		TEXT_WARN(env, "%s: Text Request with both F and C set", who);
 		return -EPROTO;
 	}
 	if (ttt != ISCSI_RSVD_TAG) {
 		if (ttt != t->ttt || req->itt != t->itt_be) {
-			GW_WARN(COMP, "%s: Text Request with unknown TTT 0x%08x", who, ttt);
+			TEXT_WARN(env, "%s: Text Request with unknown TTT 0x%08x", who, ttt);
 			return -EPROTO;
 		}
 		if (t->out_off < t->out.len && dlen) {
-			GW_WARN(COMP, "%s: data in a Text Request continuing our answer", who);
+			TEXT_WARN(env, "%s: data in a Text Request continuing our answer", who);
 			return -EPROTO;
 		}
 	} else {
@@ -331,7 +339,7 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 		return 0;
 	}
 	if (dlen > ISCSI_TEXT_MAX - t->in.len) {
-		GW_WARN(COMP, "%s: text longer than %u bytes", who, ISCSI_TEXT_MAX);
+		TEXT_WARN(env, "%s: text longer than %u bytes", who, ISCSI_TEXT_MAX);
 		reset_exchange(t);
 		return -EPROTO;
 	}
@@ -345,7 +353,7 @@ int iscsi_text_rx(struct iscsi_text *t, const struct iscsi_text_env *env,
 		return 0;
 	}
 	if (t->in.len > 0 && t->in.buf[t->in.len - 1] != '\0') {
-		GW_WARN(COMP, "%s: Text Request data does not end with a NUL", who);
+		TEXT_WARN(env, "%s: Text Request data does not end with a NUL", who);
 		reset_exchange(t);
 		return -EPROTO;
 	}

@@ -23,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "common/log.h"
 #include "fake_ini.h"
 
 #define BUF_MAX (2u * 1024u * 1024u)
@@ -196,6 +198,76 @@ static void test_data_digest_error(void **state)
 	fake_ini_logout_free(&ini);
 }
 
+/* The lines of stderr written while fn(ini) ran, which contain what. */
+static int log_lines_while(struct fake_ini *ini, void (*fn)(struct fake_ini *), const char *what)
+{
+	char tmpl[] = "/tmp/test_conn.XXXXXX", line[1024];
+	int fd = mkstemp(tmpl), saved, n = 0;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	unlink(tmpl);
+	fflush(stderr);
+	saved = dup(2);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	fn(ini);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	f = fdopen(fd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+#define FLOOD 100u
+
+/* FLOOD NOP-Outs with a bad data digest, one read */
+static void send_bad_digests(struct fake_ini *ini)
+{
+	struct iscsi_bhs bhs;
+	size_t len = 0;
+
+	for (uint32_t k = 0; k < FLOOD; k++) {
+		fake_ini_nop_out(&bhs, 0x100 + k, fake_ini_cmd_sn(ini, true), 5);
+		len += fake_ini_encode(ini, &bhs, NULL, "abcde", 5, false, true, wire + len,
+				       sizeof(wire) - len);
+	}
+	fake_ini_feed(ini, wire, len);
+}
+
+/*
+ * An initiator that sends bad PDUs in a loop: every one is answered (a
+ * Reject each), but the log gets ISCSI_CONN_LOG_LINES lines of them, then
+ * one line counting the others when the connection ends.
+ */
+static void test_reject_flood_log(void **state)
+{
+	struct fake_ini_opts o = { .dd = true };
+	enum gw_log_level level = gw_log_get_level();
+	struct fake_ini ini;
+	int lines;
+
+	(void)state;
+	gw_log_set_level(GW_LOG_NOTICE);
+	fake_ini_gw();
+	fake_ini_login(&ini, &o);
+	lines = log_lines_while(&ini, send_bad_digests, "rejecting NOP-Out");
+	assert_false(fake_ini_closed(&ini));
+	assert_int_equal(ini.nrx, FLOOD);
+	for (uint32_t k = 0; k < FLOOD; k++)
+		assert_int_equal(iscsi_bhs_opcode(&ini.rx[k].bhs), ISCSI_OP_REJECT);
+	assert_int_equal(lines, ISCSI_CONN_LOG_LINES);
+	lines = log_lines_while(&ini, fake_ini_logout_free,
+				"90 more lines about its PDUs not written before it closed");
+	assert_int_equal(lines, 1);
+	gw_log_set_level(level);
+}
+
 /*
  * DataSegmentLength beyond the target's MaxRecvDataSegmentLength: Reject and
  * drop as soon as the header is there (the data is never awaited); exactly
@@ -361,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_stream_split_every_byte),
 		cmocka_unit_test(test_header_digest_error),
 		cmocka_unit_test(test_data_digest_error),
+		cmocka_unit_test(test_reject_flood_log),
 		cmocka_unit_test(test_dsl_beyond_limit),
 		cmocka_unit_test(test_ahs_where_none_may_be),
 		cmocka_unit_test(test_ahs_bad_length),
