@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -63,9 +64,44 @@ int gw_log_parse_level(const char *s, enum gw_log_level *out)
 	return -EINVAL;
 }
 
+/*
+ * msg into out (cap > 0, NUL-terminated) with every byte a peer could use to
+ * forge or garble a line written as \xNN: control characters (a newline
+ * would start a line of the sender's making in the journal) and bytes that
+ * are not strict UTF-8 (journald keeps such a message as a blob that
+ * journalctl does not show). Names, keys and paths that come from initiators,
+ * HTTP clients, peers or files reach log lines as they were received.
+ */
+size_t gw_log_escape(const char *msg, char *out, size_t cap)
+{
+	const unsigned char *m = (const unsigned char *)msg;
+	size_t len = strlen(msg), o = 0;
+
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t k = gw_utf8_next(m, len, i, &cp);
+
+		if (k && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)) {
+			if (o + k >= cap)
+				break;
+			memcpy(out + o, m + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
+		if (o + 4 >= cap)
+			break;
+		snprintf(out + o, cap - o, "\\x%02x", m[i]);
+		o += 4;
+		i++;
+	}
+	out[o] = '\0';
+	return o;
+}
+
 void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], msg[1024];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -81,8 +117,10 @@ void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 	if (n < 0)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if ((size_t)n < sizeof(line))
+		gw_log_escape(msg, line + n, sizeof(line) - (size_t)n);
 	/* one fputs per line: stdio locks the stream, so lines never interleave */
 	size_t len = strnlen(line, sizeof(line) - 2);
 	line[len] = '\n';

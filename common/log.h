@@ -30,8 +30,15 @@ void gw_log_set_level(enum gw_log_level lvl);
 enum gw_log_level gw_log_get_level(void);
 /* Parse "err|warn|notice|info|debug"; returns 0 or -EINVAL. */
 int gw_log_parse_level(const char *s, enum gw_log_level *out);
+/*
+ * A line of the log: its time, level and component, then the message with
+ * control characters and bytes that are not UTF-8 written as \xNN (see
+ * gw_log_escape), so that what a peer sent cannot start a line of its own.
+ */
 void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* msg escaped as gw_log writes it into out (cap > 0): its length (cut at cap - 1). */
+size_t gw_log_escape(const char *msg, char *out, size_t cap);
 /*
  * One message as it is, without time stamp or component ("isergwd: bad
  * --size 'x'"), for the person or the unit that started the program: what

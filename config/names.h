@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/utf8.h"
+
 enum gw_name_kind {
 	/*
 	 * A target or initiator name (RFC 7143 4.2.7, RFC 3720 3.2.6, RFC 3722,
@@ -50,11 +52,7 @@ int gw_name_check(enum gw_name_kind kind, const char *s, size_t len, char *msg, 
  */
 bool gw_utf8_valid(const char *s, size_t len, size_t *bad);
 
-/*
- * The length of the strict UTF-8 sequence at s[i] (i < len), its code point
- * in *cp; 0 when the bytes there are not one.
- */
-size_t gw_utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp);
+/* gw_utf8_next: common/utf8.h */
 
 /*
  * Every member name and string value of o (recursively) valid UTF-8 without
