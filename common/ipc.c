@@ -524,8 +524,12 @@ static void accept_cb(void *arg, uint32_t events)
 	(void)events;
 	fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			GW_WARN(COMP, "accept on %s: %s", s->path, strerror(errno));
+		int err = errno;
+
+		if (err == EAGAIN)
+			reactor_accept_idle(&s->guard);
+		else if (err != EINTR && !reactor_accept_failed(&s->guard, err))
+			GW_WARN(COMP, "accept on %s: %s", s->path, strerror(err));
 		return;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
@@ -555,6 +559,7 @@ int gw_ipc_server_create(const struct gw_ipc_params *p, struct gw_ipc_server **o
 
 int gw_ipc_listen(struct gw_ipc_server *s, const char *path)
 {
+	char what[GW_IPC_PATH_MAX + 16];
 	int rc;
 
 	if (strlen(path) >= sizeof(s->path))
@@ -570,6 +575,8 @@ int gw_ipc_listen(struct gw_ipc_server *s, const char *path)
 		s->lfd = -1;
 		return rc;
 	}
+	snprintf(what, sizeof(what), "accept on %s", s->path);
+	reactor_accept_guard_init(&s->guard, s->p.r, &s->lh, what);
 	return 0;
 }
 
@@ -595,6 +602,7 @@ void gw_ipc_unlisten(struct gw_ipc_server *s)
 {
 	if (s->lfd < 0)
 		return;
+	reactor_accept_guard_fini(&s->guard);
 	reactor_del_fd(s->p.r, &s->lh);
 	close(s->lfd);
 	s->lfd = -1;

@@ -149,6 +149,7 @@ struct gw_ipc_server {
 	char path[GW_IPC_PATH_MAX];
 	int lfd;
 	struct reactor_fd lh;
+	struct reactor_accept_guard guard;      /* out of descriptors: a pause, not a spin */
 	struct list_head conns;         /* open clients, in order of arrival */
 	struct list_head closed;        /* closed, waiting for their free */
 	size_t nconns;

@@ -2,8 +2,10 @@
 #include "common/reactor.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -159,6 +161,66 @@ int reactor_mod_fd(struct reactor *r, struct reactor_fd *h, uint32_t events)
 		return -errno;
 	h->events = events;
 	return 0;
+}
+
+static void accept_resume(void *arg)
+{
+	struct reactor_accept_guard *g = arg;
+
+	/* watched again: a connection still waiting makes accept() run at once */
+	if (reactor_mod_fd(g->r, g->h, EPOLLIN))
+		reactor_timer_arm(g->r, &g->timer, REACTOR_ACCEPT_PAUSE_MS);
+}
+
+void reactor_accept_guard_init(struct reactor_accept_guard *g, struct reactor *r,
+			       struct reactor_fd *h, const char *what)
+{
+	memset(g, 0, sizeof(*g));
+	g->r = r;
+	g->h = h;
+	snprintf(g->what, sizeof(g->what), "%s", what);
+	reactor_timer_init(&g->timer, accept_resume, g);
+}
+
+bool reactor_accept_failed(struct reactor_accept_guard *g, int err)
+{
+	uint64_t now = gw_now_ms();
+
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return false;
+	if (!g->failing) {
+		g->failing = true;
+		g->since_ms = g->logged_ms = now;
+		g->retries = 0;
+		GW_WARN("reactor", "%s: %s: new connections wait in the backlog; trying again "
+			"every %u ms (%s)", g->what, strerror(err), REACTOR_ACCEPT_PAUSE_MS,
+			err == EMFILE ? "the process's descriptor limit: LimitNOFILE= of its "
+			"unit, or a client holding many connections" :
+			err == ENFILE ? "the system's descriptor limit, fs.file-max" : "memory");
+	} else if (now - g->logged_ms >= 60000) {
+		g->logged_ms = now;
+		GW_WARN("reactor", "%s: still %s after %" PRIu64 " s (%" PRIu64 " tries)", g->what,
+			strerror(err), (now - g->since_ms) / 1000, g->retries);
+	}
+	g->retries++;
+	reactor_mod_fd(g->r, g->h, 0);
+	reactor_timer_arm(g->r, &g->timer, REACTOR_ACCEPT_PAUSE_MS);
+	return true;
+}
+
+void reactor_accept_idle(struct reactor_accept_guard *g)
+{
+	if (!g->failing)
+		return;
+	g->failing = false;
+	GW_NOTICE("reactor", "%s: the backlog is empty again after %" PRIu64 " ms (%" PRIu64
+		  " pauses)", g->what, gw_now_ms() - g->since_ms, g->retries);
+}
+
+void reactor_accept_guard_fini(struct reactor_accept_guard *g)
+{
+	if (g->r)
+		reactor_timer_cancel(g->r, &g->timer);
 }
 
 void reactor_del_fd(struct reactor *r, struct reactor_fd *h)

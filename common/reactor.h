@@ -64,6 +64,36 @@ void reactor_timer_arm(struct reactor *r, struct reactor_timer *t, uint64_t dela
 void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t);
 
 /*
+ * A listening socket whose accept() ran out of descriptors or memory
+ * (EMFILE, ENFILE, ENOBUFS, ENOMEM). The connection stays in the backlog and
+ * the socket stays readable, so the loop would call accept() again at once,
+ * for ever, with a line each time. reactor_accept_failed stops watching the
+ * socket for REACTOR_ACCEPT_PAUSE_MS and logs the first failure of the
+ * episode at warn, then one line a minute while it lasts. The episode ends
+ * when the backlog is empty again (accept() says EAGAIN: call
+ * reactor_accept_idle), with a notice. The guard's owner thread only (the
+ * socket's reactor).
+ */
+#define REACTOR_ACCEPT_PAUSE_MS 250u
+struct reactor_accept_guard {
+	struct reactor *r;
+	struct reactor_fd *h;           /* the listening socket, watched for EPOLLIN */
+	struct reactor_timer timer;
+	char what[128];                 /* "accept on tcp://10.0.0.1:3260" */
+	uint64_t since_ms, logged_ms;   /* the episode's first failure, its last line */
+	uint64_t retries;               /* pauses in the episode */
+	bool failing;
+};
+void reactor_accept_guard_init(struct reactor_accept_guard *g, struct reactor *r,
+			       struct reactor_fd *h, const char *what);
+/* accept() failed with err (an errno): true when the guard paused the socket for it. */
+bool reactor_accept_failed(struct reactor_accept_guard *g, int err);
+/* accept() found the backlog empty (EAGAIN). */
+void reactor_accept_idle(struct reactor_accept_guard *g);
+/* Before the socket is closed: the pause's timer cancelled. */
+void reactor_accept_guard_fini(struct reactor_accept_guard *g);
+
+/*
  * Deferred call: runs once on this reactor after the current batch of events
  * (used to batch socket writes and ring submissions). Deferring an already
  * pending item is a no-op. Owner thread only.

@@ -63,6 +63,7 @@ struct tcp_listener {
 	struct reactor_fd rfd;
 	struct reactor *reactor;
 	struct gw_portal *portal;
+	struct reactor_accept_guard guard;      /* out of descriptors: a pause, not a spin */
 };
 
 struct tcp_conn {
@@ -649,9 +650,13 @@ static void tcp_accept(void *arg, uint32_t events)
 		int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			int err = errno;
+
+			if (err == EAGAIN || err == EWOULDBLOCK)
+				reactor_accept_idle(&l->guard);
+			else if (err != EINTR && !reactor_accept_failed(&l->guard, err))
 				GW_WARN(COMP, "accept on %s:%u: %s", gw_portal_cfg(l->portal)->addr,
-					gw_portal_cfg(l->portal)->port, strerror(errno));
+					gw_portal_cfg(l->portal)->port, strerror(err));
 			return;
 		}
 		if (atomic_load(&gw->shutting_down)) {
@@ -699,7 +704,7 @@ static int tcp_listen(struct gw_portal *p)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *res = NULL;
 	struct tcp_listener *l;
-	char port[8];
+	char port[8], what[96];
 	int one = 1, rc;
 
 	snprintf(port, sizeof(port), "%u", pc->port);
@@ -730,6 +735,8 @@ static int tcp_listen(struct gw_portal *p)
 	rc = reactor_add_fd(l->reactor, &l->rfd, l->fd, EPOLLIN, tcp_accept, l);
 	if (rc)
 		goto err_close;
+	snprintf(what, sizeof(what), "accept on tcp://%s:%u", pc->addr, pc->port);
+	reactor_accept_guard_init(&l->guard, l->reactor, &l->rfd, what);
 	p->dm_priv = l;
 	freeaddrinfo(res);
 	GW_NOTICE(COMP, "listening on tcp://%s:%u", pc->addr, pc->port);
@@ -748,6 +755,7 @@ static void tcp_unlisten_msg(void *arg)
 {
 	struct tcp_listener *l = arg;
 
+	reactor_accept_guard_fini(&l->guard);
 	reactor_del_fd(l->reactor, &l->rfd);
 	close(l->fd);
 	free(l);
