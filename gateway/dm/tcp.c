@@ -11,8 +11,15 @@
  * backstore splices its page cache into it, and each Data-In PDU goes out as
  * its header (MSG_MORE) followed by a splice from the pipe to the socket: the
  * data never passes through user space.
+ *
+ * A connection's task buffers hold at most TCP_BUF_LIMIT bytes (one task of
+ * any size when it holds none): a further task waits for buffers (buf_get
+ * -EAGAIN, iscsi_task_buf_ready) in the order the commands came. Without it
+ * an initiator that sends READs and never reads its socket makes the daemon
+ * read them all into memory: 120 READs of 16 MiB were 1.9 GB per session.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -42,6 +49,7 @@
 #define TCP_PIPE_MIN        (64u * 1024u)       /* smaller READs are copied */
 #define TCP_PIPE_SIZE       (2u * 1024u * 1024u)
 #define TCP_PIPES_MAX       64u                 /* per reactor thread */
+#define TCP_BUF_LIMIT       (64u * 1024u * 1024u) /* task buffer bytes per connection */
 
 /* A pipe a READ's data waits in (struct scsi_data_pipe), kept per reactor thread. */
 struct tcp_pipe {
@@ -82,6 +90,15 @@ struct tcp_conn {
 	struct reactor_deferred flush_work;
 	struct reactor_deferred closed_work;
 	struct sockaddr_storage peer, local;
+	uint64_t buf_bytes;                     /* task buffers held (TCP_BUF_LIMIT) */
+	struct list_head buf_waiters;           /* struct tcp_buf_wait, in order */
+	struct reactor_deferred buf_wake;
+};
+
+/* A task waiting for its buffer (its dm_priv meanwhile). */
+struct tcp_buf_wait {
+	struct list_head link;
+	struct iscsi_task *t;
 };
 
 static void tcp_conn_event(void *arg, uint32_t events);
@@ -181,13 +198,18 @@ static struct tcp_pipe *tcp_task_pipe(const struct iscsi_task *t)
 	return container_of(t->scsi.pipe, struct tcp_pipe, sp);
 }
 
-static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+static bool tcp_buf_fits(const struct tcp_conn *tc, uint32_t len)
 {
-	struct tcp_conn *tc = c->dm_priv;
+	return !tc->buf_bytes || tc->buf_bytes + len <= TCP_BUF_LIMIT;
+}
 
+/* t's buffer (and pipe), counted against the connection's limit. */
+static int tcp_buf_take(struct iscsi_conn *c, struct tcp_conn *tc, struct iscsi_task *t)
+{
 	t->buf = gw_buf_alloc(t->edtl);
 	if (!t->buf)
 		return -ENOMEM;
+	tc->buf_bytes += t->edtl;
 	/* c->cfg: the configuration when the connection came, stable for its life */
 	if (t->data_in && !t->data_out && !tc->dd && t->edtl >= TCP_PIPE_MIN && c->cfg->tcp_splice) {
 		struct tcp_pipe *p = tcp_pipe_get();
@@ -197,11 +219,67 @@ static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
 	return 0;
 }
 
+static int tcp_buf_get(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	struct tcp_conn *tc = c->dm_priv;
+	struct tcp_buf_wait *w;
+
+	if (!tc)
+		return -ENOMEM;
+	if (list_empty(&tc->buf_waiters) && tcp_buf_fits(tc, t->edtl))
+		return tcp_buf_take(c, tc, t);
+	w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->t = t;
+	t->dm_priv = w;
+	list_add_tail(&w->link, &tc->buf_waiters);
+	GW_DEBUG(COMP, "%s: %" PRIu64 " bytes of task buffers held, ITT 0x%08x waits", c->peer,
+		 tc->buf_bytes, t->itt);
+	return -EAGAIN;
+}
+
+/* Buffers came back: the waiting tasks, in order, as long as they fit. */
+static void tcp_buf_wake(void *arg)
+{
+	struct tcp_conn *tc = arg;
+
+	while (!list_empty(&tc->buf_waiters)) {
+		struct tcp_buf_wait *w = list_first_entry(&tc->buf_waiters, struct tcp_buf_wait,
+							  link);
+		struct iscsi_task *t = w->t;
+
+		if (!tcp_buf_fits(tc, t->edtl) || tcp_buf_take(tc->conn, tc, t))
+			return;         /* the next buffer to come back tries again */
+		list_del(&w->link);
+		t->dm_priv = NULL;
+		free(w);
+		iscsi_task_buf_ready(t);
+	}
+}
+
+/* Also for a task that outlived its connection's socket (tc gone: nothing counted). */
 static void tcp_buf_put(struct iscsi_conn *c, struct iscsi_task *t)
 {
-	(void)c;
+	struct tcp_conn *tc = c ? c->dm_priv : NULL;
+	struct tcp_buf_wait *w = t->dm_priv;
+
+	if (w) {
+		/* an aborted or closing task cancels its wait */
+		list_del(&w->link);
+		t->dm_priv = NULL;
+		free(w);
+		return;
+	}
+	if (!t->buf)
+		return;
 	gw_buf_free(t->buf, t->edtl);
 	t->buf = NULL;
+	if (!tc)
+		return;
+	tc->buf_bytes -= t->edtl;
+	if (!list_empty(&tc->buf_waiters))
+		reactor_defer(tc->reactor, &tc->buf_wake);
 }
 
 static void tcp_thread_exit(void)
@@ -483,6 +561,10 @@ static void tcp_closed_work(void *arg)
 		reactor_defer(tc->reactor, &tc->closed_work);
 		return;
 	}
+	/* tasks still waiting for a buffer keep their node; their buf_put frees it */
+	reactor_deferred_cancel(tc->reactor, &tc->buf_wake);
+	while (!list_empty(&tc->buf_waiters))
+		list_del(tc->buf_waiters.next);
 	free(tc->rx);
 	c->dm_priv = NULL;
 	free(tc);
@@ -686,6 +768,8 @@ static void tcp_accept(void *arg, uint32_t events)
 		getsockname(fd, (struct sockaddr *)&tc->local, &plen);
 		tc->reactor = gw_pick_reactor(gw);
 		reactor_deferred_init(&tc->flush_work, tcp_flush, tc);
+		reactor_deferred_init(&tc->buf_wake, tcp_buf_wake, tc);
+		list_init(&tc->buf_waiters);
 		reactor_deferred_init(&tc->closed_work, tcp_closed_work, tc);
 		m->tc = tc;
 		m->r = tc->reactor;
