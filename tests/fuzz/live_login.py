@@ -25,10 +25,8 @@ open target within --answer-s seconds.
   live_login.py --addr A --port P [--pid PID] [--answer-s S] [--seconds N]
                 [--limit N] DIR_OR_FILE...
 """
-import argparse
 import base64
 import hashlib
-import os
 import socket
 import struct
 import sys
@@ -248,48 +246,7 @@ def health(addr, port, wait_s):
         s.close()
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--addr", required=True)
-    ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--pid", type=int, default=0, help="the daemon's pid: must stay alive")
-    ap.add_argument("--answer-s", type=float, default=10,
-                    help="a new login must be answered within this after every input")
-    ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: all)")
-    ap.add_argument("--limit", type=int, default=0, help="at most this many inputs (0: all)")
-    ap.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
-    a = ap.parse_args()
-    t0 = time.monotonic()
-    n = 0
-    slowest = (0.0, "")
-    for f in lp.inputs(a.paths):
-        if (a.limit and n >= a.limit) or (a.seconds and time.monotonic() - t0 > a.seconds):
-            break
-        with open(f, "rb") as fh:
-            data = fh.read()
-        t = time.monotonic()
-        # a record the target does not answer at once (it waits for more) costs
-        # a short wait here: 1 s per read, not --answer-s
-        play(data, a.addr, a.port, 1.0)
-        n += 1
-        if not lp.alive(a.pid):
-            print("live_login: isergwd (pid %d) is gone after input %s" % (a.pid, f))
-            return 1
-        why = health(a.addr, a.port, a.answer_s)
-        if why:
-            print("live_login: after input %s a new login fails: %s" % (f, why))
-            return 1
-        dt = time.monotonic() - t
-        if dt > slowest[0]:
-            slowest = (dt, os.path.basename(f))
-        if n % 500 == 0:
-            print("live_login: %d inputs, %.0f s" % (n, time.monotonic() - t0), flush=True)
-    el = time.monotonic() - t0
-    print("live_login: %d inputs in %.0f s (%.0f/s), the slowest %.2f s (%s); the target "
-          "answered a new login after every one" % (n, el, n / el if el else 0, slowest[0],
-                                                   slowest[1]))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # a record the target does not answer at once (it waits for more) costs a
+    # short wait: 1 s per read, not --answer-s
+    sys.exit(lp.replay("live_login", __doc__, play, health, play_wait_s=1.0))

@@ -308,13 +308,17 @@ def alive(pid):
         return e.errno == errno.EPERM
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def replay(name, doc, play, health, play_wait_s=None):
+    """The command line of live_NAME.py: every input played by play(data,
+    addr, port, wait_s), then health(addr, port, answer_s) must answer None.
+    Exit status 0, or 1 at the first input after which the target is gone or
+    does not answer."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--addr", required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--pid", type=int, default=0, help="the daemon's pid: must stay alive")
     ap.add_argument("--answer-s", type=float, default=10,
-                    help="a fresh login must be answered within this after every input")
+                    help="a new login must be answered within this after every input")
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: all)")
     ap.add_argument("--limit", type=int, default=0, help="at most this many inputs (0: all)")
     ap.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
@@ -329,30 +333,35 @@ def main():
         with open(f, "rb") as fh:
             data = fh.read()
         t = time.monotonic()
-        why = play(data, a.addr, a.port, a.answer_s)
-        n += 1
-        if why:
+        if play(data, a.addr, a.port, play_wait_s or a.answer_s):
             refused += 1
+        n += 1
         # the target must still be there and answer a new initiator
         if not alive(a.pid):
-            print("live_pdu: isergwd (pid %d) is gone after input %s" % (a.pid, f))
+            print("%s: isergwd (pid %d) is gone after input %s" % (name, a.pid, f))
             return 1
-        c, why2 = connect_login(a.addr, a.port, 0, 0, 0x7F, a.answer_s)
-        if not c:
-            print("live_pdu: after input %s a new login fails: %s" % (f, why2))
+        why = health(a.addr, a.port, a.answer_s)
+        if why:
+            print("%s: after input %s a new login fails: %s" % (name, f, why))
             return 1
-        c.close()
         dt = time.monotonic() - t
         if dt > slowest[0]:
             slowest = (dt, os.path.basename(f))
         if n % 500 == 0:
-            print("live_pdu: %d inputs, %.0f s" % (n, time.monotonic() - t0), flush=True)
+            print("%s: %d inputs, %.0f s" % (name, n, time.monotonic() - t0), flush=True)
     el = time.monotonic() - t0
-    print("live_pdu: %d inputs in %.0f s (%.0f/s), %d with a login the target refused or "
-          "did not answer at once, the slowest %.2f s (%s); the target answered after every one"
-          % (n, el, n / el if el else 0, refused, slowest[0], slowest[1]))
+    print("%s: %d inputs in %.0f s (%.0f/s), %d with a connection the target refused or did "
+          "not answer at once, the slowest %.2f s (%s); the target answered a new login after "
+          "every one" % (name, n, el, n / el if el else 0, refused, slowest[0], slowest[1]))
     return 0
 
 
+def health(addr, port, answer_s):
+    c, why = connect_login(addr, port, 0, 0, 0x7F, answer_s)
+    if c:
+        c.close()
+    return why
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(replay("live_pdu", __doc__, play, health))
