@@ -514,31 +514,35 @@ err_free:
 	return rc;
 }
 
+/* The clients waiting, a few an event, until the backlog is empty (EAGAIN). */
 static void accept_cb(void *arg, uint32_t events)
 {
 	struct gw_ipc_server *s = arg;
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	int fd;
 
 	(void)events;
-	fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		int err = errno;
+	for (int i = 0; i < 16; i++) {
+		struct ucred cred;
+		socklen_t clen = sizeof(cred);
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (err == EAGAIN)
-			reactor_accept_idle(&s->guard);
-		else if (err != EINTR && !reactor_accept_failed(&s->guard, err))
-			GW_WARN(COMP, "accept on %s: %s", s->path, strerror(err));
-		return;
+		if (fd < 0) {
+			int err = errno;
+
+			if (err == EAGAIN)
+				reactor_accept_idle(&s->guard);
+			else if (err != EINTR && !reactor_accept_failed(&s->guard, err))
+				GW_WARN(COMP, "accept on %s: %s", s->path, strerror(err));
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+			GW_WARN(COMP, "client without peer credentials (%s): refused",
+				strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (gw_ipc_conn_add(s, fd, &cred))
+			close(fd);
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-		GW_WARN(COMP, "client without peer credentials (%s): refused", strerror(errno));
-		close(fd);
-		return;
-	}
-	if (gw_ipc_conn_add(s, fd, &cred))
-		close(fd);
 }
 
 /* ------------------------------------------------------------ server: start, stop */

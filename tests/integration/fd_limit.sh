@@ -6,10 +6,10 @@
 # accept() fails with EMFILE while the rest wait in the backlog. The daemon
 # must not spin on its listening socket (it used to call accept() again at
 # once, for ever, writing a warn line each time: a million lines in 3 s): the
-# log says so once, at warn, with what to do. Once the client lets go, the
-# backlog empties (a notice says after how long), a new initiator logs
-# in (iscsi-ls), its control socket answers (isergwctl status), and SIGTERM
-# stops it with exit 0.
+# log says so once, at warn, with what to do; the same for its control socket,
+# where an isergwctl status sent meanwhile waits and is answered once the
+# client lets go. Then the backlog empties (a notice says after how long), a
+# new initiator logs in (iscsi-ls), and SIGTERM stops it with exit 0.
 #
 #   fd_limit.sh --ctl PATH [--daemon PATH] [--scratch DIR] [--addr A] [--port P]
 set -uo pipefail
@@ -60,26 +60,47 @@ fail=0
 ok() { log "ok: $*"; }
 bad() { log "FAILED: $*"; fail=1; }
 
-python3 - "$ADDR" "$PORT" <<'PY' || bad "the client could not open its connections"
+rm -f "$SCRATCH/held"
+python3 - "$ADDR" "$PORT" "$SCRATCH/held" <<'PY' &
 import socket, sys, time
 held = []
 for _ in range(100):
     held.append(socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5))
+open(sys.argv[3], "w").close()
 time.sleep(3)
 for s in held:
     s.close()
 PY
+client=$!
+for _ in $(seq 100); do [ -e "$SCRATCH/held" ] && break; sleep 0.1; done
+[ -e "$SCRATCH/held" ] || bad "the client could not open its connections"
+# the control socket is out of descriptors too: its client waits, then is answered
+timeout 30 "$CTL" --socket "$SCRATCH/state/ctl.sock" status >"$SCRATCH/status.out" 2>&1 &
+status=$!
+wait "$client" || bad "the client failed"
 kill -0 "$T_PID" 2>/dev/null || bad "isergwd died"
-n=$(grep -c 'accept on tcp://' "$T_LOG")
+if wait "$status"; then
+	ok "isergwctl status, sent while out of descriptors, is answered once they are free"
+else
+	bad "isergwctl status sent while out of descriptors: $(tail -n 1 "$SCRATCH/status.out")"
+fi
+n=$(grep -c 'accept on .*ctl.sock: Too many open files' "$T_LOG")
+if [ "$n" -le 1 ] && grep -q "notice reactor: accept on .*ctl.sock: the backlog is empty again" "$T_LOG"
+then
+	ok "the control socket: $n warning, then $(grep -m1 -o 'the backlog is empty again.*' "$T_LOG")"
+else
+	bad "the control socket: $n warnings about accept, $(grep -c 'ctl.sock: the backlog' "$T_LOG") lines saying it is over"
+fi
+n=$(grep -c 'accept on tcp://.*Too many open files' "$T_LOG")
 if grep -q "warn   reactor: accept on tcp://$ADDR:$PORT: Too many open files: new connections wait" "$T_LOG" &&
 	[ "$n" -le 2 ]; then
-	ok "out of descriptors: $n lines about accept ($(grep -m1 'Too many open files' "$T_LOG" | cut -c26-))"
+	ok "out of descriptors: $n lines about the portal's accept ($(grep -m1 'Too many open files' "$T_LOG" | cut -c26-))"
 else
 	bad "out of descriptors: $n lines about accept (want the warning once), $(wc -l <"$T_LOG") lines in all"
 fi
-for _ in $(seq 50); do grep -q 'the backlog is empty again' "$T_LOG" && break; sleep 0.1; done
-grep -q "notice reactor: accept on tcp://$ADDR:$PORT: the backlog is empty again after" "$T_LOG" &&
-	ok "$(grep -m1 'backlog is empty again' "$T_LOG" | cut -c26-)" ||
+empty="notice reactor: accept on tcp://$ADDR:$PORT: the backlog is empty again after"
+for _ in $(seq 50); do grep -q "$empty" "$T_LOG" && break; sleep 0.1; done
+grep -q "$empty" "$T_LOG" && ok "$(grep -m1 "$empty" "$T_LOG" | cut -c26-)" ||
 	bad "no line says the backlog is empty again"
 if timeout 20 iscsi-ls "iscsi://$ADDR:$PORT" 2>&1 | grep -q 'iqn.2026-11.org.isergw:fdlimit'; then
 	ok "a new initiator is served afterwards"
