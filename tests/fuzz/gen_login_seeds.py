@@ -151,6 +151,14 @@ seeds = {
         rec(TEXT, 0x81) + rec(TEXT, 0x81) +
         rec(TEXT, 0x80, text("MaxRecvDataSegmentLength=512", "SendTargets=All")) +
         rec(TEXT, 0x81) + rec(TEXT, 0x83, text("SendTargets=All")),
+    # an InitiatorName with a newline and what would look like a log line after it,
+    # refused for its unknown target: the log line that names it stays one line
+    # (live.sh --kind login checks every line of the daemon's log)
+    "initiator-name-newline": bytes([0]) +
+        rec(LOGIN, fl(0, 1), text(I1 + "\n2026-11-28T00:00:00.000Z err    gateway: forged",
+                                  "SessionType=Normal",
+                                  "TargetName=iqn.2026-01.org.isergw:nonexistent",
+                                  "AuthMethod=None")),
 }
 
 

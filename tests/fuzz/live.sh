@@ -121,10 +121,10 @@ if [ "$stray" -gt 0 ]; then
 	grep -navE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (err|warn|notice|info|debug) +[a-z0-9-]+: ' "$T_LOG" | head -n 3 >&2
 	fail=1
 fi
-errs=$(grep -c ' err ' "$T_LOG")
+errs=$(grep -cE '^[^ ]+ err ' "$T_LOG")
 if [ "$errs" -gt 0 ]; then
 	log "FAILED: $errs err lines in $T_LOG:"
-	grep -m5 ' err ' "$T_LOG" >&2
+	grep -m5 -E '^[^ ]+ err ' "$T_LOG" >&2
 	fail=1
 fi
 log "isergwd's log: $(wc -l <"$T_LOG") lines, by level: $(awk '{print $2}' "$T_LOG" | sort | uniq -c | tr -s ' \n' ' ')"
