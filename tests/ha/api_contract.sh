@@ -79,7 +79,7 @@ rm -f "$OUT/tokens"
 AUTH="Authorization: Bearer $(cat "$OUT/admin.tok")"
 ha_cluster_up || bed_die "the cluster did not come up"
 _bed_spawn 1 api "$SCRATCH/n1/api.log" "$API" --listen 127.0.0.1:8080 --ha-socket /run/isergw/ha.sock \
-	--isergwd-socket /run/isergw/isergwd.sock --change-wait-ms 1500 --token-file "$OUT/tokens" \
+	--isergwd-socket /run/isergw/isergwd.sock --change-wait-ms 5000 --token-file "$OUT/tokens" \
 	--log-level info ||
 	bed_die "isergw-api did not start"
 bed_poll 20 "isergw-api answers" bed_exec 1 curl -sf -o /dev/null http://127.0.0.1:8080/healthz ||
