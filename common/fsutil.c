@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -153,4 +154,44 @@ int gw_write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int gw_open_regular(const char *path, int flags, struct stat *st)
+{
+	struct stat own;
+	int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fl;
+
+	if (!st)
+		st = &own;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -GW_ENOTREG;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && !(flags & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+const char *gw_file_kind(const struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a file";
+	}
 }

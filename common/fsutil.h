@@ -25,4 +25,19 @@ int gw_unix_connect(const char *path);
 /* Writes all n bytes to a blocking fd (EINTR retried): 0 or a negative errno. */
 int gw_write_all(int fd, const void *p, size_t n);
 
+/*
+ * Opens a file that must be a regular file, for reading (flags: O_RDONLY or
+ * O_RDWR and more; O_CLOEXEC is added) without waiting on what is not one: a
+ * FIFO would block open() until a writer comes, and a device can too, so the
+ * open is non-blocking and the check is on the open file (no race with a
+ * rename). Returns the fd (blocking again; *st filled when st is not NULL),
+ * -errno of open() or fstat(), or -GW_ENOTREG when it is not a regular file
+ * (*st then tells what it is).
+ */
+#define GW_ENOTREG EMEDIUMTYPE
+struct stat;
+int gw_open_regular(const char *path, int flags, struct stat *st);
+/* What st is, for a message: "a FIFO", "a directory", "a socket"... */
+const char *gw_file_kind(const struct stat *st);
+
 #endif

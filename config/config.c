@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "config/names.h"
 #include "config_priv.h"
@@ -679,20 +680,13 @@ int gw_config_load_file(const char *path, struct gw_config **out, char *err, siz
 	if (!path || !out)
 		return gw_errf(err, errlen, -EINVAL, "config: no file name");
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = gw_open_regular(path, O_RDONLY, &st);
+	if (fd == -GW_ENOTREG)
+		return gw_errf(err, errlen, -EINVAL, "%s: %s, not a regular file", path,
+			       gw_file_kind(&st));
 	if (fd < 0) {
-		rc = -errno;
-		gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-rc, ebuf, sizeof(ebuf)));
-		goto err_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = gw_errf(err, errlen, -EINVAL, "%s: not a regular file", path);
-		goto err_close;
+		gw_errf(err, errlen, -EINVAL, "%s: %s", path, strerror_r(-fd, ebuf, sizeof(ebuf)));
+		return fd;
 	}
 	if ((uint64_t)st.st_size > CFG_FILE_MAX) {
 		rc = gw_errf(err, errlen, -EINVAL, "%s: larger than %u bytes", path, CFG_FILE_MAX);

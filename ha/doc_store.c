@@ -118,20 +118,12 @@ static int read_doc_file(const char *path, char **out, char *err, size_t errlen)
 	int fd, rc;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		return gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		gw_errf(err, errlen, rc, "%s: %s", path, errstr(rc, ebuf, sizeof(ebuf)));
-		goto err_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = gw_errf(err, errlen, -EBADMSG, "%s: not a regular file", path);
-		goto err_close;
-	}
+	fd = gw_open_regular(path, O_RDONLY, &st);
+	if (fd == -GW_ENOTREG)
+		return gw_errf(err, errlen, -EBADMSG, "%s: %s, not a regular file", path,
+			       gw_file_kind(&st));
+	if (fd < 0)
+		return gw_errf(err, errlen, fd, "%s: %s", path, errstr(fd, ebuf, sizeof(ebuf)));
 	if ((uint64_t)st.st_size > (uint64_t)HA_DOC_MAX + 1) {
 		rc = gw_errf(err, errlen, -EBADMSG, "%s: larger than %u bytes", path, HA_DOC_MAX);
 		goto err_close;

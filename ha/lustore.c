@@ -139,16 +139,20 @@ int ha_lu_load(struct ha_sm *sm, const char *dir)
 	int fd, rc;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, LU_FILE);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = gw_open_regular(path, O_RDONLY, &sb);
+	if (fd == -GW_ENOTREG) {
+		GW_ERR(COMP, "%s: %s, not a regular file: ignored", path, gw_file_kind(&sb));
+		return -EINVAL;
+	}
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &sb) == 0 && sb.st_size == 0) {
+		return fd == -ENOENT ? 0 : fd;
+	if (sb.st_size == 0) {
 		/* an empty table packs to no bytes: no LU state, nothing parked */
 		close(fd);
 		GW_DEBUG(COMP, "%s: empty: no LU state stored", path);
 		return 0;
 	}
-	if (fstat(fd, &sb) < 0 || sb.st_size < 0 || (uint64_t)sb.st_size > LU_FILE_MAX) {
+	if ((uint64_t)sb.st_size > LU_FILE_MAX) {
 		close(fd);
 		GW_ERR(COMP, "%s: too large or unreadable: ignored", path);
 		return -EINVAL;

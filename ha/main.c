@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* isergw-ha: the isergw HA agent (docs/ha.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -8,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "store.h"
 #include "config/config.h"
 #include "common/daemon.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/notify.h"
 
@@ -129,21 +132,46 @@ static int set_opt(struct ha_opts *o, int id, const char *v)
 	}
 }
 
+/* The options file's bytes: at most this many */
+#define HA_OPTS_FILE_MAX (64u * 1024u)
+
 static int load_file(struct ha_opts *o, const char *path, bool must_exist)
 {
+	enum json_tokener_error jerr = json_tokener_success;
 	json_object *root;
-	int rc = 0;
+	struct stat st;
+	size_t got = 0;
+	char *text;
+	int fd, rc = 0;
 
-	if (access(path, R_OK) < 0) {
-		if (!must_exist && errno == ENOENT)
-			return 0;
-		GW_CFGERR("isergw-ha: %s: %s", path, strerror(errno));
-		return -errno;
+	/* a FIFO or a device would block or never end: a regular file only */
+	fd = gw_open_regular(path, O_RDONLY, &st);
+	if (fd == -GW_ENOTREG) {
+		GW_CFGERR("isergw-ha: %s: %s, not a regular file", path, gw_file_kind(&st));
+		return -EINVAL;
 	}
-	root = json_object_from_file(path);
+	if (fd < 0) {
+		if (!must_exist && fd == -ENOENT)
+			return 0;
+		GW_CFGERR("isergw-ha: %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	if ((uint64_t)st.st_size > HA_OPTS_FILE_MAX) {
+		close(fd);
+		GW_CFGERR("isergw-ha: %s: larger than %u bytes", path, HA_OPTS_FILE_MAX);
+		return -EINVAL;
+	}
+	rc = gw_config_read_fd(fd, (size_t)st.st_size, &text, &got);
+	close(fd);
+	if (rc) {
+		GW_CFGERR("isergw-ha: %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	root = json_tokener_parse_verbose(text, &jerr);
+	free(text);
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		GW_CFGERR("isergw-ha: %s: not a JSON object (%s)", path,
-			json_util_get_last_err() ? json_util_get_last_err() : "?");
+			  root ? "another JSON value" : json_tokener_error_desc(jerr));
 		json_object_put(root);
 		return -EINVAL;
 	}

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "isergwctl.h"
 
 #define ANSWER_MAX    (16u << 20)   /* an answer body, bytes */
@@ -567,16 +568,17 @@ static int load_token(struct client *cl, const char *path)
 	named = named || (path && path[0]);
 	if (!path || !path[0])
 		path = ISERGWCTL_TOKEN_DEFAULT;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		if (!named && errno == ENOENT)
-			return 0;
-		fprintf(stderr, "isergwctl: token file %s: %s\n", path, strerror(errno));
+	fd = gw_open_regular(path, O_RDONLY, &st);
+	if (fd == -GW_ENOTREG) {
+		fprintf(stderr, "isergwctl: token file %s: %s, not a regular file\n", path,
+			gw_file_kind(&st));
 		return ISERGWCTL_EXIT_AUTH;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "isergwctl: token file %s: not a regular file\n", path);
-		goto err_close;
+	if (fd < 0) {
+		if (!named && fd == -ENOENT)
+			return 0;
+		fprintf(stderr, "isergwctl: token file %s: %s\n", path, strerror(-fd));
+		return ISERGWCTL_EXIT_AUTH;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		fprintf(stderr, "isergwctl: token file %s is open to group or others (mode %04o): "

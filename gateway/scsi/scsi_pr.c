@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "scsi/scsi_internal.h"
@@ -325,19 +326,24 @@ void scsi_pr_export(struct scsi_lu *lu, struct shs_state *st)
 int scsi_pr_load(struct scsi_lu *lu)
 {
 	char line[512];
+	struct stat st;
 	FILE *f;
-	int lineno = 0, nregs = 0, rc = 0;
+	int fd, lineno = 0, nregs = 0, rc = 0;
 	struct pr_reg **byidx = NULL;
 
 	if (!lu->params.pr_path[0])
 		return 0;
-	f = fopen(lu->params.pr_path, "re");
+	/* a regular file only: opening a FIFO left there would wait for a writer */
+	fd = gw_open_regular(lu->params.pr_path, O_RDONLY, &st);
+	if (fd == -ENOENT)
+		return 0;
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
-		if (errno == ENOENT)
-			return 0;
-		rc = -errno;
+		rc = fd == -GW_ENOTREG ? -EINVAL : fd < 0 ? fd : -errno;
 		GW_ERR(SCSI_LOG, "lun %llu: cannot read %s: %s", (unsigned long long)lu->params.lun,
-		       lu->params.pr_path, strerror(errno));
+		       lu->params.pr_path, fd == -GW_ENOTREG ? gw_file_kind(&st) : strerror(-rc));
+		if (fd >= 0)
+			close(fd);
 		return rc;
 	}
 	while (fgets(line, sizeof(line), f)) {

@@ -332,19 +332,6 @@ static int read_fd(int fd, size_t max, char **buf, size_t *len)
 }
 
 /* What a file that is not a regular one is, for a log line. */
-static const char *file_kind(mode_t m)
-{
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISSOCK(m))
-		return "a socket";
-	if (S_ISCHR(m) || S_ISBLK(m))
-		return "a device";
-	return "not a regular file";
-}
-
 /*
  * Whether fd may be read: a regular file (a FIFO or a device would block
  * the reader, or never end), and, with secret, one that only its owner can
@@ -359,7 +346,7 @@ static int check_file(int fd, const char *path, bool secret, char *err, size_t e
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: %s, not a regular file", path, file_kind(st.st_mode));
+		snprintf(err, errlen, "%s: %s, not a regular file", path, gw_file_kind(&st));
 		return -EPERM;
 	}
 	if (!secret)

@@ -918,14 +918,13 @@ static int sa_read(const char *path, char **text, size_t *len)
 	char *b;
 	ssize_t n;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int fd = gw_open_regular(path, O_RDONLY, &st);
 
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SA_FILE_MAX) {
-		rc = fstat(fd, &st) < 0 ? -errno : -EFBIG;
+		return fd;
+	if ((uint64_t)st.st_size > SA_FILE_MAX) {
 		close(fd);
-		return rc;
+		return -EFBIG;
 	}
 	b = malloc((size_t)st.st_size + 1);
 	if (!b) {
@@ -1151,7 +1150,8 @@ static void sa_run(struct job *j)
 	rc = sa_read(path, &text, &len);
 	if (rc) {
 		sa_unlock(lockfd);
-		finish_code(j, 503, "cannot read the configuration %s: %s", path, strerror(-rc));
+		finish_code(j, 503, "cannot read the configuration %s: %s", path,
+			    rc == -GW_ENOTREG ? "not a regular file" : strerror(-rc));
 		return;
 	}
 	gen = sa_digest(text, len);

@@ -6,18 +6,20 @@
 # ($JOURNAL_STREAM names the file's device and inode), so every line carries
 # its syslog priority ("<3>" for err) as journald would store it.
 #
-#   1. isergwd: a broken file, a missing file, an unknown option, a LUN file
+#   1. isergwd: a broken file, a missing file, an unknown option, a FIFO
+#      where the file should be (refused at once, not waited on), a LUN file
 #      that is not there, a portal whose port another program holds: exit 78 (EX_CONFIG, the units'
 #      RestartPreventExitStatus=), the error once at err ("address in use",
 #      never "waiting for its address").
 #   2. the unit's ExecReload= command line, taken from deploy/systemd/
 #      isergwd.service (isergwd's path mapped to the build): with a good file
-#      it exits 0; with a broken file it fails, the daemon goes on serving the
+#      it exits 0; with a broken file (or a FIFO) it fails, the daemon goes on serving the
 #      configuration it had and logs the error once at err; a reload adding a
 #      portal whose port is in use is applied with that portal waiting, logged
 #      at err, "degraded" in sd_notify's STATUS= (a NOTIFY_SOCKET of the
 #      test's) and in `isergwctl status`; once the port is free it listens.
-#   3. isergw-ha: an unknown option, a broken --config file: exit 78, one err.
+#   3. isergw-ha: an unknown option, a broken --config file, a FIFO as it:
+#      exit 78, one err.
 #   4. isergw-api: an unknown option, a token file others can read, a missing
 #      TLS key file: exit 78, one err line.
 #   5. every program (isergwd, isergw-ha, isergw-api, isergwctl) answers
@@ -139,6 +141,10 @@ rc=$(as_journal "$SCRATCH/missing.out" "$ISERGWD" --config "$SCRATCH/no-such.jso
 refused "isergwd, a missing file" "$SCRATCH/missing.out" "$rc" "no-such.json"
 rc=$(as_journal "$SCRATCH/opt.out" "$ISERGWD" --no-such-option)
 refused "isergwd, an unknown option" "$SCRATCH/opt.out" "$rc" "--no-such-option"
+# a FIFO where the file should be: refused at once (open() used to wait for a writer)
+rm -f "$SCRATCH/fifo.json" && mkfifo "$SCRATCH/fifo.json"
+rc=$(as_journal "$SCRATCH/fifo.out" "$ISERGWD" --config "$SCRATCH/fifo.json")
+refused "isergwd, a FIFO as its file" "$SCRATCH/fifo.out" "$rc" "fifo.json: a FIFO, not a regular file"
 
 write_config "tcp://$ADDR:$PORT"
 sed 's|"path": "[^"]*", "size": "16M"|"path": "'"$SCRATCH"'/no-such-dir/lun.img"|' "$CFG" >"$SCRATCH/nolun.json"
@@ -231,6 +237,11 @@ refused_reload "a file that is not JSON" "isergwd.json: line 1"
 write_config "tcp://$ADDR:$PORT" "tcp://$ADDR2:$PORT2"
 sed -i 's/"size": "16M"/"size": "16M", "block_size": 1000/' "$CFG"
 refused_reload "an invalid block_size" "block_size"
+rm -f "$CFG" && mkfifo "$CFG"
+refused_reload "a FIFO as its file" "isergwd.json: a FIFO, not a regular file"
+rm -f "$CFG"
+write_config "tcp://$ADDR:$PORT" "tcp://$ADDR2:$PORT2"
+sed -i 's/"size": "16M"/"size": "16M", "block_size": 1000/' "$CFG"
 if target_alive "$pid" && port_open "$ADDR" "$PORT" && ! port_open "$ADDR2" "$PORT2"; then
 	ok "isergwd serves the configuration it had"
 else
@@ -281,6 +292,11 @@ if [ -n "$HA" ]; then
 	rc=$(as_journal "$SCRATCH/ha-val.out" "$HA" --config "$SCRATCH/ha.json" \
 		--state-dir "$SCRATCH/ha-state")
 	refused "isergw-ha, a value out of range in --config" "$SCRATCH/ha-val.out" "$rc" "lease-ms"
+	rm -f "$SCRATCH/ha-fifo.json" && mkfifo "$SCRATCH/ha-fifo.json"
+	rc=$(as_journal "$SCRATCH/ha-fifo.out" "$HA" --config "$SCRATCH/ha-fifo.json" \
+		--state-dir "$SCRATCH/ha-state")
+	refused "isergw-ha, a FIFO as its --config" "$SCRATCH/ha-fifo.out" "$rc" \
+		"ha-fifo.json: a FIFO, not a regular file"
 fi
 
 # ---- 4. isergw-api
