@@ -179,7 +179,11 @@ req 412 PATCH "/targets/$T" '{"alias": "sa4"}' -H "If-Match: $etag"
 # ---- 4.
 rm -f "$SCRATCH/go"
 mkfifo "$SCRATCH/go"
-"$PROBE" "iscsi://host%$S_HOST@$ADDR:$PORT/$T/0" "$HOST" <>"$SCRATCH/go" >"$SCRATCH/probe.out" 2>"$SCRATCH/probe.err" &
+# emptied here, not by a redirection of the background job (which runs later):
+# the wait below must not find the "ready" of an earlier probe
+: >"$SCRATCH/probe.out"
+: >"$SCRATCH/probe.err"
+"$PROBE" "iscsi://host%$S_HOST@$ADDR:$PORT/$T/0" "$HOST" <>"$SCRATCH/go" >>"$SCRATCH/probe.out" 2>>"$SCRATCH/probe.err" &
 PROBE_PID=$!
 wait_log "$SCRATCH/probe.out" '^ready$' 20 || bad "grow_probe did not log in: $(cat "$SCRATCH/probe.err")"
 req 422 PATCH "/targets/$T/luns/0" '{"size": "2M"}'
@@ -202,7 +206,11 @@ log "grow_probe: ${out[*]} (exit $rc)"
 	bad "grow_probe: ${out[*]} (exit $rc) $(cat "$SCRATCH/probe.err")"
 
 # ---- 5.
-"$PROBE" "iscsi://host%$S_HOST@$ADDR:$PORT/$T/0" "$HOST" <>"$SCRATCH/go" >"$SCRATCH/probe.out" 2>"$SCRATCH/probe.err" &
+# emptied here, not by a redirection of the background job (which runs later):
+# the wait below must not find the "ready" of an earlier probe
+: >"$SCRATCH/probe.out"
+: >"$SCRATCH/probe.err"
+"$PROBE" "iscsi://host%$S_HOST@$ADDR:$PORT/$T/0" "$HOST" <>"$SCRATCH/go" >>"$SCRATCH/probe.out" 2>>"$SCRATCH/probe.err" &
 PROBE_PID=$!
 wait_log "$SCRATCH/probe.out" '^ready$' 20 || bad "grow_probe did not log in again"
 req 200 GET /sessions

@@ -85,8 +85,12 @@ hup() {
 write_config 4M
 config_start grow "$CFG" "$ADDR:$PORT" || die "isergwd did not start"
 mkfifo "$SCRATCH/go" || die "cannot make a fifo"
+# emptied here, not by the redirection below: that runs in the background
+# child, and the wait could first read the "ready" of an earlier run
+: >"$SCRATCH/probe.out"
+: >"$SCRATCH/probe.err"
 # read-write: opening the fifo does not wait for a writer
-"$PROBE" "iscsi://$ADDR:$PORT/$G/0" <>"$SCRATCH/go" >"$SCRATCH/probe.out" 2>"$SCRATCH/probe.err" &
+"$PROBE" "iscsi://$ADDR:$PORT/$G/0" <>"$SCRATCH/go" >>"$SCRATCH/probe.out" 2>>"$SCRATCH/probe.err" &
 PROBE_PID=$!
 wait_log "$SCRATCH/probe.out" '^ready$' 20 || die "grow_probe did not log in: $(cat "$SCRATCH/probe.err")"
 [ "$(head -n 1 "$SCRATCH/probe.out")" = "capacity 8192" ] && pass "LUN 0 starts at 8192 blocks" ||

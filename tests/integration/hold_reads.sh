@@ -36,7 +36,7 @@ done
 [ -n "$SCRATCH" ] || die "--scratch DIR required"
 command -v iscsi-inq >/dev/null || die "iscsi-inq (libiscsi-bin) is needed"
 mkdir -p "$SCRATCH/state"
-rm -f "$SCRATCH"/*.img "$SCRATCH"/*.log
+rm -f "$SCRATCH"/*.img "$SCRATCH"/*.log "$SCRATCH/stuck.ready"
 CFG=$SCRATCH/isergwd.json
 cat >"$CFG" <<JSON
 {

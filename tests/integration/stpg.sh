@@ -118,7 +118,11 @@ trap 'stop_watchers; lib_cleanup 2>/dev/null' EXIT
 start_watcher() {
 	local name=$1 sock=$2
 	shift 2
-	"$CTL" -s "$sock" --json watch "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
+	# emptied first: the background job's own redirection runs later, and the
+	# wait must not find an earlier run's line
+	: >"$SCRATCH/$name.out"
+	: >"$SCRATCH/$name.err"
+	"$CTL" -s "$sock" --json watch "$@" >>"$SCRATCH/$name.out" 2>>"$SCRATCH/$name.err" &
 	WATCHERS+=($!)
 	if ! wait_log "$SCRATCH/$name.err" '^isergwctl: watching ' 30; then
 		log "watcher $name did not subscribe: $(cat "$SCRATCH/$name.err")"
