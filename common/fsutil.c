@@ -27,8 +27,17 @@ int gw_mkdir_p(const char *path)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(buf, 0700) < 0) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return -errno;
+		/* there already: a directory (or a link to one), not a file in its place */
+		if (stat(buf, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
 	return 0;
 }
 

@@ -4,7 +4,8 @@
 
 /*
  * Creates a directory and its missing parents with mode 0700 (like mkdir -p);
- * existing ones are left as they are. 0 or a negative errno.
+ * existing ones are left as they are. 0 or a negative errno (-ENOTDIR when
+ * path is there but is no directory).
  */
 int gw_mkdir_p(const char *path);
 /* The same for the directory that holds path (nothing when it has none). */

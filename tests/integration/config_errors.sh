@@ -7,7 +7,8 @@
 # its syslog priority ("<3>" for err) as journald would store it.
 #
 #   1. isergwd: a broken file, a missing file, an unknown option, a FIFO
-#      where the file should be (refused at once, not waited on), a LUN file
+#      where the file should be (refused at once, not waited on), a file
+#      where its state directory should be, a LUN file
 #      that is not there, a portal whose port another program holds: exit 78 (EX_CONFIG, the units'
 #      RestartPreventExitStatus=), the error once at err ("address in use",
 #      never "waiting for its address").
@@ -147,6 +148,12 @@ rc=$(as_journal "$SCRATCH/fifo.out" "$ISERGWD" --config "$SCRATCH/fifo.json")
 refused "isergwd, a FIFO as its file" "$SCRATCH/fifo.out" "$rc" "fifo.json: a FIFO, not a regular file"
 
 write_config "tcp://$ADDR:$PORT"
+# a file where the state directory should be: one err line, not one per LUN
+: >"$SCRATCH/state-file"
+sed 's|"state_dir": "[^"]*"|"state_dir": "'"$SCRATCH"'/state-file"|' "$CFG" >"$SCRATCH/statefile.json"
+rc=$(as_journal "$SCRATCH/statefile.out" "$ISERGWD" --config "$SCRATCH/statefile.json")
+refused "isergwd, a file as its state_dir" "$SCRATCH/statefile.out" "$rc" \
+	"state directory .*state-file: Not a directory"
 sed 's|"path": "[^"]*", "size": "16M"|"path": "'"$SCRATCH"'/no-such-dir/lun.img"|' "$CFG" >"$SCRATCH/nolun.json"
 rc=$(as_journal "$SCRATCH/nolun.out" "$ISERGWD" --config "$SCRATCH/nolun.json")
 refused "isergwd, a LUN file that is not there (no size to create it)" "$SCRATCH/nolun.out" "$rc" \
