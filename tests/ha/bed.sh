@@ -316,6 +316,9 @@ bed_up() {
 	bed_down_quiet
 	rm -rf "${SCRATCH:?}"/n[0-9] "$SCRATCH/be" "$BED_SHARED"
 	mkdir -p "$BED_SHARED" "$SCRATCH/be/run" "$SCRATCH/be/shm" "$SCRATCH/be/pids"
+	# this run's namespaces only: an earlier run's were checked when it went down,
+	# and the kernel may have given their inode numbers to another bed since
+	BED_NS_INODES=()
 	for ns in $(_bed_all_ns); do
 		ip netns add "$ns" || { bed_log "ip netns add $ns failed"; return 1; }
 		ip -n "$ns" link set lo up || return 1
@@ -607,12 +610,18 @@ bed_down() {
 # namespaces this run created (by inode), no mount of ours in this mount
 # namespace, no process naming our scratch directory or anchors.
 bed_check_clean() {
-	local ns ino p left=0 line
+	local ns ino p left=0 line others=()
 	for ns in $(_bed_all_ns); do
 		if _bed_ns_exists "$ns"; then bed_log "namespace $ns still exists"; left=1; fi
 	done
+	# our namespaces are deleted: an inode of ours that names a namespace in
+	# /run/netns now is another bed's (ctest -j), which the kernel gave it again
+	for ns in /run/netns/*; do
+		[ -e "$ns" ] && others+=("$(stat -L -c %i "$ns" 2>/dev/null)")
+	done
 	for p in /proc/[0-9]*; do
 		ino=$(stat -L -c %i "$p/ns/net" 2>/dev/null) || continue
+		[[ " ${others[*]} " == *" $ino "* ]] && continue
 		for ns in "${BED_NS_INODES[@]}"; do
 			if [ "$ino" = "$ns" ]; then
 				bed_log "process ${p#/proc/} still in one of the bed's namespaces: $(tr '\0' ' ' <"$p/cmdline")"
