@@ -149,16 +149,31 @@ static const char *text_why(const char *s, size_t len, size_t max, bool empty_ok
 		snprintf(buf, buflen, "longer than %zu bytes", max);
 		return buf;
 	}
+	size_t i = gw_utf8_control_at(s, len);
+
+	if (i < len) {
+		gw_utf8_next(u, len, i, &cp);
+		snprintf(buf, buflen, "control character U+%04X at byte %zu", (unsigned int)cp, i);
+		return buf;
+	}
+	return NULL;
+}
+
+size_t gw_utf8_control_at(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t cp;
+
 	for (size_t i = 0; i < len;) {
 		size_t k = gw_utf8_next(u, len, i, &cp);
 
-		if (is_control(cp)) {
-			snprintf(buf, buflen, "control character U+%04X at byte %zu", (unsigned int)cp, i);
-			return buf;
-		}
+		if (!k)
+			return len;     /* not UTF-8: the caller checked it is */
+		if (is_control(cp))
+			return i;
 		i += k;
 	}
-	return NULL;
+	return len;
 }
 
 int gw_name_check(enum gw_name_kind kind, const char *s, size_t len, char *msg, size_t msglen)

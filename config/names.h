@@ -51,6 +51,11 @@ int gw_name_check(enum gw_name_kind kind, const char *s, size_t len, char *msg, 
  * offset of the first byte that is not.
  */
 bool gw_utf8_valid(const char *s, size_t len, size_t *bad);
+/*
+ * The offset of the first control character (U+0000..U+001F, U+007F..U+009F)
+ * in s, valid UTF-8 of len bytes; len when it has none.
+ */
+size_t gw_utf8_control_at(const char *s, size_t len);
 
 /* gw_utf8_next: common/utf8.h */
 

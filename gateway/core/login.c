@@ -250,6 +250,12 @@ static int login_identity(struct iscsi_login *l, struct fail *f)
 	if (!gw_utf8_valid(iname, strlen(iname), &bad))
 		return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
 				"InitiatorName is not UTF-8 (byte %zu)", bad);
+	/* nor a name with a control character (RFC 3722 prohibits them): a newline or an
+	 * escape sequence would reach isergwctl's tables and the sessions' listings */
+	bad = gw_utf8_control_at(iname, strlen(iname));
+	if (bad < strlen(iname))
+		return set_fail(f, ISCSI_LOGIN_STATUS_INIT_ERR, ISCSI_LOGIN_DETAIL_INIT_ERR,
+				"InitiatorName has a control character (byte %zu)", bad);
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
 
 	if (!stype || strcmp(stype, "Normal") == 0)

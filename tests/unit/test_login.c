@@ -898,6 +898,13 @@ static void test_identity_failures(void **state)
 	assert_true(log_has("InitiatorName is not UTF-8 (byte 18)"));
 	lt_end(&t);
 
+	/* nor one with a control character (RFC 3722): an escape sequence in isergwctl's table */
+	lt_start(&t, GW_TRANSPORT_TCP);
+	r = SEND(&t, FL(1, 0, 1, 3), "InitiatorName=iqn.2026-11.org.x:\x1b[2J", "TargetName=" T0);
+	assert_fail(&t, r, ISCSI_LOGIN_DETAIL_INIT_ERR);
+	assert_true(log_has("InitiatorName has a control character (byte 18)"));
+	lt_end(&t);
+
 	lt_start(&t, GW_TRANSPORT_TCP);
 	r = SEND(&t, FL(1, 0, 1, 3), "InitiatorName=" INAME, "SessionType=Boot");
 	assert_fail(&t, r, ISCSI_LOGIN_DETAIL_SESSION_TYPE);
