@@ -151,13 +151,17 @@ seeds = {
         rec(TEXT, 0x81) + rec(TEXT, 0x81) +
         rec(TEXT, 0x80, text("MaxRecvDataSegmentLength=512", "SendTargets=All")) +
         rec(TEXT, 0x81) + rec(TEXT, 0x83, text("SendTargets=All")),
-    # an InitiatorName with a newline and what would look like a log line after it,
-    # refused for its unknown target: the log line that names it stays one line
-    # (live.sh --kind login checks every line of the daemon's log)
-    "initiator-name-newline": bytes([0]) +
-        rec(LOGIN, fl(0, 1), text(I1 + "\n2026-11-28T00:00:00.000Z err    gateway: forged",
-                                  "SessionType=Normal",
-                                  "TargetName=iqn.2026-01.org.isergw:nonexistent",
+    # a TargetName with a newline and what would look like a log line after it, refused
+    # as an unknown target: the log line that names it stays one line (live.sh --kind
+    # login checks every line of the daemon's log); an InitiatorName with a control
+    # character is refused before it is named
+    "name-newline": bytes([0]) +
+        rec(LOGIN, fl(0, 1), text(I1, "SessionType=Normal",
+                                  "TargetName=iqn.2026-01.org.isergw:none\n"
+                                  "2026-11-28T00:00:00.000Z err    gateway: forged",
+                                  "AuthMethod=None")) +
+        rec(CLOSE, 0) +
+        rec(LOGIN, fl(0, 1), text(I1 + "\x1b[2J", "SessionType=Normal", OPENT,
                                   "AuthMethod=None")),
 }
 
