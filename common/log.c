@@ -158,3 +158,25 @@ int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	}
 	return rc;
 }
+
+uint64_t gw_log_window_roll(struct gw_log_window *w, uint64_t now_ms, uint32_t window_ms)
+{
+	uint64_t quiet = w->quiet;
+
+	if (now_ms - w->start_ms < window_ms)
+		return 0;
+	w->start_ms = now_ms;
+	w->n = 0;
+	w->quiet = 0;
+	return quiet;
+}
+
+bool gw_log_window_take(struct gw_log_window *w, uint32_t max)
+{
+	if (w->n < max) {
+		w->n++;
+		return true;
+	}
+	w->quiet++;
+	return false;
+}

@@ -16,7 +16,9 @@
 #define ISERGW_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum gw_log_level {
 	GW_LOG_ERR = 0,
@@ -37,6 +39,20 @@ int gw_log_parse_level(const char *s, enum gw_log_level *out);
  */
 void gw_log(enum gw_log_level lvl, const char *comp, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * A window of rate-limited lines: at most max lines in window_ms, the rest
+ * counted. gw_log_window_roll starts a new window once the current one has
+ * ended and returns the count it held back (0: none, or not ended yet), for
+ * the caller's own "N more lines ..." notice; gw_log_window_take says whether
+ * a line may be written now (else it is counted). Not locked: the caller's.
+ */
+struct gw_log_window {
+	uint64_t start_ms;      /* the window's start */
+	uint32_t n;             /* lines written in it */
+	uint64_t quiet;         /* lines held back in it */
+};
+uint64_t gw_log_window_roll(struct gw_log_window *w, uint64_t now_ms, uint32_t window_ms);
+bool gw_log_window_take(struct gw_log_window *w, uint32_t max);
 /* msg escaped as gw_log writes it into out (cap > 0): its length (cut at cap - 1). */
 size_t gw_log_escape(const char *msg, char *out, size_t cap);
 /*

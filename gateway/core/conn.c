@@ -4,6 +4,7 @@
  * Logout, Text, Reject, and teardown.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,34 +89,22 @@ void iscsi_conn_put(struct iscsi_conn *c)
 	}
 }
 
-/* The count of the lines about c's PDUs that its window did not write. */
-static void conn_log_quiet(struct iscsi_conn *c, bool closing)
+/* The count of the lines about c's PDUs that its window held back (when it ends). */
+static void conn_log_quiet(struct iscsi_conn *c, uint64_t quiet, bool closing)
 {
-	if (c->log_quiet && closing)
-		GW_NOTICE(COMP, "%s (%s): %u more lines about its PDUs not written before it "
-			  "closed", c->peer, c->sess ? c->sess->initiator : "login", c->log_quiet);
-	else if (c->log_quiet)
-		GW_NOTICE(COMP, "%s (%s): %u more lines about its PDUs not written in %u s",
-			  c->peer, c->sess ? c->sess->initiator : "login", c->log_quiet,
-			  ISCSI_CONN_LOG_S);
-	c->log_quiet = 0;
+	if (quiet && closing)
+		GW_NOTICE(COMP, "%s (%s): %" PRIu64 " more lines about its PDUs not written before "
+			  "it closed", c->peer, c->sess ? c->sess->initiator : "login", quiet);
+	else if (quiet)
+		GW_NOTICE(COMP, "%s (%s): %" PRIu64 " more lines about its PDUs not written in %u s",
+			  c->peer, c->sess ? c->sess->initiator : "login", quiet, ISCSI_CONN_LOG_S);
 }
 
 bool iscsi_conn_log_room(struct iscsi_conn *c)
 {
-	uint64_t now = reactor_now_us();
-
-	if (now - c->log_win_us >= ISCSI_CONN_LOG_S * 1000000ull) {
-		conn_log_quiet(c, false);
-		c->log_win_us = now;
-		c->log_n = 0;
-	}
-	if (c->log_n < ISCSI_CONN_LOG_LINES) {
-		c->log_n++;
-		return true;
-	}
-	c->log_quiet++;
-	return false;
+	conn_log_quiet(c, gw_log_window_roll(&c->log, reactor_now_us() / 1000,
+					     ISCSI_CONN_LOG_S * 1000), false);
+	return gw_log_window_take(&c->log, ISCSI_CONN_LOG_LINES);
 }
 
 static bool conn_text_log_room(void *ctx)
@@ -127,7 +116,7 @@ static void conn_free_now(void *arg)
 {
 	struct iscsi_conn *c = arg;
 
-	conn_log_quiet(c, true);
+	conn_log_quiet(c, c->log.quiet, true);
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
 	reactor_timer_cancel(c->reactor, &c->logout_timer);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/log.h"
 #include "core/counters.h"
 #include "core/iscsi_spec.h"
 #include "core/login.h"
@@ -231,9 +232,7 @@ struct iscsi_conn {
 	struct reactor_timer logout_timer; /* drop unless the initiator logs out as asked */
 	uint16_t logout_grace_s;
 	/* lines about its PDUs: ISCSI_CONN_LOG_LINES a window (iscsi_conn_log_room) */
-	uint64_t log_win_us;            /* the window's start */
-	uint32_t log_n;                 /* written in it */
-	uint32_t log_quiet;             /* not written in it */
+	struct gw_log_window log;
 };
 
 enum iscsi_task_state {

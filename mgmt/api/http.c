@@ -87,9 +87,7 @@ struct api_conns {
 	uint64_t evicted, refused;      /* since the last log line */
 	uint64_t log_ms;                /* of that line */
 	/* connections closed without a request: one line each, CONN_NOREQ_LINES a window */
-	uint64_t noreq_ms;              /* the window's start */
-	uint32_t noreq_n;               /* logged in it */
-	uint64_t noreq_quiet;           /* not logged in it */
+	struct gw_log_window noreq;
 };
 
 struct api_http {
@@ -100,9 +98,7 @@ struct api_http {
 	size_t tls_key_len;
 	/* lines about what one peer did: CONN_NOREQ_LINES a CONN_LOG_MS (mhd_log_room) */
 	pthread_mutex_t peer_mu;        /* never held while calling libmicrohttpd */
-	uint64_t peer_ms;               /* the window's start */
-	uint32_t peer_n;                /* written in it */
-	uint64_t peer_quiet;            /* not written in it */
+	struct gw_log_window peer;
 };
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string) */
@@ -828,15 +824,12 @@ static void conn_log_limits(struct api_conns *t, uint64_t now, const char *last)
 /* The count of the connections closed without a request not logged one by one. */
 static void conn_log_noreq_quiet(struct api_conns *t, uint64_t now)
 {
-	if (now - t->noreq_ms < CONN_LOG_MS)
-		return;
-	if (t->noreq_quiet)
+	uint64_t quiet = gw_log_window_roll(&t->noreq, now, CONN_LOG_MS);
+
+	if (quiet)
 		GW_NOTICE(COMP, "%" PRIu64 " more connections closed without a request "
 			  "that could be answered in %u s (not logged one by one)",
-			  t->noreq_quiet, CONN_LOG_MS / 1000);
-	t->noreq_ms = now;
-	t->noreq_n = 0;
-	t->noreq_quiet = 0;
+			  quiet, CONN_LOG_MS / 1000);
 }
 
 /*
@@ -848,15 +841,12 @@ static void conn_log_noreq_quiet(struct api_conns *t, uint64_t now)
  */
 static void peer_log_quiet(struct api_http *h, uint64_t now)
 {
-	if (now - h->peer_ms < CONN_LOG_MS)
-		return;
-	if (h->peer_quiet)
+	uint64_t quiet = gw_log_window_roll(&h->peer, now, CONN_LOG_MS);
+
+	if (quiet)
 		GW_NOTICE(COMP, "%" PRIu64 " more lines about single connections (refused, "
-			  "closed or reset half-way) not written in %u s", h->peer_quiet,
+			  "closed or reset half-way) not written in %u s", quiet,
 			  CONN_LOG_MS / 1000);
-	h->peer_ms = now;
-	h->peer_n = 0;
-	h->peer_quiet = 0;
 }
 
 /* Whether a line about one peer may be written now (else it is counted). */
@@ -869,11 +859,7 @@ static bool peer_log_room(struct api *a)
 		return true;    /* libmicrohttpd starting or stopping */
 	pthread_mutex_lock(&h->peer_mu);
 	peer_log_quiet(h, gw_now_ms());
-	room = h->peer_n < CONN_NOREQ_LINES;
-	if (room)
-		h->peer_n++;
-	else
-		h->peer_quiet++;
+	room = gw_log_window_take(&h->peer, CONN_NOREQ_LINES);
 	pthread_mutex_unlock(&h->peer_mu);
 	return room;
 }
@@ -1070,11 +1056,9 @@ static int reserve_refuse(struct api *a, struct MHD_Connection *c, struct api_re
 static void conn_log_noreq(struct api_conns *t, const struct api_conn *k)
 {
 	conn_log_noreq_quiet(t, gw_now_ms());
-	if (t->noreq_n++ < CONN_NOREQ_LINES)
+	if (gw_log_window_take(&t->noreq, CONN_NOREQ_LINES))
 		GW_NOTICE(COMP, "connection from %s closed without a request that could be "
 			  "answered (malformed, too large, or none sent)", k->peer);
-	else
-		t->noreq_quiet++;
 }
 
 /*
