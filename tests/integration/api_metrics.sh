@@ -174,7 +174,9 @@ expect "isergw_connections tcp" "$(metric "$SCRATCH/m2.txt" 'isergw_connections{
 expect "isergw_sessions iser" "$(metric "$SCRATCH/m2.txt" 'isergw_sessions{transport="iser",type="normal"}')" 0
 kill -TERM "$HOLD_PID"
 wait "$HOLD_PID"
-expect "hold client ended cleanly" "$?" 0
+rc=$?
+expect "hold client ended cleanly" "$rc" 0
+[ "$rc" -eq 0 ] || sed 's/^/hold client: /' "$SCRATCH/hold.out" >&2
 _lib_forget "$HOLD_PID"
 
 # ---- HTTP: HEAD, 404, 405, malformed requests

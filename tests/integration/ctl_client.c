@@ -33,13 +33,13 @@
 
 #define XFER 4096u
 
-static volatile sig_atomic_t stop;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
+/*
+ * hold mode ends on SIGTERM or SIGINT. Both stay blocked and are taken with
+ * sigtimedwait() between commands: a handler run asynchronously could
+ * interrupt free() inside a sanitizer's runtime (ThreadSanitizer's can fail
+ * its own checks then and exit 66), and libiscsi's waits never see EINTR.
+ */
+static sigset_t term_set;
 
 static void usage(void) __attribute__((noreturn));
 
@@ -138,12 +138,14 @@ static int mode_hold(struct iscsi_context *iscsi, int lun)
 
 	printf("hold: logged in\n");
 	fflush(stdout);
-	while (!stop) {
-		struct scsi_task *t = iscsi_read10_sync(iscsi, lun, 0, 512, 512, 0, 0, 0, 0, 0);
+	for (;;) {
+		struct scsi_task *t;
 
+		/* a READ every 20 ms until SIGTERM or SIGINT is pending */
+		if (sigtimedwait(&term_set, NULL, &pause) >= 0)
+			break;
+		t = iscsi_read10_sync(iscsi, lun, 0, 512, 512, 0, 0, 0, 0, 0);
 		if (!t) {
-			if (stop)
-				break;
 			printf("hold: connection lost after %lu commands (%s)\n", n,
 			       iscsi_get_error(iscsi));
 			fflush(stdout);
@@ -154,7 +156,6 @@ static int mode_hold(struct iscsi_context *iscsi, int lun)
 		else if (!is_ua(t))
 			errors++;
 		scsi_free_scsi_task(t);
-		nanosleep(&pause, NULL);
 	}
 	printf("hold: %lu commands, %lu errors\n", n, errors);
 	return errors ? 1 : 0;
@@ -226,7 +227,6 @@ int main(int argc, char **argv)
 	unsigned int reads = 0, writes = 0, luns = 1;
 	struct iscsi_context *iscsi;
 	struct iscsi_url *iu;
-	struct sigaction sa;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -242,10 +242,12 @@ int main(int argc, char **argv)
 	}
 	if (!url || !mode)
 		usage();
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_term;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&term_set);
+	sigaddset(&term_set, SIGTERM);
+	sigaddset(&term_set, SIGINT);
+	/* hold: a signal sent before the login is taken after it */
+	if (strcmp(mode, "hold") == 0)
+		sigprocmask(SIG_BLOCK, &term_set, NULL);
 	iscsi = iscsi_create_context(initiator);
 	if (!iscsi)
 		return 1;
