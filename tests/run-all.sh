@@ -24,8 +24,9 @@
 # label too (the HA bed's isergw-api tests, in the host's namespaces), after
 # the rest. The trees go under $ISERGW_BUILD_ROOT when set (default: the
 # source tree). -L is passed to ctest in every tree (the sanitizer trees still
-# keep to their labels). Prints the time per label and one summary line per
-# tree, and exits non-zero if anything failed to configure, build or pass.
+# keep to their labels). Prints the time per label, each tree's 8 slowest
+# tests and one summary line per tree, and exits non-zero if anything failed
+# to configure, build or pass.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--no-tsan) tsan=0; shift ;;
 	--tsan) tsan=1; tsan_api=1; tsan_all=1; shift ;;
 	--no-build) build=0; shift ;;
-	-h|--help) sed -n '4,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,29p' "$0"; exit 0 ;;
 	*) echo "run-all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -107,6 +108,13 @@ test_tree() {
 		}
 		END { for (l in sum) printf "run-all: %s: label %-12s %3d tests %7.0f s\n", tree, l, n[l], sum[l] }' \
 		"$log" | sort >>"$out/labels"
+	# the slowest tests of the tree, for the summary (what to trim first)
+	awk -v tree="$name" '
+		/ Test +#[0-9]+: / {
+			for (i = 1; i <= NF; i++) if ($i ~ /^#[0-9]+:$/) { t = $(i + 1); break }
+			for (i = NF; i > 0; i--) if ($i == "sec") { s = $(i - 1); break }
+			printf "%8.0f s  %s: %s\n", s, tree, t
+		}' "$log" | sort -rn | head -n 8 >>"$out/slowest"
 	if [ "$rc" -ne 0 ]; then
 		failed=$(grep -v '(Disabled)' "$log" | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | paste -sd' ')
 		say "$name" "FAILED: $line${failed:+ [$failed]} ($((SECONDS - t0)) s of tests)"
@@ -192,6 +200,9 @@ grep -q FAILED "$out/summary" 2>/dev/null && status=1
 echo
 echo "=== time per label (sum of its tests' times) ==="
 cat "$out/labels" 2>/dev/null
+echo
+echo "=== the slowest tests of each tree ==="
+cat "$out/slowest" 2>/dev/null
 echo
 echo "=== summary ($((SECONDS - t_start)) s) ==="
 sed 's/^/run-all: /' "$out/summary"
