@@ -111,6 +111,8 @@ struct gw_config {
 	uint32_t nop_interval_s;        /* NOP-In ping of idle connections, default 5, 0 = off */
 	uint32_t nop_timeout_s;         /* drop a connection that does not answer, default 30 */
 	uint32_t login_timeout_s;       /* a login must complete within this, default 15 */
+	/* connections from one address (IPv6: its /64) in the login phase at once, default 64 */
+	uint32_t max_logins_per_address;
 	/*
 	 * TCP: the Data-In of a large READ from a file or block device is
 	 * spliced from the page cache to the socket, not copied through a

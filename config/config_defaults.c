@@ -65,6 +65,7 @@ void gw_config_defaults(struct gw_config *c)
 	c->nop_interval_s = 5;
 	c->nop_timeout_s = 30;
 	c->login_timeout_s = 15;
+	c->max_logins_per_address = 64;
 	c->tcp_splice = true;
 	c->alua_request_timeout_ms = 10000;
 	c->alua_lease = false;

@@ -427,6 +427,8 @@ static const struct gw_field config_fields[] = {
 		 "drop a connection not answering a NOP-In this long"), .cluster = true },
 	{ F_UINT_(struct gw_config, login_timeout_s, 1, CFG_TIMEOUT_MAX,
 		 "a login must complete within this time"), .cluster = true },
+	{ F_UINT_(struct gw_config, max_logins_per_address, 1, 65535,
+		 "connections from one address (IPv6: a /64) logging in at once"), .cluster = true },
 	{ F_BOOL_(struct gw_config, tcp_splice,
 		  "TCP: large READs' data spliced from the page cache, not copied"), .cluster = true },
 	F_OBJ(struct gw_config, discovery_chap, gw_schema_chap, "the CHAP discovery sessions pass"),

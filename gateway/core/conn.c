@@ -112,10 +112,44 @@ static bool conn_text_log_room(void *ctx)
 	return iscsi_conn_log_room(ctx);
 }
 
+int iscsi_conn_admit(struct gw *gw, const char *peer, struct iscsi_admission *a)
+{
+	uint32_t max;
+	int rc;
+
+	a->counted = false;
+	pthread_mutex_lock(&gw->sess_lock);
+	max = gw->cfg->max_logins_per_address;  /* as the last reload left it */
+	pthread_mutex_unlock(&gw->sess_lock);
+	rc = gw_login_slot_take(&gw->login_slots, peer, max, a->key);
+	if (rc < 0)
+		return rc;
+	a->counted = rc > 0;
+	return 0;
+}
+
+void iscsi_conn_admit_cancel(struct gw *gw, struct iscsi_admission *a)
+{
+	if (!a || !a->counted)
+		return;
+	a->counted = false;
+	gw_login_slot_put(&gw->login_slots, a->key);
+}
+
+/* The connection no longer counts as logging in from its address. */
+static void conn_login_slot_put(struct iscsi_conn *c)
+{
+	if (!c->login_slot)
+		return;
+	c->login_slot = false;
+	gw_login_slot_put(&c->gw->login_slots, c->login_key);
+}
+
 static void conn_free_now(void *arg)
 {
 	struct iscsi_conn *c = arg;
 
+	conn_login_slot_put(c);
 	conn_log_quiet(c, c->log.quiet, true);
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
@@ -205,6 +239,7 @@ static void conn_terminate(struct iscsi_conn *c)
 	if (c->state == CONN_STATE_CLOSING)
 		return;
 	c->state = CONN_STATE_CLOSING;
+	conn_login_slot_put(c);
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
 	reactor_timer_cancel(c->reactor, &c->logout_timer);
@@ -291,16 +326,24 @@ static void conn_logout_timeout(void *arg)
 	iscsi_conn_drop(c, why);
 }
 
-int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, struct iscsi_conn **out)
+int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv,
+		      struct iscsi_admission *a, struct iscsi_conn **out)
 {
 	struct iscsi_login_env env;
 	struct iscsi_conn *c;
 	int rc;
 
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		iscsi_conn_admit_cancel(p->gw, a);
 		return -ENOMEM;
+	}
 	c->gw = p->gw;
+	if (a && a->counted) {          /* the slot is the connection's now */
+		c->login_slot = true;
+		memcpy(c->login_key, a->key, sizeof(c->login_key));
+		a->counted = false;
+	}
 	memset(&env, 0, sizeof(env));
 	pthread_mutex_lock(&p->gw->sess_lock);
 	c->cfg = p->gw->cfg;
@@ -343,6 +386,7 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, str
 err_login:
 	iscsi_login_destroy(c->login);
 err_free:
+	conn_login_slot_put(c);
 	free(c);
 	return rc;
 }
@@ -350,6 +394,7 @@ err_free:
 void iscsi_conn_closed(struct iscsi_conn *c)
 {
 	c->state = CONN_STATE_CLOSING;
+	conn_login_slot_put(c);
 	reactor_timer_cancel(c->reactor, &c->login_timer);
 	reactor_timer_cancel(c->reactor, &c->nop_timer);
 	reactor_timer_cancel(c->reactor, &c->logout_timer);
@@ -447,6 +492,7 @@ static void conn_rx_login(struct iscsi_conn *c, const struct iscsi_bhs *bhs,
 		c->cid = iscsi_login_cid(c->login);
 		c->login_time = (uint64_t)time(NULL);
 		reactor_timer_cancel(c->reactor, &c->login_timer);
+		conn_login_slot_put(c);
 		c->state = CONN_STATE_FFP;
 		if (c->dm->enter_ffp(c)) {
 			iscsi_conn_drop(c, "datamover could not enter full feature phase");

@@ -13,6 +13,7 @@
  *   terminate     stop the connection; the core hears back via iscsi_conn_closed()
  *
  * Upcalls (Notify primitives), implemented by the core in core/iscsi.h:
+ *   iscsi_conn_admit()      a connection is being accepted: may it be (per-address limit)?
  *   iscsi_conn_create()     a transport connection arrived on a portal
  *   iscsi_conn_rx_pdu()     a PDU (header, AHS, data) was received
  *   iscsi_task_data_ready() all Data-Out of a task has been placed (get_data done)

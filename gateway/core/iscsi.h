@@ -134,6 +134,32 @@ struct gw_stats {
 
 struct gw_store;
 
+/* Connections in the login phase per source address (core/addr_limit.c). */
+#define GW_LOGIN_BUCKETS 256
+#define GW_LOGIN_KEY_LEN 16
+struct gw_login_host;
+struct gw_login_slots {
+	bool ready;                     /* initialised: else nothing is counted */
+	pthread_mutex_t lock;
+	struct gw_login_host *buckets[GW_LOGIN_BUCKETS];
+	struct gw_log_window log;       /* the lines about refused connections */
+	uint64_t refused;
+};
+void gw_login_slots_init(struct gw_login_slots *s);
+void gw_login_slots_fini(struct gw_login_slots *s);
+/* The key of a peer as gw_fmt_sockaddr writes it (an IPv6 address: its /64); false: none. */
+bool gw_login_key(const char *peer, uint8_t key[GW_LOGIN_KEY_LEN]);
+/*
+ * A connection from peer enters the login phase: 1 counted (key filled, give
+ * it back with gw_login_slot_put), 0 not counted (no limit, no address),
+ * -EBUSY refused: max from that address are logging in (a warn line, at most
+ * 10 every 10 s).
+ */
+int gw_login_slot_take(struct gw_login_slots *s, const char *peer, uint32_t max,
+		       uint8_t key[GW_LOGIN_KEY_LEN]);
+void gw_login_slot_put(struct gw_login_slots *s, const uint8_t key[GW_LOGIN_KEY_LEN]);
+uint64_t gw_login_slots_refused(struct gw_login_slots *s);
+
 struct gw {
 	bool lu_state_cluster;              /* new LUs: the cluster carries their state (lu_state) */
 	struct gw_config *cfg;          /* current; replaced by reload under sess_lock */
@@ -152,6 +178,7 @@ struct gw {
 	uint16_t next_tsih;
 	uint64_t next_itn_id;
 	struct gw_stats stats;
+	struct gw_login_slots login_slots;      /* connections logging in, per address */
 	bool nreactors_joined;
 	atomic_bool running;            /* reactor threads started */
 	int ifaddr_fd;                  /* rtnetlink address events (portal.c), -1 = none */
@@ -233,6 +260,9 @@ struct iscsi_conn {
 	uint16_t logout_grace_s;
 	/* lines about its PDUs: ISCSI_CONN_LOG_LINES a window (iscsi_conn_log_room) */
 	struct gw_log_window log;
+	/* one of gw->login_slots held (from creation to the login's end) */
+	bool login_slot;
+	uint8_t login_key[GW_LOGIN_KEY_LEN];
 };
 
 enum iscsi_task_state {
@@ -466,8 +496,26 @@ uint32_t iscsi_task_data_in_len(const struct iscsi_task *t);
 void iscsi_task_tx_done(struct iscsi_task *t);
 
 /* ---- upcalls from datamovers ---- */
-/* A new transport connection on portal p, on reactor r (the caller's thread). */
-int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv, struct iscsi_conn **out);
+/*
+ * A connection arriving from peer (as gw_fmt_sockaddr writes it), asked as it
+ * is accepted, before anything is allocated for it: 0 admitted (a, counted
+ * against max_logins_per_address until its login ends), -EBUSY refused (the
+ * core logged it: close it, reject it). Any thread.
+ */
+struct iscsi_admission {
+	bool counted;
+	uint8_t key[GW_LOGIN_KEY_LEN];
+};
+int iscsi_conn_admit(struct gw *gw, const char *peer, struct iscsi_admission *a);
+/* An admitted connection that never reached iscsi_conn_create (idempotent). */
+void iscsi_conn_admit_cancel(struct gw *gw, struct iscsi_admission *a);
+/*
+ * A new transport connection on portal p, on reactor r (the caller's thread),
+ * with its admission (NULL: not counted), which it takes over, also when it
+ * fails.
+ */
+int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv,
+		      struct iscsi_admission *a, struct iscsi_conn **out);
 /* A complete PDU; data valid only during the call. */
 void iscsi_conn_rx_pdu(struct iscsi_conn *c, const struct iscsi_bhs *bhs, const uint8_t *ahs,
 		       uint32_t ahs_len, const uint8_t *data, uint32_t dlen);

@@ -687,6 +687,7 @@ int gw_create(struct gw_config *cfg, struct gw **out)
 	gw->ifaddr_fd = -1;
 	list_init(&gw->sessions);
 	pthread_mutex_init(&gw->sess_lock, NULL);
+	gw_login_slots_init(&gw->login_slots);
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	gw->nreactors = cfg->reactors ? cfg->reactors : (ncpu > 0 ? (unsigned int)ncpu : 1);
 	gw->reactors = calloc(gw->nreactors, sizeof(*gw->reactors));
@@ -874,6 +875,7 @@ void gw_destroy(struct gw *gw)
 	free(gw->reactors);
 	free(gw->threads);
 	pthread_mutex_destroy(&gw->sess_lock);
+	gw_login_slots_fini(&gw->login_slots);
 	gw_config_free(gw->cfg);
 	free(gw);
 }

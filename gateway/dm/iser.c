@@ -1593,6 +1593,7 @@ struct iser_accept_msg {
 	struct iser_cm_hdr req;
 	bool req_valid;
 	uint8_t initiator_depth, responder_resources;
+	struct iscsi_admission adm;     /* until iscsi_conn_create takes it */
 };
 
 static void iser_reject(struct rdma_cm_id *id, const char *why)
@@ -1621,12 +1622,14 @@ static void iser_accept_on_reactor(void *arg)
 
 	if (!rch || rdma_migrate_id(id, rch->ch)) {
 		iser_reject(id, "cannot attach to the reactor's event channel");
+		iscsi_conn_admit_cancel(m->portal->gw, &m->adm);
 		free(m);
 		return;
 	}
 	ic = calloc(1, sizeof(*ic));
 	if (!ic) {
 		iser_reject(id, "out of memory");
+		iscsi_conn_admit_cancel(m->portal->gw, &m->adm);
 		free(m);
 		return;
 	}
@@ -1687,7 +1690,7 @@ static void iser_accept_on_reactor(void *arg)
 		if (post_recv(ic, i))
 			goto err_reject;
 	id->context = ic;
-	rc = iscsi_conn_create(m->portal, ic->reactor, ic, &ic->conn);
+	rc = iscsi_conn_create(m->portal, ic->reactor, ic, &m->adm, &ic->conn);
 	if (rc)
 		goto err_reject;
 
@@ -1716,6 +1719,7 @@ static void iser_accept_on_reactor(void *arg)
 
 err_reject:
 	GW_WARN(COMP, "%s: refusing RDMA connection: cannot set up its RDMA resources", ic->peer);
+	iscsi_conn_admit_cancel(m->portal->gw, &m->adm);        /* if not taken */
 	rdma_reject(id, NULL, 0);
 	id->context = NULL;
 	iser_conn_free(ic); /* QP, CQ, memory, then the id */
@@ -1732,6 +1736,7 @@ static void iser_listen_event(void *arg, uint32_t events)
 	(void)events;
 	while (rdma_get_cm_event(l->ch, &ev) == 0) {
 		struct iser_accept_msg *m;
+		char peer[80];
 		struct rdma_cm_id *id = ev->id;
 		enum rdma_cm_event_type type = ev->event;
 
@@ -1750,6 +1755,15 @@ static void iser_listen_event(void *arg, uint32_t events)
 			free(m);
 			continue;
 		}
+		/* too many logging in from its address: rejected before it costs more */
+		gw_fmt_sockaddr(rdma_get_peer_addr(id), peer, sizeof(peer));
+		if (iscsi_conn_admit(l->portal->gw, peer, &m->adm)) {
+			rdma_ack_cm_event(ev);
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+			free(m);
+			continue;
+		}
 		m->id = id;
 		m->portal = l->portal;
 		m->initiator_depth = ev->param.conn.initiator_depth;
@@ -1762,6 +1776,7 @@ static void iser_listen_event(void *arg, uint32_t events)
 		rdma_ack_cm_event(ev);
 		if (reactor_send_msg(gw_pick_reactor(l->portal->gw), iser_accept_on_reactor, m)) {
 			iser_reject(id, "cannot reach a reactor");
+			iscsi_conn_admit_cancel(l->portal->gw, &m->adm);
 			free(m);
 		}
 	}

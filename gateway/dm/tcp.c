@@ -80,6 +80,7 @@ struct tcp_conn {
 	struct reactor *reactor;
 	struct iscsi_conn *conn;
 	struct gw_portal *portal;
+	struct iscsi_admission adm;     /* from accept to iscsi_conn_create */
 	uint8_t *rx;
 	size_t rxcap, rxlen, rxoff;
 	uint32_t max_rx_dsl;
@@ -695,7 +696,7 @@ static void tcp_conn_start(void *arg)
 	int rc;
 
 	free(m);
-	rc = iscsi_conn_create(tc->portal, tc->reactor, tc, &tc->conn);
+	rc = iscsi_conn_create(tc->portal, tc->reactor, tc, &tc->adm, &tc->conn);
 	if (rc) {
 		GW_ERR(COMP, "cannot create connection: %s", strerror(-rc));
 		goto err_close;
@@ -726,8 +727,10 @@ static void tcp_accept(void *arg, uint32_t events)
 	for (;;) {
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
+		struct iscsi_admission adm;
 		struct tcp_accept_msg *m;
 		struct tcp_conn *tc;
+		char who[80];
 		int one = 1;
 		int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -745,6 +748,12 @@ static void tcp_accept(void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
+		/* too many logging in from its address: closed before it costs more */
+		gw_fmt_sockaddr((const struct sockaddr *)&peer, who, sizeof(who));
+		if (iscsi_conn_admit(gw, who, &adm)) {
+			close(fd);
+			continue;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		tc = calloc(1, sizeof(*tc));
 		m = malloc(sizeof(*m));
@@ -752,6 +761,7 @@ static void tcp_accept(void *arg, uint32_t events)
 			tc->rx = malloc(TCP_RX_MIN);
 		if (!tc || !m || !tc->rx) {
 			GW_ERR(COMP, "out of memory accepting a connection");
+			iscsi_conn_admit_cancel(gw, &adm);
 			if (tc)
 				free(tc->rx);
 			free(tc);
@@ -759,6 +769,7 @@ static void tcp_accept(void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
+		tc->adm = adm;
 		tc->fd = fd;
 		tc->rxcap = TCP_RX_MIN;
 		tc->max_rx_dsl = TCP_LOGIN_MAX_DSL;
@@ -774,6 +785,7 @@ static void tcp_accept(void *arg, uint32_t events)
 		m->tc = tc;
 		m->r = tc->reactor;
 		if (reactor_send_msg(tc->reactor, tcp_conn_start, m)) {
+			iscsi_conn_admit_cancel(gw, &tc->adm);
 			close(fd);
 			free(tc->rx);
 			free(tc);

@@ -152,10 +152,18 @@ static int fake_enter_ffp(struct iscsi_conn *c)
 	return 0;
 }
 
+/* the peer the next connections say they come from (fake_dm_set_peer) */
+static char fake_peer[80] = "fake-initiator:1";
+
+void fake_dm_set_peer(const char *peer)
+{
+	snprintf(fake_peer, sizeof(fake_peer), "%s", peer ? peer : "fake-initiator:1");
+}
+
 static void fake_addrs(struct iscsi_conn *c, char *peer, size_t plen, char *local, size_t llen)
 {
 	(void)c;
-	snprintf(peer, plen, "fake-initiator:1");
+	snprintf(peer, plen, "%s", fake_peer);
 	snprintf(local, llen, "fake-target:3260");
 }
 
@@ -285,6 +293,7 @@ int fake_dm_connect(struct gw_portal *p, struct reactor *r, struct fake_dm **out
 		    struct iscsi_conn **conn)
 {
 	struct fake_dm *d = calloc(1, sizeof(*d));
+	struct iscsi_admission adm;
 	int rc;
 
 	if (!d)
@@ -299,7 +308,12 @@ int fake_dm_connect(struct gw_portal *p, struct reactor *r, struct fake_dm **out
 	reactor_deferred_init(&d->buf_work, fake_buf_work, d);
 	list_init(&d->buf_waiters);
 	gw_dm_fill_ops(&fake_dm_ops);
-	rc = iscsi_conn_create(p, r, d, &d->conn);
+	rc = iscsi_conn_admit(p->gw, fake_peer, &adm);      /* as tcp.c does at accept */
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	rc = iscsi_conn_create(p, r, d, &adm, &d->conn);
 	if (rc) {
 		free(d);
 		return rc;

@@ -43,6 +43,12 @@ extern struct gw_dm_ops fake_dm_ops;
  */
 int fake_dm_connect(struct gw_portal *p, struct reactor *r, struct fake_dm **out,
 		    struct iscsi_conn **conn);
+/*
+ * The address the connections made after it come from, as a datamover writes
+ * it ("192.0.2.1:40000", "[2001:db8::1]:40000"); NULL: "fake-initiator:1",
+ * which is no address (not counted by max_logins_per_address).
+ */
+void fake_dm_set_peer(const char *peer);
 /* Bytes from the initiator: framed and handed to the core at the next poll. */
 int fake_dm_feed(struct fake_dm *d, const void *buf, size_t len);
 /* The initiator closes its end (as a read of 0 bytes does in tcp.c), at the next poll. */

@@ -245,6 +245,7 @@ int fake_gw_create(const struct gw_dm_ops *dm, enum gw_transport transport, stru
 	gw->ifaddr_fd = -1;
 	list_init(&gw->sessions);
 	pthread_mutex_init(&gw->sess_lock, NULL);
+	gw_login_slots_init(&gw->login_slots);
 	gw->nreactors = 1;
 	gw->reactors = calloc(1, sizeof(*gw->reactors));
 	gw->portals = calloc(1, sizeof(*gw->portals));

@@ -15,7 +15,10 @@
  * TotalAHSLength are answered as RFC 7143 says (Reject, drop); a connection torn down with tasks in every
  * state (in the backstore, waiting for Data-Out, waiting behind a CmdSN
  * gap, waiting for a task buffer) frees everything (the ASan tree checks).
+ * max_logins_per_address refuses the connections from one address (an IPv6
+ * /64) beyond it while they log in, and only then.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +31,8 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "fake_dm.h"
+#include "fake_gw.h"
 #include "fake_ini.h"
 
 #define BUF_MAX (2u * 1024u * 1024u)
@@ -268,6 +273,131 @@ static void test_reject_flood_log(void **state)
 	gw_log_set_level(level);
 }
 
+static struct fake_gw *raw_gw;
+
+/* A connection straight from the datamover, still in the login phase: 0 or -errno. */
+static int raw_connect(const char *peer, struct fake_dm **d)
+{
+	struct iscsi_conn *c;
+
+	fake_dm_set_peer(peer);
+	return fake_dm_connect(raw_gw->portal, raw_gw->r, d, &c);
+}
+
+static void raw_close(struct fake_dm *d)
+{
+	fake_dm_hangup(d);
+	fake_gw_poll(raw_gw);
+	assert_true(fake_dm_closed(d));
+	fake_dm_free(d);
+}
+
+static struct fake_dm *flood[20];
+
+/* 20 more connections from 192.0.2.7 while two are logging in: all refused */
+static void refuse_flood(struct fake_ini *ini)
+{
+	(void)ini;
+	for (size_t k = 0; k < 20; k++)
+		assert_int_equal(raw_connect("192.0.2.7:41000", &flood[k]), -EBUSY);
+}
+
+/*
+ * max_logins_per_address: connections from one address (an IPv6 /64) in the
+ * login phase at once. The next is refused (-EBUSY: the datamover closes
+ * it) with a warn line, 10 every 10 s; a connection stops counting when its
+ * login completes or it closes.
+ */
+static void test_logins_per_address(void **state)
+{
+	struct fake_gw *g = fake_ini_gw();
+	struct fake_ini_opts o = { 0 };
+	struct fake_ini ini[3];
+	struct fake_dm *a[2], *b, *v6[3], *x;
+	uint32_t saved = g->gw->cfg->max_logins_per_address;
+	uint64_t refused = gw_login_slots_refused(&g->gw->login_slots);
+	enum gw_log_level level = gw_log_get_level();
+	int lines;
+
+	(void)state;
+	raw_gw = g;
+	assert_int_equal(saved, 64);            /* the default */
+	g->gw->cfg->max_logins_per_address = 2;
+	assert_int_equal(raw_connect("192.0.2.7:40000", &a[0]), 0);
+	assert_int_equal(raw_connect("192.0.2.7:40001", &a[1]), 0);
+	assert_int_equal(raw_connect("192.0.2.7:40002", &x), -EBUSY);
+	assert_int_equal(gw_login_slots_refused(&g->gw->login_slots), refused + 1);
+	/* another address has its own count */
+	assert_int_equal(raw_connect("192.0.2.8:40000", &b), 0);
+	/* an IPv6 /64 is one host: 2001:db8::/64 has two, 2001:db8:0:1::/64 none */
+	assert_int_equal(raw_connect("[2001:db8::1]:40000", &v6[0]), 0);
+	assert_int_equal(raw_connect("[2001:db8::ffff:2]:40000", &v6[1]), 0);
+	assert_int_equal(raw_connect("[2001:db8::3]:40000", &x), -EBUSY);
+	assert_int_equal(raw_connect("[2001:db8:0:1::1]:40000", &v6[2]), 0);
+	/* a flood is logged 10 times in 10 s, not 20 */
+	gw_log_set_level(GW_LOG_NOTICE);
+	lines = log_lines_while(NULL, refuse_flood,
+				"connections from this address are logging in already");
+	gw_log_set_level(level);
+	assert_int_equal(lines, 8);             /* 2 of the window's 10 went above */
+	/* one closes: room for one more */
+	raw_close(a[0]);
+	assert_int_equal(raw_connect("192.0.2.7:40003", &a[0]), 0);
+	raw_close(a[0]);
+	raw_close(a[1]);
+	raw_close(b);
+	for (size_t k = 0; k < 3; k++)
+		raw_close(v6[k]);
+	/* sessions do not count: three log in from one address, then two more connect */
+	fake_dm_set_peer("192.0.2.9:40000");
+	for (uint8_t k = 0; k < 3; k++) {
+		o.isid_no = (uint8_t)(k + 1);
+		fake_ini_login(&ini[k], &o);
+	}
+	assert_int_equal(raw_connect("192.0.2.9:40001", &a[0]), 0);
+	assert_int_equal(raw_connect("192.0.2.9:40002", &a[1]), 0);
+	assert_int_equal(raw_connect("192.0.2.9:40003", &x), -EBUSY);
+	raw_close(a[0]);
+	raw_close(a[1]);
+	for (size_t k = 0; k < 3; k++)
+		fake_ini_logout_free(&ini[k]);
+	/* nothing is left counted: two connect again from each address */
+	for (size_t k = 0; k < 2; k++)
+		assert_int_equal(raw_connect("192.0.2.9:40004", &a[k]), 0);
+	raw_close(a[0]);
+	raw_close(a[1]);
+	fake_dm_set_peer(NULL);
+	g->gw->cfg->max_logins_per_address = saved;
+	assert_int_equal(atomic_load(&g->gw->stats.connections), 0);
+}
+
+/* The keys: an IPv4 address, an IPv6 address's /64, no address at all. */
+static void test_login_key(void **state)
+{
+	uint8_t k1[GW_LOGIN_KEY_LEN], k2[GW_LOGIN_KEY_LEN];
+
+	(void)state;
+	assert_true(gw_login_key("10.1.2.3:3260", k1));
+	assert_true(gw_login_key("10.1.2.3:1", k2));
+	assert_memory_equal(k1, k2, sizeof(k1));
+	assert_true(gw_login_key("10.1.2.4:3260", k2));
+	assert_memory_not_equal(k1, k2, sizeof(k1));
+	assert_true(gw_login_key("[::ffff:10.1.2.3]:5", k2));
+	assert_memory_equal(k1, k2, sizeof(k1));        /* IPv4-mapped: the IPv4 host */
+	assert_true(gw_login_key("[fe80::1:2:3:4]:1", k1));
+	assert_true(gw_login_key("[fe80::9]:2", k2));
+	assert_memory_equal(k1, k2, sizeof(k1));
+	assert_true(gw_login_key("[fe80:0:0:1::9]:2", k2));
+	assert_memory_not_equal(k1, k2, sizeof(k1));
+	assert_false(gw_login_key("fake-initiator:1", k1));
+	assert_false(gw_login_key("unknown", k1));
+	assert_false(gw_login_key("[::1", k1));
+	assert_false(gw_login_key("[]:1", k1));
+	assert_false(gw_login_key("[0123456789abcdef0123456789abcdef0123456789abcdef]:1", k1));
+	assert_false(gw_login_key("1.2.3.4.5:1", k1));
+	assert_false(gw_login_key("", k1));
+}
+
 /*
  * DataSegmentLength beyond the target's MaxRecvDataSegmentLength: Reject and
  * drop as soon as the header is there (the data is never awaited); exactly
@@ -438,6 +568,8 @@ int main(void)
 		cmocka_unit_test(test_ahs_where_none_may_be),
 		cmocka_unit_test(test_ahs_bad_length),
 		cmocka_unit_test(test_teardown_with_tasks),
+		cmocka_unit_test(test_logins_per_address),
+		cmocka_unit_test(test_login_key),
 	};
 
 	fake_ini_log_level();

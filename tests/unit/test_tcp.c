@@ -65,13 +65,28 @@ struct reactor *gw_pick_reactor(struct gw *g)
 	return R;
 }
 
+int iscsi_conn_admit(struct gw *g, const char *peer, struct iscsi_admission *a)
+{
+	(void)g;
+	(void)peer;
+	a->counted = false;
+	return 0;
+}
+
+void iscsi_conn_admit_cancel(struct gw *g, struct iscsi_admission *a)
+{
+	(void)g;
+	(void)a;
+}
+
 int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv,
-		      struct iscsi_conn **out)
+		      struct iscsi_admission *a, struct iscsi_conn **out)
 {
 	struct iscsi_conn *c = calloc(1, sizeof(*c));
 	struct tcp_conn *tc = dm_priv;
 	int small = 4096;
 
+	(void)a;
 	if (!c)
 		return -ENOMEM;
 	CB_CHECK(conn == NULL);
