@@ -208,7 +208,8 @@ json_object *isergwctl_alua_groups_json(Isergw__Ctl__AluaGroupState *const *grou
 /* StatusInfo in --json: its fields in this order (not start_time_ms). */
 static const struct isergwctl_jfield status_fields[] = {
 	JF("version"), JF("pid"), JF("epoch"), JF("config_epoch"), JF("alua_epoch"),
-	JF("uptime_ms"), JF("sessions"), JF("connections"), JF("targets"), JF("portals"),
+	JF("uptime_ms"), JF("sessions"), JF("connections"), JF("connections_refused"),
+	JF("targets"), JF("portals"),
 	JF("reactors"), JF("lease_state"), JF("lease_remaining_ms"), JF("portal_states"),
 	JF("luns_online"), JF("lun_faults_total"), JF("lun_faults"), JF_END,
 };
@@ -230,7 +231,8 @@ static void status_table(const struct isergwctl_shown *sh)
 	printf("uptime       %llu.%03llu s\n", (unsigned long long)(s->uptime_ms / 1000),
 	       (unsigned long long)(s->uptime_ms % 1000));
 	printf("sessions     %u\n", s->sessions);
-	printf("connections  %u\n", s->connections);
+	printf("connections  %u (%llu refused: max_logins_per_address)\n", s->connections,
+	       (unsigned long long)s->connections_refused);
 	printf("targets      %u\n", s->targets);
 	printf("portals      %u\n", s->portals);
 	printf("reactors     %u\n", s->reactors);

@@ -68,6 +68,7 @@ void ctl_op_get_status(struct ctl_client *c)
 	si.start_time_ms = ctl->start_unix_ms;
 	si.sessions = (uint32_t)atomic_load(&gw->stats.sessions);
 	si.connections = (uint32_t)atomic_load(&gw->stats.connections);
+	si.connections_refused = gw_login_slots_refused(&gw->login_slots);
 	si.reactors = gw->nreactors;
 	ctl_lease_status(&lease_state, &si.lease_remaining_ms, NULL);
 	si.lease_state = ctl_str(lease_state);

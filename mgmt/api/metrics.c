@@ -227,7 +227,7 @@ enum iokind { IO_NONE, IO_COMMANDS, IO_READ_BYTES, IO_WRITTEN_BYTES, IO_ERRORS, 
 	      IO_LATENCY };
 /* What a status family shows of StatusInfo. */
 enum stkind { ST_CONFIG_EPOCH, ST_ALUA_EPOCH, ST_TARGETS, ST_PORTALS, ST_REACTORS, ST_LUNS_ONLINE,
-	      ST_LUNS_FAILED };
+	      ST_LUNS_FAILED, ST_CONNECTIONS_REFUSED };
 
 struct family;
 typedef void (*emit_fn)(FILE *f, const struct family *fam, const struct metrics_input *in);
@@ -343,6 +343,7 @@ static void emit_status_u64(FILE *f, const struct family *fam, const struct metr
 	case ST_REACTORS: v = s->reactors; break;
 	case ST_LUNS_ONLINE: v = s->luns_online; break;
 	case ST_LUNS_FAILED: v = s->lun_faults_total; break;
+	case ST_CONNECTIONS_REFUSED: v = s->connections_refused; break;
 	}
 	fprintf(f, "%s %" PRIu64 "\n", fam->name, v);
 }
@@ -681,6 +682,9 @@ static const struct family families[] = {
 	  SRC_SESSIONS, emit_sessions, 0, 0 },
 	{ "isergw_connections", "gauge", "iSCSI connections by transport.", SRC_SESSIONS,
 	  emit_connections, 0, 0 },
+	{ "isergw_connections_refused_total", "counter", "Connections closed (TCP) or rejected "
+	  "(iSER) as they arrived because max_logins_per_address connections from their address "
+	  "were logging in already.", SRC_STATUS, emit_status_u64, 0, ST_CONNECTIONS_REFUSED },
 	IOFAM("isergw_lun_commands_total", "counter", "SCSI commands completed per LUN, by kind "
 	      "(read: READ(6/10/12/16); write: WRITE, WRITE AND VERIFY, WRITE SAME, COMPARE AND "
 	      "WRITE; other: every other command).", SCOPE_LUN, IO_COMMANDS),

@@ -171,6 +171,8 @@ expect "isergw_sessions tcp normal with a client logged in" "$sessions" 1
 # a scrape taken during I/O (the client reads a block every 20 ms)
 if promtool_clean "$SCRATCH/m2.txt"; then ok "promtool check metrics during I/O"; else bad "promtool on m2.txt"; fi
 expect "isergw_connections tcp" "$(metric "$SCRATCH/m2.txt" 'isergw_connections{transport="tcp"}')" 1
+expect "isergw_connections_refused_total (none refused)" \
+	"$(metric "$SCRATCH/m2.txt" 'isergw_connections_refused_total')" 0
 expect "isergw_sessions iser" "$(metric "$SCRATCH/m2.txt" 'isergw_sessions{transport="iser",type="normal"}')" 0
 kill -TERM "$HOLD_PID"
 wait "$HOLD_PID"

@@ -9,11 +9,14 @@
 # host (iscsi-ls from 127.0.0.1) must log in as if nothing happened. Before
 # the limit every descriptor went to the first host and the other waited in
 # the backlog for the login timeout (15 s). The refusals are logged at warn,
-# at most 10 lines every 10 s; the daemon never runs out of descriptors. Once
+# at most 10 lines every 10 s, and counted (isergwctl status, the counter
+# behind isergw_connections_refused_total); the daemon never runs out of
+# descriptors. Once
 # the client lets go, its address may open 64 again (the count went back),
 # and SIGTERM stops the daemon with exit 0.
 #
-#   login_limit.sh [--daemon PATH] [--scratch DIR] [--addr A] [--port P] [--src S]
+#   login_limit.sh --ctl PATH [--daemon PATH] [--scratch DIR] [--addr A] [--port P]
+#                  [--src S]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/integration/lib.sh
@@ -22,6 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 ADDR=127.0.0.178
 PORT=13696
 SRC=127.0.0.181
+CTL=
 lib_parse_common "$@"
 set -- "${LIB_ARGS[@]}"
 while [ $# -gt 0 ]; do
@@ -29,12 +33,14 @@ while [ $# -gt 0 ]; do
 	--addr) ADDR=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
 	--src) SRC=$2; shift 2 ;;
-	-h|--help) sed -n '4,16p' "$0"; exit 0 ;;
+	--ctl) CTL=$2; shift 2 ;;
+	-h|--help) sed -n '4,19p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
 [ "$TARGET_KIND" = isergw ] || { log "isergwd only: skipped for $TARGET_KIND"; exit 77; }
 [ -x "$ISERGWD" ] || die "--daemon PATH (isergwd) required"
+[ -x "$CTL" ] || die "--ctl PATH (isergwctl) required"
 command -v iscsi-ls >/dev/null || die "iscsi-ls (libiscsi-bin) is needed"
 [ -n "$SCRATCH" ] || die "--scratch DIR required"
 mkdir -p "$SCRATCH/state"
@@ -124,6 +130,19 @@ else
 fi
 if grep -q 'Too many open files' "$T_LOG"; then bad "isergwd ran out of descriptors"; else
 	ok "isergwd never ran out of descriptors"; fi
+# refused counts what was closed at once
+refused() {
+	"$CTL" --socket "$SCRATCH/state/ctl.sock" status --json 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin).get("connections_refused", 0))'
+}
+n=$(refused)
+[ "$n" = 236 ] && ok "isergwctl status: connections_refused $n" ||
+	bad "isergwctl status: connections_refused '$n' (want 236)"
+if "$CTL" --socket "$SCRATCH/state/ctl.sock" status | grep -q '^connections  0 (236 refused'; then
+	ok "the status table: $("$CTL" --socket "$SCRATCH/state/ctl.sock" status | grep '^connections')"
+else
+	bad "the status table: $("$CTL" --socket "$SCRATCH/state/ctl.sock" status | grep '^connections')"
+fi
 # the count went back to 0 when they closed: 64 again, the 65th refused
 for _ in $(seq 50); do
 	[ "$(ss -Htn state established "( sport = :$PORT )" | wc -l)" -eq 0 ] && break
@@ -138,6 +157,9 @@ else
 fi
 touch "$SCRATCH/round2.done"
 wait "$HOLD" || bad "the client failed"
+n=$(refused)
+[ "$n" = 237 ] && ok "connections_refused $n after the 65th" ||
+	bad "connections_refused '$n' after the 65th (want 237)"
 target_stop "$T_PID" "$T_LOG" || bad "isergwd did not stop cleanly on SIGTERM"
 if sanitizer_report "$T_LOG"; then bad "a sanitizer report in $T_LOG"; fi
 [ "$fail" = 0 ] || { log "FAILED (log in $T_LOG)"; exit 1; }
