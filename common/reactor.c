@@ -167,9 +167,17 @@ static void accept_resume(void *arg)
 {
 	struct reactor_accept_guard *g = arg;
 
-	/* watched again: a connection still waiting makes accept() run at once */
-	if (reactor_mod_fd(g->r, g->h, EPOLLIN))
+	if (reactor_mod_fd(g->r, g->h, EPOLLIN)) {
 		reactor_timer_arm(g->r, &g->timer, REACTOR_ACCEPT_PAUSE_MS);
+		return;
+	}
+	/*
+	 * Watched again, and accept() tried now: the backlog may have emptied
+	 * during the pause (connections gone before they were accepted), and then
+	 * no event would come to find that out and end the episode until the
+	 * next connection.
+	 */
+	g->h->cb(g->h->arg, EPOLLIN);
 }
 
 void reactor_accept_guard_init(struct reactor_accept_guard *g, struct reactor *r,

@@ -7,15 +7,20 @@
  * runs nothing, a closed bell is off the loop (and closing twice is
  * harmless); messages run in the order sent, one sent by a message runs in
  * the next round, and messages never run are freed by reactor_destroy.
+ * The accept guard ends an episode out of descriptors when the backlog is
+ * empty at its retry, even when no connection is left to wake the socket.
  * Also list_splice_tail_init (common/list.h).
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -183,12 +188,116 @@ static void test_list_splice(void **state)
 	assert_int_equal(i, 0);
 }
 
+/* A listening socket served as tcp.c and ipc.c serve theirs, with the accept guard. */
+struct lsn {
+	struct reactor_fd h;
+	struct reactor_accept_guard g;
+	int fd;
+	unsigned int accepted;
+	int fail_with;                  /* an errno the next accept "fails" with, 0: none */
+};
+
+static void lsn_accept(void *arg, uint32_t events)
+{
+	struct lsn *l = arg;
+
+	(void)events;
+	for (;;) {
+		int fd, err;
+
+		if (l->fail_with) {
+			err = l->fail_with;
+			l->fail_with = 0;
+		} else if ((fd = accept(l->fd, NULL, NULL)) >= 0) {
+			close(fd);
+			l->accepted++;
+			continue;
+		} else {
+			err = errno;
+		}
+		if (err == EAGAIN || err == EWOULDBLOCK)
+			reactor_accept_idle(&l->g);
+		else
+			assert_true(reactor_accept_failed(&l->g, err));
+		return;
+	}
+}
+
+static int lsn_connect(const struct lsn *l)
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(c >= 0);
+	assert_int_equal(getsockname(l->fd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&a, alen), 0);
+	return c;
+}
+
+/* The guard's pause ends: its timer fires, as the loop fires it. */
+static void fire(struct reactor *r, struct reactor_timer *t)
+{
+	assert_true(t->armed);
+	reactor_timer_cancel(r, t);
+	t->cb(t->arg);
+}
+
+/*
+ * Out of descriptors, the guard pauses the socket and tries again when its
+ * timer fires. If the backlog emptied meanwhile (connections gone before
+ * they were accepted), no event comes; the retry must still look, find it
+ * empty and end the episode (its notice), not wait for the next connection.
+ */
+static void test_accept_guard_backlog_gone(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct lsn l = { 0 };
+	int c1, c2, x;
+
+	l.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(l.fd >= 0);
+	assert_int_equal(bind(l.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l.fd, 8), 0);
+	assert_int_equal(reactor_add_fd(f->r, &l.h, l.fd, EPOLLIN, lsn_accept, &l), 0);
+	reactor_accept_guard_init(&l.g, f->r, &l.h, "accept on a test socket");
+	/* a connection, and accept() out of descriptors: paused */
+	c1 = lsn_connect(&l);
+	l.fail_with = EMFILE;
+	drain(f->r);
+	assert_true(l.g.failing);
+	assert_int_equal(l.accepted, 0);
+	/* the retry finds it: accepted, the backlog empty, the episode over */
+	fire(f->r, &l.g.timer);
+	drain(f->r);
+	assert_int_equal(l.accepted, 1);
+	assert_false(l.g.failing);
+	/* again, but the connection leaves the backlog while the socket is paused */
+	c2 = lsn_connect(&l);
+	l.fail_with = EMFILE;
+	drain(f->r);
+	assert_true(l.g.failing);
+	x = accept(l.fd, NULL, NULL);  /* taken away: the backlog is empty now */
+	assert_true(x >= 0);
+	fire(f->r, &l.g.timer);
+	drain(f->r);
+	assert_false(l.g.failing);
+	assert_false(l.g.timer.armed);
+	close(x);
+	close(c1);
+	close(c2);
+	reactor_accept_guard_fini(&l.g);
+	reactor_del_fd(f->r, &l.h);
+	close(l.fd);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_bell_coalesces), T(test_bell_other_thread), T(test_bell_closed),
-		T(test_msgs_in_order), T(test_list_splice),
+		T(test_msgs_in_order), T(test_list_splice), T(test_accept_guard_backlog_gone),
 	};
 #undef T
 
