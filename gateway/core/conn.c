@@ -139,10 +139,7 @@ void iscsi_conn_admit_cancel(struct gw *gw, struct iscsi_admission *a)
 /* The connection no longer counts as logging in from its address. */
 static void conn_login_slot_put(struct iscsi_conn *c)
 {
-	if (!c->login_slot)
-		return;
-	c->login_slot = false;
-	gw_login_slot_put(&c->gw->login_slots, c->login_key);
+	iscsi_conn_admit_cancel(c->gw, &c->adm);
 }
 
 static void conn_free_now(void *arg)
@@ -339,9 +336,8 @@ int iscsi_conn_create(struct gw_portal *p, struct reactor *r, void *dm_priv,
 		return -ENOMEM;
 	}
 	c->gw = p->gw;
-	if (a && a->counted) {          /* the slot is the connection's now */
-		c->login_slot = true;
-		memcpy(c->login_key, a->key, sizeof(c->login_key));
+	if (a) {                        /* the slot is the connection's now */
+		c->adm = *a;
 		a->counted = false;
 	}
 	memset(&env, 0, sizeof(env));

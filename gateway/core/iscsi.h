@@ -159,6 +159,11 @@ int gw_login_slot_take(struct gw_login_slots *s, const char *peer, uint32_t max,
 		       uint8_t key[GW_LOGIN_KEY_LEN]);
 void gw_login_slot_put(struct gw_login_slots *s, const uint8_t key[GW_LOGIN_KEY_LEN]);
 uint64_t gw_login_slots_refused(struct gw_login_slots *s);
+/* One connection's slot (iscsi_conn_admit), held from its accept to its login's end. */
+struct iscsi_admission {
+	bool counted;
+	uint8_t key[GW_LOGIN_KEY_LEN];
+};
 
 struct gw {
 	bool lu_state_cluster;              /* new LUs: the cluster carries their state (lu_state) */
@@ -260,9 +265,8 @@ struct iscsi_conn {
 	uint16_t logout_grace_s;
 	/* lines about its PDUs: ISCSI_CONN_LOG_LINES a window (iscsi_conn_log_room) */
 	struct gw_log_window log;
-	/* one of gw->login_slots held (from creation to the login's end) */
-	bool login_slot;
-	uint8_t login_key[GW_LOGIN_KEY_LEN];
+	/* its slot of gw->login_slots, given back when the login ends */
+	struct iscsi_admission adm;
 };
 
 enum iscsi_task_state {
@@ -502,10 +506,6 @@ void iscsi_task_tx_done(struct iscsi_task *t);
  * against max_logins_per_address until its login ends), -EBUSY refused (the
  * core logged it: close it, reject it). Any thread.
  */
-struct iscsi_admission {
-	bool counted;
-	uint8_t key[GW_LOGIN_KEY_LEN];
-};
 int iscsi_conn_admit(struct gw *gw, const char *peer, struct iscsi_admission *a);
 /* An admitted connection that never reached iscsi_conn_create (idempotent). */
 void iscsi_conn_admit_cancel(struct gw *gw, struct iscsi_admission *a);
