@@ -106,13 +106,19 @@ PY
 	for _ in $(seq 150); do [ -e "$SCRATCH/$1" ] && break; sleep 0.1; done
 }
 
+# held ROUND OPEN CLOSED WHAT: the round's connections held and closed were these
+held() {
+	local open closed
+	read -r open closed <"$SCRATCH/$1" 2>/dev/null || { open=?; closed=?; }
+	if [ "$open" = "$2" ] && [ "$closed" = "$3" ]; then
+		ok "$4: $open held, $closed closed at once"
+	else
+		bad "$4: $open held, $closed closed (want $2 and $3)"
+	fi
+}
+
 hold round1 300
-read -r open closed <"$SCRATCH/round1" 2>/dev/null || { open=?; closed=?; }
-if [ "$open" = 64 ] && [ "$closed" = 236 ]; then
-	ok "300 connections from $SRC that never log in: 64 held, 236 closed at once"
-else
-	bad "300 connections from $SRC: $open held, $closed closed (want 64 and 236)"
-fi
+held round1 64 236 "300 connections from $SRC that never log in"
 if timeout 10 iscsi-ls "iscsi://$ADDR:$PORT" 2>"$SCRATCH/ls.err" | grep -q 'iqn.2026-11.org.isergw:loginlimit'
 then
 	ok "another host logs in meanwhile (iscsi-ls)"
@@ -149,12 +155,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 hold round2 65
-read -r open closed <"$SCRATCH/round2" 2>/dev/null || { open=?; closed=?; }
-if [ "$open" = 64 ] && [ "$closed" = 1 ]; then
-	ok "after they closed: 64 from $SRC held again, the 65th closed"
-else
-	bad "after they closed: $open held, $closed closed (want 64 and 1)"
-fi
+held round2 64 1 "after they closed, 65 more from $SRC"
 touch "$SCRATCH/round2.done"
 wait "$HOLD" || bad "the client failed"
 n=$(refused)
