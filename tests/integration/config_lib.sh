@@ -17,6 +17,8 @@ only_isergw() {
 # config_start NAME CONFIG ADDR:PORT...: start isergwd --config CONFIG, its
 # output in $SCRATCH/NAME.log, and wait until every ADDR:PORT accepts
 # connections. Sets T_PID and T_LOG; the daemon is stopped by lib.sh's trap.
+# CONFIG_RUN_AS: words put before the command (setpriv ... --), if any.
+CONFIG_RUN_AS=()
 config_start() {
 	local name=$1 config=$2 ap
 	shift 2
@@ -28,7 +30,7 @@ config_start() {
 		fi
 	done
 	log "starting isergwd --config $config"
-	"$ISERGWD" --config "$config" >>"$T_LOG" 2>&1 &
+	"${CONFIG_RUN_AS[@]}" "$ISERGWD" --config "$config" >>"$T_LOG" 2>&1 &
 	T_PID=$!
 	_LIB_DAEMONS+=("$T_PID isergw")
 	for ap in "$@"; do
