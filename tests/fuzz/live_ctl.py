@@ -35,6 +35,8 @@ import subprocess
 import sys
 import time
 
+import live_pdu as lp
+
 FRAME_HDR = 4
 REPLY_FRAME_MAX = 16 << 20
 ERRNO_MAX = 4095
@@ -290,23 +292,11 @@ def main():
     ap.add_argument("--rewrite", action="append", default=[])
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
-    rewrites = []
-    for r in a.rewrite:
-        f, sep, t = r.partition("=")
-        if not sep or not f or len(f.encode()) != len(t.encode()):
-            ap.error("--rewrite FROM=TO, both of the same length: %s" % r)
-        rewrites.append((f.encode(), t.encode()))
-    files = []
-    for p in a.paths:
-        if os.path.isdir(p):
-            files += sorted(os.path.join(p, n) for n in os.listdir(p)
-                            if os.path.isfile(os.path.join(p, n)))
-        else:
-            files.append(p)
+    rewrites = lp.rewrites(ap, a.rewrite, same_length=True)
     n_in = n_managed = replies = 0
     t0 = time.monotonic()
     log = open(a.log, "ab")
-    for path in files:
+    for path in lp.inputs(a.paths):
         if a.limit and n_in >= a.limit:
             break
         if a.seconds and time.monotonic() - t0 >= a.seconds:
@@ -315,8 +305,7 @@ def main():
             data = f.read()
         if not data:
             continue
-        for fr, to in rewrites:
-            data = data.replace(fr, to)
+        data = lp.rewritten(data, rewrites)
         managed = bool(data[0] & 1)
         n_managed += managed
         try:
@@ -355,6 +344,8 @@ def main():
             if not why and proc.returncode != 0:
                 why = "isergwd exited with status %d on SIGTERM" % proc.returncode
         n_in += 1
+        if n_in % 500 == 0:
+            print("live_ctl: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)
         if why:
             print("live_ctl: after input %d (%s): %s" % (n_in, path, why), file=sys.stderr)
             print("live_ctl: FAILED")

@@ -298,6 +298,23 @@ def inputs(paths):
             yield p
 
 
+def rewrites(ap, specs, same_length=False):
+    """--rewrite FROM=TO arguments as (bytes, bytes) pairs; ap.error on a bad one"""
+    out = []
+    for r in specs:
+        f, sep, t = r.partition("=")
+        if not sep or not f or (same_length and len(f.encode()) != len(t.encode())):
+            ap.error("--rewrite FROM=TO%s: %s" % (", both of the same length" if same_length else "", r))
+        out.append((f.encode(), t.encode()))
+    return out
+
+
+def rewritten(data, pairs):
+    for f, t in pairs:
+        data = data.replace(f, t)
+    return data
+
+
 def alive(pid):
     if not pid:
         return True

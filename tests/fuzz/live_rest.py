@@ -33,10 +33,11 @@ The script stops at the first input after which that fails, naming it.
 """
 import argparse
 import json
-import os
 import socket
 import sys
 import time
+
+import live_pdu as lp
 
 REQS_MAX = 12   # fuzz_rest.c: the requests of one input
 DROPPED = {b"content-length", b"transfer-encoding", b"host", b"connection"}
@@ -200,15 +201,6 @@ class Conn:
         return status, body, closed
 
 
-def alive(pids):
-    for p in pids:
-        try:
-            os.kill(p, 0)
-        except OSError:
-            return "process %d is gone" % p
-    return None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--addr", required=True)
@@ -222,22 +214,10 @@ def main():
     ap.add_argument("--rewrite", action="append", default=[])
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
-    rewrites = []
-    for r in a.rewrite:
-        f, sep, t = r.partition("=")
-        if not sep or not f:
-            ap.error("--rewrite FROM=TO")
-        rewrites.append((f.encode(), t.encode()))
+    rewrites = lp.rewrites(ap, a.rewrite)
     with open(a.config, "rb") as f:
         first = f.read()
     json.loads(first)
-    files = []
-    for p in a.paths:
-        if os.path.isdir(p):
-            files += sorted(os.path.join(p, n) for n in os.listdir(p)
-                            if os.path.isfile(os.path.join(p, n)))
-        else:
-            files.append(p)
     host = ("%s:%d" % (a.addr, a.port)).encode()
     auth = [(b"Authorization", b"Bearer " + a.token.encode())]
     reset = request_bytes(host, b"PUT", b"/api/v1/config",
@@ -246,15 +226,14 @@ def main():
     codes = {}
     n_in = n_req = n_closed = 0
     t0 = time.monotonic()
-    for path in files:
+    for path in lp.inputs(a.paths):
         if a.limit and n_in >= a.limit:
             break
         if a.seconds and time.monotonic() - t0 >= a.seconds:
             break
         with open(path, "rb") as f:
             data = f.read()
-        for fr, to in rewrites:
-            data = data.replace(fr, to)
+        data = lp.rewritten(data, rewrites)
         c = Conn(a.addr, a.port, a.answer_s)
         why = None
         try:
@@ -268,7 +247,8 @@ def main():
                     continue
                 codes[r[0]] = codes.get(r[0], 0) + 1
             c.close()
-            why = alive(a.pid)
+            gone = [p for p in a.pid if not lp.alive(p)]
+            why = "process %d is gone" % gone[0] if gone else None
             if not why:
                 r = Conn(a.addr, a.port, a.answer_s).exchange(health)
                 if not r or r[0] != 200:
@@ -285,6 +265,8 @@ def main():
         finally:
             c.close()
         n_in += 1
+        if n_in % 500 == 0:
+            print("live_rest: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)
         if why:
             print("live_rest: after input %d (%s): %s" % (n_in, path, why), file=sys.stderr)
             print("live_rest: FAILED")
