@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# fuzz_pdu's, fuzz_login's or fuzz_rest's inputs from outside: a real isergwd
-# (best the sanitizer build's, two reactors, the TCP datamover, files as LUNs)
-# takes every input of the corpora given over real sockets (live_pdu.py,
-# live_login.py), and after each one must still answer a new login; or (rest)
-# a real isergw-api, standalone on that isergwd's configuration file, takes
-# them as HTTP requests (live_rest.py), and after each one must still answer
-# and take the first configuration again. At the end each daemon must stop
-# cleanly on SIGTERM (exit 0) with no sanitizer report and no err line in its
-# log, and every line of that log one of its own (nothing a peer sent starts
-# one).
+# The inputs of fuzz_pdu, fuzz_login, fuzz_rest or fuzz_ctl from outside:
+#   pdu, login  a real isergwd (best the sanitizer build's, two reactors, the TCP
+#               datamover, files as LUNs) takes every input over real sockets
+#               (live_pdu.py, live_login.py) and after each must answer a new login;
+#   rest        a real isergw-api, standalone on that isergwd's configuration
+#               file, takes them as HTTP requests (live_rest.py) and after each
+#               must still answer and take the first configuration again;
+#   ctl         a fresh isergwd for each input takes its records on the control
+#               socket (live_ctl.py), must answer GetStatus after it and exit 0
+#               on SIGTERM.
+# At the end no sanitizer report and no err line in a daemon's log (but those
+# the kind's inputs ask for, counted), every line of it one of its own (nothing
+# a peer sent starts one), and each daemon stopped cleanly on SIGTERM (exit 0).
 #
-#   tests/fuzz/live.sh --daemon PATH [--kind pdu|login|rest] [--api PATH]
+#   tests/fuzz/live.sh --daemon PATH [--kind pdu|login|rest|ctl] [--api PATH]
 #                      [--scratch DIR] [--addr A] [--port P] [--http-port H]
 #                      [--seconds N] [--limit N] [CORPUS...]
 #
-# --kind: whose inputs (default pdu); the target's configuration is that of the
-# in-process target (tests/common/fake_gw.c; fuzz_login.c's first one; for
-# rest, fake_api.c's document as a standalone isergwd has it: target t1 with
-# its CHAP, ACL and LUN 0, target t2, discovery CHAP). --api: isergw-api
-# (rest). As root, rest runs both daemons as nobody when nobody can run them
-# (a grown corpus may name any file as a LUN); the seeds' LUN paths
-# (/var/lib/isergw/, /dev/) are moved into the scratch directory.
+# --kind: whose inputs (default pdu); the configuration is the in-process
+# target's (tests/common/fake_gw.c; fuzz_login.c's first one; for rest,
+# fake_api.c's document as a standalone isergwd has it; for ctl, fuzz_ctl.c's
+# two). --api: isergw-api (rest). As root, rest and ctl run the daemons as
+# nobody when nobody can run them (a grown corpus may name any file as a LUN,
+# and isergwd creates a LUN's file when it has a size); rest's absolute LUN
+# paths ("path": "/...) are moved under SCRATCH/root/, ctl's seeds' names by
+# bytes of the same length (below). ctl listens on 127.0.7.5:3969 and
+# [::1]:3971 whatever --port says.
 # CORPUS: directories or files of its inputs (default: the committed seeds
 # tests/fuzz/corpus/fuzz_KIND, and the regression inputs tests/fuzz/regress/fuzz_KIND).
 # The corpus a campaign grew is DIR/fuzz-work/fuzz_KIND/corpus of its build tree.
@@ -53,7 +58,7 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift 2 ;;
 	--limit) LIMIT=$2; shift 2 ;;
 	--kind) KIND=$2; shift 2 ;;
-	-h|--help) sed -n '4,29p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,34p' "$0"; exit 0 ;;
 	-*) die "unknown option $1 (see --help)" ;;
 	*) corpora+=("$1"); shift ;;
 	esac
@@ -70,8 +75,7 @@ if [ ${#corpora[@]} -eq 0 ]; then
 fi
 for c in "${corpora[@]}"; do [ -e "$c" ] || die "no corpus $c"; done
 mkdir -p "$SCRATCH"
-rm -rf "$SCRATCH"/lun*.img "$SCRATCH"/isergwd.log "$SCRATCH"/api.log "${SCRATCH:?}"/state "${SCRATCH:?}"/var \
-	"${SCRATCH:?}"/dev
+rm -rf "$SCRATCH"/lun*.img "$SCRATCH"/isergwd.log "$SCRATCH"/api.log "${SCRATCH:?}"/state "${SCRATCH:?}"/root
 CFG=$SCRATCH/isergwd.json
 if [ "$KIND" = pdu ]; then
 	# the in-process target's gateway (tests/common/fake_gw.c), on files
@@ -157,16 +161,22 @@ run_as_nobody() {
 	log "the daemons run as nobody"
 }
 if [ "$KIND" = ctl ]; then
-	# fuzz_ctl.c's two configurations: base_json[0] on files, two portals of
-	# this script's; base_json[1], a managed node before its agent's first call
+	# fuzz_ctl.c's two configurations: base_json[0], base_json[1] (a managed
+	# node before its agent's first call). The inputs hold protobuf frames, so
+	# what they name is moved by bytes of the same length: the LUN directory
+	# to one under /tmp, the portals to 127.0.7.5:3969 and [::1]:3971, the
+	# backend to 127.0.7.9, where nothing answers. The configuration is the
+	# in-process one so moved: an ApplyConfig of a seed changes what it changes there.
+	LUNDIR=$(mktemp -d /tmp/isgwXXXXXX) || die "mktemp"
+	trap 'rm -rf "$LUNDIR"; lib_cleanup 2>/dev/null' EXIT
 	cat >"$CFG" <<JSON
 {
   "state_dir": "$SCRATCH/state",
   "ctl_socket": "$SCRATCH/state/ctl.sock",
   "reactors": 2,
   "portals": [
-    { "url": "tcp://$ADDR:$PORT", "rel_port_id": 1, "tpg_id": 1 },
-    { "url": "tcp://$ADDR:$((PORT + 1))", "rel_port_id": 2, "tpg_id": 2 } ],
+    { "url": "tcp://127.0.7.5:3969", "rel_port_id": 1, "tpg_id": 1 },
+    { "url": "tcp://[::1]:3971", "rel_port_id": 2, "tpg_id": 2 } ],
   "port_groups": [ { "tpg_id": 1, "rel_port_ids": [ 1 ] },
                    { "tpg_id": 2, "rel_port_ids": [ 2 ] },
                    { "tpg_id": 3, "rel_port_ids": [ 3, 4 ] } ],
@@ -174,10 +184,10 @@ if [ "$KIND" = ctl ]; then
                      { "name": "dg2", "owner_tpg_id": 3, "non_owner_state": "standby" } ],
   "targets": [
     { "iqn": "iqn.2026-11.org.isergw:t0", "luns": [
-      { "lun": 0, "path": "$SCRATCH/lun0.img", "size": "1M", "naa": "6001405aabbccddeeff0011223344556" },
-      { "lun": 1, "path": "$SCRATCH/lun1.img", "size": "1M", "device_group": "dg1" } ] },
+      { "lun": 0, "path": "$LUNDIR/a.img", "size": "1M", "naa": "6001405aabbccddeeff0011223344556" },
+      { "lun": 1, "path": "$LUNDIR/b.img", "size": "1M", "device_group": "dg1" } ] },
     { "iqn": "iqn.2026-11.org.isergw:t1", "luns": [
-      { "lun": 0, "path": "$SCRATCH/lun2.img", "size": "1M", "block_size": 4096,
+      { "lun": 0, "path": "$LUNDIR/c.img", "size": "1M", "block_size": 4096,
         "device_group": "dg2" } ] } ]
 }
 JSON
@@ -189,9 +199,6 @@ JSON
 }
 JSON
 	chmod 600 "$CFG" "$SCRATCH/managed.json"
-	# the seeds' LUN directory: one of the same length (the inputs hold frames)
-	LUNDIR=$(mktemp -d /tmp/isgwXXXXXX) || die "mktemp"
-	trap 'rm -rf "$LUNDIR"; lib_cleanup 2>/dev/null' EXIT
 	run_as_nobody "$ISERGWD"
 	[ ${#run_as[@]} -gt 0 ] && chown nobody "$LUNDIR"
 	T_LOG=$SCRATCH/isergwd.log
@@ -199,11 +206,12 @@ JSON
 	fail=0
 	python3 "$here/live_ctl.py" --daemon "$ISERGWD" --config "$CFG" --managed-config "$SCRATCH/managed.json" \
 		--socket "$SCRATCH/state/ctl.sock" --log "$T_LOG" --run-as "${run_as[*]}" \
-		--rewrite "/var/lib/isergw/=$LUNDIR/" --rewrite "127.0.0.1:3260=127.0.7.5:3260" --rewrite "192.0.2.9=127.0.7.9" \
+		--rewrite "/var/lib/isergw/=$LUNDIR/" --rewrite "127.0.0.1:3260=127.0.7.5:3969" --rewrite "[::1]:3261=[::1]:3971" \
+		--rewrite "192.0.2.9=127.0.7.9" \
 		--seconds "$SECS" --limit "$LIMIT" "${corpora[@]}" || fail=1
 fi
 if [ "$KIND" = rest ]; then
-	mkdir -p "$SCRATCH/var" "$SCRATCH/dev"
+	mkdir -p "$SCRATCH/root/var/lib/isergw" "$SCRATCH/root/dev"
 	truncate -s 1M "$SCRATCH/lun0.img" "$SCRATCH/lun1.img"
 	cp "$CFG" "$SCRATCH/first.json"
 	# fake_api.c's tokens: the inputs' Authorization headers verify
@@ -232,7 +240,7 @@ elif [ "$KIND" = rest ]; then
 	wait_port "$API_PID" "$ADDR" "$HTTP_PORT" || die "isergw-api did not start: $(tail -n 5 "$API_LOG")"
 	python3 "$here/live_rest.py" --addr "$ADDR" --port "$HTTP_PORT" --pid "$T_PID" --pid "$API_PID" \
 		--token "isergw_admin_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8" --config "$SCRATCH/first.json" \
-		--rewrite "/var/lib/isergw/=$SCRATCH/var/" --rewrite "\"/dev/=\"$SCRATCH/dev/" \
+		--rewrite "\"path\": \"/=\"path\": \"$SCRATCH/root/" --rewrite "\"path\":\"/=\"path\":\"$SCRATCH/root/" \
 		--seconds "$SECS" --limit "$LIMIT" "${corpora[@]}" || fail=1
 	if ! target_stop "$API_PID" "$API_LOG"; then
 		log "FAILED: isergw-api did not stop cleanly on SIGTERM"

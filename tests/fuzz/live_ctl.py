@@ -9,14 +9,19 @@ started from a configuration file (the managed one when the input's mode
 byte says so: bit 0), the input's records are written to its control
 socket as the in-process target writes them (bytes, frames, shutting the
 writing side, closing and connecting again, ApplyConfig of JSON with the
-record's epoch; time passing is a real pause of at most --pause-ms; the
-portal faults and the other-uid client are left out), and every frame the
+record's epoch), and every frame the
 daemon sends back must be a Reply whose status is 0 or a negative errno
 (down to -4095) and that says why when it is not 0. After the input, a new
 connection's GetStatus must be answered (status 0, a StatusInfo), and on
 SIGTERM the daemon must exit 0 within --answer-s seconds. The script stops
 at the first input after which that fails, naming it. The daemons' output
 goes to --log, for the caller to check (sanitizer reports, err lines).
+
+What cannot be played from outside: time passing is a real pause of at most
+--pause-ms, so timers of seconds (an ALUA transition, the lease) do not fire,
+and a lease's deadline is read against the real clock, not the input's; the
+portals' listen faults (mode bits 3-4, record 2/3), the client of another uid
+(bit 1) and ReloadConfig without a file (bit 2: there is always one here).
 
 --rewrite FROM=TO replaces bytes of every input before it is played, and
 only with bytes of the same length (the inputs hold protobuf frames whose
@@ -62,26 +67,29 @@ def varint(b, i):
 
 
 def fields(b):
-    """the top-level fields of a protobuf message: {number: [value]}"""
+    """the top-level fields of a protobuf message: {number: [(wire type, value)]}"""
     out = {}
     i = 0
     while i < len(b):
         key, i = varint(b, i)
         num, wt = key >> 3, key & 7
+        if num == 0:
+            raise Bad("field number 0")
         if wt == 0:
             v, i = varint(b, i)
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
+        elif wt in (1, 5):
+            n = 8 if wt == 1 else 4
+            if i + n > len(b):
+                raise Bad("a fixed-size field cut short")
+            v, i = b[i:i + n], i + n
         elif wt == 2:
             n, i = varint(b, i)
             if i + n > len(b):
                 raise Bad("a field longer than the message")
             v, i = b[i:i + n], i + n
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
         else:
             raise Bad("wire type %d" % wt)
-        out.setdefault(num, []).append(v)
+        out.setdefault(num, []).append((wt, v))
     return out
 
 
@@ -112,15 +120,22 @@ def apply_config(epoch, json_bytes):
 
 
 def check_reply(body):
-    """(status, fields) of a Reply; Bad if it is not one"""
+    """(status, fields) of a Reply (proto/isergw_ctl.proto); Bad if it is not one"""
     f = fields(body)
+    for num, vals in f.items():
+        want = 0 if num == 1 else 2 if num == 2 or 10 <= num <= 19 else None
+        for wt, v in vals:
+            if want is not None and wt != want:
+                raise Bad("a Reply whose field %d has wire type %d" % (num, wt))
+            if 10 <= num <= 19:
+                fields(v)   # the payload: a message that parses
     status = 0
     if 1 in f:
-        z = f[1][-1]
+        z = f[1][-1][1]
         status = (z >> 1) ^ -(z & 1)
     if status > 0 or status < -ERRNO_MAX:
         raise Bad("a Reply with status %d" % status)
-    if status and not (2 in f and f[2][-1]):
+    if status and not (2 in f and f[2][-1][1]):
         raise Bad("a Reply with status %d and no reason" % status)
     return status, f
 
@@ -315,15 +330,14 @@ def main():
         proc = subprocess.Popen(a.run_as.split() + [a.daemon, "--config",
                                             a.managed_config if managed else a.config],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        why = wait_socket(a.socket, proc, a.answer_s)
+        why = None
         c = Client(a.socket, a.answer_s)
         try:
+            why = wait_socket(a.socket, proc, a.answer_s)
             if not why:
                 play(c, data, a.pause_ms)
                 replies += c.replies
-                if proc.poll() is not None:
-                    why = "isergwd exited with status %d" % proc.returncode
-            if not why:
+            if not why and proc.poll() is None:
                 st, f = c.call(GET_STATUS)
                 if st or 10 not in f:
                     why = "GetStatus: status %d, %s" % (st, "a StatusInfo" if 10 in f else "no StatusInfo")
@@ -331,18 +345,24 @@ def main():
             why = str(e)
         except OSError as e:
             why = "the control socket: %s" % e
+        except Exception as e:  # a bug of this script's: still name the input, stop the daemon
+            why = "live_ctl.py: %r" % e
         finally:
             c.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(a.answer_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                why = why or "isergwd did not stop within %.0f s of SIGTERM" % a.answer_s
-            if not why and proc.returncode != 0:
-                why = "isergwd exited with status %d on SIGTERM" % proc.returncode
+            # exited before it was told to: a failure whatever it had answered
+            if proc.poll() is not None:
+                why = "isergwd exited with status %d before SIGTERM%s" % (
+                    proc.returncode, " (%s)" % why if why else "")
+            else:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(a.answer_s)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    why = why or "isergwd did not stop within %.0f s of SIGTERM" % a.answer_s
+                if proc.returncode != 0:
+                    why = why or "isergwd exited with status %d on SIGTERM" % proc.returncode
         n_in += 1
         if n_in % 500 == 0:
             print("live_ctl: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)

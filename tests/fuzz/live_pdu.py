@@ -316,13 +316,19 @@ def rewritten(data, pairs):
 
 
 def alive(pid):
+    """the process is there and not a zombie (its parent, the shell, may not have reaped it yet)"""
     if not pid:
         return True
     try:
         os.kill(pid, 0)
-        return True
     except OSError as e:
-        return e.errno == errno.EPERM
+        if e.errno != errno.EPERM:
+            return False
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def replay(name, doc, play, health, play_wait_s=None):

@@ -33,6 +33,7 @@ The script stops at the first input after which that fails, naming it.
 """
 import argparse
 import json
+import re
 import socket
 import sys
 import time
@@ -40,6 +41,9 @@ import time
 import live_pdu as lp
 
 REQS_MAX = 12   # fuzz_rest.c: the requests of one input
+FAKE_GEN = 7    # fake_api.c: the agent document's generation when an execution starts
+WRITES = {b"POST", b"PUT", b"PATCH", b"DELETE"}
+ETAG = re.compile(rb'"g([0-9]+)"')
 DROPPED = {b"content-length", b"transfer-encoding", b"host", b"connection"}
 PLAIN = set(range(0x21, 0x7F))
 
@@ -48,15 +52,28 @@ class Hang(Exception):
     pass
 
 
+def c_str(b):
+    """the bytes as far as a C string of them goes (fuzz_rest.c parses with strchr)"""
+    i = b.find(b"\0")
+    return b if i < 0 else b[:i]
+
+
+def one_cr(line):
+    return line[:-1] if line.endswith(b"\r") else line
+
+
 def requests_of(data):
     """fuzz_rest.c's split and parse: [(method, target, [(name, value)], body)]"""
     out = []
     rest = data
-    while rest and len(out) < REQS_MAX:
+    n = 0
+    # every segment counts towards REQS_MAX, parsed or not, as in fuzz_rest.c
+    while rest and n < REQS_MAX:
+        n += 1
         i = rest.find(b"\n%%\n")
         one, rest = (rest, b"") if i < 0 else (rest[:i], rest[i + 4:])
         lines = one.split(b"\n")
-        first = lines[0].rstrip(b"\r") if lines else b""
+        first = c_str(one_cr(lines[0]))
         sp = first.find(b" ")
         if not first or sp < 0:
             continue
@@ -65,19 +82,19 @@ def requests_of(data):
         k = 1
         blank = False
         while k < len(lines):
-            line = lines[k]
+            line = one_cr(lines[k])
             k += 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
             if not line:
                 blank = True
                 break
             if line.startswith(b"@agent "):
                 continue
+            line = c_str(line)
             c = line.find(b":")
             if c < 0:
                 continue
-            name, value = line[:c], line[c + 1:].lstrip(b" \t")
+            # a leading space or tab would fold the line into the one before
+            name, value = line[:c].lstrip(b" \t"), line[c + 1:].lstrip(b" \t")
             if name.strip().lower() in DROPPED:
                 continue
             hdrs.append((name, value))
@@ -94,9 +111,8 @@ def encode_target(t):
 def request_bytes(host, method, target, hdrs, body):
     r = [method + b" " + (encode_target(target) or b"/") + b" HTTP/1.1", b"Host: " + host]
     for name, value in hdrs:
-        # a CR or NUL inside a line would end or break it here, not in-process
-        r.append(name.replace(b"\r", b" ").replace(b"\0", b" ") + b": " +
-                 value.replace(b"\r", b" ").replace(b"\0", b" "))
+        # a CR inside a line would end it here, not in-process
+        r.append(name.replace(b"\r", b" ") + b": " + value.replace(b"\r", b" "))
     if body or method in (b"POST", b"PUT", b"PATCH"):
         r.append(b"Content-Length: %d" % len(body))
     return b"\r\n".join(r) + b"\r\n\r\n" + body
@@ -147,23 +163,38 @@ class Conn:
         return out
 
     def exchange(self, req, head_only=False):
-        """(status, body, closed) of one request; None: the server closed without an answer"""
-        if self.s is None:
-            self.s = socket.create_connection((self.addr, self.port), timeout=self.answer_s)
+        """(status, headers, body) of one request; None: the server closed without an answer.
+        A connection kept from an earlier request that turns out closed is opened again once."""
+        for attempt in (0, 1):
+            reused = self.s is not None
+            if self.s is None:
+                self.s = socket.create_connection((self.addr, self.port), timeout=self.answer_s)
+            try:
+                self.s.sendall(req)
+            except OSError:
+                pass    # the server may answer and close before reading all of it
+            try:
+                r = self._answer(head_only)
+            except (ValueError, IndexError) as e:
+                raise Hang("a malformed answer: %s" % e) from None
+            if r is not None or not reused or attempt:
+                return r
+
+    def _answer(self, head_only):
         deadline = time.monotonic() + self.answer_s
-        try:
-            self.s.sendall(req)
-        except OSError:
-            pass    # the server may answer and close before reading all of it
-        head = self._until(b"\r\n\r\n", deadline)
-        if head is None:
-            self.close()
-            return None
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise Hang("not an HTTP status line: %r" % lines[0][:80])
-        status = int(parts[1])
+        while True:
+            head = self._until(b"\r\n\r\n", deadline)
+            if head is None:
+                self.close()
+                return None
+            lines = head.split(b"\r\n")
+            parts = lines[0].split(b" ", 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+                raise Hang("not an HTTP status line: %r" % lines[0][:80])
+            status = int(parts[1])
+            # 100 Continue and the like come before the answer
+            if not 100 <= status < 200 or status == 101:
+                break
         h = {}
         for line in lines[1:]:
             n, _, v = line.partition(b":")
@@ -176,12 +207,16 @@ class Conn:
                 size = self._until(b"\r\n", deadline)
                 if size is None:
                     raise Hang("a chunked answer cut short")
-                n = int(size.split(b";")[0] or b"0", 16)
+                n = int(size.split(b";")[0].strip() or b"0", 16)
                 if n == 0:
-                    self._until(b"\r\n", deadline)
+                    # the trailer, up to its empty line
+                    while self._until(b"\r\n", deadline):
+                        pass
                     break
-                body += self._take(n, deadline) or b""
-                self._until(b"\r\n", deadline)
+                got = self._take(n, deadline)
+                if got is None or self._until(b"\r\n", deadline) != b"":
+                    raise Hang("a chunked answer cut short")
+                body += got
         elif b"content-length" in h:
             got = self._take(int(h[b"content-length"]), deadline)
             if got is None:
@@ -195,10 +230,9 @@ class Conn:
                 self.buf += b
             body, self.buf = self.buf, b""
             h[b"connection"] = b"close"
-        closed = h.get(b"connection", b"").lower() == b"close"
-        if closed:
+        if h.get(b"connection", b"").lower() == b"close":
             self.close()
-        return status, body, closed
+        return status, h, body
 
 
 def main():
@@ -223,6 +257,7 @@ def main():
     reset = request_bytes(host, b"PUT", b"/api/v1/config",
                           auth + [(b"Content-Type", b"application/json")], first)
     health = request_bytes(host, b"GET", b"/healthz", [], b"")
+    get_config = request_bytes(host, b"GET", b"/api/v1/config", auth, b"")
     codes = {}
     n_in = n_req = n_closed = 0
     t0 = time.monotonic()
@@ -237,7 +272,14 @@ def main():
         c = Conn(a.addr, a.port, a.answer_s)
         why = None
         try:
+            # If-Match: the fake agent's generations ("g7", then one more a write)
+            # stand for the ETags the file had then (a digest of it, standalone)
+            r = c.exchange(get_config)
+            etags = {FAKE_GEN: r[1][b"etag"]} if r and r[0] == 200 and b"etag" in r[1] else {}
+            gen = FAKE_GEN
             for method, target, hdrs, body in requests_of(data):
+                hdrs = [(n, ETAG.sub(lambda m: etags.get(int(m.group(1)), m.group(0)), v))
+                        if n.strip().lower() == b"if-match" else (n, v) for n, v in hdrs]
                 req = request_bytes(host, method, target, hdrs, body)
                 r = c.exchange(req, head_only=(method == b"HEAD"))
                 n_req += 1
@@ -246,6 +288,10 @@ def main():
                     codes["closed"] = codes.get("closed", 0) + 1
                     continue
                 codes[r[0]] = codes.get(r[0], 0) + 1
+                if 200 <= r[0] < 300 and method in WRITES:
+                    gen += 1
+                    if b"etag" in r[1]:
+                        etags[gen] = r[1][b"etag"]
             c.close()
             gone = [p for p in a.pid if not lp.alive(p)]
             why = "process %d is gone" % gone[0] if gone else None
@@ -257,13 +303,17 @@ def main():
                 r = Conn(a.addr, a.port, a.answer_s).exchange(reset)
                 if not r or r[0] != 200:
                     why = "PUT /api/v1/config of the first configuration: %s %s" % (
-                        r[0] if r else "no answer", r[1][:300].decode("utf-8", "replace") if r else "")
+                        r[0] if r else "no answer", r[2][:300].decode("utf-8", "replace") if r else "")
         except Hang as e:
             why = str(e)
         except OSError as e:
             why = "the connection: %s" % e
         finally:
             c.close()
+        # a daemon gone says more than what the connection saw of it
+        gone = [p for p in a.pid if not lp.alive(p)]
+        if gone and why and not why.startswith("process"):
+            why = "process %d is gone (%s)" % (gone[0], why)
         n_in += 1
         if n_in % 500 == 0:
             print("live_rest: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)
