@@ -213,6 +213,8 @@ struct bdev_iscsi_params {
 	uint32_t hold_ms;       /* keep commands waiting for the backend this long; 0 = 30000 */
 	uint32_t cmd_timeout_s; /* a backend command taking longer drops the session; 0 = 15 */
 	uint32_t open_timeout_ms; /* discovery at open; 0 = 5000 */
+	bool open_bounded;      /* open_timeout_ms is what the caller can spare (0: none):
+				 * no answer by then opens NOT READY, told as a notice */
 	uint64_t size_bytes;    /* expected geometry if unreachable at open (0 = unknown) */
 	uint32_t block_size;
 	bool readonly;
@@ -287,6 +289,13 @@ struct bdev_backstore {
 int bdev_backstore_register(const struct bdev_backstore *bs);
 /* The backstore that opens path (NULL: none). */
 const struct bdev_backstore *bdev_backstore_for(const char *path);
+/*
+ * The backstores this thread opens from now must be open by deadline_ms
+ * (gw_now_ms(); 0: no deadline, each takes its own time). One that would
+ * wait for a remote store past it opens NOT READY and finds the store in
+ * the background (the control thread while isergwd holds an ALUA lease).
+ */
+void bdev_open_deadline_set(uint64_t deadline_ms);
 /* Opens lc->path with its backstore: as bdev_backstore.open. */
 int bdev_open_lun(const struct gw_lun_cfg *lc, char *err, size_t errlen, struct bdev **out);
 /* Fences keys on b through its backstore; -EOPNOTSUPP if it has no fencing. */

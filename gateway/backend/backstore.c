@@ -10,9 +10,17 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "common/reactor.h"
 #include "config/config.h"
 
 #define BACKSTORES_MAX 8
+
+static _Thread_local uint64_t open_deadline_ms;
+
+void bdev_open_deadline_set(uint64_t deadline_ms)
+{
+	open_deadline_ms = deadline_ms;
+}
 
 static int file_open_lun(const struct gw_lun_cfg *lc, char *err, size_t errlen, struct bdev **out)
 {
@@ -34,6 +42,13 @@ static int iscsi_open_lun(const struct gw_lun_cfg *lc, char *err, size_t errlen,
 		.block_size = lc->size ? lc->block_size : 0, .readonly = lc->readonly,
 	};
 
+	if (open_deadline_ms) {
+		uint64_t now = gw_now_ms();
+		uint64_t left = open_deadline_ms > now ? open_deadline_ms - now : 0;
+
+		p.open_bounded = true;
+		p.open_timeout_ms = left > 5000 ? 5000 : (uint32_t)left;
+	}
 	(void)err;
 	(void)errlen;
 	return bdev_iscsi_open(&p, out);

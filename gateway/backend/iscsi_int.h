@@ -39,6 +39,7 @@
 #define IB_DEFAULT_INITIATOR "iqn.2026-11.org.isergw:gateway"
 #define IB_ZERO_BLOCK     65536u        /* largest block size we accept from a backend */
 #define IB_MAX_BS         IB_ZERO_BLOCK
+#define IB_OPEN_MIN_MS    50u           /* less left than this: a bounded open does not try */
 
 _Static_assert(sizeof(struct scsi_iovec) == sizeof(struct iovec) &&
 	       offsetof(struct scsi_iovec, iov_base) == offsetof(struct iovec, iov_base) &&
@@ -170,6 +171,7 @@ struct ib_bdev {
 	/* discovery in the background while the backend is unreachable */
 	pthread_t disc_thread;
 	bool disc_running;
+	bool disc_err_first;            /* the open did not wait: the first failure is an err */
 	atomic_bool disc_stop;
 	pthread_cond_t disc_cond;
 	_Atomic(struct ib_rx *) rx[IB_MAX_REACTORS];

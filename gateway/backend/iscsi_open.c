@@ -200,7 +200,12 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	ctx = ib_sync_context(ib, timeout_ms, 0xffffu);
+	/*
+	 * libiscsi counts its timeout in whole seconds of time(): it may fire
+	 * most of a second early. The deadline is ours; libiscsi's is a second
+	 * past it, a backstop.
+	 */
+	ctx = ib_sync_context(ib, timeout_ms + 1000, 0xffffu);
 	if (!ctx) {
 		snprintf(why, whylen, "cannot create a libiscsi context");
 		return -ENOMEM;
@@ -220,7 +225,7 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 		snprintf(why, whylen, "cannot log in to the backend %.60s target %.170s%s: %.200s",
 			 ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
 			 rc == -ETIMEDOUT ? "timed out" : d.err[0] ? d.err : iscsi_get_error(ctx));
-		rc = rc == -ETIMEDOUT ? rc : -ECONNREFUSED;
+		rc = rc == -ETIMEDOUT || d.status == SCSI_STATUS_TIMEOUT ? -ETIMEDOUT : -ECONNREFUSED;
 		goto out;
 	}
 	rc = disc_cmd(ctx, ib, -1, deadline, &t);
@@ -353,7 +358,10 @@ static void *disc_main(void *arg)
 				  ib->bdev.name, attempt + 1);
 			break;
 		}
-		if ((attempt + 1) % 20 == 0)     /* the first failure was logged by the open */
+		if (attempt == 0 && ib->disc_err_first)
+			GW_ERR(IB_COMP, "%s: backend not usable: %s (LUN stays NOT READY, retrying in "
+			       "the background)", ib->bdev.name, why);
+		else if ((attempt + 1) % 20 == 0) /* the first failure was logged by the open */
 			GW_ERR(IB_COMP, "%s: backend still not usable (try %u): %s (LUN stays NOT READY, "
 			       "retrying in the background)", ib->bdev.name, attempt + 2, why);
 		ms = bdev_iscsi_backoff_ms(attempt);
@@ -486,14 +494,29 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 		rc = -ENOMEM;
 		goto err_sync;
 	}
-	rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &f, why, sizeof(why));
+	/*
+	 * A caller that can spare only so long (the control thread while the
+	 * ALUA lease runs) gets the LUN NOT READY rather than wait past it;
+	 * below IB_OPEN_MIN_MS left it is not even tried here.
+	 */
+	if (p->open_bounded && p->open_timeout_ms < IB_OPEN_MIN_MS)
+		rc = -ETIMEDOUT;
+	else
+		rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &f, why, sizeof(why));
 	if (rc == 0) {
 		ib_apply_locked(ib, &f);        /* nobody else sees ib yet */
 		if (f.desig_len)
 			ib_set_id(ib, &f);
 		ib_log_found(ib, &f, "backend LUN");
 	} else {
-		GW_ERR(IB_COMP, "%s: %s", ib->bdev.name, why);
+		/* the change could not wait: a notice now, the first failure an err */
+		ib->disc_err_first = p->open_bounded && rc == -ETIMEDOUT;
+		if (ib->disc_err_first)
+			GW_NOTICE(IB_COMP, "%s: no answer within the %u ms this change could wait (the "
+				  "ALUA lease runs): LUN NOT READY until the backend answers "
+				  "(discovering in the background)", ib->bdev.name, p->open_timeout_ms);
+		else
+			GW_ERR(IB_COMP, "%s: %s", ib->bdev.name, why);
 		/* open offline: NOT READY until the background discovery finds it */
 		ib->bdev.info.block_size = p->size_bytes ? p->block_size : 512;
 		ib->bdev.info.size_bytes = p->size_bytes;
@@ -509,11 +532,11 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 			goto err_zero;
 		}
 		ib->disc_running = true;
-		if (p->size_bytes)
+		if (!ib->disc_err_first && p->size_bytes)
 			GW_ERR(IB_COMP, "%s: backend not usable at start: LUN offline (NOT READY) with "
 			       "the configured %" PRIu64 " blocks of %u until the backend answers",
 			       ib->bdev.name, atomic_load(&ib->nblocks), atomic_load(&ib->bs));
-		else
+		else if (!ib->disc_err_first)
 			GW_ERR(IB_COMP, "%s: backend not usable at start: LUN present but NOT READY, "
 			       "capacity unknown until the backend answers (discovering in the "
 			       "background)", ib->bdev.name);

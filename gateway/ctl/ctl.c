@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ctl_priv.h"
+#include "backend/backend.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/notify.h"
@@ -411,6 +412,30 @@ void gw_ctl_stop(struct gw_ctl *ctl)
 	ctl_destroy(ctl);
 }
 
+/*
+ * While the ALUA lease is valid, a change must not keep the renewals waiting
+ * on this thread until it runs out: the remote backstores the change opens
+ * get half of what is left of it, together; one that has not answered by
+ * then opens NOT READY and is found in the background. Without a valid
+ * lease (none enforced, none given yet, or lost) nothing is cut short.
+ */
+void ctl_open_deadline_begin(void)
+{
+	struct scsi_lease l;
+	uint64_t now = scsi_alua_lease_now();
+
+	scsi_alua_lease_get(&l);
+	if (scsi_lease_phase(&l, now) != SCSI_LEASE_VALID)
+		return;
+	/* the lease's clock may be another than gw_now_ms (a test's): a duration */
+	bdev_open_deadline_set(gw_now_ms() + (l.expires_ms - now) / 2);
+}
+
+void ctl_open_deadline_end(void)
+{
+	bdev_open_deadline_set(0);
+}
+
 int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg)
 {
 	int rc;
@@ -418,7 +443,9 @@ int gw_ctl_reload(struct gw_ctl *ctl, struct gw *gw, struct gw_config *cfg)
 	if (!ctl)
 		return gw_reload(gw, cfg);
 	pthread_mutex_lock(&ctl->reload_lock);
+	ctl_open_deadline_begin();
 	rc = gw_reload(gw, cfg);
+	ctl_open_deadline_end();
 	pthread_mutex_unlock(&ctl->reload_lock);
 	/* alua_lease and alua_lease_unavailable_ms may have changed */
 	ctl_lease_resync(ctl);

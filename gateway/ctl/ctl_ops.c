@@ -337,7 +337,9 @@ static int change_lun(struct gw_ctl *ctl, const Isergw__Ctl__ChangeLun *cl, bool
 		rc = -EINVAL;
 		goto out;
 	}
+	ctl_open_deadline_begin();
 	rc = gw_lun_add(ctl->gw, cl->target, &lc, store, sizeof(store));
+	ctl_open_deadline_end();
 	pthread_mutex_unlock(&ctl->reload_lock);
 	if (rc == -EADDRINUSE) {
 		snprintf(why, len, "targets[%d].luns[%d].path: %s", ti, li, store);

@@ -160,6 +160,13 @@ void ctl_alua_transition_end(void *arg);
  */
 int ctl_alua_request(const struct scsi_alua_request *req, void *arg);
 
+/*
+ * Around a change that opens backstores (ctl.c): while the ALUA lease is
+ * valid, they must be open (or NOT READY) within half of what is left of it.
+ */
+void ctl_open_deadline_begin(void);
+void ctl_open_deadline_end(void);
+
 /* ctl_ops_lease.c */
 void ctl_op_renew_lease(struct ctl_client *c, const CtlRequest *req);
 void ctl_op_step_down(struct ctl_client *c, const CtlRequest *req);
