@@ -172,6 +172,8 @@ struct ib_bdev {
 	pthread_t disc_thread;
 	bool disc_running;
 	bool disc_err_first;            /* the open did not wait: the first failure is an err */
+	struct iscsi_context *left_ctx; /* a login the open stopped waiting for (discover) */
+	struct disc *left_d;
 	atomic_bool disc_stop;
 	pthread_cond_t disc_cond;
 	_Atomic(struct ib_rx *) rx[IB_MAX_REACTORS];

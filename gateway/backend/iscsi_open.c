@@ -186,46 +186,64 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 /*
  * One short session: login, READ CAPACITY(16), the COMPARE AND WRITE probe,
  * VPD B0h, 83h and B2h. Returns 0, or -errno with the reason in why (no secret).
+ *
+ * libiscsi frees its connect state only in the connect's callback, which a
+ * context destroyed before it never gets: left to its own timeout (whole
+ * seconds, so it may fire early), libiscsi calls back first, and our
+ * deadline is a backstop a second later. With hand_over (an open that may
+ * not wait past timeout_ms) it is the other way round: the deadline is ours,
+ * exact, libiscsi's a second later, and a login still pending at it is
+ * handed to the discovery thread (ib->left_ctx), which lets libiscsi call
+ * back before it destroys the context.
  */
-static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f, char *why,
-		    size_t whylen)
+static int discover(struct ib_bdev *ib, uint32_t timeout_ms, bool hand_over, struct ib_found *f,
+		    char *why, size_t whylen)
 {
-	uint64_t deadline = gw_now_ms() + timeout_ms;
+	/* without hand_over, libiscsi's timeout first, ours a backstop a second later */
+	uint64_t deadline = gw_now_ms() + timeout_ms + (hand_over ? 0 : 1000);
 	struct iscsi_context *ctx;
 	struct scsi_readcapacity16 *rc16;
 	struct scsi_task *t = NULL;
-	struct disc d = { 0 };
+	struct disc *d;
 	bool lbpme, lbprz;
 	uint32_t max_unmap = 0, max_unmap_desc = 0;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	/*
-	 * libiscsi counts its timeout in whole seconds of time(): it may fire
-	 * most of a second early. The deadline is ours; libiscsi's is a second
-	 * past it, a backstop.
-	 */
-	ctx = ib_sync_context(ib, timeout_ms + 1000, 0xffffu);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	ctx = ib_sync_context(ib, hand_over ? timeout_ms + 1000 : timeout_ms, 0xffffu);
 	if (!ctx) {
+		free(d);
 		snprintf(why, whylen, "cannot create a libiscsi context");
 		return -ENOMEM;
 	}
-	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, &d) != 0) {
+	if (iscsi_full_connect_async(ctx, ib->url.portal, (int)ib->url.lun, ib_disc_cb, d) != 0) {
 		snprintf(why, whylen, "cannot connect to the backend %.60s: %.200s", ib->url.portal,
 			 iscsi_get_error(ctx));
 		rc = -ECONNREFUSED;
 		goto out;
 	}
-	rc = ib_disc_wait(ctx, ib, &d, deadline);
+	rc = ib_disc_wait(ctx, ib, d, deadline);
 	if (rc == -ECANCELED) {
-		ib_disc_drain(ctx, &d, 200);
+		ib_disc_drain(ctx, d, 200);
 		goto out;
 	}
-	if (rc || d.status != SCSI_STATUS_GOOD) {
+	if (rc == -ETIMEDOUT && hand_over && !d->done) {
+		snprintf(why, whylen, "cannot log in to the backend %.60s target %.170s: timed out",
+			 ib->url.portal, ib->url.iqn);
+		ib->left_ctx = ctx;
+		ib->left_d = d;
+		return rc;
+	}
+	if (rc || d->status != SCSI_STATUS_GOOD) {
 		snprintf(why, whylen, "cannot log in to the backend %.60s target %.170s%s: %.200s",
 			 ib->url.portal, ib->url.iqn, ib->url.user[0] ? " (with CHAP)" : "",
-			 rc == -ETIMEDOUT ? "timed out" : d.err[0] ? d.err : iscsi_get_error(ctx));
-		rc = rc == -ETIMEDOUT || d.status == SCSI_STATUS_TIMEOUT ? -ETIMEDOUT : -ECONNREFUSED;
+			 rc == -ETIMEDOUT ? "timed out" : d->err[0] ? d->err : iscsi_get_error(ctx));
+		rc = rc == -ETIMEDOUT || d->status == SCSI_STATUS_TIMEOUT ? -ETIMEDOUT : -ECONNREFUSED;
 		goto out;
 	}
 	rc = disc_cmd(ctx, ib, -1, deadline, &t);
@@ -277,7 +295,32 @@ static int discover(struct ib_bdev *ib, uint32_t timeout_ms, struct ib_found *f,
 	rc = 0;
 out:
 	iscsi_destroy_context(ctx);
+	free(d);
 	return rc;
+}
+
+/*
+ * The login an open handed over (discover): libiscsi's callback, then the
+ * context goes (without wait, at once: libiscsi's connect state is lost).
+ */
+static void disc_left_end(struct ib_bdev *ib, bool wait)
+{
+	while (wait && ib->left_ctx && !ib->left_d->done && !atomic_load(&ib->disc_stop)) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(ib->left_ctx),
+				      .events = (short)iscsi_which_events(ib->left_ctx) };
+
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR)
+			break;
+		if (iscsi_service(ib->left_ctx, pfd.revents) < 0)
+			break;
+	}
+	if (ib->left_ctx) {
+		ib_disc_drain(ib->left_ctx, ib->left_d, 200);
+		iscsi_destroy_context(ib->left_ctx);
+	}
+	free(ib->left_d);
+	ib->left_ctx = NULL;
+	ib->left_d = NULL;
 }
 
 /*
@@ -329,6 +372,7 @@ static void *disc_main(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	disc_left_end(ib, true);
 	for (unsigned int attempt = 0; !atomic_load(&ib->disc_stop); attempt++) {
 		struct ib_found f;
 		struct timespec until;
@@ -337,7 +381,7 @@ static void *disc_main(void *arg)
 		char why[512];
 		int rc;
 
-		rc = discover(ib, 5000, &f, why, sizeof(why));
+		rc = discover(ib, 5000, false, &f, why, sizeof(why));
 		if (rc == -ECANCELED)
 			break;
 		if (rc == 0) {
@@ -502,7 +546,8 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	if (p->open_bounded && p->open_timeout_ms < IB_OPEN_MIN_MS)
 		rc = -ETIMEDOUT;
 	else
-		rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, &f, why, sizeof(why));
+		rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, p->open_bounded, &f,
+			      why, sizeof(why));
 	if (rc == 0) {
 		ib_apply_locked(ib, &f);        /* nobody else sees ib yet */
 		if (f.desig_len)
@@ -551,6 +596,7 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	return 0;
 
 err_zero:
+	disc_left_end(ib, false);
 	free(ib->zero_block);
 err_sync:
 	pthread_cond_destroy(&ib->disc_cond);

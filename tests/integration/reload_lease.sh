@@ -48,7 +48,7 @@ done
 command -v jq >/dev/null || die "jq not found (apt-get install jq)"
 command -v python3 >/dev/null || die "python3 not found"
 only_isergw "the ALUA lease"
-export LSAN_OPTIONS="suppressions=$here/ctl-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$here/reload-lease-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 IQN=iqn.2026-11.org.isergw:reload-lease
 SOCK=$SCRATCH/run/ctl.sock
