@@ -7,6 +7,9 @@
  */
 #ifdef ISERGW_HAVE_LIBISCSI
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include "backend/iscsi_int.h"
 
 /* ------------------------------------------------------------------------ */
@@ -181,6 +184,18 @@ static bool disc_caw_probe(struct iscsi_context *ctx, struct ib_bdev *ib, uint64
 		scsi_free_scsi_task(t);
 	}
 	return false;
+}
+
+/* The backend's host is an address, not a name to look up. */
+static bool host_numeric(const struct bdev_iscsi_url *u)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+
+	if (getaddrinfo(u->host, NULL, &hints, &res) != 0)
+		return false;
+	freeaddrinfo(res);
+	return true;
 }
 
 /*
@@ -495,6 +510,7 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	struct ib_bdev *ib;
 	struct ib_found f;
 	char err[128], why[512];
+	bool lookup;
 	int rc;
 
 	if (!p || !p->url || !out)
@@ -541,9 +557,11 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	/*
 	 * A caller that can spare only so long (the control thread while the
 	 * ALUA lease runs) gets the LUN NOT READY rather than wait past it;
-	 * below IB_OPEN_MIN_MS left it is not even tried here.
+	 * below IB_OPEN_MIN_MS left, or with a host name to look up (which no
+	 * deadline bounds), it is not even tried here.
 	 */
-	if (p->open_bounded && p->open_timeout_ms < IB_OPEN_MIN_MS)
+	lookup = p->open_bounded && !host_numeric(&ib->url);
+	if (p->open_bounded && (p->open_timeout_ms < IB_OPEN_MIN_MS || lookup))
 		rc = -ETIMEDOUT;
 	else
 		rc = discover(ib, p->open_timeout_ms ? p->open_timeout_ms : 5000, p->open_bounded, &f,
@@ -556,7 +574,11 @@ int bdev_iscsi_open(const struct bdev_iscsi_params *p, struct bdev **out)
 	} else {
 		/* the change could not wait: a notice now, the first failure an err */
 		ib->disc_err_first = p->open_bounded && rc == -ETIMEDOUT;
-		if (ib->disc_err_first)
+		if (ib->disc_err_first && lookup)
+			GW_NOTICE(IB_COMP, "%s: a host name to look up, which this change cannot wait "
+				  "for (the ALUA lease runs): LUN NOT READY until the backend answers "
+				  "(discovering in the background)", ib->bdev.name);
+		else if (ib->disc_err_first)
 			GW_NOTICE(IB_COMP, "%s: no answer within the %u ms this change could wait (the "
 				  "ALUA lease runs): LUN NOT READY until the backend answers "
 				  "(discovering in the background)", ib->bdev.name, p->open_timeout_ms);
