@@ -204,6 +204,10 @@ JSON
 	T_LOG=$SCRATCH/isergwd.log
 	: >"$T_LOG"
 	fail=0
+	# the inputs' backends refuse, do not resolve or do not answer: libiscsi 1.19
+	# leaks its connect state then (tests/integration/forward.sh)
+	export ASAN_OPTIONS="fast_unwind_on_malloc=0:$ASAN_OPTIONS"
+	export LSAN_OPTIONS="suppressions=$here/../integration/forward-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	python3 "$here/live_ctl.py" --daemon "$ISERGWD" --config "$CFG" --managed-config "$SCRATCH/managed.json" \
 		--socket "$SCRATCH/state/ctl.sock" --log "$T_LOG" --run-as "${run_as[*]}" \
 		--rewrite "/var/lib/isergw/=$LUNDIR/" --rewrite "127.0.0.1:3260=127.0.7.5:3969" --rewrite "[::1]:3261=[::1]:3971" \
@@ -257,16 +261,20 @@ fi
 # check_log NAME FILE [ERE]: no sanitizer report, no err line (but those
 # matching ERE, counted), every line one of the daemon's own (what a peer
 # sent never starts a line)
+LSAN_STATS='^(Suppressions used:|  count +bytes template|-{40,}| +[0-9]+ +[0-9]+ iscsi_full_connect_async|)$'
 check_log() {
 	local name=$1 f=$2 known=${3:-} stray errs n
 	if sanitizer_report "$f"; then
 		log "FAILED: a sanitizer report in $f"
 		fail=1
 	fi
-	stray=$(grep -cavE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (err|warn|notice|info|debug) +[a-z0-9-]+: ' "$f")
+	# LeakSanitizer's count of suppressed leaks (a table) is no line of the daemon's
+	stray=$(grep -avE "$LSAN_STATS" "$f" |
+		grep -cavE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (err|warn|notice|info|debug) +[a-z0-9-]+: ')
 	if [ "$stray" -gt 0 ]; then
 		log "FAILED: $stray lines of $f are not log lines of their own (a peer's newline?):"
-		grep -navE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (err|warn|notice|info|debug) +[a-z0-9-]+: ' "$f" |
+		grep -avE "$LSAN_STATS" "$f" |
+			grep -navE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (err|warn|notice|info|debug) +[a-z0-9-]+: ' |
 			head -n 3 >&2
 		fail=1
 	fi
@@ -287,8 +295,9 @@ if [ "$KIND" = rest ]; then
 	# admin's error, told as one (gateway/core/runtime.c)
 	check_log isergwd "$T_LOG" ' LUN [0-9]+: not served: '
 elif [ "$KIND" = ctl ]; then
-	# the same, and the seeds' backend, which nothing serves (refused at once)
-	check_log isergwd "$T_LOG" ' LUN [0-9]+: not served: | bdev-iscsi: iscsi://127\.0\.7\.9[:/]'
+	# the same, the backends and portals an input's configuration names (the
+	# seeds' backend, which nothing serves; addresses or URLs that are wrong)
+	check_log isergwd "$T_LOG" ' LUN [0-9]+: not served: | bdev-iscsi: | portal: portal .*: cannot resolve address: | reload: portal .* could not be opened'
 else
 	check_log isergwd "$T_LOG"
 fi

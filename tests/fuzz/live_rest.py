@@ -46,6 +46,7 @@ WRITES = {b"POST", b"PUT", b"PATCH", b"DELETE"}
 ETAG = re.compile(rb'"g([0-9]+)"')
 DROPPED = {b"content-length", b"transfer-encoding", b"host", b"connection"}
 PLAIN = set(range(0x21, 0x7F))
+TCHAR = PLAIN - set(b'"(),/:;<=>?@[\\]{}')     # RFC 9110 token characters
 
 
 class Hang(Exception):
@@ -284,8 +285,11 @@ def main():
                 r = c.exchange(req, head_only=(method == b"HEAD"))
                 n_req += 1
                 if r is None:
-                    n_closed += 1
-                    codes["closed"] = codes.get("closed", 0) + 1
+                    # libmicrohttpd closes on a request line whose method is no token
+                    token = method and all(ch in TCHAR for ch in method)
+                    n_closed += 1 if token else 0
+                    key = "closed" if token else "closed (method not a token)"
+                    codes[key] = codes.get(key, 0) + 1
                     continue
                 codes[r[0]] = codes.get(r[0], 0) + 1
                 if 200 <= r[0] < 300 and method in WRITES:
@@ -323,8 +327,9 @@ def main():
             return 1
     dt = time.monotonic() - t0
     summary = ", ".join("%s %d" % (k, v) for k, v in sorted(codes.items(), key=lambda kv: str(kv[0])))
-    print("live_rest: %d inputs, %d requests in %.1f s (answers: %s); %d closed without an answer; "
-          "the daemons alive and the first configuration taken again after each" %
+    print("live_rest: %d inputs, %d requests in %.1f s (answers: %s); %d with a method that is a "
+          "token closed without an answer; the daemons alive and the first configuration taken "
+          "again after each" %
           (n_in, n_req, dt, summary or "none", n_closed))
     if n_in == 0:
         print("live_rest: FAILED: no input")
