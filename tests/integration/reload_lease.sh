@@ -48,7 +48,11 @@ done
 command -v jq >/dev/null || die "jq not found (apt-get install jq)"
 command -v python3 >/dev/null || die "python3 not found"
 only_isergw "the ALUA lease"
-export LSAN_OPTIONS="suppressions=$here/reload-lease-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# libiscsi 1.19 leaks its connect state when a context is destroyed during a
+# login (this backend never answers: SIGTERM finds the discovery threads in
+# one); forward.sh's suppression, which needs full unwinding through libiscsi
+export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$here/forward-lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 IQN=iqn.2026-11.org.isergw:reload-lease
 SOCK=$SCRATCH/run/ctl.sock
