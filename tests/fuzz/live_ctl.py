@@ -308,19 +308,12 @@ def main():
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
     rewrites = lp.rewrites(ap, a.rewrite, same_length=True)
-    n_in = n_managed = replies = 0
-    t0 = time.monotonic()
+    n_managed = replies = 0
     log = open(a.log, "ab")
-    for path in lp.inputs(a.paths):
-        if a.limit and n_in >= a.limit:
-            break
-        if a.seconds and time.monotonic() - t0 >= a.seconds:
-            break
-        with open(path, "rb") as f:
-            data = f.read()
+    run = lp.Inputs("live_ctl", a.paths, a.limit, a.seconds, rewrites)
+    for path, data in run:
         if not data:
             continue
-        data = lp.rewritten(data, rewrites)
         managed = bool(data[0] & 1)
         n_managed += managed
         try:
@@ -363,16 +356,12 @@ def main():
                     why = why or "isergwd did not stop within %.0f s of SIGTERM" % a.answer_s
                 if proc.returncode != 0:
                     why = why or "isergwd exited with status %d on SIGTERM" % proc.returncode
-        n_in += 1
-        if n_in % 500 == 0:
-            print("live_ctl: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)
         if why:
-            print("live_ctl: after input %d (%s): %s" % (n_in, path, why), file=sys.stderr)
-            print("live_ctl: FAILED")
-            return 1
+            return run.failed(path, why)
+    n_in = run.n
     print("live_ctl: %d inputs (%d managed), %d replies checked in %.1f s; after each, GetStatus "
           "answered and isergwd stopped cleanly on SIGTERM" % (n_in, n_managed, replies,
-                                                                time.monotonic() - t0))
+                                                                run.elapsed()))
     if n_in == 0:
         print("live_ctl: FAILED: no input")
         return 1

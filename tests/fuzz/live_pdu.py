@@ -315,6 +315,37 @@ def rewritten(data, pairs):
     return data
 
 
+class Inputs:
+    """The inputs of a replay (live_rest.py, live_ctl.py) as (path, bytes), rewritten, within
+    --limit and --seconds, with a line every 500; failed() names the one played last."""
+
+    def __init__(self, name, paths, limit=0, seconds=0, pairs=()):
+        self.name, self.paths, self.limit, self.seconds, self.pairs = name, paths, limit, seconds, pairs
+        self.n = 0
+        self.t0 = time.monotonic()
+
+    def __iter__(self):
+        for path in inputs(self.paths):
+            if (self.limit and self.n >= self.limit) or \
+               (self.seconds and time.monotonic() - self.t0 >= self.seconds):
+                return
+            with open(path, "rb") as f:
+                data = f.read()
+            yield path, rewritten(data, self.pairs)
+            self.n += 1
+            if self.n % 500 == 0:
+                print("%s: %d inputs, %.0f s" % (self.name, self.n, self.elapsed()), flush=True)
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def failed(self, path, why):
+        """the exit status after input path (being played) failed"""
+        print("%s: after input %d (%s): %s" % (self.name, self.n + 1, path, why), file=sys.stderr)
+        print("%s: FAILED" % self.name)
+        return 1
+
+
 def alive(pid):
     """the process is there and not a zombie (its parent, the shell, may not have reaped it yet)"""
     if not pid:

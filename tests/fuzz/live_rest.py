@@ -260,16 +260,9 @@ def main():
     health = request_bytes(host, b"GET", b"/healthz", [], b"")
     get_config = request_bytes(host, b"GET", b"/api/v1/config", auth, b"")
     codes = {}
-    n_in = n_req = n_closed = 0
-    t0 = time.monotonic()
-    for path in lp.inputs(a.paths):
-        if a.limit and n_in >= a.limit:
-            break
-        if a.seconds and time.monotonic() - t0 >= a.seconds:
-            break
-        with open(path, "rb") as f:
-            data = f.read()
-        data = lp.rewritten(data, rewrites)
+    n_req = n_closed = 0
+    run = lp.Inputs("live_rest", a.paths, a.limit, a.seconds, rewrites)
+    for path, data in run:
         c = Conn(a.addr, a.port, a.answer_s)
         why = None
         try:
@@ -318,14 +311,9 @@ def main():
         gone = [p for p in a.pid if not lp.alive(p)]
         if gone and why and not why.startswith("process"):
             why = "process %d is gone (%s)" % (gone[0], why)
-        n_in += 1
-        if n_in % 500 == 0:
-            print("live_rest: %d inputs, %.0f s" % (n_in, time.monotonic() - t0), flush=True)
         if why:
-            print("live_rest: after input %d (%s): %s" % (n_in, path, why), file=sys.stderr)
-            print("live_rest: FAILED")
-            return 1
-    dt = time.monotonic() - t0
+            return run.failed(path, why)
+    n_in, dt = run.n, run.elapsed()
     summary = ", ".join("%s %d" % (k, v) for k, v in sorted(codes.items(), key=lambda kv: str(kv[0])))
     print("live_rest: %d inputs, %d requests in %.1f s (answers: %s); %d with a method that is a "
           "token closed without an answer; the daemons alive and the first configuration taken "
