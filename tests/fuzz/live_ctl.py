@@ -355,7 +355,8 @@ def main():
                     proc.wait()
                     why = why or "isergwd did not stop within %.0f s of SIGTERM" % a.answer_s
                 if proc.returncode != 0:
-                    why = why or "isergwd exited with status %d on SIGTERM" % proc.returncode
+                    why = "isergwd exited with status %d%s" % (
+                        proc.returncode, " (%s)" % why if why else " on SIGTERM")
         if why:
             return run.failed(path, why)
     n_in = run.n
