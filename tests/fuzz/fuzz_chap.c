@@ -100,6 +100,32 @@ static const char *once(const struct iscsi_textbuf *tb, const char *key)
 	return v;
 }
 
+/*
+ * The first algorithm of the list we support (RFC 7143 12.1.3: the target
+ * takes the first it knows), each item a numerical-value (decimal, 0x hex
+ * or 0b base64); 0: none.
+ */
+static int first_supported(const char *alist)
+{
+	for (const char *p = alist; *p;) {
+		size_t l = strcspn(p, ",");
+		char item[32];
+		uint64_t v;
+
+		if (l > 0 && l < sizeof(item)) {
+			memcpy(item, p, l);
+			item[l] = '\0';
+			if (iscsi_parse_number(item, &v) == 0 && (v == ISCSI_CHAP_ALG_MD5 ||
+								  v == ISCSI_CHAP_ALG_SHA256))
+				return (int)v;
+		}
+		if (!p[l])
+			break;
+		p += l + 1;
+	}
+	return 0;
+}
+
 static void op_challenge(struct iscsi_chap *c, struct iscsi_textbuf *tb, const char *alist)
 {
 	char why[200];
@@ -122,8 +148,8 @@ static void op_challenge(struct iscsi_chap *c, struct iscsi_textbuf *tb, const c
 	CHECK(iscsi_parse_number(once(tb, "CHAP_I"), &v) == 0 && v == c->id);
 	CHECK(iscsi_parse_binary(once(tb, "CHAP_C"), chal, sizeof(chal), &clen) == 0);
 	CHECK(clen == c->clen && memcmp(chal, c->challenge, clen) == 0);
-	/* the algorithm is one the list names, as a number */
-	CHECK(strstr(alist, c->alg == 5 ? "5" : "7") != NULL);
+	/* the first the list names that we support, however it is written ("0bBQ" is 5) */
+	CHECK(c->alg == first_supported(alist));
 }
 
 static void op_raw(struct iscsi_chap *c, struct iscsi_textbuf *tb, uint8_t flags,
