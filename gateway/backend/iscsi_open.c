@@ -315,20 +315,14 @@ out:
 }
 
 /*
- * The login an open handed over (discover): libiscsi's callback, then the
- * context goes (without wait, at once: libiscsi's connect state is lost).
+ * The login an open handed over (discover): libiscsi's callback, which its
+ * timeout (at most 5 s and the second past ours) brings, then the context
+ * goes (without wait, at once: libiscsi's connect state is lost).
  */
 static void disc_left_end(struct ib_bdev *ib, bool wait)
 {
-	while (wait && ib->left_ctx && !ib->left_d->done && !atomic_load(&ib->disc_stop)) {
-		struct pollfd pfd = { .fd = iscsi_get_fd(ib->left_ctx),
-				      .events = (short)iscsi_which_events(ib->left_ctx) };
-
-		if (poll(&pfd, 1, 100) < 0 && errno != EINTR)
-			break;
-		if (iscsi_service(ib->left_ctx, pfd.revents) < 0)
-			break;
-	}
+	if (wait && ib->left_ctx)
+		(void)ib_disc_wait(ib->left_ctx, ib, ib->left_d, gw_now_ms() + 7000);
 	if (ib->left_ctx) {
 		ib_disc_drain(ib->left_ctx, ib->left_d, 200);
 		iscsi_destroy_context(ib->left_ctx);
